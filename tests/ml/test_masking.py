@@ -1,0 +1,192 @@
+"""Masked examples: two-peak filter, left context, de-duplication, sampling, ablations."""
+import random
+import re
+
+import pytest
+
+from ml.masking import (
+    BuildStats,
+    Group,
+    MaskedExample,
+    MaskingMode,
+    PeakItem,
+    build_examples,
+    format_dsm_prompt,
+    sample_tasks,
+)
+
+TEXT = "fever and cough since monday, treated with paracetamol"
+FEVER, COUGH, MONDAY, PARACETAMOL = (0, 5), (10, 15), (22, 28), (43, 54)
+
+
+def item(task, *spans, note_id="n1", text=TEXT):
+    return PeakItem(note_id, task, text, tuple(Group(char_span=s) for s in spans))
+
+
+def build(items, **kwargs):
+    stats = BuildStats()
+    return list(build_examples(items, stats=stats, **kwargs)), stats
+
+
+def test_spans_are_what_the_names_say():
+    assert [TEXT[a:b] for a, b in (FEVER, COUGH, MONDAY, PARACETAMOL)] == ["fever", "cough", "monday", "paracetamol"]
+
+
+def test_each_group_with_a_group_to_its_left_is_masked_once():
+    examples, _ = build([item("t", FEVER, COUGH, PARACETAMOL)])
+    assert [(e.masked_text, e.label, e.char_span) for e in examples] == [
+        ("fever and <mask> since monday, treated with paracetamol", "cough", COUGH),
+        ("fever and cough since monday, treated with <mask>", "paracetamol", PARACETAMOL),
+    ]
+    assert all(e.tasks == ("t",) and e.note_id == "n1" and e.mode == "dsm" for e in examples)
+
+
+def test_the_leftmost_group_is_never_masked_whatever_the_input_order():
+    examples, _ = build([item("t", PARACETAMOL, FEVER)])
+    assert [e.label for e in examples] == ["paracetamol"]
+
+
+def test_two_peaks_counts_groups_not_tokens():
+    # one long group of many tokens (the reference filter would have let it through)
+    long_group = PeakItem("n1", "t", TEXT, (Group(char_span=(0, 28), token_span=(0, 9)),))
+    examples, stats = build([long_group])
+    assert examples == []
+    assert stats.items == 1 and stats.items_used == 0 and stats.notes_kept == 0
+
+
+def test_identical_examples_from_several_tasks_become_one_with_all_tasks():
+    examples, stats = build([item("t1", FEVER, COUGH), item("t2", FEVER, COUGH, MONDAY), item("t3", COUGH, MONDAY)])
+    by_label = {e.label: e.tasks for e in examples}
+    assert by_label == {"cough": ("t1", "t2"), "monday": ("t2", "t3")}
+    assert stats.candidates == 4 and stats.examples == 2 and stats.merged_across_tasks == 2
+
+
+def test_an_example_repeating_an_earlier_note_is_dropped_and_counted():
+    examples, stats = build([item("t", FEVER, COUGH, note_id="a"), item("t", FEVER, COUGH, note_id="b")])
+    assert [e.note_id for e in examples] == ["a"]
+    assert stats.dropped_duplicate_notes == 1 and stats.duplicates == 1 and stats.notes == 2
+
+
+def test_a_note_seen_again_after_another_is_reported():
+    _, stats = build([item("t1", FEVER, COUGH, note_id="a"), item("t", FEVER, note_id="b"),
+                      item("t2", FEVER, MONDAY, note_id="a")])
+    assert stats.notes_not_contiguous == ["a"]
+
+
+def test_examples_stream_note_by_note():
+    def items():
+        yield item("t", FEVER, COUGH, note_id="a")
+        yield item("t", FEVER, MONDAY, note_id="b")
+        raise AssertionError("read past the second note before yielding the first")
+
+    first = next(build_examples(items()))
+    assert first.note_id == "a"
+
+
+def test_the_mask_token_is_a_parameter():
+    examples, _ = build([item("t", FEVER, COUGH)], mask_token="<|mask|>")
+    assert examples[0].masked_text == "fever and <|mask|> since monday, treated with paracetamol"
+    with pytest.raises(ValueError):
+        build([item("t", FEVER, COUGH)], mask_token="")
+
+
+def test_dsm_prompt_template():
+    example = MaskedExample("n1", ("t",), "fever and <mask> since", "cough", (10, 15), "dsm")
+    assert format_dsm_prompt(example) == (
+        "Fill in the masked word in the following sentence. fever and <mask> since", "cough")
+
+
+def test_a_whitespace_group_counts_but_gives_no_example():
+    text = "fever\n\ncough"
+    examples, stats = build([item("t", (0, 5), (5, 7), note_id="w", text=text)])
+    assert examples == [] and stats.items_used == 1
+    examples, _ = build([item("t", (5, 7), (7, 12), note_id="w", text=text)])
+    assert [e.label for e in examples] == ["cough"]
+
+
+@pytest.mark.parametrize("spans", [[(0, 5), (3, 8)], [(0, 5), (50, 60)], [(5, 5), (7, 9)]])
+def test_bad_groups_are_refused(spans):
+    with pytest.raises(ValueError, match="n1"):
+        build([item("t", *spans)])
+
+
+# ---------------------------------------------------------------- task sampling
+
+TASKS = [f"task {i:03d}" for i in range(136)]
+
+
+def test_sample_tasks_draws_k_distinct_sorted_tasks():
+    sample = sample_tasks("note-1", TASKS, k=9)
+    assert len(sample) == 9 == len(set(sample)) and sample == sorted(sample) and set(sample) <= set(TASKS)
+
+
+def test_sample_tasks_depends_only_on_seed_and_note():
+    shuffled = TASKS[:]
+    random.Random(1).shuffle(shuffled)
+    notes = [f"note-{i}" for i in range(50)]
+    forward = {n: sample_tasks(n, TASKS) for n in notes}
+    backward = {n: sample_tasks(n, shuffled) for n in reversed(notes)}
+    assert forward == backward
+    assert len({tuple(s) for s in forward.values()}) > 40  # notes get different samples
+    assert sample_tasks("note-1", TASKS, seed=1) != sample_tasks("note-1", TASKS, seed=0)
+
+
+def test_sample_tasks_with_few_tasks_returns_them_all():
+    assert sample_tasks("n", ["b", "a", "b"], k=9) == ["a", "b"]
+    assert sample_tasks("n", TASKS, k=0) == []
+    with pytest.raises(ValueError):
+        sample_tasks("n", TASKS, k=-1)
+
+
+# ---------------------------------------------------------------- ablations
+
+TEXT_C = TEXT.upper()
+ITEMS = [
+    item("t1", FEVER, COUGH, PARACETAMOL, note_id="a"),
+    item("t2", FEVER, COUGH, note_id="a"),
+    item("t1", MONDAY, note_id="b"),
+    item("t1", FEVER, note_id="c", text=TEXT_C),
+    item("t2", COUGH, PARACETAMOL, note_id="c", text=TEXT_C),
+    item("t2", COUGH, PARACETAMOL, note_id="d", text=TEXT_C),  # a duplicated note
+]
+
+
+def test_random_mode_masks_as_many_word_aligned_spans_on_the_same_pairs():
+    dsm, dsm_stats = build(ITEMS)
+    rnd, stats = build(ITEMS, mode="random", seed=3)
+    assert len(rnd) == len(dsm) == 3 and stats.merged_across_tasks == dsm_stats.merged_across_tasks == 1
+    assert stats.dropped_duplicate_notes == dsm_stats.dropped_duplicate_notes == 1
+    assert [e.note_id for e in rnd] == ["a", "a", "c"] and all(e.mode == "random" for e in rnd)
+    words = {m.span() for m in re.finditer(r"\w+", TEXT)}
+    for e in rnd:
+        text = TEXT if e.note_id == "a" else TEXT_C
+        a, b = e.char_span
+        assert a in {s for s, _ in words} and b in {t for _, t in words} and a > 0
+        assert e.masked_text == text[:a] + "<mask>" + text[b:] and e.label == text[a:b]
+    assert min(len(e.label) for e in rnd) >= len("cough")
+
+
+def test_random_mode_is_seeded():
+    first, _ = build(ITEMS, mode=MaskingMode.RANDOM, seed=3)
+    again, _ = build(ITEMS, mode=MaskingMode.RANDOM, seed=3)
+    assert first == again
+    others = [build(ITEMS, mode=MaskingMode.RANDOM, seed=s)[0] for s in range(4, 10)]
+    assert any(o != first for o in others)
+
+
+def test_one_peak_mode_uses_only_pairs_with_exactly_one_group():
+    examples, stats = build(ITEMS, mode="one_peak")
+    assert [(e.note_id, e.label, e.tasks) for e in examples] == [("b", "monday", ("t1",)), ("c", "FEVER", ("t1",))]
+    assert stats.items_used == 2
+
+
+def test_unmasked_mode_gives_each_two_peak_note_once_as_plain_text():
+    examples, _ = build(ITEMS, mode="unmasked")
+    assert [(e.note_id, e.tasks, e.masked_text, e.label, e.char_span) for e in examples] == [
+        ("a", ("t1", "t2"), TEXT, "", None), ("c", ("t2",), TEXT_C, "", None)]
+    assert format_dsm_prompt(examples[0]) == ("", TEXT)
+
+
+def test_an_unknown_mode_is_refused():
+    with pytest.raises(ValueError):
+        build(ITEMS, mode="everything")

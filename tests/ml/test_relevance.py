@@ -1,0 +1,375 @@
+"""ml.prompts and ml.relevance on tiny random models; a few checks on the real SmolLM2.
+
+AttnLRP runs only in the spawned `patched_child` (lxt patches are process-global)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from ml.prompts import EN, IT, PromptTemplate, build_prompt, get_template
+from ml.relevance import compute_relevance, encode_pair, normalise_scores
+from tests.ml.conftest import build_loaded, build_tokenizer
+
+NOTE = "Vital signs: heart rate 130 bpm, tachycardic. He has a pacemaker since 2019."
+NOTES = [
+    NOTE,
+    "Chest X-ray shows right lower lobe consolidation.",
+    "The patient denies chest pain. Temperature 38.5 C, oxygen saturation 91%.",
+    "He takes amlodipine for hypertension.",
+]
+TASKS = ["heart rate", "presence of pacemaker", "body temperature", "hypertension"]
+
+
+def note_token_texts(tokenizer, note, task, **kwargs):
+    enc = encode_pair(tokenizer, note, task, **kwargs)
+    ids = np.asarray(enc.input_ids)[enc.note_index]
+    return enc, [tokenizer.decode([i]) for i in ids]
+
+
+# ---- prompts ----
+
+def test_builtin_templates_are_the_papers():
+    assert get_template(None).text == EN == "{note} Given the patient's medical history, the following is observed {task}"
+    assert get_template("it").text == IT == "{note}\n Data la storia del paziente, nel paziente si riscontra {task}"
+
+
+@pytest.mark.parametrize("bad", [
+    "{note} only the note", "the task {task}", "{task} before {note}", "{note}{task}",
+    "{note} x {task} {note}", "{note} x {item}", "{note} observed {task}" + "x" * 41,
+])
+def test_it_refuses_an_invalid_template(bad):
+    with pytest.raises(ValueError):
+        PromptTemplate(bad)
+
+
+def test_custom_template_with_braces_in_the_note():
+    tokenizer = build_tokenizer("plain")
+    template = get_template("Note: {note}. Finding: {task}")
+    note = "dict {a: 1} and {note} literally"
+    built = build_prompt(tokenizer, template, note, "heart rate")
+    assert built.text[slice(*built.note_span)] == note
+    assert built.text[slice(*built.task_span)] == "heart rate"
+
+
+def test_chat_prompt_puts_the_task_in_the_assistant_turn():
+    tokenizer = build_tokenizer("chatml")
+    built = build_prompt(tokenizer, get_template("en"), NOTE, "heart rate")
+    assert built.chat
+    assert built.text.startswith("<|im_start|>system\n")
+    assert f"<|im_start|>user\n{NOTE} Given the patient's medical history, the following is observed<|im_end|>" in built.text
+    assert built.text[built.task_span[0] - len("<|im_start|>assistant\n"):].startswith("<|im_start|>assistant\nheart rate")
+
+
+def test_prompt_without_chat_template_starts_with_bos():
+    tokenizer = build_tokenizer("plain")
+    built = build_prompt(tokenizer, get_template("en"), NOTE, "heart rate")
+    assert not built.chat
+    assert built.text == "<|im_start|>" + EN.replace("{note}", NOTE).replace("{task}", "heart rate")
+
+
+# ---- encoding: offsets, exclusions, target ----
+
+@pytest.mark.parametrize("kind", ["chatml", "gemma", "plain"])
+def test_offsets_map_back_to_the_exact_note_text(kind):
+    tokenizer = build_tokenizer(kind)
+    enc, texts = note_token_texts(tokenizer, NOTE, "heart rate")
+    assert enc.offsets.dtype == np.int32 and enc.offsets.shape == (len(texts), 2)
+    for (start, end), text in zip(enc.offsets, texts):
+        assert NOTE[start:end].strip() == text.replace("\u2581", " ").strip()
+    covered = "".join(NOTE[s:e] for s, e in enc.offsets)
+    assert covered == NOTE
+
+
+def test_offsets_of_non_ascii_notes_stay_inside_the_note():
+    tokenizer = build_tokenizer("chatml")
+    note = "Proteinuria ≥3 g/day, età 14 anni — café."
+    enc = encode_pair(tokenizer, note, "heart rate")
+    assert enc.offsets.min() >= 0 and enc.offsets.max() <= len(note)
+    assert np.all(np.diff(enc.offsets[:, 0]) >= 0)
+    covered = np.zeros(len(note), bool)
+    for s, e in enc.offsets:
+        covered[s:e] = True
+    assert covered.all()
+
+
+@pytest.mark.parametrize("kind", ["chatml", "gemma", "plain"])
+def test_special_tokens_and_template_text_are_excluded(kind):
+    tokenizer = build_tokenizer(kind)
+    enc, texts = note_token_texts(tokenizer, NOTE, "heart rate")
+    special_ids = set(tokenizer.all_special_ids)
+    assert not special_ids & set(np.asarray(enc.input_ids)[enc.note_index].tolist())
+    joined = "".join(texts)
+    for template_word in ("Given", "observed", "assistant", "system"):
+        assert template_word not in joined
+    assert len(enc.input_ids) > len(enc.note_index) + 5  # the prompt has more than the note
+
+
+@pytest.mark.parametrize("kind", ["chatml", "gemma", "plain"])
+def test_the_target_is_the_middle_token_of_the_task(kind):
+    tokenizer = build_tokenizer(kind)
+    task = "presence of pacemaker"
+    built = build_prompt(tokenizer, get_template("en"), NOTE, task)
+    enc = tokenizer(built.text, add_special_tokens=False, return_offsets_mapping=True)
+    in_task = [i for i, (s, e) in enumerate(enc["offset_mapping"]) if e > s and s < built.task_span[1] and e > built.task_span[0]]
+    middle = in_task[(len(in_task) - 1) // 2]
+    before = encode_pair(tokenizer, NOTE, task)
+    through = encode_pair(tokenizer, NOTE, task, include_target=True)
+    assert before.target_id == enc["input_ids"][middle]
+    assert before.input_ids == enc["input_ids"][:middle]
+    assert through.input_ids == enc["input_ids"][: middle + 1]
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_long_notes_are_truncated_never_the_task(side):
+    tokenizer = build_tokenizer("chatml")
+    full = encode_pair(tokenizer, NOTE, "heart rate")
+    cut = encode_pair(tokenizer, NOTE, "heart rate", max_note_tokens=5, truncate=side)
+    assert cut.truncated and not full.truncated
+    assert 4 <= len(cut.note_index) <= 6  # in-context tokenisation may differ by one at the cut
+    assert cut.target_id == full.target_id
+    assert cut.input_ids[-3:] == full.input_ids[-3:]  # the template and task part are intact
+    if side == "right":
+        assert cut.offsets[0, 0] == 0 and cut.offsets[-1, 1] < len(NOTE)
+    else:
+        assert cut.offsets[0, 0] > 0 and cut.offsets[-1, 1] == len(NOTE)
+
+
+def test_empty_note_is_a_clear_error(tiny_llama):
+    for note in ("", "   \n"):
+        with pytest.raises(ValueError, match="note text is empty"):
+            compute_relevance(tiny_llama, [note], ["heart rate"], method="attention")
+
+
+def test_bad_arguments_are_clear_errors(tiny_llama):
+    with pytest.raises(ValueError, match="same length"):
+        compute_relevance(tiny_llama, [NOTE, NOTE], ["heart rate"])
+    with pytest.raises(ValueError, match="unknown method"):
+        compute_relevance(tiny_llama, [NOTE], ["heart rate"], method="shap")
+    with pytest.raises(ValueError, match="task description is empty"):
+        compute_relevance(tiny_llama, [NOTE], [" "], method="attention")
+
+
+# ---- relevance on tiny models ----
+
+@pytest.mark.parametrize("method", ["grad_input", "attention"])
+def test_each_method_returns_normalised_note_scores(tiny, method):
+    results = compute_relevance(tiny, NOTES, TASKS, method=method)
+    assert len(results) == len(NOTES)
+    for note, r in zip(NOTES, results):
+        n = len(r.offsets)
+        assert n > 0 and r.offsets.dtype == np.int32
+        assert r.raw_scores.shape == r.scores.shape == (n,)
+        assert r.raw_scores.dtype == r.scores.dtype == np.float32
+        assert np.isfinite(r.raw_scores).all()
+        assert r.scores.min() >= 0 and r.scores.max() == pytest.approx(1.0)
+        assert r.offsets[-1, 1] == len(note)
+        assert r.target_token.strip()
+    if method == "attention":
+        assert all((r.raw_scores > 0).all() for r in results)
+
+
+@pytest.mark.parametrize("method", ["grad_input", "attention"])
+def test_batched_results_equal_one_by_one(tiny, method):
+    batched = compute_relevance(tiny, NOTES, TASKS, method=method, batch_size=4)
+    for note, task, b in zip(NOTES, TASKS, batched):
+        alone = compute_relevance(tiny, [note], [task], method=method, batch_size=1)[0]
+        np.testing.assert_array_equal(b.offsets, alone.offsets)
+        assert torch.allclose(torch.from_numpy(b.raw_scores), torch.from_numpy(alone.raw_scores),
+                              rtol=1e-4, atol=1e-6 * float(np.abs(alone.raw_scores).max()))
+        assert b.target_token == alone.target_token
+
+
+def child_batched_vs_alone(family):
+    from ml.relevance import compute_relevance
+
+    loaded = build_loaded(family)
+    batched = compute_relevance(loaded, NOTES, TASKS, method="attnlrp", batch_size=4)
+    alone = [compute_relevance(loaded, [n], [t], method="attnlrp", batch_size=1)[0] for n, t in zip(NOTES, TASKS)]
+    return [r.raw_scores for r in batched], [r.raw_scores for r in alone]
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma3"])
+def test_attnlrp_batched_results_equal_one_by_one(family, patched_child):
+    batched, alone = patched_child.apply(child_batched_vs_alone, (family,))
+    for b, a in zip(batched, alone):
+        assert torch.allclose(torch.from_numpy(b), torch.from_numpy(a), rtol=1e-4, atol=1e-6 * float(np.abs(a).max()))
+
+
+def test_explain_variants_differ_in_what_the_input_holds(tiny_llama):
+    nxt = compute_relevance(tiny_llama, [NOTE], ["heart rate"], method="grad_input", explain="next")[0]
+    mx = compute_relevance(tiny_llama, [NOTE], ["heart rate"], method="grad_input", explain="max")[0]
+    tgt = compute_relevance(tiny_llama, [NOTE], ["heart rate"], method="grad_input", explain="target")[0]
+    assert nxt.target_token == mx.target_token == tgt.target_token
+    assert not np.allclose(nxt.raw_scores, mx.raw_scores)
+    assert not np.allclose(mx.raw_scores, tgt.raw_scores)
+
+
+def test_clip_normalisation_drops_negative_relevance():
+    raw = np.array([-4.0, 1.0, 2.0, 0.0], dtype=np.float32)
+    np.testing.assert_allclose(normalise_scores(raw, "abs"), [1.0, 0.25, 0.5, 0.0])
+    np.testing.assert_allclose(normalise_scores(raw, "clip"), [0.0, 0.5, 1.0, 0.0])
+    assert normalise_scores(np.zeros(3, np.float32)).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_relevance_leaves_the_model_as_it_found_it(tiny_llama):
+    model = tiny_llama.model
+    model.train()
+    next(model.parameters()).requires_grad_(True)
+    compute_relevance(tiny_llama, [NOTE], ["heart rate"], method="attention")
+    assert model.training
+    assert model.config._attn_implementation == "sdpa"
+    assert next(model.parameters()).requires_grad
+
+
+def test_progress_is_reported_per_batch(tiny_llama):
+    calls = []
+    compute_relevance(tiny_llama, NOTES, TASKS, method="attention", batch_size=3,
+                      progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(3, 4), (4, 4)]
+
+
+def test_italian_and_custom_templates_run(tiny_llama):
+    for template in ("it", "Clinical note:\n{note}\nFinding: {task}"):
+        r = compute_relevance(tiny_llama, [NOTE], ["heart rate"], method="attention", template=template)[0]
+        assert r.offsets[-1, 1] == len(NOTE)
+
+
+# ---- the relevance command ----
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture
+def tiny_model_folder(tmp_path):
+    loaded = build_loaded("llama")
+    folder = tmp_path / "tiny-llama"
+    loaded.model.save_pretrained(folder)
+    loaded.tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_relevance_command_writes_one_line_per_pair_and_resumes(tmp_path, tiny_model_folder, capsys):
+    from ml.__main__ import main
+
+    notes = tmp_path / "notes.jsonl"
+    write_jsonl(notes, [
+        {"id": "a", "text": NOTE},
+        {"id": "b", "text": NOTES[1], "tasks": ["chest finding"]},
+        {"id": "c", "text": "  "},
+    ])
+    out = tmp_path / "rel.jsonl"
+    args = ["relevance", "--notes", str(notes), "--model", str(tiny_model_folder), "--task", "heart rate",
+            "--task", "presence of pacemaker", "--method", "attention", "--dtype", "float32", "--out", str(out)]
+    assert main(args) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["note_id"], r["task"]) for r in rows] == [("a", "heart rate"), ("a", "presence of pacemaker"),
+                                                         ("b", "chest finding")]
+    row = rows[0]
+    assert set(row) >= {"note_id", "task", "model", "method", "template", "target_token", "offsets", "scores", "raw_scores"}
+    assert row["model"] == "tiny-llama" and row["method"] == "attention" and row["template"] == "en"
+    assert len(row["offsets"]) == len(row["scores"]) == len(row["raw_scores"])
+    assert "".join(NOTE[s:e] for s, e in row["offsets"]) == NOTE
+
+    out.write_text(out.read_text().splitlines(keepends=True)[0] + '{"note_id": "a", "ta')  # interrupted run
+    assert main(args) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines() if line.startswith('{"note_id": "a", "task"') or '"b"' in line]
+    assert sorted((r["note_id"], r["task"]) for r in rows) == [("a", "heart rate"), ("a", "presence of pacemaker"),
+                                                               ("b", "chest finding")]
+    assert main(args) == 0
+    assert "nothing to do" in capsys.readouterr().err
+
+
+def test_task_sampling_is_seeded_per_note():
+    from ml.commands.relevance import sample_tasks
+
+    tasks = [f"task {i}" for i in range(20)]
+    first = sample_tasks(tasks, 9, 7, "note-1")
+    assert len(first) == 9 and len(set(first)) == 9
+    assert first == sample_tasks(tasks, 9, 7, "note-1")
+    assert first != sample_tasks(tasks, 9, 8, "note-1")
+    assert first != sample_tasks(tasks, 9, 7, "note-2")
+    assert sample_tasks(tasks[:3], 9, 7, "note-1") == tasks[:3]
+
+
+def test_relevance_command_rejects_a_bad_template(tmp_path):
+    from ml.__main__ import main
+
+    notes = tmp_path / "notes.jsonl"
+    write_jsonl(notes, [{"id": "a", "text": NOTE}])
+    with pytest.raises(SystemExit, match="--template"):
+        main(["relevance", "--notes", str(notes), "--task", "x", "--template", "no placeholders", "--out", str(tmp_path / "o")])
+
+
+# ---- the real SmolLM2 model (slow) ----
+
+EVIDENCE_NOTE = (
+    "The patient is a 72-year-old woman who lives with her daughter. She reports no known drug allergies. "
+    "Her past surgical history includes a cholecystectomy in 2005. "
+    "On arrival her heart rate was 130 bpm and she was tachycardic. "
+    "She was given a sandwich and a cup of tea in the waiting room. Her son will visit tomorrow afternoon."
+)
+EVIDENCE = "On arrival her heart rate was 130 bpm and she was tachycardic."
+
+
+def mass_ratio(result, start, end):
+    """Relevance mass on the tokens inside [start, end) divided by their share of tokens."""
+    inside = (result.offsets[:, 0] >= start) & (result.offsets[:, 1] <= end)
+    return float(result.scores[inside].sum() / result.scores.sum() / inside.mean())
+
+
+PACEMAKER_NOTE = (
+    "Past medical history: type 2 diabetes mellitus on metformin. The patient has a permanent "
+    "pacemaker implanted in 2018 for complete heart block. He is a retired teacher and enjoys gardening. "
+    "Today he came in for a routine dental referral letter."
+)
+PACEMAKER = "permanent pacemaker implanted in 2018"
+REAL_PAIRS = [(EVIDENCE_NOTE, "heart rate"), (EVIDENCE_NOTE, "tachycardia"), (PACEMAKER_NOTE, "pacemaker")]
+
+
+def child_real_relevance(model_dir, pairs, method):
+    from ml.models import DEFAULT_MODEL, load_model
+    from ml.relevance import compute_relevance, preferred_dtype
+
+    loaded = load_model(DEFAULT_MODEL, model_dir=model_dir, dtype=preferred_dtype("cpu"))
+    return compute_relevance(loaded, [n for n, _ in pairs], [t for _, t in pairs], method=method)
+
+
+@pytest.fixture(scope="module")
+def real_attnlrp(smollm2_dir, patched_child):
+    """AttnLRP on the real model for REAL_PAIRS, computed once in the patched child."""
+    return patched_child.apply(child_real_relevance, (smollm2_dir, REAL_PAIRS, "attnlrp"))
+
+
+@pytest.mark.slow
+def test_attnlrp_finds_the_heart_rate_evidence(real_attnlrp):
+    start = EVIDENCE_NOTE.index(EVIDENCE)
+    for r in real_attnlrp[:2]:
+        assert r.target_token in ("heart", "t")
+        assert mass_ratio(r, start, start + len(EVIDENCE)) > 1.5
+    top = real_attnlrp[0].offsets[np.argmax(real_attnlrp[0].scores)]
+    assert start <= top[0] < start + len(EVIDENCE)
+
+
+@pytest.mark.slow
+def test_attnlrp_localises_a_gold_span_better_than_uniform_and_attention(real_attnlrp, smollm2):
+    start = PACEMAKER_NOTE.index(PACEMAKER)
+    lrp = real_attnlrp[2]
+    attention = compute_relevance(smollm2, [PACEMAKER_NOTE], ["pacemaker"], method="attention")[0]
+    assert mass_ratio(lrp, start, start + len(PACEMAKER)) > 1.5
+    assert mass_ratio(lrp, start, start + len(PACEMAKER)) > mass_ratio(attention, start, start + len(PACEMAKER))
+
+
+@pytest.mark.slow
+def test_real_model_offsets_and_batching(smollm2):
+    notes = [EVIDENCE_NOTE, "Heart rate 58 bpm, bradycardic.", "Sinus rhythm, HR 72, no murmurs."]
+    tasks = ["heart rate"] * 3
+    batched = compute_relevance(smollm2, notes, tasks, method="grad_input", batch_size=3)
+    for note, task, b in zip(notes, tasks, batched):
+        alone = compute_relevance(smollm2, [note], [task], method="grad_input", batch_size=1)[0]
+        assert "".join(note[s:e] for s, e in b.offsets) == note
+        assert b.target_token == "heart"
+        assert np.corrcoef(b.raw_scores, alone.raw_scores)[0, 1] > 0.999

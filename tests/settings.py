@@ -1,0 +1,13 @@
+"""Test settings: production settings, with plain HTTP for the test client and live server,
+static files served from the source folders, and a fast password hasher."""
+import os
+
+os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
+
+from webapp.settings import *  # noqa: E402,F403
+from webapp.settings import STORAGES  # noqa: E402
+
+STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

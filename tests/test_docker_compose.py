@@ -1,0 +1,59 @@
+"""docker-compose.yml is the documented deployment: it parses and names what README promises.
+(No Docker engine runs here, so the file is checked, not started.)"""
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+README = (ROOT / "README.md").read_text()
+
+
+def test_it_defines_every_service_the_readme_documents():
+    services = set(COMPOSE["services"])
+    assert {"postgres", "redis", "migrate", "web", "worker-cpu", "worker-gpu", "worker-train", "flower"} <= services
+    for name in services:
+        assert f"`{name}`" in README, f"service {name} is not documented in README"
+
+
+def test_every_documented_volume_exists_and_is_used():
+    volumes = set(COMPOSE["volumes"])
+    assert volumes == {"pgdata", "redisdata", "models", "data"}
+    for name in volumes:
+        assert f"`{name}`" in README
+    used = {v.split(":")[0] for s in COMPOSE["services"].values() for v in s.get("volumes", [])}
+    assert volumes <= used
+
+
+def test_app_services_share_one_image_and_differ_only_in_command():
+    app = [s for n, s in COMPOSE["services"].items() if n not in ("postgres", "redis")]
+    assert {s["image"] for s in app} == {"decselfmask-studio:latest"}
+    assert all(s["build"] == "." for s in app)
+    assert len({" ".join(s["command"]) for s in app}) == len(app)
+    assert (ROOT / "Dockerfile").exists()
+
+
+def test_workers_listen_on_the_documented_queues():
+    def queues(name):
+        cmd = COMPOSE["services"][name]["command"]
+        return set(cmd[cmd.index("--queues") + 1].split(","))
+
+    assert queues("worker-cpu") == {"default"}
+    assert queues("worker-gpu") == {"relevance"}
+    assert queues("worker-train") == {"training"}
+    gpu = COMPOSE["services"]["worker-gpu"]["deploy"]["resources"]["reservations"]["devices"][0]
+    assert gpu["driver"] == "nvidia" and "gpu" in gpu["capabilities"]
+
+
+def test_web_runs_gunicorn_against_the_wsgi_app():
+    command = COMPOSE["services"]["web"]["command"]
+    assert command[:2] == ["gunicorn", "webapp.wsgi:application"]
+    assert re.search(r"\b8000:8000\b", " ".join(COMPOSE["services"]["web"]["ports"]))
+
+
+def test_app_services_point_at_postgres_and_redis():
+    env = COMPOSE["services"]["web"]["environment"]
+    assert env["DATABASE_URL"].startswith("postgres://") and "@postgres:5432/" in env["DATABASE_URL"]
+    assert env["CELERY_BROKER_URL"] == "redis://redis:6379/0"
+    assert env["DSM_EMBEDDED"] == "0"

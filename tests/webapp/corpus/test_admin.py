@@ -1,0 +1,50 @@
+"""The corpus admin: list pages show ids and lengths, never note text; the note page shows it."""
+import pytest
+
+from webapp.corpus.models import Annotation, Note
+
+pytestmark = pytest.mark.urls("tests.webapp.corpus.admin_urls")
+
+SECRET = "Anna Verdi, portatrice di pacemaker."
+
+
+@pytest.fixture
+def admin_client(client, django_user_model, settings):
+    """A superuser (the shared `admin_user` fixture is a role user without model permissions)."""
+    settings.STORAGES = {**settings.STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+    client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "x" * 12))
+    return client
+
+
+@pytest.fixture
+def note(corpus, tasks):
+    note = Note.objects.create(corpus=corpus, external_id="n-42", text=SECRET, metadata={"ward": "A"})
+    Annotation.objects.create(note=note, task=tasks["pacemaker"], label="y", evidence=[[0, 4]], annotator_name="a")
+    return note
+
+
+def test_note_list_shows_id_and_length_but_not_text(admin_client, note):
+    response = admin_client.get("/admin/corpus/note/", secure=True)
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "n-42" in page and f">{len(SECRET)}<" in page
+    assert "Anna" not in page
+
+
+def test_note_search_is_by_exact_external_id(admin_client, note):
+    assert "n-42" in admin_client.get("/admin/corpus/note/?q=n-42", secure=True).content.decode()
+    assert "n-42" not in admin_client.get("/admin/corpus/note/?q=n-4", secure=True).content.decode()
+
+
+def test_note_page_shows_the_text_and_a_read_only_hash(admin_client, note):
+    page = admin_client.get(f"/admin/corpus/note/{note.pk}/change/", secure=True).content.decode()
+    assert SECRET in page
+    assert note.content_hash in page
+    assert 'name="content_hash"' not in page
+
+
+@pytest.mark.parametrize("model", ["corpus", "task", "annotation"])
+def test_other_lists_render_without_note_text(admin_client, note, model):
+    response = admin_client.get(f"/admin/corpus/{model}/", secure=True)
+    assert response.status_code == 200
+    assert "Anna" not in response.content.decode()

@@ -1,0 +1,80 @@
+"""Every view x every role: allowed, forbidden, or redirected to login."""
+import pytest
+from django.urls import reverse
+
+from webapp.corpus.models import Corpus, Note
+
+ROLES = ["anonymous", "norole", "clinician", "researcher", "admin"]
+VIEWERS = {"clinician", "researcher", "admin"}
+IMPORTERS = {"researcher", "admin"}
+
+
+@pytest.fixture
+def note(db):
+    corpus = Corpus.objects.create(name="c1", language="en")
+    return Note.objects.create(corpus=corpus, external_id="n1", text="HR 120 bpm.")
+
+
+def _urls(note):
+    return {
+        "home": (reverse("home"), VIEWERS),
+        "corpus-list": (reverse("corpus:list"), VIEWERS),
+        "corpus-detail": (reverse("corpus:detail", args=[note.corpus_id]), VIEWERS),
+        "note": (reverse("corpus:note", args=[note.corpus_id, note.pk]), VIEWERS),
+        "tasks": (reverse("corpus:tasks"), VIEWERS),
+        "upload": (reverse("corpus:upload"), IMPORTERS),
+        "admin": (reverse("admin:index"), {"admin"}),
+    }
+
+
+@pytest.fixture
+def user_for(request, clinician, researcher, admin_user, norole_user):
+    return {"clinician": clinician, "researcher": researcher, "admin": admin_user, "norole": norole_user}
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("view", ["home", "corpus-list", "corpus-detail", "note", "tasks", "upload", "admin"])
+def test_each_view_answers_each_role_as_its_capabilities_say(client, note, user_for, role, view):
+    url, allowed = _urls(note)[view]
+    if role != "anonymous":
+        client.force_login(user_for[role])
+    response = client.get(url)
+    if role == "anonymous":
+        assert response.status_code == 302
+        assert "login" in response["Location"]
+    elif role in allowed:
+        assert response.status_code == 200
+    elif view == "admin":
+        assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    else:
+        assert response.status_code == 403
+
+
+@pytest.mark.parametrize("role", ["clinician", "norole"])
+def test_a_post_to_the_import_page_is_refused_without_the_role(client, user_for, role, tmp_path):
+    client.force_login(user_for[role])
+    upload = tmp_path / "n.jsonl"
+    upload.write_text('{"id": "a", "text": "x"}\n')
+    with upload.open("rb") as fh:
+        response = client.post(reverse("corpus:upload"), {"kind": "notes", "corpus": "new", "language": "en", "file": fh})
+    assert response.status_code == 403
+    assert not Corpus.objects.filter(name="new").exists()
+
+
+def test_a_note_of_another_corpus_is_not_found(client, clinician, note):
+    other = Corpus.objects.create(name="c2", language="it")
+    client.force_login(clinician)
+    response = client.get(reverse("corpus:note", args=[other.pk, note.pk]))
+    assert response.status_code == 404
+
+
+def test_the_health_check_needs_no_login(client, db):
+    response = client.get(reverse("healthz"))
+    assert response.status_code == 200
+    assert response.json() == {"ok": True}
+
+
+def test_logout_is_a_post_and_ends_the_session(client, clinician):
+    client.force_login(clinician)
+    assert client.post(reverse("logout")).status_code == 302
+    assert client.get(reverse("home")).status_code == 302

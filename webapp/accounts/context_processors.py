@@ -1,0 +1,8 @@
+from webapp.accounts.roles import Capability, has_capability
+
+
+def roles(request):
+    user = getattr(request, "user", None)
+    if user is None:
+        return {}
+    return {"can": {cap.value: has_capability(user, cap) for cap in Capability}}

@@ -1,0 +1,69 @@
+"""Who may do what. The one place that maps roles (auth groups) to capabilities.
+
+clinician: reviews peaks. researcher: imports, launches jobs, exports. admin: everything.
+Views enforce these with `require()`; templates only use them to hide buttons.
+"""
+from enum import Enum
+from functools import wraps
+
+from django.core.exceptions import PermissionDenied
+
+
+class Role(str, Enum):
+    CLINICIAN = "clinician"
+    RESEARCHER = "researcher"
+    ADMIN = "admin"
+
+
+class Capability(str, Enum):
+    VIEW = "view"
+    REVIEW = "review"
+    IMPORT = "import"
+    LAUNCH = "launch"
+    EXPORT = "export"
+
+
+CAPABILITIES: dict[Capability, frozenset[Role]] = {
+    Capability.VIEW: frozenset({Role.CLINICIAN, Role.RESEARCHER, Role.ADMIN}),
+    Capability.REVIEW: frozenset({Role.CLINICIAN, Role.ADMIN}),
+    Capability.IMPORT: frozenset({Role.RESEARCHER, Role.ADMIN}),
+    Capability.LAUNCH: frozenset({Role.RESEARCHER, Role.ADMIN}),
+    Capability.EXPORT: frozenset({Role.RESEARCHER, Role.ADMIN}),
+}
+
+
+def roles_of(user) -> frozenset[Role]:
+    if not user.is_authenticated or not user.is_active:
+        return frozenset()
+    if user.is_superuser:
+        return frozenset(Role)
+    cached = getattr(user, "_dsm_roles", None)
+    if cached is None:
+        names = set(user.groups.values_list("name", flat=True))
+        cached = frozenset(role for role in Role if role.value in names)
+        user._dsm_roles = cached
+    return cached
+
+
+def has_capability(user, capability: Capability) -> bool:
+    return bool(roles_of(user) & CAPABILITIES[capability])
+
+
+def require(user, capability: Capability) -> None:
+    """Raise 403 unless the user has the capability."""
+    if not has_capability(user, capability):
+        raise PermissionDenied(f"Your role does not allow: {capability.value}")
+
+
+def capability_required(capability: Capability):
+    """View decorator: login is enforced globally by LoginRequiredMiddleware; this checks the role."""
+
+    def decorator(view):
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            require(request.user, capability)
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorator

@@ -1,0 +1,180 @@
+"""Corpora of clinical notes, the classification tasks (CRF items) and gold annotations.
+
+Integrity lives in the database wherever SQL can say it: unique and CHECK constraints here,
+and on PostgreSQL triggers (migration 0002) for the cross-row rules a CHECK cannot express:
+a label must be one of its task's options, evidence spans must fit the note text, a note's
+content_hash must be the SHA-256 of its text. On SQLite those cross-row rules are guarded by
+`Annotation.clean()` and the importer (both use `webapp.corpus.validators`).
+
+Later models (relevance maps, peaks, datasets, runs) refer to Note and Task by foreign key;
+no code may rely on note text being small, so list pages never load `text`.
+"""
+import hashlib
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+from django.db.models import F, Q
+from django.db.models.functions import Length, Lower
+from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, LessThanOrEqual
+
+from webapp.corpus import validators
+from webapp.corpus.expressions import JSONArrayLength, JSONType
+
+language_code = RegexValidator(r"^[a-z]{2,3}$", "Use a lower-case ISO 639 code such as 'it' or 'en'.")
+
+
+def text_hash(text: str) -> str:
+    """The content hash stored on a note: SHA-256 of its UTF-8 bytes, lower-case hex."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Corpus(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    language = models.CharField(
+        max_length=3, validators=[language_code], help_text="ISO 639 code of the notes' language, e.g. 'it', 'en'"
+    )
+    description = models.TextField(blank=True)
+    source = models.CharField(max_length=500, blank=True, help_text="Where the notes come from (site, export, licence)")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "corpora"
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(name=""), name="corpus_corpus_name_not_blank"),
+            models.CheckConstraint(
+                condition=Q(
+                    GreaterThanOrEqual(Length("language"), 2),
+                    LessThanOrEqual(Length("language"), 3),
+                    Exact(F("language"), Lower("language")),
+                ),
+                name="corpus_corpus_language_iso",
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class Note(models.Model):
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="notes", db_index=False)
+    external_id = models.CharField(max_length=200, help_text="The note's id in its source; unique within the corpus")
+    text = models.TextField()
+    content_hash = models.CharField(max_length=64, editable=False, help_text="SHA-256 of the text (hex)")
+    metadata = models.JSONField(default=dict, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["corpus", "external_id"], name="corpus_note_external_id_unique"),
+            models.CheckConstraint(condition=~Q(external_id=""), name="corpus_note_external_id_not_blank"),
+            models.CheckConstraint(condition=~Q(text=""), name="corpus_note_text_not_blank"),
+            models.CheckConstraint(
+                condition=Q(Exact(Length("content_hash"), 64), Exact(F("content_hash"), Lower("content_hash"))),
+                name="corpus_note_content_hash_sha256",
+            ),
+            models.CheckConstraint(condition=Exact(JSONType("metadata"), "object"), name="corpus_note_metadata_object"),
+        ]
+        indexes = [
+            # Keyset pagination over millions of notes: WHERE corpus_id = %s AND id > %s ORDER BY id.
+            models.Index(fields=["corpus", "id"], name="corpus_note_corpus_id_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.corpus_id}/{self.external_id}"
+
+    def save(self, *args, **kwargs):
+        self.content_hash = text_hash(self.text)
+        if kwargs.get("update_fields") is not None and "text" in kwargs["update_fields"]:
+            kwargs["update_fields"] = {*kwargs["update_fields"], "content_hash"}
+        super().save(*args, **kwargs)
+
+    def clean(self):
+        if not self.text.strip():
+            raise ValidationError({"text": "The note text is empty."})
+
+
+class Task(models.Model):
+    slug = models.SlugField(max_length=100, unique=True)
+    description = models.CharField(
+        max_length=500, unique=True, help_text="s_T, the short description used in prompts, e.g. 'heart rate'"
+    )
+    options = models.JSONField(help_text="Ordered list of the allowed labels")
+    group = models.CharField(max_length=100, blank=True)
+    held_out = models.BooleanField(default=False, help_text="Kept out of training to measure generalisation")
+    aliases = models.JSONField(default=list, blank=True, help_text="Other names accepted for this task on import")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(slug=""), name="corpus_task_slug_not_blank"),
+            models.CheckConstraint(condition=~Q(description=""), name="corpus_task_description_not_blank"),
+            models.CheckConstraint(
+                condition=Q(Exact(JSONType("options"), "array"), GreaterThan(JSONArrayLength("options"), 0)),
+                name="corpus_task_options_nonempty_array",
+            ),
+            models.CheckConstraint(condition=Exact(JSONType("aliases"), "array"), name="corpus_task_aliases_array"),
+        ]
+
+    def __str__(self):
+        return self.slug
+
+    def clean(self):
+        problems = validators.option_problems(self.options)
+        if not isinstance(self.aliases, list) or not all(isinstance(a, str) and a for a in self.aliases):
+            problems.append("aliases must be a list of non-empty strings")
+        if problems:
+            raise ValidationError({"options": problems})
+
+
+class Annotation(models.Model):
+    note = models.ForeignKey(Note, on_delete=models.CASCADE, related_name="annotations", db_index=False)
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="annotations")
+    label = models.CharField(max_length=validators.MAX_LABEL_LENGTH)
+    evidence = models.JSONField(default=list, blank=True, help_text="Half-open [start, end) character offsets")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="annotations"
+    )
+    annotator_name = models.CharField(
+        max_length=150, help_text="The user's name, or the source of imported labels, e.g. 'import:gold.jsonl'"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # The name, not the nullable user, identifies the annotator, so imports are unique too.
+            models.UniqueConstraint(fields=["note", "task", "annotator_name"], name="corpus_annotation_unique"),
+            models.UniqueConstraint(
+                fields=["note", "task", "annotator"],
+                condition=Q(annotator__isnull=False),
+                name="corpus_annotation_unique_user",
+            ),
+            models.CheckConstraint(condition=~Q(label=""), name="corpus_annotation_label_not_blank"),
+            models.CheckConstraint(condition=~Q(annotator_name=""), name="corpus_annotation_annotator_not_blank"),
+            models.CheckConstraint(
+                condition=Exact(JSONType("evidence"), "array"), name="corpus_annotation_evidence_array"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.note} {self.task}={self.label}"
+
+    def save(self, *args, **kwargs):
+        if not self.annotator_name and self.annotator is not None:
+            self.annotator_name = self.annotator.get_username()
+        super().save(*args, **kwargs)
+
+    def clean(self):
+        if not self.annotator_name and self.annotator is not None:
+            self.annotator_name = self.annotator.get_username()
+        errors = {}
+        if self.task_id is not None:
+            errors["label"] = validators.label_problems(self.label, self.task.options)
+        if self.note_id is not None:
+            errors["evidence"] = validators.span_problems(self.evidence, len(self.note.text))
+        errors = {field: problems for field, problems in errors.items() if problems}
+        if errors:
+            raise ValidationError(errors)

@@ -1,0 +1,12 @@
+from django.urls import path
+
+from webapp.corpus import views
+
+app_name = "corpus"
+urlpatterns = [
+    path("", views.corpus_list, name="list"),
+    path("<int:corpus_id>/", views.corpus_detail, name="detail"),
+    path("<int:corpus_id>/notes/<int:note_id>/", views.note_detail, name="note"),
+    path("tasks/", views.task_list, name="tasks"),
+    path("import/", views.upload, name="upload"),
+]

@@ -1,0 +1,58 @@
+"""`make demo`: prepare the embedded default and run the web app with real worker processes."""
+import signal
+import subprocess
+import sys
+import time
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+DEMO_CORPUS = "demo-ed"
+
+# Two worker processes: lxt patches a process for good, so relevance never shares one with training.
+WORKER_QUEUES = {"relevance": "relevance", "cpu": "default,training"}
+
+
+class Command(BaseCommand):
+    help = "Migrate, create demo users, load the task catalog and a synthetic corpus, then run web + workers."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--notes", type=int, default=300, help="synthetic notes in the demo corpus")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-serve", action="store_true", help="prepare everything, start nothing")
+
+    def handle(self, *args, notes, port, no_serve, **options):
+        settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
+        call_command("migrate", interactive=False, verbosity=0)
+        self.stdout.write(f"Database ready ({settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}).")
+        call_command("load_task_catalog", stdout=self.stdout)
+        call_command("load_demo_corpus", corpus=DEMO_CORPUS, notes=notes, stdout=self.stdout)
+        call_command("create_demo_users", stdout=self.stdout)
+        if no_serve:
+            return
+        self._serve(port)
+
+    def _serve(self, port):
+        python = sys.executable
+        processes = []
+        for name, queues in WORKER_QUEUES.items():
+            cmd = [python, "-m", "celery", "-A", "workers", "worker", "--queues", queues, "--pool", "solo",
+                   "--hostname", f"{name}@%h", "--loglevel", "INFO"]
+            processes.append(subprocess.Popen(cmd))
+        processes.append(subprocess.Popen([python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]))
+        self.stdout.write(self.style.SUCCESS(f"\nDecSelfMask Studio is running at http://127.0.0.1:{port}/  (Ctrl+C stops it)\n"))
+        try:
+            while all(p.poll() is None for p in processes):
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            for p in processes:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+            for p in processes:
+                try:
+                    p.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    p.kill()

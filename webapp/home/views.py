@@ -1,0 +1,30 @@
+from django.db import connection
+from django.http import JsonResponse
+from django.shortcuts import render
+from django.contrib.auth.decorators import login_not_required
+
+from webapp.accounts.roles import Capability, has_capability, require
+from webapp.audit.models import AuditEvent
+from webapp.corpus.stats import corpus_summaries, task_groups
+
+
+def home(request):
+    require(request.user, Capability.VIEW)
+    # Recent activity names objects by id only; admins and researchers see everyone's, others their own.
+    activity = AuditEvent.objects.all()
+    if not has_capability(request.user, Capability.LAUNCH):
+        activity = activity.filter(actor=request.user)
+    return render(request, "home/home.html", {
+        "nav": "home",
+        "corpora": corpus_summaries(),
+        "task_groups": task_groups(),
+        "activity": activity[:12],
+    })
+
+
+@login_not_required
+def healthz(request):
+    """For load balancers and compose: the app answers and the database is reachable."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return JsonResponse({"ok": True})

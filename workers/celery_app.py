@@ -1,0 +1,22 @@
+"""The Celery app. All settings live beside Django's, under the CELERY_ namespace."""
+import os
+from pathlib import Path
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+
+app = Celery("decselfmask")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks(["workers"])
+
+
+def _ensure_filesystem_broker_folders() -> None:
+    """The embedded broker keeps messages in folders that must exist before use."""
+    options = app.conf.broker_transport_options or {}
+    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+        if options.get(key):
+            Path(options[key]).mkdir(parents=True, exist_ok=True)
+
+
+app.on_after_configure.connect(lambda sender, **kwargs: _ensure_filesystem_broker_folders(), weak=False)
