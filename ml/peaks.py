@@ -306,9 +306,7 @@ def extend_to_words(spans: Sequence[Span], offsets, text: str) -> list[Span]:
     """
     off = _as_offsets(offsets, text)
     starts, ends = off[:, 0], off[:, 1]
-    words = [(m.start(), m.end()) for m in _WORD.finditer(text)] if spans else []
-    word_starts = np.array([w[0] for w in words], np.int64)
-    word_ends = np.array([w[1] for w in words], np.int64)
+    word_starts, word_ends = _word_bounds(text) if spans else (np.zeros(0, np.int64),) * 2
 
     def word_at(pos):
         k = int(np.searchsorted(word_starts, pos, side="right")) - 1
@@ -347,6 +345,14 @@ def extend_to_words(spans: Sequence[Span], offsets, text: str) -> list[Span]:
                 continue
         merged.append([s, e])
     return [(s, e) for s, e in merged]
+
+
+@functools.lru_cache(maxsize=16)  # the tasks of one note come together: one regex pass per note
+def _word_bounds(text: str) -> tuple[np.ndarray, np.ndarray]:
+    bounds = np.array([m.span() for m in _WORD.finditer(text)], np.int64).reshape(-1, 2)
+    starts, ends = bounds[:, 0].copy(), bounds[:, 1].copy()
+    starts.flags.writeable = ends.flags.writeable = False  # shared through the cache
+    return starts, ends
 
 
 def peak_char_spans(spans: Sequence[Span], offsets, text: str | None = None) -> list[Span]:

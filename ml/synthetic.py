@@ -466,7 +466,8 @@ _LEX = {
     ("en", "F"): _render(_EN, {"{spouse}": "husband"}),
 }
 
-# Steps for walking a course pool without repeats (see _Writer.course).
+# ED-course entries as (text, words, has fields), and steps for walking a pool without repeats (_Writer.course).
+_COURSE = {key: [(entry, entry.count(" ") + 1, "{" in entry) for entry in lex["course"]] for key, lex in _LEX.items()}
 _COPRIME_STEPS = {size: [k for k in range(1, size) if math.gcd(k, size) == 1] or [1]
                   for size in {len(lex["course"]) for lex in _LEX.values()}}
 
@@ -579,7 +580,7 @@ def _assemble(parts: list) -> tuple[str, list[GoldAnnotation]]:
         checks.append((pos, end, phrase))
         pieces.append(phrase)
         pos = end
-    text = "".join(pieces)
+    text = "".join(pieces).rstrip()  # trailing newlines only: no evidence phrase ends in whitespace
     for start, end, phrase in checks:
         if text[start:end] != phrase:
             raise AssertionError(f"evidence [{start}, {end}) does not hold the written phrase {phrase!r}")
@@ -741,19 +742,20 @@ class _Writer:
                        "dyspnea": (5, 45, 50)}.get(e, (8, 62, 30))
             k = _pick(r, weights)
             self.hr_class = k
-            v = (self.randint(35, 55), self.randint(62, 98), self.randint(105, 160))[k]
+            v = self.randint(*((35, 55), (62, 98), (105, 160))[k])
             items.append(self.ev("hr", (HR, _LABELS_USED[HR][k]), v=v))
         if r() < 0.85:
             k = _pick(r, {"syncope": (25, 50, 25), "trauma": (15, 60, 25)}.get(e, (8, 52, 40)))
-            s, d = ((self.randint(65, 88), self.randint(35, 55)), (self.randint(105, 135), self.randint(60, 85)),
-                    (self.randint(150, 210), self.randint(85, 115)))[k]
+            (s_lo, s_hi), (d_lo, d_hi) = (((65, 88), (35, 55)), ((105, 135), (60, 85)), ((150, 210), (85, 115)))[k]
+            s, d = self.randint(s_lo, s_hi), self.randint(d_lo, d_hi)
             items.append(self.ev("bp", (BP, _LABELS_USED[BP][k]), s=s, d=d))
         if r() < (0.97 if e == "dyspnea" else 0.8):
             v = self.randint(82, 96) if e == "dyspnea" else self.randint(93, 100)
             items.append(self.ev("spo2", (SPO2, "measured"), v=v, l=self.randint(1, 4)))
         if r() < (0.8 if e == "dyspnea" else 0.55):
             k = _pick(r, (5, 60, 35) if e == "dyspnea" else (5, 80, 15))
-            c = (33.0 + 2.0 * r(), 36.0 + 1.3 * r(), 38.0 + 2.5 * r())[k]
+            low, width = ((33.0, 2.0), (36.0, 1.3), (38.0, 2.5))[k]
+            c = low + width * r()
             if not it and self.L["temp_f"] and r() < 0.3:
                 phrase = self.ch(self.L["temp_f"]).format(t=f"{c * 9 / 5 + 32:.1f}")
             else:
@@ -762,7 +764,7 @@ class _Writer:
             items.append((phrase, ((TEMP, _LABELS_USED[TEMP][k]),)))
         if r() < (0.85 if e == "dyspnea" else 0.35):
             k = _pick(r, (3, 37, 60) if e == "dyspnea" else (5, 70, 25))
-            v = (self.randint(6, 9), self.randint(12, 20), self.randint(24, 36))[k]
+            v = self.randint(*((6, 9), (12, 20), (24, 36))[k])
             items.append(self.ev("rr", (RR, _LABELS_USED[RR][k]), v=v))
         self.avpu = self.avpu_label = None  # a consciousness phrase left for the exam section
         if r() < 0.75:
@@ -951,8 +953,9 @@ class _Writer:
         if aed == 1:
             negatives.append(self.ev("aed_n", (AED, "n")))
         for neg in negatives:
-            out.append(". " if out else "")
-            out.append(neg)
+            if out:
+                out.append(". ")
+            out.append(_cap(neg))
         if out:
             out.append(".")
         return out
@@ -1028,25 +1031,27 @@ class _Writer:
 
     def course(self, words_needed: int) -> list:
         """Timed ED-course entries until about words_needed words; no entry repeats before the pool is used up."""
-        out = []
-        hh, mm = self.randint(0, 23), self.randint(0, 59)
-        sep = self.ch((" ", "\n"))
-        pool = self.L["course"]
+        r, out = self.r, []
+        minutes = int(r() * 1440)
+        sep = " " if r() < 0.5 else "\n"
+        pool = _COURSE[(self.lang, self.sex)]
         size = len(pool)
-        k = self.randint(0, size - 1)
+        k = int(r() * size)
         step = self.ch(_COPRIME_STEPS[size])  # walking the pool by a step coprime with its size visits every entry once
-        consult_at = self.randint(0, 3) if words_needed > 25 else -1
+        consult = self.ch(self.L["consult"][self.event]) if words_needed > 25 else None
+        if consult:
+            words_needed -= consult.count(" ") + 1
         while words_needed > 0:
-            if len(out) == consult_at:
-                out.append(self.ch(self.L["consult"][self.event]))
             k = (k + step) % size
-            mm += self.randint(5, 50)
-            hh, mm = (hh + mm // 60) % 24, mm % 60
-            entry = pool[k]
-            if "{" in entry:
-                entry = entry.format(hh=f"{hh:02d}", mm=f"{mm:02d}", n=self.randint(1, 9), ml=self.ch((250, 500, 1000)))
+            minutes += 5 + int(r() * 46)
+            entry, words, timed = pool[k]
+            if timed:
+                entry = entry.format(hh=f"{minutes // 60 % 24:02d}", mm=f"{minutes % 60:02d}", n=1 + int(r() * 9),
+                                     ml=(250, 500, 1000)[int(r() * 3)])
             out.append(entry)
-            words_needed -= entry.count(" ") + 1
+            words_needed -= words
+        if consult:
+            out.insert(int(r() * 3), consult)  # among the first entries
         return [sep.join(out)] if out else []
 
 

@@ -36,6 +36,8 @@ INSTALLED_APPS = [
     "webapp.accounts",
     "webapp.audit",
     "webapp.corpus",
+    "webapp.pipeline",
+    "webapp.datasets",
     "webapp.home",
 ]
 

@@ -9,7 +9,6 @@ Also home to the record readers that `examples` and `localisation` share.
 """
 from __future__ import annotations
 
-import math
 import sys
 from itertools import islice
 
@@ -101,17 +100,34 @@ def note_id_of(path, line_no, obj, key) -> str:
 
 def spans_of(path, line_no, value, what: str, limit: int) -> list[tuple[int, int]]:
     """A list of [start, end) integer pairs with 0 <= start <= end <= limit."""
+    return [tuple(pair) for pair in span_array(path, line_no, value, what, limit).tolist()]
+
+
+def span_array(path, line_no, value, what: str, limit: int) -> np.ndarray:
+    """`spans_of` as an int64 array of shape (n, 2), checked with numpy (fast path)."""
     if not isinstance(value, list):
         raise JsonlError(path, line_no, f"'{what}' must be a list of [start, end] pairs")
-    spans = []
+    if not value:
+        return np.zeros((0, 2), np.int64)
+    try:
+        array = np.array(value)
+    except (ValueError, OverflowError):
+        array = None
+    if array is None or array.ndim != 2 or array.shape[1] != 2 or array.dtype.kind not in "iu":
+        _find_bad_pair(path, line_no, value, what)
+        raise JsonlError(path, line_no, f"'{what}' must be a list of [start, end] integer pairs")
+    bad = np.flatnonzero((array[:, 0] < 0) | (array[:, 0] > array[:, 1]) | (array[:, 1] > limit))
+    if bad.size:
+        k = int(bad[0])
+        raise JsonlError(path, line_no, f"'{what}'[{k}] = {value[k]} is outside 0..{limit}")
+    return array.astype(np.int64, copy=False)
+
+
+def _find_bad_pair(path, line_no, value, what):
     for k, pair in enumerate(value):
         if (not isinstance(pair, list) or len(pair) != 2
                 or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair)):
             raise JsonlError(path, line_no, f"'{what}'[{k}] must be a pair of integers, got {pair!r}")
-        if not 0 <= pair[0] <= pair[1] <= limit:
-            raise JsonlError(path, line_no, f"'{what}'[{k}] = {pair} is outside 0..{limit}")
-        spans.append((pair[0], pair[1]))
-    return spans
 
 
 def load_notes(path) -> dict[str, dict]:
@@ -143,15 +159,19 @@ def parse_relevance(path, line_no, obj, notes) -> tuple[str, np.ndarray, np.ndar
     if note is None:
         raise JsonlError(path, line_no, f"note {note_id!r} is not in the notes file")
     text = note["text"]
-    offsets = spans_of(path, line_no, obj.get("offsets"), "offsets", len(text))
+    offsets = span_array(path, line_no, obj.get("offsets"), "offsets", len(text))
     scores = obj.get("scores")
-    if not isinstance(scores, list) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in scores
-    ):
+    array = None
+    if isinstance(scores, list):
+        try:
+            array = np.array(scores, dtype=None if scores else np.float64)
+        except (ValueError, OverflowError):
+            pass
+    if array is None or array.ndim != 1 or array.dtype.kind not in "iuf":
         raise JsonlError(path, line_no, "'scores' must be a list of numbers")
-    if len(scores) != len(offsets):
-        raise JsonlError(path, line_no, f"{len(scores)} scores for {len(offsets)} offsets")
-    bad = [k for k, v in enumerate(scores) if not math.isfinite(v)]
-    if bad:
+    if len(array) != len(offsets):
+        raise JsonlError(path, line_no, f"{len(array)} scores for {len(offsets)} offsets")
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
         raise JsonlError(path, line_no, f"scores[{bad[0]}] is {scores[bad[0]]} (NaN or infinite)")
-    return text, np.array(offsets, dtype=np.int64).reshape(-1, 2), np.array(scores, dtype=np.float64)
+    return text, offsets, array.astype(np.float64, copy=False)

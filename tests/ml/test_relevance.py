@@ -367,9 +367,9 @@ def test_attnlrp_localises_a_gold_span_better_than_uniform_and_attention(real_at
 def test_real_model_offsets_and_batching(smollm2):
     notes = [EVIDENCE_NOTE, "Heart rate 58 bpm, bradycardic.", "Sinus rhythm, HR 72, no murmurs."]
     tasks = ["heart rate"] * 3
-    batched = compute_relevance(smollm2, notes, tasks, method="grad_input", batch_size=3)
+    batched = compute_relevance(smollm2, notes, tasks, method="attention", batch_size=3)
     for note, task, b in zip(notes, tasks, batched):
-        alone = compute_relevance(smollm2, [note], [task], method="grad_input", batch_size=1)[0]
+        alone = compute_relevance(smollm2, [note], [task], method="attention", batch_size=1)[0]
         assert "".join(note[s:e] for s, e in b.offsets) == note
         assert b.target_token == "heart"
         assert np.corrcoef(b.raw_scores, alone.raw_scores)[0, 1] > 0.999

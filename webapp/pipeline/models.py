@@ -1,0 +1,192 @@
+"""Model versions, peak profiles, relevance jobs and the relevance maps they store.
+
+A relevance job is split into chunks of (note, task) prompts; each chunk is one Celery task.
+Maps are upserted on (note, task, model version, method, template), so a chunk that runs
+twice writes nothing twice, and the job's progress is derived from its chunks.
+"""
+import numpy as np
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from ml.codec import decode_map, encode_map
+
+
+class ModelVersion(models.Model):
+    """A language model the pipeline can use: the default, a local folder, or a trained model."""
+
+    name = models.CharField(max_length=200, unique=True)
+    family = models.CharField(max_length=40, help_text="llama, qwen2, qwen3, gemma3")
+    path = models.CharField(max_length=1000, help_text="Registry name, local folder, or hub id")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
+    produced_by = models.CharField(max_length=200, blank=True, help_text="The training run that produced it")
+    is_default = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(name=""), name="pipeline_modelversion_name_not_blank"),
+            models.CheckConstraint(condition=~Q(path=""), name="pipeline_modelversion_path_not_blank"),
+            models.UniqueConstraint(fields=["is_default"], condition=Q(is_default=True),
+                                    name="pipeline_modelversion_one_default"),
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class PeakProfile(models.Model):
+    """Named, versioned smoothing and threshold parameters (the paper's default: 3 / 1.0 / 0.2 / 0.4)."""
+
+    name = models.CharField(max_length=100)
+    version = models.PositiveIntegerField(default=1)
+    kernel_size = models.PositiveSmallIntegerField(default=3)
+    sigma = models.FloatField(default=1.0)
+    lower = models.FloatField(default=0.2)
+    upper = models.FloatField(default=0.4)
+    is_default = models.BooleanField(default=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "version"], name="pipeline_peakprofile_name_version"),
+            models.UniqueConstraint(fields=["is_default"], condition=Q(is_default=True),
+                                    name="pipeline_peakprofile_one_default"),
+            models.CheckConstraint(condition=Q(kernel_size__gte=1), name="pipeline_peakprofile_kernel_positive"),
+            models.CheckConstraint(condition=Q(sigma__gt=0), name="pipeline_peakprofile_sigma_positive"),
+            models.CheckConstraint(condition=Q(lower__gte=0, upper__lte=1, lower__lte=F("upper")),
+                                   name="pipeline_peakprofile_thresholds_ordered"),
+        ]
+
+    def __str__(self):
+        return f"{self.name} v{self.version}"
+
+    @property
+    def params(self) -> dict:
+        return {"kernel_size": self.kernel_size, "sigma": self.sigma, "lower": self.lower, "upper": self.upper}
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    CANCELLING = "cancelling", "Cancelling"
+    CANCELLED = "cancelled", "Cancelled"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class RelevanceJob(models.Model):
+    class TaskSelection(models.TextChoices):
+        ALL = "all", "All tasks"
+        LIST = "list", "Chosen tasks"
+        SAMPLE = "sample", "Random k tasks per note"
+
+    class Method(models.TextChoices):
+        ATTNLRP = "attnlrp", "AttnLRP"
+        ATTENTION = "attention", "Mean attention"
+        GRAD_INPUT = "grad_input", "Gradient x input"
+
+    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.PROTECT, related_name="relevance_jobs")
+    model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="relevance_jobs")
+    method = models.CharField(max_length=20, choices=Method.choices, default=Method.ATTNLRP)
+    template = models.CharField(max_length=500, default="en", help_text="'en', 'it' or a custom template")
+    task_selection = models.CharField(max_length=10, choices=TaskSelection.choices, default=TaskSelection.SAMPLE)
+    tasks = models.ManyToManyField("corpus.Task", blank=True, related_name="+")
+    sample_k = models.PositiveSmallIntegerField(default=9)
+    seed = models.IntegerField(default=0)
+    note_filter = models.JSONField(default=dict, blank=True, help_text="e.g. {'ids': [...]} or {'limit': 200}")
+    chunk_size = models.PositiveIntegerField(default=64)
+    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
+    total = models.PositiveIntegerField(default=0, help_text="prompts in the job")
+    done = models.PositiveIntegerField(default=0, help_text="prompts finished (derived from the chunks)")
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created = models.DateTimeField(auto_now_add=True)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        constraints = [
+            models.CheckConstraint(condition=Q(done__lte=F("total")), name="pipeline_relevancejob_done_le_total"),
+            models.CheckConstraint(condition=Q(chunk_size__gte=1), name="pipeline_relevancejob_chunk_positive"),
+        ]
+
+    def __str__(self):
+        return f"relevance job {self.pk} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING)
+
+
+class RelevanceChunk(models.Model):
+    """A slice of a job's prompts; one Celery task. `pairs` holds [note_id, task_id] pairs."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        SKIPPED = "skipped", "Skipped (cancelled)"
+        FAILED = "failed", "Failed"
+
+    job = models.ForeignKey(RelevanceJob, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField()
+    pairs = models.JSONField()
+    size = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)
+    seconds = models.FloatField(null=True, blank=True)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "index"]
+        constraints = [models.UniqueConstraint(fields=["job", "index"], name="pipeline_chunk_job_index")]
+        indexes = [models.Index(fields=["job", "status"], name="pipeline_chunk_job_status")]
+
+    def __str__(self):
+        return f"job {self.job_id} chunk {self.index} ({self.status})"
+
+
+class RelevanceMap(models.Model):
+    """Relevance of every note token for one task, by one model version, method and template.
+
+    `data` is the compact encoding of ml.codec (float16 scores, delta-coded offsets; ~6 bytes a token)."""
+
+    note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="relevance_maps")
+    task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="relevance_maps")
+    model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="relevance_maps")
+    method = models.CharField(max_length=20)
+    template = models.CharField(max_length=500)
+    job = models.ForeignKey(RelevanceJob, null=True, blank=True, on_delete=models.SET_NULL, related_name="maps")
+    n_tokens = models.PositiveIntegerField()
+    target_token = models.CharField(max_length=100, blank=True)
+    data = models.BinaryField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["note", "task", "model_version", "method", "template"],
+                                    name="pipeline_relevancemap_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["model_version", "method", "task", "note"], name="pipeline_map_lookup"),
+            models.Index(fields=["job"], name="pipeline_map_job"),
+        ]
+
+    def __str__(self):
+        return f"map note={self.note_id} task={self.task_id} model={self.model_version_id} {self.method}"
+
+    @classmethod
+    def encode(cls, offsets, scores) -> bytes:
+        return encode_map(offsets, scores)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(offsets int32 (n, 2), scores float32 (n,))."""
+        return decode_map(self.data)
