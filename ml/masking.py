@@ -1,7 +1,8 @@
 """From per (note, task) peaks to masked training examples (METHOD.md points 3, 7-9).
 
 - Two peaks: a (note, task) pair is used only if it has >= 2 GROUPS (peaks after word
-  extension and merging); the reference code's filter counted tokens, which enforces nothing.
+  extension and merging); the reference code's filter tested the length of the per-token
+  label list, which enforces nothing.
 - One example per group, the whole group's characters replaced by the mask token; label = the
   original characters. Only groups with another group to their LEFT give an example (every
   group but the leftmost). A group whose text is only whitespace gives no example (there is
@@ -10,14 +11,15 @@
   grouped by note (all tasks of a note consecutive, as `python -m ml relevance` writes them):
   within a note, identical examples from several tasks become one example listing all those
   tasks; an example identical to one of an EARLIER note (a duplicated note text) is dropped and
-  counted. Memory: one note's examples plus a 16-byte digest per example emitted.
+  counted. Memory: one note's examples, a 16-byte digest per example emitted and the ids of
+  the notes seen.
 
 Ablations (`MaskingMode`), METHOD.md Table 4:
 - `dsm`: the method.
-- `random`: same two-peak pairs and as many examples, but each masked span is random: it
-  starts at a random word (not the first, so there is left context) and takes whole words
-  until it is at least as long (in characters) as the real group it replaces, so the span
-  lengths follow the real groups' distribution. Seeded by (seed, note text, group span), so a
+- `random`: same two-peak pairs and one candidate per DSM candidate, but the masked span is
+  random: it starts at a random word (not the first, so there is left context) and takes whole
+  words until it is at least as long (in characters) as the real group it replaces, so the
+  span lengths follow the real groups' distribution. Seeded by (seed, note text, group span), so a
   group found by several tasks (or in a duplicated note) gives the same random span and
   de-duplicates exactly like DSM.
 - `one_peak`: pairs with exactly one group; that group is masked.

@@ -52,12 +52,15 @@ LANGUAGES = ("en", "it", "mixed")
 # Gold tasks (catalog slugs).
 HR, BP, SPO2, TEMP, RR = "heart-rate", "blood-pressure", "spo2", "body-temperature", "respiratory-rate"
 AVPU = "level-of-consciousness"
-ACAP, AED, AHT = "anticoagulants-or-antiplatelet-drug-therapy", "antiepileptic-therapy-already-in-place", "antihypertensive-therapy"
+ACAP = "anticoagulants-or-antiplatelet-drug-therapy"
+AED, AHT = "antiepileptic-therapy-already-in-place", "antihypertensive-therapy"
 CHF, CKD, DIAL = "chronic-cardiac-failure", "chronic-renal-failure", "chronic-dialysis"
-PMK, EPI, ALC, ALLERGY = "presence-of-pacemaker", "known-history-of-epilepsy", "history-of-alcohol-abuse", "history-of-allergy"
+PMK, EPI = "presence-of-pacemaker", "known-history-of-epilepsy"
+ALC, ALLERGY = "history-of-alcohol-abuse", "history-of-allergy"
 ALONE, MOBILITY = "living-alone", "level-of-autonomy-mobility"
 TRAUMA, CONCUSSIVE = "head-or-other-districts-trauma", "concussive-head-trauma"
-DURATION, PRODROME, EFFORT = "duration-of-the-patients-unconsciousness", "presence-of-prodromal-symptoms", "tloc-during-effort"
+DURATION, PRODROME = "duration-of-the-patients-unconsciousness", "presence-of-prodromal-symptoms"
+EFFORT = "tloc-during-effort"
 TONIC_CLONIC, TONGUE = "tonic-clonic-seizures", "tongue-bite"
 CHEST_PAIN, DYSPNEA = "chest-pain", "presence-of-dyspnea"
 ECG, CT_HEAD, CXR = "ecg-any-abnormality", "brain-ct-scan-any-abnormality", "chest-rx-any-abnormalities"
@@ -112,13 +115,15 @@ _IT = {
     "temp_c": ["TC {t}°C", "T {t}°C", "TC {t}", "temp {t}°C", "T ascellare {t}°C"],
     "temp_f": [],
     "rr": ["FR {v} atti/min", "FR {v}", "FR: {v}/min"],
-    "avpu_A": ["vigile e orientat{o}", "vigile, orientat{o} nei 3 parametri", "GCS 15", "vigile, collaborante, GCS 15", "vigile"],
+    "avpu_A": ["vigile e orientat{o}", "vigile, orientat{o} nei 3 parametri", "GCS 15",
+               "vigile, collaborante, GCS 15", "vigile"],
     "avpu_V": ["soporos{o}, risvegliabile alla chiamata", "GCS 13, risponde allo stimolo verbale",
                "sonnolent{o} ma risvegliabile alla chiamata, GCS 14"],
     "avpu_P": ["risponde solo allo stimolo doloroso", "GCS 8, reattiv{o} solo al dolore",
                "GCS 7 (E2V2M3), risponde solo a stimoli dolorosi"],
     "intro": ["Pz di {age} aa", "{Sig} di {age} anni", "Paziente di {age} aa", "Pz {age}enne", "{age} aa, {sex}"],
-    "arrival": ["giunge in PS con 118", "accompagnat{o} dai familiari", "giunge in PS con mezzi propri", "inviat{o} dal MMG", ""],
+    "arrival": ["giunge in PS con 118", "accompagnat{o} dai familiari", "giunge in PS con mezzi propri",
+                "inviat{o} dal MMG", ""],
     "cc": {
         "syncope": ["Sincope", "PdC", "Episodio sincopale"],
         "fall": ["Caduta accidentale", "Caduta a domicilio"],
@@ -141,7 +146,8 @@ _IT = {
     "prodrome_n": ["senza prodromi", "non preceduta da prodromi", "nega prodromi"],
     "dur_short": ["PdC di pochi secondi", "PdC di breve durata (circa {s} secondi)", "breve PdC (pochi secondi)"],
     "dur_long": ["PdC prolungata (circa {m} minuti)", "PdC di circa {m} minuti", "prolungata PdC (> {m} min)"],
-    "fall_event": ["caduta accidentale a domicilio", "caduta dalle scale", "caduta in bagno", "caduta in strada per inciampo"],
+    "fall_event": ["caduta accidentale a domicilio", "caduta dalle scale", "caduta in bagno",
+                   "caduta in strada per inciampo"],
     "trauma_event": ["incidente stradale (auto vs moto)", "incidente stradale, conducente di auto con airbag esplosi",
                      "aggressione in strada", "caduta dalla bicicletta", "trauma sportivo (calcio)"],
     "tr_head_conc": ["trauma cranico commotivo", "trauma cranico con PdC"],
@@ -150,25 +156,31 @@ _IT = {
     "tr_other": ["trauma contusivo all'emitorace dx", "trauma distorsivo alla caviglia sx", "trauma al polso dx",
                  "trauma contusivo al ginocchio sx", "trauma contusivo all'anca dx"],
     "tr_none": ["nega traumatismi", "non riferiti traumi", "senza traumatismi"],
-    "seizure_event": ["episodio critico riferito dai familiari", "crisi comiziale a domicilio", "episodio critico testimoniato"],
+    "seizure_event": ["episodio critico riferito dai familiari", "crisi comiziale a domicilio",
+                      "episodio critico testimoniato"],
     "tcs_y": ["crisi tonico-clonica generalizzata", "crisi convulsiva tonico-clonica"],
     "tcs_n": ["crisi focale senza secondaria generalizzazione", "crisi focale motoria, non generalizzata"],
     "tongue_y": ["morsus linguae", "morsus laterale della lingua"],
     "tongue_n": ["non morsus", "non morsus linguae"],
     "seizure_extra": ["con perdita di urine", "durata riferita circa 2 minuti", "con successivo sopore", ""],
-    "cp_y": ["dolore toracico retrosternale oppressivo", "dolore toracico puntorio all'emitorace sx", "dolore toracico costrittivo"],
-    "cp_onset": ["insorto da circa {h} ore", "insorto stamattina", "irradiato al braccio sx", "non irradiato", "insorto a riposo"],
+    "cp_y": ["dolore toracico retrosternale oppressivo", "dolore toracico puntorio all'emitorace sx",
+             "dolore toracico costrittivo"],
+    "cp_onset": ["insorto da circa {h} ore", "insorto stamattina", "irradiato al braccio sx", "non irradiato",
+                 "insorto a riposo"],
     "dys_y": ["dispnea ingravescente", "dispnea da sforzo", "dispnea a riposo"],
     "dys_onset": ["da {d} giorni", "da circa {d} gg", "associata a tosse produttiva", "peggiorata nella notte"],
     "cp_n": ["nega dolore toracico", "non dolore toracico"],
     "dys_n": ["nega dispnea", "non dispnea"],
     "cp_dys_n": ["nega dolore toracico e dispnea"],
-    "chf_cert": ["scompenso cardiaco cronico", "SCC in classe NYHA II", "cardiopatia dilatativa con scompenso cardiaco cronico (FE {ef}%)",
+    "chf_cert": ["scompenso cardiaco cronico", "SCC in classe NYHA II",
+                 "cardiopatia dilatativa con scompenso cardiaco cronico (FE {ef}%)",
                  "insufficienza cardiaca cronica (FE {ef}%)"],
-    "chf_poss": ["sospetto scompenso cardiaco cronico (non documentato)", "probabile scompenso cardiaco, in corso di accertamenti"],
+    "chf_poss": ["sospetto scompenso cardiaco cronico (non documentato)",
+                 "probabile scompenso cardiaco, in corso di accertamenti"],
     "chf_not": ["non storia di scompenso cardiaco", "nega scompenso cardiaco"],
     "ckd_cert": ["IRC stadio IIIb", "insufficienza renale cronica (stadio {st})", "IRC in follow-up nefrologico"],
-    "ckd_poss": ["sospetta IRC, funzione renale di base non nota", "probabile insufficienza renale cronica, mai approfondita"],
+    "ckd_poss": ["sospetta IRC, funzione renale di base non nota",
+                 "probabile insufficienza renale cronica, mai approfondita"],
     "ckd_not": ["nega nefropatie", "non storia di insufficienza renale"],
     "ckd_dial": ["IRC terminale in emodialisi trisettimanale", "IRC in dialisi peritoneale",
                  "IRC in trattamento emodialitico (lun-mer-ven)"],
@@ -177,9 +189,11 @@ _IT = {
     "pmk_n": ["non portatore di PMK", "non pacemaker"],
     "epi_y": ["epilessia nota", "epilessia in trattamento dall'infanzia", "epilessia generalizzata idiopatica"],
     "epi_n": ["nega storia di epilessia", "non storia di crisi comiziali"],
-    "alc_y": ["etilista", "abuso etilico cronico", "potus: abuso alcolico quotidiano", "potus +++ (circa 1 L di vino/die)"],
+    "alc_y": ["etilista", "abuso etilico cronico", "potus: abuso alcolico quotidiano",
+              "potus +++ (circa 1 L di vino/die)"],
     "alc_n": ["nega potus", "astemi{o}", "non abuso alcolico"],
-    "allergy_y": ["allergia a penicillina", "allergic{o} ai FANS", "Allergie: penicillina (orticaria)", "allergia al mezzo di contrasto iodato"],
+    "allergy_y": ["allergia a penicillina", "allergic{o} ai FANS", "Allergie: penicillina (orticaria)",
+                  "allergia al mezzo di contrasto iodato"],
     "allergy_n": ["nega allergie", "Allergie: nega", "nessuna allergia nota"],
     "alone_y": ["vive sol{o}", "vive da sol{o}"],
     "alone_n": ["vive con {spouse}", "vive con la figlia", "vive con il figlio", "vive in RSA"],
@@ -188,28 +202,36 @@ _IT = {
     "mob_assist": ["deambula con l'aiuto di una persona", "deambula solo se assistit{o}"],
     "mob_bedridden": ["allettat{o}", "allettat{o} da mesi"],
     "smoke": ["ex fumatore", "fumatore (20 sig/die)", "non fumatore", "fumatore di 10 sigarette/die"],
-    "pmh_neutral": ["ipertensione arteriosa", "DM tipo 2 in terapia insulinica", "DM2 in terapia con ADO", "dislipidemia",
-                    "ipotiroidismo", "pregressa colecistectomia", "IPB", "gonartrosi bilaterale", "sindrome ansioso-depressiva",
+    "pmh_neutral": ["ipertensione arteriosa", "DM tipo 2 in terapia insulinica", "DM2 in terapia con ADO",
+                    "dislipidemia",
+                    "ipotiroidismo", "pregressa colecistectomia", "IPB", "gonartrosi bilaterale",
+                    "sindrome ansioso-depressiva",
                     "BPCO", "cardiopatia ischemica (PTCA + stent su IVA nel {yr})", "pregresso ictus ischemico ({yr})",
                     "ipoacusia", "pregressa appendicectomia", "MRGE", "osteoporosi", "glaucoma",
                     "pregressa frattura di femore dx ({yr})"],
-    "acap_y": ["apixaban 5 mg x2", "rivaroxaban 20 mg", "warfarin (Coumadin) secondo INR", "edoxaban 60 mg", "dabigatran 150 mg x2",
+    "acap_y": ["apixaban 5 mg x2", "rivaroxaban 20 mg", "warfarin (Coumadin) secondo INR", "edoxaban 60 mg",
+               "dabigatran 150 mg x2",
                "cardioaspirina 100 mg", "ASA 100 mg", "clopidogrel 75 mg", "ticagrelor 90 mg x2", "TAO con warfarin"],
     "acap_n": ["non in terapia anticoagulante né antiaggregante", "nega assunzione di anticoagulanti o antiaggreganti",
                "no TAO/NAO, no antiaggreganti"],
     "aed_y": ["levetiracetam 500 mg x2", "Keppra 1000 mg x2", "acido valproico 500 mg x2", "Depakin chrono 500 mg x2",
               "carbamazepina 200 mg x3", "lamotrigina 100 mg x2"],
     "aed_n": ["non in terapia antiepilettica", "non assume antiepilettici"],
-    "aht_y": ["ramipril 5 mg", "amlodipina 5 mg", "valsartan 80 mg", "olmesartan/idroclorotiazide 20/12.5 mg", "enalapril 10 mg"],
+    "aht_y": ["ramipril 5 mg", "amlodipina 5 mg", "valsartan 80 mg", "olmesartan/idroclorotiazide 20/12.5 mg",
+              "enalapril 10 mg"],
     "no_meds": ["nessuna terapia domiciliare", "non assume farmaci a domicilio"],
-    "meds_neutral": ["metformina 1000 mg x2", "insulina glargine {u} UI la sera", "insulina lispro ai pasti", "atorvastatina 20 mg",
+    "meds_neutral": ["metformina 1000 mg x2", "insulina glargine {u} UI la sera", "insulina lispro ai pasti",
+                     "atorvastatina 20 mg",
                      "levotiroxina {mcg} mcg", "pantoprazolo 40 mg", "tamsulosina 0.4 mg", "sertralina 50 mg",
                      "allopurinolo 300 mg", "colecalciferolo 25000 UI/mese"],
     "meds_intro": ["In terapia con", "Assume", ""],
-    "exam_neutral": ["Cute e mucose normoidratate", "Torace: MV presente su tutto l'ambito, non rumori aggiunti", "Torace: NAD",
-                     "Cuore: toni validi, pause libere", "Addome: trattabile, non dolente né dolorabile alla palpazione, peristalsi presente",
+    "exam_neutral": ["Cute e mucose normoidratate", "Torace: MV presente su tutto l'ambito, non rumori aggiunti",
+                     "Torace: NAD",
+                     "Cuore: toni validi, pause libere",
+                     "Addome: trattabile, non dolente né dolorabile alla palpazione, peristalsi presente",
                      "Arti inferiori: non edemi, non segni di TVP", "Non deficit neurologici focali",
-                     "Pupille isocoriche, isocicliche, normoreagenti", "Nuca libera", "Giordano negativo bilateralmente",
+                     "Pupille isocoriche, isocicliche, normoreagenti", "Nuca libera",
+                     "Giordano negativo bilateralmente",
                      "Murphy negativo", "Blumberg negativo", "Lingua umida", "Romberg negativo"],
     "ecg_n": ["ECG: RS, nei limiti", "ECG: ritmo sinusale, non alterazioni acute del tratto ST",
               "ECG: RS, PR e QT nei limiti, non turbe della ripolarizzazione"],
@@ -219,41 +241,51 @@ _IT = {
     "ct_n": ["TC encefalo: non lesioni emorragiche o ischemiche acute", "TC encefalo negativa per lesioni acute",
              "TC cranio: nulla di patologico"],
     "ct_y": ["TC encefalo: ematoma subdurale fronto-parietale dx di {mm} mm", "TC encefalo: ESA in sede frontale sx",
-             "TC cranio: frattura composta della squama temporale dx", "TC encefalo: lesione ipodensa in sede parietale sx"],
-    "cxr_n": ["RX torace: non addensamenti parenchimali in atto", "RX torace: nulla di rilevante", "Rx torace negativo"],
+             "TC cranio: frattura composta della squama temporale dx",
+             "TC encefalo: lesione ipodensa in sede parietale sx"],
+    "cxr_n": ["RX torace: non addensamenti parenchimali in atto", "RX torace: nulla di rilevante",
+              "Rx torace negativo"],
     "cxr_y": ["RX torace: addensamento basale dx", "RX torace: versamento pleurico bilaterale",
               "Rx torace: segni di congestione del piccolo circolo", "RX torace: PNX apicale sx"],
     "labs_intro": ["Esami ematochimici:", "EE:", "Laboratorio:", "Esami ematici:"],
     "lab": {
         "hemoglobin": ["Hb {v} g/dL", "Hb {v}"], "leukocytes": ["GB {v} x10^3/uL", "GB {v}"],
         "platelets": ["PLT {v} x10^3/uL", "PLT {v}"], "creatinine": ["creatinina {v} mg/dL", "creat {v}"],
-        "blood-glucose": ["glicemia {v} mg/dL", "glic {v}"], "inr": ["INR {v}"], "c-reactive-protein": ["PCR {v} mg/dL", "PCR {v}"],
+        "blood-glucose": ["glicemia {v} mg/dL",
+                          "glic {v}"], "inr": ["INR {v}"], "c-reactive-protein": ["PCR {v} mg/dL", "PCR {v}"],
         "troponin": ["TnI-hs {v} ng/L", "troponina hs {v} ng/L"], "d-dimer": ["D-dimero {v} ng/mL", "DD {v}"],
         "blood-alcohol": ["alcolemia {v} g/L", "etanolemia {v} g/L"],
     },
-    "course": ["h {hh}:{mm} rivalutazione: pz asintomatic{o}, riferisce benessere.", "h {hh}:{mm} pz tranquill{o}, in attesa di esiti.",
+    "course": ["h {hh}:{mm} rivalutazione: pz asintomatic{o}, riferisce benessere.",
+               "h {hh}:{mm} pz tranquill{o}, in attesa di esiti.",
                "Posizionato accesso venoso periferico ed eseguito prelievo.", "Somministrato paracetamolo 1 g ev.",
                "Somministrati ketorolac 30 mg ev e pantoprazolo 40 mg ev.", "Somministrato ondansetron 4 mg ev.",
                "Informati i familiari.",
                "Contattato il MMG.", "In attesa di posto letto.", "h {hh}:{mm} invariato il quadro clinico.",
                "Ultimo pasto alle ore {hh}:{mm}.", "Vaccinazione antinfluenzale eseguita.",
                "Si richiede documentazione clinica precedente.", "Pz collaborante, accompagnat{o} dai familiari.",
-               "h {hh}:{mm} pz riferisce lieve miglioramento della sintomatologia.", "Si attende referto radiologico definitivo.",
+               "h {hh}:{mm} pz riferisce lieve miglioramento della sintomatologia.",
+               "Si attende referto radiologico definitivo.",
                "Riferisce recente visita dal MMG per controllo di routine.", "h {hh}:{mm} parlato con i familiari.",
                "Esegue minzione spontanea.", "Eseguito stick urine.", "h {hh}:{mm} infusione di SF {ml} ml.",
-               "h {hh}:{mm} pz al bagno accompagnat{o} dal personale.", "Richiesta valutazione dell'assistente sociale.",
-               "h {hh}:{mm} familiari informati telefonicamente.", "Pz in barella, sala {n}.", "Digiuno in attesa di esiti.",
+               "h {hh}:{mm} pz al bagno accompagnat{o} dal personale.",
+               "Richiesta valutazione dell'assistente sociale.",
+               "h {hh}:{mm} familiari informati telefonicamente.", "Pz in barella, sala {n}.",
+               "Digiuno in attesa di esiti.",
                "h {hh}:{mm} visionati referti di laboratorio.", "h {hh}:{mm} cambio turno, pz affidat{o} al collega.",
                "Riferisce di abitare al {n}° piano senza ascensore.", "Riferisce ultima evacuazione ieri.",
                "Riferisce di aver dormito poco nelle ultime notti.", "Vaccinazione anti-COVID completata.",
                "Nessun viaggio recente all'estero.", "h {hh}:{mm} portat{o} in radiologia.",
                "h {hh}:{mm} rientrat{o} dalla radiologia.", "NRS {n}/10.", "h {hh}:{mm} NRS {n}/10.",
                "h {hh}:{mm} somministrata seconda dose di paracetamolo.",
-               "Documentazione precedente visionata: nulla di rilevante per l'accesso attuale.", "Tessera sanitaria acquisita.",
+               "Documentazione precedente visionata: nulla di rilevante per l'accesso attuale.",
+               "Tessera sanitaria acquisita.",
                "Riferisce ultimo accesso in PS {n} anni fa.", "Figlio reperibile al numero in cartella.",
-               "h {hh}:{mm} pz chiede informazioni sui tempi di attesa.", "Richiesto trasporto sanitario per il rientro.",
+               "h {hh}:{mm} pz chiede informazioni sui tempi di attesa.",
+               "Richiesto trasporto sanitario per il rientro.",
                "Consegnati effetti personali ai familiari.", "Riferisce appetito conservato.", "Diuresi valida.",
-               "Riferisce calo ponderale di circa {n} kg negli ultimi mesi.", "h {hh}:{mm} in attesa di consulenza specialistica."],
+               "Riferisce calo ponderale di circa {n} kg negli ultimi mesi.",
+               "h {hh}:{mm} in attesa di consulenza specialistica."],
     "consult": {
         "syncope": ["Consulenza cardiologica: si consiglia Holter ECG ed ecocardiogramma.",
                     "Consulenza neurologica: non indicazione ad ulteriori accertamenti urgenti."],
@@ -272,16 +304,20 @@ _IT = {
     "dispo_critical": ["Ricovero in Rianimazione.", "Trasferit{o} in Terapia Intensiva."],
     "alone_n_young": ["vive con i genitori", "vive con la compagna", "vive con il compagno", "vive con i coinquilini"],
     "dispo": {
-        "syncope": ["Ricovero in Medicina Interna.", "Trasferit{o} in OBI per monitoraggio.", "Ricovero in Cardiologia.",
+        "syncope": ["Ricovero in Medicina Interna.", "Trasferit{o} in OBI per monitoraggio.",
+                    "Ricovero in Cardiologia.",
                     "Dimess{o} con indicazione a controllo dal MMG."],
         "fall": ["Dimess{o} a domicilio.", "Trasferit{o} in OBI per osservazione clinica.", "Ricovero in Ortopedia.",
                  "Ricovero in Geriatria."],
-        "trauma": ["Ricovero in Chirurgia d'urgenza.", "Trasferit{o} in Neurochirurgia presso HUB.", "Trasferit{o} in OBI.",
+        "trauma": ["Ricovero in Chirurgia d'urgenza.", "Trasferit{o} in Neurochirurgia presso HUB.",
+                   "Trasferit{o} in OBI.",
                    "Dimess{o} con prognosi di 10 gg s.c."],
-        "seizure": ["Ricovero in Neurologia.", "Trasferit{o} in OBI per osservazione.", "Dimess{o} con visita neurologica programmata."],
+        "seizure": ["Ricovero in Neurologia.", "Trasferit{o} in OBI per osservazione.",
+                    "Dimess{o} con visita neurologica programmata."],
         "chest_pain": ["Ricovero in UTIC.", "Trasferit{o} in Emodinamica.", "Trasferit{o} in OBI per osservazione.",
                        "Dimess{o} con indicazione a test ergometrico."],
-        "dyspnea": ["Ricovero in Medicina Interna.", "Ricovero in Pneumologia.", "Trasferit{o} in OBI.", "Dimess{o} con terapia."],
+        "dyspnea": ["Ricovero in Medicina Interna.", "Ricovero in Pneumologia.", "Trasferit{o} in OBI.",
+                    "Dimess{o} con terapia."],
     },
 }
 
@@ -305,8 +341,10 @@ _EN = {
     "temp_f": ["T {t}F", "Temp {t} F"],
     "rr": ["RR {v}", "RR {v}/min", "RR: {v}", "resp {v}"],
     "avpu_A": ["A&Ox3", "alert and oriented", "GCS 15", "alert, oriented x3, GCS 15", "awake and alert"],
-    "avpu_V": ["drowsy, rousable to voice", "GCS 13, responds to verbal stimuli", "lethargic but arousable to voice, GCS 14"],
-    "avpu_P": ["responds to pain only", "GCS 8, responds only to painful stimuli", "GCS 7 (E2V2M3), withdraws to pain only"],
+    "avpu_V": ["drowsy, rousable to voice", "GCS 13, responds to verbal stimuli",
+               "lethargic but arousable to voice, GCS 14"],
+    "avpu_P": ["responds to pain only", "GCS 8, responds only to painful stimuli",
+               "GCS 7 (E2V2M3), withdraws to pain only"],
     "intro": ["{age} y/o {sex}", "{age}yo {sex}", "Pt is a {age} y/o {sex}", "{age} y/o {sex} w/ PMH below"],
     "arrival": ["BIBA", "brought in by family", "walk-in", "sent by PCP", ""],
     "cc": {
@@ -331,7 +369,8 @@ _EN = {
     "prodrome_n": ["no prodrome", "w/o prodromal sx", "denies prodromal sx"],
     "dur_short": ["brief LOC (few seconds)", "LOC ~{s} sec", "LOC lasting a few seconds"],
     "dur_long": ["prolonged LOC (~{m} min)", "LOC approx {m} min", "LOC for > {m} min"],
-    "fall_event": ["mechanical fall at home", "fall down stairs", "slip and fall in bathroom", "trip and fall on sidewalk"],
+    "fall_event": ["mechanical fall at home", "fall down stairs", "slip and fall in bathroom",
+                   "trip and fall on sidewalk"],
     "trauma_event": ["MVC, restrained driver, + airbag deployment", "motorcycle vs car", "assaulted on street",
                      "bicycle accident", "sports injury (soccer)"],
     "tr_head_conc": ["head strike with LOC", "head injury w/ LOC"],
@@ -378,7 +417,8 @@ _EN = {
     "pmh_neutral": ["HTN", "DM2 on insulin", "T2DM on metformin", "HLD", "hypothyroidism", "s/p cholecystectomy", "BPH",
                     "OA knees", "anxiety/depression", "COPD", "CAD s/p PCI ({yr})", "hx CVA ({yr})", "hearing loss",
                     "s/p appendectomy", "GERD", "osteoporosis", "glaucoma", "s/p R hip fx ({yr})"],
-    "acap_y": ["apixaban 5 mg bid", "rivaroxaban 20 mg daily", "warfarin", "Eliquis 5 mg bid", "Xarelto 20", "aspirin 81 mg",
+    "acap_y": ["apixaban 5 mg bid", "rivaroxaban 20 mg daily", "warfarin", "Eliquis 5 mg bid", "Xarelto 20",
+               "aspirin 81 mg",
                "ASA 81", "clopidogrel 75 mg", "Plavix 75", "ticagrelor 90 mg bid"],
     "acap_n": ["not on anticoagulants or antiplatelets", "no AC/AP", "denies blood thinners"],
     "aed_y": ["levetiracetam 500 mg bid", "Keppra 1000 mg bid", "valproate 500 mg bid", "Depakote 500 bid",
@@ -390,44 +430,55 @@ _EN = {
                      "levothyroxine {mcg} mcg", "pantoprazole 40 mg", "tamsulosin 0.4 mg", "sertraline 50 mg",
                      "allopurinol 300 mg", "vitamin D"],
     "meds_intro": ["On", "Takes", ""],
-    "exam_neutral": ["Gen: NAD", "Skin warm and dry", "Lungs CTAB", "Lungs: clear bilaterally, no wheezes", "Heart: S1S2, no murmurs",
+    "exam_neutral": ["Gen: NAD", "Skin warm and dry", "Lungs CTAB", "Lungs: clear bilaterally, no wheezes",
+                     "Heart: S1S2, no murmurs",
                      "Abd: soft, NT/ND, +BS", "Ext: no edema, no calf tenderness", "Neuro: no focal deficits", "PERRL",
                      "Neck supple", "No CVA tenderness", "Mucous membranes moist", "Romberg neg"],
     "ecg_n": ["ECG: NSR, no acute ST changes", "EKG: sinus rhythm, normal intervals", "ECG unremarkable"],
-    "ecg_y": ["ECG: RBBB", "ECG: new LBBB", "ECG: ST depression V4-V6", "EKG: TWI inferior leads", "ECG: 1st degree AV block",
+    "ecg_y": ["ECG: RBBB", "ECG: new LBBB", "ECG: ST depression V4-V6", "EKG: TWI inferior leads",
+              "ECG: 1st degree AV block",
               "ECG: prolonged QTc (510 ms)", "ECG: STE II, III, aVF"],
     "ct_n": ["CT head: no acute intracranial abnormality", "CTH neg for bleed", "CT head negative"],
-    "ct_y": ["CT head: R frontoparietal SDH {mm} mm", "CT head: small L frontal SAH", "CTH: nondisplaced R temporal skull fx",
+    "ct_y": ["CT head: R frontoparietal SDH {mm} mm", "CT head: small L frontal SAH",
+             "CTH: nondisplaced R temporal skull fx",
              "CT head: L parietal hypodensity"],
     "cxr_n": ["CXR: no acute cardiopulmonary process", "CXR clear", "CXR: no infiltrate or effusion"],
     "cxr_y": ["CXR: RLL consolidation", "CXR: bilateral pleural effusions", "CXR: pulmonary vascular congestion",
               "CXR: small L apical PTX"],
     "labs_intro": ["Labs:", "Labs -", "BW:"],
     "lab": {
-        "hemoglobin": ["Hgb {v}", "Hb {v} g/dL"], "leukocytes": ["WBC {v}", "WBC {v}K"], "platelets": ["Plt {v}", "PLT {v}K"],
-        "creatinine": ["Cr {v}", "creatinine {v} mg/dL"], "blood-glucose": ["glucose {v}", "BG {v}"], "inr": ["INR {v}"],
+        "hemoglobin": ["Hgb {v}", "Hb {v} g/dL"], "leukocytes": ["WBC {v}", "WBC {v}K"], "platelets": ["Plt {v}",
+                       "PLT {v}K"],
+        "creatinine": ["Cr {v}", "creatinine {v} mg/dL"], "blood-glucose": ["glucose {v}",
+                       "BG {v}"], "inr": ["INR {v}"],
         "c-reactive-protein": ["CRP {v} mg/dL", "CRP {v}"], "troponin": ["hs-TnT {v} ng/L", "trop {v} ng/L"],
         "d-dimer": ["D-dimer {v} ng/mL", "DD {v}"], "blood-alcohol": ["EtOH level {v} mg/dL", "BAL {v} mg/dL"],
     },
-    "course": ["{hh}:{mm} reassessed, pt resting comfortably, no new complaints.", "{hh}:{mm} pt feeling better, awaiting results.",
+    "course": ["{hh}:{mm} reassessed, pt resting comfortably, no new complaints.",
+               "{hh}:{mm} pt feeling better, awaiting results.",
                "IV access obtained, labs drawn.", "Given acetaminophen 1 g PO.", "Given ketorolac 15 mg IV.",
                "Ondansetron 4 mg IV for nausea.", "Family updated at bedside.", "Discussed w/ PCP.",
                "Awaiting bed.", "{hh}:{mm} unchanged.", "Last meal at {hh}:{mm}.", "Flu shot up to date.",
                "Old records requested.", "Pt cooperative, family at bedside.", "{hh}:{mm} pt reports mild improvement.",
                "Awaiting final radiology read.", "Saw PCP last month for routine visit.", "{hh}:{mm} spoke w/ family.",
-               "Voiding spontaneously.", "UA sent.", "{hh}:{mm} NS {ml} mL running.", "{hh}:{mm} pt to bathroom w/ staff.",
+               "Voiding spontaneously.", "UA sent.", "{hh}:{mm} NS {ml} mL running.",
+               "{hh}:{mm} pt to bathroom w/ staff.",
                "SW consulted for dispo planning.", "Family updated by phone at {hh}:{mm}.", "Pt in hallway bed {n}.",
                "NPO pending results.", "{hh}:{mm} lab results reviewed.", "Signed out to oncoming team at {hh}:{mm}.",
                "Pt asks for water, ok per MD.", "Last BM yesterday.", "Reports poor sleep past few nights.",
                "COVID vaccine up to date.", "No recent travel.", "Taken to radiology at {hh}:{mm}.",
-               "{hh}:{mm} back from radiology.", "Pain {n}/10.", "{hh}:{mm} pain {n}/10.", "{hh}:{mm} second dose of acetaminophen.",
+               "{hh}:{mm} back from radiology.", "Pain {n}/10.", "{hh}:{mm} pain {n}/10.",
+               "{hh}:{mm} second dose of acetaminophen.",
                "Prior records reviewed, nothing relevant to current visit.", "Insurance info obtained.",
-               "Last ED visit {n} yrs ago.", "Son reachable at number on file.", "{hh}:{mm} pt asking about wait times.",
+               "Last ED visit {n} yrs ago.", "Son reachable at number on file.",
+               "{hh}:{mm} pt asking about wait times.",
                "Transport arranged.", "Belongings given to family.", "Appetite preserved.", "Good urine output.",
                "Reports ~{n} kg weight loss over past months.", "{hh}:{mm} awaiting specialist consult."],
     "consult": {
-        "syncope": ["Cardiology consulted: Holter and echo recommended.", "Neuro consulted: no further inpatient workup needed."],
-        "fall": ["Ortho consulted: no operative indication, outpatient f/u.", "Geriatrics consulted: med review recommended."],
+        "syncope": ["Cardiology consulted: Holter and echo recommended.",
+                    "Neuro consulted: no further inpatient workup needed."],
+        "fall": ["Ortho consulted: no operative indication, outpatient f/u.",
+                 "Geriatrics consulted: med review recommended."],
         "trauma": ["Surgery consulted: no acute surgical issue.", "Ortho consulted: splint, f/u in 7 days.",
                    "Neurosurgery consulted: repeat CT in 24 h."],
         "seizure": ["Neuro consulted: outpatient EEG.", "Neuro consulted: adjust current regimen, outpatient f/u."],
@@ -475,9 +526,11 @@ _CATALOG = catalog_index(load_catalog())
 # The labels the generator writes for each task ("y"/"n" where not listed); checked against the catalog at import.
 _LABELS_USED = {
     HR: ("bradycardic", "normocardic", "tachycardic"), BP: ("hypotensive", "normotensive", "hypertensive"),
-    SPO2: ("measured",), TEMP: ("hypothermic", "normothermic", "hyperthermic"), RR: ("bradypneic", "eupneic", "tachypneic"),
+    SPO2: ("measured",), TEMP: ("hypothermic", "normothermic", "hyperthermic"),
+    RR: ("bradypneic", "eupneic", "tachypneic"),
     AVPU: ("A", "V", "P"), CHF: ("certainly chronic", "possibly chronic", "certainly not chronic"),
-    CKD: ("certainly chronic", "possibly chronic", "certainly not chronic"), DIAL: ("certainly chronic", "certainly not chronic"),
+    CKD: ("certainly chronic", "possibly chronic", "certainly not chronic"),
+    DIAL: ("certainly chronic", "certainly not chronic"),
     MOBILITY: ("walking independently", "walking with auxiliary aids", "walking with physical assistance", "bedridden"),
     DURATION: ("short", "long"), **{lab: ("measured",) for lab in LABS},
 }
@@ -589,8 +642,10 @@ def _assemble(parts: list) -> tuple[str, list[GoldAnnotation]]:
     return text, annotations
 
 
-_NEIGHBOURS = dict(zip("abcdefghijklmnopqrstuvwxyz", ["sq", "vn", "xv", "sf", "wr", "dg", "fh", "gj", "uo", "hk", "jl", "ko",
-                                                      "nk", "bm", "ip", "ol", "wa", "et", "ad", "ry", "yi", "cb", "qe", "zc",
+_NEIGHBOURS = dict(zip("abcdefghijklmnopqrstuvwxyz", ["sq", "vn", "xv", "sf", "wr", "dg", "fh", "gj", "uo", "hk",
+                                                      "jl", "ko",
+                                                      "nk", "bm", "ip", "ol", "wa", "et", "ad", "ry", "yi", "cb",
+                                                      "qe", "zc",
                                                       "tu", "xs"]))
 
 
@@ -603,7 +658,7 @@ def _add_typos(parts: list, rng: random.Random, rate: float) -> None:
     cumulative = list(itertools.accumulate(len(parts[k]) for k in plain))
     if not cumulative or not cumulative[-1]:
         return
-    expected = rate * cumulative[-1] / 6.5  # about 6.5 characters per word, space included
+    expected = rate * cumulative[-1] / 5.8  # about 5.8 characters per word, space included (measured)
     count = int(expected) + (rng.random() < expected - int(expected))
     r = rng.random
     for _ in range(count):
@@ -872,7 +927,8 @@ class _Writer:
         if young and k < 2 and r() < 0.8:
             k = 3
         if k < 3:
-            items.append(self.ev(("chf_cert", "chf_poss", "chf_not")[k], (CHF, _LABELS_USED[CHF][k]), ef=self.randint(20, 40)))
+            pool = ("chf_cert", "chf_poss", "chf_not")[k]
+            items.append(self.ev(pool, (CHF, _LABELS_USED[CHF][k]), ef=self.randint(20, 40)))
         k = _pick(r, (3, 4, 8, 3, 5, 77))
         if young and k < 4 and r() < 0.8:
             k = 5
@@ -972,7 +1028,7 @@ class _Writer:
         return out
 
     def workup(self) -> list:
-        r, e, L = self.r, self.event, self.L
+        r, e = self.r, self.event
         items = []
         if r() < (0.85 if e in ("chest_pain", "syncope") else 0.5):
             abnormal = r() < 0.3 or self.hr_class != 1  # a normal ECG implies a normal rate: only with HR normocardic
@@ -1100,7 +1156,8 @@ def write_corpus(path_notes_jsonl: str | Path, path_annotations_jsonl: str | Pat
                 key = (ann.task, ann.label)
                 middle = prefix_cache.get(key)
                 if middle is None:
-                    middle = prefix_cache[key] = f', "task": {dumps(ann.task)}, "label": {dumps(ann.label)}, "evidence": ['
+                    middle = f', "task": {dumps(ann.task)}, "label": {dumps(ann.label)}, "evidence": ['
+                    prefix_cache[key] = middle
                 spans = ", ".join(f"[{s}, {e}]" for s, e in ann.evidence)
                 lines.append(f'{{"note_id": {note_id}{middle}{spans}]}}\n')
             af.write("".join(lines))

@@ -154,6 +154,17 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_IMPORTS = ["workers.relevance", "workers.datasets"]
+# relevance: model-holding processes that lxt patches (never train); training: never patched;
+# default: CPU work (peaks, dataset builds, exports).
+CELERY_TASK_ROUTES = {
+    "workers.relevance.*": {"queue": "relevance"},
+    "workers.training.*": {"queue": "training"},
+    "workers.datasets.*": {"queue": "default"},
+}
+# A chunk of relevance prompts takes minutes on a CPU; these limits catch a stuck worker.
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 2 * 3600)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 2 * 3600 + 300)
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 

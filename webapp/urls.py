@@ -7,5 +7,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("corpora/", include("webapp.corpus.urls")),
+    path("jobs/", include("webapp.pipeline.urls")),
+    path("datasets/", include("webapp.datasets.urls")),
     path("", include("webapp.home.urls")),
 ]

@@ -8,7 +8,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 app = Celery("decselfmask")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["workers"])
+# Task modules are listed in settings (CELERY_IMPORTS) so each queue's worker loads the same set.
 
 
 def _ensure_filesystem_broker_folders() -> None:

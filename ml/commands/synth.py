@@ -16,14 +16,14 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "synth",
         help="write a synthetic ED corpus (notes + gold annotations, JSONL)",
-        description=__doc__.splitlines()[0],
+        description="Write a synthetic emergency-department corpus (Italian/English notes) with gold labels.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--n", type=int, default=1000, help="number of notes")
     parser.add_argument("--seed", type=int, default=0, help="corpus seed")
-    parser.add_argument("--language", choices=LANGUAGES, default="en", help="note language; mixed: about half each")
+    parser.add_argument("--language", choices=LANGUAGES, default="en", help="language; mixed: about half each")
     parser.add_argument("--start", type=int, default=0, help="index of the first note (to write a corpus in pieces)")
-    parser.add_argument("--typo-rate", type=float, default=0.02, help="typos per word of plain text (never in evidence)")
+    parser.add_argument("--typo-rate", type=float, default=0.02, help="typos per word, never in evidence")
     parser.add_argument("--min-words", type=int, default=80, help="shortest note, in words")
     parser.add_argument("--max-words", type=int, default=600, help="longest note, in words (at least ~160)")
     parser.add_argument("--no-unknown", action="store_true", help="leave out 'unknown' labels from the annotations")

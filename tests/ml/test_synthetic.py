@@ -225,7 +225,9 @@ def test_note_length_follows_the_word_bounds():
     assert min(long_words) >= 300 and max(long_words) <= 400
 
 
-@pytest.mark.parametrize("kwargs", [{"language": "fr"}, {"seed": -1}, {"typo_rate": 0.9}, {"min_words": 500, "max_words": 100}])
+@pytest.mark.parametrize(
+    "kwargs", [{"language": "fr"}, {"seed": -1}, {"typo_rate": 0.9}, {"min_words": 500, "max_words": 100}]
+)
 def test_it_refuses_bad_arguments(kwargs):
     with pytest.raises(ValueError):
         next(generate_notes(1, **kwargs))

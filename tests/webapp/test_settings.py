@@ -17,7 +17,8 @@ PROBE = (
     " 'hosts': s.ALLOWED_HOSTS, 'data_dir': str(s.DATA_DIR), 'model_dir': str(s.MODEL_DIR)}))"
 )
 CLEARED = ["DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS",
-           "DATA_DIR", "MODEL_DIR", "DSM_EMBEDDED"]
+           "DATA_DIR", "MODEL_DIR", "DSM_EMBEDDED", "SECURE_SSL_REDIRECT", "SESSION_COOKIE_SECURE",
+           "CSRF_COOKIE_SECURE", "SECURE_HSTS_SECONDS", "DJANGO_SETTINGS_MODULE"]
 
 
 def run_with_env(extra: dict, code: str = PROBE) -> subprocess.CompletedProcess:

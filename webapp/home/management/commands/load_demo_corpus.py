@@ -22,7 +22,9 @@ class Command(BaseCommand):
         annotations_path = folder / f"{corpus}-{language}-{seed}-{notes}.annotations.jsonl"
         if not (notes_path.exists() and annotations_path.exists()):
             write_corpus(notes_path, annotations_path, notes, seed=seed, language=language)
-        call_command("import_notes", str(notes_path), corpus=corpus, language=language, create=True,
+        # ISO 639-2 "mul" (multiple languages) for the mixed Italian/English corpus.
+        corpus_language = "mul" if language == "mixed" else language
+        call_command("import_notes", str(notes_path), corpus=corpus, language=corpus_language, create=True,
                      stdout=self.stdout)
         call_command("import_annotations", str(annotations_path), corpus=corpus, annotator="synthetic-gold",
                      stdout=self.stdout)

@@ -1,0 +1,145 @@
+"""Relevance throughput on the default model: ours vs a naive lxt-README baseline.
+
+Both run in the same (child) process on the same prompts (~`note_tokens`-token synthetic
+English clinical notes, each with a task description):
+  * baseline: written like lxt's README: fp32 model, parameters frozen, one prompt at a
+    time, full logits for every position, backward from the top logit at the last one;
+  * ours: `ml.relevance.compute_relevance(method="attnlrp")` with its defaults
+    (relevance dtype, logits_to_keep=1, length-bucketed batches).
+Agreement is reported as the mean Pearson correlation of the two relevance vectors.
+
+AttnLRP patches the process that runs it, so by default `run()` works in a spawned child
+and the caller (e.g. ml/bench.py) stays unpatched. `python -m ml.benchmarks.relevance`.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import random
+import time
+
+SENTENCES = [
+    "The patient is a {age}-year-old {sex} admitted through the emergency department with {complaint}.",
+    "Past medical history includes {history} and {history2}.",
+    "Home medications: {drug} {dose} mg daily and {drug2} {dose2} mg twice daily.",
+    "On arrival heart rate was {hr} bpm, blood pressure {sbp}/{dbp} mmHg, temperature {temp} C and oxygen saturation {sat}% on room air.",
+    "Physical examination revealed {finding} without {negative}.",
+    "Laboratory tests showed hemoglobin {hb} g/dL, white cell count {wbc} x10^9/L and creatinine {cr} mg/dL.",
+    "The electrocardiogram showed {ecg}.",
+    "A chest radiograph demonstrated {cxr}.",
+    "She was started on {drug} and monitored on the ward; the family was informed.",
+    "The patient denies {negative} and reports {complaint} for the last {days} days.",
+]
+FILL = {
+    "sex": ["man", "woman"],
+    "complaint": ["shortness of breath", "chest pain", "fever and productive cough", "abdominal pain", "syncope", "palpitations"],
+    "history": ["hypertension", "type 2 diabetes mellitus", "chronic kidney disease", "atrial fibrillation", "COPD", "heart failure"],
+    "history2": ["hyperlipidemia", "hypothyroidism", "a prior stroke", "obesity", "osteoarthritis", "a permanent pacemaker"],
+    "drug": ["amlodipine", "metformin", "bisoprolol", "furosemide", "apixaban", "atorvastatin", "ceftriaxone"],
+    "drug2": ["ramipril", "levothyroxine", "pantoprazole", "insulin glargine", "digoxin"],
+    "finding": ["bibasilar crackles", "a systolic murmur", "bilateral leg edema", "a distended abdomen", "jugular venous distension"],
+    "negative": ["chest pain", "focal neurological deficits", "peritoneal signs", "calf tenderness", "rash"],
+    "ecg": ["sinus tachycardia", "atrial fibrillation with rapid ventricular response", "normal sinus rhythm", "left bundle branch block"],
+    "cxr": ["right lower lobe consolidation", "no acute abnormality", "cardiomegaly with pulmonary congestion", "a small left pleural effusion"],
+}
+TASKS = ["heart rate", "blood pressure", "body temperature", "presence of pacemaker", "oxygen saturation",
+         "atrial fibrillation", "diabetes", "pneumonia", "heart failure", "renal function"]
+
+
+def synthetic_note(rng: random.Random, tokenizer, note_tokens: int) -> str:
+    """English clinical-looking text cut (at a token boundary) to `note_tokens` tokens."""
+    text = ""
+    while len(tokenizer(text, add_special_tokens=False).input_ids) < note_tokens:
+        values = {k: rng.choice(v) for k, v in FILL.items()}
+        values.update(age=rng.randint(18, 95), hr=rng.randint(45, 150), sbp=rng.randint(90, 190), dbp=rng.randint(50, 110),
+                      temp=round(rng.uniform(35.5, 40.0), 1), sat=rng.randint(84, 100), hb=round(rng.uniform(7, 16), 1),
+                      wbc=round(rng.uniform(3, 25), 1), cr=round(rng.uniform(0.5, 4), 2), days=rng.randint(1, 14),
+                      dose=rng.choice([5, 10, 20, 40]), dose2=rng.choice([2.5, 25, 50, 100]))
+        text += (" " if text else "") + rng.choice(SENTENCES).format(**values)
+    spans = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    return text[: spans[note_tokens - 1][1]]
+
+
+def _measure(n_prompts: int, note_tokens: int, model_dir, device) -> dict:
+    import numpy as np
+    import torch
+
+    from ml.models import DEFAULT_MODEL, load_model, pick_device
+    from ml.relevance import compute_relevance, encode_pair, preferred_dtype
+
+    device = pick_device(device)
+    ours_model = load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype=preferred_dtype(device))
+    base_model = load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype="float32")
+    rng = random.Random(0)
+    notes = [synthetic_note(rng, ours_model.tokenizer, note_tokens) for _ in range(n_prompts)]
+    tasks = [TASKS[i % len(TASKS)] for i in range(n_prompts)]
+    kwargs = dict(chat_template_kwargs=ours_model.family.chat_template_kwargs, include_target=True)
+    encoded = [encode_pair(ours_model.tokenizer, n, t, **kwargs) for n, t in zip(notes, tasks)]
+
+    def baseline(enc):
+        model = base_model.model
+        input_ids = torch.tensor([enc.input_ids], device=device)
+        input_embeds = model.get_input_embeddings()(input_ids)
+        output_logits = model(inputs_embeds=input_embeds.requires_grad_(), use_cache=False).logits
+        max_logits, _ = torch.max(output_logits[0, -1, :], dim=-1)
+        max_logits.backward()
+        return (input_embeds.grad * input_embeds).float().sum(-1).detach().cpu()[0].numpy()[enc.note_index]
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    compute_relevance(ours_model, notes[:1], tasks[:1])  # patches the process, warms up
+    for p in base_model.model.parameters():
+        p.requires_grad = False
+    baseline(encoded[0])
+
+    sync()
+    started = time.perf_counter()
+    reference = [baseline(enc) for enc in encoded]
+    sync()
+    base_s = time.perf_counter() - started
+    started = time.perf_counter()
+    ours = compute_relevance(ours_model, notes, tasks)
+    sync()
+    ours_s = time.perf_counter() - started
+
+    agreement = float(np.mean([np.corrcoef(r.raw_scores, b)[0, 1] for r, b in zip(ours, reference)]))
+    return {
+        "model": DEFAULT_MODEL,
+        "device": str(device),
+        "torch_threads": torch.get_num_threads(),
+        "n_prompts": n_prompts,
+        "note_tokens": note_tokens,
+        "mean_prompt_tokens": round(float(np.mean([len(e.input_ids) for e in encoded])), 1),
+        "ours_dtype": str(ours_model.dtype).removeprefix("torch."),
+        "prompts_per_s": round(n_prompts / ours_s, 3),
+        "baseline_prompts_per_s": round(n_prompts / base_s, 3),
+        "speedup": round(base_s / ours_s, 2),
+        "ours_seconds": round(ours_s, 2),
+        "baseline_seconds": round(base_s, 2),
+        "agreement_pearson": round(agreement, 4),
+    }
+
+
+def run(n_prompts: int = 8, note_tokens: int = 300, *, model_dir=None, device=None, isolate: bool = True) -> dict:
+    """Measure relevance prompts/s (ours and baseline) -> JSON-able dict.
+
+    isolate=True runs the measurement in a spawned child so this process stays free of
+    lxt's process-global patches."""
+    if not isolate:
+        return _measure(n_prompts, note_tokens, model_dir, device)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_measure, (n_prompts, note_tokens, model_dir, device))
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-prompts", type=int, default=8)
+    parser.add_argument("--note-tokens", type=int, default=300)
+    parser.add_argument("--model-dir", default=None)
+    parser.add_argument("--device", default=None)
+    a = parser.parse_args()
+    print(json.dumps(run(a.n_prompts, a.note_tokens, model_dir=a.model_dir, device=a.device), indent=2))
