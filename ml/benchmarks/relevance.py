@@ -122,11 +122,14 @@ def _measure(n_prompts: int, note_tokens: int, model_dir, device) -> dict:
     }
 
 
-def run(n_prompts: int = 8, note_tokens: int = 300, *, model_dir=None, device=None, isolate: bool = True) -> dict:
+def run(n_prompts: int = 8, note_tokens: int = 300, *, quick: bool = False, model_dir=None, device=None,
+        isolate: bool = True) -> dict:
     """Measure relevance prompts/s (ours and baseline) -> JSON-able dict.
 
-    isolate=True runs the measurement in a spawned child so this process stays free of
-    lxt's process-global patches."""
+    quick: 3 prompts instead of n_prompts. isolate=True runs the measurement in a spawned
+    child so this process stays free of lxt's process-global patches."""
+    if quick:
+        n_prompts = min(n_prompts, 3)
     if not isolate:
         return _measure(n_prompts, note_tokens, model_dir, device)
     with multiprocessing.get_context("spawn").Pool(1) as pool:

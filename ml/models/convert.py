@@ -80,6 +80,10 @@ def convert_registered(name: str, model_dir: str | os.PathLike | None = None, *,
         "converted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "seconds": round(time.perf_counter() - started, 1),
     }, indent=2) + "\n")
+    finished = read_manifest(target)
+    if finished and not force and finished.get("transformers") == transformers.__version__:
+        shutil.rmtree(tmp)  # another process finished first: keep its folder
+        return target
     if target.exists():
         shutil.rmtree(target)
     os.replace(tmp, target)

@@ -1,9 +1,24 @@
-"""Masked datasets: versioned sets of DSM training examples with their provenance."""
+"""Masked datasets: versioned sets of DSM training examples with their provenance.
+
+A DatasetVersion names its inputs (corpus, model version, method, template, optionally the
+relevance jobs, a peak profile, a mode and filters); `webapp.datasets.building` turns the
+stored relevance maps they select into MaskedExample rows. A version is a frozen snapshot:
+each example stores its masked text and label, so editing a note later does not change a
+dataset that was already built (or exported, or trained on). A finished version is never
+rebuilt in place from the pages: "build again" makes version + 1 with the same settings.
+
+`filters` (all keys optional):
+    {"tasks": [task ids]           -- only these tasks (default: every task with maps),
+     "exclude_held_out": true,     -- default true: held-out tasks (Task.held_out) never used,
+     "notes": [note ids]}          -- only these notes of the corpus
+"""
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import F, Max, Q
 
 from webapp.pipeline.models import JobStatus
+
+ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING)
 
 
 class DatasetVersion(models.Model):
@@ -22,16 +37,21 @@ class DatasetVersion(models.Model):
     method = models.CharField(max_length=20, default="attnlrp")
     template = models.CharField(max_length=500, default="en")
     profile = models.ForeignKey("pipeline.PeakProfile", on_delete=models.PROTECT, related_name="datasets")
-    jobs = models.ManyToManyField("pipeline.RelevanceJob", blank=True, related_name="datasets")
+    jobs = models.ManyToManyField("pipeline.RelevanceJob", blank=True, related_name="datasets",
+                                  help_text="Only maps written by these jobs (none: every matching map)")
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.DSM)
     mask_token = models.CharField(max_length=50, default="<mask>")
     seed = models.IntegerField(default=0)
-    filters = models.JSONField(default=dict, blank=True, help_text="e.g. {'tasks': [...], 'exclude_held_out': true}")
+    filters = models.JSONField(default=dict, blank=True,
+                               help_text="{'tasks': [ids], 'exclude_held_out': true, 'notes': [ids]}, all optional")
     status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
+    maps_total = models.PositiveIntegerField(default=0, help_text="relevance maps selected (known once running)")
+    maps_done = models.PositiveIntegerField(default=0, help_text="relevance maps processed so far")
     stats = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
+    started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -39,14 +59,41 @@ class DatasetVersion(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["name", "version"], name="datasets_datasetversion_name_version"),
             models.CheckConstraint(condition=~Q(name=""), name="datasets_datasetversion_name_not_blank"),
+            models.CheckConstraint(condition=~Q(mask_token=""), name="datasets_datasetversion_mask_not_blank"),
         ]
 
     def __str__(self):
         return f"{self.name} v{self.version}"
 
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE
+
+    @property
+    def is_done(self) -> bool:
+        return self.status == JobStatus.DONE
+
+    @property
+    def progress_percent(self) -> int:
+        if not self.maps_total:
+            return 0
+        return min(100, round(100 * self.maps_done / self.maps_total))
+
+    @property
+    def example_count(self) -> int:
+        return int(self.stats.get("examples", 0))
+
+    @classmethod
+    def next_version(cls, name: str) -> int:
+        return (cls.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0) + 1
+
 
 class MaskedExample(models.Model):
-    """One training example: a note with one peak group masked, the masked text as the label."""
+    """One training example: a note with one peak group masked, the masked text as the label.
+
+    Provenance: the note, the tasks whose peaks produced it, the first relevance map that did,
+    the masked character span (null for an unmasked example) and, through the dataset, the peak
+    profile, mode, mask token and seed."""
 
     dataset = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="examples")
     note = models.ForeignKey("corpus.Note", on_delete=models.PROTECT, related_name="+")
@@ -55,15 +102,48 @@ class MaskedExample(models.Model):
                                       related_name="+", help_text="the first map that produced it")
     masked_text = models.TextField()
     label = models.TextField(blank=True)
-    char_start = models.PositiveIntegerField()
-    char_end = models.PositiveIntegerField()
+    char_start = models.PositiveIntegerField(null=True, blank=True, help_text="null for an unmasked example")
+    char_end = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["dataset", "id"]
         constraints = [
             models.CheckConstraint(condition=Q(char_start__lte=F("char_end")), name="datasets_example_span_ordered"),
+            models.CheckConstraint(condition=Q(char_start__isnull=True, char_end__isnull=True)
+                                   | Q(char_start__isnull=False, char_end__isnull=False),
+                                   name="datasets_example_span_both_or_neither"),
         ]
         indexes = [models.Index(fields=["dataset", "id"], name="datasets_example_page")]
 
     def __str__(self):
         return f"example {self.pk} of dataset {self.dataset_id}"
+
+
+class DatasetExport(models.Model):
+    """An export written to a folder under DATA_DIR/exports by a worker (or the command line)."""
+
+    class Format(models.TextChoices):
+        JSONL = "jsonl", "JSON Lines"
+        PARQUET = "parquet", "Parquet"
+        HF = "hf", "Hugging Face datasets folder"
+
+    dataset = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="exports")
+    format = models.CharField(max_length=10, choices=Format.choices)
+    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
+    path = models.CharField(max_length=1000, blank=True, help_text="the export folder, relative to DATA_DIR")
+    rows = models.PositiveIntegerField(null=True, blank=True)
+    size_bytes = models.PositiveBigIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created = models.DateTimeField(auto_now_add=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self):
+        return f"{self.get_format_display()} export {self.pk} of dataset {self.dataset_id} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE

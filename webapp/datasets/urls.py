@@ -1,4 +1,3 @@
-"""Masked dataset pages (filled in by the dataset work)."""
 from django.urls import path
 
 from webapp.datasets import views
@@ -6,4 +5,10 @@ from webapp.datasets import views
 app_name = "datasets"
 urlpatterns = [
     path("", views.dataset_list, name="list"),
+    path("new/", views.dataset_new, name="new"),
+    path("<int:dataset_id>/", views.dataset_detail, name="detail"),
+    path("<int:dataset_id>/build-again/", views.dataset_build_again, name="build_again"),
+    path("<int:dataset_id>/download/<str:fmt>/", views.dataset_download, name="download"),
+    path("<int:dataset_id>/exports/", views.dataset_export, name="export"),
+    path("<int:dataset_id>/exports/<int:export_id>/download/", views.export_download, name="export_download"),
 ]

@@ -1,9 +1,105 @@
-from django.shortcuts import render
+"""Dataset pages: list, build form, detail with its live status and statistics, exports."""
+from django.contrib import messages
+from django.http import HttpResponseBadRequest, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseStopPolling
 
-from webapp.accounts.roles import Capability, capability_required
+from webapp.accounts.roles import Capability, capability_required, require
+from webapp.datasets import export
+from webapp.datasets.access import dataset_for, export_for
+from webapp.datasets.forms import BuildForm
+from webapp.datasets.launch import LaunchError, build_again, launch_build, request_export
 from webapp.datasets.models import DatasetVersion
+from webapp.datasets.stats import present
+
+LIST_SIZE = 200
 
 
 @capability_required(Capability.VIEW)
 def dataset_list(request):
-    return render(request, "datasets/dataset_list.html", {"nav": "datasets", "datasets": DatasetVersion.objects.all()[:100]})
+    datasets = DatasetVersion.objects.select_related("corpus").defer("stats")[:LIST_SIZE]
+    return render(request, "datasets/dataset_list.html", {"nav": "datasets", "datasets": datasets})
+
+
+def dataset_new(request):
+    require(request.user, Capability.LAUNCH)
+    form = BuildForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            dataset = launch_build(actor=request.user, **form.build_fields())
+        except LaunchError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"{dataset} is queued; this page follows the build.")
+            return redirect("datasets:detail", dataset.pk)
+    return render(request, "datasets/dataset_form.html", {"nav": "datasets", "form": form})
+
+
+def dataset_detail(request, dataset_id):
+    """The page, or (htmx poll) its live part; the poll ends (286) once nothing is running."""
+    dataset = dataset_for(request.user, dataset_id)
+    exports = list(dataset.exports.select_related("created_by")[:20])
+    polling = dataset.is_active or any(e.is_active for e in exports)
+    context = {"nav": "datasets", "dataset": dataset, "exports": exports, "polling": polling,
+               "stats": present(dataset.stats) if dataset.is_done else {}}
+    if request.htmx:
+        status = 200 if polling else HttpResponseStopPolling.status_code
+        return render(request, "datasets/dataset_detail.html#live", context, status=status)
+    return render(request, "datasets/dataset_detail.html", context)
+
+
+@require_POST
+def dataset_build_again(request, dataset_id):
+    dataset = dataset_for(request.user, dataset_id, Capability.LAUNCH)
+    try:
+        queued = build_again(dataset, request.user)
+    except LaunchError as exc:
+        messages.error(request, str(exc))
+        return redirect("datasets:detail", dataset.pk)
+    messages.success(request, f"{queued} is queued.")
+    return redirect("datasets:detail", queued.pk)
+
+
+def dataset_download(request, dataset_id, fmt):
+    dataset = dataset_for(request.user, dataset_id, Capability.EXPORT)
+    if fmt not in export.DATA_FILES:
+        return HttpResponseBadRequest("Download JSONL or Parquet here; a Hugging Face folder is prepared first.")
+    try:
+        stream = export.stream_download(dataset, fmt, request.user)
+    except export.ExportError as exc:
+        messages.error(request, str(exc))
+        return redirect("datasets:detail", dataset.pk)
+    return _zip_response(stream, export.download_name(dataset, fmt))
+
+
+@require_POST
+def dataset_export(request, dataset_id):
+    dataset = dataset_for(request.user, dataset_id, Capability.EXPORT)
+    fmt = request.POST.get("format", "hf")
+    if fmt not in export.FORMATS:
+        return HttpResponseBadRequest("Unknown export format.")
+    try:
+        request_export(dataset, fmt, request.user)
+    except LaunchError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "The export is being prepared; it appears below when it is ready.")
+    return redirect("datasets:detail", dataset.pk)
+
+
+def export_download(request, dataset_id, export_id):
+    job = export_for(request.user, dataset_id, export_id)
+    try:
+        stream = export.stream_folder(job, request.user)
+    except export.ExportError as exc:
+        messages.error(request, str(exc))
+        return redirect("datasets:detail", dataset_id)
+    return _zip_response(stream, export.download_name(job.dataset, job.format))
+
+
+def _zip_response(stream, filename: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(stream, content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Cache-Control"] = "no-store"
+    return response

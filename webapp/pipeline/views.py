@@ -1,9 +1,67 @@
-from django.shortcuts import render
+"""Relevance job pages: list, launch, detail with a live progress fragment, cancel, resume."""
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseStopPolling
 
-from webapp.accounts.roles import Capability, capability_required
+from webapp.accounts.roles import Capability, capability_required, require
+from webapp.pipeline import jobs
+from webapp.pipeline.access import job_for
+from webapp.pipeline.forms import LaunchForm
 from webapp.pipeline.models import RelevanceJob
+from webapp.pipeline.progress import job_progress
+
+JOBS_PER_PAGE = 100
 
 
 @capability_required(Capability.VIEW)
 def job_list(request):
-    return render(request, "pipeline/job_list.html", {"nav": "jobs", "jobs": RelevanceJob.objects.all()[:100]})
+    job_rows = RelevanceJob.objects.select_related("corpus", "model_version")[:JOBS_PER_PAGE]
+    return render(request, "pipeline/job_list.html", {"nav": "jobs", "jobs": job_rows})
+
+
+def job_detail(request, job_id):
+    job = job_for(request.user, job_id)
+    context = {"nav": "jobs", "job": job, "progress": job_progress(job)}
+    if not request.htmx:
+        return render(request, "pipeline/job_detail.html", context)
+    fragment = render(request, "pipeline/job_detail.html#progress", context)
+    return HttpResponseStopPolling(fragment.content) if context["progress"].ended else fragment
+
+
+def job_launch(request):
+    require(request.user, Capability.LAUNCH)
+    form = LaunchForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            job = jobs.launch(form.spec(), actor=request.user)
+        except jobs.JobError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Job {job.pk} launched: {job.total} prompts in {job.chunks.count()} chunks.")
+            return redirect("pipeline:job_detail", job.pk)
+    return render(request, "pipeline/job_launch.html", {"nav": "jobs", "form": form})
+
+
+@require_POST
+def job_cancel(request, job_id):
+    job = job_for(request.user, job_id, Capability.LAUNCH)
+    try:
+        jobs.cancel(job, actor=request.user)
+    except jobs.JobError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Cancelling: chunks already running finish, the others are skipped.")
+    return redirect("pipeline:job_detail", job.pk)
+
+
+@require_POST
+def job_resume(request, job_id):
+    job = job_for(request.user, job_id, Capability.LAUNCH)
+    try:
+        count = jobs.resume(job, actor=request.user)
+    except jobs.JobError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Resumed: {count} chunks queued again; maps already stored are kept.")
+    return redirect("pipeline:job_detail", job.pk)

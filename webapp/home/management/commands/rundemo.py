@@ -14,6 +14,10 @@ DEMO_CORPUS = "demo-ed"
 WORKER_QUEUES = {"relevance": "relevance", "cpu": "default,training"}
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 class Command(BaseCommand):
     help = "Migrate, create demo users, load the task catalog and a synthetic corpus, then run web + workers."
 
@@ -35,6 +39,8 @@ class Command(BaseCommand):
 
     def _serve(self, port):
         python = sys.executable
+        # Stop the children on SIGTERM too, not only on Ctrl+C.
+        signal.signal(signal.SIGTERM, _interrupt)
         processes = []
         for name, queues in WORKER_QUEUES.items():
             cmd = [python, "-m", "celery", "-A", "workers", "worker", "--queues", queues, "--pool", "solo",

@@ -1,0 +1,322 @@
+"""Build a DatasetVersion's masked examples from stored relevance maps: the one place for it.
+
+Steps (METHOD.md points 5-8):
+1. select the maps: the dataset's corpus, model version, method and template (and only its
+   relevance jobs, if it names some); the task filter; held-out tasks (Task.held_out) are
+   excluded unless `filters["exclude_held_out"]` is false; an optional note subset;
+2. stream them ordered by (note, task) in keyset batches of BATCH_MAPS maps; per batch: decode,
+   ONE find_peaks_many call and the word extension with the note text
+   (webapp.pipeline.peaks_service);
+3. drop peaks that clinicians rejected (`rejected_char_spans`, the review extension point);
+4. ml.masking.build_examples applies the two-peaks rule, the left-context rule, the
+   de-duplication and the ablation modes;
+5. MaskedExample rows are written WRITE_BATCH at a time (COPY on PostgreSQL).
+
+De-duplication across tasks works per note: build_examples merges identical examples of one
+note only while that note's maps come consecutively, so the stream is ordered by note; a note
+cut by a batch boundary just continues in the next batch (build_examples emits a note's
+examples only when the next note starts).
+
+Memory is bounded: one batch of maps with their notes' texts, one note's pending examples, one
+write batch, the map ids of two notes, plus build_examples' 16-byte digest per example already
+emitted (needed to drop an example repeated by a later note with the same text).
+
+Rebuild semantics: `build()` first deletes the version's examples, then writes the new ones in
+committed batches (so the page can show progress). Readers go by the status: only a DONE
+version is shown, exported or trained on. The same inputs give the same rows in the same order
+(maps in (note, task) order, the random ablation seeded), so building twice (a redelivered task,
+a retry after a failure) gives the same dataset, never duplicates. A failed build keeps no
+examples. From the pages, a finished version is never rebuilt in place: "build again" makes
+version + 1 with the same settings (webapp.datasets.launch), so an exported version stays as
+it was exported.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections import Counter
+
+from django.db import connection
+from django.db.models import Q
+from django.utils import timezone
+
+from ml.masking import BuildStats, Group, PeakItem, build_examples
+from webapp.corpus.models import Note, Task
+from webapp.datasets.models import DatasetVersion, MaskedExample
+from webapp.pipeline.models import JobStatus, RelevanceMap
+from webapp.pipeline.peaks_service import peaks_of_rows, profile_params
+
+logger = logging.getLogger(__name__)
+
+BATCH_MAPS = 2_000
+WRITE_BATCH = 2_000
+_WORD = re.compile(r"\w+")
+
+# Histogram bins: (label, lowest value in the bin); the last bin is open-ended.
+GROUP_BINS = [(str(k), k) for k in range(10)] + [("10+", 10)]
+CHAR_BINS = [("1", 1), ("2", 2), ("3-4", 3), ("5-9", 5), ("10-19", 10), ("20-49", 20), ("50-99", 50), ("100+", 100)]
+WORD_BINS = [("0", 0), ("1", 1), ("2", 2), ("3", 3), ("4-5", 4), ("6-10", 6), ("11+", 11)]
+
+
+class BuildError(Exception):
+    """A problem the user can understand and fix; the message is shown as written."""
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def select_maps(dataset: DatasetVersion):
+    """The relevance maps a dataset is built from (unordered)."""
+    return maps_matching(dataset.corpus_id, dataset.model_version_id, dataset.method, dataset.template,
+                         list(dataset.jobs.values_list("pk", flat=True)), dataset.filters or {})
+
+
+def maps_matching(corpus_id, model_version_id, method: str, template: str, job_ids=(), filters=None):
+    """Maps of a corpus by one model version, method and template, optionally only from some jobs,
+    with the dataset filters applied (see webapp.datasets.models)."""
+    filters = filters or {}
+    maps = RelevanceMap.objects.filter(note__corpus_id=corpus_id, model_version_id=model_version_id, method=method,
+                                       template=template)
+    if job_ids:
+        maps = maps.filter(job_id__in=job_ids)
+    if filters.get("tasks"):
+        maps = maps.filter(task_id__in=filters["tasks"])
+    if filters.get("exclude_held_out", True):
+        maps = maps.filter(task__held_out=False)
+    if filters.get("notes"):
+        maps = maps.filter(note_id__in=filters["notes"])
+    return maps
+
+
+def rejected_char_spans(note_ids, task_ids) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """Extension point for clinicians' review decisions: {(note_id, task_id): [(start, end), ...]}
+    of peaks rejected for that task, as half-open character spans of the note.
+
+    The builder removes every group overlapping a rejected span BEFORE the two-peaks rule: a
+    rejected peak is never masked and does not count as a peak. Called once per batch with the
+    batch's note and task ids. No review decisions exist yet (a later issue adds PeakDecision),
+    so nothing is rejected."""
+    return {}
+
+
+# ---------------------------------------------------------------- the job lifecycle
+
+
+def claim(dataset_id: int, *, reclaim: bool = False) -> DatasetVersion | None:
+    """Atomically move a queued dataset to running; None if someone else has it (or it is gone).
+    `reclaim` also takes a RUNNING one: the message was redelivered because its worker died."""
+    statuses = [JobStatus.QUEUED, JobStatus.RUNNING] if reclaim else [JobStatus.QUEUED]
+    claimed = DatasetVersion.objects.filter(pk=dataset_id, status__in=statuses).update(
+        status=JobStatus.RUNNING, started=timezone.now(), finished=None, error="", maps_done=0,
+    )
+    return DatasetVersion.objects.select_related("profile").get(pk=dataset_id) if claimed else None
+
+
+def fail(dataset_id: int, exc: BaseException) -> str:
+    """Record a failed build in plain words; keep no partial examples. Returns the message."""
+    message = plain_error(exc, dataset_id)
+    MaskedExample.objects.filter(dataset_id=dataset_id).delete()
+    DatasetVersion.objects.filter(pk=dataset_id).update(status=JobStatus.FAILED, error=message, finished=timezone.now())
+    return message
+
+
+def plain_error(exc: BaseException, dataset_id: int) -> str:
+    if isinstance(exc, BuildError):
+        return str(exc)
+    return (f"The build stopped because of an unexpected error ({type(exc).__name__}). No examples were kept. "
+            f"The worker log has the details under dataset {dataset_id}; building again may work if the cause "
+            f"was temporary.")
+
+
+# ---------------------------------------------------------------- the build
+
+
+def build(dataset: DatasetVersion) -> dict:
+    """(Re)build the dataset's examples and mark it DONE; returns its statistics (see module doc)."""
+    started = time.perf_counter()
+    MaskedExample.objects.filter(dataset=dataset).delete()
+    maps = select_maps(dataset)
+    total = maps.count()
+    if not total:
+        raise BuildError(
+            "No relevance maps match this dataset: check the corpus, model version, method, template, jobs and "
+            "task filter (held-out tasks are left out unless included), or run a relevance job first."
+        )
+    DatasetVersion.objects.filter(pk=dataset.pk).update(maps_total=total, maps_done=0)
+    dataset.maps_total = total
+    tally = _Tally()
+    map_ids = _MapIds()
+    build_stats = BuildStats()
+    items = _peak_items(dataset, maps, tally, map_ids)
+    writer = _Writer(dataset.pk)
+    for example in build_examples(items, mode=dataset.mode, mask_token=dataset.mask_token, seed=dataset.seed,
+                                  stats=build_stats):
+        note_id, task_ids = int(example.note_id), [int(t) for t in example.tasks]
+        start, end = example.char_span if example.char_span else (None, None)
+        writer.add((dataset.pk, note_id, task_ids, map_ids.get(note_id, task_ids[0]), example.masked_text,
+                    example.label, start, end))
+        tally.example(example, task_ids)
+    writer.flush()
+    stats = tally.result(build_stats, dataset, time.perf_counter() - started)
+    DatasetVersion.objects.filter(pk=dataset.pk).update(
+        status=JobStatus.DONE, stats=stats, maps_done=total, finished=timezone.now(), error="",
+    )
+    logger.info("dataset %s built: %s examples from %s maps in %.1f s", dataset.pk, stats["examples"], total,
+                stats["seconds"])
+    return stats
+
+
+def _peak_items(dataset, maps, tally, map_ids):
+    """PeakItems of every selected map in (note, task) order, BATCH_MAPS maps a query."""
+    after = None
+    done = 0
+    ordered = maps.order_by("note_id", "task_id").values_list("id", "note_id", "task_id", "data")
+    while True:
+        page = ordered
+        if after is not None:  # keyset; the redundant note_id >= keeps the index range tight
+            page = page.filter(Q(note_id__gt=after[0]) | Q(note_id=after[0], task_id__gt=after[1]),
+                               note_id__gte=after[0])
+        rows = list(page[:BATCH_MAPS])
+        if not rows:
+            return
+        note_ids = sorted({row[1] for row in rows})
+        texts = dict(Note.objects.filter(pk__in=note_ids).values_list("pk", "text"))
+        rejected = rejected_char_spans(note_ids, sorted({row[2] for row in rows}))
+        for peaks in peaks_of_rows(rows, texts, dataset.profile):
+            if not peaks.fits:
+                tally.maps_not_fitting += 1
+                continue
+            groups = [Group(char_span=c, token_span=w) for c, w in zip(peaks.char_spans, peaks.word_spans)
+                      if c[0] < c[1]]
+            spans = rejected.get((peaks.note_id, peaks.task_id))
+            if spans:
+                kept = [g for g in groups if not any(g.char_span[0] < b and a < g.char_span[1] for a, b in spans)]
+                tally.peaks_rejected += len(groups) - len(kept)
+                groups = kept
+            tally.pair(len(groups))
+            map_ids.add(peaks.note_id, peaks.task_id, peaks.map_id)
+            yield PeakItem(str(peaks.note_id), str(peaks.task_id), texts[peaks.note_id], groups)
+        done += len(rows)
+        after = rows[-1][1], rows[-1][2]
+        DatasetVersion.objects.filter(pk=dataset.pk).update(maps_done=done)
+
+
+class _MapIds:
+    """Map ids of the last two notes streamed: build_examples emits a note's examples only when
+    the first item of the next note arrives, so older notes are never asked for again."""
+
+    def __init__(self):
+        self._by_note: dict[int, dict[int, int]] = {}
+
+    def add(self, note_id: int, task_id: int, map_id: int) -> None:
+        if note_id not in self._by_note:
+            while len(self._by_note) > 1:
+                del self._by_note[next(iter(self._by_note))]
+            self._by_note[note_id] = {}
+        self._by_note[note_id][task_id] = map_id
+
+    def get(self, note_id: int, task_id: int) -> int | None:
+        return self._by_note.get(note_id, {}).get(task_id)
+
+
+class _Writer:
+    """Buffers example rows and writes them WRITE_BATCH at a time, each batch committed."""
+
+    COLUMNS = ("dataset_id", "note_id", "tasks", "relevance_map_id", "masked_text", "label", "char_start", "char_end")
+
+    def __init__(self, dataset_id: int):
+        self.dataset_id = dataset_id
+        self.rows: list[tuple] = []
+
+    def add(self, row: tuple) -> None:
+        self.rows.append(row)
+        if len(self.rows) >= WRITE_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.rows:
+            return
+        if connection.vendor == "postgresql":
+            self._copy()
+        else:
+            MaskedExample.objects.bulk_create(
+                [MaskedExample(**dict(zip(self.COLUMNS, row))) for row in self.rows], batch_size=500,
+            )
+        self.rows.clear()
+
+    def _copy(self) -> None:
+        import json
+
+        table = MaskedExample._meta.db_table
+        sql = f"COPY {table} ({', '.join(self.COLUMNS)}) FROM STDIN"
+        with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+            for row in self.rows:
+                copy.write_row((*row[:2], json.dumps(row[2]), *row[3:]))
+
+
+class _Tally:
+    """The statistics a build stores in DatasetVersion.stats."""
+
+    def __init__(self):
+        self.groups_per_pair = Counter()
+        self.span_chars = Counter()
+        self.span_words = Counter()
+        self.per_task = Counter()
+        self.maps_not_fitting = 0
+        self.peaks_rejected = 0
+        self.char_total = 0
+        self.char_max = 0
+        self.masked = 0
+
+    def pair(self, groups: int) -> None:
+        self.groups_per_pair[groups] += 1
+
+    def example(self, example, task_ids) -> None:
+        self.per_task.update(task_ids)
+        if example.char_span is None:
+            return
+        length = example.char_span[1] - example.char_span[0]
+        self.masked += 1
+        self.span_chars[length] += 1
+        self.span_words[len(_WORD.findall(example.label))] += 1
+        self.char_total += length
+        self.char_max = max(self.char_max, length)
+
+    def result(self, built: BuildStats, dataset, seconds: float) -> dict:
+        slugs = dict(Task.objects.filter(pk__in=self.per_task).values_list("pk", "slug"))
+        return {
+            "maps": dataset.maps_total,
+            "maps_not_fitting_note": self.maps_not_fitting,
+            "pairs": built.items,
+            "pairs_used": built.items_used,
+            "pairs_two_or_more_peaks": sum(n for k, n in self.groups_per_pair.items() if k >= 2),
+            "groups_per_pair": _histogram(self.groups_per_pair, GROUP_BINS),
+            "peaks_rejected_by_review": self.peaks_rejected,
+            "notes": built.notes,
+            "notes_used": built.notes_kept,
+            "candidates": built.candidates,
+            "examples": built.examples,
+            "duplicates_removed": built.duplicates,
+            "merged_across_tasks": built.merged_across_tasks,
+            "dropped_duplicate_notes": built.dropped_duplicate_notes,
+            "examples_per_task": {slugs.get(pk, str(pk)): n for pk, n in self.per_task.most_common()},
+            "span_chars": {
+                "histogram": _histogram(self.span_chars, CHAR_BINS),
+                "mean": round(self.char_total / self.masked, 2) if self.masked else None,
+                "max": self.char_max if self.masked else None,
+            },
+            "span_words": {"histogram": _histogram(self.span_words, WORD_BINS)},
+            "profile": profile_params(dataset.profile),
+            "seconds": round(seconds, 3),
+        }
+
+
+def _histogram(counts: Counter, bins) -> list[list]:
+    """[[label, count], ...] in bin order (a list: JSONB does not keep the order of keys)."""
+    out = [[label, 0] for label, _ in bins]
+    lows = [low for _, low in bins]
+    for value, n in counts.items():
+        k = max(i for i, low in enumerate(lows) if value >= low) if value >= lows[0] else 0
+        out[k][1] += n
+    return out

@@ -1,0 +1,392 @@
+"""Export a finished dataset version: JSON Lines, Parquet, or a Hugging Face `datasets` folder.
+
+Every export carries a manifest (`manifest.json`; Parquet files also hold it in their key-value
+metadata under `decselfmask.manifest`) describing how the dataset was made and who exported it.
+Every export is audited (who, which dataset, format, row count; never note text).
+
+One row per example, in example order:
+    example_id, note_id (the note's external id), task_slugs, task_descriptions,
+    input (the masked note), label (the masked text), char_start, char_end (null: unmasked),
+    prompt, answer (ml.masking.format_dsm_prompt: the DSM training pair)
+
+Memory stays bounded whatever the size: examples are read by keyset, EXPORT_BATCH at a time;
+JSONL lines and Parquet row groups are written batch by batch (pyarrow ParquetWriter); the
+Hugging Face folder is made from that Parquet file with `Dataset.from_parquet` (Arrow files
+written batch by batch and memory-mapped, in a cache folder inside a temporary folder beside
+the output) then `save_to_disk`. Downloads from the pages are zip files streamed as they are
+written (the zip format needs no seeking: sizes go in data descriptors); nothing is built in
+memory or on disk for JSONL and Parquet.
+
+Folder layout written by `write_export` (the command line and the export worker):
+    jsonl:   examples.jsonl + manifest.json
+    parquet: examples.parquet + manifest.json
+    hf:      the `datasets.save_to_disk` files + manifest.json (`datasets.load_from_disk(folder)`)
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from django.conf import settings
+from django.utils import timezone
+
+from ml.masking import DSM_INSTRUCTION, MaskedExample as MlExample, format_dsm_prompt
+from webapp.audit.log import record
+from webapp.audit.models import AuditEvent
+from webapp.corpus.models import Task
+from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
+from webapp.pipeline.models import JobStatus
+from webapp.pipeline.peaks_service import profile_params
+
+FORMATS = tuple(DatasetExport.Format.values)
+EXPORT_BATCH = 2_000
+DATA_FILES = {"jsonl": "examples.jsonl", "parquet": "examples.parquet"}
+MANIFEST = "manifest.json"
+PARQUET_MANIFEST_KEY = "decselfmask.manifest"
+
+SCHEMA = pa.schema([
+    ("example_id", pa.int64()),
+    ("note_id", pa.string()),
+    ("task_slugs", pa.list_(pa.string())),
+    ("task_descriptions", pa.list_(pa.string())),
+    ("input", pa.string()),
+    ("label", pa.string()),
+    ("char_start", pa.int64()),
+    ("char_end", pa.int64()),
+    ("prompt", pa.string()),
+    ("answer", pa.string()),
+])
+COLUMNS = SCHEMA.names
+
+
+class ExportError(Exception):
+    """Said to the user as written."""
+
+
+@dataclass
+class ExportResult:
+    path: Path
+    rows: int
+    size_bytes: int
+    manifest: dict
+
+
+# ---------------------------------------------------------------- rows and manifest
+
+
+def iter_batches(dataset: DatasetVersion, batch: int = EXPORT_BATCH) -> Iterator[list[dict]]:
+    """The dataset's rows (see module doc), `batch` at a time, by keyset on the example id."""
+    tasks = {pk: (slug, desc) for pk, slug, desc in Task.objects.values_list("pk", "slug", "description")}
+    mode = dataset.mode
+    after = 0
+    while True:
+        rows = list(
+            MaskedExample.objects.filter(dataset=dataset, pk__gt=after).order_by("pk")
+            .values_list("pk", "note__external_id", "tasks", "masked_text", "label", "char_start", "char_end")[:batch]
+        )
+        if not rows:
+            return
+        out = []
+        for pk, note, task_ids, masked, label, start, end in rows:
+            span = (start, end) if start is not None else None
+            prompt, answer = format_dsm_prompt(MlExample(note, tuple(map(str, task_ids)), masked, label, span, mode))
+            out.append({
+                "example_id": pk, "note_id": note,
+                "task_slugs": [tasks[t][0] for t in task_ids], "task_descriptions": [tasks[t][1] for t in task_ids],
+                "input": masked, "label": label, "char_start": start, "char_end": end,
+                "prompt": prompt, "answer": answer,
+            })
+        yield out
+        after = rows[-1][0]
+
+
+def manifest(dataset: DatasetVersion, *, fmt: str, rows: int, actor=None, files=()) -> dict:
+    """Everything needed to know how the exported rows were made."""
+    profile, corpus, model = dataset.profile, dataset.corpus, dataset.model_version
+    return {
+        "dataset": {"id": dataset.pk, "name": dataset.name, "version": dataset.version},
+        "corpus": {"id": corpus.pk, "name": corpus.name, "language": corpus.language},
+        "model_version": {"id": model.pk, "name": model.name, "family": model.family, "path": model.path},
+        "method": dataset.method,
+        "template": dataset.template,
+        "profile": {"id": profile.pk, "name": profile.name, "version": profile.version, **profile_params(profile)},
+        "mode": dataset.mode,
+        "mask_token": dataset.mask_token,
+        "seed": dataset.seed,
+        "filters": dataset.filters,
+        "jobs": sorted(dataset.jobs.values_list("pk", flat=True)),
+        "stats": dataset.stats,
+        "created": dataset.created.isoformat(),
+        "created_by": dataset.created_by.get_username() if dataset.created_by else None,
+        "exported": timezone.now().isoformat(),
+        "exported_by": _actor_name(actor),
+        "rows": rows,
+        "format": fmt,
+        "files": list(files),
+        "columns": COLUMNS,
+        "dsm_instruction": DSM_INSTRUCTION,
+        "code_version": code_version(),
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """`git rev-parse HEAD` of the running code, or DSM_CODE_VERSION, or 'unknown'."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=settings.BASE_DIR, capture_output=True, text=True,
+                              timeout=5, check=True)
+        return done.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return os.environ.get("DSM_CODE_VERSION", "unknown")
+
+
+# ---------------------------------------------------------------- writers (generators: yield after each batch)
+
+
+def _write_jsonl(dataset, fileobj, counter) -> Iterator[None]:
+    for rows in iter_batches(dataset):
+        fileobj.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8"))
+        counter.rows += len(rows)
+        yield
+
+
+def _write_parquet(dataset, sink, counter, describe) -> Iterator[None]:
+    """`describe(rows)` -> the manifest, stored in the file's metadata when it is closed."""
+    writer = pq.ParquetWriter(sink, SCHEMA, compression="zstd")
+    try:
+        for rows in iter_batches(dataset):
+            writer.write_table(pa.Table.from_pylist(rows, schema=SCHEMA))
+            counter.rows += len(rows)
+            yield
+        writer.add_key_value_metadata({PARQUET_MANIFEST_KEY: json.dumps(describe(counter.rows))})
+    finally:
+        writer.close()
+
+
+class _Counter:
+    rows = 0
+
+
+# ---------------------------------------------------------------- to a folder (command line, worker)
+
+
+def write_export(dataset: DatasetVersion, fmt: str, out_dir, actor=None) -> ExportResult:
+    """Write the export folder `out_dir` (created; must not hold files) and audit it."""
+    _check(dataset, fmt)
+    out = Path(out_dir)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ExportError(f"{out} already exists and is not an empty folder; choose a new folder.")
+    out.mkdir(parents=True, exist_ok=True)
+    counter = _Counter()
+    started = time.perf_counter()
+    if fmt == "jsonl":
+        with open(out / DATA_FILES["jsonl"], "wb") as f:
+            for _ in _write_jsonl(dataset, f, counter):
+                pass
+    elif fmt == "parquet":
+        for _ in _write_parquet(dataset, str(out / DATA_FILES["parquet"]), counter,
+                                lambda rows: manifest(dataset, fmt=fmt, rows=rows, actor=actor)):
+            pass
+    else:
+        _write_hf(dataset, out, counter, actor)
+    files = sorted(p.name for p in out.iterdir()) + [MANIFEST]
+    info = manifest(dataset, fmt=fmt, rows=counter.rows, actor=actor, files=files)
+    (out / MANIFEST).write_text(json.dumps(info, indent=2, ensure_ascii=False), encoding="utf-8")
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    _audit(actor, dataset, fmt, counter.rows, delivery="folder", seconds=round(time.perf_counter() - started, 2))
+    return ExportResult(out, counter.rows, size, info)
+
+
+def _write_hf(dataset, out: Path, counter, actor) -> None:
+    """Parquet into a temporary folder beside `out`, then datasets' Arrow files into `out`."""
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import datasets
+
+    datasets.disable_progress_bars()
+    with tempfile.TemporaryDirectory(prefix=".dsm-export-", dir=out.parent) as tmp:
+        parquet = Path(tmp) / DATA_FILES["parquet"]
+        for _ in _write_parquet(dataset, str(parquet), counter,
+                                lambda rows: manifest(dataset, fmt="hf", rows=rows, actor=actor)):
+            pass
+        hf = datasets.Dataset.from_parquet(str(parquet), cache_dir=str(Path(tmp) / "cache"), keep_in_memory=False)
+        hf.save_to_disk(str(out), max_shard_size="500MB")
+        del hf  # release the memory-mapped cache files before the folder is removed
+
+
+# ---------------------------------------------------------------- downloads (zip streams)
+
+
+def download_name(dataset: DatasetVersion, fmt: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in dataset.name)
+    return f"{safe}-v{dataset.version}-{fmt}.zip"
+
+
+def stream_download(dataset: DatasetVersion, fmt: str, actor) -> Iterator[bytes]:
+    """Audit now, then return the zip (data file + manifest.json) as a stream of bytes, made
+    from the database while it is sent. JSONL and Parquet only (HF folders: `stream_folder`)."""
+    _check(dataset, fmt)
+    if fmt not in DATA_FILES:
+        raise ExportError("A Hugging Face folder is prepared by a worker first, then downloaded.")
+    _audit(actor, dataset, fmt, dataset.example_count, delivery="download")
+    return _zip_download(dataset, fmt, actor)
+
+
+def _zip_download(dataset, fmt, actor) -> Iterator[bytes]:
+    counter = _Counter()
+    pipe = _Pipe()
+    with zipfile.ZipFile(pipe, "w", allowZip64=True) as zf:
+        name = DATA_FILES[fmt]
+        with zf.open(_entry(name, fmt == "jsonl"), "w", force_zip64=True) as entry:
+            if fmt == "jsonl":
+                steps = _write_jsonl(dataset, entry, counter)
+            else:
+                steps = _write_parquet(dataset, _Relay(entry), counter,
+                                       lambda rows: manifest(dataset, fmt=fmt, rows=rows, actor=actor))
+            for _ in steps:
+                yield pipe.take()
+        info = manifest(dataset, fmt=fmt, rows=counter.rows, actor=actor, files=[name, MANIFEST])
+        zf.writestr(_entry(MANIFEST, True), json.dumps(info, indent=2, ensure_ascii=False))
+    yield pipe.take()
+
+
+def stream_folder(export: DatasetExport, actor) -> Iterator[bytes]:
+    """Audit now, then stream a finished export folder as a zip, 1 MB at a time."""
+    if export.status != JobStatus.DONE or not export.path:
+        raise ExportError("This export is not ready yet.")
+    folder = export_folder(export)
+    if not folder.is_dir():
+        raise ExportError("The files of this export are no longer on the server; prepare it again.")
+    _audit(actor, export.dataset, export.format, export.rows or 0, delivery="download", export_id=export.pk)
+    return _zip_folder(folder)
+
+
+def _zip_folder(folder: Path) -> Iterator[bytes]:
+    pipe = _Pipe()
+    with zipfile.ZipFile(pipe, "w", allowZip64=True) as zf:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            arcname = path.relative_to(folder).as_posix()
+            with zf.open(_entry(arcname, path.suffix == ".json"), "w", force_zip64=True) as entry, \
+                    open(path, "rb") as src:
+                while chunk := src.read(1 << 20):
+                    entry.write(chunk)
+                    yield pipe.take()
+    yield pipe.take()
+
+
+class _Pipe:
+    """A write-only, unseekable file whose bytes the generator takes out as they come."""
+
+    def __init__(self):
+        self.chunks: list[bytes] = []
+
+    def write(self, data) -> int:
+        self.chunks.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def take(self) -> bytes:
+        data = b"".join(self.chunks)
+        self.chunks.clear()
+        return data
+
+
+class _Relay:
+    """Gives pyarrow the position it asks for while writing into a zip entry."""
+
+    def __init__(self, target):
+        self.target, self.position, self.closed = target, 0, False
+
+    def write(self, data) -> int:
+        self.target.write(data)
+        self.position += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.position
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _entry(name: str, deflate: bool) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
+    info.compress_type = zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED  # Parquet/Arrow: compressed already
+    return info
+
+
+# ---------------------------------------------------------------- worker exports
+
+
+def export_folder(export: DatasetExport) -> Path:
+    return Path(settings.DATA_DIR) / export.path
+
+
+def claim_export(export_id: int, *, reclaim: bool = False) -> DatasetExport | None:
+    """Atomically move a queued export to running (`reclaim`: also a running one, redelivered)."""
+    statuses = [JobStatus.QUEUED, JobStatus.RUNNING] if reclaim else [JobStatus.QUEUED]
+    if not DatasetExport.objects.filter(pk=export_id, status__in=statuses).update(status=JobStatus.RUNNING, error=""):
+        return None
+    return DatasetExport.objects.select_related("dataset__profile", "dataset__corpus", "dataset__model_version",
+                                                "created_by").get(pk=export_id)
+
+
+def fail_export(export_id: int, exc: BaseException) -> str:
+    if isinstance(exc, ExportError):
+        message = str(exc)
+    else:
+        message = (f"The export stopped because of an unexpected error ({type(exc).__name__}). "
+                   f"The worker log has the details under export {export_id}; preparing it again may work.")
+    DatasetExport.objects.filter(pk=export_id).update(status=JobStatus.FAILED, error=message, finished=timezone.now())
+    return message
+
+
+def run_export(export: DatasetExport) -> ExportResult:
+    """Write a queued DatasetExport's folder under DATA_DIR/exports and record the result."""
+    relative = Path("exports") / f"dataset-{export.dataset_id}" / f"export-{export.pk}-{export.format}"
+    target = Path(settings.DATA_DIR) / relative
+    if target.exists():  # a redelivered task: start again from nothing
+        shutil.rmtree(target)
+    result = write_export(export.dataset, export.format, target, actor=export.created_by)
+    DatasetExport.objects.filter(pk=export.pk).update(
+        status=JobStatus.DONE, path=str(relative), rows=result.rows, size_bytes=result.size_bytes, finished=timezone.now(),
+    )
+    return result
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _check(dataset: DatasetVersion, fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise ExportError(f"Unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}.")
+    if not dataset.is_done:
+        raise ExportError("Only a finished dataset can be exported; this one is "
+                          f"{dataset.get_status_display().lower()}.")
+
+
+def _audit(actor, dataset, fmt, rows, **details) -> None:
+    record(actor, AuditEvent.Action.EXPORT, dataset, name=dataset.name, version=dataset.version, format=fmt,
+           rows=rows, **details)
+
+
+def _actor_name(actor) -> str:
+    if getattr(actor, "is_authenticated", False):
+        return actor.get_username()
+    return str(actor) if actor else "system"

@@ -1,0 +1,93 @@
+from django import forms
+
+from ml.masking import DEFAULT_MASK_TOKEN
+from webapp.corpus.models import Corpus, Note, Task
+from webapp.datasets.building import maps_matching
+from webapp.datasets.models import DatasetVersion
+from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
+
+MAX_NOTE_IDS = 50_000
+
+
+class BuildForm(forms.Form):
+    name = forms.CharField(max_length=200, help_text="A new name, or an existing one to make its next version")
+    corpus = forms.ModelChoiceField(Corpus.objects.all())
+    model_version = forms.ModelChoiceField(ModelVersion.objects.all(), label="Model version")
+    method = forms.ChoiceField(choices=RelevanceJob.Method.choices, initial=RelevanceJob.Method.ATTNLRP)
+    template = forms.CharField(max_length=500, initial="en",
+                               help_text="The relevance template of the maps: 'en', 'it' or the custom text")
+    jobs = forms.ModelMultipleChoiceField(RelevanceJob.objects.all(), required=False, label="Relevance jobs",
+                                          help_text="Only maps written by these jobs (none chosen: every matching map)")
+    profile = forms.ModelChoiceField(PeakProfile.objects.all(), label="Peak profile")
+    mode = forms.ChoiceField(choices=DatasetVersion.Mode.choices, initial=DatasetVersion.Mode.DSM)
+    tasks = forms.ModelMultipleChoiceField(Task.objects.order_by("slug"), required=False,
+                                           help_text="None chosen: every task that has maps")
+    include_held_out = forms.BooleanField(required=False, label="Include held-out tasks",
+                                          help_text="Held-out tasks measure generalisation; leave them out of training")
+    notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}), label="Only these notes",
+                            help_text="Note ids of the corpus, separated by spaces, commas or new lines (optional)")
+    seed = forms.IntegerField(initial=0, help_text="Seeds the random-mask ablation")
+    mask_token = forms.CharField(max_length=50, initial=DEFAULT_MASK_TOKEN, strip=False, label="Mask token")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["model_version"].initial = ModelVersion.objects.filter(is_default=True).first()
+        self.fields["profile"].initial = PeakProfile.objects.filter(is_default=True).first()
+
+    def clean_mask_token(self):
+        token = self.cleaned_data["mask_token"]
+        if not token.strip():
+            raise forms.ValidationError("The mask token cannot be blank.")
+        return token
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        tasks, include = data.get("tasks"), data.get("include_held_out")
+        held = [t.slug for t in tasks or () if t.held_out]
+        if held and not include:
+            self.add_error("tasks", f"{', '.join(held)} {'is' if len(held) == 1 else 'are'} held out: tick "
+                                    "'Include held-out tasks' to use them.")
+        data["note_ids"] = self._note_ids(data)
+        if self.errors:
+            return data
+        fields = self.build_fields()
+        maps = maps_matching(fields["corpus"].pk, fields["model_version"].pk, fields["method"], fields["template"],
+                             [job.pk for job in fields["jobs"]], fields["filters"])
+        if not maps.exists():
+            raise forms.ValidationError(
+                "No relevance maps match these choices (corpus, model version, method, template, jobs, tasks and "
+                "notes). Run a relevance job first, or check the template and the held-out setting."
+            )
+        return data
+
+    def build_fields(self) -> dict:
+        """Keyword arguments of webapp.datasets.launch.launch_build."""
+        data = self.cleaned_data
+        filters = {"exclude_held_out": not data["include_held_out"]}
+        if data["tasks"]:
+            filters["tasks"] = sorted(t.pk for t in data["tasks"])
+        if data["note_ids"]:
+            filters["notes"] = data["note_ids"]
+        return {
+            "name": data["name"], "corpus": data["corpus"], "model_version": data["model_version"],
+            "method": data["method"], "template": data["template"], "jobs": list(data["jobs"]),
+            "profile": data["profile"], "mode": data["mode"], "seed": data["seed"], "mask_token": data["mask_token"],
+            "filters": filters,
+        }
+
+    def _note_ids(self, data) -> list[int]:
+        wanted = [w for w in data.get("notes", "").replace(",", " ").split() if w]
+        if not wanted:
+            return []
+        if len(wanted) > MAX_NOTE_IDS:
+            self.add_error("notes", f"At most {MAX_NOTE_IDS:,} notes can be listed; use a relevance job instead.")
+            return []
+        found = dict(Note.objects.filter(corpus=data["corpus"], external_id__in=wanted).values_list("external_id", "pk"))
+        missing = [w for w in wanted if w not in found]
+        if missing:
+            shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+            self.add_error("notes", f"{len(missing)} note id(s) are not in this corpus: {shown}")
+            return []
+        return sorted(set(found.values()))

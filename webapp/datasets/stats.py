@@ -1,0 +1,38 @@
+"""A dataset's stored statistics, shaped for its page: histograms as bars (percent of the
+largest bin), counts per task sorted, the funnel from maps to examples."""
+
+
+def present(stats: dict) -> dict:
+    if not stats:
+        return {}
+    chars, words = stats.get("span_chars", {}), stats.get("span_words", {})
+    per_task = sorted(stats.get("examples_per_task", {}).items(), key=lambda kv: (-kv[1], kv[0]))
+    return {
+        "funnel": [
+            ("Relevance maps read", stats.get("maps", 0)),
+            ("Maps skipped (note changed since relevance)", stats.get("maps_not_fitting_note", 0)),
+            ("Note-task pairs", stats.get("pairs", 0)),
+            ("Pairs with two or more peaks", stats.get("pairs_two_or_more_peaks", 0)),
+            ("Pairs used by this mode", stats.get("pairs_used", 0)),
+            ("Peaks rejected by review", stats.get("peaks_rejected_by_review", 0)),
+            ("Notes read", stats.get("notes", 0)),
+            ("Notes used", stats.get("notes_used", 0)),
+            ("Examples before de-duplication", stats.get("candidates", 0)),
+            ("Duplicates removed", stats.get("duplicates_removed", 0)),
+            ("Examples", stats.get("examples", 0)),
+        ],
+        "groups_per_pair": bars(stats.get("groups_per_pair", [])),
+        "span_chars": bars(chars.get("histogram", [])),
+        "span_chars_mean": chars.get("mean"),
+        "span_chars_max": chars.get("max"),
+        "span_words": bars(words.get("histogram", [])),
+        "per_task": bars(per_task),
+        "seconds": stats.get("seconds"),
+    }
+
+
+def bars(pairs) -> list[dict]:
+    """[(label, count), ...] -> [{"label", "count", "percent"}, ...], percent of the largest count."""
+    top = max((count for _, count in pairs), default=0)
+    return [{"label": label, "count": count, "percent": round(100 * count / top, 1) if top else 0}
+            for label, count in pairs]

@@ -1,0 +1,70 @@
+"""Admin for model versions, peak profiles, relevance jobs and maps.
+
+Jobs and maps are written by the pipeline only: read-only here (a job is cancelled or resumed
+from its page, which audits it). Map lists never load the binary data.
+"""
+from django.contrib import admin
+from django.db.models.functions import Length
+
+from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceChunk, RelevanceJob, RelevanceMap
+
+
+@admin.register(ModelVersion)
+class ModelVersionAdmin(admin.ModelAdmin):
+    list_display = ["name", "family", "path", "is_default", "parent", "created"]
+    list_filter = ["family", "is_default"]
+    search_fields = ["name", "path"]
+    readonly_fields = ["created"]
+    raw_id_fields = ["parent"]
+
+
+@admin.register(PeakProfile)
+class PeakProfileAdmin(admin.ModelAdmin):
+    list_display = ["name", "version", "kernel_size", "sigma", "lower", "upper", "is_default", "created"]
+    readonly_fields = ["created"]
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class ChunkInline(admin.TabularInline):
+    model = RelevanceChunk
+    fields = ["index", "size", "status", "attempts", "worker", "seconds", "error"]
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+    show_change_link = False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("pairs")
+
+
+@admin.register(RelevanceJob)
+class RelevanceJobAdmin(ReadOnlyAdmin):
+    list_display = ["id", "status", "corpus", "model_version", "method", "done", "total", "created_by", "created"]
+    list_filter = ["status", "method", "model_version"]
+    list_select_related = ["corpus", "model_version", "created_by"]
+    inlines = [ChunkInline]
+
+
+@admin.register(RelevanceMap)
+class RelevanceMapAdmin(ReadOnlyAdmin):
+    list_display = ["id", "note_id", "task", "model_version", "method", "n_tokens", "size", "job_id", "created"]
+    list_filter = ["method", "model_version"]
+    list_select_related = ["task", "model_version"]
+    raw_id_fields = ["note", "task", "job"]
+    exclude = ["data"]
+    show_full_result_count = False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("data").annotate(size=Length("data"))
+
+    @admin.display(description="bytes")
+    def size(self, relevance_map):
+        return relevance_map.size

@@ -1,0 +1,197 @@
+"""The worker side of a relevance job: claim a chunk, compute its missing maps, store them.
+
+Every step is safe to repeat, because a broker may deliver a chunk's message more than once
+(acks_late: a message whose worker died is delivered again):
+* `claim()` moves the chunk pending/running -> running in one conditional UPDATE and counts
+  the attempt; a chunk already DONE, SKIPPED or FAILED is left alone (the message is a
+  duplicate). A chunk of a cancelling/cancelled job is SKIPPED instead.
+* `run()` computes only the pairs with no stored map (a redelivered chunk resumes where the
+  dead worker stopped) and writes maps every STORE_EVERY prompts by upsert on the maps'
+  unique key (note, task, model version, method, template), so nothing is ever written twice.
+* `finish()` / `fail()` / `release()` end the attempt and let `jobs.settle()` derive the job.
+
+Nothing here logs or stores note text: problems name note and task ids only.
+"""
+from __future__ import annotations
+
+import logging
+import traceback
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Callable
+
+from django.db.models import F
+from django.utils import timezone
+
+from webapp.corpus.models import Note, Task
+from webapp.pipeline import jobs
+from webapp.pipeline.models import JobStatus, RelevanceChunk, RelevanceMap
+
+log = logging.getLogger(__name__)
+
+Chunk = RelevanceChunk.Status
+MAX_ATTEMPTS = 5  # a chunk whose worker dies this many times (out of memory?) fails
+STORE_EVERY = 16  # prompts computed between two writes of maps
+MAP_KEY = ["note", "task", "model_version", "method", "template"]
+_TEXT_WINDOW = 16  # a message sharing this many consecutive characters with a note is withheld
+
+
+@dataclass
+class Outcome:
+    computed: int = 0  # maps written by this attempt
+    already: int = 0  # pairs that had a map before this attempt
+    problems: list[str] = field(default_factory=list)  # plain words, ids only
+
+
+def claim(chunk_id: int, worker: str = "") -> RelevanceChunk | None:
+    """The chunk to run now (with its job), or None when there is nothing to do."""
+    now = timezone.now()
+    claimable = RelevanceChunk.objects.filter(pk=chunk_id, status__in=(Chunk.PENDING, Chunk.RUNNING))
+    claimed = claimable.filter(attempts__lt=MAX_ATTEMPTS).update(
+        status=Chunk.RUNNING, attempts=F("attempts") + 1, worker=worker[:200], started=now, finished=None,
+    )
+    if not claimed:
+        gave_up = claimable.update(
+            status=Chunk.FAILED, finished=now,
+            error=f"Gave up after {MAX_ATTEMPTS} attempts: the worker stopped during each one "
+                  "(out of memory, or killed). Try smaller chunks, then Resume.",
+        )
+        if gave_up:
+            jobs.settle(RelevanceChunk.objects.get(pk=chunk_id).job_id)
+        return None
+    chunk = RelevanceChunk.objects.select_related("job", "job__model_version").get(pk=chunk_id)
+    if chunk.job.status in (JobStatus.CANCELLING, JobStatus.CANCELLED):
+        RelevanceChunk.objects.filter(pk=chunk_id, status=Chunk.RUNNING).update(status=Chunk.SKIPPED, finished=now)
+        jobs.settle(chunk.job_id)
+        return None
+    jobs.mark_running(chunk.job_id)
+    return chunk
+
+
+def todo(chunk: RelevanceChunk) -> list[tuple[int, int]]:
+    """The chunk's pairs that have no map yet for the job's model version, method, template."""
+    job = chunk.job
+    pairs = [(int(n), int(t)) for n, t in chunk.pairs]
+    stored = set(
+        RelevanceMap.objects.filter(
+            model_version_id=job.model_version_id, method=job.method, template=job.template,
+            note_id__in={n for n, _ in pairs}, task_id__in={t for _, t in pairs},
+        ).values_list("note_id", "task_id")
+    )
+    return [pair for pair in pairs if pair not in stored]
+
+
+def run(chunk: RelevanceChunk, get_model: Callable, compute: Callable | None = None) -> Outcome:
+    """Compute and store the chunk's missing maps. get_model() -> ml.models.LoadedModel is
+    called only if something is left to compute; compute defaults to ml.relevance's."""
+    if compute is None:
+        from ml.relevance import compute_relevance as compute
+    job, outcome = chunk.job, Outcome()
+    pairs = todo(chunk)
+    outcome.already = chunk.size - len(pairs)
+    if not pairs:
+        return outcome
+    texts = dict(Note.objects.filter(pk__in={n for n, _ in pairs}).values_list("pk", "text"))
+    descriptions = dict(Task.objects.filter(pk__in={t for _, t in pairs}).values_list("pk", "description"))
+    runnable = [(n, t) for n, t in pairs if n in texts and t in descriptions]
+    if len(runnable) < len(pairs):
+        outcome.problems.append(f"{len(pairs) - len(runnable)} prompts skipped: their note or task was deleted.")
+    if not runnable:
+        return outcome
+    loaded = get_model()
+    options = {"method": job.method, "template": job.template, "max_note_tokens": _max_note_tokens(loaded)}
+    it = iter(runnable)
+    while batch := list(islice(it, STORE_EVERY)):
+        done = _compute(loaded, compute, batch, texts, descriptions, options, outcome)
+        outcome.computed += store(chunk, done)
+    return outcome
+
+
+def store(chunk: RelevanceChunk, computed: list) -> int:
+    """Upsert maps for [((note_id, task_id), RelevanceResult), ...]; returns the count."""
+    job = chunk.job
+    maps = [
+        RelevanceMap(
+            note_id=note_id, task_id=task_id, model_version_id=job.model_version_id, method=job.method,
+            template=job.template, job_id=job.pk, n_tokens=len(result.scores),
+            target_token=result.target_token[:100], data=RelevanceMap.encode(result.offsets, result.scores),
+        )
+        for (note_id, task_id), result in computed
+    ]
+    RelevanceMap.objects.bulk_create(
+        maps, update_conflicts=True, unique_fields=MAP_KEY,
+        update_fields=["job", "n_tokens", "target_token", "data"],
+    )
+    return len(maps)
+
+
+def finish(chunk: RelevanceChunk, seconds: float, outcome: Outcome) -> None:
+    RelevanceChunk.objects.filter(pk=chunk.pk, status=Chunk.RUNNING).update(
+        status=Chunk.DONE, seconds=round(seconds, 3), finished=timezone.now(),
+        error=" ".join(outcome.problems)[:2000],
+    )
+    jobs.settle(chunk.job_id)
+
+
+def fail(chunk_id: int, message: str) -> None:
+    """The attempt failed for good: the job shows the message; Resume runs the chunk again."""
+    updated = RelevanceChunk.objects.filter(pk=chunk_id, status=Chunk.RUNNING).update(
+        status=Chunk.FAILED, finished=timezone.now(), error=message[:2000],
+    )
+    if updated:
+        jobs.settle(RelevanceChunk.objects.values_list("job_id", flat=True).get(pk=chunk_id))
+
+
+def release(chunk_id: int, message: str) -> None:
+    """A temporary problem: back to pending until the retry's message comes."""
+    RelevanceChunk.objects.filter(pk=chunk_id, status=Chunk.RUNNING).update(status=Chunk.PENDING, error=message[:2000])
+
+
+def failure_message(exc: BaseException, chunk: RelevanceChunk | None = None) -> str:
+    """Plain words for a failed attempt, never quoting note text."""
+    text = str(exc).strip().splitlines()[0][:400] if str(exc).strip() else ""
+    if text and chunk is not None and _quotes_a_note(text, chunk):
+        text = ""
+    if not text:
+        return f"Unexpected error ({type(exc).__name__}) while computing relevance; the worker log has the details."
+    return f"Could not compute relevance ({type(exc).__name__}): {text}"
+
+
+def log_failure(chunk_id: int, exc: BaseException, message: str) -> None:
+    """Log where it failed (code lines only: a traceback's message could quote a note)."""
+    where = "".join(traceback.format_tb(exc.__traceback__)[-3:])
+    log.error("chunk %s failed: %s\n%s", chunk_id, message, where)
+
+
+def _compute(loaded, compute, batch, texts, descriptions, options, outcome) -> list:
+    """[(pair, result), ...] for the batch. If the batch fails on a bad input (ValueError),
+    each prompt is tried alone; those that fail are listed in the outcome's problems."""
+    try:
+        results = compute(loaded, [texts[n] for n, _ in batch], [descriptions[t] for _, t in batch], **options)
+        return list(zip(batch, results))
+    except ValueError as exc:
+        if len(batch) > 1:
+            return [item for pair in batch
+                    for item in _compute(loaded, compute, [pair], texts, descriptions, options, outcome)]
+        (note_id, task_id), reason = batch[0], str(exc).strip()[:200]
+        if not reason or _quotes(reason, [texts[note_id]]):
+            reason = "invalid input"
+        outcome.problems.append(f"Note {note_id} x task {task_id} skipped ({reason}).")
+        return []
+
+
+def _max_note_tokens(loaded) -> int | None:
+    """Cut notes longer than the model's context (minus room for the template and task)."""
+    limit = getattr(loaded.model.config, "max_position_embeddings", None)
+    return max(limit - 256, 64) if limit else None
+
+
+def _quotes_a_note(message: str, chunk: RelevanceChunk) -> bool:
+    note_ids = {int(n) for n, _ in chunk.pairs}
+    texts = Note.objects.filter(pk__in=note_ids).values_list("text", flat=True)
+    return _quotes(message, texts)
+
+
+def _quotes(message: str, texts) -> bool:
+    windows = {message[i:i + _TEXT_WINDOW] for i in range(max(len(message) - _TEXT_WINDOW + 1, 0))}
+    return any(window in text for text in texts for window in windows)

@@ -1,0 +1,96 @@
+import re
+
+from django import forms
+
+from webapp.corpus.models import Corpus, Note, Task
+from webapp.pipeline.jobs import MAX_CHUNK_SIZE, JobSpec
+from webapp.pipeline.models import ModelVersion, RelevanceJob
+
+TEMPLATE_CHOICES = [
+    ("en", "English (the paper's prompt)"),
+    ("it", "Italian (the reference code's prompt)"),
+    ("custom", "Custom"),
+]
+MAX_LISTED = 5
+
+
+class LaunchForm(forms.Form):
+    corpus = forms.ModelChoiceField(Corpus.objects.order_by("name"), empty_label=None)
+    limit = forms.IntegerField(min_value=1, required=False, label="Only the first N notes",
+                               help_text="Empty: every note of the corpus")
+    external_ids = forms.CharField(required=False, label="Only these notes", widget=forms.Textarea(attrs={"rows": 3}),
+                                   help_text="Note ids as imported, separated by commas, spaces or new lines")
+    task_selection = forms.ChoiceField(choices=RelevanceJob.TaskSelection.choices, widget=forms.RadioSelect,
+                                       initial=RelevanceJob.TaskSelection.SAMPLE, label="Tasks per note")
+    tasks = forms.ModelMultipleChoiceField(Task.objects.order_by("slug"), required=False,
+                                           widget=forms.SelectMultiple(attrs={"size": 8}), label="Task pool",
+                                           help_text="Required for 'Chosen tasks'; otherwise the tasks to use or "
+                                                     "sample from (none chosen: every task)")
+    include_held_out = forms.BooleanField(required=False, label="Include held-out tasks",
+                                          help_text="Off by default: held-out tasks stay out of DSM training")
+    sample_k = forms.IntegerField(initial=9, label="k (random tasks per note)",
+                                  help_text="The paper samples 9 of 136 tasks per note")
+    seed = forms.IntegerField(initial=0, help_text="The same seed gives every note the same tasks again")
+    model_version = forms.ModelChoiceField(ModelVersion.objects.all(), empty_label=None, label="Model")
+    method = forms.ChoiceField(choices=RelevanceJob.Method.choices, initial=RelevanceJob.Method.ATTNLRP)
+    template_choice = forms.ChoiceField(choices=TEMPLATE_CHOICES, initial="en", widget=forms.RadioSelect,
+                                        label="Prompt template")
+    custom_template = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
+                                      help_text="With {note} and {task}, the task last, e.g. "
+                                                "“{note} In this patient we observe {task}”")
+    chunk_size = forms.IntegerField(initial=64, min_value=1, max_value=MAX_CHUNK_SIZE,
+                                    help_text="Prompts per worker task; smaller chunks lose less when a worker stops")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        default = ModelVersion.objects.filter(is_default=True).first()
+        if default is not None:
+            self.fields["model_version"].initial = default.pk
+
+    def clean_external_ids(self):
+        return [part for part in re.split(r"[\s,]+", self.cleaned_data["external_ids"]) if part]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("template_choice") == "custom" and not (data.get("custom_template") or "").strip():
+            self.add_error("custom_template", "Write the custom template, with {note} and {task}.")
+        if "corpus" not in data or "model_version" not in data or self.errors:
+            return data
+        spec = self.spec()
+        self._check_external_ids(spec)
+        for problem_field, problem in spec.problems().items():
+            self.add_error(self._field_for(problem_field), problem)
+        return data
+
+    def spec(self) -> JobSpec:
+        data = self.cleaned_data
+        note_filter = {}
+        if data.get("external_ids"):
+            note_filter["external_ids"] = data["external_ids"]
+        if data.get("limit"):
+            note_filter["limit"] = data["limit"]
+        custom = data.get("template_choice") == "custom"
+        return JobSpec(
+            corpus=data["corpus"], model_version=data["model_version"], method=data["method"],
+            template=data["custom_template"] if custom else data["template_choice"],
+            task_selection=data["task_selection"], tasks=list(data.get("tasks") or []),
+            include_held_out=data.get("include_held_out", False), sample_k=data["sample_k"], seed=data["seed"],
+            note_filter=note_filter, chunk_size=data["chunk_size"],
+        )
+
+    def _check_external_ids(self, spec):
+        wanted = spec.note_filter.get("external_ids")
+        if not wanted:
+            return
+        found = set(Note.objects.filter(corpus=spec.corpus, external_id__in=wanted).values_list("external_id", flat=True))
+        missing = [i for i in wanted if i not in found]
+        if missing:
+            listed = ", ".join(missing[:MAX_LISTED]) + (f" and {len(missing) - MAX_LISTED} more" if len(missing) > MAX_LISTED else "")
+            self.add_error("external_ids", f"Corpus {spec.corpus.name} has no note {listed}.")
+
+    def _field_for(self, problem_field):
+        if problem_field == "template":
+            return "custom_template" if self.cleaned_data.get("template_choice") == "custom" else "template_choice"
+        if problem_field == "note_filter":
+            return "external_ids" if self.cleaned_data.get("external_ids") else None
+        return problem_field if problem_field in self.fields else None

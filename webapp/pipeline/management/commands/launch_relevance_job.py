@@ -1,0 +1,65 @@
+import json
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from webapp.corpus.models import Corpus, Task
+from webapp.pipeline import jobs
+from webapp.pipeline.models import ModelVersion, RelevanceJob
+from webapp.pipeline.progress import job_progress
+
+
+class Command(BaseCommand):
+    help = "Plan a relevance job and enqueue its chunks for the workers of the relevance queue."
+
+    def add_arguments(self, parser):
+        parser.add_argument("corpus", help="corpus name")
+        parser.add_argument("--model", help="model version name (default: the default model)")
+        parser.add_argument("--method", default="attnlrp", choices=RelevanceJob.Method.values)
+        parser.add_argument("--template", default="en", help="'en', 'it' or a custom text with {note} and {task}")
+        parser.add_argument("--tasks", default="sample", choices=RelevanceJob.TaskSelection.values)
+        parser.add_argument("--task", action="append", default=[], metavar="SLUG", help="a task of the pool (repeat)")
+        parser.add_argument("--include-held-out", action="store_true")
+        parser.add_argument("--k", type=int, default=9, help="tasks sampled per note (--tasks sample)")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--limit", type=int, help="only the first N notes")
+        parser.add_argument("--note", action="append", default=[], metavar="ID", help="only this note id (repeat)")
+        parser.add_argument("--chunk-size", type=int, default=64)
+        parser.add_argument("--wait", action="store_true", help="print progress until the job ends")
+
+    def handle(self, *args, **options):
+        corpus = Corpus.objects.filter(name=options["corpus"]).first()
+        if corpus is None:
+            raise CommandError(f"no corpus named {options['corpus']!r}")
+        models = ModelVersion.objects.all()
+        model = models.filter(name=options["model"]).first() if options["model"] else models.filter(is_default=True).first()
+        if model is None:
+            raise CommandError("no such model version (see `manage.py register_model`)")
+        tasks = list(Task.objects.filter(slug__in=options["task"]))
+        missing = set(options["task"]) - {t.slug for t in tasks}
+        if missing:
+            raise CommandError(f"no task {', '.join(sorted(missing))}")
+        note_filter = {}
+        if options["note"]:
+            note_filter["external_ids"] = options["note"]
+        if options["limit"]:
+            note_filter["limit"] = options["limit"]
+        spec = jobs.JobSpec(
+            corpus=corpus, model_version=model, method=options["method"], template=options["template"],
+            task_selection=options["tasks"], tasks=tasks, include_held_out=options["include_held_out"],
+            sample_k=options["k"], seed=options["seed"], note_filter=note_filter, chunk_size=options["chunk_size"],
+        )
+        try:
+            job = jobs.launch(spec, actor="command line")
+        except jobs.JobError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(f"Job {job.pk}: {job.total} prompts in {job.chunks.count()} chunks, queued.")
+        while options["wait"]:
+            job.refresh_from_db()
+            progress = job_progress(job)
+            self.stdout.write(json.dumps({"job": job.pk, "status": job.status, "done": progress.done,
+                                          "total": progress.total, "prompts_per_second": progress.prompts_per_second,
+                                          "errors": progress.errors}))
+            if progress.ended:
+                break
+            time.sleep(5)
