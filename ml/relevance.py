@@ -43,6 +43,7 @@ METHODS = ("attnlrp", "attention", "grad_input")
 EXPLAIN = ("next", "max", "target")
 NORMALISE = ("abs", "clip")
 TRUNCATE = ("left", "right")
+TEMPLATE_ROOM = 256  # tokens kept free for the chat header, template and s_T
 
 
 @dataclass
@@ -53,7 +54,7 @@ class RelevanceConfig:
     template: str = "en"  # paper: "{note} Given the patient's medical history, the following is observed {task}"
     explain: str = "next"  # reference code: top logit at the middle token of s_T
     normalise: str = "abs"  # reference code: |r| / max|r| over the note tokens
-    max_note_tokens: int | None = None  # None: no limit (the model's context is the limit)
+    max_note_tokens: int | None = None  # None: the model's context minus TEMPLATE_ROOM tokens
     truncate: str = "right"  # reference code: text[:max_text_length] keeps the start
     batch_size: int | None = None  # None: 1 on CPU, 16 on CUDA (halved on out-of-memory)
 
@@ -182,6 +183,7 @@ def compute_relevance(loaded, notes: list[str], task_descriptions: list[str], *,
     explain: "next" (reference code), "max" or "target"; see the module docstring.
     max_note_tokens / truncate: cut longer notes ("right" keeps the start, like the
     reference's text[:max_len]; "left" keeps the end); the task part is never cut.
+    None: the model's context (max_position_embeddings) minus TEMPLATE_ROOM tokens.
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
@@ -193,6 +195,8 @@ def compute_relevance(loaded, notes: list[str], task_descriptions: list[str], *,
         raise ValueError("notes and task_descriptions must have the same length")
     template = get_template(template)
     tokenizer, model = loaded.tokenizer, loaded.model
+    if max_note_tokens is None:
+        max_note_tokens = _context_limit(model)
     encoded = [
         encode_pair(tokenizer, note, task, template=template, chat=chat,
                     chat_template_kwargs=loaded.family.chat_template_kwargs,
@@ -238,6 +242,14 @@ def compute_relevance(loaded, notes: list[str], task_descriptions: list[str], *,
             if progress is not None:
                 progress(done, len(order))
     return results
+
+
+def _context_limit(model) -> int | None:
+    """Default note limit: the model's context minus room for the chat header and template."""
+    positions = getattr(model.config, "max_position_embeddings", None)
+    if positions is None:
+        positions = getattr(getattr(model.config, "text_config", None), "max_position_embeddings", None)
+    return max(positions - TEMPLATE_ROOM, 1) if positions else None
 
 
 def normalise_scores(raw: np.ndarray, how: str = "abs") -> np.ndarray:

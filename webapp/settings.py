@@ -38,6 +38,8 @@ INSTALLED_APPS = [
     "webapp.corpus",
     "webapp.pipeline",
     "webapp.datasets",
+    "webapp.training",
+    "webapp.review",
     "webapp.home",
 ]
 
@@ -154,7 +156,7 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_IMPORTS = ["workers.relevance", "workers.datasets"]
+CELERY_IMPORTS = ["workers.relevance", "workers.datasets", "workers.training"]
 # relevance: model-holding processes that lxt patches (never train); training: never patched;
 # default: CPU work (peaks, dataset builds, exports).
 CELERY_TASK_ROUTES = {

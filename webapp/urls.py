@@ -9,5 +9,7 @@ urlpatterns = [
     path("corpora/", include("webapp.corpus.urls")),
     path("jobs/", include("webapp.pipeline.urls")),
     path("datasets/", include("webapp.datasets.urls")),
+    path("review/", include("webapp.review.urls")),
+    path("training/", include("webapp.training.urls")),
     path("", include("webapp.home.urls")),
 ]

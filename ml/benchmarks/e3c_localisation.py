@@ -50,16 +50,23 @@ def load_pairs(path: Path, n_docs: int | None, types: list[str], seed: int) -> t
     return pairs, total
 
 
-def evaluate(loaded, pairs: list[dict], method: str, explain: str, max_note_tokens: int | None) -> tuple[list[float], float]:
+def evaluate(loaded, pairs: list[dict], method: str, explain: str,
+             max_note_tokens: int | None) -> tuple[list[float], list[float], float]:
+    """-> (mass ratio per pair, the same without the first note token, seconds).
+
+    The first note token often takes sink-like relevance (a large |r| right after the
+    chat header); the second ratio shows how much a method's score depends on it."""
     from ml.metrics import relevance_mass_ratio
-    from ml.relevance import compute_relevance
+    from ml.relevance import compute_relevance, normalise_scores
 
     started = time.perf_counter()
     results = compute_relevance(loaded, [p["text"] for p in pairs], [p["task"] for p in pairs], method=method,
                                 explain=explain, max_note_tokens=max_note_tokens)
     seconds = time.perf_counter() - started
     ratios = [relevance_mass_ratio(r.scores, r.offsets, p["gold"]) for r, p in zip(results, pairs)]
-    return ratios, seconds
+    no_first = [relevance_mass_ratio(normalise_scores(r.raw_scores[1:]), r.offsets[1:], p["gold"])
+                for r, p in zip(results, pairs)]
+    return ratios, no_first, seconds
 
 
 def _mean(values) -> float:
@@ -98,18 +105,19 @@ def main(argv=None) -> int:
 
     rows, per_type = [], {}
     for method in methods:
-        ratios, seconds = evaluate(loaded, pairs, method, args.explain, args.max_note_tokens)
+        ratios, no_first, seconds = evaluate(loaded, pairs, method, args.explain, args.max_note_tokens)
         defined = [r for r in ratios if not math.isnan(r)]
         rows.append((method, _mean(ratios), statistics.median(defined) if defined else math.nan,
-                     sum(r > 1 for r in defined) / max(len(defined), 1), len(defined), seconds))
+                     sum(r > 1 for r in defined) / max(len(defined), 1), _mean(no_first), len(defined), seconds))
         for p, r in zip(pairs, ratios):
             per_type.setdefault((method, p["type"]), []).append(r)
         print(f"  {method}: {seconds:.0f} s", file=sys.stderr)
 
-    print("| method | mean mass ratio | median | pairs > 1 | n pairs | time (s) | s / prompt |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for method, mean, median, above, n, seconds in sorted(rows, key=lambda r: -r[1]):
-        print(f"| {method} | {mean:.3f} | {median:.3f} | {above:.0%} | {n} | {seconds:.0f} | {seconds / len(pairs):.2f} |")
+    print("| method | mean mass ratio | median | pairs > 1 | mean, first note token excluded | n pairs | time (s) | s / prompt |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for method, mean, median, above, no_first, n, seconds in sorted(rows, key=lambda r: -r[1]):
+        print(f"| {method} | {mean:.3f} | {median:.3f} | {above:.0%} | {no_first:.3f} | {n} | {seconds:.0f} "
+              f"| {seconds / len(pairs):.2f} |")
     print("\n| method | " + " | ".join(f"{t} ({TYPE_TASKS[t]})" for t in types) + " |")
     print("| --- |" + " --- |" * len(types))
     for method in methods:

@@ -373,3 +373,12 @@ def test_real_model_offsets_and_batching(smollm2):
         assert "".join(note[s:e] for s, e in b.offsets) == note
         assert b.target_token == "heart"
         assert np.corrcoef(b.raw_scores, alone.raw_scores)[0, 1] > 0.999
+
+
+def test_notes_longer_than_the_context_are_cut_to_fit(tiny_llama):
+    from ml.relevance import TEMPLATE_ROOM
+
+    limit = tiny_llama.model.config.max_position_embeddings - TEMPLATE_ROOM
+    long_note = " ".join([NOTES[1]] * 200)
+    r = compute_relevance(tiny_llama, [long_note], ["heart rate"], method="attention")[0]
+    assert r.truncated and len(r.offsets) <= limit + 1 and r.offsets[0, 0] == 0

@@ -4,8 +4,10 @@ Steps (METHOD.md points 5-8):
 1. select the maps: the dataset's corpus, model version, method and template (and only its
    relevance jobs, if it names some); the task filter; held-out tasks (Task.held_out) are
    excluded unless `filters["exclude_held_out"]` is false; an optional note subset;
-2. stream them ordered by (note, task) in keyset batches of BATCH_MAPS maps; per batch: decode,
-   ONE find_peaks_many call and the word extension with the note text
+2. stream them ordered by (note, task), about BATCH_MAPS maps a query (`_map_batches`: a block
+   of the corpus's note ids at a time, the block's maps in one join-free query on the note
+   index; stale planner statistics, as right after a bulk load, are refreshed first); per
+   batch: decode, ONE find_peaks_many call and the word extension with the note text
    (webapp.pipeline.peaks_service);
 3. drop peaks that clinicians rejected (`rejected_char_spans`, the review extension point);
 4. ml.masking.build_examples applies the two-peaks rule, the left-context rule, the
@@ -13,13 +15,14 @@ Steps (METHOD.md points 5-8):
 5. MaskedExample rows are written WRITE_BATCH at a time (COPY on PostgreSQL).
 
 De-duplication across tasks works per note: build_examples merges identical examples of one
-note only while that note's maps come consecutively, so the stream is ordered by note; a note
-cut by a batch boundary just continues in the next batch (build_examples emits a note's
-examples only when the next note starts).
+note only while that note's maps come consecutively, so the stream is ordered by note and a
+batch never splits a note (build_examples emits a note's examples when the next note starts,
+which may be in the next batch).
 
 Memory is bounded: one batch of maps with their notes' texts, one note's pending examples, one
-write batch, the map ids of two notes, plus build_examples' 16-byte digest per example already
-emitted (needed to drop an example repeated by a later note with the same text).
+write batch, the map ids of two notes, plus 8 bytes per note id of the corpus and build_examples'
+16-byte digest per example already emitted (needed to drop an example repeated by a later note
+with the same text): about 100 bytes an example in all, the texts never accumulate.
 
 Rebuild semantics: `build()` first deletes the version's examples, then writes the new ones in
 committed batches (so the page can show progress). Readers go by the status: only a DONE
@@ -37,8 +40,8 @@ import re
 import time
 from collections import Counter
 
+import numpy as np
 from django.db import connection
-from django.db.models import Q
 from django.utils import timezone
 
 from ml.masking import BuildStats, Group, PeakItem, build_examples
@@ -49,7 +52,8 @@ from webapp.pipeline.peaks_service import peaks_of_rows, profile_params
 
 logger = logging.getLogger(__name__)
 
-BATCH_MAPS = 2_000
+BATCH_MAPS = 2_000  # maps per query (about: a batch holds whole notes)
+NOTE_BLOCK_START, NOTE_BLOCK_MAX = 64, 20_000  # notes per query: first guess, largest
 WRITE_BATCH = 2_000
 _WORD = re.compile(r"\w+")
 
@@ -75,29 +79,42 @@ def select_maps(dataset: DatasetVersion):
 def maps_matching(corpus_id, model_version_id, method: str, template: str, job_ids=(), filters=None):
     """Maps of a corpus by one model version, method and template, optionally only from some jobs,
     with the dataset filters applied (see webapp.datasets.models)."""
+    return _maps_of_any_corpus(model_version_id, method, template, job_ids, filters).filter(note__corpus_id=corpus_id)
+
+
+def _maps_of_any_corpus(model_version_id, method, template, job_ids=(), filters=None):
+    """The selection without the corpus (the stream takes its notes block by block): no join, so
+    each query of the stream is a lookup on the note index."""
     filters = filters or {}
-    maps = RelevanceMap.objects.filter(note__corpus_id=corpus_id, model_version_id=model_version_id, method=method,
-                                       template=template)
+    maps = RelevanceMap.objects.filter(model_version_id=model_version_id, method=method, template=template)
     if job_ids:
         maps = maps.filter(job_id__in=job_ids)
     if filters.get("tasks"):
         maps = maps.filter(task_id__in=filters["tasks"])
     if filters.get("exclude_held_out", True):
-        maps = maps.filter(task__held_out=False)
+        held_out = list(Task.objects.filter(held_out=True).values_list("pk", flat=True))
+        if held_out:
+            maps = maps.exclude(task_id__in=held_out)
     if filters.get("notes"):
         maps = maps.filter(note_id__in=filters["notes"])
     return maps
 
 
 def rejected_char_spans(note_ids, task_ids) -> dict[tuple[int, int], list[tuple[int, int]]]:
-    """Extension point for clinicians' review decisions: {(note_id, task_id): [(start, end), ...]}
-    of peaks rejected for that task, as half-open character spans of the note.
+    """Clinicians' review decisions: {(note_id, task_id): [(start, end), ...]} of peaks rejected
+    for that task, as half-open character spans of the note.
 
     The builder removes every group overlapping a rejected span BEFORE the two-peaks rule: a
     rejected peak is never masked and does not count as a peak. Called once per batch with the
-    batch's note and task ids. No review decisions exist yet (a later issue adds PeakDecision),
-    so nothing is rejected."""
-    return {}
+    batch's note and task ids.
+
+    The rule (webapp.review.decisions.rejected_spans): per (note, task, span), each reviewer's
+    latest decision counts once, whatever model version, method or template it was made under;
+    the span is rejected when at least half of those reviewers rejected it (majority, and a tie
+    rejects: a disputed peak stays out of training). Adjusting a peak keeps it."""
+    from webapp.review.decisions import rejected_spans
+
+    return rejected_spans(note_ids, task_ids)
 
 
 # ---------------------------------------------------------------- the job lifecycle
@@ -145,10 +162,11 @@ def build(dataset: DatasetVersion) -> dict:
         )
     DatasetVersion.objects.filter(pk=dataset.pk).update(maps_total=total, maps_done=0)
     dataset.maps_total = total
+    refresh_planner_stats(RelevanceMap, total)
     tally = _Tally()
     map_ids = _MapIds()
     build_stats = BuildStats()
-    items = _peak_items(dataset, maps, tally, map_ids)
+    items = _peak_items(dataset, tally, map_ids)
     writer = _Writer(dataset.pk)
     for example in build_examples(items, mode=dataset.mode, mask_token=dataset.mask_token, seed=dataset.seed,
                                   stats=build_stats):
@@ -158,6 +176,7 @@ def build(dataset: DatasetVersion) -> dict:
                     example.label, start, end))
         tally.example(example, task_ids)
     writer.flush()
+    refresh_planner_stats(MaskedExample, build_stats.examples)  # exports read them next, by keyset
     stats = tally.result(build_stats, dataset, time.perf_counter() - started)
     DatasetVersion.objects.filter(pk=dataset.pk).update(
         status=JobStatus.DONE, stats=stats, maps_done=total, finished=timezone.now(), error="",
@@ -167,19 +186,10 @@ def build(dataset: DatasetVersion) -> dict:
     return stats
 
 
-def _peak_items(dataset, maps, tally, map_ids):
-    """PeakItems of every selected map in (note, task) order, BATCH_MAPS maps a query."""
-    after = None
+def _peak_items(dataset, tally, map_ids):
+    """PeakItems of every selected map in (note, task) order (see `_map_batches`)."""
     done = 0
-    ordered = maps.order_by("note_id", "task_id").values_list("id", "note_id", "task_id", "data")
-    while True:
-        page = ordered
-        if after is not None:  # keyset; the redundant note_id >= keeps the index range tight
-            page = page.filter(Q(note_id__gt=after[0]) | Q(note_id=after[0], task_id__gt=after[1]),
-                               note_id__gte=after[0])
-        rows = list(page[:BATCH_MAPS])
-        if not rows:
-            return
+    for rows in _map_batches(dataset):
         note_ids = sorted({row[1] for row in rows})
         texts = dict(Note.objects.filter(pk__in=note_ids).values_list("pk", "text"))
         rejected = rejected_char_spans(note_ids, sorted({row[2] for row in rows}))
@@ -198,8 +208,48 @@ def _peak_items(dataset, maps, tally, map_ids):
             map_ids.add(peaks.note_id, peaks.task_id, peaks.map_id)
             yield PeakItem(str(peaks.note_id), str(peaks.task_id), texts[peaks.note_id], groups)
         done += len(rows)
-        after = rows[-1][1], rows[-1][2]
         DatasetVersion.objects.filter(pk=dataset.pk).update(maps_done=done)
+
+
+def _map_batches(dataset):
+    """(map id, note id, task id, data) rows of the selected maps in (note, task) order, about
+    BATCH_MAPS a list, never splitting a note. The ids of the corpus's (chosen) notes are read once
+    (8 bytes a note); then each block of note ids gets its maps in one join-free query
+    (note_id IN block, a lookup on the note index). Blocks are resized
+    after each query to hold about BATCH_MAPS maps (a sparse selection, e.g. one job over part of
+    a corpus, gets large blocks of notes)."""
+    filters = dataset.filters or {}
+    maps = _maps_of_any_corpus(dataset.model_version_id, dataset.method, dataset.template,
+                               list(dataset.jobs.values_list("pk", flat=True)), filters)
+    maps = maps.order_by("note_id", "task_id").values_list("id", "note_id", "task_id", "data")
+    notes = Note.objects.filter(corpus_id=dataset.corpus_id)
+    if filters.get("notes"):
+        notes = notes.filter(pk__in=filters["notes"])
+    note_ids = np.fromiter(notes.order_by("pk").values_list("pk", flat=True).iterator(chunk_size=20_000), np.int64)
+    size, position = NOTE_BLOCK_START, 0
+    while position < len(note_ids):
+        block = note_ids[position:position + size].tolist()
+        position += len(block)
+        rows = list(maps.filter(note_id__in=block))
+        if rows:
+            yield rows
+        grow = BATCH_MAPS / len(rows) if rows else 4
+        size = max(1, min(NOTE_BLOCK_MAX, int(size * min(grow, 4))))
+
+
+def refresh_planner_stats(model, at_least: int) -> None:
+    """ANALYZE the model's table when PostgreSQL's statistics say it holds fewer than `at_least`
+    rows (rows bulk-written moments ago, before autovacuum's analyze). With such statistics the
+    planner scans every map of the model version for each batch, or sorts every remaining example
+    for each export batch, instead of walking the selective index: the run becomes quadratic."""
+    if connection.vendor != "postgresql" or not at_least:
+        return
+    table = model._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
+        row = cursor.fetchone()
+        if row is None or row[0] < at_least:
+            cursor.execute(f"ANALYZE {table}")
 
 
 class _MapIds:

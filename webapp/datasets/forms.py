@@ -84,7 +84,8 @@ class BuildForm(forms.Form):
         if len(wanted) > MAX_NOTE_IDS:
             self.add_error("notes", f"At most {MAX_NOTE_IDS:,} notes can be listed; use a relevance job instead.")
             return []
-        found = dict(Note.objects.filter(corpus=data["corpus"], external_id__in=wanted).values_list("external_id", "pk"))
+        notes = Note.objects.filter(corpus=data["corpus"], external_id__in=wanted)
+        found = dict(notes.values_list("external_id", "pk"))
         missing = [w for w in wanted if w not in found]
         if missing:
             shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")

@@ -27,7 +27,8 @@ def launch_build(*, name: str, jobs=(), actor=None, **fields) -> DatasetVersion:
             _enqueue_build(dataset)
     except IntegrityError:  # two launches of the same name at once took the same version number
         raise LaunchError("Another version of this dataset was created at the same moment; please submit again.")
-    record(actor, AuditEvent.Action.LAUNCH_JOB, dataset, what="dataset build", name=name, version=dataset.version, mode=dataset.mode)
+    record(actor, AuditEvent.Action.LAUNCH_JOB, dataset, what="dataset build", name=name, version=dataset.version,
+           mode=dataset.mode)
     return dataset
 
 
@@ -43,7 +44,8 @@ def build_again(dataset: DatasetVersion, actor=None) -> DatasetVersion:
             if not updated:
                 raise LaunchError("This dataset changed meanwhile; reload the page.")
             _enqueue_build(dataset)
-        record(actor, AuditEvent.Action.LAUNCH_JOB, dataset, what="dataset rebuild", name=dataset.name, version=dataset.version)
+        record(actor, AuditEvent.Action.LAUNCH_JOB, dataset, what="dataset rebuild", name=dataset.name,
+               version=dataset.version)
         return dataset
     return launch_build(name=dataset.name, jobs=list(dataset.jobs.all()), actor=actor,
                         **{f: getattr(dataset, f) for f in COPIED_FIELDS})

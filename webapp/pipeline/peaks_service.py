@@ -46,14 +46,16 @@ def profile_params(profile) -> dict:
     return {key: params[key] for key in ("kernel_size", "sigma", "lower", "upper")}
 
 
-def peaks_of_rows(rows: Iterable[Sequence], texts: Mapping[int, str], profile, *, strict: bool = False) -> list[MapPeaks]:
+def peaks_of_rows(rows: Iterable[Sequence], texts: Mapping[int, str], profile, *,
+                  strict: bool = False) -> list[MapPeaks]:
     """Peaks of maps given as (map_id, note_id, task_id, data) rows; `texts` maps note id -> text."""
     rows = list(rows)
     arrays = [decode_map(row[3]) for row in rows]
     return peaks_of_arrays([(row[0], row[1], row[2]) for row in rows], arrays, texts, profile, strict=strict)
 
 
-def peaks_of_maps(maps: Iterable, profile, texts: Mapping[int, str] | None = None, *, strict: bool = False) -> list[MapPeaks]:
+def peaks_of_maps(maps: Iterable, profile, texts: Mapping[int, str] | None = None, *,
+                  strict: bool = False) -> list[MapPeaks]:
     """Peaks of RelevanceMap instances. Without `texts`, each map's note text is read through
     `map.note` (select_related("note") to avoid one query per map)."""
     maps = list(maps)

@@ -1,0 +1,53 @@
+// Loss and learning-rate curves of a training run (uPlot, vendored under static/vendor/uplot).
+// Reads <section id="charts" data-metrics-url>; refreshes every 5 s until the run has ended.
+(function () {
+  "use strict";
+  var COLOURS = ["#1f6fb2", "#c0392b", "#2e8b57", "#8e44ad", "#d35400"];
+  var REFRESH_MS = 5000;
+  var charts = {};
+
+  function seriesFor(phases, key) {
+    var tables = phases.map(function (p) { return [p.step, p[key]]; });
+    return tables.length === 1 ? [tables[0][0], tables[0][1]] : uPlot.join(tables);
+  }
+
+  function draw(el, title, phases, key, logScale) {
+    var data = seriesFor(phases, key);
+    var width = Math.max(320, el.clientWidth || 600);
+    if (charts[key] && charts[key]._phases === phases.length) {
+      charts[key].setData(data);
+      return;
+    }
+    if (charts[key]) { charts[key].destroy(); }
+    var series = [{ label: "step" }].concat(phases.map(function (p, i) {
+      return { label: p.phase + " " + title, stroke: COLOURS[i % COLOURS.length], width: 1.5, spanGaps: true };
+    }));
+    var opts = {
+      title: title, width: width, height: 220, series: series,
+      scales: { x: { time: false }, y: logScale ? { distr: 3 } : {} },
+      axes: [{ label: "optimizer step" }, { size: 70 }]
+    };
+    charts[key] = new uPlot(opts, data, el);
+    charts[key]._phases = phases.length;
+  }
+
+  function refresh(section) {
+    fetch(section.dataset.metricsUrl, { headers: { "Accept": "application/json" }, credentials: "same-origin" })
+      .then(function (response) { return response.ok ? response.json() : Promise.reject(response.status); })
+      .then(function (payload) {
+        var phases = payload.phases.filter(function (p) { return p.step.length > 0; });
+        if (phases.length && window.uPlot) {
+          section.classList.add("has-data");
+          draw(document.getElementById("chart-loss"), "loss", phases, "loss", false);
+          draw(document.getElementById("chart-lr"), "learning rate", phases, "lr", false);
+        }
+        if (!payload.ended) { window.setTimeout(function () { refresh(section); }, REFRESH_MS); }
+      })
+      .catch(function () { window.setTimeout(function () { refresh(section); }, 4 * REFRESH_MS); });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var section = document.getElementById("charts");
+    if (section && section.dataset.metricsUrl) { refresh(section); }
+  });
+})();

@@ -1,0 +1,80 @@
+"""The review note browser: keyset pages, review state and peak filters in a bounded window."""
+import pytest
+
+from webapp.corpus.models import Note
+from webapp.review import browse, decisions
+from webapp.review.browse import Filters
+from webapp.review.decisions import PeakContext
+from webapp.review.selection import Selection
+
+from .conftest import TEXT, add_map, word_span
+
+
+@pytest.fixture
+def sel(base, sharp):
+    return Selection(None, base, "attnlrp", "en", sharp, sharp.params)
+
+
+@pytest.fixture
+def notes(corpus, tasks, base):
+    """Six notes: even ones have two peaks for heart rate, odd ones none; n5 mentions 'syncope'."""
+    made = []
+    for i in range(6):
+        text = TEXT + (" Syncope at home." if i == 5 else "")
+        note = Note.objects.create(corpus=corpus, external_id=f"b{i}", text=text)
+        add_map(note, tasks["heart"], base, {"130": 0.9, "tachycardic": 0.9} if i % 2 == 0 else {})
+        made.append(note)
+    return made
+
+
+def test_pages_follow_the_note_ids_without_counting(corpus, sel, notes, django_assert_max_num_queries):
+    with django_assert_max_num_queries(6):
+        page = browse.browse(corpus, sel, Filters(), per_page=4)
+    assert [r.external_id for r in page.rows] == ["b0", "b1", "b2", "b3"]
+    assert page.next_after == notes[3].pk and not page.limited
+    rest = browse.browse(corpus, sel, Filters(), after=page.next_after, per_page=4)
+    assert [r.external_id for r in rest.rows] == ["b4", "b5"] and rest.next_after is None
+
+
+def test_rows_count_maps_peaks_and_decided_peaks(corpus, sel, notes, tasks, base, clinician):
+    a, b = word_span(TEXT, "130")
+    decisions.decide(PeakContext(notes[0], tasks["heart"], base, "attnlrp", "en"), clinician, start=a, end=b,
+                     decision="reject", expected_version=0)
+    rows = {r.external_id: r for r in browse.browse(corpus, sel, Filters()).rows}
+    assert (rows["b0"].maps, rows["b0"].peaks, rows["b0"].decided, rows["b0"].state) == (1, 2, 1, "partly")
+    assert rows["b1"].state == "none" and rows["b2"].state == "undecided"
+
+
+def test_a_review_state_filter_searches_a_bounded_window(corpus, sel, notes):
+    page = browse.browse(corpus, sel, Filters(state="undecided"), scan=3)
+    assert [r.external_id for r in page.rows] == ["b0", "b2"]
+    assert page.limited and page.scanned == 3 and page.next_after == notes[2].pk
+    rest = browse.browse(corpus, sel, Filters(state="undecided"), after=page.next_after, scan=3)
+    assert [r.external_id for r in rest.rows] == ["b4"] and rest.next_after is None
+
+
+def test_a_full_page_stops_the_window_early_and_continues_after_the_last_note_examined(corpus, sel, notes):
+    page = browse.browse(corpus, sel, Filters(min_peaks=2), per_page=1, scan=6)
+    assert [r.external_id for r in page.rows] == ["b0"] and page.next_after == notes[0].pk and page.scanned == 1
+
+
+def test_peak_count_filters(corpus, sel, notes):
+    assert [r.external_id for r in browse.browse(corpus, sel, Filters(max_peaks=0)).rows] == ["b1", "b3", "b5"]
+
+
+def test_text_search_matches_words_of_the_note_in_the_window(corpus, sel, notes):
+    page = browse.browse(corpus, sel, Filters(q="syncope"))
+    assert [r.external_id for r in page.rows] == ["b5"] and page.limited
+
+
+def test_a_chosen_task_lists_only_notes_with_its_map(corpus, sel, notes, tasks, base):
+    add_map(notes[1], tasks["pacemaker"], base, {"Pacemaker": 0.9})
+    sel.task = tasks["pacemaker"]
+    page = browse.browse(corpus, sel, Filters())
+    assert [(r.external_id, r.peaks) for r in page.rows] == [("b1", 1)]
+
+
+def test_filters_read_from_the_query_ignore_bad_values():
+    f = Filters.from_query({"state": "bogus", "min_peaks": "x", "max_peaks": "-2", "q": "  pm "})
+    assert (f.state, f.min_peaks, f.max_peaks, f.q) == ("", None, None, "pm")
+    assert f.scanning

@@ -1,0 +1,148 @@
+"""Run lifecycle: launch (validated, audited, full config stored), cancel, resume, claim, stall."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from tests.webapp.training.factories import make_dataset
+from webapp.audit.models import AuditEvent
+from webapp.pipeline.models import JobStatus
+from webapp.training import runs, splits
+from webapp.training.models import RunKind, TrainingRun
+from webapp.training.runs import RunError, RunSpec
+
+
+def dsm_spec(dataset, model_version, **changes):
+    values = dict(kind=RunKind.DSM, preset="dsm-full", model_version=model_version, dataset=dataset,
+                  config={"train": {"max_steps": 3}})
+    values.update(changes)
+    return RunSpec(**values)
+
+
+def test_a_launch_stores_the_full_configuration_seed_and_code_version(dataset, model_version, researcher):
+    run = runs.launch(dsm_spec(dataset, model_version, config={"train": {"seed": 7, "max_steps": 3}}),
+                      actor=researcher)
+    run.refresh_from_db()
+    assert run.status == JobStatus.QUEUED and run.kind == RunKind.DSM and run.preset == "dsm-full"
+    assert run.config["train"]["lr"] == 4e-5 and run.config["train"]["max_steps"] == 3
+    assert run.seed == 7 and run.code_version
+    assert run.output_dir.endswith(f"training/run-{run.pk}")
+    event = AuditEvent.objects.get(action=AuditEvent.Action.LAUNCH_JOB, object_id=str(run.pk))
+    assert event.actor == researcher and event.details["kind"] == "dsm"
+
+
+def test_a_labeled_run_without_a_split_makes_one_for_the_corpus(corpus, model_version):
+    spec = RunSpec(kind=RunKind.HEADS, preset="ch", model_version=model_version, split_corpus=corpus, split_seed=4)
+    run = runs.launch(spec)
+    assert run.split.corpus == corpus and run.split.seed == 4 and run.split.test_count > 0
+    again = runs.launch(RunSpec(kind=RunKind.SFT, preset="sft", model_version=model_version, split_corpus=corpus,
+                                split_seed=4))
+    assert again.split_id == run.split_id
+
+
+@pytest.mark.parametrize("mode, preset, words", [
+    ("dsm", "random-mask", "built in mode Random mask"),
+    ("random", "dsm-full", "built in mode DecSelfMask"),
+    ("unmasked", "dsm-full", "train on it with a CPT run"),
+])
+def test_a_preset_refuses_a_dataset_of_another_mode(corpus, model_version, mode, preset, words):
+    dataset = make_dataset(corpus, model_version, mode=mode)
+    with pytest.raises(RunError, match=words):
+        runs.launch(dsm_spec(dataset, model_version, preset=preset))
+
+
+def test_cpt_accepts_any_finished_dataset_and_refuses_an_unfinished_one(corpus, model_version):
+    masked = make_dataset(corpus, model_version, mode="dsm")
+    assert runs.launch(RunSpec(kind=RunKind.CPT, preset="cpt", model_version=model_version, dataset=masked))
+    building = make_dataset(corpus, model_version, mode="unmasked", status=JobStatus.RUNNING, name="b")
+    with pytest.raises(RunError, match="only a finished dataset"):
+        runs.launch(RunSpec(kind=RunKind.CPT, model_version=model_version, dataset=building))
+
+
+def test_problems_name_the_fields(model_version):
+    problems = RunSpec(kind=RunKind.SFT, preset="ch", model_version=model_version,
+                       config={"train": {"lr": -1}}).problems()
+    assert set(problems) == {"train.lr", "preset", "split"}
+    assert RunSpec(kind="magic", model_version=model_version).problems() == {
+        "kind": "Unknown run kind 'magic'; the kinds are dsm, cpt, sft, heads, prompting, self_learning."}
+
+
+def test_a_queued_run_is_cancelled_at_once_and_a_running_one_is_asked_to_stop(dataset, model_version, admin_user):
+    queued = runs.launch(dsm_spec(dataset, model_version))
+    assert runs.cancel(queued, actor=admin_user).status == JobStatus.CANCELLED
+    running = runs.launch(dsm_spec(dataset, model_version))
+    runs.claim(running.pk, worker="w1")
+    assert runs.cancel(running).status == JobStatus.CANCELLING
+    assert AuditEvent.objects.filter(action=AuditEvent.Action.CANCEL_JOB).count() == 2
+    with pytest.raises(RunError, match="Only a queued or running run"):
+        runs.cancel(TrainingRun.objects.get(pk=queued.pk))
+
+
+def test_claim_takes_a_queued_run_once(dataset, model_version):
+    run = runs.launch(dsm_spec(dataset, model_version))
+    claimed = runs.claim(run.pk, worker="w1")
+    assert claimed.status == JobStatus.RUNNING and claimed.attempts == 1 and claimed.heartbeat
+    assert runs.claim(run.pk, worker="w2") is None
+    assert runs.claim_blocked_by_live_worker(run.pk)
+
+
+def test_a_running_run_with_a_stale_heartbeat_is_taken_back_by_the_next_claim(dataset, model_version):
+    run = runs.launch(dsm_spec(dataset, model_version))
+    runs.claim(run.pk, worker="w1")
+    old = timezone.now() - timedelta(seconds=runs.STALL_SECONDS + 5)
+    TrainingRun.objects.filter(pk=run.pk).update(heartbeat=old)
+    again = runs.claim(run.pk, worker="w2")
+    assert again.attempts == 2 and again.worker == "w2"
+    # the first attempt can no longer end the run
+    first = TrainingRun.objects.get(pk=run.pk)
+    first.attempts = 1
+    assert not runs.finish(first) and not runs.fail(first, "late")
+    assert runs.finish(again)
+
+
+def test_resume_requeues_a_cancelled_or_failed_run_but_not_a_live_or_done_one(dataset, model_version):
+    run = runs.launch(dsm_spec(dataset, model_version))
+    claimed = runs.claim(run.pk)
+    with pytest.raises(RunError, match="worker is alive"):
+        runs.resume(TrainingRun.objects.get(pk=run.pk))
+    TrainingRun.objects.filter(pk=run.pk).update(checkpoint_step=2)
+    runs.cancel(TrainingRun.objects.get(pk=run.pk))
+    assert runs.cancelled(claimed)
+    resumed = runs.resume(TrainingRun.objects.get(pk=run.pk))
+    assert resumed.status == JobStatus.QUEUED
+    assert runs.claim(run.pk).attempts == 2
+    runs.finish(TrainingRun.objects.get(pk=run.pk))
+    with pytest.raises(RunError, match="nothing to resume"):
+        runs.resume(TrainingRun.objects.get(pk=run.pk))
+
+
+def test_a_stalled_run_can_be_resumed_and_cancelled(dataset, model_version):
+    run = runs.launch(dsm_spec(dataset, model_version))
+    runs.claim(run.pk)
+    TrainingRun.objects.filter(pk=run.pk).update(heartbeat=timezone.now() - timedelta(seconds=runs.STALL_SECONDS + 1))
+    run = TrainingRun.objects.get(pk=run.pk)
+    assert runs.is_stalled(run) and runs.can_resume(run)
+    assert runs.cancel(run).status == JobStatus.CANCELLED
+
+
+def test_a_broker_failure_is_said_on_the_run(dataset, model_version, monkeypatch):
+    from workers.celery_app import app
+
+    run = runs.launch(dsm_spec(dataset, model_version), enqueue=False)
+
+    def down(*args, **kwargs):
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(app, "send_task", down)
+    assert not runs.send(run.pk)
+    assert "could not be reached" in TrainingRun.objects.get(pk=run.pk).error
+
+
+def test_split_problems_are_plain(corpus, model_version):
+    from webapp.corpus.models import Annotation
+
+    split, _ = splits.get_or_create_split(corpus)
+    assert RunSpec(kind=RunKind.HEADS, model_version=model_version, split=split).problems() == {}
+    Annotation.objects.filter(note__corpus=corpus).exclude(pk__in=split.items.values("annotation_id")).delete()
+    other = RunSpec(kind=RunKind.HEADS, model_version=model_version, split_corpus=corpus, split_test_ratio=2)
+    assert "between 0 and 1" in other.problems()["split_test_ratio"]

@@ -1,0 +1,236 @@
+"""Relevance jobs end to end: a real Celery worker (tests/workers/conftest.py) computing a tiny
+random Llama model's relevance into PostgreSQL, through Redis.
+
+The model is built from a LlamaConfig and a tokenizer trained in code (tests/ml/conftest.py)
+and saved to a folder registered as a ModelVersion, so no download and no converted model.
+
+Redelivery after SIGKILL (kombu 5.7 Redis transport): a message delivered to a worker sits in
+the `unacked` hash with its delivery time until acked. `QoS.restore_visible()` puts back the
+ones older than the visibility timeout (8 s in these workers). A worker runs that sweep when
+its consumer starts (`on_poll_init`) and then every `unacked_restore_interval` (10 s) x
+`unacked_restore_throttle` (10) = ~100 s. So the test starts the second worker once the
+killed chunk's message is older than 8 s: its start-up sweep redelivers it at once.
+"""
+import time
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.db import OperationalError
+from django.db.models import Count
+from django.utils import timezone
+
+from tests.webapp.pipeline.factories import make_corpus, make_model_version, make_tasks, spec
+from tests.workers.conftest import wait_for
+from webapp.corpus.models import Note
+from webapp.pipeline import chunks, jobs, modelcache
+from webapp.pipeline.models import JobStatus, RelevanceChunk, RelevanceJob, RelevanceMap
+from webapp.pipeline.progress import job_progress
+
+Chunk = RelevanceChunk.Status
+VISIBILITY_TIMEOUT = 8  # set by tests/workers/conftest.py in the workers' environment
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    from tests.ml.conftest import build_model, build_tokenizer
+
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    tokenizer = build_tokenizer("chatml")
+    build_model("llama", len(tokenizer)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture
+def relevance_queue_empty():
+    """Messages left in the relevance queue by an earlier run would only be no-ops, but purge them."""
+    from workers.celery_app import app
+
+    with app.connection_for_write() as connection:
+        connection.default_channel.queue_purge("relevance")
+
+
+def launch_job(tiny_model_dir, *, notes=6, n_tasks=2, chunk_size=4, sentences=3, **changes):
+    corpus = make_corpus(notes, sentences=sentences)
+    tasks = make_tasks(n_tasks)
+    model_version = make_model_version(str(tiny_model_dir))
+    return jobs.launch(spec(corpus, model_version, tasks, chunk_size=chunk_size, **changes))
+
+
+def reload(job):
+    return RelevanceJob.objects.get(pk=job.pk)
+
+
+def status_is(job, *statuses):
+    return lambda: reload(job).status in statuses
+
+
+def assert_every_pair_has_exactly_one_map(job):
+    planned = {tuple(pair) for chunk in job.chunks.all() for pair in chunk.pairs}
+    key = ["note", "task", "model_version", "method", "template"]
+    maps = RelevanceMap.objects.filter(model_version=job.model_version, method=job.method, template=job.template)
+    assert not maps.values(*key).annotate(n=Count("pk")).filter(n__gt=1).exists()
+    assert set(maps.values_list("note_id", "task_id")) == planned
+    assert maps.count() == len(planned) == job.total
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_job_runs_from_launch_to_stored_maps_on_a_real_worker(start_worker, tiny_model_dir, relevance_queue_empty):
+    job = launch_job(tiny_model_dir)
+    assert (job.total, job.chunks.count()) == (12, 3)
+    worker = start_worker("relevance")
+    wait_for(status_is(job, JobStatus.DONE, JobStatus.FAILED), timeout=180, message="the job to end")
+    job = reload(job)
+    assert job.status == JobStatus.DONE, worker.log()
+    assert job.done == job.total == 12 and job.finished is not None and job.error == ""
+    assert_every_pair_has_exactly_one_map(job)
+    texts = dict(Note.objects.values_list("pk", "text"))
+    for relevance_map in RelevanceMap.objects.all():
+        offsets, scores = relevance_map.arrays()
+        text = texts[relevance_map.note_id]
+        assert len(scores) == relevance_map.n_tokens > 0
+        assert "".join(text[a:b] for a, b in offsets) == text  # the tokens tile the note exactly
+        assert np.all((scores >= 0) & (scores <= 1)) and scores.max() == pytest.approx(1.0, abs=1e-3)
+        assert relevance_map.target_token and relevance_map.job_id == job.pk
+    progress = job_progress(job)
+    assert progress.ended and progress.prompts_per_second > 0 and progress.errors == []
+    assert set(job.chunks.values_list("status", "attempts")) == {(Chunk.DONE, 1)}
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_mid_job_is_replaced_and_the_job_completes_without_duplicates(
+        start_worker, tiny_model_dir, relevance_queue_empty):
+    job = launch_job(tiny_model_dir, notes=8, n_tasks=3, chunk_size=6, sentences=5)
+    first = start_worker("relevance")
+
+    def just_started_a_chunk():  # a chunk takes ~1 s: kill early in one, after another finished
+        recently = timezone.now() - timedelta(seconds=0.3)
+        return (job.chunks.filter(status=Chunk.DONE).exists()
+                and job.chunks.filter(status=Chunk.RUNNING, started__gt=recently).exists())
+
+    wait_for(just_started_a_chunk, timeout=180, interval=0.02, message="a chunk to start after one finished")
+    first.kill()
+    orphans = list(job.chunks.filter(status=Chunk.RUNNING))
+    assert orphans, "the killed worker's chunk finished before the kill; nothing was left to redeliver"
+    assert reload(job).status == JobStatus.RUNNING and reload(job).done < job.total
+    # Wait until its message is older than the visibility timeout (see the module doc).
+    time.sleep(max(0.0, orphans[0].started.timestamp() + VISIBILITY_TIMEOUT + 1.5 - time.time()))
+    second = start_worker("relevance")
+    wait_for(status_is(job, JobStatus.DONE, JobStatus.FAILED), timeout=180, message="the job to end")
+    job = reload(job)
+    assert job.status == JobStatus.DONE, second.log()
+    assert job.done == job.total == 24
+    assert_every_pair_has_exactly_one_map(job)
+    for orphan in orphans:  # redelivered by the broker and claimed again: no Resume was needed
+        orphan.refresh_from_db()
+        assert (orphan.status, orphan.attempts) == (Chunk.DONE, 2)
+        assert orphan.worker != "" and orphan.worker.split("@")[0] in second.name
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_cancel_stops_between_chunks_and_resume_completes_the_job(start_worker, tiny_model_dir, relevance_queue_empty):
+    job = launch_job(tiny_model_dir, notes=8, n_tasks=3, chunk_size=3, sentences=4)
+    assert job.chunks.count() == 8
+    worker = start_worker("relevance")
+    wait_for(lambda: job.chunks.filter(status=Chunk.DONE).exists(), timeout=180, interval=0.05,
+             message="a first chunk")
+    jobs.cancel(job)
+    wait_for(status_is(job, JobStatus.CANCELLED), timeout=60, message="the job to be cancelled")
+    job = reload(job)
+    done_before = dict(job.chunks.filter(status=Chunk.DONE).values_list("pk", "seconds"))
+    assert job.chunks.filter(status=Chunk.SKIPPED).exists(), worker.log()
+    assert not job.chunks.filter(status__in=(Chunk.PENDING, Chunk.RUNNING)).exists()
+    assert RelevanceMap.objects.filter(job=job).count() == job.done == 3 * len(done_before) < job.total
+    maps_before = dict(RelevanceMap.objects.values_list("pk", "data"))
+
+    assert jobs.resume(job) == 8 - len(done_before)
+    wait_for(status_is(job, JobStatus.DONE, JobStatus.FAILED), timeout=180, message="the resumed job to end")
+    job = reload(job)
+    assert job.status == JobStatus.DONE and job.done == job.total == 24
+    assert_every_pair_has_exactly_one_map(job)
+    # Chunks done before the cancel were not run again, and their maps were not rewritten.
+    assert dict(job.chunks.filter(pk__in=done_before).values_list("pk", "seconds")) == done_before
+    assert {pk: bytes(data) for pk, data in RelevanceMap.objects.filter(pk__in=maps_before).values_list("pk", "data")} \
+        == {pk: bytes(data) for pk, data in maps_before.items()}
+
+
+@pytest.fixture
+def in_process_job(db, tiny_model_dir):
+    """A planned, not enqueued job, computed in this process with gradient x input:
+    AttnLRP would patch the pytest process for good (lxt), which other tests must not see."""
+    job = launch_job(tiny_model_dir, method="grad_input")
+    yield job
+    modelcache.clear()
+
+
+@pytest.mark.slow
+def test_a_chunk_delivered_twice_writes_nothing_twice(in_process_job):
+    from workers.relevance import run_chunk
+
+    chunk = in_process_job.chunks.get(index=0)
+    assert run_chunk(chunk.pk) == "done"
+    first = {(m.note_id, m.task_id): (m.pk, bytes(m.data)) for m in RelevanceMap.objects.all()}
+    assert len(first) == chunk.size == 4
+
+    assert run_chunk(chunk.pk) == "nothing to do"  # the duplicate message of a DONE chunk
+    assert {(m.note_id, m.task_id): (m.pk, bytes(m.data)) for m in RelevanceMap.objects.all()} == first
+
+    # A redelivery after the worker died half-way: the chunk is still RUNNING, one map is missing.
+    RelevanceChunk.objects.filter(pk=chunk.pk).update(status=Chunk.RUNNING)
+    missing = RelevanceMap.objects.order_by("pk").last()
+    missing.delete()
+    assert run_chunk(chunk.pk) == "done"
+    again = {(m.note_id, m.task_id): (m.pk, bytes(m.data)) for m in RelevanceMap.objects.all()}
+    assert len(again) == 4 and set(again) == set(first)
+    kept = set(first) - {(missing.note_id, missing.task_id)}
+    assert {k: again[k] for k in kept} == {k: first[k] for k in kept}  # untouched, not recomputed
+    chunk.refresh_from_db()
+    assert (chunk.status, chunk.attempts) == (Chunk.DONE, 2)
+
+    # Storing the same results again (two workers racing on one chunk) upserts.
+    results = [(pair, _Result(*RelevanceMap.objects.get(note_id=pair[0], task_id=pair[1]).arrays()))
+               for pair in first]
+    chunks.store(chunk, results)
+    assert RelevanceMap.objects.count() == 4
+
+
+class _Result:
+    def __init__(self, offsets, scores):
+        self.offsets, self.scores, self.target_token = offsets, scores, "x"
+
+
+@pytest.mark.slow
+def test_a_chunk_that_fails_is_marked_failed_in_plain_words_and_the_job_shows_it(db, tiny_model_dir):
+    from workers.relevance import run_chunk
+
+    job = launch_job(tiny_model_dir, notes=2, n_tasks=2, chunk_size=2)
+    job.model_version.path = str(tiny_model_dir / "missing")
+    job.model_version.save()
+    for chunk in job.chunks.all():
+        assert run_chunk(chunk.pk) == "failed"
+    job = reload(job)
+    assert job.status == JobStatus.FAILED and "2 of 2 chunks failed" in job.error
+    errors = job_progress(job).errors
+    assert len(errors) == 2 and "Could not compute relevance (ModelNotFoundError)" in errors[0]
+    assert jobs.can_resume(job)
+
+
+@pytest.mark.slow
+def test_a_temporary_database_problem_releases_the_chunk_for_a_retry(db, tiny_model_dir, monkeypatch):
+    from workers.relevance import run_chunk
+
+    job = launch_job(tiny_model_dir, notes=1, n_tasks=2, chunk_size=2)
+    chunk = job.chunks.get()
+
+    def lost_connection(*args, **kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(chunks, "run", lost_connection)
+    with pytest.raises(OperationalError):  # called directly, retry() re-raises; a worker sends a retry message
+        run_chunk(chunk.pk)
+    chunk.refresh_from_db()
+    assert chunk.status == Chunk.PENDING and "temporary problem (OperationalError)" in chunk.error

@@ -1,0 +1,46 @@
+"""Fetch objects for the review views: 403 for what the role may not do, 404 for what does not exist.
+
+Reading review pages needs VIEW (every role). Deciding on peaks and judging validation items
+needs REVIEW (clinicians, admins). Tuning decisions that change what datasets are built from
+(saving a peak profile, drawing a validation set, adopting its recommendation, redrawing the
+preview sample) need REVIEW or LAUNCH: they are clinical judgement as much as a research setting.
+"""
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404
+
+from webapp.accounts.roles import Capability, has_capability, require
+from webapp.corpus.models import Corpus, Note
+from webapp.review.models import ValidationSet
+
+TUNE = (Capability.REVIEW, Capability.LAUNCH)
+
+
+def require_any(user, capabilities) -> None:
+    if not any(has_capability(user, c) for c in capabilities):
+        names = " or ".join(c.value for c in capabilities)
+        raise PermissionDenied(f"Your role does not allow: {names}")
+
+
+def corpus_for(user, corpus_id: int, capability: Capability = Capability.VIEW) -> Corpus:
+    require(user, capability)
+    return get_object_or_404(Corpus, pk=corpus_id)
+
+
+def note_for(user, corpus_id: int, note_id: int, capability: Capability = Capability.VIEW) -> Note:
+    require(user, capability)
+    return get_object_or_404(Note.objects.select_related("corpus"), pk=note_id, corpus_id=corpus_id)
+
+
+def tuning_corpus_for(user, corpus_id: int) -> Corpus:
+    require_any(user, TUNE)
+    return get_object_or_404(Corpus, pk=corpus_id)
+
+
+def validation_set_for(user, set_id: int, capability: Capability = Capability.VIEW) -> ValidationSet:
+    require(user, capability)
+    return get_object_or_404(ValidationSet.objects.select_related("corpus", "model_version"), pk=set_id)
+
+
+def tuning_set_for(user, set_id: int) -> ValidationSet:
+    require_any(user, TUNE)
+    return get_object_or_404(ValidationSet.objects.select_related("corpus", "model_version"), pk=set_id)

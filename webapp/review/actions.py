@@ -1,0 +1,70 @@
+"""What a reviewer's POST does, in words the page shows: a decision from the decision form, or
+an undo. Checks that the span is a peak of the map under the parameters the page showed."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib import messages
+
+from webapp.corpus.models import Task
+from webapp.pipeline.models import ModelVersion, PeakProfile
+from webapp.review import decisions
+from webapp.review.noteview import char_peaks, map_arrays
+from webapp.review.selection import Selection
+
+
+@dataclass(frozen=True)
+class Outcome:
+    message: str
+    level: int = messages.SUCCESS
+    status: int = 200
+    current: object | None = None  # the reviewer's current decision, when a stale page was refused
+
+
+def _snippet(text: str, start: int, end: int) -> str:
+    piece = " ".join(text[start:end].split())
+    return piece if len(piece) <= 40 else piece[:39] + "…"
+
+
+def submit(note, form, reviewer) -> Outcome:
+    if not form.is_valid():
+        problems = "; ".join(m for errors in form.errors.values() for m in errors)
+        return Outcome(f"Nothing was saved: {problems}", messages.ERROR, 400)
+    data = form.cleaned_data
+    task = Task.objects.filter(pk=data["task"]).first()
+    model = ModelVersion.objects.filter(pk=data["model"]).first()
+    profile = PeakProfile.objects.filter(pk=data["profile"]).first() if data.get("profile") else None
+    if task is None or model is None:
+        return Outcome("Nothing was saved: unknown task or model version.", messages.ERROR, 400)
+    sel = Selection(task, model, data["method"], data["template"], profile, form.params)
+    arrays = map_arrays(note, sel)
+    spans = char_peaks(note, arrays, form.params)[0] if arrays is not None else []
+    if (data["start"], data["end"]) not in spans:
+        return Outcome("Nothing was saved: this span is not a peak of the map under the parameters shown "
+                       "(the page may be out of date; it has been refreshed).", messages.ERROR, 409)
+    ctx = decisions.PeakContext(note, task, model, data["method"], data["template"])
+    try:
+        row = decisions.decide(ctx, reviewer, start=data["start"], end=data["end"], decision=data["decision"],
+                               expected_version=data["version"], adjusted_start=data["adjusted_start"],
+                               adjusted_end=data["adjusted_end"], comment=data["comment"], profile=profile,
+                               params=form.params)
+    except decisions.StaleDecision as exc:
+        return Outcome(str(exc), messages.WARNING, 409, exc.current)
+    except decisions.DecisionError as exc:
+        return Outcome(f"Nothing was saved: {exc}", messages.ERROR, 400)
+    what = row.get_decision_display().lower()
+    if row.decision == row.Decision.ADJUST:
+        what += f" to «{_snippet(note.text, row.adjusted_start, row.adjusted_end)}»"
+    return Outcome(f"You {what} the peak «{_snippet(note.text, row.start, row.end)}».")
+
+
+def undo(note, reviewer) -> Outcome:
+    result = decisions.undo_last(reviewer, note)
+    if result is None:
+        return Outcome("You have no decision on this note to undo.", messages.INFO)
+    op, row = result
+    piece = _snippet(note.text, row.start, row.end)
+    if op == "undo-create":
+        return Outcome(f"Undone: your decision on «{piece}» is removed.", messages.INFO)
+    return Outcome(f"Undone: your decision on «{piece}» is back to {row.get_decision_display().lower()}.",
+                   messages.INFO)

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class ReviewConfig(AppConfig):
+    name = "webapp.review"
+    label = "review"
+    verbose_name = "Peak review"

@@ -1,0 +1,188 @@
+"""The note browser of the review pages: a corpus's notes with, under the chosen model version,
+method, template (and task) and peak parameters, how many maps and peaks each has and how far
+its review is.
+
+Paging is by keyset on note id (never OFFSET, never COUNT over the corpus). With a task chosen
+the notes come from that task's maps (index pipeline_map_lookup: model version, method, task,
+note), otherwise from the corpus's notes (index corpus_note_corpus_id_idx).
+
+Filters that need a note's text or peaks (review state, number of peaks, text search) cannot
+use an index: each page looks at no more than SCAN notes after the cursor, computes what it
+needs for them in chunks, and stops as soon as the page is full. The page says which notes were
+searched, and the "next" link continues after the last note looked at. (A full-text index on
+corpus_note.text, owned by the corpus app, would make the text search corpus-wide; see the
+review README.)
+
+Review state of a note: over the peaks of its maps in the selection, "no peaks", "undecided"
+(no peak decided by anyone), "partly" or "fully" reviewed. A peak counts as decided when some
+reviewer has a decision on exactly its span.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Q
+from django.db.models.functions import Length
+
+from webapp.corpus.models import Note
+from webapp.pipeline.models import RelevanceMap
+from webapp.pipeline.peaks_service import peaks_of_rows
+from webapp.review.models import PeakDecision
+
+PER_PAGE = 50
+SCAN = 2_000
+CHUNK = 250
+STATES = (("", "any"), ("undecided", "undecided"), ("partly", "partly reviewed"), ("fully", "fully reviewed"),
+          ("none", "no peaks"))
+
+
+@dataclass
+class Filters:
+    state: str = ""
+    min_peaks: int | None = None
+    max_peaks: int | None = None
+    q: str = ""
+
+    @classmethod
+    def from_query(cls, query) -> "Filters":
+        def number(name):
+            try:
+                value = int(query.get(name, ""))
+            except ValueError:
+                return None
+            return value if value >= 0 else None
+
+        state = query.get("state", "")
+        return cls(state if state in dict(STATES) else "", number("min_peaks"), number("max_peaks"),
+                   query.get("q", "").strip()[:200])
+
+    @property
+    def scanning(self) -> bool:
+        return bool(self.state or self.q) or self.min_peaks is not None or self.max_peaks is not None
+
+    def keep(self, row) -> bool:
+        if self.state and row.state != self.state:
+            return False
+        if self.min_peaks is not None and row.peaks < self.min_peaks:
+            return False
+        if self.max_peaks is not None and row.peaks > self.max_peaks:
+            return False
+        return True
+
+
+@dataclass
+class NoteRow:
+    id: int
+    external_id: str
+    length: int
+    maps: int = 0
+    peaks: int = 0
+    decided: int = 0
+
+    @property
+    def state(self) -> str:
+        if not self.peaks:
+            return "none"
+        if not self.decided:
+            return "undecided"
+        return "fully" if self.decided >= self.peaks else "partly"
+
+    @property
+    def state_label(self) -> str:
+        return dict(STATES)[self.state]
+
+
+@dataclass
+class Page:
+    rows: list = field(default_factory=list)
+    next_after: int | None = None
+    scanned: int = 0
+    first_id: int | None = None
+    last_id: int | None = None
+    limited: bool = False  # filters looked at a bounded window
+
+
+def candidates(corpus, selection, after: int | None, limit: int) -> list[int]:
+    if selection.task is not None and selection.model is not None:
+        ids = (RelevanceMap.objects.filter(note__corpus=corpus, task=selection.task, model_version=selection.model,
+                                           method=selection.method, template=selection.template)
+               .order_by("note_id").values_list("note_id", flat=True))
+        if after is not None:
+            ids = ids.filter(note_id__gt=after)
+    else:
+        ids = Note.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True)
+        if after is not None:
+            ids = ids.filter(id__gt=after)
+    return list(ids[:limit])
+
+
+def summarise(note_ids: list[int], selection) -> dict[int, NoteRow]:
+    """Rows for the notes, with their maps, peaks and decided peaks under the selection."""
+    rows = {n["id"]: NoteRow(n["id"], n["external_id"], n["length"]) for n in
+            Note.objects.filter(pk__in=note_ids).annotate(length=Length("text")).values("id", "external_id", "length")}
+    if selection.model is None or not rows:
+        return rows
+    maps = RelevanceMap.objects.filter(note_id__in=note_ids, model_version=selection.model, method=selection.method,
+                                       template=selection.template)
+    if selection.task is not None:
+        maps = maps.filter(task=selection.task)
+    map_rows = list(maps.values_list("id", "note_id", "task_id", "data"))
+    if not map_rows:
+        return rows
+    texts = dict(Note.objects.filter(pk__in={r[1] for r in map_rows}).values_list("pk", "text"))
+    decisions = PeakDecision.objects.filter(note_id__in=note_ids, model_version=selection.model,
+                                            method=selection.method, template=selection.template)
+    if selection.task is not None:
+        decisions = decisions.filter(task=selection.task)
+    decided = set(decisions.values_list("note_id", "task_id", "start", "end"))
+    for peaks in peaks_of_rows(map_rows, texts, selection.params):
+        row = rows[peaks.note_id]
+        row.maps += 1
+        row.peaks += len(peaks.char_spans)
+        row.decided += sum(1 for a, b in peaks.char_spans if (peaks.note_id, peaks.task_id, a, b) in decided)
+    return rows
+
+
+def browse(corpus, selection, filters: Filters, after=None, *, per_page: int = PER_PAGE, scan: int = SCAN) -> Page:
+    try:
+        after = int(after) if after not in (None, "") else None
+    except ValueError:
+        after = None
+    if not filters.scanning:
+        ids = candidates(corpus, selection, after, per_page + 1)
+        shown = ids[:per_page]
+        rows = summarise(shown, selection)
+        return Page([rows[i] for i in shown if i in rows], shown[-1] if len(ids) > per_page else None,
+                    len(shown), shown[0] if shown else None, shown[-1] if shown else None)
+    window = candidates(corpus, selection, after, scan + 1)
+    more = len(window) > scan
+    window = window[:scan]
+    page = Page(limited=True, first_id=window[0] if window else None)
+    if filters.q and window:
+        matches = Note.objects.filter(pk__in=window).filter(
+            Q(text__icontains=filters.q) | Q(external_id__startswith=filters.q)).values_list("pk", flat=True)
+        matching = set(matches)
+        pool = [i for i in window if i in matching]
+    else:
+        pool = window
+    examined_to = None
+    for k in range(0, len(pool), CHUNK):
+        chunk = pool[k:k + CHUNK]
+        rows = summarise(chunk, selection)
+        for note_id in chunk:
+            examined_to = note_id
+            row = rows.get(note_id)
+            if row is not None and filters.keep(row):
+                page.rows.append(row)
+                if len(page.rows) == per_page:
+                    break
+        if len(page.rows) == per_page:
+            break
+    stopped_early = len(page.rows) == per_page and examined_to is not None and examined_to != window[-1]
+    if stopped_early:
+        page.next_after = page.last_id = examined_to
+    else:
+        page.next_after = window[-1] if more else None
+        page.last_id = window[-1] if window else None
+    page.scanned = window.index(page.last_id) + 1 if page.last_id is not None else 0
+    return page

@@ -1,0 +1,147 @@
+"""Base vs DSM: the relevance of two model versions on the same note and task, side by side and
+as a difference map (first minus second: red and hatched where the first is higher, green and
+underlined where the second is, as in the paper's Figure 2), and a summary over the corpus:
+the relative change of relevance on gold evidence spans (the paper: +37.2% after DSM).
+
+Tokenisations: a fine-tuned model keeps its parent's tokenizer, but two model versions may
+not share one. The maps are compared at character level (webapp.review.rendering): the
+difference map cuts the text at the union of both maps' token boundaries; for the gold
+relevance, the second map is projected onto the first map's tokens (length-weighted mean of its
+per-character scores) and ml.metrics is applied on the first map's tokens. With identical
+tokenisations the projection is the identity.
+
+Summary sample: the first SUMMARY_PAIRS (note, task) pairs with gold evidence (annotations in
+id order) that have maps of both versions; per pair the gold relevance is the sum of the
+normalised scores on gold tokens (ml.metrics.gold_relevance, measure "score"), aggregated by
+ml.metrics.aggregate_relative_change.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.db.models.functions import Length
+
+from ml.codec import decode_map
+from ml.metrics import aggregate_relative_change, gold_relevance, relative_change_on_gold
+from webapp.corpus.models import Annotation, Note
+from webapp.pipeline.models import RelevanceMap
+from webapp.review import rendering
+from webapp.review.noteview import gold_of
+
+SUMMARY_PAIRS = 1_000
+ANNOTATION_SCAN = 20_000
+CHANGE_BINS = [(-math.inf, -0.5, "below −50%"), (-0.5, -0.2, "−50 to −20%"), (-0.2, -0.05, "−20 to −5%"),
+               (-0.05, 0.05, "−5 to +5%"), (0.05, 0.2, "+5 to +20%"), (0.2, 0.5, "+20 to +50%"),
+               (0.5, 1.0, "+50 to +100%"), (1.0, math.inf, "above +100%")]
+
+
+@dataclass
+class NoteComparison:
+    found_first: bool = False
+    found_second: bool = False
+    same_tokens: bool = True
+    html_first: str = ""
+    html_second: str = ""
+    html_diff: str = ""
+    gold: list = field(default_factory=list)
+    annotations: list = field(default_factory=list)
+    change: float = math.nan  # relative change on gold for this note (second vs first)
+    gold_first: float = math.nan
+    gold_second: float = math.nan
+
+    @property
+    def change_percent(self) -> float:
+        return 100 * self.change
+
+
+@dataclass
+class Summary:
+    pairs: int = 0
+    undefined: int = 0
+    projected: int = 0  # pairs whose two maps had different tokenisations
+    mean_change: float = math.nan
+    ratio_of_sums_change: float = math.nan
+    histogram: list = field(default_factory=list)  # [(label, count, percent of the largest bin)]
+    limit: int = SUMMARY_PAIRS
+
+    @property
+    def mean_change_percent(self) -> float:
+        return 100 * self.mean_change
+
+    @property
+    def ratio_of_sums_percent(self) -> float:
+        return 100 * self.ratio_of_sums_change
+
+
+def _arrays(note_id, task_id, model, method, template):
+    data = (RelevanceMap.objects.filter(note_id=note_id, task_id=task_id, model_version=model, method=method,
+                                        template=template).values_list("data", flat=True).first())
+    return decode_map(data) if data is not None else None
+
+
+def compare_note(note, task, first, second, method: str, template: str) -> NoteComparison:
+    out = NoteComparison()
+    out.annotations, out.gold = gold_of(note, task)
+    a = _arrays(note.pk, task.pk, first, method, template) if first and task else None
+    b = _arrays(note.pk, task.pk, second, method, template) if second and task else None
+    out.found_first, out.found_second = a is not None, b is not None
+    text = note.text
+    for arrays, attr in ((a, "html_first"), (b, "html_second")):
+        offsets, scores = arrays if arrays is not None else ([], [])
+        setattr(out, attr, rendering.segments_html(text, rendering.segments(text, offsets, scores, (), out.gold)))
+    if a is None or b is None:
+        return out
+    out.same_tokens = rendering.same_tokens(a[0], b[0])
+    out.html_diff = rendering.diff_html(text, rendering.diff_segments(text, a[0], a[1], b[0], b[1], out.gold))
+    if out.gold:
+        projected = rendering.project_scores(b[0], b[1], a[0], len(text))
+        out.gold_first = gold_relevance(a[1], a[0], out.gold)
+        out.gold_second = gold_relevance(projected, a[0], out.gold)
+        out.change = relative_change_on_gold(a[1], projected, a[0], out.gold)
+    return out
+
+
+def corpus_summary(corpus, first, second, method: str, template: str, *, limit: int = SUMMARY_PAIRS) -> Summary:
+    summary = Summary(limit=limit)
+    gold: dict[tuple, set] = {}
+    rows = (Annotation.objects.filter(note__corpus=corpus).exclude(evidence=[]).order_by("id")
+            .values_list("note_id", "task_id", "evidence")[:ANNOTATION_SCAN])
+    for note_id, task_id, evidence in rows:
+        gold.setdefault((note_id, task_id), set()).update((int(x), int(y)) for x, y in evidence)
+    if not gold or first is None or second is None:
+        return summary
+    maps: dict[tuple, dict] = defaultdict(dict)
+    notes = sorted({n for n, _ in gold})
+    for start in range(0, len(notes), 2_000):
+        chunk = notes[start:start + 2_000]
+        for note_id, task_id, model_id, data in RelevanceMap.objects.filter(
+                note_id__in=chunk, model_version__in=[first, second], method=method, template=template).values_list(
+                "note_id", "task_id", "model_version_id", "data"):
+            if (note_id, task_id) in gold:
+                maps[(note_id, task_id)][model_id] = data
+    both = [key for key in gold if first.pk in maps.get(key, {}) and second.pk in maps.get(key, {})][:limit]
+    lengths = dict(Note.objects.filter(pk__in={n for n, _ in both}).annotate(n=Length("text")).values_list("pk", "n"))
+    gold_a, gold_b, changes = [], [], []
+    for key in both:
+        off_a, sc_a = decode_map(maps[key][first.pk])
+        off_b, sc_b = decode_map(maps[key][second.pk])
+        if not rendering.same_tokens(off_a, off_b):
+            summary.projected += 1
+        projected = rendering.project_scores(off_b, sc_b, off_a, lengths[key[0]])
+        spans = sorted(gold[key])
+        ga, gb = gold_relevance(sc_a, off_a, spans), gold_relevance(projected, off_a, spans)
+        gold_a.append(ga)
+        gold_b.append(gb)
+        if ga:
+            changes.append((gb - ga) / ga)
+    aggregate = aggregate_relative_change(gold_a, gold_b)
+    summary.pairs = aggregate["n_pairs"]
+    summary.undefined = aggregate["n_undefined"]
+    summary.mean_change = aggregate["mean_change"]
+    summary.ratio_of_sums_change = aggregate["ratio_of_sums_change"]
+    counts = [sum(1 for c in changes if low <= c < high) for low, high, _ in CHANGE_BINS]
+    top = max(counts, default=0)
+    summary.histogram = [(label, n, round(100 * n / top) if top else 0) for (_, _, label), n in zip(CHANGE_BINS, counts)]
+    return summary

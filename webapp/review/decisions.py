@@ -1,0 +1,177 @@
+"""Peak decisions: recording them (optimistic concurrency, audit), undo, conflicts between
+reviewers, and the rule that turns them into rejected spans for dataset builds.
+
+Rules
+- One row per reviewer and peak (PeakDecision's unique constraint), so two reviewers never
+  overwrite each other. A reviewer changing their own decision must send the version their page
+  showed (0 when the page showed no decision); a different version means the page is stale
+  (another tab, a second device): the change is refused with StaleDecision, which carries the
+  current row so the page can show it.
+- Undo ("u") reverts the reviewer's most recent change on the note: a new decision is deleted,
+  a changed one goes back to its previous state (one level; `previous` keeps it).
+- Conflict: decisions of different reviewers on the same or overlapping spans of one (note,
+  task, model version, method, template) whose outcomes differ (accept / reject / adjust to a
+  span). Both stay stored; the page shows all of them, who and when.
+- Rejected spans for dataset builds (`rejected_spans`, used by
+  webapp.datasets.building.rejected_char_spans): for each (note, task) and exact character span,
+  each reviewer's LATEST decision on that span counts once, whatever model version, method or
+  template it was made under (a span of the note is or is not evidence for the task, whichever
+  model pointed at it). The span is rejected when rejects are at least half of those reviewers:
+  a majority rejects, and a tie rejects too (a disputed peak stays out of training). Adjust
+  counts as keeping the peak. The builder then drops every group overlapping a rejected span.
+
+Audit: every change is an AuditEvent REVIEW_DECISION with ids, span offsets and the decision,
+never note text or the comment.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+
+from webapp.audit.log import record
+from webapp.audit.models import AuditEvent
+from webapp.review.models import PeakDecision
+
+
+class DecisionError(Exception):
+    """A decision that cannot be stored; the message is shown as written."""
+
+
+class StaleDecision(DecisionError):
+    def __init__(self, message: str, current: PeakDecision | None):
+        super().__init__(message)
+        self.current = current
+
+
+@dataclass(frozen=True)
+class PeakContext:
+    """Which map's peak: the note, task, model version, method and template."""
+
+    note: object
+    task: object
+    model: object
+    method: str
+    template: str
+
+    def filter(self) -> dict:
+        return {"note": self.note, "task": self.task, "model_version": self.model, "method": self.method,
+                "template": self.template}
+
+
+def decide(ctx: PeakContext, reviewer, *, start: int, end: int, decision: str, expected_version: int,
+           adjusted_start: int | None = None, adjusted_end: int | None = None, comment: str = "",
+           profile=None, params: dict | None = None) -> PeakDecision:
+    """Store the reviewer's decision on the peak [start, end) (see module rules)."""
+    length = len(ctx.note.text)
+    if not 0 <= start < end <= length:
+        raise DecisionError(f"The peak [{start}, {end}) is not inside this {length}-character note.")
+    if decision == PeakDecision.Decision.ADJUST:
+        if adjusted_start is None or adjusted_end is None or not 0 <= adjusted_start < adjusted_end <= length:
+            raise DecisionError("The adjusted boundaries must be a non-empty span inside the note.")
+    else:
+        adjusted_start = adjusted_end = None
+    values = {"decision": decision, "adjusted_start": adjusted_start, "adjusted_end": adjusted_end,
+              "comment": comment.strip(), "profile": profile, "params": params or {}}
+    with transaction.atomic():
+        row = (PeakDecision.objects.select_for_update()
+               .filter(**ctx.filter(), start=start, end=end, reviewer=reviewer).first())
+        if row is None:
+            if expected_version != 0:
+                raise StaleDecision("Your earlier decision on this peak was undone in another window; "
+                                    "nothing was saved. Decide again.", None)
+            try:
+                with transaction.atomic():
+                    row = PeakDecision.objects.create(**ctx.filter(), start=start, end=end, reviewer=reviewer,
+                                                      version=1, **values)
+            except IntegrityError:
+                current = PeakDecision.objects.filter(**ctx.filter(), start=start, end=end, reviewer=reviewer).first()
+                raise StaleDecision("You decided on this peak in another window a moment ago; nothing was saved. "
+                                    "Your current decision is shown.", current) from None
+            op = "create"
+        else:
+            if row.version != expected_version:
+                raise StaleDecision(
+                    f"This page was out of date: you changed this decision elsewhere (now version {row.version}, "
+                    f"the page showed version {expected_version}). Nothing was saved; your current decision is "
+                    f"shown.", row)
+            row.previous = row.state()
+            for field, value in values.items():
+                setattr(row, field, value)
+            row.version += 1
+            row.save()
+            op = "update"
+    _audit(reviewer, row, op)
+    return row
+
+
+def undo_last(reviewer, note) -> tuple[str, PeakDecision] | None:
+    """Revert the reviewer's latest change on the note; returns (what was done, the row) or None."""
+    with transaction.atomic():
+        row = (PeakDecision.objects.select_for_update().filter(reviewer=reviewer, note=note)
+               .order_by("-updated", "-id").first())
+        if row is None:
+            return None
+        if row.previous is None:
+            row_id = row.pk
+            row.delete()
+            row.pk = row_id
+            op = "undo-create"
+        else:
+            state = row.previous
+            row.decision = state["decision"]
+            row.adjusted_start, row.adjusted_end = state["adjusted_start"], state["adjusted_end"]
+            row.comment = state["comment"]
+            row.profile_id = state.get("profile")
+            row.params = state.get("params") or {}
+            row.previous = None
+            row.version += 1
+            row.save()
+            op = "undo-update"
+    _audit(reviewer, row, op)
+    return op, row
+
+
+def _audit(reviewer, row: PeakDecision, op: str) -> None:
+    record(reviewer, AuditEvent.Action.REVIEW_DECISION, row, op=op, note=row.note_id, task=row.task_id,
+           model_version=row.model_version_id, method=row.method, span=[row.start, row.end],
+           decision=row.decision,
+           adjusted=[row.adjusted_start, row.adjusted_end] if row.adjusted_start is not None else None,
+           version=row.version, profile=row.profile_id)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def decisions_on(ctx: PeakContext) -> list[PeakDecision]:
+    return list(PeakDecision.objects.filter(**ctx.filter()).select_related("reviewer").order_by("start", "updated"))
+
+
+def overlapping(decisions: Iterable[PeakDecision], start: int, end: int) -> list[PeakDecision]:
+    return [d for d in decisions if d.start < end and start < d.end]
+
+
+def is_conflict(decisions: Iterable[PeakDecision]) -> bool:
+    """Two reviewers' decisions with different outcomes."""
+    by_reviewer = {}
+    for d in decisions:
+        by_reviewer.setdefault(d.reviewer_id, set()).add(d.outcome)
+    outcomes = set().union(*by_reviewer.values()) if by_reviewer else set()
+    return len(by_reviewer) > 1 and len(outcomes) > 1
+
+
+def rejected_spans(note_ids, task_ids) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """{(note_id, task_id): [(start, end), ...]} of spans rejected under the module's rule."""
+    rows = (PeakDecision.objects.filter(note_id__in=list(note_ids), task_id__in=list(task_ids))
+            .order_by("updated", "id").values_list("note_id", "task_id", "start", "end", "reviewer_id", "decision"))
+    latest: dict[tuple, dict[int, str]] = defaultdict(dict)
+    for note_id, task_id, start, end, reviewer_id, decision in rows:
+        latest[(note_id, task_id, start, end)][reviewer_id] = decision  # ordered by time: the last one stays
+    out: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for (note_id, task_id, start, end), by_reviewer in latest.items():
+        rejects = sum(1 for d in by_reviewer.values() if d == PeakDecision.Decision.REJECT)
+        if rejects and 2 * rejects >= len(by_reviewer):
+            out[(note_id, task_id)].append((start, end))
+    return {key: sorted(spans) for key, spans in out.items()}

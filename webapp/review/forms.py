@@ -1,0 +1,163 @@
+"""Forms of the review pages: peak parameters (the sliders), decisions, profiles, validation sets."""
+from django import forms
+
+from ml.peaks import check_params
+from webapp.review.models import PeakDecision
+
+KERNEL_CHOICES = (1, 3, 5, 7, 9)
+DEFAULT_GRID = (
+    # The paper's grid (METHOD.md point 6): lower/upper x kernel sizes {1, 3}, sigma 1.0.
+    {"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4},
+    {"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.6},
+    {"kernel_size": 1, "sigma": 1.0, "lower": 0.4, "upper": 0.6},
+    {"kernel_size": 1, "sigma": 1.0, "lower": 0.5, "upper": 0.6},
+    {"kernel_size": 3, "sigma": 1.0, "lower": 0.2, "upper": 0.4},
+    {"kernel_size": 3, "sigma": 1.0, "lower": 0.2, "upper": 0.6},
+    {"kernel_size": 3, "sigma": 1.0, "lower": 0.4, "upper": 0.6},
+    {"kernel_size": 3, "sigma": 1.0, "lower": 0.5, "upper": 0.6},
+)
+
+
+def grid_text(grid) -> str:
+    return "\n".join(f"{s['kernel_size']} {s['sigma']:g} {s['lower']:g} {s['upper']:g}" for s in grid)
+
+
+def parse_grid(text: str) -> list[dict]:
+    """One setting a line: `kernel sigma lower upper`, e.g. `3 1.0 0.2 0.4`."""
+    grid, problems = [], []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.replace(",", " ").replace("/", " ").split()
+        try:
+            if len(parts) != 4:
+                raise ValueError("give four values: kernel sigma lower upper")
+            setting = {"kernel_size": int(parts[0]), "sigma": float(parts[1]), "lower": float(parts[2]),
+                       "upper": float(parts[3])}
+            check_params(**setting)
+            if setting["upper"] > 1:
+                raise ValueError("upper must be at most 1")
+        except ValueError as exc:
+            problems.append(f"line {number} ({line!r}): {exc}")
+            continue
+        if setting in grid:
+            problems.append(f"line {number}: the same setting twice")
+            continue
+        grid.append(setting)
+    if problems:
+        raise forms.ValidationError(problems)
+    if not grid:
+        raise forms.ValidationError("Give at least one setting.")
+    if len(grid) > 20:
+        raise forms.ValidationError("At most 20 settings.")
+    return grid
+
+
+class ParamsForm(forms.Form):
+    """The sliders. Every field is optional: a missing one takes the profile's value."""
+
+    k = forms.TypedChoiceField(choices=[(k, k) for k in KERNEL_CHOICES], coerce=int, required=False,
+                               label="Kernel size")
+    sigma = forms.FloatField(min_value=0.25, max_value=3.0, required=False, label="Sigma")
+    lower = forms.FloatField(min_value=0.0, max_value=1.0, required=False, label="Lower threshold")
+    upper = forms.FloatField(min_value=0.0, max_value=1.0, required=False, label="Upper threshold")
+
+    def params(self, base: dict) -> dict:
+        """The effective parameters: `base` (the profile's) overridden by the valid fields given."""
+        data = self.cleaned_data if self.is_valid() else {}
+        out = dict(base)
+        for field, key in (("k", "kernel_size"), ("sigma", "sigma"), ("lower", "lower"), ("upper", "upper")):
+            if data.get(field) not in (None, ""):
+                out[key] = data[field]
+        return out
+
+    def clean(self):
+        data = super().clean()
+        lower, upper = data.get("lower"), data.get("upper")
+        if lower is not None and upper is not None and lower > upper:
+            raise forms.ValidationError("The lower threshold must not be above the upper one.")
+        return data
+
+
+class DecisionForm(forms.Form):
+    """One decision on one peak. `version` is the reviewer's row version the page showed (0: none)."""
+
+    task = forms.IntegerField()
+    model = forms.IntegerField()
+    method = forms.CharField(max_length=20)
+    template = forms.CharField(max_length=500, strip=False)
+    profile = forms.IntegerField(required=False)
+    k = forms.IntegerField(min_value=1)
+    sigma = forms.FloatField()
+    lower = forms.FloatField(min_value=0, max_value=1)
+    upper = forms.FloatField(min_value=0, max_value=1)
+    start = forms.IntegerField(min_value=0)
+    end = forms.IntegerField(min_value=1)
+    decision = forms.ChoiceField(choices=PeakDecision.Decision.choices)
+    adjusted_start = forms.IntegerField(min_value=0, required=False)
+    adjusted_end = forms.IntegerField(min_value=1, required=False)
+    comment = forms.CharField(required=False, max_length=2000, widget=forms.Textarea)
+    version = forms.IntegerField(min_value=0)
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        if data["start"] >= data["end"]:
+            raise forms.ValidationError("The peak span is empty.")
+        if data["decision"] == PeakDecision.Decision.ADJUST:
+            a, b = data.get("adjusted_start"), data.get("adjusted_end")
+            if a is None or b is None or a >= b:
+                raise forms.ValidationError("Choose a new start before the new end to adjust a peak.")
+        else:
+            data["adjusted_start"] = data["adjusted_end"] = None
+        try:
+            check_params(data["k"], data["sigma"], data["lower"], data["upper"])
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return data
+
+    @property
+    def params(self) -> dict:
+        d = self.cleaned_data
+        return {"kernel_size": d["k"], "sigma": d["sigma"], "lower": d["lower"], "upper": d["upper"]}
+
+
+class SaveProfileForm(forms.Form):
+    name = forms.SlugField(max_length=100, help_text="An existing name gets a new version")
+    k = forms.TypedChoiceField(choices=[(k, k) for k in KERNEL_CHOICES], coerce=int)
+    sigma = forms.FloatField(min_value=0.25, max_value=3.0)
+    lower = forms.FloatField(min_value=0.0, max_value=1.0)
+    upper = forms.FloatField(min_value=0.0, max_value=1.0)
+    next = forms.CharField(required=False, max_length=2000)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("lower") is not None and data.get("upper") is not None and data["lower"] > data["upper"]:
+            raise forms.ValidationError("The lower threshold must not be above the upper one.")
+        return data
+
+    @property
+    def params(self) -> dict:
+        d = self.cleaned_data
+        return {"kernel_size": d["k"], "sigma": d["sigma"], "lower": d["lower"], "upper": d["upper"]}
+
+
+class ValidationSetForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    model = forms.IntegerField(widget=forms.HiddenInput)
+    method = forms.CharField(max_length=20, widget=forms.HiddenInput)
+    template = forms.CharField(max_length=500, strip=False, widget=forms.HiddenInput)
+    size = forms.IntegerField(min_value=1, max_value=1000, initial=100, label="Notes")
+    seed = forms.IntegerField(initial=0)
+    grid = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), initial=grid_text(DEFAULT_GRID),
+                           help_text="One setting a line: kernel sigma lower upper")
+
+    def clean_grid(self):
+        return parse_grid(self.cleaned_data["grid"])
+
+
+class AdoptForm(forms.Form):
+    name = forms.SlugField(max_length=100)
+    setting = forms.IntegerField(min_value=0)

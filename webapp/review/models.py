@@ -1,0 +1,158 @@
+"""Clinicians' review of peaks, validation rounds for threshold settings, and stored samples.
+
+PeakDecision: one row per (peak, reviewer). A peak is identified by its note, task, model
+version, method, template and its character span AS SHOWN to the reviewer; the profile and the
+exact peak parameters in effect are kept for provenance, not for identity (the same span found
+under two profiles is the same peak). Two reviewers never share a row, so neither overwrites
+the other; `version` counts a reviewer's changes to their row (optimistic concurrency: a form
+carries the version it was rendered with and a stale one is refused), `previous` keeps the row's
+state before its last change (one level of undo).
+
+ValidationSet: N (note, task) items drawn with a seed, and a grid of candidate peak settings;
+ValidationJudgement: a reviewer's yes/no ("peaks semantically reasonable for s_T") for one item
+under one setting. The notes of every validation set are held out of dataset builds
+(`webapp.review.validation.validation_note_ids`).
+
+MapSample: a deterministic sample of map ids of one (corpus, model version, method, template),
+drawn once and stored, so that the corpus preview of the tuning page reads a fixed set of maps
+instead of scanning the corpus on every slider move.
+"""
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+class PeakDecision(models.Model):
+    class Decision(models.TextChoices):
+        ACCEPT = "accept", "Accepted"
+        REJECT = "reject", "Rejected"
+        ADJUST = "adjust", "Adjusted"
+
+    note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="peak_decisions")
+    task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="peak_decisions")
+    model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT, related_name="peak_decisions")
+    method = models.CharField(max_length=20)
+    template = models.CharField(max_length=500)
+    profile = models.ForeignKey("pipeline.PeakProfile", null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="peak_decisions", help_text="The profile the page was showing")
+    params = models.JSONField(default=dict, help_text="kernel_size, sigma, lower, upper in effect when deciding")
+    start = models.PositiveIntegerField(help_text="Peak start (character offset, as shown)")
+    end = models.PositiveIntegerField(help_text="Peak end (exclusive)")
+    decision = models.CharField(max_length=10, choices=Decision.choices)
+    adjusted_start = models.PositiveIntegerField(null=True, blank=True)
+    adjusted_end = models.PositiveIntegerField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="peak_decisions")
+    version = models.PositiveIntegerField(default=1)
+    previous = models.JSONField(null=True, blank=True, help_text="The row's state before its last change (undo)")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["note", "task", "start", "reviewer"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["note", "task", "model_version", "method", "template", "start", "end", "reviewer"],
+                name="review_peakdecision_one_per_reviewer",
+            ),
+            models.CheckConstraint(condition=Q(start__lt=F("end")), name="review_peakdecision_span_nonempty"),
+            models.CheckConstraint(
+                condition=(Q(decision="adjust", adjusted_start__isnull=False, adjusted_end__isnull=False,
+                             adjusted_start__lt=F("adjusted_end"))
+                           | (~Q(decision="adjust") & Q(adjusted_start__isnull=True, adjusted_end__isnull=True))),
+                name="review_peakdecision_adjusted_span",
+            ),
+            models.CheckConstraint(condition=Q(decision__in=["accept", "reject", "adjust"]),
+                                   name="review_peakdecision_decision_valid"),
+        ]
+        indexes = [
+            models.Index(fields=["note", "task"], name="review_decision_note_task"),
+            models.Index(fields=["reviewer", "updated"], name="review_decision_reviewer"),
+            models.Index(fields=["task", "model_version"], name="review_decision_task_model"),
+        ]
+
+    def __str__(self):
+        return f"{self.reviewer_id} {self.decision} note={self.note_id} task={self.task_id} [{self.start}, {self.end})"
+
+    @property
+    def kept(self) -> bool:
+        """Accept and adjust keep the peak; reject removes it."""
+        return self.decision != self.Decision.REJECT
+
+    @property
+    def outcome(self) -> tuple:
+        """What the decision says, for comparing two reviewers: reject, accept, or adjust to a span."""
+        if self.decision == self.Decision.ADJUST:
+            return ("adjust", self.adjusted_start, self.adjusted_end)
+        return (self.decision,)
+
+    def state(self) -> dict:
+        return {"decision": self.decision, "adjusted_start": self.adjusted_start, "adjusted_end": self.adjusted_end,
+                "comment": self.comment, "profile": self.profile_id, "params": self.params}
+
+
+class ValidationSet(models.Model):
+    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.CASCADE, related_name="validation_sets")
+    model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT, related_name="+")
+    method = models.CharField(max_length=20)
+    template = models.CharField(max_length=500)
+    name = models.CharField(max_length=200)
+    seed = models.IntegerField(default=0)
+    size = models.PositiveIntegerField(default=100)
+    items = models.JSONField(help_text="[[note_id, task_id], ...] in judging order")
+    grid = models.JSONField(help_text="[{kernel_size, sigma, lower, upper}, ...] candidate settings")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created"]
+        constraints = [models.CheckConstraint(condition=~Q(name=""), name="review_validationset_name_not_blank")]
+
+    def __str__(self):
+        return f"{self.name} ({len(self.items)} notes)"
+
+    @property
+    def note_ids(self) -> list[int]:
+        return [int(note_id) for note_id, _ in self.items]
+
+
+class ValidationJudgement(models.Model):
+    validation_set = models.ForeignKey(ValidationSet, on_delete=models.CASCADE, related_name="judgements")
+    note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="+")
+    setting = models.PositiveSmallIntegerField(help_text="Index into the set's grid")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    reasonable = models.BooleanField()
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["validation_set", "note", "setting"]
+        constraints = [
+            models.UniqueConstraint(fields=["validation_set", "note", "task", "setting", "reviewer"],
+                                    name="review_judgement_one_per_reviewer"),
+        ]
+
+    def __str__(self):
+        return f"set {self.validation_set_id} note {self.note_id} setting {self.setting}: {self.reasonable}"
+
+
+class MapSample(models.Model):
+    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.CASCADE, related_name="+")
+    model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.CASCADE, related_name="+")
+    method = models.CharField(max_length=20)
+    template = models.CharField(max_length=500)
+    seed = models.IntegerField(default=0)
+    size = models.PositiveIntegerField()
+    population = models.PositiveIntegerField(help_text="Matching maps when the sample was drawn")
+    map_ids = models.JSONField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["corpus", "model_version", "method", "template", "seed", "size"],
+                                    name="review_mapsample_unique"),
+        ]
+
+    def __str__(self):
+        return f"sample of {len(self.map_ids)} / {self.population} maps"

@@ -1,0 +1,267 @@
+"""A note's text with its relevance, peaks and gold evidence, as segments and as HTML.
+
+Pure (numpy and the standard library, no Django): the note view, the live tuning, the
+validation round and the comparison all render through here.
+
+`segments(text, offsets, scores, peaks, gold)` cuts the text at every token boundary, peak
+boundary and gold boundary, so each segment lies in at most one token, one peak and is wholly
+in or out of gold evidence. Characters no token covers (whitespace between tokens, text the
+map does not reach) get no score. Where tokens overlap (a character split into byte tokens),
+the later token wins. The concatenated segment texts are the note text exactly.
+
+`segments_html` writes them as HTML: the text HTML-escaped and nothing else added, so the
+element's text content is the note as written (whitespace and newlines kept by CSS
+`white-space: pre-wrap`); colour classes `r0`..`r7` (LEVELS bins of the score over [0, 1]),
+`g` for gold evidence, and each peak wrapped in one `<mark class="peak">` whose number is
+drawn by CSS from `data-n` (a pseudo-element, not text).
+
+Two maps of the same note may come from different tokenisers. `diff_segments` compares them
+at character level: every character takes the score of the token covering it in each map, the
+text is cut at the union of both maps' token boundaries (and gold boundaries), and each
+segment carries both scores and their signed difference (first minus second).
+`project_scores` puts a map onto another map's tokens (length-weighted mean of the source's
+per-character scores; characters no source token covers count 0), so token-level metrics of
+ml.metrics apply to two tokenisations.
+"""
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+Span = tuple[int, int]
+
+LEVELS = 8  # colour bins of a relevance score in [0, 1]: r0 = [0, 1/8), ..., r7 = [7/8, 1]
+DIFF_LEVELS = 4  # bins of |first - second| per side, beyond the neutral band
+DIFF_NEUTRAL = 0.05  # |difference| below this is drawn neutral
+# A colour-blind-safe single-hue ramp (ColorBrewer Blues, light end first); the two darkest
+# bins take white text (contrast >= 4.5:1 for both text colours). Mirrored in review.css.
+PALETTE = ("#ffffff", "#eef5fc", "#dbe9f6", "#c2d9ee", "#a0cae3", "#74b0d8", "#4a8fc6", "#2c6fad")
+DARK_LEVELS = frozenset({7})
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    start: int
+    end: int
+    score: float | None  # relevance of the covering token; None where no token covers the text
+    level: int | None  # colour bin of the score
+    peak: int | None  # index of the peak holding the segment
+    gold: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DiffSegment:
+    start: int
+    end: int
+    first: float | None
+    second: float | None
+    level: int  # -DIFF_LEVELS..DIFF_LEVELS: > 0 where the first map is higher, < 0 where the second is
+    gold: bool
+
+
+def score_level(score: float) -> int:
+    """Colour bin of a score; scores are clipped to [0, 1]."""
+    if not math.isfinite(score):
+        return 0
+    return min(LEVELS - 1, max(0, int(score * LEVELS)))
+
+
+def diff_level(difference: float) -> int:
+    """Signed bin of first - second: 0 inside the neutral band, else 1..DIFF_LEVELS by size."""
+    size = abs(difference)
+    if not math.isfinite(size) or size < DIFF_NEUTRAL:
+        return 0
+    bin_ = min(DIFF_LEVELS, 1 + int((min(size, 1.0) - DIFF_NEUTRAL) / ((1 - DIFF_NEUTRAL) / DIFF_LEVELS)))
+    return bin_ if difference > 0 else -bin_
+
+
+def legend() -> list[dict]:
+    """The colour scale: level, lower and upper score, colour."""
+    return [{"level": k, "low": k / LEVELS, "high": (k + 1) / LEVELS, "colour": PALETTE[k]} for k in range(LEVELS)]
+
+
+def diff_legend() -> list[dict]:
+    """The difference scale, strongest 'first higher' first."""
+    step = (1 - DIFF_NEUTRAL) / DIFF_LEVELS
+    out = []
+    for k in range(DIFF_LEVELS, 0, -1):
+        out.append({"level": k, "css": f"dA{k}", "low": DIFF_NEUTRAL + (k - 1) * step, "high": DIFF_NEUTRAL + k * step,
+                    "side": "first"})
+    out.append({"level": 0, "css": "d0", "low": 0.0, "high": DIFF_NEUTRAL, "side": "neither"})
+    for k in range(1, DIFF_LEVELS + 1):
+        out.append({"level": -k, "css": f"dB{k}", "low": DIFF_NEUTRAL + (k - 1) * step,
+                    "high": DIFF_NEUTRAL + k * step, "side": "second"})
+    return out
+
+
+# ---------------------------------------------------------------- characters
+
+
+def char_owner(offsets, n_chars: int) -> np.ndarray:
+    """Index of the token covering each character (-1: none). Offsets past the text are cut."""
+    owner = np.full(n_chars, -1, np.int64)
+    off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    for t, (s, e) in enumerate(off.tolist()):
+        if e > s:
+            owner[max(s, 0):min(e, n_chars)] = t
+    return owner
+
+
+def char_scores(offsets, scores, n_chars: int) -> tuple[np.ndarray, np.ndarray]:
+    """(score per character (0 where no token), covered mask)."""
+    owner = char_owner(offsets, n_chars)
+    values = np.asarray(scores, dtype=np.float64)
+    covered = owner >= 0
+    out = np.zeros(n_chars)
+    out[covered] = values[owner[covered]]
+    return out, covered
+
+
+def project_scores(offsets_src, scores_src, offsets_dst, n_chars: int) -> np.ndarray:
+    """Scores of the source map on the destination map's tokens (see module doc)."""
+    per_char, _ = char_scores(offsets_src, scores_src, n_chars)
+    cumulative = np.concatenate(([0.0], np.cumsum(per_char)))
+    dst = np.clip(np.asarray(offsets_dst, dtype=np.int64).reshape(-1, 2), 0, n_chars)
+    widths = dst[:, 1] - dst[:, 0]
+    sums = cumulative[dst[:, 1]] - cumulative[dst[:, 0]]
+    return np.divide(sums, widths, out=np.zeros(len(dst)), where=widths > 0)
+
+
+def same_tokens(offsets_a, offsets_b) -> bool:
+    a, b = np.asarray(offsets_a).reshape(-1, 2), np.asarray(offsets_b).reshape(-1, 2)
+    return a.shape == b.shape and bool((a == b).all())
+
+
+def _clip(spans: Sequence[Span], n: int) -> list[Span]:
+    out = []
+    for a, b in spans:
+        a, b = max(0, int(a)), min(n, int(b))
+        if a < b:
+            out.append((a, b))
+    return out
+
+
+def _span_index(spans: Sequence[Span], n: int) -> np.ndarray:
+    index = np.full(n, -1, np.int64)
+    for i, (a, b) in enumerate(spans):
+        index[a:b] = i
+    return index
+
+
+def _cuts(n: int, *arrays_and_spans) -> list[int]:
+    cuts = {0, n}
+    for item in arrays_and_spans:
+        if isinstance(item, np.ndarray):
+            if item.size > 1:
+                cuts.update((np.flatnonzero(item[1:] != item[:-1]) + 1).tolist())
+        else:
+            for a, b in item:
+                cuts.update((a, b))
+    return sorted(cuts)
+
+
+# ---------------------------------------------------------------- one map
+
+
+def segments(text: str, offsets, scores, peaks: Sequence[Span] = (), gold: Sequence[Span] = ()) -> list[Segment]:
+    """Segments of the note (see module doc). `peaks` and `gold` are character spans; peaks
+    must not overlap each other (peaks_service merges them); gold spans may overlap."""
+    n = len(text)
+    owner = char_owner(offsets, n)
+    peaks = _clip(peaks, n)
+    gold = _clip(gold, n)
+    peak_of = _span_index(peaks, n)
+    gold_mask = np.zeros(n, bool)
+    for a, b in gold:
+        gold_mask[a:b] = True
+    values = np.asarray(scores, dtype=np.float64).tolist()
+    owner_list, peak_list, gold_list = owner.tolist(), peak_of.tolist(), gold_mask.tolist()
+    bounds = _cuts(n, owner, peak_of, gold_mask)
+    out = []
+    for a, b in zip(bounds, bounds[1:]):
+        if a == b:
+            continue
+        t = owner_list[a]
+        score = values[t] if t >= 0 else None
+        p = peak_list[a]
+        out.append(Segment(a, b, score, score_level(score) if score is not None else None,
+                           p if p >= 0 else None, gold_list[a]))
+    return out
+
+
+def segments_html(text: str, segs: Sequence[Segment], *, peak_classes: Sequence[str] = (), titles: bool = True) -> str:
+    """HTML of the segments (see module doc). `peak_classes[i]` is added to peak i's mark
+    (e.g. its review state)."""
+    escape = html.escape
+    out: list[str] = []
+    open_peak = None
+    for s in segs:
+        if s.peak != open_peak:
+            if open_peak is not None:
+                out.append("</mark>")
+            if s.peak is not None:
+                extra = peak_classes[s.peak] if s.peak < len(peak_classes) else ""
+                out.append(f'<mark class="peak {extra}" id="peak-{s.peak}" data-peak="{s.peak}" data-n="{s.peak + 1}" '
+                           f'tabindex="-1">')
+            open_peak = s.peak
+        piece = escape(text[s.start:s.end], quote=False)
+        classes = []
+        if s.level is not None:
+            classes.append(f"r{s.level}")
+        if s.gold:
+            classes.append("g")
+        if classes:
+            title = f' title="{s.score:.2f}"' if titles and s.score is not None else ""
+            out.append(f'<span class="{" ".join(classes)}"{title}>{piece}</span>')
+        else:
+            out.append(piece)
+    if open_peak is not None:
+        out.append("</mark>")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- two maps
+
+
+def diff_segments(text: str, offsets_a, scores_a, offsets_b, scores_b, gold: Sequence[Span] = ()) -> list[DiffSegment]:
+    """Character-level comparison of two maps of one note (see module doc)."""
+    n = len(text)
+    owner_a, owner_b = char_owner(offsets_a, n), char_owner(offsets_b, n)
+    gold = _clip(gold, n)
+    gold_mask = np.zeros(n, bool)
+    for a, b in gold:
+        gold_mask[a:b] = True
+    va = np.asarray(scores_a, dtype=np.float64).tolist()
+    vb = np.asarray(scores_b, dtype=np.float64).tolist()
+    oa, ob, gl = owner_a.tolist(), owner_b.tolist(), gold_mask.tolist()
+    out = []
+    bounds = _cuts(n, owner_a, owner_b, gold_mask)
+    for a, b in zip(bounds, bounds[1:]):
+        if a == b:
+            continue
+        first = va[oa[a]] if oa[a] >= 0 else None
+        second = vb[ob[a]] if ob[a] >= 0 else None
+        level = 0 if first is None and second is None else diff_level((first or 0.0) - (second or 0.0))
+        out.append(DiffSegment(a, b, first, second, level, gl[a]))
+    return out
+
+
+def diff_html(text: str, segs: Sequence[DiffSegment]) -> str:
+    escape = html.escape
+    out = []
+    for s in segs:
+        piece = escape(text[s.start:s.end], quote=False)
+        if s.first is None and s.second is None and not s.gold:
+            out.append(piece)
+            continue
+        css = "d0" if s.level == 0 else (f"dA{s.level}" if s.level > 0 else f"dB{-s.level}")
+        if s.gold:
+            css += " g"
+        a = "-" if s.first is None else f"{s.first:.2f}"
+        b = "-" if s.second is None else f"{s.second:.2f}"
+        out.append(f'<span class="{css}" title="{a} vs {b}">{piece}</span>')
+    return "".join(out)

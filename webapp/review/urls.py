@@ -1,0 +1,24 @@
+from django.urls import path
+
+from webapp.review import views
+
+app_name = "review"
+urlpatterns = [
+    path("", views.index, name="index"),
+    path("reports/", views.report, name="report"),
+    path("profiles/save/", views.save_profile, name="save_profile"),
+    path("<int:corpus_id>/", views.note_list, name="notes"),
+    path("<int:corpus_id>/queue/", views.review_queue, name="queue"),
+    path("<int:corpus_id>/preview/", views.preview, name="preview"),
+    path("<int:corpus_id>/preview/redraw/", views.redraw_sample, name="redraw_sample"),
+    path("<int:corpus_id>/compare/summary/", views.compare_summary, name="compare_summary"),
+    path("<int:corpus_id>/validation/", views.validation_list, name="validation_list"),
+    path("<int:corpus_id>/notes/<int:note_id>/", views.note_view, name="note"),
+    path("<int:corpus_id>/notes/<int:note_id>/decide/", views.decide, name="decide"),
+    path("<int:corpus_id>/notes/<int:note_id>/undo/", views.undo, name="undo"),
+    path("<int:corpus_id>/notes/<int:note_id>/compare/", views.compare, name="compare"),
+    path("validation/<int:set_id>/", views.validation_round, name="validation_round"),
+    path("validation/<int:set_id>/judge/", views.validation_judge, name="validation_judge"),
+    path("validation/<int:set_id>/results/", views.validation_results, name="validation_results"),
+    path("validation/<int:set_id>/adopt/", views.validation_adopt, name="validation_adopt"),
+]

@@ -1,0 +1,236 @@
+"""Choosing peak thresholds the paper's way (METHOD.md point 6): clinicians look at the peaks of N
+held-out notes under each setting of a grid and say whether they are semantically reasonable
+for s_T; the setting with the most reasonable notes is recommended.
+
+- Drawing: N (note, task) items with distinct notes, drawn with the seed from a stored random
+  sample of the selection's maps (webapp.review.tuning.sample_for, 4 N maps or more), each note
+  with the task of its sampled map. Stored in ValidationSet.items, in judging order.
+- Held out: the notes of every validation set of a corpus are returned by
+  `validation_note_ids(corpus_id)`; dataset builds must leave them out (the builder calls it;
+  see the review README), so the thresholds are not chosen on training notes.
+- Judging: item by item, setting by setting, blind (the page shows "highlight 3 of 8", not the
+  numbers). Settings whose peaks are identical on a note are judged once: the answer is recorded
+  for each of them.
+- Tally: per (item, setting), the majority of the reviewers who judged it decides whether it is
+  reasonable (a tie is not reasonable). The recommended setting has the most reasonable notes;
+  ties go to the setting listed first in the grid. Where the item has gold evidence spans, the
+  automatic agreement is shown beside it: micro-averaged token F1 of the word-extended peaks
+  against gold tokens (ml.metrics.peak_token_prf) and the mean relevance mass ratio on gold vs
+  uniform (ml.metrics.relevance_mass_ratio) of the smoothed scores.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import transaction
+
+from ml.codec import decode_map
+from ml.metrics import PRF, peak_token_prf, relevance_mass_ratio
+from ml.peaks import smooth
+from webapp.audit.log import record
+from webapp.audit.models import AuditEvent
+from webapp.corpus.models import Annotation, Note, Task
+from webapp.pipeline.models import RelevanceMap
+from webapp.pipeline.peaks_service import peaks_of_arrays
+from webapp.review import rendering, tuning
+from webapp.review.models import ValidationJudgement, ValidationSet
+
+
+class ValidationSetError(Exception):
+    """A validation set that cannot be drawn; the message is shown as written."""
+
+
+def validation_note_ids(corpus_id: int) -> set[int]:
+    """Notes of the corpus held out for threshold validation: dataset builds must skip them."""
+    ids: set[int] = set()
+    for items in ValidationSet.objects.filter(corpus_id=corpus_id).values_list("items", flat=True):
+        ids.update(int(note_id) for note_id, _ in items)
+    return ids
+
+
+def draw(corpus, selection, *, name: str, size: int, seed: int, grid: list[dict], actor) -> ValidationSet:
+    sample = tuning.sample_for(corpus, selection, size=max(tuning.SAMPLE_SIZE, 4 * size), seed=seed)
+    if sample is None:
+        raise ValidationSetError("No relevance maps for this model version, method and template in this corpus.")
+    order = np.random.default_rng(seed).permutation(len(sample.map_ids)).tolist()
+    pairs = dict((pk, (n, t)) for pk, n, t in RelevanceMap.objects.filter(pk__in=sample.map_ids)
+                 .values_list("pk", "note_id", "task_id"))
+    items, seen = [], set()
+    for k in order:
+        note_id, task_id = pairs.get(sample.map_ids[k], (None, None))
+        if note_id is None or note_id in seen:
+            continue
+        seen.add(note_id)
+        items.append([note_id, task_id])
+        if len(items) == size:
+            break
+    vset = ValidationSet.objects.create(corpus=corpus, model_version=selection.model, method=selection.method,
+                                        template=selection.template, name=name, seed=seed, size=size, items=items,
+                                        grid=grid, created_by=actor)
+    record(actor, AuditEvent.Action.REVIEW_DECISION, vset, kind="validation_set", items=len(items),
+           settings=len(grid), seed=seed)
+    return vset
+
+
+# ---------------------------------------------------------------- judging
+
+
+@dataclass
+class Item:
+    position: int  # 0-based index of the item
+    note: Note
+    task: Task
+    setting: int
+    html: str
+    peaks: int
+    same_as: list  # other settings with identical peaks on this note
+    found: bool
+
+
+def _arrays(vset, note_id, task_id):
+    data = (RelevanceMap.objects.filter(note_id=note_id, task_id=task_id, model_version=vset.model_version,
+                                        method=vset.method, template=vset.template)
+            .values_list("data", flat=True).first())
+    return decode_map(data) if data is not None else None
+
+
+def spans_per_setting(vset, note, arrays) -> list[tuple]:
+    """The word-extended character spans of the note's peaks under each setting of the grid."""
+    if arrays is None:
+        return [() for _ in vset.grid]
+    return [peaks_of_arrays([(None, note.pk, 0)], [arrays], {note.pk: note.text}, setting)[0].char_spans
+            for setting in vset.grid]
+
+
+def next_item(vset, reviewer) -> tuple[int, int, int, int] | None:
+    """(position, note_id, task_id, setting) of the first item and setting not judged yet."""
+    judged = set(ValidationJudgement.objects.filter(validation_set=vset, reviewer=reviewer)
+                 .values_list("note_id", "task_id", "setting"))
+    for position, (note_id, task_id) in enumerate(vset.items):
+        for setting in range(len(vset.grid)):
+            if (note_id, task_id, setting) not in judged:
+                return position, note_id, task_id, setting
+    return None
+
+
+def item(vset, position: int, setting: int) -> Item:
+    note_id, task_id = vset.items[position]
+    note = Note.objects.get(pk=note_id)
+    task = Task.objects.get(pk=task_id)
+    arrays = _arrays(vset, note_id, task_id)
+    spans = spans_per_setting(vset, note, arrays)
+    gold = sorted({(a, b) for ev in Annotation.objects.filter(note=note, task=task).values_list("evidence", flat=True)
+                   for a, b in ev or []})
+    offsets, scores = arrays if arrays is not None else ([], [])
+    segs = rendering.segments(note.text, offsets, scores, spans[setting], gold)
+    same = [s for s in range(len(vset.grid)) if s != setting and spans[s] == spans[setting]]
+    return Item(position, note, task, setting, rendering.segments_html(note.text, segs), len(spans[setting]), same,
+                arrays is not None)
+
+
+def judge(vset, reviewer, *, position: int, setting: int, reasonable: bool) -> list[int]:
+    """Record the answer for the item under `setting` and every setting with identical peaks on
+    that note not yet judged by the reviewer; returns the settings recorded."""
+    if not 0 <= position < len(vset.items) or not 0 <= setting < len(vset.grid):
+        raise ValidationSetError("No such item or setting in this validation set.")
+    note_id, task_id = vset.items[position]
+    note = Note.objects.get(pk=note_id)
+    spans = spans_per_setting(vset, note, _arrays(vset, note_id, task_id))
+    already = set(ValidationJudgement.objects.filter(validation_set=vset, reviewer=reviewer, note_id=note_id,
+                                                     task_id=task_id).values_list("setting", flat=True))
+    settings = [setting] + [s for s in range(len(vset.grid))
+                            if s != setting and s not in already and spans[s] == spans[setting]]
+    with transaction.atomic():
+        for s in settings:
+            ValidationJudgement.objects.update_or_create(
+                validation_set=vset, note_id=note_id, task_id=task_id, setting=s, reviewer=reviewer,
+                defaults={"reasonable": reasonable})
+    record(reviewer, AuditEvent.Action.REVIEW_DECISION, vset, kind="validation", note=note_id, task=task_id,
+           settings=settings, reasonable=reasonable)
+    return settings
+
+
+# ---------------------------------------------------------------- tally
+
+
+@dataclass
+class SettingTally:
+    index: int
+    params: dict
+    judged: int = 0  # items with at least one judgement
+    reasonable: int = 0  # items the majority found reasonable
+    gold_items: int = 0
+    f1: float = math.nan
+    mass_ratio: float = math.nan
+    recommended: bool = False
+
+
+def tally(vset) -> tuple[list[SettingTally], SettingTally | None]:
+    """Per setting: judged and reasonable notes, automatic agreement with gold; the recommendation."""
+    rows = [SettingTally(i, s) for i, s in enumerate(vset.grid)]
+    votes: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])  # (note, task, setting) -> [yes, no]
+    for note_id, task_id, setting, reasonable in ValidationJudgement.objects.filter(validation_set=vset).values_list(
+            "note_id", "task_id", "setting", "reasonable"):
+        votes[(note_id, task_id, setting)][0 if reasonable else 1] += 1
+    for (_, _, setting), (yes, no) in votes.items():
+        if setting < len(rows):
+            rows[setting].judged += 1
+            rows[setting].reasonable += yes > no
+    _agreement(vset, rows)
+    best = None
+    for row in rows:
+        if row.judged and (best is None or row.reasonable > best.reasonable):
+            best = row
+    if best is not None:
+        best.recommended = True
+    return rows, best
+
+
+def _agreement(vset, rows: list[SettingTally]) -> None:
+    items = {(n, t) for n, t in vset.items}
+    gold: dict[tuple, set] = defaultdict(set)
+    for note_id, task_id, evidence in Annotation.objects.filter(
+            note_id__in={n for n, _ in items}).exclude(evidence=[]).values_list("note_id", "task_id", "evidence"):
+        if (note_id, task_id) in items:
+            gold[(note_id, task_id)].update((int(a), int(b)) for a, b in evidence)
+    if not gold:
+        return
+    maps = list(RelevanceMap.objects.filter(note_id__in={n for n, _ in gold}, model_version=vset.model_version,
+                                            method=vset.method, template=vset.template)
+                .values_list("note_id", "task_id", "data"))
+    maps = [(n, t, decode_map(d)) for n, t, d in maps if (n, t) in gold]
+    if not maps:
+        return
+    texts = dict(Note.objects.filter(pk__in={n for n, _, _ in maps}).values_list("pk", "text"))
+    keys = [(None, n, t) for n, t, _ in maps]
+    arrays = [a for _, _, a in maps]
+    for row in rows:
+        prf, ratios = PRF(0, 0, 0), []
+        for peaks, (note_id, task_id, (offsets, scores)) in zip(peaks_of_arrays(keys, arrays, texts, row.params), maps):
+            spans = sorted(gold[(note_id, task_id)])
+            prf = prf + peak_token_prf(peaks.word_spans, offsets, spans)
+            try:
+                ratios.append(relevance_mass_ratio(
+                    smooth(scores, kernel_size=row.params["kernel_size"], sigma=row.params["sigma"]), offsets, spans))
+            except ValueError:
+                pass
+        row.gold_items = len(maps)
+        row.f1 = prf.f1
+        finite = [r for r in ratios if not math.isnan(r)]
+        row.mass_ratio = sum(finite) / len(finite) if finite else math.nan
+
+
+def adopt(vset, setting: int, name: str, actor):
+    """Make a setting of the set a PeakProfile (a new version if the name exists)."""
+    if not 0 <= setting < len(vset.grid):
+        raise ValidationSetError("No such setting in this validation set.")
+    return tuning.save_profile(name, dict(vset.grid[setting]), actor)
+
+
+def progress(vset, reviewer) -> tuple[int, int]:
+    """(judgements the reviewer made, judgements a full round needs)."""
+    done = ValidationJudgement.objects.filter(validation_set=vset, reviewer=reviewer).count()
+    return done, len(vset.items) * len(vset.grid)

@@ -1,0 +1,311 @@
+"""Review pages. Each view: an access helper (403/404), one domain call, render or redirect.
+
+htmx requests get the fragment they target (`template#partial`); every page also works as a
+plain link or form without JavaScript.
+"""
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from webapp.accounts.roles import Capability, capability_required, has_capability
+from webapp.corpus.models import Corpus
+from webapp.pipeline.models import ModelVersion, PeakProfile
+from webapp.review import (access, actions, browse, comparison, noteview, queue, rendering, reports, selection, tuning,
+                           validation)
+from webapp.review.forms import KERNEL_CHOICES, AdoptForm, DecisionForm, SaveProfileForm, ValidationSetForm
+
+
+def _note_url(note, sel, **changes) -> str:
+    query = sel.query(**changes)
+    return reverse("review:note", args=[note.corpus_id, note.pk]) + (f"?{query}" if query else "")
+
+
+def _note_context(request, note, sel, panel, notice=None) -> dict:
+    return {
+        "nav": "review", "note": note, "corpus": note.corpus, "sel": sel, "panel": panel, "notice": notice,
+        "can_review": has_capability(request.user, Capability.REVIEW),
+        "can_tune": any(has_capability(request.user, c) for c in access.TUNE),
+        "profiles": PeakProfile.objects.order_by("name", "-version"), "kernels": KERNEL_CHOICES,
+        "legend": rendering.legend(), "save_form": SaveProfileForm(initial={"name": "reviewed"}),
+        "here": request.get_full_path(),
+    }
+
+
+# ---------------------------------------------------------------- browsing
+
+
+@capability_required(Capability.VIEW)
+def index(request):
+    return render(request, "review/index.html", {"nav": "review", "corpora": Corpus.objects.order_by("name"),
+                                                 "mine": request.user.peak_decisions.count()})
+
+
+def note_list(request, corpus_id):
+    corpus = access.corpus_for(request.user, corpus_id)
+    sel = selection.for_corpus(corpus, request.GET)
+    filters = browse.Filters.from_query(request.GET)
+    page = browse.browse(corpus, sel, filters, request.GET.get("after"))
+    context = {"nav": "review", "corpus": corpus, "sel": sel, "filters": filters, "page": page,
+               "states": browse.STATES, "scan": browse.SCAN, "query": _without(request.GET, "after"),
+               "profiles": PeakProfile.objects.order_by("name", "-version")}
+    template = "review/note_list.html#note-rows" if request.htmx and request.htmx.target == "more-notes" \
+        else "review/note_list.html"
+    return render(request, template, context)
+
+
+def note_view(request, corpus_id, note_id):
+    note = access.note_for(request.user, corpus_id, note_id)
+    sel = selection.for_note(note, request.GET)
+    panel = noteview.build_panel(note, sel, request.user)
+    template = "review/note.html#panel" if request.htmx and request.htmx.target == "note-panel" else "review/note.html"
+    return render(request, template, _note_context(request, note, sel, panel))
+
+
+def review_queue(request, corpus_id):
+    corpus = access.corpus_for(request.user, corpus_id, Capability.REVIEW)
+    sel = selection.for_corpus(corpus, request.GET)
+    result = queue.next_pair(corpus, sel, request.user, _pair(request.GET.get("after")))
+    if result.pair is not None:
+        note_id, task_id = result.pair
+        query = sel.query(task=task_id)
+        return redirect(reverse("review:note", args=[corpus.pk, note_id]) + f"?{query}")
+    return render(request, "review/queue.html", {"nav": "review", "corpus": corpus, "sel": sel, "result": result})
+
+
+# ---------------------------------------------------------------- decisions
+
+
+@require_POST
+def decide(request, corpus_id, note_id):
+    note = access.note_for(request.user, corpus_id, note_id, Capability.REVIEW)
+    form = DecisionForm(request.POST)
+    outcome = actions.submit(note, form, request.user)
+    return _after_change(request, note, outcome)
+
+
+@require_POST
+def undo(request, corpus_id, note_id):
+    note = access.note_for(request.user, corpus_id, note_id, Capability.REVIEW)
+    outcome = actions.undo(note, request.user)
+    return _after_change(request, note, outcome)
+
+
+def _after_change(request, note, outcome):
+    """htmx: the panel with the outcome's message (409 for a stale page). Plain form: redirect
+    back to the note (or the full page with the message when refused)."""
+    sel = selection.for_note(note, request.POST)
+    if not request.htmx and outcome.status == 200:
+        messages.add_message(request, outcome.level, outcome.message)
+        return redirect(_note_url(note, sel))
+    panel = noteview.build_panel(note, sel, request.user)
+    template = "review/note.html#panel" if request.htmx else "review/note.html"
+    return render(request, template, _note_context(request, note, sel, panel, outcome), status=outcome.status)
+
+
+# ---------------------------------------------------------------- tuning
+
+
+def preview(request, corpus_id):
+    corpus = access.corpus_for(request.user, corpus_id)
+    sel = selection.for_corpus(corpus, request.GET)
+    sample = tuning.sample_for(corpus, sel)
+    result = tuning.preview(sample, sel.params) if sample is not None else None
+    template = "review/preview.html" if request.htmx else "review/preview_page.html"
+    return render(request, template, {"nav": "review", "corpus": corpus, "sel": sel, "preview": result,
+                                      "can_tune": any(has_capability(request.user, c) for c in access.TUNE)})
+
+
+@require_POST
+def redraw_sample(request, corpus_id):
+    corpus = access.tuning_corpus_for(request.user, corpus_id)
+    sel = selection.for_corpus(corpus, request.POST)
+    tuning.sample_for(corpus, sel, redraw=True)
+    return redirect(_safe_next(request, reverse("review:notes", args=[corpus.pk])))
+
+
+@require_POST
+def save_profile(request):
+    access.require_any(request.user, access.TUNE)
+    form = SaveProfileForm(request.POST)
+    back = _safe_next(request, reverse("review:index"))
+    if not form.is_valid():
+        messages.error(request, "The profile was not saved: " + "; ".join(
+            message for errors in form.errors.values() for message in errors))
+        return redirect(back)
+    profile = tuning.save_profile(form.cleaned_data["name"], form.params, request.user)
+    messages.success(request, f"Saved peak profile {profile} (kernel {profile.kernel_size}, σ {profile.sigma:g}, "
+                              f"lower {profile.lower:g}, upper {profile.upper:g}).")
+    return redirect(_with_profile(back, profile))
+
+
+# ---------------------------------------------------------------- validation
+
+
+def validation_list(request, corpus_id):
+    corpus = access.corpus_for(request.user, corpus_id)
+    sel = selection.for_corpus(corpus, request.POST or request.GET)
+    form = ValidationSetForm(request.POST or None, initial={
+        "name": f"{corpus.name}-validation", "model": sel.model.pk if sel.model else None, "method": sel.method,
+        "template": sel.template})
+    if request.method == "POST":
+        corpus = access.tuning_corpus_for(request.user, corpus_id)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                vset = validation.draw(corpus, sel, name=data["name"], size=data["size"], seed=data["seed"],
+                                       grid=data["grid"], actor=request.user)
+            except validation.ValidationSetError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Drew {len(vset.items)} notes; they are held out of dataset builds.")
+                return redirect("review:validation_round", vset.pk)
+    sets = corpus.validation_sets.select_related("model_version", "created_by")
+    return render(request, "review/validation_list.html", {"nav": "review", "corpus": corpus, "sel": sel,
+                                                           "form": form, "sets": sets})
+
+
+def validation_round(request, set_id):
+    vset = access.validation_set_for(request.user, set_id)
+    if not has_capability(request.user, Capability.REVIEW):
+        return redirect("review:validation_results", vset.pk)
+    nxt = validation.next_item(vset, request.user)
+    if nxt is None:
+        return redirect("review:validation_results", vset.pk)
+    item = validation.item(vset, nxt[0], nxt[3])
+    done, total = validation.progress(vset, request.user)
+    context = {"nav": "review", "vset": vset, "item": item, "done": done, "total": total,
+               "settings": len(vset.grid), "legend": rendering.legend()}
+    template = "review/validation_round.html#round" if request.htmx else "review/validation_round.html"
+    return render(request, template, context)
+
+
+@require_POST
+def validation_judge(request, set_id):
+    vset = access.validation_set_for(request.user, set_id, Capability.REVIEW)
+    try:
+        validation.judge(vset, request.user, position=int(request.POST["position"]),
+                         setting=int(request.POST["setting"]), reasonable=request.POST.get("answer") == "yes")
+    except (KeyError, ValueError, validation.ValidationSetError) as exc:
+        messages.error(request, f"Not recorded: {exc}")
+    return redirect("review:validation_round", vset.pk)
+
+
+def validation_results(request, set_id):
+    vset = access.validation_set_for(request.user, set_id)
+    rows, best = validation.tally(vset)
+    done, total = validation.progress(vset, request.user)
+    adopt_form = AdoptForm(initial={"name": f"validated-{vset.pk}", "setting": best.index if best else 0})
+    return render(request, "review/validation_results.html", {
+        "nav": "review", "vset": vset, "rows": rows, "best": best, "done": done, "total": total,
+        "adopt_form": adopt_form, "can_tune": any(has_capability(request.user, c) for c in access.TUNE),
+        "can_review": has_capability(request.user, Capability.REVIEW)})
+
+
+@require_POST
+def validation_adopt(request, set_id):
+    vset = access.tuning_set_for(request.user, set_id)
+    form = AdoptForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Give the profile a name (letters, digits, - and _).")
+        return redirect("review:validation_results", vset.pk)
+    try:
+        profile = validation.adopt(vset, form.cleaned_data["setting"], form.cleaned_data["name"], request.user)
+    except validation.ValidationSetError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Peak profile {profile} created from setting {form.cleaned_data['setting'] + 1}.")
+    return redirect("review:validation_results", vset.pk)
+
+
+# ---------------------------------------------------------------- comparison and reports
+
+
+def compare(request, corpus_id, note_id):
+    note = access.note_for(request.user, corpus_id, note_id)
+    sel = selection.for_note(note, request.GET)
+    first, second = _pair_of_models(sel, request.GET)
+    result = comparison.compare_note(note, sel.task, first, second, sel.method, sel.template) if sel.task else None
+    return render(request, "review/compare.html", {
+        "nav": "review", "note": note, "corpus": note.corpus, "sel": sel, "first": first, "second": second,
+        "result": result, "legend": rendering.legend(), "diff_legend": rendering.diff_legend()})
+
+
+def compare_summary(request, corpus_id):
+    corpus = access.corpus_for(request.user, corpus_id)
+    sel = selection.for_corpus(corpus, request.GET)
+    first, second = _pair_of_models(sel, request.GET)
+    summary = comparison.corpus_summary(corpus, first, second, sel.method, sel.template)
+    template = "review/compare.html#summary" if request.htmx else "review/compare_summary.html"
+    return render(request, template, {"nav": "review", "corpus": corpus, "sel": sel, "first": first,
+                                      "second": second, "summary": summary})
+
+
+@capability_required(Capability.VIEW)
+def report(request):
+    corpus = Corpus.objects.filter(pk=_int(request.GET.get("corpus"))).first()
+    model = ModelVersion.objects.filter(pk=_int(request.GET.get("model"))).first()
+    method = request.GET.get("method") or None
+    rows = reports.task_reports(corpus, model, method)
+    return render(request, "review/report.html", {
+        "nav": "review", "rows": rows, "corpus": corpus, "model": model, "method": method,
+        "corpora": Corpus.objects.order_by("name"), "models": ModelVersion.objects.order_by("name")})
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _pair(value):
+    """'note:task' -> (note, task)."""
+    try:
+        note_id, task_id = str(value).split(":")
+        return int(note_id), int(task_id)
+    except (TypeError, ValueError):
+        return None
+
+
+def _without(query, *names) -> str:
+    copy = query.copy()
+    for name in names:
+        copy.pop(name, None)
+    return copy.urlencode()
+
+
+def _safe_next(request, default: str) -> str:
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+        return target
+    return default
+
+
+def _with_profile(url: str, profile) -> str:
+    """The URL with profile=<new> and without slider overrides (they are the profile now)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k not in ("profile", "k", "sigma", "lower", "upper")]
+    query.append(("profile", str(profile.pk)))
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def _pair_of_models(sel, query):
+    """The two model versions to compare: ?a= and ?b=, else the selection's model and another
+    model with maps for the note (its child first, e.g. the DSM model trained from it)."""
+    models = {m.pk: m for m in ModelVersion.objects.all()}
+    first = models.get(_int(query.get("a"))) or sel.model
+    second = models.get(_int(query.get("b")))
+    if second is None:
+        others = [m for m in sel.models if first is None or m.pk != first.pk]
+        second = next((m for m in others if first and m.parent_id == first.pk), others[0] if others else None)
+    if first is None and second is None:
+        raise Http404("No model version")
+    return first, second

@@ -1,0 +1,256 @@
+"""Run configurations: the sections of each run kind, validation in plain words, flattening, diff.
+
+A run's `config` is a dict of sections, each the `asdict()` of one dataclass with every default
+filled in, so the stored configuration is complete:
+
+    dsm, cpt       {"train": CausalLMConfig}
+    sft            {"train": SFTConfig, "sft": SFTOptions, "evaluation": EvaluationOptions}
+    heads          {"heads": HeadConfig, "features": FeatureOptions, "evaluation": EvaluationOptions}
+    prompting      {"prompting": PromptingConfig, "evaluation": EvaluationOptions}
+    self_learning  {"train": SFTConfig, "sft": SFTOptions, "unlabeled": UnlabeledOptions,
+                    "evaluation": EvaluationOptions}
+
+The ml.training configs carry the paper's values as defaults; the small option classes below
+are the web app's own. `build_config(kind, overrides)` returns the full config and a dict of
+problems ({"train.lr": "The learning rate must be greater than 0."}); nothing is launched
+while there is one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from dataclasses import dataclass
+
+from webapp.training.models import RunKind
+
+
+@dataclass
+class EvaluationOptions:
+    n_resamples: int = 1000  # bootstrap resamples for the 95% confidence intervals
+    seed: int = 0  # seed of the bootstrap
+
+
+@dataclass
+class FeatureOptions:
+    batch_size: int = 8  # items per forward pass when computing the frozen model's hidden states
+
+
+@dataclass
+class SFTOptions:
+    mask_token: str = ""  # blank: the model family's mask token (else "<mask>")
+    predict_batch_size: int = 8
+
+
+@dataclass
+class UnlabeledOptions:
+    corpus: str = ""  # corpus name of the unlabeled notes; blank: the split's corpus
+    notes: int = 200  # unlabeled notes the SFT teacher labels (notes of the split are never used)
+    tasks_per_note: int = 9  # tasks sampled per note (0: every task of the split), as in the paper
+    seed: int = 0
+
+
+def section_classes(kind: str) -> dict[str, type]:
+    from ml import training as ml_training
+
+    evaluation = {"evaluation": EvaluationOptions}
+    return {
+        RunKind.DSM: {"train": ml_training.CausalLMConfig},
+        RunKind.CPT: {"train": ml_training.CausalLMConfig},
+        RunKind.SFT: {"train": ml_training.SFTConfig, "sft": SFTOptions, **evaluation},
+        RunKind.HEADS: {"heads": ml_training.HeadConfig, "features": FeatureOptions, **evaluation},
+        RunKind.PROMPTING: {"prompting": ml_training.PromptingConfig, **evaluation},
+        RunKind.SELF_LEARNING: {"train": ml_training.SFTConfig, "sft": SFTOptions, "unlabeled": UnlabeledOptions,
+                                **evaluation},
+    }[RunKind(kind)]
+
+
+MAIN_SECTION = {RunKind.HEADS: "heads", RunKind.PROMPTING: "prompting"}  # the others: "train"
+
+LABELS = {
+    "lr": "learning rate", "finetune": "fine-tuning", "adam_eps": "AdamW epsilon", "lora_r": "LoRA r",
+    "lora_alpha": "LoRA alpha", "lora_dropout": "LoRA dropout", "max_steps": "maximum steps",
+    "n_resamples": "number of bootstrap resamples", "tasks_per_note": "tasks per note",
+}
+CHOICES = {
+    "finetune": ("full", "lora"),
+    "precision": ("auto", "bf16", "fp32"),
+    "scheduler": ("cosine", "linear", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial"),
+}
+POSITIVE = {"epochs", "lr", "adam_eps", "lora_alpha"}
+AT_LEAST_ONE = {"effective_batch_size", "micro_batch_size", "lora_r", "checkpoint_every", "hidden", "batch_size",
+                "variants", "n_resamples", "predict_batch_size", "notes", "max_steps"}
+FRACTION = {"warmup_ratio", "lora_dropout", "dropout"}  # 0 <= value < 1
+NON_NEGATIVE = {"weight_decay", "tasks_per_note", "shots"}
+MAX_SHOTS = 8
+MAX_LENGTH_RANGE = (16, 131_072)
+
+
+def label(name: str) -> str:
+    return LABELS.get(name, name.replace("_", " "))
+
+
+def build_config(kind: str, overrides: dict | None = None) -> tuple[dict, dict[str, str]]:
+    """(full config, problems). Unknown sections or keys are problems, as are wrong types and
+    values outside their range; the returned config holds every default."""
+    classes = section_classes(kind)
+    overrides = overrides or {}
+    problems: dict[str, str] = {}
+    if not isinstance(overrides, dict):
+        return {}, {"config": "The configuration must be an object of sections, e.g. {\"train\": {\"lr\": 4e-5}}."}
+    for name in sorted(set(overrides) - set(classes)):
+        problems[name] = (f"Unknown section {name!r} for a {RunKind(kind).label} run; "
+                          f"its sections are {', '.join(classes)}.")
+    config = {}
+    for name, cls in classes.items():
+        values = overrides.get(name) or {}
+        if not isinstance(values, dict):
+            problems[name] = f"Section {name!r} must be an object of settings."
+            continue
+        section, section_problems = _section(name, cls, values)
+        problems.update(section_problems)
+        config[name] = section
+    if not problems:
+        problems.update(_cross_checks(config))
+    return config, problems
+
+
+def seed_of(kind: str, config: dict) -> int:
+    return int(config.get(MAIN_SECTION.get(RunKind(kind), "train"), {}).get("seed", 0))
+
+
+def flatten(config: dict) -> dict[str, object]:
+    """{"train.lr": 4e-5, ...} in section order."""
+    return {f"{section}.{key}": value for section, values in config.items() for key, value in (values or {}).items()}
+
+
+def diff(a: dict, b: dict) -> list[tuple[str, object, object]]:
+    """Keys (dotted, sorted) whose values differ between two flat dicts; a missing key is None."""
+    keys = sorted(set(a) | set(b))
+    return [(key, a.get(key), b.get(key)) for key in keys if not _same(a.get(key), b.get(key))]
+
+
+def _same(x, y) -> bool:
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y))
+    if numbers:
+        return math.isclose(x, y, rel_tol=1e-12, abs_tol=0.0)
+    return type(x) is type(y) and x == y
+
+
+def _section(name: str, cls, values: dict) -> tuple[dict, dict[str, str]]:
+    problems = {}
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for key in sorted(set(values) - set(fields)):
+        problems[f"{name}.{key}"] = f"Unknown setting {key!r} in section {name!r}; its settings are {', '.join(fields)}."
+    hints = _hints(cls)
+    clean = {}
+    for key, value in values.items():
+        if key not in fields:
+            continue
+        value, problem = _typed(key, value, hints.get(key), fields[key])
+        if problem:
+            problems[f"{name}.{key}"] = problem
+        else:
+            clean[key] = value
+    if problems:
+        return {}, problems
+    try:
+        instance = cls.from_dict(clean) if hasattr(cls, "from_dict") else cls(**clean)
+    except (TypeError, ValueError) as exc:
+        return {}, {name: f"Section {name!r}: {exc}"}
+    section = dataclasses.asdict(instance)
+    for key, value in section.items():
+        problem = _range_problem(key, value)
+        if problem:
+            problems[f"{name}.{key}"] = problem
+    return section, problems
+
+
+def field_types(cls) -> dict[str, set]:
+    """{setting: the Python types it accepts (NoneType when it may be empty)}."""
+    hints = _hints(cls)
+    return {f.name: _base_types(hints.get(f.name), f) for f in dataclasses.fields(cls)}
+
+
+def _hints(cls) -> dict:
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - fall back to the defaults' types
+        return {}
+
+
+def _typed(key: str, value, hint, field) -> tuple[object, str]:
+    """Coerce a JSON value to the field's type where that is lossless; else a problem."""
+    expected = _base_types(hint, field)
+    if value is None:
+        return (None, "") if type(None) in expected or not expected else (None, f"The {label(key)} cannot be empty.")
+    if bool in expected:
+        if isinstance(value, bool):
+            return value, ""
+        return None, f"The {label(key)} must be true or false."
+    if isinstance(value, bool):
+        return None, f"The {label(key)} must be a number, not true/false." if {int, float} & expected else \
+            f"The {label(key)} has the wrong type."
+    if int in expected and float not in expected:
+        if isinstance(value, int):
+            return value, ""
+        if isinstance(value, float) and value.is_integer():
+            return int(value), ""
+        return None, f"The {label(key)} must be a whole number."
+    if float in expected:
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            return float(value), ""
+        return None, f"The {label(key)} must be a number."
+    if str in expected:
+        if isinstance(value, str):
+            return value, ""
+        return None, f"The {label(key)} must be a text."
+    return value, ""
+
+
+def _base_types(hint, field) -> set:
+    if hint is None:
+        default = field.default if field.default is not dataclasses.MISSING else None
+        return {type(default)} if default is not None else set()
+    origin = typing.get_origin(hint)
+    if origin is typing.Literal:
+        return {type(arg) for arg in typing.get_args(hint)}
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        types = set()
+        for arg in typing.get_args(hint):
+            types |= {type(None)} if arg is type(None) else _base_types(arg, field)
+        return types
+    return {hint} if isinstance(hint, type) else set()
+
+
+def _range_problem(key: str, value) -> str:
+    name = label(key)
+    if value is None:
+        return ""
+    if key in CHOICES and value not in CHOICES[key]:
+        return f"The {name} must be one of {', '.join(CHOICES[key])}; got {value!r}."
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return ""
+    if key in POSITIVE and not value > 0:
+        return f"The {name} must be greater than 0."
+    if key in AT_LEAST_ONE and value < 1:
+        return f"The {name} must be at least 1."
+    if key in FRACTION and not 0 <= value < 1:
+        return f"The {name} must be at least 0 and below 1 (a fraction)."
+    if key in NON_NEGATIVE and value < 0:
+        return f"The {name} cannot be negative."
+    if key == "shots" and value > MAX_SHOTS:
+        return f"At most {MAX_SHOTS} shots (the paper compares 0-shot and 2-shot)."
+    if key == "max_length" and not MAX_LENGTH_RANGE[0] <= value <= MAX_LENGTH_RANGE[1]:
+        return f"The maximum length must be between {MAX_LENGTH_RANGE[0]} and {MAX_LENGTH_RANGE[1]:,} tokens."
+    return ""
+
+
+def _cross_checks(config: dict) -> dict[str, str]:
+    problems = {}
+    train = config.get("train")
+    if train and train["effective_batch_size"] % train["micro_batch_size"]:
+        problems["train.effective_batch_size"] = (
+            f"The effective batch size ({train['effective_batch_size']}) must be a multiple of the micro-batch "
+            f"size ({train['micro_batch_size']}): each optimizer step accumulates whole micro-batches.")
+    return problems

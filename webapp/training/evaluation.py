@@ -1,0 +1,151 @@
+"""Evaluate a run's test predictions and keep them: per-task F1, Macro F1 with its 95% bootstrap
+CI, held-out tasks separately (ml.training.evaluate), predictions as RunPrediction rows.
+
+Stored on the run (`TrainingRun.results`, plus the summary columns used by lists and tables):
+
+    {"macro_f1": {"estimate": .., "low": .., "high": ..},     # over the tasks that are not held out
+     "per_task": {slug: f1},                                   # every task, held-out ones included
+     "held_out": {"macro_f1": {...} | None, "tasks": [slugs]},
+     "n_test": int, "n_resamples": int,
+     "variants": [summary, ...]                                # prompting: one per variant; the
+                                                               # top level is their average
+     "ml": EvalResult.to_dict()}                               # as ml.training reported it
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterator
+
+from webapp.corpus.models import Note, Task
+from webapp.training import splits
+from webapp.training.models import RunPrediction, TrainingRun
+
+WRITE_BATCH = 5_000
+EXPORT_FIELDS = ("note", "task", "variant", "gold", "predicted")
+
+
+def evaluate_and_store(run: TrainingRun, items: list, predictions: list[list[str]], reporter) -> dict:
+    """Evaluate each prediction list (one per variant), store every prediction, and return the
+    fields to save on the run."""
+    from ml.training import evaluate
+
+    options = run.config.get("evaluation", {})
+    held_out = splits.held_out_tasks(run.split)
+    reporter.set_phase("evaluate", label="evaluating on the test items", total_steps=len(predictions))
+    summaries = []
+    for done, variant in enumerate(predictions, 1):
+        result = evaluate(items, variant, n_resamples=options.get("n_resamples", 1000),
+                          seed=options.get("seed", 0), held_out=held_out)
+        summaries.append({**summarise(result, held_out), "ml": _jsonable(result.to_dict())})
+        reporter.count(done, len(predictions))
+    summary = summaries[0] if len(summaries) == 1 else {**average(summaries), "variants": summaries}
+    summary.update(n_test=len(items), n_resamples=options.get("n_resamples", 1000))
+    store_predictions(run, items, predictions)
+    macro = summary["macro_f1"] or {}
+    held = (summary["held_out"] or {}).get("macro_f1") or {}
+    reporter.log(f"Macro F1 {_pct(macro.get('estimate'))} (95% CI {_pct(macro.get('low'))}-{_pct(macro.get('high'))})"
+                 f" on {len(items)} test items" + (f"; held-out tasks {_pct(held.get('estimate'))}" if held else "")
+                 + ".")
+    return {"results": summary, "macro_f1": macro.get("estimate"), "macro_f1_low": macro.get("low"),
+            "macro_f1_high": macro.get("high"), "held_out_macro_f1": held.get("estimate")}
+
+
+def summarise(result, held_out: set[str]) -> dict:
+    """Our stored shape from an ml.training.EvalResult (see the module doc)."""
+    per_task = {task: _f(value) for task, value in dict(result.per_task).items()}
+    held = getattr(result, "held_out", None)
+    return {
+        "macro_f1": _ci(result.macro_f1),
+        "per_task": dict(sorted(per_task.items())),
+        "held_out": {"macro_f1": _ci(held) if held is not None else None, "tasks": sorted(held_out & set(per_task))},
+    }
+
+
+def average(summaries: list[dict]) -> dict:
+    """Prompting variants: the mean of each figure over the variants (the paper averages the
+    per-variant Macro F1s; the CI bounds are averaged the same way)."""
+    def mean(values):
+        values = [v for v in values if v is not None and not math.isnan(v)]
+        return sum(values) / len(values) if values else None
+
+    def mean_ci(cis):
+        cis = [c for c in cis if c]
+        if not cis:
+            return None
+        return {key: mean([c[key] for c in cis]) for key in ("estimate", "low", "high")}
+
+    tasks = sorted({task for s in summaries for task in s["per_task"]})
+    return {
+        "macro_f1": mean_ci([s["macro_f1"] for s in summaries]),
+        "per_task": {task: mean([s["per_task"].get(task) for s in summaries]) for task in tasks},
+        "held_out": {"macro_f1": mean_ci([s["held_out"]["macro_f1"] for s in summaries]),
+                     "tasks": summaries[0]["held_out"]["tasks"]},
+    }
+
+
+def store_predictions(run: TrainingRun, items: list, predictions: list[list[str]]) -> int:
+    """Replace the run's predictions (a run evaluated again keeps one set)."""
+    RunPrediction.objects.filter(run=run).delete()
+    notes = dict(Note.objects.filter(corpus=run.split.corpus, external_id__in={i.note_id for i in items})
+                 .values_list("external_id", "pk"))
+    tasks = dict(Task.objects.filter(slug__in={i.task for i in items}).values_list("slug", "pk"))
+    rows = [RunPrediction(run=run, note_id=notes[item.note_id], task_id=tasks[item.task], variant=variant,
+                          gold=item.label, predicted=str(predicted)[:200])
+            for variant, values in enumerate(predictions) for item, predicted in zip(items, values, strict=True)]
+    RunPrediction.objects.bulk_create(rows, batch_size=WRITE_BATCH)
+    return len(rows)
+
+
+def prediction_rows(run: TrainingRun) -> Iterator[dict]:
+    rows = (RunPrediction.objects.filter(run=run).order_by("variant", "note__external_id", "task__slug")
+            .values_list("note__external_id", "task__slug", "variant", "gold", "predicted"))
+    for values in rows.iterator(chunk_size=WRITE_BATCH):
+        yield dict(zip(EXPORT_FIELDS, values))
+
+
+def stream_csv(run: TrainingRun) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=EXPORT_FIELDS)
+    writer.writeheader()
+    for row in prediction_rows(run):
+        writer.writerow(row)
+        if buffer.tell() > 64_000:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def stream_jsonl(run: TrainingRun) -> Iterator[str]:
+    for row in prediction_rows(run):
+        yield json.dumps(row, ensure_ascii=False) + "\n"
+
+
+def _ci(value) -> dict | None:
+    """{"estimate", "low", "high"} from a CI named tuple, a dict, or a bare number."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return {key: _f(value.get(key)) for key in ("estimate", "low", "high")}
+    if isinstance(value, (int, float)):
+        return {"estimate": _f(value), "low": None, "high": None}
+    estimate, low, high = (getattr(value, key, None) for key in ("estimate", "low", "high"))
+    return {"estimate": _f(estimate), "low": _f(low), "high": _f(high)}
+
+
+def _f(value):
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def _pct(value) -> str:
+    return "—" if value is None else f"{100 * value:.1f}"
+
+
+def _jsonable(value):
+    return json.loads(json.dumps(value, default=lambda o: o._asdict() if hasattr(o, "_asdict") else str(o)))

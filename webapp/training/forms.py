@@ -1,0 +1,97 @@
+"""The launch form: a preset, the inputs of its run kind, and every setting of its configuration.
+
+The settings are form fields built from the configuration dataclasses of the preset's kind
+(webapp.training.configs), named "<section>__<setting>", with the preset's values (the paper's)
+as initial values. Validation is the domain's (`RunSpec.problems()`); its problems are shown on
+the fields they concern.
+"""
+from __future__ import annotations
+
+from django import forms
+
+from webapp.corpus.models import Corpus
+from webapp.datasets.models import DatasetVersion
+from webapp.pipeline.models import JobStatus, ModelVersion
+from webapp.training import configs, presets
+from webapp.training.models import CAUSAL_KINDS, LabeledSplit
+from webapp.training.runs import RunSpec
+
+SEP = "__"
+
+
+class LaunchForm(forms.Form):
+    preset = forms.ChoiceField(choices=[(key, p.label) for key, p in presets.PRESETS.items()],
+                               widget=forms.HiddenInput)
+    name = forms.CharField(max_length=200, required=False, help_text="Optional; shown in lists and tables")
+    model_version = forms.ModelChoiceField(ModelVersion.objects.all(), label="Model version",
+                                           help_text="The model to train or evaluate (a trained model too)")
+    dataset = forms.ModelChoiceField(DatasetVersion.objects.filter(status=JobStatus.DONE), required=False,
+                                     label="Dataset version", help_text="Finished datasets only")
+    split = forms.ModelChoiceField(LabeledSplit.objects.select_related("corpus"), required=False,
+                                   label="Labeled split", help_text="Reuse a stored split (same test items)")
+    split_corpus = forms.ModelChoiceField(Corpus.objects.all(), required=False, label="…or split this corpus",
+                                          help_text="Its gold annotations; a split with the same seed and share is "
+                                                    "reused")
+    split_seed = forms.IntegerField(initial=0, label="Split seed")
+    split_test_ratio = forms.FloatField(initial=0.15, label="Test share", help_text="The paper: 0.15")
+
+    def __init__(self, data=None, *, preset: str = "dsm-full"):
+        if data is not None:
+            preset = data.get("preset", preset)
+        self.preset_obj = presets.PRESETS.get(preset) or presets.PRESETS["dsm-full"]
+        super().__init__(data, initial={"preset": self.preset_obj.key})
+        self.kind = self.preset_obj.kind
+        self.fields["model_version"].initial = ModelVersion.objects.filter(is_default=True).first()
+        if self.kind in CAUSAL_KINDS:
+            for name in ("split", "split_corpus", "split_seed", "split_test_ratio"):
+                del self.fields[name]
+            self.fields["dataset"].required = True
+        else:
+            del self.fields["dataset"]
+        self.sections = {}
+        for section, values in self.preset_obj.config().items():
+            self.sections[section] = []
+            types = configs.field_types(configs.section_classes(self.kind)[section])
+            for setting, accepted in types.items():
+                name = f"{section}{SEP}{setting}"
+                self.fields[name] = _field(setting, accepted, values[setting])
+                self.sections[section].append(name)
+
+    def section_fields(self):
+        """[(section, [bound fields])] for the template."""
+        return [(section, [self[name] for name in names]) for section, names in self.sections.items()]
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        spec = self.spec()
+        for key, problem in spec.problems().items():
+            field = key.replace(".", SEP)
+            self.add_error(field if field in self.fields else None, problem)
+        return data
+
+    def spec(self) -> RunSpec:
+        data = self.cleaned_data
+        overrides = {section: {name.split(SEP, 1)[1]: data.get(name) for name in names}
+                     for section, names in self.sections.items()}
+        return RunSpec(kind=self.kind, preset=self.preset_obj.key, name=data.get("name", ""),
+                       model_version=data["model_version"], dataset=data.get("dataset"), split=data.get("split"),
+                       split_corpus=data.get("split_corpus"), split_seed=data.get("split_seed") or 0,
+                       split_test_ratio=data.get("split_test_ratio") or 0.15, config=overrides)
+
+
+def _field(setting: str, types: set, initial) -> forms.Field:
+    label = configs.label(setting).capitalize()
+    optional = type(None) in types
+    if setting in configs.CHOICES:
+        return forms.ChoiceField(choices=[(c, c) for c in configs.CHOICES[setting]], initial=initial, label=label)
+    if bool in types:
+        return forms.BooleanField(required=False, initial=initial, label=label)
+    if int in types and float not in types:
+        return forms.IntegerField(required=not optional, initial=initial, label=label,
+                                  help_text="Empty: no limit" if optional else "")
+    if float in types:
+        return forms.FloatField(required=not optional, initial=initial, label=label,
+                                widget=forms.NumberInput(attrs={"step": "any"}))
+    return forms.CharField(required=False, initial=initial, label=label, strip=False)

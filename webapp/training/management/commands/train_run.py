@@ -1,0 +1,51 @@
+"""Execute one training run in this process: `python manage.py train_run RUN_ID`.
+
+Made for multi-GPU training: start it through a launcher, every rank runs this command and
+calls the same trainer, only rank 0 (RANK=0) claims the run and writes progress and results:
+
+    accelerate launch --num_processes 8 manage.py train_run 42
+    torchrun --nproc-per-node 8 manage.py train_run 42
+
+A Celery training worker with TRAINING_LAUNCHER set does this itself (it claims the run and
+passes --claimed). Distributed launches support the kinds dsm, cpt and sft; other kinds run on
+rank 0 only.
+"""
+import os
+
+from django.core.management.base import BaseCommand, CommandError
+
+from webapp.training import execution, runs
+from webapp.training.models import RunKind, TrainingRun
+
+DISTRIBUTED_KINDS = (RunKind.DSM, RunKind.CPT, RunKind.SFT)
+
+
+class Command(BaseCommand):
+    help = "Execute one training run here (under accelerate launch / torchrun for several GPUs)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("run_id", type=int)
+        parser.add_argument("--claimed", action="store_true",
+                            help="the run was already claimed by the worker that started this launch")
+
+    def handle(self, *args, run_id, claimed, **options):
+        main = execution.is_main_process()
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        run = TrainingRun.objects.select_related("model_version", "dataset", "split__corpus").filter(pk=run_id).first()
+        if run is None:
+            raise CommandError(f"There is no run {run_id}.")
+        if world > 1 and run.kind not in DISTRIBUTED_KINDS and not main:
+            return
+        if claimed:
+            attempt = os.environ.get("DSM_RUN_ATTEMPT")
+            if attempt and int(attempt) != run.attempts:
+                raise CommandError(f"Run {run_id} was taken over by another attempt.")
+        elif main:
+            run = runs.claim(run_id, worker=f"train_run@{os.uname().nodename}")
+            if run is None:
+                raise CommandError(f"Run {run_id} is not queued (or it is running with a live worker).")
+        outcome = execution.execute(run, write=main)
+        if main:
+            self.stdout.write(f"run {run_id}: {outcome}")
+            if outcome != "done":
+                raise CommandError(f"run {run_id} ended {outcome}")

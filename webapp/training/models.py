@@ -1,0 +1,201 @@
+"""Training runs, the labeled splits they are evaluated on, and what a run leaves behind.
+
+A TrainingRun is one Celery task on the "training" queue (`workers.training.run_training`):
+DSM-style training on a DatasetVersion (kinds dsm and cpt; random-mask and one-peak ablations
+are kind dsm on a dataset built in that mode), or downstream adaptation and evaluation on a
+LabeledSplit (kinds sft, heads, prompting, self_learning). Its full configuration, seed, code
+version and library versions are stored on it; its progress lives in a few columns that the
+worker updates (`webapp.training.reporting`), its loss / learning-rate curve in RunMetric rows,
+its log in RunLog rows (never note text), its predictions in RunPrediction rows.
+
+A LabeledSplit freezes the 85/15 train/test split of a corpus's gold items (one item per
+annotated (note, task)), so every run of a comparison sees the same one. Its annotations are
+protected: a note or annotation used by a split cannot be deleted while the split exists.
+"""
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from webapp.pipeline.models import JobStatus
+
+ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING)
+
+
+class RunKind(models.TextChoices):
+    DSM = "dsm", "Masked-span training (DSM, random mask, one peak)"
+    CPT = "cpt", "Continual pretraining (unmasked notes)"
+    SFT = "sft", "LoRA SFT (one multi-task model)"
+    HEADS = "heads", "Classification heads on the frozen model (CH)"
+    PROMPTING = "prompting", "Prompting (0-shot / 2-shot)"
+    SELF_LEARNING = "self_learning", "Synthetic-label self-learning (SFT)"
+
+
+#: Kinds that train a causal LM on a DatasetVersion (and register the result as a ModelVersion).
+CAUSAL_KINDS = (RunKind.DSM, RunKind.CPT)
+#: Kinds that fit / evaluate on a LabeledSplit.
+LABELED_KINDS = (RunKind.SFT, RunKind.HEADS, RunKind.PROMPTING, RunKind.SELF_LEARNING)
+
+
+class LabeledSplit(models.Model):
+    """A stored train/test split of a corpus's gold items, seeded, at note-item level."""
+
+    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.PROTECT, related_name="splits")
+    seed = models.IntegerField(default=0)
+    test_ratio = models.FloatField(default=0.15)
+    tasks = models.JSONField(default=list, help_text="slugs of the tasks whose gold items it holds, sorted")
+    train_count = models.PositiveIntegerField(default=0)
+    test_count = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created"]
+        constraints = [
+            models.CheckConstraint(condition=Q(test_ratio__gt=0, test_ratio__lt=1),
+                                   name="training_split_ratio_between_0_and_1"),
+        ]
+
+    def __str__(self):
+        return f"split {self.pk} of {self.corpus} (seed {self.seed}, test {self.test_ratio:g})"
+
+
+class SplitItem(models.Model):
+    class Part(models.TextChoices):
+        TRAIN = "train", "Train"
+        TEST = "test", "Test"
+
+    split = models.ForeignKey(LabeledSplit, on_delete=models.CASCADE, related_name="items")
+    annotation = models.ForeignKey("corpus.Annotation", on_delete=models.PROTECT, related_name="+")
+    part = models.CharField(max_length=5, choices=Part.choices)
+
+    class Meta:
+        ordering = ["split", "id"]
+        constraints = [models.UniqueConstraint(fields=["split", "annotation"], name="training_splititem_unique")]
+        indexes = [models.Index(fields=["split", "part"], name="training_splititem_part")]
+
+    def __str__(self):
+        return f"split {self.split_id} {self.part}: annotation {self.annotation_id}"
+
+
+class TrainingRun(models.Model):
+    name = models.CharField(max_length=200, blank=True)
+    kind = models.CharField(max_length=20, choices=RunKind.choices)
+    preset = models.CharField(max_length=40, blank=True, help_text="the preset the form started from")
+    model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT, related_name="training_runs",
+                                      help_text="the model trained or evaluated")
+    dataset = models.ForeignKey("datasets.DatasetVersion", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="training_runs", help_text="kinds dsm and cpt")
+    split = models.ForeignKey(LabeledSplit, null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="runs", help_text="kinds sft, heads, prompting, self_learning")
+    config = models.JSONField(default=dict, help_text="the full configuration, by section (see presets.py)")
+    seed = models.IntegerField(default=0)
+
+    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
+    phase = models.CharField(max_length=60, blank=True, help_text="what the worker is doing now")
+    step = models.PositiveIntegerField(default=0)
+    total_steps = models.PositiveIntegerField(default=0)
+    epoch = models.FloatField(null=True, blank=True)
+    loss = models.FloatField(null=True, blank=True)
+    lr = models.FloatField(null=True, blank=True)
+    tokens_per_s = models.FloatField(null=True, blank=True)
+    eta_s = models.FloatField(null=True, blank=True)
+    checkpoint_step = models.PositiveIntegerField(null=True, blank=True, help_text="step of the last checkpoint")
+    heartbeat = models.DateTimeField(null=True, blank=True, help_text="last sign of life from the worker")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True)
+    output_dir = models.CharField(max_length=1000, blank=True)
+
+    produced_model = models.OneToOneField("pipeline.ModelVersion", null=True, blank=True, on_delete=models.SET_NULL,
+                                          related_name="produced_by_run")
+    results = models.JSONField(default=dict, blank=True, help_text="evaluation (see webapp.training.evaluation)")
+    macro_f1 = models.FloatField(null=True, blank=True)
+    macro_f1_low = models.FloatField(null=True, blank=True)
+    macro_f1_high = models.FloatField(null=True, blank=True)
+    held_out_macro_f1 = models.FloatField(null=True, blank=True)
+    provenance = models.JSONField(default=dict, blank=True,
+                                  help_text="code version, library versions, python, host, device")
+    code_version = models.CharField(max_length=64, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created = models.DateTimeField(auto_now_add=True)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=[k.value for k in CAUSAL_KINDS], dataset__isnull=False)
+                                   | Q(kind__in=[k.value for k in LABELED_KINDS], split__isnull=False),
+                                   name="training_run_has_its_input"),
+            models.CheckConstraint(condition=Q(step__lte=F("total_steps")) | Q(total_steps=0),
+                                   name="training_run_step_le_total"),
+        ]
+
+    def __str__(self):
+        return f"run {self.pk} ({self.get_kind_display()}, {self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE
+
+    @property
+    def percent(self) -> int:
+        return min(100, int(100 * self.step / self.total_steps)) if self.total_steps else 0
+
+    @property
+    def title(self) -> str:
+        return self.name or f"Run {self.pk}"
+
+
+class RunMetric(models.Model):
+    """One optimizer step (or head-training epoch) of a run: the loss / learning-rate curve."""
+
+    run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="metrics")
+    phase = models.CharField(max_length=20, default="train", help_text="train, teacher, student, heads")
+    step = models.PositiveIntegerField()
+    epoch = models.FloatField(null=True, blank=True)
+    loss = models.FloatField(null=True, blank=True)
+    lr = models.FloatField(null=True, blank=True)
+    tokens_per_s = models.FloatField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "phase", "step"]
+        constraints = [models.UniqueConstraint(fields=["run", "phase", "step"], name="training_runmetric_unique")]
+
+    def __str__(self):
+        return f"run {self.run_id} {self.phase} step {self.step}"
+
+
+class RunLog(models.Model):
+    """A line of a run's log as shown on its page: ids, counts and settings, never note text."""
+
+    run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="logs")
+    level = models.CharField(max_length=10, default="info")
+    message = models.CharField(max_length=500)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+
+    def __str__(self):
+        return f"run {self.run_id} {self.level}: {self.message[:60]}"
+
+
+class RunPrediction(models.Model):
+    """A test item's gold label and predicted label (prompting: one row per variant)."""
+
+    run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="predictions")
+    note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="+")
+    variant = models.PositiveSmallIntegerField(default=0)
+    gold = models.CharField(max_length=200)
+    predicted = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["run", "variant", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "variant", "note", "task"],
+                                               name="training_prediction_unique")]
+
+    def __str__(self):
+        return f"run {self.run_id} note {self.note_id} task {self.task_id}: {self.predicted}"

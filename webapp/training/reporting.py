@@ -1,0 +1,131 @@
+"""The worker's side of a run's progress: ml.training callbacks -> a few columns and rows.
+
+`Reporter.on_progress(event)` receives ml.training.ProgressEvent (step, total_steps, epoch,
+loss, lr, tokens_per_s, eta_s, message) at every optimizer step: each becomes a RunMetric row
+(the loss / lr chart), buffered and written at most every FLUSH_SECONDS together with the
+run's current figures and heartbeat, in one UPDATE guarded by the attempt number (a worker that
+lost the run writes nothing). Metric rows are upserted on (run, phase, step), so a step seen
+again after a resume replaces its row instead of duplicating it.
+
+`Reporter.should_stop()` reads the run's status at most every POLL_SECONDS: True once someone
+pressed Cancel (status cancelling), or once this attempt no longer holds the run.
+
+Messages are ids, counts and settings only; a message from ml is cut to MAX_MESSAGE characters.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+from django.db.models.functions import Now
+
+from webapp.pipeline.models import JobStatus
+from webapp.training.models import RunLog, RunMetric, TrainingRun
+
+log = logging.getLogger(__name__)
+
+FLUSH_SECONDS = 1.0
+POLL_SECONDS = 1.0
+MAX_MESSAGE = 300
+
+
+class Reporter:
+    def __init__(self, run: TrainingRun, *, write: bool = True, clock=time.monotonic):
+        self.run = run
+        self.write = write  # False on the non-main ranks of a distributed launch
+        self.clock = clock
+        self.phase = "train"
+        self._pending: list[RunMetric] = []
+        self._figures: dict = {}
+        self._flushed = -math.inf
+        self._polled = -math.inf
+        self._stop = False
+
+    # ---------------------------------------------------------------- ml.training callbacks
+
+    def on_progress(self, event) -> None:
+        step = int(event.step)
+        self._figures = {
+            "step": step, "total_steps": max(int(event.total_steps or 0), step), "epoch": _num(event.epoch),
+            "loss": _num(event.loss), "lr": _num(event.lr), "tokens_per_s": _num(event.tokens_per_s),
+            "eta_s": _num(event.eta_s),
+        }
+        message = (getattr(event, "message", "") or "")[:MAX_MESSAGE]
+        if step > 0 and (event.loss is not None or event.lr is not None):
+            self._pending.append(RunMetric(run_id=self.run.pk, phase=self.phase, step=step,
+                                           epoch=_num(event.epoch), loss=_num(event.loss), lr=_num(event.lr),
+                                           tokens_per_s=_num(event.tokens_per_s)))
+        if "checkpoint" in message.lower():
+            self._figures["checkpoint_step"] = step
+            self.log(f"{self.phase}: {message}")
+        elif message:
+            self.log(f"{self.phase}: {message}")
+        final = self._figures["total_steps"] and step >= self._figures["total_steps"]
+        if final or "checkpoint" in message.lower() or self.clock() - self._flushed >= FLUSH_SECONDS:
+            self.flush()
+
+    def should_stop(self) -> bool:
+        if self._stop or self.clock() - self._polled < POLL_SECONDS:
+            return self._stop
+        self._polled = self.clock()
+        if not self.write:  # another rank of a distributed launch: only a cancel stops it
+            status = TrainingRun.objects.filter(pk=self.run.pk).values_list("status", flat=True).first()
+            self._stop = status == JobStatus.CANCELLING
+            return self._stop
+        status = (TrainingRun.objects.filter(pk=self.run.pk, attempts=self.run.attempts)
+                  .values_list("status", flat=True).first())
+        self._stop = status != JobStatus.RUNNING
+        if self._stop:
+            self.flush()
+            self.log("Stopping: cancel requested." if status == JobStatus.CANCELLING
+                     else "Stopping: this worker no longer holds the run.")
+        return self._stop
+
+    # ---------------------------------------------------------------- the worker's own reports
+
+    def set_phase(self, phase: str, *, label: str = "", total_steps: int = 0) -> None:
+        """Start a new phase (metric rows are keyed by phase; figures restart)."""
+        self.flush()
+        self.phase = phase
+        self._figures = {"step": 0, "total_steps": total_steps, "epoch": None, "loss": None, "lr": None,
+                         "tokens_per_s": None, "eta_s": None}
+        self._update(phase=(label or phase)[:60], **self._figures)
+        self.log(f"Phase: {label or phase}.")
+
+    def count(self, done: int, total: int) -> None:
+        """Progress of a phase that is not an optimiser loop (features, prompting, labelling)."""
+        self._figures = {"step": done, "total_steps": max(total, done)}
+        if self.clock() - self._flushed >= FLUSH_SECONDS or done >= total:
+            self.flush()
+
+    def log(self, message: str, level: str = "info") -> None:
+        log.info("run %s: %s", self.run.pk, message)
+        if self.write:
+            RunLog.objects.create(run_id=self.run.pk, level=level, message=message[:500])
+
+    def flush(self) -> None:
+        self._flushed = self.clock()
+        pending, self._pending = self._pending, []
+        if not self.write:
+            return
+        if pending:
+            RunMetric.objects.bulk_create(pending, update_conflicts=True, unique_fields=["run", "phase", "step"],
+                                          update_fields=["epoch", "loss", "lr", "tokens_per_s"])
+        self._update(**self._figures)
+
+    def _update(self, **fields) -> None:
+        if not self.write:
+            return
+        updated = (TrainingRun.objects.filter(pk=self.run.pk, attempts=self.run.attempts,
+                                              status__in=(JobStatus.RUNNING, JobStatus.CANCELLING))
+                   .update(heartbeat=Now(), **fields))
+        if not updated:
+            self._stop = True
+
+
+def _num(value):
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None

@@ -1,0 +1,36 @@
+"""Small filters of the training pages."""
+from datetime import timedelta
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def points(value):
+    """An F1 in [0, 1] as points with one decimal (0.6031 -> "60.3"); "—" when missing."""
+    if value is None or value == "":
+        return "—"
+    return f"{100 * float(value):.1f}"
+
+
+@register.filter
+def cell(value):
+    """A table cell already in points: one decimal; "—" when missing."""
+    if value is None:
+        return "—"
+    return f"{value:.1f}" if isinstance(value, float) else value
+
+
+@register.filter
+def duration(seconds):
+    if seconds is None:
+        return "—"
+    return str(timedelta(seconds=round(float(seconds))))
+
+
+@register.filter
+def sci(value):
+    if value is None:
+        return "—"
+    return f"{float(value):.3g}"

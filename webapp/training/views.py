@@ -1,0 +1,132 @@
+"""Training pages: runs list, launch form with presets, run page with live progress, charts, logs,
+cancel / resume, predictions download, comparison tables (+ CSV) and the diff of two configurations."""
+from django.contrib import messages
+from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from webapp.accounts.roles import Capability, capability_required, require
+from webapp.training import comparison, configs, evaluation, presets, runs
+from webapp.training.access import run_for, runs_for
+from webapp.training.charts import chart_data
+from webapp.training.forms import LaunchForm
+from webapp.training.models import TrainingRun
+
+RUNS_PER_PAGE = 200
+LOG_LINES = 60
+
+
+@capability_required(Capability.VIEW)
+def run_list(request):
+    rows = TrainingRun.objects.select_related("model_version", "dataset", "split__corpus")[:RUNS_PER_PAGE]
+    return render(request, "training/run_list.html", {"nav": "training", "runs": rows})
+
+
+def run_new(request):
+    require(request.user, Capability.LAUNCH)
+    form = LaunchForm(request.POST or None, preset=request.GET.get("preset", "dsm-full"))
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = runs.launch(form.spec(), actor=request.user)
+        except runs.RunError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"{run.title} is queued for the training workers.")
+            return redirect("training:run_detail", run.pk)
+    return render(request, "training/run_form.html",
+                  {"nav": "training", "form": form, "presets": presets.PRESETS.values()})
+
+
+def run_detail(request, run_id):
+    """The page, or (htmx poll) its live part; the poll ends (286) once the run has ended."""
+    run = run_for(request.user, run_id)
+    context = {"nav": "training", "run": run, "ended": not run.is_active, "stalled": runs.is_stalled(run),
+               "resumable": runs.can_resume(run), "logs": _last_logs(run)}
+    if not request.htmx:
+        context["settings_rows"] = configs.flatten(run.config)
+        return render(request, "training/run_detail.html", context)
+    fragment = render(request, "training/run_detail.html#live", context)
+    return HttpResponseStopPolling(fragment.content) if context["ended"] else fragment
+
+
+def run_metrics(request, run_id):
+    run = run_for(request.user, run_id)
+    return JsonResponse({"ended": not run.is_active, **chart_data(run)})
+
+
+@require_POST
+def run_cancel(request, run_id):
+    run = run_for(request.user, run_id, Capability.LAUNCH)
+    try:
+        runs.cancel(run, actor=request.user)
+    except runs.RunError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Cancel requested: the worker saves a checkpoint and stops."
+                         if run.status == "cancelling" else "The run is cancelled.")
+    return redirect("training:run_detail", run.pk)
+
+
+@require_POST
+def run_resume(request, run_id):
+    run = run_for(request.user, run_id, Capability.LAUNCH)
+    try:
+        runs.resume(run, actor=request.user)
+    except runs.RunError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Resumed: the run continues from its last checkpoint.")
+    return redirect("training:run_detail", run.pk)
+
+
+def run_predictions(request, run_id, fmt):
+    run = run_for(request.user, run_id)
+    if fmt not in ("csv", "jsonl"):
+        return HttpResponseBadRequest("Download predictions as csv or jsonl.")
+    stream = evaluation.stream_csv(run) if fmt == "csv" else evaluation.stream_jsonl(run)
+    content_type = "text/csv" if fmt == "csv" else "application/x-ndjson"
+    response = StreamingHttpResponse(stream, content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-predictions.{fmt}"'
+    return response
+
+
+def compare(request):
+    """Tables 2, 3 and 4 of the selected runs (?runs=1&runs=2...); ?csv=2 downloads one table."""
+    selected = runs_for(request.user, request.GET.getlist("runs"))
+    tables = comparison.tables(comparison.rows_of(selected))
+    wanted = request.GET.get("csv")
+    if wanted:
+        if wanted not in tables:
+            return HttpResponseBadRequest("Download table 2, 3 or 4.")
+        response = HttpResponse(tables[wanted].to_csv(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="table-{wanted}.csv"'
+        return response
+    skipped = [run for run in selected if comparison.row_of(run) is None]
+    return render(request, "training/compare.html", {
+        "nav": "training", "selected": selected, "tables": tables, "skipped": skipped,
+        "query": request.GET.urlencode(),
+    })
+
+
+def diff(request):
+    """The configurations of two runs side by side, only what differs (?a=1&b=2, or the first
+    two of ?runs=)."""
+    ids = [_int(request.GET.get("a")), _int(request.GET.get("b"))]
+    if None in ids:
+        ids = [_int(value) for value in request.GET.getlist("runs")][:2]
+    by_id = {run.pk: run for run in runs_for(request.user, [i for i in ids if i])}
+    a, b = (by_id.get(i) for i in (ids + [None, None])[:2])
+    if a is None or b is None:
+        return HttpResponseBadRequest("Choose two runs to compare.")
+    return render(request, "training/diff.html", {
+        "nav": "training", "a": a, "b": b, "differences": comparison.config_diff(a, b),
+    })
+
+
+def _last_logs(run):
+    return list(reversed(run.logs.order_by("-id")[:LOG_LINES]))
+
+
+def _int(value):
+    return int(value) if value and str(value).isdigit() else None

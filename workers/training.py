@@ -1,0 +1,76 @@
+"""Tasks of the "training" queue. Thin: claim the run, let `webapp.training.execution` call
+ml.training and store what it produced, report how it ended.
+
+A worker of this queue trains models: it must never have computed AttnLRP relevance, whose lxt
+patches are process-global (ml.lrp.assert_not_patched() is checked before every run). Run it
+alone on its queue, one run at a time:
+
+    celery -A workers worker --queues training --concurrency 1 --hostname training@%h
+
+Redelivery: tasks are acked late and rejected when their worker is lost (settings), so the
+broker delivers the message of a run whose worker died again; `runs.claim()` takes the run back
+only once its heartbeat is older than TRAINING_STALL_SECONDS, and the trainer continues from the
+run's last checkpoint. A message redelivered while the first worker is still alive (a run longer
+than the broker's visibility timeout) is retried a few times, then dropped: the run is not
+trained twice.
+
+Multi-GPU: with TRAINING_LAUNCHER set (e.g. "accelerate launch --num_processes 4" or
+"torchrun --nproc-per-node 4"), the task claims the run and starts
+`<launcher> manage.py train_run <id> --claimed` as a child process instead of training here.
+"""
+import logging
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from django.db import InterfaceError, OperationalError
+
+from workers.celery_app import app
+
+log = logging.getLogger(__name__)
+
+TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
+DAY = 24 * 3600
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@app.task(bind=True, name="workers.training.run_training", max_retries=3,
+          soft_time_limit=int(os.environ.get("TRAINING_TIME_LIMIT", 14 * DAY)),
+          time_limit=int(os.environ.get("TRAINING_TIME_LIMIT", 14 * DAY)) + 600)
+def run_training(self, run_id: int) -> str:
+    from webapp.training import execution, runs
+
+    try:
+        run = runs.claim(run_id, worker=self.request.hostname or "")
+    except TRANSIENT as exc:
+        raise self.retry(exc=exc, countdown=5 * 2 ** self.request.retries)
+    if run is None:
+        if runs.claim_blocked_by_live_worker(run_id) and self.request.retries < 3:
+            # Redelivered while the run's heartbeat is fresh: its worker is alive (a run longer than the
+            # visibility timeout) or died moments ago. Look again once a dead worker's heartbeat is stale.
+            raise self.retry(countdown=runs.STALL_SECONDS + 5)
+        log.info("run %s: not queued (taken, finished or cancelled); nothing to do", run_id)
+        return "nothing to do"
+    launcher = os.environ.get("TRAINING_LAUNCHER", "").strip()
+    if launcher:
+        return _launch_distributed(run, launcher)
+    outcome = execution.execute(run)
+    log.info("run %s: %s", run_id, outcome)
+    return outcome
+
+
+def _launch_distributed(run, launcher: str) -> str:
+    """Every rank runs `manage.py train_run`; rank 0 writes progress and results."""
+    from webapp.training import runs
+
+    command = [*shlex.split(launcher), str(ROOT / "manage.py"), "train_run", str(run.pk), "--claimed"]
+    log.info("run %s: %s", run.pk, " ".join(command))
+    completed = subprocess.run(command, cwd=ROOT, env={**os.environ, "DSM_RUN_ATTEMPT": str(run.attempts)},
+                               check=False, stdout=sys.stdout, stderr=sys.stderr)
+    run.refresh_from_db()
+    if completed.returncode != 0 and run.status == "running":
+        runs.fail(run, f"The distributed launch exited with code {completed.returncode}; see the worker log. "
+                       "Resume continues from the last checkpoint.")
+    return run.status
