@@ -4,7 +4,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ["convert", "relevance", "peaks", "examples", "localisation", "synth"]
+COMMANDS = ["convert", "relevance", "peaks", "examples", "localisation", "synth", "train"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,7 +1,7 @@
 """A dataset build and an export through a REAL worker (queue "default") on PostgreSQL + Redis."""
 import pytest
 
-from tests.webapp.datasets.conftest import PEAKS, TEXT, add_map
+from tests.webapp.datasets.fabricate import PEAKS, TEXT, add_map
 from tests.workers.conftest import wait_for
 from webapp.corpus.models import Corpus, Note, Task
 from webapp.datasets.launch import launch_build, request_export

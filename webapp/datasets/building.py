@@ -9,7 +9,7 @@ Steps (METHOD.md points 5-8):
    index; stale planner statistics, as right after a bulk load, are refreshed first); per
    batch: decode, ONE find_peaks_many call and the word extension with the note text
    (webapp.pipeline.peaks_service);
-3. drop peaks that clinicians rejected (`rejected_char_spans`, the review extension point);
+3. drop peaks that clinicians rejected (`rejected_char_spans`: webapp.review's decisions);
 4. ml.masking.build_examples applies the two-peaks rule, the left-context rule, the
    de-duplication and the ablation modes;
 5. MaskedExample rows are written WRITE_BATCH at a time (COPY on PostgreSQL).
@@ -102,16 +102,12 @@ def _maps_of_any_corpus(model_version_id, method, template, job_ids=(), filters=
 
 def rejected_char_spans(note_ids, task_ids) -> dict[tuple[int, int], list[tuple[int, int]]]:
     """Clinicians' review decisions: {(note_id, task_id): [(start, end), ...]} of peaks rejected
-    for that task, as half-open character spans of the note.
+    for that task, as half-open character spans of the note (none: nothing rejected).
 
     The builder removes every group overlapping a rejected span BEFORE the two-peaks rule: a
     rejected peak is never masked and does not count as a peak. Called once per batch with the
-    batch's note and task ids.
-
-    The rule (webapp.review.decisions.rejected_spans): per (note, task, span), each reviewer's
-    latest decision counts once, whatever model version, method or template it was made under;
-    the span is rejected when at least half of those reviewers rejected it (majority, and a tie
-    rejects: a disputed peak stays out of training). Adjusting a peak keeps it."""
+    batch's note and task ids. Which decisions make a span rejected (latest decision per
+    reviewer, majority, ties reject) is the review app's rule: webapp.review.decisions."""
     from webapp.review.decisions import rejected_spans
 
     return rejected_spans(note_ids, task_ids)

@@ -143,5 +143,6 @@ def corpus_summary(corpus, first, second, method: str, template: str, *, limit: 
     summary.ratio_of_sums_change = aggregate["ratio_of_sums_change"]
     counts = [sum(1 for c in changes if low <= c < high) for low, high, _ in CHANGE_BINS]
     top = max(counts, default=0)
-    summary.histogram = [(label, n, round(100 * n / top) if top else 0) for (_, _, label), n in zip(CHANGE_BINS, counts)]
+    summary.histogram = [(label, n, round(100 * n / top) if top else 0)
+                         for (_, _, label), n in zip(CHANGE_BINS, counts)]
     return summary

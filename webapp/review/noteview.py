@@ -9,6 +9,8 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from django.db.models import Subquery
+
 from ml.codec import decode_map
 from webapp.corpus.models import Annotation, Note
 from webapp.pipeline.models import RelevanceMap
@@ -137,12 +139,15 @@ def boundary_options(text: str, words: list, start: int, end: int, mine=None) ->
     chosen_end = mine.adjusted_end if mine is not None and mine.adjusted_end is not None else end
 
     def label(offset, at_start):
+        """The word a boundary starts (or ends), to name the choice."""
         if at_start:
             k = bisect.bisect_right(starts, offset) - 1
-            word = text[offset:words[k][1]] if 0 <= k < len(words) and words[k][0] == offset else text[offset:offset + 12]
+            on_word = 0 <= k < len(words) and words[k][0] == offset
+            word = text[offset:words[k][1]] if on_word else text[offset:offset + 12]
             return f"{offset}: «{word.strip()[:30]}…»"
         k = bisect.bisect_right(starts, offset - 1) - 1
-        word = text[words[k][0]:offset] if 0 <= k < len(words) and words[k][1] == offset else text[max(0, offset - 12):offset]
+        on_word = 0 <= k < len(words) and words[k][1] == offset
+        word = text[words[k][0]:offset] if on_word else text[max(0, offset - 12):offset]
         return f"{offset}: «…{word.strip()[-30:]}»"
 
     return ([(o, label(o, True), o == chosen_start) for o in sorted(begin_choices)],
@@ -151,14 +156,18 @@ def boundary_options(text: str, words: list, start: int, end: int, mine=None) ->
 
 def neighbours(note, selection) -> tuple[int | None, int | None]:
     """The previous and next note of the corpus (by id) that has a map of the selection's task,
-    model version, method and template; without a task, the previous and next note."""
+    model version, method and template; without a task, the previous and next note. One query:
+    two index-bounded subqueries (ORDER BY ... LIMIT 1)."""
     if selection.ready:
         maps = RelevanceMap.objects.filter(note__corpus_id=note.corpus_id, task=selection.task,
                                            model_version=selection.model, method=selection.method,
                                            template=selection.template)
-        prev_id = maps.filter(note_id__lt=note.pk).order_by("-note_id").values_list("note_id", flat=True).first()
-        next_id = maps.filter(note_id__gt=note.pk).order_by("note_id").values_list("note_id", flat=True).first()
-        return prev_id, next_id
-    notes = Note.objects.filter(corpus_id=note.corpus_id)
-    return (notes.filter(pk__lt=note.pk).order_by("-pk").values_list("pk", flat=True).first(),
-            notes.filter(pk__gt=note.pk).order_by("pk").values_list("pk", flat=True).first())
+        prev_ids = maps.filter(note_id__lt=note.pk).order_by("-note_id").values("note_id")[:1]
+        next_ids = maps.filter(note_id__gt=note.pk).order_by("note_id").values("note_id")[:1]
+    else:
+        notes = Note.objects.filter(corpus_id=note.corpus_id)
+        prev_ids = notes.filter(pk__lt=note.pk).order_by("-pk").values("pk")[:1]
+        next_ids = notes.filter(pk__gt=note.pk).order_by("pk").values("pk")[:1]
+    row = (Note.objects.filter(pk=note.pk).annotate(prev_id=Subquery(prev_ids), next_id=Subquery(next_ids))
+           .values_list("prev_id", "next_id").first())
+    return row if row is not None else (None, None)

@@ -36,7 +36,7 @@ Span = tuple[int, int]
 
 LEVELS = 8  # colour bins of a relevance score in [0, 1]: r0 = [0, 1/8), ..., r7 = [7/8, 1]
 DIFF_LEVELS = 4  # bins of |first - second| per side, beyond the neutral band
-DIFF_NEUTRAL = 0.05  # |difference| below this is drawn neutral
+DIFF_NEUTRAL = 0.1  # |difference| below this is drawn neutral (maps carry noise of about this size)
 # A colour-blind-safe single-hue ramp (ColorBrewer Blues, light end first); the two darkest
 # bins take white text (contrast >= 4.5:1 for both text colours). Mirrored in review.css.
 PALETTE = ("#ffffff", "#eef5fc", "#dbe9f6", "#c2d9ee", "#a0cae3", "#74b0d8", "#4a8fc6", "#2c6fad")
@@ -178,7 +178,9 @@ def segments(text: str, offsets, scores, peaks: Sequence[Span] = (), gold: Seque
     gold_mask = np.zeros(n, bool)
     for a, b in gold:
         gold_mask[a:b] = True
-    values = np.asarray(scores, dtype=np.float64).tolist()
+    values = np.asarray(scores, dtype=np.float64)
+    levels = token_levels(values).tolist()
+    values = values.tolist()
     owner_list, peak_list, gold_list = owner.tolist(), peak_of.tolist(), gold_mask.tolist()
     bounds = _cuts(n, owner, peak_of, gold_mask)
     out = []
@@ -186,11 +188,17 @@ def segments(text: str, offsets, scores, peaks: Sequence[Span] = (), gold: Seque
         if a == b:
             continue
         t = owner_list[a]
-        score = values[t] if t >= 0 else None
         p = peak_list[a]
-        out.append(Segment(a, b, score, score_level(score) if score is not None else None,
+        out.append(Segment(a, b, values[t] if t >= 0 else None, levels[t] if t >= 0 else None,
                            p if p >= 0 else None, gold_list[a]))
     return out
+
+
+def token_levels(scores) -> np.ndarray:
+    """score_level of every score at once."""
+    x = np.asarray(scores, dtype=np.float64)
+    x = np.where(np.isfinite(x), x, 0.0)  # as score_level: not a number -> bin 0
+    return np.clip((x * LEVELS).astype(np.int64), 0, LEVELS - 1)
 
 
 def segments_html(text: str, segs: Sequence[Segment], *, peak_classes: Sequence[str] = (), titles: bool = True) -> str:

@@ -66,7 +66,8 @@ def task_reports(corpus=None, model=None, method: str | None = None) -> list[Tas
             report.accepted += decision == PeakDecision.Decision.ACCEPT
             report.rejected += decision == PeakDecision.Decision.REJECT
             report.adjusted += decision == PeakDecision.Decision.ADJUST
-            peaks[(note_id, model_id, meth, template, start, end)][reviewer_id] = decision != PeakDecision.Decision.REJECT
+            kept = decision != PeakDecision.Decision.REJECT
+            peaks[(note_id, model_id, meth, template, start, end)][reviewer_id] = kept
         report.notes = len({key[0] for key in peaks})
         report.peaks = len(peaks)
         report.reviewers = len({r for votes in peaks.values() for r in votes})

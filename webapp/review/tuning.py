@@ -6,7 +6,9 @@ uniformly without replacement by numpy's seeded Generator from the matching map 
 order, stored once (MapSample) and reused, so every slider move reads the same maps and two
 people see the same figures. Drawing reads the ids of every matching map once (one scan); it
 is redrawn on request ("Redraw", e.g. after new relevance jobs). The decoded maps and texts of
-a sample are kept in this process (a few MB) so a slider move costs only the peaks.
+a sample are kept in this process (a few MB) so a slider move costs only the peaks, and the
+last results are kept too, so going back to a setting costs nothing. (A relevance job that
+rewrites maps of a sample is seen after "Redraw".)
 
 The preview applies the DSM rules of ml.masking (two peaks, left context, de-duplication) to
 the sample's peaks: the share of note-task pairs with at least two peaks, the masked examples
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from django.db import IntegrityError, transaction
@@ -36,6 +38,8 @@ SNIPPET = 70  # characters of context either side of a shown mask
 HISTOGRAM_BINS = [str(k) for k in range(10)] + ["10+"]
 _CACHE: OrderedDict = OrderedDict()  # sample pk -> (keys, arrays, texts)
 _CACHE_ENTRIES = 4
+_RESULTS: OrderedDict = OrderedDict()  # (sample pk, parameters) -> Preview: a slider moved back costs nothing
+_RESULT_ENTRIES = 64
 
 
 @dataclass
@@ -50,6 +54,7 @@ class Preview:
     histogram: list = field(default_factory=list)  # [(label, count, percent of the largest bin)]
     shown: list = field(default_factory=list)  # [(before, label, after)]
     millis: float = 0.0
+    cached: bool = False
 
     @property
     def share_two_peaks(self) -> float:
@@ -98,6 +103,19 @@ def _load(sample: MapSample):
 
 
 def preview(sample: MapSample, params: dict) -> Preview:
+    key = (sample.pk, tuple(sorted(params.items())))
+    known = _RESULTS.get(key)
+    if known is not None:
+        _RESULTS.move_to_end(key)
+        return replace(known, cached=True)
+    result = _preview(sample, params)
+    _RESULTS[key] = result
+    while len(_RESULTS) > _RESULT_ENTRIES:
+        _RESULTS.popitem(last=False)
+    return result
+
+
+def _preview(sample: MapSample, params: dict) -> Preview:
     started = time.perf_counter()
     keys, arrays, texts = _load(sample)
     result = Preview(sample, dict(params))

@@ -15,7 +15,7 @@ from webapp.corpus.models import Corpus
 from webapp.pipeline.models import ModelVersion, PeakProfile
 from webapp.review import (access, actions, browse, comparison, noteview, queue, rendering, reports, selection, tuning,
                            validation)
-from webapp.review.forms import KERNEL_CHOICES, AdoptForm, DecisionForm, SaveProfileForm, ValidationSetForm
+from webapp.review.forms import AdoptForm, DecisionForm, SaveProfileForm, ValidationSetForm
 
 
 def _note_url(note, sel, **changes) -> str:
@@ -28,9 +28,8 @@ def _note_context(request, note, sel, panel, notice=None) -> dict:
         "nav": "review", "note": note, "corpus": note.corpus, "sel": sel, "panel": panel, "notice": notice,
         "can_review": has_capability(request.user, Capability.REVIEW),
         "can_tune": any(has_capability(request.user, c) for c in access.TUNE),
-        "profiles": PeakProfile.objects.order_by("name", "-version"), "kernels": KERNEL_CHOICES,
-        "legend": rendering.legend(), "save_form": SaveProfileForm(initial={"name": "reviewed"}),
-        "here": request.get_full_path(),
+        "profiles": PeakProfile.objects.order_by("name", "-version"), "legend": rendering.legend(),
+        "queue_query": sel.query(task=None),  # the queue goes over every task from the current pair on
     }
 
 
@@ -178,8 +177,7 @@ def validation_round(request, set_id):
     done, total = validation.progress(vset, request.user)
     context = {"nav": "review", "vset": vset, "item": item, "done": done, "total": total,
                "settings": len(vset.grid), "legend": rendering.legend()}
-    template = "review/validation_round.html#round" if request.htmx else "review/validation_round.html"
-    return render(request, template, context)
+    return render(request, "review/validation_round.html", context)
 
 
 @require_POST

@@ -71,19 +71,21 @@ LABELS = {
     "lr": "learning rate", "finetune": "fine-tuning", "adam_eps": "AdamW epsilon", "lora_r": "LoRA r",
     "lora_alpha": "LoRA alpha", "lora_dropout": "LoRA dropout", "max_steps": "maximum steps",
     "n_resamples": "number of bootstrap resamples", "tasks_per_note": "tasks per note",
+    "lora_target_modules": "LoRA target modules", "max_grad_norm": "gradient clipping norm",
 }
-CHOICES = {
+CHOICES = {  # as ml.training.config accepts them
     "finetune": ("full", "lora"),
     "precision": ("auto", "bf16", "fp32"),
-    "scheduler": ("cosine", "linear", "constant", "constant_with_warmup", "cosine_with_restarts", "polynomial"),
+    "scheduler": ("cosine", "linear", "constant", "constant_with_warmup"),
 }
-POSITIVE = {"epochs", "lr", "adam_eps", "lora_alpha"}
-AT_LEAST_ONE = {"effective_batch_size", "micro_batch_size", "lora_r", "checkpoint_every", "hidden", "batch_size",
+POSITIVE = {"epochs", "lr", "adam_eps", "lora_alpha", "max_grad_norm"}
+AT_LEAST_ONE = {"effective_batch_size", "micro_batch_size", "lora_r", "hidden", "batch_size",
                 "variants", "n_resamples", "predict_batch_size", "notes", "max_steps"}
 FRACTION = {"warmup_ratio", "lora_dropout", "dropout"}  # 0 <= value < 1
-NON_NEGATIVE = {"weight_decay", "tasks_per_note", "shots"}
+NON_NEGATIVE = {"weight_decay", "tasks_per_note", "shots", "checkpoint_every"}
 MAX_SHOTS = 8
-MAX_LENGTH_RANGE = (16, 131_072)
+ZERO_SHOT_PROMPTS = 3  # len(ml.training.SYSTEM_PROMPTS): one 0-shot variant per system prompt
+MAX_LENGTH_RANGE = (8, 131_072)
 
 
 def label(name: str) -> str:
@@ -110,8 +112,8 @@ def build_config(kind: str, overrides: dict | None = None) -> tuple[dict, dict[s
         section, section_problems = _section(name, cls, values)
         problems.update(section_problems)
         config[name] = section
-    if not problems:
-        problems.update(_cross_checks(config))
+    for key, problem in _cross_checks(config).items():
+        problems.setdefault(key, problem)
     return config, problems
 
 
@@ -138,32 +140,35 @@ def _same(x, y) -> bool:
 
 
 def _section(name: str, cls, values: dict) -> tuple[dict, dict[str, str]]:
+    """(the section with every default, problems). Types and ranges are checked here, with
+    messages per setting, before the dataclass's own checks (which stay the last word)."""
     problems = {}
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    for key in sorted(set(values) - set(fields)):
-        problems[f"{name}.{key}"] = f"Unknown setting {key!r} in section {name!r}; its settings are {', '.join(fields)}."
-    hints = _hints(cls)
+    types = field_types(cls)
+    for key in sorted(set(values) - set(types)):
+        problems[f"{name}.{key}"] = f"Unknown setting {key!r} in section {name!r}; its settings are {', '.join(types)}."
     clean = {}
     for key, value in values.items():
-        if key not in fields:
+        if key not in types:
             continue
-        value, problem = _typed(key, value, hints.get(key), fields[key])
+        value, problem = _typed(key, value, types[key])
         if problem:
             problems[f"{name}.{key}"] = problem
         else:
             clean[key] = value
     if problems:
         return {}, problems
-    try:
-        instance = cls.from_dict(clean) if hasattr(cls, "from_dict") else cls(**clean)
-    except (TypeError, ValueError) as exc:
-        return {}, {name: f"Section {name!r}: {exc}"}
-    section = dataclasses.asdict(instance)
-    for key, value in section.items():
+    merged = {**dataclasses.asdict(cls()), **clean}
+    for key, value in merged.items():
         problem = _range_problem(key, value)
         if problem:
             problems[f"{name}.{key}"] = problem
-    return section, problems
+    if problems:
+        return merged, problems
+    try:
+        instance = cls.from_dict(clean) if hasattr(cls, "from_dict") else cls(**clean)
+    except (TypeError, ValueError) as exc:
+        return merged, {name: f"Section {name!r}: {exc}"}
+    return dataclasses.asdict(instance), {}
 
 
 def field_types(cls) -> dict[str, set]:
@@ -179,9 +184,16 @@ def _hints(cls) -> dict:
         return {}
 
 
-def _typed(key: str, value, hint, field) -> tuple[object, str]:
-    """Coerce a JSON value to the field's type where that is lossless; else a problem."""
-    expected = _base_types(hint, field)
+def _typed(key: str, value, expected: set) -> tuple[object, str]:
+    """Coerce a JSON (or form) value to the setting's type where that is lossless; else a problem."""
+    if list in expected:
+        if value is None or value == "":
+            return (None, "") if type(None) in expected else ([], "")
+        if isinstance(value, str):  # a form field: comma-separated
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return value, ""
+        return None, f"The {label(key)} must be a list of texts."
     if value is None:
         return (None, "") if type(None) in expected or not expected else (None, f"The {label(key)} cannot be empty.")
     if bool in expected:
@@ -213,6 +225,8 @@ def _base_types(hint, field) -> set:
         default = field.default if field.default is not dataclasses.MISSING else None
         return {type(default)} if default is not None else set()
     origin = typing.get_origin(hint)
+    if origin is list or hint is list:
+        return {list}
     if origin is typing.Literal:
         return {type(arg) for arg in typing.get_args(hint)}
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
@@ -249,8 +263,12 @@ def _range_problem(key: str, value) -> str:
 def _cross_checks(config: dict) -> dict[str, str]:
     problems = {}
     train = config.get("train")
-    if train and train["effective_batch_size"] % train["micro_batch_size"]:
+    if train and train["micro_batch_size"] >= 1 and train["effective_batch_size"] % train["micro_batch_size"]:
         problems["train.effective_batch_size"] = (
             f"The effective batch size ({train['effective_batch_size']}) must be a multiple of the micro-batch "
             f"size ({train['micro_batch_size']}): each optimizer step accumulates whole micro-batches.")
+    prompting = config.get("prompting")
+    if prompting and prompting.get("shots") == 0 and prompting.get("variants", 0) > ZERO_SHOT_PROMPTS:
+        problems["prompting.variants"] = (f"0-shot prompting has {ZERO_SHOT_PROMPTS} system prompts, so at most "
+                                          f"{ZERO_SHOT_PROMPTS} variants.")
     return problems

@@ -7,8 +7,8 @@ Stored on the run (`TrainingRun.results`, plus the summary columns used by lists
      "per_task": {slug: f1},                                   # every task, held-out ones included
      "held_out": {"macro_f1": {...} | None, "tasks": [slugs]},
      "n_test": int, "n_resamples": int,
-     "variants": [summary, ...]                                # prompting: one per variant; the
-                                                               # top level is their average
+     "variants": [{"macro_f1": {"estimate": ..}}, ...],        # prompting: each variant's Macro F1;
+                                                               # the top level is their mean
      "ml": EvalResult.to_dict()}                               # as ml.training reported it
 """
 from __future__ import annotations
@@ -28,24 +28,23 @@ EXPORT_FIELDS = ("note", "task", "variant", "gold", "predicted")
 
 
 def evaluate_and_store(run: TrainingRun, items: list, predictions: list[list[str]], reporter) -> dict:
-    """Evaluate each prediction list (one per variant), store every prediction, and return the
-    fields to save on the run."""
-    from ml.training import evaluate
+    """Evaluate the prediction lists (several, one per variant, are averaged with one CI from
+    the same item resamples), store every prediction, return the fields to save on the run."""
+    from ml.training import average_variants, evaluate
 
     options = run.config.get("evaluation", {})
+    n_resamples, seed = options.get("n_resamples", 1000), options.get("seed", 0)
     held_out = splits.held_out_tasks(run.split)
-    reporter.set_phase("evaluate", label="evaluating on the test items", total_steps=len(predictions))
-    summaries = []
-    for done, variant in enumerate(predictions, 1):
-        result = evaluate(items, variant, n_resamples=options.get("n_resamples", 1000),
-                          seed=options.get("seed", 0), held_out=held_out)
-        summaries.append({**summarise(result, held_out), "ml": _jsonable(result.to_dict())})
-        reporter.count(done, len(predictions))
-    summary = summaries[0] if len(summaries) == 1 else {**average(summaries), "variants": summaries}
-    summary.update(n_test=len(items), n_resamples=options.get("n_resamples", 1000))
+    reporter.set_phase("evaluate", label="evaluating on the test items")
+    if len(predictions) == 1:
+        result = evaluate(items, predictions[0], held_out=held_out, n_resamples=n_resamples, seed=seed)
+    else:
+        result = average_variants(items, predictions, held_out=held_out, n_resamples=n_resamples, seed=seed)
+    summary = summarise(result, held_out)
+    summary.update(n_test=len(items), n_resamples=n_resamples, ml=_jsonable(result.to_dict()))
     store_predictions(run, items, predictions)
     macro = summary["macro_f1"] or {}
-    held = (summary["held_out"] or {}).get("macro_f1") or {}
+    held = summary["held_out"]["macro_f1"] or {}
     reporter.log(f"Macro F1 {_pct(macro.get('estimate'))} (95% CI {_pct(macro.get('low'))}-{_pct(macro.get('high'))})"
                  f" on {len(items)} test items" + (f"; held-out tasks {_pct(held.get('estimate'))}" if held else "")
                  + ".")
@@ -54,36 +53,18 @@ def evaluate_and_store(run: TrainingRun, items: list, predictions: list[list[str
 
 
 def summarise(result, held_out: set[str]) -> dict:
-    """Our stored shape from an ml.training.EvalResult (see the module doc)."""
-    per_task = {task: _f(value) for task, value in dict(result.per_task).items()}
-    held = getattr(result, "held_out", None)
-    return {
-        "macro_f1": _ci(result.macro_f1),
-        "per_task": dict(sorted(per_task.items())),
-        "held_out": {"macro_f1": _ci(held) if held is not None else None, "tasks": sorted(held_out & set(per_task))},
+    """Our stored shape (see the module doc) from an ml.training.EvalResult."""
+    held = result.held_out
+    summary = {
+        "macro_f1": _ci(result),
+        "per_task": {task: _f(value) for task, value in sorted(result.per_task.items())},
+        "held_out": {"macro_f1": _ci(held) if held is not None else None,
+                     "tasks": sorted(held_out & set(result.per_task))},
     }
-
-
-def average(summaries: list[dict]) -> dict:
-    """Prompting variants: the mean of each figure over the variants (the paper averages the
-    per-variant Macro F1s; the CI bounds are averaged the same way)."""
-    def mean(values):
-        values = [v for v in values if v is not None and not math.isnan(v)]
-        return sum(values) / len(values) if values else None
-
-    def mean_ci(cis):
-        cis = [c for c in cis if c]
-        if not cis:
-            return None
-        return {key: mean([c[key] for c in cis]) for key in ("estimate", "low", "high")}
-
-    tasks = sorted({task for s in summaries for task in s["per_task"]})
-    return {
-        "macro_f1": mean_ci([s["macro_f1"] for s in summaries]),
-        "per_task": {task: mean([s["per_task"].get(task) for s in summaries]) for task in tasks},
-        "held_out": {"macro_f1": mean_ci([s["held_out"]["macro_f1"] for s in summaries]),
-                     "tasks": summaries[0]["held_out"]["tasks"]},
-    }
+    if result.variants:
+        summary["variants"] = [{"macro_f1": {"estimate": _f(v), "low": None, "high": None}}
+                               for v in result.variants]
+    return summary
 
 
 def store_predictions(run: TrainingRun, items: list, predictions: list[list[str]]) -> int:
@@ -124,16 +105,12 @@ def stream_jsonl(run: TrainingRun) -> Iterator[str]:
         yield json.dumps(row, ensure_ascii=False) + "\n"
 
 
-def _ci(value) -> dict | None:
-    """{"estimate", "low", "high"} from a CI named tuple, a dict, or a bare number."""
-    if value is None:
+def _ci(result) -> dict | None:
+    """{"estimate", "low", "high"} of an EvalResult's Macro F1; None when it has no items."""
+    estimate = _f(result.macro_f1)
+    if estimate is None:
         return None
-    if isinstance(value, dict):
-        return {key: _f(value.get(key)) for key in ("estimate", "low", "high")}
-    if isinstance(value, (int, float)):
-        return {"estimate": _f(value), "low": None, "high": None}
-    estimate, low, high = (getattr(value, key, None) for key in ("estimate", "low", "high"))
-    return {"estimate": _f(estimate), "low": _f(low), "high": _f(high)}
+    return {"estimate": estimate, "low": _f(result.ci_low), "high": _f(result.ci_high)}
 
 
 def _f(value):

@@ -51,14 +51,21 @@ def execute(run: TrainingRun, *, write: bool | None = None) -> str:
         _record_environment(run, reporter)
     started = time.perf_counter()
     try:
-        fields = RUNNERS[run.kind](run, reporter)
-    except (TrainingCancelled, Cancelled):
+        fields = _checked_run(run, reporter)
+    except (TrainingCancelled, Cancelled) as exc:
         reporter.flush()
         if write:
+            step = getattr(exc, "step", 0)
+            if step:  # the trainer saved a checkpoint at this step
+                TrainingRun.objects.filter(pk=run.pk, attempts=run.attempts).update(checkpoint_step=step)
+                run.checkpoint_step = step
             runs.cancelled(run)
         return "cancelled"
     except TrainingError as exc:
         return _failed(run, reporter, exc, str(exc) or type(exc).__name__, write)
+    except _MLRefusal as refusal:
+        exc = refusal.__cause__
+        return _failed(run, reporter, exc, f"ml.training refused the run: {str(exc)[:300]}", write)
     except Exception as exc:  # noqa: BLE001 - the run records it; the worker stays up
         message = (f"The run stopped because of an unexpected error ({type(exc).__name__}). The worker log has "
                    f"the details under run {run.pk}; Resume continues from the last checkpoint.")
@@ -73,6 +80,26 @@ def execute(run: TrainingRun, *, write: bool | None = None) -> str:
         return "cancelled"
     reporter.log(f"Done in {fields['results']['seconds']:.0f} s.")
     return "done"
+
+
+class _MLRefusal(Exception):
+    """A ValueError raised inside ml.training: about settings or data (ids, labels, sizes), never
+    note text, so its message is shown on the run."""
+
+
+def _checked_run(run: TrainingRun, reporter: Reporter) -> dict:
+    try:
+        return RUNNERS[run.kind](run, reporter)
+    except ValueError as exc:
+        if _raised_by_ml_training(exc):
+            raise _MLRefusal() from exc
+        raise
+
+
+def _raised_by_ml_training(exc: BaseException) -> bool:
+    frames = traceback.extract_tb(exc.__traceback__)
+    marker = os.sep + os.path.join("ml", "training") + os.sep
+    return bool(frames) and marker in frames[-1].filename
 
 
 def _failed(run, reporter, exc, message: str, write: bool) -> str:
@@ -127,25 +154,10 @@ def register(run: TrainingRun, final_dir, variant: str) -> ModelVersion:
 
 
 def mask_token_for(loaded, options: dict) -> str:
-    from ml.masking import DEFAULT_MASK_TOKEN
+    """The SFT prompts' mask token: the configured one, else the model's (ml.training.mask_token_for)."""
+    from ml.training import mask_token_for as model_mask_token
 
-    return options.get("mask_token") or loaded.family.mask_token(loaded.tokenizer) or DEFAULT_MASK_TOKEN
-
-
-def mask_token_of(model_version: ModelVersion, options: dict) -> str:
-    """As mask_token_for, reading only the model's tokenizer and config."""
-    if options.get("mask_token"):
-        return options["mask_token"]
-    from transformers import AutoConfig, AutoTokenizer
-
-    from ml.masking import DEFAULT_MASK_TOKEN
-    from ml.models import family_for
-    from ml.models.loading import resolve
-
-    source, _ = resolve(model_version.path, settings.MODEL_DIR)
-    tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
-    family = family_for(AutoConfig.from_pretrained(source, local_files_only=True))
-    return family.mask_token(tokenizer) or DEFAULT_MASK_TOKEN
+    return options.get("mask_token") or model_mask_token(loaded)
 
 
 def _checked(reporter: Reporter) -> None:
@@ -216,12 +228,14 @@ def run_causal(run: TrainingRun, reporter: Reporter) -> dict:
     config = _train_section(run)
     reporter.set_phase("train", label="reading the dataset")
     pairs = dataset_pairs(run.dataset, run.kind)
-    reporter.log(f"{len(pairs)} training pairs from dataset {run.dataset} (mode {run.dataset.mode}).")
+    n_pairs = len(pairs)
+    reporter.log(f"{n_pairs} training pairs from dataset {run.dataset} (mode {run.dataset.mode}).")
     _checked(reporter)
     loaded = load(run.model_version, training=True)
     reporter.set_phase("train", label="training")
+    mask = run.dataset.mask_token if run.kind == RunKind.DSM else None  # made one special token
     result = train_causal_lm(loaded, pairs, config, output_dir=run.output_dir, on_progress=reporter.on_progress,
-                             should_stop=reporter.should_stop, resume=True)
+                             should_stop=reporter.should_stop, resume=True, mask_token=mask)
     del loaded, pairs
     _release()
     if not is_main_process():
@@ -229,7 +243,7 @@ def run_causal(run: TrainingRun, reporter: Reporter) -> dict:
     variant = "cpt" if run.kind == RunKind.CPT else run.dataset.mode
     model = register(run, result.final_dir, variant)
     reporter.log(f"Registered model version {model.name}.")
-    return {"produced_model": model, "results": {"training": _result_summary(result), "pairs": len(pairs)}}
+    return {"produced_model": model, "results": {"training": _result_summary(result), "pairs": n_pairs}}
 
 
 # -------------------------------------------------------------------- downstream adaptation
@@ -263,7 +277,8 @@ def _predict_sft(run, reporter, final_dir, items, mask: str) -> list[str]:
     reporter.set_phase("predict", label="predicting the test items", total_steps=len(items))
     model = load(str(final_dir), training=False)
     predictions = predict_sft(model, items, mask_token=mask,
-                              batch_size=run.config.get("sft", {}).get("predict_batch_size", 8))
+                              batch_size=run.config.get("sft", {}).get("predict_batch_size", 8),
+                              max_length=run.config["train"]["max_length"])
     reporter.count(len(items), len(items))
     del model
     _release()
@@ -325,8 +340,8 @@ def run_prompting(run: TrainingRun, reporter: Reporter) -> dict:
     for done, task in enumerate(tasks, 1):
         _checked(reporter)
         items = [item for item in test if item.task == task]
-        examples = [item for item in train if item.task == task] if config.shots else None
-        variants = predict_prompting(model, items, config, train_items=examples)
+        # the examples of a task are drawn per (seed, variant, task): asking task by task changes nothing
+        variants = predict_prompting(model, items, config, train_items=train if config.shots else None)
         for index, item in enumerate(items):
             by_item[item.item_id] = [variant[index] for variant in variants]
         reporter.count(done, len(tasks))
@@ -349,7 +364,7 @@ def run_self_learning(run: TrainingRun, reporter: Reporter) -> dict:
     teacher_final = out / "teacher" / "final"
     if (teacher_final / "config.json").is_file():
         reporter.log("Teacher already trained: reusing it.")
-        mask = mask_token_of(run.model_version, run.config.get("sft", {}))
+        mask = None  # read from the teacher below
     else:
         teacher, mask = _train_sft(run, reporter, train, "teacher", "training the SFT teacher", "teacher")
         teacher_final = Path(teacher.final_dir)
@@ -383,7 +398,10 @@ def _synthetic_items(run, reporter, teacher_final, mask, options, self_label) ->
     else:
         reporter.set_phase("label", label="labelling unlabeled notes with the teacher", total_steps=len(unlabeled))
         teacher = load(str(teacher_final), training=False)
-        labelled = self_label(teacher, unlabeled, mask_token=mask)
+        mask = mask or mask_token_for(teacher, run.config.get("sft", {}))
+        labelled = self_label(teacher, unlabeled, mask_token=mask,
+                              batch_size=run.config.get("sft", {}).get("predict_batch_size", 8),
+                              max_length=run.config["train"]["max_length"])
         del teacher
         _release()
         labels = {item.item_id: item.label for item in labelled}

@@ -84,6 +84,9 @@ class LaunchForm(forms.Form):
 def _field(setting: str, types: set, initial) -> forms.Field:
     label = configs.label(setting).capitalize()
     optional = type(None) in types
+    if list in types:
+        return forms.CharField(required=False, initial=", ".join(initial or []), label=label,
+                               help_text="Comma-separated; empty: the default")
     if setting in configs.CHOICES:
         return forms.ChoiceField(choices=[(c, c) for c in configs.CHOICES[setting]], initial=initial, label=label)
     if bool in types:

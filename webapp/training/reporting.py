@@ -41,11 +41,17 @@ class Reporter:
         self._flushed = -math.inf
         self._polled = -math.inf
         self._stop = False
+        self._first_step: dict[str, int] = {}  # phase -> first step this attempt reported
+        self._last_message = ""
 
     # ---------------------------------------------------------------- ml.training callbacks
 
     def on_progress(self, event) -> None:
         step = int(event.step)
+        if self.phase not in self._first_step:
+            self._first_step[self.phase] = step
+            if step > 1:
+                self.log(f"{self.phase}: continuing from a checkpoint; first step of this attempt: {step}.")
         self._figures = {
             "step": step, "total_steps": max(int(event.total_steps or 0), step), "epoch": _num(event.epoch),
             "loss": _num(event.loss), "lr": _num(event.lr), "tokens_per_s": _num(event.tokens_per_s),
@@ -58,9 +64,10 @@ class Reporter:
                                            tokens_per_s=_num(event.tokens_per_s)))
         if "checkpoint" in message.lower():
             self._figures["checkpoint_step"] = step
+            self.log(f"{self.phase}: {message} (step {step})")
+        elif message and message != self._last_message:  # e.g. "head <task>" once, not every epoch
             self.log(f"{self.phase}: {message}")
-        elif message:
-            self.log(f"{self.phase}: {message}")
+        self._last_message = message
         final = self._figures["total_steps"] and step >= self._figures["total_steps"]
         if final or "checkpoint" in message.lower() or self.clock() - self._flushed >= FLUSH_SECONDS:
             self.flush()
@@ -110,6 +117,7 @@ class Reporter:
         if not self.write:
             return
         if pending:
+            pending = list({(m.phase, m.step): m for m in pending}.values())  # one row per step: the last
             RunMetric.objects.bulk_create(pending, update_conflicts=True, unique_fields=["run", "phase", "step"],
                                           update_fields=["epoch", "loss", "lr", "tokens_per_s"])
         self._update(**self._figures)

@@ -43,11 +43,6 @@ def gold_annotation_ids(corpus: Corpus, task_slugs: Iterable[str] = ()) -> list[
     return sorted(first)
 
 
-def find_split(corpus: Corpus, *, seed: int = 0, test_ratio: float = 0.15, tasks: Iterable[str] = ()):
-    return LabeledSplit.objects.filter(corpus=corpus, seed=seed, test_ratio=test_ratio,
-                                       tasks=sorted(set(tasks)) or _annotated_tasks(corpus)).first()
-
-
 @transaction.atomic
 def get_or_create_split(corpus: Corpus, *, seed: int = 0, test_ratio: float = 0.15, tasks: Iterable[str] = (),
                         actor=None) -> tuple[LabeledSplit, bool]:
@@ -68,17 +63,21 @@ def get_or_create_split(corpus: Corpus, *, seed: int = 0, test_ratio: float = 0.
 
 
 def _create(corpus, seed, test_ratio, slugs, actor) -> LabeledSplit:
-    from ml.training import split_items
+    from ml.training import LabeledItem, split_items
 
     ids = gold_annotation_ids(corpus, slugs)
     if not ids:
         raise SplitError(f"Corpus {corpus.name} has no gold annotations"
                          f"{' for these tasks' if slugs else ''}: import annotations first.")
-    keys = {}  # item id -> annotation id
-    for annotation_id, external_id, slug in (Annotation.objects.filter(pk__in=ids)
-                                             .values_list("pk", "note__external_id", "task__slug").iterator()):
-        keys[item_id(external_id, slug)] = annotation_id
-    train, test = split_items([_id_only(key) for key in keys], test_ratio=test_ratio, seed=seed)
+    keys, items = {}, []  # item id -> annotation id; items without their note text (not needed here)
+    rows = Annotation.objects.filter(pk__in=ids).values_list("pk", "note__external_id", "task__slug",
+                                                              "task__description", "task__options", "label")
+    for annotation_id, external_id, slug, description, options, gold in rows.iterator(chunk_size=READ_BATCH):
+        key = item_id(external_id, slug)
+        keys[key] = annotation_id
+        items.append(LabeledItem(item_id=key, note_id=external_id, task=slug, description=description,
+                                 options=list(options), label=gold))
+    train, test = split_items(items, test_ratio=test_ratio, seed=seed)
     if not train or not test:
         raise SplitError(f"{len(keys)} gold item(s) are too few for a train/test split with test share "
                          f"{test_ratio:g}.")
@@ -151,11 +150,3 @@ def _notes_in_order(corpus, excluded: set[int], limit: int) -> Iterator[tuple[in
 
 def _annotated_tasks(corpus: Corpus) -> list[str]:
     return sorted(set(Annotation.objects.filter(note__corpus=corpus).values_list("task__slug", flat=True)))
-
-
-def _id_only(key: str):
-    """A LabeledItem carrying only its id: the split depends on nothing else."""
-    from ml.training import LabeledItem
-
-    external_id, _, slug = key.rpartition("|")
-    return LabeledItem(item_id=key, note_id=external_id, task=slug, description="", options=[], text="", label=None)

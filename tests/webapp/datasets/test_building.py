@@ -7,7 +7,7 @@ from webapp.datasets import building
 from webapp.datasets.models import DatasetVersion, MaskedExample
 from webapp.pipeline.models import JobStatus, RelevanceJob
 
-from .conftest import PEAKS, TEXT, add_map, char_span
+from .fabricate import PEAKS, TEXT, add_map, char_span
 
 
 def build(dataset):
@@ -233,7 +233,7 @@ def test_rejected_peaks_are_never_masked_nor_counted(make_dataset, maps, note, t
     assert dataset.stats["peaks_rejected_by_review"] == 1
 
 
-def test_the_review_extension_point_rejects_nothing_yet(note, tasks):
+def test_without_review_decisions_nothing_is_rejected(note, tasks):
     assert building.rejected_char_spans([note.pk], [tasks["heart"].pk]) == {}
 
 

@@ -12,19 +12,18 @@ from webapp.datasets import export
 from webapp.datasets.models import DatasetExport
 from webapp.pipeline.models import JobStatus
 
-from .conftest import TEXT
+from .fabricate import TEXT
 
 
-def expected_rows(dataset):
+def expected_first_row():
     a = TEXT.index("pacemaker")
     masked = TEXT[:a] + "<mask>" + TEXT[a + len("pacemaker"):]
-    first = {
+    return {
         "note_id": "n1", "task_slugs": ["heart", "pacemaker"],
         "task_descriptions": ["heart described", "pacemaker described"],
         "input": masked, "label": "pacemaker", "char_start": a, "char_end": a + len("pacemaker"),
         "prompt": f"{DSM_INSTRUCTION} {masked}", "answer": "pacemaker",
     }
-    return first
 
 
 def check_manifest(info, dataset, fmt, rows=2):
@@ -45,7 +44,7 @@ def test_jsonl_export_has_one_line_per_example_and_a_manifest(built, tmp_path):
     lines = (tmp_path / "out" / "examples.jsonl").read_text(encoding="utf-8").splitlines()
     assert result.rows == len(lines) == 2
     first = json.loads(lines[0])
-    assert {k: v for k, v in first.items() if k != "example_id"} == expected_rows(built)
+    assert {k: v for k, v in first.items() if k != "example_id"} == expected_first_row()
     info = json.loads((tmp_path / "out" / "manifest.json").read_text())
     check_manifest(info, built, "jsonl")
     assert info["exported_by"] == "tester" and info["files"] == ["examples.jsonl", "manifest.json"]
@@ -56,7 +55,7 @@ def test_parquet_export_reads_back_with_the_manifest_inside(built, tmp_path):
     table = pq.read_table(tmp_path / "out" / "examples.parquet")
     assert table.num_rows == 2 and table.column_names == export.COLUMNS
     first = table.slice(0, 1).to_pylist()[0]
-    assert {k: v for k, v in first.items() if k != "example_id"} == expected_rows(built)
+    assert {k: v for k, v in first.items() if k != "example_id"} == expected_first_row()
     metadata = pq.read_metadata(tmp_path / "out" / "examples.parquet").metadata
     inside = json.loads(metadata[export.PARQUET_MANIFEST_KEY.encode()])
     check_manifest(inside, built, "parquet")
@@ -69,7 +68,7 @@ def test_hf_export_loads_with_datasets(built, tmp_path):
     export.write_export(built, "hf", tmp_path / "out")
     loaded = datasets.load_from_disk(str(tmp_path / "out"))
     assert loaded.num_rows == 2 and loaded.column_names == export.COLUMNS
-    assert {k: v for k, v in loaded[0].items() if k != "example_id"} == expected_rows(built)
+    assert {k: v for k, v in loaded[0].items() if k != "example_id"} == expected_first_row()
     check_manifest(json.loads((tmp_path / "out" / "manifest.json").read_text()), built, "hf")
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".dsm-export-")]  # temporary folder removed
 

@@ -6,7 +6,7 @@ from webapp.corpus.models import Note
 from webapp.pipeline.models import RelevanceMap
 from webapp.pipeline.peaks_service import peaks_of_maps, peaks_of_rows, profile_params
 
-from .conftest import TEXT, add_map, word_offsets
+from .fabricate import TEXT, add_map, word_offsets
 
 
 def test_it_gives_what_ml_peaks_gives_map_by_map(note, tasks, model, paper):

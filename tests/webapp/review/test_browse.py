@@ -7,7 +7,7 @@ from webapp.review.browse import Filters
 from webapp.review.decisions import PeakContext
 from webapp.review.selection import Selection
 
-from .conftest import TEXT, add_map, word_span
+from .fabricate import TEXT, add_map, word_span
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from webapp.review import decisions
 from webapp.review.decisions import DecisionError, PeakContext, StaleDecision
 from webapp.review.models import PeakDecision
 
-from .conftest import TEXT, word_span
+from .fabricate import TEXT, word_span
 
 SPAN = word_span(TEXT, "130")
 OTHER = word_span(TEXT, "tachycardic")
@@ -145,7 +145,8 @@ def third_clinician(django_user_model):
 def test_a_span_rejected_by_the_only_reviewer_is_rejected(ctx, clinician, tasks):
     decide(ctx, clinician, "reject")
     decide(ctx, clinician, "accept", span=OTHER)
-    assert building.rejected_char_spans([ctx.note.pk], [tasks["heart"].pk]) == {(ctx.note.pk, tasks["heart"].pk): [SPAN]}
+    key = (ctx.note.pk, tasks["heart"].pk)
+    assert building.rejected_char_spans([ctx.note.pk], [tasks["heart"].pk]) == {key: [SPAN]}
 
 
 def test_the_majority_of_reviewers_decides_and_a_tie_rejects(ctx, clinician, second_clinician, third_clinician, tasks):
@@ -166,7 +167,8 @@ def test_only_each_reviewers_latest_decision_on_a_span_counts_across_models(ctx,
     assert building.rejected_char_spans([ctx.note.pk], [tasks["heart"].pk]) == {}
     row = PeakDecision.objects.get(reviewer=clinician, model_version=dsm)
     decide(dsm_ctx, clinician, "reject", version=row.version)
-    assert building.rejected_char_spans([ctx.note.pk], [tasks["heart"].pk]) == {(ctx.note.pk, tasks["heart"].pk): [SPAN]}
+    key = (ctx.note.pk, tasks["heart"].pk)
+    assert building.rejected_char_spans([ctx.note.pk], [tasks["heart"].pk]) == {key: [SPAN]}
 
 
 def test_rejections_are_kept_to_the_notes_and_tasks_asked_for(ctx, clinician, tasks):

@@ -6,7 +6,7 @@ from webapp.review import decisions, queue
 from webapp.review.decisions import PeakContext
 from webapp.review.selection import Selection
 
-from .conftest import TEXT, add_map, word_span
+from .fabricate import TEXT, add_map, word_span
 
 
 @pytest.fixture

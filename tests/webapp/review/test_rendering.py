@@ -9,7 +9,7 @@ import pytest
 from webapp.review import rendering
 from webapp.review.rendering import Segment
 
-from .conftest import TEXT, tokens, word_span
+from .fabricate import TEXT, tokens, word_span
 
 
 def strip_tags(markup: str) -> str:
@@ -117,8 +117,8 @@ def test_the_difference_map_cuts_at_the_union_of_both_tokenisations():
     assert segs[1].first == 0.0 and segs[1].level < 0  # second higher
 
 
-@pytest.mark.parametrize("difference, level", [(0.0, 0), (0.04, 0), (-0.04, 0), (0.06, 1), (0.3, 2), (-0.6, -3),
-                                               (0.99, 4), (-2.0, -4)])
+@pytest.mark.parametrize("difference, level", [(0.0, 0), (0.09, 0), (-0.09, 0), (0.12, 1), (0.3, 1), (0.4, 2),
+                                               (-0.6, -3), (0.99, 4), (-2.0, -4)])
 def test_differences_fall_in_signed_bins_around_a_neutral_band(difference, level):
     assert rendering.diff_level(difference) == level
 
@@ -135,3 +135,8 @@ def test_same_tokens_compares_offsets():
     assert rendering.same_tokens([(0, 1), (1, 2)], np.array([[0, 1], [1, 2]]))
     assert not rendering.same_tokens([(0, 1)], [(0, 2)])
     assert not rendering.same_tokens([(0, 1)], [(0, 1), (1, 2)])
+
+
+def test_token_levels_agree_with_score_level():
+    scores = [0.0, 0.124, 0.125, 0.5, 0.99, 1.0, 1.7, -0.3, float("nan"), float("inf")]
+    assert rendering.token_levels(scores).tolist() == [rendering.score_level(s) for s in scores]

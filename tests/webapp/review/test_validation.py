@@ -9,7 +9,7 @@ from webapp.review import validation
 from webapp.review.models import ValidationJudgement, ValidationSet
 from webapp.review.selection import Selection
 
-from .conftest import TEXT, add_map, tokens, word_span
+from .fabricate import TEXT, add_map, tokens, word_span
 
 SHARP = {"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4}
 STRICT = {"kernel_size": 1, "sigma": 1.0, "lower": 0.5, "upper": 0.6}
@@ -55,7 +55,6 @@ def test_the_next_item_goes_note_by_note_and_setting_by_setting(vset, notes, cli
 
 
 def test_an_answer_counts_for_every_setting_with_the_same_peaks_on_that_note(vset, notes, clinician):
-    # SHARP and SMOOTH differ on this note? kernel 3 smooths 0.45 below... compute what the grid gives
     spans = validation.spans_per_setting(vset, notes[0], validation._arrays(vset, notes[0].pk, vset.items[0][1]))
     assert spans[0] == (word_span(TEXT, "130"), word_span(TEXT, "tachycardic"))
     assert spans[1] == (word_span(TEXT, "130"),)
@@ -74,9 +73,6 @@ def test_the_tally_counts_majorities_and_recommends_the_most_reasonable_setting(
     rows, best = validation.tally(vset)
     assert [(r.judged, r.reasonable) for r in rows] == [(3, 2), (3, 2), (3, 1)]
     assert best.index == 0 and rows[0].recommended and not rows[1].recommended  # a tie goes to the first
-    judge(vset, admin_user, notes[2], 1, True)
-    rows, best = validation.tally(vset)
-    assert [r.reasonable for r in rows] == [2, 2, 1]
     judge(vset, admin_user, notes[1], 0, False)
     rows, best = validation.tally(vset)
     assert [r.reasonable for r in rows] == [1, 2, 1] and best.index == 1

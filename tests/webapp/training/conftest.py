@@ -16,3 +16,26 @@ def model_version(db):
 @pytest.fixture
 def dataset(corpus, model_version):
     return make_dataset(corpus, model_version)
+
+
+@pytest.fixture
+def user_for(clinician, researcher, admin_user, norole_user):
+    return {"clinician": clinician, "researcher": researcher, "admin": admin_user, "norole": norole_user}
+
+
+@pytest.fixture
+def make_run(dataset, model_version, corpus):
+    """make_run(kind="dsm", status=..., **fields) -> a TrainingRun launched through the domain."""
+    from webapp.training import runs
+    from webapp.training.models import CAUSAL_KINDS, TrainingRun
+
+    def make(kind="dsm", preset="", **fields):
+        spec = runs.RunSpec(kind=kind, preset=preset, model_version=model_version,
+                            dataset=dataset if kind in CAUSAL_KINDS else None,
+                            split_corpus=None if kind in CAUSAL_KINDS else corpus)
+        run = runs.launch(spec)
+        if fields:
+            TrainingRun.objects.filter(pk=run.pk).update(**fields)
+        return TrainingRun.objects.get(pk=run.pk)
+
+    return make

@@ -74,3 +74,20 @@ def test_the_seed_of_a_run_is_its_main_sections_seed():
 
 def test_flatten_names_settings_by_section():
     assert configs.flatten({"a": {"x": 1}, "b": {"y": None}}) == {"a.x": 1, "b.y": None}
+
+
+def test_zero_shot_variants_are_bounded_by_the_system_prompts_of_ml():
+    from ml.training import SYSTEM_PROMPTS
+
+    assert configs.ZERO_SHOT_PROMPTS == len(SYSTEM_PROMPTS)
+    _, problems = configs.build_config(RunKind.PROMPTING, {"prompting": {"shots": 0, "variants": 4}})
+    assert "at most 3 variants" in problems["prompting.variants"]
+    _, problems = configs.build_config(RunKind.PROMPTING, {"prompting": {"shots": 2, "variants": 5}})
+    assert problems == {}
+
+
+def test_a_list_setting_accepts_a_comma_separated_text():
+    config, problems = configs.build_config(RunKind.SFT, {"train": {"lora_target_modules": "q_proj, v_proj"}})
+    assert problems == {} and config["train"]["lora_target_modules"] == ["q_proj", "v_proj"]
+    config, _ = configs.build_config(RunKind.SFT, {"train": {"lora_target_modules": ""}})
+    assert config["train"]["lora_target_modules"] is None

@@ -1,0 +1,105 @@
+"""`python -m ml train`: DSM training or continual pretraining from a JSONL file.
+
+Each line is either {"prompt": ..., "answer": ...} (loss on the answer; an empty prompt means
+plain language modelling on the answer, i.e. continual pretraining) or a line of
+`python -m ml examples` ({"input", "label", "mode", ...}), formatted with the DSM prompt.
+The config is a JSON object of CausalLMConfig keys (default: the paper's DSM values).
+The model is trained in fp32 weights (bf16 autocast where the precision resolves to it) and
+saved to OUT/final/; rerunning the same command resumes from OUT/checkpoint-last/.
+Multi-GPU: `accelerate launch --multi_gpu --num_processes N -m ml train ...`.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("train", help="train a causal LM on prompt -> answer pairs (DSM, CPT)",
+                                   description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="registered model name, model folder or cached hub id")
+    parser.add_argument("--model-dir", default=None, help="folder of registered models (default $MODEL_DIR or var/models)")
+    parser.add_argument("--pairs", required=True, help="JSONL of {prompt, answer} or of `ml examples` lines")
+    parser.add_argument("--out", required=True, help="output folder (final/ and checkpoint-last/ go there)")
+    parser.add_argument("--config", default=None, help="JSON file with CausalLMConfig keys")
+    parser.add_argument("--mask-token", default=None,
+                        help="mask token the prompts use; added to the tokenizer if missing (default: none)")
+    parser.add_argument("--no-resume", action="store_true", help="start over even if a checkpoint exists")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ml.commands.peaks import fail
+    from ml.jsonl import JsonlError
+
+    try:
+        config = _config(args.config)
+        pairs = _pairs(args.pairs)
+    except (JsonlError, ValueError, OSError) as exc:
+        return fail(exc)
+    from ml.models import ModelError, load_model
+    from ml.training import TrainingCancelled, TrainingError, train_causal_lm
+
+    try:
+        loaded = load_model(args.model, model_dir=args.model_dir, dtype="float32")
+        result = train_causal_lm(loaded, pairs, config, output_dir=args.out, on_progress=_print,
+                                 resume=not args.no_resume, mask_token=args.mask_token)
+    except TrainingCancelled as exc:
+        print(f"cancelled: {exc}", file=sys.stderr)
+        return 1
+    except (ModelError, TrainingError, ValueError, OSError) as exc:
+        return fail(exc)
+    print(f"train: {result.steps} steps, {result.tokens} tokens in {result.seconds:.0f} s, final loss "
+          f"{result.final_loss:.4f}; model saved to {result.final_dir}", file=sys.stderr)
+    print(result.final_dir)
+    return 0
+
+
+def _config(path):
+    from ml.training import CausalLMConfig
+
+    if path is None:
+        return CausalLMConfig()
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: the config must be a JSON object")
+    return CausalLMConfig.from_dict(data)
+
+
+def _pairs(path):
+    from ml.jsonl import JsonlError, read_jsonl
+    from ml.masking import MaskedExample, format_dsm_prompt
+    from ml.training import TextPair
+
+    pairs = []
+    for line_no, obj in read_jsonl(path):
+        if "prompt" in obj or "answer" in obj:
+            prompt, answer = obj.get("prompt"), obj.get("answer")
+        elif "input" in obj and "label" in obj:
+            example = MaskedExample(str(obj.get("note_id", "")), tuple(obj.get("tasks") or ()), obj["input"],
+                                    obj["label"], None, obj.get("mode", "dsm"))
+            prompt, answer = format_dsm_prompt(example)
+        else:
+            raise JsonlError(path, line_no, "expected {prompt, answer} or {input, label}")
+        if not isinstance(prompt, str) or not isinstance(answer, str) or not answer.strip():
+            raise JsonlError(path, line_no, "prompt must be a string and answer a non-empty string")
+        pairs.append(TextPair(prompt, answer))
+    if not pairs:
+        raise ValueError(f"{path}: no pairs")
+    return pairs
+
+
+def _print(event) -> None:
+    parts = [f"step {event.step}/{event.total_steps}"]
+    if event.loss is not None:
+        parts.append(f"loss {event.loss:.4f}")
+    if event.lr is not None:
+        parts.append(f"lr {event.lr:.2e}")
+    if event.tokens_per_s:
+        parts.append(f"{event.tokens_per_s:.0f} tok/s")
+    if event.eta_s is not None:
+        parts.append(f"eta {event.eta_s:.0f} s")
+    if event.message:
+        parts.append(event.message)
+    print("  ".join(parts), file=sys.stderr)

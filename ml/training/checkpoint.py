@@ -1,0 +1,123 @@
+"""`output_dir/checkpoint-last/`: everything needed to continue a run exactly.
+
+    trainable.safetensors  the trainable parameters by name (all weights, or the LoRA adapter)
+    training_state.pt      optimizer, scheduler, RNG states (torch CPU/CUDA, numpy, random)
+    state.json             step, tokens, seconds, history, the config, a fingerprint of the
+                           encoded data, the mask token
+
+It is written into a temporary folder and renamed into place; the previous checkpoint is
+moved aside first (a folder cannot be renamed onto a non-empty one) and deleted after, so a
+crash at any moment leaves either the old or the new checkpoint (`load` also looks for the
+moved-aside one).
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+CHECKPOINT = "checkpoint-last"
+_ASIDE = ".checkpoint-previous"
+FORMAT = 1
+# Config keys that may change between a run and its resumption (they do not change numerics).
+# (max_steps is not one: it sets the length of the learning-rate schedule.)
+RESUMABLE_CHANGES = {"checkpoint_every", "gradient_checkpointing"}
+
+
+@dataclass
+class Checkpoint:
+    step: int
+    tokens: int
+    seconds: float
+    config: dict
+    data_fingerprint: str
+    mask_token: str | None
+    history: list[dict] = field(default_factory=list)
+    trainable: dict | None = None  # name -> tensor
+    optimizer: dict | None = None
+    scheduler: dict | None = None
+    rng: dict | None = None
+
+
+def capture_rng() -> dict:
+    state = {"torch": torch.get_rng_state(), "numpy": _numpy_state(), "python": random.getstate()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+    name, keys, pos, has_gauss, gauss = state["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, gauss))
+    version, internal, gauss_next = state["python"]
+    random.setstate((version, tuple(internal), gauss_next))
+
+
+def _numpy_state():
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    return (name, keys.tolist(), int(pos), int(has_gauss), float(gauss))
+
+
+def save(output_dir: Path, ckpt: Checkpoint) -> Path:
+    from safetensors.torch import save_file
+
+    output_dir = Path(output_dir)
+    target = output_dir / CHECKPOINT
+    tmp = output_dir / f".{CHECKPOINT}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_file({k: v.detach().contiguous().cpu() for k, v in ckpt.trainable.items()}, tmp / "trainable.safetensors")
+    torch.save({"optimizer": ckpt.optimizer, "scheduler": ckpt.scheduler, "rng": ckpt.rng}, tmp / "training_state.pt")
+    meta = {"format": FORMAT, "step": ckpt.step, "tokens": ckpt.tokens, "seconds": ckpt.seconds,
+            "config": ckpt.config, "data_fingerprint": ckpt.data_fingerprint, "mask_token": ckpt.mask_token,
+            "history": ckpt.history}
+    (tmp / "state.json").write_text(json.dumps(meta, indent=1))
+    aside = output_dir / _ASIDE
+    shutil.rmtree(aside, ignore_errors=True)
+    if target.exists():
+        os.replace(target, aside)
+    os.replace(tmp, target)
+    shutil.rmtree(aside, ignore_errors=True)
+    return target
+
+
+def find(output_dir: Path) -> Path | None:
+    for name in (CHECKPOINT, _ASIDE):
+        folder = Path(output_dir) / name
+        if (folder / "state.json").is_file():
+            return folder
+    return None
+
+
+def load(folder: Path, device: torch.device | str = "cpu") -> Checkpoint:
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    meta = json.loads((folder / "state.json").read_text())
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{folder}: unknown checkpoint format {meta.get('format')!r}")
+    blobs = torch.load(folder / "training_state.pt", map_location="cpu", weights_only=True)
+    return Checkpoint(step=meta["step"], tokens=meta["tokens"], seconds=meta["seconds"], config=meta["config"],
+                      data_fingerprint=meta["data_fingerprint"], mask_token=meta["mask_token"],
+                      history=meta["history"], trainable=load_file(folder / "trainable.safetensors", device=str(device)),
+                      optimizer=blobs["optimizer"], scheduler=blobs["scheduler"], rng=blobs["rng"])
+
+
+def config_changes(saved: dict, current: dict) -> list[str]:
+    """Keys whose values differ and that must not change when resuming."""
+    keys = (set(saved) | set(current)) - RESUMABLE_CHANGES
+    return sorted(k for k in keys if saved.get(k) != current.get(k))
+
+
+def remove(output_dir: Path) -> None:
+    for name in (CHECKPOINT, _ASIDE):
+        shutil.rmtree(Path(output_dir) / name, ignore_errors=True)

@@ -1,0 +1,141 @@
+"""Training configurations: commented dataclasses holding the paper's values as defaults
+(METHOD.md steps 9-10). A config is saved with every checkpoint and run (`asdict(config)`),
+and read back with `Config.from_dict(d)`, which rejects unknown keys.
+
+No torch here: the web app builds and validates configs without loading a model.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+FINETUNE = ("full", "lora")
+PRECISIONS = ("auto", "bf16", "fp32")
+SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup")
+
+
+class _FromDict:
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None):
+        """Build from a plain dict (e.g. a saved config); unknown keys are a ValueError."""
+        data = dict(data or {})
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(
+                f"unknown {cls.__name__} key(s): {', '.join(unknown)}; known keys: {', '.join(sorted(names))}"
+            )
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+@dataclass
+class CausalLMConfig(_FromDict):
+    """DSM training, continual pretraining, any prompt -> answer causal-LM fine-tuning.
+    Defaults: the paper's DSM training (METHOD.md step 9)."""
+
+    finetune: str = "full"  # "full": all parameters (paper, DSM); "lora": adapters only
+    epochs: float = 1.0  # paper: 1 epoch; fractions allowed (steps are rounded up)
+    lr: float = 4e-5  # paper: 4e-5 (DSM)
+    scheduler: str = "cosine"  # paper: cosine (transformers.get_scheduler name)
+    weight_decay: float = 0.001  # paper: 0.001; applied to matrices only, not to biases / norms
+    warmup_ratio: float = 0.1  # paper: 0.1 of the optimizer steps (rounded up)
+    effective_batch_size: int = 128  # paper: 128 = micro_batch_size x accumulation x processes
+    micro_batch_size: int = 4  # examples per forward pass and process
+    max_length: int = 512  # tokens per example; the prompt is cut from the left, never the answer
+    adam_eps: float = 1e-8  # AdamW epsilon (torch default); SFT uses 1e-7
+    seed: int = 0  # data order, LoRA init, dropout
+    lora_r: int = 32  # paper (SFT): r 32
+    lora_alpha: int = 64  # paper (SFT): alpha 64
+    lora_dropout: float = 0.05  # paper (SFT): 0.05
+    # LoRA target modules; None = every linear layer but the output head (peft "all-linear").
+    lora_target_modules: list[str] | None = None
+    precision: str = "auto"  # "auto": bf16 autocast on CUDA with bf16 and on CPUs with native bf16
+    checkpoint_every: int = 50  # optimizer steps between checkpoints (0: only on cancel)
+    max_steps: int | None = None  # cap on optimizer steps, for smoke runs
+    gradient_checkpointing: bool = False  # trade compute for activation memory
+    max_grad_norm: float = 1.0  # gradient clipping
+
+    def __post_init__(self):
+        _check(self.finetune in FINETUNE, f"finetune must be one of {FINETUNE}, got {self.finetune!r}")
+        _check(self.precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        _check(self.scheduler in SCHEDULERS, f"scheduler must be one of {SCHEDULERS}, got {self.scheduler!r}")
+        _check(self.epochs > 0 and math.isfinite(self.epochs), f"epochs must be > 0, got {self.epochs}")
+        _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
+        _check(0 <= self.warmup_ratio < 1, f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+        _check(self.micro_batch_size >= 1, "micro_batch_size must be >= 1")
+        _check(self.effective_batch_size >= self.micro_batch_size
+               and self.effective_batch_size % self.micro_batch_size == 0,
+               f"effective_batch_size ({self.effective_batch_size}) must be a multiple of "
+               f"micro_batch_size ({self.micro_batch_size})")
+        _check(self.max_length >= 8, "max_length must be >= 8")
+        _check(self.checkpoint_every >= 0, "checkpoint_every must be >= 0")
+        _check(self.max_steps is None or self.max_steps >= 1, "max_steps must be None or >= 1")
+        _check(self.lora_r >= 1 and self.lora_alpha > 0 and 0 <= self.lora_dropout < 1, "invalid LoRA settings")
+        _check(self.max_grad_norm > 0, "max_grad_norm must be > 0")
+
+    def accumulation_steps(self, processes: int = 1) -> int:
+        """Micro-batches per optimizer step and process: effective = micro x this x processes."""
+        per_step = self.micro_batch_size * processes
+        if self.effective_batch_size % per_step:
+            raise ValueError(
+                f"effective_batch_size {self.effective_batch_size} is not a multiple of micro_batch_size "
+                f"{self.micro_batch_size} x {processes} process(es)"
+            )
+        return self.effective_batch_size // per_step
+
+
+@dataclass
+class SFTConfig(CausalLMConfig):
+    """Downstream multi-task SFT with LoRA (METHOD.md step 10)."""
+
+    finetune: str = "lora"  # paper: LoRA
+    lr: float = 3e-4  # paper: 3e-4
+    effective_batch_size: int = 64  # paper: 64
+    adam_eps: float = 1e-7  # paper: 1e-7
+    # weight decay (not given for SFT in the paper), warmup 0.1, cosine, 1 epoch, r 32,
+    # alpha 64, dropout 0.05: as CausalLMConfig
+
+
+@dataclass
+class HeadConfig(_FromDict):
+    """Classification head on the frozen LM's last hidden state (METHOD.md step 10, CH)."""
+
+    hidden: int = 256  # paper: Linear(hidden, 256) -> ReLU -> Dropout -> Linear(256, classes)
+    dropout: float = 0.1  # paper: 0.1
+    epochs: int = 20  # paper: 20
+    lr: float = 1e-3  # paper: 1e-3, AdamW
+    batch_size: int = 32
+    weight_decay: float = 0.0
+    seed: int = 0
+    max_length: int = 512  # prompt tokens for feature extraction (cut from the left)
+
+    def __post_init__(self):
+        _check(self.hidden >= 1 and self.epochs >= 1 and self.batch_size >= 1, "invalid head sizes")
+        _check(0 <= self.dropout < 1, f"dropout must be in [0, 1), got {self.dropout}")
+        _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
+
+
+@dataclass
+class PromptingConfig(_FromDict):
+    """0-shot / 2-shot prompting baselines (METHOD.md Table 4)."""
+
+    shots: int = 0  # 0: one run per system prompt variant; 2: two examples per task from train_items
+    variants: int = 3  # paper: 3 system prompts (0-shot) / 3 random draws of examples (2-shot)
+    seed: int = 0  # draws of the few-shot examples
+    max_length: int = 1024  # prompt tokens (examples included); the query note is cut from the left
+    batch_size: int = 8  # sequences per forward pass when scoring options
+
+    def __post_init__(self):
+        _check(self.shots >= 0, f"shots must be >= 0, got {self.shots}")
+        _check(self.variants >= 1, f"variants must be >= 1, got {self.variants}")
+        _check(self.max_length >= 16, "max_length must be >= 16")

@@ -1,0 +1,16 @@
+"""Errors of ml.training."""
+
+
+class TrainingError(Exception):
+    """Training cannot run or went wrong in a way the user can act on (bad data, bad config,
+    a chat template that hides the answer, a checkpoint from another run)."""
+
+
+class TrainingCancelled(Exception):
+    """`should_stop()` returned True: a checkpoint was saved (unless nothing had been trained
+    yet and none existed); calling again with resume=True continues from it."""
+
+    def __init__(self, message: str = "training cancelled", *, step: int = 0, checkpoint_dir=None):
+        super().__init__(message)
+        self.step = step
+        self.checkpoint_dir = checkpoint_dir

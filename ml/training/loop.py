@@ -1,0 +1,210 @@
+"""`train_causal_lm`: the causal-LM training loop (DSM, continual pretraining, SFT).
+
+One optimizer step = `effective_batch_size` examples = micro_batch_size x accumulation x
+processes. The loss of a step is the mean cross-entropy over ALL its supervised (answer)
+tokens: each micro-batch contributes its token-loss SUM divided by the step's token count,
+so accumulation gives exactly the gradient of one big batch however the examples are
+grouped. AdamW (eps from the config), warmup + cosine schedule, gradient clipping, bf16
+autocast when the precision resolves to bf16 (runtime.py). Data order: batching.py.
+
+Multi-GPU: `accelerate launch --multi_gpu --num_processes N script.py` (or `torchrun
+--nproc_per_node N script.py`) where the script calls train_causal_lm; every process
+encodes the data, takes its share of each step's micro-batches, and DDP averages the
+gradients. Process 0 writes checkpoints and the final model.
+
+Cancel: `should_stop()` is asked before every micro-batch; when True, the state at the last
+completed optimizer step (weights, optimizer, scheduler, RNG, step) is saved to
+checkpoint-last and TrainingCancelled is raised. `resume=True` continues from
+checkpoint-last: same data order, same RNG, so the result equals an uninterrupted run.
+checkpoint-last is removed once final/ is written.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ml.lrp import assert_not_patched
+from ml.training import checkpoint as ckpt_io
+from ml.training.batching import collate, loss_sum, step_plan
+from ml.training.config import CausalLMConfig
+from ml.training.data import TextPair
+from ml.training.encoding import Encoded, Encoder
+from ml.training.errors import TrainingCancelled, TrainingError
+from ml.training.finetune import load_trainable, make_optimizer, prepare_model, save_final, trainable_parameters
+from ml.training.progress import Meter, ProgressEvent, TrainResult
+from ml.training.runtime import autocast, autocast_dtype, make_accelerator
+from ml.training.vocab import ensure_mask_token
+
+log = logging.getLogger(__name__)
+
+
+def train_causal_lm(loaded, pairs: Sequence[TextPair], config: CausalLMConfig, *, output_dir,
+                    on_progress: Callable[[ProgressEvent], None] | None = None,
+                    should_stop: Callable[[], bool] | None = None, resume: bool = True,
+                    mask_token: str | None = None) -> TrainResult:
+    """Train `loaded.model` in place on prompt -> answer pairs (loss on the answers) and save
+    it with its tokenizer to `output_dir/final/`. `mask_token`: a token the prompts use,
+    made a single special token first (added, embeddings resized, if the tokenizer lacks it).
+    On return `loaded.model` is the trained (for LoRA: merged) model in eval mode."""
+    assert_not_patched()
+    if not isinstance(config, CausalLMConfig):
+        raise TypeError(f"config must be a CausalLMConfig, got {type(config).__name__}")
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    acc = make_accelerator()
+    world, rank = acc.num_processes, acc.process_index
+    config.accumulation_steps(world)  # effective = micro x accumulation x processes, or ValueError
+    emit = _emitter(on_progress, acc.is_main_process)
+    torch.manual_seed(config.seed)
+    if mask_token:
+        ensure_mask_token(loaded, mask_token)
+    examples, fingerprint, note = _encode_all(loaded, pairs, config)
+    lengths = [len(e.input_ids) for e in examples]
+    steps_per_epoch = math.ceil(len(examples) / config.effective_batch_size)
+    total = max(1, math.ceil(config.epochs * steps_per_epoch))
+    total = min(total, config.max_steps) if config.max_steps else total
+    original_dtype = loaded.model.dtype
+    model = prepare_model(loaded.model, config)
+    optimizer = make_optimizer(model, config)
+    from transformers import get_scheduler
+
+    scheduler = get_scheduler(config.scheduler, optimizer, num_warmup_steps=math.ceil(config.warmup_ratio * total),
+                              num_training_steps=total)
+    model, optimizer = acc.prepare(model, optimizer)
+    step, tokens_before, seconds, history = _resume(acc, model, optimizer, scheduler, config, fingerprint, mask_token,
+                                             output_dir, resume)
+    history = [ProgressEvent(**h) for h in history]
+    amp = autocast_dtype(config.precision, acc.device)
+    pad_id = _pad_id(loaded.tokenizer)
+    meter, rng_at_step, plans = Meter(step), ckpt_io.capture_rng(), {}
+    saved_step = step  # step 0 needs no checkpoint; a resumed step has one
+    loss = None
+
+    def save_checkpoint(message: str):
+        nonlocal saved_step
+        if acc.is_main_process:
+            ckpt_io.save(output_dir, ckpt_io.Checkpoint(
+                step, tokens_before + meter.tokens, seconds + meter.elapsed(), asdict(config), fingerprint, mask_token,
+                [asdict(h) for h in history], trainable_parameters(acc.unwrap_model(model)),
+                optimizer.state_dict(), scheduler.state_dict(), rng_at_step))
+        acc.wait_for_everyone()
+        saved_step = step
+        history.append(emit(meter.event(step, total, steps_per_epoch, loss, None, message)))
+
+    history.append(emit(meter.event(step, total, steps_per_epoch, None, None,
+                                    (f"resumed at step {step}" if step else "started") + note)))
+    while step < total:  # ---------------------------------------------------------------- the loop
+        epoch, index = divmod(step, steps_per_epoch)
+        plan = plans.setdefault(epoch, step_plan(lengths, seed=config.seed, epoch=epoch,
+                                                 effective=config.effective_batch_size, micro=config.micro_batch_size))
+        mine, weight = plan[index][rank::world], 1.0
+        if not mine:  # a short last step leaves this process nothing: run a zero-weighted batch for DDP
+            mine, weight = plan[index][:1], 0.0
+        step_tokens = sum(examples[i].n_supervised for mb in plan[index] for i in mb)  # all processes
+        step_loss = torch.zeros((), device=acc.device)
+        for i, micro in enumerate(mine):
+            if should_stop is not None and should_stop():
+                if step != saved_step:
+                    save_checkpoint("checkpoint saved (cancelled)")
+                raise TrainingCancelled(f"cancelled at step {step} of {total}", step=step,
+                                        checkpoint_dir=output_dir / ckpt_io.CHECKPOINT if step else None)
+            batch = {k: v.to(acc.device) if torch.is_tensor(v) else v
+                     for k, v in collate([examples[j] for j in micro], pad_id).items()}
+            sync = contextlib.nullcontext() if i == len(mine) - 1 else acc.no_sync(model)
+            with sync:
+                with autocast(acc.device, amp):
+                    summed, _ = loss_sum(model, batch)
+                acc.backward(summed * (weight * world / step_tokens))
+            step_loss += summed.detach() * weight
+        acc.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.max_grad_norm)
+        lr = optimizer.param_groups[0]["lr"]
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        step, rng_at_step = step + 1, ckpt_io.capture_rng()
+        meter.tokens += sum(len(examples[j].input_ids) for mb in plan[index] for j in mb)  # all processes
+        loss = float(acc.reduce(step_loss, "sum") if world > 1 else step_loss) / step_tokens
+        history.append(emit(meter.event(step, total, steps_per_epoch, loss, lr)))
+        if config.checkpoint_every and step % config.checkpoint_every == 0 and step < total:
+            save_checkpoint("checkpoint saved")
+    # ----------------------------------------------------------------------------------- the end
+    tokens, seconds = tokens_before + meter.tokens, seconds + meter.elapsed()
+    final_dir = output_dir / "final"
+    if acc.is_main_process:
+        final_dir, loaded.model = save_final(acc.unwrap_model(model), loaded.tokenizer, config, output_dir,
+                                             dtype=original_dtype)
+        ckpt_io.remove(output_dir)
+    acc.wait_for_everyone()
+    history.append(emit(meter.event(step, total, steps_per_epoch, loss, None, "finished")))
+    return TrainResult(output_dir, final_dir, step, tokens, seconds, loss, history)
+
+
+def _emitter(on_progress, is_main: bool):
+    def emit(event: ProgressEvent) -> ProgressEvent:
+        if event.message:
+            log.info("step %d/%d: %s", event.step, event.total_steps, event.message)
+        if on_progress is not None and is_main:
+            on_progress(event)
+        return event
+    return emit
+
+
+def _encode_all(loaded, pairs, config) -> tuple[list[Encoded], str, str]:
+    """Every pair tokenised (see encoding.py), a fingerprint of the result, a note on cuts."""
+    encoder = Encoder(loaded.tokenizer, config.max_length, loaded.family.chat_template_kwargs)
+    examples, dropped, truncated = [], 0, 0
+    for pair in pairs:
+        encoded = encoder.encode(pair.prompt, pair.answer)
+        dropped += not encoded
+        truncated += any(e.truncated for e in encoded)
+        examples.extend(encoded)
+    if not examples:
+        raise TrainingError(f"no training example: {len(pairs)} pairs given, {dropped} longer than max_length "
+                            f"({config.max_length} tokens) even with the prompt cut")
+    note = ""
+    if dropped or truncated:
+        note = (f"; {truncated} of {len(pairs)} examples cut to {config.max_length} tokens, {dropped} dropped "
+                f"(the answer alone does not fit)")
+        log.warning(note[2:])
+    digest = hashlib.sha256()
+    for e in examples:
+        digest.update(np.int64(e.prompt_len).tobytes())
+        digest.update(np.int64(len(e.input_ids)).tobytes())
+        digest.update(e.input_ids.tobytes())
+    return examples, digest.hexdigest(), note
+
+
+def _resume(acc, model, optimizer, scheduler, config, fingerprint, mask_token, output_dir, resume):
+    """(step, tokens, seconds, history) from checkpoint-last, or zeros for a fresh start."""
+    folder = ckpt_io.find(output_dir) if resume else None
+    if folder is None:
+        if not resume:
+            ckpt_io.remove(output_dir)
+        return 0, 0, 0.0, []
+    saved = ckpt_io.load(folder, device=acc.device)
+    changed = ckpt_io.config_changes(saved.config, asdict(config))
+    if changed:
+        raise TrainingError(f"{folder} was written with another config ({', '.join(changed)} differ); "
+                            "train with the same config or resume=False")
+    if saved.data_fingerprint != fingerprint or saved.mask_token != mask_token:
+        raise TrainingError(f"{folder} was written for other training data; use resume=False to start over")
+    load_trainable(acc.unwrap_model(model), saved.trainable)
+    optimizer.load_state_dict(saved.optimizer)
+    scheduler.load_state_dict(saved.scheduler)
+    ckpt_io.restore_rng(saved.rng)
+    return saved.step, saved.tokens, saved.seconds, saved.history
+
+
+def _pad_id(tokenizer) -> int:
+    for token_id in (tokenizer.pad_token_id, tokenizer.eos_token_id, 0):
+        if token_id is not None:
+            return token_id

@@ -1,0 +1,43 @@
+"""Device, precision and the accelerate objects of a training run."""
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from ml.training.errors import TrainingError
+
+
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    """bf16 autocast, or None for plain fp32. "auto": bf16 on CUDA with bf16 support and on
+    CPUs with native bf16 (AVX512-BF16 / AMX), the rule of ml.relevance.preferred_dtype.
+    Measured on this project's 2-core AVX512-BF16 CPU (SmolLM2-135M, 4 x 256 tokens, full
+    parameters): bf16 autocast steps were 1.2-2.5x faster than fp32."""
+    if precision == "fp32":
+        return None
+    if precision == "bf16":
+        if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+            raise TrainingError("precision 'bf16' asked for, but this GPU does not support bf16")
+        return torch.bfloat16
+    from ml.relevance import preferred_dtype
+
+    return torch.bfloat16 if preferred_dtype(device) == torch.bfloat16 else None
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None):
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def make_accelerator():
+    """A plain Accelerator: device placement, DDP under `accelerate launch` / `torchrun`,
+    no_sync during accumulation. Mixed precision is handled by our own autocast (the
+    accelerate state is a process-wide singleton that cannot change precision between runs)."""
+    from accelerate import Accelerator
+
+    accelerator = Accelerator()
+    # `prepare` would wrap forward in autocast if the (process-wide) state says bf16/fp16,
+    # e.g. after a transformers Trainer ran in this process: precision is ours alone.
+    accelerator.native_amp = False
+    return accelerator

@@ -1,0 +1,195 @@
+"""A clinician reviews peaks in real headless Chromium: sliders, keyboard decisions, validation,
+comparison; and cannot reach researcher-only pages."""
+import pytest
+
+from webapp.pipeline.models import ModelVersion, PeakProfile
+from webapp.review.models import PeakDecision, ValidationSet
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def ward(db):
+    from webapp.corpus.models import Annotation, Corpus, Note, Task
+
+    from tests.webapp.review.fabricate import TEXT, add_map, word_span
+
+    corpus = Corpus.objects.create(name="ward", language="en")
+    note = Note.objects.create(corpus=corpus, external_id="n1", text=TEXT)
+    other = Note.objects.create(corpus=corpus, external_id="n2", text=TEXT)
+    heart = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"])
+    pacemaker = Task.objects.create(slug="presence-of-pacemaker", description="presence of pacemaker",
+                                    options=["y", "n"])
+    base = ModelVersion.objects.create(name="base-model", family="llama", path="base-model")
+    dsm = ModelVersion.objects.create(name="dsm-model", family="llama", path="dsm-model", parent=base)
+    sharp = PeakProfile.objects.create(name="sharp", kernel_size=1, sigma=1.0, lower=0.2, upper=0.4)
+    for n in (note, other):
+        add_map(n, heart, base, {"130": 0.9, "tachycardic": 0.6, "Pacemaker": 0.45})
+        add_map(n, heart, dsm, {"130": 1.0, "tachycardic": 0.9})
+        add_map(n, pacemaker, base, {"Pacemaker": 1.0})
+    Annotation.objects.create(note=note, task=heart, label="y", annotator_name="gold",
+                              evidence=[list(word_span(TEXT, "130"))])
+    url = f"/review/{corpus.pk}/notes/{note.pk}/?task={heart.pk}&model={base.pk}&method=attnlrp&template=en" \
+          f"&profile={sharp.pk}"
+    return {"corpus": corpus, "note": note, "other": other, "heart": heart, "pacemaker": pacemaker, "base": base,
+            "dsm": dsm, "sharp": sharp, "url": url}
+
+
+def peak_count(page) -> int:
+    return page.locator("#note-text mark.peak").count()
+
+
+def set_slider(page, selector, value):
+    page.eval_on_selector(selector, "(el, v) => { el.value = v; "
+                                    "el.dispatchEvent(new Event('input', {bubbles: true})); }", str(value))
+
+
+def test_moving_a_threshold_slider_rehighlights_the_peaks(login, clinician, ward):
+    page = login(clinician)
+    page.goto(ward["url"])
+    assert peak_count(page) == 3
+    assert page.locator("#note-text").inner_text() == ward["note"].text
+    page.evaluate("window.__same_page = true")
+    set_slider(page, "#id_upper", "0.85")
+    page.wait_for_function("document.querySelectorAll('#note-text mark.peak').length === 1")
+    assert page.locator("#note-text mark.peak").inner_text().endswith("130")
+    assert page.locator("#id_upper + output, output[data-for=id_upper]").first.inner_text() == "0.85"
+    assert "upper=0.85" in page.url and page.evaluate("window.__same_page") is True
+    page.wait_for_function("document.querySelector('#preview-share') !== null")
+    set_slider(page, "#id_upper", "0.4")
+    page.wait_for_function("document.querySelectorAll('#note-text mark.peak').length === 3")
+
+
+def test_switching_the_task_swaps_only_the_panel_and_pushes_the_url(login, clinician, ward):
+    page = login(clinician)
+    page.goto(ward["url"])
+    page.evaluate("window.__same_page = true")
+    page.select_option("#id_task", str(ward["pacemaker"].pk))
+    page.wait_for_function("document.querySelector('#note-panel .what strong').textContent === 'presence of pacemaker'")
+    assert peak_count(page) == 1
+    assert f"task={ward['pacemaker'].pk}" in page.url and page.evaluate("window.__same_page") is True
+    page.go_back()
+    page.wait_for_function("document.querySelector('#note-panel .what strong').textContent === 'heart rate'")
+
+
+def test_a_clinician_accepts_and_rejects_with_the_keyboard_and_it_persists(login, clinician, ward):
+    page = login(clinician)
+    page.goto(ward["url"])
+    page.wait_for_selector("#note-text mark.peak.current")
+    page.keyboard.press("a")  # accept peak 1, move on to peak 2
+    page.wait_for_selector("#peak-0.mine-accept")
+    page.wait_for_selector("#peak-1.current")
+    page.keyboard.press("x")  # reject peak 2
+    page.wait_for_selector("#peak-1.mine-reject")
+    page.keyboard.press("k")
+    page.keyboard.press("k")
+    page.wait_for_selector("#peak-0.current")
+    # keys do nothing while typing in a text field
+    page.locator("#peak-item-2 summary").click()
+    page.locator("#peak-item-2 textarea").type("ax")
+    page.keyboard.press("Escape")
+    page.reload()
+    page.wait_for_selector("#peak-0.mine-accept")
+    assert page.locator("#peak-1").get_attribute("class").startswith("peak mine-reject")
+    assert "undecided" in page.locator("#peak-2").get_attribute("class")
+    rows = dict(PeakDecision.objects.values_list("start", "decision"))
+    assert sorted(rows.values()) == ["accept", "reject"]
+    page.keyboard.press("u")  # undo the last decision (the reject)
+    page.wait_for_function("!document.querySelector('#peak-1').classList.contains('mine-reject')")
+    assert PeakDecision.objects.get().decision == "accept"
+
+
+def test_shift_arrows_move_a_peak_boundary_and_enter_saves_it(login, clinician, ward):
+    page = login(clinician)
+    page.goto(ward["url"])
+    page.wait_for_selector("#peak-0.current")
+    page.keyboard.press("Alt+Shift+ArrowLeft")  # start one word left: "HR 130"
+    page.keyboard.press("Shift+ArrowRight")  # end one word right: "HR 130 bpm"
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#peak-0.mine-adjust")
+    row = PeakDecision.objects.get()
+    assert ward["note"].text[row.adjusted_start:row.adjusted_end] == "HR 130 bpm"
+
+
+def test_the_help_overlay_opens_with_question_mark_and_closes_with_escape(login, clinician, ward):
+    page = login(clinician)
+    page.goto(ward["url"])
+    page.keyboard.press("?")
+    assert page.locator("#help").is_visible()
+    page.keyboard.press("a")  # no decision while the help is open
+    page.keyboard.press("Escape")
+    assert not page.locator("#help").is_visible()
+    assert not PeakDecision.objects.exists()
+
+
+def test_n_and_p_go_to_the_next_and_previous_note(login, clinician, ward):
+    page = login(clinician)
+    page.goto(ward["url"])
+    page.keyboard.press("n")
+    page.wait_for_url(f"**/notes/{ward['other'].pk}/**")
+    page.wait_for_selector("#note-text mark.peak")
+    page.keyboard.press("p")
+    page.wait_for_url(f"**/notes/{ward['note'].pk}/**")
+
+
+def test_a_clinician_completes_a_validation_round_and_gets_a_recommendation(login, clinician, ward):
+    grid = [{"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4},
+            {"kernel_size": 1, "sigma": 1.0, "lower": 0.5, "upper": 0.95}]
+    vset = ValidationSet.objects.create(corpus=ward["corpus"], model_version=ward["base"], method="attnlrp",
+                                        template="en", name="round", grid=grid,
+                                        items=[[ward["note"].pk, ward["heart"].pk],
+                                               [ward["other"].pk, ward["heart"].pk]])
+    page = login(clinician)
+    page.goto(f"/review/validation/{vset.pk}/")
+    for answer in ["y", "n", "y", "n"]:
+        page.wait_for_selector("#validation-round")
+        page.keyboard.press(answer)
+        page.wait_for_load_state()
+    page.wait_for_url(f"**/validation/{vset.pk}/results/")
+    assert "setting 1" in page.locator("#recommendation").inner_text()
+    page.click("#adopt-button")
+    page.wait_for_selector(".messages")
+    assert PeakProfile.objects.filter(name=f"validated-{vset.pk}", upper=0.4).exists()
+
+
+def test_the_comparison_view_shows_both_maps_the_difference_and_the_summary(login, clinician, ward):
+    page = login(clinician)
+    page.goto(ward["url"])
+    page.click("text=Compare model versions")
+    page.wait_for_selector("#diff-text")
+    assert page.locator("#first-map h2").inner_text() == "base-model"
+    assert page.locator("#second-map h2").inner_text() == "dsm-model"
+    assert page.locator("#diff-text").inner_text() == ward["note"].text
+    page.wait_for_selector("#mean-change")
+    assert page.locator("#mean-change").inner_text().endswith("%")
+
+
+def test_a_clinician_cannot_reach_researcher_only_pages(login, clinician, ward):
+    page = login(clinician)
+    assert page.goto("/jobs/new/").status == 403
+    assert page.goto("/datasets/new/").status == 403
+
+
+def test_a_researcher_reads_the_note_but_has_no_decision_keys(login, researcher, ward):
+    page = login(researcher)
+    page.goto(ward["url"])
+    assert peak_count(page) == 3
+    assert page.locator("button[value=accept]").count() == 0
+    page.keyboard.press("a")
+    assert not PeakDecision.objects.exists()
+
+
+def test_a_decision_from_a_stale_page_is_refused_on_the_page(login, clinician, ward):
+    page = login(clinician)
+    page.goto(ward["url"])
+    page.wait_for_selector("#peak-0.current")
+    page.keyboard.press("a")
+    page.wait_for_selector("#peak-0.mine-accept")
+    PeakDecision.objects.update(version=5)  # changed meanwhile in another tab
+    page.keyboard.press("k")
+    page.wait_for_selector("#peak-0.current")
+    page.keyboard.press("x")
+    page.wait_for_selector("#note-panel .notice[role=alert]")
+    assert "out of date" in page.locator("#note-panel .notice[role=alert]").inner_text()
+    assert "mine-accept" in page.locator("#peak-0").get_attribute("class")
+    assert PeakDecision.objects.get().decision == "accept"

@@ -1,0 +1,163 @@
+import copy
+import json
+
+import pytest
+import torch
+
+import ml.lrp
+from ml.models import load_model
+from ml.training import TrainingCancelled, TrainingError, train_causal_lm
+from ml.training.batching import collate, loss_sum
+from ml.training.encoding import Encoder
+from tests.ml.conftest import build_loaded
+from tests.ml.training.conftest import dsm_pairs, fast_config
+
+
+def state(model) -> dict:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def assert_same_weights(a: dict, b: dict, atol=1e-6):
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.allclose(a[k], b[k], atol=atol, rtol=1e-5), k
+
+
+def mean_answer_loss(loaded, pairs, max_length=96) -> float:
+    enc = Encoder(loaded.tokenizer, max_length)
+    examples = [e for p in pairs for e in enc.encode(p.prompt, p.answer)]
+    with torch.no_grad():
+        total, n = loss_sum(loaded.model.eval(), collate(examples, pad_id=0))
+    return float(total) / n
+
+
+def test_fewer_examples_than_one_effective_batch_still_take_a_step(tmp_path):
+    events = []
+    result = train_causal_lm(build_loaded("llama"), dsm_pairs(3), fast_config(effective_batch_size=8),
+                             output_dir=tmp_path, on_progress=events.append)
+    assert result.steps == 1
+    step_events = [e for e in events if not e.message]
+    assert [e.step for e in step_events] == [1] and step_events[0].total_steps == 1
+    assert step_events[0].loss > 0 and step_events[0].tokens_per_s > 0
+    assert (tmp_path / "final" / "config.json").is_file() and not (tmp_path / "checkpoint-last").exists()
+
+
+def test_steps_are_epochs_times_steps_per_epoch_rounded_up(tmp_path):
+    result = train_causal_lm(build_loaded("llama"), dsm_pairs(10), fast_config(epochs=1.5), output_dir=tmp_path)
+    assert result.steps == 5  # ceil(10 / 4) = 3 steps per epoch, x 1.5 = 4.5 -> 5
+    assert [e.step for e in result.history if not e.message] == [1, 2, 3, 4, 5]
+
+
+def test_accumulated_micro_batches_give_the_gradient_of_the_whole_batch(tmp_path):
+    finals = []
+    for micro in (4, 2, 1):
+        loaded = build_loaded("llama")
+        train_causal_lm(loaded, dsm_pairs(8), fast_config(micro_batch_size=micro), output_dir=tmp_path / str(micro))
+        finals.append(state(loaded.model))
+    assert_same_weights(finals[0], finals[1], atol=1e-5)
+    assert_same_weights(finals[0], finals[2], atol=1e-5)
+
+
+@pytest.mark.parametrize("finetune", ["full", "lora"])
+def test_cancel_then_resume_ends_with_the_weights_of_an_uninterrupted_run(tmp_path, finetune):
+    config = fast_config(finetune=finetune, epochs=2, lora_r=4, lora_alpha=8, lora_dropout=0.1)
+    reference = build_loaded("llama")
+    train_causal_lm(reference, dsm_pairs(8), config, output_dir=tmp_path / "a")
+
+    calls = []
+
+    def stop_at_sixth_micro_batch():  # 2 micro-batches per step: stops inside step 3
+        calls.append(1)
+        return len(calls) == 6
+
+    events = []
+    with pytest.raises(TrainingCancelled) as cancelled:
+        train_causal_lm(build_loaded("llama"), dsm_pairs(8), config, output_dir=tmp_path / "b",
+                        should_stop=stop_at_sixth_micro_batch, on_progress=events.append)
+    assert cancelled.value.step == 2
+    saved = json.loads((tmp_path / "b" / "checkpoint-last" / "state.json").read_text())
+    assert saved["step"] == 2 and saved["config"]["finetune"] == finetune
+    assert events[-1].message.startswith("checkpoint saved")
+
+    resumed = build_loaded("llama")
+    result = train_causal_lm(resumed, dsm_pairs(8), config, output_dir=tmp_path / "b")
+    assert result.steps == 4
+    assert [e.step for e in result.history if not e.message] == [1, 2, 3, 4]
+    assert_same_weights(state(reference.model), state(resumed.model), atol=1e-7)
+
+
+def test_cancel_before_any_step_saves_nothing_and_raises(tmp_path):
+    with pytest.raises(TrainingCancelled):
+        train_causal_lm(build_loaded("llama"), dsm_pairs(4), fast_config(), output_dir=tmp_path,
+                        should_stop=lambda: True)
+    assert not (tmp_path / "checkpoint-last").exists() and not (tmp_path / "final").exists()
+
+
+def test_periodic_checkpoints_are_written(tmp_path):
+    calls = []
+    with pytest.raises(TrainingCancelled):
+        train_causal_lm(build_loaded("llama"), dsm_pairs(8), fast_config(epochs=2, checkpoint_every=1),
+                        output_dir=tmp_path, should_stop=lambda: calls.append(1) or len(calls) == 5)
+    folder = tmp_path / "checkpoint-last"
+    assert json.loads((folder / "state.json").read_text())["step"] == 2
+    assert {p.name for p in folder.iterdir()} == {"state.json", "trainable.safetensors", "training_state.pt"}
+
+
+def test_resuming_with_another_config_is_refused(tmp_path):
+    with pytest.raises(TrainingCancelled):
+        calls = []
+        train_causal_lm(build_loaded("llama"), dsm_pairs(8), fast_config(), output_dir=tmp_path,
+                        should_stop=lambda: calls.append(1) or len(calls) == 3)
+    with pytest.raises(TrainingError, match="lr"):
+        train_causal_lm(build_loaded("llama"), dsm_pairs(8), fast_config(lr=1e-4), output_dir=tmp_path)
+    result = train_causal_lm(build_loaded("llama"), dsm_pairs(8), fast_config(lr=1e-4), output_dir=tmp_path,
+                             resume=False)
+    assert result.steps == 2
+
+
+@pytest.mark.parametrize("finetune,lr", [("full", 3e-3), ("lora", 1e-2)])
+def test_training_reduces_the_answer_loss_on_a_tiny_set(tmp_path, finetune, lr):
+    pairs = dsm_pairs(8)
+    loaded = build_loaded("llama")
+    before = mean_answer_loss(loaded, pairs)
+    result = train_causal_lm(loaded, pairs, fast_config(finetune=finetune, lr=lr, epochs=6, lora_r=8, lora_alpha=16),
+                             output_dir=tmp_path)
+    after = mean_answer_loss(loaded, pairs)
+    assert after < 0.5 * before
+    assert result.final_loss < result.history[1].loss
+
+
+def test_the_merged_lora_folder_loads_with_load_model(tmp_path):
+    loaded = build_loaded("qwen2")
+    result = train_causal_lm(loaded, dsm_pairs(4), fast_config(finetune="lora", lora_r=4, lora_alpha=8),
+                             output_dir=tmp_path)
+    assert (tmp_path / "adapter" / "adapter_config.json").is_file()
+    again = load_model(str(result.final_dir), dtype="float32")
+    assert again.family.name == "qwen2" and type(again.model) is type(loaded.model)
+    ids = torch.tensor([[5, 6, 7, 8]])
+    with torch.no_grad():
+        assert torch.allclose(again.model(ids).logits, loaded.model(ids).logits, atol=1e-5)
+
+
+def test_a_missing_mask_token_is_added_once_and_saved_with_the_model(tmp_path):
+    loaded = build_loaded("llama")
+    loaded.tokenizer = copy.deepcopy(loaded.tokenizer)  # the built tokenizer is shared (lru_cache)
+    size = len(loaded.tokenizer)
+    pairs = [type(p)(p.prompt.replace("<mask>", "<dsm_mask>"), p.answer) for p in dsm_pairs(4)]
+    result = train_causal_lm(loaded, pairs, fast_config(), output_dir=tmp_path, mask_token="<dsm_mask>")
+    again = load_model(str(result.final_dir))
+    assert len(again.tokenizer) == size + 1
+    assert again.tokenizer("<dsm_mask>", add_special_tokens=False)["input_ids"] == [size]
+    assert again.model.get_input_embeddings().weight.shape[0] == size + 1
+
+
+def test_bf16_autocast_trains(tmp_path):
+    result = train_causal_lm(build_loaded("qwen3"), dsm_pairs(4), fast_config(precision="bf16"), output_dir=tmp_path)
+    assert result.steps == 1 and 0 < result.final_loss < 100
+
+
+def test_it_refuses_to_train_in_a_process_patched_by_lxt(tmp_path):
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(RuntimeError, match="lxt"):
+        patch.setattr(ml.lrp, "_PATCHED", {"llama"})  # what ml.lrp.patch() records
+        train_causal_lm(build_loaded("llama"), dsm_pairs(2), fast_config(), output_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,46 @@
+"""Per-task review report and inter-reviewer agreement."""
+import pytest
+
+from webapp.review import decisions, reports
+from webapp.review.decisions import PeakContext
+
+from .fabricate import TEXT, word_span
+
+
+@pytest.fixture
+def carl(django_user_model):
+    return django_user_model.objects.create_user("carl", password="x" * 12)
+
+
+def test_the_report_counts_decisions_and_kappa_per_task(note, tasks, base, maps, clinician, carl):
+    ctx = PeakContext(note, tasks["heart"], base, "attnlrp", "en")
+    # four fabricated spans (decisions are checked against the note only): clara keeps 1, 2, 3 and
+    # rejects 4; carl keeps 1, 2 and rejects 3, 4 -> agree on 3 of 4.
+    spans = [(0, 2), (3, 5), (6, 10), (11, 17)]
+    clara = ["accept", "adjust", "accept", "reject"]
+    carls = ["accept", "accept", "reject", "reject"]
+    for (a, b), mine, his in zip(spans, clara, carls):
+        extra = {"adjusted_start": a, "adjusted_end": b + 1} if mine == "adjust" else {}
+        decisions.decide(ctx, clinician, start=a, end=b, decision=mine, expected_version=0, **extra)
+        decisions.decide(ctx, carl, start=a, end=b, decision=his, expected_version=0)
+    pm = PeakContext(note, tasks["pacemaker"], base, "attnlrp", "en")
+    decisions.decide(pm, clinician, start=0, end=2, decision="reject", expected_version=0)
+    rows = {r.task.slug: r for r in reports.task_reports()}
+    heart = rows["heart-rate"]
+    assert (heart.notes, heart.peaks, heart.decisions) == (1, 4, 8)
+    assert (heart.accepted, heart.rejected, heart.adjusted) == (4, 3, 1)
+    assert heart.reviewers == 2 and heart.shared_peaks == 4
+    (pair,) = heart.agreements
+    assert {pair.first, pair.second} == {"clara", "carl"} and pair.peaks == 4
+    assert pair.observed == pytest.approx(0.75)
+    # clara kept 3 of 4, carl 2 of 4: p_e = .75*.5 + .25*.5 = .5; kappa = (.75 - .5) / .5
+    assert pair.kappa == pytest.approx(0.5)
+    assert rows["presence-of-pacemaker"].agreements == [] and rows["presence-of-pacemaker"].rejected == 1
+
+
+def test_the_report_filters_by_corpus_and_model(note, tasks, base, dsm, maps, clinician, corpus):
+    span = word_span(TEXT, "130")
+    decisions.decide(PeakContext(note, tasks["heart"], dsm, "attnlrp", "en"), clinician, start=span[0], end=span[1],
+                     decision="accept", expected_version=0)
+    assert len(reports.task_reports(corpus=corpus, model=dsm)) == 1
+    assert reports.task_reports(model=base) == []

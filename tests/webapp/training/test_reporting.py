@@ -1,0 +1,108 @@
+"""The worker's progress reports: figures, curve rows (upserted), checkpoints, cancel, ownership."""
+import pytest
+
+from webapp.pipeline.models import JobStatus
+from webapp.training import runs
+from webapp.training.models import RunKind, RunLog, RunMetric, TrainingRun
+from webapp.training.reporting import Reporter
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def event(step, total=10, loss=1.0, message=""):
+    from ml.training import ProgressEvent
+
+    return ProgressEvent(step=step, total_steps=total, epoch=step / total, loss=loss, lr=1e-4, tokens_per_s=50.0,
+                         eta_s=(total - step) * 2.0, message=message)
+
+
+@pytest.fixture
+def claimed(dataset, model_version):
+    run = runs.launch(runs.RunSpec(kind=RunKind.DSM, model_version=model_version, dataset=dataset))
+    return runs.claim(run.pk, worker="w1")
+
+
+def test_progress_is_written_at_most_every_second_and_always_at_the_last_step(claimed):
+    clock = Clock()
+    reporter = Reporter(claimed, clock=clock)
+    reporter.on_progress(event(1, loss=2.0))  # first event flushes
+    reporter.on_progress(event(2, loss=1.5))  # within the second: buffered
+    run = TrainingRun.objects.get(pk=claimed.pk)
+    assert (run.step, run.loss, RunMetric.objects.count()) == (1, 2.0, 1)
+    clock.now = 1.5
+    reporter.on_progress(event(3, loss=1.2))
+    run = TrainingRun.objects.get(pk=claimed.pk)
+    assert (run.step, run.total_steps, run.loss, run.eta_s, run.tokens_per_s) == (3, 10, 1.2, 14.0, 50.0)
+    assert list(RunMetric.objects.values_list("step", flat=True)) == [1, 2, 3]
+    reporter.on_progress(event(10, loss=0.5))
+    assert TrainingRun.objects.get(pk=claimed.pk).step == 10
+
+
+def test_a_step_seen_again_after_a_resume_replaces_its_row(claimed):
+    reporter = Reporter(claimed, clock=Clock())
+    reporter.on_progress(event(1, loss=2.0))
+    reporter.on_progress(event(1, loss=1.0))
+    reporter.flush()
+    assert list(RunMetric.objects.values_list("step", "loss")) == [(1, 1.0)]
+
+
+def test_a_checkpoint_message_records_the_step_and_a_log_line(claimed):
+    reporter = Reporter(claimed, clock=Clock())
+    reporter.on_progress(event(4, message="checkpoint saved at step 4"))
+    assert TrainingRun.objects.get(pk=claimed.pk).checkpoint_step == 4
+    assert RunLog.objects.filter(run=claimed, message__contains="checkpoint saved at step 4").exists()
+
+
+def test_should_stop_turns_true_once_cancel_is_pressed(claimed):
+    clock = Clock()
+    reporter = Reporter(claimed, clock=clock)
+    assert reporter.should_stop() is False
+    runs.cancel(TrainingRun.objects.get(pk=claimed.pk))
+    assert reporter.should_stop() is False  # polled at most once a second
+    clock.now = 2
+    assert reporter.should_stop() is True
+
+
+def test_a_worker_that_lost_the_run_writes_nothing_and_stops(claimed):
+    TrainingRun.objects.filter(pk=claimed.pk).update(attempts=5)
+    reporter = Reporter(claimed, clock=Clock())
+    reporter.on_progress(event(3))
+    assert TrainingRun.objects.get(pk=claimed.pk).step == 0
+    assert reporter.should_stop() is True
+
+
+def test_another_rank_writes_nothing_and_stops_only_on_cancel(claimed):
+    clock = Clock()
+    reporter = Reporter(claimed, write=False, clock=clock)
+    reporter.on_progress(event(2))
+    reporter.log("hello")
+    assert RunMetric.objects.count() == 0 and not RunLog.objects.filter(message="hello").exists()
+    assert reporter.should_stop() is False
+    TrainingRun.objects.filter(pk=claimed.pk).update(status=JobStatus.CANCELLING)
+    clock.now = 5
+    assert reporter.should_stop() is True
+
+
+def test_phases_restart_the_figures_and_keep_their_own_curves(claimed):
+    reporter = Reporter(claimed, clock=Clock())
+    reporter.on_progress(event(1))
+    reporter.set_phase("student", label="training the student", total_steps=4)
+    run = TrainingRun.objects.get(pk=claimed.pk)
+    assert (run.phase, run.step, run.total_steps) == ("training the student", 0, 4)
+    reporter.on_progress(event(1, total=4))
+    reporter.flush()
+    assert sorted(RunMetric.objects.values_list("phase", "step")) == [("student", 1), ("train", 1)]
+
+
+def test_a_step_reported_twice_before_a_flush_is_written_once(claimed):
+    reporter = Reporter(claimed, clock=Clock())
+    reporter._flushed = 0.0  # nothing flushed by the first event
+    reporter.on_progress(event(2, loss=2.0))
+    reporter.on_progress(event(2, loss=1.0, message="checkpoint saved"))
+    assert list(RunMetric.objects.values_list("step", "loss")) == [(2, 1.0)]

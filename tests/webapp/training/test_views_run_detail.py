@@ -1,0 +1,71 @@
+"""The run page: live progress fragment (polling stops at the end), charts data, logs, results."""
+from django.urls import reverse
+
+from webapp.training.models import RunLog, RunMetric
+
+
+def test_the_page_shows_progress_configuration_and_provenance(client, clinician, make_run):
+    run = make_run(status="running", step=3, total_steps=10, epoch=0.3, loss=1.25, lr=2e-5, tokens_per_s=812.0,
+                   eta_s=95.0, phase="training", provenance={"libraries": {"torch": "2.13.0"}, "device": "cpu",
+                                                             "host": "w1"})
+    client.force_login(clinician)
+    html = client.get(reverse("training:run_detail", args=[run.pk])).content.decode()
+    for text in ("3 of 10 (30%)", "1.2500", "2e-05", "812", "about 0:01:35", "train.lr", "torch", "2.13.0",
+                 'hx-trigger="every 2s"', "chart-loss", "uPlot.iife.min.js"):
+        assert text in html, text
+    assert "Cancel run" not in html  # clinicians do not get the buttons
+
+
+def test_the_fragment_polls_while_running_and_stops_with_286_once_ended(client, researcher, make_run):
+    run = make_run(status="running")
+    client.force_login(researcher)
+    url = reverse("training:run_detail", args=[run.pk])
+    live = client.get(url, headers={"HX-Request": "true"})
+    assert live.status_code == 200 and b'id="run-live"' in live.content and b"<html" not in live.content
+    assert b"Cancel run" in live.content
+    run.status = "done"
+    run.save(update_fields=["status"])
+    ended = client.get(url, headers={"HX-Request": "true"})
+    assert ended.status_code == 286 and b"hx-trigger" not in ended.content
+
+
+def test_logs_are_listed_latest_last(client, clinician, make_run):
+    run = make_run()
+    RunLog.objects.create(run=run, message="Phase: training.")
+    RunLog.objects.create(run=run, level="error", message="boom")
+    client.force_login(clinician)
+    html = client.get(reverse("training:run_detail", args=[run.pk])).content.decode()
+    assert html.index("Phase: training.") < html.index("boom") and "log-error" in html
+
+
+def test_the_metrics_are_served_per_phase_for_the_charts(client, clinician, make_run):
+    run = make_run(status="running")
+    RunMetric.objects.bulk_create([RunMetric(run=run, step=s, loss=1.0 / s, lr=1e-4, epoch=s / 10) for s in (2, 1)]
+                                  + [RunMetric(run=run, phase="heads", step=1, loss=0.3)])
+    client.force_login(clinician)
+    payload = client.get(reverse("training:run_metrics", args=[run.pk])).json()
+    assert payload["ended"] is False
+    phases = {p["phase"]: p for p in payload["phases"]}
+    assert phases["train"]["step"] == [1, 2] and phases["train"]["loss"] == [1.0, 0.5]
+    assert phases["heads"]["loss"] == [0.3]
+
+
+def test_long_curves_are_thinned_keeping_the_last_point():
+    from webapp.training.charts import _thin
+
+    series = {"step": list(range(1, 10_001)), "loss": list(range(10_000))}
+    thin = _thin(series, 1000)
+    assert len(thin["step"]) <= 1001 and thin["step"][0] == 1 and thin["step"][-1] == 10_000
+
+
+def test_results_and_the_produced_model_are_shown(client, clinician, make_run, model_version):
+    from webapp.pipeline.models import ModelVersion
+
+    produced = ModelVersion.objects.create(name="tiny+dsm-run", family="llama", path="/x", parent=model_version)
+    run = make_run(kind="heads", status="done", produced_model=produced, results={
+        "macro_f1": {"estimate": 0.603, "low": 0.571, "high": 0.634}, "per_task": {"heart-rate": 0.5, "spo2": 0.7},
+        "held_out": {"macro_f1": {"estimate": 0.7, "low": 0.6, "high": 0.8}, "tasks": ["spo2"]}, "n_test": 9})
+    client.force_login(clinician)
+    html = client.get(reverse("training:run_detail", args=[run.pk])).content.decode()
+    for text in ("60.3", "57.1", "63.4", "held out", "tiny+dsm-run", "predictions.csv", "predictions.jsonl"):
+        assert text in html, text

@@ -1,0 +1,188 @@
+"""Training runs end to end: a real Celery worker of the "training" queue (tests/workers/conftest.py)
+training a tiny random Llama model (tests/ml/conftest.py) on a small synthetic corpus, through
+Redis and PostgreSQL.
+
+Transactional tests flush data-migration rows, so each test makes its model version, tasks,
+corpus (ml.synthetic notes with gold annotations) and dataset version (examples made directly).
+Runs are capped with max_steps / few epochs / few bootstrap resamples to stay fast on a CPU.
+"""
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.webapp.training.factories import make_dataset, make_labeled_corpus, make_model_version, make_unlabeled_notes
+from tests.workers.conftest import wait_for
+from webapp.pipeline.models import JobStatus, ModelVersion
+from webapp.training import runs
+from webapp.training.models import RunKind, RunLog, RunMetric, RunPrediction, TrainingRun
+
+VISIBILITY_TIMEOUT = 8  # set by tests/workers/conftest.py in the workers' environment
+STALL = 3  # TRAINING_STALL_SECONDS of these workers (and of this process, see the fixture)
+SMALL = {"max_steps": 2, "effective_batch_size": 2, "micro_batch_size": 1, "max_length": 64,
+         "checkpoint_every": 1}
+EVALUATION = {"n_resamples": 50}
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    from tests.ml.conftest import build_model, build_tokenizer
+
+    folder = tmp_path_factory.mktemp("tiny-llama-train")
+    tokenizer = build_tokenizer("chatml")
+    build_model("llama", len(tokenizer)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture
+def training_queue_empty(monkeypatch, settings, tmp_path):
+    from workers.celery_app import app
+
+    with app.connection_for_write() as connection:
+        connection.default_channel.queue_purge("training")
+    monkeypatch.setattr(runs, "STALL_SECONDS", STALL)
+    settings.DATA_DIR = tmp_path / "data"  # run folders and the feature cache of this test
+
+
+@pytest.fixture
+def world(tiny_model_dir, training_queue_empty):
+    """A labeled corpus (16 notes x 4 tasks, one held out), a model version, a DSM dataset."""
+    corpus = make_labeled_corpus(16)
+    model = make_model_version(tiny_model_dir)
+    return {"corpus": corpus, "model": model, "dataset": make_dataset(corpus, model, n_examples=8)}
+
+
+def launch(kind, world, *, preset="", model=None, dataset=None, config=None):
+    spec = runs.RunSpec(kind=kind, preset=preset, model_version=model or world["model"],
+                        dataset=(dataset or world["dataset"]) if kind in (RunKind.DSM, RunKind.CPT) else None,
+                        split_corpus=world["corpus"], config=config or {})
+    return runs.launch(spec)
+
+
+def reload(run):
+    return TrainingRun.objects.select_related("produced_model").get(pk=run.pk)
+
+
+def ended(*runs_):
+    return lambda: all(not reload(run).is_active for run in runs_)
+
+
+def start(start_worker, settings):
+    return start_worker("training", TRAINING_STALL_SECONDS=STALL, DATA_DIR=settings.DATA_DIR)
+
+
+def assert_done(run, worker):
+    run = reload(run)
+    assert run.status == JobStatus.DONE, f"{run.error}\n{list(run.logs.values_list('message', flat=True))}\n" \
+                                         f"{worker.log()}"
+    assert run.finished and run.provenance["libraries"]["torch"] and run.provenance["code_version"]
+    return run
+
+
+def assert_evaluated(run):
+    n_test = run.split.test_count
+    assert run.macro_f1 is not None and 0 <= run.macro_f1_low <= run.macro_f1 <= run.macro_f1_high <= 1
+    assert run.results["held_out"]["tasks"] == ["spo2"] and run.held_out_macro_f1 is not None
+    variants = len(run.results.get("variants", [None]))
+    assert RunPrediction.objects.filter(run=run).count() == n_test * variants
+
+
+def assert_registered(run, parent):
+    model = run.produced_model
+    assert model is not None and model.parent == parent and model.produced_by == f"training run {run.pk}"
+    assert (Path(model.path) / "config.json").is_file()
+    from ml.models import load_model
+
+    assert load_model(model.path).model is not None  # usable at once (relevance jobs, further runs)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_each_run_kind_trains_evaluates_and_registers_on_a_real_worker(start_worker, settings, world):
+    make_unlabeled_notes(world["corpus"], 3)
+    cpt_data = make_dataset(world["corpus"], world["model"], mode="unmasked", name="ward-cpt", n_examples=4)
+    dsm = launch(RunKind.DSM, world, preset="dsm-full", config={"train": SMALL})
+    cpt = launch(RunKind.CPT, world, preset="cpt", dataset=cpt_data, config={"train": {**SMALL, "finetune": "lora"}})
+    sft = launch(RunKind.SFT, world, preset="sft", config={"train": SMALL, "evaluation": EVALUATION})
+    heads = launch(RunKind.HEADS, world, preset="ch", config={"heads": {"epochs": 2}, "evaluation": EVALUATION})
+    zero = launch(RunKind.PROMPTING, world, preset="0-shot",
+                  config={"prompting": {"shots": 0, "variants": 2}, "evaluation": EVALUATION})
+    two = launch(RunKind.PROMPTING, world, preset="2-shot",
+                 config={"prompting": {"shots": 2, "variants": 1}, "evaluation": EVALUATION})
+    selfl = launch(RunKind.SELF_LEARNING, world, preset="self-learning",
+                   config={"train": SMALL, "unlabeled": {"notes": 3, "tasks_per_note": 2}, "evaluation": EVALUATION})
+    assert len({run.split_id for run in (sft, heads, zero, two, selfl)}) == 1  # one stored split for all
+    worker = start(start_worker, settings)
+    wait_for(ended(dsm), timeout=120, message="the DSM run")
+    dsm = assert_done(dsm, worker)
+    on_dsm = launch(RunKind.HEADS, world, preset="ch", model=dsm.produced_model,
+                    config={"heads": {"epochs": 2}, "evaluation": EVALUATION})
+    everything = (cpt, sft, heads, zero, two, selfl, on_dsm)
+    wait_for(ended(*everything), timeout=150, message="every run to end")
+    cpt, sft, heads, zero, two, selfl, on_dsm = (assert_done(run, worker) for run in everything)
+
+    for trained in (dsm, cpt):
+        assert trained.results["training"]["steps"] == 2 and trained.step == trained.total_steps == 2
+        assert list(RunMetric.objects.filter(run=trained).values_list("step", flat=True)) == [1, 2]
+        assert_registered(trained, world["model"])
+    for evaluated in (sft, heads, zero, two, selfl, on_dsm):
+        assert_evaluated(evaluated)
+    for trained in (sft, selfl):
+        assert_registered(trained, world["model"])
+    assert len(zero.results["variants"]) == 2
+    assert selfl.results["synthetic_items"] == 6
+    assert set(RunMetric.objects.filter(run=selfl).values_list("phase", flat=True)) >= {"teacher", "student"}
+    assert on_dsm.model_version == dsm.produced_model
+    assert not RunLog.objects.filter(level="error").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_cancelled_run_keeps_its_checkpoint_and_resume_finishes_it_without_repeating_steps(
+        start_worker, settings, world):
+    run = launch(RunKind.DSM, world, preset="dsm-full",
+                 config={"train": {**SMALL, "max_steps": 300, "effective_batch_size": 4, "micro_batch_size": 2,
+                                   "max_length": 256, "checkpoint_every": 5}})
+    worker = start(start_worker, settings)
+    wait_for(lambda: reload(run).step >= 6, timeout=120, interval=0.05, message="a few steps")
+    runs.cancel(reload(run))
+    wait_for(ended(run), timeout=60, message="the run to stop")
+    cancelled = reload(run)
+    assert cancelled.status == JobStatus.CANCELLED, worker.log()
+    stopped_at = cancelled.checkpoint_step
+    assert stopped_at and 6 <= stopped_at < 300 and cancelled.produced_model is None
+    assert (Path(cancelled.output_dir) / "checkpoint-last").is_dir()
+
+    runs.resume(cancelled)
+    wait_for(ended(run), timeout=120, message="the resumed run")
+    done = assert_done(run, worker)
+    assert done.attempts == 2 and done.step == done.total_steps == 300
+    first = RunLog.objects.filter(run=run, message__contains="first step of this attempt").values_list(
+        "message", flat=True)
+    assert list(first) == [f"train: continuing from a checkpoint; first step of this attempt: {stopped_at + 1}."]
+    assert list(RunMetric.objects.filter(run=run).values_list("step", flat=True)) == list(range(1, 301))
+    assert_registered(done, world["model"])
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_run_whose_worker_died_is_redelivered_and_continues_from_its_checkpoint(start_worker, settings, world):
+    run = launch(RunKind.DSM, world, preset="dsm-full",
+                 config={"train": {**SMALL, "max_steps": 300, "effective_batch_size": 4, "micro_batch_size": 2,
+                                   "max_length": 256, "checkpoint_every": 3}})
+    first = start(start_worker, settings)
+    wait_for(lambda: (reload(run).checkpoint_step or 0) >= 3, timeout=120, interval=0.05, message="a checkpoint")
+    first.kill()
+    killed = reload(run)
+    assert killed.status == JobStatus.RUNNING and killed.step < 300
+    # The broker gives the message back once it is older than the visibility timeout; the run is
+    # taken back once its heartbeat is older than the stall limit.
+    time.sleep(max(0.0, killed.started.timestamp() + VISIBILITY_TIMEOUT + 1.5 - time.time()))
+    second = start(start_worker, settings)
+    wait_for(ended(run), timeout=150, message="the redelivered run")
+    done = assert_done(run, second)
+    assert done.attempts == 2 and done.step == 300 and second.name.split("@")[0] in done.worker
+    continued = RunLog.objects.filter(run=run, message__contains="first step of this attempt").first()
+    assert continued is not None and int(continued.message.rstrip(".").rsplit(" ", 1)[1]) > 1
+    assert ModelVersion.objects.filter(parent=world["model"]).count() == 1
