@@ -68,6 +68,16 @@ def ended(*runs_):
     return lambda: all(not reload(run).is_active for run in runs_)
 
 
+def wait(predicate, run, worker, *, timeout, message, interval=0.3):
+    """wait_for, saying the run's state, log and the worker's log when it times out."""
+    try:
+        wait_for(predicate, timeout=timeout, interval=interval, message=message)
+    except AssertionError as exc:
+        run = reload(run)
+        raise AssertionError(f"{exc}: run {run.status} step {run.step}/{run.total_steps} {run.error}\n"
+                             f"{list(run.logs.values_list('message', flat=True))}\n{worker.log()}") from None
+
+
 def start(start_worker, settings):
     return start_worker("training", TRAINING_STALL_SECONDS=STALL, DATA_DIR=settings.DATA_DIR)
 
@@ -114,12 +124,12 @@ def test_each_run_kind_trains_evaluates_and_registers_on_a_real_worker(start_wor
                    config={"train": SMALL, "unlabeled": {"notes": 3, "tasks_per_note": 2}, "evaluation": EVALUATION})
     assert len({run.split_id for run in (sft, heads, zero, two, selfl)}) == 1  # one stored split for all
     worker = start(start_worker, settings)
-    wait_for(ended(dsm), timeout=120, message="the DSM run")
+    wait(ended(dsm), dsm, worker, timeout=120, message="the DSM run")
     dsm = assert_done(dsm, worker)
     on_dsm = launch(RunKind.HEADS, world, preset="ch", model=dsm.produced_model,
                     config={"heads": {"epochs": 2}, "evaluation": EVALUATION})
     everything = (cpt, sft, heads, zero, two, selfl, on_dsm)
-    wait_for(ended(*everything), timeout=150, message="every run to end")
+    wait(ended(*everything), everything[-1], worker, timeout=150, message="every run to end")
     cpt, sft, heads, zero, two, selfl, on_dsm = (assert_done(run, worker) for run in everything)
 
     for trained in (dsm, cpt):
@@ -145,9 +155,9 @@ def test_a_cancelled_run_keeps_its_checkpoint_and_resume_finishes_it_without_rep
                  config={"train": {**SMALL, "max_steps": 300, "effective_batch_size": 4, "micro_batch_size": 2,
                                    "max_length": 256, "checkpoint_every": 5}})
     worker = start(start_worker, settings)
-    wait_for(lambda: reload(run).step >= 6, timeout=120, interval=0.05, message="a few steps")
+    wait(lambda: reload(run).step >= 6, run, worker, timeout=120, interval=0.05, message="a few steps")
     runs.cancel(reload(run))
-    wait_for(ended(run), timeout=60, message="the run to stop")
+    wait(ended(run), run, worker, timeout=60, message="the run to stop")
     cancelled = reload(run)
     assert cancelled.status == JobStatus.CANCELLED, worker.log()
     stopped_at = cancelled.checkpoint_step
@@ -155,7 +165,7 @@ def test_a_cancelled_run_keeps_its_checkpoint_and_resume_finishes_it_without_rep
     assert (Path(cancelled.output_dir) / "checkpoint-last").is_dir()
 
     runs.resume(cancelled)
-    wait_for(ended(run), timeout=120, message="the resumed run")
+    wait(ended(run), run, worker, timeout=120, message="the resumed run")
     done = assert_done(run, worker)
     assert done.attempts == 2 and done.step == done.total_steps == 300
     first = RunLog.objects.filter(run=run, message__contains="first step of this attempt").values_list(
@@ -172,7 +182,8 @@ def test_a_run_whose_worker_died_is_redelivered_and_continues_from_its_checkpoin
                  config={"train": {**SMALL, "max_steps": 300, "effective_batch_size": 4, "micro_batch_size": 2,
                                    "max_length": 256, "checkpoint_every": 3}})
     first = start(start_worker, settings)
-    wait_for(lambda: (reload(run).checkpoint_step or 0) >= 3, timeout=120, interval=0.05, message="a checkpoint")
+    wait(lambda: (reload(run).checkpoint_step or 0) >= 3, run, first, timeout=120, interval=0.05,
+         message="a checkpoint")
     first.kill()
     killed = reload(run)
     assert killed.status == JobStatus.RUNNING and killed.step < 300
@@ -180,7 +191,7 @@ def test_a_run_whose_worker_died_is_redelivered_and_continues_from_its_checkpoin
     # taken back once its heartbeat is older than the stall limit.
     time.sleep(max(0.0, killed.started.timestamp() + VISIBILITY_TIMEOUT + 1.5 - time.time()))
     second = start(start_worker, settings)
-    wait_for(ended(run), timeout=150, message="the redelivered run")
+    wait(ended(run), run, second, timeout=150, message="the redelivered run")
     done = assert_done(run, second)
     assert done.attempts == 2 and done.step == 300 and second.name.split("@")[0] in done.worker
     continued = RunLog.objects.filter(run=run, message__contains="first step of this attempt").first()

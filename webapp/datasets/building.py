@@ -113,6 +113,13 @@ def rejected_char_spans(note_ids, task_ids) -> dict[tuple[int, int], list[tuple[
     return rejected_spans(note_ids, task_ids)
 
 
+def validation_note_ids(corpus_id: int) -> set[int]:
+    """Notes the review app holds back for threshold validation: never in a dataset."""
+    from webapp.review.validation import validation_note_ids as held_back
+
+    return held_back(corpus_id)
+
+
 # ---------------------------------------------------------------- the job lifecycle
 
 
@@ -222,6 +229,10 @@ def _map_batches(dataset):
     if filters.get("notes"):
         notes = notes.filter(pk__in=filters["notes"])
     note_ids = np.fromiter(notes.order_by("pk").values_list("pk", flat=True).iterator(chunk_size=20_000), np.int64)
+    # Notes drawn for threshold validation are held out of every dataset build.
+    held_back = validation_note_ids(dataset.corpus_id)
+    if held_back:
+        note_ids = note_ids[~np.isin(note_ids, np.fromiter(held_back, np.int64))]
     size, position = NOTE_BLOCK_START, 0
     while position < len(note_ids):
         block = note_ids[position:position + size].tolist()

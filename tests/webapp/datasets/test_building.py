@@ -281,3 +281,13 @@ def test_scores_are_used_as_stored(make_dataset, note, tasks, model):
     add_map(note, tasks["heart"], model, scores=scores)
     dataset = build(make_dataset())
     assert dataset.stats["pairs_two_or_more_peaks"] == 0
+
+
+def test_notes_held_back_for_threshold_validation_never_reach_a_dataset(make_dataset, maps, note, model, tasks):
+    from webapp.review.models import ValidationSet
+
+    ValidationSet.objects.create(corpus=note.corpus, model_version=model, method="attnlrp", template="en",
+                                 name="val", items=[[note.pk, tasks["heart"].pk]], grid=[])
+    dataset = build(make_dataset())
+    assert MaskedExample.objects.filter(dataset=dataset).count() == 0
+    assert dataset.status == JobStatus.DONE
