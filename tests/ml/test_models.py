@@ -121,7 +121,7 @@ def test_preferred_relevance_dtype_is_bf16_or_fp32():
 def test_convert_command_is_registered():
     from ml.__main__ import build_parser
 
-    args = build_parser().parse_args(["convert", "--model-dir", "/tmp/x"])
+    args = build_parser("convert").parse_args(["convert", "--model-dir", "/tmp/x"])
     assert args.model_dir == "/tmp/x" and callable(args.func)
 
 

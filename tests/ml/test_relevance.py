@@ -283,16 +283,20 @@ def test_relevance_command_writes_one_line_per_pair_and_resumes(tmp_path, tiny_m
     assert "nothing to do" in capsys.readouterr().err
 
 
-def test_task_sampling_is_seeded_per_note():
-    from ml.commands.relevance import sample_tasks
+def test_the_command_samples_the_same_tasks_per_note_as_the_library():
+    from types import SimpleNamespace
+
+    from ml.commands.relevance import plan
+    from ml.masking import sample_tasks
 
     tasks = [f"task {i}" for i in range(20)]
-    first = sample_tasks(tasks, 9, 7, "note-1")
-    assert len(first) == 9 and len(set(first)) == 9
-    assert first == sample_tasks(tasks, 9, 7, "note-1")
-    assert first != sample_tasks(tasks, 9, 8, "note-1")
-    assert first != sample_tasks(tasks, 9, 7, "note-2")
-    assert sample_tasks(tasks[:3], 9, 7, "note-1") == tasks[:3]
+    notes = [{"id": f"note-{i}", "text": "x", "tasks": None} for i in range(3)]
+    args = SimpleNamespace(sample=9, seed=7, method="attnlrp")
+    pairs = plan(notes, tasks, args, done=set())
+    for note in notes:
+        chosen = [task for n, task in pairs if n["id"] == note["id"]]
+        assert chosen == sample_tasks(note["id"], tasks, k=9, seed=7)
+    assert len({tuple(t for n, t in pairs if n["id"] == note["id"]) for note in notes}) == 3
 
 
 def test_relevance_command_rejects_a_bad_template(tmp_path):

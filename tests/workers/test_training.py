@@ -152,7 +152,7 @@ def test_each_run_kind_trains_evaluates_and_registers_on_a_real_worker(start_wor
 def test_a_cancelled_run_keeps_its_checkpoint_and_resume_finishes_it_without_repeating_steps(
         start_worker, settings, world):
     run = launch(RunKind.DSM, world, preset="dsm-full",
-                 config={"train": {**SMALL, "max_steps": 300, "effective_batch_size": 4, "micro_batch_size": 2,
+                 config={"train": {**SMALL, "max_steps": 300, "epochs": 150.0, "effective_batch_size": 4, "micro_batch_size": 2,
                                    "max_length": 256, "checkpoint_every": 5}})
     worker = start(start_worker, settings)
     wait(lambda: reload(run).step >= 6, run, worker, timeout=120, interval=0.05, message="a few steps")
@@ -179,7 +179,7 @@ def test_a_cancelled_run_keeps_its_checkpoint_and_resume_finishes_it_without_rep
 @pytest.mark.django_db(transaction=True)
 def test_a_run_whose_worker_died_is_redelivered_and_continues_from_its_checkpoint(start_worker, settings, world):
     run = launch(RunKind.DSM, world, preset="dsm-full",
-                 config={"train": {**SMALL, "max_steps": 300, "effective_batch_size": 4, "micro_batch_size": 2,
+                 config={"train": {**SMALL, "max_steps": 300, "epochs": 150.0, "effective_batch_size": 4, "micro_batch_size": 2,
                                    "max_length": 256, "checkpoint_every": 3}})
     first = start(start_worker, settings)
     wait(lambda: (reload(run).checkpoint_step or 0) >= 3, run, first, timeout=120, interval=0.05,

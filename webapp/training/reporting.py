@@ -1,7 +1,8 @@
 """The worker's side of a run's progress: ml.training callbacks -> a few columns and rows.
 
 `Reporter.on_progress(event)` receives ml.training.ProgressEvent (step, total_steps, epoch,
-loss, lr, tokens_per_s, eta_s, message) at every optimizer step: each becomes a RunMetric row
+loss, lr, tokens_per_s, eta_s, message) at every optimizer step (and status events - started,
+checkpoint saved, finished - that carry no learning rate): each step becomes a RunMetric row
 (the loss / lr chart), buffered and written at most every FLUSH_SECONDS together with the
 run's current figures and heartbeat, in one UPDATE guarded by the attempt number (a worker that
 lost the run writes nothing). Metric rows are upserted on (run, phase, step), so a step seen
@@ -48,7 +49,8 @@ class Reporter:
 
     def on_progress(self, event) -> None:
         step = int(event.step)
-        if self.phase not in self._first_step:
+        trained = event.lr is not None  # an optimizer step (status events carry no learning rate)
+        if trained and self.phase not in self._first_step:
             self._first_step[self.phase] = step
             if step > 1:
                 self.log(f"{self.phase}: continuing from a checkpoint; first step of this attempt: {step}.")
@@ -58,7 +60,7 @@ class Reporter:
             "eta_s": _num(event.eta_s),
         }
         message = (getattr(event, "message", "") or "")[:MAX_MESSAGE]
-        if step > 0 and (event.loss is not None or event.lr is not None):
+        if step > 0 and trained:
             self._pending.append(RunMetric(run_id=self.run.pk, phase=self.phase, step=step,
                                            epoch=_num(event.epoch), loss=_num(event.loss), lr=_num(event.lr),
                                            tokens_per_s=_num(event.tokens_per_s)))

@@ -15,10 +15,10 @@ class Clock:
         return self.now
 
 
-def event(step, total=10, loss=1.0, message=""):
+def event(step, total=10, loss=1.0, message="", lr=1e-4):
     from ml.training import ProgressEvent
 
-    return ProgressEvent(step=step, total_steps=total, epoch=step / total, loss=loss, lr=1e-4, tokens_per_s=50.0,
+    return ProgressEvent(step=step, total_steps=total, epoch=step / total, loss=loss, lr=lr, tokens_per_s=50.0,
                          eta_s=(total - step) * 2.0, message=message)
 
 
@@ -52,11 +52,21 @@ def test_a_step_seen_again_after_a_resume_replaces_its_row(claimed):
     assert list(RunMetric.objects.values_list("step", "loss")) == [(1, 1.0)]
 
 
-def test_a_checkpoint_message_records_the_step_and_a_log_line(claimed):
+def test_a_checkpoint_message_records_the_step_and_a_log_line_but_no_curve_point(claimed):
     reporter = Reporter(claimed, clock=Clock())
-    reporter.on_progress(event(4, message="checkpoint saved at step 4"))
+    reporter.on_progress(event(4))
+    reporter.on_progress(event(4, message="checkpoint saved", lr=None))
     assert TrainingRun.objects.get(pk=claimed.pk).checkpoint_step == 4
-    assert RunLog.objects.filter(run=claimed, message__contains="checkpoint saved at step 4").exists()
+    assert RunLog.objects.filter(run=claimed, message="train: checkpoint saved (step 4)").exists()
+    assert list(RunMetric.objects.values_list("step", "lr")) == [(4, 1e-4)]
+
+
+def test_the_first_step_of_a_resumed_attempt_is_logged(claimed):
+    reporter = Reporter(claimed, clock=Clock())
+    reporter.on_progress(event(7, message="resumed at step 7", lr=None, loss=None))
+    reporter.on_progress(event(8))
+    assert RunLog.objects.filter(
+        run=claimed, message="train: continuing from a checkpoint; first step of this attempt: 8.").exists()
 
 
 def test_should_stop_turns_true_once_cancel_is_pressed(claimed):
@@ -104,5 +114,6 @@ def test_a_step_reported_twice_before_a_flush_is_written_once(claimed):
     reporter = Reporter(claimed, clock=Clock())
     reporter._flushed = 0.0  # nothing flushed by the first event
     reporter.on_progress(event(2, loss=2.0))
-    reporter.on_progress(event(2, loss=1.0, message="checkpoint saved"))
+    reporter.on_progress(event(2, loss=1.0))
+    reporter.flush()
     assert list(RunMetric.objects.values_list("step", "loss")) == [(2, 1.0)]
