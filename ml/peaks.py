@@ -17,7 +17,10 @@ the first/last `radius` tokens of each map with the reflected neighbours, repeat
 arithmetic in scipy's order, so its output is identical to `find_peaks` map by map (tested).
 
 `extend_to_words` then widens token spans so that no span cuts a word; `peak_char_spans` gives
-their character spans in the note.
+their character spans in the note; `extend_to_words_many` does both for many maps at once. They
+work at the two ends of each span with binary searches in the (sorted) token offsets, not with
+passes over all the tokens or the note (see the words section); same results as the numpy loop
+they replaced (tests/ml/test_peaks.py compares them with it on thousands of random notes).
 """
 from __future__ import annotations
 
@@ -289,14 +292,17 @@ def _runs(y, starts_of_maps, lengths, lower, upper, strict):
 
 # ---------------------------------------------------------------- words
 #
-# Token offsets are, in practice, sorted: starts and ends both non-decreasing (a tokenizer's
-# offsets; ml.codec even requires sorted starts). Then the characters of a token span [s, e)
-# are [starts[s], ends[e-1]) and the tokens overlapping characters [a, b) are the ones between
-# a binary search of `ends` for a and one of `starts` for b, so each step of the extension is a
-# few O(1)/O(log n) operations on Python ints (memoryviews of the offsets: no per-token Python
-# objects), and words are found with the regex at the span's two ends only (a match forwards
-# for a word's end, one on the reversed text for its start) instead of a pass over the note.
-# Offsets that are not sorted take `_extend_unsorted`, the original numpy loop (same results).
+# How extend_to_words is fast. Token offsets are sorted in practice (starts and ends both
+# non-decreasing, as tokenizers give them; ml.codec even requires sorted starts), which a
+# comparison or two over the whole array confirms. Then a token span [s, e)'s characters are
+# [starts[s], ends[e-1]), and the tokens overlapping characters [a, b) are those between a
+# binary search of `ends` for a and one of `starts` for b: each step of the extension is a few
+# O(1) / O(log n) operations on Python ints (memoryviews of the offsets, so no token is
+# converted), and a word is looked for only at a span's two ends (one dict lookup per character
+# looked at; the regex itself, forwards for a word's end and on the reversed text for its start,
+# only when a word is cut). Offsets that are not sorted take `_extend_unsorted`, the original
+# numpy loop. Same results either way (tests/ml/test_peaks.py compares them with the original
+# loop on thousands of random notes).
 
 
 def extend_to_words(spans: Sequence[Span], offsets, text: str) -> list[Span]:
@@ -314,160 +320,225 @@ def extend_to_words(spans: Sequence[Span], offsets, text: str) -> list[Span]:
     Spans sharing a token or a character after extension are merged; spans that only touch are
     kept apart. Returned sorted by start.
     """
-    tokens = _Tokens(offsets, text)
-    return tokens.extend(spans, text) if len(spans) else []
+    off, is_sorted = _checked_offsets(offsets, text)
+    if is_sorted:
+        return _extend_sorted(spans, memoryview(off[:, 0]), memoryview(off[:, 1]), 0, len(off), text)
+    return _extend_unsorted(spans, off, text)
 
 
 def peak_char_spans(spans: Sequence[Span], offsets, text: str | None = None) -> list[Span]:
     """Character span `[start, end)` of each token span (aligned with `spans`). With `text`,
     leading and trailing whitespace is trimmed, unless the span holds only whitespace."""
-    return _Tokens(offsets, text).char_spans(spans, text)
+    off, is_sorted = _checked_offsets(offsets, text)
+    if is_sorted:
+        return _char_spans_sorted(spans, memoryview(off[:, 0]), memoryview(off[:, 1]), 0, len(off), text)
+    return _char_spans_unsorted(spans, off, text)
 
 
 def extend_to_words_many(items, *, char_spans: bool = False) -> list:
-    """`[extend_to_words(spans, offsets, text) for spans, offsets, text in items]`; with
-    `char_spans=True`, `(words, peak_char_spans(words, offsets, text))` pairs instead (the
-    offsets are checked once for both)."""
-    out = []
-    for spans, offsets, text in items:
-        tokens = _Tokens(offsets, text)
-        words = tokens.extend(spans, text) if len(spans) else []
-        out.append((words, tokens.char_spans(words, text)) if char_spans else words)
+    """`[extend_to_words(spans, offsets, text) for spans, offsets, text in items]`, or with
+    `char_spans=True` the pairs `(words, peak_char_spans(words, offsets, text))`: the same
+    results, and errors. The offsets of about BATCH_TOKENS tokens are checked at once, and once
+    for both words and characters."""
+    if not isinstance(items, (list, tuple)):
+        items = list(items)
+    sizes = [_size(item) for item in items]
+    out: list = []
+    with _gc_paused():  # a few small lists per map: the cyclic GC would rescan them
+        i = 0
+        while i < len(items):
+            j, n_tokens = i + 1, sizes[i]
+            while j < len(items) and n_tokens + sizes[j] <= BATCH_TOKENS:
+                n_tokens += sizes[j]
+                j += 1
+            out += _words_of_batch(items[i:j], char_spans)
+            i = j
     return out
 
 
-class _Tokens:
-    """Checked token offsets of one note. `sorted`: starts and ends both non-decreasing; then
-    `starts` and `ends` are memoryviews of them (Python ints on indexing and in bisect, without
-    converting every token)."""
+def _size(item) -> int:
+    try:
+        return len(item[1])
+    except (TypeError, IndexError):
+        return 0  # not a (spans, offsets, text) item: extend_to_words will say
 
-    __slots__ = ("off", "n", "sorted", "starts", "ends")
 
-    def __init__(self, offsets, text: str | None):
-        off = offsets
-        if not (type(off) is np.ndarray and off.dtype in _NATIVE_INTS and off.ndim == 2 and off.shape[1] == 2):
-            off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2) if len(offsets) else np.zeros((0, 2), np.int64)
-        self.off = off
-        self.n = n = len(off)
-        self.sorted = True
-        if n:
-            flat = off.reshape(-1)
-            # s0 <= e0 <= s1 <= e1 ...: sorted, no negative width (one check, true unless tokens overlap)
-            if not (flat[1:] >= flat[:-1]).all():
-                self.sorted = bool((off[1:] >= off[:-1]).all())
-                if not self.sorted or (off[:, 1] < off[:, 0]).any():
-                    _as_offsets(off, text)  # raises if a pair is not 0 <= start <= end
-            if self.sorted and (flat[0] < 0 or (text is not None and flat[-1] > len(text))):
-                _as_offsets(off, text)  # raises: a start < 0, or an end past the text
-            if not self.sorted and text is not None and off[:, 1].max() > len(text):
-                _as_offsets(off, text)
-        if self.sorted:
-            self.starts, self.ends = memoryview(off[:, 0]), memoryview(off[:, 1])
-
-    def check(self, s, e) -> None:
-        if not 0 <= s < e <= self.n:
-            raise ValueError(f"token span {(s, e)} is not inside a note of {self.n} tokens")
-
-    def extend(self, spans, text: str) -> list[Span]:
-        if not self.sorted:
-            return _extend_unsorted(spans, self.off, text)
-        starts, ends = self.starts, self.ends
-        n_chars, n_tokens = len(text), self.n
-        match, bisect_left, bisect_right = _WORD.match, bisect.bisect_left, bisect.bisect_right
-        reversed_text = None
-        extended = []
-        for s, e in spans:
-            s, e = int(s), int(e)
-            if not 0 <= s < e <= n_tokens:
-                self.check(s, e)
-            # first step: the span's characters, trimmed, widened to words: [a, b)
-            a, b = starts[s], ends[e - 1]  # offsets sorted: the first and last characters
-            while a < b and text[a].isspace():
-                a += 1
-            if a == b:
-                extended.append((s, e))  # whitespace only: no word to extend to
-                continue
-            while text[b - 1].isspace():
-                b -= 1
-            if a and (m := match(text, a - 1)) is not None and m.end() > a:  # a inside a word
-                if reversed_text is None:
-                    reversed_text = _reversed(text)
-                a = n_chars - match(reversed_text, n_chars - 1 - a).end()
-            if (m := match(text, b - 1)) is not None:  # b - 1 inside a word
-                b = m.end()
-            # the tokens of non-zero width with start < b and end > a: first..last
-            first, stop = bisect_right(ends, a), bisect_left(starts, b)
-            while first < stop and starts[first] == ends[first]:
-                first += 1
-            if first == stop:
-                extended.append((s, e))  # zero-width tokens only
-                continue
-            last = stop - 1
-            while starts[last] == ends[last]:
-                last -= 1
-            # Further steps. From here on the span holds non-whitespace and overlaps a token, so
-            # `a` depends on s alone (the first non-space character from starts[s] on, widened to
-            # its word) and `b` on e alone; both only move outwards, so the tokens found keep
-            # overlapping, and the start and the end reach their fixed points separately.
-            while first < s:
-                s = first
-                a = starts[s]
-                while text[a].isspace():
-                    a += 1
-                if a and (m := match(text, a - 1)) is not None and m.end() > a:
-                    if reversed_text is None:
-                        reversed_text = _reversed(text)
-                    a = n_chars - match(reversed_text, n_chars - 1 - a).end()
-                first = bisect_right(ends, a)
-                while starts[first] == ends[first]:
-                    first += 1
-            while last >= e:
-                e = last + 1
-                b = ends[last]
-                while text[b - 1].isspace():
-                    b -= 1
-                if (m := match(text, b - 1)) is not None:
-                    b = m.end()
-                last = bisect_left(starts, b) - 1
-                while starts[last] == ends[last]:
-                    last -= 1
-            extended.append((s, e))
-        # merge spans sharing a token, or a character (tokens of one character may share offsets)
-        extended.sort()
-        merged = [extended[0]]
-        for s, e in extended[1:]:
-            ps, pe = merged[-1]
-            if s < pe or starts[s] < ends[pe - 1]:
-                if e > pe:
-                    merged[-1] = (ps, e)
-            else:
-                merged.append((s, e))
-        return merged
-
-    def char_spans(self, spans, text: str | None) -> list[Span]:
-        out = []
-        off, n_tokens = self.off, self.n
-        starts, ends = (self.starts, self.ends) if self.sorted else (None, None)
-        for s, e in spans:
-            if not 0 <= s < e <= n_tokens:
-                self.check(s, e)
-            if starts is not None:
-                a, b = starts[s], ends[e - 1]
-            else:
-                a, b = int(off[s:e, 0].min()), int(off[s:e, 1].max())
-            if text is not None:
-                ta, tb = a, b
-                while ta < tb and text[ta].isspace():
-                    ta += 1
-                if ta < tb:
-                    while text[tb - 1].isspace():
-                        tb -= 1
-                    a, b = ta, tb
-            out.append((a, b))
+def _words_of_batch(items, char_spans: bool) -> list:
+    try:
+        ok, starts, ends, bases, lengths, arrays = _check_batch(items)
+    except Exception:  # something is not what it should be: extend_to_words raises it, map by map
+        ok = None
+    out = []
+    if ok is None:
+        for spans, offsets, text in items:
+            words = extend_to_words(spans, offsets, text)
+            out.append((words, peak_char_spans(words, offsets, text)) if char_spans else words)
         return out
+    for (spans, _, text), offsets, fast, lo, n in zip(items, arrays, ok, bases, lengths):
+        if fast:
+            words = _extend_sorted(spans, starts, ends, lo, n, text)
+            out.append((words, _char_spans_sorted(words, starts, ends, lo, n, text)) if char_spans else words)
+        else:  # unsorted, or an error to raise as extend_to_words raises it
+            words = extend_to_words(spans, offsets, text)
+            out.append((words, peak_char_spans(words, offsets, text)) if char_spans else words)
+    return out
+
+
+def _check_batch(items):
+    """The offsets of several notes concatenated, and per note whether they are sorted and valid
+    (the per-note checks of `_checked_offsets`, vectorised over the batch)."""
+    arrays = [_offsets_array(offsets) for _, offsets, _ in items]
+    lengths = np.fromiter(map(len, arrays), np.int64, len(arrays))
+    base = np.zeros(len(arrays), np.int64)
+    np.cumsum(lengths[:-1], out=base[1:])
+    ok = np.ones(len(arrays), bool)
+    flat = np.concatenate(arrays)
+    nonempty = np.flatnonzero(lengths)
+    if nonempty.size:
+        # per note: no negative width, starts and ends non-decreasing, first start >= 0 and last
+        # end <= len(text) (then all are)
+        first, last = base[nonempty], base[nonempty] + lengths[nonempty] - 1
+        bad = flat[:, 1] < flat[:, 0]
+        pairs = flat.reshape(-1)
+        decreasing = (pairs[2:] < pairs[:-2]).view(np.uint16) != 0  # start or end below the previous one's
+        decreasing[first[first > 0] - 1] = False  # from one note to the next
+        bad[1:] |= decreasing
+        text_lengths = np.fromiter((len(items[k][2]) for k in nonempty.tolist()), np.int64, nonempty.size)
+        ok[nonempty] = ~np.logical_or.reduceat(bad, first) & (flat[first, 0] >= 0) & (flat[last, 1] <= text_lengths)
+    return ok.tolist(), memoryview(flat[:, 0]), memoryview(flat[:, 1]), base.tolist(), lengths.tolist(), arrays
 
 
 _NATIVE_INTS = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+def _offsets_array(offsets) -> np.ndarray:
+    """offsets as an (n, 2) integer array; as given when it is one (int32 or int64)."""
+    if type(offsets) is np.ndarray and offsets.dtype in _NATIVE_INTS and offsets.ndim == 2 and offsets.shape[1] == 2:
+        return offsets
+    return np.asarray(offsets, dtype=np.int64).reshape(-1, 2) if len(offsets) else np.zeros((0, 2), np.int64)
+
+
+def _checked_offsets(offsets, text: str | None) -> tuple[np.ndarray, bool]:
+    """(offsets as an (n, 2) array, whether starts and ends are both non-decreasing); raises
+    `_as_offsets`'s errors."""
+    off = _offsets_array(offsets)
+    if not len(off):
+        return off, True
+    flat = off.reshape(-1)
+    # s0 <= e0 <= s1 <= e1 ...: sorted and no negative width, unless tokens overlap (e0 > s1)
+    down = flat[1:] < flat[:-1]
+    if 1 in down.tobytes():
+        if 1 in down[0::2].tobytes() or 1 in (off[1:] < off[:-1]).tobytes():  # end < start, or unsorted
+            _as_offsets(off, text)  # raises if a pair is not 0 <= start <= end or ends past the text
+            return off, False
+    if flat[0] < 0 or (text is not None and flat[-1] > len(text)):
+        _as_offsets(off, text)  # raises: sorted, so these are the smallest start and the largest end
+    return off, True
+
+
+class _WordCharacters(dict):
+    """character -> whether `\\w` matches it; asks the regex itself on a character's first lookup."""
+
+    def __missing__(self, char: str) -> bool:
+        is_word = self[char] = _WORD.match(char) is not None
+        return is_word
+
+
+_IS_WORD = _WordCharacters()
+
+
+def _extend_sorted(spans, starts, ends, lo: int, n_tokens: int, text: str) -> list[Span]:
+    """extend_to_words for sorted offsets: the note's tokens are starts/ends[lo:lo + n_tokens]."""
+    n_chars, hi = len(text), lo + n_tokens
+    is_word, match, bisect_left, bisect_right = _IS_WORD, _WORD.match, bisect.bisect_left, bisect.bisect_right
+    reversed_text = None
+    extended = []
+    for s, e in spans:
+        s, e = int(s), int(e)
+        if not 0 <= s < e <= n_tokens:
+            raise ValueError(f"token span {(s, e)} is not inside a note of {n_tokens} tokens")
+        s, e = s + lo, e + lo
+        # first step: the span's characters, trimmed, widened to words: [a, b)
+        a, b = starts[s], ends[e - 1]  # sorted: the span's first and last characters
+        while a < b and text[a].isspace():
+            a += 1
+        if a == b:
+            extended.append((s, e))  # whitespace only: no word to extend to
+            continue
+        while text[b - 1].isspace():
+            b -= 1
+        if a and is_word[text[a - 1]] and is_word[text[a]]:  # a word goes on before a: its start
+            if reversed_text is None:
+                reversed_text = _reversed(text)
+            a = n_chars - match(reversed_text, n_chars - 1 - a).end()
+        if b < n_chars and is_word[text[b]] and is_word[text[b - 1]]:  # a word goes on after b: its end
+            b = match(text, b).end()
+        # the tokens of non-zero width with start < b and end > a: first..last
+        first, stop = bisect_right(ends, a, lo, hi), bisect_left(starts, b, lo, hi)
+        while first < stop and starts[first] == ends[first]:
+            first += 1
+        if first == stop:
+            extended.append((s, e))  # zero-width tokens only
+            continue
+        last = stop - 1
+        while starts[last] == ends[last]:
+            last -= 1
+        # Further steps. From here on the span holds non-whitespace and overlaps a token, so `a`
+        # depends on s alone (the first non-space character from starts[s] on, widened to its
+        # word) and `b` on e alone; both only move outwards, so the tokens found keep
+        # overlapping [a, b), and the start and the end reach their fixed points separately.
+        while first < s:
+            s = first
+            a = starts[s]
+            while text[a].isspace():
+                a += 1
+            if a and is_word[text[a - 1]] and is_word[text[a]]:
+                if reversed_text is None:
+                    reversed_text = _reversed(text)
+                a = n_chars - match(reversed_text, n_chars - 1 - a).end()
+            first = bisect_right(ends, a, lo, hi)
+            while starts[first] == ends[first]:
+                first += 1
+        while last >= e:
+            e = last + 1
+            b = ends[last]
+            while text[b - 1].isspace():
+                b -= 1
+            if b < n_chars and is_word[text[b]] and is_word[text[b - 1]]:
+                b = match(text, b).end()
+            last = bisect_left(starts, b, lo, hi) - 1
+            while starts[last] == ends[last]:
+                last -= 1
+        extended.append((s, e))
+    # merge spans sharing a token, or a character (tokens of one character may share offsets)
+    extended.sort()
+    merged = extended[:1]
+    for s, e in extended[1:]:
+        ps, pe = merged[-1]
+        if s < pe or starts[s] < ends[pe - 1]:
+            if e > pe:
+                merged[-1] = (ps, e)
+        else:
+            merged.append((s, e))
+    return [(s - lo, e - lo) for s, e in merged] if lo else merged
+
+
+def _char_spans_sorted(spans, starts, ends, lo: int, n_tokens: int, text: str | None) -> list[Span]:
+    out = []
+    for s, e in spans:
+        if not 0 <= s < e <= n_tokens:
+            raise ValueError(f"token span {(s, e)} is not inside a note of {n_tokens} tokens")
+        a, b = starts[lo + s], ends[lo + e - 1]
+        if text is not None:
+            ta = a
+            while ta < b and text[ta].isspace():
+                ta += 1
+            if ta < b:
+                while text[b - 1].isspace():
+                    b -= 1
+                a = ta
+        out.append((a, b))
+    return out
 
 
 @functools.lru_cache(maxsize=16)  # the maps of one note come together
@@ -475,22 +546,9 @@ def _reversed(text: str) -> str:
     return text[::-1]
 
 
-def _word_start(text: str, pos: int) -> int:
-    """Start of the word (run of \\w) holding character `pos`, or `pos` if it is not a word character."""
-    if _WORD.match(text, pos) is None:
-        return pos
-    return len(text) - _WORD.match(_reversed(text), len(text) - 1 - pos).end()
-
-
-def _word_end(text: str, pos: int) -> int:
-    """End of the word holding character `pos`, or `pos + 1` if it is not a word character."""
-    m = _WORD.match(text, pos)
-    return pos + 1 if m is None else m.end()
-
-
 def _extend_unsorted(spans, off: np.ndarray, text: str) -> list[Span]:
     """extend_to_words for offsets whose starts or ends decrease somewhere: the original loop,
-    with numpy masks over all tokens at each step."""
+    numpy masks over all the tokens at each step."""
     starts, ends = off[:, 0], off[:, 1]
     extended = []
     for s, e in spans:
@@ -501,7 +559,10 @@ def _extend_unsorted(spans, off: np.ndarray, text: str) -> list[Span]:
             a, b = _trim(text, int(starts[s:e].min()), int(ends[s:e].max()))
             if a == b:
                 break  # whitespace only: no word to extend to
-            a, b = _word_start(text, a), _word_end(text, b - 1)
+            if _IS_WORD[text[a]]:
+                a = len(text) - _WORD.match(_reversed(text), len(text) - 1 - a).end()
+            if _IS_WORD[text[b - 1]]:
+                b = _WORD.match(text, b - 1).end()
             touched = np.flatnonzero((starts < b) & (ends > a) & (ends > starts))
             if touched.size == 0:
                 break  # zero-width tokens only
@@ -519,6 +580,20 @@ def _extend_unsorted(spans, off: np.ndarray, text: str) -> list[Span]:
                 continue
         merged.append([s, e])
     return [(s, e) for s, e in merged]
+
+
+def _char_spans_unsorted(spans, off: np.ndarray, text: str | None) -> list[Span]:
+    out = []
+    for s, e in spans:
+        if not 0 <= s < e <= len(off):
+            raise ValueError(f"token span {(s, e)} is not inside a note of {len(off)} tokens")
+        a, b = int(off[s:e, 0].min()), int(off[s:e, 1].max())
+        if text is not None:
+            ta, tb = _trim(text, a, b)
+            if ta < tb:
+                a, b = ta, tb
+        out.append((a, b))
+    return out
 
 
 def _trim(text: str, a: int, b: int) -> Span:

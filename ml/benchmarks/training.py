@@ -7,8 +7,8 @@ same micro-batch, no accumulation, same precision (bf16 autocast where ours reso
 it), full fine-tuning, AdamW, cosine schedule. The Trainer gets what a plain recipe gives
 it: right padding, labels -100 on prompt and padding, the model's own loss (logits for
 every position). Throughput = non-padding tokens / seconds from the first to the last
-optimizer step (a warm-up run of each loop comes first and is not timed).
-`python -m ml.benchmarks.training [--steps N]` prints JSON.
+optimizer step; the loops alternate, after an untimed warm-up run of each, and the best run
+of each is compared. `python -m ml.benchmarks.training [--steps N] [--threads T]` prints JSON.
 """
 from __future__ import annotations
 
@@ -18,28 +18,36 @@ import tempfile
 import time
 
 
-def run(steps: int = 6, seq_len: int = 256, micro_batch: int = 4, *, model_dir=None, seed: int = 0) -> dict:
-    """Measure tokens/s of both loops -> JSON-able dict (a few minutes on 2 CPU cores)."""
+def run(steps: int = 6, seq_len: int = 256, micro_batch: int = 4, *, rounds: int = 2, threads: int | None = None,
+        model_dir=None, seed: int = 0) -> dict:
+    """Measure tokens/s of both loops -> JSON-able dict (a few minutes on 2 CPU cores).
+
+    The loops run alternately `rounds` times each (after one untimed warm-up run of each),
+    every run from the same initial weights; the best run of each is compared (the least
+    disturbed by other load on a shared machine); all runs are listed. threads: torch CPU
+    threads (default: torch's choice)."""
     import torch
 
     from ml.training import CausalLMConfig
     from ml.training.runtime import autocast_dtype
 
+    if threads:
+        torch.set_num_threads(threads)
     loaded, model_name = _model(model_dir)
     pairs = _pairs(loaded.tokenizer, steps * micro_batch, seq_len, seed)
     warm = _pairs(loaded.tokenizer, micro_batch, seq_len, seed + 1)
     config = CausalLMConfig(effective_batch_size=micro_batch, micro_batch_size=micro_batch, max_length=seq_len + 64,
                             checkpoint_every=0, seed=seed)
     bf16 = autocast_dtype(config.precision, loaded.device) is not None
-    state = {k: v.clone() for k, v in loaded.model.state_dict().items()}
-
-    _ours(loaded, warm, config)
-    loaded.model.load_state_dict(state)
-    ours = _ours(loaded, pairs, config)
-    loaded.model.load_state_dict(state)
-    _trainer(loaded, warm, config, bf16)
-    loaded.model.load_state_dict(state)
-    trainer = _trainer(loaded, pairs, config, bf16)
+    initial = {k: v.clone() for k, v in loaded.model.state_dict().items()}
+    runs = {"ours": [], "trainer": []}
+    for loop, data in [("ours", warm), ("trainer", warm)] + [("ours", pairs), ("trainer", pairs)] * rounds:
+        loaded.model.load_state_dict(initial)
+        result = _ours(loaded, data, config) if loop == "ours" else _trainer(loaded, data, config, bf16)
+        if data is pairs:
+            runs[loop].append(result)
+    ours = max(runs["ours"], key=lambda r: r["tokens_per_s"])
+    trainer = max(runs["trainer"], key=lambda r: r["tokens_per_s"])
     return {
         "model": model_name,
         "device": str(loaded.device),
@@ -55,6 +63,7 @@ def run(steps: int = 6, seq_len: int = 256, micro_batch: int = 4, *, model_dir=N
         "speedup": round(ours["tokens_per_s"] / trainer["tokens_per_s"], 2),
         "ours_s_per_step": round(ours["seconds"] / ours["timed_steps"], 2),
         "trainer_s_per_step": round(trainer["seconds"] / trainer["timed_steps"], 2),
+        "all_runs_tokens_per_s": {k: [round(r["tokens_per_s"], 1) for r in v] for k, v in runs.items()},
         "padding_share": padding_share(seq_len, micro_batch, seed=seed),
         "ours_mean_loss": round(ours["mean_loss"], 4),
         "trainer_mean_loss": round(trainer["mean_loss"], 4),
@@ -214,6 +223,9 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--seq-len", type=int, default=256)
     parser.add_argument("--micro-batch", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--model-dir", default=None)
     a = parser.parse_args()
-    print(json.dumps(run(a.steps, a.seq_len, a.micro_batch, model_dir=a.model_dir), indent=2))
+    print(json.dumps(run(a.steps, a.seq_len, a.micro_batch, rounds=a.rounds, threads=a.threads,
+                         model_dir=a.model_dir), indent=2))

@@ -41,6 +41,14 @@ def step_plan(lengths: Sequence[int], *, seed: int, epoch: int, effective: int, 
     return steps
 
 
+def pad_id(tokenizer) -> int:
+    """Any id works (padding is masked and never supervised): pad, else eos, else 0."""
+    for token_id in (tokenizer.pad_token_id, tokenizer.eos_token_id):
+        if token_id is not None:
+            return token_id
+    return 0
+
+
 def collate(batch: Sequence[Encoded], pad_id: int) -> dict:
     """Left-padded tensors: input_ids, attention_mask, position_ids, labels (-100 on prompt
     and padding), and `keep`, the number of last positions whose logits the loss needs."""

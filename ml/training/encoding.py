@@ -21,7 +21,8 @@ Continual pretraining (empty prompt, no system, no shots): plain language modell
 
 Too long: the last user turn is cut from the LEFT (after the fixed instruction
 "Fill in the masked word in the following sentence." when it starts with it), never the
-answer; an example that does not fit even with an empty note is dropped (`encode` returns []).
+answer; an example that does not fit even with an empty note is dropped (`encode` returns []),
+as is one whose cut removes `keep_text` (the mask token, when the trainer is given it).
 """
 from __future__ import annotations
 
@@ -59,6 +60,8 @@ class Encoder:
     max_length: int
     chat_template_kwargs: dict | None = None
     chat: bool | None = None  # None: use the chat template when the tokenizer has one
+    # Text that must survive the cut (the DSM mask): an example whose cut removes it is dropped.
+    keep_text: str | None = None
 
     @property
     def uses_chat(self) -> bool:
@@ -101,6 +104,8 @@ class Encoder:
         for _ in range(8):
             rest = body[cut:].lstrip() if cut else body
             user = prefix + rest if rest else prefix.rstrip()
+            if cut and self.keep_text and self.keep_text in body and self.keep_text not in rest:
+                return None  # the masked span's place was cut away: nothing left to learn from
             ids, boundary = self._tokenise(*self.render(user, answer, system=system, shots=shots))
             excess = len(ids) - self.max_length
             if excess <= 0:

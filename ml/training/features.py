@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ml.training.batching import collate
+from ml.training.batching import collate, pad_id
 from ml.training.data import LabeledItem, sft_prompt
 from ml.training.encoding import Encoder
 from ml.training.vocab import mask_token_for
@@ -58,14 +58,14 @@ def _compute(loaded, encoded, batch_size: int) -> np.ndarray:
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
+    pad = pad_id(loaded.tokenizer)
     order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i].input_ids))
     out = None
     try:
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
                 chunk = order[start:start + batch_size]
-                batch = collate([encoded[i] for i in chunk], pad_id)
+                batch = collate([encoded[i] for i in chunk], pad)
                 result = model(input_ids=batch["input_ids"].to(device),
                                attention_mask=batch["attention_mask"].to(device),
                                position_ids=batch["position_ids"].to(device),

@@ -34,7 +34,7 @@ import torch
 
 from ml.lrp import assert_not_patched
 from ml.training import checkpoint as ckpt_io
-from ml.training.batching import collate, loss_sum, step_plan
+from ml.training.batching import collate, loss_sum, pad_id, step_plan
 from ml.training.config import CausalLMConfig
 from ml.training.data import TextPair
 from ml.training.encoding import Encoded, Encoder
@@ -67,7 +67,7 @@ def train_causal_lm(loaded, pairs: Sequence[TextPair], config: CausalLMConfig, *
     torch.manual_seed(config.seed)
     if mask_token:
         ensure_mask_token(loaded, mask_token)
-    examples, fingerprint, note = _encode_all(loaded, pairs, config)
+    examples, fingerprint, note = _encode_all(loaded, pairs, config, mask_token)
     lengths = [len(e.input_ids) for e in examples]
     steps_per_epoch = math.ceil(len(examples) / config.effective_batch_size)
     total = max(1, math.ceil(config.epochs * steps_per_epoch))
@@ -84,7 +84,7 @@ def train_causal_lm(loaded, pairs: Sequence[TextPair], config: CausalLMConfig, *
                                              output_dir, resume)
     history = [ProgressEvent(**h) for h in history]
     amp = autocast_dtype(config.precision, acc.device)
-    pad_id = _pad_id(loaded.tokenizer)
+    pad = pad_id(loaded.tokenizer)
     meter, rng_at_step, plans = Meter(step), ckpt_io.capture_rng(), {}
     saved_step = step  # step 0 needs no checkpoint; a resumed step has one
     loss = None
@@ -118,7 +118,7 @@ def train_causal_lm(loaded, pairs: Sequence[TextPair], config: CausalLMConfig, *
                 raise TrainingCancelled(f"cancelled at step {step} of {total}", step=step,
                                         checkpoint_dir=output_dir / ckpt_io.CHECKPOINT if step else None)
             batch = {k: v.to(acc.device) if torch.is_tensor(v) else v
-                     for k, v in collate([examples[j] for j in micro], pad_id).items()}
+                     for k, v in collate([examples[j] for j in micro], pad).items()}
             sync = contextlib.nullcontext() if i == len(mine) - 1 else acc.no_sync(model)
             with sync:
                 with autocast(acc.device, amp):
@@ -158,9 +158,9 @@ def _emitter(on_progress, is_main: bool):
     return emit
 
 
-def _encode_all(loaded, pairs, config) -> tuple[list[Encoded], str, str]:
+def _encode_all(loaded, pairs, config, mask_token) -> tuple[list[Encoded], str, str]:
     """Every pair tokenised (see encoding.py), a fingerprint of the result, a note on cuts."""
-    encoder = Encoder(loaded.tokenizer, config.max_length, loaded.family.chat_template_kwargs)
+    encoder = Encoder(loaded.tokenizer, config.max_length, loaded.family.chat_template_kwargs, keep_text=mask_token)
     examples, dropped, truncated = [], 0, 0
     for pair in pairs:
         encoded = encoder.encode(pair.prompt, pair.answer)
@@ -168,12 +168,12 @@ def _encode_all(loaded, pairs, config) -> tuple[list[Encoded], str, str]:
         truncated += any(e.truncated for e in encoded)
         examples.extend(encoded)
     if not examples:
-        raise TrainingError(f"no training example: {len(pairs)} pairs given, {dropped} longer than max_length "
+        raise TrainingError(f"no training example: {len(pairs)} pairs given, {dropped} do not fit max_length "
                             f"({config.max_length} tokens) even with the prompt cut")
     note = ""
     if dropped or truncated:
         note = (f"; {truncated} of {len(pairs)} examples cut to {config.max_length} tokens, {dropped} dropped "
-                f"(the answer alone does not fit)")
+                f"(the answer alone does not fit, or the cut removed the mask)")
         log.warning(note[2:])
     digest = hashlib.sha256()
     for e in examples:
@@ -203,8 +203,3 @@ def _resume(acc, model, optimizer, scheduler, config, fingerprint, mask_token, o
     ckpt_io.restore_rng(saved.rng)
     return saved.step, saved.tokens, saved.seconds, saved.history
 
-
-def _pad_id(tokenizer) -> int:
-    for token_id in (tokenizer.pad_token_id, tokenizer.eos_token_id, 0):
-        if token_id is not None:
-            return token_id

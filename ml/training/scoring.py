@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ml.training.batching import collate, token_losses
+from ml.training.batching import collate, pad_id, token_losses
 from ml.training.encoding import Encoder
 
 
@@ -45,7 +45,7 @@ def option_scores(loaded, requests: Sequence[OptionRequest], *, max_length: int,
             owners.append((r, o))
     scores = [[0.0] * len(request.options) for request in requests]
     order = sorted(range(len(sequences)), key=lambda i: -len(sequences[i].input_ids))
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
+    pad = pad_id(tokenizer)
     model = loaded.model
     was_training = model.training
     model.eval()
@@ -55,7 +55,7 @@ def option_scores(loaded, requests: Sequence[OptionRequest], *, max_length: int,
             for start in range(0, len(order), batch_size):
                 chunk = order[start:start + batch_size]
                 batch = {k: v.to(device) if torch.is_tensor(v) else v
-                         for k, v in collate([sequences[i] for i in chunk], pad_id).items()}
+                         for k, v in collate([sequences[i] for i in chunk], pad).items()}
                 losses, _ = token_losses(model, batch)
                 for i, total in zip(chunk, (-losses.sum(-1)).tolist()):
                     r, o = owners[i]

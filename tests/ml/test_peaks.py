@@ -1,12 +1,22 @@
-"""Peaks: smoothing, thresholds, many maps at once, word extension. Hand-computed answers."""
+"""Peaks: smoothing, thresholds, many maps at once, word extension. Hand-computed answers, and
+the word extension compared with the loop it replaced on thousands of random cases."""
+import functools
 import math
+import re
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 
 import ml.peaks as peaks_module
-from ml.benchmarks.peaks import python_loop_peaks, reference_loop_peaks
-from ml.peaks import extend_to_words, find_peaks, find_peaks_many, peak_char_spans, smooth
+from ml.benchmarks.peaks import (
+    python_loop_peaks,
+    reference_extend_to_words,
+    reference_loop_peaks,
+    reference_peak_char_spans,
+    word_extension,
+)
+from ml.peaks import extend_to_words, extend_to_words_many, find_peaks, find_peaks_many, peak_char_spans, smooth
 
 # kernel 3, sigma 1: weights exp(-x^2/2) / sum at x = -1, 0, 1
 W1 = math.exp(-0.5) / (1 + 2 * math.exp(-0.5))  # 0.27407
@@ -269,3 +279,319 @@ def test_punctuation_inside_a_word_token_goes_with_the_word():
 
 def test_integer_maps_are_scores_too():
     assert find_peaks_many([[0, 1, 0], [1]]) == [find_peaks([0, 1, 0]), find_peaks([1])] == [[(0, 3)], [(0, 1)]]
+
+
+def test_words_and_characters_of_many_maps_at_once():
+    items = [([(3, 4)], OFFSETS, TEXT), ([], OFFSETS, TEXT), ([(4, 5), (3, 4), (7, 8)], OFFSETS, TEXT)]
+    assert extend_to_words_many(items) == [[(2, 5)], [], [(2, 5), (7, 8)]]
+    assert extend_to_words_many(items, char_spans=True) == [
+        ([(2, 5)], [(7, 18)]), ([], []), ([(2, 5), (7, 8)], [(7, 18), (23, 26)])]
+    assert extend_to_words_many([]) == []
+
+
+def test_unsorted_offsets_give_the_same_words():
+    # a special token at (0, 0) after the note's tokens: offsets no longer sorted
+    offsets = OFFSETS + [(0, 0)]
+    assert extend_to_words([(3, 4)], offsets, TEXT) == [(2, 5)]
+    assert extend_to_words([(8, 10)], offsets, TEXT) == [(0, 10)]  # its start 0 is in "Pt"
+    assert peak_char_spans([(8, 10)], offsets, TEXT) == [(0, 27)]
+
+
+# ---------------------------------------------------------------- words: against the old loop
+#
+# `_reference_*` below is ml.peaks' word extension before it was rewritten (verbatim but for the
+# names). The new one must give exactly its results, or raise exactly its errors.
+
+_REFERENCE_WORD = re.compile(r"\w+")
+Span = tuple[int, int]
+
+
+def _reference_extend_to_words(spans: Sequence[Span], offsets, text: str) -> list[Span]:
+    """ml.peaks.extend_to_words as it was before vectorising (verbatim but for names)."""
+    off = _reference_as_offsets(offsets, text)
+    starts, ends = off[:, 0], off[:, 1]
+    word_starts, word_ends = _reference_word_bounds(text) if spans else (np.zeros(0, np.int64),) * 2
+
+    def word_at(pos):
+        k = int(np.searchsorted(word_starts, pos, side="right")) - 1
+        return k if k >= 0 and pos < word_ends[k] else None
+
+    extended = []
+    for s, e in spans:
+        s, e = int(s), int(e)
+        if not 0 <= s < e <= len(off):
+            raise ValueError(f"token span {(s, e)} is not inside a note of {len(off)} tokens")
+        while True:
+            a, b = _reference_trim(text, int(starts[s:e].min()), int(ends[s:e].max()))
+            if a == b:
+                break  # whitespace only: no word to extend to
+            k = word_at(a)
+            if k is not None:
+                a = int(word_starts[k])
+            k = word_at(b - 1)
+            if k is not None:
+                b = int(word_ends[k])
+            touched = np.flatnonzero((starts < b) & (ends > a) & (ends > starts))
+            if touched.size == 0:
+                break  # zero-width tokens only
+            new_s, new_e = min(s, int(touched[0])), max(e, int(touched[-1]) + 1)
+            if (new_s, new_e) == (s, e):
+                break
+            s, e = new_s, new_e
+        extended.append((s, e))
+    # merge spans sharing a token, or a character (tokens of one character may share offsets)
+    merged: list[list[int]] = []
+    for s, e in sorted(extended):
+        if merged:
+            ps, pe = merged[-1]
+            if s < pe or starts[s:e].min() < ends[ps:pe].max():
+                merged[-1][1] = max(pe, e)
+                continue
+        merged.append([s, e])
+    return [(s, e) for s, e in merged]
+
+
+@functools.lru_cache(maxsize=16)  # the tasks of one note come together: one regex pass per note
+def _reference_word_bounds(text: str) -> tuple[np.ndarray, np.ndarray]:
+    bounds = np.array([m.span() for m in _REFERENCE_WORD.finditer(text)], np.int64).reshape(-1, 2)
+    starts, ends = bounds[:, 0].copy(), bounds[:, 1].copy()
+    starts.flags.writeable = ends.flags.writeable = False  # shared through the cache
+    return starts, ends
+
+
+def _reference_peak_char_spans(spans: Sequence[Span], offsets, text: str | None = None) -> list[Span]:
+    """Character span `[start, end)` of each token span (aligned with `spans`). With `text`,
+    leading and trailing whitespace is trimmed, unless the span holds only whitespace."""
+    off = _reference_as_offsets(offsets, text)
+    out = []
+    for s, e in spans:
+        if not 0 <= s < e <= len(off):
+            raise ValueError(f"token span {(s, e)} is not inside a note of {len(off)} tokens")
+        a, b = int(off[s:e, 0].min()), int(off[s:e, 1].max())
+        if text is not None:
+            ta, tb = _reference_trim(text, a, b)
+            if ta < tb:
+                a, b = ta, tb
+        out.append((a, b))
+    return out
+
+
+def _reference_trim(text: str, a: int, b: int) -> Span:
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return a, b
+
+
+def _reference_as_offsets(offsets, text: str | None) -> np.ndarray:
+    off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2) if len(offsets) else np.zeros((0, 2), np.int64)
+    if off.size and ((off[:, 0] < 0).any() or (off[:, 1] < off[:, 0]).any()):
+        raise ValueError("offsets must be pairs 0 <= start <= end")
+    if text is not None and off.size and off[:, 1].max() > len(text):
+        raise ValueError(f"offsets reach character {int(off[:, 1].max())} of a {len(text)}-character note")
+    return off
+
+
+_WORD_CHARS = "abcdxyzABXYZ0123456789_éßжñ中µ²½٣\U0001D400"  # \w (µ, ², ½, ٣ too), 𝐀 outside the BMP
+_OTHER_CHARS = ",.;:-()/%°'!?+\u0301\u200b\U0001F600"  # not \w: a combining accent, a zero-width space, 😀
+_SPACES = "  \n\t\u00a0\u2003\x1c\x85"  # str.isspace: no-break space, em space, \x1c, \x85 too
+
+
+def _random_text(rng) -> str:
+    parts = []
+    for _ in range(int(rng.integers(0, 14))):
+        kind = rng.random()
+        if kind < 0.5:
+            word = rng.choice(list(_WORD_CHARS), size=int(rng.integers(1, 9)))
+            if rng.random() < 0.1:  # a combining accent inside a word cuts it in two
+                word[int(rng.integers(len(word)))] = "\u0301"
+            parts.append("".join(word))
+        elif kind < 0.75:
+            parts.append("".join(rng.choice(list(_OTHER_CHARS), size=int(rng.integers(1, 4)))))
+        else:
+            parts.append("".join(rng.choice(list(_SPACES), size=int(rng.choice([1, 1, 2, 3, 12])))))
+    return "".join(parts)
+
+
+def _random_offsets(rng, text: str) -> list[Span]:
+    """Tokens as tokenizers make them, sorted: leading spaces or trimmed ones, words split
+    anywhere, whitespace or punctuation alone, byte tokens sharing a character, zero-width
+    tokens, tokens overlapping, a note cut at either end. Sometimes unsorted (a special token at (0, 0) at the end,
+    a token over others, two tokens swapped)."""
+    n = len(text)
+    cuts = sorted(set(rng.choice(np.arange(1, n), size=int(rng.integers(0, n)), replace=False).tolist())) if n > 1 else []
+    bounds = [0, *cuts, n] if n else []
+    tokens = list(zip(bounds[:-1], bounds[1:]))
+    if rng.random() < 0.3:  # trimmed offsets: no whitespace at a token's ends (gaps between tokens)
+        trimmed = []
+        for a, b in tokens:
+            while a < b and text[a].isspace():
+                a += 1
+            while b > a and text[b - 1].isspace():
+                b -= 1
+            if a < b or rng.random() < 0.5:
+                trimmed.append((a, b))
+        tokens = trimmed
+    out = []
+    for a, b in tokens:
+        if b - a == 1 and rng.random() < 0.2:
+            out += [(a, b)] * int(rng.integers(2, 4))  # byte tokens of one character
+        elif b - a > 1 and rng.random() < 0.1:
+            out += [(a, a + 1), (a, a + 1), (a + 1, b)]  # a character in bytes, then the rest
+        else:
+            out.append((a, b))
+        if rng.random() < 0.05:
+            out.append((b, b))  # zero width
+    for _ in range(int(rng.choice([0, 0, 0, 1, 3]))):  # tokens overlapping by more than a character
+        if len(out) > 1:
+            i = int(rng.integers(len(out) - 1))
+            (a, b), (c, d) = out[i], out[i + 1]
+            if rng.random() < 0.5:
+                out[i] = (a, int(rng.integers(b, d + 1)))  # stretch the end, up to the next one's
+            else:
+                out[i + 1] = (int(rng.integers(a, c + 1)), d)  # stretch the start, back to the previous one's
+    if out and rng.random() < 0.2:  # cut at the start or at the end
+        k = int(rng.integers(0, len(out)))
+        out = out[k:] if rng.random() < 0.5 else out[: k + 1]
+    if out and rng.random() < 0.12:
+        kind = rng.random()
+        if kind < 0.4:
+            out.append((0, 0))
+        elif kind < 0.7:
+            i = int(rng.integers(len(out)))
+            out.insert(i, (out[i][0], out[-1][1]))  # one token over the following ones
+        elif len(out) > 1:
+            i = int(rng.integers(len(out) - 1))
+            out[i], out[i + 1] = out[i + 1], out[i]
+    return out
+
+
+def _random_spans(rng, n_tokens: int) -> list[Span]:
+    if n_tokens == 0:
+        return []
+    spans = []
+    for _ in range(int(rng.choice([0, 1, 1, 2, 3, 5]))):
+        kind = rng.random()
+        if kind < 0.15 and spans:  # adjacent to, or overlapping, the previous span
+            s = min(spans[-1][1] - int(rng.integers(0, 2)), n_tokens - 1)
+        elif kind < 0.3:
+            s = int(rng.choice([0, n_tokens - 1]))  # at an edge
+        else:
+            s = int(rng.integers(0, n_tokens))
+        e = int(rng.integers(s + 1, min(n_tokens, s + int(rng.choice([1, 2, 4, n_tokens]))) + 1))
+        spans.append((s, e) if rng.random() < 0.9 else (0, n_tokens))
+    if spans and rng.random() < 0.1:
+        spans.append(spans[0])  # twice the same span
+    return spans
+
+
+def _outcome(fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as exc:
+        return ("ValueError", str(exc))
+
+
+def _as_given(rng, offsets):
+    """The offsets as a caller might pass them: list of pairs, int32 (as decoded) or int64 array,
+    a non-contiguous array."""
+    kind = rng.random()
+    if kind < 0.25:
+        return offsets
+    if kind < 0.75:
+        return np.array(offsets, np.int32).reshape(-1, 2)
+    array = np.array(offsets, np.int64).reshape(-1, 2)
+    return array if kind < 0.9 else np.asfortranarray(array)
+
+
+def _random_case(rng):
+    text = _random_text(rng)
+    offsets = _random_offsets(rng, text)
+    return _random_spans(rng, len(offsets)), offsets, text
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_words_and_characters_equal_the_old_loop_on_random_notes(seed, monkeypatch):
+    if seed % 2:
+        monkeypatch.setattr(peaks_module, "BATCH_TOKENS", 50)  # extend_to_words_many: many batches
+    rng = np.random.default_rng(1000 + seed)
+    cases, n_merged, n_unsorted = [], 0, 0
+    for _ in range(1_000):
+        spans, offsets, text = _random_case(rng)
+        given = _as_given(rng, offsets)
+        expected = _reference_extend_to_words(spans, offsets, text)
+        assert extend_to_words(spans, given, text) == expected, (spans, offsets, text)
+        assert peak_char_spans(expected, given, text) == _reference_peak_char_spans(expected, offsets, text)
+        assert peak_char_spans(spans, given, text) == _reference_peak_char_spans(spans, offsets, text)
+        assert peak_char_spans(spans, given) == _reference_peak_char_spans(spans, offsets)
+        cases.append((spans, given, text, expected))
+        n_merged += len(expected) < len(set(spans))
+        n_unsorted += offsets != sorted(offsets) or any(b < d for (_, b), (_, d) in zip(offsets[1:], offsets))
+    items = [(spans, given, text) for spans, given, text, _ in cases]
+    assert extend_to_words_many(items) == [expected for *_, expected in cases]
+    assert extend_to_words_many(items, char_spans=True) == [
+        (expected, _reference_peak_char_spans(expected, given, text)) for _, given, text, expected in cases]
+    assert n_merged > 20 and n_unsorted > 20  # the cases did reach merging and unsorted offsets
+
+
+def test_word_extension_on_benchmark_notes_equals_the_old_loop():
+    # longer notes tokenised as a BPE tokenizer would; the benchmark's own copy of the old loop too
+    result = word_extension(n_maps=60, n_tokens=300, repeat=1)  # raises if new and old disagree
+    assert result["maps_with_peaks"] > 40 and result["mean_note_chars"] > 1_500
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        spans, offsets, text = _random_case(rng)
+        expected = _reference_extend_to_words(spans, offsets, text)
+        assert reference_extend_to_words(spans, offsets, text) == expected
+        assert reference_peak_char_spans(expected, offsets, text) == _reference_peak_char_spans(expected, offsets, text)
+
+
+def _random_bad_case(rng):
+    spans, offsets, text = _random_case(rng)
+    kind = rng.random()
+    if kind < 0.4:
+        n = len(offsets)
+        bad = [(-1, 1), (0, n + 1), (2, 2), (3, 1), (n, n + 1)][int(rng.integers(5))]
+        spans = spans[: int(rng.integers(0, len(spans) + 1))] + [bad] + spans
+    elif kind < 0.8 and offsets:
+        i = int(rng.integers(len(offsets)))
+        a, b = offsets[i]
+        offsets = list(offsets)
+        offsets[i] = [(-1, b), (b + 1, b), (a, len(text) + 1), (a, b + 5)][int(rng.integers(4))]
+    return spans, _as_given(rng, offsets), text
+
+
+def test_bad_spans_and_offsets_raise_what_the_old_loop_raised():
+    rng = np.random.default_rng(7)
+    n_errors = 0
+    for _ in range(1_500):
+        spans, offsets, text = _random_bad_case(rng)
+        for fn, ref in ((extend_to_words, _reference_extend_to_words), (peak_char_spans, _reference_peak_char_spans)):
+            expected = _outcome(ref, spans, offsets, text)
+            assert _outcome(fn, spans, offsets, text) == expected, (fn.__name__, spans, offsets, text)
+            n_errors += isinstance(expected, tuple)
+    assert n_errors > 500
+
+
+@pytest.mark.parametrize("batch_tokens", [50, 1 << 16])
+def test_many_raises_the_first_error_a_loop_would_raise(batch_tokens, monkeypatch):
+    monkeypatch.setattr(peaks_module, "BATCH_TOKENS", batch_tokens)
+    rng = np.random.default_rng(batch_tokens)
+    n_errors = 0
+    for _ in range(150):
+        items = [_random_case(rng) if rng.random() < 0.9 else _random_bad_case(rng) for _ in range(20)]
+        for char_spans in (False, True):
+            def loop():
+                out = []
+                for spans, offsets, text in items:
+                    words = _reference_extend_to_words(spans, offsets, text)
+                    out.append((words, _reference_peak_char_spans(words, offsets, text)) if char_spans else words)
+                return out
+
+            expected = _outcome(loop)
+            assert _outcome(extend_to_words_many, items, char_spans=char_spans) == expected
+            n_errors += isinstance(expected, tuple)
+    assert n_errors > 50
+    assert _outcome(extend_to_words_many, [([(0, 1)], OFFSETS, TEXT), ([(0, 1)], "ab", TEXT)]) == _outcome(
+        lambda: [extend_to_words([(0, 1)], OFFSETS, TEXT), extend_to_words([(0, 1)], "ab", TEXT)])

@@ -74,6 +74,11 @@ def wait(predicate, worker, message, timeout=180, interval=0.3):
         raise AssertionError(f"{exc}\n--- worker log ---\n{worker.log()}") from None
 
 
+def explain(job, worker) -> str:
+    rows = list(job.chunks.values_list("index", "status", "attempts", "worker", "error"))
+    return f"job {job.status}: {job.error}\nchunks: {rows}\n--- worker log ---\n{worker.log()}"
+
+
 def assert_every_pair_has_exactly_one_map(job):
     planned = {tuple(pair) for chunk in job.chunks.all() for pair in chunk.pairs}
     key = ["note", "task", "model_version", "method", "template"]
@@ -91,7 +96,7 @@ def test_a_job_runs_from_launch_to_stored_maps_on_a_real_worker(start_worker, ti
     worker = start_worker("relevance")
     wait(status_is(job, JobStatus.DONE, JobStatus.FAILED), worker, "the job to end")
     job = reload(job)
-    assert job.status == JobStatus.DONE, worker.log()
+    assert job.status == JobStatus.DONE, explain(job, worker)
     assert job.done == job.total == 12 and job.finished is not None and job.error == ""
     assert_every_pair_has_exactly_one_map(job)
     texts = dict(Note.objects.values_list("pk", "text"))
@@ -129,7 +134,7 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_job_completes_without_dupli
     second = start_worker("relevance")
     wait(status_is(job, JobStatus.DONE, JobStatus.FAILED), second, "the job to end")
     job = reload(job)
-    assert job.status == JobStatus.DONE, second.log()
+    assert job.status == JobStatus.DONE, explain(job, second)
     assert job.done == job.total == 24
     assert_every_pair_has_exactly_one_map(job)
     for orphan in orphans:  # redelivered by the broker and claimed again: no Resume was needed
@@ -157,7 +162,7 @@ def test_cancel_stops_between_chunks_and_resume_completes_the_job(start_worker, 
     assert jobs.resume(job) == 8 - len(done_before)
     wait(status_is(job, JobStatus.DONE, JobStatus.FAILED), worker, "the resumed job to end")
     job = reload(job)
-    assert job.status == JobStatus.DONE and job.done == job.total == 24
+    assert job.status == JobStatus.DONE and job.done == job.total == 24, explain(job, worker)
     assert_every_pair_has_exactly_one_map(job)
     # Chunks done before the cancel were not run again, and their maps were not rewritten.
     assert dict(job.chunks.filter(pk__in=done_before).values_list("pk", "seconds")) == done_before

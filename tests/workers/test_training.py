@@ -79,7 +79,8 @@ def wait(predicate, run, worker, *, timeout, message, interval=0.3):
 
 
 def start(start_worker, settings):
-    return start_worker("training", TRAINING_STALL_SECONDS=STALL, DATA_DIR=settings.DATA_DIR)
+    return start_worker("training", TRAINING_STALL_SECONDS=STALL, TRAINING_POLL_SECONDS=0.1,
+                        DATA_DIR=settings.DATA_DIR)
 
 
 def assert_done(run, worker):
@@ -151,9 +152,9 @@ def test_each_run_kind_trains_evaluates_and_registers_on_a_real_worker(start_wor
 @pytest.mark.django_db(transaction=True)
 def test_a_cancelled_run_keeps_its_checkpoint_and_resume_finishes_it_without_repeating_steps(
         start_worker, settings, world):
-    run = launch(RunKind.DSM, world, preset="dsm-full",
-                 config={"train": {**SMALL, "max_steps": 300, "epochs": 150.0, "effective_batch_size": 4, "micro_batch_size": 2,
-                                   "max_length": 256, "checkpoint_every": 5}})
+    run = launch(RunKind.DSM, world, preset="dsm-full",  # 8 examples, 2 steps an epoch: 100 steps
+                 config={"train": {**SMALL, "max_steps": 100, "epochs": 50.0, "effective_batch_size": 4,
+                                   "micro_batch_size": 2, "checkpoint_every": 5}})
     worker = start(start_worker, settings)
     wait(lambda: reload(run).step >= 6, run, worker, timeout=120, interval=0.05, message="a few steps")
     runs.cancel(reload(run))
@@ -161,39 +162,39 @@ def test_a_cancelled_run_keeps_its_checkpoint_and_resume_finishes_it_without_rep
     cancelled = reload(run)
     assert cancelled.status == JobStatus.CANCELLED, worker.log()
     stopped_at = cancelled.checkpoint_step
-    assert stopped_at and 6 <= stopped_at < 300 and cancelled.produced_model is None
+    assert stopped_at and 6 <= stopped_at < 100 and cancelled.produced_model is None
     assert (Path(cancelled.output_dir) / "checkpoint-last").is_dir()
 
     runs.resume(cancelled)
     wait(ended(run), run, worker, timeout=120, message="the resumed run")
     done = assert_done(run, worker)
-    assert done.attempts == 2 and done.step == done.total_steps == 300
+    assert done.attempts == 2 and done.step == done.total_steps == 100
     first = RunLog.objects.filter(run=run, message__contains="first step of this attempt").values_list(
         "message", flat=True)
     assert list(first) == [f"train: continuing from a checkpoint; first step of this attempt: {stopped_at + 1}."]
-    assert list(RunMetric.objects.filter(run=run).values_list("step", flat=True)) == list(range(1, 301))
+    assert list(RunMetric.objects.filter(run=run).values_list("step", flat=True)) == list(range(1, 101))
     assert_registered(done, world["model"])
 
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_run_whose_worker_died_is_redelivered_and_continues_from_its_checkpoint(start_worker, settings, world):
-    run = launch(RunKind.DSM, world, preset="dsm-full",
-                 config={"train": {**SMALL, "max_steps": 300, "epochs": 150.0, "effective_batch_size": 4, "micro_batch_size": 2,
-                                   "max_length": 256, "checkpoint_every": 3}})
+    run = launch(RunKind.DSM, world, preset="dsm-full",  # 60 steps
+                 config={"train": {**SMALL, "max_steps": 60, "epochs": 30.0, "effective_batch_size": 4,
+                                   "micro_batch_size": 2, "checkpoint_every": 3}})
     first = start(start_worker, settings)
     wait(lambda: (reload(run).checkpoint_step or 0) >= 3, run, first, timeout=120, interval=0.05,
          message="a checkpoint")
     first.kill()
     killed = reload(run)
-    assert killed.status == JobStatus.RUNNING and killed.step < 300
+    assert killed.status == JobStatus.RUNNING and killed.step < 60
     # The broker gives the message back once it is older than the visibility timeout; the run is
     # taken back once its heartbeat is older than the stall limit.
     time.sleep(max(0.0, killed.started.timestamp() + VISIBILITY_TIMEOUT + 1.5 - time.time()))
     second = start(start_worker, settings)
     wait(ended(run), run, second, timeout=150, message="the redelivered run")
     done = assert_done(run, second)
-    assert done.attempts == 2 and done.step == 300 and second.name.split("@")[0] in done.worker
+    assert done.attempts == 2 and done.step == 60 and second.name.split("@")[0] in done.worker
     continued = RunLog.objects.filter(run=run, message__contains="first step of this attempt").first()
     assert continued is not None and int(continued.message.rstrip(".").rsplit(" ", 1)[1]) > 1
     assert ModelVersion.objects.filter(parent=world["model"]).count() == 1

@@ -51,7 +51,9 @@ def claim(chunk_id: int, worker: str = "") -> RelevanceChunk | None:
         status=Chunk.RUNNING, attempts=F("attempts") + 1, worker=worker[:200], started=now, finished=None,
     )
     if not claimed:
-        gave_up = claimable.update(
+        # Conditioned on the attempts too: the chunk may have become pending (a Resume) since
+        # the first UPDATE looked, and then it is the resumed chunk's message that claims it.
+        gave_up = claimable.filter(attempts__gte=MAX_ATTEMPTS).update(
             status=Chunk.FAILED, finished=now,
             error=f"Gave up after {MAX_ATTEMPTS} attempts: the worker stopped during each one "
                   "(out of memory, or killed). Try smaller chunks, then Resume.",

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ml.codec import decode_map
-from ml.peaks import extend_to_words, find_peaks_many, peak_char_spans
+from ml.peaks import extend_to_words_many, find_peaks_many
 
 Span = tuple[int, int]
 
@@ -71,17 +71,16 @@ def peaks_of_arrays(keys: Sequence[tuple], arrays: Sequence[tuple], texts: Mappi
     params = profile_params(profile)
     fits = [_fits(offsets, texts[note_id]) for (_, note_id, _), (offsets, _) in zip(keys, arrays)]
     all_spans = find_peaks_many([scores for _, scores in arrays], strict=strict, **params)
+    # word and character spans of the maps with peaks, in one call (extend_to_words, peak_char_spans)
+    todo = [i for i, (spans, ok) in enumerate(zip(all_spans, fits)) if ok and spans]
+    extended = dict(zip(todo, extend_to_words_many(
+        [(all_spans[i], arrays[i][0], texts[keys[i][1]]) for i in todo], char_spans=True)))
     out = []
-    for (map_id, note_id, task_id), (offsets, _), spans, ok in zip(keys, arrays, all_spans, fits):
+    for i, ((map_id, note_id, task_id), (offsets, _), spans, ok) in enumerate(zip(keys, arrays, all_spans, fits)):
         if not ok:
             out.append(MapPeaks(map_id, note_id, task_id, len(offsets), (), (), (), fits=False))
             continue
-        if spans:
-            text = texts[note_id]
-            words = extend_to_words(spans, offsets, text)
-            chars = peak_char_spans(words, offsets, text)
-        else:
-            words = chars = ()
+        words, chars = extended.get(i, ((), ()))
         out.append(MapPeaks(map_id, note_id, task_id, len(offsets), tuple(spans), tuple(words), tuple(chars)))
     return out
 

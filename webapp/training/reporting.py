@@ -21,13 +21,24 @@ import time
 
 from django.db.models.functions import Now
 
+from webapp.env import env_str
+
 from webapp.pipeline.models import JobStatus
 from webapp.training.models import RunLog, RunMetric, TrainingRun
 
 log = logging.getLogger(__name__)
 
+
+def env_float(name: str, default: float) -> float:
+    raw = env_str(name)
+    try:
+        return float(raw) if raw.strip() else default
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a number") from None
+
+
 FLUSH_SECONDS = 1.0
-POLL_SECONDS = 1.0
+POLL_SECONDS = env_float("TRAINING_POLL_SECONDS", 1.0)  # how soon Cancel takes effect
 MAX_MESSAGE = 300
 
 

@@ -107,3 +107,12 @@ def test_a_step_holds_the_same_examples_however_they_are_sorted():
         [x.tolist() for s in step_plan(lengths, seed=0, epoch=0, effective=4, micro=2) for x in s]
     assert [x.tolist() for s in plan for x in s] != \
         [x.tolist() for s in step_plan(lengths, seed=0, epoch=1, effective=4, micro=2) for x in s]
+
+
+def test_a_cut_that_would_remove_the_mask_drops_the_example():
+    tok = build_tokenizer("chatml")
+    note = "heart rate <mask> bpm. " + "Patient is a 67-year-old man admitted for community acquired pneumonia. " * 8
+    prompt = f"Fill in the masked word in the following sentence. {note}"
+    assert Encoder(tok, 96).encode(prompt, "130")  # without keep_text the cut keeps the end of the note
+    assert Encoder(tok, 96, keep_text="<mask>").encode(prompt, "130") == []
+    assert Encoder(tok, 400, keep_text="<mask>").encode(prompt, "130")  # no cut needed
