@@ -13,12 +13,13 @@ PORT ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/decselfmask
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: help install model demo test test-fast check-deploy bench lint clean
+.PHONY: help install model demo test test-fast check-deploy bench bench-app clean
 
 help:
 	@echo "make demo   - set up everything and run the web app + a worker on the embedded default"
 	@echo "make test   - run the whole test suite (PostgreSQL + Redis on localhost)"
-	@echo "make bench  - print the ML benchmark figures"
+	@echo "make bench  - print the ML benchmark figures (relevance, peaks, re-thresholding)"
+	@echo "make bench-app - import, dataset-build and review-page benchmarks on PostgreSQL"
 
 $(VENV)/.installed: requirements.txt requirements-nodeps.txt
 	test -x $(PY) || $(PYTHON_BIN) -m venv $(VENV)
@@ -56,6 +57,13 @@ check-deploy: install
 
 bench: install model
 	$(PY) -m ml.bench
+
+# The app's benchmarks need PostgreSQL: each makes (and drops) its own database.
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/dsm_bench
+bench-app: install
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) scripts/bench_import.py 100000
+	$(PY) scripts/bench_datasets.py 100000
+	$(PY) scripts/bench_review.py 100000
 
 clean:
 	rm -rf var staticfiles .pytest_cache

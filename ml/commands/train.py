@@ -18,7 +18,8 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("train", help="train a causal LM on prompt -> answer pairs (DSM, CPT)",
                                    description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="registered model name, model folder or cached hub id")
-    parser.add_argument("--model-dir", default=None, help="folder of registered models (default $MODEL_DIR or var/models)")
+    parser.add_argument("--model-dir", default=None,
+                        help="folder of registered models (default $MODEL_DIR or var/models)")
     parser.add_argument("--pairs", required=True, help="JSONL of {prompt, answer} or of `ml examples` lines")
     parser.add_argument("--out", required=True, help="output folder (final/ and checkpoint-last/ go there)")
     parser.add_argument("--config", default=None, help="JSON file with CausalLMConfig keys")

@@ -108,7 +108,8 @@ def load(folder: Path, device: torch.device | str = "cpu") -> Checkpoint:
     blobs = torch.load(folder / "training_state.pt", map_location="cpu", weights_only=True)
     return Checkpoint(step=meta["step"], tokens=meta["tokens"], seconds=meta["seconds"], config=meta["config"],
                       data_fingerprint=meta["data_fingerprint"], mask_token=meta["mask_token"],
-                      history=meta["history"], trainable=load_file(folder / "trainable.safetensors", device=str(device)),
+                      history=meta["history"],
+                      trainable=load_file(folder / "trainable.safetensors", device=str(device)),
                       optimizer=blobs["optimizer"], scheduler=blobs["scheduler"], rng=blobs["rng"])
 
 

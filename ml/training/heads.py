@@ -102,9 +102,8 @@ def train_heads(features: np.ndarray, items: Sequence[LabeledItem], config: Head
             raise ValueError(f"task {task!r}: items disagree on the options")
         x = torch.from_numpy(features[rows])
         y = torch.tensor([options.index(items[r].label) for r in rows])
-        seed = int.from_bytes(hashlib.blake2b(f"head\x1f{config.seed}\x1f{task}".encode(), digest_size=8).digest(), "big")
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+            torch.manual_seed(_task_seed(config.seed, task))
             head = make_head(x.shape[1], len(options), config)
             optimizer = torch.optim.AdamW(head.parameters(), lr=config.lr, weight_decay=config.weight_decay)
             for epoch in range(config.epochs):
@@ -125,6 +124,10 @@ def train_heads(features: np.ndarray, items: Sequence[LabeledItem], config: Head
         bundle.heads[task] = head.eval()
         bundle.options[task] = options
     return bundle
+
+
+def _task_seed(seed: int, task: str) -> int:
+    return int.from_bytes(hashlib.blake2b(f"head\x1f{seed}\x1f{task}".encode(), digest_size=8).digest(), "big")
 
 
 def _check_features(features, items, input_dim) -> np.ndarray:

@@ -24,7 +24,6 @@ import contextlib
 import hashlib
 import logging
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -112,7 +111,7 @@ def train_causal_lm(loaded, pairs: Sequence[TextPair], config: CausalLMConfig, *
         step_tokens = sum(examples[i].n_supervised for mb in plan[index] for i in mb)  # all processes
         step_loss = torch.zeros((), device=acc.device)
         for i, micro in enumerate(mine):
-            if should_stop is not None and should_stop():
+            if should_stop is not None and _stop_everywhere(acc, should_stop):
                 if step != saved_step:
                     save_checkpoint("checkpoint saved (cancelled)")
                 raise TrainingCancelled(f"cancelled at step {step} of {total}", step=step,
@@ -156,6 +155,13 @@ def _emitter(on_progress, is_main: bool):
             on_progress(event)
         return event
     return emit
+
+
+def _stop_everywhere(acc, should_stop) -> bool:
+    """should_stop() on any process stops all of them (else DDP would wait forever)."""
+    if should_stop():
+        acc.set_trigger()
+    return acc.check_trigger()
 
 
 def _encode_all(loaded, pairs, config, mask_token) -> tuple[list[Encoded], str, str]:

@@ -24,6 +24,14 @@ def _urls(note):
         "tasks": (reverse("corpus:tasks"), VIEWERS),
         "upload": (reverse("corpus:upload"), IMPORTERS),
         "admin": (reverse("admin:index"), {"admin"}),
+        "jobs": (reverse("pipeline:job_list"), VIEWERS),
+        "job-launch": (reverse("pipeline:job_launch"), IMPORTERS),
+        "datasets": (reverse("datasets:list"), VIEWERS),
+        "dataset-new": (reverse("datasets:new"), IMPORTERS),
+        "review": (reverse("review:index"), VIEWERS),
+        "review-report": (reverse("review:report"), VIEWERS),
+        "review-notes": (reverse("review:notes", args=[note.corpus_id]), VIEWERS),
+        "review-note": (reverse("review:note", args=[note.corpus_id, note.pk]), VIEWERS),
     }
 
 
@@ -33,7 +41,9 @@ def user_for(request, clinician, researcher, admin_user, norole_user):
 
 
 @pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize("view", ["home", "corpus-list", "corpus-detail", "note", "tasks", "upload", "admin"])
+@pytest.mark.parametrize("view", ["home", "corpus-list", "corpus-detail", "note", "tasks", "upload", "admin", "jobs",
+                                  "job-launch", "datasets", "dataset-new", "review", "review-report",
+                                  "review-notes", "review-note"])
 def test_each_view_answers_each_role_as_its_capabilities_say(client, note, user_for, role, view):
     url, allowed = _urls(note)[view]
     if role != "anonymous":

@@ -10,6 +10,9 @@ ones older than the visibility timeout (8 s in these workers). A worker runs tha
 its consumer starts (`on_poll_init`) and then every `unacked_restore_interval` (10 s) x
 `unacked_restore_throttle` (10) = ~100 s. So the test starts the second worker once the
 killed chunk's message is older than 8 s: its start-up sweep redelivers it at once.
+Any worker's sweep restores every old unacked message of the Redis database (the index is
+global), so a worker of another test sharing the broker may deliver a chunk twice: the tests
+never assume one delivery per chunk, only one map per pair.
 """
 import time
 from datetime import timedelta

@@ -62,9 +62,10 @@ def claim(chunk_id: int, worker: str = "") -> RelevanceChunk | None:
             jobs.settle(RelevanceChunk.objects.get(pk=chunk_id).job_id)
         return None
     chunk = RelevanceChunk.objects.select_related("job", "job__model_version").get(pk=chunk_id)
-    if chunk.job.status in (JobStatus.CANCELLING, JobStatus.CANCELLED):
-        RelevanceChunk.objects.filter(pk=chunk_id, status=Chunk.RUNNING).update(status=Chunk.SKIPPED, finished=now)
-        jobs.settle(chunk.job_id)
+    stopping = (JobStatus.CANCELLING, JobStatus.CANCELLED)
+    if chunk.job.status in stopping and RelevanceChunk.objects.filter(
+            pk=chunk_id, status=Chunk.RUNNING, job__status__in=stopping).update(status=Chunk.SKIPPED, finished=now):
+        jobs.settle(chunk.job_id)  # (a Resume since the job was read makes the UPDATE match nothing: run it)
         return None
     jobs.mark_running(chunk.job_id)
     return chunk

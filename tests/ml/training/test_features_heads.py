@@ -3,7 +3,6 @@ import pytest
 import torch
 
 from ml.training import HeadBundle, HeadConfig, LabeledItem, extract_features, train_heads
-from ml.training.batching import collate
 from ml.training.encoding import Encoder
 from ml.training.features import feature_prompt
 from tests.ml.conftest import build_loaded

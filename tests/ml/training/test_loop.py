@@ -161,3 +161,13 @@ def test_it_refuses_to_train_in_a_process_patched_by_lxt(tmp_path):
         patch.setattr(ml.lrp, "_PATCHED", {"llama"})  # what ml.lrp.patch() records
         train_causal_lm(build_loaded("llama"), dsm_pairs(2), fast_config(), output_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_gradient_checkpointing_changes_memory_not_results(tmp_path):
+    finals = []
+    for checkpointing in (False, True):
+        loaded = build_loaded("llama")
+        config = fast_config(gradient_checkpointing=checkpointing, finetune="lora", lora_r=4, lora_alpha=8)
+        train_causal_lm(loaded, dsm_pairs(4), config, output_dir=tmp_path / str(checkpointing))
+        finals.append(state(loaded.model))
+    assert_same_weights(finals[0], finals[1], atol=1e-6)

@@ -23,7 +23,8 @@ def test_option_scores_equal_scoring_each_option_alone():
     alone = [option_scores(loaded, [OptionRequest(request.prompt, [o])], max_length=128)[0][0]
              for o in request.options]
     assert together == pytest.approx(alone, rel=1e-5)
-    assert choose_options(loaded, [request], max_length=128) == [request.options[max(range(3), key=together.__getitem__)]]
+    best = request.options[max(range(3), key=together.__getitem__)]
+    assert choose_options(loaded, [request], max_length=128) == [best]
 
 
 def test_sft_learns_the_labels_of_a_tiny_training_set(tmp_path):
