@@ -5,10 +5,12 @@ base + CH vs DSM + CH vs CPT + CH vs random mask + CH, Macro F1 with 95% CIs, wa
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/dsm_codiesp_exp HF_HUB_OFFLINE=1 \\
         .venv/bin/python scripts/run_codiesp_experiment.py > codiesp.json
 
-With the defaults (40 background notes x 3 of 16 non-held-out tasks = 120 relevance prompts,
-40 labeled notes x 20 tasks = 800 items, 10 optimizer steps of batch 8 per trained model) it
-takes about 40-60 minutes on 2 CPU cores: relevance ~3-6 s a prompt, a training step ~20-40 s,
-features ~0.3 s an item per model. Scale with --background-notes, --labeled-notes, --dsm-steps.
+With the defaults (40 background notes x 3 of 16 non-held-out tasks = 120 relevance prompts;
+25 labeled notes x 20 tasks = 500 items, 75 of them test; 10 optimizer steps of batch 8 per
+trained model) it takes about 45-60 minutes on 2 busy CPU cores (measured at small settings:
+relevance ~6 s a prompt, a training step of 4 x 256 tokens ~10-35 s, CH features ~1 s an item
+and model at 256 tokens, all four models); on an idle machine about half. Scale with
+--background-notes, --labeled-notes, --dsm-steps, --max-length.
 
 Stages (each timed; JSON and a markdown table are printed at the end):
  1. setup: migrate; the 20 most frequent diagnosis codes of train + dev (by number of notes)
@@ -61,7 +63,7 @@ def parse_args(argv=None):
     parser.add_argument("--tasks", type=int, default=20, help="most frequent diagnosis codes used as tasks")
     parser.add_argument("--held-out-every", type=int, default=5,
                         help="every n-th task by frequency is held out (0: none)")
-    parser.add_argument("--labeled-notes", type=int, default=40, help="train + dev notes used as labeled items")
+    parser.add_argument("--labeled-notes", type=int, default=25, help="train + dev notes used as labeled items")
     parser.add_argument("--dsm-steps", type=int, default=10, help="optimizer steps of each DSM / CPT / random run")
     parser.add_argument("--effective-batch", type=int, default=8, help="effective batch size (paper: 128)")
     parser.add_argument("--micro-batch", type=int, default=4)

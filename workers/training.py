@@ -14,9 +14,10 @@ run's last checkpoint. A message redelivered while the first worker is still ali
 than the broker's visibility timeout) is retried a few times, then dropped: the run is not
 trained twice.
 
-Multi-GPU: with TRAINING_LAUNCHER set (e.g. "accelerate launch --num_processes 4" or
-"torchrun --nproc-per-node 4"), the task claims the run and starts
-`<launcher> manage.py train_run <id> --claimed` as a child process instead of training here.
+Multi-GPU: with TRAINING_LAUNCHER set (e.g. "accelerate launch --multi_gpu --num_processes 4" or
+"torchrun --nproc-per-node 4"), the task claims a dsm / cpt / sft run and starts
+`<launcher> manage.py train_run <id> --claimed` as a child process instead of training here
+(the other kinds run here).
 """
 import logging
 import os
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
 DAY = 24 * 3600
+DISTRIBUTED_KINDS = ("dsm", "cpt", "sft")  # as manage.py train_run
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -54,7 +56,7 @@ def run_training(self, run_id: int) -> str:
         log.info("run %s: not queued (taken, finished or cancelled); nothing to do", run_id)
         return "nothing to do"
     launcher = os.environ.get("TRAINING_LAUNCHER", "").strip()
-    if launcher:
+    if launcher and run.kind in DISTRIBUTED_KINDS:
         return _launch_distributed(run, launcher)
     outcome = execution.execute(run)
     log.info("run %s: %s", run_id, outcome)

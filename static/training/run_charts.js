@@ -4,6 +4,13 @@
   "use strict";
   var COLOURS = ["#1f6fb2", "#c0392b", "#2e8b57", "#8e44ad", "#d35400"];
   var REFRESH_MS = 5000;
+  var STEP_INCREMENTS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
+
+  function formatNumber(v) {
+    if (v === null || v === undefined) { return ""; }
+    var a = Math.abs(v);
+    return (a !== 0 && (a < 0.01 || a >= 100000)) ? v.toExponential(1) : String(+v.toPrecision(4));
+  }
   var charts = {};
 
   function seriesFor(phases, key) {
@@ -25,7 +32,10 @@
     var opts = {
       title: title, width: width, height: 220, series: series,
       scales: { x: { time: false }, y: logScale ? { distr: 3 } : {} },
-      axes: [{ label: "optimizer step" }, { size: 70 }]
+      axes: [
+        { label: "optimizer step", incrs: STEP_INCREMENTS },
+        { size: 80, values: function (u, ticks) { return ticks.map(formatNumber); } }
+      ]
     };
     charts[key] = new uPlot(opts, data, el);
     charts[key]._phases = phases.length;

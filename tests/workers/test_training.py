@@ -19,7 +19,7 @@ from webapp.training.models import RunKind, RunLog, RunMetric, RunPrediction, Tr
 
 VISIBILITY_TIMEOUT = 8  # set by tests/workers/conftest.py in the workers' environment
 STALL = 3  # TRAINING_STALL_SECONDS of these workers (and of this process, see the fixture)
-SMALL = {"max_steps": 2, "effective_batch_size": 2, "micro_batch_size": 1, "max_length": 64,
+SMALL = {"max_steps": 2, "effective_batch_size": 2, "micro_batch_size": 1, "max_length": 160,
          "checkpoint_every": 1}
 EVALUATION = {"n_resamples": 50}
 
@@ -198,3 +198,26 @@ def test_a_run_whose_worker_died_is_redelivered_and_continues_from_its_checkpoin
     continued = RunLog.objects.filter(run=run, message__contains="first step of this attempt").first()
     assert continued is not None and int(continued.message.rstrip(".").rsplit(" ", 1)[1]) > 1
     assert ModelVersion.objects.filter(parent=world["model"]).count() == 1
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_an_experiment_file_enqueued_runs_on_the_workers_one_after_its_dependency(start_worker, settings, world,
+                                                                                 tmp_path, capsys):
+    import json
+
+    from django.core.management import call_command
+
+    path = tmp_path / "experiment.json"
+    path.write_text(json.dumps({
+        "name": "queued", "model": world["model"].name, "split": {"corpus": world["corpus"].name},
+        "defaults": {"train": SMALL, "heads": {"epochs": 1}, "evaluation": EVALUATION},
+        "runs": [{"id": "dsm", "preset": "dsm-full", "dataset": {"name": world["dataset"].name}},
+                 {"id": "dsm-ch", "preset": "ch", "model": "@dsm"}]}))
+    worker = start(start_worker, settings)
+    call_command("run_experiment", str(path), "--enqueue", "--timeout", "150")
+    out = capsys.readouterr().out
+    rows = json.loads(out[:out.rindex("}") + 1])["runs"]
+    assert [(row["id"], row["status"]) for row in rows] == [("dsm", "done"), ("dsm-ch", "done")], worker.log()
+    dsm, dsm_ch = (TrainingRun.objects.get(pk=row["run"]) for row in rows)
+    assert dsm_ch.model_version == dsm.produced_model and dsm_ch.worker == dsm.worker != ""

@@ -56,6 +56,11 @@ class Table:
     rows: list[list]
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def numeric(self) -> list[str]:
+        """The columns holding figures (every column but the labels)."""
+        return [c for c in self.columns if c not in ("Model", "System", "Held-out task")]
+
     def to_csv(self) -> str:
         buffer = io.StringIO()
         writer = csv.writer(buffer)

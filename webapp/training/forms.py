@@ -35,13 +35,14 @@ class LaunchForm(forms.Form):
     split_seed = forms.IntegerField(initial=0, label="Split seed")
     split_test_ratio = forms.FloatField(initial=0.15, label="Test share", help_text="The paper: 0.15")
 
-    def __init__(self, data=None, *, preset: str = "dsm-full"):
+    def __init__(self, data=None, *, preset: str = "dsm-full", model_version=None):
         if data is not None:
             preset = data.get("preset", preset)
         self.preset_obj = presets.PRESETS.get(preset) or presets.PRESETS["dsm-full"]
         super().__init__(data, initial={"preset": self.preset_obj.key})
         self.kind = self.preset_obj.kind
-        self.fields["model_version"].initial = ModelVersion.objects.filter(is_default=True).first()
+        chosen = ModelVersion.objects.filter(pk=model_version).first() if str(model_version or "").isdigit() else None
+        self.fields["model_version"].initial = chosen or ModelVersion.objects.filter(is_default=True).first()
         if self.kind in CAUSAL_KINDS:
             for name in ("split", "split_corpus", "split_seed", "split_test_ratio"):
                 del self.fields[name]

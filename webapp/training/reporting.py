@@ -65,11 +65,13 @@ class Reporter:
             self._first_step[self.phase] = step
             if step > 1:
                 self.log(f"{self.phase}: continuing from a checkpoint; first step of this attempt: {step}.")
-        self._figures = {
-            "step": step, "total_steps": max(int(event.total_steps or 0), step), "epoch": _num(event.epoch),
-            "loss": _num(event.loss), "lr": _num(event.lr), "tokens_per_s": _num(event.tokens_per_s),
-            "eta_s": _num(event.eta_s),
-        }
+        figures = {"step": step, "total_steps": max(int(event.total_steps or 0), step), "epoch": _num(event.epoch),
+                   "eta_s": _num(event.eta_s)}
+        for key in ("loss", "lr", "tokens_per_s"):  # a status event keeps the last step's figures
+            value = _num(getattr(event, key))
+            if value is not None or trained:
+                figures[key] = value
+        self._figures.update(figures)
         message = (getattr(event, "message", "") or "")[:MAX_MESSAGE]
         if step > 0 and trained:
             self._pending.append(RunMetric(run_id=self.run.pk, phase=self.phase, step=step,

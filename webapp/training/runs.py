@@ -77,7 +77,10 @@ class RunSpec:
         """{field: plain-words problem}; empty when the run can be launched."""
         if self.kind not in RunKind.values:
             return {"kind": f"Unknown run kind {self.kind!r}; the kinds are {', '.join(RunKind.values)}."}
-        _, problems = self.full_config()
+        config, problems = self.full_config()
+        unlabeled = (config.get("unlabeled") or {}).get("corpus")
+        if unlabeled and not Corpus.objects.filter(name=unlabeled).exists():
+            problems["unlabeled.corpus"] = f"There is no corpus {unlabeled!r} to take unlabeled notes from."
         if self.preset:
             try:
                 preset = presets.get(self.preset)

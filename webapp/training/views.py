@@ -25,7 +25,8 @@ def run_list(request):
 
 def run_new(request):
     require(request.user, Capability.LAUNCH)
-    form = LaunchForm(request.POST or None, preset=request.GET.get("preset", "dsm-full"))
+    form = LaunchForm(request.POST or None, preset=request.GET.get("preset", "dsm-full"),
+                      model_version=request.GET.get("model"))
     if request.method == "POST" and form.is_valid():
         try:
             run = runs.launch(form.spec(), actor=request.user)
@@ -44,7 +45,7 @@ def run_detail(request, run_id):
     context = {"nav": "training", "run": run, "ended": not run.is_active, "stalled": runs.is_stalled(run),
                "resumable": runs.can_resume(run), "logs": _last_logs(run)}
     if not request.htmx:
-        context["settings_rows"] = configs.flatten(run.config)
+        context["settings_rows"] = dict(sorted(configs.flatten(run.config).items()))
         return render(request, "training/run_detail.html", context)
     fragment = render(request, "training/run_detail.html#live", context)
     return HttpResponseStopPolling(fragment.content) if context["ended"] else fragment

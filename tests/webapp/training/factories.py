@@ -52,16 +52,17 @@ def make_model_version(path: str, name: str = "tiny-llama", family: str = "llama
 
 def make_dataset(corpus: Corpus, model_version: ModelVersion, *, mode: str = "dsm", name: str = "",
                  n_examples: int = 12, status: str = JobStatus.DONE) -> DatasetVersion:
-    """A dataset version with examples made directly: the first number of each note masked (DSM,
-    random, one peak: the builder's choice of span does not matter to training), or the whole
-    note (unmasked)."""
+    """A dataset version with examples made directly: the last number of each note masked (DSM,
+    random, one peak: the builder's choice of span does not matter to training; the last one
+    survives a short max_length, since prompts are cut from the left), or the whole note
+    (unmasked)."""
     profile = PeakProfile.objects.first() or PeakProfile.objects.create(name="paper", is_default=True)
     dataset = DatasetVersion.objects.create(
         name=name or f"{corpus.name}-{mode}", corpus=corpus, model_version=model_version, profile=profile,
         mode=mode, status=status, stats={"examples": n_examples})
     examples = []
     for note in corpus.notes.order_by("pk")[:n_examples]:
-        match = _NUMBER.search(note.text)
+        match = ([None] + list(_NUMBER.finditer(note.text)))[-1]
         if mode == DatasetVersion.Mode.UNMASKED or match is None:
             examples.append(MaskedExample(dataset=dataset, note=note, tasks=[], masked_text=note.text, label=""))
         else:

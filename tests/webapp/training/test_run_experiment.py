@@ -29,7 +29,7 @@ def test_an_experiment_file_runs_headless_and_chains_a_produced_model(db, tmp_pa
     path = tmp_path / "experiment.json"
     path.write_text(json.dumps({
         "name": "t", "model": model.name, "split": {"corpus": corpus.name},
-        "defaults": {"train": {"max_steps": 1, "effective_batch_size": 2, "micro_batch_size": 2, "max_length": 64},
+        "defaults": {"train": {"max_steps": 1, "effective_batch_size": 2, "micro_batch_size": 2, "max_length": 160},
                      "heads": {"epochs": 1}, "evaluation": {"n_resamples": 20}},
         "runs": [{"id": "dsm", "preset": "dsm-full", "dataset": {"name": "ward-dsm"}},
                  {"id": "dsm-ch", "preset": "ch", "model": "@dsm"},
@@ -44,3 +44,24 @@ def test_an_experiment_file_runs_headless_and_chains_a_produced_model(db, tmp_pa
     assert dsm_ch.model_version == dsm.produced_model and base_ch.model_version == model
     assert dsm_ch.split_id == base_ch.split_id and base_ch.macro_f1 is not None
     assert dsm.provenance["code_version"] and dsm.worker == "run_experiment"
+
+
+@pytest.mark.slow
+def test_train_run_executes_one_queued_run_here(db, tmp_path, settings, tiny_model_dir, capsys):
+    from webapp.training import runs
+    from webapp.training.models import RunKind
+
+    settings.DATA_DIR = tmp_path / "data"
+    corpus = make_labeled_corpus(8)
+    model = make_model_version(tiny_model_dir)
+    run = runs.launch(runs.RunSpec(kind=RunKind.HEADS, preset="ch", model_version=model, split_corpus=corpus,
+                                   config={"heads": {"epochs": 1}, "evaluation": {"n_resamples": 20}}),
+                      enqueue=False)
+    call_command("train_run", str(run.pk))
+    assert f"run {run.pk}: done" in capsys.readouterr().out
+    run.refresh_from_db()
+    assert run.status == "done" and run.worker.startswith("train_run@")
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="is not queued"):
+        call_command("train_run", str(run.pk))

@@ -146,3 +146,11 @@ def test_split_problems_are_plain(corpus, model_version):
     Annotation.objects.filter(note__corpus=corpus).exclude(pk__in=split.items.values("annotation_id")).delete()
     other = RunSpec(kind=RunKind.HEADS, model_version=model_version, split_corpus=corpus, split_test_ratio=2)
     assert "between 0 and 1" in other.problems()["split_test_ratio"]
+
+
+def test_self_learning_needs_an_existing_unlabeled_corpus(corpus, model_version):
+    spec = RunSpec(kind=RunKind.SELF_LEARNING, preset="self-learning", model_version=model_version,
+                   split_corpus=corpus, config={"unlabeled": {"corpus": "nowhere"}})
+    assert spec.problems() == {"unlabeled.corpus": "There is no corpus 'nowhere' to take unlabeled notes from."}
+    spec.config = {"unlabeled": {"corpus": corpus.name}}
+    assert spec.problems() == {}

@@ -88,3 +88,12 @@ def test_a_labeled_run_needs_a_split_or_a_corpus(client, researcher, db):
     data = form_data(client.get(reverse("training:run_new") + "?preset=sft"))
     response = client.post(reverse("training:run_new"), data)
     assert "Choose the labeled split" in response.context["form"].errors["split"][0]
+
+
+def test_a_trained_model_can_be_preselected(client, researcher, model_version):
+    from webapp.pipeline.models import ModelVersion
+
+    trained = ModelVersion.objects.create(name="tiny+dsm", family="llama", path="/m", parent=model_version)
+    client.force_login(researcher)
+    form = client.get(reverse("training:run_new") + f"?preset=ch&model={trained.pk}").context["form"]
+    assert form["model_version"].value() == trained.pk

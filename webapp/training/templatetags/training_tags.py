@@ -34,3 +34,9 @@ def sci(value):
     if value is None:
         return "—"
     return f"{float(value):.3g}"
+
+
+@register.filter
+def is_number(value):
+    """True for a figure (or an empty figure cell), so the table aligns it to the right."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))

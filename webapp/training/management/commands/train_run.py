@@ -6,9 +6,10 @@ calls the same trainer, only rank 0 (RANK=0) claims the run and writes progress 
     accelerate launch --num_processes 8 manage.py train_run 42
     torchrun --nproc-per-node 8 manage.py train_run 42
 
-A Celery training worker with TRAINING_LAUNCHER set does this itself (it claims the run and
-passes --claimed). Distributed launches support the kinds dsm, cpt and sft; other kinds run on
-rank 0 only.
+A Celery training worker with TRAINING_LAUNCHER set does this itself for those kinds (it claims
+the run and passes --claimed). Distributed launches support the kinds dsm, cpt and sft (the
+causal-LM trainer); CH, prompting and self-learning runs are refused under a launcher (run them
+in one process: their training is small, or made of several trainings).
 """
 import os
 
@@ -34,8 +35,9 @@ class Command(BaseCommand):
         run = TrainingRun.objects.select_related("model_version", "dataset", "split__corpus").filter(pk=run_id).first()
         if run is None:
             raise CommandError(f"There is no run {run_id}.")
-        if world > 1 and run.kind not in DISTRIBUTED_KINDS and not main:
-            return
+        if world > 1 and run.kind not in DISTRIBUTED_KINDS:
+            raise CommandError(f"A {run.get_kind_display()} run does not train across processes; start it "
+                               "without accelerate launch / torchrun.")
         if claimed:
             attempt = os.environ.get("DSM_RUN_ATTEMPT")
             if attempt and int(attempt) != run.attempts:

@@ -1,0 +1,95 @@
+"""How a run ends: done with its fields, cancelled, or failed with a message that never quotes data."""
+import pytest
+
+from webapp.training import causal, execution, runs
+from webapp.training.models import RunKind, RunLog, TrainingRun
+
+
+@pytest.fixture
+def claimed(dataset, model_version):
+    run = runs.launch(runs.RunSpec(kind=RunKind.DSM, model_version=model_version, dataset=dataset))
+    return runs.claim(run.pk, worker="w1")
+
+
+def with_runner(monkeypatch, runner):
+    monkeypatch.setitem(execution.RUNNERS, RunKind.DSM, runner)
+
+
+def test_a_finished_run_stores_its_fields_provenance_and_time(monkeypatch, claimed):
+    with_runner(monkeypatch, lambda run, reporter: {"results": {"x": 1}})
+    assert execution.execute(claimed) == "done"
+    run = TrainingRun.objects.get(pk=claimed.pk)
+    assert run.status == "done" and run.results["x"] == 1 and "seconds" in run.results
+    assert run.provenance["libraries"]["transformers"] and run.provenance["attempts"][0]["worker"] == "w1"
+    assert run.code_version == run.provenance["code_version"][:64]
+
+
+def test_an_unexpected_error_is_reported_without_its_text(monkeypatch, claimed, caplog):
+    def runner(run, reporter):
+        note_text = "Patient Mario " + "Rossi, 67, pacemaker"  # the traceback shows source lines, not values
+        raise RuntimeError(note_text)
+
+    with_runner(monkeypatch, runner)
+    assert execution.execute(claimed) == "failed"
+    run = TrainingRun.objects.get(pk=claimed.pk)
+    assert "unexpected error (RuntimeError)" in run.error and "Rossi" not in run.error
+    assert not RunLog.objects.filter(message__contains="Rossi").exists()
+    assert "Rossi" not in caplog.text
+
+
+def test_a_refusal_raised_inside_ml_training_is_shown(monkeypatch, claimed):
+    from ml.training import CausalLMConfig
+
+    with_runner(monkeypatch, lambda run, reporter: CausalLMConfig(lr=-1))
+    assert execution.execute(claimed) == "failed"
+    assert TrainingRun.objects.get(pk=claimed.pk).error == "ml.training refused the run: lr must be > 0, got -1"
+
+
+def test_a_training_error_says_what_ml_said(monkeypatch, claimed):
+    from ml.training import TrainingError
+
+    def runner(run, reporter):
+        raise TrainingError("no training example: 3 pairs given, 3 do not fit max_length 16")
+
+    with_runner(monkeypatch, runner)
+    execution.execute(claimed)
+    assert TrainingRun.objects.get(pk=claimed.pk).error.startswith("no training example")
+
+
+def test_a_cancel_records_the_checkpoint_step(monkeypatch, claimed):
+    from ml.training import TrainingCancelled
+
+    def runner(run, reporter):
+        raise TrainingCancelled("cancelled at step 7 of 10", step=7)
+
+    with_runner(monkeypatch, runner)
+    assert execution.execute(claimed) == "cancelled"
+    run = TrainingRun.objects.get(pk=claimed.pk)
+    assert (run.status, run.checkpoint_step) == ("cancelled", 7)
+    assert RunLog.objects.filter(run=run, message__startswith="Cancelled at step 7").exists()
+
+
+def test_another_rank_writes_nothing(monkeypatch, claimed):
+    with_runner(monkeypatch, lambda run, reporter: {})
+    assert execution.execute(claimed, write=False) == "done"
+    assert TrainingRun.objects.get(pk=claimed.pk).status == "running"
+
+
+def test_a_patched_process_refuses_to_train(monkeypatch, claimed):
+    import ml.lrp
+
+    monkeypatch.setattr(ml.lrp, "_PATCHED", {"llama"})
+    with_runner(monkeypatch, lambda run, reporter: pytest.fail("a patched process trained"))
+    assert execution.execute(claimed) == "failed"
+    assert "must not train" in TrainingRun.objects.get(pk=claimed.pk).error
+
+
+def test_dsm_pairs_use_the_papers_prompt_and_cpt_the_notes(dataset):
+    from ml.masking import DSM_INSTRUCTION
+
+    pairs = causal.dataset_pairs(dataset, RunKind.DSM)
+    example = dataset.examples.order_by("pk").first()
+    assert pairs[0].prompt == f"{DSM_INSTRUCTION} {example.masked_text}" and pairs[0].answer == example.label
+    notes = causal.dataset_pairs(dataset, RunKind.CPT)
+    assert len(notes) == dataset.examples.values("note").distinct().count()
+    assert notes[0].prompt == "" and notes[0].answer == example.note.text
