@@ -32,6 +32,9 @@ def _urls(note):
         "review-report": (reverse("review:report"), VIEWERS),
         "review-notes": (reverse("review:notes", args=[note.corpus_id]), VIEWERS),
         "review-note": (reverse("review:note", args=[note.corpus_id, note.pk]), VIEWERS),
+        "training": (reverse("training:run_list"), VIEWERS),
+        "training-new": (reverse("training:run_new"), IMPORTERS),
+        "training-compare": (reverse("training:compare"), VIEWERS),
     }
 
 
@@ -43,7 +46,8 @@ def user_for(request, clinician, researcher, admin_user, norole_user):
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize("view", ["home", "corpus-list", "corpus-detail", "note", "tasks", "upload", "admin", "jobs",
                                   "job-launch", "datasets", "dataset-new", "review", "review-report",
-                                  "review-notes", "review-note"])
+                                  "review-notes", "review-note", "training", "training-new",
+                                  "training-compare"])
 def test_each_view_answers_each_role_as_its_capabilities_say(client, note, user_for, role, view):
     url, allowed = _urls(note)[view]
     if role != "anonymous":
