@@ -67,7 +67,10 @@ def parse_args(argv=None):
     parser.add_argument("--dsm-steps", type=int, default=10, help="optimizer steps of each DSM / CPT / random run")
     parser.add_argument("--effective-batch", type=int, default=8, help="effective batch size (paper: 128)")
     parser.add_argument("--micro-batch", type=int, default=4)
-    parser.add_argument("--max-length", type=int, default=384, help="tokens per training example / CH prompt")
+    parser.add_argument("--max-length", type=int, default=384, help="tokens per DSM / CPT / random training example")
+    parser.add_argument("--ch-max-length", type=int, default=1024,
+                        help="tokens per CH / SFT prompt (long enough for most notes, so the note's prefix is "
+                             "computed once for all its tasks)")
     parser.add_argument("--ch-epochs", type=int, default=20, help="classification head epochs (paper: 20)")
     parser.add_argument("--feature-batch", type=int, default=8)
     parser.add_argument("--n-resamples", type=int, default=1000, help="bootstrap resamples of the CIs")
@@ -280,11 +283,11 @@ def evaluate(args, preset: str, model, split, label: str):
 
     config = {"evaluation": {"n_resamples": args.n_resamples, "seed": args.seed}}
     if preset == "ch":
-        config.update(heads={"epochs": args.ch_epochs, "max_length": args.max_length, "seed": args.seed},
+        config.update(heads={"epochs": args.ch_epochs, "max_length": args.ch_max_length, "seed": args.seed},
                       features={"batch_size": args.feature_batch})
     else:
         config.update(train={"max_steps": args.sft_steps, "effective_batch_size": args.effective_batch,
-                             "micro_batch_size": args.micro_batch, "max_length": args.max_length, "seed": args.seed})
+                             "micro_batch_size": args.micro_batch, "max_length": args.ch_max_length, "seed": args.seed})
     from webapp.training.presets import PRESETS
 
     return run_in_process(RunSpec(kind=PRESETS[preset].kind, preset=preset, model_version=model, split=split,

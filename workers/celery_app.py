@@ -14,7 +14,7 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 def _ensure_filesystem_broker_folders() -> None:
     """The embedded broker keeps messages in folders that must exist before use."""
     options = app.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         if options.get(key):
             Path(options[key]).mkdir(parents=True, exist_ok=True)
 

@@ -83,11 +83,17 @@ def sft_prompt(item: LabeledItem, mask_token: str) -> str:
 
     (one line; closing tags written with a backslash as in the paper). Options are joined
     with ", " in the item's order."""
+    before, after = sft_prompt_parts(item, mask_token)
+    return f"{before}{item.text}{after}"
+
+
+def sft_prompt_parts(item: LabeledItem, mask_token: str) -> tuple[str, str]:
+    """(text before the note, text after it) of the SFT prompt."""
     if not mask_token:
         raise ValueError("mask_token must be a non-empty string")
     options = OPTION_SEPARATOR.join(item.options)
-    return (f"{DSM_INSTRUCTION} {item.text} <crf_item> {item.description}? {mask_token} <\\crf_item> "
-            f"<options>{options}<\\options>")
+    return (f"{DSM_INSTRUCTION} ",
+            f" <crf_item> {item.description}? {mask_token} <\\crf_item> <options>{options}<\\options>")
 
 
 def sft_pairs(items: Sequence[LabeledItem], mask_token: str) -> list[TextPair]:

@@ -21,8 +21,13 @@ Continual pretraining (empty prompt, no system, no shots): plain language modell
 
 Too long: the last user turn is cut from the LEFT (after the fixed instruction
 "Fill in the masked word in the following sentence." when it starts with it), never the
-answer; an example that does not fit even with an empty note is dropped (`encode` returns []),
-as is one whose cut removes `keep_text` (the mask token, when the trainer is given it).
+answer; an example that does not fit even with an empty note is dropped (`encode` returns []).
+When the trainer names a `keep_text` (the mask token), the cut keeps a window around it:
+from the left as long as at least half of what remains lies before the mask, then from the
+right. So a DSM example masked early in a long note keeps the mask and the text around it
+instead of being dropped, and an SFT prompt (mask near the end, then the options) is cut
+from the left exactly as without keep_text. An example is dropped only if the mask itself
+cannot be kept.
 """
 from __future__ import annotations
 
@@ -100,19 +105,20 @@ class Encoder:
         """(user turn, token ids, answer boundary, whether cut) with the user turn cut from the
         left until everything fits max_length; None if even an empty note does not fit."""
         prefix, body = _split_keep_prefix(prompt)
-        cut = 0
+        cut, end = 0, len(body)  # the kept window of the body
         for _ in range(8):
-            rest = body[cut:].lstrip() if cut else body
+            rest = body[cut:end].lstrip() if cut else body[:end]
+            rest = rest.rstrip() if end < len(body) else rest
             user = prefix + rest if rest else prefix.rstrip()
-            if cut and self.keep_text and self.keep_text in body and self.keep_text not in rest:
-                return None  # the masked span's place was cut away: nothing left to learn from
+            if (cut or end < len(body)) and self.keep_text and self.keep_text in body and self.keep_text not in rest:
+                return None  # the masked span's place cannot be kept: nothing left to learn from
             ids, boundary = self._tokenise(*self.render(user, answer, system=system, shots=shots))
             excess = len(ids) - self.max_length
             if excess <= 0:
-                return user, ids, boundary, cut > 0
-            if cut >= len(body):
+                return user, ids, boundary, cut > 0 or end < len(body)
+            if cut >= end:
                 return None  # the answer, template and shots alone do not fit
-            cut = self._cut_point(body, cut, excess)
+            cut, end = self._cut_window(body, cut, end, excess)
         return None
 
     def render(self, user: str, answer: str, *, system: str | None = None,
@@ -162,15 +168,32 @@ class Encoder:
         if answer.strip() not in decoded:
             raise TrainingError(f"answer tokens decode to {decoded!r}, which does not contain the answer {answer!r}")
 
-    def _cut_point(self, body: str, cut: int, excess: int) -> int:
-        """Character index in body after dropping about `excess` more tokens from the left."""
-        offsets = self.tokenizer(body[cut:], add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    def _cut_window(self, body: str, cut: int, end: int, excess: int) -> tuple[int, int]:
+        """(cut, end) of the body after dropping about `excess` more tokens: from the left, but
+        around keep_text (see the module doc) from the right once the left has given half."""
+        offsets = self.tokenizer(body[cut:end], add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
         drop = excess + 1  # one spare token: the cut may change how the boundary tokenises
         if drop >= len(offsets):
-            return len(body)
-        at = cut + offsets[drop][0]
-        space = _WHITESPACE.search(body, at, at + 40)  # start at a word when one is near
-        return space.end() if space else at
+            return end, end
+        mask_at = body.find(self.keep_text, cut, end) if self.keep_text else -1
+        left = drop
+        if mask_at >= 0:
+            mask_token = next(i for i, (_, stop) in enumerate(offsets) if cut + stop > mask_at)
+            kept = len(offsets) - drop
+            left = min(drop, max(0, mask_token - kept // 2))
+        right = drop - left
+        new_cut, new_end = cut, end
+        if left:
+            new_cut = cut + offsets[left][0]
+            limit = mask_at if mask_at >= 0 else end
+            space = _WHITESPACE.search(body, new_cut, min(new_cut + 40, limit))  # start at a word when one is near
+            new_cut = space.end() if space else new_cut
+        if right:
+            new_end = cut + offsets[len(offsets) - right][0]
+            floor = mask_at + len(self.keep_text) if mask_at >= 0 else new_cut
+            space = body.rfind(" ", max(new_end - 40, floor), new_end)  # end at a word when one is near
+            new_end = space if space > 0 else new_end
+        return new_cut, new_end
 
     def _plain_lm(self, text: str) -> list[Encoded]:
         bos, eos = self.tokenizer.bos_token_id, self.tokenizer.eos_token_id

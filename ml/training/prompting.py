@@ -42,11 +42,12 @@ def predict_prompting(loaded, items: Sequence[LabeledItem], config: PromptingCon
     variants = []
     for v in range(config.variants):
         if config.shots == 0:
-            requests = [OptionRequest(sft_prompt(item, mask), item.options, system=SYSTEM_PROMPTS[v]) for item in items]
+            requests = [OptionRequest(sft_prompt(item, mask), item.options, system=SYSTEM_PROMPTS[v], group=item.note_id)
+                        for item in items]
         else:
             shots = draw_shots(loaded.tokenizer, train_items, config, variant=v, mask_token=mask)
             requests = [OptionRequest(sft_prompt(item, mask), item.options, system=SYSTEM_PROMPTS[0],
-                                      shots=shots.get(item.task, ())) for item in items]
+                                      shots=shots.get(item.task, ()), group=item.note_id) for item in items]
         variants.append(choose_options(loaded, requests, max_length=config.max_length, batch_size=config.batch_size))
     return variants
 

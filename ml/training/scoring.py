@@ -8,16 +8,20 @@ a prefix of another ("no" / "no evidence") is not favoured, and no length normal
 needed; a mean would favour long options whose later tokens are easy once begun. Ties go
 to the option listed first. Every option of an item is scored on the same prompt (cut, if
 needed, to fit the longest option).
+
+The options of a request share its whole prompt, and requests with the same `group` (the
+callers pass the note id) share the note: ml.training.prefix runs each shared beginning once.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import torch
 
-from ml.training.batching import collate, pad_id, token_losses
+from ml.training.batching import pad_id
 from ml.training.encoding import Encoder
+from ml.training.prefix import run_sequences
 
 
 @dataclass(frozen=True)
@@ -26,11 +30,13 @@ class OptionRequest:
     options: Sequence[str]
     system: str | None = None
     shots: Sequence[tuple[str, str]] = ()
+    group: Hashable | None = None  # requests of one group (e.g. one note) may share a prefix
 
 
-def option_scores(loaded, requests: Sequence[OptionRequest], *, max_length: int, batch_size: int = 8
-                  ) -> list[list[float]]:
-    """Log-likelihood of each option of each request (see module doc)."""
+def option_scores(loaded, requests: Sequence[OptionRequest], *, max_length: int, batch_size: int = 8,
+                  shared_prefix: bool = True) -> list[list[float]]:
+    """Log-likelihood of each option of each request (see module doc); shared_prefix=False
+    runs every sequence whole (the reference the benchmark compares with)."""
     tokenizer = loaded.tokenizer
     encoder = Encoder(tokenizer, max_length, loaded.family.chat_template_kwargs)
     sequences, owners = [], []
@@ -44,24 +50,22 @@ def option_scores(loaded, requests: Sequence[OptionRequest], *, max_length: int,
             sequences.append(encoder.encode_exact(user, option, system=request.system, shots=request.shots))
             owners.append((r, o))
     scores = [[0.0] * len(request.options) for request in requests]
-    order = sorted(range(len(sequences)), key=lambda i: -len(sequences[i].input_ids))
-    pad = pad_id(tokenizer)
-    model = loaded.model
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    try:
-        with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                chunk = order[start:start + batch_size]
-                batch = {k: v.to(device) if torch.is_tensor(v) else v
-                         for k, v in collate([sequences[i] for i in chunk], pad).items()}
-                losses, _ = token_losses(model, batch)
-                for i, total in zip(chunk, (-losses.sum(-1)).tolist()):
-                    r, o = owners[i]
-                    scores[r][o] = total
-    finally:
-        model.train(was_training)
+
+    def add(indices: list[int], logits: list[torch.Tensor]) -> None:
+        for i, states in zip(indices, logits):
+            targets = torch.from_numpy(sequences[i].input_ids[sequences[i].prompt_len:].astype("int64"))
+            log_probs = torch.log_softmax(states[:-1].float(), dim=-1)
+            r, o = owners[i]
+            scores[r][o] = log_probs.gather(-1, targets.to(log_probs.device)[:, None]).sum().item()
+
+    groups: dict = {}
+    for i, (r, _) in enumerate(owners):
+        key = ("request", r) if requests[r].group is None else ("group", requests[r].group)
+        groups.setdefault(key, []).append(i)
+    keep = [len(e.input_ids) - e.prompt_len + 1 for e in sequences]  # the states that predict the answer
+    run_sequences(loaded.model, sequences, keep, add, groups=list(groups.values()) if shared_prefix else None,
+                  logits=True,
+                  batch_size=batch_size, pad_id=pad_id(tokenizer))
     return scores
 
 

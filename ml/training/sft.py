@@ -28,7 +28,7 @@ def train_sft(loaded, items: Sequence[LabeledItem], config: SFTConfig, *, output
 def predict_sft(loaded, items: Sequence[LabeledItem], *, mask_token: str, batch_size: int = 8,
                 max_length: int = 512) -> list[str]:
     """One of each item's options per item: the most likely answer to its SFT prompt."""
-    requests = [OptionRequest(sft_prompt(item, mask_token), item.options) for item in items]
+    requests = [OptionRequest(sft_prompt(item, mask_token), item.options, group=item.note_id) for item in items]
     return choose_options(loaded, requests, max_length=max_length, batch_size=batch_size)
 
 

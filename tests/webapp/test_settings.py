@@ -39,7 +39,9 @@ def test_with_nothing_set_it_uses_sqlite_and_the_filesystem_broker_under_data_di
     assert conf["engine"] == "django.db.backends.sqlite3"
     assert conf["name"] == str(tmp_path / "db.sqlite3")
     assert conf["broker"] == "filesystem://"
-    assert conf["opts"]["data_folder_in"].startswith(str(tmp_path))
+    folders = {k: v for k, v in conf["opts"].items() if k.endswith("_folder") or k.startswith("data_folder")}
+    assert set(folders) >= {"data_folder_in", "data_folder_out", "processed_folder", "control_folder"}
+    assert all(v.startswith(str(tmp_path)) for v in folders.values())  # nothing written into the cwd
     assert conf["debug"] is False
 
 

@@ -73,11 +73,11 @@ def run_heads(run: TrainingRun, reporter: Reporter) -> dict:
     model = runtime.load(run.model_version, training=False)
     cache = runs.feature_cache_dir()
     started = time.perf_counter()
-    train_x = extract_features(model, train, cache_dir=cache, batch_size=batch_size, max_length=config.max_length)
-    reporter.count(len(train), len(train) + len(test))
-    runtime.checked(reporter)
-    test_x = extract_features(model, test, cache_dir=cache, batch_size=batch_size, max_length=config.max_length)
-    reporter.count(len(train) + len(test), len(train) + len(test))
+    # One call for both sides: a note's prefix is computed once for its train and test items.
+    features = extract_features(model, train + test, cache_dir=cache, batch_size=batch_size,
+                                max_length=config.max_length, on_progress=reporter.count,
+                                should_stop=reporter.should_stop)
+    train_x, test_x = features[:len(train)], features[len(train):]
     reporter.log(f"Features {tuple(train_x.shape)} + {tuple(test_x.shape)} in "
                  f"{time.perf_counter() - started:.1f} s (reused when cached).")
     del model

@@ -109,10 +109,33 @@ def test_a_step_holds_the_same_examples_however_they_are_sorted():
         [x.tolist() for s in step_plan(lengths, seed=0, epoch=1, effective=4, micro=2) for x in s]
 
 
-def test_a_cut_that_would_remove_the_mask_drops_the_example():
+def test_a_mask_early_in_a_long_note_keeps_a_window_around_it():
     tok = build_tokenizer("chatml")
-    note = "heart rate <mask> bpm. " + "Patient is a 67-year-old man admitted for community acquired pneumonia. " * 8
+    filler = "Patient is a 67-year-old man admitted for community acquired pneumonia. "
+    note = filler * 3 + "heart rate <mask> bpm. " + filler * 8
     prompt = f"Fill in the masked word in the following sentence. {note}"
-    assert Encoder(tok, 96).encode(prompt, "130")  # without keep_text the cut keeps the end of the note
-    assert Encoder(tok, 96, keep_text="<mask>").encode(prompt, "130") == []
-    assert Encoder(tok, 400, keep_text="<mask>").encode(prompt, "130")  # no cut needed
+    [plain] = Encoder(tok, 96).encode(prompt, "130")  # without keep_text: the end of the note, no mask
+    assert "<mask>" not in tok.decode(plain.input_ids)
+    [e] = Encoder(tok, 96, keep_text="<mask>").encode(prompt, "130")
+    text = tok.decode(e.input_ids)
+    assert e.truncated and len(e.input_ids) <= 96
+    assert "user\nFill in the masked word in the following sentence. " in text  # the instruction stays
+    user = text.split("sentence. ", 1)[1].split("<|im_end|>")[0]
+    before, after = user.split("<mask>")
+    assert len(tok(before)["input_ids"]) >= 10 and len(tok(after)["input_ids"]) >= 10  # context on both sides
+    assert not user.endswith(filler * 8)  # cut from the right as well
+    assert Encoder(tok, 400, keep_text="<mask>").encode(prompt, "130")[0].truncated is False  # no cut needed
+
+
+def test_a_mask_near_the_end_is_cut_from_the_left_as_without_keep_text():
+    tok = build_tokenizer("chatml")
+    note = " ".join(["Patient is a 67-year-old man admitted for community acquired pneumonia."] * 20)
+    prompt = f"Fill in the masked word in the following sentence. {note} Vital signs: heart rate <mask> bpm"
+    [with_keep], [without] = (Encoder(tok, 96, keep_text=k).encode(prompt, "130") for k in ("<mask>", None))
+    assert with_keep.input_ids.tolist() == without.input_ids.tolist() and with_keep.truncated
+
+
+def test_an_example_is_dropped_only_when_the_mask_itself_cannot_be_kept():
+    tok = build_tokenizer("chatml")
+    prompt = "Fill in the masked word in the following sentence. heart rate <mask> bpm " + "x " * 200
+    assert Encoder(tok, 40, keep_text="<mask>").encode(prompt, "130 " * 20) == []  # the answer alone fills it

@@ -27,6 +27,32 @@ def test_option_scores_equal_scoring_each_option_alone():
     assert choose_options(loaded, [request], max_length=128) == [best]
 
 
+def reference_score(loaded, request, option, max_length):
+    """log P(option + end of turn | prompt) from one plain forward of that sequence alone."""
+    import torch
+
+    from ml.training.encoding import Encoder
+
+    encoder = Encoder(loaded.tokenizer, max_length, loaded.family.chat_template_kwargs)
+    e = encoder.encode(request.prompt, option, system=request.system)[0]
+    ids = torch.tensor(e.input_ids, dtype=torch.long)[None]
+    with torch.no_grad():
+        log_probs = torch.log_softmax(loaded.model(ids).logits[0].float(), -1)
+    return sum(log_probs[p - 1, ids[0, p]].item() for p in range(e.prompt_len, ids.size(1)))
+
+
+def test_grouped_requests_score_as_each_sequence_alone_in_every_family(tiny):
+    from tests.ml.training.test_features_heads import LONG_NOTE, TASKS
+
+    requests = [OptionRequest(f"{LONG_NOTE} <crf_item> {description}? <mask> <\\crf_item>", options, group="n0")
+                for _, description, options in TASKS]
+    requests.append(OptionRequest("heart rate <mask>?", ["tachycardic", "normal"]))  # alone: plain batch
+    scores = option_scores(tiny, requests, max_length=256, batch_size=2)
+    for request, got in zip(requests, scores):
+        expected = [reference_score(tiny, request, option, 256) for option in request.options]
+        assert got == pytest.approx(expected, rel=1e-4, abs=1e-3)
+
+
 def test_sft_learns_the_labels_of_a_tiny_training_set(tmp_path):
     # each task's label is its second option: learnable by the 2-layer model in a few steps
     items = [replace(i, label=i.options[1]) for i in labeled_items()]
