@@ -178,7 +178,7 @@ def test_batched_results_equal_one_by_one(tiny, method):
         alone = compute_relevance(tiny, [note], [task], method=method, batch_size=1)[0]
         np.testing.assert_array_equal(b.offsets, alone.offsets)
         assert torch.allclose(torch.from_numpy(b.raw_scores), torch.from_numpy(alone.raw_scores),
-                              rtol=1e-4, atol=1e-6 * float(np.abs(alone.raw_scores).max()))
+                              rtol=1e-4, atol=1e-5 * float(np.abs(alone.raw_scores).max()))  # fp32 rounding
         assert b.target_token == alone.target_token
 
 
