@@ -5,12 +5,12 @@ base + CH vs DSM + CH vs CPT + CH vs random mask + CH, Macro F1 with 95% CIs, wa
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/dsm_codiesp_exp HF_HUB_OFFLINE=1 \\
         .venv/bin/python scripts/run_codiesp_experiment.py > codiesp.json
 
-With the defaults (40 background notes x 3 of 16 non-held-out tasks = 120 relevance prompts;
-25 labeled notes x 20 tasks = 500 items, 75 of them test; 10 optimizer steps of batch 8 per
-trained model) it takes about 45-60 minutes on 2 busy CPU cores (measured at small settings:
-relevance ~6 s a prompt, a training step of 4 x 256 tokens ~10-35 s, CH features ~1 s an item
-and model at 256 tokens, all four models); on an idle machine about half. Scale with
---background-notes, --labeled-notes, --dsm-steps, --max-length.
+Measured on this project's 2-core CPU (2 torch threads, shared with other work at times):
+relevance ~4 s a prompt; a DSM / CPT optimizer step of 8 examples x <=384 tokens 26-45 s; CH
+features ~4 items/s at 1024 tokens with the note's prefix shared across its 20 tasks (about 12
+minutes per model for 150 notes). `--background-notes 100 --labeled-notes 150 --dsm-steps 15`
+took about 2 h 20 min in all. Scale with --background-notes, --labeled-notes, --dsm-steps,
+--max-length.
 
 Stages (each timed; JSON and a markdown table are printed at the end):
  1. setup: migrate; the 20 most frequent diagnosis codes of train + dev (by number of notes)

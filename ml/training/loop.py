@@ -179,7 +179,7 @@ def _encode_all(loaded, pairs, config, mask_token) -> tuple[list[Encoded], str, 
     note = ""
     if dropped or truncated:
         note = (f"; {truncated} of {len(pairs)} examples cut to {config.max_length} tokens, {dropped} dropped "
-                f"(the answer alone does not fit, or the cut removed the mask)")
+                f"(the answer alone does not fit, or the mask could not be kept)")
         log.warning(note[2:])
     digest = hashlib.sha256()
     for e in examples:
