@@ -40,12 +40,12 @@ import multiprocessing
 import os
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from codiesp import Timer, english_rows, note_line, read_jsonl, write_notes  # noqa: E402  (scripts/)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 DATA = Path("/work/shared/data/codiesp")
@@ -81,33 +81,7 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-class Timer:
-    def __init__(self):
-        self.stages = {}
-
-    def __call__(self, name):
-        timer = self
-
-        class Stage:
-            def __enter__(self):
-                self.started = time.perf_counter()
-                print(f"[{time.strftime('%H:%M:%S')}] {name} ...", file=sys.stderr, flush=True)
-
-            def __exit__(self, *exc):
-                timer.stages[name] = round(time.perf_counter() - self.started, 2)
-                print(f"[{time.strftime('%H:%M:%S')}] {name}: {timer.stages[name]} s", file=sys.stderr, flush=True)
-
-        return Stage()
-
-
 # ------------------------------------------------------------------------------------ data
-
-
-def read_jsonl(path: Path):
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
 
 
 def top_codes(data: Path, n: int) -> list[tuple[str, int]]:
@@ -143,12 +117,8 @@ def write_labeled(args, codes, notes_path: Path, labels_path: Path) -> int:
     n = 0
     with notes_path.open("w", encoding="utf-8") as notes, labels_path.open("w", encoding="utf-8") as labels:
         for name in ("train.jsonl", "dev.jsonl"):
-            for row in read_jsonl(args.data / name):
-                text = (row.get("text_en_mt") or "").strip()
-                if not text:
-                    continue
-                notes.write(json.dumps({"id": row["id"], "text": text,
-                                        "metadata": {"source": f"CodiEsp {name[:-6]}", "text": "text_en_mt"}}) + "\n")
+            for row, text in english_rows(args.data / name):
+                notes.write(note_line(row, text, f"CodiEsp {name[:-6]}"))
                 present = set(row.get("diagnosis_codes") or ())
                 for code in wanted:
                     labels.write(json.dumps({"note_id": row["id"], "task": task_slug(args.prefix, code),
@@ -158,21 +128,6 @@ def write_labeled(args, codes, notes_path: Path, labels_path: Path) -> int:
                 if n == args.labeled_notes:
                     return n
     return n
-
-
-def write_background(args, path: Path) -> list[str]:
-    ids = []
-    with path.open("w", encoding="utf-8") as out:
-        for row in read_jsonl(args.data / "background.jsonl"):
-            text = (row.get("text_en_mt") or "").strip()
-            if not text:
-                continue
-            out.write(json.dumps({"id": row["id"], "text": text,
-                                  "metadata": {"source": "CodiEsp background", "text": "text_en_mt"}}) + "\n")
-            ids.append(row["id"])
-            if len(ids) == args.background_notes:
-                break
-    return ids
 
 
 def import_corpus(kind: str, notes_path: Path, name: str, labels_path: Path | None = None) -> dict:
@@ -328,7 +283,7 @@ def main(argv=None):
         out["import"] = {"labeled": import_corpus("labeled", tmp / "labeled.jsonl", labeled_name,
                                                   tmp / "labels.jsonl"),
                          "labeled_notes": n_labeled}
-        ids = write_background(args, tmp / "background.jsonl")
+        ids = write_notes(args.data / "background.jsonl", args.background_notes, tmp / "background.jsonl")
         out["import"]["background"] = import_corpus("background", tmp / "background.jsonl", background_name)
         out["import"]["background_notes"] = len(ids)
     labeled, background = Corpus.objects.get(name=labeled_name), Corpus.objects.get(name=background_name)

@@ -26,7 +26,6 @@ machine at load ~7, one SmolLM2 AttnLRP prompt took 2.4 s with one torch thread 
 two (oversubscribed threads spin). A dedicated worker machine keeps torch's default.
 """
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -36,6 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from codiesp import Timer, write_notes  # noqa: E402  (scripts/, beside this file)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 SOURCE = Path("/work/shared/data/codiesp/background.jsonl")
@@ -54,38 +54,6 @@ def parse_args():
                         help="enqueue the chunks for the relevance workers instead of running them here")
     parser.add_argument("--no-dataset", action="store_true", help="stop after the relevance maps")
     return parser.parse_args()
-
-
-class Timer:
-    """timer("stage") is a context manager that records the stage's seconds in timer.stages."""
-
-    def __init__(self):
-        self.stages = {}
-
-    @contextlib.contextmanager
-    def __call__(self, name):
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.stages[name] = round(time.perf_counter() - started, 2)
-
-
-def write_notes(source: Path, n: int, out: Path) -> list[str]:
-    """The first n notes with an English text, as importer JSONL; returns their ids."""
-    ids = []
-    with source.open(encoding="utf-8") as src, out.open("w", encoding="utf-8") as dst:
-        for line in src:
-            row = json.loads(line)
-            text = (row.get("text_en_mt") or "").strip()
-            if not text:
-                continue
-            dst.write(json.dumps({"id": row["id"], "text": text,
-                                  "metadata": {"source": "CodiEsp background", "text": "text_en_mt"}}) + "\n")
-            ids.append(row["id"])
-            if len(ids) == n:
-                break
-    return ids
 
 
 def run_inline(job) -> None:

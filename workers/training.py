@@ -28,21 +28,22 @@ from pathlib import Path
 
 from django.db import InterfaceError, OperationalError
 
+from webapp.env import env_int
 from workers.celery_app import app
 
 log = logging.getLogger(__name__)
 
 TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
 DAY = 24 * 3600
-DISTRIBUTED_KINDS = ("dsm", "cpt", "sft")  # as manage.py train_run
+TIME_LIMIT = env_int("TRAINING_TIME_LIMIT", 14 * DAY)
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @app.task(bind=True, name="workers.training.run_training", max_retries=3,
-          soft_time_limit=int(os.environ.get("TRAINING_TIME_LIMIT", 14 * DAY)),
-          time_limit=int(os.environ.get("TRAINING_TIME_LIMIT", 14 * DAY)) + 600)
+          soft_time_limit=TIME_LIMIT, time_limit=TIME_LIMIT + 600)
 def run_training(self, run_id: int) -> str:
     from webapp.training import execution, runs
+    from webapp.training.models import DISTRIBUTED_KINDS
 
     try:
         run = runs.claim(run_id, worker=self.request.hostname or "")

@@ -11,7 +11,7 @@ Both return exactly what `find_peaks` returns (tests/ml/test_peaks.py checks it)
 Word extension is timed on BPE-like tokenisations of synthetic clinical notes (leading-space
 tokens, long words split, non-ASCII characters as byte tokens sharing one character), in the
 same run as `reference_extend_to_words` / `reference_peak_char_spans`, the loops ml.peaks had
-before (kept verbatim below; tests/ml/test_peaks.py holds its own copy and compares all three).
+before (kept verbatim below; tests/ml/test_peaks.py compares ml.peaks with them).
 
 The maps imitate normalised AttnLRP maps (|r| / max|r|): small exponential background noise
 plus a few bursts of 1-5 tokens, scaled so the largest score is 1. The result reports their

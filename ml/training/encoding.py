@@ -65,7 +65,7 @@ class Encoder:
     max_length: int
     chat_template_kwargs: dict | None = None
     chat: bool | None = None  # None: use the chat template when the tokenizer has one
-    # Text that must survive the cut (the DSM mask): an example whose cut removes it is dropped.
+    # Text that must survive the cut (the DSM mask): the cut keeps a window around it (module doc).
     keep_text: str | None = None
 
     @property

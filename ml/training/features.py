@@ -78,7 +78,8 @@ def extract_features(loaded, items: Sequence[LabeledItem], *, cache_dir=None, ba
                       groups=groups, pad_id=pad_id(loaded.tokenizer),
                       should_stop=should_stop)
     except TrainingCancelled:
-        raise TrainingCancelled(f"cancelled while computing features ({done} of {len(items)} done)", step=done)
+        raise TrainingCancelled(f"cancelled while computing features ({done} of {len(items)} done)",
+                                step=done) from None
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.npy")

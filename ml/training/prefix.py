@@ -62,17 +62,15 @@ def run_sequences(model, sequences: Sequence[Encoded], keep: Sequence[int], cons
     try:
         with torch.inference_mode():
             alone = []
-            for group in groups if groups is not None else []:
+            for group in groups if groups is not None else [range(len(sequences))]:
                 group = list(group)
                 shared = 0
-                if len(group) > 1:
+                if groups is not None and len(group) > 1:
                     shared = common_prefix_length([sequences[i].input_ids for i in group], [keep[i] for i in group])
                 if shared >= MIN_SHARED_TOKENS:
                     runner.shared(group, shared)
                 else:
                     alone.extend(group)
-            if groups is None:
-                alone = list(range(len(sequences)))
             runner.plain(alone)
     finally:
         model.train(was_training)

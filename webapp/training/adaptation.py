@@ -54,10 +54,15 @@ def run_sft(run: TrainingRun, reporter: Reporter) -> dict:
     result, mask = _train_sft(run, reporter, train, "train", "LoRA SFT", "sft")
     if not runtime.is_main_process():
         return {}
+    return _evaluate_and_register(run, reporter, result, test, mask, "sft")
+
+
+def _evaluate_and_register(run, reporter, result, test, mask: str, variant: str) -> dict:
+    """An SFT-trained model's test predictions evaluated and stored; the model registered."""
     runtime.checked(reporter)
     predictions = _predict_sft(run, reporter, result.final_dir, test, mask)
     fields = evaluation.evaluate_and_store(run, test, [predictions], reporter)
-    fields["produced_model"] = runtime.register(run, result.final_dir, "sft")
+    fields["produced_model"] = runtime.register(run, result.final_dir, variant)
     fields["results"]["training"] = runtime.result_summary(result)
     return fields
 
@@ -139,11 +144,7 @@ def run_self_learning(run: TrainingRun, reporter: Reporter) -> dict:
                                "training the student on gold + synthetic labels", "student")
     if not runtime.is_main_process():
         return {}
-    runtime.checked(reporter)
-    predictions = _predict_sft(run, reporter, student.final_dir, test, mask)
-    fields = evaluation.evaluate_and_store(run, test, [predictions], reporter)
-    fields["produced_model"] = runtime.register(run, student.final_dir, "self-learning")
-    fields["results"]["training"] = runtime.result_summary(student)
+    fields = _evaluate_and_register(run, reporter, student, test, mask, "self-learning")
     fields["results"]["synthetic_items"] = len(synthetic)
     return fields
 

@@ -32,6 +32,8 @@ class RunKind(models.TextChoices):
 
 #: Kinds that train a causal LM on a DatasetVersion (and register the result as a ModelVersion).
 CAUSAL_KINDS = (RunKind.DSM, RunKind.CPT)
+#: Kinds whose training runs across processes (accelerate launch / torchrun): the causal-LM trainer.
+DISTRIBUTED_KINDS = (RunKind.DSM, RunKind.CPT, RunKind.SFT)
 #: Kinds that fit / evaluate on a LabeledSplit.
 LABELED_KINDS = (RunKind.SFT, RunKind.HEADS, RunKind.PROMPTING, RunKind.SELF_LEARNING)
 

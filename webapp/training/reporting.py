@@ -21,20 +21,12 @@ import time
 
 from django.db.models.functions import Now
 
-from webapp.env import env_str
+from webapp.env import env_float
 
 from webapp.pipeline.models import JobStatus
 from webapp.training.models import RunLog, RunMetric, TrainingRun
 
 log = logging.getLogger(__name__)
-
-
-def env_float(name: str, default: float) -> float:
-    raw = env_str(name)
-    try:
-        return float(raw) if raw.strip() else default
-    except ValueError:
-        raise ValueError(f"{name}={raw!r} is not a number") from None
 
 
 FLUSH_SECONDS = 1.0

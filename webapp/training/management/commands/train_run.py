@@ -16,9 +16,7 @@ import os
 from django.core.management.base import BaseCommand, CommandError
 
 from webapp.training import execution, runs
-from webapp.training.models import RunKind, TrainingRun
-
-DISTRIBUTED_KINDS = (RunKind.DSM, RunKind.CPT, RunKind.SFT)
+from webapp.training.models import DISTRIBUTED_KINDS, TrainingRun
 
 
 class Command(BaseCommand):
