@@ -45,6 +45,10 @@ class PeakProfile(models.Model):
     sigma = models.FloatField(default=1.0)
     lower = models.FloatField(default=0.2)
     upper = models.FloatField(default=0.4)
+    strict = models.BooleanField(default=False, help_text="Reference code's > for both thresholds (paper: >=)")
+    trim = models.BooleanField(
+        default=True, help_text="Trim punctuation and whitespace off peak edges; drop peaks with no letter or digit "
+                                "(off: the reference code's peaks, for comparison)")
     is_default = models.BooleanField(default=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
