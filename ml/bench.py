@@ -46,7 +46,8 @@ def targets(report: dict) -> dict:
     relevance = report["relevance"]
     speedup = relevance.get("speedup") if isinstance(relevance.get("speedup"), (int, float)) else None
     peaks = report["peaks"]["speedup_vs_python_loop"]
-    latency = report["rethreshold"]["find_peaks_ms_median"]
+    # what a page needs after a slider moves: the peaks (runs, words, trimming) and the word heat
+    latency = report["rethreshold"]["note_peaks_and_word_heat_ms_median"]
     return {
         "relevance_speedup": {"value": speedup, "target": f">= {TARGETS['relevance_speedup']}x",
                               "pass": None if speedup is None else speedup >= TARGETS["relevance_speedup"]},
@@ -55,7 +56,8 @@ def targets(report: dict) -> dict:
                           "vs_reference_loop": report["peaks"]["speedup_vs_reference_loop"]},
         "rethreshold_ms": {"value": latency, "target": f"< {TARGETS['rethreshold_ms']} ms",
                            "pass": latency < TARGETS["rethreshold_ms"],
-                           "with_word_extension": report["rethreshold"]["with_word_extension_ms_median"]},
+                           "runs_only": report["rethreshold"]["find_peaks_ms_median"],
+                           "peaks_without_heat": report["rethreshold"]["note_peaks_ms_median"]},
     }
 
 

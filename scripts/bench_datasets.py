@@ -19,7 +19,7 @@ Steps:
 3. The build: a DSM dataset over every map with the paper's profile (kernel 3, sigma 1, 0.2 /
    0.4) through webapp.datasets.building.build, timed, with this process's peak RSS sampled
    during the build; then the examples table's size per example.
-4. Peaks only: the same stream of maps through peaks_service (decode, find_peaks_many, word
+4. Peaks only: the same stream of maps through ml.peaks.peaks_of_rows (decode, find_peaks_many, word
    extension) without masking or writing, to show where the time goes.
 5. Exports (unless --no-export): JSONL, Parquet and Hugging Face folders of the built dataset into
    a temporary folder (deleted), each timed with its size and this process's peak RSS.
@@ -229,10 +229,10 @@ def bench_build(objects) -> dict:
 
 
 def bench_peaks_only(dataset) -> dict:
-    """The build's read + peaks stages alone: the same batches through peaks_service."""
+    """The build's read + peaks stages alone: the same batches through ml.peaks.peaks_of_rows."""
     from webapp.corpus.models import Note
     from webapp.datasets import building
-    from webapp.pipeline.peaks_service import peaks_of_rows
+    from ml.peaks import peaks_of_rows
 
     started = time.perf_counter()
     query_s = 0.0
@@ -245,7 +245,7 @@ def bench_peaks_only(dataset) -> dict:
             break
         texts = dict(Note.objects.filter(pk__in={r[1] for r in rows}).values_list("pk", "text"))
         query_s += time.perf_counter() - t
-        peaks += sum(len(p.char_spans) for p in peaks_of_rows(rows, texts, dataset.profile))
+        peaks += sum(len(p.char_spans) for p in peaks_of_rows(rows, texts, dataset.profile.params))
         maps += len(rows)
     seconds = time.perf_counter() - started
     return {"seconds": round(seconds, 1), "read_s": round(query_s, 1), "peaks_s": round(seconds - query_s, 1),
@@ -255,7 +255,7 @@ def bench_peaks_only(dataset) -> dict:
 def bench_baseline(objects, n_total: int, n_maps: int) -> dict:
     """The naive way, on the first n_maps maps: ORM instances, per-map find_peaks, a create per example."""
     from ml.masking import Group, PeakItem, build_examples
-    from ml.peaks import extend_to_words, find_peaks, peak_char_spans
+    from ml.peaks import extend_to_words, find_peaks, peak_char_spans, trim_peaks
     from webapp.datasets.models import DatasetVersion, MaskedExample
     from webapp.pipeline.models import RelevanceMap
 
@@ -271,8 +271,10 @@ def bench_baseline(objects, n_total: int, n_maps: int) -> dict:
     def items():
         for m in maps.iterator(chunk_size=500):
             offsets, scores = m.arrays()
-            words = extend_to_words(find_peaks(scores, **params), offsets, m.note.text)
+            words = extend_to_words(find_peaks(scores, params), offsets, m.note.text)
             chars = peak_char_spans(words, offsets, m.note.text)
+            if params.trim:
+                words, chars = trim_peaks(words, chars, offsets, m.note.text)
             map_ids[(m.note_id, m.task_id)] = m.pk
             yield PeakItem(str(m.note_id), str(m.task_id), m.note.text, [Group(c, w) for c, w in zip(chars, words)])
 

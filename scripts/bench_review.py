@@ -236,7 +236,7 @@ def baseline_rehighlight(note, objects, requests: int) -> dict:
     """ORM instance, scipy find_peaks, word extension, per-token loop with a template per token."""
     from django.template import Context, Template
 
-    from ml.peaks import extend_to_words, find_peaks, peak_char_spans
+    from ml.peaks import PeakParams, extend_to_words, find_peaks, peak_char_spans
     from webapp.corpus.models import Annotation
     from webapp.pipeline.models import RelevanceMap
 
@@ -249,8 +249,8 @@ def baseline_rehighlight(note, objects, requests: int) -> dict:
         m = RelevanceMap.objects.select_related("note").get(note=note, task=objects["tasks"][0])
         offsets, scores = m.arrays()
         text = m.note.text
-        spans = find_peaks(scores, kernel_size=params["k"], sigma=params["sigma"], lower=params["lower"],
-                           upper=params["upper"])
+        spans = find_peaks(scores, PeakParams(kernel_size=params["k"], sigma=params["sigma"], lower=params["lower"],
+                                               upper=params["upper"]))
         peaks = peak_char_spans(extend_to_words(spans, offsets, text), offsets, text)
         gold = [tuple(e) for a in Annotation.objects.filter(note=note) for e in a.evidence]
         html, position = [], 0
@@ -272,7 +272,7 @@ def baseline_rehighlight(note, objects, requests: int) -> dict:
 
 def baseline_preview(objects, requests: int) -> dict:
     from ml.masking import Group, PeakItem, build_examples
-    from ml.peaks import extend_to_words, find_peaks, peak_char_spans
+    from ml.peaks import PeakParams, extend_to_words, find_peaks, peak_char_spans
     from webapp.pipeline.models import RelevanceMap
     from webapp.review.models import MapSample
 
@@ -285,8 +285,8 @@ def baseline_preview(objects, requests: int) -> dict:
         for pk in sample.map_ids:
             m = RelevanceMap.objects.select_related("note").get(pk=pk)
             offsets, scores = m.arrays()
-            spans = find_peaks(scores, kernel_size=params["k"], sigma=params["sigma"], lower=params["lower"],
-                               upper=params["upper"])
+            spans = find_peaks(scores, PeakParams(kernel_size=params["k"], sigma=params["sigma"],
+                                                   lower=params["lower"], upper=params["upper"]))
             words = extend_to_words(spans, offsets, m.note.text)
             chars = peak_char_spans(words, offsets, m.note.text)
             groups = [Group(c, w) for c, w in zip(chars, words)]

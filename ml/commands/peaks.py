@@ -2,9 +2,10 @@
 
 Reads relevance JSONL (one line per note and task, as `python -m ml relevance` writes) and the
 notes JSONL, and writes each relevance record again with:
-- `peaks`: word-extended token spans [[start, end], ...] (half-open, sorted, merged),
+- `peaks`: the peaks as token spans [[start, end], ...] (half-open, sorted): widened to words,
+  merged and, unless `--no-trim`, trimmed of edge punctuation (ml.peaks, the app's rule),
 - `peak_chars`: their character spans in the note text (aligned with `peaks`),
-- `peak_params`: the parameters used.
+- `peak_params`: the parameters used (ml.peaks.PeakParams as a dict).
 Also home to the record readers that `examples` and `localisation` share.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ml.jsonl import JsonlError, read_jsonl, write_jsonl
-from ml.peaks import check_params, extend_to_words, find_peaks_many, peak_char_spans
+from ml.peaks import PAPER, PeakParams, peaks_of_arrays
 
 BATCH = 4096  # relevance records per find_peaks_many call
 
@@ -34,18 +35,19 @@ def register(subparsers) -> None:
 
 def add_peak_arguments(parser) -> None:
     group = parser.add_argument_group("peak parameters (METHOD.md points 4-5)")
-    group.add_argument("--kernel-size", type=int, default=3, help="smoothing window in tokens (default 3)")
-    group.add_argument("--sigma", type=float, default=1.0, help="Gaussian sigma (default 1)")
-    group.add_argument("--lower", type=float, default=0.2, help="lower threshold (default 0.2)")
-    group.add_argument("--upper", type=float, default=0.4, help="upper threshold (default 0.4)")
+    group.add_argument("--kernel-size", type=int, default=PAPER.kernel_size,
+                       help=f"smoothing window in tokens (default {PAPER.kernel_size})")
+    group.add_argument("--sigma", type=float, default=PAPER.sigma, help=f"Gaussian sigma (default {PAPER.sigma:g})")
+    group.add_argument("--lower", type=float, default=PAPER.lower, help=f"lower threshold (default {PAPER.lower:g})")
+    group.add_argument("--upper", type=float, default=PAPER.upper, help=f"upper threshold (default {PAPER.upper:g})")
     group.add_argument("--strict", action="store_true", help="use > instead of >= (the reference code)")
+    group.add_argument("--no-trim", dest="trim", action="store_false",
+                       help="keep punctuation at peak edges and punctuation-only peaks (the reference code)")
 
 
-def peak_params(args) -> dict:
-    params = {"kernel_size": args.kernel_size, "sigma": args.sigma, "lower": args.lower,
-              "upper": args.upper, "strict": args.strict}
-    check_params(args.kernel_size, args.sigma, args.lower, args.upper)
-    return params
+def peak_params(args) -> PeakParams:
+    return PeakParams(kernel_size=args.kernel_size, sigma=args.sigma, lower=args.lower, upper=args.upper,
+                      strict=args.strict, trim=args.trim)
 
 
 def run(args) -> int:
@@ -63,12 +65,13 @@ def run(args) -> int:
 def _with_peaks(records, path, notes, params, drop_scores):
     while batch := list(islice(records, BATCH)):
         parsed = [parse_relevance(path, line_no, obj, notes) for line_no, obj in batch]
-        all_peaks = find_peaks_many([scores for _, _, scores in parsed], **params)
-        for (_, obj), (text, offsets, _), spans in zip(batch, parsed, all_peaks):
-            spans = extend_to_words(spans, offsets, text)
-            obj["peaks"] = [list(s) for s in spans]
-            obj["peak_chars"] = [list(c) for c in peak_char_spans(spans, offsets, text)]
-            obj["peak_params"] = params
+        all_peaks = peaks_of_arrays([(None, k, None) for k in range(len(parsed))],
+                                    [(offsets, scores) for _, offsets, scores in parsed],
+                                    {k: text for k, (text, _, _) in enumerate(parsed)}, params)
+        for (_, obj), peaks in zip(batch, all_peaks):
+            obj["peaks"] = [list(s) for s in peaks.word_spans]
+            obj["peak_chars"] = [list(c) for c in peaks.char_spans]
+            obj["peak_params"] = params.to_dict()
             if drop_scores:
                 obj.pop("scores", None)
                 obj.pop("raw_scores", None)

@@ -192,3 +192,54 @@ def test_a_decision_from_a_stale_page_is_refused_on_the_page(login, clinician, w
     page.wait_for_selector("#note-panel .notice[role=alert]:has-text('out of date')")
     assert "mine-accept" in page.locator("#peak-0").get_attribute("class")
     assert PeakDecision.objects.get().decision == "accept"
+
+
+HEAT_JS = """() => {
+  // the colour level of every character of the note text, as drawn (null: no colour)
+  const out = [];
+  const walk = document.createTreeWalker(document.querySelector('#note-text'), NodeFilter.SHOW_TEXT);
+  while (walk.nextNode()) {
+    const node = walk.currentNode;
+    const coloured = node.parentElement.closest('[class*="r"]');
+    const m = coloured && coloured.closest('#note-text') ? /\\br(\\d)\\b/.exec(coloured.className) : null;
+    for (const _ of node.textContent) out.push(m ? Number(m[1]) : null);
+  }
+  return out;
+}"""
+
+
+def test_heat_colours_whole_words_and_never_punctuation(login, clinician, db):
+    import re
+
+    import numpy as np
+
+    from tests.webapp.review.fabricate import add_map
+    from webapp.corpus.models import Corpus, Note, Task
+
+    text = "Given allopurinol 300 mg, HR: 130. Stable."
+    # "allopurinol" in three tokens with different scores; the punctuation tokens are hot too
+    pieces = ["Given", " all", "opur", "inol", " 300", " mg", ",", " HR", ":", " 130", ".", " Stable", "."]
+    scores = [0.05, 0.3, 0.95, 0.5, 0.2, 0.1, 0.9, 0.7, 0.9, 0.6, 0.9, 0.0, 0.9]
+    offsets, position = [], 0
+    for piece in pieces:
+        offsets.append((position, position + len(piece)))
+        position += len(piece)
+    assert "".join(pieces) == text
+    corpus = Corpus.objects.create(name="heat", language="en")
+    note = Note.objects.create(corpus=corpus, external_id="h1", text=text)
+    task = Task.objects.create(slug="gout-treatment", description="gout treatment", options=["y", "n"])
+    model = ModelVersion.objects.create(name="heat-model", family="llama", path="heat-model")
+    add_map(note, task, model, {}, offsets=np.array(offsets, np.int32), scores=np.array(scores, np.float32))
+    page = login(clinician)
+    page.goto(f"/review/{corpus.pk}/notes/{note.pk}/?task={task.pk}&model={model.pk}&method=attnlrp&template=en")
+    page.wait_for_selector("#note-text")
+    assert page.locator("#note-text").inner_text() == text
+    levels = page.evaluate(HEAT_JS)
+    assert len(levels) == len(text)
+    for word in re.finditer(r"\w+", text):
+        drawn = set(levels[word.start():word.end()])
+        assert len(drawn) == 1 and None not in drawn, (word.group(), drawn)
+    assert levels[text.index("allopurinol")] == 7  # the hottest of its three tokens (0.95)
+    for i, char in enumerate(text):
+        if not char.isalnum():
+            assert levels[i] is None, (i, char)

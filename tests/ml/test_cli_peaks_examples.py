@@ -59,7 +59,8 @@ def test_peaks_adds_word_extended_token_and_character_spans(files):
     first, second, third = read(out)
     assert first["peaks"] == [[2, 5], [6, 8]]
     assert [TEXT1[a:b] for a, b in first["peak_chars"]] == ["tachycardia", "HR 120"]
-    assert first["peak_params"] == {"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4, "strict": False}
+    assert first["peak_params"] == {"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4, "strict": False,
+                                   "trim": True}
     assert first["scores"] == SCORES1 and first["model"] == "smollm2"  # the record is kept
     assert second["peaks"] == first["peaks"]
     assert third["peaks"] == [[1, 2]] and third["peak_chars"] == [[3, 8]]

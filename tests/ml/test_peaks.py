@@ -16,7 +16,15 @@ from ml.benchmarks.peaks import (
     reference_peak_char_spans,
     word_extension,
 )
-from ml.peaks import extend_to_words, extend_to_words_many, find_peaks, find_peaks_many, peak_char_spans, smooth
+from ml.peaks import (
+    PeakParams,
+    extend_to_words,
+    extend_to_words_many,
+    find_peaks,
+    find_peaks_many,
+    peak_char_spans,
+    smooth,
+)
 
 # kernel 3, sigma 1: weights exp(-x^2/2) / sum at x = -1, 0, 1
 W1 = math.exp(-0.5) / (1 + 2 * math.exp(-0.5))  # 0.27407
@@ -55,7 +63,7 @@ def test_an_impulse_gives_one_peak_over_its_smoothed_neighbourhood():
 
 
 def test_a_run_needs_a_smoothed_token_at_the_upper_threshold():
-    assert find_peaks([0, 0, 1, 0, 0], upper=0.46) == []  # the smoothed max is .452 < .46
+    assert find_peaks([0, 0, 1, 0, 0], PeakParams(upper=0.46)) == []  # the smoothed max is .452 < .46
 
 
 def test_upper_threshold_uses_smoothed_scores_not_raw_ones():
@@ -65,16 +73,16 @@ def test_upper_threshold_uses_smoothed_scores_not_raw_ones():
 
 def test_kernel_1_takes_runs_of_the_raw_scores():
     scores = [0.1, 0.3, 0.5, 0.1, 0.25, 0.3, 0.0, 0.9]
-    assert find_peaks(scores, kernel_size=1) == [(1, 3), (7, 8)]
+    assert find_peaks(scores, PeakParams(kernel_size=1)) == [(1, 3), (7, 8)]
 
 
 def test_thresholds_are_inclusive_by_default():
-    assert find_peaks([0.2, 0.4, 0.1], kernel_size=1) == [(0, 2)]
+    assert find_peaks([0.2, 0.4, 0.1], PeakParams(kernel_size=1)) == [(0, 2)]
 
 
 def test_strict_comparison_is_the_reference_codes():
-    assert find_peaks([0.2, 0.4, 0.1], kernel_size=1, strict=True) == []
-    assert find_peaks([0.2, 0.41, 0.1], kernel_size=1, strict=True) == [(1, 2)]
+    assert find_peaks([0.2, 0.4, 0.1], PeakParams(kernel_size=1, strict=True)) == []
+    assert find_peaks([0.2, 0.41, 0.1], PeakParams(kernel_size=1, strict=True)) == [(1, 2)]
 
 
 def test_empty_map_has_no_peaks():
@@ -94,11 +102,11 @@ def test_a_constant_map_is_one_peak_or_none():
 
 
 def test_a_peak_can_touch_both_ends_of_the_map():
-    assert find_peaks([0.9, 0.9, 0.0, 0.0, 0.0, 0.9], kernel_size=1) == [(0, 2), (5, 6)]
+    assert find_peaks([0.9, 0.9, 0.0, 0.0, 0.0, 0.9], PeakParams(kernel_size=1)) == [(0, 2), (5, 6)]
 
 
 def test_lower_equal_upper_is_allowed():
-    assert find_peaks([0.1, 0.4, 0.4, 0.1], kernel_size=1, lower=0.4, upper=0.4) == [(1, 3)]
+    assert find_peaks([0.1, 0.4, 0.4, 0.1], PeakParams(kernel_size=1, lower=0.4, upper=0.4)) == [(1, 3)]
 
 
 def test_nan_is_refused_with_its_position():
@@ -124,9 +132,9 @@ def test_nan_is_refused_with_its_position():
 )
 def test_bad_parameters_are_refused(params):
     with pytest.raises(ValueError):
-        find_peaks([0.5, 0.5], **params)
+        find_peaks([0.5, 0.5], PeakParams(**params))
     with pytest.raises(ValueError):
-        find_peaks_many([[0.5, 0.5]], **params)
+        find_peaks_many([[0.5, 0.5]], PeakParams(**params))
 
 
 def test_a_two_dimensional_map_is_refused():
@@ -155,8 +163,8 @@ def test_many_maps_equal_one_at_a_time(kernel_size, sigma, strict, monkeypatch):
     rng = np.random.default_rng(kernel_size * 10 + int(strict))
     maps = _random_maps(rng, 80)
     params = {"kernel_size": kernel_size, "sigma": sigma, "lower": 0.2, "upper": 0.4, "strict": strict}
-    expected = [find_peaks(m, **params) for m in maps]
-    assert find_peaks_many(maps, **params) == expected
+    expected = [find_peaks(m, PeakParams(**params)) for m in maps]
+    assert find_peaks_many(maps, PeakParams(**params)) == expected
     assert any(expected)
 
 
@@ -164,7 +172,7 @@ def test_many_maps_equal_the_python_loops():
     rng = np.random.default_rng(7)
     maps = _random_maps(rng, 60)
     for params in ({}, {"kernel_size": 5, "sigma": 2.0}, {"kernel_size": 1, "strict": True}):
-        fast = find_peaks_many(maps, **params)
+        fast = find_peaks_many(maps, PeakParams(**params))
         assert fast == [python_loop_peaks(m, **params) for m in maps]
         assert fast == [reference_loop_peaks(m, **params) for m in maps]
 
@@ -177,7 +185,7 @@ def test_many_accepts_a_two_dimensional_array_and_a_generator():
 
 
 def test_runs_do_not_cross_from_one_map_into_the_next():
-    assert find_peaks_many([[0.0, 0.9], [0.9, 0.0], [], [0.9]], kernel_size=1) == [[(1, 2)], [(0, 1)], [], [(0, 1)]]
+    assert find_peaks_many([[0.0, 0.9], [0.9, 0.0], [], [0.9]], PeakParams(kernel_size=1)) == [[(1, 2)], [(0, 1)], [], [(0, 1)]]
 
 
 def test_many_names_the_map_with_a_nan():

@@ -48,7 +48,7 @@ from ml.masking import BuildStats, Group, PeakItem, build_examples
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetVersion, MaskedExample
 from webapp.pipeline.models import JobStatus, RelevanceMap
-from webapp.pipeline.peaks_service import peaks_of_rows, profile_params
+from ml.peaks import peaks_of_rows
 
 logger = logging.getLogger(__name__)
 
@@ -196,7 +196,7 @@ def _peak_items(dataset, tally, map_ids):
         note_ids = sorted({row[1] for row in rows})
         texts = dict(Note.objects.filter(pk__in=note_ids).values_list("pk", "text"))
         rejected = rejected_char_spans(note_ids, sorted({row[2] for row in rows}))
-        for peaks in peaks_of_rows(rows, texts, dataset.profile):
+        for peaks in peaks_of_rows(rows, texts, dataset.profile.params):
             if not peaks.fits:
                 tally.maps_not_fitting += 1
                 continue
@@ -364,7 +364,7 @@ class _Tally:
                 "max": self.char_max if self.masked else None,
             },
             "span_words": {"histogram": _histogram(self.span_words, WORD_BINS)},
-            "profile": profile_params(dataset.profile),
+            "profile": dataset.profile.params.to_dict(),
             "seconds": round(seconds, 3),
         }
 

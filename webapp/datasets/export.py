@@ -48,7 +48,6 @@ from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
 from webapp.pipeline.models import JobStatus
-from webapp.pipeline.peaks_service import profile_params
 
 FORMATS = tuple(DatasetExport.Format.values)
 EXPORT_BATCH = 2_000
@@ -124,7 +123,7 @@ def manifest(dataset: DatasetVersion, *, fmt: str, rows: int, actor=None, files=
         "model_version": {"id": model.pk, "name": model.name, "family": model.family, "path": model.path},
         "method": dataset.method,
         "template": dataset.template,
-        "profile": {"id": profile.pk, "name": profile.name, "version": profile.version, **profile_params(profile)},
+        "profile": {"id": profile.pk, "name": profile.name, "version": profile.version, **profile.params.to_dict()},
         "mode": dataset.mode,
         "mask_token": dataset.mask_token,
         "seed": dataset.seed,

@@ -20,7 +20,7 @@ class ModelVersionAdmin(admin.ModelAdmin):
 
 @admin.register(PeakProfile)
 class PeakProfileAdmin(admin.ModelAdmin):
-    list_display = ["name", "version", "kernel_size", "sigma", "lower", "upper", "is_default", "created"]
+    list_display = ["name", "version", "kernel_size", "sigma", "lower", "upper", "strict", "trim", "is_default", "created"]
     readonly_fields = ["created"]
 
 

@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from ml.codec import decode_map, encode_map
+from ml.peaks import PeakParams
 
 
 class ModelVersion(models.Model):
@@ -69,8 +70,9 @@ class PeakProfile(models.Model):
         return f"{self.name} v{self.version}"
 
     @property
-    def params(self) -> dict:
-        return {"kernel_size": self.kernel_size, "sigma": self.sigma, "lower": self.lower, "upper": self.upper}
+    def params(self) -> PeakParams:
+        return PeakParams(kernel_size=self.kernel_size, sigma=self.sigma, lower=self.lower, upper=self.upper,
+                          strict=self.strict, trim=self.trim)
 
 
 class JobStatus(models.TextChoices):

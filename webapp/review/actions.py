@@ -47,7 +47,7 @@ def submit(note, form, reviewer) -> Outcome:
         row = decisions.decide(ctx, reviewer, start=data["start"], end=data["end"], decision=data["decision"],
                                expected_version=data["version"], adjusted_start=data["adjusted_start"],
                                adjusted_end=data["adjusted_end"], comment=data["comment"], profile=profile,
-                               params=form.params)
+                               params=form.params.to_dict())
     except decisions.StaleDecision as exc:
         return Outcome(str(exc), messages.WARNING, 409, exc.current)
     except decisions.DecisionError as exc:

@@ -24,11 +24,9 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 from django.db.models.functions import Length
 
-from ml.codec import decode_map
-from ml.peaks import find_peaks_many
+from ml.peaks import peaks_of_rows
 from webapp.corpus.models import Note
 from webapp.pipeline.models import RelevanceMap
-from webapp.pipeline.peaks_service import peaks_of_arrays, profile_params
 from webapp.review.models import PeakDecision
 
 PER_PAGE = 50
@@ -121,10 +119,8 @@ def candidates(corpus, selection, after: int | None, limit: int) -> list[int]:
 def summarise(note_ids: list[int], selection) -> dict[int, NoteRow]:
     """Rows for the notes, with their maps, peaks and decided peaks under the selection.
 
-    Speed: every map's token peaks come from ONE find_peaks_many call; only the maps of notes
-    that have decisions pay for the word widening (webapp.pipeline.peaks_service), which is
-    needed to match decisions (made on widened spans). Elsewhere the count is of token peaks,
-    which can exceed the widened peaks the note page shows when widening merges two of them."""
+    Peaks are counted exactly as the note page shows them (ml.peaks: widened to words and
+    trimmed, from ONE batch call for all the maps), so the two pages always agree."""
     rows = {n["id"]: NoteRow(n["id"], n["external_id"], n["length"]) for n in
             Note.objects.filter(pk__in=note_ids).annotate(length=Length("text")).values("id", "external_id", "length")}
     if selection.model is None or not rows:
@@ -140,21 +136,12 @@ def summarise(note_ids: list[int], selection) -> dict[int, NoteRow]:
     if not map_rows:
         return rows
     decided = set(decisions.values_list("note_id", "task_id", "start", "end"))
-    reviewed = {key[0] for key in decided}
-    arrays = [decode_map(r[3]) for r in map_rows]
-    params = profile_params(selection.params)
-    token_peaks = find_peaks_many([scores for _, scores in arrays], **params)
-    widen = [k for k, r in enumerate(map_rows) if r[1] in reviewed]
-    if widen:
-        texts = dict(Note.objects.filter(pk__in=reviewed).values_list("pk", "text"))
-        widened = peaks_of_arrays([map_rows[k][:3] for k in widen], [arrays[k] for k in widen], texts, params)
-        for k, peaks in zip(widen, widened):
-            token_peaks[k] = peaks.char_spans
-            key = (peaks.note_id, peaks.task_id)
-            rows[peaks.note_id].decided += sum(1 for a, b in peaks.char_spans if (*key, a, b) in decided)
-    for (_, note_id, _, _), spans in zip(map_rows, token_peaks):
-        rows[note_id].maps += 1
-        rows[note_id].peaks += len(spans)
+    texts = dict(Note.objects.filter(pk__in={r[1] for r in map_rows}).values_list("pk", "text"))
+    for peaks in peaks_of_rows(map_rows, texts, selection.params):
+        row = rows[peaks.note_id]
+        row.maps += 1
+        row.peaks += peaks.count
+        row.decided += sum(1 for a, b in peaks.char_spans if (peaks.note_id, peaks.task_id, a, b) in decided)
     return rows
 
 

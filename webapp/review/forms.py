@@ -1,7 +1,7 @@
 """Forms of the review pages: peak parameters (the sliders), decisions, profiles, validation sets."""
 from django import forms
 
-from ml.peaks import check_params
+from ml.peaks import PeakParams, check_params
 from webapp.review.models import PeakDecision
 
 KERNEL_CHOICES = (1, 3, 5, 7, 9)
@@ -54,6 +54,11 @@ def parse_grid(text: str) -> list[dict]:
     return grid
 
 
+# form field -> PeakParams field
+FIELD_KEYS = (("k", "kernel_size"), ("sigma", "sigma"), ("lower", "lower"), ("upper", "upper"), ("trim", "trim"),
+              ("strict", "strict"))
+
+
 class ParamsForm(forms.Form):
     """The sliders. Every field is optional: a missing one takes the profile's value."""
 
@@ -62,15 +67,14 @@ class ParamsForm(forms.Form):
     sigma = forms.FloatField(min_value=0.25, max_value=3.0, required=False, label="Sigma")
     lower = forms.FloatField(min_value=0.0, max_value=1.0, required=False, label="Lower threshold")
     upper = forms.FloatField(min_value=0.0, max_value=1.0, required=False, label="Upper threshold")
+    trim = forms.NullBooleanField(required=False, label="Trim punctuation off peaks")
+    strict = forms.NullBooleanField(required=False, label="Strict > thresholds (reference code)")
 
-    def params(self, base: dict) -> dict:
+    def params(self, base: PeakParams) -> PeakParams:
         """The effective parameters: `base` (the profile's) overridden by the valid fields given."""
         data = self.cleaned_data if self.is_valid() else {}
-        out = dict(base)
-        for field, key in (("k", "kernel_size"), ("sigma", "sigma"), ("lower", "lower"), ("upper", "upper")):
-            if data.get(field) not in (None, ""):
-                out[key] = data[field]
-        return out
+        changes = {key: data[field] for field, key in FIELD_KEYS if data.get(field) not in (None, "")}
+        return base.with_(**changes)
 
     def clean(self):
         data = super().clean()
@@ -92,6 +96,8 @@ class DecisionForm(forms.Form):
     sigma = forms.FloatField()
     lower = forms.FloatField(min_value=0, max_value=1)
     upper = forms.FloatField(min_value=0, max_value=1)
+    trim = forms.NullBooleanField(required=False)  # missing: the paper's trimmed peaks
+    strict = forms.NullBooleanField(required=False)
     start = forms.IntegerField(min_value=0)
     end = forms.IntegerField(min_value=1)
     decision = forms.ChoiceField(choices=PeakDecision.Decision.choices)
@@ -119,9 +125,8 @@ class DecisionForm(forms.Form):
         return data
 
     @property
-    def params(self) -> dict:
-        d = self.cleaned_data
-        return {"kernel_size": d["k"], "sigma": d["sigma"], "lower": d["lower"], "upper": d["upper"]}
+    def params(self) -> PeakParams:
+        return _params_of(self.cleaned_data)
 
 
 class SaveProfileForm(forms.Form):
@@ -130,6 +135,8 @@ class SaveProfileForm(forms.Form):
     sigma = forms.FloatField(min_value=0.25, max_value=3.0)
     lower = forms.FloatField(min_value=0.0, max_value=1.0)
     upper = forms.FloatField(min_value=0.0, max_value=1.0)
+    trim = forms.NullBooleanField(required=False)
+    strict = forms.NullBooleanField(required=False)
     next = forms.CharField(required=False, max_length=2000)
 
     def clean(self):
@@ -139,9 +146,13 @@ class SaveProfileForm(forms.Form):
         return data
 
     @property
-    def params(self) -> dict:
-        d = self.cleaned_data
-        return {"kernel_size": d["k"], "sigma": d["sigma"], "lower": d["lower"], "upper": d["upper"]}
+    def params(self) -> PeakParams:
+        return _params_of(self.cleaned_data)
+
+
+def _params_of(data) -> PeakParams:
+    """PeakParams of a submitted form; a missing trim/strict takes the paper's value."""
+    return PeakParams.from_mapping({key: data[field] for field, key in FIELD_KEYS if data.get(field) is not None})
 
 
 class ValidationSetForm(forms.Form):

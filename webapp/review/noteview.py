@@ -14,7 +14,7 @@ from django.db.models import Subquery
 from ml.codec import decode_map
 from webapp.corpus.models import Annotation, Note
 from webapp.pipeline.models import RelevanceMap
-from webapp.pipeline.peaks_service import peaks_of_arrays
+from ml.peaks import peaks_of_arrays
 from webapp.review import rendering
 from webapp.review.decisions import PeakContext, decisions_on, is_conflict, overlapping
 

@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from webapp.corpus.models import Note
 from webapp.pipeline.models import RelevanceMap
-from webapp.pipeline.peaks_service import peaks_of_rows
+from ml.peaks import peaks_of_rows
 from webapp.review.models import PeakDecision
 
 BATCH = 500

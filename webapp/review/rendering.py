@@ -3,11 +3,12 @@
 Pure (numpy and the standard library, no Django): the note view, the live tuning, the
 validation round and the comparison all render through here.
 
-`segments(text, offsets, scores, peaks, gold)` cuts the text at every token boundary, peak
-boundary and gold boundary, so each segment lies in at most one token, one peak and is wholly
-in or out of gold evidence. Characters no token covers (whitespace between tokens, text the
-map does not reach) get no score. Where tokens overlap (a character split into byte tokens),
-the later token wins. The concatenated segment texts are the note text exactly.
+Heat is shown per WORD, never per token: `segments(text, offsets, scores, peaks, gold)` cuts the
+text at every word boundary, peak boundary and gold boundary, so each segment lies in at most
+one word and one peak and is wholly in or out of gold evidence. A word's heat is the MAXIMUM
+relevance of the tokens overlapping it (ml.peaks.word_heat), so a word split into several tokens
+("allopur|inol") is one colour. Punctuation, whitespace and text the map does not reach get no
+heat and no colour. The concatenated segment texts are the note text exactly.
 
 `segments_html` writes them as HTML: the text HTML-escaped and nothing else added, so the
 element's text content is the note as written (whitespace and newlines kept by CSS
@@ -16,9 +17,8 @@ element's text content is the note as written (whitespace and newlines kept by C
 drawn by CSS from `data-n` (a pseudo-element, not text).
 
 Two maps of the same note may come from different tokenisers. `diff_segments` compares them
-at character level: every character takes the score of the token covering it in each map, the
-text is cut at the union of both maps' token boundaries (and gold boundaries), and each
-segment carries both scores and their signed difference (first minus second).
+word by word: each word takes its heat in each map (as above), so the tokenisations do not
+matter, and each segment carries both heats and their signed difference (first minus second).
 `project_scores` puts a map onto another map's tokens (length-weighted mean of the source's
 per-character scores; characters no source token covers count 0), so token-level metrics of
 ml.metrics apply to two tokenisations.
@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from ml.peaks import word_heat, words_of
 
 Span = tuple[int, int]
 
@@ -47,7 +49,7 @@ DARK_LEVELS = frozenset({7})
 class Segment:
     start: int
     end: int
-    score: float | None  # relevance of the covering token; None where no token covers the text
+    score: float | None  # heat of the word holding the segment; None outside words or where the map stops
     level: int | None  # colour bin of the score
     peak: int | None  # index of the peak holding the segment
     gold: bool
@@ -169,29 +171,36 @@ def _cuts(n: int, *arrays_and_spans) -> list[int]:
 
 def segments(text: str, offsets, scores, peaks: Sequence[Span] = (), gold: Sequence[Span] = ()) -> list[Segment]:
     """Segments of the note (see module doc). `peaks` and `gold` are character spans; peaks
-    must not overlap each other (peaks_service merges them); gold spans may overlap."""
+    must not overlap each other (ml.peaks merges them); gold spans may overlap."""
     n = len(text)
-    owner = char_owner(offsets, n)
+    words = words_of(text)
+    _, heat = word_heat(text, offsets, scores, words)
+    word_of = _span_index(words, n)
     peaks = _clip(peaks, n)
     gold = _clip(gold, n)
     peak_of = _span_index(peaks, n)
-    gold_mask = np.zeros(n, bool)
-    for a, b in gold:
-        gold_mask[a:b] = True
-    values = np.asarray(scores, dtype=np.float64)
-    levels = token_levels(values).tolist()
-    values = values.tolist()
-    owner_list, peak_list, gold_list = owner.tolist(), peak_of.tolist(), gold_mask.tolist()
-    bounds = _cuts(n, owner, peak_of, gold_mask)
+    gold_mask = _mask(gold, n)
+    levels = token_levels(heat).tolist()
+    values = [None if math.isnan(h) else h for h in heat.tolist()]
+    word_list, peak_list, gold_list = word_of.tolist(), peak_of.tolist(), gold_mask.tolist()
     out = []
+    bounds = _cuts(n, word_of, peak_of, gold_mask)
     for a, b in zip(bounds, bounds[1:]):
         if a == b:
             continue
-        t = owner_list[a]
+        w = word_list[a]
+        score = values[w] if w >= 0 else None
         p = peak_list[a]
-        out.append(Segment(a, b, values[t] if t >= 0 else None, levels[t] if t >= 0 else None,
-                           p if p >= 0 else None, gold_list[a]))
+        out.append(Segment(a, b, score, levels[w] if score is not None else None, p if p >= 0 else None,
+                           gold_list[a]))
     return out
+
+
+def _mask(spans: Sequence[Span], n: int) -> np.ndarray:
+    mask = np.zeros(n, bool)
+    for a, b in spans:
+        mask[a:b] = True
+    return mask
 
 
 def token_levels(scores) -> np.ndarray:
@@ -236,25 +245,25 @@ def segments_html(text: str, segs: Sequence[Segment], *, peak_classes: Sequence[
 
 
 def diff_segments(text: str, offsets_a, scores_a, offsets_b, scores_b, gold: Sequence[Span] = ()) -> list[DiffSegment]:
-    """Character-level comparison of two maps of one note (see module doc)."""
+    """Word-level comparison of two maps of one note (see module doc)."""
     n = len(text)
-    owner_a, owner_b = char_owner(offsets_a, n), char_owner(offsets_b, n)
-    gold = _clip(gold, n)
-    gold_mask = np.zeros(n, bool)
-    for a, b in gold:
-        gold_mask[a:b] = True
-    va = np.asarray(scores_a, dtype=np.float64).tolist()
-    vb = np.asarray(scores_b, dtype=np.float64).tolist()
-    oa, ob, gl = owner_a.tolist(), owner_b.tolist(), gold_mask.tolist()
+    words = words_of(text)
+    _, heat_a = word_heat(text, offsets_a, scores_a, words)
+    _, heat_b = word_heat(text, offsets_b, scores_b, words)
+    word_of = _span_index(words, n)
+    gold_mask = _mask(_clip(gold, n), n)
+    va = [None if math.isnan(h) else h for h in heat_a.tolist()]
+    vb = [None if math.isnan(h) else h for h in heat_b.tolist()]
+    word_list, gold_list = word_of.tolist(), gold_mask.tolist()
     out = []
-    bounds = _cuts(n, owner_a, owner_b, gold_mask)
+    bounds = _cuts(n, word_of, gold_mask)
     for a, b in zip(bounds, bounds[1:]):
         if a == b:
             continue
-        first = va[oa[a]] if oa[a] >= 0 else None
-        second = vb[ob[a]] if ob[a] >= 0 else None
+        w = word_list[a]
+        first, second = (va[w], vb[w]) if w >= 0 else (None, None)
         level = 0 if first is None and second is None else diff_level((first or 0.0) - (second or 0.0))
-        out.append(DiffSegment(a, b, first, second, level, gl[a]))
+        out.append(DiffSegment(a, b, first, second, level, gold_list[a]))
     return out
 
 

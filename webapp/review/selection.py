@@ -13,10 +13,8 @@ from urllib.parse import urlencode
 
 from webapp.corpus.models import Task
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
-from webapp.pipeline.peaks_service import profile_params
+from ml.peaks import PAPER, PeakParams
 from webapp.review.forms import ParamsForm
-
-PAPER_PARAMS = {"kernel_size": 3, "sigma": 1.0, "lower": 0.2, "upper": 0.4}
 
 
 @dataclass
@@ -26,7 +24,7 @@ class Selection:
     method: str
     template: str
     profile: PeakProfile | None
-    params: dict
+    params: PeakParams
     errors: list[str] = field(default_factory=list)
     tasks: list = field(default_factory=list)  # choices offered
     models: list = field(default_factory=list)
@@ -34,8 +32,8 @@ class Selection:
     templates: list = field(default_factory=list)
 
     @property
-    def base_params(self) -> dict:
-        return profile_params(self.profile) if self.profile else dict(PAPER_PARAMS)
+    def base_params(self) -> PeakParams:
+        return self.profile.params if self.profile else PAPER
 
     @property
     def custom(self) -> bool:
@@ -51,8 +49,12 @@ class Selection:
                   "method": self.method, "template": self.template,
                   "profile": self.profile.pk if self.profile else None}
         if params and self.custom:
-            values.update(k=self.params["kernel_size"], sigma=f"{self.params['sigma']:g}",
-                          lower=f"{self.params['lower']:g}", upper=f"{self.params['upper']:g}")
+            p, base = self.params, self.base_params
+            values.update(k=p.kernel_size, sigma=f"{p.sigma:g}", lower=f"{p.lower:g}", upper=f"{p.upper:g}")
+            if p.trim != base.trim:
+                values["trim"] = "true" if p.trim else "false"
+            if p.strict != base.strict:
+                values["strict"] = "true" if p.strict else "false"
         values.update(changes)
         return {key: value for key, value in values.items() if value not in (None, "")}
 
@@ -81,8 +83,8 @@ def _profile(query, errors) -> PeakProfile | None:
     return default_profile()
 
 
-def _params(query, profile, errors) -> dict:
-    base = profile_params(profile) if profile else dict(PAPER_PARAMS)
+def _params(query, profile, errors) -> PeakParams:
+    base = profile.params if profile else PAPER
     form = ParamsForm(query)
     if not form.is_valid():
         errors.extend(f"{', '.join(m for m in messages)}" for messages in form.errors.values())

@@ -29,7 +29,7 @@ from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note
 from webapp.pipeline.models import PeakProfile, RelevanceMap
-from webapp.pipeline.peaks_service import peaks_of_arrays
+from ml.peaks import PeakParams, peaks_of_arrays
 from webapp.review.models import MapSample
 
 SAMPLE_SIZE = 2_000
@@ -45,7 +45,7 @@ _RESULT_ENTRIES = 64
 @dataclass
 class Preview:
     sample: MapSample
-    params: dict
+    params: PeakParams
     pairs: int = 0
     two_peaks: int = 0
     peaks: int = 0
@@ -102,8 +102,8 @@ def _load(sample: MapSample):
     return keys, arrays, texts
 
 
-def preview(sample: MapSample, params: dict) -> Preview:
-    key = (sample.pk, tuple(sorted(params.items())))
+def preview(sample: MapSample, params: PeakParams) -> Preview:
+    key = (sample.pk, params)
     known = _RESULTS.get(key)
     if known is not None:
         _RESULTS.move_to_end(key)
@@ -115,10 +115,10 @@ def preview(sample: MapSample, params: dict) -> Preview:
     return result
 
 
-def _preview(sample: MapSample, params: dict) -> Preview:
+def _preview(sample: MapSample, params: PeakParams) -> Preview:
     started = time.perf_counter()
     keys, arrays, texts = _load(sample)
-    result = Preview(sample, dict(params))
+    result = Preview(sample, params)
     groups_per_pair = Counter()
     items = []
     for peaks in peaks_of_arrays(keys, arrays, texts, params):
@@ -153,18 +153,19 @@ def _cut_right(text: str) -> str:
     return text if len(text) <= SNIPPET else text[:SNIPPET] + "…"
 
 
-def save_profile(name: str, params: dict, actor) -> PeakProfile:
+def save_profile(name: str, params: PeakParams, actor) -> PeakProfile:
     """A new PeakProfile `name` with the parameters: version 1, or the next version of the name."""
     for attempt in range(3):
         try:
             with transaction.atomic():
                 last = PeakProfile.objects.filter(name=name).order_by("-version").values_list("version", flat=True)
                 version = (last.first() or 0) + 1
-                profile = PeakProfile.objects.create(name=name, version=version, created_by=actor, **params)
+                profile = PeakProfile.objects.create(name=name, version=version, created_by=actor,
+                                                     **params.to_dict())
             break
         except IntegrityError:
             if attempt == 2:
                 raise
     record(actor, AuditEvent.Action.REVIEW_DECISION, profile, kind="peak_profile", name=name, version=version,
-           params=params)
+           params=params.to_dict())
     return profile

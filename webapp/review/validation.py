@@ -29,12 +29,11 @@ from django.db import transaction
 
 from ml.codec import decode_map
 from ml.metrics import PRF, peak_token_prf, relevance_mass_ratio
-from ml.peaks import smooth
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Note, Task
 from webapp.pipeline.models import RelevanceMap
-from webapp.pipeline.peaks_service import peaks_of_arrays
+from ml.peaks import PeakParams, peaks_of_arrays, smooth
 from webapp.review import rendering, tuning
 from webapp.review.models import ValidationJudgement, ValidationSet
 
@@ -102,7 +101,12 @@ def spans_per_setting(vset, note, arrays) -> list[tuple]:
     if arrays is None:
         return [() for _ in vset.grid]
     return [peaks_of_arrays([(None, note.pk, 0)], [arrays], {note.pk: note.text}, setting)[0].char_spans
-            for setting in vset.grid]
+            for setting in grid_params(vset)]
+
+
+def grid_params(vset) -> list[PeakParams]:
+    """The set's settings (stored as JSON objects) as PeakParams."""
+    return [PeakParams.from_mapping(setting) for setting in vset.grid]
 
 
 def next_item(vset, reviewer) -> tuple[int, int, int, int] | None:
@@ -208,13 +212,14 @@ def _agreement(vset, rows: list[SettingTally]) -> None:
     keys = [(None, n, t) for n, t, _ in maps]
     arrays = [a for _, _, a in maps]
     for row in rows:
+        params = PeakParams.from_mapping(row.params)
         prf, ratios = PRF(0, 0, 0), []
-        for peaks, (note_id, task_id, (offsets, scores)) in zip(peaks_of_arrays(keys, arrays, texts, row.params), maps):
+        for peaks, (note_id, task_id, (offsets, scores)) in zip(peaks_of_arrays(keys, arrays, texts, params), maps):
             spans = sorted(gold[(note_id, task_id)])
             prf = prf + peak_token_prf(peaks.word_spans, offsets, spans)
             try:
                 ratios.append(relevance_mass_ratio(
-                    smooth(scores, kernel_size=row.params["kernel_size"], sigma=row.params["sigma"]), offsets, spans))
+                    smooth(scores, kernel_size=params.kernel_size, sigma=params.sigma), offsets, spans))
             except ValueError:
                 pass
         row.gold_items = len(maps)
@@ -227,7 +232,7 @@ def adopt(vset, setting: int, name: str, actor):
     """Make a setting of the set a PeakProfile (a new version if the name exists)."""
     if not 0 <= setting < len(vset.grid):
         raise ValidationSetError("No such setting in this validation set.")
-    return tuning.save_profile(name, dict(vset.grid[setting]), actor)
+    return tuning.save_profile(name, PeakParams.from_mapping(vset.grid[setting]), actor)
 
 
 def progress(vset, reviewer) -> tuple[int, int]:

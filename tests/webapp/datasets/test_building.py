@@ -194,7 +194,7 @@ def test_statistics_describe_the_build(make_dataset, maps, tasks):
     assert chars["2"] == 1 and chars["5-9"] == 1 and sum(chars.values()) == 2  # "bp", "pacemaker"
     assert stats["span_chars"]["mean"] == 5.5 and stats["span_chars"]["max"] == 9
     assert dict(stats["span_words"]["histogram"])["1"] == 2
-    assert stats["profile"] == {"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4}
+    assert stats["profile"] == {"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4, "strict": False, "trim": True}
     assert stats["seconds"] >= 0 and stats["maps_not_fitting_note"] == 0
 
 

@@ -30,7 +30,7 @@ def check_manifest(info, dataset, fmt, rows=2):
     assert info["dataset"] == {"id": dataset.pk, "name": dataset.name, "version": dataset.version}
     assert info["corpus"]["name"] == "ward" and info["model_version"]["name"] == "tiny-test"
     assert info["profile"] == {"id": dataset.profile_id, "name": "sharp", "version": 1, "kernel_size": 1,
-                               "sigma": 1.0, "lower": 0.2, "upper": 0.4}
+                               "sigma": 1.0, "lower": 0.2, "upper": 0.4, "strict": False, "trim": True}
     assert (info["method"], info["template"], info["mode"], info["mask_token"], info["seed"]) == \
         ("attnlrp", "en", "dsm", "<mask>", 0)
     assert info["rows"] == rows and info["format"] == fmt and info["stats"]["examples"] == 2

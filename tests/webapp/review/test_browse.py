@@ -78,3 +78,31 @@ def test_filters_read_from_the_query_ignore_bad_values():
     f = Filters.from_query({"state": "bogus", "min_peaks": "x", "max_peaks": "-2", "q": "  pm "})
     assert (f.state, f.min_peaks, f.max_peaks, f.q) == ("", None, None, "pm")
     assert f.scanning
+
+
+def test_the_list_and_the_note_page_count_the_same_peaks(corpus, sel, tasks, base, clinician):
+    """Punctuation-only runs (dropped), runs that widen into one word (merged) and a run with edge
+    punctuation (trimmed) count once each, on both pages, for every setting."""
+    from webapp.review.noteview import build_panel
+
+    import numpy as np
+
+    from .fabricate import tokens
+
+    note = Note.objects.create(corpus=corpus, external_id="count", text=TEXT)
+    offsets = tokens(TEXT)
+    pieces = [TEXT[a:b] for a, b in offsets]
+    scores = np.zeros(len(offsets), np.float32)
+    for piece in (";", "&", "38", "5", "130", "Pacemaker"):
+        scores[pieces.index(piece)] = 0.9
+    add_map(note, tasks["heart"], base, {}, scores=scores)
+    for params in (sel.params, sel.params.with_(trim=False), sel.params.with_(kernel_size=3, lower=0.1, upper=0.3)):
+        selection = Selection(tasks["heart"], base, "attnlrp", "en", sel.profile, params)
+        listed = browse.summarise([note.pk], selection)[note.pk].peaks
+        shown = len(build_panel(note, selection, clinician).peaks)
+        assert listed == shown
+    trimmed = Selection(tasks["heart"], base, "attnlrp", "en", sel.profile, sel.params)
+    untrimmed = Selection(tasks["heart"], base, "attnlrp", "en", sel.profile, sel.params.with_(trim=False))
+    # ";" and "&" are punctuation-only peaks: dropped unless untrimmed
+    assert [p.text for p in build_panel(note, trimmed, clinician).peaks] == ["130", "38", "5", "Pacemaker"]
+    assert browse.summarise([note.pk], untrimmed)[note.pk].peaks == 6

@@ -1,5 +1,5 @@
 """webapp.review.rendering: segments of a note with relevance, peaks and gold; their HTML;
-character-level comparison of two tokenisations."""
+word-level heat and comparison of two tokenisations."""
 import html
 import re
 
@@ -45,9 +45,29 @@ def test_the_text_is_cut_at_peak_and_gold_boundaries_inside_tokens():
     assert all(s.score == 0.5 for s in segs)
 
 
-def test_where_tokens_overlap_the_later_token_wins():
-    segs = rendering.segments("ab", [(0, 2), (1, 2)], [0.1, 0.9])
-    assert [(s.start, s.end, s.score) for s in segs] == [(0, 1, pytest.approx(0.1)), (1, 2, pytest.approx(0.9))]
+def test_a_word_split_into_tokens_is_one_segment_with_its_hottest_tokens_heat():
+    segs = rendering.segments("allopurinol", [(0, 6), (6, 11)], [0.2, 0.9])
+    assert [(s.start, s.end, s.score, s.level) for s in segs] == [(0, 11, pytest.approx(0.9), 7)]
+
+
+def test_punctuation_and_whitespace_carry_no_colour_even_inside_a_hot_token():
+    text = "HR: 90."
+    segs = rendering.segments(text, [(0, 3), (3, 7)], [0.8, 0.6])  # tokens "HR:" and " 90."
+    assert [(text[s.start:s.end], s.level) for s in segs] == [("HR", 6), (": ", None), ("90", 4), (".", None)]
+
+
+def test_heat_never_splits_a_word_on_random_tokenisations():
+    from ml.benchmarks.peaks import bpe_like_offsets, synthetic_note
+
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        text = synthetic_note(rng, 300)
+        offsets = bpe_like_offsets(text, rng)
+        segs = rendering.segments(text, offsets, rng.random(len(offsets)))
+        for word in re.finditer(r"\w+", text):
+            inside = [s for s in segs if s.start < word.end() and s.end > word.start()]
+            assert len({s.score for s in inside}) == 1  # one heat over the whole word
+        assert all(s.score is None for s in segs if not re.search(r"\w", text[s.start:s.end]))
 
 
 def test_spans_and_offsets_past_the_text_are_cut_to_it():
@@ -109,12 +129,13 @@ def test_a_map_projects_onto_another_tokenisation_by_character_weighted_mean():
     assert same == pytest.approx([0.2, 0.9])
 
 
-def test_the_difference_map_cuts_at_the_union_of_both_tokenisations():
-    text = "tachycardic"
-    segs = rendering.diff_segments(text, [(0, 5), (5, 11)], [1.0, 0.0], [(0, 11)], [0.5])
-    assert [(s.start, s.end) for s in segs] == [(0, 5), (5, 11)]
-    assert segs[0].first == 1.0 and segs[0].second == 0.5 and segs[0].level > 0  # first higher
-    assert segs[1].first == 0.0 and segs[1].level < 0  # second higher
+def test_the_difference_map_compares_words_whatever_the_tokenisations():
+    text = "tachycardic, afebrile"
+    segs = rendering.diff_segments(text, [(0, 5), (5, 12), (12, 21)], [1.0, 0.0, 0.1], [(0, 11), (11, 21)],
+                                   [0.5, 0.9])
+    assert [(text[s.start:s.end], s.first, s.second) for s in segs] == [
+        ("tachycardic", 1.0, 0.5), (", ", None, None), ("afebrile", pytest.approx(0.1), pytest.approx(0.9))]
+    assert segs[0].level > 0 and segs[2].level < 0  # first higher, then second higher
 
 
 @pytest.mark.parametrize("difference, level", [(0.0, 0), (0.09, 0), (-0.09, 0), (0.12, 1), (0.3, 1), (0.4, 2),

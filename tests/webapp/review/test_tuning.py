@@ -1,6 +1,7 @@
 """Live tuning: the stored sample, the corpus preview under a setting, saving profiles."""
 import pytest
 
+from ml.peaks import PeakParams
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note
 from webapp.review import tuning
@@ -53,17 +54,17 @@ def test_the_preview_applies_the_dsm_rules_to_the_sample(corpus, sel, many):
 
 def test_moving_a_threshold_changes_the_preview(corpus, sel, many):
     sample = tuning.sample_for(corpus, sel)
-    higher = tuning.preview(sample, {**sel.params, "upper": 0.6})
+    higher = tuning.preview(sample, sel.params.with_(upper=0.6))
     assert higher.two_peaks == 0 and higher.examples == 0
-    lower = tuning.preview(sample, {**sel.params, "lower": 0.2, "upper": 0.25})
+    lower = tuning.preview(sample, sel.params.with_(lower=0.2, upper=0.25))
     assert lower.two_peaks == 20
 
 
 def test_saving_a_profile_makes_a_new_version_of_an_existing_name(clinician, sharp):
-    params = {"kernel_size": 3, "sigma": 1.5, "lower": 0.3, "upper": 0.5}
+    params = PeakParams(kernel_size=3, sigma=1.5, lower=0.3, upper=0.5, trim=False)
     profile = tuning.save_profile("sharp", params, clinician)
     assert (profile.name, profile.version, profile.created_by) == ("sharp", 2, clinician)
-    assert profile.params == params
+    assert profile.params == params and profile.trim is False
     event = AuditEvent.objects.get(object_id=str(profile.pk))
-    assert event.details["kind"] == "peak_profile" and event.details["params"] == params
+    assert event.details["kind"] == "peak_profile" and event.details["params"] == params.to_dict()
     assert tuning.save_profile("fresh", params, clinician).version == 1

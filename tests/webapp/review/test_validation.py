@@ -3,6 +3,7 @@ import math
 
 import pytest
 
+from ml.peaks import PeakParams
 from webapp.corpus.models import Annotation, Note
 from webapp.pipeline.models import PeakProfile
 from webapp.review import validation
@@ -100,6 +101,6 @@ def test_adopting_a_setting_makes_a_profile_and_a_new_version_of_the_name(vset, 
     first = validation.adopt(vset, 1, "validated", clinician)
     second = validation.adopt(vset, 0, "validated", clinician)
     assert (first.version, second.version) == (1, 2)
-    assert PeakProfile.objects.get(pk=first.pk).params == STRICT
+    assert PeakProfile.objects.get(pk=first.pk).params == PeakParams.from_mapping(STRICT)
     with pytest.raises(validation.ValidationSetError):
         validation.adopt(vset, 9, "x", clinician)

@@ -66,7 +66,7 @@ def test_the_sliders_change_the_peaks(page):
     assert peak_texts(page(params={"lower": "0.05", "upper": "0.05"}, **HX).content.decode()) == [
         "130", "tachycardic", "febrile"]
     content = page(params={"k": "3"}, **HX).content.decode()  # smoothing spreads and merges
-    assert peak_texts(content) == ["HR 130 bpm,  tachycardic;"]
+    assert peak_texts(content) == ["HR 130 bpm,  tachycardic"]  # trimmed: no ";" at the end
     assert "not saved" in content
 
 

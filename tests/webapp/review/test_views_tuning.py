@@ -1,6 +1,7 @@
 """The corpus preview fragment and saving a slider setting as a profile."""
 from django.urls import reverse
 
+from ml.peaks import PeakParams
 from webapp.pipeline.models import PeakProfile
 from webapp.review.models import MapSample
 
@@ -32,7 +33,7 @@ def test_a_clinician_saves_the_slider_setting_as_a_new_profile_version(client, c
     response = client.post(reverse("review:save_profile"), {"name": "sharp", "k": 1, "sigma": 1, "lower": 0.3,
                                                             "upper": 0.4, "next": back})
     profile = PeakProfile.objects.get(name="sharp", version=2)
-    assert profile.params == {"kernel_size": 1, "sigma": 1.0, "lower": 0.3, "upper": 0.4}
+    assert profile.params == PeakParams(kernel_size=1, sigma=1.0, lower=0.3, upper=0.4)
     assert response.status_code == 302
     assert f"profile={profile.pk}" in response["Location"] and "lower=" not in response["Location"]
 

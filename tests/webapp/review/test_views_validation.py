@@ -2,6 +2,7 @@
 import pytest
 from django.urls import reverse
 
+from ml.peaks import PeakParams
 from webapp.corpus.models import Note
 from webapp.pipeline.models import PeakProfile
 from webapp.review.models import ValidationJudgement, ValidationSet
@@ -43,8 +44,8 @@ def test_a_clinician_runs_a_round_and_adopts_the_recommendation(client, clinicia
     results = client.get(page["Location"]).content.decode()
     assert "Recommended: <strong>setting 2</strong>" in results
     client.post(reverse("review:validation_adopt", args=[vset.pk]), {"name": "validated", "setting": 1})
-    assert PeakProfile.objects.get(name="validated").params == {"kernel_size": 1, "sigma": 1.0, "lower": 0.5,
-                                                                  "upper": 0.6}
+    assert PeakProfile.objects.get(name="validated").params == PeakParams(kernel_size=1, sigma=1.0, lower=0.5,
+                                                                          upper=0.6)
 
 
 def test_a_bad_grid_is_explained(client, clinician, corpus, base, notes):

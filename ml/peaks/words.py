@@ -1,293 +1,37 @@
-"""Peaks ("groups") of a relevance map (METHOD.md points 4-5).
+r"""Words and character spans of peaks: widening to whole words, trimming, and word heat.
 
-A relevance map is one float score per note token. It is smoothed with a Gaussian
-(window `kernel_size`, i.e. scipy radius `(kernel_size - 1) // 2`, boundary mode 'reflect',
-scipy's default and the reference code's), then a peak is a MAXIMAL run of consecutive tokens
-whose smoothed score is >= `lower` and which contains at least one token whose SMOOTHED score
-is >= `upper` (both tests on the smoothed scores, as METHOD.md words it). `strict=True` gives
-the reference code's `>` for both tests. Peaks are half-open token spans `(start, end)`.
-
-Kernel sizes: the window length, so 1 -> no smoothing, 3 -> radius 1, 5 -> radius 2. Even sizes
-round down (2 -> radius 0, i.e. no smoothing), unlike the reference code where k=2 smooths like
-k=3 (METHOD.md point 6). Smoothing is always computed in float64.
-
-`find_peaks` smooths with scipy directly. `find_peaks_many` does the same for many maps at once:
-it concatenates them, smooths the interior of the concatenation with numpy slices and recomputes
-the first/last `radius` tokens of each map with the reflected neighbours, repeating scipy's
-arithmetic in scipy's order, so its output is identical to `find_peaks` map by map (tested).
-
-`extend_to_words` then widens token spans so that no span cuts a word; `peak_char_spans` gives
+`extend_to_words` widens token spans so that no span cuts a word; `peak_char_spans` gives
 their character spans in the note; `extend_to_words_many` does both for many maps at once. They
 work at the two ends of each span with binary searches in the (sorted) token offsets, not with
-passes over all the tokens or the note (see the words section); same results as the numpy loop
-they replaced (tests/ml/test_peaks.py compares them with it on thousands of random notes).
+passes over all the tokens or the note (see below); same results as the numpy loop they
+replaced (tests/ml/test_peaks.py compares them with it on thousands of random notes).
+
+`trim_peaks` is the rule that makes a peak something a clinician reads as a finding: after word
+extension, the characters at a peak's edges that are not a letter or a digit (punctuation,
+whitespace, underscores) are cut off, the token span shrinks to the tokens that still overlap
+what is left, and a peak with no letter or digit at all is dropped. ". HR" becomes "HR", ": 210"
+becomes "210", a lone "." disappears. Punctuation INSIDE a peak stays ("7.4", "q.d.").
+
+`word_heat` gives the heat the note view colours: one value per word (the same `\w+` words as
+the extension), the MAXIMUM of the relevance of the tokens that cover the word's characters. Max,
+not sum, so a word split into many tokens is not hotter than the same word as one token and the
+heat keeps the scores' [0, 1] scale and the peak thresholds' meaning. Characters outside words
+(punctuation, whitespace) get no heat.
 """
 from __future__ import annotations
 
 import bisect
-import contextlib
 import functools
-import gc
-import math
 import re
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.ndimage import gaussian_filter1d
+
+from ml.peaks.runs import BATCH_TOKENS, _gc_paused
 
 Span = tuple[int, int]
 
-# Maps are processed in batches of about this many tokens: the float64 working arrays of a
-# batch (a few MB) stay in cache and memory stays bounded whatever the number of maps.
-BATCH_TOKENS = 1 << 16
-
 _WORD = re.compile(r"\w+")
-
-
-# ---------------------------------------------------------------- parameters and smoothing
-
-
-def check_params(kernel_size: int, sigma: float, lower: float, upper: float) -> int:
-    """Validate peak parameters; return the smoothing radius `(kernel_size - 1) // 2`."""
-    if isinstance(kernel_size, bool) or not isinstance(kernel_size, (int, np.integer)):
-        raise ValueError(f"kernel_size must be an integer, got {kernel_size!r}")
-    if kernel_size < 1:
-        raise ValueError(f"kernel_size must be >= 1, got {kernel_size}")
-    if not (isinstance(sigma, (int, float, np.floating, np.integer)) and math.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
-    for name, value in (("lower", lower), ("upper", upper)):
-        if not (isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value)):
-            raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if not 0 <= lower <= upper:
-        raise ValueError(f"thresholds must satisfy 0 <= lower <= upper, got lower={lower}, upper={upper}")
-    return (int(kernel_size) - 1) // 2
-
-
-@functools.lru_cache(maxsize=64)
-def gaussian_weights(sigma: float, radius: int) -> np.ndarray:
-    """The exact weights scipy's gaussian_filter1d uses: its response to a unit impulse."""
-    impulse = np.zeros(2 * radius + 1)
-    impulse[radius] = 1.0
-    weights = gaussian_filter1d(impulse, sigma, radius=radius, mode="constant")
-    weights.flags.writeable = False
-    return weights
-
-
-def smooth(scores, *, kernel_size: int = 3, sigma: float = 1.0) -> np.ndarray:
-    """Gaussian smoothing of one map (float64, mode 'reflect'); radius 0 returns a copy."""
-    radius = check_params(kernel_size, sigma, 0.0, 0.0)
-    x = _as_map(scores)
-    if radius == 0 or x.size == 0:
-        return x.copy()
-    return gaussian_filter1d(x, sigma, radius=radius, mode="reflect")
-
-
-def _as_map(scores) -> np.ndarray:
-    x = np.asarray(scores, dtype=np.float64)
-    if x.ndim != 1:
-        raise ValueError(f"a relevance map must be one-dimensional, got shape {x.shape}")
-    if not np.isfinite(x).all():
-        bad = int(np.flatnonzero(~np.isfinite(x))[0])
-        raise ValueError(f"relevance scores contain NaN or infinity (token {bad}: {x[bad]})")
-    return x
-
-
-# ---------------------------------------------------------------- one map
-
-
-def find_peaks(
-    scores,
-    *,
-    kernel_size: int = 3,
-    sigma: float = 1.0,
-    lower: float = 0.2,
-    upper: float = 0.4,
-    strict: bool = False,
-) -> list[Span]:
-    """Peaks of one relevance map as half-open token spans sorted by start (see module doc)."""
-    check_params(kernel_size, sigma, lower, upper)
-    y = smooth(scores, kernel_size=kernel_size, sigma=sigma)
-    if y.size == 0:
-        return []
-    starts, ends = _runs(y, np.zeros(1, np.int64), np.array([y.size]), lower, upper, strict)
-    return list(zip(starts.tolist(), ends.tolist()))
-
-
-# ---------------------------------------------------------------- many maps
-
-
-def find_peaks_many(
-    maps,
-    *,
-    kernel_size: int = 3,
-    sigma: float = 1.0,
-    lower: float = 0.2,
-    upper: float = 0.4,
-    strict: bool = False,
-) -> list[list[Span]]:
-    """`[find_peaks(m, ...) for m in maps]`, vectorised. `maps`: a sequence of 1-D maps of
-    any lengths, or a 2-D array (one map per row). NaN/infinity -> ValueError naming the map."""
-    radius = check_params(kernel_size, sigma, lower, upper)
-    weights = gaussian_weights(float(sigma), radius) if radius else None
-    if isinstance(maps, np.ndarray) and maps.ndim == 2:
-        rows = np.ascontiguousarray(maps)
-        lengths = np.full(rows.shape[0], rows.shape[1], dtype=np.int64)
-
-        def get(i, j):
-            return rows[i:j].reshape(-1)
-    else:
-        if not isinstance(maps, (list, tuple)):
-            maps = list(maps)
-        lengths = np.array(list(map(len, maps)), dtype=np.int64)
-
-        def get(i, j):
-            return _concat(maps, i, j)
-    ends_cum = np.cumsum(lengths)
-    out: list[list[Span]] = []
-    i = 0
-    with _gc_paused():  # ~1 new list per map: the cyclic GC would rescan them, ~1/3 of the time
-        while i < len(lengths):
-            # next batch: maps i..j-1, about BATCH_TOKENS tokens, at least one map
-            base = ends_cum[i - 1] if i else 0
-            j = max(i + 1, int(np.searchsorted(ends_cum, base + BATCH_TOKENS, side="right")))
-            try:
-                out.extend(_peaks_of_batch(get(i, j), lengths[i:j], radius, weights, lower, upper, strict))
-            except _BadScore as exc:
-                raise ValueError(
-                    f"relevance scores of map {i + exc.map_index} contain NaN or infinity "
-                    f"(token {exc.token}: {exc.value})"
-                ) from None
-            i = j
-    return out
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """Pause the cyclic garbage collector (we create no cycles); restore its previous state."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-class _BadScore(Exception):
-    def __init__(self, map_index: int, token: int, value: float):
-        super().__init__(map_index, token, value)
-        self.map_index, self.token, self.value = map_index, token, value
-
-
-def _concat(maps, i: int, j: int) -> np.ndarray:
-    parts = maps[i:j]
-    try:
-        flat = np.concatenate(parts) if len(parts) > 1 else np.asarray(parts[0])
-    except ValueError as exc:
-        raise ValueError(f"maps {i}..{j - 1}: every relevance map must be one-dimensional ({exc})") from None
-    if flat.ndim != 1:
-        raise ValueError(f"maps {i}..{j - 1}: every relevance map must be one-dimensional")
-    return flat
-
-
-def _peaks_of_batch(flat, lengths, radius, weights, lower, upper, strict) -> list[list[Span]]:
-    n_maps = len(lengths)
-    if flat.dtype not in (np.float32, np.float64):
-        flat = flat.astype(np.float64)
-    map_starts = np.zeros(n_maps, np.int64)
-    np.cumsum(lengths[:-1], out=map_starts[1:])
-    total = flat.size
-    if total == 0:
-        return [[] for _ in range(n_maps)]
-    if not math.isfinite(flat.sum()):  # one cheap pass; a finite overflowing sum falls through
-        bad = np.flatnonzero(~np.isfinite(flat))
-        if bad.size:
-            k = int(np.searchsorted(map_starts, bad[0], side="right") - 1)
-            raise _BadScore(k, int(bad[0] - map_starts[k]), float(flat[bad[0]]))
-    y = _smooth_concatenated(flat, map_starts, lengths, radius, weights)
-    nonempty = lengths > 0
-    starts, ends = _runs(y, map_starts[nonempty], lengths[nonempty], lower, upper, strict)
-    map_of_run = np.searchsorted(map_starts, starts, side="right") - 1
-    local = map_starts[map_of_run]
-    pairs = list(zip((starts - local).tolist(), (ends - local).tolist()))
-    bounds = np.zeros(n_maps + 1, np.int64)
-    np.cumsum(np.bincount(map_of_run, minlength=n_maps), out=bounds[1:])
-    bounds = bounds.tolist()
-    return [pairs[bounds[k] : bounds[k + 1]] for k in range(n_maps)]
-
-
-def _smooth_concatenated(flat, map_starts, lengths, radius, weights) -> np.ndarray:
-    """Smooth every map of a concatenation exactly as scipy's gaussian_filter1d (mode 'reflect')
-    would smooth it alone: scipy's correlate1d with a symmetric kernel computes, per token,
-    `x[i]*w[r]` then adds `(x[i-j] + x[i+j]) * w[r-j]` for j = r..1, in double precision."""
-    total = flat.size
-    if radius == 0:
-        return flat.astype(np.float64)
-    y = np.empty(total)
-    inner = slice(radius, total - radius)
-    if total > 2 * radius:
-        np.multiply(flat[inner], weights[radius], out=y[inner], dtype=np.float64)
-        tmp = np.empty(total - 2 * radius)
-        for j in range(radius, 0, -1):
-            np.add(flat[radius - j : total - radius - j], flat[radius + j : total - radius + j], out=tmp, dtype=np.float64)
-            tmp *= weights[radius - j]
-            y[inner] += tmp
-    # the first and last `radius` tokens of each map: recompute with reflected neighbours
-    positions, columns, sizes = _edge_tokens(map_starts, lengths, radius)
-    base = positions - columns
-    edge = flat[positions].astype(np.float64) * weights[radius]
-    for j in range(radius, 0, -1):
-        left = flat[base + _reflect(columns - j, sizes)].astype(np.float64)
-        right = flat[base + _reflect(columns + j, sizes)].astype(np.float64)
-        edge += (left + right) * weights[radius - j]
-    y[positions] = edge
-    return y
-
-
-def _edge_tokens(map_starts, lengths, radius):
-    """Flat positions, in-map columns and map lengths of every token within `radius` of an end
-    of its map (each token once)."""
-    cols, owners = [], []
-    idx = np.arange(len(lengths))
-    for k in range(radius):
-        left = idx[lengths > k]  # column k, counted from the left
-        right = idx[lengths - 1 - k >= radius]  # column n-1-k, unless already a left column
-        cols += [np.full(left.size, k, np.int64), lengths[right] - 1 - k]
-        owners += [left, right]
-    cols, owners = np.concatenate(cols), np.concatenate(owners)
-    return map_starts[owners] + cols, cols, lengths[owners]
-
-
-def _reflect(p, n):
-    """scipy 'reflect' (d c b a | a b c d | d c b a) index of position p in a map of length n."""
-    m = np.mod(p, 2 * n)
-    return np.where(m >= n, 2 * n - 1 - m, m)
-
-
-def _runs(y, starts_of_maps, lengths, lower, upper, strict):
-    """Maximal runs of y >= lower (> if strict) that do not cross a map start and contain a
-    value >= upper (> if strict). Maps are the non-empty ones, given by start and length."""
-    if strict:
-        low, high = y > lower, y > upper
-    else:
-        low, high = y >= lower, y >= upper
-    # positions where `low` changes; they alternate run start, run end
-    edges = np.flatnonzero(low[1:] != low[:-1]) + 1
-    if low[0]:
-        edges = np.concatenate(([0], edges))
-    if low[-1]:
-        edges = np.concatenate((edges, [low.size]))
-    run_starts, run_ends = edges[0::2], edges[1::2]
-    # a run continuing over a map start is two runs: cut it there
-    inner = starts_of_maps[1:]
-    cuts = inner[low[inner] & low[inner - 1]]
-    if cuts.size:
-        run_starts = np.sort(np.concatenate((run_starts, cuts)))
-        run_ends = np.sort(np.concatenate((run_ends, cuts)))
-    run_of_high = np.searchsorted(run_starts, np.flatnonzero(high), side="right") - 1
-    keep = np.zeros(run_starts.size, bool)
-    keep[run_of_high] = True
-    return run_starts[keep], run_ends[keep]
 
 
 # ---------------------------------------------------------------- words
@@ -611,3 +355,79 @@ def _as_offsets(offsets, text: str | None) -> np.ndarray:
     if text is not None and off.size and off[:, 1].max() > len(text):
         raise ValueError(f"offsets reach character {int(off[:, 1].max())} of a {len(text)}-character note")
     return off
+
+
+# ---------------------------------------------------------------- trimming
+
+
+def trim_peaks(spans: Sequence[Span], char_spans: Sequence[Span], offsets, text: str) -> tuple[list[Span], list[Span]]:
+    """The trimming rule (see module doc) on word-extended peaks: `spans` (token spans) and
+    their aligned `char_spans` (peak_char_spans). Returns the kept peaks as aligned
+    (token spans, character spans); a peak with no letter or digit is dropped."""
+    off = _offsets_array(offsets)
+    starts, ends = memoryview(off[:, 0]), memoryview(off[:, 1])
+    kept_tokens: list[Span] = []
+    kept_chars: list[Span] = []
+    for (s, e), (a, b) in zip(spans, char_spans):
+        while a < b and not text[a].isalnum():
+            a += 1
+        while b > a and not text[b - 1].isalnum():
+            b -= 1
+        if a == b:
+            continue  # punctuation and whitespace only
+        # edge tokens that no longer reach the trimmed characters (or have no width) leave
+        while s < e and not (starts[s] < b and ends[s] > a and ends[s] > starts[s]):
+            s += 1
+        while e > s and not (starts[e - 1] < b and ends[e - 1] > a and ends[e - 1] > starts[e - 1]):
+            e -= 1
+        if s == e:
+            continue  # no token holds the letters (offsets with gaps): nothing to mask
+        kept_tokens.append((s, e))
+        kept_chars.append((a, b))
+    return kept_tokens, kept_chars
+
+
+# ---------------------------------------------------------------- word heat
+
+
+def words_of(text: str) -> list[Span]:
+    """The words of a text (maximal `\\w+` runs) as character spans."""
+    return [m.span() for m in _WORD.finditer(text)]
+
+
+def word_heat(text: str, offsets, scores, words: Sequence[Span] | None = None) -> tuple[list[Span], np.ndarray]:
+    """(words, heat): each word's heat is the maximum score of the tokens overlapping it (see the
+    module doc); NaN for a word no token reaches (the map stops before it). `words` defaults to
+    `words_of(text)`."""
+    if words is None:
+        words = words_of(text)
+    heat = np.full(len(words), np.nan)
+    off = _offsets_array(offsets)
+    x = np.asarray(scores, dtype=np.float64).reshape(-1)
+    if not words or not len(off):
+        return list(words), heat
+    if x.size != len(off):
+        raise ValueError(f"{x.size} scores for {len(off)} tokens")
+    w = np.asarray(words, dtype=np.int64).reshape(-1, 2)
+    tok_starts, tok_ends = off[:, 0].astype(np.int64), off[:, 1].astype(np.int64)
+    if (np.diff(tok_starts) >= 0).all() and (np.diff(tok_ends) >= 0).all():
+        # sorted: the tokens overlapping word [a, b) are first..last-1, with first the first
+        # token ending after a and last the first token starting at or after b
+        first = np.searchsorted(tok_ends, w[:, 0], side="right")
+        last = np.searchsorted(tok_starts, w[:, 1], side="left")
+        values = np.where(tok_ends > tok_starts, x, -np.inf)  # zero-width tokens cover nothing
+        has = first < last
+        if has.any():
+            padded = np.append(values, -np.inf)
+            bounds = np.stack([first[has], last[has]], axis=1).reshape(-1)
+            heat[has] = np.maximum.reduceat(padded, bounds)[0::2]
+        heat[~np.isfinite(heat)] = np.nan
+        return list(words), heat
+    # unsorted offsets: per-character maximum, then per word
+    per_char = np.full(len(text) + 1, -np.inf)
+    for (s, e), value in zip(off.tolist(), x.tolist()):
+        if e > s:
+            np.maximum(per_char[s:e], value, out=per_char[s:e])
+    heat = np.maximum.reduceat(per_char, w.reshape(-1))[0::2]
+    heat[~np.isfinite(heat)] = np.nan
+    return list(words), heat
