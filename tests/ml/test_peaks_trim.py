@@ -200,3 +200,19 @@ def test_batch_equals_one_note_at_a_time():
 def test_a_map_past_the_end_of_its_note_does_not_fit():
     (peaks,) = peaks_of_arrays([(1, 1, 1)], [(np.array([(0, 50)]), np.array([1.0]))], {1: "short"}, PAPER)
     assert not peaks.fits and peaks.count == 0
+
+
+def test_no_masked_example_masks_punctuation_alone():
+    from ml.masking import Group, PeakItem, build_examples
+
+    text = "Alert. HR 130 today."
+    offsets = bpe(text)  # "Alert" "." " HR" " 130" " today" "."
+    scores = np.array([0.9, 0.0, 0.0, 0.9, 0.0, 0.9])
+
+    def labels(params):
+        tokens, chars = note_peaks(scores, offsets, text, params)
+        item = PeakItem("n1", "heart rate", text, [Group(c, t) for c, t in zip(chars, tokens)])
+        return [e.label for e in build_examples([item])]
+
+    assert labels(SHARP) == ["130"]  # "Alert" gives the left context; the final "." is no peak
+    assert labels(SHARP.with_(trim=False)) == ["130", "."]  # the reference behaviour masked a lone "."
