@@ -1,4 +1,5 @@
-"""Metrics: relevance localisation against annotated evidence, and classification F1.
+"""Metrics: relevance localisation against annotated evidence, classification F1, and paired
+comparisons of two systems on the same items (bootstrap CIs and p-values of their difference).
 
 Gold evidence is given as character spans of the note; a token is a GOLD TOKEN when its
 character span `[start, end)` overlaps a gold span (shares at least one character; tokens of
@@ -230,3 +231,209 @@ def _object_array(values: Sequence) -> np.ndarray:
     for i, value in enumerate(values):
         out[i] = value
     return out
+
+
+# ---------------------------------------------------------------- paired comparisons
+
+
+class PairedDiff(NamedTuple):
+    """B minus A on the same items: `diff` on the data, the percentile CI of the differences
+    over the paired resamples, the two-sided bootstrap p-value of "no difference" (see
+    `paired_bootstrap`) and `n`, the number of items (pairs) behind it."""
+
+    diff: float
+    low: float
+    high: float
+    p_value: float
+    n: int
+
+
+#: Index cells drawn per block of resamples (int64: 16 MB), which bounds the memory of a bootstrap.
+RESAMPLE_BLOCK = 2_000_000
+
+
+def resample_indices(n: int, n_resamples: int, seed: int = 0):
+    """The resamples of `bootstrap_ci` (numpy Generator seeded by `seed`, n indices with
+    replacement per resample, in the same order), as blocks of rows `(m, n)`."""
+    rng = np.random.default_rng(seed)
+    step = max(1, RESAMPLE_BLOCK // max(n, 1))
+    for start in range(0, n_resamples, step):
+        yield rng.integers(0, n, size=(min(step, n_resamples - start), n))
+
+
+def paired_bootstrap(
+    y_true: Sequence,
+    pred_a: Sequence,
+    pred_b: Sequence,
+    metric: Callable[..., float],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    *,
+    confidence: float = 0.95,
+    groups: Sequence | None = None,
+    variants: bool = False,
+) -> PairedDiff:
+    """Paired percentile bootstrap of metric(B) - metric(A) on the same items (A: the reference).
+
+    Each resample draws the items with replacement ONCE (the draws of `bootstrap_ci` with the
+    same seed) and scores both A and B on it, so what the two share cancels out. `metric` and
+    `groups` are called as `bootstrap_ci` calls them (`mean_task_f1` with `groups=tasks` is the
+    Macro F1 of a run). With `variants=True`, `pred_a` and `pred_b` are each a list of
+    prediction lists (prompt variants, example draws; any number each), and a side's score is
+    the mean of its variants' scores on the same resample (ml.training.average_variants).
+
+    p-value (two-sided, percentile bootstrap): p = min(1, 2 (1 + min(#{d* <= 0}, #{d* >= 0})) / (R + 1))
+    over the R resample differences d*: about the smallest 1 - confidence at which the
+    percentile interval would reach 0, so p < 0.05 goes with a 95% CI that excludes 0. It is
+    1 when nothing differs, and at least 2 / (R + 1) (about 0.002 for R = 1000). Like any
+    bootstrap it needs more than a handful of items: n items that are all better give that
+    smallest p whatever n, so callers should not report CI and p for very few items.
+
+    `macro_f1` (no groups) and `mean_task_f1` (groups) are computed for all resamples at once
+    from per-class counts; any other metric is called once per resample and side.
+    """
+    lists_a = [list(p) for p in pred_a] if variants else [list(pred_a)]
+    lists_b = [list(p) for p in pred_b] if variants else [list(pred_b)]
+    n = len(y_true)
+    if not lists_a or not lists_b:
+        raise ValueError("no predictions (variants=True needs at least one prediction list per side)")
+    if any(len(p) != n for p in lists_a + lists_b) or (groups is not None and len(groups) != n):
+        raise ValueError("y_true, every prediction list (and groups) must have the same length")
+    if n == 0:
+        raise ValueError("cannot bootstrap an empty sample")
+    _check_confidence(confidence)
+    y_true, extra = list(y_true), ([] if groups is None else [list(groups)])
+
+    def score(lists, index=None):
+        pick = (lambda values: values) if index is None else (lambda values: [values[i] for i in index])
+        return sum(float(metric(pick(y_true), pick(p), *map(pick, extra))) for p in lists) / len(lists)
+
+    diff = score(lists_b) - score(lists_a)
+    fast = (metric is macro_f1 and groups is None) or (metric is mean_task_f1 and groups is not None)
+    if fast:
+        resampled = _ResampledTaskF1(y_true, groups, lists_a + lists_b)
+        k = len(lists_a)
+    deltas = []
+    for block in resample_indices(n, n_resamples, seed):
+        if fast:
+            values = resampled(block)  # (lists, m)
+            deltas.append(values[k:].mean(axis=0) - values[:k].mean(axis=0))
+        else:
+            deltas.append(np.array([score(lists_b, row) - score(lists_a, row) for row in block.tolist()]))
+    return _paired_result(diff, np.concatenate(deltas) if deltas else np.empty(0), n, confidence)
+
+
+def paired_mean_bootstrap(values_a: Sequence[float], values_b: Sequence[float], n_resamples: int = 1000,
+                          seed: int = 0, *, confidence: float = 0.95) -> PairedDiff:
+    """Paired bootstrap of mean(b - a) over pairs of per-pair values (e.g. a score of the same
+    item under two models). Pairs where either value is NaN or infinite are left out first; `n`
+    counts the rest. CI and p-value as `paired_bootstrap`; all NaN when no pair is left."""
+    a, b = _pairs(values_a, values_b)
+    keep = np.isfinite(a) & np.isfinite(b)
+    return _bootstrap_of_means(b[keep] - a[keep], n_resamples, seed, confidence)
+
+
+def relative_change_bootstrap(gold_a: Sequence[float], gold_b: Sequence[float], n_resamples: int = 1000,
+                              seed: int = 0, *, statistic: str = "mean", confidence: float = 0.95) -> PairedDiff:
+    """A statistic of `aggregate_relative_change` with a paired bootstrap over the pairs (both
+    models' gold relevance of a pair are drawn together). The pairs it leaves out (gold_a 0 or
+    NaN, gold_b NaN) are left out first; `n` counts the rest. `statistic`: "mean" = mean_change
+    (mean of the per-pair relative changes), "ratio_of_sums" = ratio_of_sums_change. `diff` is
+    the statistic itself (+0.372 = +37.2%), the p-value tests "no change" as `paired_bootstrap`."""
+    a, b = _pairs(gold_a, gold_b)
+    ok = (a != 0) & np.isfinite(a) & np.isfinite(b)
+    a, b = a[ok], b[ok]
+    if statistic == "mean":
+        return _bootstrap_of_means((b - a) / a, n_resamples, seed, confidence)
+    if statistic != "ratio_of_sums":
+        raise ValueError(f"statistic must be 'mean' or 'ratio_of_sums', got {statistic!r}")
+    _check_confidence(confidence)
+    if not a.size or not a.sum():
+        return PairedDiff(math.nan, math.nan, math.nan, math.nan, int(a.size))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        deltas = [b[block].sum(axis=1) / a[block].sum(axis=1) - 1
+                  for block in resample_indices(a.size, n_resamples, seed)]
+    return _paired_result(float(b.sum() / a.sum() - 1), np.concatenate(deltas) if deltas else np.empty(0),
+                          int(a.size), confidence)
+
+
+def _bootstrap_of_means(values: np.ndarray, n_resamples: int, seed: int, confidence: float) -> PairedDiff:
+    _check_confidence(confidence)
+    if not values.size:
+        return PairedDiff(math.nan, math.nan, math.nan, math.nan, 0)
+    deltas = [values[block].mean(axis=1) for block in resample_indices(values.size, n_resamples, seed)]
+    return _paired_result(float(values.mean()), np.concatenate(deltas) if deltas else np.empty(0), int(values.size),
+                          confidence)
+
+
+def _paired_result(diff: float, deltas: np.ndarray, n: int, confidence: float) -> PairedDiff:
+    """CI and p-value (see `paired_bootstrap`) from the resample differences; NaN ones ignored."""
+    deltas = deltas[np.isfinite(deltas)]
+    if not deltas.size:
+        return PairedDiff(float(diff), math.nan, math.nan, math.nan, n)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(deltas, [alpha, 1 - alpha])
+    tail = min(int((deltas <= 0).sum()), int((deltas >= 0).sum()))
+    p_value = min(1.0, 2 * (tail + 1) / (deltas.size + 1))
+    return PairedDiff(float(diff), float(low), float(high), p_value, n)
+
+
+def _pairs(values_a, values_b) -> tuple[np.ndarray, np.ndarray]:
+    a = np.asarray(values_a, dtype=np.float64).ravel()
+    b = np.asarray(values_b, dtype=np.float64).ravel()
+    if a.shape != b.shape:
+        raise ValueError("values_a and values_b must have the same length")
+    return a, b
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+
+
+class _ResampledTaskF1:
+    """`mean_task_f1` (one task without groups: `macro_f1`) of several prediction lists on many
+    resamples at once. A class is a (task, label); per resample, item multiplicities give each
+    class's true, predicted and true-positive counts (np.bincount), F1 = 2 tp / (true + predicted)
+    for the classes that occur (as macro_f1: labels in y_true or y_pred of the resample), averaged
+    per task over them, then over the tasks drawn. Memory: a few arrays of the block's size."""
+
+    def __init__(self, y_true: list, groups: list | None, prediction_lists: list[list]):
+        tasks = groups if groups is not None else [None] * len(y_true)
+        classes: dict = {}
+        task_ids: dict = {}
+        class_task: list[int] = []
+
+        def code(task, label) -> int:
+            key = (task, label)
+            if key not in classes:
+                classes[key] = len(classes)
+                class_task.append(task_ids.setdefault(task, len(task_ids)))
+            return classes[key]
+
+        self.true = np.array([code(t, y) for t, y in zip(tasks, y_true)], dtype=np.int64)
+        self.pred = [np.array([code(t, p) for t, p in zip(tasks, preds)], dtype=np.int64)
+                     for preds in prediction_lists]
+        self.k = len(classes)
+        self.hits = [np.where(self.true == pred, self.true, self.k) for pred in self.pred]  # k: not a hit
+        self.onehot = np.zeros((self.k, len(task_ids)))
+        self.onehot[np.arange(self.k), class_task] = 1.0
+
+    def _counts(self, codes: np.ndarray, block: np.ndarray, bins: int) -> np.ndarray:
+        m = len(block)
+        flat = (codes[block] + bins * np.arange(m)[:, None]).ravel()
+        return np.bincount(flat, minlength=m * bins).reshape(m, bins)[:, :self.k]
+
+    def __call__(self, block: np.ndarray) -> np.ndarray:
+        true = self._counts(self.true, block, self.k)
+        out = np.empty((len(self.pred), len(block)))
+        for j, (pred, hits) in enumerate(zip(self.pred, self.hits)):
+            occurring = true + self._counts(pred, block, self.k)
+            tp = self._counts(hits, block, self.k + 1)
+            f1 = np.divide(2 * tp, occurring, out=np.zeros(occurring.shape), where=occurring > 0)
+            per_task_sum = f1 @ self.onehot
+            per_task_n = (occurring > 0).astype(np.float64) @ self.onehot
+            drawn = per_task_n > 0
+            task_f1 = np.divide(per_task_sum, per_task_n, out=np.zeros(per_task_n.shape), where=drawn)
+            out[j] = task_f1.sum(axis=1) / drawn.sum(axis=1)
+        return out

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 EN = "{note} Given the patient's medical history, the following is observed {task}"
 IT = "{note}\n Data la storia del paziente, nel paziente si riscontra {task}"
+ES = "{note} Dados los antecedentes médicos del paciente, se observa lo siguiente {task}"  # EN's structure
 MAX_TEXT_AFTER_TASK = 40  # characters allowed after {task} ("last-ish")
 
 _PLACEHOLDER = re.compile(r"\{(\w*)\}")
@@ -37,6 +38,7 @@ _TASK_MARK = "\u27e6DSM-TASK\u27e7"
 class PromptTemplate:
     text: str
     name: str = "custom"
+    neutral: str = ""  # a task-neutral description in the template's language (explain="contrastive")
 
     def __post_init__(self):
         names = _PLACEHOLDER.findall(self.text)
@@ -63,11 +65,15 @@ class PromptTemplate:
         return before, between, after
 
 
-TEMPLATES = {"en": PromptTemplate(EN, "en"), "it": PromptTemplate(IT, "it")}
+TEMPLATES = {
+    "en": PromptTemplate(EN, "en", neutral="the patient"),
+    "it": PromptTemplate(IT, "it", neutral="il paziente"),
+    "es": PromptTemplate(ES, "es", neutral="el paciente"),  # CodiEsp's evidence spans are on Spanish text
+}
 
 
 def get_template(spec: str | PromptTemplate | None = None) -> PromptTemplate:
-    """None -> English; "en"/"it" -> built-in; any other string -> a validated custom template."""
+    """None -> English; "en"/"it"/"es" -> built-in; any other string -> a validated custom template."""
     if spec is None:
         return TEMPLATES["en"]
     if isinstance(spec, PromptTemplate):
@@ -75,6 +81,18 @@ def get_template(spec: str | PromptTemplate | None = None) -> PromptTemplate:
     if spec in TEMPLATES:
         return TEMPLATES[spec]
     return PromptTemplate(spec)
+
+
+def template_label(spec: str | PromptTemplate | None = None) -> str:
+    """The one stored name of a template: a built-in's name (also for a text equal to a built-in's
+    text), otherwise the validated custom text itself. Raises ValueError for an invalid template."""
+    template = get_template(spec)
+    if template.name in TEMPLATES and TEMPLATES[template.name] == template:
+        return template.name
+    for name, builtin in TEMPLATES.items():
+        if template.text == builtin.text:
+            return name
+    return template.text
 
 
 @dataclass(frozen=True)

@@ -1,65 +1,174 @@
 """Token relevance of a clinical note for a task description s_T (METHOD.md, step 2).
 
-Which prediction is explained (`explain`):
+Which prediction is explained (`explain`); "prompt" = one forward and one backward pass:
 * "next" (default, the authors' reference code): the prompt is teacher-forced up to AND
   including the MIDDLE token of s_T (index (n - 1) // 2 of s_T's tokens, the reference's
   `int((start + end) / 2)`), and the largest logit at that last position is explained.
-  Measured on SmolLM2: this is the only variant whose relevance depends on a short s_T.
-  With the middle token left out, a 1-token s_T (and, since the middle of two tokens is
-  the first, a 2-token one) does not appear in the input at all, so "max" below gives the
-  same relevance for every such task.
-* "max": teacher-forced up to just BEFORE the middle token; largest logit explained.
-* "target": as "max", but the logit of the middle token itself is explained.
-`RelevanceResult.target_token` is always the middle token; `predicted_token` is the
-top-logit token at the explained position.
+  1 prompt per pair.
+* "max": teacher-forced up to just BEFORE the middle token; largest logit explained. For a
+  1- or 2-token s_T the input holds none of s_T, and the top logit is the same whatever s_T
+  is: every short task gets the SAME map. 1 prompt per pair.
+* "target": as "max", but the logit of the middle token itself is explained. The input is the
+  same for short tasks, but the explained logit differs, so the map is task-dependent, if
+  close (SmolLM2: maps of different tasks on one note correlate 0.60-0.70; 0.59 on the
+  synthetic notes of `python -m ml.benchmarks.relevance --variants`). 1 prompt per pair.
+* "span": the prompt is teacher-forced through s_T (up to its last token, excluded); at each
+  position that predicts a token of s_T the logit of THAT token is taken, and their SUM is
+  back-propagated once. By linearity of the gradient (and of lxt's modified gradients),
+  and because a causal model's logit at a position depends on the tokens up to it only, the
+  map is exactly the sum of the "target" maps of every s_T token (each teacher-forced up to
+  just before its own token). One backward: the cost of 1 prompt per pair (the prompt is
+  longer by the s_T tokens; `logits_to_keep` = the number of s_T tokens).
+* "contrastive": span(s_T) / n(s_T) - span(neutral) / n(neutral), raw, on the same note and
+  template; n = the number of tokens of each description, so a long s_T does not outweigh a
+  short neutral text by its length alone. Then normalised as usual ("clip" keeps only the
+  tokens that support s_T more than the neutral text; "abs" also counts the opposite). The
+  neutral description (`RelevanceConfig.neutral`) defaults to the template's: en "the
+  patient", it "il paziente", es "el paciente"; a custom template needs one given. Cost:
+  2 prompts per pair at most: the neutral prompt depends on the note only, so within one
+  `compute_relevance` call it is computed once per distinct note and shared by its tasks
+  (n pairs of one note: n + 1 prompts).
+Only note tokens are scored, for every variant (template text, s_T and special tokens never).
+`RelevanceResult.target_token` is the explained token: the middle token of s_T, or all of
+s_T for "span"/"contrastive"; `predicted_token` is the top-logit token at each explained
+position (teacher-forced, so for "span" it is what the model would write token by token).
 
 Methods:
 * attnlrp     AttnLRP through lxt's efficient mode (ml.lrp patches the family's module):
               relevance = (input embedding x its gradient) summed over the hidden dimension.
 * grad_input  the same product without lxt patches (plain gradient x input).
-* attention   attention from the last position to each token, averaged over heads and
-              layers (the paper's comparison; runs the model with eager attention).
+* attention   attention from the explained position to each token, averaged over heads and
+              layers (the paper's comparison; runs the model with eager attention); for
+              "span"/"contrastive" the rows of the explained positions are summed.
 
 Only note tokens are returned, with character offsets into the ORIGINAL note text.
 
-Speed: parameters frozen (gradients only for the input embeddings), `logits_to_keep=1`
-(the vocabulary projection only for the last position), prompts sorted by length and
-batched with LEFT padding plus explicit position ids, so every prompt sees exactly the
-positions and keys it would see alone and its last position is the batch's last column.
-On CUDA a batch that runs out of memory is halved and retried.
+Configuration: `RelevanceConfig` (frozen) holds everything that changes a map, validated, with a
+short stable `key`; a relevance job stores it and every map its key. `compute_relevance` takes
+one, or its fields as keywords.
+
+Speed: parameters frozen (gradients only for the input embeddings), `logits_to_keep` = the
+explained positions only (1, or s_T's tokens), prompts sorted by length and batched with LEFT
+padding plus explicit position ids, so every prompt sees exactly the positions and keys it
+would see alone and its explained positions are the batch's last columns. On CUDA a batch that
+runs out of memory is halved and retried.
 """
 from __future__ import annotations
 
 import contextlib
-from dataclasses import asdict, dataclass
-from typing import Callable
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
-import torch
 
-from ml.prompts import PromptTemplate, build_prompt, get_template
+from ml.prompts import TEMPLATES, PromptTemplate, build_prompt, get_template, template_label
 
 METHODS = ("attnlrp", "attention", "grad_input")
-EXPLAIN = ("next", "max", "target")
+EXPLAIN = ("next", "max", "target", "span", "contrastive")
 NORMALISE = ("abs", "clip")
 TRUNCATE = ("left", "right")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 TEMPLATE_ROOM = 256  # tokens kept free for the chat header, template and s_T
+KEY_DIGITS = 10  # hex digits of the configuration hash in RelevanceConfig.key
+
+if TYPE_CHECKING:  # torch is imported where it is used: configurations and keys need no torch
+    import torch
 
 
-@dataclass
+class ConfigError(ValueError):
+    """A relevance setting that cannot be used; `field` names it (for forms and commands)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
 class RelevanceConfig:
-    """Relevance settings, saved with every run: `compute_relevance(loaded, notes, tasks, **config.kwargs())`."""
+    """Everything that changes a relevance map: stored with every job, its `key` with every map.
+
+    Execution details that do not change the result (batch size, progress) are not here.
+    Canonical on construction: a template text equal to a built-in becomes its name, and the
+    contrastive neutral text defaults to the template's, so equal computations get equal keys.
+    """
 
     method: str = "attnlrp"  # paper: AttnLRP, lxt efficient mode
+    explain: str = "next"  # reference code: top logit after the middle token of s_T (see module doc)
+    normalise: str = "abs"  # reference code: |r| / max|r| over the note tokens; "clip": max(r, 0) / max r
     template: str = "en"  # paper: "{note} Given the patient's medical history, the following is observed {task}"
-    explain: str = "next"  # reference code: top logit at the middle token of s_T
-    normalise: str = "abs"  # reference code: |r| / max|r| over the note tokens
+    truncate: str = "right"  # reference code: text[:max_text_length] keeps the start; "left" keeps the end
     max_note_tokens: int | None = None  # None: the model's context minus TEMPLATE_ROOM tokens
-    truncate: str = "right"  # reference code: text[:max_text_length] keeps the start
-    batch_size: int | None = None  # None: 1 on CPU, 16 on CUDA (halved on out-of-memory)
+    dtype: str = "auto"  # "auto": as the model was loaded (ml.relevance.preferred_dtype by default)
+    neutral: str = ""  # "contrastive" only: the neutral description; "" -> the template's ("the patient")
+
+    def __post_init__(self):
+        def choose(name, value, allowed, what):
+            if value not in allowed:
+                raise ConfigError(name, f"unknown {what} {value!r}; choose one of {', '.join(allowed)}")
+
+        choose("method", self.method, METHODS, "method")
+        choose("explain", self.explain, EXPLAIN, "explain")
+        choose("normalise", self.normalise, NORMALISE, "normalise")
+        choose("truncate", self.truncate, TRUNCATE, "truncate")
+        choose("dtype", self.dtype, DTYPES, "dtype")
+        try:
+            template = template_label(self.template)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError("template", f"template: {exc}") from None
+        object.__setattr__(self, "template", template)
+        tokens = self.max_note_tokens
+        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1):
+            raise ConfigError("max_note_tokens", "max_note_tokens must be a whole number >= 1, or None")
+        if not isinstance(self.neutral, str):
+            raise ConfigError("neutral", "the neutral description must be text")
+        neutral = self.neutral.strip()
+        if self.explain != "contrastive":
+            if neutral:
+                raise ConfigError("neutral", "a neutral description applies only to explain='contrastive'")
+        elif not neutral:
+            neutral = TEMPLATES[template].neutral if template in TEMPLATES else ""
+            if not neutral:
+                raise ConfigError("neutral", "explain='contrastive' with a custom template needs a neutral "
+                                             "description (the built-in templates have one)")
+        object.__setattr__(self, "neutral", neutral)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RelevanceConfig":
+        """Inverse of to_dict(); missing fields take their defaults, unknown ones are an error."""
+        if not isinstance(data, dict):
+            raise ConfigError("config", "a relevance configuration must be an object")
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ConfigError("config", f"unknown relevance setting(s) {', '.join(unknown)}")
+        return cls(**data)
+
+    @property
+    def key(self) -> str:
+        """Short, stable identifier: "<method>-<explain>-<hash of every field>",
+        e.g. "attnlrp-next-<10 hex digits>". A field added later must leave the hash of
+        configurations at its default unchanged (stored maps are keyed by it)."""
+        return config_key(self.to_dict())
 
     def kwargs(self) -> dict:
-        return asdict(self)
+        return self.to_dict()
+
+
+def config_key(settings: dict) -> str:
+    """RelevanceConfig.key of a canonical settings dict (no validation)."""
+    canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    digest = hashlib.sha256(canonical.encode("ascii")).hexdigest()[:KEY_DIGITS]
+    return f"{settings['method']}-{settings['explain']}-{digest}"
+
+
+def default_config_key(method: str, template: str) -> str:
+    """The key of the default configuration of a method and a (stored, canonical) template:
+    what every relevance map was made with before configurations were recorded."""
+    return config_key({**RelevanceConfig().to_dict(), "method": method, "template": template})
 
 
 @dataclass
@@ -67,8 +176,8 @@ class RelevanceResult:
     offsets: np.ndarray  # int32 (n_tokens, 2): [start, end) of each note token in the original note
     raw_scores: np.ndarray  # float32 (n_tokens,): relevance as computed
     scores: np.ndarray  # float32 (n_tokens,): normalised to [0, 1] over the note tokens
-    target_token: str  # the middle token of s_T
-    predicted_token: str = ""  # the top-logit token at the explained position
+    target_token: str  # the explained token: s_T's middle token, or all of s_T ("span", "contrastive")
+    predicted_token: str = ""  # the top-logit token at each explained position
     truncated: bool = False  # the note was cut to max_note_tokens
 
 
@@ -77,8 +186,9 @@ class EncodedPair:
     input_ids: list[int]  # prompt tokens up to the target token (included when include_target)
     note_index: np.ndarray  # positions of the note tokens in input_ids
     offsets: np.ndarray  # int32 (n, 2) into the original note
-    target_id: int
+    target_id: int  # the middle token of s_T
     truncated: bool
+    task_ids: list[int] = field(default_factory=list)  # every token of s_T, in order
 
 
 def preferred_dtype(device: torch.device | str) -> torch.dtype:
@@ -91,6 +201,8 @@ def preferred_dtype(device: torch.device | str) -> torch.dtype:
     ml.benchmarks.relevance). With explain="next"/"max" a near-tie top token may differ
     between dtypes, and then a different logit is explained. Plain grad_input is unstable
     in bf16 (near-zero correlation with fp32): load an fp32 model to study it."""
+    import torch
+
     device = torch.device(device)
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
@@ -100,6 +212,8 @@ def preferred_dtype(device: torch.device | str) -> torch.dtype:
 
 
 def _cpu_has_native_bf16() -> bool:
+    import torch
+
     try:
         capability = torch.backends.cpu.get_cpu_capability()
     except AttributeError:  # pragma: no cover - old torch
@@ -117,8 +231,12 @@ def _cpu_has_native_bf16() -> bool:
 def encode_pair(tokenizer, note: str, task: str, *, template: PromptTemplate | str | None = None,
                 chat: bool | None = None, chat_template_kwargs: dict | None = None,
                 max_note_tokens: int | None = None, truncate: str = "right",
-                include_target: bool = False) -> EncodedPair:
+                include_target: bool = False, whole_task: bool = False) -> EncodedPair:
     """Tokenise one (note, task) prompt and locate the note tokens and the target token.
+
+    input_ids end just before s_T's middle token; with include_target, just after it; with
+    whole_task, just before s_T's LAST token (so the last len(task_ids) positions are the
+    ones that predict the tokens of s_T).
 
     A token belongs to the note when its character span overlaps the note's span in the
     prompt; its offsets are clipped to the note (a token straddling the boundary, e.g. a
@@ -163,46 +281,68 @@ def encode_pair(tokenizer, note: str, task: str, *, template: PromptTemplate | s
         raise ValueError("note produced no tokens before the task description")
     offsets = np.stack([np.clip(starts[in_note], n0, n1), np.clip(ends[in_note], n0, n1)], axis=1)
     offsets = (offsets - n0 + shift).astype(np.int32)
-    end = target + 1 if include_target else target
-    return EncodedPair(list(ids[:end]), in_note, offsets, int(ids[target]), truncated)
+    if include_target and whole_task:
+        raise ValueError("include_target and whole_task are exclusive")
+    end = int(in_task[-1]) if whole_task else target + 1 if include_target else target
+    return EncodedPair(list(ids[:end]), in_note, offsets, int(ids[target]), truncated,
+                       [int(ids[i]) for i in in_task])
 
 
-def compute_relevance(loaded, notes: list[str], task_descriptions: list[str], *, method: str = "attnlrp",
-                      template: PromptTemplate | str | None = None, batch_size: int | None = None,
-                      normalise: str = "abs", progress: Callable[[int, int], None] | None = None,
-                      max_note_tokens: int | None = None, truncate: str = "right",
-                      chat: bool | None = None, explain: str = "next") -> list[RelevanceResult]:
+def compute_relevance(loaded, notes: list[str], task_descriptions: list[str],
+                      config: RelevanceConfig | None = None, *, batch_size: int | None = None,
+                      progress: Callable[[int, int], None] | None = None, chat: bool | None = None,
+                      **settings) -> list[RelevanceResult]:
     """Relevance of each note's tokens for its task description; one result per pair, in order.
 
     loaded: an ml.models.LoadedModel. notes and task_descriptions: equal-length lists.
+    config: a RelevanceConfig, or its fields as keywords (method="grad_input", explain="span",
+    template="it", normalise="clip", max_note_tokens=..., truncate=..., dtype=..., neutral=...),
+    not both. See RelevanceConfig and the module docstring for their meaning.
     method "attnlrp" patches this process with lxt (see ml.lrp): it must not train afterwards.
-    normalise: "abs" -> |r| / max|r|; "clip" -> max(r, 0) / max(r).
+    An explicit config.dtype must be the dtype the model is loaded in ("auto": any).
     batch_size: prompts per forward pass (None: 1 on CPU, where batching gains nothing on
-    two cores, 16 on CUDA); on CUDA it halves on out-of-memory.
-    progress(done, total) is called after each batch.
-    explain: "next" (reference code), "max" or "target"; see the module docstring.
-    max_note_tokens / truncate: cut longer notes ("right" keeps the start, like the
-    reference's text[:max_len]; "left" keeps the end); the task part is never cut.
-    None: the model's context (max_position_embeddings) minus TEMPLATE_ROOM tokens.
+    two cores, 16 on CUDA); on CUDA it halves on out-of-memory. Results do not depend on it.
+    progress(done, total) is called after each batch, in prompts ("contrastive" adds one
+    prompt per distinct note).
+    Notes longer than config.max_note_tokens are cut (the task part never is); None: the
+    model's context (max_position_embeddings) minus TEMPLATE_ROOM tokens.
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    if normalise not in NORMALISE:
-        raise ValueError(f"unknown normalise {normalise!r}; choose one of {', '.join(NORMALISE)}")
-    if explain not in EXPLAIN:
-        raise ValueError(f"unknown explain {explain!r}; choose one of {', '.join(EXPLAIN)}")
+    import torch
+
+    if config is None:
+        config = RelevanceConfig(**settings)
+    elif settings:
+        raise TypeError(f"give a RelevanceConfig or its fields as keywords, not both ({', '.join(settings)})")
     if len(notes) != len(task_descriptions):
         raise ValueError("notes and task_descriptions must have the same length")
-    template = get_template(template)
     tokenizer, model = loaded.tokenizer, loaded.model
-    if max_note_tokens is None:
-        max_note_tokens = _context_limit(model)
-    encoded = [
-        encode_pair(tokenizer, note, task, template=template, chat=chat,
-                    chat_template_kwargs=loaded.family.chat_template_kwargs,
-                    max_note_tokens=max_note_tokens, truncate=truncate, include_target=explain == "next")
-        for note, task in zip(notes, task_descriptions)
-    ]
+    if config.dtype != "auto" and getattr(loaded, "dtype", None) != getattr(torch, config.dtype):
+        raise ValueError(f"this configuration asks for {config.dtype}, but the model is loaded in "
+                         f"{loaded.dtype}; load it with dtype={config.dtype!r}")
+    explain, method = config.explain, config.method
+    max_note_tokens = config.max_note_tokens if config.max_note_tokens is not None else _context_limit(model)
+    encode = dict(template=get_template(config.template), chat=chat,
+                  chat_template_kwargs=loaded.family.chat_template_kwargs,
+                  max_note_tokens=max_note_tokens, truncate=config.truncate)
+    whole_task = explain in ("span", "contrastive")
+    prompts: list[tuple[EncodedPair, list[int] | None]] = []  # (prompt, ids explained; None: top logit)
+    neutral_prompt: dict[str, int] = {}  # note text -> index of its neutral prompt ("contrastive")
+    pairs: list[tuple[int, int | None]] = []  # per pair: (its prompt, its neutral prompt or None)
+    for note, task in zip(notes, task_descriptions):
+        enc = encode_pair(tokenizer, note, task, include_target=explain == "next", whole_task=whole_task, **encode)
+        prompts.append((enc, _explained(enc, explain)))
+        main = len(prompts) - 1
+        if explain != "contrastive":
+            pairs.append((main, None))
+            continue
+        if note not in neutral_prompt:
+            other = encode_pair(tokenizer, note, config.neutral, whole_task=True, **encode)
+            if not np.array_equal(other.offsets, enc.offsets):  # the note precedes the task: never expected
+                raise RuntimeError("the neutral prompt tokenised the note differently")
+            prompts.append((other, other.task_ids))
+            neutral_prompt[note] = len(prompts) - 1
+        pairs.append((main, neutral_prompt[note]))
+
     import ml.lrp
 
     if method == "attnlrp":
@@ -214,15 +354,16 @@ def compute_relevance(loaded, notes: list[str], task_descriptions: list[str], *,
         batch_size = 16 if model.device.type == "cuda" else 1
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
 
-    results: list[RelevanceResult | None] = [None] * len(encoded)
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
+    raw: list[np.ndarray | None] = [None] * len(prompts)  # note-token relevance of each prompt
+    predicted: list[list[int] | None] = [None] * len(prompts)
+    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i][0].input_ids))
     done = 0
     with _relevance_mode(model, method):
         while done < len(order):
             chunk = order[done: done + batch_size]
             try:
-                targets = [encoded[i].target_id for i in chunk] if explain == "target" else None
-                rows, predicted = _run_batch(model, [encoded[i].input_ids for i in chunk], pad_id, method, targets)
+                rows, tops = _run_batch(model, [prompts[i][0].input_ids for i in chunk], pad_id, method,
+                                        [prompts[i][1] for i in chunk])
             except torch.cuda.OutOfMemoryError:
                 if batch_size == 1:
                     raise
@@ -230,18 +371,38 @@ def compute_relevance(loaded, notes: list[str], task_descriptions: list[str], *,
                 torch.cuda.empty_cache()
                 continue
             width = rows.shape[1]
-            for row, i, pred in zip(rows, chunk, predicted):
-                enc = encoded[i]
-                raw = row[width - len(enc.input_ids) + enc.note_index].astype(np.float32)
-                results[i] = RelevanceResult(
-                    offsets=enc.offsets, raw_scores=raw, scores=normalise_scores(raw, normalise),
-                    target_token=tokenizer.decode([enc.target_id]), predicted_token=tokenizer.decode([pred]),
-                    truncated=enc.truncated,
-                )
+            for row, i, top in zip(rows, chunk, tops):
+                enc = prompts[i][0]
+                raw[i] = row[width - len(enc.input_ids) + enc.note_index].astype(np.float32)
+                predicted[i] = top
             done += len(chunk)
             if progress is not None:
                 progress(done, len(order))
+
+    results = []
+    for main, neutral in pairs:
+        enc = prompts[main][0]
+        scores = raw[main]
+        if neutral is not None:
+            other = prompts[neutral][0]
+            scores = (scores / len(enc.task_ids) - raw[neutral] / len(other.task_ids)).astype(np.float32)
+        explained = enc.task_ids if whole_task else [enc.target_id]
+        results.append(RelevanceResult(
+            offsets=enc.offsets, raw_scores=scores, scores=normalise_scores(scores, config.normalise),
+            target_token=tokenizer.decode(explained), predicted_token=tokenizer.decode(predicted[main]),
+            truncated=enc.truncated,
+        ))
     return results
+
+
+def _explained(enc: EncodedPair, explain: str) -> list[int] | None:
+    """Token ids whose logits a prompt explains, at its last len(ids) positions (None: the top
+    logit at its last position)."""
+    if explain in ("span", "contrastive"):
+        return enc.task_ids
+    if explain == "target":
+        return [enc.target_id]
+    return None  # "next", "max"
 
 
 def _context_limit(model) -> int | None:
@@ -261,9 +422,12 @@ def normalise_scores(raw: np.ndarray, how: str = "abs") -> np.ndarray:
 
 
 def _run_batch(model, batch: list[list[int]], pad_id: int, method: str,
-               targets: list[int] | None = None) -> tuple[np.ndarray, list[int]]:
-    """-> (relevance per position (B, L) as float32 numpy, top predicted id per prompt).
-    targets: token ids whose logits to explain (None: each prompt's largest logit)."""
+               explained: list[list[int] | None]) -> tuple[np.ndarray, list[list[int]]]:
+    """-> (relevance per position (B, L) as float32 numpy, top predicted ids at each prompt's
+    explained positions). explained[b]: the token ids whose logits prompt b explains, one per
+    position at its end (None: its largest logit at the last position); their sum is explained."""
+    import torch
+
     width = max(len(ids) for ids in batch)
     device = model.device
     input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
@@ -272,25 +436,36 @@ def _run_batch(model, batch: list[list[int]], pad_id: int, method: str,
         input_ids[row, width - len(ids):] = torch.tensor(ids)
         mask[row, width - len(ids):] = 1
     position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
+    # The last `keep` columns hold every explained position; `chosen` marks each prompt's own.
+    counts = [len(ids) if ids else 1 for ids in explained]
+    keep = max(counts)
+    chosen = torch.zeros((len(batch), keep), dtype=torch.bool)
+    target = torch.zeros((len(batch), keep), dtype=torch.long)
+    for row, (ids, n) in enumerate(zip(explained, counts)):
+        chosen[row, keep - n:] = True
+        if ids:
+            target[row, keep - n:] = torch.tensor(ids)
+    by_top = torch.tensor([not ids for ids in explained])
     input_ids, mask, position_ids = input_ids.to(device), mask.to(device), position_ids.to(device)
-    kwargs = {"attention_mask": mask, "position_ids": position_ids, "use_cache": False, "logits_to_keep": 1}
+    chosen, target, by_top = chosen.to(device), target.to(device), by_top.to(device)
+    kwargs = {"attention_mask": mask, "position_ids": position_ids, "use_cache": False, "logits_to_keep": keep}
 
     if method == "attention":
-        with torch.no_grad(), _last_row_attention(model) as rows:
-            logits = model(input_ids=input_ids, **kwargs).logits[:, -1, :]
-        relevance = torch.stack(rows).mean(0)
+        with torch.no_grad(), _last_rows_attention(model, keep) as rows:
+            logits = model(input_ids=input_ids, **kwargs).logits[:, -keep:, :]
+        attention = torch.stack(rows).mean(0)  # (B, keep, L)
+        relevance = (attention * chosen[..., None]).sum(1)
     else:
         with torch.enable_grad():
             embeds = model.get_input_embeddings()(input_ids).detach().requires_grad_(True)
-            logits = model(inputs_embeds=embeds, **kwargs).logits[:, -1, :]
-            if targets is None:
-                top = logits.max(dim=-1).values
-            else:
-                top = logits.gather(1, torch.tensor(targets, device=logits.device)[:, None])[:, 0]
+            logits = model(inputs_embeds=embeds, **kwargs).logits[:, -keep:, :]
+            ids = torch.where(by_top[:, None], logits.detach().argmax(dim=-1), target)
+            explained_logits = logits.gather(2, ids[..., None])[..., 0]
             # Prompts are independent, so the gradient of the sum is each prompt's gradient.
-            top.sum().backward()
+            torch.where(chosen, explained_logits, torch.zeros_like(explained_logits)).sum().backward()
         relevance = (embeds.detach().float() * embeds.grad.float()).sum(-1)
-    predicted = logits.argmax(dim=-1).tolist()
+    top = logits.detach().argmax(dim=-1).tolist()
+    predicted = [row[keep - n:] for row, n in zip(top, counts)]
     return relevance.float().cpu().numpy(), predicted
 
 
@@ -316,20 +491,20 @@ def _relevance_mode(model, method: str):
 
 
 @contextlib.contextmanager
-def _last_row_attention(model):
-    """Collect, per decoder layer, the head-averaged attention of the LAST position.
+def _last_rows_attention(model, keep: int = 1):
+    """Collect, per decoder layer, the head-averaged attention of the LAST `keep` positions.
 
-    Eager attention modules return (output, weights (B, H, L, L)); a hook keeps only the
-    last query row, so memory stays O(layers x L) instead of O(layers x heads x L^2).
+    Eager attention modules return (output, weights (B, H, L, L)); a hook keeps only those
+    query rows, so memory stays O(layers x keep x L) instead of O(layers x heads x L^2).
     """
     rows: list[torch.Tensor] = []
 
-    def keep_last_row(_module, _args, output):
+    def keep_last_rows(_module, _args, output):
         weights = output[1]
         if weights is not None:
-            rows.append(weights[:, :, -1, :].float().mean(dim=1))
+            rows.append(weights[:, :, -keep:, :].float().mean(dim=1))
 
-    handles = [m.register_forward_hook(keep_last_row) for m in _decoder_attention_modules(model)]
+    handles = [m.register_forward_hook(keep_last_rows) for m in _decoder_attention_modules(model)]
     try:
         yield rows
         if not rows:

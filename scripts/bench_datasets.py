@@ -133,6 +133,7 @@ def insert_inputs(args):
 
     from ml.benchmarks.peaks import synthetic_maps
     from ml.codec import encode_map
+    from ml.relevance import default_config_key
     from webapp.corpus.models import Corpus, Task
     from webapp.pipeline.models import ModelVersion, PeakProfile
 
@@ -170,13 +171,14 @@ def insert_inputs(args):
         rows = []
         for k in range(maps_here):
             note_index, task_index = divmod(k, args.tasks_per_note)
-            rows.append((note_ids[note_index], tasks[task_index].pk, model.pk, "attnlrp", "en", args.tokens, "",
+            rows.append((note_ids[note_index], tasks[task_index].pk, model.pk, "attnlrp", "en",
+                         default_config_key("attnlrp", "en"), args.tokens, "",
                          encode_map(notes[note_index][1], scores[k]), now))
         generate_s += time.perf_counter() - t
         t = time.perf_counter()
         with raw.cursor() as cur, cur.copy(
-            "COPY pipeline_relevancemap (note_id, task_id, model_version_id, method, template, n_tokens, "
-            "target_token, data, created) FROM STDIN"
+            "COPY pipeline_relevancemap (note_id, task_id, model_version_id, method, template, config_key, "
+            "n_tokens, target_token, data, created) FROM STDIN"
         ) as copy:
             for row in rows:
                 copy.write_row(row)

@@ -88,6 +88,7 @@ def insert_inputs(n_maps: int, seed: int) -> dict:
     from django.utils import timezone
 
     from ml.codec import encode_map
+    from ml.relevance import default_config_key
     from ml.synthetic import generate_notes
     from webapp.corpus.models import Corpus, Task
     from webapp.pipeline.models import ModelVersion, PeakProfile
@@ -116,15 +117,15 @@ def insert_inputs(n_maps: int, seed: int) -> dict:
                         "ORDER BY external_id", [corpus.pk, [e for e, _ in notes]])
             ids = [row[0] for row in cur.fetchall()]
         with raw.cursor() as cur, cur.copy(
-                "COPY pipeline_relevancemap (note_id, task_id, model_version_id, method, template, n_tokens, "
-                "target_token, data, created) FROM STDIN") as copy:
+                "COPY pipeline_relevancemap (note_id, task_id, model_version_id, method, template, config_key, "
+                "n_tokens, target_token, data, created) FROM STDIN") as copy:
             for note_id, (_, text) in zip(ids, sorted(notes)):
                 offsets = offsets_of(text)
                 for task in tasks:
                     if made == n_maps:
                         break
-                    copy.write_row((note_id, task.pk, model.pk, "attnlrp", "en", len(offsets), "",
-                                    encode_map(offsets, peaky_scores(rng, len(offsets))), now))
+                    copy.write_row((note_id, task.pk, model.pk, "attnlrp", "en", default_config_key("attnlrp", "en"),
+                                    len(offsets), "", encode_map(offsets, peaky_scores(rng, len(offsets))), now))
                     made += 1
                     tokens += len(offsets)
     with connection.cursor() as cur:

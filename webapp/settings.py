@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "webapp.pipeline",
     "webapp.datasets",
     "webapp.training",
+    "webapp.evaluation",
     "webapp.review",
     "webapp.home",
 ]
@@ -157,11 +158,12 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_IMPORTS = ["workers.relevance", "workers.datasets", "workers.training"]
+CELERY_IMPORTS = ["workers.relevance", "workers.evaluation", "workers.datasets", "workers.training"]
 # relevance: model-holding processes that lxt patches (never train); training: never patched;
 # default: CPU work (peaks, dataset builds, exports).
 CELERY_TASK_ROUTES = {
     "workers.relevance.*": {"queue": "relevance"},
+    "workers.evaluation.*": {"queue": "relevance"},
     "workers.training.*": {"queue": "training"},
     "workers.datasets.*": {"queue": "default"},
 }

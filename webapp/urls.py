@@ -11,5 +11,6 @@ urlpatterns = [
     path("datasets/", include("webapp.datasets.urls")),
     path("review/", include("webapp.review.urls")),
     path("training/", include("webapp.training.urls")),
+    path("evaluations/", include("webapp.evaluation.urls")),
     path("", include("webapp.home.urls")),
 ]

@@ -1,5 +1,5 @@
 """Tasks of the "relevance" queue. Thin: claim the chunk, get the worker's model, let
-`webapp.pipeline.chunks` compute and store, report how it ended.
+`webapp.pipeline.chunks` compute (with the job's RelevanceConfig) and store, report how it ended.
 
 A worker of this queue computes AttnLRP relevance, which patches the model code for the
 whole process (lxt): it must never train. Run it alone on its queue:
@@ -48,7 +48,8 @@ def run_chunk(self, chunk_id: int) -> str:
     except Exception as exc:
         return _failed(chunk, exc, chunks.failure_message(exc, chunk))
     chunks.finish(chunk, time.monotonic() - started, outcome)
-    log.info("chunk %s done: %s maps computed, %s already stored", chunk_id, outcome.computed, outcome.already)
+    log.info("chunk %s done (%s): %s maps computed, %s already stored", chunk_id, chunk.job.config_key,
+             outcome.computed, outcome.already)
     return "done"
 
 

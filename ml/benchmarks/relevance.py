@@ -8,6 +8,10 @@ English clinical notes, each with a task description):
     (relevance dtype, logits_to_keep=1, length-bucketed batches).
 Agreement is reported as the mean Pearson correlation of the two relevance vectors.
 
+`--variants`: instead, each `explain` variant of ml.relevance on the same notes x tasks (every
+task on every note): seconds per (note, task) pair and the mean Pearson correlation between the
+normalised maps of two different tasks on one note (1.0: the map does not depend on the task).
+
 AttnLRP patches the process that runs it, so by default `run()` works in a spawned child
 and the caller (e.g. ml/bench.py) stays unpatched. `python -m ml.benchmarks.relevance`.
 """
@@ -122,6 +126,43 @@ def _measure(n_prompts: int, note_tokens: int, model_dir, device) -> dict:
     }
 
 
+def _variants(n_notes: int, n_tasks: int, note_tokens: int, model_dir, device) -> dict:
+    import itertools
+
+    import numpy as np
+
+    from ml.models import DEFAULT_MODEL, load_model, pick_device
+    from ml.relevance import EXPLAIN, compute_relevance, preferred_dtype
+
+    device = pick_device(device)
+    loaded = load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype=preferred_dtype(device))
+    rng = random.Random(0)
+    notes = [synthetic_note(rng, loaded.tokenizer, note_tokens) for _ in range(n_notes)]
+    tasks = TASKS[:n_tasks]
+    pair_notes, pair_tasks = [n for n in notes for _ in tasks], [t for _ in notes for t in tasks]
+    compute_relevance(loaded, notes[:1], tasks[:1])  # patches the process, warms up
+    out = {"model": DEFAULT_MODEL, "device": str(device), "dtype": str(loaded.dtype).removeprefix("torch."),
+           "notes": n_notes, "tasks": n_tasks, "note_tokens": note_tokens, "variants": {}}
+    for explain in EXPLAIN:
+        started = time.perf_counter()
+        results = compute_relevance(loaded, pair_notes, pair_tasks, explain=explain)
+        seconds = time.perf_counter() - started
+        by_note = [results[i * n_tasks:(i + 1) * n_tasks] for i in range(n_notes)]
+        r = [float(np.corrcoef(a.scores, b.scores)[0, 1])
+             for maps in by_note for a, b in itertools.combinations(maps, 2)]
+        out["variants"][explain] = {"seconds_per_pair": round(seconds / len(results), 3),
+                                    "cross_task_pearson_mean": round(float(np.nanmean(r)), 3),
+                                    "cross_task_pearson_min": round(float(np.nanmin(r)), 3),
+                                    "cross_task_pearson_max": round(float(np.nanmax(r)), 3)}
+    return out
+
+
+def variants(n_notes: int = 4, n_tasks: int = 5, note_tokens: int = 300, *, model_dir=None, device=None) -> dict:
+    """The explain variants' cost and task dependence -> JSON-able dict (in a spawned child)."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_variants, (n_notes, n_tasks, note_tokens, model_dir, device))
+
+
 def run(n_prompts: int = 8, note_tokens: int = 300, *, quick: bool = False, model_dir=None, device=None,
         isolate: bool = True) -> dict:
     """Measure relevance prompts/s (ours and baseline) -> JSON-able dict.
@@ -144,5 +185,11 @@ if __name__ == "__main__":
     parser.add_argument("--note-tokens", type=int, default=300)
     parser.add_argument("--model-dir", default=None)
     parser.add_argument("--device", default=None)
+    parser.add_argument("--variants", action="store_true", help="compare the explain variants instead")
+    parser.add_argument("--notes", type=int, default=4, help="--variants: notes (every task on each)")
+    parser.add_argument("--tasks", type=int, default=5, help=f"--variants: tasks, at most {len(TASKS)}")
     a = parser.parse_args()
-    print(json.dumps(run(a.n_prompts, a.note_tokens, model_dir=a.model_dir, device=a.device), indent=2))
+    if a.variants:
+        print(json.dumps(variants(a.notes, a.tasks, a.note_tokens, model_dir=a.model_dir, device=a.device), indent=2))
+    else:
+        print(json.dumps(run(a.n_prompts, a.note_tokens, model_dir=a.model_dir, device=a.device), indent=2))

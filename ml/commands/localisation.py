@@ -1,19 +1,23 @@
-"""`python -m ml localisation`: how well relevance finds annotated evidence.
+"""`python -m ml localisation`: how well relevance finds annotated evidence, against chance.
 
 For each relevance record whose note has gold evidence spans for its task (notes JSONL with
-"evidence": {task: [[start, end], ...]}): the relevance mass ratio on gold tokens (1.0 =
-uniform) and the token precision / recall / F1 of its word-extended peaks against the gold
-tokens. Evidence comes from the notes' "evidence" field and/or an annotations JSONL
-(`--annotations`, lines {"note_id", "task", "evidence": [[start, end], ...], ...}, as
-`python -m ml synth` writes them). Aggregated per group of records (by default per model and method): mean and median
-mass ratio over the pairs where it is defined, micro-averaged P/R/F1 (token counts summed
-over pairs). Prints one JSON object, then the same as a markdown table.
+"evidence": {task: [[start, end], ...]}, and/or an annotations JSONL `--annotations`, lines
+{"note_id", "task", "evidence": [[start, end], ...], ...} as `python -m ml synth` writes them):
+the token ROC AUC of the scores against the gold tokens, the relevance mass ratio (1.0 =
+uniform) and the token TP/FP/FN of the record's peaks (the product's peak rule: runs, words,
+trimming). Aggregated per group of records (default: per model, method and explain variant) by
+`ml.localisation`: mean AUC and mean mass ratio over the pairs where defined, micro peak P/R/F1,
+each with a 95% percentile bootstrap CI over pairs; the uniform and random baselines on the same
+pairs; and the recommended group (the highest AUC whose CI beats the random baseline's).
+Prints one JSON object, then the same as a markdown table. Records without a field of
+--group-by are grouped under null.
 """
 from __future__ import annotations
 
 import json
 import math
-import statistics
+from collections.abc import Mapping
+from dataclasses import asdict, is_dataclass
 from itertools import islice
 
 from ml.commands.peaks import (
@@ -27,10 +31,10 @@ from ml.commands.peaks import (
     spans_of,
 )
 from ml.jsonl import JsonlError, read_jsonl
-from ml.metrics import PRF, peak_token_prf, relevance_mass_ratio
-from ml.peaks import extend_to_words, find_peaks_many
+from ml.localisation import CONFIDENCE, MIN_PAIRS, N_RESAMPLES, Evaluation, Pair, label, peak_rule
 
 BATCH = 4096
+DEFAULT_GROUP_BY = "model,method,explain"
 
 
 def register(subparsers) -> None:
@@ -39,8 +43,13 @@ def register(subparsers) -> None:
     parser.add_argument("--relevance", required=True, help="relevance JSONL")
     parser.add_argument("--gold", required=True, help="notes JSONL (text, optional 'evidence' {task: [[s, e], ...]})")
     parser.add_argument("--annotations", help="annotations JSONL {note_id, task, evidence: [[s, e], ...]} to add")
-    parser.add_argument("--group-by", default="model,method",
-                        help="comma-separated record fields to aggregate by (default model,method)")
+    parser.add_argument("--group-by", default=DEFAULT_GROUP_BY,
+                        help=f"comma-separated record fields to aggregate by (default {DEFAULT_GROUP_BY})")
+    parser.add_argument("--n-resamples", type=int, default=N_RESAMPLES, help=f"bootstrap resamples (default {N_RESAMPLES})")
+    parser.add_argument("--confidence", type=float, default=CONFIDENCE, help=f"CI level (default {CONFIDENCE})")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the random baseline (default 0)")
+    parser.add_argument("--min-pairs", type=int, default=MIN_PAIRS,
+                        help=f"pairs of defined AUC a group needs to be recommended (default {MIN_PAIRS})")
     add_peak_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -52,13 +61,16 @@ def run(args) -> int:
         notes = load_notes(args.gold)
         if args.annotations:
             add_annotations(notes, args.annotations)
-        summary = evaluate(read_jsonl(args.relevance), args.relevance, notes, params, keys)
+        evaluation = Evaluation(peak_rule(params), seed=args.seed, n_resamples=args.n_resamples,
+                                confidence=args.confidence, min_pairs=args.min_pairs)
+        skipped = evaluate(read_jsonl(args.relevance), args.relevance, notes, keys, evaluation)
+        result = evaluation.result()
     except (JsonlError, ValueError, OSError) as exc:
         return fail(exc)
-    summary = {"peak_params": params, "group_by": keys, **summary}
+    summary = {"peak_params": _plain_params(params), "group_by": keys, **result, "records_without_gold": skipped}
     print(json.dumps(_nan_to_none(summary), indent=2))
     print()
-    print(markdown(summary["groups"], keys))
+    print(markdown(summary, keys))
     return 0
 
 
@@ -76,54 +88,64 @@ def add_annotations(notes: dict, path) -> None:
             notes[note_id]["evidence"].setdefault(task, []).extend(spans)
 
 
-def evaluate(records, path, notes, params, keys) -> dict:
-    ratios: dict[tuple, list[float]] = {}
-    prfs: dict[tuple, PRF] = {}
+def evaluate(records, path, notes, keys, evaluation: Evaluation) -> int:
+    """Feed the records with gold evidence to `evaluation`, by group; returns how many had none."""
     skipped = 0
     records = progress(records, "localisation")
     while batch := list(islice(records, BATCH)):
-        parsed = [parse_relevance(path, line_no, obj, notes) for line_no, obj in batch]
-        all_peaks = find_peaks_many([scores for _, _, scores in parsed], **params)
-        for (line_no, obj), (text, offsets, scores), spans in zip(batch, parsed, all_peaks):
+        groups: dict[tuple, list[Pair]] = {}
+        for line_no, obj in batch:
+            text, offsets, scores = parse_relevance(path, line_no, obj, notes)
             gold = notes[str(obj["note_id"])]["evidence"].get(obj["task"])
             if not gold:
                 skipped += 1
                 continue
-            key = tuple(str(obj.get(k)) for k in keys)
-            try:
-                ratio = relevance_mass_ratio(scores, offsets, gold)
-            except ValueError as exc:
-                raise JsonlError(path, line_no, str(exc)) from None
-            ratios.setdefault(key, []).append(ratio)
-            prf = peak_token_prf(extend_to_words(spans, offsets, text), offsets, gold)
-            prfs[key] = prfs.get(key, PRF(0, 0, 0)) + prf
-    groups = []
-    for key in sorted(ratios):
-        defined = [r for r in ratios[key] if not math.isnan(r)]
-        groups.append({
-            **dict(zip(keys, key)),
-            "n_pairs": len(ratios[key]),
-            "n_undefined": len(ratios[key]) - len(defined),
-            "mass_ratio_mean": statistics.fmean(defined) if defined else math.nan,
-            "mass_ratio_median": statistics.median(defined) if defined else math.nan,
-            "peaks": prfs[key].as_dict(),
-        })
-    return {"groups": groups, "records_without_gold": skipped}
+            if (scores < 0).any():
+                raise JsonlError(path, line_no, "scores must be non-negative (the normalised |r| / max|r| scores)")
+            key = tuple(_group_value(obj.get(k)) for k in keys)
+            groups.setdefault(key, []).append(Pair(str(obj["note_id"]), obj["task"], text, offsets, scores, gold))
+        for key, pairs in groups.items():
+            evaluation.add(dict(zip(keys, key)), pairs)
+    return skipped
 
 
-def markdown(groups, keys) -> str:
-    head = [*keys, "pairs", "undefined", "mass ratio mean", "mass ratio median", "peak P", "peak R", "peak F1"]
+def _group_value(value):
+    return value if value is None or isinstance(value, (str, int, float, bool)) else json.dumps(value, sort_keys=True)
+
+
+def markdown(summary: dict, keys) -> str:
+    columns = keys or ["group"]
+    head = [*columns, "pairs", "undefined", "AUC (95% CI)", "mass ratio (95% CI)", "peak P", "peak R", "peak F1 (95% CI)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for g in groups:
-        cells = [*(g[k] for k in keys), g["n_pairs"], g["n_undefined"], _fmt(g["mass_ratio_mean"]),
-                 _fmt(g["mass_ratio_median"]), _fmt(g["peaks"]["precision"]), _fmt(g["peaks"]["recall"]),
-                 _fmt(g["peaks"]["f1"])]
+    rows = [([_cell(g.get(k)) for k in keys] or ["all"], g) for g in summary["groups"]]
+    rows += [([f"{name} (baseline)", *[""] * (len(columns) - 1)], summary["baselines"][name])
+             for name in ("uniform", "random")]
+    for cells, g in rows:
+        cells = [*cells, g["n_pairs"], g["n_undefined"], _with_ci(g, "auc"), _with_ci(g, "mass_ratio"),
+                 _fmt(g["peak_precision"]), _fmt(g["peak_recall"]), _with_ci(g, "peak_f1")]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
+    choice = summary["recommended"]["choice"]
+    lines += ["", f"Recommended: {label(choice) if choice is not None else 'none'}. {summary['recommended']['reason']}"]
     return "\n".join(lines)
 
 
-def _fmt(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.3f}"
+def _with_ci(group: dict, name: str) -> str:
+    low, high = group[f"{name}_ci"]
+    return f"{_fmt(group[name])} ({_fmt(low)}-{_fmt(high)})"
+
+
+def _cell(value) -> str:
+    return "–" if value is None else str(value)
+
+
+def _fmt(value) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+
+
+def _plain_params(params):
+    if is_dataclass(params):
+        return asdict(params)
+    return dict(params) if isinstance(params, Mapping) else params
 
 
 def _nan_to_none(value):
@@ -134,4 +156,3 @@ def _nan_to_none(value):
     if isinstance(value, list):
         return [_nan_to_none(v) for v in value]
     return value
-

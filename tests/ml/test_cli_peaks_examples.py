@@ -1,5 +1,6 @@
 """`python -m ml peaks | examples | localisation` on small JSONL files."""
 import json
+import re
 
 import pytest
 
@@ -110,13 +111,48 @@ def test_localisation_prints_json_and_a_markdown_table(files, capsys):
     out = capsys.readouterr().out
     summary, end = json.JSONDecoder().raw_decode(out)
     (group,) = summary["groups"]
+    assert summary["group_by"] == ["model", "method", "explain"]
+    assert (group["model"], group["method"], group["explain"]) == ("smollm2", "attnlrp", None)  # no explain field
+    for key in ("auc", "auc_ci", "mass_ratio", "mass_ratio_ci", "peak_f1", "peak_f1_ci", "peak_precision",
+                "peak_recall", "n_pairs", "n_undefined"):
+        assert key in group, key
+    # each gold token (0.5, 0.6) ranks above the six zeros and below the 0.9: 12 of 14 pairs
+    assert group["auc"] == pytest.approx(12 / 14) and group["auc_ci"] == pytest.approx([12 / 14, 12 / 14])
     # gold tokens 6, 7 hold 1.1 of 2.0 relevance: (1.1 / 2.0) / (2 / 9)
-    assert group["mass_ratio_mean"] == pytest.approx(0.55 / (2 / 9))
+    assert group["mass_ratio"] == pytest.approx(0.55 / (2 / 9))
     assert group["n_pairs"] == 1 and summary["records_without_gold"] == 2
     # peak tokens 2, 3, 4, 6, 7 against gold 6, 7
     assert (group["peaks"]["tp"], group["peaks"]["fp"], group["peaks"]["fn"]) == (2, 3, 0)
+    assert group["peak_precision"] == pytest.approx(0.4) and group["peak_f1"] == pytest.approx(2 * 0.4 / 1.4)
+    assert summary["baselines"]["uniform"]["auc"] == 0.5 and summary["baselines"]["uniform"]["mass_ratio"] == 1.0
+    assert summary["baselines"]["random"]["n_pairs"] == 1
+    assert summary["recommended"]["choice"] is None and "Too few pairs" in summary["recommended"]["reason"]
     table = out[end:].strip().splitlines()
-    assert table[0].startswith("| model | method | pairs") and table[2].startswith("| smollm2 | attnlrp | 1 | 0 | 2.475")
+    assert table[0].startswith("| model | method | explain | pairs | undefined | AUC (95% CI)")
+    assert table[2].startswith("| smollm2 | attnlrp | – | 1 | 0 | 0.857 (0.857-0.857) | 2.475")
+    assert table[3].startswith("| uniform (baseline) |  |  | 1 | 0 | 0.500") and table[4].startswith("| random (baseline)")
+    assert table[-1].startswith("Recommended: none.")
+
+
+def test_localisation_compares_explain_variants_and_recommends_the_one_that_beats_chance(tmp_path, capsys):
+    """12 notes; "span" maps put the relevance on the evidence, "next" maps on the first word."""
+    notes, records = [], []
+    for i in range(12):
+        text = f"Pt {i} has tachycardia, HR 120."
+        notes.append({"id": f"n{i}", "text": text, "evidence": {"heart rate": [[text.index("HR"), len(text) - 1]]}})
+        offsets = [[m.start(), m.end()] for m in re.finditer(r"\S+", text)]
+        good = [1.0 if a >= text.index("HR") else 0.0 for a, _ in offsets]
+        first = [1.0] + [0.0] * (len(offsets) - 1)
+        records += [relevance(f"n{i}", "heart rate", offsets, good, explain="span"),
+                    relevance(f"n{i}", "heart rate", offsets, first, explain="next")]
+    gold, rel = write(tmp_path / "notes.jsonl", notes), write(tmp_path / "rel.jsonl", records)
+    assert main(["localisation", "--relevance", rel, "--gold", gold, "--n-resamples", "200"]) == 0
+    summary, _ = json.JSONDecoder().raw_decode(capsys.readouterr().out)
+    by_explain = {g["explain"]: g for g in summary["groups"]}
+    # "next": each gold token ties with three of the four others and loses to the first word: 1.5 / 4
+    assert by_explain["span"]["auc"] == 1.0 and by_explain["next"]["auc"] == pytest.approx(0.375)
+    assert summary["recommended"]["choice"] == {"model": "smollm2", "method": "attnlrp", "explain": "span"}
+    assert summary["bootstrap"] == {"n_resamples": 200, "confidence": 0.95, "seed": 0}
 
 
 def test_localisation_takes_evidence_from_an_annotations_file(files, capsys):
@@ -129,7 +165,7 @@ def test_localisation_takes_evidence_from_an_annotations_file(files, capsys):
                  "--kernel-size", "1"]) == 0
     summary, _ = json.JSONDecoder().raw_decode(capsys.readouterr().out)
     assert summary["groups"][0]["n_pairs"] == 1
-    assert summary["groups"][0]["mass_ratio_mean"] == pytest.approx(0.55 / (2 / 9))
+    assert summary["groups"][0]["mass_ratio"] == pytest.approx(0.55 / (2 / 9))
 
 
 @pytest.mark.parametrize(

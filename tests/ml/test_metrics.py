@@ -7,16 +7,21 @@ import pytest
 from ml.metrics import (
     CI,
     PRF,
+    PairedDiff,
     aggregate_relative_change,
     bootstrap_ci,
     gold_relevance,
     gold_token_mask,
     macro_f1,
     mean_task_f1,
+    paired_bootstrap,
+    paired_mean_bootstrap,
     peak_token_prf,
     per_task_f1,
+    relative_change_bootstrap,
     relative_change_on_gold,
     relevance_mass_ratio,
+    resample_indices,
 )
 
 # four tokens: "HR" " is" " 120" " bpm" in "HR is 120 bpm"
@@ -161,3 +166,204 @@ def test_bootstrap_refuses_bad_input():
         bootstrap_ci(["a"], ["a", "b"], macro_f1)
     with pytest.raises(ValueError):
         bootstrap_ci(["a"], ["a"], macro_f1, confidence=1.5)
+
+
+# ---------------------------------------------------------------- paired comparisons
+
+
+def _labelled(seed, n=120, n_tasks=4, accuracy=(0.6, 0.7)):
+    """Random items of a few tasks with labels 0-2, and two prediction lists of given accuracy."""
+    rng = np.random.default_rng(seed)
+    tasks = [f"t{int(t)}" for t in rng.integers(0, n_tasks, n)]
+    y_true = rng.integers(0, 3, n).tolist()
+    preds = [[t if rng.random() < acc else int(rng.integers(0, 4)) for t in y_true] for acc in accuracy]
+    return y_true, preds[0], preds[1], tasks
+
+
+def _loop_paired(y_true, pred_a, pred_b, metric, tasks, n_resamples, seed, confidence=0.95):
+    """The paired percentile bootstrap written out plainly, one resample at a time."""
+    args = (lambda idx: [tasks[i] for i in idx]) if tasks is not None else (lambda idx: None)
+
+    def score(pred, idx):
+        extra = args(idx)
+        chosen = ([y_true[i] for i in idx], [pred[i] for i in idx])
+        return metric(*chosen, extra) if extra is not None else metric(*chosen)
+
+    everything = range(len(y_true))
+    draw = np.random.default_rng(seed)
+    deltas = []
+    for _ in range(n_resamples):
+        idx = draw.integers(0, len(y_true), size=len(y_true))
+        deltas.append(score(pred_b, idx) - score(pred_a, idx))
+    deltas = np.array(deltas)
+    low, high = np.quantile(deltas, [(1 - confidence) / 2, (1 + confidence) / 2])
+    tail = min((deltas <= 0).sum(), (deltas >= 0).sum())
+    p_value = min(1.0, 2 * (tail + 1) / (n_resamples + 1))
+    return score(pred_b, everything) - score(pred_a, everything), low, high, p_value
+
+
+def test_identical_predictions_differ_by_nothing_with_p_one():
+    y_true, pred, _, tasks = _labelled(1)
+    assert paired_bootstrap(y_true, pred, pred, mean_task_f1, 200, groups=tasks) == PairedDiff(0.0, 0.0, 0.0, 1.0, 120)
+    assert paired_bootstrap(y_true, pred, list(pred), macro_f1, 200) == PairedDiff(0.0, 0.0, 0.0, 1.0, 120)
+    # the same through the per-resample path of any other metric
+    assert paired_bootstrap(y_true, pred, pred, lambda t, p: macro_f1(t, p), 50) == PairedDiff(0.0, 0.0, 0.0, 1.0, 120)
+
+
+def test_a_run_right_on_every_item_beats_one_always_wrong():
+    y_true = ["a", "b"] * 20
+    wrong = ["b", "a"] * 20
+    result = paired_bootstrap(y_true, wrong, y_true, macro_f1, 999)
+    # F1 1 against 0 on every resample: the CI is the point 1 and p is the smallest possible, 2 / (999 + 1)
+    assert result == PairedDiff(1.0, 1.0, 1.0, pytest.approx(0.002), 40)
+    swapped = paired_bootstrap(y_true, y_true, wrong, macro_f1, 999)
+    assert (swapped.diff, swapped.low, swapped.high, swapped.p_value) == (-1.0, -1.0, -1.0, pytest.approx(0.002))
+
+
+def test_a_run_better_on_some_items_and_never_worse_has_a_positive_ci_and_small_p():
+    y_true, pred_a, _, tasks = _labelled(2, n=300)
+    pred_b = [t if i % 3 == 0 else p for i, (t, p) in enumerate(zip(y_true, pred_a))]  # fixes a third of A's errors
+    result = paired_bootstrap(y_true, pred_a, pred_b, mean_task_f1, 500, groups=tasks)
+    assert result.diff > 0 and 0 < result.low < result.diff < result.high and result.p_value < 0.01
+
+
+@pytest.mark.parametrize("metric,grouped", [(mean_task_f1, True), (macro_f1, False)])
+def test_the_paired_ci_and_p_value_equal_a_plain_loop(metric, grouped):
+    y_true, pred_a, pred_b, tasks = _labelled(3)
+    result = paired_bootstrap(y_true, pred_a, pred_b, metric, 300, seed=7, groups=tasks if grouped else None)
+    diff, low, high, p = _loop_paired(y_true, pred_a, pred_b, metric, tasks if grouped else None, 300, 7)
+    assert result.diff == pytest.approx(diff, abs=1e-12)
+    assert (result.low, result.high) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12))
+    assert result.p_value == pytest.approx(p) and 0.02 < result.p_value < 1 and result.n == 120
+    assert result.low < result.diff < result.high
+
+
+def test_the_counting_shortcut_equals_calling_the_metric_on_every_resample():
+    # string and tuple labels, a label only ever predicted, a task with one item
+    rng = np.random.default_rng(4)
+    tasks = ["hr"] * 30 + ["pm"] * 25 + ["solo"]
+    y_true = ([("hr", str(int(x))) for x in rng.integers(0, 3, 30)] + [str(x) for x in rng.choice(["y", "n"], 25)]
+              + ["z"])
+    pred_a = [y if rng.random() < 0.5 else ("hr", "never-true") for y in y_true[:30]] + ["y"] * 25 + ["z"]
+    pred_b = [y if rng.random() < 0.7 else ("hr", "0") for y in y_true[:30]] + list(y_true[30:55]) + ["w"]
+    slow = paired_bootstrap(y_true, pred_a, pred_b, lambda t, p, g: mean_task_f1(t, p, g), 400, seed=3, groups=tasks)
+    fast = paired_bootstrap(y_true, pred_a, pred_b, mean_task_f1, 400, seed=3, groups=tasks)
+    assert fast == pytest.approx(slow, abs=1e-12)
+
+
+def test_the_resamples_are_those_of_bootstrap_ci():
+    # A predicts a label that is never true: its F1 is 0 on every resample, so the differences
+    # are B's own resample scores, and their interval is bootstrap_ci's for B with the same seed.
+    y_true, _, pred_b, tasks = _labelled(5)
+    nothing = ["never"] * len(y_true)
+    paired = paired_bootstrap(y_true, nothing, pred_b, mean_task_f1, 250, seed=9, groups=tasks)
+    alone = bootstrap_ci(y_true, pred_b, mean_task_f1, 250, seed=9, groups=tasks)
+    assert (paired.diff, paired.low, paired.high) == pytest.approx(tuple(alone), abs=1e-12)
+    blocks = list(resample_indices(7, 10, seed=2))
+    draw = np.random.default_rng(2)
+    assert np.array_equal(np.concatenate(blocks), [draw.integers(0, 7, size=7) for _ in range(10)])
+
+
+def test_resamples_come_in_blocks_that_bound_memory(monkeypatch):
+    import ml.metrics as metrics
+
+    monkeypatch.setattr(metrics, "RESAMPLE_BLOCK", 50)
+    blocks = list(resample_indices(20, 7, seed=1))
+    assert [b.shape for b in blocks] == [(2, 20)] * 3 + [(1, 20)]
+    y_true, pred_a, pred_b, tasks = _labelled(6, n=20)
+    small = paired_bootstrap(y_true, pred_a, pred_b, mean_task_f1, 7, seed=1, groups=tasks)
+    monkeypatch.setattr(metrics, "RESAMPLE_BLOCK", 2_000_000)
+    assert paired_bootstrap(y_true, pred_a, pred_b, mean_task_f1, 7, seed=1, groups=tasks) == small
+
+
+def test_variants_are_averaged_on_the_same_resample():
+    y_true, pred_a, pred_b, tasks = _labelled(8)
+    _, pred_c, _, _ = _labelled(9)
+    result = paired_bootstrap(y_true, [pred_a], [pred_b, pred_c], mean_task_f1, 200, seed=4, groups=tasks,
+                              variants=True)
+    draw = np.random.default_rng(4)
+    deltas = []
+    for _ in range(200):
+        idx = draw.integers(0, 120, size=120)
+        def f1(pred):
+            return mean_task_f1([y_true[i] for i in idx], [pred[i] for i in idx], [tasks[i] for i in idx])
+        deltas.append((f1(pred_b) + f1(pred_c)) / 2 - f1(pred_a))
+    expected = (mean_task_f1(y_true, pred_b, tasks) + mean_task_f1(y_true, pred_c, tasks)) / 2 \
+        - mean_task_f1(y_true, pred_a, tasks)
+    assert result.diff == pytest.approx(expected)
+    assert (result.low, result.high) == pytest.approx(tuple(np.quantile(deltas, [0.025, 0.975])), abs=1e-12)
+
+
+def test_paired_bootstrap_refuses_bad_input():
+    with pytest.raises(ValueError):
+        paired_bootstrap([], [], [], macro_f1)
+    with pytest.raises(ValueError):
+        paired_bootstrap(["a"], ["a"], ["a", "b"], macro_f1)
+    with pytest.raises(ValueError):
+        paired_bootstrap(["a"], ["a"], ["a"], mean_task_f1, groups=["t", "u"])
+    with pytest.raises(ValueError):
+        paired_bootstrap(["a"], [], [["a"]], macro_f1, variants=True)
+    with pytest.raises(ValueError):
+        paired_bootstrap(["a"], ["a"], ["a"], macro_f1, confidence=0)
+
+
+def test_paired_mean_difference_equals_a_plain_loop_and_skips_undefined_pairs():
+    rng = np.random.default_rng(10)
+    a = rng.normal(1.0, 1.0, 80)
+    b = a + rng.normal(0.2, 1.0, 80)
+    result = paired_mean_bootstrap(np.append(a, np.nan), np.append(b, 3.0), 400, seed=5)
+    draw = np.random.default_rng(5)
+    means = [(b - a)[draw.integers(0, 80, size=80)].mean() for _ in range(400)]
+    assert result.n == 80 and result.diff == pytest.approx((b - a).mean())
+    assert (result.low, result.high) == pytest.approx(tuple(np.quantile(means, [0.025, 0.975])), abs=1e-12)
+    tail = min(sum(m <= 0 for m in means), sum(m >= 0 for m in means))
+    assert result.p_value == pytest.approx(min(1, 2 * (tail + 1) / 401))
+    assert paired_mean_bootstrap([1.0, 2.0], [1.0, 2.0]) == PairedDiff(0.0, 0.0, 0.0, 1.0, 2)
+    assert math.isnan(paired_mean_bootstrap([np.nan], [1.0]).diff)
+
+
+def test_paired_mean_difference_agrees_with_the_paired_t_test_on_normal_data():
+    from scipy import stats
+
+    rng = np.random.default_rng(11)
+    a = rng.normal(0.0, 1.0, 2000)
+    b = a + rng.normal(0.03, 1.0, 2000)
+    result = paired_mean_bootstrap(a, b, 4000, seed=1)
+    t_test = stats.ttest_rel(b, a)
+    interval = t_test.confidence_interval(0.95)
+    half = (interval.high - interval.low) / 2
+    # the bootstrap's Monte Carlo error is a few percent of the interval's width
+    assert result.low == pytest.approx(interval.low, abs=0.05 * half)
+    assert result.high == pytest.approx(interval.high, abs=0.05 * half)
+    assert 0.01 < t_test.pvalue < 0.2 and result.p_value == pytest.approx(t_test.pvalue, rel=0.25)
+    assert result.low > 0 and result.p_value < 0.05  # the p-value goes with the interval
+
+
+def test_relative_change_bootstrap_matches_the_aggregate_and_a_plain_loop():
+    rng = np.random.default_rng(12)
+    gold_a = np.append(rng.uniform(0.5, 2.0, 60), [0.0, np.nan])
+    gold_b = np.append(gold_a[:60] * rng.uniform(0.8, 1.8, 60), [1.0, 1.0])
+    aggregate = aggregate_relative_change(gold_a, gold_b)
+    mean = relative_change_bootstrap(gold_a, gold_b, 300, seed=2)
+    ratio = relative_change_bootstrap(gold_a, gold_b, 300, seed=2, statistic="ratio_of_sums")
+    assert mean.n == ratio.n == aggregate["n_pairs"] == 60
+    assert mean.diff == pytest.approx(aggregate["mean_change"])
+    assert ratio.diff == pytest.approx(aggregate["ratio_of_sums_change"])
+    a, b = gold_a[:60], gold_b[:60]
+    draw = np.random.default_rng(2)
+    means, ratios = [], []
+    for _ in range(300):
+        idx = draw.integers(0, 60, size=60)
+        means.append(((b[idx] - a[idx]) / a[idx]).mean())
+        ratios.append(b[idx].sum() / a[idx].sum() - 1)
+    assert (mean.low, mean.high) == pytest.approx(tuple(np.quantile(means, [0.025, 0.975])), abs=1e-12)
+    assert (ratio.low, ratio.high) == pytest.approx(tuple(np.quantile(ratios, [0.025, 0.975])), abs=1e-12)
+    assert mean.low > 0 and mean.p_value == pytest.approx(2 / 301)  # B above A on every pair
+
+
+def test_relative_change_bootstrap_without_change_or_pairs():
+    assert relative_change_bootstrap([1.0, 2.0], [1.0, 2.0]) == PairedDiff(0.0, 0.0, 0.0, 1.0, 2)
+    empty = relative_change_bootstrap([0.0], [1.0])
+    assert empty.n == 0 and all(math.isnan(v) for v in empty[:4])
+    with pytest.raises(ValueError, match="statistic"):
+        relative_change_bootstrap([1.0], [1.0], statistic="median")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from ml.prompts import EN, IT, PromptTemplate, build_prompt, get_template
+from ml.prompts import EN, ES, IT, PromptTemplate, build_prompt, get_template
 from ml.relevance import compute_relevance, encode_pair, normalise_scores
 from tests.ml.conftest import build_loaded, build_tokenizer
 
@@ -34,6 +34,9 @@ def note_token_texts(tokenizer, note, task, **kwargs):
 def test_builtin_templates_are_the_papers():
     assert get_template(None).text == EN == "{note} Given the patient's medical history, the following is observed {task}"
     assert get_template("it").text == IT == "{note}\n Data la storia del paziente, nel paziente si riscontra {task}"
+    assert get_template("es").text == ES == \
+        "{note} Dados los antecedentes médicos del paciente, se observa lo siguiente {task}"
+    assert [get_template(name).neutral for name in ("en", "it", "es")] == ["the patient", "il paziente", "el paciente"]
 
 
 @pytest.mark.parametrize("bad", [
@@ -198,6 +201,36 @@ def test_attnlrp_batched_results_equal_one_by_one(family, patched_child):
         assert torch.allclose(torch.from_numpy(b), torch.from_numpy(a), rtol=1e-4, atol=1e-6 * float(np.abs(a).max()))
 
 
+def child_attnlrp_span_and_contrastive(family):
+    """In the patched child: AttnLRP "span" against the per-token sum (the hand-written reference
+    runs the same lxt-patched modules), and batched vs one-by-one for "span" and "contrastive"."""
+    from ml.relevance import compute_relevance
+
+    loaded = build_loaded(family)
+    task = "presence of pacemaker"
+    span = compute_relevance(loaded, [NOTE], [task], method="attnlrp", explain="span")[0].raw_scores
+    maps, _ = per_token_targets(loaded, NOTE, task)
+    out = {"sum": (span, np.sum(maps, axis=0))}
+    for explain in ("span", "contrastive"):
+        batched = compute_relevance(loaded, CONTRASTIVE_NOTES, CONTRASTIVE_TASKS, method="attnlrp", explain=explain,
+                                    batch_size=4)
+        alone = [compute_relevance(loaded, [n], [t], method="attnlrp", explain=explain, batch_size=1)[0]
+                 for n, t in zip(CONTRASTIVE_NOTES, CONTRASTIVE_TASKS)]
+        out[explain] = [(b.raw_scores, a.raw_scores) for b, a in zip(batched, alone)]
+    return out
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma3"])
+def test_attnlrp_span_is_the_per_token_sum_and_batching_changes_nothing(family, patched_child):
+    out = patched_child.apply(child_attnlrp_span_and_contrastive, (family,))
+    span, summed = out["sum"]
+    assert close(span, summed)
+    for explain in ("span", "contrastive"):
+        for b, a in out[explain]:
+            assert torch.allclose(torch.from_numpy(b), torch.from_numpy(a), rtol=1e-4,
+                                  atol=1e-6 * float(np.abs(a).max()))
+
+
 def test_explain_variants_differ_in_what_the_input_holds(tiny_llama):
     nxt = compute_relevance(tiny_llama, [NOTE], ["heart rate"], method="grad_input", explain="next")[0]
     mx = compute_relevance(tiny_llama, [NOTE], ["heart rate"], method="grad_input", explain="max")[0]
@@ -205,6 +238,124 @@ def test_explain_variants_differ_in_what_the_input_holds(tiny_llama):
     assert nxt.target_token == mx.target_token == tgt.target_token
     assert not np.allclose(nxt.raw_scores, mx.raw_scores)
     assert not np.allclose(mx.raw_scores, tgt.raw_scores)
+
+
+def test_max_gives_every_short_task_the_same_map_target_does_not(tiny_llama):
+    """For a 1- or 2-token s_T the input holds none of s_T ("max", "target"): the top logit is the
+    same whatever the task, the middle token's own logit is not."""
+    short = ["heart rate", "Chest"]  # 2 and 1 tokens with this tokenizer, different middle tokens
+    encoded = [encode_pair(tiny_llama.tokenizer, NOTE, t, whole_task=True) for t in short]
+    assert [len(e.task_ids) for e in encoded] == [2, 1] and encoded[0].target_id != encoded[1].target_id
+    mx = compute_relevance(tiny_llama, [NOTE] * 2, short, method="grad_input", explain="max")
+    tgt = compute_relevance(tiny_llama, [NOTE] * 2, short, method="grad_input", explain="target")
+    np.testing.assert_allclose(mx[0].raw_scores, mx[1].raw_scores, rtol=1e-5)
+    assert not np.allclose(tgt[0].raw_scores, tgt[1].raw_scores, rtol=1e-2)
+
+
+# ---- "span" and "contrastive" ----
+
+def reference_target_relevance(loaded, prefix: list[int], token: int) -> np.ndarray:
+    """Plain gradient x input of ONE token's logit after `prefix`, written out by hand."""
+    model = loaded.model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    embeds = model.get_input_embeddings()(torch.tensor([prefix])).detach().requires_grad_(True)
+    model(inputs_embeds=embeds, use_cache=False).logits[0, -1, token].backward()
+    return (embeds.detach() * embeds.grad).sum(-1)[0].numpy()
+
+
+def per_token_targets(loaded, note, task) -> tuple[list[np.ndarray], int]:
+    """The "target" relevance of each token of s_T, each teacher-forced up to just before it,
+    on the note tokens; and the index of s_T's middle token."""
+    enc = encode_pair(loaded.tokenizer, note, task, whole_task=True,
+                      chat_template_kwargs=loaded.family.chat_template_kwargs)
+    full = enc.input_ids + enc.task_ids[-1:]
+    first = len(full) - len(enc.task_ids)
+    maps = [reference_target_relevance(loaded, full[: first + j], full[first + j])[enc.note_index]
+            for j in range(len(enc.task_ids))]
+    return maps, (len(enc.task_ids) - 1) // 2
+
+
+def close(a, b):
+    scale = float(np.abs(b).max())
+    return torch.allclose(torch.from_numpy(np.asarray(a, np.float32)), torch.from_numpy(np.asarray(b, np.float32)),
+                          rtol=1e-4, atol=1e-5 * scale)  # fp32 rounding
+
+
+@pytest.mark.parametrize("task", ["presence of pacemaker", "body temperature"])
+def test_span_is_the_sum_of_every_task_tokens_target_relevance(tiny, task):
+    maps, middle = per_token_targets(tiny, NOTE, task)
+    assert len(maps) >= 3
+    target = compute_relevance(tiny, [NOTE], [task], method="grad_input", explain="target")[0]
+    assert close(target.raw_scores, maps[middle])  # the hand-written reference is the library's "target"
+    span = compute_relevance(tiny, [NOTE], [task], method="grad_input", explain="span")[0]
+    assert close(span.raw_scores, np.sum(maps, axis=0))
+    assert not close(span.raw_scores, maps[middle])
+    enc = encode_pair(tiny.tokenizer, NOTE, task, whole_task=True, chat_template_kwargs=tiny.family.chat_template_kwargs)
+    assert span.target_token == tiny.tokenizer.decode(enc.task_ids)
+
+
+def test_span_of_a_one_token_task_is_its_target(tiny_llama):
+    span = compute_relevance(tiny_llama, [NOTE], ["heart"], method="grad_input", explain="span")[0]
+    target = compute_relevance(tiny_llama, [NOTE], ["heart"], method="grad_input", explain="target")[0]
+    assert close(span.raw_scores, target.raw_scores)
+
+
+@pytest.mark.parametrize("method", ["grad_input", "attention"])
+def test_contrastive_is_the_per_token_span_of_the_task_minus_that_of_the_neutral_text(tiny_llama, method):
+    tokenizer = tiny_llama.tokenizer
+    for neutral, settings in [("the patient", {}), ("blood pressure", {"neutral": "blood pressure"})]:
+        got = compute_relevance(tiny_llama, [NOTE], ["presence of pacemaker"], method=method, explain="contrastive",
+                                normalise="clip", **settings)[0]
+        task_span, neutral_span = (compute_relevance(tiny_llama, [NOTE], [t], method=method, explain="span")[0]
+                                   for t in ("presence of pacemaker", neutral))
+        n_task, n_neutral = (len(encode_pair(tokenizer, NOTE, t, whole_task=True).task_ids)
+                             for t in ("presence of pacemaker", neutral))
+        expected = task_span.raw_scores / n_task - neutral_span.raw_scores / n_neutral
+        np.testing.assert_array_equal(got.offsets, task_span.offsets)
+        assert close(got.raw_scores, expected)
+        assert (got.raw_scores < 0).any()  # a true difference, clipped by the normalisation
+        np.testing.assert_allclose(got.scores, normalise_scores(expected, "clip"), atol=1e-5)
+
+
+CONTRASTIVE_NOTES = NOTES + [NOTE]  # one note twice: its neutral prompt is shared
+CONTRASTIVE_TASKS = TASKS + ["tachycardic"]
+
+
+@pytest.mark.parametrize("explain", ["span", "contrastive"])
+@pytest.mark.parametrize("method", ["grad_input", "attention"])
+def test_span_and_contrastive_batched_equal_one_by_one(tiny, method, explain):
+    batched = compute_relevance(tiny, CONTRASTIVE_NOTES, CONTRASTIVE_TASKS, method=method, explain=explain,
+                                batch_size=4)
+    for note, task, b in zip(CONTRASTIVE_NOTES, CONTRASTIVE_TASKS, batched):
+        alone = compute_relevance(tiny, [note], [task], method=method, explain=explain, batch_size=1)[0]
+        np.testing.assert_array_equal(b.offsets, alone.offsets)
+        assert close(b.raw_scores, alone.raw_scores)
+        assert (b.target_token, b.predicted_token) == (alone.target_token, alone.predicted_token)
+
+
+def test_contrastive_computes_one_neutral_prompt_per_note(tiny_llama):
+    calls = []
+    compute_relevance(tiny_llama, [NOTE, NOTE, NOTES[1]], TASKS[:3], method="attention", explain="contrastive",
+                      batch_size=2, progress=lambda done, total: calls.append((done, total)))
+    assert calls[-1] == (5, 5)  # 3 pairs + 2 distinct notes
+    calls.clear()
+    compute_relevance(tiny_llama, [NOTE, NOTE], TASKS[:2], method="attention", explain="span", batch_size=2,
+                      progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(2, 2)]
+
+
+def test_a_config_and_keywords_are_exclusive_and_its_dtype_must_match(tiny_llama):
+    from ml.relevance import RelevanceConfig
+
+    with pytest.raises(TypeError, match="not both"):
+        compute_relevance(tiny_llama, [NOTE], ["heart rate"], RelevanceConfig(), method="attention")
+    with pytest.raises(ValueError, match="asks for bfloat16, but the model is loaded in torch.float32"):
+        compute_relevance(tiny_llama, [NOTE], ["heart rate"], RelevanceConfig(method="attention", dtype="bfloat16"))
+    with pytest.raises(ValueError, match="unknown explain"):
+        compute_relevance(tiny_llama, [NOTE], ["heart rate"], explain="everything")
+    r = compute_relevance(tiny_llama, [NOTE], ["heart rate"], RelevanceConfig(method="attention", dtype="float32"))[0]
+    assert r.offsets[-1, 1] == len(NOTE)
 
 
 def test_clip_normalisation_drops_negative_relevance():
@@ -231,8 +382,8 @@ def test_progress_is_reported_per_batch(tiny_llama):
     assert calls == [(3, 4), (4, 4)]
 
 
-def test_italian_and_custom_templates_run(tiny_llama):
-    for template in ("it", "Clinical note:\n{note}\nFinding: {task}"):
+def test_italian_spanish_and_custom_templates_run(tiny_llama):
+    for template in ("it", "es", "Clinical note:\n{note}\nFinding: {task}"):
         r = compute_relevance(tiny_llama, [NOTE], ["heart rate"], method="attention", template=template)[0]
         assert r.offsets[-1, 1] == len(NOTE)
 
@@ -281,6 +432,40 @@ def test_relevance_command_writes_one_line_per_pair_and_resumes(tmp_path, tiny_m
                                                                ("b", "chest finding")]
     assert main(args) == 0
     assert "nothing to do" in capsys.readouterr().err
+
+
+def test_the_command_records_its_configuration_and_resumes_per_configuration(tmp_path, tiny_model_folder):
+    from ml.__main__ import main
+    from ml.relevance import RelevanceConfig
+
+    notes = tmp_path / "notes.jsonl"
+    write_jsonl(notes, [{"id": "a", "text": NOTE}, {"id": "b", "text": NOTES[1]}])
+    out = tmp_path / "rel.jsonl"
+    common = ["relevance", "--notes", str(notes), "--model", str(tiny_model_folder), "--task", "heart rate",
+              "--method", "attention", "--dtype", "float32", "--out", str(out)]
+    assert main(common) == 0
+    assert main(common + ["--explain", "contrastive", "--neutral", "the person", "--normalise", "clip"]) == 0
+    assert main(common + ["--explain", "span"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["note_id"], r["explain"]) for r in rows] == [("a", "next"), ("b", "next"), ("a", "contrastive"),
+                                                          ("b", "contrastive"), ("a", "span"), ("b", "span")]
+    contrastive = RelevanceConfig(method="attention", explain="contrastive", neutral="the person", normalise="clip",
+                                  dtype="float32")
+    assert rows[2]["config"] == contrastive.to_dict() and rows[2]["config_key"] == contrastive.key
+    assert rows[0]["config_key"] == RelevanceConfig(method="attention", dtype="float32").key
+    assert len({r["config_key"] for r in rows}) == 3
+    assert rows[4]["target_token"] == "heart rate"
+    lines = out.read_text()
+    assert main(common + ["--explain", "span"]) == 0 and out.read_text() == lines  # nothing left to do
+
+
+def test_the_command_refuses_a_neutral_text_without_contrastive(tmp_path):
+    from ml.__main__ import main
+
+    notes = tmp_path / "notes.jsonl"
+    write_jsonl(notes, [{"id": "a", "text": NOTE}])
+    with pytest.raises(SystemExit, match="--neutral: a neutral description applies only to explain='contrastive'"):
+        main(["relevance", "--notes", str(notes), "--task", "x", "--neutral", "the patient", "--out", str(tmp_path / "o")])
 
 
 def test_the_command_samples_the_same_tasks_per_note_as_the_library():

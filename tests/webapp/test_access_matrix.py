@@ -15,6 +15,14 @@ def note(db):
     return Note.objects.create(corpus=corpus, external_id="n1", text="HR 120 bpm.")
 
 
+def _evaluation(note):
+    from webapp.evaluation.models import RelevanceEvaluation
+    from webapp.pipeline.models import ModelVersion, PeakProfile
+
+    return RelevanceEvaluation.objects.create(corpus=note.corpus, model_version=ModelVersion.objects.first(),
+                                              profile=PeakProfile.objects.first())
+
+
 def _urls(note):
     return {
         "home": (reverse("home"), VIEWERS),
@@ -35,6 +43,9 @@ def _urls(note):
         "training": (reverse("training:run_list"), VIEWERS),
         "training-new": (reverse("training:run_new"), IMPORTERS),
         "training-compare": (reverse("training:compare"), VIEWERS),
+        "evaluations": (reverse("evaluation:list"), VIEWERS),
+        "evaluation-new": (reverse("evaluation:new"), IMPORTERS),
+        "evaluation": (reverse("evaluation:detail", args=[_evaluation(note).pk]), VIEWERS),
     }
 
 
@@ -47,7 +58,7 @@ def user_for(request, clinician, researcher, admin_user, norole_user):
 @pytest.mark.parametrize("view", ["home", "corpus-list", "corpus-detail", "note", "tasks", "upload", "admin", "jobs",
                                   "job-launch", "datasets", "dataset-new", "review", "review-report",
                                   "review-notes", "review-note", "training", "training-new",
-                                  "training-compare"])
+                                  "training-compare", "evaluations", "evaluation-new", "evaluation"])
 def test_each_view_answers_each_role_as_its_capabilities_say(client, note, user_for, role, view):
     url, allowed = _urls(note)[view]
     if role != "anonymous":

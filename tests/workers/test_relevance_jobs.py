@@ -84,8 +84,9 @@ def explain(job, worker) -> str:
 
 def assert_every_pair_has_exactly_one_map(job):
     planned = {tuple(pair) for chunk in job.chunks.all() for pair in chunk.pairs}
-    key = ["note", "task", "model_version", "method", "template"]
-    maps = RelevanceMap.objects.filter(model_version=job.model_version, method=job.method, template=job.template)
+    key = ["note", "task", "model_version", "config_key"]
+    maps = RelevanceMap.objects.for_config(job.method, job.template, job.config_key).filter(
+        model_version=job.model_version)
     assert not maps.values(*key).annotate(n=Count("pk")).filter(n__gt=1).exists()
     assert set(maps.values_list("note_id", "task_id")) == planned
     assert maps.count() == len(planned) == job.total
@@ -211,6 +212,37 @@ def test_a_chunk_delivered_twice_writes_nothing_twice(in_process_job):
                for pair in first]
     chunks.store(chunk, results)
     assert RelevanceMap.objects.count() == 4
+
+
+@pytest.mark.slow
+def test_a_job_computes_with_its_configuration_and_keeps_its_maps_apart(db, tiny_model_dir):
+    """Two jobs on the same pairs, "next" then "span": the second computes its own maps (the
+    first's are not "already stored" for it), each map records its job's configuration, and
+    the stored scores are what ml.relevance computes with that configuration."""
+    from ml.relevance import RelevanceConfig, compute_relevance
+    from workers.relevance import run_chunk
+
+    first = launch_job(tiny_model_dir, notes=1, n_tasks=2, chunk_size=2, method="grad_input")
+    second = jobs.launch(spec(first.corpus, first.model_version, list(first.tasks.all()), chunk_size=2,
+                              method="grad_input", explain="span", normalise="clip"))
+    try:
+        for job in (first, second):
+            assert run_chunk(job.chunks.get().pk) == "done"
+        assert RelevanceMap.objects.count() == 4
+        span = RelevanceConfig(method="grad_input", explain="span", normalise="clip")
+        assert set(RelevanceMap.objects.filter(job=second).values_list("config_key", flat=True)) == {span.key}
+        assert set(RelevanceMap.objects.filter(job=first).values_list("config_key", flat=True)) == \
+            {RelevanceConfig(method="grad_input").key}
+        assert job_progress(reload(second)).errors == []
+        stored = RelevanceMap.objects.filter(job=second).select_related("note", "task").order_by("task__slug").first()
+        expected = compute_relevance(modelcache.loaded_model(second.model_version), [stored.note.text],
+                                     [stored.task.description], span)[0]
+        offsets, scores = stored.arrays()
+        np.testing.assert_array_equal(offsets, expected.offsets)
+        np.testing.assert_allclose(scores, expected.scores, atol=1e-3)  # stored as float16
+        assert stored.target_token == expected.target_token == stored.task.description
+    finally:
+        modelcache.clear()
 
 
 class _Result:

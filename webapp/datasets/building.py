@@ -86,7 +86,7 @@ def _maps_of_any_corpus(model_version_id, method, template, job_ids=(), filters=
     """The selection without the corpus (the stream takes its notes block by block): no join, so
     each query of the stream is a lookup on the note index."""
     filters = filters or {}
-    maps = RelevanceMap.objects.filter(model_version_id=model_version_id, method=method, template=template)
+    maps = RelevanceMap.objects.for_config(method, template, jobs=job_ids).filter(model_version_id=model_version_id)
     if job_ids:
         maps = maps.filter(job_id__in=job_ids)
     if filters.get("tasks"):

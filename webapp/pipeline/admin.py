@@ -47,16 +47,18 @@ class ChunkInline(admin.TabularInline):
 
 @admin.register(RelevanceJob)
 class RelevanceJobAdmin(ReadOnlyAdmin):
-    list_display = ["id", "status", "corpus", "model_version", "method", "done", "total", "created_by", "created"]
-    list_filter = ["status", "method", "model_version"]
+    list_display = ["id", "status", "corpus", "model_version", "method", "explain", "config_key", "done", "total",
+                    "created_by", "created"]
+    list_filter = ["status", "method", "explain", "model_version"]
     list_select_related = ["corpus", "model_version", "created_by"]
     inlines = [ChunkInline]
 
 
 @admin.register(RelevanceMap)
 class RelevanceMapAdmin(ReadOnlyAdmin):
-    list_display = ["id", "note_id", "task", "model_version", "method", "n_tokens", "size", "job_id", "created"]
-    list_filter = ["method", "model_version"]
+    list_display = ["id", "note_id", "task", "model_version", "method", "config_key", "n_tokens", "size", "job_id",
+                    "created"]
+    list_filter = ["method", "config_key", "model_version"]
     list_select_related = ["task", "model_version"]
     raw_id_fields = ["note", "task", "job"]
     exclude = ["data"]

@@ -5,9 +5,10 @@ Every step is safe to repeat, because a broker may deliver a chunk's message mor
 * `claim()` moves the chunk pending/running -> running in one conditional UPDATE and counts
   the attempt; a chunk already DONE, SKIPPED or FAILED is left alone (the message is a
   duplicate). A chunk of a cancelling/cancelled job is SKIPPED instead.
-* `run()` computes only the pairs with no stored map (a redelivered chunk resumes where the
-  dead worker stopped) and writes maps every STORE_EVERY prompts by upsert on the maps'
-  unique key (note, task, model version, method, template), so nothing is ever written twice.
+* `run()` computes only the pairs with no stored map of the job's configuration (a redelivered
+  chunk resumes where the dead worker stopped), with the job's ml.relevance.RelevanceConfig,
+  and writes maps every STORE_EVERY prompts by upsert on the maps' unique key (note, task,
+  model version, config key), so nothing is ever written twice.
 * `finish()` / `fail()` / `release()` end the attempt and let `jobs.settle()` derive the job.
 
 Nothing here logs or stores note text: problems name note and task ids only.
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 Chunk = RelevanceChunk.Status
 MAX_ATTEMPTS = 5  # a chunk whose worker dies this many times (out of memory?) fails
 STORE_EVERY = 16  # prompts computed between two writes of maps
-MAP_KEY = ["note", "task", "model_version", "method", "template"]
+MAP_KEY = ["note", "task", "model_version", "config_key"]
 _TEXT_WINDOW = 16  # a message sharing this many consecutive characters with a note is withheld
 
 
@@ -72,13 +73,12 @@ def claim(chunk_id: int, worker: str = "") -> RelevanceChunk | None:
 
 
 def todo(chunk: RelevanceChunk) -> list[tuple[int, int]]:
-    """The chunk's pairs that have no map yet for the job's model version, method, template."""
+    """The chunk's pairs that have no map yet for the job's model version and configuration."""
     job = chunk.job
     pairs = [(int(n), int(t)) for n, t in chunk.pairs]
     stored = set(
-        RelevanceMap.objects.filter(
-            model_version_id=job.model_version_id, method=job.method, template=job.template,
-            note_id__in={n for n, _ in pairs}, task_id__in={t for _, t in pairs},
+        RelevanceMap.objects.for_config(job.method, job.template, job.config_key).filter(
+            model_version_id=job.model_version_id, note_id__in={n for n, _ in pairs}, task_id__in={t for _, t in pairs},
         ).values_list("note_id", "task_id")
     )
     return [pair for pair in pairs if pair not in stored]
@@ -101,11 +101,11 @@ def run(chunk: RelevanceChunk, get_model: Callable, compute: Callable | None = N
         outcome.problems.append(f"{len(pairs) - len(runnable)} prompts skipped: their note or task was deleted.")
     if not runnable:
         return outcome
+    config = job.relevance_config
     loaded = get_model()
-    options = {"method": job.method, "template": job.template, "max_note_tokens": _max_note_tokens(loaded)}
     it = iter(runnable)
     while batch := list(islice(it, STORE_EVERY)):
-        done = _compute(loaded, compute, batch, texts, descriptions, options, outcome)
+        done = _compute(loaded, compute, batch, texts, descriptions, config, outcome)
         outcome.computed += store(chunk, done)
     return outcome
 
@@ -116,7 +116,7 @@ def store(chunk: RelevanceChunk, computed: list) -> int:
     maps = [
         RelevanceMap(
             note_id=note_id, task_id=task_id, model_version_id=job.model_version_id, method=job.method,
-            template=job.template, job_id=job.pk, n_tokens=len(result.scores),
+            template=job.template, config_key=job.config_key, job_id=job.pk, n_tokens=len(result.scores),
             target_token=result.target_token[:100], data=RelevanceMap.encode(result.offsets, result.scores),
         )
         for (note_id, task_id), result in computed
@@ -166,27 +166,21 @@ def log_failure(chunk_id: int, exc: BaseException, message: str) -> None:
     log.error("chunk %s failed: %s\n%s", chunk_id, message, where)
 
 
-def _compute(loaded, compute, batch, texts, descriptions, options, outcome) -> list:
+def _compute(loaded, compute, batch, texts, descriptions, config, outcome) -> list:
     """[(pair, result), ...] for the batch. If the batch fails on a bad input (ValueError),
     each prompt is tried alone; those that fail are listed in the outcome's problems."""
     try:
-        results = compute(loaded, [texts[n] for n, _ in batch], [descriptions[t] for _, t in batch], **options)
+        results = compute(loaded, [texts[n] for n, _ in batch], [descriptions[t] for _, t in batch], config)
         return list(zip(batch, results))
     except ValueError as exc:
         if len(batch) > 1:
             return [item for pair in batch
-                    for item in _compute(loaded, compute, [pair], texts, descriptions, options, outcome)]
+                    for item in _compute(loaded, compute, [pair], texts, descriptions, config, outcome)]
         (note_id, task_id), reason = batch[0], str(exc).strip()[:200]
         if not reason or _quotes(reason, [texts[note_id]]):
             reason = "invalid input"
         outcome.problems.append(f"Note {note_id} x task {task_id} skipped ({reason}).")
         return []
-
-
-def _max_note_tokens(loaded) -> int | None:
-    """Cut notes longer than the model's context (minus room for the template and task)."""
-    limit = getattr(loaded.model.config, "max_position_embeddings", None)
-    return max(limit - 256, 64) if limit else None
 
 
 def _quotes_a_note(message: str, chunk: RelevanceChunk) -> bool:

@@ -4,13 +4,16 @@ from django import forms
 
 from webapp.corpus.models import Corpus, Note, Task
 from webapp.pipeline.jobs import MAX_CHUNK_SIZE, JobSpec
+from ml.relevance import NORMALISE
 from webapp.pipeline.models import ModelVersion, RelevanceJob
 
 TEMPLATE_CHOICES = [
     ("en", "English (the paper's prompt)"),
     ("it", "Italian (the reference code's prompt)"),
+    ("es", "Spanish (the English prompt's structure)"),
     ("custom", "Custom"),
 ]
+NORMALISE_LABELS = {"abs": "|r| / max |r| (reference code)", "clip": "max(r, 0) / max r (positive relevance only)"}
 MAX_LISTED = 5
 
 
@@ -38,6 +41,18 @@ class LaunchForm(forms.Form):
     custom_template = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
                                       help_text="With {note} and {task}, the task last, e.g. "
                                                 "“{note} In this patient we observe {task}”")
+    explain = forms.ChoiceField(choices=RelevanceJob.Explain.choices, initial=RelevanceJob.Explain.NEXT,
+                                required=False, label="Prediction explained",
+                                help_text="Next: the reference code's. Span: every token of the task description, "
+                                          "same cost. Contrastive: the task minus a neutral description, "
+                                          "up to twice the cost")
+    neutral = forms.CharField(required=False, max_length=200, label="Neutral description",
+                              help_text="Contrastive only. Empty: the template's (en “the patient”, "
+                                        "it “il paziente”, es “el paciente”); required with a custom template")
+    normalise = forms.ChoiceField(choices=[(n, NORMALISE_LABELS[n]) for n in NORMALISE], initial="abs",
+                                  required=False, label="Normalisation",
+                                  help_text="Clip suits contrastive maps: only what supports the task over the "
+                                            "neutral description")
     chunk_size = forms.IntegerField(initial=64, min_value=1, max_value=MAX_CHUNK_SIZE,
                                     help_text="Prompts per worker task; smaller chunks lose less when a worker stops")
 
@@ -70,9 +85,13 @@ class LaunchForm(forms.Form):
         if data.get("limit"):
             note_filter["limit"] = data["limit"]
         custom = data.get("template_choice") == "custom"
+        explain = data.get("explain") or RelevanceJob.Explain.NEXT  # not posted: the default
+        contrastive = explain == RelevanceJob.Explain.CONTRASTIVE
         return JobSpec(
             corpus=data["corpus"], model_version=data["model_version"], method=data["method"],
             template=data["custom_template"] if custom else data["template_choice"],
+            explain=explain, neutral=(data.get("neutral") or "") if contrastive else "",
+            normalise=data.get("normalise") or "abs",
             task_selection=data["task_selection"], tasks=list(data.get("tasks") or []),
             include_held_out=data.get("include_held_out", False), sample_k=data["sample_k"], seed=data["seed"],
             note_filter=note_filter, chunk_size=data["chunk_size"],

@@ -30,7 +30,8 @@ from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from ml.masking import sample_tasks
-from ml.prompts import TEMPLATES, PromptTemplate
+from ml.prompts import template_label
+from ml.relevance import ConfigError, RelevanceConfig
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus, Note, Task
@@ -62,7 +63,11 @@ class JobSpec:
     corpus: Corpus
     model_version: ModelVersion
     method: str = RelevanceJob.Method.ATTNLRP
-    template: str = "en"  # 'en', 'it', or a custom text with {note} and {task}
+    template: str = "en"  # 'en', 'it', 'es', or a custom text with {note} and {task}
+    explain: str = RelevanceJob.Explain.NEXT  # which prediction is explained (ml.relevance)
+    neutral: str = ""  # explain 'contrastive' only; empty: the template's ("the patient")
+    normalise: str = "abs"  # reference code: |r| / max|r|; 'clip': max(r, 0) / max r
+    truncate: str = "right"  # notes longer than the model's context keep their start
     task_selection: str = RelevanceJob.TaskSelection.SAMPLE
     tasks: list[Task] = field(default_factory=list)
     include_held_out: bool = False  # held-out tasks are kept out of DSM training by default
@@ -77,15 +82,28 @@ class JobSpec:
         pool = Task.objects.order_by("slug")
         return list(pool if self.include_held_out else pool.filter(held_out=False))
 
+    def config(self) -> RelevanceConfig:
+        """The job's relevance configuration (dtype "auto": the relevance worker's preferred
+        dtype, which is how it loads models). Raises ConfigError."""
+        try:
+            template = normalise_template(self.template)
+        except ValueError as exc:
+            raise ConfigError("template", str(exc)) from None
+        return RelevanceConfig(method=self.method, explain=self.explain, normalise=self.normalise,
+                               template=template, truncate=self.truncate, neutral=self.neutral)
+
     def problems(self) -> dict[str, str]:
         """{field: plain-words problem}; empty when the spec can be launched."""
         problems = {}
         if self.method not in RelevanceJob.Method.values:
             problems["method"] = f"Unknown method {self.method!r}."
         try:
-            normalise_template(self.template)
-        except ValueError as exc:
-            problems["template"] = f"The template is not usable: {exc}."
+            self.config()
+        except ConfigError as exc:
+            if exc.field == "template":
+                problems["template"] = f"The template is not usable: {exc}."
+            elif exc.field != "method":
+                problems[exc.field] = f"{str(exc)[:1].upper()}{str(exc)[1:]}."
         if not 1 <= self.chunk_size <= MAX_CHUNK_SIZE:
             problems["chunk_size"] = f"The chunk size must be between 1 and {MAX_CHUNK_SIZE} prompts."
         if self.task_selection == RelevanceJob.TaskSelection.LIST and not self.tasks:
@@ -104,16 +122,9 @@ class JobSpec:
 
 
 def normalise_template(text: str) -> str:
-    """'en'/'it' stay names; a custom text equal to a built-in becomes its name (one key per
-    prompt in the maps' unique constraint); any other text is validated. Raises ValueError."""
-    text = (text or "").strip("\n") or "en"
-    if text in TEMPLATES:
-        return text
-    for name, template in TEMPLATES.items():
-        if text == template.text:
-            return name
-    PromptTemplate(text)
-    return text
+    """'en'/'it'/'es' stay names; a custom text equal to a built-in becomes its name (one
+    configuration key per prompt); any other text is validated. Raises ValueError."""
+    return template_label((text or "").strip("\n") or "en")
 
 
 @transaction.atomic
@@ -123,17 +134,20 @@ def launch(spec: JobSpec, actor=None, *, enqueue: bool = True) -> RelevanceJob:
     problems = spec.problems()
     if problems:
         raise JobError(" ".join(problems.values()))
-    spec.template = normalise_template(spec.template)
-    job = RelevanceJob.objects.create(
-        corpus=spec.corpus, model_version=spec.model_version, method=spec.method, template=spec.template,
-        task_selection=spec.task_selection, sample_k=spec.sample_k, seed=spec.seed,
-        note_filter=spec.note_filter, chunk_size=spec.chunk_size, created_by=_user(actor),
+    config = spec.config()
+    spec.template = config.template
+    job = RelevanceJob(
+        corpus=spec.corpus, model_version=spec.model_version, task_selection=spec.task_selection,
+        sample_k=spec.sample_k, seed=spec.seed, note_filter=spec.note_filter, chunk_size=spec.chunk_size,
+        created_by=_user(actor),
     )
+    job.set_config(config)
+    job.save()
     pool = spec.task_pool()
     job.tasks.set(pool)
     total = plan(job, pool)
     record(actor, AuditEvent.Action.LAUNCH_JOB, job, corpus=spec.corpus.pk, model=spec.model_version.name,
-           method=spec.method, prompts=total, chunks=job.chunks.count())
+           method=spec.method, explain=config.explain, config=config.key, prompts=total, chunks=job.chunks.count())
     if enqueue:
         transaction.on_commit(partial(enqueue_pending, job.pk))
     return job

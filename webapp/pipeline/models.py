@@ -1,8 +1,11 @@
 """Model versions, peak profiles, relevance jobs and the relevance maps they store.
 
 A relevance job is split into chunks of (note, task) prompts; each chunk is one Celery task.
-Maps are upserted on (note, task, model version, method, template), so a chunk that runs
-twice writes nothing twice, and the job's progress is derived from its chunks.
+A job stores its ml.relevance.RelevanceConfig (method, explain, normalise, template, truncation,
+dtype, contrastive neutral text) and every map the key of the configuration that made it.
+Maps are upserted on (note, task, model version, config key), so a chunk that runs twice
+writes nothing twice, and the job's progress is derived from its chunks. Maps of two
+configurations never meet in one comparison: select them with `RelevanceMap.objects.for_config()`.
 """
 import numpy as np
 from django.conf import settings
@@ -11,6 +14,7 @@ from django.db.models import F, Q
 
 from ml.codec import decode_map, encode_map
 from ml.peaks import PeakParams
+from ml.relevance import RelevanceConfig, default_config_key
 
 
 class ModelVersion(models.Model):
@@ -95,10 +99,22 @@ class RelevanceJob(models.Model):
         ATTENTION = "attention", "Mean attention"
         GRAD_INPUT = "grad_input", "Gradient x input"
 
+    class Explain(models.TextChoices):  # ml.relevance.EXPLAIN
+        NEXT = "next", "Next token after the middle of s_T (reference code)"
+        MAX = "max", "Top logit before the middle of s_T"
+        TARGET = "target", "The middle token of s_T"
+        SPAN = "span", "Every token of s_T, summed"
+        CONTRASTIVE = "contrastive", "s_T minus a neutral description"
+
     corpus = models.ForeignKey("corpus.Corpus", on_delete=models.PROTECT, related_name="relevance_jobs")
     model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="relevance_jobs")
     method = models.CharField(max_length=20, choices=Method.choices, default=Method.ATTNLRP)
-    template = models.CharField(max_length=500, default="en", help_text="'en', 'it' or a custom template")
+    template = models.CharField(max_length=500, default="en", help_text="'en', 'it', 'es' or a custom template")
+    explain = models.CharField(max_length=20, choices=Explain.choices, default=Explain.NEXT)
+    config = models.JSONField(default=dict, blank=True,
+                              help_text="The whole ml.relevance.RelevanceConfig (to_dict); method, template and "
+                                        "explain are copied into their columns")
+    config_key = models.CharField(max_length=64, blank=True, db_index=True, help_text="RelevanceConfig.key")
     task_selection = models.CharField(max_length=10, choices=TaskSelection.choices, default=TaskSelection.SAMPLE)
     tasks = models.ManyToManyField("corpus.Task", blank=True, related_name="+")
     sample_k = models.PositiveSmallIntegerField(default=9)
@@ -123,6 +139,24 @@ class RelevanceJob(models.Model):
 
     def __str__(self):
         return f"relevance job {self.pk} ({self.status})"
+
+    def save(self, *args, **kwargs):
+        self.set_config(self.relevance_config)
+        super().save(*args, **kwargs)
+
+    @property
+    def relevance_config(self) -> RelevanceConfig:
+        """The job's configuration (a job created without one: the default of its columns)."""
+        if not self.config:
+            return RelevanceConfig(method=self.method, template=self.template, explain=self.explain)
+        config = RelevanceConfig.from_dict(self.config)
+        if (config.method, config.template, config.explain) != (self.method, self.template, self.explain):
+            raise ValueError(f"relevance job {self.pk}: method, template or explain differ from its config")
+        return config
+
+    def set_config(self, config: RelevanceConfig) -> None:
+        self.method, self.template, self.explain = config.method, config.template, config.explain
+        self.config, self.config_key = config.to_dict(), config.key
 
     @property
     def is_active(self) -> bool:
@@ -160,9 +194,32 @@ class RelevanceChunk(models.Model):
         return f"job {self.job_id} chunk {self.index} ({self.status})"
 
 
-class RelevanceMap(models.Model):
-    """Relevance of every note token for one task, by one model version, method and template.
+class RelevanceMapQuerySet(models.QuerySet):
+    def for_config(self, method: str, template: str, config_key: str = "", *, jobs=()) -> "RelevanceMapQuerySet":
+        """Maps made by ONE relevance configuration of this method and template, so that two
+        configurations never mix in a comparison, a review page or a dataset.
 
+        config_key: a RelevanceConfig.key. Empty: the configuration of `jobs` (ids or jobs;
+        ValueError if they differ), or without jobs the DEFAULT configuration of the method and
+        template (explain "next", normalise "abs", truncate "right", dtype "auto"), which is
+        what every map stored before configurations were recorded was made with."""
+        if not config_key and jobs:
+            keys = set(RelevanceJob.objects.filter(pk__in=[getattr(j, "pk", j) for j in jobs])
+                       .values_list("config_key", flat=True))
+            if len(keys) > 1:
+                raise ValueError("these relevance jobs were computed with different configurations: "
+                                 "choose jobs of one configuration")
+            config_key = next(iter(keys), "")
+        return self.filter(method=method, template=template,
+                           config_key=config_key or default_config_key(method, template))
+
+
+class RelevanceMap(models.Model):
+    """Relevance of every note token for one task, by one model version and relevance configuration.
+
+    `config_key` is the RelevanceConfig.key of the job that made it (method and template are
+    also kept as columns, for display and filtering); a map saved without one gets the default
+    configuration of its method and template.
     `data` is the compact encoding of ml.codec (float16 scores, delta-coded offsets; ~6 bytes a token)."""
 
     note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="relevance_maps")
@@ -170,24 +227,32 @@ class RelevanceMap(models.Model):
     model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="relevance_maps")
     method = models.CharField(max_length=20)
     template = models.CharField(max_length=500)
+    config_key = models.CharField(max_length=64, help_text="RelevanceConfig.key of the configuration that made it")
     job = models.ForeignKey(RelevanceJob, null=True, blank=True, on_delete=models.SET_NULL, related_name="maps")
     n_tokens = models.PositiveIntegerField()
     target_token = models.CharField(max_length=100, blank=True)
     data = models.BinaryField()
     created = models.DateTimeField(auto_now_add=True)
 
+    objects = RelevanceMapQuerySet.as_manager()
+
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["note", "task", "model_version", "method", "template"],
-                                    name="pipeline_relevancemap_unique"),
+            models.UniqueConstraint(fields=["note", "task", "model_version", "config_key"],
+                                    name="pipeline_relevancemap_unique_config"),
         ]
         indexes = [
-            models.Index(fields=["model_version", "method", "task", "note"], name="pipeline_map_lookup"),
+            models.Index(fields=["model_version", "config_key", "task", "note"], name="pipeline_map_config_lookup"),
             models.Index(fields=["job"], name="pipeline_map_job"),
         ]
 
     def __str__(self):
-        return f"map note={self.note_id} task={self.task_id} model={self.model_version_id} {self.method}"
+        return f"map note={self.note_id} task={self.task_id} model={self.model_version_id} {self.config_key}"
+
+    def save(self, *args, **kwargs):
+        if not self.config_key:
+            self.config_key = default_config_key(self.method, self.template)
+        super().save(*args, **kwargs)
 
     @classmethod
     def encode(cls, offsets, scores) -> bytes:

@@ -5,6 +5,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.roles import Capability, capability_required, require
+from webapp.evaluation.recommendation import launch_initial
 from webapp.pipeline import jobs
 from webapp.pipeline.access import job_for
 from webapp.pipeline.forms import LaunchForm
@@ -31,7 +32,8 @@ def job_detail(request, job_id):
 
 def job_launch(request):
     require(request.user, Capability.LAUNCH)
-    form = LaunchForm(request.POST or None)
+    # GET: the configuration the latest evaluation recommends for the corpus and model (?corpus=&model_version=)
+    form = LaunchForm(request.POST or None, initial=launch_initial(request.GET, LaunchForm))
     if request.method == "POST" and form.is_valid():
         try:
             job = jobs.launch(form.spec(), actor=request.user)

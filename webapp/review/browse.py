@@ -104,8 +104,8 @@ class Page:
 
 def candidates(corpus, selection, after: int | None, limit: int) -> list[int]:
     if selection.task is not None and selection.model is not None:
-        ids = (RelevanceMap.objects.filter(note__corpus=corpus, task=selection.task, model_version=selection.model,
-                                           method=selection.method, template=selection.template)
+        ids = (selection.maps()
+               .filter(note__corpus=corpus, task=selection.task, model_version=selection.model)
                .order_by("note_id").values_list("note_id", flat=True))
         if after is not None:
             ids = ids.filter(note_id__gt=after)
@@ -125,8 +125,8 @@ def summarise(note_ids: list[int], selection) -> dict[int, NoteRow]:
             Note.objects.filter(pk__in=note_ids).annotate(length=Length("text")).values("id", "external_id", "length")}
     if selection.model is None or not rows:
         return rows
-    maps = RelevanceMap.objects.filter(note_id__in=note_ids, model_version=selection.model, method=selection.method,
-                                       template=selection.template)
+    maps = selection.maps().filter(
+        note_id__in=note_ids, model_version=selection.model)
     decisions = PeakDecision.objects.filter(note_id__in=note_ids, model_version=selection.model,
                                             method=selection.method, template=selection.template)
     if selection.task is not None:

@@ -13,7 +13,9 @@ tokenisations the projection is the identity.
 Summary sample: the first SUMMARY_PAIRS (note, task) pairs with gold evidence (annotations in
 id order) that have maps of both versions; per pair the gold relevance is the sum of the
 normalised scores on gold tokens (ml.metrics.gold_relevance, measure "score"), aggregated by
-ml.metrics.aggregate_relative_change.
+ml.metrics.aggregate_relative_change, overall and per task, each with a paired bootstrap 95% CI
+and p-value over the pairs (ml.metrics.relative_change_bootstrap: both models' values of a pair
+are drawn together; SUMMARY_RESAMPLES resamples, seed 0), shown from MIN_PAIRS pairs on.
 """
 from __future__ import annotations
 
@@ -24,13 +26,18 @@ from dataclasses import dataclass, field
 from django.db.models.functions import Length
 
 from ml.codec import decode_map
-from ml.metrics import aggregate_relative_change, gold_relevance, relative_change_on_gold
-from webapp.corpus.models import Annotation, Note
-from webapp.pipeline.models import RelevanceMap
+from ml.metrics import (PairedDiff, aggregate_relative_change, gold_relevance, relative_change_bootstrap,
+                         relative_change_on_gold)
+from webapp.corpus.models import Annotation, Note, Task
+from webapp.pipeline.models import ModelVersion, RelevanceMap
 from webapp.review import rendering
 from webapp.review.noteview import gold_of
 
 SUMMARY_PAIRS = 1_000
+SUMMARY_RESAMPLES = 1_000
+#: Below this many pairs a bootstrap CI is too narrow and its p-value too small to report (n
+#: pairs that all rise give p = 2 / (R + 1) whatever n): the change alone is shown.
+MIN_PAIRS = 10
 ANNOTATION_SCAN = 20_000
 CHANGE_BINS = [(-math.inf, -0.5, "below −50%"), (-0.5, -0.2, "−50 to −20%"), (-0.2, -0.05, "−20 to −5%"),
                (-0.05, 0.05, "−5 to +5%"), (0.05, 0.2, "+5 to +20%"), (0.2, 0.5, "+20 to +50%"),
@@ -57,6 +64,46 @@ class NoteComparison:
 
 
 @dataclass
+class Change:
+    """A mean relative change on gold with its paired bootstrap CI, as percentages for pages."""
+
+    result: PairedDiff
+    ratio_of_sums: PairedDiff | None = None
+
+    @property
+    def has_ci(self) -> bool:
+        return self.result.n >= MIN_PAIRS
+
+    @property
+    def percent(self) -> float:
+        return 100 * self.result.diff
+
+    @property
+    def low_percent(self) -> float:
+        return 100 * self.result.low
+
+    @property
+    def high_percent(self) -> float:
+        return 100 * self.result.high
+
+    @property
+    def ratio_low_percent(self) -> float:
+        return 100 * self.ratio_of_sums.low if self.ratio_of_sums else math.nan
+
+    @property
+    def ratio_high_percent(self) -> float:
+        return 100 * self.ratio_of_sums.high if self.ratio_of_sums else math.nan
+
+
+@dataclass
+class TaskChange:
+    task: Task
+    pairs: int  # with relevance on gold under the first model
+    undefined: int  # without: left out
+    change: Change
+
+
+@dataclass
 class Summary:
     pairs: int = 0
     undefined: int = 0
@@ -65,6 +112,12 @@ class Summary:
     ratio_of_sums_change: float = math.nan
     histogram: list = field(default_factory=list)  # [(label, count, percent of the largest bin)]
     limit: int = SUMMARY_PAIRS
+    overall: Change | None = None  # mean_change and ratio_of_sums_change with their CIs
+    per_task: list[TaskChange] = field(default_factory=list)  # by task description
+    gold_pairs: int = 0  # annotated (note, task) pairs with gold evidence looked at
+    first_maps: int = 0  # of those, how many have a map of the first model / of the second
+    second_maps: int = 0
+    min_pairs: int = MIN_PAIRS  # fewest pairs that get a CI and p-value
 
     @property
     def mean_change_percent(self) -> float:
@@ -75,17 +128,17 @@ class Summary:
         return 100 * self.ratio_of_sums_change
 
 
-def _arrays(note_id, task_id, model, method, template):
-    data = (RelevanceMap.objects.filter(note_id=note_id, task_id=task_id, model_version=model, method=method,
-                                        template=template).values_list("data", flat=True).first())
+def _arrays(note_id, task_id, model, method, template, config_key=""):
+    data = (RelevanceMap.objects.for_config(method, template, config_key)
+            .filter(note_id=note_id, task_id=task_id, model_version=model).values_list("data", flat=True).first())
     return decode_map(data) if data is not None else None
 
 
-def compare_note(note, task, first, second, method: str, template: str) -> NoteComparison:
+def compare_note(note, task, first, second, method: str, template: str, config_key: str = "") -> NoteComparison:
     out = NoteComparison()
     out.annotations, out.gold = gold_of(note, task)
-    a = _arrays(note.pk, task.pk, first, method, template) if first and task else None
-    b = _arrays(note.pk, task.pk, second, method, template) if second and task else None
+    a = _arrays(note.pk, task.pk, first, method, template, config_key) if first and task else None
+    b = _arrays(note.pk, task.pk, second, method, template, config_key) if second and task else None
     out.found_first, out.found_second = a is not None, b is not None
     text = note.text
     for arrays, attr in ((a, "html_first"), (b, "html_second")):
@@ -103,27 +156,31 @@ def compare_note(note, task, first, second, method: str, template: str) -> NoteC
     return out
 
 
-def corpus_summary(corpus, first, second, method: str, template: str, *, limit: int = SUMMARY_PAIRS) -> Summary:
+def corpus_summary(corpus, first, second, method: str, template: str, config_key: str = "", *,
+                   limit: int = SUMMARY_PAIRS) -> Summary:
     summary = Summary(limit=limit)
     gold: dict[tuple, set] = {}
     rows = (Annotation.objects.filter(note__corpus=corpus).exclude(evidence=[]).order_by("id")
             .values_list("note_id", "task_id", "evidence")[:ANNOTATION_SCAN])
     for note_id, task_id, evidence in rows:
         gold.setdefault((note_id, task_id), set()).update((int(x), int(y)) for x, y in evidence)
+    summary.gold_pairs = len(gold)
     if not gold or first is None or second is None:
         return summary
     maps: dict[tuple, dict] = defaultdict(dict)
     notes = sorted({n for n, _ in gold})
     for start in range(0, len(notes), 2_000):
         chunk = notes[start:start + 2_000]
-        for note_id, task_id, model_id, data in RelevanceMap.objects.filter(
-                note_id__in=chunk, model_version__in=[first, second], method=method, template=template).values_list(
+        for note_id, task_id, model_id, data in RelevanceMap.objects.for_config(method, template, config_key).filter(
+                note_id__in=chunk, model_version__in=[first, second]).values_list(
                 "note_id", "task_id", "model_version_id", "data"):
             if (note_id, task_id) in gold:
                 maps[(note_id, task_id)][model_id] = data
     both = [key for key in gold if first.pk in maps.get(key, {}) and second.pk in maps.get(key, {})][:limit]
     lengths = dict(Note.objects.filter(pk__in={n for n, _ in both}).annotate(n=Length("text")).values_list("pk", "n"))
-    gold_a, gold_b, changes = [], [], []
+    summary.first_maps = sum(1 for found in maps.values() if first.pk in found)
+    summary.second_maps = sum(1 for found in maps.values() if second.pk in found)
+    gold_a, gold_b, changes, task_ids = [], [], [], []
     for key in both:
         off_a, sc_a = decode_map(maps[key][first.pk])
         off_b, sc_b = decode_map(maps[key][second.pk])
@@ -134,6 +191,7 @@ def corpus_summary(corpus, first, second, method: str, template: str, *, limit: 
         ga, gb = gold_relevance(sc_a, off_a, spans), gold_relevance(projected, off_a, spans)
         gold_a.append(ga)
         gold_b.append(gb)
+        task_ids.append(key[1])
         if ga:
             changes.append((gb - ga) / ga)
     aggregate = aggregate_relative_change(gold_a, gold_b)
@@ -145,4 +203,38 @@ def corpus_summary(corpus, first, second, method: str, template: str, *, limit: 
     top = max(counts, default=0)
     summary.histogram = [(label, n, round(100 * n / top) if top else 0)
                          for (_, _, label), n in zip(CHANGE_BINS, counts)]
+    if summary.pairs:
+        summary.overall = _change(gold_a, gold_b, ratio=True)
+        summary.per_task = per_task_changes(gold_a, gold_b, task_ids)
     return summary
+
+
+def per_task_changes(gold_a: list[float], gold_b: list[float], task_ids: list[int]) -> list[TaskChange]:
+    """The relative change on gold of each task's pairs (`gold_a[i]`, `gold_b[i]` of task
+    `task_ids[i]`), with its paired bootstrap CI; tasks in description order."""
+    by_task: dict[int, tuple[list, list]] = defaultdict(lambda: ([], []))
+    for a, b, task_id in zip(gold_a, gold_b, task_ids):
+        by_task[task_id][0].append(a)
+        by_task[task_id][1].append(b)
+    tasks = Task.objects.filter(pk__in=list(by_task)).order_by("description", "pk")
+    out = []
+    for task in tasks:
+        a, b = by_task[task.pk]
+        change = _change(a, b)
+        out.append(TaskChange(task, change.result.n, len(a) - change.result.n, change))
+    return out
+
+
+def partner_for(model: ModelVersion | None) -> ModelVersion | None:
+    """The model version a comparison with `model` most likely wants: its latest child (the DSM
+    model trained from it), else its parent."""
+    if model is None:
+        return None
+    return ModelVersion.objects.filter(parent=model).order_by("-created", "-pk").first() or model.parent
+
+
+def _change(gold_a, gold_b, *, ratio: bool = False) -> Change:
+    mean = relative_change_bootstrap(gold_a, gold_b, SUMMARY_RESAMPLES, seed=0)
+    ratio_of_sums = (relative_change_bootstrap(gold_a, gold_b, SUMMARY_RESAMPLES, seed=0, statistic="ratio_of_sums")
+                     if ratio else None)
+    return Change(mean, ratio_of_sums)

@@ -96,6 +96,8 @@ class ValidationSet(models.Model):
     model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT, related_name="+")
     method = models.CharField(max_length=20)
     template = models.CharField(max_length=500)
+    config_key = models.CharField(max_length=64, blank=True,
+                                  help_text="RelevanceConfig.key of the maps judged (empty: the default)")
     name = models.CharField(max_length=200)
     seed = models.IntegerField(default=0)
     size = models.PositiveIntegerField(default=100)
@@ -142,6 +144,8 @@ class MapSample(models.Model):
     model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.CASCADE, related_name="+")
     method = models.CharField(max_length=20)
     template = models.CharField(max_length=500)
+    config_key = models.CharField(max_length=64, blank=True,
+                                  help_text="RelevanceConfig.key of the maps sampled (empty: the default)")
     seed = models.IntegerField(default=0)
     size = models.PositiveIntegerField()
     population = models.PositiveIntegerField(help_text="Matching maps when the sample was drawn")
@@ -150,8 +154,8 @@ class MapSample(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["corpus", "model_version", "method", "template", "seed", "size"],
-                                    name="review_mapsample_unique"),
+            models.UniqueConstraint(fields=["corpus", "model_version", "method", "template", "config_key", "seed",
+                                            "size"], name="review_mapsample_unique"),
         ]
 
     def __str__(self):

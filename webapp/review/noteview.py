@@ -79,8 +79,8 @@ def map_arrays(note, selection):
     """(offsets, scores) of the selection's map of the note, or None."""
     if not selection.ready:
         return None
-    data = (RelevanceMap.objects.filter(note=note, task=selection.task, model_version=selection.model,
-                                        method=selection.method, template=selection.template)
+    data = (selection.maps()
+            .filter(note=note, task=selection.task, model_version=selection.model)
             .values_list("data", flat=True).first())
     return decode_map(data) if data is not None else None
 
@@ -159,9 +159,8 @@ def neighbours(note, selection) -> tuple[int | None, int | None]:
     model version, method and template; without a task, the previous and next note. One query:
     two index-bounded subqueries (ORDER BY ... LIMIT 1)."""
     if selection.ready:
-        maps = RelevanceMap.objects.filter(note__corpus_id=note.corpus_id, task=selection.task,
-                                           model_version=selection.model, method=selection.method,
-                                           template=selection.template)
+        maps = selection.maps().filter(
+            note__corpus_id=note.corpus_id, task=selection.task, model_version=selection.model)
         prev_ids = maps.filter(note_id__lt=note.pk).order_by("-note_id").values("note_id")[:1]
         next_ids = maps.filter(note_id__gt=note.pk).order_by("note_id").values("note_id")[:1]
     else:

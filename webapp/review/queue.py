@@ -32,8 +32,8 @@ class QueueResult:
 
 
 def selection_maps(corpus, selection):
-    maps = RelevanceMap.objects.filter(note__corpus=corpus, model_version=selection.model, method=selection.method,
-                                       template=selection.template)
+    maps = selection.maps().filter(
+        note__corpus=corpus, model_version=selection.model)
     if selection.task is not None:
         maps = maps.filter(task=selection.task)
     return maps

@@ -1,5 +1,11 @@
 """What a review page shows, read from its query string: task, model version, method, template,
-peak profile and the peak parameters in effect (the profile's, or the sliders' when moved).
+relevance configuration, peak profile and the peak parameters in effect (the profile's, or the
+sliders' when moved).
+
+Relevance configuration (`config`, a RelevanceConfig key): maps of one configuration only are
+ever shown or counted together. On a note the choices are the configurations its maps have (the
+default configuration first); on a corpus, those of the corpus's relevance jobs for the method
+and template (the latest job's by default).
 
 Defaults: on a note, the first combination that has a map for the note (the default model
 version first); on a corpus, the default model version, AttnLRP and the template of the
@@ -12,6 +18,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from webapp.corpus.models import Task
+from ml.relevance import RelevanceConfig, default_config_key
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
 from ml.peaks import PAPER, PeakParams
 from webapp.review.forms import ParamsForm
@@ -26,10 +33,21 @@ class Selection:
     profile: PeakProfile | None
     params: PeakParams
     errors: list[str] = field(default_factory=list)
+    config_key: str = ""  # RelevanceConfig.key; empty: the default configuration of method and template
     tasks: list = field(default_factory=list)  # choices offered
     models: list = field(default_factory=list)
     methods: list = field(default_factory=list)
     templates: list = field(default_factory=list)
+    configs: list = field(default_factory=list)  # [(key, label)] offered
+
+    @property
+    def config(self) -> str:
+        """The configuration key in effect."""
+        return self.config_key or default_config_key(self.method, self.template)
+
+    def maps(self):
+        """The maps of this selection's method, template and configuration (any note, task, model)."""
+        return RelevanceMap.objects.for_config(self.method, self.template, self.config)
 
     @property
     def base_params(self) -> PeakParams:
@@ -47,7 +65,8 @@ class Selection:
     def query_dict(self, *, params: bool = True, **changes) -> dict:
         values = {"task": self.task.pk if self.task else None, "model": self.model.pk if self.model else None,
                   "method": self.method, "template": self.template,
-                  "profile": self.profile.pk if self.profile else None}
+                  "profile": self.profile.pk if self.profile else None,
+                  "config": self.config if self.config != default_config_key(self.method, self.template) else None}
         if params and self.custom:
             p, base = self.params, self.base_params
             values.update(k=p.kernel_size, sigma=f"{p.sigma:g}", lower=f"{p.lower:g}", upper=f"{p.upper:g}")
@@ -96,7 +115,7 @@ def for_note(note, query) -> Selection:
     """The selection of a note page: only combinations the note has maps for are offered."""
     errors: list[str] = []
     combos = list(RelevanceMap.objects.filter(note=note)
-                  .values_list("task_id", "model_version_id", "method", "template").distinct())
+                  .values_list("task_id", "model_version_id", "method", "template", "config_key").distinct())
     model_ids = sorted({c[1] for c in combos})
     models = list(ModelVersion.objects.filter(pk__in=model_ids).order_by("name"))
     by_pk = {m.pk: m for m in models}
@@ -112,7 +131,11 @@ def for_note(note, query) -> Selection:
     templates = sorted({c[3] for c in of_model if c[2] == method})
     template = query.get("template") if query.get("template") in templates else (
         templates[0] if templates else query.get("template") or "en")
-    task_ids = sorted({c[0] for c in of_model if c[2] == method and c[3] == template})
+    default_key = default_config_key(method, template)
+    keys = sorted({c[4] for c in of_model if c[2] == method and c[3] == template},
+                  key=lambda k: (k != default_key, k))
+    config = query.get("config") if query.get("config") in keys else (keys[0] if keys else default_key)
+    task_ids = sorted({c[0] for c in of_model if c[2] == method and c[3] == template and c[4] == config})
     tasks = list(Task.objects.filter(pk__in=task_ids).order_by("slug"))
     wanted_task = _int(query.get("task"))
     task = next((t for t in tasks if t.pk == wanted_task), None)
@@ -122,7 +145,8 @@ def for_note(note, query) -> Selection:
         task = tasks[0]
     profile = _profile(query, errors)
     return Selection(task, model, method, template, profile, _params(query, profile, errors), errors,
-                     tasks=tasks, models=models, methods=methods or [method], templates=templates or [template])
+                     config_key=config, tasks=tasks, models=models, methods=methods or [method],
+                     templates=templates or [template], configs=config_choices(keys or [config], method, template))
 
 
 def for_corpus(corpus, query) -> Selection:
@@ -141,8 +165,37 @@ def for_corpus(corpus, query) -> Selection:
     template = query.get("template") or default_template
     if template not in templates:
         templates.append(template)
+    keys = list(dict.fromkeys(RelevanceJob.objects.filter(corpus=corpus, method=method, template=template)
+                              .order_by("-created").values_list("config_key", flat=True)[:50]))
+    keys = [k for k in keys if k] or [default_config_key(method, template)]
+    config = query.get("config") if query.get("config") in keys else keys[0]
     wanted_task = _int(query.get("task"))
     task = Task.objects.filter(pk=wanted_task).first() if wanted_task is not None else None
     profile = _profile(query, errors)
     return Selection(task, model, method, template, profile, _params(query, profile, errors), errors,
-                     tasks=list(Task.objects.order_by("slug")), models=models, methods=methods, templates=templates)
+                     config_key=config, tasks=list(Task.objects.order_by("slug")), models=models, methods=methods,
+                     templates=templates, configs=config_choices(keys, method, template))
+
+
+def config_choices(keys, method: str, template: str) -> list[tuple[str, str]]:
+    """(key, label) of configuration keys: what differs from the default, from a job that stored it."""
+    stored = {default_config_key(method, template): RelevanceConfig(method=method, template=template).to_dict()}
+    for key, config in RelevanceJob.objects.filter(config_key__in=list(keys)).values_list("config_key", "config"):
+        stored.setdefault(key, config)
+    return [(key, config_label(stored.get(key), key)) for key in keys]
+
+
+def config_label(config: dict | None, key: str) -> str:
+    """e.g. 'explain span, normalise clip' or 'explain next (default)'; the key when unknown."""
+    try:
+        cfg = RelevanceConfig.from_dict(config) if config else None
+    except (TypeError, ValueError):
+        cfg = None
+    if cfg is None:
+        return key
+    default = RelevanceConfig(method=cfg.method, template=cfg.template)
+    if cfg.key == default.key:
+        return f"explain {cfg.explain} (default)"
+    changed = [f"{name} {value}" for name, value in cfg.to_dict().items()
+               if name not in ("method", "template", "explain") and value != getattr(default, name)]
+    return ", ".join([f"explain {cfg.explain}", *changed])

@@ -68,14 +68,14 @@ class Preview:
 def sample_for(corpus, selection, *, size: int = SAMPLE_SIZE, seed: int = 0, redraw: bool = False) -> MapSample | None:
     """The stored sample of the selection's maps; drawn now if there is none (or `redraw`)."""
     key = {"corpus": corpus, "model_version": selection.model, "method": selection.method,
-           "template": selection.template, "seed": seed, "size": size}
+           "template": selection.template, "config_key": selection.config, "seed": seed, "size": size}
     if selection.model is None:
         return None
     existing = MapSample.objects.filter(**key).first()
     if existing is not None and not redraw:
         return existing
-    ids = list(RelevanceMap.objects.filter(note__corpus=corpus, model_version=selection.model,
-                                           method=selection.method, template=selection.template)
+    ids = list(selection.maps()
+               .filter(note__corpus=corpus, model_version=selection.model)
                .order_by("id").values_list("id", flat=True))
     if not ids:
         return None

@@ -67,7 +67,8 @@ def draw(corpus, selection, *, name: str, size: int, seed: int, grid: list[dict]
         if len(items) == size:
             break
     vset = ValidationSet.objects.create(corpus=corpus, model_version=selection.model, method=selection.method,
-                                        template=selection.template, name=name, seed=seed, size=size, items=items,
+                                        template=selection.template, config_key=selection.config, name=name, seed=seed,
+                                        size=size, items=items,
                                         grid=grid, created_by=actor)
     record(actor, AuditEvent.Action.REVIEW_DECISION, vset, kind="validation_set", items=len(items),
            settings=len(grid), seed=seed)
@@ -90,8 +91,8 @@ class Item:
 
 
 def _arrays(vset, note_id, task_id):
-    data = (RelevanceMap.objects.filter(note_id=note_id, task_id=task_id, model_version=vset.model_version,
-                                        method=vset.method, template=vset.template)
+    data = (RelevanceMap.objects.for_config(vset.method, vset.template, vset.config_key)
+            .filter(note_id=note_id, task_id=task_id, model_version=vset.model_version)
             .values_list("data", flat=True).first())
     return decode_map(data) if data is not None else None
 
@@ -202,8 +203,8 @@ def _agreement(vset, rows: list[SettingTally]) -> None:
             gold[(note_id, task_id)].update((int(a), int(b)) for a, b in evidence)
     if not gold:
         return
-    maps = list(RelevanceMap.objects.filter(note_id__in={n for n, _ in gold}, model_version=vset.model_version,
-                                            method=vset.method, template=vset.template)
+    maps = list(RelevanceMap.objects.for_config(vset.method, vset.template, vset.config_key)
+                .filter(note_id__in={n for n, _ in gold}, model_version=vset.model_version)
                 .values_list("note_id", "task_id", "data"))
     maps = [(n, t, decode_map(d)) for n, t, d in maps if (n, t) in gold]
     if not maps:

@@ -222,23 +222,29 @@ def validation_adopt(request, set_id):
 
 
 def compare(request, corpus_id, note_id):
+    """Two models' maps of a note side by side; with one model only, which one lacks maps and how
+    to compute them."""
     note = access.note_for(request.user, corpus_id, note_id)
     sel = selection.for_note(note, request.GET)
     first, second = _pair_of_models(sel, request.GET)
-    result = comparison.compare_note(note, sel.task, first, second, sel.method, sel.template) if sel.task else None
+    result = (comparison.compare_note(note, sel.task, first, second, sel.method, sel.template, sel.config)
+              if sel.task else None)
     return render(request, "review/compare.html", {
         "nav": "review", "note": note, "corpus": note.corpus, "sel": sel, "first": first, "second": second,
-        "result": result, "legend": rendering.legend(), "diff_legend": rendering.diff_legend()})
+        "partner": comparison.partner_for(first) if second is None else None, "result": result,
+        "can_launch": has_capability(request.user, Capability.LAUNCH),
+        "legend": rendering.legend(), "diff_legend": rendering.diff_legend()})
 
 
 def compare_summary(request, corpus_id):
     corpus = access.corpus_for(request.user, corpus_id)
     sel = selection.for_corpus(corpus, request.GET)
     first, second = _pair_of_models(sel, request.GET)
-    summary = comparison.corpus_summary(corpus, first, second, sel.method, sel.template)
+    summary = comparison.corpus_summary(corpus, first, second, sel.method, sel.template, sel.config)
     template = "review/compare.html#summary" if request.htmx else "review/compare_summary.html"
     return render(request, template, {"nav": "review", "corpus": corpus, "sel": sel, "first": first,
-                                      "second": second, "summary": summary})
+                                      "second": second, "summary": summary,
+                                      "can_launch": has_capability(request.user, Capability.LAUNCH)})
 
 
 @capability_required(Capability.VIEW)

@@ -11,6 +11,10 @@ values); figures are F1 x 100, deltas are computed before rounding.
 - Table 3: held-out tasks: per task, F1 of each adaptation on the base and the DSM model, and the
   delta; the last row is the held-out Macro F1.
 - Table 4: baselines and ablations: every system the paper lists, Macro F1 with the 95% CI.
+- Paired differences: each Table 4 run against a reference run, item by item on the same test
+  items (see `paired_rows`): Δ Macro F1 with a paired bootstrap 95% CI and p-value
+  (ml.metrics.paired_bootstrap). Runs on different splits or item sets are not paired, and the
+  table says so instead of giving a number.
 
 Where several selected runs fill the same cell, the latest (highest id) is used.
 """
@@ -20,8 +24,9 @@ import csv
 import io
 from dataclasses import dataclass, field
 
+from ml.metrics import PairedDiff, mean_task_f1, paired_bootstrap
 from webapp.training import configs
-from webapp.training.models import RunKind, TrainingRun
+from webapp.training.models import RunKind, RunPrediction, TrainingRun
 
 ADAPTATIONS = {RunKind.SFT: "SFT", RunKind.HEADS: "CH", RunKind.SELF_LEARNING: "self-learning SFT"}
 ORIGIN_LABELS = {"base": "base", "dsm": "DSM", "cpt": "CPT", "random": "random mask", "one_peak": "one peak",
@@ -47,6 +52,7 @@ class RunRow:
     per_task: dict = field(default_factory=dict)
     held_out_tasks: tuple = ()
     held_out_macro: dict | None = None
+    split_id: int | None = None
 
 
 @dataclass
@@ -55,6 +61,7 @@ class Table:
     columns: list[str]
     rows: list[list]
     notes: list[str] = field(default_factory=list)
+    formats: dict = field(default_factory=dict)  # column -> format of its figures in CSV (default: one decimal)
 
     @property
     def numeric(self) -> list[str]:
@@ -66,7 +73,7 @@ class Table:
         writer = csv.writer(buffer)
         writer.writerow(self.columns)
         for row in self.rows:
-            writer.writerow([_csv_cell(cell) for cell in row])
+            writer.writerow([_csv_cell(cell, self.formats.get(column)) for column, cell in zip(self.columns, row)])
         return buffer.getvalue()
 
 
@@ -112,7 +119,7 @@ def row_of(run: TrainingRun) -> RunRow | None:
     return RunRow(run_id=run.pk, adaptation=adaptation, origin=origin_of(run.model_version),
                   base_model=root_of(run.model_version), macro=results["macro_f1"],
                   per_task=results.get("per_task") or {}, held_out_tasks=tuple(held.get("tasks") or ()),
-                  held_out_macro=held.get("macro_f1"))
+                  held_out_macro=held.get("macro_f1"), split_id=run.split_id)
 
 
 def rows_of(runs) -> list[RunRow]:
@@ -133,7 +140,8 @@ def table2(rows: list[RunRow]) -> Table:
             line += [_points(before), _points(after), _delta(before, after)]
         out.append(line)
     return Table("Table 2: Macro F1, base vs DSM", columns, out,
-                 ["F1 x 100; Δ = DSM - base, computed before rounding; empty: no such run selected."])
+                 ["F1 x 100; Δ = DSM - base, computed before rounding; empty: no such run selected. "
+                  "The paired differences below give each Δ's paired 95% CI and p-value."])
 
 
 def table3(rows: list[RunRow]) -> Table:
@@ -159,19 +167,25 @@ def table3(rows: list[RunRow]) -> Table:
 
 
 def table4(rows: list[RunRow]) -> Table:
-    cells = _latest(rows)
     columns = ["Model", "System", "Macro F1", "95% CI low", "95% CI high", "Run"]
+    out = [_table4_line(row.base_model, label, row) for label, row in systems(rows)]
+    return Table("Table 4: baselines and ablations, Macro F1", columns, out,
+                 ["F1 x 100 with the 95% bootstrap confidence interval."])
+
+
+def systems(rows: list[RunRow]) -> list[tuple[str, RunRow]]:
+    """(system label, row) in Table 4's order: per base model, the paper's systems, then the others."""
+    cells = _latest(rows)
     out, used = [], set()
     for base in _bases(rows):
         for label, origin, adaptation in TABLE4_SYSTEMS:
             row = cells.get((base, origin, adaptation))
             if row:
                 used.add((base, origin, adaptation))
-                out.append(_table4_line(base, label, row))
+                out.append((label, row))
         for key in sorted(k for k in cells if k[0] == base and k not in used):
-            out.append(_table4_line(base, f"{ORIGIN_LABELS.get(key[1], key[1])} + {key[2]}", cells[key]))
-    return Table("Table 4: baselines and ablations, Macro F1", columns, out,
-                 ["F1 x 100 with the 95% bootstrap confidence interval."])
+            out.append((f"{ORIGIN_LABELS.get(key[1], key[1])} + {key[2]}", cells[key]))
+    return out
 
 
 def tables(rows: list[RunRow]) -> dict[str, Table]:
@@ -211,10 +225,172 @@ def _delta(before, after):
     return None if before is None or after is None else round(100 * (after - before), 1)
 
 
-def _csv_cell(cell):
+def _csv_cell(cell, spec=None):
     if cell is None:
         return ""
-    return f"{cell:.1f}" if isinstance(cell, float) else cell
+    return format(cell, spec or ".1f") if isinstance(cell, float) else cell
+
+
+# ------------------------------------------------------------------------ paired differences
+
+PAIRED_RESAMPLES = 1000
+PAIRED_SEED = 0
+#: Below this many items a bootstrap CI is too narrow and its p-value too small to report
+#: (n items all better give p = 2 / (R + 1) whatever n): the difference alone is shown.
+MIN_PAIRED_ITEMS = 10
+
+
+@dataclass(frozen=True)
+class ItemPredictions:
+    """A run's stored test predictions on the tasks behind its Macro F1 (its held-out tasks left
+    out), items in a fixed order: (note id, task slug) pairs, their gold labels and tasks, and one
+    tuple of predicted labels per variant (prompting: one per prompt or example draw)."""
+
+    split_id: int | None
+    items: tuple = ()
+    gold: tuple = ()
+    tasks: tuple = ()
+    variants: tuple = ()
+    complete: bool = True  # every variant predicts every item
+
+
+@dataclass(frozen=True)
+class PairedRow:
+    """One run against its reference: the paired difference, or why there is none."""
+
+    label: str
+    row: RunRow
+    reference_label: str
+    reference: RunRow
+    result: PairedDiff | None = None
+    reason: str = ""  # "" when paired
+
+    @property
+    def paired(self) -> bool:
+        return self.result is not None
+
+    @property
+    def has_ci(self) -> bool:
+        return self.result is not None and self.result.n >= MIN_PAIRED_ITEMS
+
+
+def predictions_of(row: RunRow) -> ItemPredictions:
+    """The run's RunPrediction rows, without the tasks its evaluation held out."""
+    by_variant: dict[int, dict] = {}
+    gold, tasks = {}, {}
+    rows = (RunPrediction.objects.filter(run_id=row.run_id).exclude(task__slug__in=list(row.held_out_tasks))
+            .values_list("variant", "note_id", "task__slug", "gold", "predicted"))
+    for variant, note_id, slug, gold_label, predicted in rows.iterator(chunk_size=5_000):
+        key = (note_id, slug)
+        by_variant.setdefault(variant, {})[key] = predicted
+        gold[key], tasks[key] = gold_label, slug
+    items = tuple(sorted(gold))
+    complete = all(len(values) == len(items) for values in by_variant.values())
+    variants = tuple(tuple(values.get(key, "") for key in items) for _, values in sorted(by_variant.items()))
+    return ItemPredictions(row.split_id, items, tuple(gold[k] for k in items), tuple(tasks[k] for k in items),
+                           variants, complete)
+
+
+def paired_difference(reference: ItemPredictions, other: ItemPredictions, *, reference_id=None, other_id=None,
+                      n_resamples: int = PAIRED_RESAMPLES, seed: int = PAIRED_SEED) -> tuple[PairedDiff | None, str]:
+    """(Macro F1 of `other` minus that of `reference` with its paired bootstrap CI and p-value, "")
+    when both were evaluated on the same split and the same test items with the same gold
+    labels; else (None, why not)."""
+    if reference.split_id is None or reference.split_id != other.split_id:
+        return None, (f"not paired: different splits (split {_name(reference.split_id)} vs "
+                      f"split {_name(other.split_id)})")
+    for run_id, predictions in ((reference_id, reference), (other_id, other)):
+        if not predictions.items or not predictions.variants:
+            return None, f"not paired: run {_name(run_id)} has no stored test predictions"
+        if not predictions.complete:
+            return None, f"not paired: run {_name(run_id)} has predictions missing for some items"
+    if reference.items != other.items or reference.gold != other.gold:
+        shared = len(set(reference.items) & set(other.items))
+        return None, (f"not paired: different test items ({len(other.items):,} vs {len(reference.items):,}, "
+                      f"{shared:,} in common)")
+    result = paired_bootstrap(list(reference.gold), [list(v) for v in reference.variants],
+                              [list(v) for v in other.variants], mean_task_f1, n_resamples, seed,
+                              groups=list(reference.tasks), variants=True)
+    return result, ""
+
+
+def reference_pairs(rows: list[RunRow], reference_id: int | None = None) -> list[tuple[str, RunRow, str, RunRow]]:
+    """(label, row, reference label, reference row) for every Table 4 run but the reference.
+    With `reference_id` (any evaluated row) every run is compared with that one. By default a
+    run is compared with the run of the same adaptation on its base model (DSM + CH with
+    base + CH), else with the first run of its base model in Table 4's order; a run that is
+    that first run itself has no pair (runs of other base models are compared only on demand)."""
+    ordered = systems(rows)
+    labels = {row.run_id: label for label, row in ordered}
+    chosen = next((row for row in rows if row.run_id == reference_id), None) if reference_id else None
+    pairs = []
+    for label, row in ordered:
+        if chosen is not None:
+            reference = chosen
+        else:
+            same_kind = [r for _, r in ordered if r.base_model == row.base_model and r.origin == "base"
+                         and r.adaptation == row.adaptation]
+            same_base = [r for _, r in ordered if r.base_model == row.base_model]
+            reference = next((r for r in same_kind + same_base[:1] if r.run_id != row.run_id), None)
+        if reference is not None and reference.run_id != row.run_id:
+            reference_label = labels.get(reference.run_id) or _system_label(reference)
+            pairs.append((label, row, reference_label, reference))
+    return pairs
+
+
+def paired_rows(rows: list[RunRow], reference_id: int | None = None, *, load=predictions_of,
+                n_resamples: int = PAIRED_RESAMPLES, seed: int = PAIRED_SEED) -> list[PairedRow]:
+    """The paired differences of `reference_pairs`; `load(row)` gives a run's ItemPredictions
+    (read once per run)."""
+    loaded: dict[int, ItemPredictions] = {}
+
+    def of(row):
+        if row.run_id not in loaded:
+            loaded[row.run_id] = load(row)
+        return loaded[row.run_id]
+
+    out = []
+    for label, row, reference_label, reference in reference_pairs(rows, reference_id):
+        result, reason = paired_difference(of(reference), of(row), reference_id=reference.run_id,
+                                           other_id=row.run_id, n_resamples=n_resamples, seed=seed)
+        out.append(PairedRow(label, row, reference_label, reference, result, reason))
+    return out
+
+
+def paired_table(paired: list[PairedRow]) -> Table:
+    columns = ["Model", "System", "Run", "Reference", "Reference run", "Macro F1", "Reference Macro F1",
+               "Δ Macro F1", "Δ 95% CI low", "Δ 95% CI high", "p", "Items", "Pairing"]
+    out = []
+    for line in paired:
+        result = line.result
+        if result is None:
+            figures, pairing = [None] * 5, line.reason
+        elif line.has_ci:
+            figures, pairing = [_points(result.diff), _points(result.low), _points(result.high), result.p_value,
+                                result.n], "paired"
+        else:
+            figures, pairing = [_points(result.diff), None, None, None, result.n], \
+                f"paired; fewer than {MIN_PAIRED_ITEMS} items: no CI or p-value"
+        out.append([line.row.base_model, line.label, line.row.run_id, line.reference_label, line.reference.run_id,
+                    _points(_macro(line.row)), _points(_macro(line.reference))] + figures + [pairing])
+    return Table("Paired differences: Macro F1 against a reference run, item by item", columns, out,
+                 [f"Δ = run - reference, F1 x 100; 95% CI: paired percentile bootstrap ({PAIRED_RESAMPLES} "
+                  "resamples of the test items, the same items drawn for both runs); p: two-sided bootstrap "
+                  "p-value of no difference, 2 x the share of resamples on the far side of 0 (with +1 "
+                  "correction), so p < 0.05 goes with a CI that excludes 0; none below "
+                  f"{MIN_PAIRED_ITEMS} items. Only runs evaluated on the same split and the same test items are "
+                  "paired; held-out tasks are left out, as in Macro F1."],
+                 formats={"p": ".3f"})
+
+
+def _system_label(row: RunRow) -> str:
+    label = next((label for label, origin, adaptation in TABLE4_SYSTEMS
+                  if (origin, adaptation) == (row.origin, row.adaptation)), None)
+    return label or f"{ORIGIN_LABELS.get(row.origin, row.origin)} + {row.adaptation}"
+
+
+def _name(value) -> str:
+    return "?" if value is None else str(value)
 
 
 # ------------------------------------------------------------------------ configuration diff

@@ -93,20 +93,30 @@ def run_predictions(request, run_id, fmt):
 
 
 def compare(request):
-    """Tables 2, 3 and 4 of the selected runs (?runs=1&runs=2...); ?csv=2 downloads one table."""
+    """Tables 2, 3 and 4 of the selected runs (?runs=1&runs=2...) and their paired differences
+    against a reference run (?reference=ID; default: see comparison.reference_pairs); ?csv=2
+    downloads one table (2, 3, 4 or paired)."""
     selected = runs_for(request.user, request.GET.getlist("runs"))
-    tables = comparison.tables(comparison.rows_of(selected))
+    rows = comparison.rows_of(selected)
+    tables = comparison.tables(rows)
+    reference = _int(request.GET.get("reference"))
     wanted = request.GET.get("csv")
     if wanted:
-        if wanted not in tables:
-            return HttpResponseBadRequest("Download table 2, 3 or 4.")
-        response = HttpResponse(tables[wanted].to_csv(), content_type="text/csv; charset=utf-8")
+        if wanted == "paired":
+            table = comparison.paired_table(comparison.paired_rows(rows, reference))
+        elif wanted in tables:
+            table = tables[wanted]
+        else:
+            return HttpResponseBadRequest("Download table 2, 3, 4 or paired.")
+        response = HttpResponse(table.to_csv(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="table-{wanted}.csv"'
         return response
     skipped = [run for run in selected if comparison.row_of(run) is None]
+    paired = comparison.paired_rows(rows, reference)
     return render(request, "training/compare.html", {
         "nav": "training", "selected": selected, "tables": tables, "skipped": skipped,
-        "query": request.GET.urlencode(),
+        "paired": paired, "paired_table": comparison.paired_table(paired), "reference": reference,
+        "references": comparison.systems(rows), "query": request.GET.urlencode(),
     })
 
 

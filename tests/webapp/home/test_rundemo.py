@@ -20,7 +20,7 @@ def test_the_demo_prepares_sqlite_users_catalog_corpus_and_queues_a_first_job(tm
     assert "Notes imported into 'demo-ed': 25 created" in out
     for role in ("clinician", "researcher", "admin"):
         assert f"  {role}" in out  # each demo user is printed with a password
-    assert "Job 1: 100 prompts in 10 chunks, queued." in out
+    assert "Job 1: 100 prompts in 10 chunks, queued (configuration attnlrp-next-" in out
     db = sqlite3.connect(tmp_path / "db.sqlite3")
     assert db.execute("select count(*) from corpus_task").fetchone()[0] == 134
     assert db.execute("select status, total from pipeline_relevancejob").fetchall() == [("queued", 100)]

@@ -48,6 +48,21 @@ def test_launch_relevance_job_plans_a_sampled_job(corpus, tasks, model_version, 
     assert (job.sample_k, job.note_filter, job.created_by) == (2, {"limit": 3}, None)
 
 
+def test_launch_relevance_job_accepts_the_prediction_explained(corpus, tasks, model_version, monkeypatch):
+    from ml.relevance import RelevanceConfig
+
+    monkeypatch.setattr(jobs, "enqueue_pending", lambda job_id: 0)
+    out = run("launch_relevance_job", "ward", "--model", "tiny-llama", "--k", "2", "--explain", "contrastive",
+              "--neutral", "a person", "--normalise", "clip", "--truncate", "left")
+    job = RelevanceJob.objects.get()
+    expected = RelevanceConfig(explain="contrastive", neutral="a person", normalise="clip", truncate="left")
+    assert job.relevance_config == expected and f"configuration {expected.key}" in out
+    with pytest.raises(CommandError, match="applies only to explain='contrastive'"):
+        run("launch_relevance_job", "ward", "--model", "tiny-llama", "--explain", "span", "--neutral", "a person")
+    with pytest.raises(CommandError, match="invalid choice: 'middle'"):
+        run("launch_relevance_job", "ward", "--explain", "middle")
+
+
 def test_launch_relevance_job_explains_a_bad_request(corpus, tasks, model_version):
     with pytest.raises(CommandError, match="k must be between 1 and 4"):
         run("launch_relevance_job", "ward", "--model", "tiny-llama", "--k", "7")

@@ -30,6 +30,35 @@ def test_a_researcher_or_admin_launches_a_job_and_lands_on_its_page(client, requ
     assert AuditEvent.objects.filter(action=AuditEvent.Action.LAUNCH_JOB, actor=user).exists()
 
 
+def test_the_form_launches_a_contrastive_job_with_its_neutral_text(client, researcher, form_data):
+    from ml.relevance import RelevanceConfig
+
+    client.force_login(researcher)
+    response = client.post(URL, {**form_data, "template_choice": "es", "explain": "contrastive",
+                                 "neutral": "la persona", "normalise": "clip"})
+    job = RelevanceJob.objects.get()
+    assert response.status_code == 302
+    expected = RelevanceConfig(explain="contrastive", template="es", neutral="la persona", normalise="clip")
+    assert job.relevance_config == expected and job.config_key == expected.key
+    page = client.get(reverse("pipeline:job_detail", args=[job.pk])).content.decode()
+    assert "s_T minus a neutral description" in page and "la persona" in page and expected.key in page
+
+
+def test_the_form_keeps_the_neutral_text_for_contrastive_only(client, researcher, form_data):
+    client.force_login(researcher)
+    client.post(URL, {**form_data, "explain": "span", "neutral": "the patient"})
+    job = RelevanceJob.objects.get()
+    assert (job.explain, job.relevance_config.neutral) == ("span", "")
+
+
+def test_a_form_without_explain_launches_the_reference_codes_variant(client, researcher, form_data):
+    from ml.relevance import RelevanceConfig
+
+    client.force_login(researcher)
+    client.post(URL, form_data)
+    assert RelevanceJob.objects.get().config_key == RelevanceConfig().key
+
+
 def test_the_form_offers_the_default_model_first(client, researcher, db):
     default = ModelVersion.objects.filter(is_default=True).first() or ModelVersion.objects.create(
         name="smol", family="llama", path="smollm2-135m-instruct", is_default=True)
@@ -59,6 +88,9 @@ def test_others_may_not_launch(client, request, form_data, user_fixture):
     ({"tasks": [999999]}, "tasks", "Select a valid choice"),
     ({"task_selection": "list"}, "tasks", "Choose at least one task"),
     ({"external_ids": "n001, nope, n002\nzzz"}, "external_ids", "has no note nope, zzz"),
+    ({"explain": "everything"}, "explain", "Select a valid choice"),
+    ({"explain": "contrastive", "template_choice": "custom", "custom_template": "Note: {note}. Finding: {task}"},
+     "neutral", "needs a neutral description"),
 ])
 def test_the_form_explains_what_is_wrong(client, researcher, form_data, changes, field, words):
     client.force_login(researcher)

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from ml.metrics import relative_change_bootstrap
 from webapp.corpus.models import Annotation, Note
 from webapp.review import comparison
 
@@ -57,3 +58,54 @@ def test_the_corpus_summary_aggregates_pairs_with_gold_and_both_maps(corpus, tas
 
 def test_the_summary_without_gold_is_empty(corpus, base, dsm, maps):
     assert comparison.corpus_summary(corpus, base, dsm, "attnlrp", "en").pairs == 0
+
+
+def _pairs_with_gold(corpus, task, model_a, model_b, values, word, prefix):
+    """One note per (before, after): maps of both models scoring `word` so, and gold evidence on it."""
+    for i, (before, after) in enumerate(values):
+        note = Note.objects.create(corpus=corpus, external_id=f"{prefix}{i}", text=TEXT)
+        add_map(note, task, model_a, {word: before})
+        add_map(note, task, model_b, {word: after})
+        Annotation.objects.create(note=note, task=task, label="y", annotator_name="gold",
+                                  evidence=[list(word_span(TEXT, word))])
+
+
+def test_the_summary_gives_each_tasks_change_with_a_paired_bootstrap_ci(corpus, tasks, base, dsm):
+    heart = [(0.5, 0.75), (0.25, 0.5), (0.5, 0.625)]  # +50%, +100%, +25%: up on every pair
+    pacemaker = [(1.0, 0.5), (0.5, 0.5), (0.0, 0.5)]  # -50%, 0, undefined
+    _pairs_with_gold(corpus, tasks["heart"], base, dsm, heart, "130", "h")
+    _pairs_with_gold(corpus, tasks["pacemaker"], base, dsm, pacemaker, "Pacemaker", "p")
+    summary = comparison.corpus_summary(corpus, base, dsm, "attnlrp", "en")
+    by_task = {row.task.slug: row for row in summary.per_task}
+    assert [row.task.description for row in summary.per_task] == ["heart rate", "presence of pacemaker"]
+    up = by_task["heart-rate"]
+    assert (up.pairs, up.undefined) == (3, 0)
+    assert up.change.result == relative_change_bootstrap(*zip(*heart), comparison.SUMMARY_RESAMPLES, seed=0)
+    assert up.change.result.diff == pytest.approx((0.5 + 1.0 + 0.25) / 3)
+    assert up.change.result.low > 0 and up.change.result.p_value == pytest.approx(2 / 1001)
+    mixed = by_task["presence-of-pacemaker"]
+    assert (mixed.pairs, mixed.undefined) == (2, 1) and mixed.change.result.diff == pytest.approx(-0.25)
+    assert mixed.change.result.low == pytest.approx(-0.5) and mixed.change.result.high == pytest.approx(0.0)
+    everything = heart + pacemaker
+    assert summary.overall.result == relative_change_bootstrap(*zip(*everything), 1000, seed=0)
+    assert summary.overall.result.diff == pytest.approx(summary.mean_change)
+    assert summary.overall.ratio_of_sums == relative_change_bootstrap(*zip(*everything), 1000, seed=0,
+                                                                      statistic="ratio_of_sums")
+    assert summary.overall.ratio_of_sums.diff == pytest.approx(summary.ratio_of_sums_change)
+    assert (summary.gold_pairs, summary.first_maps, summary.second_maps) == (6, 6, 6)
+
+
+def test_the_summary_counts_the_annotated_pairs_each_model_has_maps_for(corpus, tasks, base, dsm):
+    for i in range(3):
+        note = Note.objects.create(corpus=corpus, external_id=f"b{i}", text=TEXT)
+        add_map(note, tasks["heart"], base, {"130": 0.5})
+        Annotation.objects.create(note=note, task=tasks["heart"], label="y", annotator_name="gold",
+                                  evidence=[list(word_span(TEXT, "130"))])
+    summary = comparison.corpus_summary(corpus, base, dsm, "attnlrp", "en")
+    assert (summary.pairs, summary.gold_pairs, summary.first_maps, summary.second_maps) == (0, 3, 3, 0)
+    assert summary.overall is None and summary.per_task == []
+
+
+def test_the_partner_of_a_model_is_its_child_else_its_parent(base, dsm):
+    assert comparison.partner_for(base) == dsm and comparison.partner_for(dsm) == base
+    assert comparison.partner_for(None) is None

@@ -208,3 +208,30 @@ def test_the_queue_link_goes_over_every_task_from_this_pair_on(page, note, tasks
     link = re.search(r'id="queue-link" href="([^"]+)"', content).group(1)
     assert f"after={note.pk}:{tasks['heart'].pk}" in html.unescape(link)
     assert "task=" not in html.unescape(link).split("after=")[0]
+
+
+def test_maps_of_another_relevance_configuration_are_chosen_not_mixed(client, clinician, note, tasks, base, sharp,
+                                                                        maps, corpus):
+    from ml.relevance import RelevanceConfig
+    from webapp.pipeline.models import RelevanceJob, RelevanceMap
+    from webapp.review import browse
+    from webapp.review.selection import for_note
+
+    from .fabricate import scores_for, tokens
+
+    span = RelevanceConfig(explain="span")
+    RelevanceJob.objects.create(corpus=corpus, model_version=base, explain="span", config=span.to_dict(),
+                                config_key=span.key)
+    offsets = tokens(TEXT)
+    RelevanceMap.objects.create(note=note, task=tasks["heart"], model_version=base, method="attnlrp", template="en",
+                                config_key=span.key, n_tokens=len(offsets),
+                                data=RelevanceMap.encode(offsets, scores_for(TEXT, {"febrile": 0.9})))
+    client.force_login(clinician)
+    default = client.get(url(note), query(tasks["heart"], base, sharp), **HX).content.decode()
+    chosen = client.get(url(note), {**query(tasks["heart"], base, sharp), "config": span.key}, **HX).content.decode()
+    assert "febrile" not in peak_texts(default) and peak_texts(chosen) == ["febrile"]
+    full = client.get(url(note), query(tasks["heart"], base, sharp)).content.decode()
+    assert 'name="config"' in full and "explain span" in full and "explain next (default)" in full
+    sel = for_note(note, {**query(tasks["heart"], base, sharp), "config": span.key})
+    assert sel.config == span.key and f"config={span.key}" in sel.query()
+    assert browse.summarise([note.pk], sel)[note.pk].peaks == 1  # the span map only

@@ -1,4 +1,9 @@
-"""Comparison tables of selected runs (+ CSV), the runs list, predictions download, config diff."""
+"""Comparison tables of selected runs (+ CSV), the paired differences, the runs list, predictions
+download, config diff."""
+import csv
+import io
+
+import pytest
 from django.urls import reverse
 
 from webapp.pipeline.models import ModelVersion
@@ -64,3 +69,80 @@ def test_the_diff_shows_only_what_differs(client, clinician, make_run):
     response = client.get(reverse("training:diff") + f"?runs={a.pk}&runs={b.pk}")
     assert response.context["differences"] == [("seed", 0, 3), ("train.lr", 4e-5, 1e-4)]
     assert client.get(reverse("training:diff") + f"?a={a.pk}").status_code == 400
+
+
+def _predict(run, wrong_every=0):
+    """Store predictions of `run` on its split's test items (right but on every n-th item that is
+    not held out) and the Macro F1 they give, as evaluation would; return that Macro F1."""
+    from ml.metrics import mean_task_f1
+    from webapp.corpus.models import Note, Task
+    from webapp.training import splits
+
+    held = sorted(splits.held_out_tasks(run.split))
+    items = [item for item in splits.labeled_items(run.split, "test")]
+    notes = dict(Note.objects.filter(corpus=run.split.corpus).values_list("external_id", "pk"))
+    tasks = {t.slug: t for t in Task.objects.filter(slug__in={i.task for i in items})}
+    predicted, counted = [], 0
+    for item in items:
+        wrong = item.task not in held and wrong_every and counted % wrong_every == 0
+        counted += item.task not in held
+        other = next(option for option in tasks[item.task].options if option != item.label)
+        predicted.append(other if wrong else item.label)
+        RunPrediction.objects.create(run=run, note_id=notes[item.note_id], task=tasks[item.task],
+                                     gold=item.label, predicted=predicted[-1])
+    scored = [(i.label, p, i.task) for i, p in zip(items, predicted) if i.task not in held]
+    macro = mean_task_f1(*zip(*scored))
+    run.results = {"macro_f1": {"estimate": macro, "low": None, "high": None}, "per_task": {},
+                   "held_out": {"tasks": held, "macro_f1": None}}
+    run.status = "done"
+    run.save(update_fields=["results", "status"])
+    return macro, len(scored)
+
+
+def test_runs_on_the_same_split_are_compared_item_by_item(client, clinician, make_run, model_version):
+    from tests.webapp.training.factories import make_labeled_corpus
+    from webapp.training import splits
+
+    split, _ = splits.get_or_create_split(make_labeled_corpus(70, name="ward-70"))  # enough test items for a CI
+    dsm_model = ModelVersion.objects.create(name="tiny+dsm", family="llama", path="/m", parent=model_version)
+    make_run(kind="dsm", status="done", produced_model=dsm_model)
+    base_ch, dsm_ch = make_run(kind="heads", split=split), make_run(kind="heads", model_version=dsm_model, split=split)
+    sft = make_run(kind="sft", split=split)
+    other_split, _ = splits.get_or_create_split(split.corpus, seed=1)
+    elsewhere = make_run(kind="sft", model_version=dsm_model, split=other_split)  # DSM + SFT, another split
+    base_macro, n_items = _predict(base_ch, wrong_every=2)
+    dsm_macro, _ = _predict(dsm_ch, wrong_every=5)
+    _predict(sft, wrong_every=3)
+    _predict(elsewhere)
+    client.force_login(clinician)
+    url = reverse("training:compare") + "?" + "&".join(f"runs={r.pk}" for r in (base_ch, dsm_ch, sft, elsewhere))
+    response = client.get(url)
+    paired = {line.row.run_id: line for line in response.context["paired"]}
+    assert set(paired) == {dsm_ch.pk, base_ch.pk, elsewhere.pk}  # base + SFT is its model's first run
+    line = paired[dsm_ch.pk]
+    assert line.reference.run_id == base_ch.pk and line.result.n == n_items and line.has_ci
+    assert line.result.diff == pytest.approx(dsm_macro - base_macro)  # the Δ of the two runs' Macro F1
+    assert line.result.low <= line.result.diff <= line.result.high and 0 < line.result.p_value <= 1
+    assert paired[base_ch.pk].reference.run_id == sft.pk
+    assert paired[elsewhere.pk].reason == f"not paired: different splits (split {split.pk} vs split {other_split.pk})"
+    html = response.content.decode()
+    assert "Not paired: different splits" in html and 'id="paired"' in html and "&amp;csv=paired" in html
+    rows = {r["Run"]: r for r in csv.DictReader(io.StringIO(client.get(url + "&csv=paired").content.decode()))}
+    assert rows[str(dsm_ch.pk)]["Δ Macro F1"] == f"{100 * line.result.diff:.1f}"
+    assert rows[str(dsm_ch.pk)]["Δ 95% CI low"] == f"{100 * line.result.low:.1f}"
+    assert rows[str(dsm_ch.pk)]["p"] == f"{line.result.p_value:.3f}" and rows[str(dsm_ch.pk)]["Pairing"] == "paired"
+    assert rows[str(elsewhere.pk)]["Δ Macro F1"] == "" and rows[str(elsewhere.pk)]["Pairing"].startswith("not paired")
+
+
+def test_the_user_picks_the_reference_run(client, clinician, make_run):
+    base_ch, sft = make_run(kind="heads"), make_run(kind="sft")
+    _predict(base_ch, wrong_every=2)
+    _predict(sft)
+    client.force_login(clinician)
+    url = reverse("training:compare") + f"?runs={base_ch.pk}&runs={sft.pk}"
+    default = client.get(url).context["paired"]
+    assert [(p.row.run_id, p.reference.run_id) for p in default] == [(base_ch.pk, sft.pk)]
+    chosen = client.get(url + f"&reference={base_ch.pk}")
+    assert [(p.row.run_id, p.reference.run_id) for p in chosen.context["paired"]] == [(sft.pk, base_ch.pk)]
+    assert chosen.context["paired"][0].result.diff > 0
+    assert f'<option value="{base_ch.pk}" selected>' in chosen.content.decode()

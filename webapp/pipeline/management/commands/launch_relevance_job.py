@@ -3,6 +3,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from ml.relevance import NORMALISE, TRUNCATE
 from webapp.corpus.models import Corpus, Task
 from webapp.pipeline import jobs
 from webapp.pipeline.models import ModelVersion, RelevanceJob
@@ -16,7 +17,16 @@ class Command(BaseCommand):
         parser.add_argument("corpus", help="corpus name")
         parser.add_argument("--model", help="model version name (default: the default model)")
         parser.add_argument("--method", default="attnlrp", choices=RelevanceJob.Method.values)
-        parser.add_argument("--template", default="en", help="'en', 'it' or a custom text with {note} and {task}")
+        parser.add_argument("--template", default="en", help="'en', 'it', 'es' or a custom text with {note} and {task}")
+        parser.add_argument("--explain", default="next", choices=RelevanceJob.Explain.values,
+                            help="which prediction is explained (ml.relevance): next (reference code), max, target, "
+                                 "span (every token of the task), contrastive (the task minus --neutral)")
+        parser.add_argument("--neutral", default="",
+                            help="--explain contrastive: the neutral description (default: the template's, "
+                                 "en 'the patient', it 'il paziente', es 'el paciente')")
+        parser.add_argument("--normalise", default="abs", choices=NORMALISE)
+        parser.add_argument("--truncate", default="right", choices=TRUNCATE,
+                            help="notes longer than the model's context keep their start (right) or end (left)")
         parser.add_argument("--tasks", default="sample", choices=RelevanceJob.TaskSelection.values)
         parser.add_argument("--task", action="append", default=[], metavar="SLUG", help="a task of the pool (repeat)")
         parser.add_argument("--include-held-out", action="store_true")
@@ -46,6 +56,8 @@ class Command(BaseCommand):
             note_filter["limit"] = options["limit"]
         spec = jobs.JobSpec(
             corpus=corpus, model_version=model, method=options["method"], template=options["template"],
+            explain=options["explain"], neutral=options["neutral"], normalise=options["normalise"],
+            truncate=options["truncate"],
             task_selection=options["tasks"], tasks=tasks, include_held_out=options["include_held_out"],
             sample_k=options["k"], seed=options["seed"], note_filter=note_filter, chunk_size=options["chunk_size"],
         )
@@ -53,7 +65,8 @@ class Command(BaseCommand):
             job = jobs.launch(spec, actor="command line")
         except jobs.JobError as exc:
             raise CommandError(str(exc)) from exc
-        self.stdout.write(f"Job {job.pk}: {job.total} prompts in {job.chunks.count()} chunks, queued.")
+        self.stdout.write(f"Job {job.pk}: {job.total} prompts in {job.chunks.count()} chunks, queued "
+                          f"(configuration {job.config_key}).")
         while options["wait"]:
             job.refresh_from_db()
             progress = job_progress(job)

@@ -1,0 +1,166 @@
+"""Relevance evaluations end to end: a real Celery worker of the relevance queue
+(tests/workers/conftest.py) computing a tiny random Llama model's maps for every configuration,
+AttnLRP included (the worker process, not pytest's, is patched by lxt), then the result; and a
+worker killed mid-evaluation, after which Resume completes it without computing a map twice."""
+from datetime import timedelta
+
+import pytest
+from django.db.models import Count
+from django.utils import timezone
+
+from tests.webapp.evaluation.factories import annotated_pairs_count, make_annotated_corpus, make_model_version, spec
+from tests.workers.conftest import wait_for
+from webapp.evaluation import evaluations
+from webapp.evaluation.models import RelevanceEvaluation
+from webapp.pipeline.models import JobStatus, PeakProfile, RelevanceMap
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    from tests.ml.conftest import build_model, build_tokenizer
+
+    folder = tmp_path_factory.mktemp("tiny-llama-evaluation-worker")
+    tokenizer = build_tokenizer("chatml")
+    build_model("llama", len(tokenizer)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture
+def relevance_queue_empty():
+    from workers.celery_app import app
+
+    with app.connection_for_write() as connection:
+        connection.default_channel.queue_purge("relevance")
+
+
+def reload(evaluation):
+    return RelevanceEvaluation.objects.get(pk=evaluation.pk)
+
+
+def wait(predicate, worker, message, timeout=240, interval=0.3):
+    try:
+        wait_for(predicate, timeout=timeout, interval=interval, message=message)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- worker log ---\n{worker.log()}") from None
+
+
+def ended(evaluation):
+    return lambda: not reload(evaluation).is_active
+
+
+def launch(tiny_model_dir, n_notes, **changes):
+    corpus, _ = make_annotated_corpus(n_notes=n_notes, n_tasks=2)
+    model_version = make_model_version(str(tiny_model_dir))
+    # transaction=True tests empty the tables after each test, the migrations' default profile included
+    profile, _ = PeakProfile.objects.get_or_create(name="paper-default", version=1)
+    evaluation = evaluations.launch(spec(corpus, model_version, profile=profile, **changes), enqueue=False)
+    evaluations.send(evaluation.pk)  # the transaction=True test database has committed it already
+    return corpus, evaluation
+
+
+def assert_one_map_per_pair_and_configuration(evaluation):
+    keys = [c["key"] for c in evaluation.result["configs"]]
+    maps = RelevanceMap.objects.filter(model_version=evaluation.model_version, config_key__in=keys)
+    assert not maps.values("note", "task", "config_key").annotate(n=Count("pk")).filter(n__gt=1).exists()
+    assert maps.count() == evaluation.total
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_an_evaluation_of_every_method_runs_on_a_real_worker_attnlrp_included(start_worker, tiny_model_dir,
+                                                                            relevance_queue_empty):
+    corpus, evaluation = launch(tiny_model_dir, 6, methods=["attnlrp", "attention", "grad_input"],
+                                explains=["next", "span"])
+    worker = start_worker("relevance")
+    wait(ended(evaluation), worker, "the evaluation to end")
+    evaluation = reload(evaluation)
+    assert evaluation.status == JobStatus.DONE, f"{evaluation.error}\n{worker.log()}"
+    n = annotated_pairs_count(corpus)
+    assert evaluation.done == evaluation.total == 6 * n and evaluation.attempts == 1
+    assert_one_map_per_pair_and_configuration(evaluation)
+    groups = {(g["method"], g["explain"]): g for g in evaluation.result["groups"]}
+    assert set(groups) == {(m, e) for m in ("attention", "grad_input", "attnlrp") for e in ("next", "span")}
+    assert all(g["n_pairs"] == n and g["auc"] is not None for g in groups.values())
+    assert evaluation.result["baselines"]["uniform"]["auc"] == 0.5
+    assert evaluation.recommendation["reason"]
+    assert evaluation.result["problems"] == []
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_after_a_worker_is_killed_resume_completes_without_computing_a_map_twice(start_worker, tiny_model_dir,
+                                                                                relevance_queue_empty):
+    corpus, evaluation = launch(tiny_model_dir, 40, methods=["grad_input", "attention"], explains=["next", "span"])
+    first = start_worker("relevance")
+    wait(lambda: 16 <= reload(evaluation).done <= reload(evaluation).total - 32, first,
+         "a few batches to be stored", interval=0.02)
+    first.kill()
+    evaluation = reload(evaluation)
+    assert evaluation.status == JobStatus.RUNNING and evaluation.done < evaluation.total
+    before = {pk: bytes(data) for pk, data in RelevanceMap.objects.values_list("pk", "data")}
+    assert before
+
+    # Its heartbeat goes stale (as it would after STALL_SECONDS): Resume is offered and queues it again.
+    RelevanceEvaluation.objects.filter(pk=evaluation.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
+    evaluation = reload(evaluation)
+    assert evaluations.can_resume(evaluation)
+    evaluations.resume(evaluation, enqueue=False)
+    evaluations.send(evaluation.pk)
+    second = start_worker("relevance")
+    wait(ended(evaluation), second, "the resumed evaluation to end")
+    evaluation = reload(evaluation)
+    assert evaluation.status == JobStatus.DONE, f"{evaluation.error}\n{second.log()}"
+    assert evaluation.done == evaluation.total == 4 * annotated_pairs_count(corpus) and evaluation.attempts == 2
+    assert_one_map_per_pair_and_configuration(evaluation)
+    kept = {pk: bytes(data) for pk, data in RelevanceMap.objects.filter(pk__in=before).values_list("pk", "data")}
+    assert kept == before  # stored before the kill: not computed again
+
+
+# ---------------------------------------------------------------- the task, called in this process
+
+
+@pytest.fixture
+def in_process(db, tiny_model_dir):
+    corpus, _ = make_annotated_corpus(n_notes=4, n_tasks=2)
+    return evaluations.launch(spec(corpus, make_model_version(str(tiny_model_dir))), enqueue=False)
+
+
+def test_a_model_that_cannot_be_loaded_fails_the_evaluation_in_plain_words(in_process, tiny_model_dir):
+    from workers.evaluation import run_evaluation
+
+    in_process.model_version.path = str(tiny_model_dir / "missing")
+    in_process.model_version.save()
+    assert run_evaluation(in_process.pk) == "failed"
+    evaluation = reload(in_process)
+    assert evaluation.status == JobStatus.FAILED and "Could not load model tiny-llama" in evaluation.error
+    assert evaluations.can_resume(evaluation)
+
+
+def test_a_temporary_database_problem_puts_the_evaluation_back_for_a_retry(in_process, monkeypatch):
+    from django.db import OperationalError
+
+    from webapp.evaluation import running
+    from workers.evaluation import run_evaluation
+
+    def lost_connection(*args, **kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(running, "execute", lost_connection)
+    with pytest.raises(OperationalError):  # called directly, retry() re-raises; a worker sends a retry message
+        run_evaluation(in_process.pk)
+    evaluation = reload(in_process)
+    assert evaluation.status == JobStatus.QUEUED and "temporary problem" in evaluation.phase
+
+
+def test_a_duplicate_message_of_a_finished_evaluation_does_nothing(in_process):
+    from workers.evaluation import run_evaluation
+
+    RelevanceEvaluation.objects.filter(pk=in_process.pk).update(status=JobStatus.DONE)
+    assert run_evaluation(in_process.pk) == "nothing to do"
+
+
+def test_the_task_goes_to_the_relevance_queue():
+    from workers.celery_app import app
+
+    assert app.amqp.router.route({}, "workers.evaluation.run_evaluation")["queue"].name == "relevance"

@@ -1,0 +1,63 @@
+"""The launch form of a relevance evaluation: a corpus with evidence, a model, what to compare."""
+from django import forms
+
+from ml.prompts import TEMPLATES
+from webapp.corpus.models import Corpus, Task
+from webapp.evaluation.evaluations import EvaluationSpec
+from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
+
+EXPLAIN_CHOICES = [
+    ("next", "next: top logit after s_T's middle token (reference code)"),
+    ("max", "max: top logit before s_T's middle token"),
+    ("target", "target: the logit of s_T's middle token"),
+    ("span", "span: the logits of every s_T token, summed"),
+    ("contrastive", "contrastive: span of s_T minus span of a neutral text"),
+]
+TEMPLATE_CHOICES = [("auto", "The corpus's language (its built-in template; English otherwise)"),
+                    *[(name, f"{name}: “{template.text}”") for name, template in TEMPLATES.items()]]
+
+
+class EvaluationForm(forms.Form):
+    corpus = forms.ModelChoiceField(Corpus.objects.order_by("name"), empty_label=None,
+                                    help_text="Its annotations with evidence spans are the gold")
+    model_version = forms.ModelChoiceField(ModelVersion.objects.all(), empty_label=None, label="Model")
+    methods = forms.MultipleChoiceField(choices=RelevanceJob.Method.choices, widget=forms.CheckboxSelectMultiple,
+                                        initial=[RelevanceJob.Method.ATTNLRP])
+    explains = forms.MultipleChoiceField(choices=EXPLAIN_CHOICES, widget=forms.CheckboxSelectMultiple,
+                                         initial=["next"], label="Explain variants",
+                                         help_text="Every method is run with every variant chosen")
+    template = forms.ChoiceField(choices=TEMPLATE_CHOICES, initial="auto", label="Prompt template")
+    tasks = forms.ModelMultipleChoiceField(Task.objects.order_by("slug"), required=False,
+                                           widget=forms.SelectMultiple(attrs={"size": 6}),
+                                           help_text="None chosen: every task with evidence annotations")
+    profile = forms.ModelChoiceField(PeakProfile.objects.all(), empty_label=None, label="Peak profile",
+                                     help_text="The peak rule the peak precision and recall are measured with")
+    max_pairs = forms.IntegerField(min_value=1, required=False, initial=200, label="At most N pairs",
+                                   help_text="Annotated (note, task) pairs, drawn with the seed; empty: all of them. "
+                                             "Each pair costs one prompt per configuration (~0.5-1.3 s on a CPU)")
+    seed = forms.IntegerField(initial=0, help_text="Draws the pairs, the bootstrap resamples and the random baseline")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        default_model = ModelVersion.objects.filter(is_default=True).first()
+        if default_model is not None:
+            self.fields["model_version"].initial = default_model.pk
+        default_profile = PeakProfile.objects.filter(is_default=True).first()
+        if default_profile is not None:
+            self.fields["profile"].initial = default_profile.pk
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        for problem_field, problem in self.spec().problems().items():
+            self.add_error(problem_field if problem_field in self.fields else None, problem)
+        return data
+
+    def spec(self) -> EvaluationSpec:
+        data = self.cleaned_data
+        return EvaluationSpec(
+            corpus=data["corpus"], model_version=data["model_version"], methods=list(data["methods"]),
+            explains=list(data["explains"]), template=data["template"], profile=data["profile"],
+            tasks=list(data.get("tasks") or []), max_pairs=data.get("max_pairs"), seed=data["seed"],
+        )

@@ -1,0 +1,85 @@
+"""Relevance evaluations: which relevance configuration localises a corpus's evidence best.
+
+A RelevanceEvaluation compares configurations (`configs`: RelevanceConfig dicts, method x
+explain x template ...) of one model version on the annotated (note, task) pairs of a corpus
+(annotations with evidence spans; `pairs`, planned once at launch, at most `max_pairs` of them,
+drawn with `seed`). One Celery task on the relevance queue (`workers.evaluation.run_evaluation`)
+computes the missing maps of every configuration into RelevanceMap (the same rows relevance
+jobs write, so nothing is computed twice), then scores them with ml.localisation under the peak
+profile and stores the result (`result`, see webapp.evaluation.running).
+
+Progress lives in a few columns the worker updates: `done` of `total` prompts (pairs x
+configurations; maps already stored count as done), `phase`, `heartbeat`.
+"""
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from webapp.pipeline.models import JobStatus
+
+ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING)
+
+
+class RelevanceEvaluation(models.Model):
+    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.PROTECT, related_name="relevance_evaluations")
+    model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT,
+                                      related_name="relevance_evaluations")
+    configs = models.JSONField(default=list, help_text="RelevanceConfig dicts to compare, in the order given")
+    profile = models.ForeignKey("pipeline.PeakProfile", on_delete=models.PROTECT, related_name="+",
+                                help_text="the peak rule the peak scores are computed with")
+    tasks = models.ManyToManyField("corpus.Task", blank=True, related_name="+",
+                                   help_text="only these tasks (none: every task with evidence annotations)")
+    max_pairs = models.PositiveIntegerField(null=True, blank=True, help_text="at most this many pairs (none: all)")
+    seed = models.IntegerField(default=0, help_text="draws the pairs, the bootstrap and the random baseline")
+    pairs = models.JSONField(default=list, help_text="[[note id, task id], ...] planned at launch, sorted")
+
+    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
+    phase = models.CharField(max_length=200, blank=True, help_text="what the worker is doing now")
+    done = models.PositiveIntegerField(default=0, help_text="prompts processed (map stored, or skipped as unusable)")
+    total = models.PositiveIntegerField(default=0, help_text="pairs x configurations")
+    seconds_per_prompt = models.FloatField(null=True, blank=True, help_text="measured by the current attempt")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat = models.DateTimeField(null=True, blank=True, help_text="last sign of life from the worker")
+    result = models.JSONField(default=dict, blank=True, help_text="ml.localisation's result (see running.py)")
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created = models.DateTimeField(auto_now_add=True)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        constraints = [
+            models.CheckConstraint(condition=Q(done__lte=F("total")), name="evaluation_done_le_total"),
+            models.CheckConstraint(condition=Q(max_pairs__isnull=True) | Q(max_pairs__gte=1),
+                                   name="evaluation_max_pairs_positive"),
+        ]
+        indexes = [models.Index(fields=["corpus", "model_version", "status"], name="evaluation_lookup")]
+
+    def __str__(self):
+        return f"relevance evaluation {self.pk} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE
+
+    @property
+    def percent(self) -> int:
+        return min(100, int(100 * self.done / self.total)) if self.total else 0
+
+    @property
+    def eta_seconds(self) -> float | None:
+        """Time left computing maps, at the current attempt's pace (None: not measured yet)."""
+        if not self.is_active or not self.seconds_per_prompt:
+            return None
+        return (self.total - self.done) * self.seconds_per_prompt
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def recommendation(self) -> dict:
+        """{"choice": {...} | None, "reason": "..."} once scored, else {}."""
+        return self.result.get("recommended") or {}

@@ -1,0 +1,205 @@
+"""The worker side of an evaluation: compute the missing maps of each configuration, then score.
+
+`execute(evaluation, get_model)` (the evaluation claimed by this attempt, see evaluations.claim):
+1. For each configuration, in the stored order (AttnLRP last), the planned pairs with no stored
+   map are computed with ml.relevance.compute_relevance(loaded, notes, tasks, config) and
+   upserted every STORE_EVERY prompts (webapp.evaluation.maps), with a heartbeat and progress
+   after each batch. A pair whose prompt cannot be built (ValueError: e.g. an empty note) is
+   skipped and listed in the result's `problems` (ids only). Cancel is honoured between batches.
+   Maps already stored (by an earlier attempt, or by relevance jobs of the same configuration)
+   are not computed again: a crash, a cancel or a lost worker loses at most one batch.
+2. Scoring: for batches of SCORE_BATCH pairs, each configuration's maps, the note texts and the
+   gold evidence (the union of the spans of the pair's annotations) become ml.localisation pairs
+   of the group {method, explain, template, config_key}; ml.localisation.Evaluation scores them
+   under the evaluation's peak profile, with the uniform and random baselines and the
+   recommendation.
+3. The result is stored (NaN as null):
+   {"groups": [...], "baselines": {"uniform", "random"}, "recommended": {"choice", "reason"},
+    "bootstrap": {...}, "configs": [{"key", ...RelevanceConfig fields}], "profile": "name vN",
+    "peak_params": {...}, "n_pairs": planned pairs, "missing": {config key: pairs with no map},
+    "pairs_without_gold": n, "stale_maps": n, "problems": ["note 3 x task 2 skipped (...)", ...]}
+
+Memory: one batch of maps and texts at a time, plus five numbers per pair and configuration.
+Nothing here logs or stores note text; errors name ids only.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from itertools import islice
+
+from ml.localisation import Evaluation, Pair, label, peak_rule
+from ml.relevance import RelevanceConfig
+from webapp.corpus.models import Annotation, Note, Task
+from webapp.evaluation import evaluations, maps
+from webapp.evaluation.evaluations import EvaluationError
+from webapp.evaluation.models import RelevanceEvaluation
+
+STORE_EVERY = 16  # prompts computed between two writes of maps (and heartbeats)
+SCORE_BATCH = 1000  # pairs whose maps are read and scored at once
+MAX_PROBLEMS = 50
+
+
+def execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Callable | None = None) -> str:
+    """Run a claimed evaluation to its end: "done", "cancelled", or "lost" (another attempt
+    holds it now). Raises on failure; the caller records it (evaluations.fail)."""
+    if compute is None:
+        from ml.relevance import compute_relevance as compute
+    configs = [RelevanceConfig.from_dict(c) for c in evaluation.configs]
+    pairs = [(int(n), int(t)) for n, t in evaluation.pairs]
+    todo = {config.key: _missing(evaluation, config, pairs) for config in configs}
+    done = evaluation.total - sum(len(v) for v in todo.values())
+    if not evaluations.report(evaluation, done=done, phase=f"{done} of {evaluation.total} prompts already stored"):
+        return "lost"
+    problems: list[str] = []
+    if any(todo.values()):
+        _check_process(configs, todo)
+        try:
+            loaded = get_model()
+        except Exception as exc:  # a model that cannot be loaded: its own words (never note text)
+            raise EvaluationError(f"Could not load model {evaluation.model_version.name} ({type(exc).__name__}): "
+                                  f"{str(exc)[:300]}") from exc
+        computing_seconds, computed = 0.0, 0
+        for index, config in enumerate(configs):
+            it = iter(todo[config.key])
+            while batch := list(islice(it, STORE_EVERY)):
+                if evaluations.cancel_requested(evaluation):
+                    return "cancelled" if evaluations.cancelled(evaluation) else "lost"
+                started = time.perf_counter()
+                results = _compute(loaded, compute, config, batch, problems)
+                maps.store(evaluation.model_version, config, results)
+                computing_seconds += time.perf_counter() - started
+                computed += len(batch)
+                done += len(batch)
+                if not evaluations.report(evaluation, done=done, seconds_per_prompt=computing_seconds / computed,
+                                          phase=f"computing {_config_label(config)} "
+                                                f"(configuration {index + 1} of {len(configs)})"):
+                    return "lost"
+    if evaluations.cancel_requested(evaluation):
+        return "cancelled" if evaluations.cancelled(evaluation) else "lost"
+    if not evaluations.report(evaluation, phase="scoring"):
+        return "lost"
+    result = score(evaluation, configs, pairs)
+    result["problems"] = problems[:MAX_PROBLEMS]
+    return "done" if evaluations.finish(evaluation, _nan_to_none(result)) else "lost"
+
+
+def score(evaluation: RelevanceEvaluation, configs: Sequence[RelevanceConfig], pairs: Sequence[tuple]) -> dict:
+    """ml.localisation's result for the stored maps of every configuration (see the module doc)."""
+    profile = evaluation.profile
+    scorer = Evaluation(peak_rule(profile.params), seed=evaluation.seed)
+    missing = {config.key: 0 for config in configs}
+    without_gold = stale = 0
+    it = iter(pairs)
+    while batch := list(islice(it, SCORE_BATCH)):
+        gold = _gold(batch)
+        texts = dict(Note.objects.filter(pk__in={n for n, _ in batch}).values_list("pk", "text"))
+        without_gold += sum(1 for pair in batch if not gold.get(pair) or pair[0] not in texts)
+        for config in configs:
+            arrays = maps.read(evaluation.model_version, config, batch)
+            items = []
+            for pair in batch:
+                if pair not in arrays:
+                    missing[config.key] += 1
+                    continue
+                note_id, task_id = pair
+                if not gold.get(pair) or note_id not in texts:
+                    continue
+                offsets, scores = arrays[pair]
+                if len(offsets) and int(offsets[:, 1].max()) > len(texts[note_id]):
+                    stale += 1  # the note was edited after its map was computed
+                    continue
+                items.append(Pair(note_id, task_id, texts[note_id], offsets, scores, gold[pair]))
+            scorer.add(group_of(config), items)
+    return {
+        **scorer.result(),
+        "configs": [{"key": config.key, **config.to_dict()} for config in configs],
+        "profile": str(profile),
+        "peak_params": profile.params.to_dict(),
+        "n_pairs": len(pairs),
+        "missing": missing,
+        "pairs_without_gold": without_gold,
+        "stale_maps": stale,
+    }
+
+
+def group_of(config: RelevanceConfig) -> dict:
+    """A configuration's fields in ml.localisation's groups (and so in the recommendation)."""
+    return {"method": config.method, "explain": config.explain, "template": config.template, "config_key": config.key}
+
+
+def _config_label(config: RelevanceConfig) -> str:
+    return label(group_of(config))
+
+
+def _missing(evaluation, config, pairs) -> list[tuple[int, int]]:
+    out, it = [], iter(pairs)
+    while batch := list(islice(it, SCORE_BATCH)):
+        have = maps.stored(evaluation.model_version, config, batch)
+        out += [pair for pair in batch if pair not in have]
+    return out
+
+
+def _check_process(configs, todo) -> None:
+    import ml.lrp
+
+    if ml.lrp.is_patched() and any(c.method == "grad_input" and todo[c.key] for c in configs):
+        raise EvaluationError(
+            "Gradient x input needs a worker process that has not computed AttnLRP yet (lxt's patches stay in a "
+            "process for good). Restart the relevance worker, then press Resume: the maps already stored are kept.")
+
+
+def _compute(loaded, compute, config, batch, problems) -> list:
+    """[((note_id, task_id), RelevanceResult), ...] of the batch. If the batch fails on a bad
+    input (ValueError), each prompt is tried alone and those that fail are listed in problems."""
+    texts = dict(Note.objects.filter(pk__in={n for n, _ in batch}).values_list("pk", "text"))
+    descriptions = dict(Task.objects.filter(pk__in={t for _, t in batch}).values_list("pk", "description"))
+    runnable = [pair for pair in batch if pair[0] in texts and pair[1] in descriptions]
+    for note_id, task_id in sorted(set(batch) - set(runnable)):
+        problems.append(f"Note {note_id} x task {task_id} skipped (the note or the task was deleted).")
+    return _run(loaded, compute, config, runnable, texts, descriptions, problems)
+
+
+def _run(loaded, compute, config, batch, texts, descriptions, problems) -> list:
+    if not batch:
+        return []
+    try:
+        results = compute(loaded, [texts[n] for n, _ in batch], [descriptions[t] for _, t in batch], config)
+        return list(zip(batch, results))
+    except ValueError as exc:
+        if len(batch) > 1:
+            return [item for pair in batch for item in _run(loaded, compute, config, [pair], texts, descriptions,
+                                                            problems)]
+        (note_id, task_id), reason = batch[0], str(exc).strip()[:200]
+        if not reason or _quotes(reason, texts[note_id]):
+            reason = "invalid input"
+        problems.append(f"Note {note_id} x task {task_id} skipped for {_config_label(config)} ({reason}).")
+        return []
+
+
+def _quotes(message: str, text: str, window: int = 16) -> bool:
+    """Does the message share `window` consecutive characters with the note text?"""
+    return any(message[i:i + window] in text for i in range(max(len(message) - window + 1, 0)))
+
+
+def _gold(batch) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """The union of the evidence spans of each pair's annotations."""
+    gold: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    wanted = set(batch)
+    rows = Annotation.objects.filter(note_id__in={n for n, _ in batch}, task_id__in={t for _, t in batch}) \
+        .exclude(evidence=[]).values_list("note_id", "task_id", "evidence")
+    for note_id, task_id, evidence in rows:
+        if (note_id, task_id) in wanted:
+            gold.setdefault((note_id, task_id), []).extend((int(a), int(b)) for a, b in evidence)
+    return gold
+
+
+def _nan_to_none(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _nan_to_none(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_nan_to_none(v) for v in value]
+    return value

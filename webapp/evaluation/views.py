@@ -1,0 +1,77 @@
+"""Relevance evaluation pages: list, launch, detail with live progress and the result, cancel, resume."""
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from webapp.accounts.roles import Capability, capability_required, require
+from webapp.evaluation import evaluations, presentation
+from webapp.evaluation.access import evaluation_for
+from webapp.evaluation.forms import EvaluationForm
+from webapp.evaluation.models import RelevanceEvaluation
+
+PER_PAGE = 100
+
+
+@capability_required(Capability.VIEW)
+def evaluation_list(request):
+    rows = RelevanceEvaluation.objects.select_related("corpus", "model_version").defer("pairs")[:PER_PAGE]
+    return render(request, "evaluation/list.html", {"nav": "evaluation", "evaluations": rows})
+
+
+def evaluation_new(request):
+    require(request.user, Capability.LAUNCH)
+    form = EvaluationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            evaluation = evaluations.launch(form.spec(), actor=request.user)
+        except evaluations.EvaluationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Evaluation {evaluation.pk} queued: {evaluation.n_pairs} pairs x "
+                                      f"{len(evaluation.configs)} configurations.")
+            return redirect("evaluation:detail", evaluation.pk)
+    return render(request, "evaluation/new.html", {"nav": "evaluation", "form": form})
+
+
+def evaluation_detail(request, evaluation_id):
+    """The page, or (htmx poll) its live part; the poll ends (286) once the evaluation has ended."""
+    evaluation = evaluation_for(request.user, evaluation_id)
+    context = {"nav": "evaluation", "evaluation": evaluation, "ended": not evaluation.is_active,
+               "stalled": evaluations.is_stalled(evaluation), "resumable": evaluations.can_resume(evaluation)}
+    if request.htmx:
+        fragment = render(request, "evaluation/detail.html#live", context)
+        # Once it has ended the whole page changes (the result appears): the fragment asks for a reload.
+        if context["ended"]:
+            response = HttpResponseStopPolling(fragment.content)
+            response["HX-Refresh"] = "true"
+            return response
+        return fragment
+    context.update(rows=presentation.rows(evaluation.result), charts=presentation.charts(evaluation.result),
+                   recommendation=evaluation.recommendation)
+    return render(request, "evaluation/detail.html", context)
+
+
+@require_POST
+def evaluation_cancel(request, evaluation_id):
+    evaluation = evaluation_for(request.user, evaluation_id, Capability.LAUNCH)
+    try:
+        evaluations.cancel(evaluation, actor=request.user)
+    except evaluations.EvaluationError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Cancel requested: the worker stops after its current batch."
+                         if evaluation.status == "cancelling" else "The evaluation is cancelled.")
+    return redirect("evaluation:detail", evaluation.pk)
+
+
+@require_POST
+def evaluation_resume(request, evaluation_id):
+    evaluation = evaluation_for(request.user, evaluation_id, Capability.LAUNCH)
+    try:
+        evaluations.resume(evaluation, actor=request.user)
+    except evaluations.EvaluationError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Resumed: maps already stored are kept; the worker computes the rest.")
+    return redirect("evaluation:detail", evaluation.pk)

@@ -1,0 +1,75 @@
+"""Relevance evaluations, on the "relevance" queue (model-holding processes that lxt patches).
+Thin: claim the evaluation, let `webapp.evaluation.running` compute and score, record how it ended.
+
+One task computes every configuration of an evaluation in one process, AttnLRP last (its lxt
+patches stay in the process for good; gradient x input refuses a patched process, and then the
+evaluation fails with a message saying to restart the worker and Resume).
+
+Redelivery: tasks are acked late and rejected when their worker is lost (settings), so the broker
+delivers the message of an evaluation whose worker died again; `evaluations.claim()` takes it back
+only once its heartbeat is stale, and the maps already stored are not computed again. A temporary
+database or broker problem puts the evaluation back in the queue and retries the task.
+The time limit (settings.EVALUATION_TIME_LIMIT, default a week) is far above Celery's default
+for chunks: an evaluation of many configurations runs for hours on a CPU.
+"""
+import logging
+import traceback
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+
+from workers.celery_app import app
+
+log = logging.getLogger(__name__)
+
+TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
+MAX_RETRIES = 3
+TIME_LIMIT = getattr(settings, "EVALUATION_TIME_LIMIT", 7 * 24 * 3600)
+
+
+@app.task(bind=True, name="workers.evaluation.run_evaluation", max_retries=MAX_RETRIES,
+          soft_time_limit=TIME_LIMIT, time_limit=TIME_LIMIT + 600)
+def run_evaluation(self, evaluation_id: int) -> str:
+    from webapp.evaluation import evaluations, running
+    from webapp.pipeline.modelcache import loaded_model
+
+    try:
+        evaluation = evaluations.claim(evaluation_id, worker=self.request.hostname or "")
+    except TRANSIENT as exc:
+        raise self.retry(exc=exc, countdown=_backoff(self.request.retries))
+    if evaluation is None:
+        log.info("evaluation %s: not queued (taken, finished or cancelled); nothing to do", evaluation_id)
+        return "nothing to do"
+    try:
+        outcome = running.execute(evaluation, lambda: loaded_model(evaluation.model_version))
+    except evaluations.EvaluationError as exc:
+        evaluations.fail(evaluation, str(exc))
+        return "failed"
+    except TRANSIENT as exc:
+        if self.request.retries < MAX_RETRIES and evaluations.release(evaluation):
+            raise self.retry(exc=exc, countdown=_backoff(self.request.retries))
+        return _failed(evaluation, exc, f"Stopped by a temporary problem ({type(exc).__name__}) that did not go away. "
+                                        "Maps already stored are kept: press Resume.")
+    except SoftTimeLimitExceeded as exc:
+        return _failed(evaluation, exc, "The evaluation took longer than the task time limit. Maps already stored "
+                                        "are kept: press Resume to continue.")
+    except Exception as exc:
+        return _failed(evaluation, exc, f"Unexpected error ({type(exc).__name__}); the worker log has the details. "
+                                        "Maps already stored are kept: Resume continues from there.")
+    log.info("evaluation %s: %s", evaluation_id, outcome)
+    return outcome
+
+
+def _failed(evaluation, exc: BaseException, message: str) -> str:
+    """Record the failure; log where it happened (code lines only: a message could quote a note)."""
+    from webapp.evaluation import evaluations
+
+    where = "".join(traceback.format_tb(exc.__traceback__)[-3:])
+    log.error("evaluation %s failed: %s\n%s", evaluation.pk, message, where)
+    evaluations.fail(evaluation, message)
+    return "failed"
+
+
+def _backoff(retries: int) -> int:
+    return 5 * 2**retries
