@@ -37,7 +37,7 @@ def run_chunk(self, chunk_id: int) -> str:
         return "nothing to do"
     started = time.monotonic()
     try:
-        outcome = chunks.run(chunk, lambda: loaded_model(chunk.job.model_version))
+        outcome = chunks.run(chunk, lambda: loaded_model(chunk.job.model_version, chunk.job.relevance_config.dtype))
     except TRANSIENT as exc:
         if self.request.retries < MAX_RETRIES:
             chunks.release(chunk_id, f"A temporary problem ({type(exc).__name__}); retrying.")

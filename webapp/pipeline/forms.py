@@ -4,7 +4,7 @@ from django import forms
 
 from webapp.corpus.models import Corpus, Note, Task
 from webapp.pipeline.jobs import MAX_CHUNK_SIZE, JobSpec
-from ml.relevance import NORMALISE
+from ml.relevance import DTYPES, NORMALISE
 from webapp.pipeline.models import ModelVersion, RelevanceJob
 
 TEMPLATE_CHOICES = [
@@ -14,6 +14,8 @@ TEMPLATE_CHOICES = [
     ("custom", "Custom"),
 ]
 NORMALISE_LABELS = {"abs": "|r| / max |r| (reference code)", "clip": "max(r, 0) / max r (positive relevance only)"}
+DTYPE_LABELS = {"auto": "Auto (bf16 where fast, else float32)", "float32": "float32", "bfloat16": "bfloat16",
+                "float16": "float16 (GPU)"}
 MAX_LISTED = 5
 
 
@@ -53,6 +55,10 @@ class LaunchForm(forms.Form):
                                   required=False, label="Normalisation",
                                   help_text="Clip suits contrastive maps: only what supports the task over the "
                                             "neutral description")
+    dtype = forms.ChoiceField(choices=[(d, DTYPE_LABELS[d]) for d in DTYPES], initial="auto", required=False,
+                              label="Precision",
+                              help_text="Auto: bf16 where the worker computes it fast, else float32. Plain "
+                                        "gradient x input needs float32")
     chunk_size = forms.IntegerField(initial=64, min_value=1, max_value=MAX_CHUNK_SIZE,
                                     help_text="Prompts per worker task; smaller chunks lose less when a worker stops")
 
@@ -91,7 +97,7 @@ class LaunchForm(forms.Form):
             corpus=data["corpus"], model_version=data["model_version"], method=data["method"],
             template=data["custom_template"] if custom else data["template_choice"],
             explain=explain, neutral=(data.get("neutral") or "") if contrastive else "",
-            normalise=data.get("normalise") or "abs",
+            normalise=data.get("normalise") or "abs", dtype=data.get("dtype") or "auto",
             task_selection=data["task_selection"], tasks=list(data.get("tasks") or []),
             include_held_out=data.get("include_held_out", False), sample_k=data["sample_k"], seed=data["seed"],
             note_filter=note_filter, chunk_size=data["chunk_size"],

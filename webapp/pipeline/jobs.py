@@ -68,6 +68,7 @@ class JobSpec:
     neutral: str = ""  # explain 'contrastive' only; empty: the template's ("the patient")
     normalise: str = "abs"  # reference code: |r| / max|r|; 'clip': max(r, 0) / max r
     truncate: str = "right"  # notes longer than the model's context keep their start
+    dtype: str = "auto"  # "auto": the worker's preferred dtype (bf16 on GPUs and bf16 CPUs, else fp32)
     task_selection: str = RelevanceJob.TaskSelection.SAMPLE
     tasks: list[Task] = field(default_factory=list)
     include_held_out: bool = False  # held-out tasks are kept out of DSM training by default
@@ -84,13 +85,14 @@ class JobSpec:
 
     def config(self) -> RelevanceConfig:
         """The job's relevance configuration (dtype "auto": the relevance worker's preferred
-        dtype, which is how it loads models). Raises ConfigError."""
+        dtype; an explicit dtype makes the worker load the model in it). Raises ConfigError."""
         try:
             template = normalise_template(self.template)
         except ValueError as exc:
             raise ConfigError("template", str(exc)) from None
         return RelevanceConfig(method=self.method, explain=self.explain, normalise=self.normalise,
-                               template=template, truncate=self.truncate, neutral=self.neutral)
+                               template=template, truncate=self.truncate, neutral=self.neutral,
+                               dtype=self.dtype)
 
     def problems(self) -> dict[str, str]:
         """{field: plain-words problem}; empty when the spec can be launched."""

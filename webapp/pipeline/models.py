@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from ml.codec import decode_map, encode_map
-from ml.peaks import PeakParams
+from ml.peaks import PAPER, PeakParams
 from ml.relevance import RelevanceConfig, default_config_key
 
 
@@ -46,10 +46,11 @@ class PeakProfile(models.Model):
 
     name = models.CharField(max_length=100)
     version = models.PositiveIntegerField(default=1)
-    kernel_size = models.PositiveSmallIntegerField(default=3)
-    sigma = models.FloatField(default=1.0)
-    lower = models.FloatField(default=0.2)
-    upper = models.FloatField(default=0.4)
+    # defaults: the paper's, from ml.peaks.PAPER (kernel 3, sigma 1.0, lower 0.2, upper 0.4)
+    kernel_size = models.PositiveSmallIntegerField(default=PAPER.kernel_size)
+    sigma = models.FloatField(default=PAPER.sigma)
+    lower = models.FloatField(default=PAPER.lower)
+    upper = models.FloatField(default=PAPER.upper)
     strict = models.BooleanField(default=False, help_text="Reference code's > for both thresholds (paper: >=)")
     trim = models.BooleanField(
         default=True, help_text="Trim punctuation and whitespace off peak edges; drop peaks with no letter or digit "

@@ -53,9 +53,10 @@ def test_launch_relevance_job_accepts_the_prediction_explained(corpus, tasks, mo
 
     monkeypatch.setattr(jobs, "enqueue_pending", lambda job_id: 0)
     out = run("launch_relevance_job", "ward", "--model", "tiny-llama", "--k", "2", "--explain", "contrastive",
-              "--neutral", "a person", "--normalise", "clip", "--truncate", "left")
+              "--neutral", "a person", "--normalise", "clip", "--truncate", "left", "--dtype", "float32")
     job = RelevanceJob.objects.get()
-    expected = RelevanceConfig(explain="contrastive", neutral="a person", normalise="clip", truncate="left")
+    expected = RelevanceConfig(explain="contrastive", neutral="a person", normalise="clip", truncate="left",
+                               dtype="float32")
     assert job.relevance_config == expected and f"configuration {expected.key}" in out
     with pytest.raises(CommandError, match="applies only to explain='contrastive'"):
         run("launch_relevance_job", "ward", "--model", "tiny-llama", "--explain", "span", "--neutral", "a person")

@@ -120,3 +120,13 @@ def test_a_custom_template_and_a_note_selection_are_kept(client, researcher, for
     assert job.template == "{note} Seen: {task}"
     assert job.note_filter == {"external_ids": ["n001", "n003"], "limit": 5}
     assert job.total == 4
+
+
+def test_the_form_launches_a_job_in_an_explicit_precision(client, researcher, form_data):
+    from ml.relevance import RelevanceConfig
+
+    client.force_login(researcher)
+    client.post(URL, {**form_data, "method": "grad_input", "dtype": "float32"})
+    job = RelevanceJob.objects.get()
+    assert job.relevance_config == RelevanceConfig(method="grad_input", dtype="float32")
+    assert job.config_key != RelevanceConfig(method="grad_input").key  # float32 maps never mix with auto ones

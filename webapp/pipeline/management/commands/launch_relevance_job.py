@@ -3,7 +3,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ml.relevance import NORMALISE, TRUNCATE
+from ml.relevance import DTYPES, NORMALISE, TRUNCATE
 from webapp.corpus.models import Corpus, Task
 from webapp.pipeline import jobs
 from webapp.pipeline.models import ModelVersion, RelevanceJob
@@ -27,6 +27,9 @@ class Command(BaseCommand):
         parser.add_argument("--normalise", default="abs", choices=NORMALISE)
         parser.add_argument("--truncate", default="right", choices=TRUNCATE,
                             help="notes longer than the model's context keep their start (right) or end (left)")
+        parser.add_argument("--dtype", default="auto", choices=DTYPES,
+                            help="auto: the worker's preferred dtype (bf16 where fast, else float32); float32 for "
+                                 "plain grad_input, which is noisy in bf16")
         parser.add_argument("--tasks", default="sample", choices=RelevanceJob.TaskSelection.values)
         parser.add_argument("--task", action="append", default=[], metavar="SLUG", help="a task of the pool (repeat)")
         parser.add_argument("--include-held-out", action="store_true")
@@ -57,7 +60,7 @@ class Command(BaseCommand):
         spec = jobs.JobSpec(
             corpus=corpus, model_version=model, method=options["method"], template=options["template"],
             explain=options["explain"], neutral=options["neutral"], normalise=options["normalise"],
-            truncate=options["truncate"],
+            truncate=options["truncate"], dtype=options["dtype"],
             task_selection=options["tasks"], tasks=tasks, include_held_out=options["include_held_out"],
             sample_k=options["k"], seed=options["seed"], note_filter=note_filter, chunk_size=options["chunk_size"],
         )
