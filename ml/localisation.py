@@ -55,6 +55,13 @@ deterministic answer). With no eligible group the choice is None and the reason 
 best group's interval next to chance's). The chosen group's own fields (everything that is not a
 statistic: its model, method, explain ...) are the recommendation.
 
+Paired against the reference variant (`auc_vs_next`): marginal CIs of two configurations on the
+same pairs overlap even when one is better on almost every pair, so each group that has a
+REFERENCE group (same fields, explain "next": the reference code's variant, the product's default)
+also gets the mean per-pair AUC difference (group minus reference) over the pairs where both are
+defined, with a paired bootstrap 95% CI and p-value (`ml.metrics.paired_mean_bootstrap`, same seed
+and resamples count); None for the reference itself and for groups without one.
+
 `Evaluation` puts it together for streams of pairs: `add(group, pairs)` scores a batch as it
 comes (keeping a few numbers per pair, never the maps), `result()` returns
 {"groups": [...], "baselines": {"uniform": ..., "random": ...}, "recommended": {"choice", "reason"},
@@ -72,7 +79,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-from ml.metrics import gold_token_mask, peak_token_prf, relevance_mass_ratio
+from ml.metrics import gold_token_mask, paired_mean_bootstrap, peak_token_prf, relevance_mass_ratio
 
 Span = tuple[int, int]
 PeakItem = tuple[np.ndarray, np.ndarray, str]  # (scores, offsets, text)
@@ -86,8 +93,9 @@ MIN_PAIRS = 10  # pairs of defined AUC a configuration needs to be recommended
 STAT_KEYS = frozenset({
     "n_pairs", "n_undefined", "n_mass_ratio_undefined", "auc", "auc_ci", "mass_ratio", "mass_ratio_ci",
     "mass_ratio_median", "peak_precision", "peak_precision_ci", "peak_recall", "peak_recall_ci", "peak_f1",
-    "peak_f1_ci", "peaks",
+    "peak_f1_ci", "peaks", "auc_vs_next",
 })
+REFERENCE = {"explain": "next"}  # the variant the paired AUC differences are taken against
 
 
 @dataclass(frozen=True)
@@ -388,12 +396,31 @@ class Evaluation:
 
     def result(self) -> dict:
         options = {"n_resamples": self.n_resamples, "seed": self.seed, "confidence": self.confidence}
-        groups = [{**fields, **summarise(PairScores.concat(parts), **options)}
-                  for fields, parts in sorted(self._groups.values(), key=lambda item: _sort_key(item[0]))]
+        ordered = sorted(self._groups.values(), key=lambda item: _sort_key(item[0]))
+        scores = {tuple(fields.items()): PairScores.concat(parts) for fields, parts in ordered}
+        groups = [{**fields, **summarise(scores[tuple(fields.items())], **options),
+                   "auc_vs_next": self._vs_reference(fields, scores)} for fields, _ in ordered]
         baselines = {kind: summarise(PairScores.concat(parts), **options) for kind, parts in self._baselines.items()}
         return {"groups": groups, "baselines": baselines,
                 "recommended": recommend(groups, baselines["random"], min_pairs=self.min_pairs).as_dict(),
                 "bootstrap": {"n_resamples": self.n_resamples, "confidence": self.confidence, "seed": self.seed}}
+
+
+    def _vs_reference(self, fields: dict, scores: dict) -> dict | None:
+        """Paired AUC difference of a group against its reference group (see the module doc)."""
+        if all(fields.get(k) == v for k, v in REFERENCE.items()) or not all(k in fields for k in REFERENCE):
+            return None
+        reference = scores.get(tuple({**fields, **REFERENCE}.items()))
+        if reference is None:
+            return None
+        mine = dict(zip(scores[tuple(fields.items())].keys, scores[tuple(fields.items())].auc))
+        theirs = dict(zip(reference.keys, reference.auc))
+        common = sorted(set(mine) & set(theirs))
+        diff = paired_mean_bootstrap([theirs[k] for k in common], [mine[k] for k in common],
+                                     n_resamples=self.n_resamples, seed=self.seed, confidence=self.confidence)
+        if not diff.n:
+            return None
+        return {"diff": diff.diff, "ci": [diff.low, diff.high], "p_value": diff.p_value, "n": diff.n}
 
 
 def _sort_key(fields: Mapping) -> tuple:

@@ -115,18 +115,27 @@ def _group_value(value):
 
 def markdown(summary: dict, keys) -> str:
     columns = keys or ["group"]
-    head = [*columns, "pairs", "undefined", "AUC (95% CI)", "mass ratio (95% CI)", "peak P", "peak R", "peak F1 (95% CI)"]
+    head = [*columns, "pairs", "undefined", "AUC (95% CI)", "ΔAUC vs next, paired (95% CI; p)", "mass ratio (95% CI)",
+            "peak P", "peak R", "peak F1 (95% CI)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     rows = [([_cell(g.get(k)) for k in keys] or ["all"], g) for g in summary["groups"]]
     rows += [([f"{name} (baseline)", *[""] * (len(columns) - 1)], summary["baselines"][name])
              for name in ("uniform", "random")]
     for cells, g in rows:
-        cells = [*cells, g["n_pairs"], g["n_undefined"], _with_ci(g, "auc"), _with_ci(g, "mass_ratio"),
+        cells = [*cells, g["n_pairs"], g["n_undefined"], _with_ci(g, "auc"), _paired(g.get("auc_vs_next")),
+                 _with_ci(g, "mass_ratio"),
                  _fmt(g["peak_precision"]), _fmt(g["peak_recall"]), _with_ci(g, "peak_f1")]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     choice = summary["recommended"]["choice"]
     lines += ["", f"Recommended: {label(choice) if choice is not None else 'none'}. {summary['recommended']['reason']}"]
     return "\n".join(lines)
+
+
+def _paired(diff: dict | None) -> str:
+    if not diff:
+        return ""
+    low, high = diff["ci"]
+    return f"{diff['diff']:+.3f} ({_fmt(low)}-{_fmt(high)}; p {_fmt(diff['p_value'])})"
 
 
 def _with_ci(group: dict, name: str) -> str:

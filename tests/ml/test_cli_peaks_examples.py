@@ -129,7 +129,7 @@ def test_localisation_prints_json_and_a_markdown_table(files, capsys):
     assert summary["recommended"]["choice"] is None and "Too few pairs" in summary["recommended"]["reason"]
     table = out[end:].strip().splitlines()
     assert table[0].startswith("| model | method | explain | pairs | undefined | AUC (95% CI)")
-    assert table[2].startswith("| smollm2 | attnlrp | – | 1 | 0 | 0.857 (0.857-0.857) | 2.475")
+    assert table[2].startswith("| smollm2 | attnlrp | – | 1 | 0 | 0.857 (0.857-0.857) |  | 2.475")
     assert table[3].startswith("| uniform (baseline) |  |  | 1 | 0 | 0.500") and table[4].startswith("| random (baseline)")
     assert table[-1].startswith("Recommended: none.")
 

@@ -1,5 +1,6 @@
 """ml.localisation: token AUC, per-pair scores, bootstrap summaries, baselines, the recommendation."""
 import math
+import re
 import time
 
 import numpy as np
@@ -326,3 +327,30 @@ def test_an_evaluation_of_pure_noise_recommends_nothing():
     result = evaluation.result()
     assert result["recommended"]["choice"] is None
     assert "No configuration beats chance" in result["recommended"]["reason"]
+
+
+def test_each_variant_is_compared_with_next_pair_by_pair():
+    from ml.localisation import Evaluation
+
+    rng = np.random.default_rng(7)
+    pairs_next, pairs_span = [], []
+    for k in range(30):
+        text = " ".join(f"w{i}" for i in range(20))
+        offsets = np.array([m.span() for m in re.finditer(r"\S+", text)], np.int64)
+        gold = [tuple(offsets[2]), tuple(offsets[3])]
+        noise = rng.random(20)
+        better = noise.copy()
+        better[[2, 3]] += 0.5  # the gold tokens rise in every pair
+        pairs_next.append(Pair(k, "t", text, offsets, noise / noise.max(), gold))
+        pairs_span.append(Pair(k, "t", text, offsets, better / better.max(), gold))
+    evaluation = Evaluation(lambda items: [[] for _ in items], seed=0, n_resamples=200)
+    evaluation.add({"method": "attnlrp", "explain": "next"}, pairs_next)
+    evaluation.add({"method": "attnlrp", "explain": "span"}, pairs_span)
+    evaluation.add({"method": "attention", "explain": "span"}, pairs_span)  # no attention/next: no reference
+    groups = {(g["method"], g["explain"]): g for g in evaluation.result()["groups"]}
+    assert groups[("attnlrp", "next")]["auc_vs_next"] is None
+    assert groups[("attention", "span")]["auc_vs_next"] is None
+    paired = groups[("attnlrp", "span")]["auc_vs_next"]
+    assert paired["n"] == 30
+    assert paired["diff"] == pytest.approx(groups[("attnlrp", "span")]["auc"] - groups[("attnlrp", "next")]["auc"])
+    assert paired["diff"] > 0 and paired["ci"][0] > 0 and paired["p_value"] < 0.05
