@@ -58,6 +58,7 @@ statistic: its model, method, explain ...) are the recommendation.
 Paired against the reference variant (`auc_vs_next`): marginal CIs of two configurations on the
 same pairs overlap even when one is better on almost every pair, so each group that has a
 REFERENCE group (same fields, explain "next": the reference code's variant, the product's default)
+(fields compared without `config_key` and `neutral`, which differ between the two by definition)
 also gets the mean per-pair AUC difference (group minus reference) over the pairs where both are
 defined, with a paired bootstrap 95% CI and p-value (`ml.metrics.paired_mean_bootstrap`, same seed
 and resamples count); None for the reference itself and for groups without one.
@@ -96,6 +97,9 @@ STAT_KEYS = frozenset({
     "peak_f1_ci", "peaks", "auc_vs_next",
 })
 REFERENCE = {"explain": "next"}  # the variant the paired AUC differences are taken against
+# fields that name a configuration rather than describe it: ignored when looking for the reference
+# (its key differs from the variant's; its neutral text is unused)
+IDENTITY_FIELDS = frozenset({"config_key", "neutral"})
 
 
 @dataclass(frozen=True)
@@ -410,7 +414,8 @@ class Evaluation:
         """Paired AUC difference of a group against its reference group (see the module doc)."""
         if all(fields.get(k) == v for k, v in REFERENCE.items()) or not all(k in fields for k in REFERENCE):
             return None
-        reference = scores.get(tuple({**fields, **REFERENCE}.items()))
+        wanted = _described({**fields, **REFERENCE})
+        reference = next((s for key, s in scores.items() if _described(dict(key)) == wanted), None)
         if reference is None:
             return None
         mine = dict(zip(scores[tuple(fields.items())].keys, scores[tuple(fields.items())].auc))
@@ -423,5 +428,20 @@ class Evaluation:
         return {"diff": diff.diff, "ci": [diff.low, diff.high], "p_value": diff.p_value, "n": diff.n}
 
 
+def _described(fields: Mapping) -> tuple:
+    return tuple(sorted((k, str(v)) for k, v in fields.items() if k not in IDENTITY_FIELDS))
+
+
 def _sort_key(fields: Mapping) -> tuple:
     return tuple("" if v is None else str(v) for v in fields.values())
+
+
+def nan_to_none(value):
+    """A result with NaN (undefined statistics) as None, for JSON: nested dicts and lists."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: nan_to_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [nan_to_none(v) for v in value]
+    return value

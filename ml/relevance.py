@@ -150,8 +150,9 @@ class RelevanceConfig:
     @property
     def key(self) -> str:
         """Short, stable identifier: "<method>-<explain>-<hash of every field>",
-        e.g. "attnlrp-next-<10 hex digits>". A field added later must leave the hash of
-        configurations at its default unchanged (stored maps are keyed by it)."""
+        e.g. "attnlrp-next-<10 hex digits>". The hash covers every field, so a field added later
+        changes every key: such a change needs a migration that re-keys the stored maps (and the
+        review rows that name them); tests pin the default key to catch it."""
         return config_key(self.to_dict())
 
     def kwargs(self) -> dict:
@@ -338,7 +339,7 @@ def compute_relevance(loaded, notes: list[str], task_descriptions: list[str],
         if note not in neutral_prompt:
             other = encode_pair(tokenizer, note, config.neutral, whole_task=True, **encode)
             if not np.array_equal(other.offsets, enc.offsets):  # the note precedes the task: never expected
-                raise RuntimeError("the neutral prompt tokenised the note differently")
+                raise ValueError("the neutral prompt tokenised the note differently (a custom template whose task follows the note without a separator?)")
             prompts.append((other, other.task_ids))
             neutral_prompt[note] = len(prompts) - 1
         pairs.append((main, neutral_prompt[note]))

@@ -31,10 +31,11 @@ from ml.commands.peaks import (
     spans_of,
 )
 from ml.jsonl import JsonlError, read_jsonl
-from ml.localisation import CONFIDENCE, MIN_PAIRS, N_RESAMPLES, Evaluation, Pair, label, peak_rule
+from ml.localisation import (CONFIDENCE, MIN_PAIRS, N_RESAMPLES, Evaluation, Pair, label, nan_to_none,
+                             peak_rule)
 
 BATCH = 4096
-DEFAULT_GROUP_BY = "model,method,explain"
+DEFAULT_GROUP_BY = "model,method,explain,config_key"  # config_key: records of two configurations never mix
 
 
 def register(subparsers) -> None:
@@ -68,7 +69,7 @@ def run(args) -> int:
     except (JsonlError, ValueError, OSError) as exc:
         return fail(exc)
     summary = {"peak_params": _plain_params(params), "group_by": keys, **result, "records_without_gold": skipped}
-    print(json.dumps(_nan_to_none(summary), indent=2))
+    print(json.dumps(nan_to_none(summary), indent=2))
     print()
     print(markdown(summary, keys))
     return 0
@@ -155,13 +156,3 @@ def _plain_params(params):
     if is_dataclass(params):
         return asdict(params)
     return dict(params) if isinstance(params, Mapping) else params
-
-
-def _nan_to_none(value):
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _nan_to_none(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_nan_to_none(v) for v in value]
-    return value

@@ -38,6 +38,7 @@ Span = tuple[int, int]
 BATCH_TOKENS = 1 << 16
 
 
+@functools.lru_cache(maxsize=64)
 def gaussian_weights(sigma: float, radius: int) -> np.ndarray:
     """The exact weights scipy's gaussian_filter1d uses: its response to a unit impulse."""
     impulse = np.zeros(2 * radius + 1)

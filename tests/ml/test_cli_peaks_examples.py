@@ -111,7 +111,7 @@ def test_localisation_prints_json_and_a_markdown_table(files, capsys):
     out = capsys.readouterr().out
     summary, end = json.JSONDecoder().raw_decode(out)
     (group,) = summary["groups"]
-    assert summary["group_by"] == ["model", "method", "explain"]
+    assert summary["group_by"] == ["model", "method", "explain", "config_key"]
     assert (group["model"], group["method"], group["explain"]) == ("smollm2", "attnlrp", None)  # no explain field
     for key in ("auc", "auc_ci", "mass_ratio", "mass_ratio_ci", "peak_f1", "peak_f1_ci", "peak_precision",
                 "peak_recall", "n_pairs", "n_undefined"):
@@ -128,9 +128,9 @@ def test_localisation_prints_json_and_a_markdown_table(files, capsys):
     assert summary["baselines"]["random"]["n_pairs"] == 1
     assert summary["recommended"]["choice"] is None and "Too few pairs" in summary["recommended"]["reason"]
     table = out[end:].strip().splitlines()
-    assert table[0].startswith("| model | method | explain | pairs | undefined | AUC (95% CI)")
-    assert table[2].startswith("| smollm2 | attnlrp | – | 1 | 0 | 0.857 (0.857-0.857) |  | 2.475")
-    assert table[3].startswith("| uniform (baseline) |  |  | 1 | 0 | 0.500") and table[4].startswith("| random (baseline)")
+    assert table[0].startswith("| model | method | explain | config_key | pairs | undefined | AUC (95% CI)")
+    assert table[2].startswith("| smollm2 | attnlrp | – | – | 1 | 0 | 0.857 (0.857-0.857) |  | 2.475")
+    assert table[3].startswith("| uniform (baseline) |  |  |  | 1 | 0 | 0.500") and table[4].startswith("| random (baseline)")
     assert table[-1].startswith("Recommended: none.")
 
 
@@ -151,7 +151,8 @@ def test_localisation_compares_explain_variants_and_recommends_the_one_that_beat
     by_explain = {g["explain"]: g for g in summary["groups"]}
     # "next": each gold token ties with three of the four others and loses to the first word: 1.5 / 4
     assert by_explain["span"]["auc"] == 1.0 and by_explain["next"]["auc"] == pytest.approx(0.375)
-    assert summary["recommended"]["choice"] == {"model": "smollm2", "method": "attnlrp", "explain": "span"}
+    assert summary["recommended"]["choice"] == {"model": "smollm2", "method": "attnlrp", "explain": "span",
+                                                "config_key": None}
     assert summary["bootstrap"] == {"n_resamples": 200, "confidence": 0.95, "seed": 0}
 
 

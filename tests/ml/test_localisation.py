@@ -354,3 +354,16 @@ def test_each_variant_is_compared_with_next_pair_by_pair():
     assert paired["n"] == 30
     assert paired["diff"] == pytest.approx(groups[("attnlrp", "span")]["auc"] - groups[("attnlrp", "next")]["auc"])
     assert paired["diff"] > 0 and paired["ci"][0] > 0 and paired["p_value"] < 0.05
+
+
+def test_the_reference_is_found_whatever_the_configuration_keys():
+    from ml.localisation import Evaluation
+
+    offsets = np.array([(0, 1), (2, 3), (4, 5)])
+    pairs = [Pair(k, "t", "a b c", offsets, np.array([0.1, 0.9, 0.2]), [(2, 3)]) for k in range(12)]
+    evaluation = Evaluation(lambda items: [[] for _ in items], n_resamples=50)
+    evaluation.add({"method": "attnlrp", "explain": "next", "config_key": "attnlrp-next-aaa"}, pairs)
+    evaluation.add({"method": "attnlrp", "explain": "contrastive", "config_key": "attnlrp-contrastive-bbb",
+                    "neutral": "the patient"}, pairs)
+    groups = {g["explain"]: g for g in evaluation.result()["groups"]}
+    assert groups["contrastive"]["auc_vs_next"] == {"diff": 0.0, "ci": [0.0, 0.0], "p_value": 1.0, "n": 12}

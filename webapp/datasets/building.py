@@ -8,7 +8,7 @@ Steps (METHOD.md points 5-8):
    of the corpus's note ids at a time, the block's maps in one join-free query on the note
    index; stale planner statistics, as right after a bulk load, are refreshed first); per
    batch: decode, ONE find_peaks_many call and the word extension with the note text
-   (webapp.pipeline.peaks_service);
+   (ml.peaks.peaks_of_rows: runs, words, trimming);
 3. drop peaks that clinicians rejected (`rejected_char_spans`: webapp.review's decisions);
 4. ml.masking.build_examples applies the two-peaks rule, the left-context rule, the
    de-duplication and the ablation modes;
@@ -47,7 +47,7 @@ from django.utils import timezone
 from ml.masking import BuildStats, Group, PeakItem, build_examples
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetVersion, MaskedExample
-from webapp.pipeline.models import JobStatus, RelevanceMap
+from webapp.pipeline.models import JobStatus, MixedConfigurations, RelevanceMap
 from ml.peaks import peaks_of_rows
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,11 @@ def _maps_of_any_corpus(model_version_id, method, template, job_ids=(), filters=
     """The selection without the corpus (the stream takes its notes block by block): no join, so
     each query of the stream is a lookup on the note index."""
     filters = filters or {}
-    maps = RelevanceMap.objects.for_config(method, template, jobs=job_ids).filter(model_version_id=model_version_id)
+    try:
+        maps = RelevanceMap.objects.for_config(method, template, jobs=job_ids)
+    except MixedConfigurations as exc:
+        raise BuildError(f"{exc}.") from None
+    maps = maps.filter(model_version_id=model_version_id)
     if job_ids:
         maps = maps.filter(job_id__in=job_ids)
     if filters.get("tasks"):

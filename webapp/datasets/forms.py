@@ -2,7 +2,7 @@ from django import forms
 
 from ml.masking import DEFAULT_MASK_TOKEN
 from webapp.corpus.models import Corpus, Note, Task
-from webapp.datasets.building import maps_matching
+from webapp.datasets.building import BuildError, maps_matching
 from webapp.datasets.models import DatasetVersion
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
 
@@ -53,8 +53,12 @@ class BuildForm(forms.Form):
         if self.errors:
             return data
         fields = self.build_fields()
-        maps = maps_matching(fields["corpus"].pk, fields["model_version"].pk, fields["method"], fields["template"],
-                             [job.pk for job in fields["jobs"]], fields["filters"])
+        try:
+            maps = maps_matching(fields["corpus"].pk, fields["model_version"].pk, fields["method"],
+                                 fields["template"], [job.pk for job in fields["jobs"]], fields["filters"])
+        except BuildError as exc:
+            self.add_error("jobs", str(exc))
+            return data
         if not maps.exists():
             raise forms.ValidationError(
                 "No relevance maps match these choices (corpus, model version, method, template, jobs, tasks and "

@@ -48,7 +48,6 @@ ORDER = ("attention", "grad_input", "attnlrp")  # AttnLRP last: it patches the p
 # message may take the evaluation back). Heartbeats come after every batch of prompts.
 STALL_SECONDS = getattr(settings, "EVALUATION_STALL_SECONDS", 15 * 60)
 RESUMABLE = (JobStatus.CANCELLED, JobStatus.FAILED)
-MAX_CONFIGS = len(METHODS) * len(EXPLAIN)
 
 
 class EvaluationError(Exception):

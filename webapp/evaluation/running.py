@@ -24,12 +24,11 @@ Nothing here logs or stores note text; errors name ids only.
 """
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from itertools import islice
 
-from ml.localisation import Evaluation, Pair, label, peak_rule
+from ml.localisation import Evaluation, Pair, label, nan_to_none, peak_rule
 from ml.relevance import RelevanceConfig
 from webapp.corpus.models import Annotation, Note, Task
 from webapp.evaluation import evaluations, maps
@@ -81,16 +80,20 @@ def execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Calla
     if not evaluations.report(evaluation, phase="scoring"):
         return "lost"
     result = score(evaluation, configs, pairs)
+    if result is None:
+        return "lost"
     result["problems"] = problems[:MAX_PROBLEMS]
-    return "done" if evaluations.finish(evaluation, _nan_to_none(result)) else "lost"
+    return "done" if evaluations.finish(evaluation, nan_to_none(result)) else "lost"
 
 
-def score(evaluation: RelevanceEvaluation, configs: Sequence[RelevanceConfig], pairs: Sequence[tuple]) -> dict:
-    """ml.localisation's result for the stored maps of every configuration (see the module doc)."""
+def score(evaluation: RelevanceEvaluation, configs: Sequence[RelevanceConfig], pairs: Sequence[tuple]) -> dict | None:
+    """ml.localisation's result for the stored maps of every configuration (see the module doc);
+    None when this attempt lost the evaluation meanwhile (it beats after every batch of pairs, so
+    a long scoring phase is never taken for a dead worker)."""
     profile = evaluation.profile
     scorer = Evaluation(peak_rule(profile.params), seed=evaluation.seed)
     missing = {config.key: 0 for config in configs}
-    without_gold = stale = 0
+    without_gold = stale = scored = 0
     it = iter(pairs)
     while batch := list(islice(it, SCORE_BATCH)):
         gold = _gold(batch)
@@ -112,6 +115,9 @@ def score(evaluation: RelevanceEvaluation, configs: Sequence[RelevanceConfig], p
                     continue
                 items.append(Pair(note_id, task_id, texts[note_id], offsets, scores, gold[pair]))
             scorer.add(group_of(config), items)
+        scored += len(batch)
+        if not evaluations.report(evaluation, phase=f"scoring: {scored} of {len(pairs)} pairs"):
+            return None
     return {
         **scorer.result(),
         "configs": [{"key": config.key, **config.to_dict()} for config in configs],
@@ -193,13 +199,3 @@ def _gold(batch) -> dict[tuple[int, int], list[tuple[int, int]]]:
         if (note_id, task_id) in wanted:
             gold.setdefault((note_id, task_id), []).extend((int(a), int(b)) for a, b in evidence)
     return gold
-
-
-def _nan_to_none(value):
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _nan_to_none(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_nan_to_none(v) for v in value]
-    return value

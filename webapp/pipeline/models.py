@@ -195,6 +195,10 @@ class RelevanceChunk(models.Model):
         return f"job {self.job_id} chunk {self.index} ({self.status})"
 
 
+class MixedConfigurations(ValueError):
+    """Relevance jobs of different configurations were chosen where maps of one are needed."""
+
+
 class RelevanceMapQuerySet(models.QuerySet):
     def for_config(self, method: str, template: str, config_key: str = "", *, jobs=()) -> "RelevanceMapQuerySet":
         """Maps made by ONE relevance configuration of this method and template, so that two
@@ -208,8 +212,8 @@ class RelevanceMapQuerySet(models.QuerySet):
             keys = set(RelevanceJob.objects.filter(pk__in=[getattr(j, "pk", j) for j in jobs])
                        .values_list("config_key", flat=True))
             if len(keys) > 1:
-                raise ValueError("these relevance jobs were computed with different configurations: "
-                                 "choose jobs of one configuration")
+                raise MixedConfigurations("these relevance jobs were computed with different configurations: "
+                                          "choose jobs of one configuration")
             config_key = next(iter(keys), "")
         return self.filter(method=method, template=template,
                            config_key=config_key or default_config_key(method, template))

@@ -36,13 +36,14 @@ def submit(note, form, reviewer) -> Outcome:
     profile = PeakProfile.objects.filter(pk=data["profile"]).first() if data.get("profile") else None
     if task is None or model is None:
         return Outcome("Nothing was saved: unknown task or model version.", messages.ERROR, 400)
-    sel = Selection(task, model, data["method"], data["template"], profile, form.params)
+    sel = Selection(task, model, data["method"], data["template"], profile, form.params,
+                    config_key=data.get("config") or "")
     arrays = map_arrays(note, sel)
     spans = char_peaks(note, arrays, form.params)[0] if arrays is not None else []
     if (data["start"], data["end"]) not in spans:
         return Outcome("Nothing was saved: this span is not a peak of the map under the parameters shown "
                        "(the page may be out of date; it has been refreshed).", messages.ERROR, 409)
-    ctx = decisions.PeakContext(note, task, model, data["method"], data["template"])
+    ctx = decisions.PeakContext(note, task, model, data["method"], data["template"], sel.config)
     try:
         row = decisions.decide(ctx, reviewer, start=data["start"], end=data["end"], decision=data["decision"],
                                expected_version=data["version"], adjusted_start=data["adjusted_start"],

@@ -26,7 +26,6 @@ from django.db.models.functions import Length
 
 from ml.peaks import peaks_of_rows
 from webapp.corpus.models import Note
-from webapp.pipeline.models import RelevanceMap
 from webapp.review.models import PeakDecision
 
 PER_PAGE = 50
@@ -128,7 +127,8 @@ def summarise(note_ids: list[int], selection) -> dict[int, NoteRow]:
     maps = selection.maps().filter(
         note_id__in=note_ids, model_version=selection.model)
     decisions = PeakDecision.objects.filter(note_id__in=note_ids, model_version=selection.model,
-                                            method=selection.method, template=selection.template)
+                                            method=selection.method, template=selection.template,
+                                            config_key=selection.config)
     if selection.task is not None:
         maps = maps.filter(task=selection.task)
         decisions = decisions.filter(task=selection.task)

@@ -10,12 +10,12 @@ Rules
 - Undo ("u") reverts the reviewer's most recent change on the note: a new decision is deleted,
   a changed one goes back to its previous state (one level; `previous` keeps it).
 - Conflict: decisions of different reviewers on the same or overlapping spans of one (note,
-  task, model version, method, template) whose outcomes differ (accept / reject / adjust to a
+  task, model version, method, template, relevance configuration) whose outcomes differ (accept / reject / adjust to a
   span). Both stay stored; the page shows all of them, who and when.
 - Rejected spans for dataset builds (`rejected_spans`, used by
   webapp.datasets.building.rejected_char_spans): for each (note, task) and exact character span,
-  each reviewer's LATEST decision on that span counts once, whatever model version, method or
-  template it was made under (a span of the note is or is not evidence for the task, whichever
+  each reviewer's LATEST decision on that span counts once, whatever model version, method,
+  template or configuration it was made under (a span of the note is or is not evidence for the task, whichever
   model pointed at it). The span is rejected when rejects are at least half of those reviewers:
   a majority rejects, and a tie rejects too (a disputed peak stays out of training). Adjust
   counts as keeping the peak. The builder then drops every group overlapping a rejected span.
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
+from ml.relevance import default_config_key
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.review.models import PeakDecision
@@ -48,17 +49,20 @@ class StaleDecision(DecisionError):
 
 @dataclass(frozen=True)
 class PeakContext:
-    """Which map's peak: the note, task, model version, method and template."""
+    """Which map's peak: the note, task, model version, method, template and configuration key
+    (empty: the default configuration of the method and template)."""
 
     note: object
     task: object
     model: object
     method: str
     template: str
+    config_key: str = ""
 
     def filter(self) -> dict:
         return {"note": self.note, "task": self.task, "model_version": self.model, "method": self.method,
-                "template": self.template}
+                "template": self.template,
+                "config_key": self.config_key or default_config_key(self.method, self.template)}
 
 
 def decide(ctx: PeakContext, reviewer, *, start: int, end: int, decision: str, expected_version: int,

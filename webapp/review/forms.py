@@ -91,6 +91,7 @@ class DecisionForm(forms.Form):
     model = forms.IntegerField()
     method = forms.CharField(max_length=20)
     template = forms.CharField(max_length=500, strip=False)
+    config = forms.CharField(max_length=64, required=False)  # RelevanceConfig.key; empty: the default
     profile = forms.IntegerField(required=False)
     k = forms.IntegerField(min_value=1)
     sigma = forms.FloatField()

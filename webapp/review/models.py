@@ -21,8 +21,20 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
+from ml.relevance import default_config_key
 
-class PeakDecision(models.Model):
+
+class ConfigKeyDefault:
+    """A row saved without a relevance configuration key gets the default configuration's of its
+    method and template (what every map had before configurations were recorded)."""
+
+    def save(self, *args, **kwargs):
+        if not self.config_key:
+            self.config_key = default_config_key(self.method, self.template)
+        super().save(*args, **kwargs)
+
+
+class PeakDecision(ConfigKeyDefault, models.Model):
     class Decision(models.TextChoices):
         ACCEPT = "accept", "Accepted"
         REJECT = "reject", "Rejected"
@@ -33,6 +45,7 @@ class PeakDecision(models.Model):
     model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT, related_name="peak_decisions")
     method = models.CharField(max_length=20)
     template = models.CharField(max_length=500)
+    config_key = models.CharField(max_length=64, help_text="RelevanceConfig.key of the map whose peak this is")
     profile = models.ForeignKey("pipeline.PeakProfile", null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="peak_decisions", help_text="The profile the page was showing")
     params = models.JSONField(default=dict, help_text="kernel_size, sigma, lower, upper in effect when deciding")
@@ -52,7 +65,8 @@ class PeakDecision(models.Model):
         ordering = ["note", "task", "start", "reviewer"]
         constraints = [
             models.UniqueConstraint(
-                fields=["note", "task", "model_version", "method", "template", "start", "end", "reviewer"],
+                fields=["note", "task", "model_version", "method", "template", "config_key", "start", "end",
+                        "reviewer"],
                 name="review_peakdecision_one_per_reviewer",
             ),
             models.CheckConstraint(condition=Q(start__lt=F("end")), name="review_peakdecision_span_nonempty"),
@@ -91,13 +105,12 @@ class PeakDecision(models.Model):
                 "comment": self.comment, "profile": self.profile_id, "params": self.params}
 
 
-class ValidationSet(models.Model):
+class ValidationSet(ConfigKeyDefault, models.Model):
     corpus = models.ForeignKey("corpus.Corpus", on_delete=models.CASCADE, related_name="validation_sets")
     model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT, related_name="+")
     method = models.CharField(max_length=20)
     template = models.CharField(max_length=500)
-    config_key = models.CharField(max_length=64, blank=True,
-                                  help_text="RelevanceConfig.key of the maps judged (empty: the default)")
+    config_key = models.CharField(max_length=64, help_text="RelevanceConfig.key of the maps judged")
     name = models.CharField(max_length=200)
     seed = models.IntegerField(default=0)
     size = models.PositiveIntegerField(default=100)
@@ -139,13 +152,12 @@ class ValidationJudgement(models.Model):
         return f"set {self.validation_set_id} note {self.note_id} setting {self.setting}: {self.reasonable}"
 
 
-class MapSample(models.Model):
+class MapSample(ConfigKeyDefault, models.Model):
     corpus = models.ForeignKey("corpus.Corpus", on_delete=models.CASCADE, related_name="+")
     model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.CASCADE, related_name="+")
     method = models.CharField(max_length=20)
     template = models.CharField(max_length=500)
-    config_key = models.CharField(max_length=64, blank=True,
-                                  help_text="RelevanceConfig.key of the maps sampled (empty: the default)")
+    config_key = models.CharField(max_length=64, help_text="RelevanceConfig.key of the maps sampled")
     seed = models.IntegerField(default=0)
     size = models.PositiveIntegerField()
     population = models.PositiveIntegerField(help_text="Matching maps when the sample was drawn")

@@ -1,5 +1,5 @@
 """The note panel: one note's text coloured by one map's relevance, its peaks under the
-parameters in effect (word-extended, via webapp.pipeline.peaks_service), the gold evidence of
+parameters in effect (words, trimmed: ml.peaks), the gold evidence of
 the task, and every reviewer's decisions on each peak. One call builds what the page shows.
 """
 from __future__ import annotations
@@ -13,7 +13,6 @@ from django.db.models import Subquery
 
 from ml.codec import decode_map
 from webapp.corpus.models import Annotation, Note
-from webapp.pipeline.models import RelevanceMap
 from ml.peaks import peaks_of_arrays
 from webapp.review import rendering
 from webapp.review.decisions import PeakContext, decisions_on, is_conflict, overlapping
@@ -107,7 +106,7 @@ def build_panel(note, selection, reviewer) -> NotePanel:
     spans, panel.fits = char_peaks(note, arrays, selection.params)
     if not panel.fits:
         offsets, scores = offsets[:0], scores[:0]
-    ctx = PeakContext(note, selection.task, selection.model, selection.method, selection.template)
+    ctx = PeakContext(note, selection.task, selection.model, selection.method, selection.template, selection.config)
     decisions = decisions_on(ctx)
     for d in decisions:  # what each decision covers, for the page
         d.span_text = note.text[d.start:d.end]

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from webapp.corpus.models import Note
-from webapp.pipeline.models import RelevanceMap
 from ml.peaks import peaks_of_rows
 from webapp.review.models import PeakDecision
 
@@ -56,7 +55,7 @@ def next_pair(corpus, selection, reviewer, after: tuple[int, int] | None = None,
         texts = dict(Note.objects.filter(pk__in=note_ids).values_list("pk", "text"))
         decided = set(PeakDecision.objects.filter(
             reviewer=reviewer, note_id__in=note_ids, model_version=selection.model, method=selection.method,
-            template=selection.template).values_list("note_id", "task_id", "start", "end"))
+            template=selection.template, config_key=selection.config).values_list("note_id", "task_id", "start", "end"))
         for peaks in peaks_of_rows(rows, texts, selection.params):
             if peaks.fits and any((peaks.note_id, peaks.task_id, a, b) not in decided for a, b in peaks.char_spans):
                 return QueueResult((peaks.note_id, peaks.task_id), scanned + 1, False, (peaks.note_id, peaks.task_id))

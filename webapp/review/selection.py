@@ -161,20 +161,41 @@ def for_corpus(corpus, query) -> Selection:
     templates = list(RelevanceJob.objects.filter(corpus=corpus).order_by("-created")
                      .values_list("template", flat=True)[:20])
     templates = list(dict.fromkeys(templates))
-    default_template = templates[0] if templates else (corpus.language if corpus.language in ("en", "it") else "en")
+    default_template = templates[0] if templates else (corpus.language if corpus.language in ("en", "it", "es") else "en")
     template = query.get("template") or default_template
     if template not in templates:
         templates.append(template)
-    keys = list(dict.fromkeys(RelevanceJob.objects.filter(corpus=corpus, method=method, template=template)
-                              .order_by("-created").values_list("config_key", flat=True)[:50]))
-    keys = [k for k in keys if k] or [default_config_key(method, template)]
-    config = query.get("config") if query.get("config") in keys else keys[0]
+    keys = corpus_config_keys(corpus, method, template)
+    wanted_config = query.get("config") or ""
+    if wanted_config and wanted_config not in keys and RelevanceMap.objects.filter(
+            note__corpus=corpus, method=method, template=template, config_key=wanted_config).exists():
+        keys.append(wanted_config)  # maps of it exist (e.g. from another corpus's job): offer it too
+    config = wanted_config if wanted_config in keys else keys[0]
     wanted_task = _int(query.get("task"))
     task = Task.objects.filter(pk=wanted_task).first() if wanted_task is not None else None
     profile = _profile(query, errors)
     return Selection(task, model, method, template, profile, _params(query, profile, errors), errors,
                      config_key=config, tasks=list(Task.objects.order_by("slug")), models=models, methods=methods,
                      templates=templates, configs=config_choices(keys, method, template))
+
+
+def corpus_config_keys(corpus, method: str, template: str) -> list[str]:
+    """Configuration keys of a corpus's relevance jobs and evaluations for the method and template,
+    the latest job's first; the default configuration's when there are none."""
+    from webapp.evaluation.models import RelevanceEvaluation
+
+    keys = list(RelevanceJob.objects.filter(corpus=corpus, method=method, template=template)
+                .order_by("-created").values_list("config_key", flat=True)[:50])
+    for configs in RelevanceEvaluation.objects.filter(corpus=corpus).order_by("-created").values_list(
+            "configs", flat=True)[:20]:
+        for values in configs or ():
+            try:
+                config = RelevanceConfig.from_dict(values)
+            except (TypeError, ValueError):
+                continue
+            if (config.method, config.template) == (method, template):
+                keys.append(config.key)
+    return list(dict.fromkeys(k for k in keys if k)) or [default_config_key(method, template)]
 
 
 def config_choices(keys, method: str, template: str) -> list[tuple[str, str]]:

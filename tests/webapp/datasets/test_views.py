@@ -224,3 +224,17 @@ def test_building_a_failed_dataset_again_requeues_it(client, researcher, make_da
         client.post(reverse("datasets:build_again", args=[dataset.pk]))
     dataset.refresh_from_db()
     assert (dataset.status, dataset.error, dataset.version, len(callbacks)) == ("queued", "", 1, 1)
+
+
+def test_jobs_of_two_relevance_configurations_are_refused_on_the_form(client, researcher, corpus, model, sharp, maps):
+    from ml.relevance import RelevanceConfig
+    from webapp.pipeline.models import RelevanceJob
+
+    span = RelevanceConfig(explain="span")
+    default = RelevanceJob.objects.create(corpus=corpus, model_version=model, status=JobStatus.DONE)
+    other = RelevanceJob.objects.create(corpus=corpus, model_version=model, status=JobStatus.DONE, explain="span",
+                                        config=span.to_dict(), config_key=span.key)
+    client.force_login(researcher)
+    response = client.post(reverse("datasets:new"), form_data(corpus, model, sharp, jobs=[default.pk, other.pk]))
+    assert response.status_code == 200 and not DatasetVersion.objects.exists()
+    assert "different configurations" in response.content.decode()

@@ -137,6 +137,11 @@ def test_cancel_stops_between_batches_and_resume_completes_without_recomputing(l
     assert outcome == "done" and evaluation.done == evaluation.total == 36
     assert fake.prompts == 36 and RelevanceMap.objects.count() == 36  # each prompt computed once
     assert [g["explain"] for g in evaluation.result["groups"]] == ["next", "span"]
+    # span is compared with next pair by pair, although their configuration keys differ
+    next_group, span_group = evaluation.result["groups"]
+    assert next_group["auc_vs_next"] is None
+    assert span_group["auc_vs_next"]["n"] == 18
+    assert span_group["auc_vs_next"]["diff"] == pytest.approx(span_group["auc"] - next_group["auc"])
 
 
 def test_a_pair_whose_prompt_fails_is_skipped_and_listed_by_id(larger, model_version):

@@ -235,3 +235,11 @@ def test_maps_of_another_relevance_configuration_are_chosen_not_mixed(client, cl
     sel = for_note(note, {**query(tasks["heart"], base, sharp), "config": span.key})
     assert sel.config == span.key and f"config={span.key}" in sel.query()
     assert browse.summarise([note.pk], sel)[note.pk].peaks == 1  # the span map only
+    # a decision on the span map's peak counts under that configuration only
+    from webapp.review import decisions
+
+    start, end = word_span(TEXT, "febrile")
+    ctx = decisions.PeakContext(note, tasks["heart"], base, "attnlrp", "en", span.key)
+    decisions.decide(ctx, clinician, start=start, end=end, decision="accept", expected_version=0)
+    assert browse.summarise([note.pk], sel)[note.pk].decided == 1
+    assert browse.summarise([note.pk], for_note(note, query(tasks["heart"], base, sharp)))[note.pk].decided == 0
