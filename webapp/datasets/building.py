@@ -369,6 +369,7 @@ class _Tally:
             },
             "span_words": {"histogram": _histogram(self.span_words, WORD_BINS)},
             "profile": dataset.profile.params.to_dict(),
+            "config_key": dataset.config_key,
             "seconds": round(seconds, 3),
         }
 

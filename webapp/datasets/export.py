@@ -123,6 +123,7 @@ def manifest(dataset: DatasetVersion, *, fmt: str, rows: int, actor=None, files=
         "model_version": {"id": model.pk, "name": model.name, "family": model.family, "path": model.path},
         "method": dataset.method,
         "template": dataset.template,
+        "config_key": dataset.config_key,
         "profile": {"id": profile.pk, "name": profile.name, "version": profile.version, **profile.params.to_dict()},
         "mode": dataset.mode,
         "mask_token": dataset.mask_token,

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Max, Q
 
-from webapp.pipeline.models import JobStatus
+from webapp.pipeline.models import JobStatus, resolve_config_key
 
 ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING)
 
@@ -64,6 +64,12 @@ class DatasetVersion(models.Model):
 
     def __str__(self):
         return f"{self.name} v{self.version}"
+
+    @property
+    def config_key(self) -> str:
+        """The relevance configuration of the maps it is built from: its jobs', else the default
+        of its method and template (MixedConfigurations if its jobs differ)."""
+        return resolve_config_key(self.method, self.template, jobs=list(self.jobs.values_list("pk", flat=True)))
 
     @property
     def is_active(self) -> bool:

@@ -199,6 +199,19 @@ class MixedConfigurations(ValueError):
     """Relevance jobs of different configurations were chosen where maps of one are needed."""
 
 
+def resolve_config_key(method: str, template: str, config_key: str = "", *, jobs=()) -> str:
+    """The configuration key `for_config` selects: `config_key`, else the one of `jobs`
+    (MixedConfigurations if they differ), else the default of the method and template."""
+    if not config_key and jobs:
+        keys = set(RelevanceJob.objects.filter(pk__in=[getattr(j, "pk", j) for j in jobs])
+                   .values_list("config_key", flat=True))
+        if len(keys) > 1:
+            raise MixedConfigurations("these relevance jobs were computed with different configurations: "
+                                      "choose jobs of one configuration")
+        config_key = next(iter(keys), "")
+    return config_key or default_config_key(method, template)
+
+
 class RelevanceMapQuerySet(models.QuerySet):
     def for_config(self, method: str, template: str, config_key: str = "", *, jobs=()) -> "RelevanceMapQuerySet":
         """Maps made by ONE relevance configuration of this method and template, so that two
@@ -208,15 +221,8 @@ class RelevanceMapQuerySet(models.QuerySet):
         ValueError if they differ), or without jobs the DEFAULT configuration of the method and
         template (explain "next", normalise "abs", truncate "right", dtype "auto"), which is
         what every map stored before configurations were recorded was made with."""
-        if not config_key and jobs:
-            keys = set(RelevanceJob.objects.filter(pk__in=[getattr(j, "pk", j) for j in jobs])
-                       .values_list("config_key", flat=True))
-            if len(keys) > 1:
-                raise MixedConfigurations("these relevance jobs were computed with different configurations: "
-                                          "choose jobs of one configuration")
-            config_key = next(iter(keys), "")
         return self.filter(method=method, template=template,
-                           config_key=config_key or default_config_key(method, template))
+                           config_key=resolve_config_key(method, template, config_key, jobs=jobs))
 
 
 class RelevanceMap(models.Model):

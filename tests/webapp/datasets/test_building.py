@@ -195,6 +195,9 @@ def test_statistics_describe_the_build(make_dataset, maps, tasks):
     assert stats["span_chars"]["mean"] == 5.5 and stats["span_chars"]["max"] == 9
     assert dict(stats["span_words"]["histogram"])["1"] == 2
     assert stats["profile"] == {"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4, "strict": False, "trim": True}
+    from ml.relevance import default_config_key
+
+    assert stats["config_key"] == default_config_key("attnlrp", "en")
     assert stats["seconds"] >= 0 and stats["maps_not_fitting_note"] == 0
 
 

@@ -31,6 +31,9 @@ def check_manifest(info, dataset, fmt, rows=2):
     assert info["corpus"]["name"] == "ward" and info["model_version"]["name"] == "tiny-test"
     assert info["profile"] == {"id": dataset.profile_id, "name": "sharp", "version": 1, "kernel_size": 1,
                                "sigma": 1.0, "lower": 0.2, "upper": 0.4, "strict": False, "trim": True}
+    from ml.relevance import default_config_key
+
+    assert info["config_key"] == default_config_key("attnlrp", "en")  # built without jobs: the default's
     assert (info["method"], info["template"], info["mode"], info["mask_token"], info["seed"]) == \
         ("attnlrp", "en", "dsm", "<mask>", 0)
     assert info["rows"] == rows and info["format"] == fmt and info["stats"]["examples"] == 2
