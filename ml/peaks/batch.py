@@ -75,7 +75,7 @@ def peaks_of_maps(maps: Iterable, params: PeakParams = PAPER, texts: Mapping[int
 def peaks_of_arrays(keys: Sequence[tuple], arrays: Sequence[tuple], texts: Mapping[int, str],
                     params: PeakParams = PAPER) -> list[MapPeaks]:
     """The core: `keys[i] = (map_id, note_id, task_id)`, `arrays[i] = (offsets, scores)`."""
-    fits = [_fits(offsets, texts[note_id]) for (_, note_id, _), (offsets, _) in zip(keys, arrays)]
+    fits = [map_fits(offsets, texts[note_id]) for (_, note_id, _), (offsets, _) in zip(keys, arrays)]
     all_spans = find_peaks_many([scores for _, scores in arrays], params)
     # word and character spans of the maps with peaks, in one call
     todo = [i for i, (spans, ok) in enumerate(zip(all_spans, fits)) if ok and spans]
@@ -94,5 +94,7 @@ def peaks_of_arrays(keys: Sequence[tuple], arrays: Sequence[tuple], texts: Mappi
     return out
 
 
-def _fits(offsets, text: str) -> bool:
+def map_fits(offsets, text: str) -> bool:
+    """Can the map belong to this text? Its offsets must not reach past the end (else the note was
+    edited after relevance was computed)."""
     return len(offsets) == 0 or int(np.asarray(offsets)[:, 1].max()) <= len(text)

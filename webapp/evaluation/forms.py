@@ -6,13 +6,6 @@ from webapp.corpus.models import Corpus, Task
 from webapp.evaluation.evaluations import EvaluationSpec
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
 
-EXPLAIN_CHOICES = [
-    ("next", "next: top logit after s_T's middle token (reference code)"),
-    ("max", "max: top logit before s_T's middle token"),
-    ("target", "target: the logit of s_T's middle token"),
-    ("span", "span: the logits of every s_T token, summed"),
-    ("contrastive", "contrastive: span of s_T minus span of a neutral text"),
-]
 TEMPLATE_CHOICES = [("auto", "The corpus's language (its built-in template; English otherwise)"),
                     *[(name, f"{name}: “{template.text}”") for name, template in TEMPLATES.items()]]
 
@@ -23,7 +16,7 @@ class EvaluationForm(forms.Form):
     model_version = forms.ModelChoiceField(ModelVersion.objects.all(), empty_label=None, label="Model")
     methods = forms.MultipleChoiceField(choices=RelevanceJob.Method.choices, widget=forms.CheckboxSelectMultiple,
                                         initial=[RelevanceJob.Method.ATTNLRP])
-    explains = forms.MultipleChoiceField(choices=EXPLAIN_CHOICES, widget=forms.CheckboxSelectMultiple,
+    explains = forms.MultipleChoiceField(choices=RelevanceJob.Explain.choices, widget=forms.CheckboxSelectMultiple,
                                          initial=["next"], label="Explain variants",
                                          help_text="Every method is run with every variant chosen")
     template = forms.ChoiceField(choices=TEMPLATE_CHOICES, initial="auto", label="Prompt template")

@@ -28,10 +28,12 @@ import time
 from collections.abc import Callable, Sequence
 from itertools import islice
 
+from ml.peaks import map_fits
 from ml.localisation import Evaluation, Pair, label, nan_to_none, peak_rule
 from ml.relevance import RelevanceConfig
 from webapp.corpus.models import Annotation, Note, Task
 from webapp.evaluation import evaluations, maps
+from webapp.pipeline.chunks import compute_pairs
 from webapp.evaluation.evaluations import EvaluationError
 from webapp.evaluation.models import RelevanceEvaluation
 
@@ -110,7 +112,7 @@ def score(evaluation: RelevanceEvaluation, configs: Sequence[RelevanceConfig], p
                 if not gold.get(pair) or note_id not in texts:
                     continue
                 offsets, scores = arrays[pair]
-                if len(offsets) and int(offsets[:, 1].max()) > len(texts[note_id]):
+                if not map_fits(offsets, texts[note_id]):
                     stale += 1  # the note was edited after its map was computed
                     continue
                 items.append(Pair(note_id, task_id, texts[note_id], offsets, scores, gold[pair]))
@@ -164,29 +166,8 @@ def _compute(loaded, compute, config, batch, problems) -> list:
     runnable = [pair for pair in batch if pair[0] in texts and pair[1] in descriptions]
     for note_id, task_id in sorted(set(batch) - set(runnable)):
         problems.append(f"Note {note_id} x task {task_id} skipped (the note or the task was deleted).")
-    return _run(loaded, compute, config, runnable, texts, descriptions, problems)
-
-
-def _run(loaded, compute, config, batch, texts, descriptions, problems) -> list:
-    if not batch:
-        return []
-    try:
-        results = compute(loaded, [texts[n] for n, _ in batch], [descriptions[t] for _, t in batch], config)
-        return list(zip(batch, results))
-    except ValueError as exc:
-        if len(batch) > 1:
-            return [item for pair in batch for item in _run(loaded, compute, config, [pair], texts, descriptions,
-                                                            problems)]
-        (note_id, task_id), reason = batch[0], str(exc).strip()[:200]
-        if not reason or _quotes(reason, texts[note_id]):
-            reason = "invalid input"
-        problems.append(f"Note {note_id} x task {task_id} skipped for {_config_label(config)} ({reason}).")
-        return []
-
-
-def _quotes(message: str, text: str, window: int = 16) -> bool:
-    """Does the message share `window` consecutive characters with the note text?"""
-    return any(message[i:i + window] in text for i in range(max(len(message) - window + 1, 0)))
+    return compute_pairs(loaded, compute, runnable, texts, descriptions, config, problems,
+                         f" for {_config_label(config)}")
 
 
 def _gold(batch) -> dict[tuple[int, int], list[tuple[int, int]]]:

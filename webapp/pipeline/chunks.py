@@ -105,7 +105,7 @@ def run(chunk: RelevanceChunk, get_model: Callable, compute: Callable | None = N
     loaded = get_model()
     it = iter(runnable)
     while batch := list(islice(it, STORE_EVERY)):
-        done = _compute(loaded, compute, batch, texts, descriptions, config, outcome)
+        done = compute_pairs(loaded, compute, batch, texts, descriptions, config, outcome.problems)
         outcome.computed += store(chunk, done)
     return outcome
 
@@ -166,20 +166,24 @@ def log_failure(chunk_id: int, exc: BaseException, message: str) -> None:
     log.error("chunk %s failed: %s\n%s", chunk_id, message, where)
 
 
-def _compute(loaded, compute, batch, texts, descriptions, config, outcome) -> list:
-    """[(pair, result), ...] for the batch. If the batch fails on a bad input (ValueError),
-    each prompt is tried alone; those that fail are listed in the outcome's problems."""
+def compute_pairs(loaded, compute, batch, texts, descriptions, config, problems: list, what: str = "") -> list:
+    """[(pair, result), ...] for the batch of (note id, task id) pairs. If the batch fails on a bad
+    input (ValueError), each prompt is tried alone; those that fail are listed in `problems`
+    ("... skipped{what} (reason)"), the reason withheld when it quotes the note. Shared by relevance
+    chunks and evaluations."""
+    if not batch:
+        return []
     try:
         results = compute(loaded, [texts[n] for n, _ in batch], [descriptions[t] for _, t in batch], config)
         return list(zip(batch, results))
     except ValueError as exc:
         if len(batch) > 1:
             return [item for pair in batch
-                    for item in _compute(loaded, compute, [pair], texts, descriptions, config, outcome)]
+                    for item in compute_pairs(loaded, compute, [pair], texts, descriptions, config, problems, what)]
         (note_id, task_id), reason = batch[0], str(exc).strip()[:200]
         if not reason or _quotes(reason, [texts[note_id]]):
             reason = "invalid input"
-        outcome.problems.append(f"Note {note_id} x task {task_id} skipped ({reason}).")
+        problems.append(f"Note {note_id} x task {task_id} skipped{what} ({reason}).")
         return []
 
 

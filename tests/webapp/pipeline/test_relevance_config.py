@@ -139,3 +139,10 @@ def test_a_dataset_selection_keeps_one_configuration(two_configs):
 
     corpus, model = two_configs["corpus"], two_configs["base"]
     assert set(maps_matching(corpus.pk, model.pk, "attnlrp", "en")) == {two_configs["base_next"]}
+
+
+def test_the_job_choices_are_the_librarys_explain_variants_and_methods():
+    from ml.relevance import EXPLAIN, METHODS
+
+    assert tuple(RelevanceJob.Explain.values) == tuple(EXPLAIN)
+    assert set(RelevanceJob.Method.values) == set(METHODS)
