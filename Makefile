@@ -9,11 +9,15 @@ export MODEL_DIR ?= $(CURDIR)/var/models
 DEMO_NOTES ?= 300
 PORT ?= 8000
 
-# Tests use the real services; override for another host.
-TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/decselfmask
-TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+# Tests use the real services; override for another host. TEST_RUN (0-15) keeps runs on one host
+# apart: run N uses PostgreSQL database decselfmask_N (pytest-django creates and drops
+# test_decselfmask_N) and Redis database N (its queues and unacked messages), so two runs at once
+# with different TEST_RUN never touch each other's rows or messages: `make test TEST_RUN=3`.
+TEST_RUN ?= 15
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/decselfmask_$(TEST_RUN)
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/$(TEST_RUN)
 
-.PHONY: help install model demo test test-fast check-deploy bench bench-app clean
+.PHONY: help install model demo test test-fast check-test-run check-deploy bench bench-app clean
 
 help:
 	@echo "make demo   - set up everything and run the web app + a worker on the embedded default"
@@ -41,13 +45,17 @@ model: $(MODEL_DIR)/smollm2-135m-instruct/config.json
 demo: install model
 	DEBUG=1 $(PY) manage.py rundemo --notes $(DEMO_NOTES) --port $(PORT)
 
+# Redis has databases 0-15 only, and TEST_RUN is one of them.
+check-test-run:
+	@[[ "$(TEST_RUN)" =~ ^([0-9]|1[0-5])$$ ]] || { echo "TEST_RUN must be 0-15 (it is also the run's Redis database), not '$(TEST_RUN)'" >&2; exit 2; }
+
 # pytest exits 5 when it collected nothing: that is a failure here.
-test: install model
+test: check-test-run install model
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 	  HF_HUB_OFFLINE=1 $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
-test-fast: install
+test-fast: check-test-run install
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 	  HF_HUB_OFFLINE=1 $(PY) -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
 

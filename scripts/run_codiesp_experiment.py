@@ -163,7 +163,7 @@ def _relevance_child(job_id: int) -> None:
 def relevance(args, corpus, tasks, ids) -> tuple[dict, object]:
     from django.db import connections
 
-    from webapp.pipeline import jobs
+    from webapp.pipeline import jobs, planning
     from webapp.pipeline.models import ModelVersion, RelevanceJob
     from webapp.pipeline.progress import job_progress
 
@@ -171,6 +171,7 @@ def relevance(args, corpus, tasks, ids) -> tuple[dict, object]:
                         task_selection=RelevanceJob.TaskSelection.SAMPLE, tasks=[t for t in tasks if not t.held_out],
                         sample_k=args.tasks_per_note, seed=args.seed, note_filter={"external_ids": ids}, chunk_size=32)
     job = jobs.launch(spec, actor=ACTOR, enqueue=False)
+    planning.plan_now(job)  # in this process: the chunks run in the child below
     connections.close_all()
     child = multiprocessing.get_context("spawn").Process(target=_relevance_child, args=(job.pk,))
     child.start()

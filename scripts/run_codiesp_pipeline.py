@@ -64,10 +64,10 @@ def run_inline(job) -> None:
 
 
 def wait_for_workers(job) -> None:
-    from webapp.pipeline.jobs import enqueue_pending
+    from webapp.pipeline.jobs import enqueue_chunks
     from webapp.pipeline.models import RelevanceJob
 
-    enqueue_pending(job.pk)
+    enqueue_chunks(job.pk)
     while RelevanceJob.objects.get(pk=job.pk).is_active:
         time.sleep(2)
 
@@ -106,7 +106,7 @@ def main():
 
     from webapp.corpus.importing import import_notes
     from webapp.corpus.models import Corpus
-    from webapp.pipeline import jobs
+    from webapp.pipeline import jobs, planning
     from webapp.pipeline.modelcache import loaded_model
     from webapp.pipeline.models import ModelVersion, RelevanceJob, RelevanceMap
     from webapp.pipeline.progress import job_progress
@@ -132,6 +132,7 @@ def main():
     )
     with timer("plan_job"):
         job = jobs.launch(spec, actor="run_codiesp_pipeline", enqueue=False)
+        planning.plan_now(job)
 
     if args.worker:
         with timer("relevance"):

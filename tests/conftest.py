@@ -52,5 +52,6 @@ def pytest_report_header(config):
     from django.conf import settings
 
     db = settings.DATABASES["default"]
-    where = f"{db['ENGINE'].rsplit('.', 1)[-1]} {db.get('HOST') or db['NAME']}"
+    # host/name: the name tells concurrent runs apart (TEST_RUN in the Makefile).
+    where = f"{db['ENGINE'].rsplit('.', 1)[-1]} " + (f"{db['HOST']}/{db['NAME']}" if db.get("HOST") else str(db["NAME"]))
     return [f"database: {where}", f"broker: {os.environ.get('REDIS_URL') or settings.CELERY_BROKER_URL}"]

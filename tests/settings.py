@@ -11,3 +11,10 @@ STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.s
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# In-process tests hold their rows in an open transaction that a heartbeat thread's own
+# connection cannot see: beat rarely here. Worker processes started by tests set the WORK_*
+# variables (tests/workers/conftest.py).
+from webapp.env import env_float  # noqa: E402
+
+WORK_HEARTBEAT_SECONDS = env_float("WORK_HEARTBEAT_SECONDS", 3600.0)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from webapp.env import ConfigError, env_bool, env_int, env_list, env_path, env_str
+from webapp.env import ConfigError, env_bool, env_float, env_int, env_list, env_path, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -158,14 +158,17 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_IMPORTS = ["workers.relevance", "workers.evaluation", "workers.datasets", "workers.training"]
+CELERY_IMPORTS = ["workers.relevance", "workers.evaluation", "workers.datasets", "workers.training",
+                  "workers.imports"]
 # relevance: model-holding processes that lxt patches (never train); training: never patched;
 # default: CPU work (peaks, dataset builds, exports).
 CELERY_TASK_ROUTES = {
+    "workers.relevance.plan_job": {"queue": "default"},  # planning is database work, no model
     "workers.relevance.*": {"queue": "relevance"},
     "workers.evaluation.*": {"queue": "relevance"},
     "workers.training.*": {"queue": "training"},
     "workers.datasets.*": {"queue": "default"},
+    "workers.imports.*": {"queue": "default"},
 }
 # A chunk of relevance prompts takes minutes on a CPU; these limits catch a stuck worker.
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 2 * 3600)
@@ -185,3 +188,14 @@ LOGGING = {
 }
 
 DSM_DEFAULT_MODEL = env_str("DSM_DEFAULT_MODEL", "smollm2-135m-instruct")
+
+# The lifecycle of long work (webapp.lifecycle): a running unit's worker beats every
+# WORK_HEARTBEAT_SECONDS; silent for WORK_STALL_SECONDS, it is shown as stalled and queued again
+# by the recovery sweeper that every worker runs every WORK_SWEEP_SECONDS; a unit queued longer
+# than WORK_REQUEUE_GRACE_SECONDS while its queue is empty (its message was lost) is sent again.
+WORK_HEARTBEAT_SECONDS = env_float("WORK_HEARTBEAT_SECONDS", 5.0)
+WORK_STALL_SECONDS = env_int("WORK_STALL_SECONDS", 60)
+WORK_SWEEP_SECONDS = env_float("WORK_SWEEP_SECONDS", 10.0)
+WORK_REQUEUE_GRACE_SECONDS = env_int("WORK_REQUEUE_GRACE_SECONDS", 60)
+if WORK_HEARTBEAT_SECONDS * 3 > WORK_STALL_SECONDS:
+    raise ConfigError("WORK_STALL_SECONDS must be at least 3 x WORK_HEARTBEAT_SECONDS, or live workers look lost")

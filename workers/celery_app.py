@@ -1,22 +1,29 @@
-"""The Celery app. All settings live beside Django's, under the CELERY_ namespace."""
-import os
-from pathlib import Path
+"""The Celery app of the workers (defined in webapp.taskqueue) and what every worker process
+does beside its tasks: refuse a visibility timeout that differs from the other workers', and run
+the recovery sweeper (webapp.lifecycle.recovery) in a thread."""
+from celery import signals
 
-from celery import Celery
+from webapp.taskqueue import app
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
-
-app = Celery("decselfmask")
-app.config_from_object("django.conf:settings", namespace="CELERY")
-# Task modules are listed in settings (CELERY_IMPORTS) so each queue's worker loads the same set.
+__all__ = ["app"]
 
 
-def _ensure_filesystem_broker_folders() -> None:
-    """The embedded broker keeps messages in folders that must exist before use."""
-    options = app.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
-        if options.get(key):
-            Path(options[key]).mkdir(parents=True, exist_ok=True)
+@signals.worker_init.connect
+def _check_visibility_timeout(**kwargs):
+    from webapp.lifecycle import visibility
+
+    visibility.check_or_refuse(app)
 
 
-app.on_after_configure.connect(lambda sender, **kwargs: _ensure_filesystem_broker_folders(), weak=False)
+@signals.worker_ready.connect
+def _start_sweeper(sender=None, **kwargs):
+    from webapp.lifecycle import recovery
+
+    recovery.start_sweeper(worker=getattr(sender, "hostname", "") or "")
+
+
+@signals.worker_shutdown.connect
+def _stop_sweeper(**kwargs):
+    from webapp.lifecycle import recovery
+
+    recovery.stop_sweeper()

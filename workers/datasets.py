@@ -1,9 +1,13 @@
 """Dataset tasks (queue "default"): build a dataset version, write an export folder.
 
-Thin: claim the row atomically (queued -> running; a message redelivered after its worker died
-may take back a running one), call webapp.datasets, record failure in plain words. Logs carry
-ids, counts and stack frames, never note text: a database error's message can quote the failing
-row, so the message of an unexpected error is not logged, only its type and where it happened.
+Thin: claim the unit (webapp.lifecycle: a queued one, or one whose worker was lost, whatever the
+broker says about redelivery), let webapp.datasets run it inside its heartbeat and end it (done,
+or cancelled at a batch boundary), and record a failure in plain words. A message that finds
+its unit held by a live worker, ended or cancelled does nothing.
+
+Logs carry ids, counts and stack frames, never note text: a database error's message can quote
+the failing row, so the message of an unexpected error is not logged, only its type and where
+it happened.
 """
 import logging
 import traceback
@@ -11,10 +15,6 @@ import traceback
 from workers.celery_app import app
 
 logger = logging.getLogger(__name__)
-
-
-def _redelivered(task) -> bool:
-    return bool((task.request.delivery_info or {}).get("redelivered"))
 
 
 def _log_failure(what: str, exc: BaseException, plain: str) -> None:
@@ -26,27 +26,28 @@ def _log_failure(what: str, exc: BaseException, plain: str) -> None:
 def build_dataset(self, dataset_id: int) -> None:
     from webapp.datasets import building
 
-    dataset = building.claim(dataset_id, reclaim=_redelivered(self))
+    dataset = building.claim(dataset_id, worker=self.request.hostname or "")
     if dataset is None:
-        logger.info("dataset %s: not queued (already taken, finished or deleted); nothing to do", dataset_id)
+        logger.info("dataset %s: nothing to build (held by a live worker, ended, cancelled or deleted)", dataset_id)
         return
     try:
         building.build(dataset)
     except Exception as exc:
-        _log_failure(f"dataset {dataset_id} build", exc, building.fail(dataset_id, exc))
+        _log_failure(f"dataset {dataset_id} build", exc, building.fail(dataset, exc))
 
 
 @app.task(bind=True)
 def export_dataset(self, export_id: int) -> None:
     from webapp.datasets import export
 
-    job = export.claim_export(export_id, reclaim=_redelivered(self))
+    job = export.claim_export(export_id, worker=self.request.hostname or "")
     if job is None:
-        logger.info("export %s: not queued (already taken, finished or deleted); nothing to do", export_id)
+        logger.info("export %s: nothing to write (held by a live worker, ended, cancelled or deleted)", export_id)
         return
     try:
         result = export.run_export(job)
     except Exception as exc:
-        _log_failure(f"export {export_id}", exc, export.fail_export(export_id, exc))
+        _log_failure(f"export {export_id}", exc, export.fail_export(job, exc))
         return
-    logger.info("export %s: %s rows, %s bytes", export_id, result.rows, result.size_bytes)
+    if result is not None:
+        logger.info("export %s: %s rows, %s bytes", export_id, result.rows, result.size_bytes)

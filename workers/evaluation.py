@@ -5,10 +5,11 @@ One task computes every configuration of an evaluation in one process, AttnLRP l
 patches stay in the process for good; gradient x input refuses a patched process, and then the
 evaluation fails with a message saying to restart the worker and Resume).
 
-Redelivery: tasks are acked late and rejected when their worker is lost (settings), so the broker
-delivers the message of an evaluation whose worker died again; `evaluations.claim()` takes it back
-only once its heartbeat is stale, and the maps already stored are not computed again. A temporary
-database or broker problem puts the evaluation back in the queue and retries the task.
+Recovery: the evaluation is computed inside a heartbeat (webapp.lifecycle.heartbeat). A worker that
+dies stops beating; after WORK_STALL_SECONDS the recovery sweeper of any live worker queues the
+evaluation again, and the next claim skips the maps already stored. A message that finds it held
+by a live worker finds nothing to do. A temporary database or broker problem puts the evaluation
+back in the queue and retries the task.
 The time limit (settings.EVALUATION_TIME_LIMIT, default a week) is far above Celery's default
 for chunks: an evaluation of many configurations runs for hours on a CPU.
 """
@@ -39,7 +40,8 @@ def run_evaluation(self, evaluation_id: int) -> str:
     except TRANSIENT as exc:
         raise self.retry(exc=exc, countdown=_backoff(self.request.retries))
     if evaluation is None:
-        log.info("evaluation %s: not queued (taken, finished or cancelled); nothing to do", evaluation_id)
+        log.info("evaluation %s: not queued (held by a live worker, finished or cancelled); nothing to do",
+                 evaluation_id)
         return "nothing to do"
     try:
         outcome = running.execute(evaluation, lambda: loaded_model(evaluation.model_version))

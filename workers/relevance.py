@@ -1,15 +1,18 @@
-"""Tasks of the "relevance" queue. Thin: claim the chunk, get the worker's model, let
-`webapp.pipeline.chunks` compute (with the job's RelevanceConfig) and store, report how it ended.
+"""Tasks of relevance jobs. Thin: claim, call `webapp.pipeline`, report how it ended.
 
-A worker of this queue computes AttnLRP relevance, which patches the model code for the
-whole process (lxt): it must never train. Run it alone on its queue:
+`plan_job` (queue "default"): a job launched from the web page is planned here into chunks,
+then its chunks are sent (webapp.pipeline.planning).
+
+`run_chunk` (queue "relevance"): claim the chunk, get the worker's model, let
+`webapp.pipeline.chunks` compute (with the job's RelevanceConfig) and store, beating all along
+(webapp.lifecycle.heartbeat). A worker of this queue computes AttnLRP relevance, which patches
+the model code for the whole process (lxt): it must never train. Run it alone on its queue:
 
     celery -A workers worker --queues relevance --pool solo     # or prefork, one model per child
 
-Redelivery: tasks are acked late and rejected when their worker is lost (settings), so on
-Redis a chunk whose worker died is delivered again once the visibility timeout has passed;
-`chunks.claim()` makes that harmless. The embedded filesystem broker cannot redeliver: there
-the job stalls and the Resume button (jobs.resume) sends its unfinished chunks again.
+Recovery: a chunk whose worker stops beating is queued and sent again by the recovery sweeper
+that every worker runs (webapp.lifecycle.recovery), within WORK_STALL_SECONDS plus a sweep, on
+Redis and on the embedded filesystem broker alike; a redelivered message finds it taken.
 """
 import logging
 import time
@@ -17,7 +20,8 @@ import time
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError
 
-from webapp.pipeline import chunks
+from webapp.lifecycle.heartbeat import Heartbeat
+from webapp.pipeline import chunks, planning
 from webapp.pipeline.modelcache import loaded_model
 from workers.celery_app import app
 
@@ -25,6 +29,25 @@ log = logging.getLogger(__name__)
 
 TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
 MAX_RETRIES = 3
+
+
+@app.task(bind=True, name="workers.relevance.plan_job", max_retries=MAX_RETRIES)
+def plan_job(self, job_id: int) -> str:
+    try:
+        job = planning.claim(job_id, worker=self.request.hostname or "")
+    except TRANSIENT as exc:
+        raise self.retry(exc=exc, countdown=_backoff(self.request.retries))
+    if job is None:
+        return "nothing to do"
+    try:
+        with Heartbeat(job, held=planning.PLANNING) as heart:
+            total = planning.plan(job, heart)
+    except Exception as exc:  # noqa: BLE001 - the job records it in plain words
+        log.error("job %s: planning failed (%s)", job_id, type(exc).__name__)
+        planning.fail(job, f"Planning failed ({type(exc).__name__}); the worker log has the details. "
+                           "Press Resume to plan again.")
+        return "failed"
+    return f"planned {total} prompts"
 
 
 @app.task(bind=True, name="workers.relevance.run_chunk", max_retries=MAX_RETRIES)
@@ -37,17 +60,21 @@ def run_chunk(self, chunk_id: int) -> str:
         return "nothing to do"
     started = time.monotonic()
     try:
-        outcome = chunks.run(chunk, lambda: loaded_model(chunk.job.model_version, chunk.job.relevance_config.dtype))
+        with Heartbeat(chunk) as heart:
+            outcome = chunks.run(chunk, lambda: loaded_model(chunk.job.model_version, chunk.job.relevance_config.dtype),
+                                 heart=heart)
     except TRANSIENT as exc:
         if self.request.retries < MAX_RETRIES:
-            chunks.release(chunk_id, f"A temporary problem ({type(exc).__name__}); retrying.")
+            chunks.release(chunk, f"A temporary problem ({type(exc).__name__}); retrying.")
             raise self.retry(exc=exc, countdown=_backoff(self.request.retries))
         return _failed(chunk, exc, f"Failed {MAX_RETRIES + 1} times on a temporary problem ({type(exc).__name__}).")
     except SoftTimeLimitExceeded as exc:
         return _failed(chunk, exc, "The chunk took longer than the task time limit; launch with smaller chunks.")
     except Exception as exc:
         return _failed(chunk, exc, chunks.failure_message(exc, chunk))
-    chunks.finish(chunk, time.monotonic() - started, outcome)
+    if outcome.taken_over or not chunks.finish(chunk, time.monotonic() - started, outcome):
+        log.info("chunk %s: taken over by another worker; this attempt stops", chunk_id)
+        return "taken over"
     log.info("chunk %s done (%s): %s maps computed, %s already stored", chunk_id, chunk.job.config_key,
              outcome.computed, outcome.already)
     return "done"
@@ -55,7 +82,7 @@ def run_chunk(self, chunk_id: int) -> str:
 
 def _failed(chunk, exc, message: str) -> str:
     chunks.log_failure(chunk.pk, exc, message)
-    chunks.fail(chunk.pk, message)
+    chunks.fail(chunk, message)
     return "failed"
 
 

@@ -7,17 +7,16 @@ alone on its queue, one run at a time:
 
     celery -A workers worker --queues training --concurrency 1 --hostname training@%h
 
-Redelivery: tasks are acked late and rejected when their worker is lost (settings), so the
-broker delivers the message of a run whose worker died again; `runs.claim()` takes the run back
-only once its heartbeat is older than TRAINING_STALL_SECONDS, and the trainer continues from the
-run's last checkpoint. A message redelivered while the first worker is still alive (a run longer
-than the broker's visibility timeout) is retried a few times, then dropped: the run is not
-trained twice.
+Recovery: the run is trained inside a heartbeat (webapp.lifecycle.heartbeat, beaten from a thread
+whatever the trainer is doing). A worker that dies stops beating; after WORK_STALL_SECONDS the
+recovery sweeper of any live worker queues the run again, and the next claim continues from the
+run's last checkpoint. A message that finds the run held by a live worker (a redelivery, a
+duplicate) finds nothing to do: the run is never trained twice.
 
 Multi-GPU: with TRAINING_LAUNCHER set (e.g. "accelerate launch --multi_gpu --num_processes 4" or
 "torchrun --nproc-per-node 4"), the task claims a dsm / cpt / sft run and starts
 `<launcher> manage.py train_run <id> --claimed` as a child process instead of training here
-(the other kinds run here).
+(the other kinds run here); this process keeps beating for the run while the children train.
 """
 import logging
 import os
@@ -50,28 +49,27 @@ def run_training(self, run_id: int) -> str:
     except TRANSIENT as exc:
         raise self.retry(exc=exc, countdown=5 * 2 ** self.request.retries)
     if run is None:
-        if runs.claim_blocked_by_live_worker(run_id) and self.request.retries < 3:
-            # Redelivered while the run's heartbeat is fresh: its worker is alive (a run longer than the
-            # visibility timeout) or died moments ago. Look again once a dead worker's heartbeat is stale.
-            raise self.retry(countdown=runs.STALL_SECONDS + 5)
-        log.info("run %s: not queued (taken, finished or cancelled); nothing to do", run_id)
+        log.info("run %s: not queued (held by a live worker, finished or cancelled); nothing to do", run_id)
         return "nothing to do"
     launcher = os.environ.get("TRAINING_LAUNCHER", "").strip()
     if launcher and run.kind in DISTRIBUTED_KINDS:
         return _launch_distributed(run, launcher)
-    outcome = execution.execute(run)
+    outcome = execution.execute(run)  # beats from a thread while it trains
     log.info("run %s: %s", run_id, outcome)
     return outcome
 
 
 def _launch_distributed(run, launcher: str) -> str:
-    """Every rank runs `manage.py train_run`; rank 0 writes progress and results."""
+    """Every rank runs `manage.py train_run`; rank 0 writes progress and results. This process
+    beats for the run meanwhile (so does rank 0): the run looks lost only once both are gone."""
+    from webapp.lifecycle.heartbeat import Heartbeat
     from webapp.training import runs
 
     command = [*shlex.split(launcher), str(ROOT / "manage.py"), "train_run", str(run.pk), "--claimed"]
     log.info("run %s: %s", run.pk, " ".join(command))
-    completed = subprocess.run(command, cwd=ROOT, env={**os.environ, "DSM_RUN_ATTEMPT": str(run.attempts)},
-                               check=False, stdout=sys.stdout, stderr=sys.stderr)
+    with Heartbeat(run):
+        completed = subprocess.run(command, cwd=ROOT, env={**os.environ, "DSM_RUN_ATTEMPT": str(run.attempts)},
+                                   check=False, stdout=sys.stdout, stderr=sys.stderr)
     run.refresh_from_db()
     if completed.returncode != 0 and run.status == "running":
         runs.fail(run, f"The distributed launch exited with code {completed.returncode}; see the worker log. "

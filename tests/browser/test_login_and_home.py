@@ -1,7 +1,8 @@
 """A person logs in with the real form in Chromium and lands on the home page."""
 import pytest
 
-from webapp.corpus.models import Corpus, Note
+from webapp.corpus.models import Corpus, ImportJob, Note
+from workers.imports import run_import
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,7 +35,8 @@ def test_a_wrong_password_is_refused_with_a_clear_message(page, clinician):
     assert "didn't match" in page.locator("[role=alert]").inner_text()
 
 
-def test_a_researcher_imports_a_file_from_the_browser(login, researcher, tmp_path):
+def test_a_researcher_imports_a_file_from_the_browser(login, researcher, tmp_path, settings):
+    settings.DATA_DIR = tmp_path
     notes = tmp_path / "notes.jsonl"
     notes.write_text('{"id": "a", "text": "SatO2 88%"}\n{"id": "b", "text": "GCS 15"}\n')
     page = login(researcher)
@@ -44,6 +46,8 @@ def test_a_researcher_imports_a_file_from_the_browser(login, researcher, tmp_pat
     page.fill("#id_language", "it")
     page.set_input_files("#id_file", str(notes))
     page.click("button:has-text('Validate and import')")
-    page.wait_for_url("**/corpora/")
-    assert "2 created" in page.locator(".messages").inner_text()
+    page.wait_for_url("**/corpora/imports/*/")  # the request answers at once: the import is queued
+    assert "queued" in page.locator(".messages").inner_text()
+    run_import(ImportJob.objects.get(corpus_name="uploaded").pk)  # what a worker of the default queue does
+    page.locator("#import-progress", has_text="2 created").wait_for()  # the page's poll shows the result
     assert Note.objects.filter(corpus__name="uploaded").count() == 2

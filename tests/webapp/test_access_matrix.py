@@ -23,6 +23,12 @@ def _evaluation(note):
                                               profile=PeakProfile.objects.first())
 
 
+def _import_job(note):
+    from webapp.corpus.models import ImportJob
+
+    return ImportJob.objects.create(kind="notes", corpus_name=note.corpus.name, file_name="notes.jsonl")
+
+
 def _urls(note):
     return {
         "home": (reverse("home"), VIEWERS),
@@ -31,6 +37,8 @@ def _urls(note):
         "note": (reverse("corpus:note", args=[note.corpus_id, note.pk]), VIEWERS),
         "tasks": (reverse("corpus:tasks"), VIEWERS),
         "upload": (reverse("corpus:upload"), IMPORTERS),
+        "imports": (reverse("corpus:import_list"), IMPORTERS),
+        "import": (reverse("corpus:import_detail", args=[_import_job(note).pk]), IMPORTERS),
         "admin": (reverse("admin:index"), {"admin"}),
         "jobs": (reverse("pipeline:job_list"), VIEWERS),
         "job-launch": (reverse("pipeline:job_launch"), IMPORTERS),
@@ -55,7 +63,8 @@ def user_for(request, clinician, researcher, admin_user, norole_user):
 
 
 @pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize("view", ["home", "corpus-list", "corpus-detail", "note", "tasks", "upload", "admin", "jobs",
+@pytest.mark.parametrize("view", ["home", "corpus-list", "corpus-detail", "note", "tasks", "upload", "imports", "import",
+                                  "admin", "jobs",
                                   "job-launch", "datasets", "dataset-new", "review", "review-report",
                                   "review-notes", "review-note", "training", "training-new",
                                   "training-compare", "evaluations", "evaluation-new", "evaluation"])

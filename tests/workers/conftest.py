@@ -73,6 +73,12 @@ def worker_env(tmp_path):
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
         # Short, so a message whose worker was killed is redelivered within the test.
         "CELERY_VISIBILITY_TIMEOUT": "8",
+        # Fast lifecycle (webapp.lifecycle): beats every second, lost after 4 s, swept every second.
+        "WORK_HEARTBEAT_SECONDS": "1",
+        "WORK_STALL_SECONDS": "4",
+        "WORK_SWEEP_SECONDS": "1",
+        "WORK_REQUEUE_GRACE_SECONDS": "3",
+        "OMP_NUM_THREADS": "1",
         "DATA_DIR": str(settings.DATA_DIR),
         "MODEL_DIR": str(settings.MODEL_DIR),
         "HF_HUB_OFFLINE": "1",

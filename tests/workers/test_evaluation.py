@@ -1,18 +1,22 @@
 """Relevance evaluations end to end: a real Celery worker of the relevance queue
 (tests/workers/conftest.py) computing a tiny random Llama model's maps for every configuration,
 AttnLRP included (the worker process, not pytest's, is patched by lxt), then the result; and a
-worker killed mid-evaluation, after which Resume completes it without computing a map twice."""
-from datetime import timedelta
+worker killed mid-evaluation: the evaluation shows stalled within WORK_STALL_SECONDS, and the next
+worker's recovery sweeper completes it without computing a map twice."""
+import time
 
 import pytest
 from django.db.models import Count
-from django.utils import timezone
 
 from tests.webapp.evaluation.factories import annotated_pairs_count, make_annotated_corpus, make_model_version, spec
 from tests.workers.conftest import wait_for
+from tests.workers.redelivery import start_worker_without_redelivery  # noqa: F401 - a fixture
 from webapp.evaluation import evaluations
 from webapp.evaluation.models import RelevanceEvaluation
+from webapp.lifecycle import queue
 from webapp.pipeline.models import JobStatus, PeakProfile, RelevanceMap
+
+STALL = 4  # WORK_STALL_SECONDS of the workers (tests/workers/conftest.py) and of this process (fixture)
 
 
 @pytest.fixture(scope="session")
@@ -27,11 +31,12 @@ def tiny_model_dir(tmp_path_factory):
 
 
 @pytest.fixture
-def relevance_queue_empty():
+def relevance_queue_empty(settings):
     from workers.celery_app import app
 
     with app.connection_for_write() as connection:
         connection.default_channel.queue_purge("relevance")
+    settings.WORK_STALL_SECONDS = STALL
 
 
 def reload(evaluation):
@@ -55,7 +60,7 @@ def launch(tiny_model_dir, n_notes, **changes):
     # transaction=True tests empty the tables after each test, the migrations' default profile included
     profile, _ = PeakProfile.objects.get_or_create(name="paper-default", version=1)
     evaluation = evaluations.launch(spec(corpus, model_version, profile=profile, **changes), enqueue=False)
-    evaluations.send(evaluation.pk)  # the transaction=True test database has committed it already
+    queue.send(evaluations.RUN_TASK, evaluation.pk)  # the transaction=True test database has committed it already
     return corpus, evaluation
 
 
@@ -89,29 +94,31 @@ def test_an_evaluation_of_every_method_runs_on_a_real_worker_attnlrp_included(st
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_after_a_worker_is_killed_resume_completes_without_computing_a_map_twice(start_worker, tiny_model_dir,
-                                                                                relevance_queue_empty):
+def test_a_killed_worker_s_evaluation_shows_stalled_and_the_next_worker_completes_it_computing_no_map_twice(
+        start_worker_without_redelivery, tiny_model_dir, relevance_queue_empty):
     corpus, evaluation = launch(tiny_model_dir, 40, methods=["grad_input", "attention"], explains=["next", "span"])
-    first = start_worker("relevance")
+    first = start_worker_without_redelivery("relevance")  # recovered by the lifecycle, not the broker
     wait(lambda: 16 <= reload(evaluation).done <= reload(evaluation).total - 32, first,
          "a few batches to be stored", interval=0.02)
     first.kill()
+    killed_at = time.monotonic()
     evaluation = reload(evaluation)
     assert evaluation.status == JobStatus.RUNNING and evaluation.done < evaluation.total
     before = {pk: bytes(data) for pk, data in RelevanceMap.objects.values_list("pk", "data")}
     assert before
 
-    # Its heartbeat goes stale (as it would after STALL_SECONDS): Resume is offered and queues it again.
-    RelevanceEvaluation.objects.filter(pk=evaluation.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
-    evaluation = reload(evaluation)
-    assert evaluations.can_resume(evaluation)
-    evaluations.resume(evaluation, enqueue=False)
-    evaluations.send(evaluation.pk)
-    second = start_worker("relevance")
-    wait(ended(evaluation), second, "the resumed evaluation to end")
+    wait(lambda: reload(evaluation).status_text().startswith("stalled: worker lost at "), first,
+         "the evaluation to show stalled", timeout=STALL + 5, interval=0.1)
+    assert time.monotonic() - killed_at <= STALL + 1.5
+    stalled = reload(evaluation)
+    assert stalled.resumable and stalled.eta_seconds is None  # Resume is offered; no live ETA
+
+    second = start_worker_without_redelivery("relevance")
+    wait(ended(evaluation), second, "the evaluation queued again by the sweeper to end")
     evaluation = reload(evaluation)
     assert evaluation.status == JobStatus.DONE, f"{evaluation.error}\n{second.log()}"
     assert evaluation.done == evaluation.total == 4 * annotated_pairs_count(corpus) and evaluation.attempts == 2
+    assert second.name.split("@")[0] in evaluation.worker
     assert_one_map_per_pair_and_configuration(evaluation)
     kept = {pk: bytes(data) for pk, data in RelevanceMap.objects.filter(pk__in=before).values_list("pk", "data")}
     assert kept == before  # stored before the kill: not computed again
@@ -134,7 +141,7 @@ def test_a_model_that_cannot_be_loaded_fails_the_evaluation_in_plain_words(in_pr
     assert run_evaluation(in_process.pk) == "failed"
     evaluation = reload(in_process)
     assert evaluation.status == JobStatus.FAILED and "Could not load model tiny-llama" in evaluation.error
-    assert evaluations.can_resume(evaluation)
+    assert evaluation.resumable
 
 
 def test_a_temporary_database_problem_puts_the_evaluation_back_for_a_retry(in_process, monkeypatch):

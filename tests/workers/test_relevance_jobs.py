@@ -4,15 +4,12 @@ random Llama model's relevance into PostgreSQL, through Redis.
 The model is built from a LlamaConfig and a tokenizer trained in code (tests/ml/conftest.py)
 and saved to a folder registered as a ModelVersion, so no download and no converted model.
 
-Redelivery after SIGKILL (kombu 5.7 Redis transport): a message delivered to a worker sits in
-the `unacked` hash with its delivery time until acked. `QoS.restore_visible()` puts back the
-ones older than the visibility timeout (8 s in these workers). A worker runs that sweep when
-its consumer starts (`on_poll_init`) and then every `unacked_restore_interval` (10 s) x
-`unacked_restore_throttle` (10) = ~100 s. So the test starts the second worker once the
-killed chunk's message is older than 8 s: its start-up sweep redelivers it at once.
-Any worker's sweep restores every old unacked message of the Redis database (the index is
-global), so a worker of another test sharing the broker may deliver a chunk twice: the tests
-never assume one delivery per chunk, only one map per pair.
+Recovery after SIGKILL: every worker runs the lifecycle's recovery sweeper (webapp.lifecycle.
+recovery); the workers of these tests beat every second, count as lost after 4 s and sweep every
+second (tests/workers/conftest.py), so a chunk whose worker was killed is queued and sent again
+within about 5 s, whatever the broker's visibility timeout. The killed worker's own message may
+still be redelivered later by the broker, and a worker of another test sharing the broker may
+deliver a chunk twice: the tests never assume one delivery per chunk, only one map per pair.
 """
 import time
 from datetime import timedelta
@@ -26,12 +23,12 @@ from django.utils import timezone
 from tests.webapp.pipeline.factories import make_corpus, make_model_version, make_tasks, spec
 from tests.workers.conftest import wait_for
 from webapp.corpus.models import Note
-from webapp.pipeline import chunks, jobs, modelcache
+from webapp.pipeline import chunks, jobs, modelcache, planning
 from webapp.pipeline.models import JobStatus, RelevanceChunk, RelevanceJob, RelevanceMap
 from webapp.pipeline.progress import job_progress
 
 Chunk = RelevanceChunk.Status
-VISIBILITY_TIMEOUT = 8  # set by tests/workers/conftest.py in the workers' environment
+STALL = 4  # WORK_STALL_SECONDS of the workers (tests/workers/conftest.py)
 
 
 @pytest.fixture(scope="session")
@@ -54,11 +51,18 @@ def relevance_queue_empty():
         connection.default_channel.queue_purge("relevance")
 
 
-def launch_job(tiny_model_dir, *, notes=6, n_tasks=2, chunk_size=4, sentences=3, **changes):
+def launch_job(tiny_model_dir, *, notes=6, n_tasks=2, chunk_size=4, sentences=3, send=True, **changes):
+    """A job planned here (as the planning worker would) and, with `send`, its chunks sent."""
     corpus = make_corpus(notes, sentences=sentences)
     tasks = make_tasks(n_tasks)
     model_version = make_model_version(str(tiny_model_dir))
-    return jobs.launch(spec(corpus, model_version, tasks, chunk_size=chunk_size, **changes))
+    return plan_here(spec(corpus, model_version, tasks, chunk_size=chunk_size, **changes), send=send)
+
+
+def plan_here(job_spec, send=True):
+    job = jobs.launch(job_spec, enqueue=False)
+    planning.plan_now(job, enqueue=send)
+    return job
 
 
 def reload(job):
@@ -118,8 +122,9 @@ def test_a_job_runs_from_launch_to_stored_maps_on_a_real_worker(start_worker, ti
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_a_worker_killed_mid_job_is_replaced_and_the_job_completes_without_duplicates(
-        start_worker, tiny_model_dir, relevance_queue_empty):
+def test_a_worker_killed_mid_job_is_shown_stalled_then_recovered_without_duplicates(
+        start_worker, tiny_model_dir, relevance_queue_empty, settings):
+    settings.WORK_STALL_SECONDS = STALL
     job = launch_job(tiny_model_dir, notes=8, n_tasks=3, chunk_size=6, sentences=5)
     first = start_worker("relevance")
 
@@ -132,19 +137,60 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_job_completes_without_dupli
     first.kill()
     orphans = list(job.chunks.filter(status=Chunk.RUNNING))
     assert orphans, "the killed worker's chunk finished before the kill; nothing was left to redeliver"
+    killed_at = time.monotonic()
     assert reload(job).status == JobStatus.RUNNING and reload(job).done < job.total
-    # Wait until its message is older than the visibility timeout (see the module doc).
-    time.sleep(max(0.0, orphans[0].started.timestamp() + VISIBILITY_TIMEOUT + 1.5 - time.time()))
-    second = start_worker("relevance")
+    assert job_progress(reload(job)).status_label == "Running"
+    # No worker is left: after WORK_STALL_SECONDS the page says so, and shows no live ETA.
+    wait(lambda: job_progress(reload(job)).stalled_since is not None, first, "the stalled status", timeout=30)
+    progress = job_progress(reload(job))
+    assert progress.status_label.startswith("stalled: worker lost at ") and progress.eta is None
+    assert progress.resumable
+    second = start_worker("relevance")  # its sweeper queues the lost chunk again at once
+    wait(lambda: all(RelevanceChunk.objects.get(pk=o.pk).attempts >= 2 for o in orphans),
+         second, "the lost chunk to be taken again", timeout=60)
+    recovery_seconds = time.monotonic() - killed_at
     wait(status_is(job, JobStatus.DONE, JobStatus.FAILED), second, "the job to end")
     job = reload(job)
     assert job.status == JobStatus.DONE, explain(job, second)
     assert job.done == job.total == 24
     assert_every_pair_has_exactly_one_map(job)
-    for orphan in orphans:  # redelivered by the broker and claimed again: no Resume was needed
+    for orphan in orphans:  # queued again by the sweeper and claimed again: no Resume was needed
         orphan.refresh_from_db()
         assert orphan.status == Chunk.DONE and orphan.attempts >= 2
         assert orphan.worker != "" and orphan.worker.split("@")[0] in second.name
+    assert recovery_seconds < 60  # stall (4 s) + waiting for the stalled status + a worker start
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_job_launched_like_the_web_page_is_planned_by_a_default_worker(start_worker, tiny_model_dir,
+                                                                        relevance_queue_empty):
+    corpus, tasks = make_corpus(5, sentences=2), make_tasks(2)
+    job = jobs.launch(spec(corpus, make_model_version(str(tiny_model_dir)), tasks, chunk_size=4))
+    assert (reload(job).status, job.chunks.count()) == (JobStatus.PLANNING, 0)  # the launch planned nothing
+    worker = start_worker("default,relevance")
+    wait(status_is(job, JobStatus.DONE, JobStatus.FAILED), worker, "the job to end")
+    job = reload(job)
+    assert job.status == JobStatus.DONE, explain(job, worker)
+    assert (job.total, job.chunk_count, job.notes_planned, job.notes_total) == (10, 3, 5, 5)
+    assert_every_pair_has_exactly_one_map(job)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_chunks_whose_messages_were_lost_are_sent_again_without_resume(start_worker, tiny_model_dir,
+                                                                       relevance_queue_empty):
+    from webapp.taskqueue import app
+
+    job = launch_job(tiny_model_dir, notes=4, n_tasks=2, chunk_size=4)
+    with app.connection_for_write() as connection:  # the broker restarted without persistence
+        assert connection.default_channel.queue_purge("relevance") == 2
+    worker = start_worker("relevance")  # its sweeper: chunks waiting > 3 s while the queue is empty
+    wait(status_is(job, JobStatus.DONE, JobStatus.FAILED), worker, "the job to end", timeout=120)
+    job = reload(job)
+    assert job.status == JobStatus.DONE, explain(job, worker)
+    assert_every_pair_has_exactly_one_map(job)
+    assert "sent again" in worker.log()
 
 
 @pytest.mark.slow
@@ -158,8 +204,8 @@ def test_cancel_stops_between_chunks_and_resume_completes_the_job(start_worker, 
     wait(status_is(job, JobStatus.CANCELLED), worker, "the job to be cancelled", timeout=90)
     job = reload(job)
     done_before = dict(job.chunks.filter(status=Chunk.DONE).values_list("pk", "seconds"))
-    assert job.chunks.filter(status=Chunk.SKIPPED).exists(), worker.log()
-    assert not job.chunks.filter(status__in=(Chunk.PENDING, Chunk.RUNNING)).exists()
+    assert job.chunks.filter(status=Chunk.CANCELLED).exists(), worker.log()
+    assert not job.chunks.filter(status__in=(Chunk.QUEUED, Chunk.RUNNING)).exists()
     assert RelevanceMap.objects.filter(job=job).count() == job.done == 3 * len(done_before) < job.total
     maps_before = dict(RelevanceMap.objects.values_list("pk", "data"))
 
@@ -178,7 +224,7 @@ def test_cancel_stops_between_chunks_and_resume_completes_the_job(start_worker, 
 def in_process_job(db, tiny_model_dir):
     """A planned, not enqueued job, computed in this process with gradient x input:
     AttnLRP would patch the pytest process for good (lxt), which other tests must not see."""
-    job = launch_job(tiny_model_dir, method="grad_input")
+    job = launch_job(tiny_model_dir, method="grad_input", send=False)
     yield job
     modelcache.clear()
 
@@ -195,8 +241,10 @@ def test_a_chunk_delivered_twice_writes_nothing_twice(in_process_job):
     assert run_chunk(chunk.pk) == "nothing to do"  # the duplicate message of a DONE chunk
     assert {(m.note_id, m.task_id): (m.pk, bytes(m.data)) for m in RelevanceMap.objects.all()} == first
 
-    # A redelivery after the worker died half-way: the chunk is still RUNNING, one map is missing.
-    RelevanceChunk.objects.filter(pk=chunk.pk).update(status=Chunk.RUNNING)
+    # A redelivery after the worker died half-way: the chunk is still RUNNING with a stale
+    # heartbeat, one map is missing.
+    RelevanceChunk.objects.filter(pk=chunk.pk).update(status=Chunk.RUNNING,
+                                                      heartbeat=timezone.now() - timedelta(seconds=600))
     missing = RelevanceMap.objects.order_by("pk").last()
     missing.delete()
     assert run_chunk(chunk.pk) == "done"
@@ -222,9 +270,9 @@ def test_a_job_computes_with_its_configuration_and_keeps_its_maps_apart(db, tiny
     from ml.relevance import RelevanceConfig, compute_relevance
     from workers.relevance import run_chunk
 
-    first = launch_job(tiny_model_dir, notes=1, n_tasks=2, chunk_size=2, method="grad_input")
-    second = jobs.launch(spec(first.corpus, first.model_version, list(first.tasks.all()), chunk_size=2,
-                              method="grad_input", explain="span", normalise="clip"))
+    first = launch_job(tiny_model_dir, notes=1, n_tasks=2, chunk_size=2, method="grad_input", send=False)
+    second = plan_here(spec(first.corpus, first.model_version, list(first.tasks.all()), chunk_size=2,
+                            method="grad_input", explain="span", normalise="clip"), send=False)
     try:
         for job in (first, second):
             assert run_chunk(job.chunks.get().pk) == "done"
@@ -254,7 +302,7 @@ class _Result:
 def test_a_chunk_that_fails_is_marked_failed_in_plain_words_and_the_job_shows_it(db, tiny_model_dir):
     from workers.relevance import run_chunk
 
-    job = launch_job(tiny_model_dir, notes=2, n_tasks=2, chunk_size=2)
+    job = launch_job(tiny_model_dir, notes=2, n_tasks=2, chunk_size=2, send=False)
     job.model_version.path = str(tiny_model_dir / "missing")
     job.model_version.save()
     for chunk in job.chunks.all():
@@ -270,7 +318,7 @@ def test_a_chunk_that_fails_is_marked_failed_in_plain_words_and_the_job_shows_it
 def test_a_temporary_database_problem_releases_the_chunk_for_a_retry(db, tiny_model_dir, monkeypatch):
     from workers.relevance import run_chunk
 
-    job = launch_job(tiny_model_dir, notes=1, n_tasks=2, chunk_size=2)
+    job = launch_job(tiny_model_dir, notes=1, n_tasks=2, chunk_size=2, send=False)
     chunk = job.chunks.get()
 
     def lost_connection(*args, **kwargs):
@@ -280,4 +328,4 @@ def test_a_temporary_database_problem_releases_the_chunk_for_a_retry(db, tiny_mo
     with pytest.raises(OperationalError):  # called directly, retry() re-raises; a worker sends a retry message
         run_chunk(chunk.pk)
     chunk.refresh_from_db()
-    assert chunk.status == Chunk.PENDING and "temporary problem (OperationalError)" in chunk.error
+    assert chunk.status == Chunk.QUEUED and "temporary problem (OperationalError)" in chunk.error

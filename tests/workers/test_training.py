@@ -13,12 +13,12 @@ import pytest
 
 from tests.webapp.training.factories import make_dataset, make_labeled_corpus, make_model_version, make_unlabeled_notes
 from tests.workers.conftest import wait_for
+from tests.workers.redelivery import start_worker_without_redelivery  # noqa: F401 - a fixture
 from webapp.pipeline.models import JobStatus, ModelVersion
 from webapp.training import runs
 from webapp.training.models import RunKind, RunLog, RunMetric, RunPrediction, TrainingRun
 
-VISIBILITY_TIMEOUT = 8  # set by tests/workers/conftest.py in the workers' environment
-STALL = 3  # TRAINING_STALL_SECONDS of these workers (and of this process, see the fixture)
+STALL = 4  # WORK_STALL_SECONDS of these workers (tests/workers/conftest.py) and of this process (fixture)
 SMALL = {"max_steps": 2, "effective_batch_size": 2, "micro_batch_size": 1, "max_length": 160,
          "checkpoint_every": 1}
 EVALUATION = {"n_resamples": 50}
@@ -36,12 +36,12 @@ def tiny_model_dir(tmp_path_factory):
 
 
 @pytest.fixture
-def training_queue_empty(monkeypatch, settings, tmp_path):
+def training_queue_empty(settings, tmp_path):
     from workers.celery_app import app
 
     with app.connection_for_write() as connection:
         connection.default_channel.queue_purge("training")
-    monkeypatch.setattr(runs, "STALL_SECONDS", STALL)
+    settings.WORK_STALL_SECONDS = STALL
     settings.DATA_DIR = tmp_path / "data"  # run folders and the feature cache of this test
 
 
@@ -79,8 +79,7 @@ def wait(predicate, run, worker, *, timeout, message, interval=0.3):
 
 
 def start(start_worker, settings):
-    return start_worker("training", TRAINING_STALL_SECONDS=STALL, TRAINING_POLL_SECONDS=0.1,
-                        DATA_DIR=settings.DATA_DIR)
+    return start_worker("training", TRAINING_POLL_SECONDS=0.1, DATA_DIR=settings.DATA_DIR)
 
 
 def assert_done(run, worker):
@@ -178,23 +177,37 @@ def test_a_cancelled_run_keeps_its_checkpoint_and_resume_finishes_it_without_rep
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_a_run_whose_worker_died_is_redelivered_and_continues_from_its_checkpoint(start_worker, settings, world):
+def test_a_killed_worker_s_run_shows_stalled_and_the_next_worker_s_sweeper_finishes_it_from_its_checkpoint(
+        start_worker_without_redelivery, settings, world):
     run = launch(RunKind.DSM, world, preset="dsm-full",  # 60 steps
                  config={"train": {**SMALL, "max_steps": 60, "epochs": 30.0, "effective_batch_size": 4,
                                    "micro_batch_size": 2, "checkpoint_every": 3}})
-    first = start(start_worker, settings)
-    wait(lambda: (reload(run).checkpoint_step or 0) >= 3, run, first, timeout=120, interval=0.05,
-         message="a checkpoint")
+    first = start(start_worker_without_redelivery, settings)  # recovered by the lifecycle, not the broker
+    seen_stalled = []
+
+    def checkpointed():
+        current = reload(run)
+        seen_stalled.append(current.is_stalled)
+        return (current.checkpoint_step or 0) >= 3
+
+    wait(checkpointed, run, first, timeout=120, interval=0.05, message="a checkpoint")
+    assert not any(seen_stalled)  # a live worker beats: never shown stalled
     first.kill()
+    killed_at = time.monotonic()
     killed = reload(run)
-    assert killed.status == JobStatus.RUNNING and killed.step < 60
-    # The broker gives the message back once it is older than the visibility timeout; the run is
-    # taken back once its heartbeat is older than the stall limit.
-    time.sleep(max(0.0, killed.started.timestamp() + VISIBILITY_TIMEOUT + 1.5 - time.time()))
-    second = start(start_worker, settings)
-    wait(ended(run), run, second, timeout=150, message="the redelivered run")
+    assert killed.status == JobStatus.RUNNING and killed.step < 60 and killed.status_text() == "Running"
+    wait(lambda: reload(run).status_text().startswith("stalled: worker lost at "), run, first,
+         timeout=STALL + 5, interval=0.1, message="the run to show stalled")
+    assert time.monotonic() - killed_at <= STALL + 1.5
+    stalled = reload(run)
+    assert stalled.status == JobStatus.RUNNING and stalled.resumable and stalled.time_left_s is None
+
+    second = start(start_worker_without_redelivery, settings)
+    wait(ended(run), run, second, timeout=150, message="the run queued again by the sweeper")
     done = assert_done(run, second)
     assert done.attempts == 2 and done.step == 60 and second.name.split("@")[0] in done.worker
+    logs = list(RunLog.objects.filter(run=run).values_list("message", flat=True))
+    assert any(first.name.split("@")[0] in line and "queued again automatically" in line for line in logs), logs
     continued = RunLog.objects.filter(run=run, message__contains="first step of this attempt").first()
     assert continued is not None and int(continued.message.rstrip(".").rsplit(" ", 1)[1]) > 1
     assert ModelVersion.objects.filter(parent=world["model"]).count() == 1

@@ -2,7 +2,7 @@
 from django.shortcuts import get_object_or_404
 
 from webapp.accounts.roles import Capability, require
-from webapp.corpus.models import Corpus, Note
+from webapp.corpus.models import Corpus, ImportJob, Note
 
 
 def corpus_for(user, corpus_id: int, capability: Capability = Capability.VIEW) -> Corpus:
@@ -13,3 +13,8 @@ def corpus_for(user, corpus_id: int, capability: Capability = Capability.VIEW) -
 def note_for(user, corpus_id: int, note_id: int) -> Note:
     require(user, Capability.VIEW)
     return get_object_or_404(Note.objects.select_related("corpus"), pk=note_id, corpus_id=corpus_id)
+
+
+def import_job_for(user, job_id: int) -> ImportJob:
+    require(user, Capability.IMPORT)
+    return get_object_or_404(ImportJob.objects.select_related("created_by"), pk=job_id)

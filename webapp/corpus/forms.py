@@ -1,13 +1,10 @@
 from django import forms
 
-from webapp.corpus.models import Corpus, language_code
+from webapp.corpus.models import Corpus, ImportJob, language_code
 
 
 class UploadForm(forms.Form):
-    KIND_NOTES = "notes"
-    KIND_ANNOTATIONS = "annotations"
-
-    kind = forms.ChoiceField(choices=[(KIND_NOTES, "Notes"), (KIND_ANNOTATIONS, "Annotations (gold labels)")])
+    kind = forms.ChoiceField(choices=ImportJob.Kind.choices)
     corpus = forms.CharField(max_length=200, help_text="An existing corpus, or a new name (notes only)")
     language = forms.CharField(max_length=3, required=False, validators=[language_code],
                                help_text="ISO 639 code, needed for a new corpus, e.g. it or en")
@@ -16,7 +13,7 @@ class UploadForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if data.get("kind") == self.KIND_ANNOTATIONS and data.get("corpus"):
+        if data.get("kind") == ImportJob.Kind.ANNOTATIONS and data.get("corpus"):
             if not Corpus.objects.filter(name=data["corpus"]).exists():
                 self.add_error("corpus", "No such corpus: import its notes first.")
         return data

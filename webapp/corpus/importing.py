@@ -120,11 +120,13 @@ def import_notes(
 
 def import_annotations(
     path, corpus_name: str, *, annotator: str = "", update: bool = False, actor=None, batch_size: int = BATCH_SIZE,
+    progress=None,
 ) -> ImportReport:
     """Import gold labels: JSONL lines {"note_id", "task", "label", "evidence": [[start, end], ...]}.
 
     `task` is a task's slug, its description or one of its aliases. Imported annotations
-    belong to the annotator name given, by default 'import:<file name>'.
+    belong to the annotator name given, by default 'import:<file name>'. `progress(phase,
+    records_done)` as for import_notes.
     """
     path = Path(path)
     problems = Problems()
@@ -140,8 +142,11 @@ def import_annotations(
         return _failed(problems)
 
     plan = _AnnotationPlan(corpus, annotator, update, problems)
+    checked = 0
     for batch in _batched(read_annotations(path, problems), batch_size):
         plan.check(batch)
+        checked += len(batch)
+        _report_progress(progress, "validate", checked)
     if plan.counts() == (0, 0, 0) and not problems:
         problems.add(path.name, None, "the file holds no annotations")
     plan.forget_pairs()
@@ -152,8 +157,11 @@ def import_annotations(
     try:
         with transaction.atomic():
             writer = _AnnotationPlan(corpus, annotator, update, problems)
+            done = 0
             for batch in _batched(read_annotations(path, problems), batch_size):
                 writer.write(batch, report)
+                done += len(batch)
+                _report_progress(progress, "write", done)
             if problems or (report.created, report.unchanged, report.updated) != plan.counts():
                 problems.add(path.name, None, "the file changed while it was imported; nothing was imported")
                 raise _Abort

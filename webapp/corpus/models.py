@@ -8,6 +8,9 @@ content_hash must be the SHA-256 of its text. On SQLite those cross-row rules ar
 
 Later models (relevance maps, peaks, datasets, runs) refer to Note and Task by foreign key;
 no code may rely on note text being small, so list pages never load `text`.
+
+An `ImportJob` is an upload from the Import page, imported in the background by a worker
+(webapp.corpus.import_jobs, workers.imports) with the lifecycle every long work shares.
 """
 import hashlib
 
@@ -21,6 +24,7 @@ from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, Les
 
 from webapp.corpus import validators
 from webapp.corpus.expressions import JSONArrayLength, JSONType
+from webapp.lifecycle.models import WorkUnit
 
 language_code = RegexValidator(r"^[a-z]{2,3}$", "Use a lower-case ISO 639 code such as 'it' or 'en'.")
 
@@ -178,3 +182,56 @@ class Annotation(models.Model):
         errors = {field: problems for field, problems in errors.items() if problems}
         if errors:
             raise ValidationError(errors)
+
+
+class ImportJob(WorkUnit):
+    """One uploaded file imported by a worker: validated whole, then written in one transaction.
+
+    The upload stays stored (a private folder under DATA_DIR/uploads) while the job can still run,
+    so a job whose worker was lost is imported again from it; it is removed once the job ended.
+    `problems` holds the plain problem lines (file, line, reason), never note text."""
+
+    class Kind(models.TextChoices):
+        NOTES = "notes", "Notes"
+        ANNOTATIONS = "annotations", "Annotations (gold labels)"
+
+    class Phase(models.TextChoices):
+        VALIDATING = "validating", "Validating"
+        WRITING = "writing", "Writing"
+
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    corpus_name = models.CharField(max_length=200)
+    language = models.CharField(max_length=3, blank=True, help_text="set to create the corpus (notes only)")
+    update = models.BooleanField(default=False, help_text="replace notes or labels that changed")
+    upload = models.CharField(max_length=500, blank=True,
+                              help_text="the stored file, relative to DATA_DIR/uploads; empty once removed")
+    file_name = models.CharField(max_length=255)
+    file_size = models.PositiveBigIntegerField(default=0)
+    phase = models.CharField(max_length=12, choices=Phase.choices, blank=True)
+    records_done = models.PositiveBigIntegerField(default=0, help_text="records validated, or written, so far")
+    records_total = models.PositiveBigIntegerField(null=True, blank=True,
+                                                   help_text="records validated, known once writing starts")
+    created_count = models.PositiveBigIntegerField(default=0)
+    updated_count = models.PositiveBigIntegerField(default=0)
+    unchanged_count = models.PositiveBigIntegerField(default=0)
+    problems = models.JSONField(default=list, blank=True, help_text="the first problem lines, never note text")
+    problem_count = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="import_jobs")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self):
+        return f"import {self.pk} ({self.status})"
+
+    @property
+    def resumable(self) -> bool:
+        """Only a job whose worker was lost: a failed or cancelled import's upload is gone (upload it again)."""
+        return self.is_stalled
+
+    @property
+    def more_problems(self) -> int:
+        """Problems counted but not kept (only the first ones are listed)."""
+        return max(0, self.problem_count - len(self.problems))

@@ -1,7 +1,13 @@
-"""Uploaded import files: stored in a private temporary folder, unpacked safely, imported, removed."""
+"""Uploaded import files: each stored in a private folder of its own (mode 0700) under
+DATA_DIR/uploads, kept while its import job may still run, unpacked safely, imported, removed.
+
+A stored upload is named by its path relative to the uploads folder; a path that would lead
+outside it (a tampered row) is never read nor removed.
+"""
 import shutil
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
@@ -13,34 +19,77 @@ MAX_ZIP_MEMBERS = 200_000
 MAX_UNPACKED_BYTES = 8 * 1024**3
 
 
-def import_upload(uploaded, *, kind: str, corpus: str, language: str, update: bool, actor) -> ImportReport:
-    workdir = Path(tempfile.mkdtemp(prefix="upload-", dir=_upload_root()))
+@dataclass(frozen=True)
+class StoredUpload:
+    path: str  # relative to the uploads folder
+    name: str  # the file name the browser sent, without folders
+    size: int  # bytes
+
+
+def store(uploaded) -> StoredUpload:
+    """Write an uploaded file into a new private folder."""
+    root = upload_root()
+    workdir = Path(tempfile.mkdtemp(prefix="upload-", dir=root))  # mode 0700
+    name = Path(uploaded.name).name or "upload"
+    path = workdir / name
     try:
-        name = Path(uploaded.name).name or "upload"
-        path = workdir / name
-        with path.open("wb") as out:
-            for chunk in uploaded.chunks():
-                out.write(chunk)
-        if kind == "notes":
-            if name.lower().endswith(".zip"):
-                problems = Problems()
-                path = _unzip_brat(path, workdir / "brat", problems)
-                if path is None:
-                    return ImportReport(problems=problems.kept, problem_count=problems.total)
-            return import_notes(path, corpus, language=language, create=bool(language), update=update, actor=actor)
-        return import_annotations(path, corpus, update=update, actor=actor)
-    finally:
+        if hasattr(uploaded, "temporary_file_path"):  # a large upload Django spooled to disk: no second copy
+            shutil.move(uploaded.temporary_file_path(), path)
+        else:
+            with path.open("wb") as out:
+                for chunk in uploaded.chunks():
+                    out.write(chunk)
+    except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    return StoredUpload(path=str(path.relative_to(root)), name=name, size=path.stat().st_size)
 
 
-def _upload_root() -> Path:
+def import_stored(relative: str, *, kind: str, corpus: str, language: str, update: bool, actor,
+                  progress=None) -> ImportReport:
+    """Import a stored upload (notes: JSONL, CSV or a zip of brat files; annotations: JSONL).
+    Running it twice on one file is safe: the import is atomic and idempotent."""
+    path = _resolve(relative)
+    if path is None or not path.is_file():
+        problems = Problems()
+        problems.add(Path(relative).name or "upload", None, "the uploaded file is no longer stored; upload it again")
+        return ImportReport(problems=problems.kept, problem_count=problems.total)
+    if kind == "annotations":
+        return import_annotations(path, corpus, update=update, actor=actor, progress=progress)
+    if path.name.lower().endswith(".zip"):
+        problems = Problems()
+        path = _unzip_brat(path, path.parent / "brat", problems)
+        if path is None:
+            return ImportReport(problems=problems.kept, problem_count=problems.total)
+    return import_notes(path, corpus, language=language, create=bool(language), update=update, actor=actor,
+                        progress=progress)
+
+
+def discard(relative: str) -> None:
+    """Remove a stored upload's folder (and what was unpacked there)."""
+    path = _resolve(relative)
+    if path is not None:
+        shutil.rmtree(path.parent, ignore_errors=True)
+
+
+def upload_root() -> Path:
     root = settings.DATA_DIR / "uploads"
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     return root
 
 
+def _resolve(relative: str) -> Path | None:
+    """The stored file, only if it lies in a folder of its own right under the uploads folder."""
+    if not relative:
+        return None
+    root = upload_root().resolve()
+    path = (root / relative).resolve()
+    return path if path.parent.parent == root else None
+
+
 def _unzip_brat(archive: Path, target: Path, problems: Problems) -> Path | None:
     """Unpack the .txt and .ann members of a zip into one folder, refusing unsafe archives."""
+    shutil.rmtree(target, ignore_errors=True)  # left by an attempt whose worker was lost
     try:
         with zipfile.ZipFile(archive) as zf:
             members = [m for m in zf.infolist() if not m.is_dir()]

@@ -9,4 +9,8 @@ urlpatterns = [
     path("<int:corpus_id>/notes/<int:note_id>/", views.note_detail, name="note"),
     path("tasks/", views.task_list, name="tasks"),
     path("import/", views.upload, name="upload"),
+    path("imports/", views.import_list, name="import_list"),
+    path("imports/<int:job_id>/", views.import_detail, name="import_detail"),
+    path("imports/<int:job_id>/cancel/", views.import_cancel, name="import_cancel"),
+    path("imports/<int:job_id>/resume/", views.import_resume, name="import_resume"),
 ]

@@ -1,13 +1,20 @@
+"""Corpus pages: browse corpora and notes, the task catalog, and imports (uploaded files run as
+background import jobs, webapp.corpus.import_jobs; their page polls until the job ends)."""
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.roles import Capability, capability_required, require
-from webapp.corpus.access import corpus_for, note_for
+from webapp.corpus import import_jobs
+from webapp.corpus.access import corpus_for, import_job_for, note_for
 from webapp.corpus.browse import NOTES_PER_PAGE, note_page
 from webapp.corpus.forms import UploadForm
-from webapp.corpus.models import Task
+from webapp.corpus.models import Corpus, Task
 from webapp.corpus.stats import corpus_summaries
-from webapp.corpus.uploads import import_upload
+from webapp.lifecycle.status import JobStatus
+
+RECENT_ON_UPLOAD_PAGE = 5
 
 
 @capability_required(Capability.VIEW)
@@ -37,13 +44,50 @@ def task_list(request):
 def upload(request):
     require(request.user, Capability.IMPORT)
     form = UploadForm(request.POST or None, request.FILES or None)
-    report = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        report = import_upload(data["file"], kind=data["kind"], corpus=data["corpus"], language=data["language"],
-                               update=data["update"], actor=request.user)
-        if report.ok:
-            messages.success(request, f"Imported into {data['corpus']}: {report.created} created, "
-                                      f"{report.updated} updated, {report.unchanged} unchanged.")
-            return redirect("corpus:list")
-    return render(request, "corpus/upload.html", {"nav": "import", "form": form, "report": report})
+        job = import_jobs.launch(data["file"], kind=data["kind"], corpus=data["corpus"], language=data["language"],
+                                 update=data["update"], actor=request.user)
+        messages.info(request, f"{job.file_name} is queued for import into {job.corpus_name}; "
+                               "this page follows it (you can leave it, the import goes on).")
+        return redirect("corpus:import_detail", job.pk)
+    recent = import_jobs.recent()[:RECENT_ON_UPLOAD_PAGE]
+    return render(request, "corpus/upload.html", {"nav": "import", "form": form, "recent": recent})
+
+
+def import_list(request):
+    require(request.user, Capability.IMPORT)
+    return render(request, "corpus/import_list.html", {"nav": "import", "jobs": import_jobs.recent()})
+
+
+def import_detail(request, job_id):
+    job = import_job_for(request.user, job_id)
+    corpus = Corpus.objects.filter(name=job.corpus_name).first() if job.is_done else None
+    context = {"nav": "import", "job": job, "corpus": corpus}
+    if not request.htmx:
+        return render(request, "corpus/import_detail.html", context)
+    fragment = render(request, "corpus/import_detail.html#progress", context)
+    return HttpResponseStopPolling(fragment.content) if job.is_ended else fragment
+
+
+@require_POST
+def import_cancel(request, job_id):
+    job = import_job_for(request.user, job_id)
+    outcome = import_jobs.cancel(job, actor=request.user)
+    if outcome == JobStatus.CANCELLED:
+        messages.success(request, "Import cancelled: nothing was imported.")
+    elif outcome == JobStatus.CANCELLING:
+        messages.success(request, "Cancelling: the worker rolls the import back; nothing will be imported.")
+    else:
+        messages.error(request, "This import has already ended.")
+    return redirect("corpus:import_detail", job.pk)
+
+
+@require_POST
+def import_resume(request, job_id):
+    job = import_job_for(request.user, job_id)
+    if import_jobs.resume(job, actor=request.user):
+        messages.success(request, "Queued again: the import starts over from the stored file.")
+    else:
+        messages.error(request, "Only an import whose worker was lost can be resumed; upload the file again.")
+    return redirect("corpus:import_detail", job.pk)

@@ -25,13 +25,21 @@ write batch, the map ids of two notes, plus 8 bytes per note id of the corpus an
 with the same text): about 100 bytes an example in all, the texts never accumulate.
 
 Rebuild semantics: `build()` first deletes the version's examples, then writes the new ones in
-committed batches (so the page can show progress). Readers go by the status: only a DONE
-version is shown, exported or trained on. The same inputs give the same rows in the same order
-(maps in (note, task) order, the random ablation seeded), so building twice (a redelivered task,
-a retry after a failure) gives the same dataset, never duplicates. A failed build keeps no
-examples. From the pages, a finished version is never rebuilt in place: "build again" makes
-version + 1 with the same settings (webapp.datasets.launch), so an exported version stays as
-it was exported.
+committed batches. Readers go by the status: only a DONE version is shown, exported or trained
+on. The same inputs give the same rows in the same order (maps in (note, task) order, the random
+ablation seeded), so building twice (a build whose worker was killed, claimed again by another
+worker; a retry after a failure) gives the same dataset, never duplicates. A failed or cancelled
+build keeps no examples. From the pages, a finished version is never rebuilt in place: "build
+again" makes version + 1 with the same settings (webapp.datasets.launch), so an exported
+version stays as it was exported.
+
+The build is a unit of long work (webapp.lifecycle): it runs inside a `Heartbeat`, reports
+maps_done through it, and at each batch of maps stops if a cancel was asked for (it ends
+cancelled, its examples deleted) or if its worker was presumed lost and the build taken over
+(it writes nothing more). Each write batch is committed only while this attempt still holds
+the version (its row locked meanwhile), so a worker presumed dead that wakes up can never add
+rows beside those of the worker that took the build over: that worker deletes the version's
+examples after its claim, and no older attempt writes after that.
 """
 from __future__ import annotations
 
@@ -41,14 +49,15 @@ import time
 from collections import Counter
 
 import numpy as np
-from django.db import connection
-from django.utils import timezone
+from django.db import connection, transaction
 
 from ml.masking import BuildStats, Group, PeakItem, build_examples
+from ml.peaks import peaks_of_rows
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetVersion, MaskedExample
-from webapp.pipeline.models import JobStatus, MixedConfigurations, RelevanceMap
-from ml.peaks import peaks_of_rows
+from webapp.lifecycle import units
+from webapp.lifecycle.heartbeat import Heartbeat
+from webapp.pipeline.models import MixedConfigurations, RelevanceMap
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +74,10 @@ WORD_BINS = [("0", 0), ("1", 1), ("2", 2), ("3", 3), ("4-5", 4), ("6-10", 6), ("
 
 class BuildError(Exception):
     """A problem the user can understand and fix; the message is shown as written."""
+
+
+class _Stopped(Exception):
+    """The build stops at a batch boundary: cancelled, or no longer this attempt's."""
 
 
 # ---------------------------------------------------------------- inputs
@@ -124,24 +137,22 @@ def validation_note_ids(corpus_id: int) -> set[int]:
     return held_back(corpus_id)
 
 
-# ---------------------------------------------------------------- the job lifecycle
+# ---------------------------------------------------------------- the unit of work
 
 
-def claim(dataset_id: int, *, reclaim: bool = False) -> DatasetVersion | None:
-    """Atomically move a queued dataset to running; None if someone else has it (or it is gone).
-    `reclaim` also takes a RUNNING one: the message was redelivered because its worker died."""
-    statuses = [JobStatus.QUEUED, JobStatus.RUNNING] if reclaim else [JobStatus.QUEUED]
-    claimed = DatasetVersion.objects.filter(pk=dataset_id, status__in=statuses).update(
-        status=JobStatus.RUNNING, started=timezone.now(), finished=None, error="", maps_done=0,
-    )
-    return DatasetVersion.objects.select_related("profile").get(pk=dataset_id) if claimed else None
+def claim(dataset_id: int, worker: str = "") -> DatasetVersion | None:
+    """Take a queued build, or one whose worker is lost, for this worker (webapp.lifecycle.units);
+    None when there is nothing to do: held by a live worker, ended, cancelled or deleted."""
+    return units.claim(DatasetVersion, dataset_id, worker, select_related=("profile",), maps_done=0)
 
 
-def fail(dataset_id: int, exc: BaseException) -> str:
-    """Record a failed build in plain words; keep no partial examples. Returns the message."""
-    message = plain_error(exc, dataset_id)
-    MaskedExample.objects.filter(dataset_id=dataset_id).delete()
-    DatasetVersion.objects.filter(pk=dataset_id).update(status=JobStatus.FAILED, error=message, finished=timezone.now())
+def fail(dataset: DatasetVersion, exc: BaseException) -> str:
+    """Record a failed build in plain words and keep no partial examples, if this attempt still
+    holds it (a worker presumed dead never overwrites the one that took over). Returns the message."""
+    message = plain_error(exc, dataset.pk)
+    with transaction.atomic():
+        if units.fail(dataset, message):
+            MaskedExample.objects.filter(dataset_id=dataset.pk).delete()
     return message
 
 
@@ -156,10 +167,31 @@ def plain_error(exc: BaseException, dataset_id: int) -> str:
 # ---------------------------------------------------------------- the build
 
 
-def build(dataset: DatasetVersion) -> dict:
-    """(Re)build the dataset's examples and mark it DONE; returns its statistics (see module doc)."""
+def build(dataset: DatasetVersion, heart: Heartbeat | None = None) -> dict | None:
+    """(Re)build a claimed dataset's examples and end it DONE; returns its statistics (see module
+    doc), or None when it stopped early: cancelled (ended CANCELLED, no examples kept) or taken
+    over by another worker (nothing more written). Runs inside `heart`, else its own Heartbeat."""
+    if heart is None:
+        with Heartbeat(dataset) as heart:
+            return build(dataset, heart)
+    try:
+        stats = _build(dataset, heart)
+    except _Stopped:
+        return _stop(dataset, heart)
+    if not units.finish(dataset, stats=stats, maps_done=dataset.maps_total):
+        logger.warning("dataset %s: built, but no longer held by this worker; its end is not recorded", dataset.pk)
+        return None
+    logger.info("dataset %s built: %s examples from %s maps in %.1f s", dataset.pk, stats["examples"],
+                dataset.maps_total, stats["seconds"])
+    return stats
+
+
+def _build(dataset: DatasetVersion, heart: Heartbeat) -> dict:
     started = time.perf_counter()
-    MaskedExample.objects.filter(dataset=dataset).delete()
+    with transaction.atomic():  # a rebuild starts from nothing, if this attempt still holds the version
+        if not units.owned(dataset).select_for_update().exists():
+            raise _Stopped
+        MaskedExample.objects.filter(dataset=dataset).delete()
     maps = select_maps(dataset)
     total = maps.count()
     if not total:
@@ -167,14 +199,15 @@ def build(dataset: DatasetVersion) -> dict:
             "No relevance maps match this dataset: check the corpus, model version, method, template, jobs and "
             "task filter (held-out tasks are left out unless included), or run a relevance job first."
         )
-    DatasetVersion.objects.filter(pk=dataset.pk).update(maps_total=total, maps_done=0)
+    if not units.owned(dataset).update(maps_total=total, maps_done=0):
+        raise _Stopped
     dataset.maps_total = total
     refresh_planner_stats(RelevanceMap, total)
     tally = _Tally()
     map_ids = _MapIds()
     build_stats = BuildStats()
-    items = _peak_items(dataset, tally, map_ids)
-    writer = _Writer(dataset.pk)
+    items = _peak_items(dataset, tally, map_ids, heart)
+    writer = _Writer(dataset)
     for example in build_examples(items, mode=dataset.mode, mask_token=dataset.mask_token, seed=dataset.seed,
                                   stats=build_stats):
         note_id, task_ids = int(example.note_id), [int(t) for t in example.tasks]
@@ -184,17 +217,27 @@ def build(dataset: DatasetVersion) -> dict:
         tally.example(example, task_ids)
     writer.flush()
     refresh_planner_stats(MaskedExample, build_stats.examples)  # exports read them next, by keyset
-    stats = tally.result(build_stats, dataset, time.perf_counter() - started)
-    DatasetVersion.objects.filter(pk=dataset.pk).update(
-        status=JobStatus.DONE, stats=stats, maps_done=total, finished=timezone.now(), error="",
-    )
-    logger.info("dataset %s built: %s examples from %s maps in %.1f s", dataset.pk, stats["examples"], total,
-                stats["seconds"])
-    return stats
+    return tally.result(build_stats, dataset, time.perf_counter() - started)
 
 
-def _peak_items(dataset, tally, map_ids):
-    """PeakItems of every selected map in (note, task) order (see `_map_batches`)."""
+def _stop(dataset: DatasetVersion, heart: Heartbeat) -> None:
+    """End a build stopped at a batch boundary: cancelled without examples if a cancel was asked
+    for and this attempt still holds it; otherwise (taken over) touch nothing."""
+    with transaction.atomic():
+        cancelled = not heart.lost and units.cancelled(dataset)
+        if cancelled:
+            MaskedExample.objects.filter(dataset_id=dataset.pk).delete()
+    if cancelled:
+        logger.info("dataset %s: build cancelled after %s maps", dataset.pk, dataset.maps_done)
+    else:
+        logger.warning("dataset %s: build stopped, another worker took it over (attempt %s was lost)", dataset.pk,
+                       dataset.attempts)
+    return None
+
+
+def _peak_items(dataset, tally, map_ids, heart):
+    """PeakItems of every selected map in (note, task) order (see `_map_batches`); after each
+    batch the progress goes to the heartbeat and the build stops if cancelled or taken over."""
     done = 0
     for rows in _map_batches(dataset):
         note_ids = sorted({row[1] for row in rows})
@@ -215,7 +258,10 @@ def _peak_items(dataset, tally, map_ids):
             map_ids.add(peaks.note_id, peaks.task_id, peaks.map_id)
             yield PeakItem(str(peaks.note_id), str(peaks.task_id), texts[peaks.note_id], groups)
         done += len(rows)
-        DatasetVersion.objects.filter(pk=dataset.pk).update(maps_done=done)
+        dataset.maps_done = done
+        heart.report(maps_done=done)
+        if heart.cancelling or heart.lost:
+            raise _Stopped
 
 
 def _map_batches(dataset):
@@ -282,12 +328,13 @@ class _MapIds:
 
 
 class _Writer:
-    """Buffers example rows and writes them WRITE_BATCH at a time, each batch committed."""
+    """Buffers example rows and writes them WRITE_BATCH at a time, each batch committed with the
+    dataset's row locked and still held by this attempt (else _Stopped: see module doc)."""
 
     COLUMNS = ("dataset_id", "note_id", "tasks", "relevance_map_id", "masked_text", "label", "char_start", "char_end")
 
-    def __init__(self, dataset_id: int):
-        self.dataset_id = dataset_id
+    def __init__(self, dataset: DatasetVersion):
+        self.dataset = dataset
         self.rows: list[tuple] = []
 
     def add(self, row: tuple) -> None:
@@ -298,12 +345,15 @@ class _Writer:
     def flush(self) -> None:
         if not self.rows:
             return
-        if connection.vendor == "postgresql":
-            self._copy()
-        else:
-            MaskedExample.objects.bulk_create(
-                [MaskedExample(**dict(zip(self.COLUMNS, row))) for row in self.rows], batch_size=500,
-            )
+        with transaction.atomic():
+            if not units.owned(self.dataset).select_for_update().exists():
+                raise _Stopped
+            if connection.vendor == "postgresql":
+                self._copy()
+            else:
+                MaskedExample.objects.bulk_create(
+                    [MaskedExample(**dict(zip(self.COLUMNS, row))) for row in self.rows], batch_size=500,
+                )
         self.rows.clear()
 
     def _copy(self) -> None:

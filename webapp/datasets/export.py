@@ -22,6 +22,14 @@ Folder layout written by `write_export` (the command line and the export worker)
     jsonl:   examples.jsonl + manifest.json
     parquet: examples.parquet + manifest.json
     hf:      the `datasets.save_to_disk` files + manifest.json (`datasets.load_from_disk(folder)`)
+
+A worker export (`run_export`) is a unit of long work (webapp.lifecycle): it runs inside a
+`Heartbeat` that carries the rows written so far, and stops after a batch when cancelled or
+taken over by another worker. Each attempt writes from scratch into a folder of its own
+(DATA_DIR/exports/dataset-D/.export-E-FMT/attempt-N, where an attempt also removes what earlier
+attempts of a killed worker left) and moves it to its place only while it still holds the
+export, its row locked: a worker presumed dead never overwrites the folder of the one that took
+over.
 """
 from __future__ import annotations
 
@@ -33,13 +41,14 @@ import subprocess
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from ml.masking import DSM_INSTRUCTION, MaskedExample as MlExample, format_dsm_prompt
@@ -47,7 +56,8 @@ from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
-from webapp.pipeline.models import JobStatus
+from webapp.lifecycle import units
+from webapp.lifecycle.heartbeat import Heartbeat
 
 FORMATS = tuple(DatasetExport.Format.values)
 EXPORT_BATCH = 2_000
@@ -72,6 +82,10 @@ COLUMNS = SCHEMA.names
 
 class ExportError(Exception):
     """Said to the user as written."""
+
+
+class ExportStopped(Exception):
+    """Raised by a `progress` callback to stop writing after a batch (cancelled, or taken over)."""
 
 
 @dataclass
@@ -185,25 +199,28 @@ class _Counter:
 # ---------------------------------------------------------------- to a folder (command line, worker)
 
 
-def write_export(dataset: DatasetVersion, fmt: str, out_dir, actor=None) -> ExportResult:
-    """Write the export folder `out_dir` (created; must not hold files) and audit it."""
+def write_export(dataset: DatasetVersion, fmt: str, out_dir, actor=None,
+                 progress: Callable[[int], None] | None = None) -> ExportResult:
+    """Write the export folder `out_dir` (created; must not hold files) and audit it.
+    `progress(rows_so_far)` is called after each batch; it may raise ExportStopped."""
     _check(dataset, fmt)
     out = Path(out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ExportError(f"{out} already exists and is not an empty folder; choose a new folder.")
     out.mkdir(parents=True, exist_ok=True)
     counter = _Counter()
+    progress = progress or (lambda rows: None)
     started = time.perf_counter()
     if fmt == "jsonl":
         with open(out / DATA_FILES["jsonl"], "wb") as f:
             for _ in _write_jsonl(dataset, f, counter):
-                pass
+                progress(counter.rows)
     elif fmt == "parquet":
         for _ in _write_parquet(dataset, str(out / DATA_FILES["parquet"]), counter,
                                 lambda rows: manifest(dataset, fmt=fmt, rows=rows, actor=actor)):
-            pass
+            progress(counter.rows)
     else:
-        _write_hf(dataset, out, counter, actor)
+        _write_hf(dataset, out, counter, progress)
     files = sorted(p.name for p in out.iterdir()) + [MANIFEST]
     info = manifest(dataset, fmt=fmt, rows=counter.rows, actor=actor, files=files)
     (out / MANIFEST).write_text(json.dumps(info, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -212,7 +229,12 @@ def write_export(dataset: DatasetVersion, fmt: str, out_dir, actor=None) -> Expo
     return ExportResult(out, counter.rows, size, info)
 
 
-def _write_hf(dataset, out: Path, counter, actor) -> None:
+# progress callbacks of the HF exports running in this process, by output folder: the generator
+# gets the key, not the callback, because datasets hashes (pickles) its arguments
+_HF_PROGRESS: dict[str, Callable[[int], None]] = {}
+
+
+def _write_hf(dataset, out: Path, counter, progress) -> None:
     """`Dataset.from_generator` over the rows (Arrow files written batch by batch into a cache
     inside a temporary folder beside `out`), then `save_to_disk(out)`. (`Dataset.from_parquet`
     is not used: with datasets 5.0.1 its memory grows with the dataset, about 0.6 GB for 1 GB.)"""
@@ -221,20 +243,35 @@ def _write_hf(dataset, out: Path, counter, actor) -> None:
     import datasets
 
     datasets.disable_progress_bars()
-    with tempfile.TemporaryDirectory(prefix=".dsm-export-", dir=out.parent) as tmp:
-        hf = datasets.Dataset.from_generator(
-            _hf_rows, gen_kwargs={"dataset_id": dataset.pk}, features=datasets.Features.from_arrow_schema(SCHEMA),
-            cache_dir=str(Path(tmp) / "cache"), keep_in_memory=False, writer_batch_size=EXPORT_BATCH,
-        )
-        counter.rows = hf.num_rows
-        hf.save_to_disk(str(out), max_shard_size="500MB")
-        del hf  # release the memory-mapped cache files before the folder is removed
+    key = str(out)
+    _HF_PROGRESS[key] = progress
+    try:
+        with tempfile.TemporaryDirectory(prefix=".dsm-export-", dir=out.parent) as tmp:
+            try:
+                hf = datasets.Dataset.from_generator(
+                    _hf_rows, gen_kwargs={"dataset_id": dataset.pk, "progress_key": key},
+                    features=datasets.Features.from_arrow_schema(SCHEMA), cache_dir=str(Path(tmp) / "cache"),
+                    keep_in_memory=False, writer_batch_size=EXPORT_BATCH,
+                )
+            except Exception as exc:  # datasets wraps what the generator raised
+                if isinstance(exc.__cause__, ExportStopped):
+                    raise exc.__cause__ from None
+                raise
+            counter.rows = hf.num_rows
+            hf.save_to_disk(str(out), max_shard_size="500MB")
+            del hf  # release the memory-mapped cache files before the folder is removed
+    finally:
+        del _HF_PROGRESS[key]
 
 
-def _hf_rows(dataset_id: int):
+def _hf_rows(dataset_id: int, progress_key: str = ""):
     """The rows one by one, for datasets.Dataset.from_generator (module level: it is hashed by name)."""
+    progress = _HF_PROGRESS.get(progress_key, lambda rows: None)
+    written = 0
     for rows in iter_batches(DatasetVersion.objects.get(pk=dataset_id)):
         yield from rows
+        written += len(rows)
+        progress(written)
 
 
 # ---------------------------------------------------------------- downloads (zip streams)
@@ -275,7 +312,7 @@ def _zip_download(dataset, fmt, actor) -> Iterator[bytes]:
 
 def stream_folder(export: DatasetExport, actor) -> Iterator[bytes]:
     """Audit now, then stream a finished export folder as a zip, 1 MB at a time."""
-    if export.status != JobStatus.DONE or not export.path:
+    if not export.is_done or not export.path:
         raise ExportError("This export is not ready yet.")
     folder = export_folder(export)
     if not folder.is_dir():
@@ -350,37 +387,92 @@ def export_folder(export: DatasetExport) -> Path:
     return Path(settings.DATA_DIR) / export.path
 
 
-def claim_export(export_id: int, *, reclaim: bool = False) -> DatasetExport | None:
-    """Atomically move a queued export to running (`reclaim`: also a running one, redelivered)."""
-    statuses = [JobStatus.QUEUED, JobStatus.RUNNING] if reclaim else [JobStatus.QUEUED]
-    if not DatasetExport.objects.filter(pk=export_id, status__in=statuses).update(status=JobStatus.RUNNING, error=""):
-        return None
-    return DatasetExport.objects.select_related("dataset__profile", "dataset__corpus", "dataset__model_version",
-                                                "created_by").get(pk=export_id)
+def _place(export: DatasetExport) -> Path:
+    """Where a worker export's folder goes, relative to DATA_DIR."""
+    return Path("exports") / f"dataset-{export.dataset_id}" / f"export-{export.pk}-{export.format}"
 
 
-def fail_export(export_id: int, exc: BaseException) -> str:
+def scratch_space(export: DatasetExport) -> Path:
+    """The folder the attempts of a worker export write in before their result is moved in place."""
+    place = Path(settings.DATA_DIR) / _place(export)
+    return place.with_name(f".{place.name}")
+
+
+def claim_export(export_id: int, worker: str = "") -> DatasetExport | None:
+    """Take a queued export, or one whose worker is lost (webapp.lifecycle.units); None when
+    there is nothing to do. Its rows count again from 0."""
+    return units.claim(DatasetExport, export_id, worker, rows=None, size_bytes=None, path="",
+                       select_related=("dataset__profile", "dataset__corpus", "dataset__model_version",
+                                       "created_by"))
+
+
+def fail_export(export: DatasetExport, exc: BaseException) -> str:
+    """Record a failed export in plain words (only while this attempt holds it). Returns the message."""
     if isinstance(exc, ExportError):
         message = str(exc)
     else:
         message = (f"The export stopped because of an unexpected error ({type(exc).__name__}). "
-                   f"The worker log has the details under export {export_id}; preparing it again may work.")
-    DatasetExport.objects.filter(pk=export_id).update(status=JobStatus.FAILED, error=message, finished=timezone.now())
+                   f"The worker log has the details under export {export.pk}; preparing it again may work.")
+    if units.fail(export, message):
+        shutil.rmtree(scratch_space(export) / f"attempt-{export.attempts}", ignore_errors=True)
     return message
 
 
-def run_export(export: DatasetExport) -> ExportResult:
-    """Write a queued DatasetExport's folder under DATA_DIR/exports and record the result."""
-    relative = Path("exports") / f"dataset-{export.dataset_id}" / f"export-{export.pk}-{export.format}"
+def run_export(export: DatasetExport) -> ExportResult | None:
+    """Write a claimed DatasetExport's folder under DATA_DIR/exports from scratch, inside a
+    Heartbeat, and end it DONE. None when it stopped early: cancelled (ended CANCELLED) or taken
+    over by another worker (nothing more written). See the module doc."""
+    scratch = scratch_space(export)
+    mine = scratch / f"attempt-{export.attempts}"
+    if scratch.exists():  # what earlier attempts (a killed worker) left: start again from nothing
+        for leftover in scratch.iterdir():
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+    with Heartbeat(export) as heart:
+        def progress(rows: int) -> None:
+            heart.report(rows=rows)
+            if heart.cancelling or heart.lost:
+                raise ExportStopped
+
+        try:
+            result = write_export(export.dataset, export.format, mine, actor=export.created_by, progress=progress)
+        except ExportStopped:
+            shutil.rmtree(mine, ignore_errors=True)
+            if not heart.lost and units.cancelled(export):
+                _remove_empty(scratch)
+            return None
+        return _move_in_place(export, result)
+
+
+def _move_in_place(export: DatasetExport, result: ExportResult) -> ExportResult | None:
+    relative = _place(export)
     target = Path(settings.DATA_DIR) / relative
-    if target.exists():  # a redelivered task: start again from nothing
-        shutil.rmtree(target)
-    result = write_export(export.dataset, export.format, target, actor=export.created_by)
-    DatasetExport.objects.filter(pk=export.pk).update(
-        status=JobStatus.DONE, path=str(relative), rows=result.rows, size_bytes=result.size_bytes,
-        finished=timezone.now(),
-    )
+    with transaction.atomic():
+        if not units.owned(export).select_for_update().exists():  # taken over: its worker writes the folder
+            shutil.rmtree(result.path, ignore_errors=True)
+            _remove_empty(result.path.parent)
+            return None
+        if target.exists():
+            shutil.rmtree(target)
+        result.path.rename(target)
+        units.finish(export, path=str(relative), rows=result.rows, size_bytes=result.size_bytes)
+    _remove_empty(result.path.parent)
+    result.path = target
     return result
+
+
+def discard_scratch(export: DatasetExport) -> None:
+    """Remove what the attempts of an export ended without them (cancelled while its worker was lost)."""
+    shutil.rmtree(scratch_space(export), ignore_errors=True)
+
+
+def _remove_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:  # not empty (another attempt's files) or already gone
+        pass
 
 
 # ---------------------------------------------------------------- helpers

@@ -1,13 +1,19 @@
-"""Create dataset versions and exports and hand them to the workers (after the commit)."""
+"""Create dataset versions and exports, cancel them, and hand them to the workers by task name
+after the commit (webapp.lifecycle.queue: the web app never imports `workers/`)."""
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
+from django.db.models.functions import Now
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
-from webapp.datasets.models import DatasetExport, DatasetVersion
-from webapp.pipeline.models import JobStatus
+from webapp.datasets import export
+from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
+from webapp.lifecycle import queue, units
+from webapp.lifecycle.status import JobStatus
 
+BUILD_TASK = "workers.datasets.build_dataset"
+EXPORT_TASK = "workers.datasets.export_dataset"
 COPIED_FIELDS = ("corpus_id", "model_version_id", "method", "template", "profile_id", "mode", "mask_token", "seed",
                  "filters")
 
@@ -21,10 +27,10 @@ def launch_build(*, name: str, jobs=(), actor=None, **fields) -> DatasetVersion:
     try:
         with transaction.atomic():
             dataset = DatasetVersion.objects.create(name=name, version=DatasetVersion.next_version(name),
-                                                    created_by=_user(actor), **fields)
+                                                    created_by=_user(actor), heartbeat=Now(), **fields)
             if jobs:
                 dataset.jobs.set(jobs)
-            _enqueue_build(dataset)
+            _send(BUILD_TASK, DatasetVersion, dataset.pk)
     except IntegrityError:  # two launches of the same name at once took the same version number
         raise LaunchError("Another version of this dataset was created at the same moment; please submit again.")
     record(actor, AuditEvent.Action.LAUNCH_JOB, dataset, what="dataset build", name=name, version=dataset.version,
@@ -33,22 +39,38 @@ def launch_build(*, name: str, jobs=(), actor=None, **fields) -> DatasetVersion:
 
 
 def build_again(dataset: DatasetVersion, actor=None) -> DatasetVersion:
-    """A failed (or cancelled) version is queued again as it is; a finished one is never changed:
-    version + 1 with the same settings is created instead."""
-    if dataset.is_active:
-        raise LaunchError("This dataset is still being built.")
-    if dataset.status in (JobStatus.FAILED, JobStatus.CANCELLED):
-        with transaction.atomic():
-            updated = DatasetVersion.objects.filter(pk=dataset.pk, status=dataset.status).update(
-                status=JobStatus.QUEUED, error="", maps_done=0, started=None, finished=None)
-            if not updated:
-                raise LaunchError("This dataset changed meanwhile; reload the page.")
-            _enqueue_build(dataset)
-        record(actor, AuditEvent.Action.LAUNCH_JOB, dataset, what="dataset rebuild", name=dataset.name,
-               version=dataset.version)
-        return dataset
-    return launch_build(name=dataset.name, jobs=list(dataset.jobs.all()), actor=actor,
-                        **{f: getattr(dataset, f) for f in COPIED_FIELDS})
+    """A failed or cancelled version, or one whose worker was lost, is queued again as it is (its
+    examples are rebuilt from nothing); a finished one is never changed: version + 1 with the
+    same settings is created instead."""
+    was = dataset.status_text()
+    with transaction.atomic():
+        requeued = units.requeue(DatasetVersion, dataset.pk, maps_done=0)
+        if requeued:
+            _send(BUILD_TASK, DatasetVersion, dataset.pk)
+    dataset.refresh_from_db()
+    if not requeued:
+        if not dataset.is_done:
+            raise LaunchError("This dataset is still being built.")
+        return launch_build(name=dataset.name, jobs=list(dataset.jobs.all()), actor=actor,
+                            **{f: getattr(dataset, f) for f in COPIED_FIELDS})
+    record(actor, AuditEvent.Action.LAUNCH_JOB, dataset, what="dataset rebuild", name=dataset.name,
+           version=dataset.version, was=was)
+    return dataset
+
+
+def cancel_build(dataset: DatasetVersion, actor=None) -> str:
+    """Queued (or held by a lost worker): cancelled at once, its partial examples deleted;
+    running: cancelling, the worker stops after its current batch of maps and deletes them.
+    Returns the new status."""
+    with transaction.atomic():
+        status = units.request_cancel(DatasetVersion, dataset.pk)
+        if status is None:
+            raise LaunchError("Only a queued or running build can be cancelled.")
+        if status == JobStatus.CANCELLED:
+            MaskedExample.objects.filter(dataset_id=dataset.pk).delete()
+    record(actor, AuditEvent.Action.CANCEL_JOB, dataset, what="dataset build", name=dataset.name,
+           version=dataset.version, status=status)
+    return status
 
 
 def request_export(dataset: DatasetVersion, fmt: str, actor=None) -> DatasetExport:
@@ -56,17 +78,29 @@ def request_export(dataset: DatasetVersion, fmt: str, actor=None) -> DatasetExpo
     if not dataset.is_done:
         raise LaunchError("Only a finished dataset can be exported.")
     with transaction.atomic():
-        export = DatasetExport.objects.create(dataset=dataset, format=fmt, created_by=_user(actor))
-        from workers.datasets import export_dataset
-
-        export_dataset.delay_on_commit(export.pk)
-    return export
+        job = DatasetExport.objects.create(dataset=dataset, format=fmt, created_by=_user(actor), heartbeat=Now())
+        _send(EXPORT_TASK, DatasetExport, job.pk)
+    return job
 
 
-def _enqueue_build(dataset: DatasetVersion) -> None:
-    from workers.datasets import build_dataset
+def cancel_export(job: DatasetExport, actor=None) -> str:
+    """Like cancel_build: at once when queued or lost (its unfinished files removed), else after
+    the batch of rows being written. Returns the new status."""
+    status = units.request_cancel(DatasetExport, job.pk)
+    if status is None:
+        raise LaunchError("Only a queued or running export can be cancelled.")
+    if status == JobStatus.CANCELLED:
+        export.discard_scratch(job)
+    record(actor, AuditEvent.Action.CANCEL_JOB, job, what="export", dataset=job.dataset_id, format=job.format,
+           status=status)
+    return status
 
-    build_dataset.delay_on_commit(dataset.pk)
+
+def _send(task: str, model, pk: int) -> None:
+    """Send after the commit; if the broker is away the unit says so and stays queued (the
+    recovery sweeper sends it again once the broker is back)."""
+    queue.send_on_commit(task, pk, on_error=lambda message: model.objects.filter(
+        pk=pk, status=JobStatus.QUEUED).update(error=message))
 
 
 def _user(actor):

@@ -7,6 +7,9 @@ each example stores its masked text and label, so editing a note later does not 
 dataset that was already built (or exported, or trained on). A finished version is never
 rebuilt in place from the pages: "build again" makes version + 1 with the same settings.
 
+A build and an export are units of long work (webapp.lifecycle.WorkUnit): status, the worker
+that holds them, its heartbeat, attempts, started/finished and the error in plain words.
+
 `filters` (all keys optional):
     {"tasks": [task ids]           -- only these tasks (default: every task with maps),
      "exclude_held_out": true,     -- default true: held-out tasks (Task.held_out) never used,
@@ -16,12 +19,11 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Max, Q
 
-from webapp.pipeline.models import JobStatus, resolve_config_key
+from webapp.lifecycle.models import WorkUnit
+from webapp.pipeline.models import resolve_config_key
 
-ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING)
 
-
-class DatasetVersion(models.Model):
+class DatasetVersion(WorkUnit):
     """Built from relevance maps x a peak profile x filters (x review decisions, once reviews exist)."""
 
     class Mode(models.TextChoices):
@@ -44,15 +46,11 @@ class DatasetVersion(models.Model):
     seed = models.IntegerField(default=0)
     filters = models.JSONField(default=dict, blank=True,
                                help_text="{'tasks': [ids], 'exclude_held_out': true, 'notes': [ids]}, all optional")
-    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
     maps_total = models.PositiveIntegerField(default=0, help_text="relevance maps selected (known once running)")
     maps_done = models.PositiveIntegerField(default=0, help_text="relevance maps processed so far")
     stats = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
-    started = models.DateTimeField(null=True, blank=True)
-    finished = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]
@@ -70,14 +68,6 @@ class DatasetVersion(models.Model):
         """The relevance configuration of the maps it is built from: its jobs', else the default
         of its method and template (MixedConfigurations if its jobs differ)."""
         return resolve_config_key(self.method, self.template, jobs=list(self.jobs.values_list("pk", flat=True)))
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in ACTIVE
-
-    @property
-    def is_done(self) -> bool:
-        return self.status == JobStatus.DONE
 
     @property
     def progress_percent(self) -> int:
@@ -125,8 +115,9 @@ class MaskedExample(models.Model):
         return f"example {self.pk} of dataset {self.dataset_id}"
 
 
-class DatasetExport(models.Model):
-    """An export written to a folder under DATA_DIR/exports by a worker (or the command line)."""
+class DatasetExport(WorkUnit):
+    """An export written to a folder under DATA_DIR/exports by a worker. `rows` counts the rows
+    written so far while it runs, all of them once done."""
 
     class Format(models.TextChoices):
         JSONL = "jsonl", "JSON Lines"
@@ -135,21 +126,14 @@ class DatasetExport(models.Model):
 
     dataset = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="exports")
     format = models.CharField(max_length=10, choices=Format.choices)
-    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
     path = models.CharField(max_length=1000, blank=True, help_text="the export folder, relative to DATA_DIR")
     rows = models.PositiveIntegerField(null=True, blank=True)
     size_bytes = models.PositiveBigIntegerField(null=True, blank=True)
-    error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
-    finished = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]
 
     def __str__(self):
         return f"{self.get_format_display()} export {self.pk} of dataset {self.dataset_id} ({self.status})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in ACTIVE

@@ -1,4 +1,5 @@
-"""Dataset pages: list, build form, detail with its live status and statistics, exports."""
+"""Dataset pages: list, build form, detail with its live status and statistics, exports, and
+the actions on a build or an export: build again, cancel."""
 from django.contrib import messages
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -9,7 +10,8 @@ from webapp.accounts.roles import Capability, capability_required, require
 from webapp.datasets import export
 from webapp.datasets.access import dataset_for, export_for
 from webapp.datasets.forms import BuildForm
-from webapp.datasets.launch import LaunchError, build_again, launch_build, request_export
+from webapp.datasets.launch import (LaunchError, build_again, cancel_build, cancel_export, launch_build,
+                                    request_export)
 from webapp.datasets.models import DatasetVersion
 from webapp.datasets.stats import present
 
@@ -61,6 +63,19 @@ def dataset_build_again(request, dataset_id):
     return redirect("datasets:detail", queued.pk)
 
 
+@require_POST
+def dataset_cancel(request, dataset_id):
+    dataset = dataset_for(request.user, dataset_id, Capability.LAUNCH)
+    try:
+        status = cancel_build(dataset, request.user)
+    except LaunchError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "The build is cancelled." if status == "cancelled" else
+                         "Cancelling: the build stops after the maps it is reading now; no examples are kept.")
+    return redirect("datasets:detail", dataset.pk)
+
+
 def dataset_download(request, dataset_id, fmt):
     dataset = dataset_for(request.user, dataset_id, Capability.EXPORT)
     if fmt not in export.DATA_FILES:
@@ -86,6 +101,19 @@ def dataset_export(request, dataset_id):
     else:
         messages.success(request, "The export is being prepared; it appears below when it is ready.")
     return redirect("datasets:detail", dataset.pk)
+
+
+@require_POST
+def export_cancel(request, dataset_id, export_id):
+    job = export_for(request.user, dataset_id, export_id)
+    try:
+        status = cancel_export(job, request.user)
+    except LaunchError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "The export is cancelled." if status == "cancelled" else
+                         "Cancelling: the export stops after the rows it is writing now.")
+    return redirect("datasets:detail", dataset_id)
 
 
 def export_download(request, dataset_id, export_id):

@@ -1,19 +1,19 @@
 """Relevance evaluations: what one asks for, launch, cancel, resume, claim, and how one ends.
 
-Status moves only through atomic conditional updates (`filter(pk=, status__in=).update()`):
+An evaluation is a unit of long work (webapp.lifecycle): its status moves only through the atomic
+conditional updates of webapp.lifecycle.units; this module adds its phase and result:
 
     queued --claimed by a worker--> running --> done | failed
     queued --cancel--> cancelled                (its message will find nothing to do)
     running --cancel--> cancelling --the worker stops between two batches--> cancelled
-    cancelled | failed | queued/running/cancelling with no heartbeat for STALL_SECONDS
-        --resume--> queued --> the worker skips every map already stored
+    cancelled | failed | held by a lost worker --resume--> queued
+        --> the worker skips every map already stored
 
 Each claim increments `attempts`; the worker writes progress and the end only while `attempts`
 is still its own, so a worker presumed dead that wakes up cannot overwrite an evaluation another
-worker has taken over. A redelivered message (acks late: its worker died) takes back a RUNNING
-evaluation only once its heartbeat is older than STALL_SECONDS; a fresh heartbeat means the first
-worker is alive, and the message is dropped. Where the broker cannot redeliver (the embedded
-filesystem broker), the Resume button does the same.
+worker has taken over. The worker beats from a thread while it computes (webapp.evaluation.running);
+one that stopped beating for WORK_STALL_SECONDS is lost: the evaluation is shown as stalled and
+the recovery sweeper of any live worker queues it again.
 
 The pairs are planned once, at launch: the distinct (note, task) pairs of the corpus with at
 least one annotation holding evidence spans (restricted to the chosen tasks), at most
@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
-from django.db.models.functions import Coalesce, Now
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from ml.prompts import TEMPLATES
@@ -40,14 +38,12 @@ from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Corpus, Task
 from webapp.evaluation.models import RelevanceEvaluation
-from webapp.pipeline.models import JobStatus, ModelVersion, PeakProfile
+from webapp.lifecycle import queue, units
+from webapp.lifecycle.status import JobStatus
+from webapp.pipeline.models import ModelVersion, PeakProfile
 
 RUN_TASK = "workers.evaluation.run_evaluation"
 ORDER = ("attention", "grad_input", "attnlrp")  # AttnLRP last: it patches the process (lxt)
-# No heartbeat for this long: the worker is presumed dead (Resume is offered, a redelivered
-# message may take the evaluation back). Heartbeats come after every batch of prompts.
-STALL_SECONDS = getattr(settings, "EVALUATION_STALL_SECONDS", 15 * 60)
-RESUMABLE = (JobStatus.CANCELLED, JobStatus.FAILED)
 
 
 class EvaluationError(Exception):
@@ -135,34 +131,33 @@ def launch(spec: EvaluationSpec, actor=None, *, enqueue: bool = True) -> Relevan
     evaluation = RelevanceEvaluation.objects.create(
         corpus=spec.corpus, model_version=spec.model_version, configs=configs, profile=spec.resolved_profile(),
         max_pairs=spec.max_pairs, seed=spec.seed, pairs=pairs, total=len(pairs) * len(configs),
-        created_by=_user(actor),
+        created_by=_user(actor), heartbeat=timezone.now(),  # queued: when it was sent
     )
     evaluation.tasks.set(spec.tasks)
     record(actor, AuditEvent.Action.LAUNCH_JOB, evaluation, what="relevance evaluation", corpus=spec.corpus.pk,
            model=spec.model_version.name, configurations=len(configs), pairs=len(pairs))
     if enqueue:
-        transaction.on_commit(partial(send, evaluation.pk))
+        send_on_commit(evaluation.pk)
     return evaluation
 
 
-def send(evaluation_id: int) -> None:
-    """Hand the evaluation to the relevance queue (by task name: the web process never imports torch)."""
-    from workers.celery_app import app
+def send_on_commit(evaluation_id: int) -> None:
+    """Hand the evaluation to the relevance queue after the commit, by task name (the web process
+    never imports torch); a broker error is said on the evaluation (the recovery sweeper sends it
+    again once the broker is back)."""
+    queue.send_on_commit(RUN_TASK, evaluation_id, on_error=partial(_say_unsent, evaluation_id))
 
-    app.send_task(RUN_TASK, args=[evaluation_id])
+
+def _say_unsent(evaluation_id: int, message: str) -> None:
+    RelevanceEvaluation.objects.filter(pk=evaluation_id, status=JobStatus.QUEUED).update(error=message)
 
 
 @transaction.atomic
 def cancel(evaluation: RelevanceEvaluation, actor=None) -> RelevanceEvaluation:
-    """A queued (or stalled) evaluation is cancelled at once; a running one stops after its batch."""
-    stalled = is_stalled(evaluation)
-    if _move(evaluation.pk, (JobStatus.QUEUED,), status=JobStatus.CANCELLED, finished=Now()) or (
-            stalled and _move(evaluation.pk, (JobStatus.RUNNING, JobStatus.CANCELLING), status=JobStatus.CANCELLED,
-                              finished=Now())):
-        status = JobStatus.CANCELLED
-    elif _move(evaluation.pk, (JobStatus.RUNNING,), status=JobStatus.CANCELLING):
-        status = JobStatus.CANCELLING
-    else:
+    """A queued evaluation (or one held by a lost worker) is cancelled at once; a running one
+    stops after its batch."""
+    status = units.request_cancel(RelevanceEvaluation, evaluation.pk)
+    if status is None:
         evaluation.refresh_from_db(fields=["status"])
         raise EvaluationError(f"Only a queued or running evaluation can be cancelled; this one is "
                               f"{evaluation.get_status_display().lower()}.")
@@ -171,60 +166,34 @@ def cancel(evaluation: RelevanceEvaluation, actor=None) -> RelevanceEvaluation:
     return evaluation
 
 
-def is_stalled(evaluation: RelevanceEvaluation, now=None) -> bool:
-    """Active, yet no sign of life for STALL_SECONDS (its worker died, or none is listening)."""
-    if evaluation.status not in (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING):
-        return False
-    latest = evaluation.heartbeat or max(filter(None, [evaluation.started, evaluation.created]))
-    return (now or timezone.now()) - latest > timedelta(seconds=STALL_SECONDS)
-
-
-def can_resume(evaluation: RelevanceEvaluation) -> bool:
-    return evaluation.status in RESUMABLE or is_stalled(evaluation)
-
-
 @transaction.atomic
 def resume(evaluation: RelevanceEvaluation, actor=None, *, enqueue: bool = True) -> RelevanceEvaluation:
     """Queue the evaluation again; the maps already stored are not computed again."""
-    allowed = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING) if is_stalled(evaluation) else RESUMABLE
-    if not _move(evaluation.pk, allowed, status=JobStatus.QUEUED, finished=None, error="", heartbeat=Now(),
-                 phase="queued again"):
+    if not units.requeue(RelevanceEvaluation, evaluation.pk, phase="queued again"):
         evaluation.refresh_from_db(fields=["status"])
         if evaluation.status == JobStatus.DONE:
             raise EvaluationError("This evaluation is done: there is nothing to resume.")
         raise EvaluationError(f"This evaluation is {evaluation.get_status_display().lower()} and its worker is alive; "
-                              f"it can be resumed once cancelled, failed, or silent for {STALL_SECONDS // 60} minutes.")
+                              f"it can be resumed once cancelled, failed, or silent for {settings.WORK_STALL_SECONDS} "
+                              "seconds.")
     record(actor, AuditEvent.Action.LAUNCH_JOB, evaluation, what="relevance evaluation", resumed=True,
            done=evaluation.done)
     if enqueue:
-        transaction.on_commit(partial(send, evaluation.pk))
+        send_on_commit(evaluation.pk)
     evaluation.status = JobStatus.QUEUED
     return evaluation
 
 
 def claim(evaluation_id: int, worker: str = "") -> RelevanceEvaluation | None:
-    """Atomically take a queued evaluation, or an active one whose heartbeat is stale (its
-    worker died: this is the redelivered message). None: nothing to do for this message."""
-    stale = timezone.now() - timedelta(seconds=STALL_SECONDS)
-    takeable = Q(status=JobStatus.QUEUED) | (Q(status__in=(JobStatus.RUNNING, JobStatus.CANCELLING)) & (
-        Q(heartbeat__lt=stale) | Q(heartbeat__isnull=True, started__lt=stale)))
-    claimed = RelevanceEvaluation.objects.filter(takeable, pk=evaluation_id).update(
-        status=JobStatus.RUNNING, attempts=F("attempts") + 1, worker=worker[:200], heartbeat=Now(),
-        started=Coalesce(F("started"), Now()), finished=None, error="", phase="starting")
-    if not claimed:
-        return None
-    return RelevanceEvaluation.objects.select_related("corpus", "model_version", "profile").get(pk=evaluation_id)
-
-
-def owned(evaluation: RelevanceEvaluation):
-    """The evaluation's row while this attempt still holds it (running or cancelling)."""
-    return RelevanceEvaluation.objects.filter(pk=evaluation.pk, attempts=evaluation.attempts,
-                                              status__in=(JobStatus.RUNNING, JobStatus.CANCELLING))
+    """Take a queued evaluation, or one whose worker is lost (webapp.lifecycle.units.claim).
+    None: nothing to do for this message."""
+    return units.claim(RelevanceEvaluation, evaluation_id, worker,
+                       select_related=("corpus", "model_version", "profile"), error="", phase="starting")
 
 
 def report(evaluation: RelevanceEvaluation, **fields) -> bool:
     """Progress from the attempt that holds the evaluation; False if it no longer does."""
-    return owned(evaluation).update(heartbeat=Now(), **fields) == 1
+    return units.beat(evaluation, **fields) is not None
 
 
 def cancel_requested(evaluation: RelevanceEvaluation) -> bool:
@@ -232,28 +201,22 @@ def cancel_requested(evaluation: RelevanceEvaluation) -> bool:
 
 
 def finish(evaluation: RelevanceEvaluation, result: dict) -> bool:
-    return owned(evaluation).update(status=JobStatus.DONE, result=result, finished=Now(), heartbeat=Now(),
-                                    phase="done") == 1
+    return units.finish(evaluation, result=result, phase="done")
 
 
 def cancelled(evaluation: RelevanceEvaluation) -> bool:
-    return owned(evaluation).update(status=JobStatus.CANCELLED, finished=Now(), heartbeat=Now(),
-                                    phase="cancelled: Resume continues where it stopped") == 1
+    return units.cancelled(evaluation, phase="cancelled: Resume continues where it stopped")
 
 
 def release(evaluation: RelevanceEvaluation) -> bool:
-    """Back to the queue after a temporary problem (the task retries)."""
-    return owned(evaluation).filter(status=JobStatus.RUNNING).update(
-        status=JobStatus.QUEUED, phase="waiting to retry after a temporary problem") == 1
+    """Back to the queue after a temporary problem (the task retries). Not while cancelling: the
+    retry would lose the cancel."""
+    return units.owned(evaluation).filter(status=JobStatus.RUNNING).update(
+        status=JobStatus.QUEUED, heartbeat=Now(), phase="waiting to retry after a temporary problem") == 1
 
 
 def fail(evaluation: RelevanceEvaluation, message: str) -> bool:
-    return owned(evaluation).update(status=JobStatus.FAILED, error=message[:2000], finished=Now(),
-                                    heartbeat=Now()) == 1
-
-
-def _move(evaluation_id: int, from_statuses, **changes) -> bool:
-    return RelevanceEvaluation.objects.filter(pk=evaluation_id, status__in=from_statuses).update(**changes) == 1
+    return units.fail(evaluation, message[:2000])
 
 
 def _user(actor):

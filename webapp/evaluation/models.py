@@ -9,18 +9,18 @@ jobs write, so nothing is computed twice), then scores them with ml.localisation
 profile and stores the result (`result`, see webapp.evaluation.running).
 
 Progress lives in a few columns the worker updates: `done` of `total` prompts (pairs x
-configurations; maps already stored count as done), `phase`, `heartbeat`.
+configurations; maps already stored count as done), `phase`, and the status, attempts, worker
+and heartbeat of every unit of long work (webapp.lifecycle.WorkUnit).
 """
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from webapp.pipeline.models import JobStatus
+from webapp.lifecycle.models import WorkUnit
+from webapp.lifecycle.status import JobStatus
 
-ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING)
 
-
-class RelevanceEvaluation(models.Model):
+class RelevanceEvaluation(WorkUnit):
     corpus = models.ForeignKey("corpus.Corpus", on_delete=models.PROTECT, related_name="relevance_evaluations")
     model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT,
                                       related_name="relevance_evaluations")
@@ -33,20 +33,13 @@ class RelevanceEvaluation(models.Model):
     seed = models.IntegerField(default=0, help_text="draws the pairs, the bootstrap and the random baseline")
     pairs = models.JSONField(default=list, help_text="[[note id, task id], ...] planned at launch, sorted")
 
-    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
     phase = models.CharField(max_length=200, blank=True, help_text="what the worker is doing now")
     done = models.PositiveIntegerField(default=0, help_text="prompts processed (map stored, or skipped as unusable)")
     total = models.PositiveIntegerField(default=0, help_text="pairs x configurations")
     seconds_per_prompt = models.FloatField(null=True, blank=True, help_text="measured by the current attempt")
-    attempts = models.PositiveSmallIntegerField(default=0)
-    worker = models.CharField(max_length=200, blank=True)
-    heartbeat = models.DateTimeField(null=True, blank=True, help_text="last sign of life from the worker")
     result = models.JSONField(default=dict, blank=True, help_text="ml.localisation's result (see running.py)")
-    error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
-    started = models.DateTimeField(null=True, blank=True)
-    finished = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]
@@ -61,17 +54,14 @@ class RelevanceEvaluation(models.Model):
         return f"relevance evaluation {self.pk} ({self.status})"
 
     @property
-    def is_active(self) -> bool:
-        return self.status in ACTIVE
-
-    @property
     def percent(self) -> int:
         return min(100, int(100 * self.done / self.total)) if self.total else 0
 
     @property
     def eta_seconds(self) -> float | None:
-        """Time left computing maps, at the current attempt's pace (None: not measured yet)."""
-        if not self.is_active or not self.seconds_per_prompt:
+        """Time left computing maps, at the current attempt's pace (None: not measured yet, or
+        nobody computing: never a live estimate for a lost worker)."""
+        if self.status != JobStatus.RUNNING or self.is_stalled or not self.seconds_per_prompt:
             return None
         return (self.total - self.done) * self.seconds_per_prompt
 

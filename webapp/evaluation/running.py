@@ -1,11 +1,14 @@
 """The worker side of an evaluation: compute the missing maps of each configuration, then score.
 
-`execute(evaluation, get_model)` (the evaluation claimed by this attempt, see evaluations.claim):
+`execute(evaluation, get_model)` (the evaluation claimed by this attempt, see evaluations.claim)
+runs inside a heartbeat (webapp.lifecycle.heartbeat): a thread beats for it every
+WORK_HEARTBEAT_SECONDS whatever the batch in hand, so a slow batch (AttnLRP on a CPU) is never
+taken for a lost worker. Then:
 1. For each configuration, in the stored order (AttnLRP last), the planned pairs with no stored
    map are computed with ml.relevance.compute_relevance(loaded, notes, tasks, config) and
-   upserted every STORE_EVERY prompts (webapp.evaluation.maps), with a heartbeat and progress
-   after each batch. A pair whose prompt cannot be built (ValueError: e.g. an empty note) is
-   skipped and listed in the result's `problems` (ids only). Cancel is honoured between batches.
+   upserted every STORE_EVERY prompts (webapp.evaluation.maps), with progress after each batch.
+   A pair whose prompt cannot be built (ValueError: e.g. an empty note) is skipped and listed
+   in the result's `problems` (ids only). Cancel is honoured between batches.
    Maps already stored (by an earlier attempt, or by relevance jobs of the same configuration)
    are not computed again: a crash, a cancel or a lost worker loses at most one batch.
 2. Scoring: for batches of SCORE_BATCH pairs, each configuration's maps, the note texts and the
@@ -33,11 +36,12 @@ from ml.localisation import Evaluation, Pair, label, nan_to_none, peak_rule
 from ml.relevance import RelevanceConfig
 from webapp.corpus.models import Annotation, Note, Task
 from webapp.evaluation import evaluations, maps
+from webapp.lifecycle.heartbeat import Heartbeat
 from webapp.pipeline.chunks import compute_pairs
 from webapp.evaluation.evaluations import EvaluationError
 from webapp.evaluation.models import RelevanceEvaluation
 
-STORE_EVERY = 16  # prompts computed between two writes of maps (and heartbeats)
+STORE_EVERY = 16  # prompts computed between two writes of maps (and of progress)
 SCORE_BATCH = 1000  # pairs whose maps are read and scored at once
 MAX_PROBLEMS = 50
 
@@ -45,6 +49,11 @@ MAX_PROBLEMS = 50
 def execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Callable | None = None) -> str:
     """Run a claimed evaluation to its end: "done", "cancelled", or "lost" (another attempt
     holds it now). Raises on failure; the caller records it (evaluations.fail)."""
+    with Heartbeat(evaluation):
+        return _execute(evaluation, get_model, compute)
+
+
+def _execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Callable | None) -> str:
     if compute is None:
         from ml.relevance import compute_relevance as compute
     configs = [RelevanceConfig.from_dict(c) for c in evaluation.configs]
@@ -90,8 +99,7 @@ def execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Calla
 
 def score(evaluation: RelevanceEvaluation, configs: Sequence[RelevanceConfig], pairs: Sequence[tuple]) -> dict | None:
     """ml.localisation's result for the stored maps of every configuration (see the module doc);
-    None when this attempt lost the evaluation meanwhile (it beats after every batch of pairs, so
-    a long scoring phase is never taken for a dead worker)."""
+    None when this attempt lost the evaluation meanwhile (checked after every batch of pairs)."""
     profile = evaluation.profile
     scorer = Evaluation(peak_rule(profile.params), seed=evaluation.seed)
     missing = {config.key: 0 for config in configs}

@@ -38,7 +38,7 @@ def evaluation_detail(request, evaluation_id):
     """The page, or (htmx poll) its live part; the poll ends (286) once the evaluation has ended."""
     evaluation = evaluation_for(request.user, evaluation_id)
     context = {"nav": "evaluation", "evaluation": evaluation, "ended": not evaluation.is_active,
-               "stalled": evaluations.is_stalled(evaluation), "resumable": evaluations.can_resume(evaluation)}
+               "stalled": evaluation.is_stalled}
     if request.htmx:
         fragment = render(request, "evaluation/detail.html#live", context)
         # Once it has ended the whole page changes (the result appears): the fragment asks for a reload.

@@ -1,15 +1,17 @@
 """The worker side of a relevance job: claim a chunk, compute its missing maps, store them.
 
-Every step is safe to repeat, because a broker may deliver a chunk's message more than once
-(acks_late: a message whose worker died is delivered again):
-* `claim()` moves the chunk pending/running -> running in one conditional UPDATE and counts
-  the attempt; a chunk already DONE, SKIPPED or FAILED is left alone (the message is a
-  duplicate). A chunk of a cancelling/cancelled job is SKIPPED instead.
-* `run()` computes only the pairs with no stored map of the job's configuration (a redelivered
-  chunk resumes where the dead worker stopped), with the job's ml.relevance.RelevanceConfig,
+Every step is safe to repeat, because a chunk's message may come more than once (a broker
+redelivers a message whose worker died; the recovery sweeper sends a lost chunk again):
+* `claim()` takes a queued chunk, or one whose worker was lost, in one conditional UPDATE
+  (webapp.lifecycle.units.claim); a chunk held by a live worker, or ended, is left alone (the
+  message is a duplicate). A chunk of a cancelling/cancelled job ends cancelled instead.
+* `run()` computes only the pairs with no stored map of the job's configuration (a chunk taken
+  over resumes where the lost worker stopped), with the job's ml.relevance.RelevanceConfig,
   and writes maps every STORE_EVERY prompts by upsert on the maps' unique key (note, task,
-  model version, config key), so nothing is ever written twice.
-* `finish()` / `fail()` / `release()` end the attempt and let `jobs.settle()` derive the job.
+  model version, config key), so nothing is ever written twice. It runs inside the worker's
+  Heartbeat and stops writing as soon as the chunk was taken over.
+* `finish()` / `fail()` / `release()` end the attempt (only the attempt that holds the chunk)
+  and count it on the job in the same transaction (`jobs.count_chunk_end`, `jobs.settle`).
 
 Nothing here logs or stores note text: problems name note and task ids only.
 """
@@ -21,10 +23,12 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Callable
 
-from django.db.models import F
-from django.utils import timezone
+from django.db import transaction
+from django.db.models import F, Q
+from django.db.models.functions import Now
 
 from webapp.corpus.models import Note, Task
+from webapp.lifecycle import units
 from webapp.pipeline import jobs
 from webapp.pipeline.models import JobStatus, RelevanceChunk, RelevanceMap
 
@@ -42,31 +46,28 @@ class Outcome:
     computed: int = 0  # maps written by this attempt
     already: int = 0  # pairs that had a map before this attempt
     problems: list[str] = field(default_factory=list)  # plain words, ids only
+    taken_over: bool = False  # another worker took the chunk over (this one was presumed lost)
 
 
 def claim(chunk_id: int, worker: str = "") -> RelevanceChunk | None:
     """The chunk to run now (with its job), or None when there is nothing to do."""
-    now = timezone.now()
-    claimable = RelevanceChunk.objects.filter(pk=chunk_id, status__in=(Chunk.PENDING, Chunk.RUNNING))
-    claimed = claimable.filter(attempts__lt=MAX_ATTEMPTS).update(
-        status=Chunk.RUNNING, attempts=F("attempts") + 1, worker=worker[:200], started=now, finished=None,
-    )
-    if not claimed:
-        # Conditioned on the attempts too: the chunk may have become pending (a Resume) since
-        # the first UPDATE looked, and then it is the resumed chunk's message that claims it.
-        gave_up = claimable.filter(attempts__gte=MAX_ATTEMPTS).update(
-            status=Chunk.FAILED, finished=now,
-            error=f"Gave up after {MAX_ATTEMPTS} attempts: the worker stopped during each one "
-                  "(out of memory, or killed). Try smaller chunks, then Resume.",
-        )
-        if gave_up:
-            jobs.settle(RelevanceChunk.objects.get(pk=chunk_id).job_id)
+    claimable = RelevanceChunk.objects.filter(Q(status=Chunk.QUEUED) | units.lost(), pk=chunk_id)
+    worn_out = claimable.filter(attempts__gte=F("attempts_before_resume") + MAX_ATTEMPTS)
+    with transaction.atomic():
+        gave_up = worn_out.select_for_update().first()
+        if gave_up is not None and worn_out.update(
+                status=Chunk.FAILED, finished=Now(),
+                error=f"Gave up after {MAX_ATTEMPTS} attempts: the worker stopped during each one "
+                      "(out of memory, or killed). Try smaller chunks, then Resume."):
+            jobs.count_chunk_end(gave_up, Chunk.FAILED)
+    if gave_up is not None:
+        jobs.settle(gave_up.job_id)
         return None
-    chunk = RelevanceChunk.objects.select_related("job", "job__model_version").get(pk=chunk_id)
-    stopping = (JobStatus.CANCELLING, JobStatus.CANCELLED)
-    if chunk.job.status in stopping and RelevanceChunk.objects.filter(
-            pk=chunk_id, status=Chunk.RUNNING, job__status__in=stopping).update(status=Chunk.SKIPPED, finished=now):
-        jobs.settle(chunk.job_id)  # (a Resume since the job was read makes the UPDATE match nothing: run it)
+    chunk = units.claim(RelevanceChunk, chunk_id, worker, select_related=("job", "job__model_version"))
+    if chunk is None:
+        return None
+    if chunk.job.status in (JobStatus.CANCELLING, JobStatus.CANCELLED):
+        _end(chunk, Chunk.CANCELLED)
         return None
     jobs.mark_running(chunk.job_id)
     return chunk
@@ -84,9 +85,10 @@ def todo(chunk: RelevanceChunk) -> list[tuple[int, int]]:
     return [pair for pair in pairs if pair not in stored]
 
 
-def run(chunk: RelevanceChunk, get_model: Callable, compute: Callable | None = None) -> Outcome:
+def run(chunk: RelevanceChunk, get_model: Callable, compute: Callable | None = None, heart=None) -> Outcome:
     """Compute and store the chunk's missing maps. get_model() -> ml.models.LoadedModel is
-    called only if something is left to compute; compute defaults to ml.relevance's."""
+    called only if something is left to compute; compute defaults to ml.relevance's. With the
+    worker's `heart` (webapp.lifecycle.heartbeat), stop as soon as the chunk was taken over."""
     if compute is None:
         from ml.relevance import compute_relevance as compute
     job, outcome = chunk.job, Outcome()
@@ -106,7 +108,12 @@ def run(chunk: RelevanceChunk, get_model: Callable, compute: Callable | None = N
     it = iter(runnable)
     while batch := list(islice(it, STORE_EVERY)):
         done = compute_pairs(loaded, compute, batch, texts, descriptions, config, outcome.problems)
+        if heart is not None and heart.lost:  # upserts are harmless, but the new holder writes them
+            outcome.taken_over = True
+            return outcome
         outcome.computed += store(chunk, done)
+        if heart is not None:
+            heart.report()
     return outcome
 
 
@@ -128,26 +135,30 @@ def store(chunk: RelevanceChunk, computed: list) -> int:
     return len(maps)
 
 
-def finish(chunk: RelevanceChunk, seconds: float, outcome: Outcome) -> None:
-    RelevanceChunk.objects.filter(pk=chunk.pk, status=Chunk.RUNNING).update(
-        status=Chunk.DONE, seconds=round(seconds, 3), finished=timezone.now(),
-        error=" ".join(outcome.problems)[:2000],
-    )
-    jobs.settle(chunk.job_id)
+def finish(chunk: RelevanceChunk, seconds: float, outcome: Outcome) -> bool:
+    return _end(chunk, Chunk.DONE, seconds=round(seconds, 3), error=" ".join(outcome.problems)[:2000])
 
 
-def fail(chunk_id: int, message: str) -> None:
+def fail(chunk: RelevanceChunk, message: str) -> bool:
     """The attempt failed for good: the job shows the message; Resume runs the chunk again."""
-    updated = RelevanceChunk.objects.filter(pk=chunk_id, status=Chunk.RUNNING).update(
-        status=Chunk.FAILED, finished=timezone.now(), error=message[:2000],
-    )
-    if updated:
-        jobs.settle(RelevanceChunk.objects.values_list("job_id", flat=True).get(pk=chunk_id))
+    return _end(chunk, Chunk.FAILED, error=message[:2000])
 
 
-def release(chunk_id: int, message: str) -> None:
-    """A temporary problem: back to pending until the retry's message comes."""
-    RelevanceChunk.objects.filter(pk=chunk_id, status=Chunk.RUNNING).update(status=Chunk.PENDING, error=message[:2000])
+def release(chunk: RelevanceChunk, message: str) -> bool:
+    """A temporary problem: back to queued until the retry's message comes."""
+    return units.release(chunk, message[:2000])
+
+
+def _end(chunk: RelevanceChunk, status: str, **fields) -> bool:
+    """End this attempt of the chunk and count it on the job, in one transaction; then settle
+    the job. False when the attempt no longer held the chunk (nothing is counted twice)."""
+    with transaction.atomic():
+        ended = units.owned(chunk).update(status=status, finished=Now(), heartbeat=Now(), **fields) == 1
+        if ended:
+            jobs.count_chunk_end(chunk, status, fields.get("seconds") or 0.0)
+    if ended:
+        jobs.settle(chunk.job_id)
+    return ended
 
 
 def failure_message(exc: BaseException, chunk: RelevanceChunk | None = None) -> str:

@@ -1,55 +1,54 @@
-"""Relevance jobs: what a job asks for, planning it into chunks, launch, cancel, resume, settle.
+"""Relevance jobs: what a job asks for, launch, cancel, resume, and how a job ends.
 
 A job is the prompts (note, task) of a corpus selection x a task selection, for one model
-version, method and template. `launch()` plans them ONCE, streaming over the notes by keyset
-(ids and external ids only, never note text), into RelevanceChunk rows of `chunk_size` pairs,
-and after the commit enqueues one Celery task per chunk (`workers.relevance.run_chunk`).
-The worker side of a chunk (claim, compute, store) is in `webapp.pipeline.chunks`.
+version and relevance configuration. `launch()` only checks the request and creates the job
+(status "planning"); a worker plans it (webapp.pipeline.planning: chunks of `chunk_size`
+pairs, streamed over the notes by keyset, never note text) and sends one message per chunk
+(`workers.relevance.run_chunk`), so a job of millions of prompts launches from the web page at
+once. The worker side of a chunk (claim, compute, store) is in `webapp.pipeline.chunks`.
 
-Job status only moves through atomic conditional updates (`filter(pk=, status=).update()`),
-so two workers, or a worker and a person pressing Cancel, can never both win a transition:
+Statuses move only through atomic conditional updates, so two workers, or a worker and a person
+pressing Cancel, never both win a transition:
 
-    queued --first chunk claimed--> running --no chunk pending/running--> done | failed
-    queued/running --cancel--> cancelling --no chunk running--> cancelled
-    cancelling/cancelled/failed (or stalled queued/running) --resume--> queued
+    planning --planned--> queued --first chunk claimed--> running --every chunk ended--> done | failed
+    planning --cancel--> cancelled
+    queued/running --cancel--> cancelling --every chunk ended--> cancelled
+    cancelled/failed (or a lost worker) --resume--> queued (or planning, if never planned)
 
-`job.done` is derived: the sum of the sizes of its DONE chunks, recomputed by `settle()` in
-one UPDATE after every chunk, never incremented.
+Counters: a chunk that ends adds itself to the job's counters (done prompts, chunks done / failed
+/ cancelled, seconds) in the same transaction as its own end, one UPDATE; `settle()` ends the job
+when the counted chunks reach `chunk_count`. Neither ever sums over the chunks, so finishing a
+chunk and polling the job page cost the same for 10 chunks or 300,000.
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import timedelta
-from functools import partial
 
-from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, Exists, F, Max, OuterRef, Q, Subquery, Sum, Value, When
-from django.db.models.functions import Coalesce, Now
-from django.utils import timezone
+from django.db.models import Case, Count, F, Q, Sum, Value, When
+from django.db.models.functions import Now
 
-from ml.masking import sample_tasks
+from ml.masking import sample_tasks  # noqa: F401 - re-exported for the planner and tests
 from ml.prompts import template_label
 from ml.relevance import ConfigError, RelevanceConfig
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus, Note, Task
+from webapp.lifecycle import queue, units
+from webapp.lifecycle.status import RESUMABLE
 from webapp.pipeline.models import JobStatus, ModelVersion, RelevanceChunk, RelevanceJob
 
 log = logging.getLogger(__name__)
 
 RUN_CHUNK = "workers.relevance.run_chunk"
+PLAN_JOB = "workers.relevance.plan_job"
 MAX_CHUNK_SIZE = 5000
+NOTE_FILTER_KEYS = ("ids", "external_ids", "limit")
+SEND_BATCH = 10_000  # chunk messages sent per connection
 NOTE_BATCH = 2000  # notes read per keyset query while planning
-PAIRS_PER_WRITE = 50_000  # chunk rows are written in bulk once this many pairs are buffered
-# A queued/running job with no chunk started or finished for this long may be resumed.
-STALL_SECONDS = getattr(settings, "RELEVANCE_STALL_SECONDS", 15 * 60)
 
 Chunk = RelevanceChunk.Status
-ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING)
-RESUMABLE = (JobStatus.CANCELLING, JobStatus.CANCELLED, JobStatus.FAILED)
-NOTE_FILTER_KEYS = ("ids", "external_ids", "limit")
 
 
 class JobError(Exception):
@@ -118,7 +117,7 @@ class JobSpec:
         note_problem = _note_filter_problem(self.note_filter)
         if note_problem:
             problems["note_filter"] = note_problem
-        elif not _notes(self.corpus, self.note_filter).exists():
+        elif not selected_notes(self.corpus, self.note_filter).exists():
             problems["note_filter"] = f"No note of corpus {self.corpus.name} matches this selection."
         return problems
 
@@ -131,8 +130,9 @@ def normalise_template(text: str) -> str:
 
 @transaction.atomic
 def launch(spec: JobSpec, actor=None, *, enqueue: bool = True) -> RelevanceJob:
-    """Create the job, plan its chunks and, after the commit, enqueue them.
-    enqueue=False leaves the chunks pending (scripts that run them in-process)."""
+    """Create the job (status planning) and, after the commit, send it to a planner. Answers at
+    once whatever the size of the job. enqueue=False leaves the planning to the caller
+    (`planning.plan_now`: scripts and tests that run the job in-process)."""
     problems = spec.problems()
     if problems:
         raise JobError(" ".join(problems.values()))
@@ -141,151 +141,150 @@ def launch(spec: JobSpec, actor=None, *, enqueue: bool = True) -> RelevanceJob:
     job = RelevanceJob(
         corpus=spec.corpus, model_version=spec.model_version, task_selection=spec.task_selection,
         sample_k=spec.sample_k, seed=spec.seed, note_filter=spec.note_filter, chunk_size=spec.chunk_size,
-        created_by=_user(actor),
+        created_by=_user(actor), status=JobStatus.PLANNING, heartbeat=Now(),
     )
     job.set_config(config)
     job.save()
-    pool = spec.task_pool()
-    job.tasks.set(pool)
-    total = plan(job, pool)
+    job.tasks.set(spec.task_pool())
     record(actor, AuditEvent.Action.LAUNCH_JOB, job, corpus=spec.corpus.pk, model=spec.model_version.name,
-           method=spec.method, explain=config.explain, config=config.key, prompts=total, chunks=job.chunks.count())
+           method=spec.method, explain=config.explain, config=config.key, note_filter=spec.note_filter,
+           task_selection=spec.task_selection)
     if enqueue:
-        transaction.on_commit(partial(enqueue_pending, job.pk))
+        queue.send_on_commit(PLAN_JOB, job.pk, on_error=_say_queue_error(job.pk))
     return job
 
 
-def plan(job: RelevanceJob, pool: list[Task]) -> int:
-    """Write the job's chunks from its notes x tasks; set and return job.total."""
-    slugs = [task.slug for task in pool]
-    ids = {task.slug: task.pk for task in pool}
-    chunks, pending, total, index = [], [], 0, 0
-    for note_id, external_id in _note_keys(job.corpus, job.note_filter):
-        if job.task_selection == RelevanceJob.TaskSelection.SAMPLE:
-            chosen = sample_tasks(external_id, slugs, k=job.sample_k, seed=job.seed)
-        else:
-            chosen = slugs
-        for slug in chosen:
-            pending.append([note_id, ids[slug]])
-            if len(pending) == job.chunk_size:
-                chunks.append(RelevanceChunk(job=job, index=index, pairs=pending, size=len(pending)))
-                total, index, pending = total + len(pending), index + 1, []
-                if len(chunks) * job.chunk_size >= PAIRS_PER_WRITE:
-                    RelevanceChunk.objects.bulk_create(chunks)
-                    chunks = []
-    if pending:
-        chunks.append(RelevanceChunk(job=job, index=index, pairs=pending, size=len(pending)))
-        total += len(pending)
-    RelevanceChunk.objects.bulk_create(chunks)
-    if total == 0:
-        raise JobError("The selection has no prompts.")
-    RelevanceJob.objects.filter(pk=job.pk).update(total=total)
-    job.total = total
-    return total
+def _say_queue_error(job_id: int):
+    """on_error for a send: the job page says the queue was unreachable (the sweeper retries)."""
+    return lambda message: RelevanceJob.objects.filter(pk=job_id).update(error=message)
 
 
-def enqueue_pending(job_id: int) -> int:
-    """Send one run_chunk message per pending chunk of the job. Returns the count sent.
-    If the broker cannot be reached, the job says so and Resume sends them again."""
-    from workers.celery_app import app
-
-    ids = RelevanceChunk.objects.filter(job_id=job_id, status=Chunk.PENDING).values_list("pk", flat=True)
-    sent = 0
+def enqueue_chunks(job_id: int) -> int:
+    """Send one run_chunk message per queued chunk of the job. Returns the count sent. If the
+    broker cannot be reached, the job says so; the recovery sweeper sends them once it is back."""
+    ids = RelevanceChunk.objects.filter(job_id=job_id, status=Chunk.QUEUED).values_list("pk", flat=True)
+    sent, batch = 0, []
     try:
-        with app.producer_or_acquire() as producer:
-            for chunk_id in ids.iterator(chunk_size=2000):
-                app.send_task(RUN_CHUNK, args=[chunk_id], producer=producer)
-                sent += 1
-    except Exception as exc:  # kombu raises several connection error types
-        log.error("job %s: could not enqueue chunks (%s)", job_id, type(exc).__name__)
-        RelevanceJob.objects.filter(pk=job_id).update(
-            error=f"The task queue could not be reached ({type(exc).__name__}); {sent} chunks were sent. "
-                  "Press Resume when the queue is back.")
+        for chunk_id in ids.iterator(chunk_size=SEND_BATCH):
+            batch.append(chunk_id)
+            if len(batch) == SEND_BATCH:
+                sent += queue.send(RUN_CHUNK, *batch)
+                batch = []
+        sent += queue.send(RUN_CHUNK, *batch) if batch else 0
+    except queue.QueueUnavailable as exc:
+        RelevanceJob.objects.filter(pk=job_id).update(error=str(exc))
     return sent
 
 
 @transaction.atomic
 def cancel(job: RelevanceJob, actor=None) -> RelevanceJob:
-    """Stop the job between chunks: running chunks finish, the others are skipped."""
+    """Stop the job: a job being planned ends at once; otherwise running chunks finish and the
+    queued ones are cancelled (their messages find them cancelled)."""
+    if RelevanceJob.objects.filter(pk=job.pk, status=JobStatus.PLANNING).update(
+            status=JobStatus.CANCELLED, finished=Now()):
+        record(actor, AuditEvent.Action.CANCEL_JOB, job, skipped_chunks=0, planning=True)
+        job.status = JobStatus.CANCELLED
+        return job
     if not _move(job.pk, (JobStatus.QUEUED, JobStatus.RUNNING), status=JobStatus.CANCELLING):
         job.refresh_from_db(fields=["status"])
         raise JobError(f"Only a queued or running job can be cancelled; this one is {job.get_status_display().lower()}.")
-    # Messages of these chunks may still be queued: they will find the chunk skipped.
-    skipped = job.chunks.filter(status=Chunk.PENDING).update(status=Chunk.SKIPPED, finished=timezone.now())
+    skipped = job.chunks.filter(status=Chunk.QUEUED).update(status=Chunk.CANCELLED, finished=Now())
+    RelevanceJob.objects.filter(pk=job.pk).update(chunks_cancelled=F("chunks_cancelled") + skipped)
     record(actor, AuditEvent.Action.CANCEL_JOB, job, skipped_chunks=skipped)
-    transaction.on_commit(partial(settle, job.pk))
+    transaction.on_commit(lambda: settle(job.pk))
     job.status = JobStatus.CANCELLING
     return job
 
 
-def is_stalled(job: RelevanceJob, now=None) -> bool:
-    """Queued or running, yet no chunk started or finished for STALL_SECONDS (its worker
-    died and the broker did not, or cannot, redeliver)."""
-    if job.status not in (JobStatus.QUEUED, JobStatus.RUNNING):
-        return False
-    now = now or timezone.now()
-    seen = job.chunks.aggregate(started=Max("started"), finished=Max("finished"))
-    latest = max(filter(None, [seen["started"], seen["finished"], job.started, job.created]))
-    return now - latest > timedelta(seconds=STALL_SECONDS)
-
-
 def can_resume(job: RelevanceJob) -> bool:
-    return job.status in RESUMABLE or is_stalled(job)
+    """Cancelled, failed, cancelling (its running chunks may finish), or a worker was lost."""
+    return job.status in (*RESUMABLE, JobStatus.CANCELLING) or job.stalled_since() is not None
 
 
 @transaction.atomic
 def resume(job: RelevanceJob, actor=None, *, enqueue: bool = True) -> int:
-    """Run again every chunk that is not DONE (pending, skipped, failed, stale running).
-    Returns the number of chunks enqueued. Maps already stored are not recomputed."""
-    stalled = is_stalled(job)
-    allowed = (JobStatus.QUEUED, JobStatus.RUNNING) if stalled else RESUMABLE
-    if not _move(job.pk, allowed, status=JobStatus.QUEUED, finished=None, error=""):
-        job.refresh_from_db(fields=["status"])
+    """Run again every chunk that did not finish (cancelled, failed, or held by a lost worker);
+    a job whose planning never finished is planned again. Returns the number of chunks queued.
+    Maps already stored are not computed again."""
+    job.refresh_from_db()
+    if not can_resume(job):
         if job.status == JobStatus.DONE:
             raise JobError("This job is done: there is nothing to resume.")
-        raise JobError(f"This job is {job.get_status_display().lower()} and still making progress; "
-                       f"it can be resumed once cancelled, failed, or stalled for {STALL_SECONDS // 60} minutes.")
-    again = Q(status__in=(Chunk.PENDING, Chunk.SKIPPED, Chunk.FAILED))
-    if stalled:
-        again |= Q(status=Chunk.RUNNING)  # its worker is gone: nothing moved for STALL_SECONDS
-    count = job.chunks.filter(again).update(status=Chunk.PENDING, attempts=0, error="", finished=None)
-    record(actor, AuditEvent.Action.LAUNCH_JOB, job, resumed=True, chunks=count)
+        raise JobError(f"This job is {job.get_status_display().lower()} and its workers are alive; it can be "
+                       "resumed once cancelled, failed, or when a worker is lost.")
+    if not job.chunk_count:  # never planned to the end
+        if not _move(job.pk, (*RESUMABLE, JobStatus.PLANNING), status=JobStatus.PLANNING, worker="", error="",
+                     finished=None, heartbeat=Now()):
+            raise JobError("This job changed meanwhile; reload the page.")
+        record(actor, AuditEvent.Action.LAUNCH_JOB, job, resumed=True, planning=True)
+        if enqueue:
+            queue.send_on_commit(PLAN_JOB, job.pk, on_error=_say_queue_error(job.pk))
+        job.status = JobStatus.PLANNING
+        return 0
+    if not _move(job.pk, (*RESUMABLE, JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING),
+                 status=JobStatus.QUEUED, finished=None, error=""):
+        raise JobError("This job changed meanwhile; reload the page.")
+    chunks = job.chunks.all()
+    again = {"heartbeat": Now(), "error": "", "finished": None}
+    again["attempts_before_resume"] = F("attempts")  # attempts never go back: see RelevanceChunk
+    cancelled = chunks.filter(status=Chunk.CANCELLED).update(status=Chunk.QUEUED, **again)
+    failed = chunks.filter(status=Chunk.FAILED).update(status=Chunk.QUEUED, **again)
+    lost = chunks.filter(units.lost()).update(status=Chunk.QUEUED, **again)
+    recount(job.pk)
+    record(actor, AuditEvent.Action.LAUNCH_JOB, job, resumed=True, chunks=cancelled + failed + lost)
     if enqueue:
-        transaction.on_commit(partial(enqueue_pending, job.pk))
-    transaction.on_commit(partial(settle, job.pk))
+        transaction.on_commit(lambda: enqueue_chunks(job.pk))
+    transaction.on_commit(lambda: settle(job.pk))
     job.status = JobStatus.QUEUED
-    return count
+    return cancelled + failed + lost
 
 
 def mark_running(job_id: int) -> None:
     """The first claimed chunk moves the job from queued to running."""
-    _move(job_id, (JobStatus.QUEUED,), status=JobStatus.RUNNING, started=Coalesce(F("started"), Now()))
+    RelevanceJob.objects.filter(pk=job_id, status=JobStatus.QUEUED, started__isnull=True).update(started=Now())
+    _move(job_id, (JobStatus.QUEUED,), status=JobStatus.RUNNING)
+
+
+def count_chunk_end(chunk: RelevanceChunk, status: str, seconds: float = 0.0) -> None:
+    """Add an ended chunk to its job's counters; call in the transaction that ended it."""
+    field = {Chunk.DONE: "chunks_done", Chunk.FAILED: "chunks_failed", Chunk.CANCELLED: "chunks_cancelled"}[status]
+    changes = {field: F(field) + 1}
+    if status == Chunk.DONE:
+        changes.update(done=F("done") + chunk.size, seconds_done=F("seconds_done") + seconds)
+    RelevanceJob.objects.filter(pk=chunk.job_id).update(**changes)
+
+
+def recount(job_id: int) -> None:
+    """Set the job's counters from its chunks: one aggregate over them, so only where that is
+    rare (Resume), never per chunk."""
+    ended = RelevanceChunk.objects.filter(job_id=job_id).aggregate(
+        total=Count("pk"), done=Count("pk", filter=Q(status=Chunk.DONE)),
+        failed=Count("pk", filter=Q(status=Chunk.FAILED)), cancelled=Count("pk", filter=Q(status=Chunk.CANCELLED)),
+        prompts=Sum("size", filter=Q(status=Chunk.DONE)), seconds=Sum("seconds", filter=Q(status=Chunk.DONE)))
+    RelevanceJob.objects.filter(pk=job_id).update(
+        chunk_count=ended["total"], chunks_done=ended["done"], chunks_failed=ended["failed"],
+        chunks_cancelled=ended["cancelled"], done=ended["prompts"] or 0, seconds_done=ended["seconds"] or 0.0)
 
 
 def settle(job_id: int) -> None:
-    """Derive job.done from the DONE chunks, then end the job if no chunk is pending or
-    running: done (all chunks done), cancelled (it was cancelling, or chunks were skipped),
-    or failed (chunks failed). Two UPDATE statements; safe to call any number of times."""
-    chunks = RelevanceChunk.objects.filter(job=OuterRef("pk"))
-    done_sum = chunks.filter(status=Chunk.DONE).values("job").annotate(s=Sum("size")).values("s")
-    RelevanceJob.objects.filter(pk=job_id).update(done=Coalesce(Subquery(done_sum), 0))
-    ended = (
-        RelevanceJob.objects.filter(pk=job_id, status__in=ACTIVE)
-        .exclude(Exists(chunks.filter(status__in=(Chunk.PENDING, Chunk.RUNNING))))
-        .update(
-            status=Case(
-                When(~Exists(chunks.exclude(status=Chunk.DONE)), then=Value(JobStatus.DONE)),
-                When(status=JobStatus.CANCELLING, then=Value(JobStatus.CANCELLED)),
-                When(Exists(chunks.filter(status=Chunk.FAILED)), then=Value(JobStatus.FAILED)),
-                default=Value(JobStatus.CANCELLED),
-            ),
-            finished=Now(),
-        )
+    """End the job once every chunk has ended: done (all chunks done), cancelled (it was
+    cancelling, or chunks were cancelled) or failed (chunks failed). One UPDATE on the job row;
+    safe to call any number of times."""
+    ended = RelevanceJob.objects.filter(
+        pk=job_id, status__in=(JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING), chunk_count__gt=0,
+        chunk_count=F("chunks_done") + F("chunks_failed") + F("chunks_cancelled"),
+    ).update(
+        status=Case(
+            When(chunks_done=F("chunk_count"), then=Value(JobStatus.DONE)),
+            When(status=JobStatus.CANCELLING, then=Value(JobStatus.CANCELLED)),
+            When(chunks_failed__gt=0, then=Value(JobStatus.FAILED)),
+            default=Value(JobStatus.CANCELLED),
+        ),
+        finished=Now(),
     )
     if ended:
-        failed = RelevanceChunk.objects.filter(job_id=job_id, status=Chunk.FAILED).count()
+        failed, total = RelevanceJob.objects.values_list("chunks_failed", "chunk_count").get(pk=job_id)
         if failed:
-            total = RelevanceChunk.objects.filter(job_id=job_id).count()
             RelevanceJob.objects.filter(pk=job_id, status=JobStatus.FAILED).update(
                 error=f"{failed} of {total} chunks failed (their errors are listed below). "
                       "Press Resume to run them again.")
@@ -318,7 +317,7 @@ def _note_filter_problem(note_filter) -> str:
     return ""
 
 
-def _notes(corpus, note_filter):
+def selected_notes(corpus, note_filter):
     notes = Note.objects.filter(corpus=corpus)
     if "ids" in note_filter:
         notes = notes.filter(pk__in=note_filter["ids"])
@@ -327,9 +326,9 @@ def _notes(corpus, note_filter):
     return notes
 
 
-def _note_keys(corpus, note_filter):
+def note_keys(corpus, note_filter):
     """(id, external_id) of the selected notes in id order, by keyset; never the text."""
-    notes, limit = _notes(corpus, note_filter), note_filter.get("limit")
+    notes, limit = selected_notes(corpus, note_filter), note_filter.get("limit")
     last, seen = 0, 0
     while True:
         size = NOTE_BATCH if limit is None else min(NOTE_BATCH, limit - seen)

@@ -10,11 +10,14 @@ configurations never meet in one comparison: select them with `RelevanceMap.obje
 import numpy as np
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import F, Max, Q
 
 from ml.codec import decode_map, encode_map
 from ml.peaks import PAPER, PeakParams
 from ml.relevance import RelevanceConfig, default_config_key
+from webapp.lifecycle.models import WorkUnit
+from webapp.lifecycle.units import lost, stale_before
+from webapp.lifecycle.status import HELD, JobStatus  # noqa: F401 - JobStatus is imported from here by the apps
 
 
 class ModelVersion(models.Model):
@@ -80,16 +83,7 @@ class PeakProfile(models.Model):
                           strict=self.strict, trim=self.trim)
 
 
-class JobStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    CANCELLING = "cancelling", "Cancelling"
-    CANCELLED = "cancelled", "Cancelled"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
-
-
-class RelevanceJob(models.Model):
+class RelevanceJob(WorkUnit):
     class TaskSelection(models.TextChoices):
         ALL = "all", "All tasks"
         LIST = "list", "Chosen tasks"
@@ -122,14 +116,20 @@ class RelevanceJob(models.Model):
     seed = models.IntegerField(default=0)
     note_filter = models.JSONField(default=dict, blank=True, help_text="e.g. {'ids': [...]} or {'limit': 200}")
     chunk_size = models.PositiveIntegerField(default=64)
-    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
-    total = models.PositiveIntegerField(default=0, help_text="prompts in the job")
-    done = models.PositiveIntegerField(default=0, help_text="prompts finished (derived from the chunks)")
-    error = models.TextField(blank=True)
+    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.PLANNING, db_index=True)
+    total = models.PositiveIntegerField(default=0, help_text="prompts in the job (known once planned)")
+    # Counters kept by the chunks as they end (one UPDATE each, never a SUM over the chunks).
+    done = models.PositiveIntegerField(default=0, help_text="prompts in finished chunks")
+    chunk_count = models.PositiveIntegerField(default=0)
+    chunks_done = models.PositiveIntegerField(default=0)
+    chunks_failed = models.PositiveIntegerField(default=0)
+    chunks_cancelled = models.PositiveIntegerField(default=0)
+    seconds_done = models.FloatField(default=0.0, help_text="seconds of computing of the finished chunks")
+    # Planning (by a worker, never in the web request): notes read so far of notes_total.
+    notes_total = models.PositiveIntegerField(default=0)
+    notes_planned = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
-    started = models.DateTimeField(null=True, blank=True)
-    finished = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]
@@ -159,37 +159,43 @@ class RelevanceJob(models.Model):
         self.method, self.template, self.explain = config.method, config.template, config.explain
         self.config, self.config_key = config.to_dict(), config.key
 
-    @property
-    def is_active(self) -> bool:
-        return self.status in (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING)
+    def stalled_since(self, now=None):
+        """When the worker was last heard of, if a worker of this job is lost: the planner while
+        planning, else the latest of its running chunks whose worker stopped beating (the
+        recovery sweeper queues those again within seconds, if any worker is alive)."""
+        if self.status == JobStatus.PLANNING:
+            stale = self.worker and self.heartbeat and self.heartbeat < stale_before(now)
+            return self.heartbeat if stale else None
+        if self.status not in HELD:
+            return None
+        return self.chunks.filter(lost(now)).aggregate(last=Max("heartbeat"))["last"]
 
 
-class RelevanceChunk(models.Model):
-    """A slice of a job's prompts; one Celery task. `pairs` holds [note_id, task_id] pairs."""
+class RelevanceChunk(WorkUnit):
+    """A slice of a job's prompts; one Celery task. `pairs` holds [note_id, task_id] pairs.
+    A chunk of a cancelled job ends cancelled (it is skipped)."""
 
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        SKIPPED = "skipped", "Skipped (cancelled)"
-        FAILED = "failed", "Failed"
+    Status = JobStatus
 
     job = models.ForeignKey(RelevanceJob, on_delete=models.CASCADE, related_name="chunks")
     index = models.PositiveIntegerField()
     pairs = models.JSONField()
     size = models.PositiveIntegerField()
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    worker = models.CharField(max_length=200, blank=True)
-    error = models.TextField(blank=True)
+    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED)
     seconds = models.FloatField(null=True, blank=True)
-    started = models.DateTimeField(null=True, blank=True)
-    finished = models.DateTimeField(null=True, blank=True)
+    # attempts only grow (a worker writes only while the number is its own); Resume records where
+    # the chunk's new series of attempts starts, for the give-up rule (chunks.MAX_ATTEMPTS)
+    attempts_before_resume = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["job", "index"]
         constraints = [models.UniqueConstraint(fields=["job", "index"], name="pipeline_chunk_job_index")]
-        indexes = [models.Index(fields=["job", "status"], name="pipeline_chunk_job_status")]
+        indexes = [
+            models.Index(fields=["job", "status"], name="pipeline_chunk_job_status"),
+            models.Index(fields=["status", "heartbeat"], name="pipeline_chunk_sweep"),
+            # the job page lists the first chunks with a message: a small index, not a scan of the job
+            models.Index(fields=["job", "index"], condition=~Q(error=""), name="pipeline_chunk_errors"),
+        ]
 
     def __str__(self):
         return f"job {self.job_id} chunk {self.index} ({self.status})"

@@ -40,7 +40,8 @@ def job_launch(request):
         except jobs.JobError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Job {job.pk} launched: {job.total} prompts in {job.chunks.count()} chunks.")
+            messages.success(request, f"Job {job.pk} launched: a worker is splitting it into chunks; "
+                                      "its progress shows below.")
             return redirect("pipeline:job_detail", job.pk)
     return render(request, "pipeline/job_launch.html", {"nav": "jobs", "form": form})
 

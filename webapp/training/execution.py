@@ -7,6 +7,11 @@ Celery task (workers.training), by `manage.py run_experiment` in-process, and by
 `manage.py train_run` under `accelerate launch` / `torchrun` (every rank calls the trainer;
 only rank 0 writes to the database, see `is_main_process`).
 
+The process that writes trains inside a heartbeat (webapp.lifecycle.heartbeat): a thread beats
+for the run every WORK_HEARTBEAT_SECONDS whatever the trainer is doing (one optimizer step on a
+CPU, or loading a model, can outlast WORK_STALL_SECONDS), so a run is taken for lost only when
+its process is gone.
+
 The process must never have been patched by lxt (AttnLRP relevance): training checks it first.
 """
 from __future__ import annotations
@@ -17,6 +22,7 @@ import os
 import time
 import traceback
 
+from webapp.lifecycle.heartbeat import Heartbeat
 from webapp.training import adaptation, causal, provenance, runs
 from webapp.training.models import RunKind, TrainingRun
 from webapp.training.reporting import Reporter
@@ -27,10 +33,17 @@ log = logging.getLogger(__name__)
 
 def execute(run: TrainingRun, *, write: bool | None = None) -> str:
     """Run a claimed run to its end; returns its final status ("done", "cancelled", "failed")."""
+    write = is_main_process() if write is None else write
+    if not write:
+        return _execute(run, write=False)
+    with Heartbeat(run):
+        return _execute(run, write=True)
+
+
+def _execute(run: TrainingRun, *, write: bool) -> str:
     import ml.lrp
     from ml.training import TrainingCancelled, TrainingError
 
-    write = is_main_process() if write is None else write
     reporter = Reporter(run, write=write)
     if ml.lrp.is_patched():  # lxt's relevance patches change dropout and gradients for good
         if write:

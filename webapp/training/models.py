@@ -6,7 +6,8 @@ are kind dsm on a dataset built in that mode), or downstream adaptation and eval
 LabeledSplit (kinds sft, heads, prompting, self_learning). Its full configuration, seed, code
 version and library versions are stored on it; its progress lives in a few columns that the
 worker updates (`webapp.training.reporting`), its loss / learning-rate curve in RunMetric rows,
-its log in RunLog rows (never note text), its predictions in RunPrediction rows.
+its log in RunLog rows (never note text), its predictions in RunPrediction rows. Its status,
+attempts, worker and heartbeat are those of every unit of long work (webapp.lifecycle.WorkUnit).
 
 A LabeledSplit freezes the 85/15 train/test split of a corpus's gold items (one item per
 annotated (note, task)), so every run of a comparison sees the same one. Its annotations are
@@ -16,9 +17,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from webapp.pipeline.models import JobStatus
-
-ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING)
+from webapp.lifecycle.models import WorkUnit
+from webapp.lifecycle.status import JobStatus
 
 
 class RunKind(models.TextChoices):
@@ -79,7 +79,7 @@ class SplitItem(models.Model):
         return f"split {self.split_id} {self.part}: annotation {self.annotation_id}"
 
 
-class TrainingRun(models.Model):
+class TrainingRun(WorkUnit):
     name = models.CharField(max_length=200, blank=True)
     kind = models.CharField(max_length=20, choices=RunKind.choices)
     preset = models.CharField(max_length=40, blank=True, help_text="the preset the form started from")
@@ -92,7 +92,6 @@ class TrainingRun(models.Model):
     config = models.JSONField(default=dict, help_text="the full configuration, by section (see presets.py)")
     seed = models.IntegerField(default=0)
 
-    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
     phase = models.CharField(max_length=60, blank=True, help_text="what the worker is doing now")
     step = models.PositiveIntegerField(default=0)
     total_steps = models.PositiveIntegerField(default=0)
@@ -102,9 +101,6 @@ class TrainingRun(models.Model):
     tokens_per_s = models.FloatField(null=True, blank=True)
     eta_s = models.FloatField(null=True, blank=True)
     checkpoint_step = models.PositiveIntegerField(null=True, blank=True, help_text="step of the last checkpoint")
-    heartbeat = models.DateTimeField(null=True, blank=True, help_text="last sign of life from the worker")
-    attempts = models.PositiveSmallIntegerField(default=0)
-    worker = models.CharField(max_length=200, blank=True)
     output_dir = models.CharField(max_length=1000, blank=True)
 
     produced_model = models.OneToOneField("pipeline.ModelVersion", null=True, blank=True, on_delete=models.SET_NULL,
@@ -117,11 +113,8 @@ class TrainingRun(models.Model):
     provenance = models.JSONField(default=dict, blank=True,
                                   help_text="code version, library versions, python, host, device")
     code_version = models.CharField(max_length=64, blank=True)
-    error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
-    started = models.DateTimeField(null=True, blank=True)
-    finished = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]
@@ -137,12 +130,15 @@ class TrainingRun(models.Model):
         return f"run {self.pk} ({self.get_kind_display()}, {self.status})"
 
     @property
-    def is_active(self) -> bool:
-        return self.status in ACTIVE
-
-    @property
     def percent(self) -> int:
         return min(100, int(100 * self.step / self.total_steps)) if self.total_steps else 0
+
+    @property
+    def time_left_s(self) -> float | None:
+        """The trainer's estimate while a live worker trains; never one for a lost worker."""
+        if self.status != JobStatus.RUNNING or self.is_stalled:
+            return None
+        return self.eta_s
 
     @property
     def title(self) -> str:

@@ -23,7 +23,8 @@ from django.db.models.functions import Now
 
 from webapp.env import env_float
 
-from webapp.pipeline.models import JobStatus
+from webapp.lifecycle import units
+from webapp.lifecycle.status import JobStatus
 from webapp.training.models import RunLog, RunMetric, TrainingRun
 
 log = logging.getLogger(__name__)
@@ -132,10 +133,7 @@ class Reporter:
     def _update(self, **fields) -> None:
         if not self.write:
             return
-        updated = (TrainingRun.objects.filter(pk=self.run.pk, attempts=self.run.attempts,
-                                              status__in=(JobStatus.RUNNING, JobStatus.CANCELLING))
-                   .update(heartbeat=Now(), **fields))
-        if not updated:
+        if not units.owned(self.run).update(heartbeat=Now(), **fields):
             self._stop = True
 
 

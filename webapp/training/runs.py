@@ -1,53 +1,45 @@
 """Training runs: what a run asks for, launch, cancel, resume, claim, and how a run ends.
 
-Status moves only through atomic conditional updates (`filter(pk=, status__in=).update()`):
+A run is a unit of long work (webapp.lifecycle): its status moves only through the atomic
+conditional updates of webapp.lifecycle.units, and this module adds what is particular to runs
+(a RunLog line at each turn, the checkpoint step, the phase and the trainer's ETA):
 
     queued --claimed by a worker--> running --> done | failed
     queued --cancel--> cancelled              (its message will find nothing to do)
     running --cancel--> cancelling --worker saves a checkpoint--> cancelled
-    cancelled | failed | cancelling/running/queued with no heartbeat for STALL_SECONDS
-        --resume--> queued --> the worker continues from output_dir/checkpoint-last/
+    cancelled | failed | held by a lost worker --resume--> queued
+        --> the worker continues from output_dir/checkpoint-last/
 
 Each claim increments `attempts`; the worker writes progress only while `attempts` is still
 its own (`webapp.training.reporting`), so a worker presumed dead that wakes up cannot overwrite
 the run that another worker has taken over.
 
-Crash recovery: the task is acked late and rejected when its worker is lost (settings), so the
-broker delivers the message again (Redis: after the visibility timeout). A redelivered message
-takes back a RUNNING run only once its heartbeat is older than STALL_SECONDS; a heartbeat that is
-still fresh means the first worker is alive (a run longer than the visibility timeout), and the
-message is dropped. Where the broker cannot redeliver, the Resume button does the same.
+Crash recovery: the worker beats from a thread while it trains (webapp.lifecycle.heartbeat,
+independent of optimizer steps, which can outlast WORK_STALL_SECONDS on a CPU). A run whose
+worker stopped beating for WORK_STALL_SECONDS is shown as stalled and queued again by the
+recovery sweeper every worker runs; the next worker continues from the last checkpoint.
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
-from datetime import timedelta
 from functools import partial
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
-from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from webapp.audit.log import record
-from webapp.env import env_int
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Corpus
 from webapp.datasets.models import DatasetVersion
-from webapp.pipeline.models import JobStatus, ModelVersion
+from webapp.lifecycle import queue, units
+from webapp.lifecycle.status import JobStatus
+from webapp.pipeline.models import ModelVersion
 from webapp.training import configs, presets, splits
 from webapp.training.models import CAUSAL_KINDS, LABELED_KINDS, LabeledSplit, RunKind, RunLog, TrainingRun
 
-log = logging.getLogger(__name__)
-
 RUN_TASK = "workers.training.run_training"
-# No heartbeat for this long: the run's worker is presumed dead (its message may be taken back,
-# Resume is offered). Heartbeats come at least every optimizer step and phase change.
-STALL_SECONDS = env_int("TRAINING_STALL_SECONDS", 10 * 60)
-RESUMABLE = (JobStatus.CANCELLED, JobStatus.FAILED)
 
 
 class RunError(Exception):
@@ -160,7 +152,7 @@ def launch(spec: RunSpec, actor=None, *, enqueue: bool = True) -> TrainingRun:
         dataset=spec.dataset if spec.kind in CAUSAL_KINDS else None,
         split=spec.split if spec.kind in LABELED_KINDS else None,
         config=config, seed=configs.seed_of(spec.kind, config), code_version=code_version()[:64],
-        created_by=_user(actor),
+        created_by=_user(actor), heartbeat=timezone.now(),  # queued: when it was sent
     )
     run.output_dir = str(output_dir(run))
     run.save(update_fields=["output_dir"])
@@ -170,36 +162,26 @@ def launch(spec: RunSpec, actor=None, *, enqueue: bool = True) -> TrainingRun:
     record(actor, AuditEvent.Action.LAUNCH_JOB, run, what="training run", kind=run.kind, preset=run.preset,
            model=spec.model_version.name, dataset=run.dataset_id, split=run.split_id)
     if enqueue:
-        transaction.on_commit(partial(send, run.pk))
+        send_on_commit(run.pk)
     return run
 
 
-def send(run_id: int) -> bool:
-    """Put the run's message on the training queue; on a broker error, say so on the run."""
-    from workers.celery_app import app
+def send_on_commit(run_id: int) -> None:
+    """Put the run's message on the training queue after the commit; a broker error is said on
+    the run (the recovery sweeper sends it again once the broker is back)."""
+    queue.send_on_commit(RUN_TASK, run_id, on_error=partial(_say_unsent, run_id))
 
-    try:
-        app.send_task(RUN_TASK, args=[run_id])
-    except Exception as exc:  # kombu raises several connection error types
-        log.error("run %s: could not enqueue (%s)", run_id, type(exc).__name__)
-        TrainingRun.objects.filter(pk=run_id).update(
-            error=f"The task queue could not be reached ({type(exc).__name__}). Press Resume when it is back.")
-        return False
-    return True
+
+def _say_unsent(run_id: int, message: str) -> None:
+    TrainingRun.objects.filter(pk=run_id, status=JobStatus.QUEUED).update(error=message)
 
 
 @transaction.atomic
 def cancel(run: TrainingRun, actor=None) -> TrainingRun:
     """A queued run is cancelled at once; a running one is asked to stop (the worker saves a
-    checkpoint first); a stalled one (its worker gone) is cancelled at once."""
-    stalled = is_stalled(run)
-    if _move(run.pk, (JobStatus.QUEUED,), status=JobStatus.CANCELLED, finished=Now()) or (
-            stalled and _move(run.pk, (JobStatus.RUNNING, JobStatus.CANCELLING), status=JobStatus.CANCELLED,
-                              finished=Now())):
-        status = JobStatus.CANCELLED
-    elif _move(run.pk, (JobStatus.RUNNING,), status=JobStatus.CANCELLING):
-        status = JobStatus.CANCELLING
-    else:
+    checkpoint first); one held by a lost worker is cancelled at once."""
+    status = units.request_cancel(TrainingRun, run.pk, eta_s=None)
+    if status is None:
         run.refresh_from_db(fields=["status"])
         raise RunError(f"Only a queued or running run can be cancelled; this one is "
                        f"{run.get_status_display().lower()}.")
@@ -209,70 +191,46 @@ def cancel(run: TrainingRun, actor=None) -> TrainingRun:
     return run
 
 
-def is_stalled(run: TrainingRun, now=None) -> bool:
-    """Active, yet no sign of life for STALL_SECONDS (its worker died and the broker did not,
-    or cannot, deliver its message again)."""
-    if run.status not in (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING):
-        return False
-    latest = run.heartbeat or max(filter(None, [run.started, run.created]))
-    return (now or timezone.now()) - latest > timedelta(seconds=STALL_SECONDS)
-
-
-def can_resume(run: TrainingRun) -> bool:
-    return run.status in RESUMABLE or is_stalled(run)
-
-
 @transaction.atomic
 def resume(run: TrainingRun, actor=None, *, enqueue: bool = True) -> TrainingRun:
     """Queue the run again; the worker continues from its last checkpoint."""
-    allowed = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING) if is_stalled(run) else RESUMABLE
-    if not _move(run.pk, allowed, status=JobStatus.QUEUED, finished=None, error="", heartbeat=Now()):
+    if not units.requeue(TrainingRun, run.pk, phase="queued again", eta_s=None):
         run.refresh_from_db(fields=["status"])
         if run.status == JobStatus.DONE:
             raise RunError("This run is done: there is nothing to resume.")
         raise RunError(f"This run is {run.get_status_display().lower()} and its worker is alive; it can be "
-                       f"resumed once cancelled, failed, or silent for {STALL_SECONDS // 60} minutes.")
+                       f"resumed once cancelled, failed, or silent for {settings.WORK_STALL_SECONDS} seconds.")
     step = f" from the checkpoint of step {run.checkpoint_step}" if run.checkpoint_step else ""
     RunLog.objects.create(run=run, message=f"Resume requested{step}.")
     record(actor, AuditEvent.Action.LAUNCH_JOB, run, what="training run", resumed=True, step=run.checkpoint_step)
     if enqueue:
-        transaction.on_commit(partial(send, run.pk))
+        send_on_commit(run.pk)
     run.status = JobStatus.QUEUED
     return run
 
 
 def claim(run_id: int, worker: str = "") -> TrainingRun | None:
-    """Atomically take a queued run, or a running / cancelling one whose heartbeat is stale (its
-    worker died: this is the redelivered message). None: nothing to do for this message."""
-    stale = timezone.now() - timedelta(seconds=STALL_SECONDS)
-    takeable = Q(status=JobStatus.QUEUED) | (Q(status__in=(JobStatus.RUNNING, JobStatus.CANCELLING)) & (
-        Q(heartbeat__lt=stale) | Q(heartbeat__isnull=True, started__lt=stale)))
-    claimed = TrainingRun.objects.filter(takeable, pk=run_id).update(
-        status=JobStatus.RUNNING, attempts=F("attempts") + 1, worker=worker[:200], heartbeat=Now(),
-        started=Coalesce(F("started"), Now()), finished=None, error="", phase="starting")
-    if not claimed:
+    """Take a queued run, or one whose worker is lost (webapp.lifecycle.units.claim). None:
+    nothing to do for this message. Why the run was waiting (e.g. its last worker was lost) goes
+    from `error` to the run's log."""
+    waited_because = TrainingRun.objects.filter(pk=run_id).values_list("error", flat=True).first()
+    run = units.claim(TrainingRun, run_id, worker, select_related=("model_version", "dataset", "split__corpus"),
+                      error="", phase="starting", eta_s=None)
+    if run is None:
         return None
-    run = TrainingRun.objects.select_related("model_version", "dataset", "split__corpus").get(pk=run_id)
+    if waited_because:
+        RunLog.objects.create(run=run, level="warning", message=waited_because[:500])
     RunLog.objects.create(run=run, message=f"Attempt {run.attempts} started on {worker or 'this process'}.")
     return run
 
 
-def claim_blocked_by_live_worker(run_id: int) -> bool:
-    """True when the run is running with a fresh heartbeat (another worker has it)."""
-    stale = timezone.now() - timedelta(seconds=STALL_SECONDS)
-    return TrainingRun.objects.filter(pk=run_id, status__in=(JobStatus.RUNNING, JobStatus.CANCELLING),
-                                      heartbeat__gte=stale).exists()
-
-
 def finish(run: TrainingRun, **fields) -> bool:
     """running/cancelling -> done, with the results; only by the attempt that holds the run."""
-    return _owned(run).update(status=JobStatus.DONE, finished=Now(), phase="done", eta_s=None, heartbeat=Now(),
-                              **fields) == 1
+    return units.finish(run, phase="done", eta_s=None, **fields)
 
 
 def cancelled(run: TrainingRun) -> bool:
-    done = _owned(run).update(status=JobStatus.CANCELLED, finished=Now(), phase="cancelled", eta_s=None,
-                              heartbeat=Now()) == 1
+    done = units.cancelled(run, phase="cancelled", eta_s=None)
     if done:
         where = f" at step {run.checkpoint_step}" if run.checkpoint_step else ""
         RunLog.objects.create(run=run, message=f"Cancelled{where}; Resume continues from the last checkpoint.")
@@ -280,20 +238,10 @@ def cancelled(run: TrainingRun) -> bool:
 
 
 def fail(run: TrainingRun, message: str) -> bool:
-    done = _owned(run).update(status=JobStatus.FAILED, finished=Now(), error=message, eta_s=None,
-                              heartbeat=Now()) == 1
+    done = units.fail(run, message, eta_s=None)
     if done:
         RunLog.objects.create(run=run, level="error", message=message[:500])
     return done
-
-
-def _owned(run: TrainingRun):
-    return TrainingRun.objects.filter(pk=run.pk, attempts=run.attempts,
-                                      status__in=(JobStatus.RUNNING, JobStatus.CANCELLING))
-
-
-def _move(run_id: int, from_statuses, **changes) -> bool:
-    return TrainingRun.objects.filter(pk=run_id, status__in=from_statuses).update(**changes) == 1
 
 
 def _user(actor):

@@ -42,8 +42,8 @@ def run_new(request):
 def run_detail(request, run_id):
     """The page, or (htmx poll) its live part; the poll ends (286) once the run has ended."""
     run = run_for(request.user, run_id)
-    context = {"nav": "training", "run": run, "ended": not run.is_active, "stalled": runs.is_stalled(run),
-               "resumable": runs.can_resume(run), "logs": _last_logs(run)}
+    context = {"nav": "training", "run": run, "ended": not run.is_active, "stalled": run.is_stalled,
+               "logs": _last_logs(run)}
     if not request.htmx:
         context["settings_rows"] = dict(sorted(configs.flatten(run.config).items()))
         return render(request, "training/run_detail.html", context)

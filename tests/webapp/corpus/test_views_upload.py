@@ -1,49 +1,139 @@
-"""The import page: researchers upload files; problems are listed and nothing is imported."""
+"""The import page: researchers upload a file, the request answers at once with a queued import
+job, a worker imports it (here the task runs in-process) and the job's page shows the result or
+every problem with its line; a refused file imports nothing."""
 import io
 import json
+import stat
 import zipfile
+from datetime import timedelta
 
+import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils import timezone
 
 from webapp.audit.models import AuditEvent
-from webapp.corpus.models import Corpus, Note
+from webapp.corpus import uploads
+from webapp.corpus.models import Corpus, ImportJob, Note
+from webapp.lifecycle import queue
+from webapp.lifecycle.status import JobStatus
+from workers.imports import run_import
+
+TASK = "workers.imports.run_import"
+
+
+@pytest.fixture(autouse=True)
+def data_dir(settings, tmp_path):
+    settings.DATA_DIR = tmp_path
+    return tmp_path
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """The messages sent to the queue, as (task name, id)."""
+    messages = []
+    monkeypatch.setattr(queue, "send", lambda task, *ids: messages.extend((task, pk) for pk in ids) or len(ids))
+    return messages
 
 
 def jsonl(*objs) -> bytes:
     return "".join(json.dumps(o) + "\n" for o in objs).encode()
 
 
-def post(client, **data):
-    return client.post(reverse("corpus:upload"), data)
+def post(client, capture, **data):
+    with capture(execute=True):
+        return client.post(reverse("corpus:upload"), data)
 
 
-def test_a_researcher_imports_a_jsonl_file_into_a_new_corpus(client, researcher):
+def imported(client, capture, **data) -> tuple[ImportJob, str]:
+    """Upload, let the worker's task run in-process, return the job and its page."""
+    response = post(client, capture, **data)
+    assert response.status_code == 302, response.content.decode()
+    job = ImportJob.objects.latest("pk")
+    assert response["Location"] == reverse("corpus:import_detail", args=[job.pk])
+    run_import(job.pk)
+    job.refresh_from_db()
+    return job, client.get(response["Location"]).content.decode()
+
+
+def test_the_upload_answers_at_once_with_a_queued_import_job(client, researcher, sent, data_dir,
+                                                            django_capture_on_commit_callbacks):
+    client.force_login(researcher)
+    upload = SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "PA 90/60"}))
+    response = post(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
+                    file=upload)
+    job = ImportJob.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("corpus:import_detail", args=[job.pk])
+    assert job.status == JobStatus.QUEUED and job.created_by == researcher and job.heartbeat is not None
+    assert (job.kind, job.corpus_name, job.language, job.update) == ("notes", "ed", "it", False)
+    assert (job.file_name, job.file_size) == ("notes.jsonl", len(upload.file.getvalue()))
+    assert sent == [(TASK, job.pk)]
+    assert not Corpus.objects.exists() and not Note.objects.exists()  # nothing imported in the request
+    stored = data_dir / "uploads" / job.upload
+    assert stored.is_file() and stat.S_IMODE(stored.parent.stat().st_mode) == 0o700
+    launch = AuditEvent.objects.get(action=AuditEvent.Action.LAUNCH_JOB)
+    assert launch.actor == researcher and launch.object_id == str(job.pk) and launch.details["file"] == "notes.jsonl"
+
+
+def test_a_researcher_imports_a_jsonl_file_into_a_new_corpus(client, researcher, sent, data_dir,
+                                                             django_capture_on_commit_callbacks):
     client.force_login(researcher)
     upload = SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "PA 90/60"}, {"id": "b", "text": "FC 120"}))
-    response = post(client, kind="notes", corpus="ed", language="it", file=upload)
-    assert response.status_code == 302
+    job, html = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
+                         file=upload)
+    assert job.status == JobStatus.DONE and job.attempts == 1
+    assert (job.created_count, job.updated_count, job.unchanged_count) == (2, 0, 0)
     corpus = Corpus.objects.get(name="ed")
     assert sorted(corpus.notes.values_list("external_id", flat=True)) == ["a", "b"]
+    assert "2 created, 0 updated, 0 unchanged" in html and reverse("corpus:detail", args=[corpus.pk]) in html
+    assert "hx-get" not in html  # an ended import is not polled
     event = AuditEvent.objects.get(action="import_notes")
     assert event.actor == researcher and event.details["created"] == 2
     assert "PA 90/60" not in json.dumps(event.details)
+    assert job.upload == "" and not any((data_dir / "uploads").iterdir())  # the stored upload is removed
 
 
-def test_a_bad_file_lists_each_problem_with_its_line_and_imports_nothing(client, researcher):
+def test_an_upload_spooled_to_disk_is_moved_into_its_private_folder(client, researcher, sent, settings, data_dir,
+                                                                      django_capture_on_commit_callbacks):
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 0  # Django writes every upload to a temporary file
     client.force_login(researcher)
-    body = jsonl({"id": "a", "text": "ok"}) + b"{not json\n" + jsonl({"id": "a", "text": "dup"})
-    response = post(client, kind="notes", corpus="ed", language="it", file=SimpleUploadedFile("n.jsonl", body))
-    assert response.status_code == 200
-    html = response.content.decode()
-    assert "Nothing was imported" in html
-    assert "n.jsonl line 2" in html
-    assert "n.jsonl line 3" in html
+    body = jsonl(*({"id": f"n{i}", "text": f"HR {i}"} for i in range(100)))
+    response = post(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
+                    file=SimpleUploadedFile("big.jsonl", body))
+    job = ImportJob.objects.get()
+    stored = data_dir / "uploads" / job.upload
+    assert response.status_code == 302 and stored.read_bytes() == body and job.file_size == len(body)
+    assert stat.S_IMODE(stored.parent.stat().st_mode) == 0o700
+    run_import(job.pk)
+    assert ImportJob.objects.get(pk=job.pk).created_count == 100 and not stored.exists()
+
+
+def test_a_bad_file_lists_each_problem_with_its_line_and_imports_nothing(client, researcher, sent, data_dir,
+                                                                         django_capture_on_commit_callbacks):
+    client.force_login(researcher)
+    body = jsonl({"id": "a", "text": "ok"}) + b"{not json\n" + jsonl({"id": "a", "text": "Secret words"})
+    job, html = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
+                         file=SimpleUploadedFile("n.jsonl", body))
+    assert job.status == JobStatus.FAILED and job.problem_count == 2
+    assert [line.split(":")[0] for line in job.problems] == ["n.jsonl line 2", "n.jsonl line 3"]
+    assert "Secret words" not in json.dumps(job.problems)
+    assert "Nothing was imported" in html and "n.jsonl line 2" in html and "n.jsonl line 3" in html
     assert not Corpus.objects.filter(name="ed").exists()
-    assert Note.objects.count() == 0
+    assert Note.objects.count() == 0 and not AuditEvent.objects.filter(action="import_notes").exists()
+    assert job.upload == "" and not any((data_dir / "uploads").iterdir())
 
 
-def test_a_zip_of_brat_files_is_imported_as_notes(client, researcher):
+def test_only_the_first_problems_are_kept_and_the_rest_are_counted(client, researcher, sent,
+                                                                   django_capture_on_commit_callbacks):
+    client.force_login(researcher)
+    body = b"".join(b"{broken\n" for _ in range(60))
+    job, html = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
+                         file=SimpleUploadedFile("n.jsonl", body))
+    assert job.problem_count == 60 and len(job.problems) == 50 and job.more_problems == 10
+    assert "60 problems" in html and "and 10 more problems (60 in all)" in html
+
+
+def test_a_zip_of_brat_files_is_imported_as_notes(client, researcher, sent, django_capture_on_commit_callbacks):
     client.force_login(researcher)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zf:
@@ -51,22 +141,123 @@ def test_a_zip_of_brat_files_is_imported_as_notes(client, researcher):
         zf.writestr("case1.ann", "T1\tCLINENTITY 0 6\tFebbre\n")
         zf.writestr("sub/case2.txt", "Nessun dolore.")
         zf.writestr("sub/case2.ann", "")
-    response = post(client, kind="notes", corpus="brat", language="it",
-                    file=SimpleUploadedFile("cases.zip", buffer.getvalue()))
-    assert response.status_code == 302, response.content.decode()
+    job, _ = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="brat", language="it",
+                      file=SimpleUploadedFile("cases.zip", buffer.getvalue()))
+    assert job.status == JobStatus.DONE, job.problems
     assert sorted(Note.objects.values_list("external_id", flat=True)) == ["case1", "case2"]
 
 
-def test_annotations_need_an_existing_corpus(client, researcher):
+def test_annotations_are_imported_into_an_existing_corpus(client, researcher, sent, tasks,
+                                                          django_capture_on_commit_callbacks):
+    client.force_login(researcher)
+    corpus = Corpus.objects.create(name="ward", language="en")
+    Note.objects.create(corpus=corpus, external_id="a", text="HR 130")
+    upload = SimpleUploadedFile("gold.jsonl", jsonl(
+        {"note_id": "a", "task": "heart rate", "label": "tachycardic", "evidence": [[0, 6]]}))
+    job, html = imported(client, django_capture_on_commit_callbacks, kind="annotations", corpus="ward", file=upload)
+    assert job.status == JobStatus.DONE and job.created_count == 1 and job.language == ""
+    assert corpus.notes.get().annotations.get().label == "tachycardic"
+    assert "1 created" in html
+
+
+def test_annotations_need_an_existing_corpus(client, researcher, sent):
     client.force_login(researcher)
     upload = SimpleUploadedFile("a.jsonl", jsonl({"note_id": "a", "task": "heart rate", "label": "x", "evidence": []}))
-    response = post(client, kind="annotations", corpus="missing", file=upload)
+    response = client.post(reverse("corpus:upload"), {"kind": "annotations", "corpus": "missing", "file": upload})
     assert response.status_code == 200
     assert "No such corpus" in response.content.decode()
+    assert not ImportJob.objects.exists() and sent == []
 
 
-def test_a_broken_zip_is_reported(client, researcher):
+def test_a_broken_zip_is_reported(client, researcher, sent, django_capture_on_commit_callbacks):
     client.force_login(researcher)
-    response = post(client, kind="notes", corpus="z", language="en", file=SimpleUploadedFile("x.zip", b"not a zip"))
-    assert "not a valid zip archive" in response.content.decode()
+    job, html = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="z", language="en",
+                         file=SimpleUploadedFile("x.zip", b"not a zip"))
+    assert job.status == JobStatus.FAILED
+    assert "not a valid zip archive" in html
     assert not Corpus.objects.exists()
+
+
+def test_the_import_page_polls_until_the_job_ends(client, researcher, sent, django_capture_on_commit_callbacks):
+    client.force_login(researcher)
+    post(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
+         file=SimpleUploadedFile("n.jsonl", jsonl({"id": "a", "text": "x"})))
+    job = ImportJob.objects.get()
+    url = reverse("corpus:import_detail", args=[job.pk])
+    ImportJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, phase="writing", records_done=1200,
+                                               records_total=5000, heartbeat=timezone.now())
+    fragment = client.get(url, headers={"HX-Request": "true"})
+    html = fragment.content.decode()
+    assert fragment.status_code == 200 and "hx-get" in html and "<html" not in html
+    assert "Writing" in html and "1200 of 5000" in html and "Cancel import" in html
+    run_import(job.pk)  # a running job held by a live worker: the task does nothing
+    assert ImportJob.objects.get(pk=job.pk).status == JobStatus.RUNNING
+    ImportJob.objects.filter(pk=job.pk).update(status=JobStatus.DONE, created_count=1)
+    assert client.get(url, headers={"HX-Request": "true"}).status_code == 286  # htmx stops polling
+
+
+def test_a_job_whose_worker_was_lost_shows_stalled_and_can_be_resumed(client, researcher, sent,
+                                                                       django_capture_on_commit_callbacks):
+    client.force_login(researcher)
+    post(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
+         file=SimpleUploadedFile("n.jsonl", jsonl({"id": "a", "text": "x"})))
+    job = ImportJob.objects.get()
+    lost_at = timezone.now() - timedelta(minutes=5)
+    ImportJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, phase="writing", heartbeat=lost_at,
+                                               started=lost_at, attempts=1)
+    html = client.get(reverse("corpus:import_detail", args=[job.pk])).content.decode()
+    assert f"stalled: worker lost at {timezone.localtime(lost_at):%H:%M}" in html and "Resume import" in html
+    sent.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("corpus:import_resume", args=[job.pk]))
+    assert ImportJob.objects.get(pk=job.pk).status == JobStatus.QUEUED and sent == [(TASK, job.pk)]
+    run_import(job.pk)  # imports again from the stored upload
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE and job.attempts == 2 and Note.objects.count() == 1
+
+
+def test_a_queued_import_can_be_cancelled_and_its_upload_is_removed(client, researcher, sent, data_dir,
+                                                                   django_capture_on_commit_callbacks):
+    client.force_login(researcher)
+    post(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
+         file=SimpleUploadedFile("n.jsonl", jsonl({"id": "a", "text": "x"})))
+    job = ImportJob.objects.get()
+    response = client.post(reverse("corpus:import_cancel", args=[job.pk]), follow=True)
+    assert "Import cancelled" in response.content.decode()
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELLED and job.upload == "" and not any((data_dir / "uploads").iterdir())
+    run_import(job.pk)  # its message finds nothing to do
+    assert ImportJob.objects.get(pk=job.pk).status == JobStatus.CANCELLED and not Note.objects.exists()
+    assert AuditEvent.objects.filter(action=AuditEvent.Action.CANCEL_JOB, object_id=str(job.pk)).exists()
+
+
+def test_the_imports_list_is_reachable_from_the_import_page(client, researcher, sent,
+                                                            django_capture_on_commit_callbacks):
+    client.force_login(researcher)
+    post(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
+         file=SimpleUploadedFile("visits.jsonl", jsonl({"id": "a", "text": "x"})))
+    job = ImportJob.objects.get()
+    page = client.get(reverse("corpus:upload")).content.decode()
+    assert reverse("corpus:import_list") in page and "visits.jsonl" in page
+    listing = client.get(reverse("corpus:import_list")).content.decode()
+    assert reverse("corpus:import_detail", args=[job.pk]) in listing and "Queued" in listing
+
+
+@pytest.mark.parametrize("name", ["corpus:import_list", "corpus:upload"])
+def test_a_clinician_may_not_see_imports(client, clinician, name):
+    client.force_login(clinician)
+    assert client.get(reverse(name)).status_code == 403
+
+
+def test_a_clinician_may_not_open_or_cancel_an_import(client, clinician, researcher):
+    job = ImportJob.objects.create(kind="notes", corpus_name="ed", file_name="n.jsonl", created_by=researcher)
+    client.force_login(clinician)
+    assert client.get(reverse("corpus:import_detail", args=[job.pk])).status_code == 403
+    assert client.post(reverse("corpus:import_cancel", args=[job.pk])).status_code == 403
+    assert ImportJob.objects.get(pk=job.pk).status == JobStatus.QUEUED
+
+
+def test_a_stored_upload_outside_the_uploads_folder_is_never_read(data_dir):
+    report = uploads.import_stored("../../etc/passwd", kind="notes", corpus="x", language="en", update=False,
+                                   actor=None)
+    assert not report.ok and "no longer stored" in report.problem_lines()[0]

@@ -248,29 +248,28 @@ def test_a_map_that_does_not_fit_its_note_is_skipped_and_counted(make_dataset, m
 
 
 def test_no_matching_maps_is_said_in_plain_words(make_dataset, tasks):
-    dataset = make_dataset()
+    dataset = building.claim(make_dataset().pk)
     with pytest.raises(building.BuildError) as error:
-        building.build(building.claim(dataset.pk))
-    message = building.fail(dataset.pk, error.value)
+        building.build(dataset)
+    message = building.fail(dataset, error.value)
     dataset.refresh_from_db()
     assert dataset.status == JobStatus.FAILED and dataset.error == message
     assert "run a relevance job first" in message
 
 
 def test_an_unexpected_error_fails_the_build_without_keeping_examples(make_dataset, maps, monkeypatch):
-    dataset = build(make_dataset())
-    assert dataset.examples.exists()
-    message = building.fail(dataset.pk, RuntimeError("secret note text"))
+    def broken(*args):
+        assert MaskedExample.objects.exists()  # the examples were written when it broke
+        raise RuntimeError("secret note text")
+
+    monkeypatch.setattr(building._Tally, "result", broken)
+    dataset = building.claim(make_dataset().pk)
+    with pytest.raises(RuntimeError) as error:
+        building.build(dataset)
+    message = building.fail(dataset, error.value)
     dataset.refresh_from_db()
     assert dataset.status == JobStatus.FAILED and not dataset.examples.exists()
-    assert "RuntimeError" in message and "secret" not in message
-
-
-def test_a_dataset_is_claimed_once(make_dataset, maps):
-    dataset = make_dataset()
-    assert building.claim(dataset.pk) is not None
-    assert building.claim(dataset.pk) is None
-    assert building.claim(dataset.pk, reclaim=True) is not None  # a redelivered message
+    assert "RuntimeError" in message and "secret" not in message and dataset.error == message
 
 
 def test_progress_counts_maps(make_dataset, maps):

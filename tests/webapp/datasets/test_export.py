@@ -143,7 +143,7 @@ def test_a_worker_export_folder_is_written_recorded_and_downloaded_as_zip(built,
 
 
 def test_a_failed_export_says_so_in_plain_words(built):
-    job = DatasetExport.objects.create(dataset=built, format="hf")
-    message = export.fail_export(job.pk, OSError("disk full at /secret"))
+    job = export.claim_export(DatasetExport.objects.create(dataset=built, format="hf").pk)
+    message = export.fail_export(job, OSError("disk full at /secret"))
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and "OSError" in message and "/secret" not in message

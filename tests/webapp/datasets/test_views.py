@@ -60,13 +60,13 @@ def test_the_detail_page_shows_the_statistics_to_a_clinician_without_export_butt
 def test_the_build_form_queues_a_build_after_commit(client, researcher, corpus, model, sharp, maps,
                                                     django_capture_on_commit_callbacks, monkeypatch):
     sent = []
-    monkeypatch.setattr("workers.datasets.build_dataset.delay", lambda *a: sent.append(a))
+    monkeypatch.setattr("webapp.lifecycle.queue.send", lambda task, *ids: sent.append((task, *ids)))
     client.force_login(researcher)
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         response = client.post(reverse("datasets:new"), form_data(corpus, model, sharp))
     dataset = DatasetVersion.objects.get(name="first")
     assert response.status_code == 302 and response["Location"] == reverse("datasets:detail", args=[dataset.pk])
-    assert len(callbacks) == 1 and sent == [(dataset.pk,)]
+    assert len(callbacks) == 1 and sent == [("workers.datasets.build_dataset", dataset.pk)]
     assert dataset.status == JobStatus.QUEUED and dataset.version == 1 and dataset.created_by == researcher
     assert dataset.filters == {"exclude_held_out": True}
     assert AuditEvent.objects.filter(action=AuditEvent.Action.LAUNCH_JOB, object_id=str(dataset.pk)).exists()
@@ -173,12 +173,13 @@ def test_an_unfinished_dataset_cannot_be_downloaded(client, researcher, make_dat
 def test_preparing_an_export_queues_it_after_commit(client, researcher, built, monkeypatch,
                                                     django_capture_on_commit_callbacks):
     sent = []
-    monkeypatch.setattr("workers.datasets.export_dataset.delay", lambda *a: sent.append(a))
+    monkeypatch.setattr("webapp.lifecycle.queue.send", lambda task, *ids: sent.append((task, *ids)))
     client.force_login(researcher)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(reverse("datasets:export", args=[built.pk]), {"format": "hf"})
     job = DatasetExport.objects.get()
-    assert response.status_code == 302 and sent == [(job.pk,)] and job.created_by == researcher
+    assert response.status_code == 302 and sent == [("workers.datasets.export_dataset", job.pk)]
+    assert job.created_by == researcher
 
 
 def test_a_prepared_export_downloads_as_a_zip(client, researcher, built, settings, tmp_path):

@@ -33,9 +33,15 @@ def user_for(clinician, researcher, admin_user, norole_user):
 
 @pytest.fixture
 def no_queue(monkeypatch):
-    """Launches record what they would send instead of reaching a broker."""
-    from webapp.evaluation import evaluations
+    """Launches record the ids they would send instead of reaching a broker."""
+    from webapp.lifecycle import queue
 
     sent = []
-    monkeypatch.setattr(evaluations, "send", sent.append)
+
+    def send(task_name, *ids):
+        assert task_name == "workers.evaluation.run_evaluation"
+        sent.extend(ids)
+        return len(ids)
+
+    monkeypatch.setattr(queue, "send", send)
     return sent

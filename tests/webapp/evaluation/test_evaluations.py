@@ -98,10 +98,24 @@ def test_a_claim_takes_a_queued_evaluation_once(annotated, model_version):
     assert evaluations.claim(evaluation.pk, worker="w2") is None  # a duplicate message while w1 is alive
 
 
+def test_a_stalled_evaluation_says_when_its_worker_was_lost_and_gives_no_eta(annotated, model_version, settings):
+    settings.WORK_STALL_SECONDS = 60
+    evaluation = launched(*annotated[:1], model_version)
+    claimed = evaluations.claim(evaluation.pk)
+    assert evaluations.report(claimed, done=2, seconds_per_prompt=3.0)
+    evaluation.refresh_from_db()
+    assert evaluation.status_text() == "Running" and evaluation.eta_seconds == (evaluation.total - 2) * 3.0
+    silent = timezone.now() - timedelta(seconds=61)
+    RelevanceEvaluation.objects.filter(pk=evaluation.pk).update(heartbeat=silent)
+    evaluation.refresh_from_db()
+    assert evaluation.status_text() == f"stalled: worker lost at {timezone.localtime(silent):%H:%M}"
+    assert evaluation.eta_seconds is None
+
+
 def test_a_redelivered_message_takes_back_an_evaluation_whose_worker_went_silent(annotated, model_version):
     evaluation = launched(*annotated[:1], model_version)
     first = evaluations.claim(evaluation.pk)
-    RelevanceEvaluation.objects.filter(pk=evaluation.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
+    RelevanceEvaluation.objects.filter(pk=evaluation.pk).update(heartbeat=timezone.now() - timedelta(minutes=2))
     second = evaluations.claim(evaluation.pk, worker="w2")
     assert second.attempts == 2
     assert not evaluations.report(first, done=1)  # the first attempt, if it wakes up, writes nothing
@@ -132,20 +146,20 @@ def test_resume_queues_a_failed_or_cancelled_or_stalled_evaluation_but_not_a_liv
     claimed = evaluations.claim(evaluation.pk)
     with pytest.raises(EvaluationError, match="its worker is alive"):
         evaluations.resume(evaluation)
-    assert not evaluations.can_resume(claimed)
+    assert not claimed.resumable
     evaluations.fail(claimed, "Stopped.")
     evaluation.refresh_from_db()
-    assert evaluations.can_resume(evaluation)
+    assert evaluation.resumable
     with django_capture_on_commit_callbacks(execute=True):
         evaluations.resume(evaluation)
     evaluation.refresh_from_db()
     assert (evaluation.status, evaluation.error) == (JobStatus.QUEUED, "") and no_queue == [evaluation.pk]
 
     claimed = evaluations.claim(evaluation.pk)
-    RelevanceEvaluation.objects.filter(pk=evaluation.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
+    RelevanceEvaluation.objects.filter(pk=evaluation.pk).update(heartbeat=timezone.now() - timedelta(minutes=2))
     evaluation.refresh_from_db()
-    assert evaluations.is_stalled(evaluation) and evaluations.can_resume(evaluation)
-    evaluations.resume(evaluation, enqueue=False)
+    assert evaluation.is_stalled and evaluation.resumable
+    assert evaluations.resume(evaluation, enqueue=False).status_text() == "Queued"
     assert status_of(evaluation) == JobStatus.QUEUED
 
     RelevanceEvaluation.objects.filter(pk=evaluation.pk).update(status=JobStatus.DONE)

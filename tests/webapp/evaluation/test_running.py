@@ -5,6 +5,7 @@ Fake relevance (word tokens, scores chosen by the test) checks the scores and th
 exactly; the tiny random Llama checks the real compute path with gradient x input and attention
 (AttnLRP would patch the pytest process for good: the worker test runs it in a worker)."""
 import re
+import time
 
 import numpy as np
 import pytest
@@ -142,6 +143,29 @@ def test_cancel_stops_between_batches_and_resume_completes_without_recomputing(l
     assert next_group["auc_vs_next"] is None
     assert span_group["auc_vs_next"]["n"] == 18
     assert span_group["auc_vs_next"]["diff"] == pytest.approx(span_group["auc"] - next_group["auc"])
+
+
+@pytest.mark.django_db(transaction=True)  # the heartbeat thread's own connection sees committed rows only
+def test_a_batch_longer_than_the_stall_time_does_not_make_the_evaluation_look_lost(annotated, model_version,
+                                                                                  settings):
+    from webapp.pipeline.models import PeakProfile
+
+    settings.WORK_HEARTBEAT_SECONDS, settings.WORK_STALL_SECONDS = 0.2, 1
+    corpus, tasks = annotated
+    profile, _ = PeakProfile.objects.get_or_create(name="paper-default", version=1)  # flushed by transaction=True
+    evaluation = evaluations.launch(spec(corpus, model_version, methods=["attention"], profile=profile),
+                                    enqueue=False)
+    fake, seen = FakeRelevance(evidence_by_description(tasks)), []
+
+    def slow(*args):  # one batch, nothing reported for 3 x the stall time (AttnLRP on a CPU)
+        for _ in range(6):
+            time.sleep(0.5)
+            seen.append(RelevanceEvaluation.objects.get(pk=evaluation.pk).status_text())
+        return fake(*args)
+
+    outcome, evaluation = run(evaluation, slow)
+    assert outcome == "done" and evaluation.status == JobStatus.DONE
+    assert seen == ["Running"] * 6
 
 
 def test_a_pair_whose_prompt_fails_is_skipped_and_listed_by_id(larger, model_version):

@@ -141,13 +141,20 @@ def test_cancel_and_resume_from_the_page(client, researcher, annotated, model_ve
     assert "its worker is alive" in response.content.decode()
 
 
-def test_a_stalled_evaluation_offers_resume(client, researcher, annotated, model_version):
+def test_an_evaluation_whose_worker_was_lost_says_stalled_without_an_eta_and_offers_resume(
+        client, researcher, annotated, model_version, settings):
     corpus, _ = annotated
     evaluation = evaluations.launch(spec(corpus, model_version), enqueue=False)
-    RelevanceEvaluation.objects.filter(pk=evaluation.pk).update(created=timezone.now() - timedelta(hours=2))
+    evaluations.claim(evaluation.pk, worker="w1")
+    lost = timezone.now() - timedelta(seconds=settings.WORK_STALL_SECONDS + 5)
+    RelevanceEvaluation.objects.filter(pk=evaluation.pk).update(heartbeat=lost, done=1, seconds_per_prompt=2.0)
     client.force_login(researcher)
     page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
-    assert "No sign of life from a worker" in page and "Resume" in page
+    assert f"stalled: worker lost at {timezone.localtime(lost):%H:%M}" in page and "Its worker stopped beating" in page
+    assert "Resume (maps already stored are kept)" in page and "Cancel evaluation" in page
+    assert "about 0:" not in page  # no live ETA for a lost worker
+    listed = client.get("/evaluations/").content.decode()
+    assert f"stalled: worker lost at {timezone.localtime(lost):%H:%M}" in listed
 
 
 @pytest.mark.parametrize("user_fixture", ["clinician", "norole_user"])

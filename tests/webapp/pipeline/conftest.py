@@ -1,7 +1,7 @@
 import pytest
 
 from tests.webapp.pipeline.factories import make_corpus, make_model_version, make_tasks, spec
-from webapp.pipeline import jobs
+from webapp.pipeline import jobs, planning
 
 
 @pytest.fixture
@@ -21,11 +21,13 @@ def model_version(db):
 
 @pytest.fixture
 def launched(corpus, tasks, model_version, researcher):
-    """launched(**spec_changes) -> a job planned and (after commit, which these tests never
-    reach) enqueued; 6 notes x 4 tasks in chunks of 4 by default."""
+    """launched(**spec_changes) -> a job launched, then planned here as a worker would (its
+    chunks queued, no message sent); 6 notes x 4 tasks in chunks of 4 by default."""
 
     def launch(**changes):
         changes.setdefault("tasks", tasks)
-        return jobs.launch(spec(corpus, model_version, **changes), actor=researcher)
+        job = jobs.launch(spec(corpus, model_version, **changes), actor=researcher, enqueue=False)
+        planning.plan_now(job)
+        return job
 
     return launch

@@ -41,7 +41,7 @@ def test_register_model_refuses_a_folder_that_is_not_a_model(db, tmp_path):
 
 
 def test_launch_relevance_job_plans_a_sampled_job(corpus, tasks, model_version, monkeypatch):
-    monkeypatch.setattr(jobs, "enqueue_pending", lambda job_id: 0)
+    monkeypatch.setattr(jobs, "enqueue_chunks", lambda job_id: 0)
     out = run("launch_relevance_job", "ward", "--model", "tiny-llama", "--k", "2", "--limit", "3", "--chunk-size", "5")
     job = RelevanceJob.objects.get()
     assert f"Job {job.pk}: 6 prompts in 2 chunks" in out
@@ -51,7 +51,7 @@ def test_launch_relevance_job_plans_a_sampled_job(corpus, tasks, model_version, 
 def test_launch_relevance_job_accepts_the_prediction_explained(corpus, tasks, model_version, monkeypatch):
     from ml.relevance import RelevanceConfig
 
-    monkeypatch.setattr(jobs, "enqueue_pending", lambda job_id: 0)
+    monkeypatch.setattr(jobs, "enqueue_chunks", lambda job_id: 0)
     out = run("launch_relevance_job", "ward", "--model", "tiny-llama", "--k", "2", "--explain", "contrastive",
               "--neutral", "a person", "--normalise", "clip", "--truncate", "left", "--dtype", "float32")
     job = RelevanceJob.objects.get()

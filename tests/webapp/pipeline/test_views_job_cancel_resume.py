@@ -10,7 +10,7 @@ Chunk = RelevanceChunk.Status
 
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch):
-    monkeypatch.setattr(jobs, "enqueue_pending", lambda job_id: 0)
+    monkeypatch.setattr(jobs, "enqueue_chunks", lambda job_id: 0)
 
 
 def cancel(job):
@@ -29,7 +29,7 @@ def test_cancel_stops_the_job_and_is_audited(client, request, launched, role, dj
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(cancel(job), follow=True)
     job.refresh_from_db()
-    assert job.status == JobStatus.CANCELLED and job.chunks.filter(status=Chunk.SKIPPED).count() == 6
+    assert job.status == JobStatus.CANCELLED and job.chunks.filter(status=Chunk.CANCELLED).count() == 6
     assert AuditEvent.objects.filter(action=AuditEvent.Action.CANCEL_JOB, actor=user, object_id=str(job.pk)).exists()
     assert "Cancelling" in response.content.decode()
 
@@ -39,14 +39,14 @@ def test_resume_queues_the_unfinished_chunks_and_is_audited(client, request, lau
                                                             django_capture_on_commit_callbacks):
     user = request.getfixturevalue(role)
     job = launched()
-    job.chunks.filter(index__gt=1).update(status=Chunk.SKIPPED)
+    job.chunks.filter(index__gt=1).update(status=Chunk.CANCELLED)
     job.chunks.filter(index__lte=1).update(status=Chunk.DONE)
     RelevanceJob.objects.filter(pk=job.pk).update(status=JobStatus.CANCELLED)
     client.force_login(user)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(resume(job), follow=True)
     job.refresh_from_db()
-    assert job.status == JobStatus.QUEUED and job.chunks.filter(status=Chunk.PENDING).count() == 4
+    assert job.status == JobStatus.QUEUED and job.chunks.filter(status=Chunk.QUEUED).count() == 4
     assert "4 chunks queued again" in response.content.decode()
     assert AuditEvent.objects.filter(action=AuditEvent.Action.LAUNCH_JOB, actor=user, details__resumed=True).exists()
 
@@ -59,7 +59,7 @@ def test_others_may_neither_cancel_nor_resume(client, request, launched, user_fi
     RelevanceJob.objects.filter(pk=job.pk).update(status=JobStatus.CANCELLED)
     assert client.post(resume(job)).status_code == 403
     job.refresh_from_db()
-    assert job.status == JobStatus.CANCELLED and not job.chunks.exclude(status=Chunk.PENDING).exists()
+    assert job.status == JobStatus.CANCELLED and not job.chunks.exclude(status=Chunk.QUEUED).exists()
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.CANCEL_JOB).exists()
 
 

@@ -1,5 +1,6 @@
 from django.urls import reverse
 
+from webapp.pipeline import chunks
 from webapp.pipeline.models import JobStatus, RelevanceChunk, RelevanceJob
 
 Chunk = RelevanceChunk.Status
@@ -20,8 +21,8 @@ def test_the_page_shows_progress_and_polls_every_two_seconds_while_the_job_runs(
 
 def test_the_poll_returns_only_the_progress_fragment(client, clinician, launched):
     job = launched()
-    job.chunks.filter(index=0).update(status=Chunk.DONE, seconds=2.0)
-    RelevanceJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, done=4)
+    chunks.finish(chunks.claim(job.chunks.get(index=0).pk, "w"), 2.0, chunks.Outcome())
+    chunks.claim(job.chunks.get(index=1).pk, "w")
     client.force_login(clinician)
     response = client.get(detail(job), HTTP_HX_REQUEST="true")
     html = response.content.decode()
@@ -43,12 +44,13 @@ def test_the_poll_stops_with_286_once_the_job_has_ended(client, clinician, launc
 
 def test_failures_are_shown_in_plain_words(client, clinician, launched):
     job = launched()
-    job.chunks.filter(index=1).update(status=Chunk.FAILED, error="Could not compute relevance (ModelNotFoundError): "
-                                                                  "model 'x' is not converted yet")
-    RelevanceJob.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, error="1 of 6 chunks failed.")
+    chunks.fail(chunks.claim(job.chunks.get(index=1).pk, "w"), "Could not compute relevance (ModelNotFoundError): "
+                                                              "model 'x' is not converted yet")
+    for index in (0, 2, 3, 4, 5):
+        chunks.finish(chunks.claim(job.chunks.get(index=index).pk, "w"), 1.0, chunks.Outcome())
     client.force_login(clinician)
     html = client.get(detail(job)).content.decode()
-    assert "1 of 6 chunks failed." in html and "Chunk 2: Could not compute relevance" in html
+    assert "1 of 6 chunks failed" in html and "Chunk 2: Could not compute relevance" in html
     assert "1 failed" in html
 
 

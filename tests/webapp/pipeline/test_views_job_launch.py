@@ -2,6 +2,7 @@ import pytest
 from django.urls import reverse
 
 from webapp.audit.models import AuditEvent
+from webapp.pipeline import planning
 from webapp.pipeline.models import ModelVersion, RelevanceJob
 
 URL = "/jobs/new/"
@@ -26,7 +27,9 @@ def test_a_researcher_or_admin_launches_a_job_and_lands_on_its_page(client, requ
     response = client.post(URL, form_data)
     job = RelevanceJob.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("pipeline:job_detail", args=[job.pk])
-    assert (job.total, job.chunks.count(), job.sample_k, job.created_by) == (12, 2, 2, user)
+    assert (job.status, job.chunks.count(), job.sample_k, job.created_by) == ("planning", 0, 2, user)
+    planning.plan_now(job)  # as the planner will: the request did not plan
+    assert (job.total, job.chunks.count()) == (12, 2)
     assert AuditEvent.objects.filter(action=AuditEvent.Action.LAUNCH_JOB, actor=user).exists()
 
 
@@ -119,6 +122,7 @@ def test_a_custom_template_and_a_note_selection_are_kept(client, researcher, for
     job = RelevanceJob.objects.get()
     assert job.template == "{note} Seen: {task}"
     assert job.note_filter == {"external_ids": ["n001", "n003"], "limit": 5}
+    planning.plan_now(job)
     assert job.total == 4
 
 

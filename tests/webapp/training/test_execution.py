@@ -1,4 +1,7 @@
-"""How a run ends: done with its fields, cancelled, or failed with a message that never quotes data."""
+"""How a run ends: done with its fields, cancelled, or failed with a message that never quotes data;
+and its heartbeat while it trains."""
+import time
+
 import pytest
 
 from webapp.training import causal, execution, runs
@@ -93,3 +96,22 @@ def test_dsm_pairs_use_the_papers_prompt_and_cpt_the_notes(dataset):
     notes = causal.dataset_pairs(dataset, RunKind.CPT)
     assert len(notes) == dataset.examples.values("note").distinct().count()
     assert notes[0].prompt == "" and notes[0].answer == example.note.text
+
+
+@pytest.mark.django_db(transaction=True)  # the heartbeat thread's own connection sees committed rows only
+def test_a_step_longer_than_the_stall_time_does_not_make_the_run_look_lost(monkeypatch, settings, dataset,
+                                                                          model_version):
+    settings.WORK_HEARTBEAT_SECONDS, settings.WORK_STALL_SECONDS = 0.2, 1
+    run = runs.launch(runs.RunSpec(kind=RunKind.DSM, model_version=model_version, dataset=dataset), enqueue=False)
+    claimed = runs.claim(run.pk, worker="w1")
+    seen = []
+
+    def one_slow_step(run, reporter):  # nothing reported for 3 x the stall time, as a long CPU step
+        for _ in range(6):
+            time.sleep(0.5)
+            seen.append(TrainingRun.objects.get(pk=run.pk).status_text())
+        return {}
+
+    with_runner(monkeypatch, one_slow_step)
+    assert execution.execute(claimed) == "done"
+    assert seen == ["Running"] * 6

@@ -80,16 +80,17 @@ def test_a_queued_run_is_cancelled_at_once_and_a_running_one_is_asked_to_stop(da
 
 def test_claim_takes_a_queued_run_once(dataset, model_version):
     run = runs.launch(dsm_spec(dataset, model_version))
+    assert run.heartbeat  # queued: when it was sent (the recovery sweeper resends a lost message)
     claimed = runs.claim(run.pk, worker="w1")
     assert claimed.status == JobStatus.RUNNING and claimed.attempts == 1 and claimed.heartbeat
-    assert runs.claim(run.pk, worker="w2") is None
-    assert runs.claim_blocked_by_live_worker(run.pk)
+    assert claimed.status_text() == "Running" and not claimed.is_stalled
+    assert runs.claim(run.pk, worker="w2") is None  # a duplicate message while w1 is alive
 
 
-def test_a_running_run_with_a_stale_heartbeat_is_taken_back_by_the_next_claim(dataset, model_version):
+def test_a_running_run_with_a_stale_heartbeat_is_taken_back_by_the_next_claim(dataset, model_version, settings):
     run = runs.launch(dsm_spec(dataset, model_version))
     runs.claim(run.pk, worker="w1")
-    old = timezone.now() - timedelta(seconds=runs.STALL_SECONDS + 5)
+    old = timezone.now() - timedelta(seconds=settings.WORK_STALL_SECONDS + 5)
     TrainingRun.objects.filter(pk=run.pk).update(heartbeat=old)
     again = runs.claim(run.pk, worker="w2")
     assert again.attempts == 2 and again.worker == "w2"
@@ -116,26 +117,55 @@ def test_resume_requeues_a_cancelled_or_failed_run_but_not_a_live_or_done_one(da
         runs.resume(TrainingRun.objects.get(pk=run.pk))
 
 
-def test_a_stalled_run_can_be_resumed_and_cancelled(dataset, model_version):
+def test_a_run_whose_worker_went_silent_for_the_stall_time_is_stalled_not_running(dataset, model_version,
+                                                                                    settings):
+    settings.WORK_STALL_SECONDS = 60
     run = runs.launch(dsm_spec(dataset, model_version))
     runs.claim(run.pk)
-    TrainingRun.objects.filter(pk=run.pk).update(heartbeat=timezone.now() - timedelta(seconds=runs.STALL_SECONDS + 1))
+    silent = timezone.now() - timedelta(seconds=61)
+    TrainingRun.objects.filter(pk=run.pk).update(heartbeat=silent, eta_s=95.0)
     run = TrainingRun.objects.get(pk=run.pk)
-    assert runs.is_stalled(run) and runs.can_resume(run)
-    assert runs.cancel(run).status == JobStatus.CANCELLED
+    assert run.status_text() == f"stalled: worker lost at {timezone.localtime(silent):%H:%M}"
+    assert run.resumable and run.time_left_s is None  # never a live ETA for a lost worker
+    TrainingRun.objects.filter(pk=run.pk).update(heartbeat=timezone.now() - timedelta(seconds=59))
+    assert not TrainingRun.objects.get(pk=run.pk).is_stalled
 
 
-def test_a_broker_failure_is_said_on_the_run(dataset, model_version, monkeypatch):
-    from workers.celery_app import app
+def test_a_stalled_run_can_be_resumed_and_cancelled(dataset, model_version, settings):
+    run = runs.launch(dsm_spec(dataset, model_version))
+    runs.claim(run.pk)
+    stale = timezone.now() - timedelta(seconds=settings.WORK_STALL_SECONDS + 1)
+    TrainingRun.objects.filter(pk=run.pk).update(heartbeat=stale)
+    resumed = runs.resume(TrainingRun.objects.get(pk=run.pk), enqueue=False)
+    assert resumed.status == JobStatus.QUEUED and resumed.status_text() == "Queued"
+    runs.claim(run.pk)
+    TrainingRun.objects.filter(pk=run.pk).update(heartbeat=stale)
+    assert runs.cancel(TrainingRun.objects.get(pk=run.pk)).status == JobStatus.CANCELLED
 
-    run = runs.launch(dsm_spec(dataset, model_version), enqueue=False)
+
+def test_why_a_run_waited_goes_to_its_log_when_a_worker_takes_it(dataset, model_version):
+    run = runs.launch(dsm_spec(dataset, model_version))
+    runs.claim(run.pk, worker="w1")
+    lost = "Worker w1 was lost at 10:04:05 (no heartbeat for 60 s); queued again automatically."
+    TrainingRun.objects.filter(pk=run.pk).update(status=JobStatus.QUEUED, error=lost)  # what the sweeper does
+    again = runs.claim(run.pk, worker="w2")
+    assert again.attempts == 2 and again.error == ""
+    assert list(again.logs.order_by("-id").values_list("message", flat=True)[:2]) == [
+        "Attempt 2 started on w2.", lost]
+
+
+def test_a_broker_failure_is_said_on_the_run(dataset, model_version, monkeypatch,
+                                            django_capture_on_commit_callbacks):
+    from webapp.taskqueue import app
 
     def down(*args, **kwargs):
         raise ConnectionError("broker down")
 
     monkeypatch.setattr(app, "send_task", down)
-    assert not runs.send(run.pk)
-    assert "could not be reached" in TrainingRun.objects.get(pk=run.pk).error
+    with django_capture_on_commit_callbacks(execute=True):
+        run = runs.launch(dsm_spec(dataset, model_version))
+    run = TrainingRun.objects.get(pk=run.pk)
+    assert run.status == JobStatus.QUEUED and "could not be reached" in run.error
 
 
 def test_split_problems_are_plain(corpus, model_version):

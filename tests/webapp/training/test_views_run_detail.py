@@ -1,5 +1,8 @@
 """The run page: live progress fragment (polling stops at the end), charts data, logs, results."""
+from datetime import timedelta
+
 from django.urls import reverse
+from django.utils import timezone
 
 from webapp.training.models import RunLog, RunMetric
 
@@ -27,6 +30,18 @@ def test_the_fragment_polls_while_running_and_stops_with_286_once_ended(client, 
     run.save(update_fields=["status"])
     ended = client.get(url, headers={"HX-Request": "true"})
     assert ended.status_code == 286 and b"hx-trigger" not in ended.content
+
+
+def test_a_run_whose_worker_was_lost_says_so_without_an_eta_and_offers_cancel_and_resume(
+        client, researcher, make_run, settings):
+    lost = timezone.now() - timedelta(seconds=settings.WORK_STALL_SECONDS + 5)
+    run = make_run(status="running", attempts=1, step=3, total_steps=10, eta_s=95.0, heartbeat=lost, started=lost)
+    client.force_login(researcher)
+    html = client.get(reverse("training:run_detail", args=[run.pk]), headers={"HX-Request": "true"}).content.decode()
+    assert f"stalled: worker lost at {timezone.localtime(lost):%H:%M}" in html and "status-stalled" in html
+    assert "about 0:01:35" not in html and "Cancel run" in html and "Resume from the last checkpoint" in html
+    listed = client.get(reverse("training:run_list")).content.decode()
+    assert f"stalled: worker lost at {timezone.localtime(lost):%H:%M}" in listed
 
 
 def test_logs_are_listed_latest_last(client, clinician, make_run):

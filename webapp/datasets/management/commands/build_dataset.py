@@ -1,7 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models.functions import Now
 
 from webapp.datasets import building
 from webapp.datasets.models import DatasetVersion
+from webapp.lifecycle.status import HELD, JobStatus
 
 
 class Command(BaseCommand):
@@ -15,12 +17,15 @@ class Command(BaseCommand):
         pk = options["dataset_id"]
         if not DatasetVersion.objects.filter(pk=pk).exists():
             raise CommandError(f"No dataset with id {pk}.")
-        DatasetVersion.objects.filter(pk=pk).exclude(status="running").update(status="queued")
-        dataset = building.claim(pk)
+        DatasetVersion.objects.filter(pk=pk).exclude(status__in=HELD).update(status=JobStatus.QUEUED, heartbeat=Now())
+        dataset = building.claim(pk, worker="command line")
         if dataset is None:
             raise CommandError(f"Dataset {pk} is being built by a worker right now.")
         try:
             stats = building.build(dataset)
         except Exception as exc:
-            raise CommandError(building.fail(pk, exc))
+            raise CommandError(building.fail(dataset, exc))
+        if stats is None:
+            dataset.refresh_from_db()
+            raise CommandError(f"{dataset}: the build stopped before its end ({dataset.status_text()}).")
         self.stdout.write(f"{dataset}: {stats['examples']} examples from {stats['maps']} maps in {stats['seconds']} s.")

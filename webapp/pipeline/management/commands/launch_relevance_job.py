@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from ml.relevance import DTYPES, NORMALISE, TRUNCATE
 from webapp.corpus.models import Corpus, Task
-from webapp.pipeline import jobs
+from webapp.pipeline import jobs, planning
 from webapp.pipeline.models import ModelVersion, RelevanceJob
 from webapp.pipeline.progress import job_progress
 
@@ -39,6 +39,8 @@ class Command(BaseCommand):
         parser.add_argument("--note", action="append", default=[], metavar="ID", help="only this note id (repeat)")
         parser.add_argument("--chunk-size", type=int, default=64)
         parser.add_argument("--wait", action="store_true", help="print progress until the job ends")
+        parser.add_argument("--plan-in-worker", action="store_true",
+                            help="leave the planning to a worker of the default queue, as the web page does")
 
     def handle(self, *args, **options):
         corpus = Corpus.objects.filter(name=options["corpus"]).first()
@@ -65,11 +67,16 @@ class Command(BaseCommand):
             sample_k=options["k"], seed=options["seed"], note_filter=note_filter, chunk_size=options["chunk_size"],
         )
         try:
-            job = jobs.launch(spec, actor="command line")
+            job = jobs.launch(spec, actor="command line", enqueue=options["plan_in_worker"])
         except jobs.JobError as exc:
             raise CommandError(str(exc)) from exc
-        self.stdout.write(f"Job {job.pk}: {job.total} prompts in {job.chunks.count()} chunks, queued "
-                          f"(configuration {job.config_key}).")
+        if options["plan_in_worker"]:
+            self.stdout.write(f"Job {job.pk} launched: a worker of the default queue plans it "
+                              f"(configuration {job.config_key}).")
+        else:  # planned here, as the command line has no request to answer quickly
+            planning.plan_now(job, "command line", enqueue=True)
+            self.stdout.write(f"Job {job.pk}: {job.total} prompts in {job.chunk_count} chunks, queued "
+                              f"(configuration {job.config_key}).")
         while options["wait"]:
             job.refresh_from_db()
             progress = job_progress(job)

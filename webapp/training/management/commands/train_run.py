@@ -1,15 +1,16 @@
 """Execute one training run in this process: `python manage.py train_run RUN_ID`.
 
 Made for multi-GPU training: start it through a launcher, every rank runs this command and
-calls the same trainer, only rank 0 (RANK=0) claims the run and writes progress and results:
+calls the same trainer, only rank 0 (RANK=0) claims the run, writes progress and results, and
+beats for it from a thread while it trains (webapp.training.execution):
 
     accelerate launch --num_processes 8 manage.py train_run 42
     torchrun --nproc-per-node 8 manage.py train_run 42
 
 A Celery training worker with TRAINING_LAUNCHER set does this itself for those kinds (it claims
-the run and passes --claimed). Distributed launches support the kinds dsm, cpt and sft (the
-causal-LM trainer); CH, prompting and self-learning runs are refused under a launcher (run them
-in one process: their training is small, or made of several trainings).
+the run, passes --claimed and keeps beating for it too). Distributed launches support the kinds
+dsm, cpt and sft (the causal-LM trainer); CH, prompting and self-learning runs are refused under
+a launcher (run them in one process: their training is small, or made of several trainings).
 """
 import os
 
@@ -43,7 +44,7 @@ class Command(BaseCommand):
         elif main:
             run = runs.claim(run_id, worker=f"train_run@{os.uname().nodename}")
             if run is None:
-                raise CommandError(f"Run {run_id} is not queued (or it is running with a live worker).")
+                raise CommandError(f"Run {run_id} is not queued (or it is held by a live worker).")
         outcome = execution.execute(run, write=main)
         if main:
             self.stdout.write(f"run {run_id}: {outcome}")

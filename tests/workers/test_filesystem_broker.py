@@ -1,0 +1,130 @@
+"""The `make demo` path end to end, on the embedded default: no PostgreSQL, no Redis.
+
+Every step is a separate process with a clean environment (no DATABASE_URL, REDIS_URL or
+CELERY_BROKER_URL; DATA_DIR a temporary folder), so settings fall back to a SQLite file at
+DATA_DIR/db.sqlite3 and kombu's filesystem broker under DATA_DIR/broker, as `make demo` does:
+`manage.py migrate`, `load_task_catalog`, `load_demo_corpus`, `launch_relevance_job` (2 notes x
+heart rate on the default SmolLM2 model, chunks of 1, so two messages), then a real
+`celery -A workers worker --queues relevance --pool solo` consumes the two messages from the
+broker folder and computes AttnLRP relevance. The test reads the SQLite file directly.
+"""
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.workers.conftest import WorkerProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+NOTES_IN_CORPUS = 5
+JOB_NOTES = 2
+TASK = "heart-rate"
+TIMEOUT = 300
+# What the environment may pass on to the embedded processes; nothing names a server.
+KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV")
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A folder holding the converted default model ($MODEL_DIR or var/models, else converted)."""
+    from tests.ml.conftest import real_model_dir
+
+    return real_model_dir(tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture
+def embedded_env(tmp_path, model_dir):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()  # as `manage.py rundemo` does before migrating
+    env = {k: os.environ[k] for k in KEEP if k in os.environ}
+    env.update({
+        "DATA_DIR": str(data_dir), "MODEL_DIR": str(model_dir), "DEBUG": "1",
+        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+        # Unreachable on purpose: a process that still found a server would fail, not pass quietly.
+        "PGHOST": "/nonexistent", "PGPORT": "1",
+    })
+    assert not {"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"} & set(env)
+    return env
+
+
+def manage(env, *args) -> str:
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert done.returncode == 0, f"manage.py {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def query(db: Path, sql: str, *params):
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def queued_messages(data_dir: Path) -> list[Path]:
+    return sorted((data_dir / "broker" / "queue").glob("*.relevance.msg"))
+
+
+def test_a_relevance_job_runs_on_sqlite_and_the_filesystem_broker_in_real_processes(embedded_env, tmp_path):
+    data_dir = Path(embedded_env["DATA_DIR"])
+    db = data_dir / "db.sqlite3"
+    manage(embedded_env, "migrate", "--no-input", "-v", "0")
+    assert db.is_file()
+    assert "created" in manage(embedded_env, "load_task_catalog")
+    manage(embedded_env, "load_demo_corpus", "--corpus", "demo-ed", "--notes", str(NOTES_IN_CORPUS))
+    assert query(db, "SELECT count(*) FROM corpus_note n JOIN corpus_corpus c ON c.id = n.corpus_id "
+                     "WHERE c.name = 'demo-ed'") == [(NOTES_IN_CORPUS,)]
+    out = manage(embedded_env, "launch_relevance_job", "demo-ed", "--tasks", "list", "--task", TASK,
+                 "--limit", str(JOB_NOTES), "--chunk-size", "1")
+    assert f"{JOB_NOTES} prompts in {JOB_NOTES} chunks, queued" in out, out
+    [(job_id, status, total, model)] = query(
+        db, "SELECT j.id, j.status, j.total, m.name FROM pipeline_relevancejob j "
+            "JOIN pipeline_modelversion m ON m.id = j.model_version_id")
+    assert (status, total, model) == ("queued", JOB_NOTES, "smollm2-135m-instruct")
+    # The messages wait as files in the broker folder under DATA_DIR, one a chunk.
+    assert len(queued_messages(data_dir)) == JOB_NOTES
+
+    worker = WorkerProcess("relevance", embedded_env, tmp_path / "worker.log").start()
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            [(status,)] = query(db, "SELECT status FROM pipeline_relevancejob WHERE id = ?", job_id)
+            if status in ("done", "failed", "cancelled") or worker.process.poll() is not None:
+                break
+            time.sleep(1)
+        # Every message consumed (none kept: store_processed is off). An extra message (a
+        # recovery sweep's) would find nothing to do; give the worker a moment to drain it.
+        drained = time.monotonic() + 30
+        while queued_messages(data_dir) and worker.process.poll() is None and time.monotonic() < drained:
+            time.sleep(0.5)
+        log = worker.log_path.read_text(errors="replace")
+    finally:
+        worker.stop()
+    assert "transport:   filesystem://" in log, log[-3000:]
+    [(status, done, error)] = query(db, "SELECT status, done, error FROM pipeline_relevancejob WHERE id = ?", job_id)
+    chunks = query(db, "SELECT status, attempts, error FROM pipeline_relevancechunk WHERE job_id = ?", job_id)
+    assert (status, done, error) == ("done", JOB_NOTES, ""), f"job {status} {done} {error!r} chunks {chunks}\n{log[-5000:]}"
+    assert chunks == [("done", 1, "")] * JOB_NOTES
+    # Each chunk's message was received from the folder and run to 'done' by the worker.
+    assert log.count("Task workers.relevance.run_chunk[") >= 2 * JOB_NOTES  # received + succeeded each
+    assert len(re.findall(r"run_chunk\[[0-9a-f-]+\] succeeded in [0-9.]+s: 'done'", log)) == JOB_NOTES, log[-5000:]
+    assert not queued_messages(data_dir)
+
+    from ml.codec import decode_map
+
+    maps = query(db, "SELECT n.text, t.slug, r.method, r.n_tokens, r.data, r.target_token FROM pipeline_relevancemap r "
+                     "JOIN corpus_note n ON n.id = r.note_id JOIN corpus_task t ON t.id = r.task_id "
+                     "WHERE r.job_id = ?", job_id)
+    assert len(maps) == JOB_NOTES
+    for text, slug, method, n_tokens, data, target in maps:
+        assert (slug, method) == (TASK, "attnlrp") and target
+        offsets, scores = decode_map(bytes(data))
+        assert len(scores) == n_tokens > 10
+        assert "".join(text[a:b] for a, b in offsets) == text  # the tokens tile the note
+        assert scores.min() >= 0 and scores.max() == pytest.approx(1.0, abs=1e-3)

@@ -1,0 +1,140 @@
+"""Imports from the Import page as background work (the lifecycle of webapp.lifecycle).
+
+    launch()   in the web request: store the upload, create a queued ImportJob, send
+               workers.imports.run_import after the commit; it answers at once, whatever the size.
+    run()      in the worker, under a Heartbeat: validate, then write (webapp.corpus.importing),
+               reporting the phase and the records done through the heartbeat, so they show while
+               the write transaction is still open. The job's end (done with its counts, failed
+               with its problems) commits in the SAME transaction as the notes: a worker killed at
+               any point leaves both or neither. The sweeper queues a job whose worker was lost,
+               and the next worker imports again from the stored upload (atomic and idempotent:
+               nothing lost, nothing twice). A worker that lost its job, or was asked to cancel,
+               rolls its writes back at the next progress report.
+    cancel()   queued: cancelled at once; running: the worker rolls back and ends it cancelled.
+    resume()   a job whose worker was lost is queued again at once (the sweeper does it anyway).
+
+The stored upload is removed once the job has ended (discard_upload; leftovers of a worker lost
+between its commit and the removal are removed at the next launch).
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from django.db import transaction
+from django.utils import timezone
+
+from webapp.audit.log import record
+from webapp.audit.models import AuditEvent
+from webapp.corpus import uploads
+from webapp.corpus.models import ImportJob
+from webapp.lifecycle import queue, units
+from webapp.lifecycle.status import ENDED, JobStatus
+
+TASK = "workers.imports.run_import"
+RECENT = 50
+PHASES = {"validate": ImportJob.Phase.VALIDATING, "write": ImportJob.Phase.WRITING}
+
+
+class ImportStopped(Exception):
+    """Raised from a progress report to roll the import back: cancel asked, or the job was lost."""
+
+
+def launch(uploaded, *, kind: str, corpus: str, language: str, update: bool, actor) -> ImportJob:
+    discard_leftovers()
+    stored = uploads.store(uploaded)
+    try:
+        with transaction.atomic():
+            job = ImportJob.objects.create(
+                kind=kind, corpus_name=corpus, language=language if kind == ImportJob.Kind.NOTES else "",
+                update=update, upload=stored.path, file_name=stored.name, file_size=stored.size,
+                created_by=actor if getattr(actor, "is_authenticated", False) else None,
+                heartbeat=timezone.now(),  # when it was sent: the sweeper sends it again if the message is lost
+            )
+            record(actor, AuditEvent.Action.LAUNCH_JOB, job, kind=kind, corpus=corpus, file=stored.name,
+                   size=stored.size)
+            queue.send_on_commit(TASK, job.pk, on_error=partial(_queue_error, job.pk))
+    except BaseException:
+        uploads.discard(stored.path)
+        raise
+    return job
+
+
+def run(job: ImportJob, heart) -> str | None:
+    """Import the job's upload (the worker holds the job). Returns the status it ended in, None
+    if another attempt holds it now (nothing was written)."""
+    validated = 0
+
+    def progress(phase: str, done: int) -> None:
+        nonlocal validated
+        if phase == "validate":
+            validated = done
+            heart.report(phase=PHASES[phase], records_done=done)
+        else:
+            heart.report(phase=PHASES[phase], records_done=done, records_total=validated)
+        if heart.cancelling or heart.lost:
+            raise ImportStopped
+
+    try:
+        with transaction.atomic():
+            report = uploads.import_stored(job.upload, kind=job.kind, corpus=job.corpus_name,
+                                           language=job.language, update=job.update, actor=job.created_by,
+                                           progress=progress)
+            if report.ok:
+                ended = units.finish(job, phase="", created_count=report.created, updated_count=report.updated,
+                                     unchanged_count=report.unchanged, problems=[], problem_count=0)
+            else:
+                ended = units.fail(job, f"Nothing was imported: {report.problem_count} "
+                                        f"problem{'s' if report.problem_count != 1 else ''}.", phase="",
+                                   problems=[str(p) for p in report.problems], problem_count=report.problem_count)
+            if not ended:
+                raise ImportStopped  # lost to another attempt: roll our writes back
+    except ImportStopped:
+        if heart.cancelling and units.cancelled(job, phase=""):
+            return JobStatus.CANCELLED
+        return None
+    return JobStatus.DONE if report.ok else JobStatus.FAILED
+
+
+def fail_unexpectedly(job: ImportJob, exc: BaseException) -> bool:
+    """Record an error the import did not expect, in plain words (a database error's text can
+    quote a row, so only its type). The import's transaction was rolled back."""
+    return units.fail(job, f"The import stopped on an unexpected error ({type(exc).__name__}); nothing was "
+                           "imported. Try again, or import the file from the command line to see more.", phase="")
+
+
+def cancel(job: ImportJob, actor) -> str | None:
+    """Returns "cancelled", "cancelling" (the worker rolls back at its next report) or None (it ended)."""
+    outcome = units.request_cancel(ImportJob, job.pk)
+    if outcome is not None:
+        record(actor, AuditEvent.Action.CANCEL_JOB, job, kind=job.kind, corpus=job.corpus_name)
+    if outcome == JobStatus.CANCELLED:
+        discard_upload(job)
+    return outcome
+
+
+def resume(job: ImportJob, actor) -> bool:
+    """Queue again at once a job whose worker was lost (the sweeper would, within seconds)."""
+    if not job.resumable or not units.requeue(ImportJob, job.pk):
+        return False
+    record(actor, AuditEvent.Action.LAUNCH_JOB, job, kind=job.kind, corpus=job.corpus_name, resumed=True)
+    queue.send_on_commit(TASK, job.pk, on_error=partial(_queue_error, job.pk))
+    return True
+
+
+def discard_upload(job: ImportJob) -> None:
+    """Remove the stored upload of a job that has ended (it can no longer run)."""
+    if job.upload and ImportJob.objects.filter(pk=job.pk, status__in=ENDED).update(upload="") == 1:
+        uploads.discard(job.upload)
+
+
+def discard_leftovers() -> None:
+    for job in ImportJob.objects.filter(status__in=ENDED).exclude(upload="").only("pk", "upload")[:100]:
+        discard_upload(job)
+
+
+def recent():
+    return ImportJob.objects.select_related("created_by")[:RECENT]
+
+
+def _queue_error(job_id: int, message: str) -> None:
+    ImportJob.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(error=message)

@@ -1,0 +1,73 @@
+"""The abstract row every unit of long work inherits: status, who holds it, its heartbeat."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from webapp.lifecycle.status import ACTIVE, ENDED, HELD, RESUMABLE, JobStatus
+
+
+def stall_seconds() -> int:
+    return settings.WORK_STALL_SECONDS
+
+
+class WorkUnit(models.Model):
+    """A unit one worker holds at a time (see webapp.lifecycle). `heartbeat` is the last sign of
+    life of the worker holding it, or, while queued, when it was (last) sent to the queue."""
+
+    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="claims so far; a worker writes only its own")
+    worker = models.CharField(max_length=200, blank=True, help_text="the worker that holds it (or held it last)")
+    heartbeat = models.DateTimeField(null=True, blank=True,
+                                     help_text="last sign of life of its worker (queued: when it was sent)")
+    error = models.TextField(blank=True)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE
+
+    @property
+    def is_done(self) -> bool:
+        return self.status == JobStatus.DONE
+
+    @property
+    def is_ended(self) -> bool:
+        return self.status in ENDED
+
+    def stalled_since(self, now: datetime | None = None) -> datetime | None:
+        """When its worker was last heard of, if that worker is lost (held, and silent for
+        WORK_STALL_SECONDS); None while it beats, waits or has ended."""
+        if self.status not in HELD:
+            return None
+        last = self.heartbeat or self.started
+        if last is None:
+            return None
+        now = now or timezone.now()
+        return last if now - last > timedelta(seconds=stall_seconds()) else None
+
+    @property
+    def is_stalled(self) -> bool:
+        return self.stalled_since() is not None
+
+    @property
+    def resumable(self) -> bool:
+        return self.status in RESUMABLE or self.is_stalled
+
+    @property
+    def cancellable(self) -> bool:
+        return self.status in (JobStatus.PLANNING, JobStatus.QUEUED, JobStatus.RUNNING)
+
+    def status_text(self, now: datetime | None = None) -> str:
+        """The status in words, honest about a lost worker: never "running" for a dead one."""
+        lost = self.stalled_since(now)
+        if lost is not None:
+            return f"stalled: worker lost at {timezone.localtime(lost):%H:%M}"
+        return self.get_status_display()

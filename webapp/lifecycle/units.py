@@ -1,0 +1,102 @@
+"""Transitions of a unit of work (a WorkUnit row), each one atomic conditional UPDATE.
+
+    claim(Model, pk, worker)   queued, or held by a lost worker -> running, attempts + 1
+    beat(unit)                 heartbeat = now, while the unit is still this attempt's
+    finish / fail / cancelled  end the attempt (only the attempt that holds it)
+    release(unit)              back to queued (a temporary problem; a retry follows)
+    request_cancel(Model, pk)  queued -> cancelled at once; running -> cancelling
+    requeue(Model, pk)         cancelled | failed | lost -> queued (Resume)
+
+`owned(unit)` is the guard of every write a worker makes: the row, with this unit's attempt
+number, still held. A worker whose unit was taken over (its heartbeat went stale and another
+worker claimed it) or cancelled finds nothing to update and stops.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce, Now
+from django.utils import timezone
+
+from webapp.lifecycle.models import WorkUnit, stall_seconds
+from webapp.lifecycle.status import HELD, RESUMABLE, JobStatus
+
+
+def stale_before(now=None):
+    return (now or timezone.now()) - timedelta(seconds=stall_seconds())
+
+
+def lost(now=None, held=HELD) -> Q:
+    """Held by a worker that stopped beating WORK_STALL_SECONDS ago (killed, machine lost)."""
+    stale = stale_before(now)
+    return Q(status__in=held) & (Q(heartbeat__lt=stale) | Q(heartbeat__isnull=True, started__lt=stale)
+                                 | Q(heartbeat__isnull=True, started__isnull=True))
+
+
+def claim(model: type[WorkUnit], pk: int, worker: str = "", *, select_related=(), **changes) -> WorkUnit | None:
+    """Take the unit for this worker: a queued one, or one whose worker is lost (a redelivered
+    message, or one sent again by the sweeper). None when there is nothing to do: it is held by a
+    live worker, ended, or cancelled meanwhile. A lost unit that was being cancelled ends
+    cancelled instead."""
+    rows = model.objects.filter(pk=pk)
+    claimed = rows.filter(Q(status=JobStatus.QUEUED) | (lost() & Q(status=JobStatus.RUNNING))).update(
+        status=JobStatus.RUNNING, attempts=F("attempts") + 1, worker=worker[:200], heartbeat=Now(),
+        started=Coalesce(F("started"), Now()), finished=None, **changes)
+    if not claimed:
+        rows.filter(lost() & Q(status=JobStatus.CANCELLING)).update(status=JobStatus.CANCELLED, finished=Now())
+        return None
+    queryset = model.objects.select_related(*select_related) if select_related else model.objects
+    return queryset.get(pk=pk)
+
+
+def owned(unit: WorkUnit, held=HELD):
+    """The unit's row, if this attempt still holds it. `held`: the statuses in which a worker
+    holds this kind of unit (a relevance job is held only while planning)."""
+    return type(unit).objects.filter(pk=unit.pk, attempts=unit.attempts, status__in=held)
+
+
+def beat(unit: WorkUnit, held=HELD, **fields) -> str | None:
+    """Record a sign of life (and any progress fields). Returns the status the unit is in
+    (running, or cancelling: stop at the next safe point), None if this attempt lost it."""
+    for status in held:
+        if owned(unit, held).filter(status=status).update(heartbeat=Now(), **fields):
+            return status
+    return None
+
+
+def finish(unit: WorkUnit, **fields) -> bool:
+    return owned(unit).update(status=JobStatus.DONE, finished=Now(), heartbeat=Now(), error="", **fields) == 1
+
+
+def fail(unit: WorkUnit, message: str, **fields) -> bool:
+    return owned(unit).update(status=JobStatus.FAILED, finished=Now(), heartbeat=Now(), error=message,
+                              **fields) == 1
+
+
+def cancelled(unit: WorkUnit, **fields) -> bool:
+    """The worker stopped at a safe point after a cancel."""
+    return owned(unit).update(status=JobStatus.CANCELLED, finished=Now(), heartbeat=Now(), **fields) == 1
+
+
+def release(unit: WorkUnit, message: str = "") -> bool:
+    """Back to the queue (a temporary problem; the task's retry claims it again)."""
+    return owned(unit).update(status=JobStatus.QUEUED, heartbeat=Now(), error=message) == 1
+
+
+def request_cancel(model: type[WorkUnit], pk: int, **changes) -> str | None:
+    """queued (or held by a lost worker) -> cancelled at once; running -> cancelling, the worker
+    stops at its next safe point. Returns the new status, None if the unit could not be cancelled."""
+    rows = model.objects.filter(pk=pk)
+    if rows.filter(Q(status=JobStatus.QUEUED) | lost()).update(status=JobStatus.CANCELLED, finished=Now(),
+                                                                **changes):
+        return JobStatus.CANCELLED
+    if rows.filter(status=JobStatus.RUNNING).update(status=JobStatus.CANCELLING, **changes):
+        return JobStatus.CANCELLING
+    return None
+
+
+def requeue(model: type[WorkUnit], pk: int, **changes) -> bool:
+    """Resume: a cancelled or failed unit, or one held by a lost worker, is queued again."""
+    return model.objects.filter(Q(status__in=RESUMABLE) | lost(), pk=pk).update(
+        status=JobStatus.QUEUED, finished=None, error="", heartbeat=Now(), **changes) == 1
