@@ -70,8 +70,8 @@ def _launch_distributed(run, launcher: str) -> str:
     with Heartbeat(run):
         completed = subprocess.run(command, cwd=ROOT, env={**os.environ, "DSM_RUN_ATTEMPT": str(run.attempts)},
                                    check=False, stdout=sys.stdout, stderr=sys.stderr)
-    run.refresh_from_db()
-    if completed.returncode != 0 and run.status == "running":
+    if completed.returncode != 0:  # guarded by this attempt's number: a run taken over meanwhile is left alone
         runs.fail(run, f"The distributed launch exited with code {completed.returncode}; see the worker log. "
                        "Resume continues from the last checkpoint.")
+    run.refresh_from_db(fields=["status"])
     return run.status

@@ -96,6 +96,17 @@ def cancel_export(job: DatasetExport, actor=None) -> str:
     return status
 
 
+def builds_cancelled(pks) -> None:
+    """The recovery sweeper ended these builds cancelled (their worker was lost while cancelling)."""
+    MaskedExample.objects.filter(dataset_id__in=pks).delete()
+
+
+def exports_cancelled(pks) -> None:
+    """The recovery sweeper ended these exports cancelled: remove their unfinished files."""
+    for job in DatasetExport.objects.filter(pk__in=pks):
+        export.discard_scratch(job)
+
+
 def _send(task: str, model, pk: int) -> None:
     """Send after the commit; if the broker is away the unit says so and stays queued (the
     recovery sweeper sends it again once the broker is back)."""

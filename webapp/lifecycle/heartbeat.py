@@ -48,7 +48,7 @@ class Heartbeat:
         """Beat at once (from the worker's own thread, e.g. after a step it must not lose)."""
         self._beat()
 
-    def _beat(self) -> None:
+    def _beat(self, in_thread: bool = False) -> None:
         with self._lock:
             fields, self._pending = self._pending, {}
         try:
@@ -57,6 +57,8 @@ class Heartbeat:
             log.warning("%s %s: heartbeat failed (%s)", type(self.unit).__name__, self.unit.pk, type(exc).__name__)
             with self._lock:
                 self._pending = {**fields, **self._pending}
+            if in_thread:  # a dropped connection is never reopened by Django in this thread: reopen it
+                connection.close()
             return
         if status is None:
             self.lost = True
@@ -66,7 +68,7 @@ class Heartbeat:
     def _run(self) -> None:
         try:
             while not self._stop.wait(self.every):
-                self._beat()
+                self._beat(in_thread=True)
                 if self.lost:
                     return
         finally:

@@ -20,7 +20,6 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.apps import apps
 from django.conf import settings
@@ -45,6 +44,9 @@ class Kind:
     # "module:function(kind, now) -> (lost_workers, lost_messages)" for a kind whose statuses
     # differ from the usual queued/running (relevance planning); empty: the generic sweep
     sweep: str = ""
+    # "module:function(pks)": clean up after units that ended cancelled because their worker was
+    # lost while cancelling (a build's partial examples, an export's scratch folder)
+    on_cancelled: str = ""
 
     def model_class(self):
         return apps.get_model(self.model)
@@ -58,9 +60,12 @@ class Kind:
 KINDS = (
     Kind("relevance plan", "pipeline.RelevanceJob", "workers.relevance.plan_job",
          sweep="webapp.pipeline.planning:sweep"),
-    Kind("relevance chunk", "pipeline.RelevanceChunk", "workers.relevance.run_chunk"),
-    Kind("dataset build", "datasets.DatasetVersion", "workers.datasets.build_dataset"),
-    Kind("export", "datasets.DatasetExport", "workers.datasets.export_dataset"),
+    Kind("relevance chunk", "pipeline.RelevanceChunk", "workers.relevance.run_chunk",
+         sweep="webapp.pipeline.chunks:sweep"),
+    Kind("dataset build", "datasets.DatasetVersion", "workers.datasets.build_dataset",
+         on_cancelled="webapp.datasets.launch:builds_cancelled"),
+    Kind("export", "datasets.DatasetExport", "workers.datasets.export_dataset",
+         on_cancelled="webapp.datasets.launch:exports_cancelled"),
     Kind("training run", "training.TrainingRun", "workers.training.run_training"),
     Kind("evaluation", "evaluation.RelevanceEvaluation", "workers.evaluation.run_evaluation"),
     Kind("import", "corpus.ImportJob", "workers.imports.run_import"),
@@ -77,14 +82,15 @@ def _kinds():
 
 
 def requeue_lost_workers(kind: Kind, now=None) -> list[int]:
-    """Queue again the units of this kind whose worker stopped beating; returns their ids."""
+    """Queue again the units of this kind whose worker stopped beating; returns their ids. One
+    lost while cancelling ends cancelled (and its kind cleans up after it)."""
     model = kind.model_class()
-    now = now or timezone.now()
-    requeued = []
+    requeued, cancelled = [], []
     for pk, worker, heartbeat, status in model.objects.filter(units.lost(now)).values_list(
             "pk", "worker", "heartbeat", "status")[:BATCH]:
         if status == JobStatus.CANCELLING:
-            model.objects.filter(units.lost(now), pk=pk).update(status=JobStatus.CANCELLED, finished=Now())
+            if model.objects.filter(units.lost(now), pk=pk).update(status=JobStatus.CANCELLED, finished=Now()):
+                cancelled.append(pk)
             continue
         when = f" at {timezone.localtime(heartbeat):%H:%M:%S}" if heartbeat else ""
         moved = model.objects.filter(units.lost(now), pk=pk, status=JobStatus.RUNNING).update(
@@ -93,6 +99,8 @@ def requeue_lost_workers(kind: Kind, now=None) -> list[int]:
                   "queued again automatically.")
         if moved:
             requeued.append(pk)
+    if cancelled and kind.on_cancelled:
+        import_string(kind.on_cancelled.replace(":", "."))(cancelled)
     if requeued:
         log.warning("%s: %s units queued again after their worker was lost: %s", kind.name, len(requeued),
                     requeued[:20])
@@ -104,9 +112,8 @@ def resend_lost_messages(kind: Kind, now=None) -> list[int]:
     """Send again the units of this kind that have waited longer than the grace period while
     their queue is empty (their message is gone); returns their ids."""
     model = kind.model_class()
-    now = now or timezone.now()
-    before = now - timedelta(seconds=settings.WORK_REQUEUE_GRACE_SECONDS)
-    waiting = model.objects.filter(status=JobStatus.QUEUED, heartbeat__lt=before)
+    waiting = model.objects.filter(status=JobStatus.QUEUED,
+                                   heartbeat__lt=units.before(settings.WORK_REQUEUE_GRACE_SECONDS, now))
     if not waiting.exists():
         return []
     if queue.waiting_messages(kind.queue) != 0:  # messages still wait (or the broker cannot say)

@@ -15,16 +15,24 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import F, Q
+from django.db.models import DateTimeField, ExpressionWrapper, F, Q
 from django.db.models.functions import Coalesce, Now
-from django.utils import timezone
-
 from webapp.lifecycle.models import WorkUnit, stall_seconds
 from webapp.lifecycle.status import HELD, RESUMABLE, JobStatus
 
 
 def stale_before(now=None):
-    return (now or timezone.now()) - timedelta(seconds=stall_seconds())
+    """The heartbeat before which a worker counts as lost. Without `now`: measured on the
+    database's clock (heartbeats are written with it), so a worker whose own clock is off
+    neither takes live units for lost nor misses lost ones."""
+    return before(stall_seconds(), now)
+
+
+def before(seconds: float, now=None):
+    """`seconds` ago, on the database's clock unless `now` is given."""
+    if now is None:
+        return ExpressionWrapper(Now() - timedelta(seconds=seconds), output_field=DateTimeField())
+    return now - timedelta(seconds=seconds)
 
 
 def lost(now=None, held=HELD) -> Q:
@@ -37,14 +45,13 @@ def lost(now=None, held=HELD) -> Q:
 def claim(model: type[WorkUnit], pk: int, worker: str = "", *, select_related=(), **changes) -> WorkUnit | None:
     """Take the unit for this worker: a queued one, or one whose worker is lost (a redelivered
     message, or one sent again by the sweeper). None when there is nothing to do: it is held by a
-    live worker, ended, or cancelled meanwhile. A lost unit that was being cancelled ends
-    cancelled instead."""
+    live worker, ended, or cancelled meanwhile. (A lost unit that was being cancelled is left to
+    the sweeper, which ends it cancelled with its kind's clean-up.)"""
     rows = model.objects.filter(pk=pk)
     claimed = rows.filter(Q(status=JobStatus.QUEUED) | (lost() & Q(status=JobStatus.RUNNING))).update(
         status=JobStatus.RUNNING, attempts=F("attempts") + 1, worker=worker[:200], heartbeat=Now(),
         started=Coalesce(F("started"), Now()), finished=None, **changes)
     if not claimed:
-        rows.filter(lost() & Q(status=JobStatus.CANCELLING)).update(status=JobStatus.CANCELLED, finished=Now())
         return None
     queryset = model.objects.select_related(*select_related) if select_related else model.objects
     return queryset.get(pk=pk)

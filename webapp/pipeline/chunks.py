@@ -50,18 +50,26 @@ class Outcome:
 
 
 def claim(chunk_id: int, worker: str = "") -> RelevanceChunk | None:
-    """The chunk to run now (with its job), or None when there is nothing to do."""
-    claimable = RelevanceChunk.objects.filter(Q(status=Chunk.QUEUED) | units.lost(), pk=chunk_id)
+    """The chunk to run now (with its job), or None when there is nothing to do (a chunk of a
+    job still being planned is left for the planner to send)."""
+    claimable = RelevanceChunk.objects.filter(Q(status=Chunk.QUEUED) | units.lost(), pk=chunk_id).exclude(
+        job__status=JobStatus.PLANNING)
     worn_out = claimable.filter(attempts__gte=F("attempts_before_resume") + MAX_ATTEMPTS)
+    job_id = RelevanceChunk.objects.filter(pk=chunk_id).values_list("job_id", flat=True).first()
+    if job_id is None:
+        return None
     with transaction.atomic():
+        jobs.lock_job(job_id)
         gave_up = worn_out.select_for_update().first()
         if gave_up is not None and worn_out.update(
                 status=Chunk.FAILED, finished=Now(),
                 error=f"Gave up after {MAX_ATTEMPTS} attempts: the worker stopped during each one "
                       "(out of memory, or killed). Try smaller chunks, then Resume."):
             jobs.count_chunk_end(gave_up, Chunk.FAILED)
+            jobs.settle(gave_up.job_id)
     if gave_up is not None:
-        jobs.settle(gave_up.job_id)
+        return None
+    if not claimable.exists():
         return None
     chunk = units.claim(RelevanceChunk, chunk_id, worker, select_related=("job", "job__model_version"))
     if chunk is None:
@@ -150,15 +158,34 @@ def release(chunk: RelevanceChunk, message: str) -> bool:
 
 
 def _end(chunk: RelevanceChunk, status: str, **fields) -> bool:
-    """End this attempt of the chunk and count it on the job, in one transaction; then settle
-    the job. False when the attempt no longer held the chunk (nothing is counted twice)."""
+    """End this attempt of the chunk, count it on the job and settle the job, in one transaction
+    (a worker killed at any point leaves all or nothing). False when the attempt no longer held
+    the chunk (nothing is counted twice)."""
     with transaction.atomic():
+        jobs.lock_job(chunk.job_id)
         ended = units.owned(chunk).update(status=status, finished=Now(), heartbeat=Now(), **fields) == 1
         if ended:
             jobs.count_chunk_end(chunk, status, fields.get("seconds") or 0.0)
-    if ended:
-        jobs.settle(chunk.job_id)
+            jobs.settle(chunk.job_id)
     return ended
+
+
+def sweep(kind, now=None) -> tuple[list[int], list[int]]:
+    """The recovery sweeper's pass over chunks (webapp.lifecycle.recovery): a lost chunk of a job
+    being cancelled ends cancelled (no worker may ever come back for it), then the generic pass
+    queues the other lost chunks again and re-sends waiting chunks whose messages were lost."""
+    from webapp.lifecycle import recovery
+
+    stopping = RelevanceChunk.objects.filter(units.lost(now), job__status__in=(JobStatus.CANCELLING,
+                                                                               JobStatus.CANCELLED))
+    for chunk in stopping.select_related(None)[:recovery.BATCH]:
+        with transaction.atomic():
+            jobs.lock_job(chunk.job_id)
+            if RelevanceChunk.objects.filter(units.lost(now), pk=chunk.pk).update(
+                    status=Chunk.CANCELLED, finished=Now()):
+                jobs.count_chunk_end(chunk, Chunk.CANCELLED)
+                jobs.settle(chunk.job_id)
+    return recovery.requeue_lost_workers(kind, now), recovery.resend_lost_messages(kind, now)
 
 
 def failure_message(exc: BaseException, chunk: RelevanceChunk | None = None) -> str:

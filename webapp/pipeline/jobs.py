@@ -29,7 +29,6 @@ from django.db import transaction
 from django.db.models import Case, Count, F, Q, Sum, Value, When
 from django.db.models.functions import Now
 
-from ml.masking import sample_tasks  # noqa: F401 - re-exported for the planner and tests
 from ml.prompts import template_label
 from ml.relevance import ConfigError, RelevanceConfig
 from webapp.audit.log import record
@@ -160,12 +159,17 @@ def _say_queue_error(job_id: int):
 
 
 def enqueue_chunks(job_id: int) -> int:
-    """Send one run_chunk message per queued chunk of the job. Returns the count sent. If the
-    broker cannot be reached, the job says so; the recovery sweeper sends them once it is back."""
+    """Send one run_chunk message per queued chunk of the job. Returns the count sent."""
     ids = RelevanceChunk.objects.filter(job_id=job_id, status=Chunk.QUEUED).values_list("pk", flat=True)
+    return send_chunks(job_id, ids.iterator(chunk_size=SEND_BATCH))
+
+
+def send_chunks(job_id: int, ids) -> int:
+    """Send one run_chunk message per chunk id, a connection per SEND_BATCH. If the broker cannot
+    be reached, the job says so; the recovery sweeper sends them once it is back."""
     sent, batch = 0, []
     try:
-        for chunk_id in ids.iterator(chunk_size=SEND_BATCH):
+        for chunk_id in ids:
             batch.append(chunk_id)
             if len(batch) == SEND_BATCH:
                 sent += queue.send(RUN_CHUNK, *batch)
@@ -182,13 +186,16 @@ def cancel(job: RelevanceJob, actor=None) -> RelevanceJob:
     queued ones are cancelled (their messages find them cancelled)."""
     if RelevanceJob.objects.filter(pk=job.pk, status=JobStatus.PLANNING).update(
             status=JobStatus.CANCELLED, finished=Now()):
+        job.chunks.all().delete()  # a partial plan (its planner stops at its next write)
         record(actor, AuditEvent.Action.CANCEL_JOB, job, skipped_chunks=0, planning=True)
         job.status = JobStatus.CANCELLED
         return job
     if not _move(job.pk, (JobStatus.QUEUED, JobStatus.RUNNING), status=JobStatus.CANCELLING):
         job.refresh_from_db(fields=["status"])
         raise JobError(f"Only a queued or running job can be cancelled; this one is {job.get_status_display().lower()}.")
-    skipped = job.chunks.filter(status=Chunk.QUEUED).update(status=Chunk.CANCELLED, finished=Now())
+    # waiting chunks, and chunks whose worker was lost (no worker may come back for them)
+    skipped = job.chunks.filter(Q(status=Chunk.QUEUED) | units.lost()).update(status=Chunk.CANCELLED,
+                                                                             finished=Now())
     RelevanceJob.objects.filter(pk=job.pk).update(chunks_cancelled=F("chunks_cancelled") + skipped)
     record(actor, AuditEvent.Action.CANCEL_JOB, job, skipped_chunks=skipped)
     transaction.on_commit(lambda: settle(job.pk))
@@ -224,25 +231,31 @@ def resume(job: RelevanceJob, actor=None, *, enqueue: bool = True) -> int:
     if not _move(job.pk, (*RESUMABLE, JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING),
                  status=JobStatus.QUEUED, finished=None, error=""):
         raise JobError("This job changed meanwhile; reload the page.")
-    chunks = job.chunks.all()
-    again = {"heartbeat": Now(), "error": "", "finished": None}
-    again["attempts_before_resume"] = F("attempts")  # attempts never go back: see RelevanceChunk
-    cancelled = chunks.filter(status=Chunk.CANCELLED).update(status=Chunk.QUEUED, **again)
-    failed = chunks.filter(status=Chunk.FAILED).update(status=Chunk.QUEUED, **again)
-    lost = chunks.filter(units.lost()).update(status=Chunk.QUEUED, **again)
+    again = Q(status__in=(Chunk.CANCELLED, Chunk.FAILED)) | units.lost()
+    ids = list(job.chunks.filter(again).select_for_update().values_list("pk", flat=True))
+    for start in range(0, len(ids), SEND_BATCH):
+        # attempts never go back (see RelevanceChunk): a new series of attempts starts here
+        RelevanceChunk.objects.filter(pk__in=ids[start:start + SEND_BATCH]).update(
+            status=Chunk.QUEUED, heartbeat=Now(), error="", finished=None, attempts_before_resume=F("attempts"))
     recount(job.pk)
-    record(actor, AuditEvent.Action.LAUNCH_JOB, job, resumed=True, chunks=cancelled + failed + lost)
-    if enqueue:
-        transaction.on_commit(lambda: enqueue_chunks(job.pk))
+    record(actor, AuditEvent.Action.LAUNCH_JOB, job, resumed=True, chunks=len(ids))
+    if enqueue:  # only the chunks moved back: the others' messages still wait in the queue
+        transaction.on_commit(lambda: send_chunks(job.pk, ids))
     transaction.on_commit(lambda: settle(job.pk))
     job.status = JobStatus.QUEUED
-    return cancelled + failed + lost
+    return len(ids)
 
 
 def mark_running(job_id: int) -> None:
     """The first claimed chunk moves the job from queued to running."""
     RelevanceJob.objects.filter(pk=job_id, status=JobStatus.QUEUED, started__isnull=True).update(started=Now())
     _move(job_id, (JobStatus.QUEUED,), status=JobStatus.RUNNING)
+
+
+def lock_job(job_id: int) -> None:
+    """Lock the job's row first, in every transaction that changes a job and its chunks, so that
+    all take their locks in one order (job, then chunks) and never deadlock."""
+    list(RelevanceJob.objects.select_for_update().filter(pk=job_id).values_list("pk", flat=True))
 
 
 def count_chunk_end(chunk: RelevanceChunk, status: str, seconds: float = 0.0) -> None:
@@ -264,6 +277,18 @@ def recount(job_id: int) -> None:
     RelevanceJob.objects.filter(pk=job_id).update(
         chunk_count=ended["total"], chunks_done=ended["done"], chunks_failed=ended["failed"],
         chunks_cancelled=ended["cancelled"], done=ended["prompts"] or 0, seconds_done=ended["seconds"] or 0.0)
+
+
+def settle_complete_jobs() -> int:
+    """Settle the active jobs whose chunks have all ended (a worker killed between ending a job's
+    last chunk and settling it); a query on the job table only. Returns how many were settled."""
+    complete = RelevanceJob.objects.filter(
+        status__in=(JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING), chunk_count__gt=0,
+        chunk_count=F("chunks_done") + F("chunks_failed") + F("chunks_cancelled"))
+    ids = list(complete.values_list("pk", flat=True)[:1000])
+    for job_id in ids:
+        settle(job_id)
+    return len(ids)
 
 
 def settle(job_id: int) -> None:

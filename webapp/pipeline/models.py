@@ -10,6 +10,7 @@ configurations never meet in one comparison: select them with `RelevanceMap.obje
 import numpy as np
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 from django.db.models import F, Max, Q
 
 from ml.codec import decode_map, encode_map
@@ -164,7 +165,7 @@ class RelevanceJob(WorkUnit):
         planning, else the latest of its running chunks whose worker stopped beating (the
         recovery sweeper queues those again within seconds, if any worker is alive)."""
         if self.status == JobStatus.PLANNING:
-            stale = self.worker and self.heartbeat and self.heartbeat < stale_before(now)
+            stale = self.worker and self.heartbeat and self.heartbeat < stale_before(now or timezone.now())
             return self.heartbeat if stale else None
         if self.status not in HELD:
             return None

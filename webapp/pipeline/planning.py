@@ -12,13 +12,11 @@ A job is held by a planner while it is "planning" with a `worker` name; waiting,
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
-from django.utils import timezone
 
 from ml.masking import sample_tasks
 from webapp.lifecycle import queue, recovery, units
@@ -59,8 +57,14 @@ def plan_now(job: RelevanceJob, worker: str = "in-process", *, enqueue: bool = F
 
 def plan(job: RelevanceJob, heart: Heartbeat, *, enqueue: bool = True) -> int:
     """Write the job's chunks, then queue the job and (enqueue) send its chunks. Returns the
-    prompts planned (0 when the planner lost the job: cancelled, or taken over)."""
-    RelevanceChunk.objects.filter(job=job).delete()  # a lost planner's partial plan
+    prompts planned (0 when the planner lost the job: cancelled, or taken over).
+
+    Chunks are written with no heartbeat: the recovery sweeper sends only chunks with one (a time
+    they were queued), and they get it in the transaction that queues the job, so no chunk runs
+    while its job is still being planned. Every write first checks, under a row lock, that this
+    planner still holds the job: a planner replaced meanwhile writes nothing more."""
+    if not _write(job, []):
+        return 0
     notes_total = jobs.selected_notes(job.corpus, job.note_filter).count()
     limit = job.note_filter.get("limit")
     notes_total = min(notes_total, limit) if limit else notes_total
@@ -68,36 +72,36 @@ def plan(job: RelevanceJob, heart: Heartbeat, *, enqueue: bool = True) -> int:
     pool = list(job.tasks.order_by("slug").values_list("slug", "pk"))
     slugs, ids = [slug for slug, _ in pool], dict(pool)
     sample = job.task_selection == RelevanceJob.TaskSelection.SAMPLE
-    queued_at = timezone.now()
     chunks, pending, total, index, notes = [], [], 0, 0, 0
     for note_id, external_id in jobs.note_keys(job.corpus, job.note_filter):
         for slug in (sample_tasks(external_id, slugs, k=job.sample_k, seed=job.seed) if sample else slugs):
             pending.append([note_id, ids[slug]])
             if len(pending) == job.chunk_size:
-                chunks.append(_chunk(job, index, pending, queued_at))
+                chunks.append(_chunk(job, index, pending))
                 total, index, pending = total + len(pending), index + 1, []
                 if len(chunks) * job.chunk_size >= PAIRS_PER_WRITE:
-                    RelevanceChunk.objects.bulk_create(chunks)
+                    if heart.lost or not _write(job, chunks, keep=True):
+                        return _stopped(job, notes)
                     chunks = []
         notes += 1
         if notes % NOTES_PER_REPORT == 0:
             heart.report(notes_planned=notes)
             if heart.lost:
-                log.info("job %s: planning stopped (cancelled or taken over) after %s notes", job.pk, notes)
-                return 0
+                return _stopped(job, notes)
     if pending:
-        chunks.append(_chunk(job, index, pending, queued_at))
+        chunks.append(_chunk(job, index, pending))
         total, index = total + len(pending), index + 1
-    RelevanceChunk.objects.bulk_create(chunks)
+    if heart.lost or not _write(job, chunks, keep=True):
+        return _stopped(job, notes)
     if total == 0:
-        units.owned(job, PLANNING).update(status=JobStatus.FAILED, finished=Now(), notes_planned=notes,
-                                         error="The selection has no prompts.")
+        fail(job, "The selection has no prompts.")
         return 0
     with transaction.atomic():
         planned = units.owned(job, PLANNING).update(
             status=JobStatus.QUEUED, total=total, chunk_count=index, notes_total=notes_total, notes_planned=notes,
-            heartbeat=Now(),
-            done=0, chunks_done=0, chunks_failed=0, chunks_cancelled=0, seconds_done=0.0)
+            heartbeat=Now(), done=0, chunks_done=0, chunks_failed=0, chunks_cancelled=0, seconds_done=0.0)
+        if planned:
+            RelevanceChunk.objects.filter(job=job).update(heartbeat=Now())  # queued now
     if not planned:
         return 0
     log.info("job %s planned: %s prompts in %s chunks", job.pk, total, index)
@@ -106,30 +110,52 @@ def plan(job: RelevanceJob, heart: Heartbeat, *, enqueue: bool = True) -> int:
     return total
 
 
-def _chunk(job, index, pairs, queued_at) -> RelevanceChunk:
-    return RelevanceChunk(job=job, index=index, pairs=pairs, size=len(pairs), heartbeat=queued_at)
+def _write(job: RelevanceJob, chunks: list, *, keep: bool = False) -> bool:
+    """Write chunks if this planner still holds the job (False: it does not, nothing written).
+    keep=False first deletes the chunks of an earlier, lost planner."""
+    with transaction.atomic():
+        if not units.owned(job, PLANNING).select_for_update().exists():
+            return False
+        if not keep:
+            RelevanceChunk.objects.filter(job=job).delete()
+        RelevanceChunk.objects.bulk_create(chunks)
+    return True
+
+
+def _stopped(job: RelevanceJob, notes: int) -> int:
+    log.info("job %s: planning stopped (cancelled or taken over) after %s notes", job.pk, notes)
+    return 0
+
+
+def _chunk(job, index, pairs) -> RelevanceChunk:
+    return RelevanceChunk(job=job, index=index, pairs=pairs, size=len(pairs))
 
 
 def fail(job: RelevanceJob, message: str) -> bool:
-    return units.owned(job, PLANNING).update(status=JobStatus.FAILED, finished=Now(), error=message) == 1
+    """Planning failed: the job says why and keeps no partial plan (Resume plans again)."""
+    with transaction.atomic():
+        failed = units.owned(job, PLANNING).update(status=JobStatus.FAILED, finished=Now(), error=message) == 1
+        if failed:
+            RelevanceChunk.objects.filter(job=job).delete()
+    return failed
 
 
 def sweep(kind: recovery.Kind, now=None) -> tuple[list[int], list[int]]:
     """The recovery sweeper's pass for planning (see webapp.lifecycle.recovery): a planner that
     stopped beating is replaced; a job waiting for a planner whose message was lost is sent again."""
-    now = now or timezone.now()
     lost = units.lost(now, held=PLANNING) & ~Q(worker="")
     lost_ids = []
     for pk in RelevanceJob.objects.filter(lost).values_list("pk", flat=True)[:recovery.BATCH]:
         if RelevanceJob.objects.filter(lost, pk=pk).update(
                 worker="", heartbeat=Now(), error="The planner was lost; planning again automatically."):
             lost_ids.append(pk)
-    grace = now - timedelta(seconds=settings.WORK_REQUEUE_GRACE_SECONDS)
-    waiting = RelevanceJob.objects.filter(status=JobStatus.PLANNING, worker="", heartbeat__lt=grace)
+    waiting = RelevanceJob.objects.filter(status=JobStatus.PLANNING, worker="",
+                                          heartbeat__lt=units.before(settings.WORK_REQUEUE_GRACE_SECONDS, now))
     resent = []
     if waiting.exists() and queue.waiting_messages(kind.queue) == 0:
         resent = list(waiting.values_list("pk", flat=True)[:recovery.BATCH])
         RelevanceJob.objects.filter(pk__in=resent, worker="").update(heartbeat=Now())
     if lost_ids or resent:
         recovery.send(kind, lost_ids + resent)
+    jobs.settle_complete_jobs()  # a worker killed between ending a job's last chunk and settling it
     return lost_ids, resent

@@ -42,6 +42,7 @@ class Progress:
     stalled_since: datetime | None = None
     notes_total: int = 0  # planning
     notes_planned: int = 0
+    waiting_for_worker: bool = False  # chunks wait and no worker holds one: no ETA to give
 
     @property
     def cancellable(self) -> bool:
@@ -69,7 +70,7 @@ class Progress:
 def job_progress(job: RelevanceJob, now=None) -> Progress:
     now = now or timezone.now()
     running = list(job.chunks.filter(status=Chunk.RUNNING).values_list("heartbeat", flat=True))
-    stale = stale_before(now)
+    stale = stale_before(now)  # on this process's clock, like `now`
     alive = sum(1 for beat in running if beat is not None and beat >= stale)
     stalled = job.stalled_since(now)
     ended = job.is_ended
@@ -78,7 +79,9 @@ def job_progress(job: RelevanceJob, now=None) -> Progress:
               "waiting": max(job.chunk_count - counted - len(running), 0), "cancelled": job.chunks_cancelled,
               "failed": job.chunks_failed}
     rate = rates.rate(job.done, job.seconds_done)
-    eta = None if ended else rates.eta(job.total - job.done, rate, parallel=alive, stalled=stalled is not None)
+    waiting_for_worker = not ended and job.status != JobStatus.PLANNING and alive == 0
+    eta = None if ended or waiting_for_worker else rates.eta(job.total - job.done, rate, parallel=alive,
+                                                             stalled=stalled is not None)
     errors = [
         f"Chunk {index + 1}: {error}"
         for index, error in job.chunks.exclude(error="").order_by("index").values_list("index", "error")[:MAX_ERRORS]
@@ -87,5 +90,5 @@ def job_progress(job: RelevanceJob, now=None) -> Progress:
         status=job.status, status_label=job.status_text(now), total=job.total, done=job.done, chunks=chunks,
         prompts_per_second=rate, eta=eta, errors=errors, job_error=job.error, ended=ended,
         resumable=can_resume(job), stalled_since=stalled, notes_total=job.notes_total,
-        notes_planned=job.notes_planned,
+        notes_planned=job.notes_planned, waiting_for_worker=waiting_for_worker and stalled is None,
     )

@@ -74,3 +74,17 @@ def test_the_work_learns_of_a_cancel_and_of_a_takeover(chunk):
     RelevanceChunk.objects.filter(pk=chunk.pk).update(status=JobStatus.RUNNING, attempts=chunk.attempts + 1)
     with Heartbeat(chunk, every=0.05) as heart:
         assert wait_until(lambda: heart.lost)
+
+
+def test_beats_resume_after_the_database_dropped_the_threads_connection(chunk):
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL")
+    with Heartbeat(chunk, every=0.05):
+        assert wait_until(lambda: RelevanceChunk.objects.get(pk=chunk.pk).heartbeat > chunk.heartbeat)
+        with connection.cursor() as cursor:  # e.g. a database restart: every other session is dropped
+            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        dropped_at = RelevanceChunk.objects.get(pk=chunk.pk).heartbeat
+        assert wait_until(lambda: RelevanceChunk.objects.get(pk=chunk.pk).heartbeat > dropped_at, timeout=10)

@@ -283,8 +283,8 @@ def test_only_a_queued_or_running_job_can_be_cancelled(launched):
 
 def test_resume_runs_again_every_chunk_that_is_not_done(launched, monkeypatch, django_capture_on_commit_callbacks):
     sent = []
-    monkeypatch.setattr(jobs, "enqueue_chunks", lambda job_id: sent.append(
-        sorted(RelevanceChunk.objects.filter(job_id=job_id, status=Chunk.QUEUED).values_list("index", flat=True))))
+    monkeypatch.setattr(jobs, "send_chunks", lambda job_id, ids: sent.append(
+        sorted(RelevanceChunk.objects.filter(pk__in=ids).values_list("index", flat=True))))
     job = launched()
     end_chunk(job, 0)
     end_chunk(job, 1)
@@ -309,7 +309,8 @@ def test_resume_runs_again_every_chunk_that_is_not_done(launched, monkeypatch, d
 
 def test_a_running_job_is_resumed_only_once_a_worker_is_lost(launched, django_capture_on_commit_callbacks,
                                                              monkeypatch):
-    monkeypatch.setattr(jobs, "enqueue_chunks", lambda job_id: 0)
+    sent = []
+    monkeypatch.setattr(jobs, "send_chunks", lambda job_id, ids: sent.extend(ids))
     job = launched()
     chunks.claim(job.chunks.get(index=0).pk, worker="w")
     job.refresh_from_db()
@@ -325,6 +326,7 @@ def test_a_running_job_is_resumed_only_once_a_worker_is_lost(launched, django_ca
     with django_capture_on_commit_callbacks(execute=True):
         assert jobs.resume(job) == 1  # the lost chunk; the five others are still queued
     assert not job.chunks.filter(status=Chunk.RUNNING).exists()
+    assert sent == [job.chunks.get(index=0).pk]  # only its message: the others' still wait in the queue
 
 
 def test_a_done_job_has_nothing_to_resume(launched):

@@ -11,6 +11,7 @@ Chunk = RelevanceChunk.Status
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch):
     monkeypatch.setattr(jobs, "enqueue_chunks", lambda job_id: 0)
+    monkeypatch.setattr(jobs, "send_chunks", lambda job_id, ids: 0)
 
 
 def cancel(job):

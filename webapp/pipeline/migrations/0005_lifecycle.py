@@ -2,6 +2,7 @@
 
 from django.db import migrations, models
 from django.db.models import Count, Q, Sum
+from django.db.models.functions import Now
 
 
 def unify_chunk_statuses(apps, schema_editor):
@@ -9,7 +10,7 @@ def unify_chunk_statuses(apps, schema_editor):
     jobs keep counters of their ended chunks (computed once here from the chunks)."""
     Chunk = apps.get_model("pipeline", "RelevanceChunk")
     Job = apps.get_model("pipeline", "RelevanceJob")
-    Chunk.objects.filter(status="pending").update(status="queued")
+    Chunk.objects.filter(status="pending").update(status="queued", heartbeat=Now())  # queued: when, for the sweeper
     Chunk.objects.filter(status="skipped").update(status="cancelled")
     for job in Job.objects.all().iterator():
         counts = Chunk.objects.filter(job=job).aggregate(
@@ -23,6 +24,9 @@ def unify_chunk_statuses(apps, schema_editor):
 
 def split_chunk_statuses(apps, schema_editor):
     Chunk = apps.get_model("pipeline", "RelevanceChunk")
+    Job = apps.get_model("pipeline", "RelevanceJob")
+    Job.objects.filter(status="planning").update(  # the older code plans at launch and cannot run these
+        status="failed", error="Not planned when the database was migrated back; launch the job again.")
     Chunk.objects.filter(status="queued").update(status="pending")
     Chunk.objects.filter(status="cancelled").update(status="skipped")
 
