@@ -17,13 +17,14 @@ TEST_RUN ?= 15
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/decselfmask_$(TEST_RUN)
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/$(TEST_RUN)
 
-.PHONY: help install model demo test test-fast check-test-run check-deploy bench bench-app clean
+.PHONY: help install model demo test test-fast check-test-run check-deploy bench bench-app drill clean
 
 help:
 	@echo "make demo   - set up everything and run the web app + a worker on the embedded default"
 	@echo "make test   - run the whole test suite (PostgreSQL + Redis on localhost)"
 	@echo "make bench  - print the ML benchmark figures (relevance, peaks, re-thresholding)"
 	@echo "make bench-app - import, dataset-build and review-page benchmarks on PostgreSQL"
+	@echo "make drill  - the fault drill: workers SIGKILLed mid-work, Redis restarted (DRILL_ARGS=--short: CI size)"
 
 $(VENV)/.installed: requirements.txt requirements-nodeps.txt
 	test -x $(PY) || $(PYTHON_BIN) -m venv $(VENV)
@@ -72,6 +73,11 @@ bench-app: install
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) scripts/bench_import.py 100000
 	$(PY) scripts/bench_datasets.py 100000
 	$(PY) scripts/bench_review.py 100000
+
+# The fault drill makes (and drops) its own database on this server and runs its own redis-server.
+DRILL_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
+drill: install
+	DRILL_POSTGRES_URL=$(DRILL_POSTGRES_URL) $(PY) scripts/fault_drill.py $(DRILL_ARGS)
 
 clean:
 	rm -rf var staticfiles .pytest_cache

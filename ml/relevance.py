@@ -85,6 +85,11 @@ class ConfigError(ValueError):
         self.field = field
 
 
+class PromptError(ValueError):
+    """A note-task pair that gives no prompt to explain (empty note, no note token before the
+    task...). Its message never quotes the note, so callers may show it."""
+
+
 @dataclass(frozen=True)
 class RelevanceConfig:
     """Everything that changes a relevance map: stored with every job, its `key` with every map.
@@ -245,9 +250,9 @@ def encode_pair(tokenizer, note: str, task: str, *, template: PromptTemplate | s
     overlap the note, so they are excluded.
     """
     if not isinstance(note, str) or not note.strip():
-        raise ValueError("note text is empty")
+        raise PromptError("note text is empty")
     if not isinstance(task, str) or not task.strip():
-        raise ValueError("task description is empty")
+        raise PromptError("task description is empty")
     if truncate not in TRUNCATE:
         raise ValueError(f"truncate must be one of {TRUNCATE}")
     if not getattr(tokenizer, "is_fast", False):
@@ -275,11 +280,11 @@ def encode_pair(tokenizer, note: str, task: str, *, template: PromptTemplate | s
     in_note = np.flatnonzero((ends > starts) & (starts < n1) & (ends > n0))
     in_task = np.flatnonzero((ends > starts) & (starts < t1) & (ends > t0))
     if len(in_task) == 0:
-        raise ValueError(f"task description {task!r} produced no tokens")
+        raise PromptError("the task description produced no tokens")
     target = int(in_task[(len(in_task) - 1) // 2])
     in_note = in_note[in_note < target]
     if len(in_note) == 0:
-        raise ValueError("note produced no tokens before the task description")
+        raise PromptError("note produced no tokens before the task description")
     offsets = np.stack([np.clip(starts[in_note], n0, n1), np.clip(ends[in_note], n0, n1)], axis=1)
     offsets = (offsets - n0 + shift).astype(np.int32)
     if include_target and whole_task:
@@ -339,7 +344,7 @@ def compute_relevance(loaded, notes: list[str], task_descriptions: list[str],
         if note not in neutral_prompt:
             other = encode_pair(tokenizer, note, config.neutral, whole_task=True, **encode)
             if not np.array_equal(other.offsets, enc.offsets):  # the note precedes the task: never expected
-                raise ValueError("the neutral prompt tokenised the note differently (a custom template whose task follows the note without a separator?)")
+                raise PromptError("the neutral prompt tokenised the note differently (a custom template whose task follows the note without a separator?)")
             prompts.append((other, other.task_ids))
             neutral_prompt[note] = len(prompts) - 1
         pairs.append((main, neutral_prompt[note]))

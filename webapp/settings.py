@@ -4,9 +4,11 @@ With nothing set, an embedded default serves: a SQLite file and a filesystem Cel
 under DATA_DIR, so one laptop runs the web app and a real worker with no servers.
 Set DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL or REDIS_URL (Redis) for real deployments.
 """
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 
 from webapp.env import ConfigError, env_bool, env_float, env_int, env_list, env_path, env_str
 
@@ -33,6 +35,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    "csp",
+    "axes",
     "webapp.accounts",
     "webapp.audit",
     "webapp.corpus",
@@ -47,6 +51,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -55,6 +60,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a lockout into the lockout page
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -100,6 +106,19 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# Failed logins (django-axes): counted per username AND client address together, so a ward
+# behind one NAT address is not locked out by one person's typos; at LOGIN_FAILURE_LIMIT the pair
+# is refused for LOGIN_LOCKOUT_MINUTES (each further try starts the wait again); an admin unlocks
+# at once with `manage.py axes_reset_username NAME`. Logins, failures and lockouts are audited.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False  # no banner on every command; who tried from where goes to the audit log
+AXES_DISABLE_ACCESS_LOG = True  # successful logins are in the audit log; not a second table of them
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
@@ -121,6 +140,14 @@ WHITENOISE_USE_FINDERS = DEBUG
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
+# Import limits (webapp.corpus.limits), each named in the message that refuses an input over it.
+IMPORT_MAX_NOTE_CHARS = env_int("IMPORT_MAX_NOTE_CHARS", 200_000)  # a long discharge letter is ~50,000
+IMPORT_MAX_UPLOAD_BYTES = env_int("IMPORT_MAX_UPLOAD_BYTES", 2 * 1024**3)  # as given: upload, file or brat folder
+IMPORT_MAX_UNPACKED_BYTES = env_int("IMPORT_MAX_UNPACKED_BYTES", 8 * 1024**3)  # after gzip/bz2/xz/zip
+IMPORT_MAX_LINES = env_int("IMPORT_MAX_LINES", 10_000_000)  # lines of one file
+IMPORT_MAX_EVIDENCE_SPANS = env_int("IMPORT_MAX_EVIDENCE_SPANS", 100)  # per annotation (or brat entity)
+IMPORT_MAX_METADATA_BYTES = env_int("IMPORT_MAX_METADATA_BYTES", 256 * 1024)  # per note, as compact UTF-8 JSON
+
 # Security: on unless DEBUG. `python manage.py check --deploy` is clean with DEBUG off.
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
@@ -133,6 +160,22 @@ SECURE_HSTS_PRELOAD = not DEBUG
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp; Django 5.2 has none of its own): only our own, vendored
+# scripts and styles, no inline script, style attribute or eval. Charts are SVG drawn by the
+# server or uPlot's canvas; htmx is told not to inject its <style> nor eval (templates/base.html).
+# tests/webapp/test_content_security_policy.py scans the templates for what this would refuse.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "connect-src": [SELF],  # htmx requests and the training charts' metrics
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 # Celery: Redis when a URL is set; otherwise kombu's filesystem transport under DATA_DIR,
 # so a real worker process still runs the tasks with no server.
@@ -176,15 +219,22 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 2 * 3600 + 300)
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
-# Logging: never log note text. Loggers get ids and counts only.
+# Logging: never log note text. Loggers get ids and counts only; every record reaches the root
+# handlers, whose filter withholds exception messages, requests and row content (webapp.logs).
+# "django" loses Django's own handlers: its console (DEBUG) printed each record a second time,
+# unfiltered, and mail_admins would mail the request with its POST body. "celery.task", which a
+# worker cuts off from the root, gets the console now, so the worker adds no unfiltered one.
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"withhold_row_content": {"()": "webapp.logs.WithholdRowContent"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
+                             "filters": ["withhold_row_content"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {"django": {"handlers": []}, "django.db.backends": {"level": "WARNING"},
+                "celery.task": {"handlers": ["console"], "propagate": False}},
 }
 
 DSM_DEFAULT_MODEL = env_str("DSM_DEFAULT_MODEL", "smollm2-135m-instruct")

@@ -6,6 +6,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("audit/", include("webapp.audit.urls")),
     path("corpora/", include("webapp.corpus.urls")),
     path("jobs/", include("webapp.pipeline.urls")),
     path("datasets/", include("webapp.datasets.urls")),
@@ -14,3 +15,5 @@ urlpatterns = [
     path("evaluations/", include("webapp.evaluation.urls")),
     path("", include("webapp.home.urls")),
 ]
+
+handler403 = "webapp.audit.views.permission_denied"  # every refusal is audited

@@ -6,30 +6,61 @@
 
   var TEXT_FIELDS = "input:not([type]), input[type=text], input[type=search], input[type=number], " +
     "input[type=email], input[type=password], textarea, select, [contenteditable=''], [contenteditable=true]";
-  var current = 0;
+  var current = null;  // index in the note of the selected peak; null: none in this window
   var advanceAfterSwap = false;
 
   function $(selector, root) { return (root || document).querySelector(selector); }
   function $$(selector, root) { return Array.prototype.slice.call((root || document).querySelectorAll(selector)); }
-  function peaks() { return $$("#note-text mark.peak"); }
-  function items() { return $$("#peak-list .peak-item"); }
-  function storageKey() { var p = $("#note-panel"); return p ? "dsm-peak-" + p.dataset.note : null; }
+  function panel() { return $("#note-panel"); }
+  function markOf(k) { return $("#note-text mark.peak[data-peak='" + k + "']"); }
+  function itemOf(k) { return document.getElementById("peak-item-" + k); }
+  function storageKey() { var p = panel(); return p ? "dsm-peak-" + p.dataset.note : null; }
+
+  // A long note shows one window at a time; peaks are numbered in the note. The panel says how
+  // many peaks the note has and which of them this window shows (first..end-1).
+  function peakRange() {
+    var p = panel();
+    if (!p) { return { total: 0, first: 0, end: 0 }; }
+    return { total: parseInt(p.dataset.peaks, 10) || 0, first: parseInt(p.dataset.firstPeak, 10) || 0,
+             end: parseInt(p.dataset.endPeak, 10) || 0 };
+  }
+
+  // The server finds the window holding peak `index` (peak=N, 1-based) and marks it to select.
+  function loadPeak(index) {
+    var p = panel();
+    if (!p || !window.htmx) { return; }
+    var url = p.dataset.peakUrl + (index + 1);
+    window.htmx.ajax("GET", url, { target: "#note-panel", swap: "outerHTML", replace: url });
+  }
 
   function select(index, focus) {
-    var marks = peaks();
-    var rows = items();
-    if (!marks.length) { current = 0; return; }
-    current = Math.max(0, Math.min(index, marks.length - 1));
-    marks.forEach(function (m, k) { m.classList.toggle("current", k === current); });
-    rows.forEach(function (r, k) { r.classList.toggle("current", k === current); });
-    if (focus) { marks[current].focus({ preventScroll: true }); }
-    marks[current].scrollIntoView({ block: "nearest" });
+    var range = peakRange();
+    if (!range.total) { current = null; return; }
+    index = Math.max(0, Math.min(index, range.total - 1));
+    var mark = markOf(index);
+    if (!mark) { loadPeak(index); return; }
+    current = index;
+    $$("#note-text mark.peak.current, #peak-list .peak-item.current").forEach(function (el) {
+      el.classList.remove("current");
+    });
+    mark.classList.add("current");
+    var row = itemOf(index);
+    if (row) { row.classList.add("current"); }
+    if (focus) { mark.focus({ preventScroll: true }); }
+    mark.scrollIntoView({ block: "nearest" });
     var key = storageKey();
     if (key) { try { sessionStorage.setItem(key, String(current)); } catch (e) { /* private mode */ } }
   }
 
+  function stepPeak(delta) {
+    var range = peakRange();
+    var target = current === null ? (delta > 0 ? range.first : range.first - 1) : current + delta;
+    if (target < 0 || target >= range.total) { return; }
+    select(target, true);
+  }
+
   function clickInCurrent(selector) {
-    var row = items()[current];
+    var row = current === null ? null : itemOf(current);
     var button = row && $(selector, row);
     if (button) { button.click(); return true; }
     return false;
@@ -41,7 +72,7 @@
   }
 
   function moveBound(which, step) {
-    var row = items()[current];
+    var row = current === null ? null : itemOf(current);
     if (!row) { return; }
     var startSel = $("select[data-bound=start]", row);
     var endSel = $("select[data-bound=end]", row);
@@ -63,7 +94,7 @@
     if (!box) { return; }
     if (open === undefined) { open = box.hidden; }
     box.hidden = !open;
-    if (open) { $(".overlay-box", box).focus(); } else { select(current, true); }
+    if (open) { $(".overlay-box", box).focus(); } else if (current !== null) { select(current, true); }
   }
 
   function onKey(event) {
@@ -94,8 +125,8 @@
     }
     if (event.altKey) { return; }
     switch (event.key) {
-      case "j": select(current + 1, true); break;
-      case "k": select(current - 1, true); break;
+      case "j": stepPeak(1); break;
+      case "k": stepPeak(-1); break;
       case "a": if (clickInCurrent("button[value=accept]")) { advanceAfterSwap = true; } break;
       case "x": if (clickInCurrent("button[value=reject]")) { advanceAfterSwap = true; } break;
       case "Enter":
@@ -111,14 +142,30 @@
     event.preventDefault();
   }
 
+  // After a page load or a swap of the panel: the peak the server was asked for, else the one
+  // selected before on this note when this window shows it, else the window's first peak. Only
+  // "go on to the next peak" after a decision may load another window.
   function restore() {
-    var key = storageKey();
-    var saved = 0;
-    if (key) { try { saved = parseInt(sessionStorage.getItem(key) || "0", 10) || 0; } catch (e) { saved = 0; } }
-    if (advanceAfterSwap) { saved += 1; advanceAfterSwap = false; }
+    var p = panel();
+    var range = peakRange();
+    var wanted = null;
+    var advance = advanceAfterSwap;
+    advanceAfterSwap = false;
+    if (p && p.dataset.select !== undefined) {
+      wanted = parseInt(p.dataset.select, 10);
+      advance = false;
+    } else {
+      var key = storageKey();
+      try { wanted = key ? parseInt(sessionStorage.getItem(key), 10) : null; } catch (e) { wanted = null; }
+      if (isNaN(wanted)) { wanted = null; }
+      if (wanted !== null && advance) { wanted += 1; }
+    }
     var active = document.activeElement;
     var typing = active && active.closest && (active.closest("#view-form") || active.closest(TEXT_FIELDS));
-    select(saved, !typing);
+    current = null;
+    if (wanted !== null && wanted >= range.first && wanted < range.end) { select(wanted, !typing); }
+    else if (advance && wanted !== null && wanted < range.total) { select(wanted, !typing); }
+    else if (range.first < range.end) { select(range.first, !typing); }
   }
 
   function liveOutputs() {
@@ -130,6 +177,15 @@
         out.textContent = input.step && input.step.indexOf(".") >= 0 ? v.toFixed(2) : String(v);
       });
     });
+  }
+
+  // The note panel swaps in a refused decision too (400 and 409 say why on the panel). Set here,
+  // before htmx reads base.html's <meta name="htmx-config"> at DOMContentLoaded (that merge keeps
+  // it): htmx reads only the first such meta, and a second one would be ignored.
+  if (window.htmx && document.getElementById("note-panel")) {
+    window.htmx.config.responseHandling = [
+      { code: "204", swap: false }, { code: "[23]..", swap: true },
+      { code: "40[09]", swap: true, error: false }, { code: "[45]..", swap: false, error: true }];
   }
 
   document.addEventListener("keydown", onKey);

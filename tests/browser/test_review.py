@@ -51,13 +51,13 @@ def test_moving_a_threshold_slider_rehighlights_the_peaks(login, clinician, ward
     assert page.locator("#note-text").inner_text() == ward["note"].text
     page.evaluate("window.__same_page = true")
     set_slider(page, "#id_upper", "0.85")
-    page.wait_for_function("document.querySelectorAll('#note-text mark.peak').length === 1")
+    page.wait_for_function("() => document.querySelectorAll('#note-text mark.peak').length === 1")
     assert page.locator("#note-text mark.peak").inner_text().endswith("130")
     assert page.locator("#id_upper + output, output[data-for=id_upper]").first.inner_text() == "0.85"
     assert "upper=0.85" in page.url and page.evaluate("window.__same_page") is True
-    page.wait_for_function("document.querySelector('#preview-share') !== null")
+    page.wait_for_function("() => document.querySelector('#preview-share') !== null")
     set_slider(page, "#id_upper", "0.4")
-    page.wait_for_function("document.querySelectorAll('#note-text mark.peak').length === 3")
+    page.wait_for_function("() => document.querySelectorAll('#note-text mark.peak').length === 3")
 
 
 def test_switching_the_task_swaps_only_the_panel_and_pushes_the_url(login, clinician, ward):
@@ -65,11 +65,12 @@ def test_switching_the_task_swaps_only_the_panel_and_pushes_the_url(login, clini
     page.goto(ward["url"])
     page.evaluate("window.__same_page = true")
     page.select_option("#id_task", str(ward["pacemaker"].pk))
-    page.wait_for_function("document.querySelector('#note-panel .what strong').textContent === 'presence of pacemaker'")
+    page.wait_for_function("() => document.querySelector('#note-panel .what strong').textContent"
+                           " === 'presence of pacemaker'")
     assert peak_count(page) == 1
     assert f"task={ward['pacemaker'].pk}" in page.url and page.evaluate("window.__same_page") is True
     page.go_back()
-    page.wait_for_function("document.querySelector('#note-panel .what strong').textContent === 'heart rate'")
+    page.wait_for_function("() => document.querySelector('#note-panel .what strong').textContent === 'heart rate'")
 
 
 def test_a_clinician_accepts_and_rejects_with_the_keyboard_and_it_persists(login, clinician, ward):
@@ -95,7 +96,7 @@ def test_a_clinician_accepts_and_rejects_with_the_keyboard_and_it_persists(login
     rows = dict(PeakDecision.objects.values_list("start", "decision"))
     assert sorted(rows.values()) == ["accept", "reject"]
     page.keyboard.press("u")  # undo the last decision (the reject)
-    page.wait_for_function("!document.querySelector('#peak-1').classList.contains('mine-reject')")
+    page.wait_for_function("() => !document.querySelector('#peak-1').classList.contains('mine-reject')")
     assert PeakDecision.objects.get().decision == "accept"
 
 

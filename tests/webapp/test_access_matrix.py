@@ -40,6 +40,7 @@ def _urls(note):
         "imports": (reverse("corpus:import_list"), IMPORTERS),
         "import": (reverse("corpus:import_detail", args=[_import_job(note).pk]), IMPORTERS),
         "admin": (reverse("admin:index"), {"admin"}),
+        "audit": (reverse("audit:list"), {"admin"}),
         "jobs": (reverse("pipeline:job_list"), VIEWERS),
         "job-launch": (reverse("pipeline:job_launch"), IMPORTERS),
         "datasets": (reverse("datasets:list"), VIEWERS),
@@ -64,7 +65,7 @@ def user_for(request, clinician, researcher, admin_user, norole_user):
 
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize("view", ["home", "corpus-list", "corpus-detail", "note", "tasks", "upload", "imports", "import",
-                                  "admin", "jobs",
+                                  "admin", "audit", "jobs",
                                   "job-launch", "datasets", "dataset-new", "review", "review-report",
                                   "review-notes", "review-note", "training", "training-new",
                                   "training-compare", "evaluations", "evaluation-new", "evaluation"])

@@ -1,7 +1,9 @@
 """Who may do what. The one place that maps roles (auth groups) to capabilities.
 
-clinician: reviews peaks. researcher: imports, launches jobs, exports. admin: everything.
-Views enforce these with `require()`; templates only use them to hide buttons.
+clinician: reviews peaks. researcher: imports, launches jobs, exports. admin: everything,
+including the audit log. Views enforce these with `require()`; templates only use them to hide
+buttons. A refusal (PermissionDenied, from here or an access helper) is answered by the 403
+handler, which writes it to the audit log (webapp.audit.views.permission_denied).
 """
 from enum import Enum
 from functools import wraps
@@ -21,6 +23,7 @@ class Capability(str, Enum):
     IMPORT = "import"
     LAUNCH = "launch"
     EXPORT = "export"
+    AUDIT = "audit"
 
 
 CAPABILITIES: dict[Capability, frozenset[Role]] = {
@@ -29,6 +32,7 @@ CAPABILITIES: dict[Capability, frozenset[Role]] = {
     Capability.IMPORT: frozenset({Role.RESEARCHER, Role.ADMIN}),
     Capability.LAUNCH: frozenset({Role.RESEARCHER, Role.ADMIN}),
     Capability.EXPORT: frozenset({Role.RESEARCHER, Role.ADMIN}),
+    Capability.AUDIT: frozenset({Role.ADMIN}),
 }
 
 

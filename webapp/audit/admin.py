@@ -5,9 +5,9 @@ from webapp.audit.models import AuditEvent
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(admin.ModelAdmin):
-    list_display = ["created", "actor_name", "action", "object_type", "object_id"]
+    list_display = ["created", "actor_name", "action", "object_type", "object_id", "ip"]
     list_filter = ["action", "object_type"]
-    search_fields = ["actor_name", "object_id"]
+    search_fields = ["actor_name", "object_id", "ip"]
     readonly_fields = [f.name for f in AuditEvent._meta.fields]
 
     def has_add_permission(self, request):

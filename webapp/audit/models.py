@@ -2,31 +2,67 @@ from django.conf import settings
 from django.db import models
 
 
+class AuditEventQuerySet(models.QuerySet):
+    def matching(self, *, action="", actor="", object_type="", since=None, until=None):
+        """The events an admin filters for: `actor` is a case-insensitive prefix (so "cli:" finds every
+        command-line action); `since` and `until` are aware datetimes, `until` exclusive."""
+        events = self
+        if action:
+            events = events.filter(action=action)
+        if actor:
+            events = events.filter(actor_name__istartswith=actor)
+        if object_type:
+            events = events.filter(object_type=object_type)
+        if since is not None:
+            events = events.filter(created__gte=since)
+        if until is not None:
+            events = events.filter(created__lt=until)
+        return events
+
+
 class AuditEvent(models.Model):
-    """Who did what, when, to which object. Never stores note text."""
+    """Who did what, when, from where, to which object. Never stores note text: details hold ids,
+    counts, names and reason categories only."""
 
     class Action(models.TextChoices):
         IMPORT_NOTES = "import_notes", "Imported notes"
         IMPORT_ANNOTATIONS = "import_annotations", "Imported annotations"
+        IMPORT_REFUSED = "import_refused", "Refused an import"
         LOAD_CATALOG = "load_catalog", "Loaded task catalog"
         EXPORT = "export", "Exported a dataset"
         REVIEW_DECISION = "review_decision", "Review decision"
         LAUNCH_JOB = "launch_job", "Launched a job"
         CANCEL_JOB = "cancel_job", "Cancelled a job"
+        LOGIN = "login", "Logged in"
+        LOGOUT = "logout", "Logged out"
+        LOGIN_FAILED = "login_failed", "Failed login"
+        LOCKED_OUT = "locked_out", "Login locked out"
+        PERMISSION_DENIED = "permission_denied", "Permission refused"
+        EXPORT_AUDIT = "export_audit", "Exported the audit log"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
     )
-    actor_name = models.CharField(max_length=150, help_text="Kept when the user is deleted; 'system' for commands")
+    actor_name = models.CharField(
+        max_length=150,
+        help_text="Kept when the user is deleted; 'cli:<os user>' for commands, 'worker:<os user>' for workers, "
+                  "the username tried for a failed login",
+    )
     action = models.CharField(max_length=40, choices=Action.choices)
     object_type = models.CharField(max_length=60, blank=True)
     object_id = models.CharField(max_length=64, blank=True)
+    ip = models.GenericIPAddressField(null=True, blank=True, help_text="The client's address, for web requests")
     details = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(auto_now_add=True, db_index=True)
 
+    objects = AuditEventQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created", "-id"]
-        indexes = [models.Index(fields=["object_type", "object_id"])]
+        indexes = [
+            models.Index(fields=["object_type", "object_id"]),
+            models.Index(fields=["action", "-id"], name="audit_action_recent"),
+        ]
 
     def __str__(self):
         return f"{self.created:%Y-%m-%d %H:%M} {self.actor_name} {self.action} {self.object_type}#{self.object_id}"

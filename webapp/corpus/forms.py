@@ -1,5 +1,8 @@
 from django import forms
+from django.conf import settings
+from django.template.defaultfilters import filesizeformat
 
+from webapp.corpus.limits import over_limit
 from webapp.corpus.models import Corpus, ImportJob, language_code
 
 
@@ -8,8 +11,21 @@ class UploadForm(forms.Form):
     corpus = forms.CharField(max_length=200, help_text="An existing corpus, or a new name (notes only)")
     language = forms.CharField(max_length=3, required=False, validators=[language_code],
                                help_text="ISO 639 code, needed for a new corpus, e.g. it or en")
-    file = forms.FileField(help_text="JSONL or CSV (optionally .gz); a .zip of brat .txt/.ann files for notes")
+    file = forms.FileField(help_text="JSONL or CSV (optionally gzip, bz2 or xz compressed); a .zip of brat "
+                                     ".txt/.ann files for notes")
     update = forms.BooleanField(required=False, help_text="Replace notes or labels that changed")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["file"].help_text += f"; at most {filesizeformat(settings.IMPORT_MAX_UPLOAD_BYTES)}"
+
+    def clean_file(self):
+        """Refused here, the file is never stored (the import would refuse it too)."""
+        file = self.cleaned_data["file"]
+        if file.size > settings.IMPORT_MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(over_limit(file.name, file.size, settings.IMPORT_MAX_UPLOAD_BYTES,
+                                                   "IMPORT_MAX_UPLOAD_BYTES", "bytes"))
+        return file
 
     def clean(self):
         data = super().clean()

@@ -4,9 +4,9 @@
                workers.imports.run_import after the commit; it answers at once, whatever the size.
     run()      in the worker, under a Heartbeat: validate, then write (webapp.corpus.importing),
                reporting the phase and the records done through the heartbeat, so they show while
-               the write transaction is still open. The job's end (done with its counts, failed
-               with its problems) commits in the SAME transaction as the notes: a worker killed at
-               any point leaves both or neither. The sweeper queues a job whose worker was lost,
+               the write transaction is still open. Validation runs outside any transaction; a
+               done job's end commits in the SAME transaction as the notes: a worker killed at
+               any point leaves both or neither (a refused file writes nothing, then fails). The sweeper queues a job whose worker was lost,
                and the next worker imports again from the stored upload (atomic and idempotent:
                nothing lost, nothing twice). A worker that lost its job, or was asked to cancel,
                rolls its writes back at the next progress report.
@@ -15,6 +15,10 @@
 
 The stored upload is removed once the job has ended (discard_upload; leftovers of a worker lost
 between its commit and the removal are removed at the next launch).
+
+A failed job's `problems` are the import's problem lines; a done job's are its warnings (what
+was accepted but should be known: a byte order mark, fields kept as metadata, overlapping
+evidence), with `problem_count` 0. Neither holds note text or metadata values.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from functools import partial
 from django.db import transaction
 from django.utils import timezone
 
-from webapp.audit.log import record
+from webapp.audit.log import record, record_refused_import
 from webapp.audit.models import AuditEvent
 from webapp.corpus import uploads
 from webapp.corpus.models import ImportJob
@@ -74,20 +78,23 @@ def run(job: ImportJob, heart) -> str | None:
         if heart.cancelling or heart.lost:
             raise ImportStopped
 
+    def finish(report) -> None:  # inside the write transaction: the job ends with its rows, or neither
+        if not units.finish(job, phase="", created_count=report.created, updated_count=report.updated,
+                            unchanged_count=report.unchanged, problems=report.warning_lines(), problem_count=0):
+            raise ImportStopped  # lost to another attempt: roll our writes back
+
     try:
-        with transaction.atomic():
-            report = uploads.import_stored(job.upload, kind=job.kind, corpus=job.corpus_name,
-                                           language=job.language, update=job.update, actor=job.created_by,
-                                           progress=progress)
-            if report.ok:
-                ended = units.finish(job, phase="", created_count=report.created, updated_count=report.updated,
-                                     unchanged_count=report.unchanged, problems=[], problem_count=0)
-            else:
-                ended = units.fail(job, f"Nothing was imported: {report.problem_count} "
-                                        f"problem{'s' if report.problem_count != 1 else ''}.", phase="",
-                                   problems=[str(p) for p in report.problems], problem_count=report.problem_count)
-            if not ended:
-                raise ImportStopped  # lost to another attempt: roll our writes back
+        # Validation runs outside any transaction (on SQLite a transaction locks the whole
+        # database); only the write phase and the job's end are one transaction.
+        report = uploads.import_stored(job.upload, kind=job.kind, corpus=job.corpus_name, language=job.language,
+                                       update=job.update, actor=job.created_by, progress=progress,
+                                       on_written=finish)
+        if not report.ok:
+            if not units.fail(job, f"Nothing was imported: {report.problem_count} "
+                                   f"problem{'s' if report.problem_count != 1 else ''}.", phase="",
+                              problems=[str(p) for p in report.problems], problem_count=report.problem_count):
+                return None
+            record_refused_import(job.created_by, job.corpus_name, job.kind, report.problem_count, report.problems)
     except ImportStopped:
         if heart.cancelling and units.cancelled(job, phase=""):
             return JobStatus.CANCELLED

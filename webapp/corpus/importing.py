@@ -1,11 +1,17 @@
 """Import notes and gold annotations into a corpus: the one place for import logic.
 
 Both imports read the file twice and keep no note text between records:
-1. validate the whole file (format, fields, duplicates, the corpus, tasks, labels, spans),
-   keeping only ids, line numbers and hashes; if anything is wrong, write nothing and
-   return the problems (each with its file, line and reason, never note text);
+1. validate the whole file (its size, format, encoding, fields, metadata, limits, duplicates,
+   the corpus, tasks, labels, spans), keeping only ids, line numbers and hashes; if anything
+   is wrong, write nothing and return the problems (each with its file, line and reason, never
+   note text);
 2. write in one transaction, in batches (COPY on PostgreSQL, bulk_create elsewhere), and
-   record an audit entry.
+   record an audit entry. Should the database still refuse a record (a rule the validation
+   does not know, or a row another import wrote meanwhile), the transaction rolls back and the
+   problem names the record's line and the error's type only: the database's message quotes
+   the row, so it is neither shown nor logged.
+Warnings (what the import accepted but its user should hear about, webapp.corpus.sources) come
+from the first reading and are returned with the report, whether it succeeded or not.
 
 Re-importing a file changes nothing: a note whose id exists with the same text (content hash)
 is counted `unchanged`, likewise an annotation with the same label and evidence. A note whose
@@ -14,24 +20,39 @@ problem unless `update=True`, which replaces text/hash/metadata (or label/eviden
 that already has annotations never changes text: its spans would point into other text.
 """
 import json
+import logging
+import re
+import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 from pathlib import Path
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, DataError, IntegrityError, connection, transaction
 from django.db.models import Count
 from django.db.models.functions import Length
 from django.utils import timezone
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
+from webapp.corpus.input_files import input_size, name_mismatch, sniff, unzip_brat
+from webapp.corpus.limits import ImportLimits, over_limit
 from webapp.corpus.models import Annotation, Corpus, Note, Task, language_code, text_hash
-from webapp.corpus.sources import FORMATS, Problem, Problems, detect_format, read_annotations, read_notes
+from webapp.corpus.sources import (
+    FORMATS, Problem, Problems, detect_format, numbered_lines, read_annotations, read_notes,
+)
 from webapp.corpus.validators import label_problems, span_problems
 
+log = logging.getLogger(__name__)
+
 BATCH_SIZE = 2000
+BATCH_CHARS = 32_000_000  # a batch of long notes ends sooner: memory stays bounded
+# SQLSTATE classes of errors a record causes, not the connection: data exception, integrity
+# constraint (and our triggers' check_violation), program limit exceeded, raised by PL/pgSQL.
+RECORD_SQLSTATES = ("22", "23", "54", "P0")
+COPY_ROW = re.compile(r"^COPY [^,\n]+, line (\d+)", re.MULTILINE)
 
 
 @dataclass
@@ -41,17 +62,18 @@ class ImportReport:
     updated: int = 0
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
+    warnings: list[Problem] = field(default_factory=list)
+    warning_count: int = 0
 
     @property
     def ok(self) -> bool:
         return self.problem_count == 0
 
     def problem_lines(self) -> list[str]:
-        lines = [str(p) for p in self.problems]
-        if self.problem_count > len(self.problems):
-            more = self.problem_count - len(self.problems)
-            lines.append(f"... and {more} more problems ({self.problem_count} in all)")
-        return lines
+        return numbered_lines(self.problems, self.problem_count, "problems")
+
+    def warning_lines(self) -> list[str]:
+        return numbered_lines(self.warnings, self.warning_count, "warnings")
 
 
 class _Abort(Exception):
@@ -60,23 +82,36 @@ class _Abort(Exception):
 
 def import_notes(
     path, corpus_name: str, *, language: str = "", create: bool = False, update: bool = False,
-    fmt: str = "", actor=None, batch_size: int = BATCH_SIZE, progress=None,
+    fmt: str = "", actor=None, batch_size: int = BATCH_SIZE, progress=None, unpack_dir=None, on_written=None,
 ) -> ImportReport:
-    """Import a JSONL file, a CSV file or a brat folder of notes into the corpus `corpus_name`.
+    """Import a JSONL or CSV file (plain or compressed), a brat folder or a zip of brat files
+    into the corpus `corpus_name`.
 
     `progress(phase, records_done)`, if given, is called after each batch with phase
-    "validate" or "write".
+    "validate" or "write". `on_written(report)`, if given, is called inside the write transaction
+    once every row is written, so what it writes commits with the rows (a background job's end);
+    it may raise to roll everything back. Validation runs outside any transaction. A zip is unpacked into a temporary folder under `unpack_dir`
+    (default: the system's), removed at the end.
     """
     path = Path(path)
+    limits = ImportLimits.from_settings()
     problems = Problems()
     fmt = fmt or detect_format(path) or ""
-    corpus = _corpus_for_notes(path, corpus_name, language, create, fmt, problems)
+    corpus = _corpus_for_notes(path, corpus_name, language, create, fmt, problems, limits)
     if problems:
         return _failed(problems)
+    with _brat_folder_of(path, fmt, unpack_dir, problems, limits) as source:
+        if source is None:
+            return _failed(problems)
+        return _import_notes(source, path.name, corpus, fmt, update, actor, batch_size, progress, problems, limits,
+                             on_written)
 
+
+def _import_notes(source, name, corpus, fmt, update, actor, batch_size, progress, problems, limits,
+                  on_written=None) -> ImportReport:
     plan = _NotePlan(corpus, update, problems)
     seen: dict[str, int] = {}  # id -> first line; ids only, never text
-    for batch in _batched(read_notes(path, fmt, problems), batch_size):
+    for batch in _batched(read_notes(source, fmt, problems, limits), batch_size):
         fresh = []
         for rec in batch:
             first = seen.setdefault(rec.external_id, rec.line)
@@ -87,40 +122,45 @@ def import_notes(
         plan.check(fresh)
         _report_progress(progress, "validate", len(seen))
     if not seen and not problems:
-        problems.add(path.name, None, "the file holds no notes")
+        problems.add(name, None, "the file holds no notes")
     del seen
     if problems:
         return _failed(problems)
 
-    report = ImportReport()
+    report = _succeeded(problems)
+    writer = None
     try:
         with transaction.atomic():
             corpus_is_new = corpus.pk is None
             if corpus_is_new:
                 corpus.save()
             writer = _NotePlan(corpus, update, problems, corpus_is_new=corpus_is_new)
+            reread = Problems()  # the file is read again: its warnings were collected the first time
             done = 0
-            for batch in _batched(read_notes(path, fmt, problems), batch_size):
+            for batch in _batched(read_notes(source, fmt, reread, limits), batch_size):
                 writer.write(batch, report)
                 done += len(batch)
                 _report_progress(progress, "write", done)
-            if problems or (report.created, report.unchanged, report.updated) != plan.counts():
-                problems.add(path.name, None, "the file changed while it was imported; nothing was imported")
+            if reread or problems or (report.created, report.unchanged, report.updated) != plan.counts():
+                problems.add(name, None, "the file changed while it was imported; nothing was imported")
                 raise _Abort
-            record(actor, AuditEvent.Action.IMPORT_NOTES, corpus, file=path.name, format=fmt,
+            record(actor, AuditEvent.Action.IMPORT_NOTES, corpus, file=name, format=fmt,
                    created=report.created, unchanged=report.unchanged, updated=report.updated)
+            if on_written is not None:
+                on_written(report)  # commits with the rows (it may raise to roll them back)
     except _Abort:
         return _failed(problems)
-    except IntegrityError as exc:
-        # Another import wrote the same notes between our checks and our writes.
-        problems.add(path.name, None, f"the database refused the notes ({_first_line(exc)}); nothing was imported")
+    except DatabaseError as exc:
+        if not _caused_by_a_record(exc):
+            raise
+        _refused(exc, writer.pending if writer else [], name, corpus, problems)
         return _failed(problems)
     return report
 
 
 def import_annotations(
     path, corpus_name: str, *, annotator: str = "", update: bool = False, actor=None, batch_size: int = BATCH_SIZE,
-    progress=None,
+    progress=None, on_written=None,
 ) -> ImportReport:
     """Import gold labels: JSONL lines {"note_id", "task", "label", "evidence": [[start, end], ...]}.
 
@@ -129,11 +169,14 @@ def import_annotations(
     records_done)` as for import_notes.
     """
     path = Path(path)
+    limits = ImportLimits.from_settings()
     problems = Problems()
     annotator = annotator or f"import:{path.name}"
     corpus = Corpus.objects.filter(name=corpus_name).first()
     if not path.is_file():
         problems.add(path.name, None, "no such file")
+    else:
+        _check_size(path, problems, limits)
     if corpus is None:
         problems.add(path.name, None, f"corpus {corpus_name!r} does not exist")
     if len(annotator) > 150:
@@ -143,7 +186,7 @@ def import_annotations(
 
     plan = _AnnotationPlan(corpus, annotator, update, problems)
     checked = 0
-    for batch in _batched(read_annotations(path, problems), batch_size):
+    for batch in _batched(read_annotations(path, problems, limits), batch_size):
         plan.check(batch)
         checked += len(batch)
         _report_progress(progress, "validate", checked)
@@ -153,38 +196,75 @@ def import_annotations(
     if problems:
         return _failed(problems)
 
-    report = ImportReport()
+    report = _succeeded(problems)
+    writer = None
     try:
         with transaction.atomic():
             writer = _AnnotationPlan(corpus, annotator, update, problems)
+            reread = Problems()
             done = 0
-            for batch in _batched(read_annotations(path, problems), batch_size):
+            for batch in _batched(read_annotations(path, reread, limits), batch_size):
                 writer.write(batch, report)
                 done += len(batch)
                 _report_progress(progress, "write", done)
-            if problems or (report.created, report.unchanged, report.updated) != plan.counts():
+            if reread or problems or (report.created, report.unchanged, report.updated) != plan.counts():
                 problems.add(path.name, None, "the file changed while it was imported; nothing was imported")
                 raise _Abort
             record(actor, AuditEvent.Action.IMPORT_ANNOTATIONS, corpus, file=path.name, annotator=annotator,
                    created=report.created, unchanged=report.unchanged, updated=report.updated)
+            if on_written is not None:
+                on_written(report)
     except _Abort:
         return _failed(problems)
-    except IntegrityError as exc:
-        problems.add(path.name, None, f"the database refused the annotations ({_first_line(exc)}); nothing was imported")
+    except DatabaseError as exc:
+        if not _caused_by_a_record(exc):
+            raise
+        _refused(exc, writer.pending if writer else [], path.name, corpus, problems)
         return _failed(problems)
     return report
+
+
+# --- the input as given ---------------------------------------------------------------------
+
+
+def _check_size(path: Path, problems: Problems, limits: ImportLimits) -> None:
+    try:
+        size = input_size(path)
+    except OSError as exc:
+        problems.add(path.name, None, f"cannot be read ({exc.strerror or type(exc).__name__})")
+        return
+    if size > limits.upload_bytes:
+        what = "the folder (its .txt and .ann files)" if path.is_dir() else "the file"
+        problems.add(path.name, None, over_limit(what, size, limits.upload_bytes, "IMPORT_MAX_UPLOAD_BYTES", "bytes"))
+
+
+@contextmanager
+def _brat_folder_of(path: Path, fmt: str, unpack_dir, problems: Problems, limits: ImportLimits):
+    """The folder to read: `path` itself, or a zip of brat files unpacked into a temporary folder."""
+    if fmt != "brat" or path.is_dir():
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="brat-", dir=unpack_dir) as tmp:
+        yield unzip_brat(path, Path(tmp) / path.name, problems, limits)  # messages name the archive
 
 
 # --- notes ----------------------------------------------------------------------------------
 
 
-def _corpus_for_notes(path, name, language, create, fmt, problems) -> Corpus | None:
+def _corpus_for_notes(path, name, language, create, fmt, problems, limits) -> Corpus | None:
     if not path.exists():
         problems.add(path.name, None, "no such file or folder")
     elif fmt not in FORMATS:
-        problems.add(path.name, None, "unknown format; name the file .jsonl or .csv, or give a folder (brat)")
-    elif (fmt == "brat") != path.is_dir():
-        problems.add(path.name, None, "the brat format needs a folder; JSONL and CSV need a file")
+        mismatch = name_mismatch(path, _kind_of(path)) if path.is_file() else ""
+        problems.add(path.name, None, f"unknown format{'; it ' + mismatch if mismatch else ''}; name the file "
+                                      ".jsonl or .csv (optionally compressed with gzip, bz2 or xz), or give a brat "
+                                      "folder or a zip of one")
+    elif fmt == "brat" and not path.is_dir() and _kind_of(path) != "zip":
+        problems.add(path.name, None, "the brat format needs a folder, or a zip archive of its .txt and .ann files")
+    elif fmt != "brat" and path.is_dir():
+        problems.add(path.name, None, "JSONL and CSV need a file; a folder holds brat files")
+    else:
+        _check_size(path, problems, limits)
     corpus = Corpus.objects.filter(name=name).first()
     if corpus is not None:
         if language and language != corpus.language:
@@ -202,13 +282,22 @@ def _corpus_for_notes(path, name, language, create, fmt, problems) -> Corpus | N
     return Corpus(name=name, language=language, source=path.name)
 
 
+def _kind_of(path: Path) -> str:
+    try:
+        return sniff(path)
+    except OSError:
+        return ""
+
+
 class _NotePlan:
-    """Classifies notes against the corpus (created / unchanged / updated) and writes them."""
+    """Classifies notes against the corpus (created / unchanged / updated) and writes them.
+    `pending`: the records of the statement being written, to name the one the database refuses."""
 
     def __init__(self, corpus, update, problems, corpus_is_new=False):
         self.corpus, self.update, self.problems = corpus, update, problems
         self.corpus_is_new = corpus_is_new
         self.created = self.unchanged = self.updated = 0
+        self.pending = []
 
     def counts(self):
         return self.created, self.unchanged, self.updated
@@ -251,15 +340,18 @@ class _NotePlan:
             elif old["content_hash"] == digest and (not self.update or old["metadata"] == rec.metadata):
                 report.unchanged += 1
             elif self.update:
-                changed.append(Note(pk=old["pk"], text=rec.text, content_hash=digest, metadata=rec.metadata))
+                changed.append((rec, Note(pk=old["pk"], text=rec.text, content_hash=digest, metadata=rec.metadata)))
             else:
                 self.problems.add(rec.source, rec.line, f"note {rec.external_id!r} changed since validation")
         if new:
+            self.pending = [rec for rec, _ in new]
             _insert_notes(self.corpus, new)
             report.created += len(new)
         if changed:
-            Note.objects.bulk_update(changed, ["text", "content_hash", "metadata"])
+            self.pending = [rec for rec, _ in changed]
+            Note.objects.bulk_update([note for _, note in changed], ["text", "content_hash", "metadata"])
             report.updated += len(changed)
+        self.pending = []
 
     def _existing(self, records) -> dict[str, dict]:
         if self.corpus.pk is None or self.corpus_is_new or not records:
@@ -292,6 +384,7 @@ class _AnnotationPlan:
         self.tasks = _TaskResolver()
         self.pairs: dict[tuple[str, int], int] = {}  # (note id, task pk) -> first line
         self.created = self.unchanged = self.updated = 0
+        self.pending = []  # as _NotePlan's
 
     def counts(self):
         return self.created, self.unchanged, self.updated
@@ -342,19 +435,22 @@ class _AnnotationPlan:
                 continue
             old = existing.get((note["pk"], task.pk))
             if old is None:
-                new.append(Annotation(note_id=note["pk"], task=task, label=rec.label, evidence=rec.evidence,
-                                      annotator_name=self.annotator))
+                new.append((rec, Annotation(note_id=note["pk"], task=task, label=rec.label, evidence=rec.evidence,
+                                            annotator_name=self.annotator)))
             elif (old.label, old.evidence) == (rec.label, rec.evidence):
                 report.unchanged += 1
             else:
                 old.label, old.evidence = rec.label, rec.evidence
-                changed.append(old)
+                changed.append((rec, old))
         if new:
-            _insert_annotations(new)
+            self.pending = [rec for rec, _ in new]
+            _insert_annotations([annotation for _, annotation in new])
             report.created += len(new)
         if changed:
-            Annotation.objects.bulk_update(changed, ["label", "evidence"])
+            self.pending = [rec for rec, _ in changed]
+            Annotation.objects.bulk_update([annotation for _, annotation in changed], ["label", "evidence"])
             report.updated += len(changed)
+        self.pending = []
 
     def _notes(self, records) -> dict[str, dict]:
         ids = {r.note_id for r in records}
@@ -412,19 +508,21 @@ def _copy(model, columns: list[str], rows: Iterable[tuple]) -> None:
     """Stream rows into the model's table with PostgreSQL COPY (psycopg 3). Triggers and constraints apply."""
     table = connection.ops.quote_name(model._meta.db_table)
     names = ", ".join(connection.ops.quote_name(c) for c in columns)
-    with connection.cursor() as cursor:
+    with connection.cursor() as cursor, connection.wrap_database_errors:  # psycopg's errors as Django's
         with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
 
 
 def _batched(items: Iterable, size: int) -> Iterator[list]:
-    batch = []
+    """Lists of at most `size` records, fewer when their note texts reach BATCH_CHARS."""
+    batch, chars = [], 0
     for item in items:
         batch.append(item)
-        if len(batch) >= size:
+        chars += len(getattr(item, "text", ""))
+        if len(batch) >= size or chars >= BATCH_CHARS:
             yield batch
-            batch = []
+            batch, chars = [], 0
     if batch:
         yield batch
 
@@ -435,8 +533,43 @@ def _report_progress(progress, phase: str, done: int) -> None:
 
 
 def _failed(problems: Problems) -> ImportReport:
-    return ImportReport(problems=list(problems.kept), problem_count=problems.total)
+    return ImportReport(problems=list(problems.kept), problem_count=problems.total,
+                        warnings=list(problems.warnings), warning_count=problems.warning_total)
 
 
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def _succeeded(problems: Problems) -> ImportReport:
+    return ImportReport(warnings=list(problems.warnings), warning_count=problems.warning_total)
+
+
+def _caused_by_a_record(exc: DatabaseError) -> bool:
+    """A record's data or a rule refused it, not a lost connection (that one is retried)."""
+    sqlstate = getattr(exc.__cause__, "sqlstate", None) or ""
+    return isinstance(exc, DataError | IntegrityError) or sqlstate[:2] in RECORD_SQLSTATES
+
+
+def _refused(exc: DatabaseError, pending: list, name: str, corpus: Corpus, problems: Problems) -> None:
+    """Report which record the database refused, by its line, with the error's type only: its
+    message, context and detail quote the row."""
+    kind = type(exc).__name__
+    log.warning("import into corpus %s: the database refused a record (%s); rolled back", corpus.pk, kind)
+    row = _copy_row(exc)
+    if row is not None and 0 < row <= len(pending):
+        pending = [pending[row - 1]]
+    if not pending:
+        problems.add(name, None, f"the database refused the import ({kind}); nothing was imported")
+    elif len(pending) == 1:
+        problems.add(pending[0].source, pending[0].line, f"the database refused this record ({kind}); "
+                                                         "nothing was imported")
+    else:
+        first, last = pending[0], pending[-1]
+        where = (f"lines {first.line} to {last.line}" if first.source == last.source
+                 else f"{first.source} to {last.source}")
+        problems.add(first.source, first.line, f"the database refused one of the {len(pending):,} records of "
+                                               f"{where} ({kind}); nothing was imported")
+
+
+def _copy_row(exc: DatabaseError) -> int | None:
+    """The row (from 1) of a COPY that failed, from PostgreSQL's error context ("COPY t, line 3")."""
+    diag = getattr(exc.__cause__, "diag", None)
+    match = COPY_ROW.search(getattr(diag, "context", None) or "")
+    return int(match.group(1)) if match else None

@@ -2,28 +2,37 @@
 
 Each reader streams records (one at a time, so memory stays flat on large files) and reports
 what it cannot read to a `Problems` collector. A problem names the file, the line and the
-reason, with character or byte offsets where useful, and never quotes note text.
-Shape checks that need no database (types, empty text, span order) happen here too;
-the importer adds the checks that need the corpus, the task catalog or the whole file.
+reason, with character or byte offsets where useful, and never quotes note text. What an import
+accepts but its user should hear about is a warning, collected beside the problems: a UTF-8 byte
+order mark (dropped), top-level fields of a notes line (kept in its metadata), overlapping
+evidence spans (kept as given), brat lines other than entities (checked, not imported).
+
+Bytes become lines in `input_files` (compression told by content, UTF-8 only, bounded lines);
+brat .ann files are parsed in `brat`. Shape checks that need no database (types, empty text,
+span order, metadata, the size limits of `limits`) happen here; the importer adds the checks
+that need the corpus, the task catalog or the whole file.
 """
 import csv
-import gzip
 import json
 import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from webapp.corpus import validators
+from webapp.corpus.validators import json_kind
+from webapp.corpus.brat import read_ann
+from webapp.corpus.input_files import NAMED, open_lines, read_text_file, sniff
+from webapp.corpus.limits import ImportLimits, over_limit
 
 MAX_PROBLEMS = 50
 MAX_ID_LENGTH = 200
-BOM = b"\xef\xbb\xbf"
+MAX_TASK_LENGTH = 200
+MAX_NAMES_SHOWN = 10
 NOTE_FIELDS = ("id", "text", "metadata")
 ANNOTATION_FIELDS = ("note_id", "task", "label", "evidence")
 FORMATS = ("jsonl", "csv", "brat")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+SUFFIX_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}
 
 
 @dataclass(frozen=True)
@@ -39,11 +48,14 @@ class Problem:
 
 @dataclass
 class Problems:
-    """Keeps the first `limit` problems and counts them all."""
+    """Keeps the first `limit` problems and warnings and counts them all. Problems stop an
+    import; warnings are shown with its summary."""
 
     limit: int = MAX_PROBLEMS
     kept: list[Problem] = field(default_factory=list)
     total: int = 0
+    warnings: list[Problem] = field(default_factory=list)
+    warning_total: int = 0
 
     def __bool__(self):
         return self.total > 0
@@ -53,11 +65,20 @@ class Problems:
         if len(self.kept) < self.limit:
             self.kept.append(Problem(source, line, message))
 
+    def warn(self, source: str, line: int | None, message: str) -> None:
+        self.warning_total += 1
+        if len(self.warnings) < self.limit:
+            self.warnings.append(Problem(source, line, message))
+
     def lines(self) -> list[str]:
-        out = [str(p) for p in self.kept]
-        if self.total > len(self.kept):
-            out.append(f"... and {self.total - len(self.kept)} more problems ({self.total} in all)")
-        return out
+        return numbered_lines(self.kept, self.total, "problems")
+
+
+def numbered_lines(kept: list[Problem], total: int, what: str) -> list[str]:
+    out = [str(p) for p in kept]
+    if total > len(kept):
+        out.append(f"... and {total - len(kept)} more {what} ({total} in all)")
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,93 +101,134 @@ class AnnotationRecord:
 
 
 def detect_format(path: Path) -> str | None:
+    """brat for a folder or a zip archive (by its bytes); otherwise by the name, compression
+    suffixes (.gz, .bz2, .xz) aside: JSONL or CSV."""
     if path.is_dir():
         return "brat"
-    suffixes = [s.lower() for s in path.suffixes if s.lower() != ".gz"]
-    suffix = suffixes[-1] if suffixes else ""
-    return {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}.get(suffix)
+    try:
+        if sniff(path) == "zip":
+            return "brat"
+    except OSError:
+        pass  # reported when the file is opened
+    suffixes = [s.lower() for s in path.suffixes if s.lower() not in NAMED]
+    return SUFFIX_FORMATS.get(suffixes[-1] if suffixes else "")
 
 
-def read_notes(path: Path, fmt: str, problems: Problems) -> Iterator[NoteRecord]:
+def read_notes(path: Path, fmt: str, problems: Problems, limits: ImportLimits) -> Iterator[NoteRecord]:
     if fmt == "jsonl":
-        yield from _notes_from_jsonl(path, problems)
+        yield from _notes_from_jsonl(path, problems, limits)
     elif fmt == "csv":
-        yield from _notes_from_csv(path, problems)
+        yield from _notes_from_csv(path, problems, limits)
     elif fmt == "brat":
-        yield from _notes_from_brat(path, problems)
+        yield from _notes_from_brat(path, problems, limits)
     else:
         raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
-def read_annotations(path: Path, problems: Problems) -> Iterator[AnnotationRecord]:
+def read_annotations(path: Path, problems: Problems, limits: ImportLimits) -> Iterator[AnnotationRecord]:
     source = path.name
-    for line, obj in _json_lines(path, problems):
+    for line, obj in _json_lines(path, problems, limits):
         if not _has_fields(obj, ("note_id", "task", "label"), source, line, problems):
             continue
         ok = True
         note_id = _external_id(obj["note_id"], "note_id", source, line, problems)
         ok &= note_id is not None
-        for name in ("task", "label"):
+        for name, longest in (("task", MAX_TASK_LENGTH), ("label", validators.MAX_LABEL_LENGTH)):
             if not isinstance(obj[name], str) or not obj[name].strip():
-                problems.add(source, line, f"field '{name}' must be a non-empty string, not {_kind(obj[name])}")
+                problems.add(source, line, f"field '{name}' must be a non-empty string, not {json_kind(obj[name])}")
+                ok = False
+            elif len(obj[name]) > longest:
+                problems.add(source, line, f"field '{name}' is longer than {longest} characters")
                 ok = False
         evidence = obj.get("evidence", [])
-        for message in _span_shape_problems(evidence):
-            problems.add(source, line, f"field 'evidence': {message}")
-            ok = False
+        ok &= _evidence_ok(evidence, source, line, problems, limits)
         unknown = sorted(set(obj) - set(ANNOTATION_FIELDS))
         if unknown:
-            problems.add(source, line, f"unknown field(s) {', '.join(unknown)} (allowed: {', '.join(ANNOTATION_FIELDS)})")
+            names = ", ".join(_names(unknown))
+            problems.add(source, line, f"unknown field(s) {names} (allowed: {', '.join(ANNOTATION_FIELDS)})")
             ok = False
         if ok:
             yield AnnotationRecord(source, line, note_id, obj["task"], obj["label"], [list(s) for s in evidence])
 
 
+def _evidence_ok(evidence, source, line, problems, limits) -> bool:
+    """Shape and count; overlapping spans are kept as given, with a warning."""
+    if isinstance(evidence, list) and len(evidence) > limits.evidence_spans:
+        problems.add(source, line, over_limit("field 'evidence'", len(evidence), limits.evidence_spans,
+                                              "IMPORT_MAX_EVIDENCE_SPANS", "spans"))
+        return False
+    shape_problems = _span_shape_problems(evidence)
+    for message in shape_problems:
+        problems.add(source, line, f"field 'evidence': {message}")
+    if shape_problems:
+        return False
+    overlap = validators.overlapping_spans(evidence)
+    if overlap:
+        (a, b), (c, d) = overlap
+        problems.warn(source, line, f"evidence spans [{a}, {b}) and [{c}, {d}) overlap; imported as given")
+    return True
+
+
 # --- notes: JSONL and CSV -------------------------------------------------------------------
 
 
-def _notes_from_jsonl(path: Path, problems: Problems) -> Iterator[NoteRecord]:
+def _notes_from_jsonl(path: Path, problems: Problems, limits: ImportLimits) -> Iterator[NoteRecord]:
+    """Fields besides id, text and metadata are kept in the metadata (a flat export needs no
+    nesting), with one warning for the file."""
     source = path.name
-    for line, obj in _json_lines(path, problems):
+    extra_names: set[str] = set()
+    extra_lines, first_extra_line = 0, None
+    for line, obj in _json_lines(path, problems, limits):
         if not _has_fields(obj, ("id", "text"), source, line, problems):
             continue
         metadata = obj.get("metadata")
         if metadata is None:
             metadata = {}
         elif not isinstance(metadata, dict):
-            problems.add(source, line, f"field 'metadata' must be an object, not {_kind(metadata)}")
+            problems.add(source, line, f"field 'metadata' must be an object, not {json_kind(metadata)}")
             continue
         extra = {k: v for k, v in obj.items() if k not in NOTE_FIELDS}
         clash = sorted(set(extra) & set(metadata))
         if clash:
-            problems.add(source, line, f"field(s) {', '.join(clash)} given both at top level and in 'metadata'")
+            problems.add(source, line, f"field(s) {', '.join(_names(clash))} given both at top level and in 'metadata'")
             continue
-        record = _note(source, line, obj["id"], obj["text"], {**metadata, **extra}, problems)
+        record = _note(source, line, obj["id"], obj["text"], {**metadata, **extra}, problems, limits)
         if record:
+            if extra:
+                extra_lines += 1
+                first_extra_line = first_extra_line or line
+                if len(extra_names) <= MAX_NAMES_SHOWN:
+                    extra_names.update(extra)
             yield record
+    if extra_lines:
+        problems.warn(source, first_extra_line,
+                      f"{extra_lines:,} line(s), this one first, have fields besides id, text and metadata "
+                      f"({', '.join(_names(sorted(extra_names)))}); they were kept in each note's metadata")
 
 
-def _notes_from_csv(path: Path, problems: Problems) -> Iterator[NoteRecord]:
+def _notes_from_csv(path: Path, problems: Problems, limits: ImportLimits) -> Iterator[NoteRecord]:
     source = path.name
-    csv.field_size_limit(2**31 - 1)  # clinical notes can exceed csv's 128 KiB default
-    with _open_lines(path, problems) as lines:
-        reader = csv.reader(lines, strict=True)
+    csv.field_size_limit(limits.line_bytes)  # a long note gets the clearer "has N characters" message
+    with open_lines(path, problems, limits, keep_bad_lines=True) as numbered:
+        reader = csv.reader((text for _, text in numbered), strict=True)
         try:
             header = next(reader, None)
         except csv.Error as exc:
             problems.add(source, 1, f"unreadable CSV header: {exc}")
             return
         if header is None:
-            problems.add(source, None, "the file is empty")
+            if not problems:
+                problems.add(source, None, "the file is empty")
             return
         header = [name.strip() for name in header]
         missing = [c for c in ("id", "text") if c not in header]
         if missing:
-            problems.add(source, 1, f"CSV header lacks column(s) {', '.join(missing)} (found: {', '.join(header)})")
+            found = ", ".join(_names(header))
+            problems.add(source, 1, f"CSV header lacks column(s) {', '.join(missing)} (found: {found})")
             return
         duplicated = sorted({c for c in header if header.count(c) > 1})
         if duplicated:
-            problems.add(source, 1, f"CSV header repeats column(s) {', '.join(duplicated)}")
+            problems.add(source, 1, f"CSV header repeats column(s) {', '.join(_names(duplicated))}")
             return
         id_at, text_at = header.index("id"), header.index("text")
         end_line = reader.line_num
@@ -186,7 +248,7 @@ def _notes_from_csv(path: Path, problems: Problems) -> Iterator[NoteRecord]:
                 problems.add(source, start_line, f"row has {len(row)} fields, the header has {len(header)}")
                 continue
             metadata = {name: value for i, (name, value) in enumerate(zip(header, row)) if i not in (id_at, text_at)}
-            record = _note(source, start_line, row[id_at], row[text_at], metadata, problems)
+            record = _note(source, start_line, row[id_at], row[text_at], metadata, problems, limits)
             if record:
                 yield record
 
@@ -194,104 +256,49 @@ def _notes_from_csv(path: Path, problems: Problems) -> Iterator[NoteRecord]:
 # --- notes: brat standoff -------------------------------------------------------------------
 
 
-def _notes_from_brat(folder: Path, problems: Problems) -> Iterator[NoteRecord]:
+def _notes_from_brat(folder: Path, problems: Problems, limits: ImportLimits) -> Iterator[NoteRecord]:
     """One note per X.txt (id X, text exactly the file's content) with its X.ann entities in metadata."""
     texts = sorted(folder.glob("*.txt"))
     for orphan in sorted({p.stem for p in folder.glob("*.ann")} - {p.stem for p in texts}):
         problems.add(f"{orphan}.ann", None, f"has no {orphan}.txt beside it")
     if not texts and not problems:
         problems.add(folder.name, None, "the folder holds no .txt files")
+    other_lines = other_files = 0
     for txt in texts:
         ann = txt.with_suffix(".ann")
         if not ann.exists():
             problems.add(txt.name, None, f"has no {ann.name} beside it")
             continue
-        text = _read_text_file(txt, problems)
+        text = read_text_file(txt, problems, limits)
         if text is None:
             continue
-        entities = _brat_entities(ann, text, problems)
-        if entities is None:
+        parsed = read_ann(ann, text, problems, limits)
+        if parsed is None:
             continue
-        record = _note(txt.name, 1, txt.stem, text, {"brat": {"entities": entities}}, problems)
+        if parsed.other_lines:
+            other_lines += parsed.other_lines
+            other_files += 1
+        record = _note(txt.name, 1, txt.stem, text, {"brat": {"entities": parsed.entities}}, problems, limits)
         if record:
             yield record
-
-
-def _read_text_file(path: Path, problems: Problems) -> str | None:
-    data = path.read_bytes()
-    if data.startswith(BOM):
-        data = data[len(BOM) :]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
-        problems.add(path.name, line, f"not valid UTF-8 (byte {column} of the line, byte {exc.start} of the file)")
-        return None
-
-
-def _brat_entities(ann: Path, text: str, problems: Problems) -> list[dict] | None:
-    """Parse the T (text-bound) lines of a .ann file; other lines (relations, notes) are skipped."""
-    content = _read_text_file(ann, problems)
-    if content is None:
-        return None
-    entities, seen, ok = [], set(), True
-    for line_no, line in enumerate(content.split("\n"), start=1):  # not splitlines(): \x0c etc. may be in text
-        line = line.removesuffix("\r")
-        if not line.startswith("T"):
-            continue
-        parts = line.split("\t", 2)
-        if len(parts) != 3 or " " not in parts[1]:
-            problems.add(ann.name, line_no, "entity line must be 'T<n><TAB><type> <start> <end>[;<start> <end>...]<TAB><text>'")
-            ok = False
-            continue
-        entity_id, (kind, _, offsets), covered = parts[0], parts[1].partition(" "), parts[2]
-        if entity_id in seen:
-            problems.add(ann.name, line_no, f"entity {entity_id} is defined twice")
-            ok = False
-            continue
-        seen.add(entity_id)
-        spans = _brat_spans(offsets)
-        if spans is None:
-            problems.add(ann.name, line_no, f"entity {entity_id}: offsets must be integer pairs 'start end' separated by ';'")
-            ok = False
-            continue
-        span_problems = validators.span_problems(spans, len(text))
-        for message in span_problems:
-            problems.add(ann.name, line_no, f"entity {entity_id}: {message} of {ann.stem}.txt")
-        if span_problems:
-            ok = False
-            continue
-        # brat joins the fragments of a discontinuous entity with one space.
-        if " ".join(text[s:e] for s, e in spans) != covered and " ".join(
-            text[s:e].replace("\n", " ") for s, e in spans
-        ) != covered:
-            where = ", ".join(f"[{s}, {e})" for s, e in spans)
-            problems.add(ann.name, line_no, f"entity {entity_id}: the covered text differs from {ann.stem}.txt at {where}")
-            ok = False
-            continue
-        entities.append({"id": entity_id, "type": kind, "spans": spans})
-    return entities if ok else None
-
-
-def _brat_spans(offsets: str) -> list[list[int]] | None:
-    spans = []
-    for fragment in offsets.split(";"):
-        pieces = fragment.split()
-        if len(pieces) != 2 or not all(p.isascii() and p.isdigit() for p in pieces):
-            return None
-        spans.append([int(pieces[0]), int(pieces[1])])
-    return spans
+    if other_lines:
+        problems.warn(folder.name, None, f"{other_lines:,} relation, event, attribute, normalization or note "
+                                         f"line(s) in {other_files:,} .ann file(s) were checked but not imported "
+                                         "(only entities are)")
 
 
 # --- shared ---------------------------------------------------------------------------------
 
 
-def _note(source, line, raw_id, text, metadata, problems) -> NoteRecord | None:
+def _note(source, line, raw_id, text, metadata, problems, limits) -> NoteRecord | None:
     external_id = _external_id(raw_id, "id", source, line, problems)
     ok = external_id is not None
     if not isinstance(text, str):
-        problems.add(source, line, f"field 'text' must be a string, not {_kind(text)}")
+        problems.add(source, line, f"field 'text' must be a string, not {json_kind(text)}")
+        return None
+    if len(text) > limits.note_chars:
+        what = f"note {external_id!r}" if external_id else "field 'text'"
+        problems.add(source, line, over_limit(what, len(text), limits.note_chars, "IMPORT_MAX_NOTE_CHARS", "characters"))
         return None
     if not text.strip():
         problems.add(source, line, "field 'text' is empty")
@@ -305,25 +312,23 @@ def _note(source, line, raw_id, text, metadata, problems) -> NoteRecord | None:
     except UnicodeEncodeError as exc:
         problems.add(source, line, f"field 'text' contains an unpaired surrogate (\\u escape) at offset {exc.start}")
         ok = False
-    try:
-        json.dumps(metadata, allow_nan=False, ensure_ascii=False).encode("utf-8")
-    except (ValueError, UnicodeEncodeError):
-        problems.add(source, line, "field 'metadata' holds NaN/Infinity or an unpaired surrogate")
+    for message in validators.metadata_problems(metadata, limits.metadata_bytes):
+        problems.add(source, line, message)
         ok = False
     return NoteRecord(source, line, external_id, text, metadata) if ok else None
 
 
 def _external_id(raw, name, source, line, problems) -> str | None:
     if isinstance(raw, bool) or not isinstance(raw, str | int):
-        problems.add(source, line, f"field '{name}' must be a string or an integer, not {_kind(raw)}")
+        problems.add(source, line, f"field '{name}' must be a string or an integer, not {json_kind(raw)}")
         return None
     value = str(raw)
     if not value.strip():
         problems.add(source, line, f"field '{name}' is empty")
-    elif value != value.strip() or _CONTROL.search(value):
-        problems.add(source, line, f"field '{name}' has surrounding spaces or control characters")
     elif len(value) > MAX_ID_LENGTH:
         problems.add(source, line, f"field '{name}' is longer than {MAX_ID_LENGTH} characters")
+    elif value != value.strip() or _has_control(value):
+        problems.add(source, line, f"field '{name}' has surrounding spaces or control characters")
     else:
         return value
     return None
@@ -341,63 +346,37 @@ def _has_fields(obj, required, source, line, problems) -> bool:
     return not missing
 
 
-def _json_lines(path: Path, problems: Problems) -> Iterator[tuple[int, dict]]:
+def _json_lines(path: Path, problems: Problems, limits: ImportLimits) -> Iterator[tuple[int, dict]]:
     source = path.name
-    with _open_lines(path, problems) as lines:
-        for line_no, line in enumerate(lines, start=1):
+    with open_lines(path, problems, limits) as lines:
+        for line_no, line in lines:
             if not line.strip():
                 continue
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                problems.add(source, line_no, f"invalid JSON: {exc.msg} at column {exc.colno}")
+                # Some of json's messages end in "at" ("Invalid control character at"): say it once.
+                problems.add(source, line_no, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}")
                 continue
             except RecursionError:
                 problems.add(source, line_no, "invalid JSON: nested too deeply")
                 continue
+            except ValueError:  # an integer of more than sys.get_int_max_str_digits() digits
+                problems.add(source, line_no, "invalid JSON: a number too long to read")
+                continue
             if not isinstance(obj, dict):
-                problems.add(source, line_no, f"expected a JSON object, got {_kind(obj)}")
+                problems.add(source, line_no, f"expected a JSON object, got {json_kind(obj)}")
                 continue
             yield line_no, obj
 
 
-class _open_lines:
-    """Context manager over the decoded lines of a (possibly gzipped) UTF-8 file.
-
-    Lines are decoded one by one so a bad byte is reported with its line and offset; the
-    line is then decoded with replacement characters so the rest of the file is still checked.
-    A UTF-8 byte order mark at the start is dropped. Newlines inside lines are kept as they are.
-    """
-
-    def __init__(self, path: Path, problems: Problems):
-        self.path, self.problems = path, problems
-
-    def __enter__(self):
-        opener = gzip.open if self.path.suffix.lower() == ".gz" else open
-        self.raw = opener(self.path, "rb")
-        return self._lines()
-
-    def __exit__(self, *exc):
-        self.raw.close()
-
-    def _lines(self) -> Iterator[str]:
-        offset = 0
-        for line_no, raw in enumerate(self.raw, start=1):
-            if line_no == 1 and raw.startswith(BOM):
-                raw, offset = raw[len(BOM) :], len(BOM)
-            try:
-                yield raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                self.problems.add(
-                    self.path.name,
-                    line_no,
-                    f"not valid UTF-8 (byte {exc.start} of the line, byte {offset + exc.start} of the file)",
-                )
-                yield raw.decode("utf-8", errors="replace")
-            offset += len(raw)
+def _has_control(value: str) -> bool:
+    return any(ord(c) < 0x20 or ord(c) == 0x7F for c in value)
 
 
-def _kind(value) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
+def _names(names: list[str]) -> list[str]:
+    """Field names fit to show: the first few, each short, control characters escaped."""
+    shown = [n if len(n) <= 40 and not _has_control(n) and n.isprintable() else json.dumps(n[:40]) for n in names]
+    if len(shown) > MAX_NAMES_SHOWN:
+        shown = [*shown[:MAX_NAMES_SHOWN], f"and {len(shown) - MAX_NAMES_SHOWN} more"]
+    return shown

@@ -1,12 +1,14 @@
 """Uploaded import files: each stored in a private folder of its own (mode 0700) under
-DATA_DIR/uploads, kept while its import job may still run, unpacked safely, imported, removed.
+DATA_DIR/uploads, kept while its import job may still run, imported, removed. What a file is
+(plain, compressed, a zip of brat files) is told by its bytes when it is imported; a zip is
+unpacked into the upload's own folder.
 
-A stored upload is named by its path relative to the uploads folder; a path that would lead
-outside it (a tampered row) is never read nor removed.
+The upload form refuses a file over IMPORT_MAX_UPLOAD_BYTES before it is stored (forms.py);
+the importer checks the size again. A stored upload is named by its path relative to the
+uploads folder; a path that would lead outside it (a tampered row) is never read nor removed.
 """
 import shutil
 import tempfile
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,9 +16,6 @@ from django.conf import settings
 
 from webapp.corpus.importing import ImportReport, import_annotations, import_notes
 from webapp.corpus.sources import Problems
-
-MAX_ZIP_MEMBERS = 200_000
-MAX_UNPACKED_BYTES = 8 * 1024**3
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,7 @@ def store(uploaded) -> StoredUpload:
 
 
 def import_stored(relative: str, *, kind: str, corpus: str, language: str, update: bool, actor,
-                  progress=None) -> ImportReport:
+                  progress=None, on_written=None) -> ImportReport:
     """Import a stored upload (notes: JSONL, CSV or a zip of brat files; annotations: JSONL).
     Running it twice on one file is safe: the import is atomic and idempotent."""
     path = _resolve(relative)
@@ -55,14 +54,9 @@ def import_stored(relative: str, *, kind: str, corpus: str, language: str, updat
         problems.add(Path(relative).name or "upload", None, "the uploaded file is no longer stored; upload it again")
         return ImportReport(problems=problems.kept, problem_count=problems.total)
     if kind == "annotations":
-        return import_annotations(path, corpus, update=update, actor=actor, progress=progress)
-    if path.name.lower().endswith(".zip"):
-        problems = Problems()
-        path = _unzip_brat(path, path.parent / "brat", problems)
-        if path is None:
-            return ImportReport(problems=problems.kept, problem_count=problems.total)
+        return import_annotations(path, corpus, update=update, actor=actor, progress=progress, on_written=on_written)
     return import_notes(path, corpus, language=language, create=bool(language), update=update, actor=actor,
-                        progress=progress)
+                        progress=progress, unpack_dir=path.parent, on_written=on_written)
 
 
 def discard(relative: str) -> None:
@@ -85,28 +79,3 @@ def _resolve(relative: str) -> Path | None:
     root = upload_root().resolve()
     path = (root / relative).resolve()
     return path if path.parent.parent == root else None
-
-
-def _unzip_brat(archive: Path, target: Path, problems: Problems) -> Path | None:
-    """Unpack the .txt and .ann members of a zip into one folder, refusing unsafe archives."""
-    shutil.rmtree(target, ignore_errors=True)  # left by an attempt whose worker was lost
-    try:
-        with zipfile.ZipFile(archive) as zf:
-            members = [m for m in zf.infolist() if not m.is_dir()]
-            if len(members) > MAX_ZIP_MEMBERS or sum(m.file_size for m in members) > MAX_UNPACKED_BYTES:
-                problems.add(archive.name, None, "the archive is too large to unpack")
-                return None
-            target.mkdir()
-            for member in members:
-                name = Path(member.filename).name  # flatten: no paths from the archive reach the disk
-                if not name.endswith((".txt", ".ann")) or name.startswith("."):
-                    continue
-                if (target / name).exists():
-                    problems.add(archive.name, None, f"two files named {name!r} in the archive")
-                    return None
-                with zf.open(member) as src, (target / name).open("wb") as dst:
-                    shutil.copyfileobj(src, dst)
-    except zipfile.BadZipFile:
-        problems.add(archive.name, None, "not a valid zip archive")
-        return None
-    return target

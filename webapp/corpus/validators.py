@@ -4,8 +4,31 @@ Plain Python, no database: each function returns a list of problems (empty when 
 phrased without note text (offsets and lengths only), so they are safe to log and print.
 On PostgreSQL the same rules are enforced again by triggers (migration 0002); on SQLite
 these functions, called from `clean()` and the importer, are the only guard for cross-row rules.
+
+Note metadata (`metadata_problems`) is checked whole before an import writes anything, since
+the database refuses some of what JSON allows (PostgreSQL's jsonb cannot hold \\u0000) and a
+refused row must not reach a log. The rules (README, "Importing data"):
+- a JSON object of at most `max_bytes` bytes, written as compact UTF-8 JSON;
+- keys: non-empty strings of at most 200 characters, without control characters;
+- values: strings, finite numbers, booleans, null, and arrays and objects of these nested at
+  most 10 levels deep;
+- strings: no NUL nor any other control character (U+0000-U+001F, U+007F) but tab, line feed
+  and carriage return, and no unpaired surrogate (a lone \\uD800 escape).
+Problems name where in the metadata (`metadata["ward"][2]`), never a value.
 """
+import json
+import math
+import re
+
+from webapp.corpus.limits import over_limit
+
 MAX_LABEL_LENGTH = 200
+MAX_METADATA_KEY_LENGTH = 200
+MAX_METADATA_DEPTH = 10
+MAX_METADATA_PROBLEMS = 5  # per note: the first few say what to fix
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # C0 and DEL, but tab, LF and CR
+_KEY_CONTROL = re.compile("[\x00-\x1f\x7f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def option_problems(options) -> list[str]:
@@ -58,3 +81,78 @@ def span_problems(evidence, text_length: int) -> list[str]:
         elif end > text_length:
             problems.append(f"evidence[{i}] [{start}, {end}) ends past the text (length {text_length})")
     return problems
+
+
+def overlapping_spans(evidence) -> tuple[list, list] | None:
+    """The first two spans of a valid evidence list that share characters, if any."""
+    spans = sorted(evidence)
+    for before, after in zip(spans, spans[1:]):
+        if after[0] < before[1]:
+            return list(before), list(after)
+    return None
+
+
+def metadata_problems(metadata, max_bytes: int) -> list[str]:
+    """Note metadata, by the rules in the module docstring."""
+    if not isinstance(metadata, dict):
+        return [f"field 'metadata' must be an object, not {json_kind(metadata)}"]
+    problems: list[str] = []
+    _check_value(metadata, "metadata", 0, problems)
+    if problems:
+        return problems[:MAX_METADATA_PROBLEMS]
+    size = len(json.dumps(metadata, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    if size > max_bytes:
+        return [over_limit("field 'metadata'", size, max_bytes, "IMPORT_MAX_METADATA_BYTES", "bytes")]
+    return []
+
+
+def _check_value(value, where: str, depth: int, problems: list[str]) -> None:
+    if len(problems) >= MAX_METADATA_PROBLEMS:
+        return
+    if isinstance(value, str):
+        problems.extend(_string_problems(value, where))
+    elif isinstance(value, float) and not math.isfinite(value):
+        problems.append(f"{where} is NaN or Infinity, which JSON does not allow")
+    elif isinstance(value, dict | list) and depth >= MAX_METADATA_DEPTH:
+        problems.append(f"{where} is nested more than {MAX_METADATA_DEPTH} levels deep")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            key_problem = _key_problem(key)
+            if key_problem:
+                problems.append(f"{where} has {key_problem}")
+            else:
+                _check_value(item, f"{where}[{json.dumps(key, ensure_ascii=False)}]", depth + 1, problems)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_value(item, f"{where}[{i}]", depth + 1, problems)
+    elif not (value is None or isinstance(value, bool | int | float)):
+        problems.append(f"{where} is {type(value).__name__}, not a JSON value")
+
+
+def _key_problem(key) -> str:
+    if not isinstance(key, str) or not key:
+        return "an empty key" if key == "" else "a key that is not a string"
+    if len(key) > MAX_METADATA_KEY_LENGTH:
+        return f"a key longer than {MAX_METADATA_KEY_LENGTH} characters"
+    if _KEY_CONTROL.search(key) or _SURROGATE.search(key):
+        return "a key with a control character or an unpaired surrogate"
+    return ""
+
+
+def _string_problems(text: str, where: str) -> list[str]:
+    control = _CONTROL.search(text)
+    if control:
+        char = control.group()
+        name = "a NUL character (\\u0000)" if char == "\x00" else f"the control character U+{ord(char):04X}"
+        return [f"{where} contains {name} at offset {control.start()}"]
+    surrogate = _SURROGATE.search(text)
+    if surrogate:
+        return [f"{where} contains an unpaired surrogate (\\u escape) at offset {surrogate.start()}"]
+    return []
+
+
+def json_kind(value) -> str:
+    """How a JSON value is named in a message: "an object", "an array", "a number"..."""
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )

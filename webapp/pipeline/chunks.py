@@ -29,6 +29,7 @@ from django.db.models.functions import Now
 
 from webapp.corpus.models import Note, Task
 from webapp.lifecycle import units
+from webapp.logs import keeps_message
 from webapp.pipeline import jobs
 from webapp.pipeline.models import JobStatus, RelevanceChunk, RelevanceMap
 
@@ -189,8 +190,11 @@ def sweep(kind, now=None) -> tuple[list[int], list[int]]:
 
 
 def failure_message(exc: BaseException, chunk: RelevanceChunk | None = None) -> str:
-    """Plain words for a failed attempt, never quoting note text."""
-    text = str(exc).strip().splitlines()[0][:400] if str(exc).strip() else ""
+    """Plain words for a failed attempt, never quoting note text: the message of an exception is
+    kept only when its type describes the system, not the data (webapp.logs.keeps_message: our
+    own errors, files, connections, memory), and even then not if it shares a run of characters
+    with a note of the chunk."""
+    text = str(exc).strip().splitlines()[0][:400] if str(exc).strip() and keeps_message(exc) else ""
     if text and chunk is not None and _quotes_a_note(text, chunk):
         text = ""
     if not text:
@@ -207,7 +211,8 @@ def log_failure(chunk_id: int, exc: BaseException, message: str) -> None:
 def compute_pairs(loaded, compute, batch, texts, descriptions, config, problems: list, what: str = "") -> list:
     """[(pair, result), ...] for the batch of (note id, task id) pairs. If the batch fails on a bad
     input (ValueError), each prompt is tried alone; those that fail are listed in `problems`
-    ("... skipped{what} (reason)"), the reason withheld when it quotes the note. Shared by relevance
+    ("... skipped{what} (reason)"), the reason withheld unless it describes the system, and when it
+    quotes the note. Shared by relevance
     chunks and evaluations."""
     if not batch:
         return []
@@ -218,7 +223,7 @@ def compute_pairs(loaded, compute, batch, texts, descriptions, config, problems:
         if len(batch) > 1:
             return [item for pair in batch
                     for item in compute_pairs(loaded, compute, [pair], texts, descriptions, config, problems, what)]
-        (note_id, task_id), reason = batch[0], str(exc).strip()[:200]
+        (note_id, task_id), reason = batch[0], str(exc).strip()[:200] if keeps_message(exc) else ""
         if not reason or _quotes(reason, [texts[note_id]]):
             reason = "invalid input"
         problems.append(f"Note {note_id} x task {task_id} skipped{what} ({reason}).")

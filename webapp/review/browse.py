@@ -16,6 +16,10 @@ review README.)
 Review state of a note: over the peaks of its maps in the selection, "no peaks", "undecided"
 (no peak decided by anyone), "partly" or "fully" reviewed. A peak counts as decided when some
 reviewer has a decision on exactly its span. (Peak counts: see `summarise`.)
+
+Memory: `summarise` reads the notes' texts and maps in batches of at most TEXT_BUDGET characters
+(one query for the maps and one for the texts a batch; short notes make one batch), so a page of
+long notes holds a few of them at a time, never CHUNK notes of IMPORT_MAX_NOTE_CHARS each.
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ from webapp.review.models import PeakDecision
 PER_PAGE = 50
 SCAN = 1_000
 CHUNK = 250
+TEXT_BUDGET = 2_000_000  # characters of note text (with their maps) summarised at once
 STATES = (("", "any"), ("undecided", "undecided"), ("partly", "partly reviewed"), ("fully", "fully reviewed"),
           ("none", "no peaks"))
 
@@ -132,17 +137,34 @@ def summarise(note_ids: list[int], selection) -> dict[int, NoteRow]:
     if selection.task is not None:
         maps = maps.filter(task=selection.task)
         decisions = decisions.filter(task=selection.task)
-    map_rows = list(maps.values_list("id", "note_id", "task_id", "data"))
-    if not map_rows:
-        return rows
-    decided = set(decisions.values_list("note_id", "task_id", "start", "end"))
-    texts = dict(Note.objects.filter(pk__in={r[1] for r in map_rows}).values_list("pk", "text"))
-    for peaks in peaks_of_rows(map_rows, texts, selection.params):
-        row = rows[peaks.note_id]
-        row.maps += 1
-        row.peaks += peaks.count
-        row.decided += sum(1 for a, b in peaks.char_spans if (peaks.note_id, peaks.task_id, a, b) in decided)
+    decided = None
+    for batch in _batches(note_ids, rows):
+        map_rows = list(maps.filter(note_id__in=batch).values_list("id", "note_id", "task_id", "data"))
+        if not map_rows:
+            continue
+        if decided is None:
+            decided = set(decisions.values_list("note_id", "task_id", "start", "end"))
+        texts = dict(Note.objects.filter(pk__in={r[1] for r in map_rows}).values_list("pk", "text"))
+        for peaks in peaks_of_rows(map_rows, texts, selection.params):
+            row = rows[peaks.note_id]
+            row.maps += 1
+            row.peaks += peaks.count
+            row.decided += sum(1 for a, b in peaks.char_spans if (peaks.note_id, peaks.task_id, a, b) in decided)
     return rows
+
+
+def _batches(note_ids: list[int], rows: dict[int, NoteRow]) -> list[list[int]]:
+    """The notes in groups of at most TEXT_BUDGET characters (a longer note alone): what one
+    batch holds in memory, texts and maps, stays bounded however long the notes are."""
+    out, size = [[]], 0
+    for note_id in note_ids:
+        length = rows[note_id].length if note_id in rows else 0
+        if out[-1] and size + length > TEXT_BUDGET:
+            out.append([])
+            size = 0
+        out[-1].append(note_id)
+        size += length
+    return out
 
 
 def browse(corpus, selection, filters: Filters, after=None, *, per_page: int | None = None,

@@ -1,10 +1,22 @@
 """The note panel: one note's text coloured by one map's relevance, its peaks under the
-parameters in effect (words, trimmed: ml.peaks), the gold evidence of
-the task, and every reviewer's decisions on each peak. One call builds what the page shows.
+parameters in effect (words, trimmed: ml.peaks), the gold evidence of the task, and every
+reviewer's decisions on each peak. One call builds what the page shows.
+
+A long note is shown one window at a time (webapp.review.windows): the peaks are found over the
+whole map (numbered in the note, so "peak 37" means the same on every window), but the HTML,
+the colours, the peak rows with their forms and the words offered as new boundaries are built
+for the window's characters only. `peak=N` (1-based, as shown) opens the window holding peak N;
+`window=K` (0-based) a window by position. What a request builds beyond the window is a few
+numbers per peak and per decision, never an object per character or per word of the note.
+
+A map of a note longer than the model's context covers only the tokens the model saw
+(ml.relevance cuts the note's end, or its start with truncate "left"): `MapReach` says where it
+starts and ends; the rest is shown as written, with a marker where the map stops.
 """
 from __future__ import annotations
 
 import bisect
+import html
 import re
 import time
 from dataclasses import dataclass, field
@@ -12,13 +24,16 @@ from dataclasses import dataclass, field
 from django.db.models import Subquery
 
 from ml.codec import decode_map
-from webapp.corpus.models import Annotation, Note
 from ml.peaks import peaks_of_arrays
-from webapp.review import rendering
+from webapp.corpus.models import Annotation, Note
+from webapp.review import rendering, windows
 from webapp.review.decisions import PeakContext, decisions_on, is_conflict, overlapping
 
 ADJUST_WORDS = 5  # how many words a boundary may move either way in the adjust form
+ADJUST_REACH = 400  # characters either side of a boundary searched for those words
+QUOTE_CHARS = 200  # of a peak's or a decision's text, quoted in its row (the page shows 140 at most)
 _WORD = re.compile(r"\w+")
+_TEXT = re.compile(r"\S")
 
 
 @dataclass
@@ -45,24 +60,39 @@ class PeakRow:
         return " ".join(classes)
 
 
+@dataclass(frozen=True)
+class MapReach:
+    """The characters a map's tokens cover, for a map that does not cover the whole note."""
+
+    start: int
+    end: int
+    tokens: int
+    cut_start: bool  # text before `start`: the model saw the note's end only
+    cut_end: bool  # text after `end`: the model saw the note's start only
+
+
 @dataclass
 class NotePanel:
     note: Note
     selection: object
+    window: windows.Window
     found: bool = False  # a map exists for the selection
     fits: bool = True
     n_tokens: int = 0
+    n_chars: int = 0
     html: str = ""
-    peaks: list = field(default_factory=list)
+    n_peaks: int = 0  # in the whole note
+    shown: range = range(0)  # indices of the peaks overlapping the window
+    peaks: list = field(default_factory=list)  # rows of the shown peaks
+    decided: int = 0  # peaks of the whole note this reviewer has decided
+    select: int | None = None  # the peak asked for (peak=N), to select on the page
+    reach: MapReach | None = None
+    reach_window: int | None = None  # the window where the map starts or ends
     gold: list = field(default_factory=list)  # character spans
     annotations: list = field(default_factory=list)
     prev_id: int | None = None
     next_id: int | None = None
     millis: float = 0.0
-
-    @property
-    def decided(self) -> int:
-        return sum(1 for p in self.peaks if p.mine)
 
 
 def gold_of(note, task) -> tuple[list, list]:
@@ -90,67 +120,145 @@ def char_peaks(note, arrays, params) -> tuple[list, bool]:
     return [tuple(span) for span in result.char_spans], result.fits
 
 
-def build_panel(note, selection, reviewer) -> NotePanel:
+def map_reach(text: str, offsets) -> MapReach | None:
+    """Where a map's tokens start and end in the note, when text (not only whitespace) lies
+    outside them; None for a map that covers the note."""
+    if not len(offsets):
+        return None
+    start, end = int(offsets[:, 0].min()), int(offsets[:, 1].max())
+    cut_start, cut_end = _TEXT.search(text, 0, start) is not None, _TEXT.search(text, end) is not None
+    return MapReach(start, end, len(offsets), cut_start, cut_end) if cut_start or cut_end else None
+
+
+def build_panel(note, selection, reviewer, *, window=None, peak=None, window_chars: int | None = None) -> NotePanel:
+    """The panel of one window of the note: `window` (an index) or the window holding peak
+    number `peak` (1-based); `window_chars` defaults to windows.WINDOW_CHARS."""
     started = time.perf_counter()
-    panel = NotePanel(note, selection)
+    text = note.text
+    parts = windows.windows(text, window_chars)
+    panel = NotePanel(note, selection, parts[0], n_chars=len(text))
     panel.annotations, panel.gold = gold_of(note, selection.task)
     panel.prev_id, panel.next_id = neighbours(note, selection)
     arrays = map_arrays(note, selection)
-    if arrays is None:
-        panel.html = rendering.segments_html(note.text, rendering.segments(note.text, [], [], (), panel.gold))
-        panel.millis = (time.perf_counter() - started) * 1000
-        return panel
-    panel.found = True
-    offsets, scores = arrays
-    panel.n_tokens = len(offsets)
-    spans, panel.fits = char_peaks(note, arrays, selection.params)
-    if not panel.fits:
-        offsets, scores = offsets[:0], scores[:0]
-    ctx = PeakContext(note, selection.task, selection.model, selection.method, selection.template, selection.config)
-    decisions = decisions_on(ctx)
-    for d in decisions:  # what each decision covers, for the page
-        d.span_text = note.text[d.start:d.end]
-        d.adjusted_text = note.text[d.adjusted_start:d.adjusted_end] if d.adjusted_start is not None else ""
-    words = [m.span() for m in _WORD.finditer(note.text)]
-    for i, (a, b) in enumerate(spans):
+    offsets, scores, spans = (), (), []
+    if arrays is not None:
+        panel.found = True
+        offsets, scores = arrays
+        panel.n_tokens = len(offsets)
+        spans, panel.fits = char_peaks(note, arrays, selection.params)
+        if not panel.fits:
+            offsets, scores = offsets[:0], scores[:0]
+        panel.reach = map_reach(text, offsets)
+    panel.n_peaks = len(spans)
+    asked = _int(peak)
+    if asked is not None and 1 <= asked <= len(spans):
+        panel.select = asked - 1
+        panel.window = windows.holding(parts, spans[panel.select][0])
+    else:
+        panel.window = windows.pick(parts, window)
+    win = panel.window
+    panel.shown = windows.spans_in(spans, win)
+    decisions = []
+    if panel.found:
+        ctx = PeakContext(note, selection.task, selection.model, selection.method, selection.template,
+                          selection.config)
+        decisions = decisions_on(ctx)
+    mine = {(d.start, d.end): d for d in decisions if d.reviewer_id == reviewer.pk}
+    panel.decided = sum(1 for span in spans if span in mine)
+    for d in overlapping(decisions, win.start, win.end):  # what each decision on the window covers
+        d.span_text = text[d.start:min(d.end, d.start + QUOTE_CHARS)]
+        d.adjusted_text = (text[d.adjusted_start:min(d.adjusted_end, d.adjusted_start + QUOTE_CHARS)]
+                           if d.adjusted_start is not None else "")
+    for i in panel.shown:
+        a, b = spans[i]
         near = overlapping(decisions, a, b)
-        mine = next((d for d in near if d.reviewer_id == reviewer.pk and (d.start, d.end) == (a, b)), None)
-        row = PeakRow(i, a, b, note.text[a:b], mine, near, is_conflict(near))
-        row.start_options, row.end_options = boundary_options(note.text, words, a, b, mine)
+        row = PeakRow(i, a, b, text[a:min(b, a + QUOTE_CHARS)], mine.get((a, b)), near, is_conflict(near))
+        row.start_options, row.end_options = boundary_options(text, a, b, row.mine)
         panel.peaks.append(row)
-    segs = rendering.segments(note.text, offsets, scores, spans, panel.gold)
-    panel.html = rendering.segments_html(note.text, segs, peak_classes=[p.css for p in panel.peaks])
+    panel.html = window_html(text, win, offsets, scores, [spans[i] for i in panel.shown], panel.gold,
+                             first_peak=panel.shown.start, peak_classes=[p.css for p in panel.peaks],
+                             markers=_reach_markers(panel.reach, win))
+    if panel.reach is not None:
+        edge = panel.reach.end if panel.reach.cut_end else panel.reach.start
+        panel.reach_window = windows.holding(parts, edge).index
     panel.millis = (time.perf_counter() - started) * 1000
     return panel
 
 
-def boundary_options(text: str, words: list, start: int, end: int, mine=None) -> tuple[list, list]:
-    """Choices for an adjusted start and end: word starts up to ADJUST_WORDS words before the
-    peak through its last word, and word ends from its first word to ADJUST_WORDS words after.
-    The peak's own boundaries are always offered; the reviewer's adjusted ones are selected."""
-    starts = [w[0] for w in words]
-    first = bisect.bisect_right(starts, start) - 1  # the word at or before the start
-    last = bisect.bisect_left(starts, end) - 1  # the last word starting inside the peak
-    lo, hi = max(0, first - ADJUST_WORDS), min(len(words) - 1, max(last, first) + ADJUST_WORDS)
-    begin_choices = {start} | {words[k][0] for k in range(lo, max(last, lo) + 1) if words[k][0] < end}
-    end_choices = {end} | {words[k][1] for k in range(max(first, 0), hi + 1) if words[k][1] > start}
+def window_html(text, win, offsets, scores, peaks, gold, *, first_peak=0, peak_classes=(), markers=None) -> str:
+    """HTML of the window's characters: the map's tokens, the peaks and the gold spans that
+    reach into it, cut to it."""
+    local_offsets, local_scores = rendering.tokens_in(offsets, scores, win.start, win.end)
+    piece = text[win.start:win.end]
+    segs = rendering.segments(piece, local_offsets, local_scores, windows.clip(peaks, win), windows.clip(gold, win))
+    return rendering.segments_html(piece, segs, peak_classes=peak_classes, first_peak=first_peak, markers=markers)
+
+
+def _reach_markers(reach: MapReach | None, win) -> dict[int, str]:
+    """Markers where the map starts or ends inside the window (drawn by CSS from data-label, so
+    the note's text is unchanged)."""
+    if reach is None:
+        return {}
+    out = {}
+    tokens = f"{reach.tokens:,}"
+    if reach.cut_start and win.holds(reach.start):
+        label = f"relevance map starts here: the model saw the last {tokens} tokens"
+        out[reach.start - win.start] = (f'<span class="map-edge map-start" id="map-start" role="note" '
+                                        f'aria-label="{html.escape(label)}" data-label="{html.escape(label)}"></span>')
+    if reach.cut_end and win.holds(reach.end):
+        label = f"relevance map ends here: the model saw the first {tokens} tokens"
+        out[reach.end - win.start] = (f'<span class="map-edge map-end" id="map-end" role="note" '
+                                      f'aria-label="{html.escape(label)}" data-label="{html.escape(label)}"></span>')
+    return out
+
+
+def boundary_options(text: str, start: int, end: int, mine=None) -> tuple[list, list]:
+    """Choices for an adjusted start and end: word starts from ADJUST_WORDS words before the
+    peak's start to ADJUST_WORDS words after it (inside the peak), and word ends from
+    ADJUST_WORDS words before its end (inside the peak) to ADJUST_WORDS words after it. Words
+    are looked for within ADJUST_REACH characters of each boundary, so a long peak or note
+    costs what a short one does. The peak's own boundaries are always offered; the reviewer's
+    adjusted ones are selected."""
+    at_start, at_end = _words_around(text, start), _words_around(text, end)
+    k = bisect.bisect_right([w[0] for w in at_start], start) - 1  # the word at or before the start
+    m = bisect.bisect_left([w[0] for w in at_end], end) - 1  # the last word starting before the end
+    begin_choices = {start} | {a for a, _ in at_start[max(0, k - ADJUST_WORDS):max(k, 0) + ADJUST_WORDS + 1]
+                               if a < end}
+    end_choices = {end} | {b for _, b in at_end[max(0, m - ADJUST_WORDS):max(m, 0) + ADJUST_WORDS + 1] if b > start}
     chosen_start = mine.adjusted_start if mine is not None and mine.adjusted_start is not None else start
     chosen_end = mine.adjusted_end if mine is not None and mine.adjusted_end is not None else end
+    word_at = {a: b for a, b in at_start}
+    word_to = {b: a for a, b in at_end}
 
-    def label(offset, at_start):
-        """The word a boundary starts (or ends), to name the choice."""
-        if at_start:
-            k = bisect.bisect_right(starts, offset) - 1
-            on_word = 0 <= k < len(words) and words[k][0] == offset
-            word = text[offset:words[k][1]] if on_word else text[offset:offset + 12]
-            return f"{offset}: «{word.strip()[:30]}…»"
-        k = bisect.bisect_right(starts, offset - 1) - 1
-        on_word = 0 <= k < len(words) and words[k][1] == offset
-        word = text[words[k][0]:offset] if on_word else text[max(0, offset - 12):offset]
+    def start_label(offset):
+        """The word a boundary starts, to name the choice."""
+        word = text[offset:word_at[offset]] if offset in word_at else text[offset:offset + 12]
+        return f"{offset}: «{word.strip()[:30]}…»"
+
+    def end_label(offset):
+        word = text[word_to[offset]:offset] if offset in word_to else text[max(0, offset - 12):offset]
         return f"{offset}: «…{word.strip()[-30:]}»"
 
-    return ([(o, label(o, True), o == chosen_start) for o in sorted(begin_choices)],
-            [(o, label(o, False), o == chosen_end) for o in sorted(end_choices)])
+    return ([(o, start_label(o), o == chosen_start) for o in sorted(begin_choices)],
+            [(o, end_label(o), o == chosen_end) for o in sorted(end_choices)])
+
+
+def _words_around(text: str, offset: int) -> list[tuple[int, int]]:
+    """The words within ADJUST_REACH characters of an offset; a word cut by that range is left out."""
+    lo, hi = max(0, offset - ADJUST_REACH), min(len(text), offset + ADJUST_REACH)
+    found = [m.span() for m in _WORD.finditer(text, lo, hi)]
+    if found and found[0][0] == lo and lo > 0 and _WORD.match(text, lo - 1):
+        found.pop(0)
+    if found and found[-1][1] == hi and hi < len(text) and _WORD.match(text, hi):
+        found.pop()
+    return found
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def neighbours(note, selection) -> tuple[int | None, int | None]:

@@ -16,6 +16,12 @@ element's text content is the note as written (whitespace and newlines kept by C
 `g` for gold evidence, and each peak wrapped in one `<mark class="peak">` whose number is
 drawn by CSS from `data-n` (a pseudo-element, not text).
 
+A long note is rendered one window at a time (webapp.review.windows): the caller passes the
+window's text, the map's tokens in it (`tokens_in`: clipped and counted from the window's start)
+and the peak and gold spans cut to it; `segments_html(first_peak=...)` keeps the peaks' numbers
+in the whole note, and `markers` puts a marker (where a map cut by the model's context stops)
+between two segments. The per-character arrays of `segments` are then as long as the window.
+
 Two maps of the same note may come from different tokenisers. `diff_segments` compares them
 word by word: each word takes its heat in each map (as above), so the tokenisations do not
 matter, and each segment carries both heats and their signed difference (first minus second).
@@ -27,7 +33,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -210,19 +216,26 @@ def token_levels(scores) -> np.ndarray:
     return np.clip((x * LEVELS).astype(np.int64), 0, LEVELS - 1)
 
 
-def segments_html(text: str, segs: Sequence[Segment], *, peak_classes: Sequence[str] = (), titles: bool = True) -> str:
+def segments_html(text: str, segs: Sequence[Segment], *, peak_classes: Sequence[str] = (), titles: bool = True,
+                  first_peak: int = 0, markers: Mapping[int, str] | None = None) -> str:
     """HTML of the segments (see module doc). `peak_classes[i]` is added to peak i's mark
-    (e.g. its review state)."""
+    (e.g. its review state). Peaks are numbered from `first_peak` (a window's first peak in the
+    note). `markers` {offset: HTML} are written, as given, before the first segment starting at
+    or after the offset (e.g. where a relevance map ends)."""
     escape = html.escape
     out: list[str] = []
     open_peak = None
+    pending = sorted((markers or {}).items())
     for s in segs:
+        while pending and pending[0][0] <= s.start:
+            out.append(pending.pop(0)[1])
         if s.peak != open_peak:
             if open_peak is not None:
                 out.append("</mark>")
             if s.peak is not None:
                 extra = peak_classes[s.peak] if s.peak < len(peak_classes) else ""
-                out.append(f'<mark class="peak {extra}" id="peak-{s.peak}" data-peak="{s.peak}" data-n="{s.peak + 1}" '
+                number = s.peak + first_peak
+                out.append(f'<mark class="peak {extra}" id="peak-{number}" data-peak="{number}" data-n="{number + 1}" '
                            f'tabindex="-1">')
             open_peak = s.peak
         piece = escape(text[s.start:s.end], quote=False)
@@ -238,7 +251,17 @@ def segments_html(text: str, segs: Sequence[Segment], *, peak_classes: Sequence[
             out.append(piece)
     if open_peak is not None:
         out.append("</mark>")
+    out.extend(marker for _, marker in pending)
     return "".join(out)
+
+
+def tokens_in(offsets, scores, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+    """The tokens overlapping characters [start, end) of a note, clipped to them and counted from
+    `start`, with their scores: a window's part of a map (numpy masks, no per-token object)."""
+    off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    values = np.asarray(scores).reshape(-1)
+    keep = (off[:, 1] > start) & (off[:, 0] < end)
+    return np.clip(off[keep] - start, 0, end - start), values[keep]
 
 
 # ---------------------------------------------------------------- two maps

@@ -58,7 +58,8 @@ def note_list(request, corpus_id):
 def note_view(request, corpus_id, note_id):
     note = access.note_for(request.user, corpus_id, note_id)
     sel = selection.for_note(note, request.GET)
-    panel = noteview.build_panel(note, sel, request.user)
+    panel = noteview.build_panel(note, sel, request.user, window=request.GET.get("window"),
+                                 peak=request.GET.get("peak"))
     template = "review/note.html#panel" if request.htmx and request.htmx.target == "note-panel" else "review/note.html"
     return render(request, template, _note_context(request, note, sel, panel))
 
@@ -96,10 +97,11 @@ def _after_change(request, note, outcome):
     """htmx: the panel with the outcome's message (409 for a stale page). Plain form: redirect
     back to the note (or the full page with the message when refused)."""
     sel = selection.for_note(note, request.POST)
+    window = _int(request.POST.get("window"))  # the window the form was on
     if not request.htmx and outcome.status == 200:
         messages.add_message(request, outcome.level, outcome.message)
-        return redirect(_note_url(note, sel))
-    panel = noteview.build_panel(note, sel, request.user)
+        return redirect(_note_url(note, sel, window=window or None))
+    panel = noteview.build_panel(note, sel, request.user, window=window)
     template = "review/note.html#panel" if request.htmx else "review/note.html"
     return render(request, template, _note_context(request, note, sel, panel, outcome), status=outcome.status)
 

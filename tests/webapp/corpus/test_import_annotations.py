@@ -98,7 +98,7 @@ BAD = {
     "float offsets": (lambda p: bad(p, line("n2", evidence=[[1.0, 2]])), ["line 2: field 'evidence': evidence[0] must be a pair of integers"]),
     "evidence not a list": (lambda p: bad(p, {**line("n2"), "evidence": "0-4"}), ["line 2: field 'evidence': evidence must be a list of [start, end] pairs, not str"]),
     "duplicate note and task": (lambda p: bad(p, line("n2"), line("n2", task="presence of pacemaker", label="n")), ["line 3: duplicate annotation of note 'n2' for task 'presence-of-pacemaker' (first on line 2)"]),
-    "non-UTF-8": (lambda p: (p / "gold.jsonl").write_bytes(b'{"note_id": "n1", "task": "pulse", "label": "\xff"}\n') and p / "gold.jsonl", ["gold.jsonl line 1: not valid UTF-8 (byte 45 of the line, byte 45 of the file)"]),
+    "non-UTF-8": (lambda p: (p / "gold.jsonl").write_bytes(b'{"note_id": "n1", "task": "pulse", "label": "\xff"}\n') and p / "gold.jsonl", ["gold.jsonl line 1: not UTF-8 (byte 0xff at column 46)"]),
     "empty file": (lambda p: write_jsonl(p / "gold.jsonl", ["", ""]), ["gold.jsonl: the file holds no annotations"]),
 }
 

@@ -171,10 +171,22 @@ def test_annotations_need_an_existing_corpus(client, researcher, sent):
 
 def test_a_broken_zip_is_reported(client, researcher, sent, django_capture_on_commit_callbacks):
     client.force_login(researcher)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("case1.txt", "Febbre 39 C.")
+    job, html = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="z", language="en",
+                         file=SimpleUploadedFile("x.zip", buffer.getvalue()[:-30]))
+    assert job.status == JobStatus.FAILED
+    assert "x.zip: not a valid zip archive (truncated or corrupt)" in html
+    assert not Corpus.objects.exists()
+
+
+def test_a_file_named_zip_that_is_not_one_is_reported(client, researcher, sent, django_capture_on_commit_callbacks):
+    client.force_login(researcher)
     job, html = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="z", language="en",
                          file=SimpleUploadedFile("x.zip", b"not a zip"))
     assert job.status == JobStatus.FAILED
-    assert "not a valid zip archive" in html
+    assert "x.zip: unknown format; it is named .zip but holds plain text" in html
     assert not Corpus.objects.exists()
 
 

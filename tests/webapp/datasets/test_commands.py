@@ -32,7 +32,8 @@ def test_export_dataset_writes_the_folder_and_audits(built, tmp_path, fmt, data_
     assert (tmp_path / "out" / data_file).exists()
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["rows"] == 2 and manifest["format"] == fmt and manifest["exported_by"] == "command:rita"
-    assert AuditEvent.objects.get(action=AuditEvent.Action.EXPORT).actor_name == "command:rita"
+    event = AuditEvent.objects.get(action=AuditEvent.Action.EXPORT)
+    assert event.actor_name.startswith("cli:") and event.details["as"] == "command:rita"  # the OS user, and the label
     assert "2 rows written" in capsys.readouterr().out
 
 

@@ -169,13 +169,15 @@ def test_a_batch_longer_than_the_stall_time_does_not_make_the_evaluation_look_lo
 
 
 def test_a_pair_whose_prompt_fails_is_skipped_and_listed_by_id(larger, model_version):
+    from ml.relevance import PromptError
+
     corpus, tasks = larger
     fake = FakeRelevance(evidence_by_description(tasks))
     bad_note = corpus.notes.order_by("pk").first()
 
     def picky(loaded, notes, descriptions, config):
         if bad_note.text in notes:
-            raise ValueError("note produced no tokens before the task description")
+            raise PromptError("note produced no tokens before the task description")  # as ml.relevance does
         return fake(loaded, notes, descriptions, config)
 
     evaluation = evaluations.launch(spec(corpus, model_version, methods=["attention"]), enqueue=False)

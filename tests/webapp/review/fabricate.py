@@ -48,3 +48,22 @@ def query(task, model, profile, **extra) -> dict:
     values = {"task": task.pk, "model": model.pk, "method": "attnlrp", "template": "en", "profile": profile.pk}
     values.update(extra)
     return values
+
+
+def long_text(n_chars: int) -> str:
+    """A note of exactly n_chars characters: a day-by-day ward log, every line different."""
+    lines, size, day = [], 0, 0
+    while size < n_chars:
+        line = (f"Day {day}: HR {100 + day % 60} bpm, tachycardic; febrile 38.{day % 10} C. "
+                f"Pacemaker in situ since {1990 + day % 30}. BP {100 + day % 40}/70 \"ok\".\n")
+        lines.append(line)
+        size += len(line)
+        day += 1
+    return "".join(lines)[:n_chars]
+
+
+def every_nth_token(offsets, n: int, score: float = 0.9) -> np.ndarray:
+    """Scores of `score` on every n-th token, zero elsewhere: peaks all along the note."""
+    scores = np.zeros(len(offsets), np.float32)
+    scores[::n] = score
+    return scores

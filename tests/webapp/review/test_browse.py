@@ -45,6 +45,18 @@ def test_rows_count_maps_peaks_and_decided_peaks(corpus, sel, notes, tasks, base
     assert rows["b1"].state == "none" and rows["b2"].state == "undecided"
 
 
+def test_long_notes_are_summarised_a_few_at_a_time_with_the_same_counts(corpus, sel, notes, monkeypatch,
+                                                                         django_assert_num_queries):
+    ids = [n.pk for n in notes]
+    whole = {i: (r.maps, r.peaks, r.decided) for i, r in browse.summarise(ids, sel).items()}
+    monkeypatch.setattr(browse, "TEXT_BUDGET", 2 * len(TEXT) + 1)  # two notes a batch
+    with django_assert_num_queries(1 + 4 * 2 + 1):  # rows; maps and texts of four batches; decisions once
+        batched = {i: (r.maps, r.peaks, r.decided) for i, r in browse.summarise(ids, sel).items()}
+    assert batched == whole and sum(p for _, p, _ in whole.values()) == 6
+    rows = browse.summarise(ids, sel)
+    assert browse._batches(ids, rows) == [ids[:2], ids[2:4], ids[4:5], ids[5:]]  # n5 is longer than TEXT
+
+
 def test_a_review_state_filter_searches_a_bounded_window(corpus, sel, notes):
     page = browse.browse(corpus, sel, Filters(state="undecided"), scan=3)
     assert [r.external_id for r in page.rows] == ["b0", "b2"]

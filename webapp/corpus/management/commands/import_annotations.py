@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from webapp.audit.log import record_refused_import
 from webapp.corpus.importing import import_annotations
 
 
@@ -10,7 +11,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("path", help="a .jsonl file (optionally .gz)")
+        parser.add_argument("path", help="a .jsonl file (optionally gzip, bz2 or xz compressed)")
         parser.add_argument("--corpus", required=True, help="corpus name")
         parser.add_argument("--annotator", default="", help="annotator name (default: import:<file name>)")
         parser.add_argument("--update", action="store_true", help="replace the label and evidence of changed annotations")
@@ -19,7 +20,10 @@ class Command(BaseCommand):
         report = import_annotations(
             options["path"], options["corpus"], annotator=options["annotator"], update=options["update"]
         )
+        for line in report.warning_lines():
+            self.stderr.write(self.style.WARNING(f"warning: {line}"))
         if not report.ok:
+            record_refused_import(None, options["corpus"], "annotations", report.problem_count, report.problems)
             lines = "\n".join(report.problem_lines())
             raise CommandError(f"nothing imported, {report.problem_count} problem(s):\n{lines}")
         self.stdout.write(

@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from webapp.audit.log import record_refused_import
 from webapp.corpus.importing import import_notes
 from webapp.corpus.sources import FORMATS
 
@@ -7,12 +8,12 @@ from webapp.corpus.sources import FORMATS
 class Command(BaseCommand):
     help = (
         "Import notes into a corpus from a JSONL file (id, text, metadata), a CSV file (id, text, other "
-        "columns -> metadata) or a brat folder (.txt + .ann). The whole file is validated first; "
+        "columns -> metadata) or a brat folder (.txt + .ann) or a zip of one. The whole file is validated first; "
         "on any problem nothing is imported."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("path", help="a .jsonl/.csv file (optionally .gz) or a brat folder")
+        parser.add_argument("path", help="a .jsonl/.csv file (optionally gzip, bz2 or xz compressed), a brat folder or a zip of one")
         parser.add_argument("--corpus", required=True, help="corpus name")
         parser.add_argument("--language", default="", help="ISO 639 code; required with --create")
         parser.add_argument("--create", action="store_true", help="create the corpus if it does not exist")
@@ -24,7 +25,10 @@ class Command(BaseCommand):
             options["path"], options["corpus"], language=options["language"], create=options["create"],
             update=options["update"], fmt=options["format"],
         )
+        for line in report.warning_lines():
+            self.stderr.write(self.style.WARNING(f"warning: {line}"))
         if not report.ok:
+            record_refused_import(None, options["corpus"], "notes", report.problem_count, report.problems)
             lines = "\n".join(report.problem_lines())
             raise CommandError(f"nothing imported, {report.problem_count} problem(s):\n{lines}")
         self.stdout.write(

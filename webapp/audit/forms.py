@@ -1,0 +1,43 @@
+"""The audit page's filters: one form for the list and its CSV export, so both show the same rows."""
+import datetime
+
+from django import forms
+from django.utils import timezone
+
+from webapp.audit.models import AuditEvent
+
+
+class AuditFilterForm(forms.Form):
+    action = forms.ChoiceField(choices=[("", "any action"), *AuditEvent.Action.choices], required=False)
+    actor = forms.CharField(max_length=150, required=False, help_text='username or its start, e.g. "cli:"')
+    object_type = forms.CharField(max_length=60, required=False, label="Object type",
+                                  help_text="e.g. corpus.Corpus")
+    since = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, label="To (inclusive)", widget=forms.DateInput(attrs={"type": "date"}))
+    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+    FILTERS = ("action", "actor", "object_type", "since", "until")
+
+    def clean(self):
+        data = super().clean()
+        if data.get("since") and data.get("until") and data["until"] < data["since"]:
+            raise forms.ValidationError("The end date is before the start date.")
+        return data
+
+    def events(self):
+        """The matching events, newest first (call after is_valid())."""
+        data = self.cleaned_data
+        return AuditEvent.objects.matching(
+            action=data["action"], actor=data["actor"].strip(), object_type=data["object_type"].strip(),
+            since=_day_start(data["since"]),
+            until=_day_start(data["until"] + datetime.timedelta(days=1)) if data["until"] else None,
+        ).order_by("-id")
+
+    def filters(self) -> dict:
+        """The filters set, as text (for the export's own audit entry)."""
+        return {name: str(self.cleaned_data[name]) for name in self.FILTERS if self.cleaned_data.get(name)}
+
+
+def _day_start(day):
+    """Midnight at the start of `day` in the site's time zone."""
+    return timezone.make_aware(datetime.datetime.combine(day, datetime.time.min)) if day else None

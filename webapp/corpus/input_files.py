@@ -1,0 +1,263 @@
+"""Import files judged by their bytes, never by their names; their lines, decoded and checked.
+
+- `sniff(path)`: what the first bytes say the file is: "plain", "gzip", "bz2", "xz", "zip" (an
+  archive of brat files) or "zstd" (refused with a reason). A plain file named .gz is read as
+  plain text (with a warning), a gzip file named .jsonl is unpacked.
+- `open_lines(path, problems, limits)`: a context manager over the (line number, text) pairs
+  of a plain or compressed text file. Each line is checked as it is read, so a problem names
+  its line and memory stays bounded by the longest allowed line, whatever the file holds:
+    * UTF-8 only: a bad byte is reported as "not UTF-8 (byte 0xe9 at column 14)" (the column
+      counts bytes from 1); UTF-16/32 text is refused at once; a UTF-8 byte order mark at the
+      start is dropped, with a warning;
+    * a line longer than `limits.line_bytes` is reported with its length and skipped unread;
+    * the file stops at `limits.lines` lines, a compressed one at `limits.unpacked_bytes`;
+    * a broken archive (truncated or corrupt) is reported at the line where reading stopped.
+- `read_text_file(path, ...)`: a whole small file (a brat .txt), with the same checks.
+- `unzip_brat(archive, target, ...)`: the .txt/.ann members of a zip, flattened into one folder.
+
+Messages hold file names, line numbers, byte values and sizes: never the text itself.
+No Django here.
+"""
+import bz2
+import gzip
+import lzma
+import shutil
+import zipfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from webapp.corpus.limits import ImportLimits
+
+BOM = b"\xef\xbb\xbf"
+UNICODE_BOMS = (  # UTF-32 first: its little-endian mark begins with UTF-16's
+    (b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"),
+)
+MAGIC = (
+    (b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"),
+    (b"PK\x03\x04", "zip"), (b"PK\x05\x06", "zip"), (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+OPENERS = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}
+NAMED = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip", ".zst": "zstd"}
+BROKEN_ARCHIVE = (OSError, EOFError, zlib.error, lzma.LZMAError)  # gzip.BadGzipFile is an OSError
+SKIP_CHUNK = 1024 * 1024
+MAX_ZIP_MEMBERS = 200_000
+
+
+def sniff(path: Path) -> str:
+    """The kind of file its first bytes show. Raises OSError if it cannot be read."""
+    with path.open("rb") as handle:
+        head = handle.read(8)
+    return next((kind for magic, kind in MAGIC if head.startswith(magic)), "plain")
+
+
+def compression_suffixes(path: Path) -> list[str]:
+    return [s.lower() for s in path.suffixes if s.lower() in NAMED]
+
+
+def name_mismatch(path: Path, kind: str) -> str:
+    """'is named .gz but holds plain text' when the name promises another kind than the bytes."""
+    suffixes = compression_suffixes(path)
+    if not suffixes or kind in {NAMED[s] for s in suffixes}:
+        return ""
+    return f"is named {', '.join(suffixes)} but holds {'plain text' if kind == 'plain' else kind + ' data'}"
+
+
+def input_size(path: Path) -> int:
+    """Bytes of an input as given: a file, or the .txt and .ann files of a brat folder."""
+    if path.is_dir():
+        return sum(p.stat().st_size for pattern in ("*.txt", "*.ann") for p in path.glob(pattern))
+    return path.stat().st_size
+
+
+class open_lines:
+    """`with open_lines(path, problems, limits) as lines: for line_no, text in lines: ...`
+
+    Lines keep their newline (the CSV reader needs it). A line that is not UTF-8 or too long is
+    reported and skipped, and the rest of the file is still checked; with `keep_bad_lines` (CSV,
+    whose quoted fields span lines) a line not UTF-8 is yielded decoded with replacement
+    characters instead, so the parser keeps its place (the problem already stops the import).
+    """
+
+    def __init__(self, path: Path, problems, limits: ImportLimits, keep_bad_lines: bool = False):
+        self.path, self.problems, self.limits = path, problems, limits
+        self.source = path.name
+        self.keep_bad_lines = keep_bad_lines
+        self.raw = None
+
+    def __enter__(self) -> Iterator[tuple[int, str]]:
+        try:
+            kind = sniff(self.path)
+            if kind in OPENERS or kind == "plain":
+                self.raw = OPENERS.get(kind, open)(self.path, "rb")
+        except OSError as exc:
+            self.problems.add(self.source, None, f"cannot be read ({exc.strerror or type(exc).__name__})")
+            return iter(())
+        if self.raw is None:
+            self.problems.add(self.source, None, _unreadable_kind(kind))
+            return iter(())
+        mismatch = name_mismatch(self.path, kind)
+        if mismatch:
+            self.problems.warn(self.source, None, f"{mismatch}; it was read as such")
+        return self._lines(kind)
+
+    def __exit__(self, *exc):
+        if self.raw is not None:
+            self.raw.close()
+
+    def _lines(self, kind: str) -> Iterator[tuple[int, str]]:
+        source, problems, limits = self.source, self.problems, self.limits
+        compressed = kind != "plain"
+        unpacked = 0
+        line_no = 0
+        while True:
+            try:
+                raw = self.raw.readline(limits.line_bytes + 1)
+            except BROKEN_ARCHIVE:
+                problems.add(source, line_no + 1, _broken(kind, line_no))
+                return
+            if not raw:
+                return
+            line_no += 1
+            unpacked += len(raw)
+            if line_no > limits.lines:
+                problems.add(source, line_no, f"the file has more than {limits.lines:,} lines, the limit "
+                                              "(IMPORT_MAX_LINES); nothing after it was read")
+                return
+            if line_no == 1:
+                refused = next((name for mark, name in UNICODE_BOMS if raw.startswith(mark)), None)
+                if refused:
+                    problems.add(source, 1, f"the file is {refused} text (it starts with a {refused} byte order "
+                                            "mark); save it as UTF-8")
+                    return
+                if raw.startswith(BOM):
+                    raw = raw[len(BOM):]
+                    problems.warn(source, 1, "the file starts with a UTF-8 byte order mark; it was ignored")
+            if len(raw) > limits.line_bytes:
+                try:
+                    length, unpacked = self._skip_rest_of_line(len(raw), unpacked, compressed)
+                except BROKEN_ARCHIVE:
+                    problems.add(source, line_no, _broken(kind, line_no - 1))
+                    return
+                problems.add(source, line_no, f"the line has {length:,} bytes or more, more than a note of "
+                                              f"{limits.note_chars:,} characters (IMPORT_MAX_NOTE_CHARS) and "
+                                              f"its metadata can take")
+                continue
+            if compressed and unpacked > limits.unpacked_bytes:
+                problems.add(source, line_no, _unpacked_too_large(kind, limits))
+                return
+            try:
+                yield line_no, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.add(source, line_no, not_utf8(raw, exc))
+                if self.keep_bad_lines:
+                    yield line_no, raw.decode("utf-8", errors="replace")
+
+    def _skip_rest_of_line(self, length: int, unpacked: int, compressed: bool) -> tuple[int, int]:
+        """Read on to the end of a line too long to keep; returns its length (or the length read
+        before the unpacked limit stopped it) and the bytes unpacked so far."""
+        while True:
+            chunk = self.raw.readline(SKIP_CHUNK)
+            length += len(chunk)
+            unpacked += len(chunk)
+            if not chunk or chunk.endswith(b"\n") or (compressed and unpacked > self.limits.unpacked_bytes):
+                return length, unpacked
+
+
+def read_text_file(path: Path, problems, limits: ImportLimits) -> str | None:
+    """The whole text of a small UTF-8 file (a brat .txt note), or None with the problem reported."""
+    most = 4 * limits.note_chars + len(BOM)  # UTF-8 takes at most 4 bytes a character
+    try:
+        size = path.stat().st_size
+        if size > most:
+            problems.add(path.name, None, f"has {size:,} bytes, more than a note of {limits.note_chars:,} characters "
+                                          "can take (IMPORT_MAX_NOTE_CHARS)")
+            return None
+        data = path.read_bytes()
+    except OSError as exc:
+        problems.add(path.name, None, f"cannot be read ({exc.strerror or type(exc).__name__})")
+        return None
+    refused = next((name for mark, name in UNICODE_BOMS if data.startswith(mark)), None)
+    if refused:
+        problems.add(path.name, 1, f"the file is {refused} text (it starts with a {refused} byte order mark); "
+                                   "save it as UTF-8")
+        return None
+    if data.startswith(BOM):
+        data = data[len(BOM):]
+        problems.warn(path.name, 1, "the file starts with a UTF-8 byte order mark; it was ignored (offsets count "
+                                    "from the character after it)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        line_no = data.count(b"\n", 0, exc.start) + 1
+        problems.add(path.name, line_no, not_utf8(data[line_start:], exc, offset=line_start))
+        return None
+
+
+def not_utf8(line: bytes, exc: UnicodeDecodeError, offset: int = 0) -> str:
+    at = exc.start - offset
+    return f"not UTF-8 (byte 0x{line[at]:02x} at column {at + 1}); save the file as UTF-8"
+
+
+def unzip_brat(archive: Path, target: Path, problems, limits: ImportLimits) -> Path | None:
+    """Unpack the .txt and .ann members of a zip into `target`, flattened (no path from the
+    archive reaches the disk), refusing archives that unpack too large or hold two files of one
+    name. Returns `target`, or None with the problem reported."""
+    shutil.rmtree(target, ignore_errors=True)  # left by an attempt whose worker was lost
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            members = [m for m in zf.infolist() if not m.is_dir()]
+            unpacked = sum(m.file_size for m in members)  # zipfile never reads past a member's declared size
+            if len(members) > MAX_ZIP_MEMBERS:
+                problems.add(archive.name, None, f"the archive holds {len(members):,} files; the limit is "
+                                                 f"{MAX_ZIP_MEMBERS:,}")
+                return None
+            if unpacked > limits.unpacked_bytes:
+                problems.add(archive.name, None, _unpacked_too_large("zip", limits))
+                return None
+            brat = [m for m in members if _is_brat_member(m)]
+            if members and not brat:
+                problems.add(archive.name, None, "the archive holds no brat files (.txt and .ann); a JSONL or CSV "
+                                                 "file may be compressed with gzip, bz2 or xz instead")
+                return None
+            target.mkdir(parents=True)
+            for member in brat:
+                name = Path(member.filename).name
+                if (target / name).exists():
+                    problems.add(archive.name, None, f"two files named {name!r} in the archive")
+                    return None
+                try:
+                    with zf.open(member) as src, (target / name).open("wb") as dst:
+                        shutil.copyfileobj(src, dst)
+                except (RuntimeError, NotImplementedError, *BROKEN_ARCHIVE):
+                    problems.add(archive.name, None, f"{name!r} could not be unpacked (encrypted, compressed "
+                                                     "in an unsupported way, or corrupt)")
+                    return None
+    except (zipfile.BadZipFile, *BROKEN_ARCHIVE):
+        problems.add(archive.name, None, "not a valid zip archive (truncated or corrupt)")
+        return None
+    return target
+
+
+def _is_brat_member(member: zipfile.ZipInfo) -> bool:
+    name = Path(member.filename).name
+    return name.endswith((".txt", ".ann")) and not name.startswith(".")
+
+
+def _unreadable_kind(kind: str) -> str:
+    if kind == "zip":
+        return "is a zip archive: only notes in brat format (.txt and .ann files) can come in a zip"
+    return f"is {kind}-compressed, which is not supported; use gzip, bz2 or xz"
+
+
+def _broken(kind: str, lines_read: int) -> str:
+    what = "reading the file failed" if kind == "plain" else f"the {kind} data is broken (truncated or corrupt)"
+    if not lines_read:
+        return f"{what} at its start"
+    return f"{what} after line {lines_read:,}; nothing after it was read"
+
+
+def _unpacked_too_large(kind: str, limits: ImportLimits) -> str:
+    return (f"the {kind} data unpacks to more than {limits.unpacked_bytes:,} bytes, the limit "
+            "(IMPORT_MAX_UNPACKED_BYTES)")

@@ -1,0 +1,43 @@
+"""The size limits of an import, each a setting (IMPORT_MAX_*, webapp/settings.py) named in the
+message that refuses an input over it, so whoever reads the message knows what to change.
+
+The readers take an `ImportLimits` (no Django there); `ImportLimits.from_settings()` reads the
+settings at the start of each import, so a changed setting applies to the next import.
+"""
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ImportLimits:
+    note_chars: int  # characters of one note's text (IMPORT_MAX_NOTE_CHARS)
+    upload_bytes: int  # bytes of the file as given: an upload, a file or a brat folder (IMPORT_MAX_UPLOAD_BYTES)
+    unpacked_bytes: int  # bytes a compressed file or a zip unpacks to (IMPORT_MAX_UNPACKED_BYTES)
+    lines: int  # lines of one file (IMPORT_MAX_LINES)
+    evidence_spans: int  # spans of one annotation's evidence, fragments of one brat entity (IMPORT_MAX_EVIDENCE_SPANS)
+    metadata_bytes: int  # one note's metadata as compact UTF-8 JSON (IMPORT_MAX_METADATA_BYTES)
+
+    @classmethod
+    def from_settings(cls) -> "ImportLimits":
+        from django.conf import settings
+
+        return cls(
+            note_chars=settings.IMPORT_MAX_NOTE_CHARS,
+            upload_bytes=settings.IMPORT_MAX_UPLOAD_BYTES,
+            unpacked_bytes=settings.IMPORT_MAX_UNPACKED_BYTES,
+            lines=settings.IMPORT_MAX_LINES,
+            evidence_spans=settings.IMPORT_MAX_EVIDENCE_SPANS,
+            metadata_bytes=settings.IMPORT_MAX_METADATA_BYTES,
+        )
+
+    @property
+    def line_bytes(self) -> int:
+        """The longest line a valid file can hold: a note and its metadata, every character
+        written as a \\uXXXX escape (6 bytes), and room for the other fields. Longer lines are
+        refused unread, so one line never fills the memory."""
+        return 6 * (self.note_chars + self.metadata_bytes) + 64 * 1024
+
+
+def over_limit(what: str, count: int, limit: int, setting: str, unit: str = "") -> str:
+    """'note 'n7' has 250,000 characters; the limit is 200,000 (IMPORT_MAX_NOTE_CHARS)'."""
+    unit = f" {unit}" if unit else ""
+    return f"{what} has {count:,}{unit}; the limit is {limit:,}{unit} ({setting})"
