@@ -1,4 +1,4 @@
-"""Benchmark the note pages of the largest note an import accepts, windowed and whole; prints JSON.
+"""Benchmark the pages of the largest note an import accepts, windowed and whole; prints JSON.
 
     .venv/bin/python scripts/bench_long_note.py                 # settings.IMPORT_MAX_NOTE_CHARS
     .venv/bin/python scripts/bench_long_note.py --chars 2000000 --requests 5
@@ -11,13 +11,18 @@ Data: one note of exactly --chars characters (default settings.IMPORT_MAX_NOTE_C
 department notes of ml.synthetic joined into one long record, tokenised into words and
 punctuation marks, with a relevance map over EVERY token (noise plus a burst about every
 --burst-every tokens, so peaks run along the whole note), and gold evidence spans spread over it.
-A second note, the same text, has a map of its first --context tokens only (a model's context).
+A second model version (a DSM child of the first) has its own map of the note, with bursts of its
+own. A second note, the same text, has maps of its first --context tokens only (a model's context).
+A validation set holds the note under the paper's grid of 8 settings (forms.DEFAULT_GRID).
 
 Measured through Django's test Client in this process (middleware, session, view, template: the
 server's whole work for a request; no network), as a clinician:
 1. windowed (the pages as they are): the review note page (full page) on its first window and on
    a middle window; the htmx panel that `j` asks for when it crosses into the next window
-   (peak=N); the review page of the cut map on the window where the map ends; the corpus note page.
+   (peak=N); the review page of the cut map on the window where the map ends; the corpus note page;
+   the base vs DSM comparison page (two heatmaps and their difference) on its first and a middle
+   window and, for the cut maps, where they end; the validation round on its first and a middle
+   window.
 2. baseline, in the same process on the same notes: the same pages rendering the whole note at
    once (windows.WINDOW_CHARS set past the note's length: one window, i.e. the pages before
    windows).
@@ -26,7 +31,7 @@ size, the peak of Python allocations during one request (tracemalloc, its own re
 allocation), and the growth of the process's resident memory over the timed requests (peak RSS,
 sampled every 50 ms, minus RSS before). The windowed pages run first: RSS rarely goes back down,
 so the baseline's growth is measured from where the windowed runs left it. The machine's load
-average is printed: on a shared machine the absolute times move with it.
+average is printed at the start and at the end: on a shared machine the absolute times move with it.
 """
 import argparse
 import json
@@ -86,24 +91,32 @@ def make_inputs(args) -> dict:
 
     from webapp.corpus.models import Annotation, Corpus, Note, Task
     from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceMap
+    from webapp.review.forms import DEFAULT_GRID
+    from webapp.review.models import ValidationSet
 
     rng = np.random.default_rng(args.seed)
     text = long_record(args.chars, args.seed)
     corpus = Corpus.objects.create(name="bench-long-note", language="en")
     task = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"])
     model = ModelVersion.objects.create(name="bench-model", family="llama", path="bench-model")
+    dsm = ModelVersion.objects.create(name="bench-dsm", family="llama", path="bench-dsm", parent=model)
     profile = PeakProfile.objects.create(name="bench-paper", kernel_size=3, sigma=1.0, lower=0.2, upper=0.4)
     full = Note.objects.create(corpus=corpus, external_id="longest", text=text)
     cut = Note.objects.create(corpus=corpus, external_id="longest-cut", text=text)
     offsets = offsets_of(text)
     scores = scores_along(rng, len(offsets), args.burst_every)
+    dsm_scores = scores_along(rng, len(offsets), args.burst_every)
     for note, n in ((full, len(offsets)), (cut, min(args.context, len(offsets)))):
-        RelevanceMap.objects.create(note=note, task=task, model_version=model, method="attnlrp", template="en",
-                                    n_tokens=n, data=RelevanceMap.encode(offsets[:n], scores[:n]))
+        for version, values in ((model, scores), (dsm, dsm_scores)):
+            RelevanceMap.objects.create(note=note, task=task, model_version=version, method="attnlrp", template="en",
+                                        n_tokens=n, data=RelevanceMap.encode(offsets[:n], values[:n]))
     words = [m.span() for m in re.finditer(r"\w+", text)]
     evidence = [list(words[k]) for k in rng.choice(len(words), size=min(50, len(words)), replace=False).tolist()]
     Annotation.objects.create(note=full, task=task, label="y", annotator_name="gold", evidence=evidence)
-    return {"full": full, "cut": cut, "task": task, "model": model, "profile": profile, "tokens": len(offsets),
+    vset = ValidationSet.objects.create(corpus=corpus, model_version=model, method="attnlrp", template="en",
+                                        name="bench-round", grid=list(DEFAULT_GRID), items=[[full.pk, task.pk]])
+    return {"full": full, "cut": cut, "task": task, "model": model, "dsm": dsm, "profile": profile, "vset": vset,
+            "tokens": len(offsets),
             "context_end": int(offsets[min(args.context, len(offsets)) - 1, 1])}
 
 
@@ -132,6 +145,11 @@ def measure(client, path: str, params: dict, requests: int, headers: dict | None
             "rss_growth_mb": round(sampler.peak - before, 1), "rss_anon_peak_mb": round(sampler.peak_anon, 1)}
 
 
+def summary(figures: dict) -> str:
+    return (f"{figures['median_ms']} ms median, {figures['response_bytes']:,} bytes, "
+            f"{figures['tracemalloc_peak_mb']} MB traced, +{figures['rss_growth_mb']} MB RSS")
+
+
 def pages(client, objects, requests: int) -> dict:
     """Every page measured, as {name: figures}."""
     from django.urls import reverse
@@ -150,6 +168,8 @@ def pages(client, objects, requests: int) -> dict:
     next_peak = first_panel.shown.stop + 1 if first_panel.shown.stop < first_panel.n_peaks else 1
     cut_window = windows.holding(parts, objects["context_end"]).index
     htmx = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "note-panel"}
+    pair = {**base, "a": objects["model"].pk, "b": objects["dsm"].pk}
+    rounds = reverse("review:validation_round", args=[objects["vset"].pk])
     return {
         "review_page_first_window": measure(client, review, base, requests),
         "review_page_middle_window": measure(client, review, {**base, "window": middle.index}, requests),
@@ -157,6 +177,15 @@ def pages(client, objects, requests: int) -> dict:
         "review_page_cut_map_where_it_ends": measure(client, reverse("review:note", args=[cut.corpus_id, cut.pk]),
                                                      {**base, "window": cut_window}, requests),
         "corpus_note_page": measure(client, reverse("corpus:note", args=[full.corpus_id, full.pk]), {}, requests),
+        "compare_page_first_window": measure(client, reverse("review:compare", args=[full.corpus_id, full.pk]),
+                                             pair, requests),
+        "compare_page_middle_window": measure(client, reverse("review:compare", args=[full.corpus_id, full.pk]),
+                                              {**pair, "window": middle.index}, requests),
+        "compare_page_cut_maps_where_they_end": measure(
+            client, reverse("review:compare", args=[cut.corpus_id, cut.pk]), {**pair, "window": cut_window}, requests),
+        "validation_round_first_window": measure(client, rounds, {}, requests),
+        "validation_round_middle_window": measure(client, rounds, {"note": full.pk, "window": middle.index},
+                                                  requests),
     }
 
 
@@ -201,6 +230,7 @@ def main() -> None:
                           "windows": len(windows.windows(objects["full"].text)),
                           "cut_map_tokens": min(args.context, objects["tokens"])}
         result["rss_mb_start"] = round(rss_mb(), 1)
+        result["load_average_1_5_15_start"] = [round(x, 2) for x in os.getloadavg()]
         result["windowed"] = pages(client, objects, args.requests)
         windowed_max = windows.WINDOW_CHARS
         windows.WINDOW_CHARS = len(objects["full"].text) + 1  # one window: the whole note at once
@@ -211,12 +241,11 @@ def main() -> None:
         for name, figures in result["windowed"].items():
             whole = result["baseline_whole_note"][name]
             figures["ratio_baseline_over_windowed_median"] = round(whole["median_ms"] / figures["median_ms"], 1)
-        review = result["windowed"]["review_page_first_window"]
         result["meets_target"] = all(
             f["median_ms"] < TARGET_MS and f["rss_growth_mb"] < TARGET_MB for f in result["windowed"].values())
-        result["review_page_first_window_summary"] = (
-            f"{review['median_ms']} ms median, {review['response_bytes']:,} bytes, "
-            f"{review['tracemalloc_peak_mb']} MB traced, +{review['rss_growth_mb']} MB RSS")
+        for name in ("review_page_first_window", "compare_page_first_window", "validation_round_first_window"):
+            result[f"{name}_summary"] = {kind: summary(result[kind][name])
+                                         for kind in ("windowed", "baseline_whole_note")}
         result["load_average_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
         result["rss_mb_end"] = round(rss_mb(), 1)
     finally:

@@ -151,3 +151,18 @@ def _rendered(record: logging.LogRecord) -> str:
         return record.getMessage()
     except Exception:  # noqa: BLE001 - the handler would print the arguments to stderr: withhold them
         return f"{record.msg} [arguments withheld: they did not fit the message]"
+
+
+def filter_every_handler() -> int:
+    """Put WithholdRowContent on every handler of every logger that lacks it: the handlers that
+    Celery (its `multiprocessing` logger in a worker) or gunicorn (its error and access logs)
+    set up after Django's LOGGING. Returns the handlers it added the filter to."""
+    loggers = [logging.getLogger()] + [logger for logger in logging.Logger.manager.loggerDict.values()
+                                       if isinstance(logger, logging.Logger)]
+    added = 0
+    for logger in loggers:
+        for handler in logger.handlers:
+            if not any(isinstance(f, WithholdRowContent) for f in handler.filters):
+                handler.addFilter(WithholdRowContent())
+                added += 1
+    return added

@@ -61,7 +61,9 @@ def site(researcher):
                                     options=["y", "n"])
     base = ModelVersion.objects.create(name="base-model", family="llama", path="base-model")
     dsm = ModelVersion.objects.create(name="dsm-model", family="llama", path="dsm-model", parent=base)
-    sharp = PeakProfile.objects.create(name="sharp", kernel_size=1, sigma=1.0, lower=0.2, upper=0.4)
+    # the default profile (an evaluation needs one) if a transactional test flushed the migrations' one
+    sharp = PeakProfile.objects.create(name="sharp", kernel_size=1, sigma=1.0, lower=0.2, upper=0.4,
+                                       is_default=not PeakProfile.objects.filter(is_default=True).exists())
     add_map(note, heart, base, {"130": 0.9, "tachycardic": 0.6, "Pacemaker": 0.45})
     add_map(note, heart, dsm, {"130": 1.0, "tachycardic": 0.9})
     add_map(note, pacemaker, base, {"Pacemaker": 1.0, "2019": 0.9})

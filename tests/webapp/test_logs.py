@@ -236,3 +236,26 @@ def test_a_403_is_logged_once_in_one_line(client_for, clinician, console, settin
     lines = [line for line in console.getvalue().splitlines() if line.strip()]
     assert len(lines) == 1, lines
     assert lines[0].endswith("WARNING django.request Forbidden (Permission denied): /corpora/import/")
+
+
+def test_handlers_added_after_django_get_the_filter_too():
+    """Celery's `multiprocessing` handler in a worker, gunicorn's error and access logs."""
+    import importlib.util
+    from pathlib import Path
+
+    from webapp.logs import WithholdRowContent
+
+    late = [logging.getLogger(name) for name in ("multiprocessing", "gunicorn.error", "gunicorn.access")]
+    handlers = [logging.StreamHandler() for _ in late]
+    for logger, handler in zip(late, handlers):
+        logger.addHandler(handler)
+    try:
+        spec = importlib.util.spec_from_file_location("gunicorn_conf", Path(__file__).parents[2] / "gunicorn.conf.py")
+        conf = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(conf)
+        conf.post_worker_init(worker=None)
+        assert all(any(isinstance(f, WithholdRowContent) for f in h.filters) for h in handlers)
+        assert "%(U)s" in conf.access_log_format and "%(r)s" not in conf.access_log_format  # no query strings
+    finally:
+        for logger, handler in zip(late, handlers):
+            logger.removeHandler(handler)

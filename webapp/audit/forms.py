@@ -30,7 +30,7 @@ class AuditFilterForm(forms.Form):
         return AuditEvent.objects.matching(
             action=data["action"], actor=data["actor"].strip(), object_type=data["object_type"].strip(),
             since=_day_start(data["since"]),
-            until=_day_start(data["until"] + datetime.timedelta(days=1)) if data["until"] else None,
+            until=_day_start(data["until"] + datetime.timedelta(days=1)) if data["until"] and data["until"] < datetime.date.max else None,
         ).order_by("-id")
 
     def filters(self) -> dict:

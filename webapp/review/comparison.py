@@ -8,7 +8,16 @@ not share one. The maps are compared at character level (webapp.review.rendering
 difference map cuts the text at the union of both maps' token boundaries; for the gold
 relevance, the second map is projected onto the first map's tokens (length-weighted mean of its
 per-character scores) and ml.metrics is applied on the first map's tokens. With identical
-tokenisations the projection is the identity.
+tokenisations the projection is the identity (and is skipped).
+
+A long note is compared one window at a time (webapp.review.windows, `?window=K` as on the note
+page): the two heatmaps and the difference map are built for the window's characters only, while
+the figures of the whole note (same tokens, the relevance on gold and its change) come from the
+maps' token arrays (numpy, a few arrays of the maps' length), never from HTML or an object per
+character or word of the note. A map cut by the model's context (noteview.MapReach) gets the note
+page's notice and marker where it stops; the difference map covers only the characters both maps
+reach (outside them one side has no relevance, so there is nothing to compare), with a marker
+where that part starts or ends.
 
 Summary sample: the first SUMMARY_PAIRS (note, task) pairs with gold evidence (annotations in
 id order) that have maps of both versions; per pair the gold relevance is the sum of the
@@ -23,6 +32,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import numpy as np
 from django.db.models.functions import Length
 
 from ml.codec import decode_map
@@ -30,8 +40,8 @@ from ml.metrics import (PairedDiff, aggregate_relative_change, gold_relevance, r
                          relative_change_on_gold)
 from webapp.corpus.models import Annotation, Note, Task
 from webapp.pipeline.models import ModelVersion, RelevanceMap
-from webapp.review import rendering
-from webapp.review.noteview import gold_of
+from webapp.review import rendering, windows
+from webapp.review.noteview import MapReach, edge_marker, gold_of, map_reach, reach_markers, window_html
 
 SUMMARY_PAIRS = 1_000
 SUMMARY_RESAMPLES = 1_000
@@ -44,19 +54,36 @@ CHANGE_BINS = [(-math.inf, -0.5, "below −50%"), (-0.5, -0.2, "−50 to −20%"
                (0.5, 1.0, "+50 to +100%"), (1.0, math.inf, "above +100%")]
 
 
+@dataclass(frozen=True)
+class MapEdge:
+    """Where one model's map of the note stops (it covers only what the model's context held)."""
+
+    side: str  # "first" or "second"
+    model: ModelVersion
+    reach: MapReach
+    window: int  # index of the window holding the edge
+
+
 @dataclass
 class NoteComparison:
+    window: windows.Window | None = None
+    n_chars: int = 0
     found_first: bool = False
     found_second: bool = False
     same_tokens: bool = True
-    html_first: str = ""
+    html_first: str = ""  # of the window
     html_second: str = ""
     html_diff: str = ""
+    edges: list[MapEdge] = field(default_factory=list)
     gold: list = field(default_factory=list)
     annotations: list = field(default_factory=list)
     change: float = math.nan  # relative change on gold for this note (second vs first)
     gold_first: float = math.nan
     gold_second: float = math.nan
+
+    @property
+    def compared(self) -> bool:
+        return self.found_first and self.found_second
 
     @property
     def change_percent(self) -> float:
@@ -134,25 +161,70 @@ def _arrays(note_id, task_id, model, method, template, config_key=""):
     return decode_map(data) if data is not None else None
 
 
-def compare_note(note, task, first, second, method: str, template: str, config_key: str = "") -> NoteComparison:
-    out = NoteComparison()
+def compare_note(note, task, first, second, method: str, template: str, config_key: str = "", *, window=None,
+                 window_chars: int | None = None) -> NoteComparison:
+    """The comparison of one window of the note (`window`: an index, as in ?window=K) and the
+    figures of the whole note; `window_chars` defaults to windows.WINDOW_CHARS."""
+    text = note.text
+    parts = windows.windows(text, window_chars)
+    win = windows.pick(parts, window)
+    out = NoteComparison(window=win, n_chars=len(text))
     out.annotations, out.gold = gold_of(note, task)
     a = _arrays(note.pk, task.pk, first, method, template, config_key) if first and task else None
     b = _arrays(note.pk, task.pk, second, method, template, config_key) if second and task else None
     out.found_first, out.found_second = a is not None, b is not None
-    text = note.text
-    for arrays, attr in ((a, "html_first"), (b, "html_second")):
+    for side, model, arrays in (("first", first, a), ("second", second, b)):
         offsets, scores = arrays if arrays is not None else ([], [])
-        setattr(out, attr, rendering.segments_html(text, rendering.segments(text, offsets, scores, (), out.gold)))
+        reach = map_reach(text, offsets) if arrays is not None else None
+        if reach is not None:
+            edge = reach.end if reach.cut_end else reach.start
+            out.edges.append(MapEdge(side, model, reach, windows.holding(parts, edge).index))
+        setattr(out, f"html_{side}", window_html(text, win, offsets, scores, (), out.gold,
+                                                  markers=reach_markers(reach, win, id_prefix=f"{side}-")))
     if a is None or b is None:
         return out
     out.same_tokens = rendering.same_tokens(a[0], b[0])
-    out.html_diff = rendering.diff_html(text, rendering.diff_segments(text, a[0], a[1], b[0], b[1], out.gold))
+    out.html_diff = _diff_html(text, win, a, b, out.gold, out.edges)
     if out.gold:
-        projected = rendering.project_scores(b[0], b[1], a[0], len(text))
+        projected = b[1] if out.same_tokens else rendering.project_scores(b[0], b[1], a[0], len(text))
         out.gold_first = gold_relevance(a[1], a[0], out.gold)
         out.gold_second = gold_relevance(projected, a[0], out.gold)
         out.change = relative_change_on_gold(a[1], projected, a[0], out.gold)
+    return out
+
+
+def _diff_html(text, win, a, b, gold, edges) -> str:
+    """The difference map of the window, over the characters both maps reach."""
+    low, high = 0, len(text)
+    if edges and len(a[0]) and len(b[0]):
+        low = max(int(a[0][:, 0].min()), int(b[0][:, 0].min()))
+        high = min(int(a[0][:, 1].max()), int(b[0][:, 1].max()))
+    start, end = max(win.start, low), min(win.end, high)
+    if start < end:
+        (off_a, sc_a), (off_b, sc_b) = (rendering.tokens_in(offsets, scores, start, end) for offsets, scores in (a, b))
+        off_a, off_b = off_a + (start - win.start), off_b + (start - win.start)  # from the window's start
+    else:  # the window lies outside what both maps reach
+        off_a = off_b = np.zeros((0, 2), np.int64)
+        sc_a = sc_b = np.zeros(0)
+    piece = text[win.start:win.end]
+    segs = rendering.diff_segments(piece, off_a, sc_a, off_b, sc_b, windows.clip(gold, win))
+    return rendering.diff_html(piece, segs, markers=_diff_markers(text, win, low, high, edges) if edges else None)
+
+
+def _diff_markers(text, win, low: int, high: int, edges: list[MapEdge]) -> dict[int, str]:
+    """Markers where the compared characters start or end inside the window, naming the map(s)
+    that stop there."""
+    common = map_reach(text, np.array([[low, high]])) if high > low else None
+    if common is None:
+        return {}
+    out = {}
+    for kind, offset, cut in (("start", common.start, common.cut_start), ("end", common.end, common.cut_end)):
+        if not cut or not win.holds(offset):
+            continue
+        names = [e.model.name for e in edges if (e.reach.end if kind == "end" else e.reach.start) == offset
+                 and (e.reach.cut_end if kind == "end" else e.reach.cut_start)]
+        whose = "both relevance maps" if len(names) > 1 else (f"{names[0]}'s relevance map" if names else "a map")
+        out[offset - win.start] = edge_marker(kind, f"difference {kind}s here, with {whose}", f"diff-map-{kind}")
     return out
 
 

@@ -177,7 +177,7 @@ def build_panel(note, selection, reviewer, *, window=None, peak=None, window_cha
         panel.peaks.append(row)
     panel.html = window_html(text, win, offsets, scores, [spans[i] for i in panel.shown], panel.gold,
                              first_peak=panel.shown.start, peak_classes=[p.css for p in panel.peaks],
-                             markers=_reach_markers(panel.reach, win))
+                             markers=reach_markers(panel.reach, win))
     if panel.reach is not None:
         edge = panel.reach.end if panel.reach.cut_end else panel.reach.start
         panel.reach_window = windows.holding(parts, edge).index
@@ -194,22 +194,28 @@ def window_html(text, win, offsets, scores, peaks, gold, *, first_peak=0, peak_c
     return rendering.segments_html(piece, segs, peak_classes=peak_classes, first_peak=first_peak, markers=markers)
 
 
-def _reach_markers(reach: MapReach | None, win) -> dict[int, str]:
-    """Markers where the map starts or ends inside the window (drawn by CSS from data-label, so
-    the note's text is unchanged)."""
+def reach_markers(reach: MapReach | None, win, *, id_prefix: str = "") -> dict[int, str]:
+    """Markers where the map starts or ends inside the window; `id_prefix` keeps the ids apart
+    where a page shows several maps."""
     if reach is None:
         return {}
     out = {}
     tokens = f"{reach.tokens:,}"
     if reach.cut_start and win.holds(reach.start):
-        label = f"relevance map starts here: the model saw the last {tokens} tokens"
-        out[reach.start - win.start] = (f'<span class="map-edge map-start" id="map-start" role="note" '
-                                        f'aria-label="{html.escape(label)}" data-label="{html.escape(label)}"></span>')
+        out[reach.start - win.start] = edge_marker(
+            "start", f"relevance map starts here: the model saw the last {tokens} tokens", f"{id_prefix}map-start")
     if reach.cut_end and win.holds(reach.end):
-        label = f"relevance map ends here: the model saw the first {tokens} tokens"
-        out[reach.end - win.start] = (f'<span class="map-edge map-end" id="map-end" role="note" '
-                                      f'aria-label="{html.escape(label)}" data-label="{html.escape(label)}"></span>')
+        out[reach.end - win.start] = edge_marker(
+            "end", f"relevance map ends here: the model saw the first {tokens} tokens", f"{id_prefix}map-end")
     return out
+
+
+def edge_marker(edge: str, label: str, element_id: str) -> str:
+    """A marker where a map starts or ends ("start" or "end"), drawn by CSS from data-label, so
+    the note's text is unchanged."""
+    label = html.escape(label)
+    return (f'<span class="map-edge map-{edge}" id="{element_id}" role="note" aria-label="{label}" '
+            f'data-label="{label}"></span>')
 
 
 def boundary_options(text: str, start: int, end: int, mine=None) -> tuple[list, list]:

@@ -20,7 +20,8 @@ A long note is rendered one window at a time (webapp.review.windows): the caller
 window's text, the map's tokens in it (`tokens_in`: clipped and counted from the window's start)
 and the peak and gold spans cut to it; `segments_html(first_peak=...)` keeps the peaks' numbers
 in the whole note, and `markers` puts a marker (where a map cut by the model's context stops)
-between two segments. The per-character arrays of `segments` are then as long as the window.
+between two segments (`diff_html` too). The per-character arrays of `segments` are then as long
+as the window.
 
 Two maps of the same note may come from different tokenisers. `diff_segments` compares them
 word by word: each word takes its heat in each map (as above), so the tokenisations do not
@@ -290,10 +291,14 @@ def diff_segments(text: str, offsets_a, scores_a, offsets_b, scores_b, gold: Seq
     return out
 
 
-def diff_html(text: str, segs: Sequence[DiffSegment]) -> str:
+def diff_html(text: str, segs: Sequence[DiffSegment], *, markers: Mapping[int, str] | None = None) -> str:
+    """HTML of the difference segments; `markers` as in segments_html."""
     escape = html.escape
     out = []
+    pending = sorted((markers or {}).items())
     for s in segs:
+        while pending and pending[0][0] <= s.start:
+            out.append(pending.pop(0)[1])
         piece = escape(text[s.start:s.end], quote=False)
         if s.first is None and s.second is None and not s.gold:
             out.append(piece)
@@ -304,4 +309,5 @@ def diff_html(text: str, segs: Sequence[DiffSegment]) -> str:
         a = "-" if s.first is None else f"{s.first:.2f}"
         b = "-" if s.second is None else f"{s.second:.2f}"
         out.append(f'<span class="{css}" title="{a} vs {b}">{piece}</span>')
+    out.extend(marker for _, marker in pending)
     return "".join(out)

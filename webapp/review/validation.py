@@ -17,6 +17,11 @@ for s_T; the setting with the most reasonable notes is recommended.
   automatic agreement is shown beside it: micro-averaged token F1 of the word-extended peaks
   against gold tokens (ml.metrics.peak_token_prf) and the mean relevance mass ratio on gold vs
   uniform (ml.metrics.relevance_mass_ratio) of the smoothed scores.
+- Long notes: the round shows one window of the note at a time (webapp.review.windows,
+  `?window=K` as on the note page; the window is kept while the next question is on the same
+  note). Peaks are found over the whole map under every setting (their count and "same
+  highlight" compare whole notes); the HTML is built for the window's characters and peaks only,
+  and a map cut by the model's context gets the note page's notice and marker where it stops.
 """
 from __future__ import annotations
 
@@ -34,8 +39,9 @@ from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Note, Task
 from webapp.pipeline.models import RelevanceMap
 from ml.peaks import PeakParams, peaks_of_arrays, smooth
-from webapp.review import rendering, tuning
+from webapp.review import tuning, windows
 from webapp.review.models import ValidationJudgement, ValidationSet
+from webapp.review.noteview import MapReach, map_reach, reach_markers, window_html
 
 
 class ValidationSetError(Exception):
@@ -84,10 +90,15 @@ class Item:
     note: Note
     task: Task
     setting: int
-    html: str
-    peaks: int
+    html: str  # of the window
+    peaks: int  # in the whole note
     same_as: list  # other settings with identical peaks on this note
     found: bool
+    window: windows.Window | None = None
+    n_chars: int = 0
+    shown: range = range(0)  # indices of the peaks overlapping the window
+    reach: MapReach | None = None
+    reach_window: int | None = None  # the window where the map starts or ends
 
 
 def _arrays(vset, note_id, task_id):
@@ -121,7 +132,9 @@ def next_item(vset, reviewer) -> tuple[int, int, int, int] | None:
     return None
 
 
-def item(vset, position: int, setting: int) -> Item:
+def item(vset, position: int, setting: int, *, window=None, window_chars: int | None = None) -> Item:
+    """The question on one item under one setting, showing one window of the note (`window`: an
+    index; `window_chars` defaults to windows.WINDOW_CHARS)."""
     note_id, task_id = vset.items[position]
     note = Note.objects.get(pk=note_id)
     task = Task.objects.get(pk=task_id)
@@ -129,11 +142,21 @@ def item(vset, position: int, setting: int) -> Item:
     spans = spans_per_setting(vset, note, arrays)
     gold = sorted({(a, b) for ev in Annotation.objects.filter(note=note, task=task).values_list("evidence", flat=True)
                    for a, b in ev or []})
+    text = note.text
+    parts = windows.windows(text, window_chars)
+    win = windows.pick(parts, window)
     offsets, scores = arrays if arrays is not None else ([], [])
-    segs = rendering.segments(note.text, offsets, scores, spans[setting], gold)
+    peaks = spans[setting]
+    shown = windows.spans_in(peaks, win)
+    reach = map_reach(text, offsets) if arrays is not None else None
+    html = window_html(text, win, offsets, scores, [peaks[i] for i in shown], gold, first_peak=shown.start,
+                       markers=reach_markers(reach, win))
     same = [s for s in range(len(vset.grid)) if s != setting and spans[s] == spans[setting]]
-    return Item(position, note, task, setting, rendering.segments_html(note.text, segs), len(spans[setting]), same,
-                arrays is not None)
+    question = Item(position, note, task, setting, html, len(peaks), same, arrays is not None, win, len(text), shown,
+                    reach)
+    if reach is not None:
+        question.reach_window = windows.holding(parts, reach.end if reach.cut_end else reach.start).index
+    return question
 
 
 def judge(vset, reviewer, *, position: int, setting: int, reasonable: bool) -> list[int]:

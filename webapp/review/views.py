@@ -175,10 +175,13 @@ def validation_round(request, set_id):
     nxt = validation.next_item(vset, request.user)
     if nxt is None:
         return redirect("review:validation_results", vset.pk)
-    item = validation.item(vset, nxt[0], nxt[3])
+    # a long note's window is kept while the questions stay on the same note
+    same_note = request.GET.get("note") == str(nxt[1])
+    item = validation.item(vset, nxt[0], nxt[3], window=request.GET.get("window") if same_note else None)
     done, total = validation.progress(vset, request.user)
+    window_url = f"{reverse('review:validation_round', args=[vset.pk])}?note={item.note.pk}&window="
     context = {"nav": "review", "vset": vset, "item": item, "done": done, "total": total,
-               "settings": len(vset.grid), "legend": rendering.legend()}
+               "settings": len(vset.grid), "legend": rendering.legend(), "window_url": window_url}
     return render(request, "review/validation_round.html", context)
 
 
@@ -190,7 +193,7 @@ def validation_judge(request, set_id):
                          setting=int(request.POST["setting"]), reasonable=request.POST.get("answer") == "yes")
     except (KeyError, ValueError, validation.ValidationSetError) as exc:
         messages.error(request, f"Not recorded: {exc}")
-    return redirect("review:validation_round", vset.pk)
+    return redirect(_round_url(vset, request.POST))
 
 
 def validation_results(request, set_id):
@@ -229,11 +232,13 @@ def compare(request, corpus_id, note_id):
     note = access.note_for(request.user, corpus_id, note_id)
     sel = selection.for_note(note, request.GET)
     first, second = _pair_of_models(sel, request.GET)
-    result = (comparison.compare_note(note, sel.task, first, second, sel.method, sel.template, sel.config)
-              if sel.task else None)
+    result = (comparison.compare_note(note, sel.task, first, second, sel.method, sel.template, sel.config,
+                                      window=request.GET.get("window")) if sel.task else None)
+    query = sel.query(a=first.pk if first else None, b=second.pk if second else None)
     return render(request, "review/compare.html", {
         "nav": "review", "note": note, "corpus": note.corpus, "sel": sel, "first": first, "second": second,
         "partner": comparison.partner_for(first) if second is None else None, "result": result,
+        "window_url": f"{reverse('review:compare', args=[note.corpus_id, note.pk])}?{query}&window=",
         "can_launch": has_capability(request.user, Capability.LAUNCH),
         "legend": rendering.legend(), "diff_legend": rendering.diff_legend()})
 
@@ -268,6 +273,16 @@ def _int(value):
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+def _round_url(vset, form) -> str:
+    """The validation round, on the window of the note the answer was given on (the round keeps
+    it if the next question is on the same note)."""
+    url = reverse("review:validation_round", args=[vset.pk])
+    position, window = _int(form.get("position")), _int(form.get("window"))
+    if window and position is not None and 0 <= position < len(vset.items):
+        url += f"?note={vset.items[position][0]}&window={window}"
+    return url
 
 
 def _pair(value):

@@ -146,3 +146,8 @@ def test_the_audit_page_and_the_lockout_page_send_the_content_security_policy(ad
         response = client.post(reverse("login"), {"username": "mallory", "password": "wrong-password"})
     assert response.status_code == 429
     assert_policy(response, "lockout page")
+
+
+def test_the_last_day_of_the_calendar_is_a_valid_end_date(admin_client, log):
+    for url in (reverse("audit:list"), reverse("audit:export")):
+        assert admin_client.get(url, {"until": "9999-12-31"}).status_code == 200
