@@ -720,13 +720,6 @@ def check_import(job, count: int) -> tuple[int, int, str]:
 
 # ---------------------------------------------------------------- inputs
 
-SENTENCES = [
-    "Patient is a 67-year-old man admitted for community acquired pneumonia.",
-    "Vital signs: heart rate 130 bpm, tachycardic, blood pressure 110/70 mmHg.",
-    "He has a pacemaker since 2019 and takes amlodipine for hypertension.",
-    "Chest X-ray shows right lower lobe consolidation; started on ceftriaxone.",
-    "The patient denies chest pain. Temperature 38.5 C, oxygen saturation 91%.",
-]
 RELEVANCE_TASKS = [
     ("drill-heart-rate", "heart rate", ["bradycardic", "normocardic", "tachycardic", "unknown"]),
     ("drill-pacemaker", "presence of pacemaker", ["y", "n", "unknown"]),
@@ -739,7 +732,9 @@ PEAKS = {"heart": {3, 6}, "pacemaker": {3, 6, 10}, "pressure": {10}}
 
 
 def relevance_note(i: int) -> str:
-    return " ".join(SENTENCES[(i + k) % len(SENTENCES)] for k in range(3)) + f" Bed {i}."
+    from tests.webapp.pipeline.factories import note_text  # the same short notes as the worker tests
+
+    return note_text(i, sentences=3)
 
 
 def fabricate_notes_with_maps(corpus, tasks: dict, model, count: int) -> None:

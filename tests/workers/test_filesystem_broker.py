@@ -7,7 +7,14 @@ DATA_DIR/db.sqlite3 and kombu's filesystem broker under DATA_DIR/broker, as `mak
 heart rate on the default SmolLM2 model, chunks of 1, so two messages), then a real
 `celery -A workers worker --queues relevance --pool solo` consumes the two messages from the
 broker folder and computes AttnLRP relevance. The test reads the SQLite file directly.
+
+Recovery on the same setup: a relevance worker SIGKILLed while it holds a chunk (a tiny random
+Llama registered with `manage.py register_model`, 6 notes x 2 tasks in chunks of 2) loses its
+message with it (the filesystem transport deletes a message's file on delivery), so only the
+recovery sweeper of the next worker, reading heartbeats from the SQLite file, can queue the chunk
+again (webapp.lifecycle.recovery); the job completes with one map per pair, without Resume.
 """
+import json
 import os
 import re
 import sqlite3
@@ -41,6 +48,11 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture
 def embedded_env(tmp_path, model_dir):
+    return clean_env(tmp_path, model_dir)
+
+
+def clean_env(tmp_path: Path, model_dir) -> dict:
+    """The environment of an embedded process: DATA_DIR under tmp_path, nothing naming a server."""
     data_dir = tmp_path / "data"
     data_dir.mkdir()  # as `manage.py rundemo` does before migrating
     env = {k: os.environ[k] for k in KEEP if k in os.environ}
@@ -63,8 +75,18 @@ def manage(env, *args) -> str:
 
 
 def query(db: Path, sql: str, *params):
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
-        return conn.execute(sql, params).fetchall()
+    # Each read opens and closes its own connection: no lock outlives the read.
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    try:
+        for attempt in range(50):
+            try:
+                return conn.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:  # "database is locked" past the timeout: read again
+                if "locked" not in str(exc) or attempt == 49:
+                    raise
+                time.sleep(0.1)
+    finally:
+        conn.close()
 
 
 def queued_messages(data_dir: Path) -> list[Path]:
@@ -128,3 +150,113 @@ def test_a_relevance_job_runs_on_sqlite_and_the_filesystem_broker_in_real_proces
         assert len(scores) == n_tokens > 10
         assert "".join(text[a:b] for a, b in offsets) == text  # the tokens tile the note
         assert scores.min() >= 0 and scores.max() == pytest.approx(1.0, abs=1e-3)
+
+
+# ---------------------------------------------------------------- recovery after SIGKILL, embedded
+
+TINY_MODEL = "tiny-llama"
+KILL_NOTES, KILL_TASKS, KILL_CHUNK = 6, ("heart-rate", "blood-pressure"), 2
+KILL_TIMEOUT = 180
+# The lifecycle of tests/workers/conftest.py's workers: beat every second, lost after 4 s, swept
+# every second, a queued unit whose message is gone sent again after 3 s.
+FAST_LIFECYCLE = {"WORK_HEARTBEAT_SECONDS": "1", "WORK_STALL_SECONDS": "4", "WORK_SWEEP_SECONDS": "1",
+                  "WORK_REQUEUE_GRACE_SECONDS": "3", "OMP_NUM_THREADS": "1"}
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    """A tiny random Llama and its tokenizer saved to a folder (as tests/workers/test_relevance_jobs.py)."""
+    from tests.ml.conftest import build_model, build_tokenizer
+
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    tokenizer = build_tokenizer("chatml")
+    build_model("llama", len(tokenizer)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_a_worker_killed_mid_job_on_sqlite_and_the_filesystem_broker_is_recovered_by_the_sweeper(
+        tiny_model_dir, tmp_path):
+    """`make demo`'s setup, a relevance worker SIGKILLed while it holds a chunk: the filesystem
+    transport removed the message's file when it delivered it, so no broker redelivers it. Only
+    the recovery sweeper of the next worker (heartbeats in the SQLite file) can queue the chunk
+    again; the job then completes with one map per planned pair, without Resume."""
+    env = clean_env(tmp_path, tmp_path / "models")
+    data_dir = Path(env["DATA_DIR"])
+    db = data_dir / "db.sqlite3"
+    manage(env, "migrate", "--no-input", "-v", "0")
+    manage(env, "load_task_catalog")
+    manage(env, "load_demo_corpus", "--corpus", "demo-ed", "--notes", str(KILL_NOTES))
+    assert f"model version {TINY_MODEL} (llama)" in manage(env, "register_model", TINY_MODEL, str(tiny_model_dir))
+    total, chunk_count = KILL_NOTES * len(KILL_TASKS), KILL_NOTES * len(KILL_TASKS) // KILL_CHUNK
+    out = manage(env, "launch_relevance_job", "demo-ed", "--model", TINY_MODEL, "--method", "attnlrp",
+                 "--tasks", "list", *[arg for task in KILL_TASKS for arg in ("--task", task)],
+                 "--limit", str(KILL_NOTES), "--chunk-size", str(KILL_CHUNK))
+    assert f"{total} prompts in {chunk_count} chunks, queued" in out, out
+    [(job_id, model_version_id, config_key)] = query(
+        db, "SELECT id, model_version_id, config_key FROM pipeline_relevancejob")
+    assert len(queued_messages(data_dir)) == chunk_count
+
+    worker_env = {**env, **FAST_LIFECYCLE}
+    first = WorkerProcess("relevance", worker_env, tmp_path / "worker-a.log").start()
+    try:
+        deadline = time.monotonic() + KILL_TIMEOUT
+        while time.monotonic() < deadline and first.process.poll() is None:
+            if query(db, "SELECT 1 FROM pipeline_relevancechunk WHERE job_id = ? AND status = 'running'", job_id):
+                break
+            time.sleep(0.02)
+        else:
+            raise AssertionError(f"no chunk started running:\n{first.log()}")
+        first.kill()
+    finally:
+        first.stop()
+    killed_at = time.monotonic()
+    orphans = query(db, "SELECT id, attempts, worker FROM pipeline_relevancechunk "
+                        "WHERE job_id = ? AND status = 'running'", job_id)
+    assert orphans, "the killed worker's chunk ended before the kill: nothing was left to recover"
+    assert all(attempts == 1 and worker.split("@")[0] in first.name for _, attempts, worker in orphans), orphans
+    [(status, done)] = query(db, "SELECT status, done FROM pipeline_relevancejob WHERE id = ?", job_id)
+    assert status == "running" and done < total
+    # The killed worker's message is gone with it: the broker folder holds only the chunks not yet delivered.
+    assert len(queued_messages(data_dir)) < chunk_count
+
+    second = WorkerProcess("relevance", worker_env, tmp_path / "worker-b.log").start()
+    try:
+        deadline = time.monotonic() + KILL_TIMEOUT
+        while time.monotonic() < deadline and second.process.poll() is None:
+            [(status,)] = query(db, "SELECT status FROM pipeline_relevancejob WHERE id = ?", job_id)
+            if status in ("done", "failed", "cancelled"):
+                break
+            time.sleep(0.5)
+        recovery_seconds = time.monotonic() - killed_at
+        log = second.log_path.read_text(errors="replace")
+    finally:
+        second.stop()
+    chunks = query(db, "SELECT id, status, attempts, worker, error, pairs FROM pipeline_relevancechunk "
+                       "WHERE job_id = ? ORDER BY id", job_id)
+    [(status, done, error)] = query(db, "SELECT status, done, error FROM pipeline_relevancejob WHERE id = ?", job_id)
+    explain = f"job {status} {done}/{total} {error!r}\nchunks {[c[:5] for c in chunks]}\n--- worker B ---\n{log[-6000:]}"
+    assert (status, done, error) == ("done", total, ""), explain
+    assert {c[1] for c in chunks} == {"done"}, explain
+
+    # Exactly one map per planned pair: none missing, none twice.
+    planned = [tuple(pair) for *_, pairs in chunks for pair in json.loads(pairs)]
+    assert len(planned) == len(set(planned)) == total
+    maps = query(db, "SELECT note_id, task_id, count(*) FROM pipeline_relevancemap "
+                     "WHERE model_version_id = ? AND config_key = ? GROUP BY note_id, task_id",
+                 model_version_id, config_key)
+    assert {(note, task) for note, task, _ in maps} == set(planned), explain
+    assert {n for *_, n in maps} == {1}, explain
+    assert query(db, "SELECT count(*) FROM pipeline_relevancemap") == [(total,)]
+
+    # The killed chunk was queued again by worker B's sweeper and claimed again: no Resume.
+    by_id = {c[0]: c for c in chunks}
+    for chunk_id, _, _ in orphans:
+        _, status, attempts, worker, _, _ = by_id[chunk_id]
+        assert status == "done" and attempts >= 2 and worker.split("@")[0] in second.name, explain
+    requeued = re.findall(r"relevance chunk: \d+ units queued again after their worker was lost: \[([\d, ]+)\]", log)
+    assert {int(pk) for ids in requeued for pk in ids.split(",")} >= {pk for pk, _, _ in orphans}, explain
+    assert "transport:   filesystem://" in log
+    # SQLite held up: no beat, sweep or claim of worker B failed on a locked database.
+    assert not re.findall(r".*(?:heartbeat failed|recovery sweep failed|database is locked|Retry in).*", log), explain
+    assert recovery_seconds < KILL_TIMEOUT

@@ -44,10 +44,6 @@ class Heartbeat:
         with self._lock:
             self._pending.update(fields)
 
-    def beat_now(self) -> None:
-        """Beat at once (from the worker's own thread, e.g. after a step it must not lose)."""
-        self._beat()
-
     def _beat(self, in_thread: bool = False) -> None:
         with self._lock:
             fields, self._pending = self._pending, {}
