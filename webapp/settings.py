@@ -118,6 +118,10 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False  # no banner on every command; who tried from where goes to the audit log
 AXES_DISABLE_ACCESS_LOG = True  # successful logins are in the audit log; not a second table of them
+# Behind reverse proxies, how many append to X-Forwarded-For (0: use the connection's address);
+# the lockout and the audit log then see the client's address, not the proxy's.
+TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0)
+AXES_CLIENT_IP_CALLABLE = "webapp.accounts.client_ip.client_address"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
