@@ -14,7 +14,10 @@ warning. The shapes (https://brat.nlplab.org/standoff.html):
     #1<TAB>AnnotatorNotes T1<TAB>text                       note
     *<TAB>Equiv T1 T2 ...                                   equivalence
 
-Blank lines are allowed; any other line is a problem. No Django here.
+Blank lines are allowed; any other line is a problem. An .ann file is plain UTF-8 text (a
+compressed one is refused, like a compressed .txt). Messages show the file's ids quoted and cut
+(`validators.quoted`), so a long or odd id cannot flood a message, and the audit log's reason
+categories leave them out. Offsets have at most 18 digits. No Django here.
 """
 import re
 from dataclasses import dataclass
@@ -23,6 +26,7 @@ from pathlib import Path
 from webapp.corpus import validators
 from webapp.corpus.input_files import open_lines
 from webapp.corpus.limits import ImportLimits, over_limit
+from webapp.corpus.validators import quoted
 
 _ENTITY_SHAPE = "entity line must be 'T<n><TAB><type> <start> <end>[;<start> <end>...]<TAB><text>'"
 # first character -> (what the line is, its whole-line pattern whose groups hold the ids it refers to, its shape)
@@ -38,6 +42,7 @@ _OTHER = {
     "*": ("equivalence", re.compile(r"\*\t\S+((?: \S+)+)[\t ]*"), "'*<TAB><type> <id> <id> ...'"),
 }
 _OTHER["M"] = _OTHER["A"]
+MAX_OFFSET_DIGITS = 18  # int() of a few thousand digits is slow, then refused
 
 
 @dataclass
@@ -52,7 +57,7 @@ def read_ann(ann: Path, text: str, problems, limits: ImportLimits) -> AnnFile | 
     defined: dict[str, int] = {}  # id -> line
     references: list[tuple[int, str, str]] = []  # (line, what refers, id referred to)
     before = problems.total
-    with open_lines(ann, problems, limits) as lines:
+    with open_lines(ann, problems, limits, text_only=True) as lines:
         for line_no, line in lines:
             line = line.removesuffix("\n").removesuffix("\r")
             if not line.strip():
@@ -82,10 +87,10 @@ def read_ann(ann: Path, text: str, problems, limits: ImportLimits) -> AnnFile | 
                 ok &= _define(line_id, name, line_no, defined, ann, problems)
             for group in match.groups():
                 for ref in group.split():
-                    references.append((line_no, f"{name} {line_id}", ref.rpartition(":")[2]))
+                    references.append((line_no, f"{name} {quoted(line_id)}", ref.rpartition(":")[2]))
     for line_no, what, ref in references:
         if ref not in defined:
-            problems.add(ann.name, line_no, f"{what} refers to {ref}, which {ann.name} does not define")
+            problems.add(ann.name, line_no, f"{what} refers to {quoted(ref)}, which the file does not define")
             ok = False
     return AnnFile(entities, other_lines) if ok and problems.total == before else None
 
@@ -93,7 +98,7 @@ def read_ann(ann: Path, text: str, problems, limits: ImportLimits) -> AnnFile | 
 def _define(line_id: str, name: str, line_no: int, defined: dict, ann: Path, problems) -> bool:
     first = defined.setdefault(line_id, line_no)
     if first != line_no:
-        problems.add(ann.name, line_no, f"{name} {line_id} is defined twice (first on line {first})")
+        problems.add(ann.name, line_no, f"{name} {quoted(line_id)} is defined twice (first on line {first})")
         return False
     return True
 
@@ -104,34 +109,43 @@ def _entity(line: str, line_no: int, ann: Path, text: str, problems, limits: Imp
         problems.add(ann.name, line_no, _ENTITY_SHAPE)
         return None
     entity_id, (kind, _, offsets), covered = parts[0], parts[1].partition(" "), parts[2]
+    entity = f"entity {quoted(entity_id)}"
     spans = _spans(offsets)
     if spans is None:
-        problems.add(ann.name, line_no, f"entity {entity_id}: offsets must be integer pairs 'start end' separated by ';'")
+        problems.add(ann.name, line_no, f"{entity}: offsets must be integer pairs 'start end' separated by ';', "
+                                        f"each of at most {MAX_OFFSET_DIGITS} digits")
         return None
     if len(spans) > limits.evidence_spans:
-        problems.add(ann.name, line_no, over_limit(f"entity {entity_id}", len(spans), limits.evidence_spans,
+        problems.add(ann.name, line_no, over_limit(entity, len(spans), limits.evidence_spans,
                                                    "IMPORT_MAX_EVIDENCE_SPANS", "fragments"))
         return None
     span_problems = validators.span_problems(spans, len(text))
     for message in span_problems:
-        problems.add(ann.name, line_no, f"entity {entity_id}: {message} of {ann.stem}.txt")
+        problems.add(ann.name, line_no, f"{entity}: {message} of {ann.stem}.txt")
     if span_problems:
         return None
-    # brat joins the fragments of a discontinuous entity with one space.
-    if " ".join(text[s:e] for s, e in spans) != covered and " ".join(
-        text[s:e].replace("\n", " ") for s, e in spans
-    ) != covered:
+    if not _covers(text, spans, covered):
         where = ", ".join(f"[{s}, {e})" for s, e in spans)
-        problems.add(ann.name, line_no, f"entity {entity_id}: the covered text differs from {ann.stem}.txt at {where}")
+        problems.add(ann.name, line_no, f"{entity}: the covered text differs from {ann.stem}.txt at {where}")
         return None
     return {"id": entity_id, "type": kind, "spans": spans}
+
+
+def _covers(text: str, spans: list[list[int]], covered: str) -> bool:
+    """brat joins the fragments of a discontinuous entity with one space (and writes a line
+    break inside a fragment as a space). The lengths are compared first: no copy of a long text
+    for a line that cannot match."""
+    if sum(e - s for s, e in spans) + len(spans) - 1 != len(covered):
+        return False
+    joined = " ".join(text[s:e] for s, e in spans)
+    return joined == covered or joined.replace("\n", " ") == covered
 
 
 def _spans(offsets: str) -> list[list[int]] | None:
     spans = []
     for fragment in offsets.split(";"):
         pieces = fragment.split()
-        if len(pieces) != 2 or not all(p.isascii() and p.isdigit() for p in pieces):
+        if len(pieces) != 2 or not all(p.isascii() and p.isdigit() and len(p) <= MAX_OFFSET_DIGITS for p in pieces):
             return None
         spans.append([int(pieces[0]), int(pieces[1])])
     return spans

@@ -4,11 +4,20 @@ from django.template.defaultfilters import filesizeformat
 
 from webapp.corpus.limits import over_limit
 from webapp.corpus.models import Corpus, ImportJob, language_code
+from webapp.corpus.validators import hidden_character
+
+
+def visible_name(value: str) -> None:
+    """A corpus name holds no control or invisible characters (the importer refuses them too)."""
+    hidden = hidden_character(value)
+    if hidden:
+        raise forms.ValidationError(f"The name contains {hidden}.")
 
 
 class UploadForm(forms.Form):
     kind = forms.ChoiceField(choices=ImportJob.Kind.choices)
-    corpus = forms.CharField(max_length=200, help_text="An existing corpus, or a new name (notes only)")
+    corpus = forms.CharField(max_length=200, validators=[visible_name],
+                             help_text="An existing corpus, or a new name (notes only)")
     language = forms.CharField(max_length=3, required=False, validators=[language_code],
                                help_text="ISO 639 code, needed for a new corpus, e.g. it or en")
     file = forms.FileField(help_text="JSONL or CSV (optionally gzip, bz2 or xz compressed); a .zip of brat "

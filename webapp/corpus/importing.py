@@ -18,6 +18,11 @@ is counted `unchanged`, likewise an annotation with the same label and evidence.
 id exists with different text, or an annotation with a different label or evidence, is a
 problem unless `update=True`, which replaces text/hash/metadata (or label/evidence). A note
 that already has annotations never changes text: its spans would point into other text.
+
+Names that come from outside (the corpus, the annotator) are checked before any query: psycopg
+cannot encode an unpaired surrogate, which a command-line argument holds when its bytes are not
+UTF-8. A file name is shown (in the audit log, a new corpus's source) with such characters
+escaped (`validators.printable`).
 """
 import json
 import logging
@@ -43,7 +48,7 @@ from webapp.corpus.models import Annotation, Corpus, Note, Task, language_code, 
 from webapp.corpus.sources import (
     FORMATS, Problem, Problems, detect_format, numbered_lines, read_annotations, read_notes,
 )
-from webapp.corpus.validators import label_problems, span_problems
+from webapp.corpus.validators import hidden_character, label_problems, printable, span_problems
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +108,8 @@ def import_notes(
     with _brat_folder_of(path, fmt, unpack_dir, problems, limits) as source:
         if source is None:
             return _failed(problems)
-        return _import_notes(source, path.name, corpus, fmt, update, actor, batch_size, progress, problems, limits,
-                             on_written)
+        return _import_notes(source, printable(path.name), corpus, fmt, update, actor, batch_size, progress, problems,
+                             limits, on_written)
 
 
 def _import_notes(source, name, corpus, fmt, update, actor, batch_size, progress, problems, limits,
@@ -171,16 +176,20 @@ def import_annotations(
     path = Path(path)
     limits = ImportLimits.from_settings()
     problems = Problems()
-    annotator = annotator or f"import:{path.name}"
-    corpus = Corpus.objects.filter(name=corpus_name).first()
+    name = printable(path.name)
+    annotator = annotator or f"import:{name}"
+    name_ok = _corpus_name_ok(corpus_name, name, problems)
+    corpus = Corpus.objects.filter(name=corpus_name).first() if name_ok else None
     if not path.is_file():
-        problems.add(path.name, None, "no such file")
+        problems.add(name, None, "no such file")
     else:
         _check_size(path, problems, limits)
-    if corpus is None:
-        problems.add(path.name, None, f"corpus {corpus_name!r} does not exist")
+    if name_ok and corpus is None:
+        problems.add(name, None, f"corpus {corpus_name!r} does not exist")
     if len(annotator) > 150:
-        problems.add(path.name, None, "the annotator name is longer than 150 characters")
+        problems.add(name, None, "the annotator name is longer than 150 characters")
+    elif hidden_character(annotator):
+        problems.add(name, None, f"the annotator name contains {hidden_character(annotator)}")
     if problems:
         return _failed(problems)
 
@@ -191,7 +200,7 @@ def import_annotations(
         checked += len(batch)
         _report_progress(progress, "validate", checked)
     if plan.counts() == (0, 0, 0) and not problems:
-        problems.add(path.name, None, "the file holds no annotations")
+        problems.add(name, None, "the file holds no annotations")
     plan.forget_pairs()
     if problems:
         return _failed(problems)
@@ -208,9 +217,9 @@ def import_annotations(
                 done += len(batch)
                 _report_progress(progress, "write", done)
             if reread or problems or (report.created, report.unchanged, report.updated) != plan.counts():
-                problems.add(path.name, None, "the file changed while it was imported; nothing was imported")
+                problems.add(name, None, "the file changed while it was imported; nothing was imported")
                 raise _Abort
-            record(actor, AuditEvent.Action.IMPORT_ANNOTATIONS, corpus, file=path.name, annotator=annotator,
+            record(actor, AuditEvent.Action.IMPORT_ANNOTATIONS, corpus, file=name, annotator=annotator,
                    created=report.created, unchanged=report.unchanged, updated=report.updated)
             if on_written is not None:
                 on_written(report)
@@ -219,7 +228,7 @@ def import_annotations(
     except DatabaseError as exc:
         if not _caused_by_a_record(exc):
             raise
-        _refused(exc, writer.pending if writer else [], path.name, corpus, problems)
+        _refused(exc, writer.pending if writer else [], name, corpus, problems)
         return _failed(problems)
     return report
 
@@ -265,6 +274,8 @@ def _corpus_for_notes(path, name, language, create, fmt, problems, limits) -> Co
         problems.add(path.name, None, "JSONL and CSV need a file; a folder holds brat files")
     else:
         _check_size(path, problems, limits)
+    if not _corpus_name_ok(name, path.name, problems):
+        return None
     corpus = Corpus.objects.filter(name=name).first()
     if corpus is not None:
         if language and language != corpus.language:
@@ -279,7 +290,15 @@ def _corpus_for_notes(path, name, language, create, fmt, problems, limits) -> Co
         language_code(language)
     except ValidationError:
         problems.add(path.name, None, f"creating a corpus needs --language, an ISO 639 code such as 'it' (got {language!r})")
-    return Corpus(name=name, language=language, source=path.name)
+    return Corpus(name=name, language=language, source=printable(path.name))
+
+
+def _corpus_name_ok(name: str, file_name: str, problems: Problems) -> bool:
+    """Checked before it is looked up: the database driver cannot send an unpaired surrogate."""
+    hidden = hidden_character(name)
+    if hidden:
+        problems.add(file_name, None, f"the corpus name contains {hidden}")
+    return not hidden
 
 
 def _kind_of(path: Path) -> str:

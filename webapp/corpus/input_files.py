@@ -9,11 +9,16 @@
     * UTF-8 only: a bad byte is reported as "not UTF-8 (byte 0xe9 at column 14)" (the column
       counts bytes from 1); UTF-16/32 text is refused at once; a UTF-8 byte order mark at the
       start is dropped, with a warning;
-    * a line longer than `limits.line_bytes` is reported with its length and skipped unread;
-    * the file stops at `limits.lines` lines, a compressed one at `limits.unpacked_bytes`;
+    * a line longer than `limits.line_bytes` is reported once, with its length, and skipped
+      unread;
+    * the file stops at `limits.lines` lines, a compressed one at `limits.unpacked_bytes` (a line
+      too long counts too: reading stops inside it);
     * a broken archive (truncated or corrupt) is reported at the line where reading stopped.
 - `read_text_file(path, ...)`: a whole small file (a brat .txt), with the same checks.
 - `unzip_brat(archive, target, ...)`: the .txt/.ann members of a zip, flattened into one folder.
+
+The files of brat notes (`text_only`, and every .txt) must be plain text: a compressed member
+would unpack past the one budget of the zip (whose members' declared sizes are checked together).
 
 Messages hold file names, line numbers, byte values and sizes: never the text itself.
 No Django here.
@@ -79,15 +84,20 @@ class open_lines:
     characters instead, so the parser keeps its place (the problem already stops the import).
     """
 
-    def __init__(self, path: Path, problems, limits: ImportLimits, keep_bad_lines: bool = False):
+    def __init__(self, path: Path, problems, limits: ImportLimits, keep_bad_lines: bool = False,
+                 text_only: bool = False):
         self.path, self.problems, self.limits = path, problems, limits
         self.source = path.name
         self.keep_bad_lines = keep_bad_lines
+        self.text_only = text_only  # a brat file: refuse compressed data
         self.raw = None
 
     def __enter__(self) -> Iterator[tuple[int, str]]:
         try:
             kind = sniff(self.path)
+            if self.text_only and kind != "plain":
+                self.problems.add(self.source, None, _not_plain_text(kind))
+                return iter(())
             if kind in OPENERS or kind == "plain":
                 self.raw = OPENERS.get(kind, open)(self.path, "rb")
         except OSError as exc:
@@ -139,6 +149,9 @@ class open_lines:
                 except BROKEN_ARCHIVE:
                     problems.add(source, line_no, _broken(kind, line_no - 1))
                     return
+                if compressed and unpacked > limits.unpacked_bytes:  # stopped inside the line: one problem
+                    problems.add(source, line_no, _unpacked_too_large(kind, limits))
+                    return
                 problems.add(source, line_no, f"the line has {length:,} bytes or more, more than a note of "
                                               f"{limits.note_chars:,} characters (IMPORT_MAX_NOTE_CHARS) and "
                                               f"its metadata can take")
@@ -189,6 +202,10 @@ def read_text_file(path: Path, problems, limits: ImportLimits) -> str | None:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        kind = next((kind for magic, kind in MAGIC if data.startswith(magic)), "plain")
+        if kind != "plain":
+            problems.add(path.name, None, _not_plain_text(kind))
+            return None
         line_start = data.rfind(b"\n", 0, exc.start) + 1
         line_no = data.count(b"\n", 0, exc.start) + 1
         problems.add(path.name, line_no, not_utf8(data[line_start:], exc, offset=line_start))
@@ -200,11 +217,46 @@ def not_utf8(line: bytes, exc: UnicodeDecodeError, offset: int = 0) -> str:
     return f"not UTF-8 (byte 0x{line[at]:02x} at column {at + 1}); save the file as UTF-8"
 
 
+_END_OF_DIRECTORY = b"PK\x05\x06"
+_ZIP64_LOCATOR = b"PK\x06\x07"
+_ZIP64_END_OF_DIRECTORY = b"PK\x06\x06"
+
+
+def declared_zip_entries(archive: Path) -> int | None:
+    """The number of entries a zip's end-of-central-directory record declares (zip64 too), read
+    from the end of the file without reading the directory: zipfile builds one object per entry
+    before anything can be counted, so a directory of millions of entries pointing at one file
+    would fill memory first. None when there is no such record (zipfile then says the archive
+    is not valid)."""
+    with open(archive, "rb") as fh:
+        fh.seek(0, 2)
+        size = fh.tell()
+        tail_size = min(size, 22 + 65_535 + 20)  # the record, the longest comment, a zip64 locator
+        fh.seek(size - tail_size)
+        tail = fh.read(tail_size)
+        at = tail.rfind(_END_OF_DIRECTORY)
+        if at < 0 or len(tail) < at + 22:
+            return None
+        entries = int.from_bytes(tail[at + 10:at + 12], "little")
+        locator = at - 20
+        if entries == 0xFFFF and locator >= 0 and tail[locator:locator + 4] == _ZIP64_LOCATOR:
+            record_at = int.from_bytes(tail[locator + 8:locator + 16], "little")
+            fh.seek(record_at)
+            record = fh.read(56)
+            if record[:4] == _ZIP64_END_OF_DIRECTORY and len(record) == 56:
+                entries = int.from_bytes(record[32:40], "little")
+        return entries
+
+
 def unzip_brat(archive: Path, target: Path, problems, limits: ImportLimits) -> Path | None:
     """Unpack the .txt and .ann members of a zip into `target`, flattened (no path from the
     archive reaches the disk), refusing archives that unpack too large or hold two files of one
     name. Returns `target`, or None with the problem reported."""
     shutil.rmtree(target, ignore_errors=True)  # left by an attempt whose worker was lost
+    declared = declared_zip_entries(archive)
+    if declared is not None and declared > MAX_ZIP_MEMBERS:  # before ZipFile builds an object per entry
+        problems.add(archive.name, None, f"the archive holds {declared:,} files; the limit is {MAX_ZIP_MEMBERS:,}")
+        return None
     try:
         with zipfile.ZipFile(archive) as zf:
             members = [m for m in zf.infolist() if not m.is_dir()]
@@ -234,7 +286,7 @@ def unzip_brat(archive: Path, target: Path, problems, limits: ImportLimits) -> P
                     problems.add(archive.name, None, f"{name!r} could not be unpacked (encrypted, compressed "
                                                      "in an unsupported way, or corrupt)")
                     return None
-    except (zipfile.BadZipFile, *BROKEN_ARCHIVE):
+    except (zipfile.BadZipFile, ValueError, *BROKEN_ARCHIVE):  # ValueError: a name flagged UTF-8 that is not
         problems.add(archive.name, None, "not a valid zip archive (truncated or corrupt)")
         return None
     return target
@@ -249,6 +301,11 @@ def _unreadable_kind(kind: str) -> str:
     if kind == "zip":
         return "is a zip archive: only notes in brat format (.txt and .ann files) can come in a zip"
     return f"is {kind}-compressed, which is not supported; use gzip, bz2 or xz"
+
+
+def _not_plain_text(kind: str) -> str:
+    what = "a zip archive" if kind == "zip" else f"{kind}-compressed"
+    return f"is {what}; the .txt and .ann files of brat notes must be plain UTF-8 text"
 
 
 def _broken(kind: str, lines_read: int) -> str:

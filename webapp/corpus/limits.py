@@ -36,6 +36,13 @@ class ImportLimits:
         refused unread, so one line never fills the memory."""
         return 6 * (self.note_chars + self.metadata_bytes) + 64 * 1024
 
+    @property
+    def csv_row_chars(self) -> int:
+        """The longest CSV row a valid file can hold, over all its lines: a note of doubled quotes
+        ("" for each "), its metadata (its compact JSON is no shorter than its cells) doubled too,
+        and room for the id and the separators."""
+        return 2 * (self.note_chars + self.metadata_bytes) + 64 * 1024
+
 
 def over_limit(what: str, count: int, limit: int, setting: str, unit: str = "") -> str:
     """'note 'n7' has 250,000 characters; the limit is 200,000 (IMPORT_MAX_NOTE_CHARS)'."""

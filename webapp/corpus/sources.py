@@ -7,6 +7,14 @@ accepts but its user should hear about is a warning, collected beside the proble
 order mark (dropped), top-level fields of a notes line (kept in its metadata), overlapping
 evidence spans (kept as given), brat lines other than entities (checked, not imported).
 
+A problem line never holds a character that is not printable (`validators.printable`): it is
+shown on pages, stored in jsonb and audited, and PostgreSQL refuses a \\u0000 there.
+
+A CSV row may span lines (a quoted field holds line breaks): its characters are counted as its
+lines are read and a row longer than a note and its metadata can take (`ImportLimits.csv_row_chars`)
+stops the file, as does a header of more than MAX_CSV_COLUMNS columns. A first line that lacks
+the id and text columns may be data, so the message gives its number of columns, never its cells.
+
 Bytes become lines in `input_files` (compression told by content, UTF-8 only, bounded lines);
 brat .ann files are parsed in `brat`. Shape checks that need no database (types, empty text,
 span order, metadata, the size limits of `limits`) happen here; the importer adds the checks
@@ -15,12 +23,13 @@ that need the corpus, the task catalog or the whole file.
 import csv
 import json
 import math
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from webapp.corpus import validators
-from webapp.corpus.validators import json_kind
+from webapp.corpus.validators import hidden_character, json_kind, printable
 from webapp.corpus.brat import read_ann
 from webapp.corpus.input_files import NAMED, open_lines, read_text_file, sniff
 from webapp.corpus.limits import ImportLimits, over_limit
@@ -29,6 +38,7 @@ MAX_PROBLEMS = 50
 MAX_ID_LENGTH = 200
 MAX_TASK_LENGTH = 200
 MAX_NAMES_SHOWN = 10
+MAX_CSV_COLUMNS = 1000
 NOTE_FIELDS = ("id", "text", "metadata")
 ANNOTATION_FIELDS = ("note_id", "task", "label", "evidence")
 FORMATS = ("jsonl", "csv", "brat")
@@ -63,12 +73,12 @@ class Problems:
     def add(self, source: str, line: int | None, message: str) -> None:
         self.total += 1
         if len(self.kept) < self.limit:
-            self.kept.append(Problem(source, line, message))
+            self.kept.append(Problem(printable(source), line, printable(message)))
 
     def warn(self, source: str, line: int | None, message: str) -> None:
         self.warning_total += 1
         if len(self.warnings) < self.limit:
-            self.warnings.append(Problem(source, line, message))
+            self.warnings.append(Problem(printable(source), line, printable(message)))
 
     def lines(self) -> list[str]:
         return numbered_lines(self.kept, self.total, "problems")
@@ -140,6 +150,9 @@ def read_annotations(path: Path, problems: Problems, limits: ImportLimits) -> It
             elif len(obj[name]) > longest:
                 problems.add(source, line, f"field '{name}' is longer than {longest} characters")
                 ok = False
+            elif hidden_character(obj[name]):
+                problems.add(source, line, f"field '{name}' contains {hidden_character(obj[name])}")
+                ok = False
         evidence = obj.get("evidence", [])
         ok &= _evidence_ok(evidence, source, line, problems, limits)
         unknown = sorted(set(obj) - set(ANNOTATION_FIELDS))
@@ -206,40 +219,67 @@ def _notes_from_jsonl(path: Path, problems: Problems, limits: ImportLimits) -> I
                       f"({', '.join(_names(sorted(extra_names)))}); they were kept in each note's metadata")
 
 
+class _RowTooLong(Exception):
+    """A CSV row over ImportLimits.csv_row_chars: the file is read no further."""
+
+
+class _CountedRows:
+    """The text lines of a CSV file for csv.reader, counting the characters of the row being read:
+    a row over `most` raises _RowTooLong before it fills the memory (an unclosed quote joins every
+    line after it into one field)."""
+
+    def __init__(self, numbered, most: int):
+        self.numbered, self.most, self.chars = numbered, most, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        _, text = next(self.numbered)
+        self.chars += len(text)
+        if self.chars > self.most:
+            raise _RowTooLong
+        return text
+
+    def next_row(self, reader) -> list[str]:
+        self.chars = 0
+        return next(reader)
+
+
 def _notes_from_csv(path: Path, problems: Problems, limits: ImportLimits) -> Iterator[NoteRecord]:
     source = path.name
     csv.field_size_limit(limits.line_bytes)  # a long note gets the clearer "has N characters" message
     with open_lines(path, problems, limits, keep_bad_lines=True) as numbered:
-        reader = csv.reader((text for _, text in numbered), strict=True)
+        rows = _CountedRows(numbered, limits.csv_row_chars)
+        reader = csv.reader(rows, strict=True)
         try:
-            header = next(reader, None)
-        except csv.Error as exc:
-            problems.add(source, 1, f"unreadable CSV header: {exc}")
-            return
-        if header is None:
+            header = rows.next_row(reader)
+        except StopIteration:
             if not problems:
                 problems.add(source, None, "the file is empty")
             return
-        header = [name.strip() for name in header]
-        missing = [c for c in ("id", "text") if c not in header]
-        if missing:
-            found = ", ".join(_names(header))
-            problems.add(source, 1, f"CSV header lacks column(s) {', '.join(missing)} (found: {found})")
+        except csv.Error as exc:
+            problems.add(source, 1, f"unreadable CSV header: {exc}")
             return
-        duplicated = sorted({c for c in header if header.count(c) > 1})
-        if duplicated:
-            problems.add(source, 1, f"CSV header repeats column(s) {', '.join(_names(duplicated))}")
+        except _RowTooLong:
+            problems.add(source, 1, _row_too_long(limits))
+            return
+        header = [name.strip() for name in header]
+        if not _header_ok(header, source, problems):
             return
         id_at, text_at = header.index("id"), header.index("text")
         end_line = reader.line_num
         while True:
             start_line = end_line + 1
             try:
-                row = next(reader)
+                row = rows.next_row(reader)
             except StopIteration:
                 break
             except csv.Error as exc:
                 problems.add(source, start_line, f"unreadable CSV row: {exc}")
+                return
+            except _RowTooLong:
+                problems.add(source, start_line, _row_too_long(limits))
                 return
             end_line = reader.line_num
             if not row:
@@ -253,21 +293,48 @@ def _notes_from_csv(path: Path, problems: Problems, limits: ImportLimits) -> Ite
                 yield record
 
 
+def _header_ok(header: list[str], source: str, problems: Problems) -> bool:
+    if len(header) > MAX_CSV_COLUMNS:
+        problems.add(source, 1, over_limit("the CSV header", len(header), MAX_CSV_COLUMNS, "MAX_CSV_COLUMNS in "
+                                           "webapp/corpus/sources.py", "columns"))
+        return False
+    missing = [c for c in ("id", "text") if c not in header]
+    if missing:
+        # The first line may be data: say how many columns it has, never what they hold.
+        lower = {name.lower() for name in header}
+        hint = "; column names are case-sensitive" if any(c in lower for c in missing) else ""
+        problems.add(source, 1, f"the first line must be a header naming the columns id and text (missing: "
+                                f"{', '.join(missing)}; it has {len(header):,} column(s){hint})")
+        return False
+    duplicated = sorted(name for name, count in Counter(header).items() if count > 1)
+    if duplicated:
+        problems.add(source, 1, f"CSV header repeats column(s) {', '.join(_names(duplicated))}")
+        return False
+    return True
+
+
+def _row_too_long(limits: ImportLimits) -> str:
+    return (f"the CSV row starting here has more than {limits.csv_row_chars:,} characters, more than a note of "
+            f"{limits.note_chars:,} characters (IMPORT_MAX_NOTE_CHARS) and its metadata can take (is a quote "
+            "left open?); nothing after it was read")
+
+
 # --- notes: brat standoff -------------------------------------------------------------------
 
 
 def _notes_from_brat(folder: Path, problems: Problems, limits: ImportLimits) -> Iterator[NoteRecord]:
     """One note per X.txt (id X, text exactly the file's content) with its X.ann entities in metadata."""
-    texts = sorted(folder.glob("*.txt"))
-    for orphan in sorted({p.stem for p in folder.glob("*.ann")} - {p.stem for p in texts}):
-        problems.add(f"{orphan}.ann", None, f"has no {orphan}.txt beside it")
+    named = [p for p in sorted(folder.glob("*.txt")) + sorted(folder.glob("*.ann")) if _brat_name_ok(p, problems)]
+    texts = [p for p in named if p.suffix == ".txt"]
+    for orphan in sorted({p.stem for p in named if p.suffix == ".ann"} - {p.stem for p in texts}):
+        problems.add(f"{orphan}.ann", None, "has no .txt file of the same name beside it")
     if not texts and not problems:
         problems.add(folder.name, None, "the folder holds no .txt files")
     other_lines = other_files = 0
     for txt in texts:
         ann = txt.with_suffix(".ann")
         if not ann.exists():
-            problems.add(txt.name, None, f"has no {ann.name} beside it")
+            problems.add(txt.name, None, "has no .ann file of the same name beside it")
             continue
         text = read_text_file(txt, problems, limits)
         if text is None:
@@ -285,6 +352,20 @@ def _notes_from_brat(folder: Path, problems: Problems, limits: ImportLimits) -> 
         problems.warn(folder.name, None, f"{other_lines:,} relation, event, attribute, normalization or note "
                                          f"line(s) in {other_files:,} .ann file(s) were checked but not imported "
                                          "(only entities are)")
+
+
+def _brat_name_ok(path: Path, problems: Problems) -> bool:
+    """A brat file's name is its note's id: UTF-8 (Python gives the bytes of a name that is not
+    as surrogates, U+DC80-U+DCFF), without control or invisible characters."""
+    hidden = hidden_character(path.name)
+    if not hidden:
+        return True
+    byte = next((ord(c) - 0xDC00 for c in path.name if 0xDC80 <= ord(c) <= 0xDCFF), None)
+    if byte is not None:
+        problems.add(path.name, None, f"the file name is not UTF-8 (byte 0x{byte:02x}); rename the file")
+    else:
+        problems.add(path.name, None, f"the file name (the note's id) contains {hidden}; rename the file")
+    return False
 
 
 # --- shared ---------------------------------------------------------------------------------
@@ -327,8 +408,10 @@ def _external_id(raw, name, source, line, problems) -> str | None:
         problems.add(source, line, f"field '{name}' is empty")
     elif len(value) > MAX_ID_LENGTH:
         problems.add(source, line, f"field '{name}' is longer than {MAX_ID_LENGTH} characters")
-    elif value != value.strip() or _has_control(value):
-        problems.add(source, line, f"field '{name}' has surrounding spaces or control characters")
+    elif hidden_character(value):
+        problems.add(source, line, f"field '{name}' contains {hidden_character(value)}")
+    elif value != value.strip():
+        problems.add(source, line, f"field '{name}' has surrounding spaces")
     else:
         return value
     return None
@@ -370,13 +453,9 @@ def _json_lines(path: Path, problems: Problems, limits: ImportLimits) -> Iterato
             yield line_no, obj
 
 
-def _has_control(value: str) -> bool:
-    return any(ord(c) < 0x20 or ord(c) == 0x7F for c in value)
-
-
 def _names(names: list[str]) -> list[str]:
     """Field names fit to show: the first few, each short, control characters escaped."""
-    shown = [n if len(n) <= 40 and not _has_control(n) and n.isprintable() else json.dumps(n[:40]) for n in names]
+    shown = [n if len(n) <= 40 and n.isprintable() else json.dumps(n[:40]) for n in names]
     if len(shown) > MAX_NAMES_SHOWN:
         shown = [*shown[:MAX_NAMES_SHOWN], f"and {len(shown) - MAX_NAMES_SHOWN} more"]
     return shown

@@ -6,6 +6,11 @@ unpacked into the upload's own folder.
 The upload form refuses a file over IMPORT_MAX_UPLOAD_BYTES before it is stored (forms.py);
 the importer checks the size again. A stored upload is named by its path relative to the
 uploads folder; a path that would lead outside it (a tampered row) is never read nor removed.
+
+A file is stored under the name the browser sent when that name is printable and at most
+MAX_STORED_NAME_BYTES in UTF-8 (import messages then name it as its user knows it); otherwise
+under "upload" and its last recognised suffixes (`upload.jsonl.gz`: the importer reads the format
+from them). The job keeps the name sent, for its page (`StoredUpload.name`).
 """
 import shutil
 import tempfile
@@ -15,7 +20,13 @@ from pathlib import Path
 from django.conf import settings
 
 from webapp.corpus.importing import ImportReport, import_annotations, import_notes
-from webapp.corpus.sources import Problems
+from webapp.corpus.input_files import NAMED
+from webapp.corpus.sources import SUFFIX_FORMATS, Problems
+from webapp.corpus.validators import printable
+
+MAX_STORED_NAME_BYTES = 200  # of 255 a file name may have on Linux
+MAX_SHOWN_NAME_CHARS = 255  # ImportJob.file_name
+KNOWN_SUFFIXES = {*NAMED, *SUFFIX_FORMATS}
 
 
 @dataclass(frozen=True)
@@ -29,8 +40,8 @@ def store(uploaded) -> StoredUpload:
     """Write an uploaded file into a new private folder."""
     root = upload_root()
     workdir = Path(tempfile.mkdtemp(prefix="upload-", dir=root))  # mode 0700
-    name = Path(uploaded.name).name or "upload"
-    path = workdir / name
+    name = printable(Path(uploaded.name or "").name)[:MAX_SHOWN_NAME_CHARS] or "upload"
+    path = workdir / stored_name(name)
     try:
         if hasattr(uploaded, "temporary_file_path"):  # a large upload Django spooled to disk: no second copy
             shutil.move(uploaded.temporary_file_path(), path)
@@ -42,6 +53,18 @@ def store(uploaded) -> StoredUpload:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
     return StoredUpload(path=str(path.relative_to(root)), name=name, size=path.stat().st_size)
+
+
+def stored_name(name: str) -> str:
+    """The name to store an upload under (module docstring)."""
+    if name.isprintable() and not name.startswith(".") and len(name.encode("utf-8")) <= MAX_STORED_NAME_BYTES:
+        return name
+    suffixes = []
+    for suffix in reversed(Path(name).suffixes):
+        if suffix.lower() not in KNOWN_SUFFIXES:
+            break
+        suffixes.insert(0, suffix.lower())
+    return "upload" + "".join(suffixes)
 
 
 def import_stored(relative: str, *, kind: str, corpus: str, language: str, update: bool, actor,

@@ -15,10 +15,21 @@ refused row must not reach a log. The rules (README, "Importing data"):
 - strings: no NUL nor any other control character (U+0000-U+001F, U+007F) but tab, line feed
   and carriage return, and no unpaired surrogate (a lone \\uD800 escape).
 Problems name where in the metadata (`metadata["ward"][2]`), never a value.
+
+Ids, task names, labels and corpus names are stricter than metadata strings (`hidden_character`):
+no control character at all, no unpaired surrogate (psycopg cannot encode one; it comes from a
+lone \\uD800 escape or a file name not in UTF-8), no invisible format character (U+200B,
+the bidi controls such as U+202E, a byte order mark) and no line or paragraph separator: two
+ids that look alike must be alike.
+
+What a message shows of a value from the file goes through `quoted` (escaped, cut, between
+quotes, so the audit log's reason categories leave it out) and every problem line through
+`printable` (no control character can reach a page, a log or a jsonb column).
 """
 import json
 import math
 import re
+import unicodedata
 
 from webapp.corpus.limits import over_limit
 
@@ -29,6 +40,9 @@ MAX_METADATA_PROBLEMS = 5  # per note: the first few say what to fix
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # C0 and DEL, but tab, LF and CR
 _KEY_CONTROL = re.compile("[\x00-\x1f\x7f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_HIDDEN = {"Cc": "the control character", "Cs": "an unpaired surrogate", "Cf": "the invisible format character",
+           "Zl": "the line separator", "Zp": "the paragraph separator"}
+SHOWN_CHARS = 40  # of a value quoted in a message
 
 
 def option_problems(options) -> list[str]:
@@ -156,3 +170,28 @@ def json_kind(value) -> str:
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number"
     )
+
+
+def hidden_character(value: str) -> str:
+    """'the invisible format character U+202E at offset 3' for the first character an id, a task,
+    a label or a corpus name must not hold (module docstring); "" if there is none."""
+    if value.isprintable():  # the usual case, in C: no Cc, Cf, Cs, Zl, Zp (nor Zs but the space)
+        return ""
+    for offset, char in enumerate(value):
+        what = _HIDDEN.get(unicodedata.category(char))
+        if what:
+            return f"{what} U+{ord(char):04X} at offset {offset}"
+    return ""
+
+
+def quoted(value, limit: int = SHOWN_CHARS) -> str:
+    """A value from the file as a message shows it: escaped, cut to `limit` characters, quoted."""
+    value = str(value)
+    return repr(value if len(value) <= limit else value[:limit] + "…")
+
+
+def printable(text: str) -> str:
+    """`text` with every character that is not printable written as its escape (\\x00, \\u202e)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

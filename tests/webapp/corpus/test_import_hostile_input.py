@@ -9,6 +9,7 @@ evidence, a plain file named .gz, brat relations) shows the warning in the comma
 on the import's page. A database error that slips past the validation is reported by its line
 and its type only.
 """
+import bz2
 import gzip
 import html
 import io
@@ -99,6 +100,18 @@ def brat_zip(ann: str) -> bytes:
     return zipped({"doc1.txt": TEXT, "doc1.ann": ann})
 
 
+def utf8_flagged_zip(in_central_directory: bool) -> bytes:
+    """A brat zip whose member names are flagged UTF-8 but hold a byte that is not (0xe9 0xe9):
+    in the local headers only, or in the central directory too."""
+    data = zipped({"doc\xe9.txt": TEXT, "doc\xe9.ann": ""})
+    return data.replace("doc\xe9".encode(), b"doc\xe9\xe9", 4 if in_central_directory else 1)
+
+
+def brat_relation(relation: str) -> bytes:
+    return brat_zip(f"T1\tDevice {PM[0]} {PM[1]}\tpacemaker\n{relation}\n")
+
+
+LONG_ID = "R" + SECRET.replace(" ", "_") * 10_000
 LATIN1_LINE = f'{{"id": "n3", "text": "{SECRET} caf\xe9"}}'.encode("latin-1")
 GOLD_LATIN1_LINE = b'{"note_id": "n2", "task": "caf\xe9"}'
 CONTROL_IN_JSON = f'{{"id": "n2", "text": "{SECRET}\x07"}}'.encode()  # a raw BEL inside a JSON string
@@ -178,7 +191,7 @@ CASES = {
                                                "E, A, M, N, # or * and an id, then a tab)"),
     "a brat relation to a missing entity": Case("notes", "cases.zip", brat_zip(f"T1\tDevice {PM[0]} {PM[1]}\tpacemaker\n"
                                                                                 "R1\tNear Arg1:T1 Arg2:T2\n"),
-                                                "doc1.ann line 2: relation R1 refers to T2, which doc1.ann does not "
+                                                "doc1.ann line 2: relation 'R1' refers to 'T2', which the file does not "
                                                 "define"),
     # limits
     "a note over IMPORT_MAX_NOTE_CHARS": Case("notes", "notes.jsonl", notes(note(2, text=SECRET + "a" * 199_990)),
@@ -197,12 +210,75 @@ CASES = {
                                     "gold.jsonl line 2: field 'evidence' has 101 spans; the limit is 100 spans "
                                     "(IMPORT_MAX_EVIDENCE_SPANS)"),
     "a brat entity of too many fragments": Case("notes", "cases.zip", brat_zip(f"T1\tDevice {PM[0]} {PM[0] + 4};{PM[0] + 4} {PM[1]}\tpace maker\n"),
-                                                "doc1.ann line 1: entity T1 has 2 fragments; the limit is 1 fragments "
+                                                "doc1.ann line 1: entity 'T1' has 2 fragments; the limit is 1 fragments "
                                                 "(IMPORT_MAX_EVIDENCE_SPANS)", {"IMPORT_MAX_EVIDENCE_SPANS": 1}),
+    # issue 14 review: the unpacked limit inside a line too long; ids, tasks and labels; brat; CSV rows
+    "a bz2 line too long that unpacks past the limit": Case(
+        "notes", "notes.jsonl.bz2", bz2.compress(jsonl(note(1)) + b"a" * 20_000_000),  # 52 bytes, no line end
+        "notes.jsonl.bz2 line 2: the bz2 data unpacks to more than 3,000,000 bytes, the limit "
+        "(IMPORT_MAX_UNPACKED_BYTES)", {"IMPORT_MAX_UNPACKED_BYTES": 3_000_000}),
+    "an unpaired surrogate in an id": Case("notes", "notes.jsonl", notes(b'{"id": "\\ud800", "text": "x"}'),
+                                           "notes.jsonl line 2: field 'id' contains an unpaired surrogate U+D800 at "
+                                           "offset 0"),
+    "a bidi control in an id": Case("notes", "notes.jsonl", notes(note(2, id="n\u202e2")),
+                                    "notes.jsonl line 2: field 'id' contains the invisible format character U+202E at "
+                                    "offset 1"),
+    "a byte order mark inside an id": Case("notes", "notes.jsonl", notes(note(2, id="n2\ufeff")),
+                                           "notes.jsonl line 2: field 'id' contains the invisible format character "
+                                           "U+FEFF at offset 2"),
+    "an unpaired surrogate in a note_id": Case("annotations", "gold.jsonl",
+                                               gold(b'{"note_id": "\\ud800", "task": "heart rate", "label": "unknown"}'),
+                                               "gold.jsonl line 2: field 'note_id' contains an unpaired surrogate "
+                                               "U+D800 at offset 0"),
+    "a zero-width space in a task": Case("annotations", "gold.jsonl",
+                                         gold({"note_id": "n2", "task": "heart\u200b rate", "label": "unknown"}),
+                                         "gold.jsonl line 2: field 'task' contains the invisible format character "
+                                         "U+200B at offset 5"),
+    "an unpaired surrogate in a label": Case("annotations", "gold.jsonl",
+                                             gold(b'{"note_id": "n2", "task": "heart rate", "label": "\\udc00"}'),
+                                             "gold.jsonl line 2: field 'label' contains an unpaired surrogate U+DC00 at "
+                                             "offset 0"),
+    "a line separator in a label": Case("annotations", "gold.jsonl",
+                                        gold({"note_id": "n2", "task": "heart rate", "label": "unknown\u2028"}),
+                                        "gold.jsonl line 2: field 'label' contains the line separator U+2028 at offset 7"),
+    "a brat offset of 5,000 digits": Case("notes", "cases.zip", brat_zip(f"T1\tDevice 1 {'9' * 5000}\tpacemaker\n"),
+                                          "doc1.ann line 1: entity 'T1': offsets must be integer pairs 'start end' "
+                                          "separated by ';', each of at most 18 digits"),
+    "a NUL in a brat id": Case("notes", "cases.zip", brat_relation("R\x001\tNear Arg1:T1 Arg2:T\x009"),
+                               "doc1.ann line 2: relation 'R\\x001' refers to 'T\\x009', which the file does not "
+                               "define"),
+    "a brat id of 110,000 characters": Case("notes", "cases.zip", brat_relation(f"{LONG_ID}\tNear Arg1:T1 Arg2:T9"),
+                                            f"doc1.ann line 2: relation '{LONG_ID[:40]}…' refers to 'T9', which the "
+                                            "file does not define"),
+    "a gzip .ann in a brat zip": Case("notes", "cases.zip", zipped({"doc1.txt": TEXT, "doc1.ann": gzip.compress(
+                                          f"T1\tDevice {PM[0]} {PM[1]}\tpacemaker\n".encode())}),
+                                      "doc1.ann: is gzip-compressed; the .txt and .ann files of brat notes must be "
+                                      "plain UTF-8 text"),
+    "a bz2 .txt in a brat zip": Case("notes", "cases.zip", zipped({"doc1.txt": bz2.compress(TEXT.encode()),
+                                                                   "doc1.ann": ""}),
+                                     "doc1.txt: is bz2-compressed; the .txt and .ann files of brat notes must be plain "
+                                     "UTF-8 text"),
+    "a zip whose names are flagged UTF-8 but are not": Case("notes", "cases.zip", utf8_flagged_zip(True),
+                                                            "cases.zip: not a valid zip archive (truncated or corrupt)"),
+    "a zip whose local names are flagged UTF-8 but are not": Case(
+        "notes", "cases.zip", utf8_flagged_zip(False), "cases.zip: not a valid zip archive (truncated or corrupt)"),
+    "a CSV row of many quoted lines": Case(
+        "notes", "notes.csv", b"id,text\n1,x\n2," + b",".join([b'"y\n"'] * 30_000) + b"\n",
+        "notes.csv line 3: the CSV row starting here has more than 69,536 characters, more than a note of 1,000 "
+        "characters (IMPORT_MAX_NOTE_CHARS) and its metadata can take (is a quote left open?); nothing after it was "
+        "read", {"IMPORT_MAX_NOTE_CHARS": 1000, "IMPORT_MAX_METADATA_BYTES": 1000}),
+    "a CSV header of too many columns": Case(
+        "notes", "notes.csv", ("id,text," + ",".join(f"c{i}" for i in range(1000)) + "\n").encode(),
+        "notes.csv line 1: the CSV header has 1,002 columns; the limit is 1,000 columns (MAX_CSV_COLUMNS in "
+        "webapp/corpus/sources.py)"),
+    "a CSV without a header": Case("notes", "notes.csv", f'n1,"{TEXT}"\nn2,"{TEXT}"\n'.encode(),
+                                   "notes.csv line 1: the first line must be a header naming the columns id and text "
+                                   "(missing: id, text; it has 2 column(s))"),
 }
 
 
-def refused_on_the_command_line(case: Case, tmp_path) -> str:
+def refused_on_the_command_line(
+case: Case, tmp_path) -> str:
     path = tmp_path / case.name
     path.write_bytes(case.body)
     before = written()

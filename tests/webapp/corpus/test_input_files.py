@@ -151,3 +151,97 @@ def test_a_zip_that_unpacks_too_large_is_refused_before_unpacking(tmp_path):
     assert [str(p) for p in problems.kept] == [
         "cases.zip: the zip data unpacks to more than 4,000 bytes, the limit (IMPORT_MAX_UNPACKED_BYTES)"]
     assert not (tmp_path / "out").exists()
+
+
+SMALL = replace(LIMITS, note_chars=100, metadata_bytes=100)  # lines of at most 6 x 200 + 64 KiB = 66,736 bytes
+
+
+@pytest.mark.parametrize("compress, kind", [(gzip.compress, "gzip"), (bz2.compress, "bz2"), (lzma.compress, "xz")])
+def test_the_unpacked_limit_stops_a_compressed_line_too_long_with_one_problem(tmp_path, compress, kind):
+    path = tmp_path / "bomb.jsonl"
+    path.write_bytes(compress(BODY + b"a" * 10_000_000))  # one line of 10 MB, no line end
+    lines, problems, _ = read(path, replace(SMALL, unpacked_bytes=1_000_000))
+    assert [n for n, _ in lines] == [1, 2]
+    assert problems == [f"bomb.jsonl line 3: the {kind} data unpacks to more than 1,000,000 bytes, the limit "
+                        "(IMPORT_MAX_UNPACKED_BYTES)"]
+
+
+def test_a_compressed_line_too_long_is_reported_once(tmp_path):
+    path = tmp_path / "notes.jsonl.gz"
+    long_line = b"a" * 1_000_000 + b"\n"  # 15 times the longest line, within the unpacked limit
+    path.write_bytes(gzip.compress(BODY + long_line + BODY))
+    lines, problems, _ = read(path, SMALL)
+    assert [n for n, _ in lines] == [1, 2, 4, 5]
+    assert problems == [f"notes.jsonl.gz line 3: the line has {len(long_line):,} bytes or more, more than a note of "
+                        "100 characters (IMPORT_MAX_NOTE_CHARS) and its metadata can take"]
+
+
+@pytest.mark.parametrize("compress, kind", [(gzip.compress, "gzip"), (bz2.compress, "bz2"), (lzma.compress, "xz")])
+def test_a_brat_file_must_be_plain_text(tmp_path, compress, kind):
+    ann, txt = tmp_path / "doc1.ann", tmp_path / "doc1.txt"
+    ann.write_bytes(compress(b"T1\tDevice 0 5\tMario\n"))
+    txt.write_bytes(compress(b"Mario Rossi"))
+    problems = Problems()
+    with open_lines(ann, problems, LIMITS, text_only=True) as lines:
+        assert list(lines) == []
+    assert read_text_file(txt, problems, LIMITS) is None
+    assert [str(p) for p in problems.kept] == [
+        f"doc1.ann: is {kind}-compressed; the .txt and .ann files of brat notes must be plain UTF-8 text",
+        f"doc1.txt: is {kind}-compressed; the .txt and .ann files of brat notes must be plain UTF-8 text"]
+
+
+@pytest.mark.parametrize("patched", [1, 4], ids=["local header", "central directory"])
+def test_a_zip_name_flagged_utf8_that_is_not_is_a_broken_archive(tmp_path, patched):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("doc\xe9.txt", "x")
+        zf.writestr("doc\xe9.ann", "")
+    archive = tmp_path / "cases.zip"
+    archive.write_bytes(buffer.getvalue().replace("doc\xe9".encode(), b"doc\xe9\xe9", patched))
+    problems = Problems()
+    assert unzip_brat(archive, tmp_path / "out", problems, LIMITS) is None
+    assert [str(p) for p in problems.kept] == ["cases.zip: not a valid zip archive (truncated or corrupt)"]
+
+
+def test_a_zip_declaring_too_many_entries_is_refused_before_its_directory_is_read(tmp_path, monkeypatch):
+    import zipfile
+
+    from webapp.corpus import input_files
+    from webapp.corpus.input_files import declared_zip_entries, unzip_brat
+    from webapp.corpus.limits import ImportLimits
+    from webapp.corpus.sources import Problems
+
+    archive = tmp_path / "notes.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for i in range(5):
+            zf.writestr(f"n{i}.txt", "HR 120.")
+    assert declared_zip_entries(archive) == 5
+    monkeypatch.setattr(input_files, "MAX_ZIP_MEMBERS", 4)
+    monkeypatch.setattr(zipfile, "ZipFile", lambda *a, **k: pytest.fail("the directory was read"))
+    problems = Problems()
+    assert unzip_brat(archive, tmp_path / "out", problems, ImportLimits.from_settings()) is None
+    assert [p.message for p in problems.kept] == ["the archive holds 5 files; the limit is 4"]
+
+
+def test_the_entries_of_a_zip64_archive_are_read_from_its_zip64_record(tmp_path):
+    import zipfile
+
+    from webapp.corpus.input_files import declared_zip_entries
+
+    archive = tmp_path / "big.zip"
+    with zipfile.ZipFile(archive, "w", allowZip64=True) as zf:
+        for i in range(3):
+            zf.writestr(f"n{i}.txt", "x")
+    data = bytearray(archive.read_bytes())
+    end = data.rfind(b"PK\x05\x06")
+    assert declared_zip_entries(archive) == 3
+    # the same directory declared through a zip64 record, as writers do past 65,535 entries
+    record_at = end
+    zip64 = (b"PK\x06\x06" + (44).to_bytes(8, "little") + (45).to_bytes(2, "little") + (45).to_bytes(2, "little")
+             + bytes(8) + (3).to_bytes(8, "little") + (3).to_bytes(8, "little") + data[end + 12:end + 16]
+             + bytes(4) + data[end + 16:end + 20] + bytes(4))
+    locator = b"PK\x06\x07" + bytes(4) + record_at.to_bytes(8, "little") + (1).to_bytes(4, "little")
+    eocd = bytearray(data[end:])
+    eocd[8:10] = eocd[10:12] = (0xFFFF).to_bytes(2, "little")
+    archive.write_bytes(bytes(data[:end]) + zip64 + locator + bytes(eocd))
+    assert declared_zip_entries(archive) == 3

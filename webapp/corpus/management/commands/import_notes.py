@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from webapp.audit.log import record_refused_import
 from webapp.corpus.importing import import_notes
 from webapp.corpus.sources import FORMATS
+from webapp.corpus.validators import printable
 
 
 class Command(BaseCommand):
@@ -28,7 +29,8 @@ class Command(BaseCommand):
         for line in report.warning_lines():
             self.stderr.write(self.style.WARNING(f"warning: {line}"))
         if not report.ok:
-            record_refused_import(None, options["corpus"], "notes", report.problem_count, report.problems)
+            # printable: an argument whose bytes are not UTF-8 holds surrogates, which jsonb refuses
+            record_refused_import(None, printable(options["corpus"]), "notes", report.problem_count, report.problems)
             lines = "\n".join(report.problem_lines())
             raise CommandError(f"nothing imported, {report.problem_count} problem(s):\n{lines}")
         self.stdout.write(
