@@ -221,6 +221,15 @@ CELERY_TASK_ROUTES = {
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 2 * 3600)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 2 * 3600 + 300)
 CELERY_TASK_ALWAYS_EAGER = False
+# torch's threads in each worker process (workers/celery_app.py sets them, and OMP_NUM_THREADS /
+# MKL_NUM_THREADS for its children, when the worker starts, before any model is loaded). 0: left
+# as they are (OMP_NUM_THREADS if set, else torch's default of one thread per core), right for a
+# machine with ONE worker process. Where several worker processes share the CPU, give each its
+# share: their sum at most the cores (e.g. `make demo` on N cores: relevance N-1, the other 1).
+# Oversubscribed, a relevance prompt or training step runs 5-20x slower.
+WORKER_TORCH_THREADS = env_int("WORKER_TORCH_THREADS", 0)
+if WORKER_TORCH_THREADS < 0:
+    raise ConfigError(f"WORKER_TORCH_THREADS={WORKER_TORCH_THREADS} must be 0 (automatic) or a positive number")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # Logging: never log note text. Loggers get ids and counts only; every record reaches the root

@@ -1,6 +1,10 @@
 """The Celery app of the workers (defined in webapp.taskqueue) and what every worker process
 does beside its tasks: filter every log handler, refuse a visibility timeout that differs from
-the other workers', and run the recovery sweeper (webapp.lifecycle.recovery) in a thread."""
+the other workers', set torch's thread count (settings.WORKER_TORCH_THREADS) and run the
+recovery sweeper (webapp.lifecycle.recovery) in a thread."""
+import os
+import sys
+
 from celery import signals
 
 from webapp.taskqueue import app
@@ -17,6 +21,30 @@ def _filter_every_log_handler(**kwargs):
     from webapp.logs import filter_every_handler
 
     filter_every_handler()
+
+
+@signals.worker_init.connect
+@signals.worker_process_init.connect
+def _set_torch_threads(**kwargs):
+    """Before any task (and so any model) runs: the main process (worker_init; the solo pool's
+    only process) and each prefork child (worker_process_init)."""
+    from django.conf import settings
+
+    set_torch_threads(settings.WORKER_TORCH_THREADS)
+
+
+def set_torch_threads(threads: int) -> None:
+    """torch's intra-op threads in this process and its children; 0: leave them as they are.
+    torch is not imported for this: OMP_NUM_THREADS is what it reads when a task first imports
+    it (a default/training worker that never loads a model never pays for torch at start);
+    when it is already imported, torch.set_num_threads."""
+    if threads <= 0:
+        return
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(threads)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(threads)
 
 
 @signals.worker_init.connect

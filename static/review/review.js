@@ -66,9 +66,25 @@
     return false;
   }
 
-  function follow(selector) {
+  function follow(selector, otherwise) {
     var link = $(selector);
     if (link) { window.location.href = link.href; }
+    else if (otherwise) { say(otherwise); }
+  }
+
+  // A short status line at the top of the note panel (one, reused), e.g. "n" at the last note.
+  function say(message) {
+    var p = panel();
+    if (!p) { return; }
+    var line = $("#key-status", p);
+    if (!line) {
+      line = document.createElement("p");
+      line.id = "key-status";
+      line.className = "notice";
+      line.setAttribute("role", "status");
+      p.insertBefore(line, p.firstChild);
+    }
+    line.textContent = message;
   }
 
   function moveBound(which, step) {
@@ -134,8 +150,8 @@
         if (clickInCurrent("button[value=adjust]")) { advanceAfterSwap = true; }
         break;
       case "u": var undo = $("#undo-button"); if (undo) { undo.click(); } break;
-      case "n": follow("a[rel=next]"); break;
-      case "p": follow("a[rel=prev]"); break;
+      case "n": follow("a[rel=next]", "This is the last note (under this task and setting)."); break;
+      case "p": follow("a[rel=prev]", "This is the first note (under this task and setting)."); break;
       case "q": follow("#queue-link"); break;
       default: return;
     }

@@ -34,7 +34,7 @@ class LaunchForm(forms.Form):
     include_held_out = forms.BooleanField(required=False, label="Include held-out tasks",
                                           help_text="Off by default: held-out tasks stay out of DSM training")
     sample_k = forms.IntegerField(initial=9, label="k (random tasks per note)",
-                                  help_text="The paper samples 9 of 136 tasks per note")
+                                  help_text="Random tasks per note from the task pool (the paper samples 9)")
     seed = forms.IntegerField(initial=0, help_text="The same seed gives every note the same tasks again")
     model_version = forms.ModelChoiceField(ModelVersion.objects.all(), empty_label=None, label="Model")
     method = forms.ChoiceField(choices=RelevanceJob.Method.choices, initial=RelevanceJob.Method.ATTNLRP)
@@ -67,6 +67,9 @@ class LaunchForm(forms.Form):
         default = ModelVersion.objects.filter(is_default=True).first()
         if default is not None:
             self.fields["model_version"].initial = default.pk
+        # the catalog's size, not the paper's (136): imported catalogs differ
+        self.fields["sample_k"].help_text = (f"Random tasks per note, drawn from the pool (none chosen: the "
+                                             f"{Task.objects.count()} tasks in the catalog); the paper samples 9")
 
     def clean_external_ids(self):
         return [part for part in re.split(r"[\s,]+", self.cleaned_data["external_ids"]) if part]

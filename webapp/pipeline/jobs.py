@@ -70,7 +70,7 @@ class JobSpec:
     task_selection: str = RelevanceJob.TaskSelection.SAMPLE
     tasks: list[Task] = field(default_factory=list)
     include_held_out: bool = False  # held-out tasks are kept out of DSM training by default
-    sample_k: int = 9  # the paper: 9 of 136 tasks per note
+    sample_k: int = 9  # the paper: 9 tasks per note
     seed: int = 0
     note_filter: dict = field(default_factory=dict)  # {"ids": [...]}, {"external_ids": [...]}, {"limit": N}
     chunk_size: int = 64

@@ -17,8 +17,13 @@ JOBS_PER_PAGE = 100
 
 @capability_required(Capability.VIEW)
 def job_list(request):
-    job_rows = RelevanceJob.objects.select_related("corpus", "model_version")[:JOBS_PER_PAGE]
-    return render(request, "pipeline/job_list.html", {"nav": "jobs", "jobs": job_rows})
+    job_rows = list(RelevanceJob.objects.select_related("corpus", "model_version")[:JOBS_PER_PAGE])
+    # the list polls itself (htmx, the #job-list fragment) while any job is active, and stops after
+    context = {"nav": "jobs", "jobs": job_rows, "any_active": any(job.is_active for job in job_rows)}
+    if not request.htmx:
+        return render(request, "pipeline/job_list.html", context)
+    fragment = render(request, "pipeline/job_list.html#job-list", context)
+    return fragment if context["any_active"] else HttpResponseStopPolling(fragment.content)
 
 
 def job_detail(request, job_id):
@@ -33,7 +38,13 @@ def job_detail(request, job_id):
 def job_launch(request):
     require(request.user, Capability.LAUNCH)
     # GET: the configuration the latest evaluation recommends for the corpus and model (?corpus=&model_version=)
-    form = LaunchForm(request.POST or None, initial=launch_initial(request.GET, LaunchForm))
+    initial = launch_initial(request.GET, LaunchForm)
+    # from a note without maps (review pages): that note, and the task it was shown for
+    if request.GET.get("external_ids"):
+        initial["external_ids"] = request.GET["external_ids"]
+    if tasks := [pk for pk in request.GET.getlist("tasks") if pk.isdigit()]:
+        initial.update(task_selection=RelevanceJob.TaskSelection.LIST, tasks=tasks)
+    form = LaunchForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             job = jobs.launch(form.spec(), actor=request.user)

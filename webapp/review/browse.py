@@ -37,7 +37,7 @@ SCAN = 1_000
 CHUNK = 250
 TEXT_BUDGET = 2_000_000  # characters of note text (with their maps) summarised at once
 STATES = (("", "any"), ("undecided", "undecided"), ("partly", "partly reviewed"), ("fully", "fully reviewed"),
-          ("none", "no peaks"))
+          ("none", "no peaks (or not computed yet)"))
 
 
 @dataclass
@@ -93,6 +93,8 @@ class NoteRow:
 
     @property
     def state_label(self) -> str:
+        if not self.maps:  # "no peaks" would read as computed and empty
+            return "not computed yet"
         return dict(STATES)[self.state]
 
 

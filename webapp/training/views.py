@@ -124,14 +124,18 @@ def diff(request):
     """The configurations of two runs side by side, only what differs (?a=1&b=2, or the first
     two of ?runs=)."""
     ids = [_int(request.GET.get("a")), _int(request.GET.get("b"))]
+    left_out = []
     if None in ids:
-        ids = [_int(value) for value in request.GET.getlist("runs")][:2]
-    by_id = {run.pk: run for run in runs_for(request.user, [i for i in ids if i])}
+        chosen = [_int(value) for value in request.GET.getlist("runs")]
+        ids, left_out = chosen[:2], [i for i in chosen[2:] if i]
+    by_id = {run.pk: run for run in runs_for(request.user, [i for i in ids + left_out if i])}
     a, b = (by_id.get(i) for i in (ids + [None, None])[:2])
     if a is None or b is None:
         return HttpResponseBadRequest("Choose two runs to compare.")
     return render(request, "training/diff.html", {
         "nav": "training", "a": a, "b": b, "differences": comparison.config_diff(a, b),
+        # a diff is of two runs: say which selected runs it leaves out rather than drop them silently
+        "left_out": [by_id[i] for i in left_out if i in by_id],
     })
 
 

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from webapp.home.management.commands import rundemo
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -20,14 +22,31 @@ def test_the_demo_prepares_sqlite_users_catalog_corpus_and_queues_a_first_job(tm
     assert "Notes imported into 'demo-ed': 25 created" in out
     for role in ("clinician", "researcher", "admin"):
         assert f"  {role}" in out  # each demo user is printed with a password
-    assert "Job 1: 100 prompts in 10 chunks, queued (configuration attnlrp-next-" in out
+    # sized to finish in under 2 minutes on 2 cores (rundemo's docstring), 2 prompts a chunk
+    assert "Job 1: 30 prompts in 15 chunks, queued (configuration attnlrp-next-" in out
     db = sqlite3.connect(tmp_path / "db.sqlite3")
     assert db.execute("select count(*) from corpus_task").fetchone()[0] == 134
-    assert db.execute("select status, total from pipeline_relevancejob").fetchall() == [("queued", 100)]
+    assert db.execute("select status, total from pipeline_relevancejob").fetchall() == [("queued", 30)]
     # the chunks wait in the embedded broker's folder for the relevance worker
-    assert len(list((tmp_path / "broker" / "queue").iterdir())) == 10
+    assert len(list((tmp_path / "broker" / "queue").iterdir())) == 15
 
     again = subprocess.run([sys.executable, "manage.py", "rundemo", "--no-serve", "--notes", "25"],
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "25 unchanged" in again.stdout and "Job " not in again.stdout  # idempotent
+
+
+def test_the_first_job_is_small_enough_for_two_minutes_and_shows_maps_chunk_by_chunk():
+    prompts = rundemo.DEMO_JOB_NOTES * len(rundemo.DEMO_TASKS)
+    assert prompts <= 30 and len(rundemo.DEMO_TASKS) >= 5  # at most 3 s a prompt measured on a busy 2-core machine
+    assert rundemo.DEMO_CHUNK_SIZE <= 2
+
+
+def test_each_worker_process_gets_its_share_of_the_cores_as_torch_threads():
+    for cores, relevance in ((1, 1), (2, 1), (8, 7)):
+        processes = rundemo.worker_processes("python", cores=cores)
+        threads = {cmd[cmd.index("--hostname") + 1].split("@")[0]: env["WORKER_TORCH_THREADS"]
+                   for cmd, env in processes}
+        assert threads == {"relevance": str(relevance), "cpu": "1"}
+    queues = [cmd[cmd.index("--queues") + 1] for cmd, _ in rundemo.worker_processes("python", cores=2)]
+    assert queues == ["relevance", "default,training"]

@@ -134,3 +134,16 @@ def test_the_form_launches_a_job_in_an_explicit_precision(client, researcher, fo
     job = RelevanceJob.objects.get()
     assert job.relevance_config == RelevanceConfig(method="grad_input", dtype="float32")
     assert job.config_key != RelevanceConfig(method="grad_input").key  # float32 maps never mix with auto ones
+
+
+def test_the_k_help_counts_the_tasks_of_the_catalog_and_a_note_link_preselects(client, researcher, tasks, corpus):
+    from webapp.corpus.models import Task
+
+    client.force_login(researcher)
+    task = Task.objects.order_by("pk").first()
+    response = client.get(reverse("pipeline:job_launch"), {"external_ids": "n1", "tasks": [task.pk]})
+    html = response.content.decode()
+    assert f"the {Task.objects.count()} tasks in the catalog" in html and "136" not in html
+    form = response.context["form"]
+    assert form.initial["external_ids"] == "n1" and form.initial["task_selection"] == "list"
+    assert form.initial["tasks"] == [str(task.pk)]

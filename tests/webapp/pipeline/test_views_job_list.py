@@ -28,3 +28,26 @@ def test_the_list_needs_a_role(client, norole_user):
 def test_the_list_needs_a_login(client, db):
     response = client.get(reverse("pipeline:job_list"))
     assert response.status_code == 302 and "login" in response["Location"]
+
+
+def test_the_list_polls_itself_while_a_job_is_active_and_stops_once_none_is(client, clinician, launched):
+    job = launched()
+    client.force_login(clinician)
+    url = reverse("pipeline:job_list")
+    html = client.get(url).content.decode()
+    assert f'hx-get="{url}"' in html and 'hx-trigger="every' in html and 'id="job-list"' in html
+    poll = client.get(url, HTTP_HX_REQUEST="true")
+    assert poll.status_code == 200 and "<h1>" not in poll.content.decode() and 'id="job-list"' in poll.content.decode()
+    RelevanceJob.objects.filter(pk=job.pk).update(status="done", done=24)
+    poll = client.get(url, HTTP_HX_REQUEST="true")
+    assert poll.status_code == 286 and "hx-trigger" not in poll.content.decode() and "Done" in poll.content.decode()
+    assert "hx-trigger" not in client.get(url).content.decode()
+
+
+def test_the_cancel_button_asks_for_confirmation(client, researcher, launched):
+    job = launched()
+    client.force_login(researcher)
+    html = client.get(reverse("pipeline:job_detail", args=[job.pk])).content.decode()
+    form = html[html.index(f'action="{reverse("pipeline:job_cancel", args=[job.pk])}"'):]
+    assert 'data-confirm="Cancel this job?"' in form[:form.index(">")]
+    assert "js/confirm.js" in html

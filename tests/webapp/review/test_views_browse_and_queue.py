@@ -19,8 +19,21 @@ def three(corpus, tasks, base, note, maps):
 def test_the_browser_lists_notes_with_peaks_and_state(client, clinician, corpus, three, tasks, base, sharp):
     client.force_login(clinician)
     content = client.get(reverse("review:notes", args=[corpus.pk]), query(tasks["heart"], base, sharp)).content.decode()
-    assert content.index("n1") < content.index("n2") < content.index("n3")
+    assert content.index(">n1<") < content.index(">n2<") < content.index(">n3<")  # not in the random CSRF token
     assert "undecided" in content and "no peaks" in content
+
+
+def test_the_browser_says_not_computed_yet_for_a_note_without_maps(client, researcher, corpus, three, tasks, base,
+                                                                   sharp):
+    Note.objects.create(corpus=corpus, external_id="n4", text=TEXT)
+    client.force_login(researcher)
+    every_task = {**query(tasks["heart"], base, sharp), "task": ""}  # with a task, only notes with its maps are listed
+    content = client.get(reverse("review:notes", args=[corpus.pk]), every_task).content.decode()
+    row = content[content.index(">n4<"):]
+    row = row[:row.index("</tr>")]
+    assert "not computed yet" in row and reverse("pipeline:job_launch") in row and "external_ids=n4" in row
+    n2 = content[content.index(">n2<"):]
+    assert "no peaks" in n2[:n2.index("</tr>")]  # a map without peaks stays "no peaks"
 
 
 def test_a_filtered_page_says_which_notes_it_searched(client, clinician, corpus, three, tasks, base, sharp):

@@ -87,7 +87,20 @@ def test_a_note_without_a_map_is_still_shown(client, clinician, corpus):
     bare = Note.objects.create(corpus=corpus, external_id="bare", text="No map <here>.\n")
     client.force_login(clinician)
     content = client.get(url(bare)).content.decode()
-    assert note_text(content) == "No map <here>.\n" and "No relevance map" in content
+    assert note_text(content) == "No map <here>.\n" and "Relevance not computed yet" in content
+    assert "peaks not computed yet" in content and "0 peaks" not in content
+    assert reverse("pipeline:job_launch") not in content  # a clinician does not launch jobs
+
+
+def test_a_note_without_a_map_offers_a_researcher_to_launch_a_job_for_it(client, researcher, corpus, tasks):
+    from webapp.corpus.models import Note
+
+    bare = Note.objects.create(corpus=corpus, external_id="bare one", text="No map here.\n")
+    client.force_login(researcher)
+    content = client.get(url(bare), {"task": tasks["heart"].pk}).content.decode()
+    launch = f'{reverse("pipeline:job_launch")}?corpus={corpus.pk}'
+    assert launch in content and "external_ids=bare%20one" in content
+    assert f"task_selection=list&amp;tasks={tasks['heart'].pk}" in content
 
 
 def test_previous_and_next_notes_follow_the_task(client, clinician, note, corpus, tasks, base, sharp, maps):

@@ -146,3 +146,26 @@ def test_the_user_picks_the_reference_run(client, clinician, make_run):
     assert [(p.row.run_id, p.reference.run_id) for p in chosen.context["paired"]] == [(sft.pk, base_ch.pk)]
     assert chosen.context["paired"][0].result.diff > 0
     assert f'<option value="{base_ch.pk}" selected>' in chosen.content.decode()
+
+
+def test_the_diff_of_three_selected_runs_says_which_one_it_leaves_out(client, clinician, make_run):
+    a, b, c = make_run(kind="dsm"), make_run(kind="dsm"), make_run(kind="dsm")
+    client.force_login(clinician)
+    response = client.get(reverse("training:diff") + f"?runs={a.pk}&runs={b.pk}&runs={c.pk}")
+    html = response.content.decode()
+    assert response.status_code == 200 and [run.pk for run in response.context["left_out"]] == [c.pk]
+    assert 'id="diff-left-out"' in html and reverse("training:run_detail", args=[c.pk]) in html
+    two = client.get(reverse("training:diff") + f"?runs={a.pk}&runs={b.pk}").content.decode()
+    assert 'id="diff-left-out"' not in two
+
+
+def test_the_produced_model_badge_links_to_the_trained_model_section(client, researcher, make_run, model_version):
+    run = make_run(kind="dsm", status="done")
+    run.produced_model = ModelVersion.objects.create(name="tiny+dsm", family="llama", path="/m", parent=model_version)
+    run.save(update_fields=["produced_model"])
+    client.force_login(researcher)
+    listing = client.get(reverse("training:run_list")).content.decode()
+    assert f'href="{reverse("training:run_detail", args=[run.pk])}#trained-model"' in listing
+    detail = client.get(reverse("training:run_detail", args=[run.pk])).content.decode()
+    assert 'id="trained-model"' in detail
+    assert f'{reverse("pipeline:job_launch")}?model_version={run.produced_model_id}' in detail

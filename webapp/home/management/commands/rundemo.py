@@ -1,4 +1,24 @@
-"""`make demo`: prepare the embedded default and run the web app with real worker processes."""
+"""`make demo`: prepare the embedded default and run the web app with real worker processes.
+
+The first relevance job is sized to finish in under 2 minutes on an idle 2-core machine, from the
+relevance worker's start to its last map: DEMO_JOB_NOTES notes x 5 tasks = 30 AttnLRP prompts on
+SmolLM2-135M (bf16), in chunks of DEMO_CHUNK_SIZE prompts, so maps reach Review every few seconds
+(the review pages read the maps from the database on each request). Measured with
+`scripts/bench_demo.py` (this job's own prompts, one torch thread, as the relevance worker runs
+them here on 2 cores), while a CI run shared the machine:
+  * this job, 30 prompts: 69 s (2.3 s a prompt) + 6 s to load the model, load average 3.8-4.2;
+  * the first 4 notes, 20 prompts: 1.5 s a prompt at load average 1.0-1.6;
+  * 8 notes, 40 prompts: 123 s (3.1 s a prompt) at load average 4.0-5.4: too many.
+So about 45-75 s of prompts, plus the model and the worker's start: 1-1.5 minutes, under 2 even on
+a busy machine. End to end (a fresh DATA_DIR, venv and model present), this command took 71 s from
+its start to the job done, at load average 2.3-3.1: workers ready at 12 s, the model loaded at 19 s,
+a chunk's 2 maps every 2-4 s after. Rerun the script to check the figure on another machine.
+
+Threads: the two worker processes share the CPU, so each gets its share of torch threads
+(settings.WORKER_TORCH_THREADS, set per process here): the relevance worker all cores but one (at
+least 1), the default/training worker 1. Oversubscribed, the first 10 prompts took 150 s.
+"""
+import os
 import signal
 import subprocess
 import sys
@@ -14,10 +34,29 @@ DEMO_CORPUS = "demo-ed"
 
 # A first relevance job so the review pages have maps to show: tasks with synthetic gold labels.
 DEMO_TASKS = ["heart-rate", "blood-pressure", "spo2", "anticoagulants-or-antiplatelet-drug-therapy", "chest-pain"]
-DEMO_JOB_NOTES = 20
+DEMO_JOB_NOTES = 6  # x 5 tasks = 30 prompts (see the module docstring for the measured rate)
+DEMO_CHUNK_SIZE = 2  # prompts a chunk: a chunk's maps are stored when it ends
 
 # Two worker processes: lxt patches a process for good, so relevance never shares one with training.
 WORKER_QUEUES = {"relevance": "relevance", "cpu": "default,training"}
+
+
+def worker_threads(cores: int | None = None) -> dict[str, int]:
+    """torch threads of each worker process (WORKER_TORCH_THREADS): together at most the cores."""
+    cores = cores or os.cpu_count() or 1
+    return {"relevance": max(1, cores - 1), "cpu": 1}
+
+
+def worker_processes(python: str, cores: int | None = None) -> list[tuple[list[str], dict[str, str]]]:
+    """(command, environment) of each worker process."""
+    threads = worker_threads(cores)
+    processes = []
+    for name, queues in WORKER_QUEUES.items():
+        cmd = [python, "-m", "celery", "-A", "workers", "worker", "--queues", queues, "--pool", "solo",
+               "--hostname", f"{name}@%h", "--loglevel", "INFO"]
+        env = {**os.environ, "WORKER_TORCH_THREADS": str(threads[name]), "TOKENIZERS_PARALLELISM": "false"}
+        processes.append((cmd, env))
+    return processes
 
 
 def _interrupt(signum, frame):
@@ -41,9 +80,9 @@ class Command(BaseCommand):
         call_command("load_demo_corpus", corpus=DEMO_CORPUS, notes=notes, stdout=self.stdout)
         call_command("create_demo_users", stdout=self.stdout)
         if not no_job and not RelevanceJob.objects.filter(corpus__name=DEMO_CORPUS).exists():
-            # Queued now, run by the relevance worker started below (a minute or two on a laptop CPU).
+            # Queued now, run by the relevance worker started below (1-1.5 minutes on 2 cores).
             call_command("launch_relevance_job", DEMO_CORPUS, tasks="list", task=DEMO_TASKS,
-                         limit=DEMO_JOB_NOTES, chunk_size=10, stdout=self.stdout)
+                         limit=DEMO_JOB_NOTES, chunk_size=DEMO_CHUNK_SIZE, stdout=self.stdout)
         if no_serve:
             return
         self._serve(port)
@@ -53,10 +92,8 @@ class Command(BaseCommand):
         # Stop the children on SIGTERM too, not only on Ctrl+C.
         signal.signal(signal.SIGTERM, _interrupt)
         processes = []
-        for name, queues in WORKER_QUEUES.items():
-            cmd = [python, "-m", "celery", "-A", "workers", "worker", "--queues", queues, "--pool", "solo",
-                   "--hostname", f"{name}@%h", "--loglevel", "INFO"]
-            processes.append(subprocess.Popen(cmd))
+        for cmd, env in worker_processes(python):
+            processes.append(subprocess.Popen(cmd, env=env))
         processes.append(subprocess.Popen([python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]))
         self.stdout.write(self.style.SUCCESS(f"\nDecSelfMask Studio is running at http://127.0.0.1:{port}/  (Ctrl+C stops it)\n"))
         try:
