@@ -1,4 +1,4 @@
-"""From per (note, task) peaks to masked training examples (METHOD.md points 3, 7-9).
+"""From per (note, task) peaks to masked training examples (docs/METHOD.md, sections Relevance, Masking and DSM training).
 
 - Two peaks: a (note, task) pair is used only if it has >= 2 GROUPS (peaks after word
   extension and merging); the reference code's filter tested the length of the per-token
@@ -14,7 +14,7 @@
   counted. Memory: one note's examples, a 16-byte digest per example emitted and the ids of
   the notes seen.
 
-Ablations (`MaskingMode`), METHOD.md Table 4:
+Ablations (`MaskingMode`), docs/METHOD.md, section Masking:
 - `dsm`: the method.
 - `random`: same two-peak pairs and one candidate per DSM candidate, but the masked span is
   random: it starts at a random word (not the first, so there is left context) and takes whole

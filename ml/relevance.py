@@ -1,4 +1,4 @@
-"""Token relevance of a clinical note for a task description s_T (METHOD.md, step 2).
+"""Token relevance of a clinical note for a task description s_T (docs/METHOD.md, section Relevance).
 
 Which prediction is explained (`explain`); "prompt" = one forward and one backward pass:
 * "next" (default, the authors' reference code): the prompt is teacher-forced up to AND

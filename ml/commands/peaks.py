@@ -34,7 +34,7 @@ def register(subparsers) -> None:
 
 
 def add_peak_arguments(parser) -> None:
-    group = parser.add_argument_group("peak parameters (METHOD.md points 4-5)")
+    group = parser.add_argument_group("peak parameters (docs/METHOD.md, section Peaks)")
     group.add_argument("--kernel-size", type=int, default=PAPER.kernel_size,
                        help=f"smoothing window in tokens (default {PAPER.kernel_size})")
     group.add_argument("--sigma", type=float, default=PAPER.sigma, help=f"Gaussian sigma (default {PAPER.sigma:g})")

@@ -4,7 +4,7 @@ Loading the GGUF takes ~15 s (dequantisation to fp32); the converted folder load
 The folder is written under a temporary name and renamed when complete, with a manifest
 written last, so a crashed or concurrent conversion never leaves a half folder behind.
 Convert with the transformers version you run: a folder written by transformers 5.x and
-read by 4.x silently gets a wrong rope_theta (METHOD.md), so the manifest records it.
+read by 4.x silently gets a wrong rope_theta, so the manifest records it.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Peaks ("groups") of relevance maps: the product's central output (METHOD.md points 4-5, 7).
+"""Peaks ("groups") of relevance maps: the product's central output (docs/METHOD.md, sections Peaks and Masking).
 
 One place for the concept, in four small modules:
 * `params`  PeakParams, the frozen parameters with the paper's values as defaults (kernel 3,

@@ -1,15 +1,15 @@
-"""Smoothing and runs: the token peaks of relevance maps (METHOD.md points 4-5).
+"""Smoothing and runs: the token peaks of relevance maps (docs/METHOD.md, section Peaks).
 
 A relevance map is one float score per note token. It is smoothed with a Gaussian
 (window `kernel_size`, i.e. scipy radius `(kernel_size - 1) // 2`, boundary mode 'reflect',
 scipy's default and the reference code's), then a peak is a MAXIMAL run of consecutive tokens
 whose smoothed score is >= `lower` and which contains at least one token whose SMOOTHED score
-is >= `upper` (both tests on the smoothed scores, as METHOD.md words it). `strict=True` gives
+is >= `upper` (both tests on the smoothed scores, as docs/METHOD.md words it). `strict=True` gives
 the reference code's `>` for both tests. Peaks are half-open token spans `(start, end)`.
 
 Kernel sizes: the window length, so 1 -> no smoothing, 3 -> radius 1, 5 -> radius 2. Even sizes
 round down (2 -> radius 0, i.e. no smoothing), unlike the reference code where k=2 smooths like
-k=3 (METHOD.md point 6). Smoothing is always computed in float64.
+k=3 (docs/METHOD.md, section Peaks). Smoothing is always computed in float64.
 
 `find_peaks` smooths with scipy directly. `find_peaks_many` does the same for many maps at once:
 it concatenates them, smooths the interior of the concatenation with numpy slices and recomputes

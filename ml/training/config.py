@@ -1,5 +1,5 @@
 """Training configurations: commented dataclasses holding the paper's values as defaults
-(METHOD.md steps 9-10). A config is saved with every checkpoint and run (`asdict(config)`),
+(docs/METHOD.md, sections DSM training and Adaptation). A config is saved with every checkpoint and run (`asdict(config)`),
 and read back with `Config.from_dict(d)`, which rejects unknown keys.
 
 No torch here: the web app builds and validates configs without loading a model.
@@ -41,7 +41,7 @@ def _check(condition: bool, message: str) -> None:
 @dataclass
 class CausalLMConfig(_FromDict):
     """DSM training, continual pretraining, any prompt -> answer causal-LM fine-tuning.
-    Defaults: the paper's DSM training (METHOD.md step 9)."""
+    Defaults: the paper's DSM training (docs/METHOD.md, section DSM training)."""
 
     finetune: str = "full"  # "full": all parameters (paper, DSM); "lora": adapters only
     epochs: float = 1.0  # paper: 1 epoch; fractions allowed (steps are rounded up)
@@ -96,7 +96,7 @@ class CausalLMConfig(_FromDict):
 
 @dataclass
 class SFTConfig(CausalLMConfig):
-    """Downstream multi-task SFT with LoRA (METHOD.md step 10)."""
+    """Downstream multi-task SFT with LoRA (docs/METHOD.md, section Adaptation)."""
 
     finetune: str = "lora"  # paper: LoRA
     lr: float = 3e-4  # paper: 3e-4
@@ -108,7 +108,7 @@ class SFTConfig(CausalLMConfig):
 
 @dataclass
 class HeadConfig(_FromDict):
-    """Classification head on the frozen LM's last hidden state (METHOD.md step 10, CH)."""
+    """Classification head on the frozen LM's last hidden state (docs/METHOD.md, section Adaptation)."""
 
     hidden: int = 256  # paper: Linear(hidden, 256) -> ReLU -> Dropout -> Linear(256, classes)
     dropout: float = 0.1  # paper: 0.1
@@ -127,7 +127,7 @@ class HeadConfig(_FromDict):
 
 @dataclass
 class PromptingConfig(_FromDict):
-    """0-shot / 2-shot prompting baselines (METHOD.md Table 4)."""
+    """0-shot / 2-shot prompting baselines (docs/METHOD.md, section Adaptation)."""
 
     shots: int = 0  # 0: one run per system prompt variant; 2: two examples per task from train_items
     variants: int = 3  # paper: 3 system prompts (0-shot) / 3 random draws of examples (2-shot)

@@ -6,7 +6,7 @@
   ml.training.encoding).
 - `LabeledItem`: one (note, task) pair of a labeled classification task.
 - `split_items`: the paper's 85/15 split at note-item level.
-- `sft_prompt`: the paper's SFT prompt with options (METHOD.md step 10).
+- `sft_prompt`: the paper's SFT prompt with options (docs/METHOD.md, section Adaptation).
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def _rank(seed: int, item_id: str) -> bytes:
 
 
 def sft_prompt(item: LabeledItem, mask_token: str) -> str:
-    """The paper's SFT prompt (METHOD.md step 10), the answer being the label:
+    """The paper's SFT prompt (docs/METHOD.md, section Adaptation), the answer being the label:
 
         Fill in the masked word in the following sentence. {note} <crf_item> {s_T}? {mask}
         <\\crf_item> <options>{option 1, option 2, ...}<\\options>

@@ -1,7 +1,7 @@
 """Prompt + answer -> token ids with the answer boundary (the loss goes on the answer only).
 
 Chat models (the tokenizer has a chat template): the prompt is the USER turn and the answer
-the ASSISTANT turn (METHOD.md step 9), optionally after a system turn and few-shot turns:
+the ASSISTANT turn (docs/METHOD.md, section DSM training), optionally after a system turn and few-shot turns:
 
     prompt_text = apply_chat_template(messages, add_generation_prompt=True)
     full_text   = apply_chat_template(messages + [assistant: answer])

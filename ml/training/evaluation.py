@@ -1,4 +1,4 @@
-"""Classification scores (METHOD.md step 11).
+"""Classification scores (docs/METHOD.md, section Evaluation).
 
 - Per-task F1: macro F1 over the task's options that occur in its gold labels or its
   predictions (ml.metrics.macro_f1's default; an option neither true nor predicted in the

@@ -1,4 +1,4 @@
-"""Classification heads on cached features (METHOD.md step 10, CH): one head per task,
+"""Classification heads on cached features (docs/METHOD.md, section Adaptation): one head per task,
 Linear(d, 256) -> ReLU -> Dropout(0.1) -> Linear(256, n_options), AdamW lr 1e-3, 20
 epochs, batch 32, cross-entropy. The LM is frozen (features.py computed its states once).
 Each head is initialised and its batches shuffled from a seed derived from (seed, task), in

@@ -1,4 +1,4 @@
-"""Prompting baselines (METHOD.md Table 4): 0-shot with 3 system prompts, 2-shot with 3
+"""Prompting baselines (docs/METHOD.md, section Adaptation): 0-shot with 3 system prompts, 2-shot with 3
 random draws of examples. The user turn is the SFT prompt (data.sft_prompt: note, item,
 mask, options) with the model's mask token; answers are constrained to the options
 (scoring.py). One prediction list per variant; average them with evaluation.average_variants.

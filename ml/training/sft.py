@@ -1,4 +1,4 @@
-"""Downstream SFT (METHOD.md step 10): one multi-task LoRA model for all tasks, prompts with
+"""Downstream SFT (docs/METHOD.md, section Adaptation): one multi-task LoRA model for all tasks, prompts with
 options (data.sft_prompt), predictions constrained to the options (scoring.py), and the
 synthetic labels of the self-learning baseline."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The DSM mask token of a model, in one place.
 
-The mask is a model-dependent special token (METHOD.md step 9): the family names candidates
+The mask is a model-dependent special token (docs/METHOD.md, section DSM training): the family names candidates
 (`Family.mask_token`). A tokenizer that knows none of them gets ADDED_MASK_TOKEN as a new
 special token, and the embedding matrix grows by one row set to the mean of the existing
 rows (deterministic, no random draw, so a resumed run rebuilds the very same model). The

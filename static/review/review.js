@@ -14,7 +14,13 @@
   function panel() { return $("#note-panel"); }
   function markOf(k) { return $("#note-text mark.peak[data-peak='" + k + "']"); }
   function itemOf(k) { return document.getElementById("peak-item-" + k); }
-  function storageKey() { var p = panel(); return p ? "dsm-peak-" + p.dataset.note : null; }
+  // The remembered peak is per signed-in user (body[data-user]): another user in the same browser
+  // (same tab, after a logout and login) starts fresh. No user on the page: nothing is remembered.
+  function storageKey() {
+    var p = panel();
+    var user = document.body ? document.body.dataset.user : "";
+    return p && user ? "dsm-peak-" + user + "-" + p.dataset.note : null;
+  }
 
   // A long note shows one window at a time; peaks are numbered in the note. The panel says how
   // many peaks the note has and which of them this window shows (first..end-1).

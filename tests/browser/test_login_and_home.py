@@ -43,7 +43,7 @@ def test_a_researcher_imports_a_file_from_the_browser(login, researcher, tmp_pat
     page.click("nav >> text=Import")
     page.select_option("#id_kind", "notes")
     page.fill("#id_corpus", "uploaded")
-    page.fill("#id_language", "it")
+    page.select_option("#id_language", "it")
     page.set_input_files("#id_file", str(notes))
     page.click("button:has-text('Validate and import')")
     page.wait_for_url("**/corpora/imports/*/")  # the request answers at once: the import is queued

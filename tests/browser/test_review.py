@@ -244,3 +244,30 @@ def test_heat_colours_whole_words_and_never_punctuation(login, clinician, db):
     for i, char in enumerate(text):
         if not char.isalnum():
             assert levels[i] is None, (i, char)
+
+
+def test_the_review_position_belongs_to_the_user_and_logout_forgets_it(login, clinician, ward, django_user_model):
+    from tests.conftest import _make_user
+
+    page = login(clinician)
+    page.goto(ward["url"])
+    page.wait_for_selector("#peak-item-0.current")
+    page.keyboard.press("j")
+    page.wait_for_selector("#peak-item-1.current")
+    key = f"dsm-peak-{clinician.pk}-{ward['note'].pk}"
+    assert page.evaluate("k => sessionStorage.getItem(k)", key) == "1"
+    page.reload()
+    page.wait_for_selector("#peak-item-1.current")  # the same user comes back to where they were
+
+    page.click("form[data-logout] button[type=submit]")
+    page.wait_for_url("**/login/**")
+    assert page.evaluate("() => Object.keys(sessionStorage).filter(k => k.startsWith('dsm-peak-'))") == []
+
+    # Even a position left behind (no logout click: the session expired) is not the next user's.
+    page.evaluate("k => sessionStorage.setItem(k, '2')", key)
+    second = _make_user(django_user_model, "cleo", "clinician")
+    login(second)
+    page.goto(ward["url"])
+    page.wait_for_selector("#note-text mark.peak")
+    page.wait_for_selector("#peak-item-0.current")
+    assert page.locator("#peak-item-2.current").count() == 0

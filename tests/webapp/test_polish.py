@@ -28,3 +28,15 @@ def test_every_cancel_form_asks_for_confirmation_and_base_loads_the_script(clien
     assert "js/confirm.js" in client.get(reverse("login")).content.decode()
     script = (STATIC / "js" / "confirm.js").read_text()
     assert "data-confirm" in script and "window.confirm" in script and "preventDefault" in script
+
+
+def test_pages_name_the_signed_in_user_for_the_review_position(client, clinician):
+    """review.js keys the remembered peak by body[data-user]; confirm.js forgets it on logout."""
+    assert "data-user" not in client.get(reverse("login")).content.decode()
+    client.force_login(clinician)
+    page = client.get(reverse("home"), follow=True).content.decode()
+    assert re.search(r'<body\b[^>]*\bdata-user="%d"' % clinician.pk, page)
+    assert re.search(r"<form\b[^>]*\bdata-logout\b", page)
+    review = (STATIC / "review" / "review.js").read_text()
+    assert "dataset.user" in review and '"dsm-peak-" + user' in review
+    assert "data-logout" in (STATIC / "js" / "confirm.js").read_text()

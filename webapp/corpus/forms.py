@@ -2,8 +2,9 @@ from django import forms
 from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 
+from ml.prompts import TEMPLATES
 from webapp.corpus.limits import over_limit
-from webapp.corpus.models import Corpus, ImportJob, language_code
+from webapp.corpus.models import Corpus, ImportJob
 from webapp.corpus.validators import hidden_character
 
 
@@ -14,12 +15,20 @@ def visible_name(value: str) -> None:
         raise forms.ValidationError(f"The name contains {hidden}.")
 
 
+# The languages the studio supports: those with a built-in prompt template (ml/prompts.py).
+LANGUAGE_NAMES = {"it": "Italian", "en": "English", "es": "Spanish"}
+LANGUAGES = [(code, f"{LANGUAGE_NAMES.get(code, code)} ({code})") for code in TEMPLATES]
+KEEP_LANGUAGE = ""
+NEW_CORPUS_NEEDS_LANGUAGE = "This corpus does not exist yet: choose its language to create it."
+
+
 class UploadForm(forms.Form):
     kind = forms.ChoiceField(choices=ImportJob.Kind.choices)
     corpus = forms.CharField(max_length=200, validators=[visible_name],
                              help_text="An existing corpus, or a new name (notes only)")
-    language = forms.CharField(max_length=3, required=False, validators=[language_code],
-                               help_text="ISO 639 code, needed for a new corpus, e.g. it or en")
+    language = forms.ChoiceField(choices=[(KEEP_LANGUAGE, "Keep the corpus's language"), *LANGUAGES],
+                                 required=False,
+                                 help_text="Needed to create a new corpus (notes); an existing corpus keeps its own")
     file = forms.FileField(help_text="JSONL or CSV (optionally gzip, bz2 or xz compressed); a .zip of brat "
                                      ".txt/.ann files for notes")
     update = forms.BooleanField(required=False, help_text="Replace notes or labels that changed")
@@ -41,4 +50,14 @@ class UploadForm(forms.Form):
         if data.get("kind") == ImportJob.Kind.ANNOTATIONS and data.get("corpus"):
             if not Corpus.objects.filter(name=data["corpus"]).exists():
                 self.add_error("corpus", "No such corpus: import its notes first.")
+        elif data.get("kind") == ImportJob.Kind.NOTES and data.get("corpus"):
+            existing = Corpus.objects.filter(name=data["corpus"]).first()
+            language = data.get("language", KEEP_LANGUAGE)
+            if existing is None and language == KEEP_LANGUAGE and "language" not in self.errors:
+                self.add_error("language", NEW_CORPUS_NEEDS_LANGUAGE)
+            elif existing is not None and language not in (KEEP_LANGUAGE, existing.language):
+                self.add_error("language", f"This corpus is in {LANGUAGE_NAMES.get(existing.language, existing.language)} "
+                                           f"({existing.language}): keep the corpus's language.")
+        if data.get("kind") == ImportJob.Kind.ANNOTATIONS:
+            data["language"] = KEEP_LANGUAGE  # gold labels never create a corpus
         return data

@@ -1,6 +1,6 @@
 """Build a DatasetVersion's masked examples from stored relevance maps: the one place for it.
 
-Steps (METHOD.md points 5-8):
+Steps (docs/METHOD.md, sections Peaks and Masking):
 1. select the maps: the dataset's corpus, model version, method and template (and only its
    relevance jobs, if it names some); the task filter; held-out tasks (Task.held_out) are
    excluded unless `filters["exclude_held_out"]` is false; an optional note subset;

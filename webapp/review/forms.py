@@ -6,7 +6,7 @@ from webapp.review.models import PeakDecision
 
 KERNEL_CHOICES = (1, 3, 5, 7, 9)
 DEFAULT_GRID = (
-    # The paper's grid (METHOD.md point 6): lower/upper x kernel sizes {1, 3}, sigma 1.0.
+    # The paper's grid (docs/METHOD.md, section Peaks): lower/upper x kernel sizes {1, 3}, sigma 1.0.
     {"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4},
     {"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.6},
     {"kernel_size": 1, "sigma": 1.0, "lower": 0.4, "upper": 0.6},

@@ -1,4 +1,4 @@
-"""Choosing peak thresholds the paper's way (METHOD.md point 6): clinicians look at the peaks of N
+"""Choosing peak thresholds the paper's way (docs/METHOD.md, section Peaks): clinicians look at the peaks of N
 held-out notes under each setting of a grid and say whether they are semantically reasonable
 for s_T; the setting with the most reasonable notes is recommended.
 

@@ -273,3 +273,61 @@ def test_a_stored_upload_outside_the_uploads_folder_is_never_read(data_dir):
     report = uploads.import_stored("../../etc/passwd", kind="notes", corpus="x", language="en", update=False,
                                    actor=None)
     assert not report.ok and "no longer stored" in report.problem_lines()[0]
+
+
+# --- the language of a new corpus (issue 15) ---------------------------------------------------
+
+
+def test_a_new_corpus_without_a_language_is_refused_beside_the_field(client, researcher, sent):
+    client.force_login(researcher)
+    upload = SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "PA 90/60"}))
+    response = client.post(reverse("corpus:upload"), {"kind": "notes", "corpus": "new ward", "file": upload})
+    assert response.status_code == 200
+    form = response.context["form"]
+    assert form.errors == {"language": ["This corpus does not exist yet: choose its language to create it."]}
+    html = response.content.decode()
+    assert "This corpus does not exist yet: choose its language to create it." in html and "--create" not in html
+    assert not ImportJob.objects.exists() and sent == [] and not Corpus.objects.exists()
+
+
+def test_the_language_is_chosen_from_the_supported_codes(client, researcher, sent):
+    client.force_login(researcher)
+    html = client.get(reverse("corpus:upload")).content.decode()
+    for code, name in (("it", "Italian"), ("en", "English"), ("es", "Spanish")):
+        assert f'<option value="{code}">{name} ({code})</option>' in html
+    assert "Keep the corpus&#x27;s language" in html
+    upload = SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "PA 90/60"}))
+    response = client.post(reverse("corpus:upload"), {"kind": "notes", "corpus": "ed", "language": "english",
+                                                      "file": upload})
+    assert response.status_code == 200 and "language" in response.context["form"].errors
+    assert not ImportJob.objects.exists() and sent == [] and not Corpus.objects.exists()
+
+
+def test_en_creates_the_corpus_in_english(client, researcher, sent, django_capture_on_commit_callbacks):
+    client.force_login(researcher)
+    job, _ = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="en",
+                      file=SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "BP 90/60"})))
+    assert job.status == JobStatus.DONE and job.language == "en"
+    assert Corpus.objects.get(name="ed").language == "en"
+
+
+def test_an_existing_corpus_imports_without_a_language_choice(client, researcher, sent,
+                                                              django_capture_on_commit_callbacks):
+    client.force_login(researcher)
+    corpus = Corpus.objects.create(name="ward", language="en")
+    job, _ = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="ward", language="",
+                      file=SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "HR 130"})))
+    assert job.status == JobStatus.DONE and job.created_count == 1 and job.language == ""
+    assert corpus.notes.get().text == "HR 130" and Corpus.objects.get().language == "en"
+
+
+def test_an_existing_corpus_refuses_another_language_in_the_form(client, researcher, sent):
+    client.force_login(researcher)
+    Corpus.objects.create(name="ward", language="en")
+    upload = SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "HR 130"}))
+    response = client.post(reverse("corpus:upload"), {"kind": "notes", "corpus": "ward", "language": "it",
+                                                      "file": upload})
+    assert response.status_code == 200
+    assert response.context["form"].errors == {
+        "language": ["This corpus is in English (en): keep the corpus's language."]}
+    assert not ImportJob.objects.exists() and sent == []

@@ -1,4 +1,4 @@
-"""Building datasets from fabricated stored maps: the rules of METHOD.md points 5-8."""
+"""Building datasets from fabricated stored maps: the rules of docs/METHOD.md, sections Peaks and Masking."""
 import numpy as np
 import pytest
 
