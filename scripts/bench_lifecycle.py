@@ -2,8 +2,7 @@
 
     .venv/bin/python scripts/bench_lifecycle.py --notes 111112        # 1M prompts (9 tasks a note)
 
-Makes its own database (BENCH_DATABASE_URL's server, database dsm_bench_lifecycle, dropped and
-created anew), fills a corpus with short notes by one INSERT ... SELECT, then measures:
+Makes its own database (--database-url, created here and dropped at the end unless --keep), fills a corpus with short notes by one INSERT ... SELECT, then measures:
 * launch: `jobs.launch()` of a job of notes x 9 sampled tasks, the work the web request does
   (checks and one row); baseline, in the same process: planning that job into chunks, which the
   launch request did before planning moved to a worker;
@@ -23,18 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-DB_NAME = "dsm_bench_lifecycle"
+sys.path.insert(0, str(ROOT / "scripts"))
 
-
-def _prepare_database(server_url: str) -> None:
-    import psycopg
-
-    with psycopg.connect(server_url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{DB_NAME}"')
-    os.environ["DATABASE_URL"] = server_url.rsplit("/", 1)[0] + "/" + DB_NAME
-
-
+from bench_datasets import create_database, drop_database  # noqa: E402
 def _timed(fn, repeat: int) -> list[float]:
     seconds = []
     for _ in range(repeat):
@@ -52,8 +42,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=111_112, help="notes in the corpus (x 9 tasks = prompts)")
     parser.add_argument("--settles", type=int, default=200, help="chunks claimed and finished per job")
+    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/dsm_bench_lifecycle",
+                        help="a database this script creates and drops")
+    parser.add_argument("--keep", action="store_true", help="keep the benchmark database")
     args = parser.parse_args()
-    _prepare_database(os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/dsm_bench"))
+    create_database(args.database_url)
+    os.environ["DATABASE_URL"] = args.database_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
     import django
 
@@ -135,6 +129,8 @@ def main() -> None:
     result["loadavg_before"] = [round(x, 2) for x in load_before]
     result["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result, indent=2))
+    if not args.keep:
+        drop_database(args.database_url)
 
 
 if __name__ == "__main__":

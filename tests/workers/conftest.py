@@ -62,6 +62,19 @@ class WorkerProcess:
         return self.log_path.read_text(errors="replace")[-5000:]
 
 
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """A tiny random Llama and its tokenizer (tests/ml/conftest.py) saved to a folder that a
+    ModelVersion can point at: no download, no converted model. Workers only read it."""
+    from tests.ml.conftest import build_model, build_tokenizer
+
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    tokenizer = build_tokenizer("chatml")
+    build_model("llama", len(tokenizer)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
 @pytest.fixture
 def worker_env(tmp_path):
     """Environment for a worker that shares this test run's database, broker and folders."""

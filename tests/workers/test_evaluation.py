@@ -19,17 +19,6 @@ from webapp.pipeline.models import JobStatus, PeakProfile, RelevanceMap
 STALL = 4  # WORK_STALL_SECONDS of the workers (tests/workers/conftest.py) and of this process (fixture)
 
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory):
-    from tests.ml.conftest import build_model, build_tokenizer
-
-    folder = tmp_path_factory.mktemp("tiny-llama-evaluation-worker")
-    tokenizer = build_tokenizer("chatml")
-    build_model("llama", len(tokenizer)).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture
 def relevance_queue_empty(settings):
     from workers.celery_app import app

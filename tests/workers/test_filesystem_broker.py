@@ -163,18 +163,6 @@ FAST_LIFECYCLE = {"WORK_HEARTBEAT_SECONDS": "1", "WORK_STALL_SECONDS": "4", "WOR
                   "WORK_REQUEUE_GRACE_SECONDS": "3", "OMP_NUM_THREADS": "1"}
 
 
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory):
-    """A tiny random Llama and its tokenizer saved to a folder (as tests/workers/test_relevance_jobs.py)."""
-    from tests.ml.conftest import build_model, build_tokenizer
-
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    tokenizer = build_tokenizer("chatml")
-    build_model("llama", len(tokenizer)).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def test_a_worker_killed_mid_job_on_sqlite_and_the_filesystem_broker_is_recovered_by_the_sweeper(
         tiny_model_dir, tmp_path):
     """`make demo`'s setup, a relevance worker SIGKILLed while it holds a chunk: the filesystem

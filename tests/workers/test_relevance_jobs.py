@@ -31,17 +31,6 @@ Chunk = RelevanceChunk.Status
 STALL = 4  # WORK_STALL_SECONDS of the workers (tests/workers/conftest.py)
 
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory):
-    from tests.ml.conftest import build_model, build_tokenizer
-
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    tokenizer = build_tokenizer("chatml")
-    build_model("llama", len(tokenizer)).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture
 def relevance_queue_empty():
     """Messages left in the relevance queue by an earlier run would only be no-ops, but purge them."""

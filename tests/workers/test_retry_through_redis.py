@@ -35,17 +35,6 @@ WAITING = Chunk.QUEUED  # a chunk sent and not yet claimed
 NO_SWEEP = {"WORK_STALL_SECONDS": 600, "WORK_REQUEUE_GRACE_SECONDS": 600}
 
 
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory):
-    from tests.ml.conftest import build_model, build_tokenizer
-
-    folder = tmp_path_factory.mktemp("tiny-llama-retry")
-    tokenizer = build_tokenizer("chatml")
-    build_model("llama", len(tokenizer)).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture
 def broker():
     """The test run's Redis database (the workers' broker), with the relevance queue empty."""

@@ -24,17 +24,6 @@ SMALL = {"max_steps": 2, "effective_batch_size": 2, "micro_batch_size": 1, "max_
 EVALUATION = {"n_resamples": 50}
 
 
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory):
-    from tests.ml.conftest import build_model, build_tokenizer
-
-    folder = tmp_path_factory.mktemp("tiny-llama-train")
-    tokenizer = build_tokenizer("chatml")
-    build_model("llama", len(tokenizer)).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture
 def training_queue_empty(settings, tmp_path):
     from workers.celery_app import app
