@@ -160,6 +160,10 @@ class RelevanceJob(WorkUnit):
         self.method, self.template, self.explain = config.method, config.template, config.explain
         self.config, self.config_key = config.to_dict(), config.key
 
+    def refresh_from_db(self, *args, **kwargs):
+        self.__dict__.pop("_lost_at", None)
+        super().refresh_from_db(*args, **kwargs)
+
     def stalled_since(self, now=None):
         """When the worker was last heard of, if a worker of this job is lost: the planner while
         planning, else the latest of its running chunks whose worker stopped beating (the
@@ -169,7 +173,11 @@ class RelevanceJob(WorkUnit):
             return self.heartbeat if stale else None
         if self.status not in HELD:
             return None
-        return self.chunks.filter(lost(now)).aggregate(last=Max("heartbeat"))["last"]
+        if now is not None:
+            return self.chunks.filter(lost(now)).aggregate(last=Max("heartbeat"))["last"]
+        if not hasattr(self, "_lost_at"):  # a page asks twice (badge class and text): one query
+            self._lost_at = self.chunks.filter(lost()).aggregate(last=Max("heartbeat"))["last"]
+        return self._lost_at
 
 
 class RelevanceChunk(WorkUnit):
