@@ -21,11 +21,41 @@ _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 
 
+class LineError(ValueError):
+    """A line that is not one JSON object (the message says why)."""
+
+
 class JsonlError(ValueError):
     def __init__(self, path, line_no: int | None, reason: str):
         self.path, self.line_no, self.reason = str(path), line_no, reason
         where = f"{self.path}:{line_no}" if line_no else self.path
         super().__init__(f"{where}: {reason}")
+
+
+def parse_line(line: str) -> dict:
+    """One line of JSON Lines as a dict, or LineError saying why not in plain words.
+
+    The one parser behind both policies: read_jsonl stops at the first bad line, the app's
+    importer collects every bad line of a file before refusing it."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        # Some of json's messages end in "at" ("Invalid control character at"): say it once.
+        raise LineError(f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}") from None
+    except RecursionError:
+        raise LineError("invalid JSON: nested too deeply") from None
+    except ValueError:  # an integer of more than sys.get_int_max_str_digits() digits
+        raise LineError("invalid JSON: a number too long to read") from None
+    if not isinstance(obj, dict):
+        raise LineError(f"expected a JSON object, got {json_kind(obj)}")
+    return obj
+
+
+def json_kind(value) -> str:
+    """How a JSON value is named in a message: "an object", "an array", "a number"..."""
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
 
 
 def read_jsonl(path) -> Iterator[tuple[int, dict]]:
@@ -42,12 +72,9 @@ def read_jsonl(path) -> Iterator[tuple[int, dict]]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise JsonlError(path, line_no, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(obj, dict):
-                raise JsonlError(path, line_no, f"expected a JSON object, got {type(obj).__name__}")
-            yield line_no, obj
+                yield line_no, parse_line(line)
+            except LineError as exc:
+                raise JsonlError(path, line_no, str(exc)) from None
 
 
 def write_jsonl(path, records: Iterable[dict], append: bool = False) -> int:

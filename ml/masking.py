@@ -13,6 +13,10 @@
   tasks; an example identical to one of an EARLIER note (a duplicated note text) is dropped and
   counted. Memory: one note's examples, a 16-byte digest per example emitted and the ids of
   the notes seen.
+- Pair outcomes (BuildStats): every pair read is either left out by the mode's filter
+  (`pair_is_used`) or used; a used pair is kept (an example lists its task), gives no candidate
+  (nothing maskable) or has every candidate dropped as a duplicate of an earlier note. So
+  items = (items - items_used) + items_kept + items_without_candidate + items_all_duplicates.
 
 Ablations (`MaskingMode`), docs/METHOD.md, section Masking:
 - `dsm`: the method.
@@ -90,6 +94,10 @@ class BuildStats:
     merged_across_tasks: int = 0  # same note, same example, another task
     dropped_duplicate_notes: int = 0  # same example already emitted for an earlier note
     notes_not_contiguous: list[str] = field(default_factory=list)  # note ids seen again later
+    # What became of each pair that passed the filter (they add up to items_used):
+    items_kept: int = 0  # at least one example lists the pair's task (merged examples included)
+    items_without_candidate: int = 0  # no maskable span (whitespace-only groups, no room for a random span)
+    items_all_duplicates: int = 0  # every example already emitted for an earlier note
 
     @property
     def duplicates(self) -> int:
@@ -156,9 +164,12 @@ def build_examples(
             else:
                 stats.notes += 1
         groups = _checked_groups(item)
-        stats.items_used += _used(groups, mode)
+        used = _used(groups, mode)
+        stats.items_used += used
+        candidates = kept = 0
         for example in _examples_of_item(item, groups, mode, mask_token, seed):
             stats.candidates += 1
+            candidates += 1
             digest = hashlib.blake2b(
                 f"{len(example.masked_text)}\x00{example.masked_text}\x00{example.label}".encode(), digest_size=16
             ).digest()
@@ -166,17 +177,31 @@ def build_examples(
                 if item.task not in pending[digest][1]:
                     pending[digest][1].append(item.task)
                 stats.merged_across_tasks += 1
+                kept += 1
             elif digest in emitted:
                 stats.dropped_duplicate_notes += 1
             else:
                 pending[digest] = (example, [item.task])
+                kept += 1
+        if used:
+            if kept:
+                stats.items_kept += 1
+            elif candidates:
+                stats.items_all_duplicates += 1
+            else:
+                stats.items_without_candidate += 1
     yield from flush()
 
 
+def pair_is_used(groups: int, mode: MaskingMode | str) -> bool:
+    """The mode's filter on a pair's number of groups: exactly one for `one_peak`, else two or more."""
+    if MaskingMode(mode) is MaskingMode.ONE_PEAK:
+        return groups == 1
+    return groups >= 2
+
+
 def _used(groups, mode) -> bool:
-    if mode is MaskingMode.ONE_PEAK:
-        return len(groups) == 1
-    return len(groups) >= 2
+    return pair_is_used(len(groups), mode)
 
 
 def _examples_of_item(item: PeakItem, groups, mode, mask_token, seed) -> Iterator[MaskedExample]:

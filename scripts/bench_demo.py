@@ -4,12 +4,12 @@ figure README quotes for `make demo`:
     .venv/bin/python scripts/bench_demo.py                  # the demo's job: its notes x tasks
     .venv/bin/python scripts/bench_demo.py --threads 1 --notes 2
 
-What it measures: the prompts of the demo's first relevance job (rundemo.DEMO_TASKS on the first
+What it measures: the prompts of the demo's first relevance job (demo.DEMO_TASKS on the first
 notes of the demo corpus: ml.synthetic notes, language "mixed", seed 0, as load_demo_corpus writes
 them), computed as the relevance worker computes them (ml.relevance.compute_relevance with the
 default RelevanceConfig, the default model in ml.relevance.preferred_dtype, one chunk of
-rundemo.DEMO_CHUNK_SIZE prompts at a time), with torch's thread count set as rundemo sets it for
-the relevance worker (settings.WORKER_TORCH_THREADS rule: cores - 1, at least 1) unless --threads.
+demo.DEMO_CHUNK_SIZE prompts at a time; `webapp/home/demo.py`), with torch's thread count set as
+rundemo sets it for the relevance worker (settings.WORKER_TORCH_THREADS rule: cores - 1, at least 1) unless --threads.
 
 Printed: seconds to load the model, seconds per prompt (mean, first chunk, slowest chunk), the
 job's projected time, and the load average before and after (a busy machine measures slower: read
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-# The demo's job as rundemo queues it (kept here, not imported: rundemo imports Django).
+# The demo's job as webapp/home/demo.py queues it (kept here, not imported: that module imports Django).
 DEMO_TASKS = ["heart-rate", "blood-pressure", "spo2", "anticoagulants-or-antiplatelet-drug-therapy", "chest-pain"]
 
 
@@ -53,10 +53,11 @@ def main(argv=None) -> dict:
     torch.set_num_threads(threads)
     from ml.models import DEFAULT_MODEL, load_model, pick_device
     from ml.relevance import compute_relevance, preferred_dtype
-    from ml.synthetic import _CATALOG, make_note
+    from ml.synthetic import make_note
+    from ml.synthetic.tasks import CATALOG
 
     tasks = DEMO_TASKS[: args.tasks]
-    descriptions = {slug: _CATALOG[slug].description for slug in tasks}
+    descriptions = {slug: CATALOG[slug].description for slug in tasks}
     notes = [make_note(i, seed=0, language="mixed").text for i in range(notes_n)]
     # The planner's order: note by note, each note's tasks together.
     pairs = [(note, descriptions[slug]) for note in notes for slug in tasks]
@@ -100,8 +101,8 @@ def main(argv=None) -> dict:
 
 
 def _rundemo_sizes() -> dict:
-    """rundemo's DEMO_JOB_NOTES and DEMO_CHUNK_SIZE, read from its source (no Django import)."""
-    source = (ROOT / "webapp" / "home" / "management" / "commands" / "rundemo.py").read_text()
+    """The demo's DEMO_JOB_NOTES and DEMO_CHUNK_SIZE, read from its source (no Django import)."""
+    source = (ROOT / "webapp" / "home" / "demo.py").read_text()
     sizes = {"notes": 4, "chunk_size": 2}
     for line in source.splitlines():
         for name, key in (("DEMO_JOB_NOTES = ", "notes"), ("DEMO_CHUNK_SIZE = ", "chunk_size")):

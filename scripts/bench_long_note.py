@@ -154,7 +154,9 @@ def pages(client, objects, requests: int) -> dict:
     """Every page measured, as {name: figures}."""
     from django.urls import reverse
 
-    from webapp.review import noteview, selection, windows
+    from webapp.review import noteview, selection
+
+    from webapp.lib import windows
 
     full, cut = objects["full"], objects["cut"]
     base = {"task": objects["task"].pk, "model": objects["model"].pk, "method": "attnlrp", "template": "en",
@@ -212,7 +214,7 @@ def main() -> None:
     from django.core.management import call_command
     from django.test import Client
 
-    from webapp.review import windows
+    from webapp.lib import windows
 
     args.chars = args.chars or settings.IMPORT_MAX_NOTE_CHARS
     result = {"database": database_for(args.database_url)[0], "cpu_count": os.cpu_count(),

@@ -144,7 +144,7 @@ WHITENOISE_USE_FINDERS = DEBUG
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
-# Import limits (webapp.corpus.limits), each named in the message that refuses an input over it.
+# Import limits (webapp.lib.import_limits), each named in the message that refuses an input over it.
 IMPORT_MAX_NOTE_CHARS = env_int("IMPORT_MAX_NOTE_CHARS", 200_000)  # a long discharge letter is ~50,000
 IMPORT_MAX_UPLOAD_BYTES = env_int("IMPORT_MAX_UPLOAD_BYTES", 2 * 1024**3)  # as given: upload, file or brat folder
 IMPORT_MAX_UNPACKED_BYTES = env_int("IMPORT_MAX_UNPACKED_BYTES", 8 * 1024**3)  # after gzip/bz2/xz/zip
@@ -221,6 +221,22 @@ CELERY_TASK_ROUTES = {
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 2 * 3600)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 2 * 3600 + 300)
 CELERY_TASK_ALWAYS_EAGER = False
+# Training and evaluation workers. A run checks for Cancel every TRAINING_POLL_SECONDS; a run or an
+# evaluation past its time limit is stopped by Celery (a lost worker is caught by its heartbeat
+# long before). TRAINING_LAUNCHER (e.g. "accelerate launch --multi_gpu --num_processes 4" or
+# "torchrun --nproc_per_node 4") runs distributed kinds in a launcher of their own.
+TRAINING_POLL_SECONDS = env_float("TRAINING_POLL_SECONDS", 1.0)
+TRAINING_TIME_LIMIT = env_int("TRAINING_TIME_LIMIT", 14 * 24 * 3600)
+TRAINING_LAUNCHER = env_str("TRAINING_LAUNCHER", "").strip()
+EVALUATION_TIME_LIMIT = env_int("EVALUATION_TIME_LIMIT", 7 * 24 * 3600)
+# A Macro F1 (and its CI) measured on fewer test items than this carries a warning on the run
+# page and in the comparison: a few items make a noisy estimate. 0: never warn.
+SMALL_TEST_SET_ITEMS = env_int("SMALL_TEST_SET_ITEMS", 30)
+if SMALL_TEST_SET_ITEMS < 0:
+    raise ConfigError(f"SMALL_TEST_SET_ITEMS={SMALL_TEST_SET_ITEMS} must be 0 or more")
+# The code version recorded with runs and exports when there is no git checkout (an image): set
+# DSM_CODE_VERSION (or GIT_COMMIT) when building it.
+CODE_VERSION = env_str("DSM_CODE_VERSION") or env_str("GIT_COMMIT") or "unknown"
 # torch's threads in each worker process (workers/celery_app.py sets them, and OMP_NUM_THREADS /
 # MKL_NUM_THREADS for its children, when the worker starts, before any model is loaded). 0: left
 # as they are (OMP_NUM_THREADS if set, else torch's default of one thread per core), right for a
@@ -230,6 +246,9 @@ CELERY_TASK_ALWAYS_EAGER = False
 WORKER_TORCH_THREADS = env_int("WORKER_TORCH_THREADS", 0)
 if WORKER_TORCH_THREADS < 0:
     raise ConfigError(f"WORKER_TORCH_THREADS={WORKER_TORCH_THREADS} must be 0 (automatic) or a positive number")
+# Relevance workers run the common prefix of a note's prompts (the note) once for all its tasks
+# (ml.relevance_sharing): the same maps to float rounding, ~2x the prompts/s on 2 CPU cores.
+RELEVANCE_SHARE_PREFIX = env_bool("RELEVANCE_SHARE_PREFIX", True)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # Logging: never log note text. Loggers get ids and counts only; every record reaches the root
@@ -260,5 +279,12 @@ WORK_HEARTBEAT_SECONDS = env_float("WORK_HEARTBEAT_SECONDS", 5.0)
 WORK_STALL_SECONDS = env_int("WORK_STALL_SECONDS", 60)
 WORK_SWEEP_SECONDS = env_float("WORK_SWEEP_SECONDS", 10.0)
 WORK_REQUEUE_GRACE_SECONDS = env_int("WORK_REQUEUE_GRACE_SECONDS", 60)
+# Estimates before work (webapp.lifecycle.estimates): a launch estimated longer than
+# LAUNCH_CONFIRM_SECONDS on one worker, or, with no measured rate, larger than
+# LAUNCH_CONFIRM_AMOUNT units (prompts, maps, steps), is launched only once confirmed.
+LAUNCH_CONFIRM_SECONDS = env_int("LAUNCH_CONFIRM_SECONDS", 600)
+LAUNCH_CONFIRM_AMOUNT = env_int("LAUNCH_CONFIRM_AMOUNT", 1000)
+if LAUNCH_CONFIRM_SECONDS < 0 or LAUNCH_CONFIRM_AMOUNT < 0:
+    raise ConfigError("LAUNCH_CONFIRM_SECONDS and LAUNCH_CONFIRM_AMOUNT must be 0 (always confirm) or positive")
 if WORK_HEARTBEAT_SECONDS * 3 > WORK_STALL_SECONDS:
     raise ConfigError("WORK_STALL_SECONDS must be at least 3 x WORK_HEARTBEAT_SECONDS, or live workers look lost")

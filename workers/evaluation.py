@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
 MAX_RETRIES = 3
-TIME_LIMIT = getattr(settings, "EVALUATION_TIME_LIMIT", 7 * 24 * 3600)
+TIME_LIMIT = settings.EVALUATION_TIME_LIMIT
 
 
 @app.task(bind=True, name="workers.evaluation.run_evaluation", max_retries=MAX_RETRIES,

@@ -25,16 +25,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from webapp.env import env_int
 from workers.celery_app import app
 
 log = logging.getLogger(__name__)
 
 TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
-DAY = 24 * 3600
-TIME_LIMIT = env_int("TRAINING_TIME_LIMIT", 14 * DAY)
+TIME_LIMIT = settings.TRAINING_TIME_LIMIT
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -51,7 +50,7 @@ def run_training(self, run_id: int) -> str:
     if run is None:
         log.info("run %s: not queued (held by a live worker, finished or cancelled); nothing to do", run_id)
         return "nothing to do"
-    launcher = os.environ.get("TRAINING_LAUNCHER", "").strip()
+    launcher = settings.TRAINING_LAUNCHER
     if launcher and run.kind in DISTRIBUTED_KINDS:
         return _launch_distributed(run, launcher)
     outcome = execution.execute(run)  # beats from a thread while it trains

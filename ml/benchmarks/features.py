@@ -26,7 +26,10 @@ from pathlib import Path
 
 
 def run(notes: int = 8, tasks: int = 20, note_tokens: int = 400, *, batch_size: int = 8, max_length: int = 1024,
-        notes_file: Path | None = None, field: str = "text", threads: int | None = None, model_dir=None) -> dict:
+        notes_file: Path | None = None, field: str = "text", threads: int | None = None, model_dir=None,
+        loaded=None) -> dict:
+    """Features of notes x tasks items, note prefix shared vs one forward per item (module doc).
+    loaded: a LoadedModel to use instead of the default model."""
     import numpy as np
     import torch
 
@@ -36,7 +39,7 @@ def run(notes: int = 8, tasks: int = 20, note_tokens: int = 400, *, batch_size: 
 
     if threads:
         torch.set_num_threads(threads)
-    loaded, model_name = _model(model_dir)
+    loaded, model_name = (loaded, loaded.name) if loaded is not None else _model(model_dir)
     texts = _texts(loaded.tokenizer, notes, note_tokens, notes_file, field)
     specs = [spec for spec in load_catalog() if not spec.held_out][:tasks]
     items = [LabeledItem(item_id=f"{n}-{spec.slug}", note_id=str(n), task=spec.slug, description=spec.description,

@@ -1,11 +1,16 @@
 """Relevance throughput on the default model: ours vs a naive lxt-README baseline.
 
 Both run in the same (child) process on the same prompts (~`note_tokens`-token synthetic
-English clinical notes, each with a task description):
+English clinical notes, `tasks_per_note` task descriptions each, note by note as a relevance
+chunk holds them; `python -m ml.benchmarks.relevance`: 2 notes x 9 tasks, as the paper samples):
   * baseline: written like lxt's README: fp32 model, parameters frozen, one prompt at a
     time, full logits for every position, backward from the top logit at the last one;
   * ours: `ml.relevance.compute_relevance(method="attnlrp")` with its defaults
-    (relevance dtype, logits_to_keep=1, length-bucketed batches).
+    (relevance dtype, logits_to_keep=1, length-bucketed batches, a note's prompts sharing
+    their prefix); with several tasks per note, also the same without the sharing
+    (share_prefix=False: the product path before it), so "paths" holds all three with
+    prompts/s, wall and CPU seconds and the ratio to the baseline, and "load_average" the
+    machine's 1-minute load before and after (a busy machine measures slower).
 Agreement is reported as the mean Pearson correlation of the two relevance vectors.
 
 `--variants`: instead, each `explain` variant of ml.relevance on the same notes x tasks (every
@@ -64,53 +69,80 @@ def synthetic_note(rng: random.Random, tokenizer, note_tokens: int) -> str:
     return text[: spans[note_tokens - 1][1]]
 
 
-def _measure(n_prompts: int, note_tokens: int, model_dir, device) -> dict:
+def naive_relevance(model, enc):
+    """The baseline, written like lxt's README: one prompt, full logits for every position,
+    backward from the top logit at the last one; relevance of the note's tokens (numpy)."""
+    import torch
+
+    input_ids = torch.tensor([enc.input_ids], device=model.device)
+    input_embeds = model.get_input_embeddings()(input_ids)
+    output_logits = model(inputs_embeds=input_embeds.requires_grad_(), use_cache=False).logits
+    max_logits, _ = torch.max(output_logits[0, -1, :], dim=-1)
+    max_logits.backward()
+    return (input_embeds.grad * input_embeds).float().sum(-1).detach().cpu()[0].numpy()[enc.note_index]
+
+
+def compare(ours_model, base_model, n_prompts: int, note_tokens: int, *, batch_size: int | None = None,
+            tasks_per_note: int = 1) -> dict:
+    """Ours (`ours_model` as loaded, compute_relevance's defaults) against the naive loop on
+    `base_model` (the same weights in fp32) over the same synthetic prompts, in THIS process
+    (it gets patched). Both models must be of the same family and tokenizer. With
+    tasks_per_note > 1, ours also runs with share_prefix=False ("product" in "paths")."""
+    import os
+
     import numpy as np
     import torch
 
-    from ml.models import DEFAULT_MODEL, load_model, pick_device
-    from ml.relevance import compute_relevance, encode_pair, preferred_dtype
+    from ml.relevance import compute_relevance, encode_pair
 
-    device = pick_device(device)
-    ours_model = load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype=preferred_dtype(device))
-    base_model = load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype="float32")
+    device = ours_model.model.device
     rng = random.Random(0)
-    notes = [synthetic_note(rng, ours_model.tokenizer, note_tokens) for _ in range(n_prompts)]
+    tasks_per_note = max(1, tasks_per_note)
+    texts = [synthetic_note(rng, ours_model.tokenizer, note_tokens) for _ in range(-(-n_prompts // tasks_per_note))]
+    notes = [texts[i // tasks_per_note] for i in range(n_prompts)]
     tasks = [TASKS[i % len(TASKS)] for i in range(n_prompts)]
     kwargs = dict(chat_template_kwargs=ours_model.family.chat_template_kwargs, include_target=True)
     encoded = [encode_pair(ours_model.tokenizer, n, t, **kwargs) for n, t in zip(notes, tasks)]
-
-    def baseline(enc):
-        model = base_model.model
-        input_ids = torch.tensor([enc.input_ids], device=device)
-        input_embeds = model.get_input_embeddings()(input_ids)
-        output_logits = model(inputs_embeds=input_embeds.requires_grad_(), use_cache=False).logits
-        max_logits, _ = torch.max(output_logits[0, -1, :], dim=-1)
-        max_logits.backward()
-        return (input_embeds.grad * input_embeds).float().sum(-1).detach().cpu()[0].numpy()[enc.note_index]
 
     def sync():
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    compute_relevance(ours_model, notes[:1], tasks[:1])  # patches the process, warms up
+    def timed(run):
+        sync()
+        wall, cpu = time.perf_counter(), time.process_time()
+        out = run()
+        sync()
+        return out, time.perf_counter() - wall, time.process_time() - cpu
+
+    warm = 2 if tasks_per_note > 1 else 1  # two prompts of one note also warm the shared path up
+    compute_relevance(ours_model, notes[:warm], tasks[:warm])  # patches the process, warms up
+    if tasks_per_note > 1:
+        compute_relevance(ours_model, notes[:warm], tasks[:warm], share_prefix=False)
     for p in base_model.model.parameters():
         p.requires_grad = False
-    baseline(encoded[0])
+    naive_relevance(base_model.model, encoded[0])
 
-    sync()
-    started = time.perf_counter()
-    reference = [baseline(enc) for enc in encoded]
-    sync()
-    base_s = time.perf_counter() - started
-    started = time.perf_counter()
-    ours = compute_relevance(ours_model, notes, tasks)
-    sync()
-    ours_s = time.perf_counter() - started
+    load_before = os.getloadavg()[0]
+    reference, base_s, base_cpu = timed(lambda: [naive_relevance(base_model.model, enc) for enc in encoded])
+    paths = {"naive_lxt_loop": (base_s, base_cpu)}
+    if tasks_per_note > 1:
+        _, product_s, product_cpu = timed(lambda: compute_relevance(ours_model, notes, tasks, batch_size=batch_size,
+                                                                     share_prefix=False))
+        paths["product"] = (product_s, product_cpu)
+    ours, ours_s, ours_cpu = timed(lambda: compute_relevance(ours_model, notes, tasks, batch_size=batch_size))
+    paths["shared_prefix" if tasks_per_note > 1 else "ours"] = (ours_s, ours_cpu)
+    load_after = os.getloadavg()[0]
 
     agreement = float(np.mean([np.corrcoef(r.raw_scores, b)[0, 1] for r, b in zip(ours, reference)]))
     return {
-        "model": DEFAULT_MODEL,
+        "paths": {name: {"prompts_per_s": round(n_prompts / wall, 3), "seconds": round(wall, 2),
+                         "cpu_seconds": round(cpu, 2), "vs_naive": round(base_s / wall, 2)}
+                  for name, (wall, cpu) in paths.items()},
+        "load_average": {"before": round(load_before, 2), "after": round(load_after, 2),
+                         "cores": os.cpu_count()},
+        **({"shared_vs_product": round(paths["product"][0] / ours_s, 2)} if "product" in paths else {}),
+        "tasks_per_note": tasks_per_note,
         "device": str(device),
         "torch_threads": torch.get_num_threads(),
         "n_prompts": n_prompts,
@@ -124,6 +156,17 @@ def _measure(n_prompts: int, note_tokens: int, model_dir, device) -> dict:
         "baseline_seconds": round(base_s, 2),
         "agreement_pearson": round(agreement, 4),
     }
+
+
+def _measure(n_prompts: int, note_tokens: int, model_dir, device, tasks_per_note: int = 1) -> dict:
+    from ml.models import DEFAULT_MODEL, load_model, pick_device
+    from ml.relevance import preferred_dtype
+
+    device = pick_device(device)
+    ours_model = load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype=preferred_dtype(device))
+    base_model = load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype="float32")
+    return {"model": DEFAULT_MODEL, **compare(ours_model, base_model, n_prompts, note_tokens,
+                                              tasks_per_note=tasks_per_note)}
 
 
 def _variants(n_notes: int, n_tasks: int, note_tokens: int, model_dir, device) -> dict:
@@ -163,25 +206,27 @@ def variants(n_notes: int = 4, n_tasks: int = 5, note_tokens: int = 300, *, mode
         return pool.apply(_variants, (n_notes, n_tasks, note_tokens, model_dir, device))
 
 
-def run(n_prompts: int = 8, note_tokens: int = 300, *, quick: bool = False, model_dir=None, device=None,
-        isolate: bool = True) -> dict:
-    """Measure relevance prompts/s (ours and baseline) -> JSON-able dict.
+def run(n_prompts: int = 18, note_tokens: int = 300, *, tasks_per_note: int = 9, quick: bool = False,
+        model_dir=None, device=None, isolate: bool = True) -> dict:
+    """Measure relevance prompts/s (baseline, product path, shared prefix) -> JSON-able dict.
 
-    quick: 3 prompts instead of n_prompts. isolate=True runs the measurement in a spawned
-    child so this process stays free of lxt's process-global patches."""
+    quick: 3 prompts of one note instead of n_prompts. isolate=True runs the measurement in a
+    spawned child so this process stays free of lxt's process-global patches."""
     if quick:
         n_prompts = min(n_prompts, 3)
+    args = (n_prompts, note_tokens, model_dir, device, tasks_per_note)
     if not isolate:
-        return _measure(n_prompts, note_tokens, model_dir, device)
+        return _measure(*args)
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(_measure, (n_prompts, note_tokens, model_dir, device))
+        return pool.apply(_measure, args)
 
 
 if __name__ == "__main__":
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n-prompts", type=int, default=8)
+    parser.add_argument("--n-prompts", type=int, default=18)
+    parser.add_argument("--tasks-per-note", type=int, default=9, help="prompts of one note, note by note")
     parser.add_argument("--note-tokens", type=int, default=300)
     parser.add_argument("--model-dir", default=None)
     parser.add_argument("--device", default=None)
@@ -192,4 +237,5 @@ if __name__ == "__main__":
     if a.variants:
         print(json.dumps(variants(a.notes, a.tasks, a.note_tokens, model_dir=a.model_dir, device=a.device), indent=2))
     else:
-        print(json.dumps(run(a.n_prompts, a.note_tokens, model_dir=a.model_dir, device=a.device), indent=2))
+        print(json.dumps(run(a.n_prompts, a.note_tokens, tasks_per_note=a.tasks_per_note, model_dir=a.model_dir,
+                             device=a.device), indent=2))

@@ -19,13 +19,14 @@ import time
 
 
 def run(steps: int = 6, seq_len: int = 256, micro_batch: int = 4, *, rounds: int = 2, threads: int | None = None,
-        model_dir=None, seed: int = 0) -> dict:
+        model_dir=None, seed: int = 0, loaded=None) -> dict:
     """Measure tokens/s of both loops -> JSON-able dict (a few minutes on 2 CPU cores).
 
     The loops run alternately `rounds` times each (after one untimed warm-up run of each),
     every run from the same initial weights; the best run of each is compared (the least
     disturbed by other load on a shared machine); all runs are listed. threads: torch CPU
-    threads (default: torch's choice)."""
+    threads (default: torch's choice). loaded: a LoadedModel to train instead (its weights
+    end up trained)."""
     import torch
 
     from ml.training import CausalLMConfig
@@ -33,7 +34,7 @@ def run(steps: int = 6, seq_len: int = 256, micro_batch: int = 4, *, rounds: int
 
     if threads:
         torch.set_num_threads(threads)
-    loaded, model_name = _model(model_dir)
+    loaded, model_name = (loaded, loaded.name) if loaded is not None else _model(model_dir)
     pairs = _pairs(loaded.tokenizer, steps * micro_batch, seq_len, seed)
     warm = _pairs(loaded.tokenizer, micro_batch, seq_len, seed + 1)
     config = CausalLMConfig(effective_batch_size=micro_batch, micro_batch_size=micro_batch, max_length=seq_len + 64,
@@ -98,16 +99,36 @@ def _model(model_dir):
     try:
         return load_model(DEFAULT_MODEL, model_dir=model_dir, dtype="float32"), DEFAULT_MODEL
     except ModelNotFoundError:
-        return _random_llama(), "random Llama (hidden 256, 4 layers; SmolLM2 not converted)"
+        return random_llama(), "random Llama (hidden 256, 4 layers; SmolLM2 not converted)"
 
 
-def _random_llama():
+SMALL_LLAMA = dict(hidden_size=256, intermediate_size=768, num_hidden_layers=4, num_attention_heads=4,
+                   num_key_value_heads=2)
+
+
+def random_llama(tokenizer=None, *, device="cpu", seed: int = 0, name: str = "random-llama", **shape):
+    """A randomly initialised Llama (float32, eval mode) as a LoadedModel, built on `device`:
+    SMALL_LLAMA unless `shape` gives LlamaConfig fields; `tokenizer`: a small byte-level BPE
+    trained here on the benchmark's sentences (no chat template) unless given."""
     import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from ml.models import FAMILIES, LoadedModel
+
+    tokenizer = tokenizer if tokenizer is not None else _small_tokenizer()
+    device = torch.device(device)
+    torch.manual_seed(seed)
+    with device:
+        model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), **{**SMALL_LLAMA, **shape}))
+    return LoadedModel(model=model.eval(), tokenizer=tokenizer, family=FAMILIES["llama"], name=name,
+                       device=device, dtype=torch.float32, path="")
+
+
+def _small_tokenizer():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     from ml.benchmarks.relevance import SENTENCES
-    from ml.models import FAMILIES, LoadedModel
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -115,12 +136,7 @@ def _random_llama():
     trainer = trainers.BpeTrainer(vocab_size=2000, special_tokens=["<s>", "</s>", "<mask>"], show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(SENTENCES * 20, trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="</s>")
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), hidden_size=256, intermediate_size=768,
-                                         num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2))
-    return LoadedModel(model=model.eval(), tokenizer=tokenizer, family=FAMILIES["llama"], name="random-llama",
-                       device=torch.device("cpu"), dtype=torch.float32, path="")
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="</s>")
 
 
 def _pairs(tokenizer, n: int, seq_len: int, seed: int):
@@ -142,7 +158,7 @@ def _pairs(tokenizer, n: int, seq_len: int, seed: int):
 
 def _ours(loaded, pairs, config) -> dict:
     from ml.training import train_causal_lm
-    from ml.training.encoding import Encoder
+    from ml.training.encoding import training_encoder
 
     stamps = []
     with tempfile.TemporaryDirectory() as out:
@@ -150,7 +166,7 @@ def _ours(loaded, pairs, config) -> dict:
                         on_progress=lambda e: stamps.append((time.perf_counter(), e)))
     steps = [t for t, e in stamps if not e.message]
     start = next(t for t, e in stamps if e.message.startswith("started"))
-    encoder = Encoder(loaded.tokenizer, config.max_length, loaded.family.chat_template_kwargs)
+    encoder = training_encoder(loaded, config, loaded.device)  # as train_causal_lm encodes
     encoded = [encoder.encode(p.prompt, p.answer)[0] for p in pairs]
     tokens = sum(len(e.input_ids) for e in encoded)
     seconds = steps[-1] - start
@@ -164,9 +180,9 @@ def _trainer(loaded, pairs, config, bf16: bool) -> dict:
     import torch
     from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
 
-    from ml.training.encoding import Encoder
+    from ml.training.encoding import training_encoder
 
-    encoder = Encoder(loaded.tokenizer, config.max_length, loaded.family.chat_template_kwargs)
+    encoder = training_encoder(loaded, config, loaded.device)  # as train_causal_lm encodes
     encoded = [encoder.encode(p.prompt, p.answer)[0] for p in pairs]
     data = [{"input_ids": e.input_ids.tolist(), "prompt_len": e.prompt_len} for e in encoded]
     pad_id = loaded.tokenizer.pad_token_id or 0

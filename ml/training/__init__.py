@@ -5,6 +5,7 @@
     encoding.py    prompt + answer -> tokens, chat template, answer-only supervision, truncation
     batching.py    data order, length-sorted micro-batches, left padding, the loss
     vocab.py       the mask token (added and embeddings resized when missing)
+    schedule.py    optimizer steps, warmup, and the steps that can change the model (plan_steps)
     loop.py        train_causal_lm: the training loop (accelerate, accumulation, checkpoints)
     finetune.py    full / LoRA, optimizer, the final folder
     checkpoint.py  checkpoint-last: atomic save, exact resume
@@ -26,8 +27,8 @@ _EXPORTS = {
     "CausalLMConfig": "config", "SFTConfig": "config", "HeadConfig": "config", "PromptingConfig": "config",
     "TextPair": "data", "LabeledItem": "data", "split_items": "data", "sft_prompt": "data", "sft_pairs": "data",
     "ProgressEvent": "progress", "TrainResult": "progress",
-    "TrainingCancelled": "errors", "TrainingError": "errors",
-    "train_causal_lm": "loop",
+    "TrainingCancelled": "errors", "TrainingError": "errors", "TrainingInputError": "errors",
+    "train_causal_lm": "loop", "plan_steps": "schedule", "StepPlan": "schedule",
     "train_sft": "sft", "predict_sft": "sft", "self_label": "sft",
     "extract_features": "features",
     "train_heads": "heads", "HeadBundle": "heads",

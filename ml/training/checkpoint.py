@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ml.training.errors import TrainingInputError
+
 CHECKPOINT = "checkpoint-last"
 _ASIDE = ".checkpoint-previous"
 FORMAT = 1
@@ -104,7 +106,7 @@ def load(folder: Path, device: torch.device | str = "cpu") -> Checkpoint:
     folder = Path(folder)
     meta = json.loads((folder / "state.json").read_text())
     if meta.get("format") != FORMAT:
-        raise ValueError(f"{folder}: unknown checkpoint format {meta.get('format')!r}")
+        raise TrainingInputError(f"{folder}: unknown checkpoint format {meta.get('format')!r}")
     blobs = torch.load(folder / "training_state.pt", map_location="cpu", weights_only=True)
     return Checkpoint(step=meta["step"], tokens=meta["tokens"], seconds=meta["seconds"], config=meta["config"],
                       data_fingerprint=meta["data_fingerprint"], mask_token=meta["mask_token"],

@@ -11,7 +11,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ml.training.errors import TrainingInputError
+
 FINETUNE = ("full", "lora")
+INSTRUCTION_TURNS = ("system", "user")
+CPU_MAX_LENGTH = 512  # max_length=None on CPU (any device but CUDA): the CPU-scale default
+GPU_MAX_LENGTH = 8192  # max_length=None on CUDA: the model's context, up to this many tokens
 PRECISIONS = ("auto", "bf16", "fp32")
 SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup")
 
@@ -24,7 +29,7 @@ class _FromDict:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
-            raise ValueError(
+            raise TrainingInputError(
                 f"unknown {cls.__name__} key(s): {', '.join(unknown)}; known keys: {', '.join(sorted(names))}"
             )
         return cls(**data)
@@ -35,7 +40,7 @@ class _FromDict:
 
 def _check(condition: bool, message: str) -> None:
     if not condition:
-        raise ValueError(message)
+        raise TrainingInputError(message)
 
 
 @dataclass
@@ -51,8 +56,16 @@ class CausalLMConfig(_FromDict):
     warmup_ratio: float = 0.1  # paper: 0.1 of the optimizer steps (rounded up)
     effective_batch_size: int = 128  # paper: 128 = micro_batch_size x accumulation x processes
     micro_batch_size: int = 4  # examples per forward pass and process
-    max_length: int = 512  # tokens per example; the prompt is cut from the left, never the answer
-    adam_eps: float = 1e-8  # AdamW epsilon (torch default); SFT uses 1e-7
+    # Tokens per example; the prompt is cut from the left, never the answer. None ("auto"):
+    # on CUDA the model's context up to GPU_MAX_LENGTH (8192), on CPU CPU_MAX_LENGTH (512);
+    # resolved when training starts (resolve_max_length) and said in the run's first message.
+    max_length: int | None = None
+    adam_eps: float = 1e-7  # AdamW epsilon: the reference code's 1e-7 (DSM and SFT); torch's default is 1e-8
+    # Where the DSM instruction ("Fill in the masked word...") goes: "system": its own system
+    # turn, the masked note the user turn (the paper's layout), where the chat template has a
+    # system role; templates without one (and models without a template) keep the single
+    # user turn. "user": always the single user turn "{instruction} {masked note}".
+    instruction_turn: str = "system"
     seed: int = 0  # data order, LoRA init, dropout
     lora_r: int = 32  # paper (SFT): r 32
     lora_alpha: int = 64  # paper (SFT): alpha 64
@@ -77,7 +90,9 @@ class CausalLMConfig(_FromDict):
                and self.effective_batch_size % self.micro_batch_size == 0,
                f"effective_batch_size ({self.effective_batch_size}) must be a multiple of "
                f"micro_batch_size ({self.micro_batch_size})")
-        _check(self.max_length >= 8, "max_length must be >= 8")
+        _check(self.max_length is None or self.max_length >= 8, "max_length must be None (auto) or >= 8")
+        _check(self.instruction_turn in INSTRUCTION_TURNS,
+               f"instruction_turn must be one of {INSTRUCTION_TURNS}, got {self.instruction_turn!r}")
         _check(self.checkpoint_every >= 0, "checkpoint_every must be >= 0")
         _check(self.max_steps is None or self.max_steps >= 1, "max_steps must be None or >= 1")
         _check(self.lora_r >= 1 and self.lora_alpha > 0 and 0 <= self.lora_dropout < 1, "invalid LoRA settings")
@@ -87,7 +102,7 @@ class CausalLMConfig(_FromDict):
         """Micro-batches per optimizer step and process: effective = micro x this x processes."""
         per_step = self.micro_batch_size * processes
         if self.effective_batch_size % per_step:
-            raise ValueError(
+            raise TrainingInputError(
                 f"effective_batch_size {self.effective_batch_size} is not a multiple of micro_batch_size "
                 f"{self.micro_batch_size} x {processes} process(es)"
             )
@@ -101,9 +116,30 @@ class SFTConfig(CausalLMConfig):
     finetune: str = "lora"  # paper: LoRA
     lr: float = 3e-4  # paper: 3e-4
     effective_batch_size: int = 64  # paper: 64
-    adam_eps: float = 1e-7  # paper: 1e-7
-    # weight decay (not given for SFT in the paper), warmup 0.1, cosine, 1 epoch, r 32,
-    # alpha 64, dropout 0.05: as CausalLMConfig
+    # SFT prompts stay one user turn: predictions (ml.training.sft) score them that way.
+    instruction_turn: str = "user"
+    # adam_eps 1e-7 (paper), max_length (auto), weight decay (not given for SFT in the paper),
+    # warmup 0.1, cosine, 1 epoch, r 32, alpha 64, dropout 0.05: as CausalLMConfig
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check(self.instruction_turn == "user", "SFT keeps its instruction in the user turn (instruction_turn "
+               "'user'): its predictions are scored with that prompt")
+
+
+def resolve_max_length(max_length: int | None, model_config, device) -> int:
+    """The tokens per example a run uses: max_length when given; else (auto) the model's
+    context (max_position_embeddings, also of a multimodal config's text_config) up to
+    GPU_MAX_LENGTH on CUDA, and CPU_MAX_LENGTH on any other device. `device`: a torch.device
+    or its type as a string ("cuda", "cpu")."""
+    if max_length is not None:
+        return max_length
+    if getattr(device, "type", device) != "cuda":
+        return CPU_MAX_LENGTH
+    context = getattr(model_config, "max_position_embeddings", None)
+    if context is None:
+        context = getattr(getattr(model_config, "text_config", None), "max_position_embeddings", None)
+    return min(context, GPU_MAX_LENGTH) if context else GPU_MAX_LENGTH
 
 
 @dataclass

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ml.masking import DSM_INSTRUCTION
+from ml.training.errors import TrainingInputError
 
 OPTION_SEPARATOR = ", "
 
@@ -28,7 +29,7 @@ class TextPair:
         if not isinstance(self.prompt, str) or not isinstance(self.answer, str):
             raise TypeError("TextPair prompt and answer must be strings")
         if not self.answer.strip():
-            raise ValueError("TextPair answer is empty: there is nothing to learn")
+            raise TrainingInputError("TextPair answer is empty: there is nothing to learn")
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,9 @@ class LabeledItem:
 
     def __post_init__(self):
         if not self.options or len(set(self.options)) != len(self.options):
-            raise ValueError(f"item {self.item_id!r}: options must be non-empty and distinct")
+            raise TrainingInputError(f"item {self.item_id!r}: options must be non-empty and distinct")
         if self.label is not None and self.label not in self.options:
-            raise ValueError(f"item {self.item_id!r}: label {self.label!r} is not one of {self.options}")
+            raise TrainingInputError(f"item {self.item_id!r}: label {self.label!r} is not one of {self.options}")
 
     def with_label(self, label: str | None) -> "LabeledItem":
         return replace(self, label=label)
@@ -58,10 +59,10 @@ def split_items(items: Sequence[LabeledItem], *, test_ratio: float = 0.15, seed:
     0 < test_ratio < 1), so the split depends only on the seed and the item ids, never on
     the input order, and the ratio is exact."""
     if not 0 <= test_ratio <= 1:
-        raise ValueError(f"test_ratio must be in [0, 1], got {test_ratio}")
+        raise TrainingInputError(f"test_ratio must be in [0, 1], got {test_ratio}")
     ids = [item.item_id for item in items]
     if len(set(ids)) != len(ids):
-        raise ValueError("item ids must be unique")
+        raise TrainingInputError("item ids must be unique")
     n = len(items)
     n_test = round(n * test_ratio)
     if n >= 2 and 0 < test_ratio < 1:
@@ -90,7 +91,7 @@ def sft_prompt(item: LabeledItem, mask_token: str) -> str:
 def sft_prompt_parts(item: LabeledItem, mask_token: str) -> tuple[str, str]:
     """(text before the note, text after it) of the SFT prompt."""
     if not mask_token:
-        raise ValueError("mask_token must be a non-empty string")
+        raise TrainingInputError("mask_token must be a non-empty string")
     options = OPTION_SEPARATOR.join(item.options)
     return (f"{DSM_INSTRUCTION} ",
             f" <crf_item> {item.description}? {mask_token} <\\crf_item> <options>{options}<\\options>")

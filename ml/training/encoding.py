@@ -16,6 +16,12 @@ tokens are checked to contain the answer.
 
 Models without a chat template: `bos + prompt + "\\n"` then `answer + eos` (supervised).
 
+`system_instruction=True` (DSM's default, CausalLMConfig.instruction_turn "system"): a prompt
+that starts with the DSM instruction is laid out as the paper's two turns, the instruction
+as the SYSTEM turn and the rest (the masked note) as the user turn, when the chat template
+has a system role (it renders a system message without raising). Without a chat template or
+a system role the prompt stays the single user turn "{instruction} {masked note}".
+
 Continual pretraining (empty prompt, no system, no shots): plain language modelling on
 `bos + answer + eos`, every token supervised, cut into consecutive windows of max_length.
 
@@ -67,6 +73,20 @@ class Encoder:
     chat: bool | None = None  # None: use the chat template when the tokenizer has one
     # Text that must survive the cut (the DSM mask): the cut keeps a window around it (module doc).
     keep_text: str | None = None
+    # The DSM instruction leading a prompt becomes the system turn where the template has one (module doc).
+    system_instruction: bool = False
+
+    @property
+    def has_system_role(self) -> bool:
+        """The chat template renders a system message (many raise "System role not supported")."""
+        if not self.uses_chat:
+            return False
+        messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+        try:
+            self.tokenizer.apply_chat_template(messages, tokenize=False, **(self.chat_template_kwargs or {}))
+        except Exception:  # noqa: BLE001 - jinja2 TemplateError and the like
+            return False
+        return True
 
     @property
     def uses_chat(self) -> bool:
@@ -78,12 +98,22 @@ class Encoder:
         """[] when it cannot fit; several windows for continual pretraining; else one."""
         if not prompt and system is None and not shots:
             return self._plain_lm(answer)
+        if self.system_instruction and system is None:
+            prompt, system = self.instruction_as_system(prompt)
         fitted = self.fit(prompt, answer, system=system, shots=shots)
         if fitted is None:
             return []
         user, ids, boundary, truncated = fitted
         self._check_answer(ids[boundary:], answer)
         return [Encoded(np.asarray(ids, dtype=np.int32), boundary, truncated)]
+
+    def instruction_as_system(self, prompt: str) -> tuple[str, str | None]:
+        """(user turn, system turn): the leading DSM instruction as the system turn where the
+        template has a system role; else (prompt, None)."""
+        prefix, body = _split_keep_prefix(prompt)
+        if not prefix or not body or not self.has_system_role:
+            return prompt, None
+        return body, prefix.strip()
 
     def encode_exact(self, user: str, answer: str, *, system: str | None = None,
                      shots: Sequence[tuple[str, str]] = (), truncated: bool = False) -> Encoded:
@@ -201,6 +231,16 @@ class Encoder:
         ids = ([bos] if bos is not None else []) + ids + ([eos] if eos is not None else [])
         windows = [ids[i:i + self.max_length] for i in range(0, len(ids), self.max_length)]
         return [Encoded(np.asarray(w, dtype=np.int32), 0, len(windows) > 1) for w in windows if len(w) >= 2]
+
+
+def training_encoder(loaded, config, device, keep_text: str | None = None) -> Encoder:
+    """The Encoder of a causal-LM training run: max_length resolved for the device (None:
+    auto, see config.resolve_max_length) and the DSM instruction's turn from the config."""
+    from ml.training.config import resolve_max_length
+
+    return Encoder(loaded.tokenizer, resolve_max_length(config.max_length, loaded.model.config, device),
+                   loaded.family.chat_template_kwargs, keep_text=keep_text,
+                   system_instruction=config.instruction_turn == "system")
 
 
 def _split_keep_prefix(prompt: str) -> tuple[str, str]:

@@ -6,6 +6,12 @@ class TrainingError(Exception):
     a chat template that hides the answer, a checkpoint from another run)."""
 
 
+class TrainingInputError(ValueError):
+    """Settings or data the trainer cannot use (ids, labels, sizes, a checkpoint of another
+    shape). Its message names ids, labels and numbers, never note text, so the app shows it on
+    the run as it is. A ValueError, so callers that validate with `except ValueError` still do."""
+
+
 class TrainingCancelled(Exception):
     """`should_stop()` returned True: a checkpoint was saved (unless nothing had been trained
     yet and none existed); calling again with resume=True continues from it."""

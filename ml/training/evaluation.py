@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ml.metrics import bootstrap_ci, mean_task_f1, per_task_f1
 from ml.training.data import LabeledItem
+from ml.training.errors import TrainingInputError
 
 
 @dataclass
@@ -60,7 +61,7 @@ def average_variants(items: Sequence[LabeledItem], variant_predictions: Sequence
                      confidence: float = 0.95) -> EvalResult:
     """Mean over variants (prompt variants, example draws) of their Macro F1 (see module doc)."""
     if not variant_predictions:
-        raise ValueError("no variant predictions")
+        raise TrainingInputError("no variant predictions")
     columns = [_checked(items, predictions) for predictions in variant_predictions]
     return _evaluate(items, list(zip(*columns)), held_out, n_resamples, seed, confidence)
 
@@ -100,10 +101,10 @@ def _scores(items, predictions, rows, n_resamples, seed, confidence) -> EvalResu
 def _checked(items, predictions) -> list[str]:
     predictions = list(predictions)
     if len(predictions) != len(items):
-        raise ValueError(f"{len(predictions)} predictions for {len(items)} items")
+        raise TrainingInputError(f"{len(predictions)} predictions for {len(items)} items")
     unlabeled = [item.item_id for item in items if item.label is None]
     if unlabeled:
-        raise ValueError(f"{len(unlabeled)} items have no gold label (e.g. {unlabeled[0]!r})")
+        raise TrainingInputError(f"{len(unlabeled)} items have no gold label (e.g. {unlabeled[0]!r})")
     return predictions
 
 

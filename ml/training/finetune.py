@@ -16,6 +16,8 @@ from pathlib import Path
 
 import torch
 
+from ml.training.errors import TrainingInputError
+
 FINAL = "final"
 ADAPTER = "adapter"
 
@@ -47,11 +49,28 @@ def trainable_parameters(model) -> dict[str, torch.nn.Parameter]:
     return {name: p for name, p in model.named_parameters() if p.requires_grad}
 
 
+def weights_checksum(model, chunk: int = 1 << 24) -> dict[str, int]:
+    """{name: checksum} of the trainable parameters: the sum of their bit patterns as integers
+    (wrapping at 64 bits), exact and the same on any device or reduction order, so any change
+    of any element shows (short of changes that cancel to the bit). Read in chunks of `chunk`
+    elements: memory stays bounded however large a parameter is; no copy of the model is kept."""
+    integer = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    sums = {}
+    with torch.no_grad():
+        for name, p in trainable_parameters(model).items():
+            flat = p.detach().reshape(-1).view(integer[p.element_size()])
+            total = 0
+            for start in range(0, flat.numel(), chunk):
+                total += int(flat[start:start + chunk].to(torch.int64).sum())
+            sums[name] = total % (1 << 64)
+    return sums
+
+
 def load_trainable(model, tensors: dict) -> None:
     params = trainable_parameters(model)
     if set(params) != set(tensors):
         missing, extra = sorted(set(params) - set(tensors)), sorted(set(tensors) - set(params))
-        raise ValueError(f"checkpoint does not match the model: missing {missing[:3]}, unexpected {extra[:3]}")
+        raise TrainingInputError(f"checkpoint does not match the model: missing {missing[:3]}, unexpected {extra[:3]}")
     with torch.no_grad():
         for name, p in params.items():
             p.copy_(tensors[name])

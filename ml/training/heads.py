@@ -20,7 +20,7 @@ from torch import nn
 
 from ml.training.config import HeadConfig
 from ml.training.data import LabeledItem
-from ml.training.errors import TrainingCancelled
+from ml.training.errors import TrainingCancelled, TrainingInputError
 from ml.training.progress import ProgressEvent
 
 
@@ -41,7 +41,7 @@ class HeadBundle:
         features = _check_features(features, items, self.input_dim)
         missing = sorted({i.task for i in items} - set(self.heads))
         if missing:
-            raise ValueError(f"no head for task(s) {', '.join(missing)}; trained: {', '.join(sorted(self.heads))}")
+            raise TrainingInputError(f"no head for task(s) {', '.join(missing)}; trained: {', '.join(sorted(self.heads))}")
         predictions: list[str | None] = [None] * len(items)
         for task, rows in _rows_by_task(items).items():
             head = self.heads[task].eval()
@@ -99,7 +99,7 @@ def train_heads(features: np.ndarray, items: Sequence[LabeledItem], config: Head
         rows = [labeled[r] for r in by_task[task]]
         options = list(items[rows[0]].options)
         if any(list(items[r].options) != options for r in rows):
-            raise ValueError(f"task {task!r}: items disagree on the options")
+            raise TrainingInputError(f"task {task!r}: items disagree on the options")
         x = torch.from_numpy(features[rows])
         y = torch.tensor([options.index(items[r].label) for r in rows])
         with torch.random.fork_rng(devices=[]):
@@ -133,9 +133,9 @@ def _task_seed(seed: int, task: str) -> int:
 def _check_features(features, items, input_dim) -> np.ndarray:
     features = np.asarray(features, dtype=np.float32)
     if features.ndim != 2 or features.shape[0] != len(items):
-        raise ValueError(f"features must be (n_items={len(items)}, hidden), got {features.shape}")
+        raise TrainingInputError(f"features must be (n_items={len(items)}, hidden), got {features.shape}")
     if input_dim is not None and features.shape[1] != input_dim:
-        raise ValueError(f"features have {features.shape[1]} columns, the heads expect {input_dim}")
+        raise TrainingInputError(f"features have {features.shape[1]} columns, the heads expect {input_dim}")
     return features
 
 

@@ -17,6 +17,11 @@ completed optimizer step (weights, optimizer, scheduler, RNG, step) is saved to
 checkpoint-last and TrainingCancelled is raised. `resume=True` continues from
 checkpoint-last: same data order, same RNG, so the result equals an uninterrupted run.
 checkpoint-last is removed once final/ is written.
+
+Steps and warmup come from schedule.py. The result's `weights_changed` compares a checksum of
+the trainable weights (finetune.weights_checksum) taken before training, and before a resume
+loads its checkpoint, with one taken at the end: False when no step moved them (e.g. a single
+step that warmup gives learning rate 0), so the caller can refuse to keep an untrained model.
 """
 from __future__ import annotations
 
@@ -36,11 +41,19 @@ from ml.training import checkpoint as ckpt_io
 from ml.training.batching import collate, loss_sum, pad_id, step_plan
 from ml.training.config import CausalLMConfig
 from ml.training.data import TextPair
-from ml.training.encoding import Encoded, Encoder
+from ml.training.encoding import Encoded, training_encoder
 from ml.training.errors import TrainingCancelled, TrainingError
-from ml.training.finetune import load_trainable, make_optimizer, prepare_model, save_final, trainable_parameters
+from ml.training.finetune import (
+    load_trainable,
+    make_optimizer,
+    prepare_model,
+    save_final,
+    trainable_parameters,
+    weights_checksum,
+)
 from ml.training.progress import Meter, ProgressEvent, TrainResult
 from ml.training.runtime import autocast, autocast_dtype, make_accelerator
+from ml.training.schedule import plan_steps
 from ml.training.vocab import ensure_mask_token
 
 log = logging.getLogger(__name__)
@@ -66,18 +79,19 @@ def train_causal_lm(loaded, pairs: Sequence[TextPair], config: CausalLMConfig, *
     torch.manual_seed(config.seed)
     if mask_token:
         ensure_mask_token(loaded, mask_token)
-    examples, fingerprint, note = _encode_all(loaded, pairs, config, mask_token)
+    examples, fingerprint, note = _encode_all(loaded, pairs, config, mask_token, acc.device)
     lengths = [len(e.input_ids) for e in examples]
     steps_per_epoch = math.ceil(len(examples) / config.effective_batch_size)
-    total = max(1, math.ceil(config.epochs * steps_per_epoch))
-    total = min(total, config.max_steps) if config.max_steps else total
+    plan = plan_steps(config, len(examples))  # schedule.py: the same arithmetic the web app checks at launch
+    total = plan.total
     original_dtype = loaded.model.dtype
     model = prepare_model(loaded.model, config)
     optimizer = make_optimizer(model, config)
     from transformers import get_scheduler
 
-    scheduler = get_scheduler(config.scheduler, optimizer, num_warmup_steps=math.ceil(config.warmup_ratio * total),
+    scheduler = get_scheduler(config.scheduler, optimizer, num_warmup_steps=plan.warmup,
                               num_training_steps=total)
+    starting_weights = weights_checksum(model)  # before a resume loads its checkpoint: the weights we began from
     model, optimizer = acc.prepare(model, optimizer)
     step, tokens_before, seconds, history = _resume(acc, model, optimizer, scheduler, config, fingerprint, mask_token,
                                              output_dir, resume)
@@ -137,6 +151,9 @@ def train_causal_lm(loaded, pairs: Sequence[TextPair], config: CausalLMConfig, *
             save_checkpoint("checkpoint saved")
     # ----------------------------------------------------------------------------------- the end
     tokens, seconds = tokens_before + meter.tokens, seconds + meter.elapsed()
+    changed = weights_checksum(acc.unwrap_model(model)) != starting_weights
+    if not changed:
+        log.warning("the trainable weights did not change in %d steps (learning rate 0 at every step?)", step)
     final_dir = output_dir / "final"
     if acc.is_main_process:
         final_dir, loaded.model = save_final(acc.unwrap_model(model), loaded.tokenizer, config, output_dir,
@@ -144,7 +161,7 @@ def train_causal_lm(loaded, pairs: Sequence[TextPair], config: CausalLMConfig, *
         ckpt_io.remove(output_dir)
     acc.wait_for_everyone()
     history.append(emit(meter.event(step, total, steps_per_epoch, loss, None, "finished")))
-    return TrainResult(output_dir, final_dir, step, tokens, seconds, loss, history)
+    return TrainResult(output_dir, final_dir, step, tokens, seconds, loss, history, weights_changed=changed)
 
 
 def _emitter(on_progress, is_main: bool):
@@ -164,9 +181,11 @@ def _stop_everywhere(acc, should_stop) -> bool:
     return acc.check_trigger()
 
 
-def _encode_all(loaded, pairs, config, mask_token) -> tuple[list[Encoded], str, str]:
-    """Every pair tokenised (see encoding.py), a fingerprint of the result, a note on cuts."""
-    encoder = Encoder(loaded.tokenizer, config.max_length, loaded.family.chat_template_kwargs, keep_text=mask_token)
+def _encode_all(loaded, pairs, config, mask_token, device) -> tuple[list[Encoded], str, str]:
+    """Every pair tokenised (see encoding.py), a fingerprint of the result, a note on cuts
+    (and on the resolved max_length when the config leaves it to the device)."""
+    encoder = training_encoder(loaded, config, device, keep_text=mask_token)
+    max_length = encoder.max_length
     examples, dropped, truncated = [], 0, 0
     for pair in pairs:
         encoded = encoder.encode(pair.prompt, pair.answer)
@@ -175,12 +194,13 @@ def _encode_all(loaded, pairs, config, mask_token) -> tuple[list[Encoded], str, 
         examples.extend(encoded)
     if not examples:
         raise TrainingError(f"no training example: {len(pairs)} pairs given, {dropped} do not fit max_length "
-                            f"({config.max_length} tokens) even with the prompt cut")
-    note = ""
+                            f"({max_length} tokens) even with the prompt cut")
+    note = f"; max_length {max_length} (auto)" if config.max_length is None else ""
     if dropped or truncated:
-        note = (f"; {truncated} of {len(pairs)} examples cut to {config.max_length} tokens, {dropped} dropped "
+        cuts = (f"{truncated} of {len(pairs)} examples cut to {max_length} tokens, {dropped} dropped "
                 f"(the answer alone does not fit, or the mask could not be kept)")
-        log.warning(note[2:])
+        log.warning(cuts)
+        note += f"; {cuts}"
     digest = hashlib.sha256()
     for e in examples:
         digest.update(np.int64(e.prompt_len).tobytes())

@@ -13,7 +13,8 @@ supported family, including Gemma3's sliding-window layers).
 The caller says how many LAST positions of each sequence it needs (`keep`) and receives,
 batch by batch, those positions' last-layer hidden states (after the final norm) or logits.
 A group shares at most up to where each member's kept positions start, so kept positions are
-always computed, never read from the cache.
+always computed, never read from the cache. Relevance shares prefixes the same way, with
+gradients (ml.relevance_sharing): it reuses common_prefix_length, tail_batch and repeat_cache.
 """
 from __future__ import annotations
 
@@ -48,6 +49,31 @@ def common_prefix_length(sequences: Sequence[np.ndarray], keep: Sequence[int] | 
             limit = int(differ[0])
             first = first[:limit]
     return limit
+
+
+def tail_batch(tails: Sequence[np.ndarray], shared: int, pad_id: int
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(input ids, attention mask, position ids) of the tails that follow a cached prefix of
+    `shared` tokens, one row each, RIGHT-padded: row j's tail ends at column len(tails[j]) - 1.
+    Right, not left, padding: the masks of sliding-window layers (Gemma3) count from the cache
+    position of each column, so a tail must start right after the prefix."""
+    width = max(len(t) for t in tails)
+    ids = torch.full((len(tails), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(tails), shared + width), dtype=torch.long)
+    mask[:, :shared] = 1
+    for row, tail in enumerate(tails):
+        ids[row, :len(tail)] = torch.from_numpy(np.asarray(tail, dtype=np.int64))
+        mask[row, shared:shared + len(tail)] = 1
+    positions = torch.arange(shared, shared + width).expand(len(tails), -1)
+    return ids, mask, positions
+
+
+def repeat_cache(cache, rows: int):
+    """A copy of a batch-1 key/value cache repeated `rows` times along the batch: the tails'
+    forward appends to the copy, so `cache` stays the prefix's."""
+    copied = copy.deepcopy(cache)
+    copied.batch_repeat_interleave(rows)
+    return copied
 
 
 def run_sequences(model, sequences: Sequence[Encoded], keep: Sequence[int], consume: Consumer, *,
@@ -105,16 +131,8 @@ class _Runner:
             chunk = group[start:start + self.batch_size]
             self._check_stop()
             tails = [self.sequences[i].input_ids[shared:] for i in chunk]
-            width = max(len(t) for t in tails)
-            ids = torch.full((len(chunk), width), self.pad, dtype=torch.long)
-            mask = torch.zeros((len(chunk), shared + width), dtype=torch.long)
-            mask[:, :shared] = 1
-            for row, tail in enumerate(tails):
-                ids[row, :len(tail)] = torch.from_numpy(tail.astype(np.int64))
-                mask[row, shared:shared + len(tail)] = 1
-            positions = torch.arange(shared, shared + width).expand(len(chunk), -1)
-            batch_cache = copy.deepcopy(cache)  # the forward appends to it
-            batch_cache.batch_repeat_interleave(len(chunk))
+            ids, mask, positions = tail_batch(tails, shared, self.pad)
+            batch_cache = repeat_cache(cache, len(chunk))
             out = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                              position_ids=positions.to(self.device), past_key_values=batch_cache, use_cache=True,
                              output_hidden_states=not self.logits, logits_to_keep=0 if self.logits else 1)

@@ -30,6 +30,9 @@ class TrainResult:
     seconds: float  # training time, all sessions
     final_loss: float | None
     history: list[ProgressEvent] = field(default_factory=list)
+    # Whether the trainable weights (full model or adapter) differ from those training began
+    # with: False when every step ran at learning rate 0, and then the result is the base model.
+    weights_changed: bool = True
 
 
 class Meter:

@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from ml.training.config import PromptingConfig
 from ml.training.data import LabeledItem, sft_prompt
+from ml.training.errors import TrainingInputError
 from ml.training.scoring import OptionRequest, choose_options
 from ml.training.vocab import mask_token_for
 
@@ -36,9 +37,9 @@ def predict_prompting(loaded, items: Sequence[LabeledItem], config: PromptingCon
     """`config.variants` prediction lists, each with one of the item's options per item."""
     mask = mask_token_for(loaded)
     if config.shots == 0 and config.variants > len(SYSTEM_PROMPTS):
-        raise ValueError(f"0-shot has {len(SYSTEM_PROMPTS)} system prompts, {config.variants} variants asked for")
+        raise TrainingInputError(f"0-shot has {len(SYSTEM_PROMPTS)} system prompts, {config.variants} variants asked for")
     if config.shots and not any(i.label is not None for i in train_items or ()):
-        raise ValueError(f"{config.shots}-shot prompting needs labeled train_items")
+        raise TrainingInputError(f"{config.shots}-shot prompting needs labeled train_items")
     variants = []
     for v in range(config.variants):
         if config.shots == 0:

@@ -21,6 +21,7 @@ import torch
 
 from ml.training.batching import pad_id
 from ml.training.encoding import Encoder
+from ml.training.errors import TrainingInputError
 from ml.training.prefix import run_sequences
 
 
@@ -44,7 +45,7 @@ def option_scores(loaded, requests: Sequence[OptionRequest], *, max_length: int,
         longest = max(request.options, key=lambda o: len(tokenizer(o, add_special_tokens=False)["input_ids"]))
         fitted = encoder.fit(request.prompt, longest, system=request.system, shots=request.shots)
         if fitted is None:
-            raise ValueError(f"request {r}: the options and template alone exceed max_length ({max_length})")
+            raise TrainingInputError(f"request {r}: the options and template alone exceed max_length ({max_length})")
         user = fitted[0]
         for o, option in enumerate(request.options):
             sequences.append(encoder.encode_exact(user, option, system=request.system, shots=request.shots))

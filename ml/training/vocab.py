@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from ml.masking import DEFAULT_MASK_TOKEN
+from ml.training.errors import TrainingInputError
 
 ADDED_MASK_TOKEN = DEFAULT_MASK_TOKEN  # "<mask>": also the last candidate of every family
 
@@ -44,5 +45,5 @@ def ensure_mask_token(loaded, token: str | None = None) -> str:
                         if m is not None}.values():
                 emb.weight[old:] = emb.weight[:old].mean(0, keepdim=True)
     if not is_single_token(tokenizer, token):  # pragma: no cover - a tokenizer that refuses added tokens
-        raise ValueError(f"could not make {token!r} a single token of this tokenizer")
+        raise TrainingInputError(f"could not make {token!r} a single token of this tokenizer")
     return token

@@ -18,7 +18,7 @@
     return tables.length === 1 ? [tables[0][0], tables[0][1]] : uPlot.join(tables);
   }
 
-  function draw(el, title, phases, key, logScale) {
+  function draw(el, title, phases, key, logScale, xLabel) {
     var data = seriesFor(phases, key);
     var width = Math.max(320, el.clientWidth || 600);
     if (charts[key] && charts[key]._phases === phases.length) {
@@ -33,7 +33,7 @@
       title: title, width: width, height: 220, series: series,
       scales: { x: { time: false }, y: logScale ? { distr: 3 } : {} },
       axes: [
-        { label: "optimizer step", incrs: STEP_INCREMENTS },
+        { label: xLabel || "optimizer step", incrs: STEP_INCREMENTS },
         { size: 80, values: function (u, ticks) { return ticks.map(formatNumber); } }
       ]
     };
@@ -48,8 +48,9 @@
         var phases = payload.phases.filter(function (p) { return p.step.length > 0; });
         if (phases.length && window.uPlot) {
           section.classList.add("has-data");
-          draw(document.getElementById("chart-loss"), "loss", phases, "loss", false);
-          draw(document.getElementById("chart-lr"), "learning rate", phases, "lr", false);
+          // one series per phase, and per task for CH heads (x: the head's epoch), never joined
+          draw(document.getElementById("chart-loss"), "loss", phases, "loss", false, payload.x_label);
+          draw(document.getElementById("chart-lr"), "learning rate", phases, "lr", false, payload.x_label);
         }
         if (!payload.ended) { window.setTimeout(function () { refresh(section); }, REFRESH_MS); }
       })

@@ -75,7 +75,8 @@ def site(researcher):
     dataset = DatasetVersion.objects.create(name="ds", version=1, corpus=corpus, model_version=base, profile=sharp)
     building.build(building.claim(dataset.pk))
     dataset.refresh_from_db()
-    run = runs.launch(runs.RunSpec(kind="dsm", model_version=base, dataset=dataset), enqueue=False)
+    run = runs.launch(runs.RunSpec(kind="dsm", model_version=base, dataset=dataset,
+                                   config={"train": {"warmup_ratio": 0.0}}), enqueue=False)
     RunMetric.objects.bulk_create([RunMetric(run=run, step=s, loss=2.0 / s, lr=1e-4 * (1 - s / 20), epoch=s / 10)
                                    for s in range(1, 11)])
     run.status, run.finished = "done", timezone.now()

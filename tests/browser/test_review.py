@@ -165,6 +165,27 @@ def test_the_comparison_view_shows_both_maps_the_difference_and_the_summary(logi
     assert page.locator("#mean-change").inner_text().endswith("%")
 
 
+def test_the_comparison_with_one_model_says_what_to_do_next(login, researcher, ward):
+    """Only the base model has maps: the page names the DSM model that lacks them and links to the
+    launch form, instead of '... vs ?', an empty panel and a heading ending in 'minus'."""
+    from webapp.pipeline.models import RelevanceMap
+
+    RelevanceMap.objects.filter(model_version=ward["dsm"]).delete()
+    page = login(researcher)
+    page.goto(ward["url"])
+    page.click("text=Compare model versions")
+    page.wait_for_selector("#one-model")
+    body = page.locator("main").inner_text()
+    assert "vs ?" not in body and "No map of this model version" not in body and " minus " not in body
+    assert "nothing to compare with yet" in page.locator("h1").inner_text()
+    notice = page.locator("#one-model").inner_text()
+    assert "Only base-model has relevance maps for this note" in notice
+    assert "dsm-model (trained from base-model) has none yet" in notice
+    assert page.locator("#second-map").count() == 0 and page.locator("#difference").count() == 0
+    page.locator("#one-model").get_by_text("Launch a relevance job").click()
+    page.wait_for_url("**/jobs/new/**")
+
+
 def test_a_clinician_cannot_reach_researcher_only_pages(login, clinician, ward):
     page = login(clinician)
     assert page.goto("/jobs/new/").status == 403

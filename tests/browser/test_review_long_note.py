@@ -4,7 +4,7 @@ decision on a window's last peak moves on to the next window. (No wait_for_funct
 string is evaluated in the page, which the Content-Security-Policy forbids.)"""
 import pytest
 
-from webapp.review import windows
+from webapp.lib import windows
 from webapp.review.models import PeakDecision
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -13,7 +13,7 @@ def test_it_reads_objects_with_their_line_numbers_skipping_blank_lines(tmp_path)
 
 @pytest.mark.parametrize("content,reason", [
     (b'{"a": 1}\n{"a": \n', "a.jsonl:2: invalid JSON"),
-    (b'{"a": 1}\n"text"\n', "a.jsonl:2: expected a JSON object, got str"),
+    (b'{"a": 1}\n"text"\n', "a.jsonl:2: expected a JSON object, got a string"),
     (b'{"a": 1}\n{"a": "\xff"}\n', "a.jsonl:2: not UTF-8"),
 ])
 def test_bad_lines_name_file_and_line(tmp_path, content, reason):

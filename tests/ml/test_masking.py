@@ -190,3 +190,25 @@ def test_unmasked_mode_gives_each_two_peak_note_once_as_plain_text():
 def test_an_unknown_mode_is_refused():
     with pytest.raises(ValueError):
         build(ITEMS, mode="everything")
+
+
+def test_every_pair_read_is_kept_or_left_out_for_one_reason():
+    text = "fever\n\ncough"
+    twin = item("t", FEVER, COUGH, note_id="n2")  # the same text as n1: every example a duplicate
+    examples, stats = build([
+        item("t", FEVER, COUGH, PARACETAMOL), item("u", FEVER, COUGH),  # kept; "u" merges into "t"'s example
+        item("v", FEVER),  # one peak: left out by the rule
+        item("t", (0, 5), (5, 7), note_id="w", text=text),  # only whitespace to mask
+        twin,
+    ])
+    assert (stats.items, stats.items_used) == (5, 4)
+    assert (stats.items_kept, stats.items_without_candidate, stats.items_all_duplicates) == (2, 1, 1)
+    assert stats.items - stats.items_used + stats.items_kept + stats.items_without_candidate \
+        + stats.items_all_duplicates == stats.items
+
+
+def test_the_one_peak_rule_is_exactly_one_group():
+    from ml.masking import pair_is_used
+
+    assert [pair_is_used(n, "one_peak") for n in (0, 1, 2)] == [False, True, False]
+    assert [pair_is_used(n, MaskingMode.DSM) for n in (0, 1, 2, 3)] == [False, False, True, True]

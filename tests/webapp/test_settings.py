@@ -72,6 +72,16 @@ def test_a_bad_boolean_fails_loudly():
     assert "DEBUG='maybe' is not a boolean" in result.stderr
 
 
+@pytest.mark.parametrize("name, value, message", [
+    ("LAUNCH_CONFIRM_SECONDS", "ten minutes", "LAUNCH_CONFIRM_SECONDS='ten minutes' is not an integer"),
+    ("LAUNCH_CONFIRM_AMOUNT", "-1", "must be 0 (always confirm) or positive"),
+])
+def test_a_bad_launch_confirmation_threshold_fails_loudly(name, value, message):
+    result = run_with_env({name: value})
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
 def test_production_without_a_secret_key_refuses_to_start():
     result = run_with_env({"DSM_EMBEDDED": "0", "DEBUG": "0"})
     assert result.returncode != 0

@@ -203,7 +203,7 @@ def compute_fails(monkeypatch):
     monkeypatch.setattr(workers.relevance, "loaded_model", lambda *args: object())
 
     def failing(message):
-        def compute(loaded, texts, descriptions, config):
+        def compute(loaded, texts, descriptions, config, **options):  # options: e.g. share_prefix
             raise RuntimeError(message(texts))
 
         monkeypatch.setattr("ml.relevance.compute_relevance", compute)

@@ -4,7 +4,6 @@ List pages never load note text (a corpus may hold millions of notes): they show
 text length computed by the database. The text is shown only on a note's own page.
 """
 from django.contrib import admin
-from django.db.models import Count
 from django.db.models.functions import Length
 
 from webapp.corpus.models import Annotation, Corpus, Note, Task
@@ -12,17 +11,10 @@ from webapp.corpus.models import Annotation, Corpus, Note, Task
 
 @admin.register(Corpus)
 class CorpusAdmin(admin.ModelAdmin):
-    list_display = ["name", "language", "note_count", "source", "created"]
+    list_display = ["name", "language", "note_count", "annotation_count", "source", "created"]
     list_filter = ["language"]
     search_fields = ["name", "source"]
-    readonly_fields = ["created"]
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(note_count=Count("notes"))
-
-    @admin.display(ordering="note_count", description="notes")
-    def note_count(self, corpus):
-        return corpus.note_count
+    readonly_fields = ["created", "note_count", "annotation_count"]  # kept by the database (corpus.stats)
 
 
 @admin.register(Note)

@@ -1,9 +1,10 @@
 """Paging through corpora of millions of notes: keyset pagination on (corpus, id), never OFFSET,
-and never loading note text for a list."""
+and never loading note text for a list. A query finds notes by their words (webapp.corpus.search)."""
 from dataclasses import dataclass
 
 from django.db.models.functions import Length
 
+from webapp.corpus import search
 from webapp.corpus.models import Corpus, Note
 
 NOTES_PER_PAGE = 50
@@ -24,10 +25,8 @@ def note_page(corpus: Corpus, *, after=None, query: str = "", per_page: int = NO
         after_id = None
     if after_id is not None:
         notes = notes.filter(id__gt=after_id)
-    query = query.strip()
-    if query:
-        # External ids are short and indexed with the corpus: an exact or prefix match stays cheap.
-        notes = notes.filter(external_id__startswith=query)
+    query = search.clean_query(query)
+    notes = search.matching(notes, query)
     rows = list(notes.annotate(length=Length("text")).values("id", "external_id", "length", "created")[: per_page + 1])
     next_after = rows[per_page - 1]["id"] if len(rows) > per_page else None
     return NotePage(rows[:per_page], next_after, query)

@@ -3,9 +3,9 @@ from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 
 from ml.prompts import TEMPLATES
-from webapp.corpus.limits import over_limit
 from webapp.corpus.models import Corpus, ImportJob
-from webapp.corpus.validators import hidden_character
+from webapp.lib.import_limits import over_limit
+from webapp.lib.validators import hidden_character
 
 
 def visible_name(value: str) -> None:

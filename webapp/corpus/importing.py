@@ -10,7 +10,7 @@ Both imports read the file twice and keep no note text between records:
    does not know, or a row another import wrote meanwhile), the transaction rolls back and the
    problem names the record's line and the error's type only: the database's message quotes
    the row, so it is neither shown nor logged.
-Warnings (what the import accepted but its user should hear about, webapp.corpus.sources) come
+Warnings (what the import accepted but its user should hear about, webapp.lib.import_sources) come
 from the first reading and are returned with the report, whether it succeeded or not.
 
 Re-importing a file changes nothing: a note whose id exists with the same text (content hash)
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from difflib import get_close_matches
 from pathlib import Path
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, DataError, IntegrityError, connection, transaction
 from django.db.models import Count
@@ -42,13 +43,19 @@ from django.utils import timezone
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
-from webapp.corpus.input_files import input_size, name_mismatch, sniff, unzip_brat
-from webapp.corpus.limits import ImportLimits, over_limit
 from webapp.corpus.models import Annotation, Corpus, Note, Task, language_code, text_hash
-from webapp.corpus.sources import (
-    FORMATS, Problem, Problems, detect_format, numbered_lines, read_annotations, read_notes,
+from webapp.lib.import_limits import ImportLimits, over_limit
+from webapp.lib.import_sources import (
+    FORMATS,
+    Problem,
+    Problems,
+    detect_format,
+    numbered_lines,
+    read_annotations,
+    read_notes,
 )
-from webapp.corpus.validators import hidden_character, label_problems, printable, span_problems
+from webapp.lib.input_files import input_size, name_mismatch, sniff, unzip_brat
+from webapp.lib.validators import hidden_character, label_problems, printable, span_problems
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +92,18 @@ class _Abort(Exception):
     """Raised inside the write transaction to roll it back."""
 
 
+def import_limits() -> ImportLimits:
+    """The IMPORT_MAX_* settings as the readers' limits, read afresh for each import."""
+    return ImportLimits(
+        note_chars=settings.IMPORT_MAX_NOTE_CHARS,
+        upload_bytes=settings.IMPORT_MAX_UPLOAD_BYTES,
+        unpacked_bytes=settings.IMPORT_MAX_UNPACKED_BYTES,
+        lines=settings.IMPORT_MAX_LINES,
+        evidence_spans=settings.IMPORT_MAX_EVIDENCE_SPANS,
+        metadata_bytes=settings.IMPORT_MAX_METADATA_BYTES,
+    )
+
+
 def import_notes(
     path, corpus_name: str, *, language: str = "", create: bool = False, update: bool = False,
     fmt: str = "", actor=None, batch_size: int = BATCH_SIZE, progress=None, unpack_dir=None, on_written=None,
@@ -99,7 +118,7 @@ def import_notes(
     (default: the system's), removed at the end.
     """
     path = Path(path)
-    limits = ImportLimits.from_settings()
+    limits = import_limits()
     problems = Problems()
     fmt = fmt or detect_format(path) or ""
     corpus = _corpus_for_notes(path, corpus_name, language, create, fmt, problems, limits)
@@ -141,14 +160,8 @@ def _import_notes(source, name, corpus, fmt, update, actor, batch_size, progress
                 corpus.save()
             writer = _NotePlan(corpus, update, problems, corpus_is_new=corpus_is_new)
             reread = Problems()  # the file is read again: its warnings were collected the first time
-            done = 0
-            for batch in _batched(read_notes(source, fmt, reread, limits), batch_size):
-                writer.write(batch, report)
-                done += len(batch)
-                _report_progress(progress, "write", done)
-            if reread or problems or (report.created, report.unchanged, report.updated) != plan.counts():
-                problems.add(name, None, "the file changed while it was imported; nothing was imported")
-                raise _Abort
+            _write_pass(writer, read_notes(source, fmt, reread, limits), reread, plan, report, problems, name,
+                        batch_size, progress)
             record(actor, AuditEvent.Action.IMPORT_NOTES, corpus, file=name, format=fmt,
                    created=report.created, unchanged=report.unchanged, updated=report.updated)
             if on_written is not None:
@@ -174,7 +187,7 @@ def import_annotations(
     records_done)` as for import_notes.
     """
     path = Path(path)
-    limits = ImportLimits.from_settings()
+    limits = import_limits()
     problems = Problems()
     name = printable(path.name)
     annotator = annotator or f"import:{name}"
@@ -211,14 +224,8 @@ def import_annotations(
         with transaction.atomic():
             writer = _AnnotationPlan(corpus, annotator, update, problems)
             reread = Problems()
-            done = 0
-            for batch in _batched(read_annotations(path, reread, limits), batch_size):
-                writer.write(batch, report)
-                done += len(batch)
-                _report_progress(progress, "write", done)
-            if reread or problems or (report.created, report.unchanged, report.updated) != plan.counts():
-                problems.add(name, None, "the file changed while it was imported; nothing was imported")
-                raise _Abort
+            _write_pass(writer, read_annotations(path, reread, limits), reread, plan, report, problems, name,
+                        batch_size, progress)
             record(actor, AuditEvent.Action.IMPORT_ANNOTATIONS, corpus, file=name, annotator=annotator,
                    created=report.created, unchanged=report.unchanged, updated=report.updated)
             if on_written is not None:
@@ -531,6 +538,21 @@ def _copy(model, columns: list[str], rows: Iterable[tuple]) -> None:
         with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
+
+
+def _write_pass(writer, records: Iterable, reread: Problems, plan, report: ImportReport, problems: Problems,
+                name: str, batch_size: int, progress) -> None:
+    """Write the records (the file read a second time) in batches, inside the caller's
+    transaction; _Abort if they no longer match what the validation pass planned: the file
+    changed in between, and nothing is imported."""
+    done = 0
+    for batch in _batched(records, batch_size):
+        writer.write(batch, report)
+        done += len(batch)
+        _report_progress(progress, "write", done)
+    if reread or problems or (report.created, report.unchanged, report.updated) != plan.counts():
+        problems.add(name, None, "the file changed while it was imported; nothing was imported")
+        raise _Abort
 
 
 def _batched(items: Iterable, size: int) -> Iterator[list]:

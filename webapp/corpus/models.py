@@ -4,7 +4,7 @@ Integrity lives in the database wherever SQL can say it: unique and CHECK constr
 and on PostgreSQL triggers (migration 0002) for the cross-row rules a CHECK cannot express:
 a label must be one of its task's options, evidence spans must fit the note text, a note's
 content_hash must be the SHA-256 of its text. On SQLite those cross-row rules are guarded by
-`Annotation.clean()` and the importer (both use `webapp.corpus.validators`).
+`Annotation.clean()` and the importer (both use `webapp.lib.validators`).
 
 Later models (relevance maps, peaks, datasets, runs) refer to Note and Task by foreign key;
 no code may rely on note text being small, so list pages never load `text`.
@@ -22,8 +22,8 @@ from django.db.models import F, Q
 from django.db.models.functions import Length, Lower
 from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, LessThanOrEqual
 
-from webapp.corpus import validators
 from webapp.corpus.expressions import JSONArrayLength, JSONType
+from webapp.lib import validators
 from webapp.lifecycle.models import WorkUnit
 
 language_code = RegexValidator(r"^[a-z]{2,3}$", "Use a lower-case ISO 639 code such as 'it' or 'en'.")
@@ -42,6 +42,10 @@ class Corpus(models.Model):
     description = models.TextField(blank=True)
     source = models.CharField(max_length=500, blank=True, help_text="Where the notes come from (site, export, licence)")
     created = models.DateTimeField(auto_now_add=True)
+    # Kept by PostgreSQL triggers on every insert and delete of notes and annotations (migration
+    # 0005_corpus_counters), so no page counts a corpus's notes; see webapp.corpus.stats.
+    note_count = models.BigIntegerField(default=0, db_default=0, editable=False)
+    annotation_count = models.BigIntegerField(default=0, db_default=0, editable=False)
 
     class Meta:
         verbose_name_plural = "corpora"

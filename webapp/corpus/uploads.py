@@ -20,9 +20,9 @@ from pathlib import Path
 from django.conf import settings
 
 from webapp.corpus.importing import ImportReport, import_annotations, import_notes
-from webapp.corpus.input_files import NAMED
-from webapp.corpus.sources import SUFFIX_FORMATS, Problems
-from webapp.corpus.validators import printable
+from webapp.lib.import_sources import SUFFIX_FORMATS, Problems
+from webapp.lib.input_files import NAMED
+from webapp.lib.validators import printable
 
 MAX_STORED_NAME_BYTES = 200  # of 255 a file name may have on Linux
 MAX_SHOWN_NAME_CHARS = 255  # ImportJob.file_name

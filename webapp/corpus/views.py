@@ -13,7 +13,7 @@ from webapp.corpus.forms import UploadForm
 from webapp.corpus.models import Corpus, Task
 from webapp.corpus.stats import corpus_summaries
 from webapp.lifecycle.status import JobStatus
-from webapp.review import windows
+from webapp.lib import windows
 
 RECENT_ON_UPLOAD_PAGE = 5
 
@@ -31,7 +31,7 @@ def corpus_detail(request, corpus_id):
 
 
 def note_detail(request, corpus_id, note_id):
-    """One window of the note's text at a time (webapp.review.windows), so a long note's page
+    """One window of the note's text at a time (webapp.lib.windows), so a long note's page
     stays small; ?window=K moves through it."""
     note = note_for(request.user, corpus_id, note_id)
     window = windows.pick(windows.windows(note.text), request.GET.get("window"))

@@ -14,6 +14,14 @@ Steps (docs/METHOD.md, sections Peaks and Masking):
    de-duplication and the ablation modes;
 5. MaskedExample rows are written WRITE_BATCH at a time (COPY on PostgreSQL).
 
+Accounting (stats["pairs_accounting"], shown on the dataset page and written in the manifest):
+every note-task pair (one relevance map) of the dataset's selection is counted once, where the
+build decides about it: left out as a held-out task or as a note of a validation set (counted
+by query before streaming: those maps are never read), skipped because the map no longer fits
+its note, left out by the mode's peak rule (fewer than two peaks; `one_peak`: not exactly one),
+left out because review rejections took it below that rule, nothing maskable, every example a
+duplicate of an earlier note's; or kept. read = kept + the sum of the excluded counts.
+
 De-duplication across tasks works per note: build_examples merges identical examples of one
 note only while that note's maps come consecutively, so the stream is ordered by note and a
 batch never splits a note (build_examples emits a note's examples when the next note starts,
@@ -51,7 +59,7 @@ from collections import Counter
 import numpy as np
 from django.db import connection, transaction
 
-from ml.masking import BuildStats, Group, PeakItem, build_examples
+from ml.masking import BuildStats, Group, MaskingMode, PeakItem, build_examples, pair_is_used
 from ml.peaks import peaks_of_rows
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetVersion, MaskedExample
@@ -131,7 +139,7 @@ def rejected_char_spans(note_ids, task_ids) -> dict[tuple[int, int], list[tuple[
 
 
 def validation_note_ids(corpus_id: int) -> set[int]:
-    """Notes the review app holds back for threshold validation: never in a dataset."""
+    """Notes the review app holds back for threshold validation (its sets not retired): never in a dataset."""
     from webapp.review.validation import validation_note_ids as held_back
 
     return held_back(corpus_id)
@@ -199,14 +207,18 @@ def _build(dataset: DatasetVersion, heart: Heartbeat) -> dict:
             "No relevance maps match this dataset: check the corpus, model version, method, template, jobs and "
             "task filter (held-out tasks are left out unless included), or run a relevance job first."
         )
+    tally = _Tally()
+    held_back = validation_note_ids(dataset.corpus_id)
+    tally.held_out_task = _held_out_task_maps(dataset)
+    tally.validation_set = maps.filter(note_id__in=held_back).count() if held_back else 0
+    total -= tally.validation_set  # the maps the stream reads
     if not units.owned(dataset).update(maps_total=total, maps_done=0):
         raise _Stopped
     dataset.maps_total = total
     refresh_planner_stats(RelevanceMap, total)
-    tally = _Tally()
     map_ids = _MapIds()
     build_stats = BuildStats()
-    items = _peak_items(dataset, tally, map_ids, heart)
+    items = _peak_items(dataset, tally, map_ids, heart, held_back)
     writer = _Writer(dataset)
     for example in build_examples(items, mode=dataset.mode, mask_token=dataset.mask_token, seed=dataset.seed,
                                   stats=build_stats):
@@ -218,6 +230,19 @@ def _build(dataset: DatasetVersion, heart: Heartbeat) -> dict:
     writer.flush()
     refresh_planner_stats(MaskedExample, build_stats.examples)  # exports read them next, by keyset
     return tally.result(build_stats, dataset, time.perf_counter() - started)
+
+
+def _held_out_task_maps(dataset) -> int:
+    """Maps of the selection left out because their task is held out (0 when they are included)."""
+    filters = dataset.filters or {}
+    if not filters.get("exclude_held_out", True):
+        return 0
+    held_out = list(Task.objects.filter(held_out=True).values_list("pk", flat=True))
+    if not held_out:
+        return 0
+    every = maps_matching(dataset.corpus_id, dataset.model_version_id, dataset.method, dataset.template,
+                          list(dataset.jobs.values_list("pk", flat=True)), {**filters, "exclude_held_out": False})
+    return every.filter(task_id__in=held_out).count()
 
 
 def _stop(dataset: DatasetVersion, heart: Heartbeat) -> None:
@@ -235,11 +260,12 @@ def _stop(dataset: DatasetVersion, heart: Heartbeat) -> None:
     return None
 
 
-def _peak_items(dataset, tally, map_ids, heart):
+def _peak_items(dataset, tally, map_ids, heart, held_back=None):
     """PeakItems of every selected map in (note, task) order (see `_map_batches`); after each
-    batch the progress goes to the heartbeat and the build stops if cancelled or taken over."""
+    batch the progress goes to the heartbeat and the build stops if cancelled or taken over.
+    Pairs the mode's rule leaves out are tallied here, by whether review rejections did it."""
     done = 0
-    for rows in _map_batches(dataset):
+    for rows in _map_batches(dataset, held_back):
         note_ids = sorted({row[1] for row in rows})
         texts = dict(Note.objects.filter(pk__in=note_ids).values_list("pk", "text"))
         rejected = rejected_char_spans(note_ids, sorted({row[2] for row in rows}))
@@ -249,22 +275,29 @@ def _peak_items(dataset, tally, map_ids, heart):
                 continue
             groups = [Group(char_span=c, token_span=w) for c, w in zip(peaks.char_spans, peaks.word_spans)
                       if c[0] < c[1]]
+            found = len(groups)
             spans = rejected.get((peaks.note_id, peaks.task_id))
             if spans:
                 kept = [g for g in groups if not any(g.char_span[0] < b and a < g.char_span[1] for a, b in spans)]
                 tally.peaks_rejected += len(groups) - len(kept)
                 groups = kept
             tally.pair(len(groups))
+            if not pair_is_used(len(groups), dataset.mode):
+                if pair_is_used(found, dataset.mode):
+                    tally.pairs_rejected_by_review += 1
+                else:
+                    tally.pairs_peak_rule += 1
             map_ids.add(peaks.note_id, peaks.task_id, peaks.map_id)
             yield PeakItem(str(peaks.note_id), str(peaks.task_id), texts[peaks.note_id], groups)
         done += len(rows)
+        tally.streamed = done
         dataset.maps_done = done
         heart.report(maps_done=done)
         if heart.cancelling or heart.lost:
             raise _Stopped
 
 
-def _map_batches(dataset):
+def _map_batches(dataset, held_back=None):
     """(map id, note id, task id, data) rows of the selected maps in (note, task) order, about
     BATCH_MAPS a list, never splitting a note. The ids of the corpus's (chosen) notes are read once
     (8 bytes a note); then each block of note ids gets its maps in one join-free query
@@ -280,7 +313,7 @@ def _map_batches(dataset):
         notes = notes.filter(pk__in=filters["notes"])
     note_ids = np.fromiter(notes.order_by("pk").values_list("pk", flat=True).iterator(chunk_size=20_000), np.int64)
     # Notes drawn for threshold validation are held out of every dataset build.
-    held_back = validation_note_ids(dataset.corpus_id)
+    held_back = validation_note_ids(dataset.corpus_id) if held_back is None else held_back
     if held_back:
         note_ids = note_ids[~np.isin(note_ids, np.fromiter(held_back, np.int64))]
     size, position = NOTE_BLOCK_START, 0
@@ -376,6 +409,11 @@ class _Tally:
         self.per_task = Counter()
         self.maps_not_fitting = 0
         self.peaks_rejected = 0
+        self.streamed = 0  # maps the stream read
+        self.held_out_task = 0  # maps never streamed: counted by query
+        self.validation_set = 0
+        self.pairs_peak_rule = 0  # left out by the mode's rule on their peaks as found
+        self.pairs_rejected_by_review = 0  # met the rule until review rejections removed peaks
         self.char_total = 0
         self.char_max = 0
         self.masked = 0
@@ -421,7 +459,28 @@ class _Tally:
             "profile": dataset.profile.params.to_dict(),
             "config_key": dataset.config_key,
             "seconds": round(seconds, 3),
+            "pairs_accounting": self.accounting(built, dataset.mode),
         }
+
+    def accounting(self, built: BuildStats, mode: str) -> dict:
+        """Every pair of the selection, kept or excluded by reason (see module doc):
+        {"read": n, "kept": n, "excluded": [[reason, label, n], ...]}; read = kept + the excluded."""
+        rule = "Not exactly one peak" if MaskingMode(mode) is MaskingMode.ONE_PEAK else "Fewer than two peaks"
+        excluded = [
+            ["held_out_task", "Held-out task", self.held_out_task],
+            ["validation_set", "Note held back by a validation set", self.validation_set],
+            ["map_not_fitting_note", "Map does not fit its note (note changed since relevance)",
+             self.maps_not_fitting],
+            ["peak_rule", rule, self.pairs_peak_rule],
+            ["rejected_by_review", f"{rule} once review rejections are removed", self.pairs_rejected_by_review],
+            ["nothing_maskable", "Nothing to mask (peaks only whitespace" +
+             (", or no room for a random span)" if MaskingMode(mode) is MaskingMode.RANDOM else ")"),
+             built.items_without_candidate],
+            ["duplicate", "Every example a duplicate of an earlier note's", built.items_all_duplicates],
+        ]
+        # read: counted apart from the outcomes (queries + rows streamed), so the sum is a check
+        read = self.held_out_task + self.validation_set + self.streamed
+        return {"read": read, "kept": built.items_kept, "excluded": excluded}
 
 
 def _histogram(counts: Counter, bins) -> list[list]:

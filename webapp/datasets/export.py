@@ -1,6 +1,7 @@
 """Export a finished dataset version: JSON Lines, Parquet, or a Hugging Face `datasets` folder.
 
-Every export carries a manifest describing how the dataset was made and who exported it
+Every export carries a manifest describing how the dataset was made and who exported it, with
+the build's account of the note-task pairs it read, kept and excluded by reason ("pairs")
 (`manifest.json`; a Parquet file also holds it in its file key-value metadata under
 `decselfmask.manifest`: `pyarrow.parquet.read_metadata(path).metadata`).
 Every export is audited (who, which dataset, format, row count; never note text).
@@ -33,11 +34,9 @@ over.
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 import zipfile
@@ -56,6 +55,7 @@ from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
+from webapp.lib.code_version import code_version
 from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import Heartbeat
 
@@ -145,6 +145,7 @@ def manifest(dataset: DatasetVersion, *, fmt: str, rows: int, actor=None, files=
         "filters": dataset.filters,
         "jobs": sorted(dataset.jobs.values_list("pk", flat=True)),
         "stats": dataset.stats,
+        "pairs": pairs_accounting(dataset.stats),
         "created": dataset.created.isoformat(),
         "created_by": dataset.created_by.get_username() if dataset.created_by else None,
         "exported": timezone.now().isoformat(),
@@ -154,19 +155,19 @@ def manifest(dataset: DatasetVersion, *, fmt: str, rows: int, actor=None, files=
         "files": list(files),
         "columns": COLUMNS,
         "dsm_instruction": DSM_INSTRUCTION,
-        "code_version": code_version(),
+        "code_version": code_version(settings.BASE_DIR, settings.CODE_VERSION),
     }
 
 
-@functools.lru_cache(maxsize=1)
-def code_version() -> str:
-    """`git rev-parse HEAD` of the running code, or DSM_CODE_VERSION, or 'unknown'."""
-    try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=settings.BASE_DIR, capture_output=True, text=True,
-                              timeout=5, check=True)
-        return done.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return os.environ.get("DSM_CODE_VERSION", "unknown")
+def pairs_accounting(stats: dict) -> dict | None:
+    """The build's account of every note-task pair of the selection, as it stored it:
+    {"read", "kept", "excluded": {reason: {"label", "count"}}} (read = kept + the excluded
+    counts); None for a version built before the builder kept one."""
+    stored = (stats or {}).get("pairs_accounting")
+    if not stored:
+        return None
+    return {"read": stored["read"], "kept": stored["kept"],
+            "excluded": {reason: {"label": label, "count": count} for reason, label, count in stored["excluded"]}}
 
 
 # ---------------------------------------------------------------- writers (generators: yield after each batch)

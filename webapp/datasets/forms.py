@@ -59,6 +59,7 @@ class BuildForm(forms.Form):
         except BuildError as exc:
             self.add_error("jobs", str(exc))
             return data
+        self.maps = maps  # the selection, counted for the launch estimate
         if not maps.exists():
             raise forms.ValidationError(
                 "No relevance maps match these choices (corpus, model version, method, template, jobs, tasks and "

@@ -1,5 +1,7 @@
 """A dataset's stored statistics, shaped for its page: histograms as bars (percent of the
-largest bin), counts per task sorted, the funnel from maps to examples."""
+largest bin), counts per task sorted, the funnel from maps to examples, and the builder's
+accounting of every note-task pair (kept or excluded by reason; webapp.datasets.building).
+Nothing is recomputed here: a figure the build did not store is not shown."""
 
 
 def present(stats: dict) -> dict:
@@ -9,7 +11,7 @@ def present(stats: dict) -> dict:
     per_task = sorted(stats.get("examples_per_task", {}).items(), key=lambda kv: (-kv[1], kv[0]))
     return {
         "funnel": [
-            ("Relevance maps read", stats.get("maps", 0)),
+            ("Relevance maps read (after held-out tasks and validation notes)", stats.get("maps", 0)),
             ("Maps skipped (note changed since relevance)", stats.get("maps_not_fitting_note", 0)),
             ("Note-task pairs", stats.get("pairs", 0)),
             ("Pairs with two or more peaks", stats.get("pairs_two_or_more_peaks", 0)),
@@ -28,7 +30,20 @@ def present(stats: dict) -> dict:
         "span_words": bars(words.get("histogram", [])),
         "per_task": bars(per_task),
         "seconds": stats.get("seconds"),
+        "accounting": accounting(stats.get("pairs_accounting")),
     }
+
+
+def accounting(stored: dict | None) -> dict | None:
+    """The pair accounting as stored by the build: read, kept, the excluded reasons (all of
+    them, zeros included, so the table reads the same for every build) and whether it adds up.
+    None for a version built before the builder kept it."""
+    if not stored:
+        return None
+    excluded = [(label, count) for _, label, count in stored.get("excluded", [])]
+    total = stored.get("kept", 0) + sum(count for _, count in excluded)
+    return {"read": stored.get("read", 0), "kept": stored.get("kept", 0), "excluded": excluded,
+            "excluded_total": total - stored.get("kept", 0), "adds_up": total == stored.get("read", 0)}
 
 
 def bars(pairs) -> list[dict]:

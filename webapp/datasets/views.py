@@ -14,6 +14,7 @@ from webapp.datasets.launch import (LaunchError, build_again, cancel_build, canc
                                     request_export)
 from webapp.datasets.models import DatasetVersion
 from webapp.datasets.stats import present
+from webapp.lifecycle import estimates
 
 LIST_SIZE = 200
 
@@ -27,7 +28,14 @@ def dataset_list(request):
 def dataset_new(request):
     require(request.user, Capability.LAUNCH)
     form = BuildForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    launching = request.method == "POST" and form.is_valid()
+    estimate = estimates.dataset_build(form.cleaned_data["model_version"], form.maps.count()) if launching else None
+    context = {"nav": "datasets", "form": form, "estimate": estimate}
+    if request.htmx:  # the live estimate as the fields change; never a launch
+        return render(request, "datasets/dataset_form.html#estimate", context)
+    if launching and estimates.waits_for_confirmation(estimate, request.POST):
+        context["ask"] = True  # large: the same form again, with the estimate and a confirm button
+    elif launching:
         try:
             dataset = launch_build(actor=request.user, **form.build_fields())
         except LaunchError as exc:
@@ -35,7 +43,7 @@ def dataset_new(request):
         else:
             messages.success(request, f"{dataset} is queued; this page follows the build.")
             return redirect("datasets:detail", dataset.pk)
-    return render(request, "datasets/dataset_form.html", {"nav": "datasets", "form": form})
+    return render(request, "datasets/dataset_form.html", context)
 
 
 def dataset_detail(request, dataset_id):

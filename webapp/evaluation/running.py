@@ -6,7 +6,7 @@ WORK_HEARTBEAT_SECONDS whatever the batch in hand, so a slow batch (AttnLRP on a
 taken for a lost worker. Then:
 1. For each configuration, in the stored order (AttnLRP last), the planned pairs with no stored
    map are computed with ml.relevance.compute_relevance(loaded, notes, tasks, config) and
-   upserted every STORE_EVERY prompts (webapp.evaluation.maps), with progress after each batch.
+   upserted every STORE_EVERY prompts, whole notes (webapp.evaluation.maps), with progress after each batch.
    A pair whose prompt cannot be built (ValueError: e.g. an empty note) is skipped and listed
    in the result's `problems` (ids only). Cancel is honoured between batches.
    Maps already stored (by an earlier attempt, or by relevance jobs of the same configuration)
@@ -37,7 +37,7 @@ from ml.relevance import RelevanceConfig
 from webapp.corpus.models import Annotation, Note, Task
 from webapp.evaluation import evaluations, maps
 from webapp.lifecycle.heartbeat import Heartbeat
-from webapp.pipeline.chunks import compute_pairs
+from webapp.pipeline.chunks import compute_pairs, note_batches, relevance_compute
 from webapp.evaluation.evaluations import EvaluationError
 from webapp.evaluation.models import RelevanceEvaluation
 
@@ -55,7 +55,7 @@ def execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Calla
 
 def _execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Callable | None) -> str:
     if compute is None:
-        from ml.relevance import compute_relevance as compute
+        compute = relevance_compute()
     configs = [RelevanceConfig.from_dict(c) for c in evaluation.configs]
     pairs = [(int(n), int(t)) for n, t in evaluation.pairs]
     todo = {config.key: _missing(evaluation, config, pairs) for config in configs}
@@ -72,8 +72,7 @@ def _execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Call
                                   f"{str(exc)[:300]}") from exc
         computing_seconds, computed = 0.0, 0
         for index, config in enumerate(configs):
-            it = iter(todo[config.key])
-            while batch := list(islice(it, STORE_EVERY)):
+            for batch in note_batches(todo[config.key], STORE_EVERY):
                 if evaluations.cancel_requested(evaluation):
                     return "cancelled" if evaluations.cancelled(evaluation) else "lost"
                 started = time.perf_counter()

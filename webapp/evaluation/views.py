@@ -9,6 +9,7 @@ from webapp.evaluation import evaluations, presentation
 from webapp.evaluation.access import evaluation_for
 from webapp.evaluation.forms import EvaluationForm
 from webapp.evaluation.models import RelevanceEvaluation
+from webapp.lifecycle import estimates
 
 PER_PAGE = 100
 
@@ -22,7 +23,13 @@ def evaluation_list(request):
 def evaluation_new(request):
     require(request.user, Capability.LAUNCH)
     form = EvaluationForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    launching = request.method == "POST" and form.is_valid()
+    context = {"nav": "evaluation", "form": form, "estimate": estimates.evaluation(form.spec()) if launching else None}
+    if request.htmx:  # the live estimate as the fields change; never a launch
+        return render(request, "evaluation/new.html#estimate", context)
+    if launching and estimates.waits_for_confirmation(context["estimate"], request.POST):
+        context["ask"] = True  # large: the same form again, with the estimate and a confirm button
+    elif launching:
         try:
             evaluation = evaluations.launch(form.spec(), actor=request.user)
         except evaluations.EvaluationError as exc:
@@ -31,7 +38,7 @@ def evaluation_new(request):
             messages.success(request, f"Evaluation {evaluation.pk} queued: {evaluation.n_pairs} pairs x "
                                       f"{len(evaluation.configs)} configurations.")
             return redirect("evaluation:detail", evaluation.pk)
-    return render(request, "evaluation/new.html", {"nav": "evaluation", "form": form})
+    return render(request, "evaluation/new.html", context)
 
 
 def evaluation_detail(request, evaluation_id):

@@ -6,6 +6,7 @@ from django.contrib.auth.decorators import login_not_required
 from webapp.accounts.roles import Capability, has_capability, require
 from webapp.audit.models import AuditEvent
 from webapp.corpus.stats import corpus_summaries, task_groups
+from webapp.review.waiting import waiting_for
 
 
 def home(request):
@@ -19,7 +20,13 @@ def home(request):
         "corpora": corpus_summaries(),
         "task_groups": task_groups(),
         "activity": activity[:12],
+        # A clinician (reviews, launches nothing) is led straight to the notes waiting for review.
+        "review_queue": waiting_for(request.user) if _reviews_only(request.user) else None,
     })
+
+
+def _reviews_only(user) -> bool:
+    return has_capability(user, Capability.REVIEW) and not has_capability(user, Capability.LAUNCH)
 
 
 @login_not_required

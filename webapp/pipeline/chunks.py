@@ -7,7 +7,8 @@ redelivers a message whose worker died; the recovery sweeper sends a lost chunk 
   message is a duplicate). A chunk of a cancelling/cancelled job ends cancelled instead.
 * `run()` computes only the pairs with no stored map of the job's configuration (a chunk taken
   over resumes where the lost worker stopped), with the job's ml.relevance.RelevanceConfig,
-  and writes maps every STORE_EVERY prompts by upsert on the maps' unique key (note, task,
+  and writes maps every STORE_EVERY prompts (rounded up to whole notes, so a note's prompts share
+  their prefix: `note_batches`) by upsert on the maps' unique key (note, task,
   model version, config key), so nothing is ever written twice. It runs inside the worker's
   Heartbeat and stops writing as soon as the chunk was taken over.
 * `finish()` / `fail()` / `release()` end the attempt (only the attempt that holds the chunk)
@@ -19,10 +20,11 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import islice
-from typing import Callable
+from functools import partial
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
@@ -99,7 +101,7 @@ def run(chunk: RelevanceChunk, get_model: Callable, compute: Callable | None = N
     called only if something is left to compute; compute defaults to ml.relevance's. With the
     worker's `heart` (webapp.lifecycle.heartbeat), stop as soon as the chunk was taken over."""
     if compute is None:
-        from ml.relevance import compute_relevance as compute
+        compute = relevance_compute()
     job, outcome = chunk.job, Outcome()
     pairs = todo(chunk)
     outcome.already = chunk.size - len(pairs)
@@ -114,8 +116,7 @@ def run(chunk: RelevanceChunk, get_model: Callable, compute: Callable | None = N
         return outcome
     config = job.relevance_config
     loaded = get_model()
-    it = iter(runnable)
-    while batch := list(islice(it, STORE_EVERY)):
+    for batch in note_batches(runnable, STORE_EVERY):
         done = compute_pairs(loaded, compute, batch, texts, descriptions, config, outcome.problems)
         if heart is not None and heart.lost:  # upserts are harmless, but the new holder writes them
             outcome.taken_over = True
@@ -124,6 +125,28 @@ def run(chunk: RelevanceChunk, get_model: Callable, compute: Callable | None = N
         if heart is not None:
             heart.report()
     return outcome
+
+
+def relevance_compute() -> Callable:
+    """ml.relevance.compute_relevance with this deployment's execution options: a note's prompts
+    share their prefix's forward pass unless settings.RELEVANCE_SHARE_PREFIX is off."""
+    from ml.relevance import compute_relevance
+
+    return partial(compute_relevance, share_prefix=settings.RELEVANCE_SHARE_PREFIX)
+
+
+def note_batches(pairs: list[tuple[int, int]], size: int):
+    """The (note id, task id) pairs in consecutive batches of at least `size` (the last may be
+    smaller), cut only where the note changes: a note's prompts, which come together (planned
+    note by note), reach one compute_relevance call and share their prefix there."""
+    batch: list[tuple[int, int]] = []
+    for pair in pairs:
+        if len(batch) >= size and pair[0] != batch[-1][0]:
+            yield batch
+            batch = []
+        batch.append(pair)
+    if batch:
+        yield batch
 
 
 def store(chunk: RelevanceChunk, computed: list) -> int:

@@ -6,6 +6,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.roles import Capability, capability_required, require
 from webapp.evaluation.recommendation import launch_initial
+from webapp.lifecycle import estimates
 from webapp.pipeline import jobs
 from webapp.pipeline.access import job_for
 from webapp.pipeline.forms import LaunchForm
@@ -45,7 +46,13 @@ def job_launch(request):
     if tasks := [pk for pk in request.GET.getlist("tasks") if pk.isdigit()]:
         initial.update(task_selection=RelevanceJob.TaskSelection.LIST, tasks=tasks)
     form = LaunchForm(request.POST or None, initial=initial)
-    if request.method == "POST" and form.is_valid():
+    launching = request.method == "POST" and form.is_valid()
+    context = {"nav": "jobs", "form": form, "estimate": estimates.relevance_job(form.spec()) if launching else None}
+    if request.htmx:  # the live estimate as the fields change; never a launch
+        return render(request, "pipeline/job_launch.html#estimate", context)
+    if launching and estimates.waits_for_confirmation(context["estimate"], request.POST):
+        context["ask"] = True  # large: the same form again, with the estimate and a confirm button
+    elif launching:
         try:
             job = jobs.launch(form.spec(), actor=request.user)
         except jobs.JobError as exc:
@@ -54,7 +61,7 @@ def job_launch(request):
             messages.success(request, f"Job {job.pk} launched: a worker is splitting it into chunks; "
                                       "its progress shows below.")
             return redirect("pipeline:job_detail", job.pk)
-    return render(request, "pipeline/job_launch.html", {"nav": "jobs", "form": form})
+    return render(request, "pipeline/job_launch.html", context)
 
 
 @require_POST

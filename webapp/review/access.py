@@ -4,6 +4,8 @@ Reading review pages needs VIEW (every role). Deciding on peaks and judging vali
 needs REVIEW (clinicians, admins). Tuning decisions that change what datasets are built from
 (saving a peak profile, drawing a validation set, adopting its recommendation, redrawing the
 preview sample) need REVIEW or LAUNCH: they are clinical judgement as much as a research setting.
+Retiring a validation set (its notes go back to dataset builds) is a research decision: LAUNCH
+(researchers, admins), or the clinician who drew the set.
 """
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404
@@ -38,9 +40,24 @@ def tuning_corpus_for(user, corpus_id: int) -> Corpus:
 
 def validation_set_for(user, set_id: int, capability: Capability = Capability.VIEW) -> ValidationSet:
     require(user, capability)
-    return get_object_or_404(ValidationSet.objects.select_related("corpus", "model_version"), pk=set_id)
+    return get_object_or_404(ValidationSet.objects.select_related("corpus", "model_version", "retired_by"), pk=set_id)
 
 
 def tuning_set_for(user, set_id: int) -> ValidationSet:
     require_any(user, TUNE)
     return get_object_or_404(ValidationSet.objects.select_related("corpus", "model_version"), pk=set_id)
+
+
+def may_retire(user, vset: ValidationSet) -> bool:
+    """Researchers and admins, or the user who drew the set (if their role may still draw sets)."""
+    if has_capability(user, Capability.LAUNCH):
+        return True
+    return vset.created_by_id is not None and vset.created_by_id == user.pk and any(
+        has_capability(user, c) for c in TUNE)
+
+
+def retirable_set_for(user, set_id: int) -> ValidationSet:
+    vset = validation_set_for(user, set_id)
+    if not may_retire(user, vset):
+        raise PermissionDenied("Only researchers, admins or the person who drew it may retire a validation set.")
+    return vset

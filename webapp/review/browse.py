@@ -9,9 +9,9 @@ note), otherwise from the corpus's notes (index corpus_note_corpus_id_idx).
 Filters that need a note's text or peaks (review state, number of peaks, text search) cannot
 use an index: each page looks at no more than SCAN notes after the cursor, computes what it
 needs for them in chunks, and stops as soon as the page is full. The page says which notes were
-searched, and the "next" link continues after the last note looked at. (A full-text index on
-corpus_note.text, owned by the corpus app, would make the text search corpus-wide; see the
-review README.)
+searched, and the "next" link continues after the last note looked at. The words of a text
+search match as in the corpus browser (webapp.corpus.search: stemmed in the corpus's language on
+PostgreSQL).
 
 Review state of a note: over the peaks of its maps in the selection, "no peaks", "undecided"
 (no peak decided by anyone), "partly" or "fully" reviewed. A peak counts as decided when some
@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Q
 from django.db.models.functions import Length
 
 from ml.peaks import peaks_of_rows
+from webapp.corpus import search
 from webapp.corpus.models import Note
 from webapp.review.models import PeakDecision
 
@@ -188,8 +188,7 @@ def browse(corpus, selection, filters: Filters, after=None, *, per_page: int | N
     window = window[:scan]
     page = Page(limited=True, first_id=window[0] if window else None)
     if filters.q and window:
-        matches = Note.objects.filter(pk__in=window).filter(
-            Q(text__icontains=filters.q) | Q(external_id__startswith=filters.q)).values_list("pk", flat=True)
+        matches = search.matching(Note.objects.filter(pk__in=window), filters.q).values_list("pk", flat=True)
         matching = set(matches)
         pool = [i for i in window if i in matching]
     else:

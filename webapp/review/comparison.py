@@ -4,13 +4,13 @@ underlined where the second is, as in the paper's Figure 2), and a summary over 
 the relative change of relevance on gold evidence spans (the paper: +37.2% after DSM).
 
 Tokenisations: a fine-tuned model keeps its parent's tokenizer, but two model versions may
-not share one. The maps are compared at character level (webapp.review.rendering): the
+not share one. The maps are compared at character level (webapp.lib.rendering): the
 difference map cuts the text at the union of both maps' token boundaries; for the gold
 relevance, the second map is projected onto the first map's tokens (length-weighted mean of its
 per-character scores) and ml.metrics is applied on the first map's tokens. With identical
 tokenisations the projection is the identity (and is skipped).
 
-A long note is compared one window at a time (webapp.review.windows, `?window=K` as on the note
+A long note is compared one window at a time (webapp.lib.windows, `?window=K` as on the note
 page): the two heatmaps and the difference map are built for the window's characters only, while
 the figures of the whole note (same tokens, the relevance on gold and its change) come from the
 maps' token arrays (numpy, a few arrays of the maps' length), never from HTML or an object per
@@ -40,7 +40,7 @@ from ml.metrics import (PairedDiff, aggregate_relative_change, gold_relevance, r
                          relative_change_on_gold)
 from webapp.corpus.models import Annotation, Note, Task
 from webapp.pipeline.models import ModelVersion, RelevanceMap
-from webapp.review import rendering, windows
+from webapp.lib import rendering, windows
 from webapp.review.noteview import MapReach, edge_marker, gold_of, map_reach, reach_markers, window_html
 
 SUMMARY_PAIRS = 1_000

@@ -10,8 +10,9 @@ state before its last change (one level of undo).
 
 ValidationSet: N (note, task) items drawn with a seed, and a grid of candidate peak settings;
 ValidationJudgement: a reviewer's yes/no ("peaks semantically reasonable for s_T") for one item
-under one setting. The notes of every validation set are held out of dataset builds
-(`webapp.review.validation.validation_note_ids`).
+under one setting. The notes of every validation set not retired are held out of dataset builds
+(`webapp.review.validation.validation_note_ids`). A set is never deleted: retiring it gives its
+notes back to later builds and keeps it, its items and judgements, as history.
 
 MapSample: a deterministic sample of map ids of one (corpus, model version, method, template),
 drawn once and stored, so that the corpus preview of the tuning page reads a fixed set of maps
@@ -105,6 +106,12 @@ class PeakDecision(ConfigKeyDefault, models.Model):
                 "comment": self.comment, "profile": self.profile_id, "params": self.params}
 
 
+class ValidationSetQuerySet(models.QuerySet):
+    def holding_out(self):
+        """Sets whose notes dataset builds leave out: those not retired."""
+        return self.filter(retired__isnull=True)
+
+
 class ValidationSet(ConfigKeyDefault, models.Model):
     corpus = models.ForeignKey("corpus.Corpus", on_delete=models.CASCADE, related_name="validation_sets")
     model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT, related_name="+")
@@ -113,11 +120,19 @@ class ValidationSet(ConfigKeyDefault, models.Model):
     config_key = models.CharField(max_length=64, help_text="RelevanceConfig.key of the maps judged")
     name = models.CharField(max_length=200)
     seed = models.IntegerField(default=0)
-    size = models.PositiveIntegerField(default=100)
+    size = models.PositiveIntegerField(default=100, help_text="Notes asked for (items may hold fewer)")
     items = models.JSONField(help_text="[[note_id, task_id], ...] in judging order")
+    notes_available = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Notes of the corpus with maps of the selection, counted when the draw "
+                                         "found fewer than asked")
     grid = models.JSONField(help_text="[{kernel_size, sigma, lower, upper}, ...] candidate settings")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
+    retired = models.DateTimeField(null=True, blank=True, help_text="When its notes stopped being held out")
+    retired_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    objects = ValidationSetQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created"]
@@ -129,6 +144,22 @@ class ValidationSet(ConfigKeyDefault, models.Model):
     @property
     def note_ids(self) -> list[int]:
         return [int(note_id) for note_id, _ in self.items]
+
+    @property
+    def is_retired(self) -> bool:
+        return self.retired is not None
+
+    @property
+    def shortfall(self) -> str:
+        """Why the set holds fewer notes than asked, in words; empty when it holds them all."""
+        if len(self.items) >= self.size:
+            return ""
+        asked = f"{self.size} note{'s' if self.size != 1 else ''} asked for, {len(self.items)} drawn"
+        if self.notes_available is None:
+            return f"{asked}: fewer notes had maps for this model version, method and template when it was drawn."
+        some = f"only {self.notes_available} note{' has' if self.notes_available == 1 else 's have'}"
+        return (f"{asked}: {some} relevance maps of {self.model_version.name} · {self.method} · this template "
+                f"and configuration in this corpus (a set holds each note once).")
 
 
 class ValidationJudgement(models.Model):

@@ -2,7 +2,7 @@
 parameters in effect (words, trimmed: ml.peaks), the gold evidence of the task, and every
 reviewer's decisions on each peak. One call builds what the page shows.
 
-A long note is shown one window at a time (webapp.review.windows): the peaks are found over the
+A long note is shown one window at a time (webapp.lib.windows): the peaks are found over the
 whole map (numbered in the note, so "peak 37" means the same on every window), but the HTML,
 the colours, the peak rows with their forms and the words offered as new boundaries are built
 for the window's characters only. `peak=N` (1-based, as shown) opens the window holding peak N;
@@ -26,7 +26,7 @@ from django.db.models import Subquery
 from ml.codec import decode_map
 from ml.peaks import peaks_of_arrays
 from webapp.corpus.models import Annotation, Note
-from webapp.review import rendering, windows
+from webapp.lib import rendering, windows
 from webapp.review.decisions import PeakContext, decisions_on, is_conflict, overlapping
 
 ADJUST_WORDS = 5  # how many words a boundary may move either way in the adjust form

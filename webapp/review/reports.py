@@ -3,7 +3,7 @@ inter-reviewer agreement where two reviewers decided on the same peak.
 
 A peak is (note, model version, method, template, character span); agreement is Cohen's kappa
 on kept (accept or adjust) vs rejected, for each pair of reviewers over the peaks both decided
-(webapp.review.agreement). Decisions are made by people, so there are at most some hundred
+(webapp.lib.agreement). Decisions are made by people, so there are at most some hundred
 thousand: they are read once and tallied in Python.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from itertools import combinations
 from django.contrib.auth import get_user_model
 
 from webapp.corpus.models import Task
-from webapp.review.agreement import cohen_kappa
+from webapp.lib.agreement import cohen_kappa
 from webapp.review.models import PeakDecision
 
 

@@ -21,4 +21,5 @@ urlpatterns = [
     path("validation/<int:set_id>/judge/", views.validation_judge, name="validation_judge"),
     path("validation/<int:set_id>/results/", views.validation_results, name="validation_results"),
     path("validation/<int:set_id>/adopt/", views.validation_adopt, name="validation_adopt"),
+    path("validation/<int:set_id>/retire/", views.validation_retire, name="validation_retire"),
 ]

@@ -4,10 +4,17 @@ for s_T; the setting with the most reasonable notes is recommended.
 
 - Drawing: N (note, task) items with distinct notes, drawn with the seed from a stored random
   sample of the selection's maps (webapp.review.tuning.sample_for, 4 N maps or more), each note
-  with the task of its sampled map. Stored in ValidationSet.items, in judging order.
-- Held out: the notes of every validation set of a corpus are returned by
+  with the task of its sampled map. Stored in ValidationSet.items, in judging order. When the
+  sample holds fewer than N distinct notes (many tasks a note, or maps gone since it was drawn),
+  the rest are drawn with the seed from the other notes with maps of the selection, each with
+  one of its tasks. A set holds fewer than N notes only when fewer notes of the corpus have such
+  maps: their number is stored (notes_available) and the set says so (ValidationSet.shortfall).
+- Held out: the notes of every validation set of a corpus not retired are returned by
   `validation_note_ids(corpus_id)`; dataset builds must leave them out (the builder calls it;
   see the review README), so the thresholds are not chosen on training notes.
+- Retiring (`retire`): a set is never deleted; retired, its notes go back to later dataset
+  builds (builds already made keep what they were built from), its items, judgements and tally
+  stay as history, and no more answers are taken. Audited.
 - Judging: item by item, setting by setting, blind (the page shows "highlight 3 of 8", not the
   numbers). Settings whose peaks are identical on a note are judged once: the answer is recorded
   for each of them.
@@ -17,7 +24,7 @@ for s_T; the setting with the most reasonable notes is recommended.
   automatic agreement is shown beside it: micro-averaged token F1 of the word-extended peaks
   against gold tokens (ml.metrics.peak_token_prf) and the mean relevance mass ratio on gold vs
   uniform (ml.metrics.relevance_mass_ratio) of the smoothed scores.
-- Long notes: the round shows one window of the note at a time (webapp.review.windows,
+- Long notes: the round shows one window of the note at a time (webapp.lib.windows,
   `?window=K` as on the note page; the window is kept while the next question is on the same
   note). Peaks are found over the whole map under every setting (their count and "same
   highlight" compare whole notes); the HTML is built for the window's characters and peaks only,
@@ -31,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.db import transaction
+from django.utils import timezone
 
 from ml.codec import decode_map
 from ml.metrics import PRF, peak_token_prf, relevance_mass_ratio
@@ -39,7 +47,8 @@ from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Note, Task
 from webapp.pipeline.models import RelevanceMap
 from ml.peaks import PeakParams, peaks_of_arrays, smooth
-from webapp.review import tuning, windows
+from webapp.review import tuning
+from webapp.lib import windows
 from webapp.review.models import ValidationJudgement, ValidationSet
 from webapp.review.noteview import MapReach, map_reach, reach_markers, window_html
 
@@ -51,12 +60,13 @@ class ValidationSetError(Exception):
 def validation_note_ids(corpus_id: int) -> set[int]:
     """Notes of the corpus held out for threshold validation: dataset builds must skip them."""
     ids: set[int] = set()
-    for items in ValidationSet.objects.filter(corpus_id=corpus_id).values_list("items", flat=True):
+    for items in ValidationSet.objects.holding_out().filter(corpus_id=corpus_id).values_list("items", flat=True):
         ids.update(int(note_id) for note_id, _ in items)
     return ids
 
 
 def draw(corpus, selection, *, name: str, size: int, seed: int, grid: list[dict], actor) -> ValidationSet:
+    """A new set of `size` notes, or fewer when fewer notes have maps (see module doc)."""
     sample = tuning.sample_for(corpus, selection, size=max(tuning.SAMPLE_SIZE, 4 * size), seed=seed)
     if sample is None:
         raise ValidationSetError("No relevance maps for this model version, method and template in this corpus.")
@@ -72,13 +82,46 @@ def draw(corpus, selection, *, name: str, size: int, seed: int, grid: list[dict]
         items.append([note_id, task_id])
         if len(items) == size:
             break
+    available = None
+    if len(items) < size:
+        maps = selection.maps().filter(note__corpus=corpus, model_version=selection.model)
+        items += _more_items(maps, seen, size - len(items), seed)
+        if len(items) < size:
+            available = maps.values("note_id").distinct().count()
     vset = ValidationSet.objects.create(corpus=corpus, model_version=selection.model, method=selection.method,
                                         template=selection.template, config_key=selection.config, name=name, seed=seed,
-                                        size=size, items=items,
+                                        size=size, items=items, notes_available=available,
                                         grid=grid, created_by=actor)
-    record(actor, AuditEvent.Action.REVIEW_DECISION, vset, kind="validation_set", items=len(items),
+    record(actor, AuditEvent.Action.REVIEW_DECISION, vset, kind="validation_set", items=len(items), asked=size,
            settings=len(grid), seed=seed)
     return vset
+
+
+def _more_items(maps, seen: set, wanted: int, seed: int) -> list[list[int]]:
+    """`wanted` more (note, task) items from the notes with maps not in `seen`, drawn with the
+    seed (the notes, then one task of each); fewer when fewer such notes exist."""
+    rng = np.random.default_rng([seed, 1])
+    others = list(maps.exclude(note_id__in=seen).order_by("note_id").values_list("note_id", flat=True).distinct())
+    chosen = [others[k] for k in rng.permutation(len(others))[:wanted].tolist()]
+    tasks = defaultdict(list)
+    for note_id, task_id in maps.filter(note_id__in=chosen).order_by("note_id", "task_id").values_list(
+            "note_id", "task_id"):
+        tasks[note_id].append(task_id)
+    return [[note_id, tasks[note_id][int(rng.integers(len(tasks[note_id])))]] for note_id in chosen]
+
+
+def retire(vset: ValidationSet, actor) -> bool:
+    """Stop holding the set's notes out of dataset builds; keep the set and its judgements.
+    False (nothing done) if it was already retired."""
+    with transaction.atomic():
+        done = ValidationSet.objects.filter(pk=vset.pk, retired__isnull=True).update(retired=timezone.now(),
+                                                                                    retired_by=actor)
+        if done:
+            judgements = ValidationJudgement.objects.filter(validation_set=vset).count()
+            record(actor, AuditEvent.Action.REVIEW_DECISION, vset, kind="validation_set_retired",
+                   items=len(vset.items), judgements=judgements)
+    vset.refresh_from_db(fields=["retired", "retired_by"])
+    return bool(done)
 
 
 # ---------------------------------------------------------------- judging
@@ -162,6 +205,8 @@ def item(vset, position: int, setting: int, *, window=None, window_chars: int | 
 def judge(vset, reviewer, *, position: int, setting: int, reasonable: bool) -> list[int]:
     """Record the answer for the item under `setting` and every setting with identical peaks on
     that note not yet judged by the reviewer; returns the settings recorded."""
+    if vset.is_retired:
+        raise ValidationSetError("This validation set is retired: it takes no more answers.")
     if not 0 <= position < len(vset.items) or not 0 <= setting < len(vset.grid):
         raise ValidationSetError("No such item or setting in this validation set.")
     note_id, task_id = vset.items[position]

@@ -13,8 +13,8 @@ from django.views.decorators.http import require_POST
 from webapp.accounts.roles import Capability, capability_required, has_capability
 from webapp.corpus.models import Corpus
 from webapp.pipeline.models import ModelVersion, PeakProfile
-from webapp.review import (access, actions, browse, comparison, noteview, queue, rendering, reports, selection, tuning,
-                           validation)
+from webapp.review import access, actions, browse, comparison, noteview, queue, reports, selection, tuning, validation
+from webapp.lib import rendering
 from webapp.review.forms import AdoptForm, DecisionForm, SaveProfileForm, ValidationSetForm
 
 
@@ -161,16 +161,19 @@ def validation_list(request, corpus_id):
             except validation.ValidationSetError as exc:
                 form.add_error(None, str(exc))
             else:
-                messages.success(request, f"Drew {len(vset.items)} notes; they are held out of dataset builds.")
+                if vset.shortfall:
+                    messages.warning(request, f"{vset.shortfall} They are held out of dataset builds.")
+                else:
+                    messages.success(request, f"Drew {len(vset.items)} notes; they are held out of dataset builds.")
                 return redirect("review:validation_round", vset.pk)
-    sets = corpus.validation_sets.select_related("model_version", "created_by")
+    sets = corpus.validation_sets.select_related("model_version", "created_by", "retired_by")
     return render(request, "review/validation_list.html", {"nav": "review", "corpus": corpus, "sel": sel,
                                                            "form": form, "sets": sets})
 
 
 def validation_round(request, set_id):
     vset = access.validation_set_for(request.user, set_id)
-    if not has_capability(request.user, Capability.REVIEW):
+    if not has_capability(request.user, Capability.REVIEW) or vset.is_retired:
         return redirect("review:validation_results", vset.pk)
     nxt = validation.next_item(vset, request.user)
     if nxt is None:
@@ -204,7 +207,19 @@ def validation_results(request, set_id):
     return render(request, "review/validation_results.html", {
         "nav": "review", "vset": vset, "rows": rows, "best": best, "done": done, "total": total,
         "adopt_form": adopt_form, "can_tune": any(has_capability(request.user, c) for c in access.TUNE),
-        "can_review": has_capability(request.user, Capability.REVIEW)})
+        "can_review": has_capability(request.user, Capability.REVIEW),
+        "can_retire": access.may_retire(request.user, vset)})
+
+
+@require_POST
+def validation_retire(request, set_id):
+    vset = access.retirable_set_for(request.user, set_id)
+    if validation.retire(vset, request.user):
+        messages.success(request, f"{vset.name} is retired: its notes are no longer held out of new dataset builds. "
+                                  "Its answers are kept.")
+    else:
+        messages.info(request, f"{vset.name} was already retired.")
+    return redirect("review:validation_results", vset.pk)
 
 
 @require_POST

@@ -32,7 +32,15 @@ def _train_sft(run, reporter, items, phase: str, label: str, folder: str):
                        resume=True)
     del loaded
     runtime.release()
+    runtime.require_learned(result)  # an unchanged model is neither evaluated nor registered
     return result, mask
+
+
+def _max_length(run, loaded) -> int:
+    """The train section's max_length as training resolved it (None: by the model and device)."""
+    from ml.training.config import resolve_max_length
+
+    return resolve_max_length(run.config["train"]["max_length"], loaded.model.config, loaded.device)
 
 
 def _predict_sft(run, reporter, final_dir, items, mask: str) -> list[str]:
@@ -42,7 +50,7 @@ def _predict_sft(run, reporter, final_dir, items, mask: str) -> list[str]:
     model = runtime.load(str(final_dir), training=False)
     predictions = predict_sft(model, items, mask_token=mask,
                               batch_size=run.config.get("sft", {}).get("predict_batch_size", 8),
-                              max_length=run.config["train"]["max_length"])
+                              max_length=_max_length(run, model))
     reporter.count(len(items), len(items))
     del model
     runtime.release()
@@ -166,7 +174,7 @@ def _synthetic_items(run, reporter, teacher_final, mask, options, self_label) ->
         mask = mask or runtime.mask_token_for(teacher, run.config.get("sft", {}))
         labelled = self_label(teacher, unlabeled, mask_token=mask,
                               batch_size=run.config.get("sft", {}).get("predict_batch_size", 8),
-                              max_length=run.config["train"]["max_length"])
+                              max_length=_max_length(run, teacher))
         del teacher
         runtime.release()
         labels = {item.item_id: item.label for item in labelled}

@@ -56,6 +56,7 @@ def run_causal(run: TrainingRun, reporter: Reporter) -> dict:
                              should_stop=reporter.should_stop, resume=True, mask_token=mask)
     del loaded, pairs
     runtime.release()
+    runtime.require_learned(result)  # an unchanged model is never registered
     if not runtime.is_main_process():
         return {}
     variant = "cpt" if run.kind == RunKind.CPT else run.dataset.mode

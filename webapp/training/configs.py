@@ -72,11 +72,16 @@ LABELS = {
     "lora_alpha": "LoRA alpha", "lora_dropout": "LoRA dropout", "max_steps": "maximum steps",
     "n_resamples": "number of bootstrap resamples", "tasks_per_note": "tasks per note",
     "lora_target_modules": "LoRA target modules", "max_grad_norm": "gradient clipping norm",
+    "instruction_turn": "DSM instruction turn",
+}
+EMPTY_MEANS = {  # what an empty optional setting means, where it is not "no limit"
+    "max_length": "Empty: auto (the model's context, up to 8,192 tokens, on a GPU; 512 on the CPU)",
 }
 CHOICES = {  # as ml.training.config accepts them
     "finetune": ("full", "lora"),
     "precision": ("auto", "bf16", "fp32"),
     "scheduler": ("cosine", "linear", "constant", "constant_with_warmup"),
+    "instruction_turn": ("system", "user"),
 }
 POSITIVE = {"epochs", "lr", "adam_eps", "lora_alpha", "max_grad_norm"}
 AT_LEAST_ONE = {"effective_batch_size", "micro_batch_size", "lora_r", "hidden", "batch_size",
@@ -162,6 +167,8 @@ def _section(name: str, cls, values: dict) -> tuple[dict, dict[str, str]]:
         problem = _range_problem(key, value)
         if problem:
             problems[f"{name}.{key}"] = problem
+    for key, problem in _cross_checks({name: merged}).items():  # said once, beside its setting,
+        problems.setdefault(key, problem)  # not again by the dataclass's own check below
     if problems:
         return merged, problems
     try:

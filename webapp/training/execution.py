@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import time
 import traceback
 
@@ -26,7 +25,7 @@ from webapp.lifecycle.heartbeat import Heartbeat
 from webapp.training import adaptation, causal, provenance, runs
 from webapp.training.models import RunKind, TrainingRun
 from webapp.training.reporting import Reporter
-from webapp.training.runtime import Cancelled, is_main_process
+from webapp.training.runtime import Cancelled, NothingLearned, is_main_process
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +41,7 @@ def execute(run: TrainingRun, *, write: bool | None = None) -> str:
 
 def _execute(run: TrainingRun, *, write: bool) -> str:
     import ml.lrp
-    from ml.training import TrainingCancelled, TrainingError
+    from ml.training import TrainingCancelled, TrainingError, TrainingInputError
 
     reporter = Reporter(run, write=write)
     if ml.lrp.is_patched():  # lxt's relevance patches change dropout and gradients for good
@@ -54,7 +53,7 @@ def _execute(run: TrainingRun, *, write: bool) -> str:
         _record_environment(run, reporter)
     started = time.perf_counter()
     try:
-        fields = _checked_run(run, reporter)
+        fields = RUNNERS[run.kind](run, reporter)
     except (TrainingCancelled, Cancelled) as exc:
         reporter.flush()
         if write:
@@ -66,8 +65,12 @@ def _execute(run: TrainingRun, *, write: bool) -> str:
         return "cancelled"
     except TrainingError as exc:
         return _failed(run, reporter, exc, str(exc) or type(exc).__name__, write)
-    except _MLRefusal as refusal:
-        exc = refusal.__cause__
+    except NothingLearned as exc:
+        reporter.flush()
+        if write:
+            runs.fail(run, str(exc))
+        return "failed"
+    except TrainingInputError as exc:  # settings or data: its message names ids and sizes, never note text
         return _failed(run, reporter, exc, f"ml.training refused the run: {str(exc)[:300]}", write)
     except Exception as exc:  # noqa: BLE001 - the run records it; the worker stays up
         message = (f"The run stopped because of an unexpected error ({type(exc).__name__}). The worker log has "
@@ -83,26 +86,6 @@ def _execute(run: TrainingRun, *, write: bool) -> str:
         return "cancelled"
     reporter.log(f"Done in {fields['results']['seconds']:.0f} s.")
     return "done"
-
-
-class _MLRefusal(Exception):
-    """A ValueError raised inside ml.training: about settings or data (ids, labels, sizes), never
-    note text, so its message is shown on the run."""
-
-
-def _checked_run(run: TrainingRun, reporter: Reporter) -> dict:
-    try:
-        return RUNNERS[run.kind](run, reporter)
-    except ValueError as exc:
-        if _raised_by_ml_training(exc):
-            raise _MLRefusal() from exc
-        raise
-
-
-def _raised_by_ml_training(exc: BaseException) -> bool:
-    frames = traceback.extract_tb(exc.__traceback__)
-    marker = os.sep + os.path.join("ml", "training") + os.sep
-    return bool(frames) and marker in frames[-1].filename
 
 
 def _failed(run, reporter, exc, message: str, write: bool) -> str:

@@ -43,10 +43,12 @@ class LaunchForm(forms.Form):
         self.kind = self.preset_obj.kind
         chosen = ModelVersion.objects.filter(pk=model_version).first() if str(model_version or "").isdigit() else None
         self.fields["model_version"].initial = chosen or ModelVersion.objects.filter(is_default=True).first()
+        self.fields["model_version"].error_messages["required"] = "Choose the model to train or evaluate."
         if self.kind in CAUSAL_KINDS:
             for name in ("split", "split_corpus", "split_seed", "split_test_ratio"):
                 del self.fields[name]
             self.fields["dataset"].required = True
+            self.fields["dataset"].error_messages["required"] = "Choose the dataset version to train on."
         else:
             del self.fields["dataset"]
         self.sections = {}
@@ -63,21 +65,24 @@ class LaunchForm(forms.Form):
         return [(section, [self[name] for name in names]) for section, names in self.sections.items()]
 
     def clean(self):
+        """Every problem at once: the domain checks what the fields could read, and each
+        problem is said once, beside its field (a field that failed to read keeps that message)."""
         data = super().clean()
-        if self.errors:
-            return data
-        spec = self.spec()
-        for key, problem in spec.problems().items():
+        for key, problem in self.spec().problems().items():
             field = key.replace(".", SEP)
-            self.add_error(field if field in self.fields else None, problem)
+            field = field if field in self.fields else None
+            if field in self.errors or (field is None and problem in self.non_field_errors()):
+                continue
+            self.add_error(field, problem)
         return data
 
     def spec(self) -> RunSpec:
+        """The run asked for; a setting whose field did not read is left out (its default stands in)."""
         data = self.cleaned_data
-        overrides = {section: {name.split(SEP, 1)[1]: data.get(name) for name in names}
+        overrides = {section: {name.split(SEP, 1)[1]: data[name] for name in names if name in data}
                      for section, names in self.sections.items()}
         return RunSpec(kind=self.kind, preset=self.preset_obj.key, name=data.get("name", ""),
-                       model_version=data["model_version"], dataset=data.get("dataset"), split=data.get("split"),
+                       model_version=data.get("model_version"), dataset=data.get("dataset"), split=data.get("split"),
                        split_corpus=data.get("split_corpus"), split_seed=data.get("split_seed") or 0,
                        split_test_ratio=data.get("split_test_ratio") or 0.15, config=overrides)
 
@@ -94,7 +99,7 @@ def _field(setting: str, types: set, initial) -> forms.Field:
         return forms.BooleanField(required=False, initial=initial, label=label)
     if int in types and float not in types:
         return forms.IntegerField(required=not optional, initial=initial, label=label,
-                                  help_text="Empty: no limit" if optional else "")
+                                  help_text=configs.EMPTY_MEANS.get(setting, "Empty: no limit") if optional else "")
     if float in types:
         return forms.FloatField(required=not optional, initial=initial, label=label,
                                 widget=forms.NumberInput(attrs={"step": "any"}))

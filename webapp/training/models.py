@@ -134,6 +134,28 @@ class TrainingRun(WorkUnit):
         return min(100, int(100 * self.step / self.total_steps)) if self.total_steps else 0
 
     @property
+    def phase_text(self) -> str:
+        """What the run is doing, in words that agree with its status: the worker's phase only
+        while a worker holds the run, so a phase left from an earlier attempt ("cancelled",
+        "done") never shows beside "Queued" after a Resume."""
+        if self.status == JobStatus.QUEUED:
+            resumes = f"; continues from the checkpoint of step {self.checkpoint_step}" if self.checkpoint_step else ""
+            return f"waiting for a training worker{resumes}"
+        if self.status in (JobStatus.RUNNING, JobStatus.CANCELLING):
+            return self.phase
+        return ""
+
+    @property
+    def small_test_set_warning(self) -> str:
+        """Said beside a Macro F1 measured on fewer than SMALL_TEST_SET_ITEMS test items; "" otherwise."""
+        n_test = (self.results or {}).get("n_test")
+        if n_test is None or not (self.results or {}).get("macro_f1") or n_test >= settings.SMALL_TEST_SET_ITEMS:
+            return ""
+        return (f"Measured on only {n_test} test item{'s' if n_test != 1 else ''} (fewer than "
+                f"{settings.SMALL_TEST_SET_ITEMS}): the Macro F1 and its confidence interval are too noisy to "
+                "rely on, and differences between runs may be chance.")
+
+    @property
     def time_left_s(self) -> float | None:
         """The trainer's estimate while a live worker trains; never one for a lost worker."""
         if self.status != JobStatus.RUNNING or self.is_stalled:

@@ -29,8 +29,8 @@ class Preset:
 
 PRESETS: dict[str, Preset] = {p.key: p for p in [
     Preset("dsm-full", "DSM full (paper)", RunKind.DSM,
-           "All parameters, 1 epoch, AdamW lr 4e-5, cosine, weight decay 0.001, warmup 0.1, batch 128, "
-           "on a DSM dataset (peaks masked).", dataset_modes=("dsm",)),
+           "All parameters, 1 epoch, AdamW lr 4e-5 (eps 1e-7), cosine, weight decay 0.001, warmup 0.1, batch 128, "
+           "the instruction as the system turn, on a DSM dataset (peaks masked).", dataset_modes=("dsm",)),
     Preset("dsm-lora", "DSM LoRA", RunKind.DSM, "As DSM full, with LoRA r 32 / alpha 64 / dropout 0.05.",
            {"train": {"finetune": "lora"}}, dataset_modes=("dsm",)),
     Preset("cpt", "CPT", RunKind.CPT,
@@ -62,8 +62,3 @@ def get(key: str) -> Preset:
         return PRESETS[key]
     except KeyError:
         raise ValueError(f"Unknown preset {key!r}; the presets are {', '.join(PRESETS)}.") from None
-
-
-def for_kind(kind: str) -> Preset:
-    """The first preset of a kind (the form's defaults for a kind chosen without a preset)."""
-    return next(p for p in PRESETS.values() if p.kind == kind)

@@ -8,27 +8,17 @@ from __future__ import annotations
 import os
 import platform
 import socket
-import subprocess
 from importlib import metadata
-from pathlib import Path
 
 from django.conf import settings
+
+from webapp.lib.code_version import code_version as lib_code_version
 
 LIBRARIES = ("torch", "transformers", "peft", "accelerate", "numpy", "tokenizers", "safetensors")
 
 
 def code_version() -> str:
-    """`git rev-parse HEAD` of the checkout (with "-dirty" if tracked files changed), else the
-    DSM_CODE_VERSION / GIT_COMMIT environment variable (set it when building images), else "unknown"."""
-    root = Path(settings.BASE_DIR)
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
-        if head.returncode == 0 and head.stdout.strip():
-            dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=root, capture_output=True, timeout=10)
-            return head.stdout.strip() + ("-dirty" if dirty.returncode == 1 else "")
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return os.environ.get("DSM_CODE_VERSION") or os.environ.get("GIT_COMMIT") or "unknown"
+    return lib_code_version(settings.BASE_DIR, settings.CODE_VERSION)
 
 
 def library_versions() -> dict[str, str]:

@@ -8,7 +8,7 @@ run's current figures and heartbeat, in one UPDATE guarded by the attempt number
 lost the run writes nothing). Metric rows are upserted on (run, phase, step), so a step seen
 again after a resume replaces its row instead of duplicating it.
 
-`Reporter.should_stop()` reads the run's status at most every POLL_SECONDS: True once someone
+`Reporter.should_stop()` reads the run's status at most every TRAINING_POLL_SECONDS: True once someone
 pressed Cancel (status cancelling), or once this attempt no longer holds the run.
 
 Messages are ids, counts and settings only; a message from ml is cut to MAX_MESSAGE characters.
@@ -19,19 +19,18 @@ import logging
 import math
 import time
 
+from django.conf import settings
 from django.db.models.functions import Now
 
-from webapp.env import env_float
 
 from webapp.lifecycle import units
-from webapp.lifecycle.status import JobStatus
+from webapp.training import runs
 from webapp.training.models import RunLog, RunMetric, TrainingRun
 
 log = logging.getLogger(__name__)
 
 
 FLUSH_SECONDS = 1.0
-POLL_SECONDS = env_float("TRAINING_POLL_SECONDS", 1.0)  # how soon Cancel takes effect
 MAX_MESSAGE = 300
 
 
@@ -81,20 +80,14 @@ class Reporter:
             self.flush()
 
     def should_stop(self) -> bool:
-        if self._stop or self.clock() - self._polled < POLL_SECONDS:
+        if self._stop or self.clock() - self._polled < settings.TRAINING_POLL_SECONDS:
             return self._stop
         self._polled = self.clock()
-        if not self.write:  # another rank of a distributed launch: only a cancel stops it
-            status = TrainingRun.objects.filter(pk=self.run.pk).values_list("status", flat=True).first()
-            self._stop = status == JobStatus.CANCELLING
-            return self._stop
-        status = (TrainingRun.objects.filter(pk=self.run.pk, attempts=self.run.attempts)
-                  .values_list("status", flat=True).first())
-        self._stop = status != JobStatus.RUNNING
-        if self._stop:
+        reason = runs.stop_reason(self.run, holder=self.write)  # other ranks of a distributed launch: cancel only
+        self._stop = bool(reason)
+        if self._stop and self.write:
             self.flush()
-            self.log("Stopping: cancel requested." if status == JobStatus.CANCELLING
-                     else "Stopping: this worker no longer holds the run.")
+            self.log(f"Stopping: {reason}.")
         return self._stop
 
     # ---------------------------------------------------------------- the worker's own reports

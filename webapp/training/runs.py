@@ -12,7 +12,9 @@ conditional updates of webapp.lifecycle.units, and this module adds what is part
 
 Each claim increments `attempts`; the worker writes progress only while `attempts` is still
 its own (`webapp.training.reporting`), so a worker presumed dead that wakes up cannot overwrite
-the run that another worker has taken over.
+the run that another worker has taken over; `stop_reason` tells a training process when to stop
+(a cancel, or the run taken over). Every transition is a function here; the executor
+(`webapp.training.execution`) only chooses which one a trainer's outcome calls for.
 
 Crash recovery: the worker beats from a thread while it trains (webapp.lifecycle.heartbeat,
 independent of optimizer steps, which can outlast WORK_STALL_SECONDS on a CPU). A run whose
@@ -85,6 +87,8 @@ class RunSpec:
             problems.update(self._dataset_problems())
         else:
             problems.update(self._split_problems())
+        if not any(key.split(".")[0] in ("train", "dataset", "split") for key in problems):
+            problems.update(self._step_problems(config))
         if len(self.name) > 200:
             problems["name"] = "The name is longer than 200 characters."
         return problems
@@ -106,6 +110,40 @@ class RunSpec:
             return {"dataset": f"Preset {presets.PRESETS[self.preset].label!r} trains on a dataset built in mode "
                                f"{wanted}; {dataset} was built in mode {dataset.get_mode_display()}."}
         return {}
+
+    def _step_problems(self, config: dict) -> dict[str, str]:
+        """A run whose every optimizer step would have learning rate 0 cannot change the model
+        (ml.training.schedule): refused, beside the setting to change. Checked where the number
+        of training examples is known and is at most what the trainer will see (DSM on a dataset,
+        SFT and self-learning on a stored split; CPT may cut long notes into more examples)."""
+        n_examples = self._training_examples()
+        if n_examples is None or "train" not in config:
+            return {}
+        from ml.training import plan_steps
+
+        train = configs.section_classes(self.kind)["train"].from_dict(config["train"])
+        plan = plan_steps(train, n_examples)
+        if plan.learning:
+            return {}
+        steps = f"{plan.total} optimizer step{'s' if plan.total != 1 else ''}"
+        why = (f"{n_examples} training example{'s' if n_examples != 1 else ''} at an effective batch size of "
+               f"{train.effective_batch_size}")
+        if train.max_steps:
+            why += f", at most {train.max_steps} step{'s' if train.max_steps != 1 else ''}"
+        if plan.total and plan.warmup:
+            return {"train.warmup_ratio": (
+                f"This run would take {steps} ({why}), and warmup gives its first step a learning rate of 0, so "
+                "the model would not change. Set the warmup to 0, or train for more steps (more epochs or "
+                "maximum steps, or a smaller effective batch size).")}
+        return {"train.max_steps" if train.max_steps else "train.epochs": (
+            f"This run would take no optimizer step that changes the model ({why}). Train for more steps.")}
+
+    def _training_examples(self) -> int | None:
+        if self.kind == RunKind.DSM and self.dataset is not None:
+            return self.dataset.examples.count()
+        if self.kind in (RunKind.SFT, RunKind.SELF_LEARNING) and self.split is not None:
+            return self.split.train_count
+        return None
 
     def _split_problems(self) -> dict[str, str]:
         split = self.split
@@ -242,6 +280,19 @@ def fail(run: TrainingRun, message: str) -> bool:
     if done:
         RunLog.objects.create(run=run, level="error", message=message[:500])
     return done
+
+
+def stop_reason(run: TrainingRun, *, holder: bool = True) -> str:
+    """Why the process training `run` must stop now, in words; "" to go on. `holder`: the
+    process of the attempt that holds the run (it stops once it no longer holds it); other ranks
+    of a distributed launch stop only for a cancel."""
+    if not holder:
+        status = TrainingRun.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+        return "cancel requested" if status == JobStatus.CANCELLING else ""
+    status = TrainingRun.objects.filter(pk=run.pk, attempts=run.attempts).values_list("status", flat=True).first()
+    if status == JobStatus.RUNNING:
+        return ""
+    return "cancel requested" if status == JobStatus.CANCELLING else "this worker no longer holds the run"
 
 
 def _user(actor):

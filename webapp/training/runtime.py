@@ -16,6 +16,21 @@ class Cancelled(Exception):
     """Raised between the phases of a run when its cancel was requested."""
 
 
+class NothingLearned(Exception):
+    """Training ran but left the trainable weights exactly as they started (ml.training's
+    `TrainResult.weights_changed`): the run fails and no model version is registered."""
+
+
+def require_learned(result) -> None:
+    """Raise NothingLearned when the trainer reports unchanged weights."""
+    if not result.weights_changed:
+        raise NothingLearned(
+            f"Training ran {result.steps} optimizer step(s) but the weights did not change: every step had "
+            "learning rate 0 (warmup gives the first step rate 0, so a 1-step run with warmup learns nothing). "
+            "No model version was registered. Launch a new run with more steps, no warmup, or a learning "
+            "rate above 0.")
+
+
 def is_main_process() -> bool:
     """Rank 0 of a distributed launch (or the only process): the one that writes."""
     return int(os.environ.get("RANK", "0")) == 0

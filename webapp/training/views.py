@@ -7,9 +7,10 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.roles import Capability, capability_required, require
+from webapp.lifecycle import estimates
 from webapp.training import comparison, configs, evaluation, presets, runs
 from webapp.training.access import run_for, runs_for
-from webapp.training.charts import chart_data
+from webapp.training.charts import chart_data, latest
 from webapp.training.forms import LaunchForm
 from webapp.training.models import TrainingRun
 
@@ -27,7 +28,13 @@ def run_new(request):
     require(request.user, Capability.LAUNCH)
     form = LaunchForm(request.POST or None, preset=request.GET.get("preset", "dsm-full"),
                       model_version=request.GET.get("model"))
-    if request.method == "POST" and form.is_valid():
+    launching = request.method == "POST" and form.is_valid()
+    estimate = estimates.training_run(form.spec()) if launching else None
+    if request.htmx:  # the live estimate as the fields change; never a launch
+        return render(request, "training/run_form.html#estimate", {"estimate": estimate, "unestimated": launching})
+    # large: the same form again, with the estimate and a confirm button
+    ask = launching and estimates.waits_for_confirmation(estimate, request.POST)
+    if launching and not ask:
         try:
             run = runs.launch(form.spec(), actor=request.user)
         except runs.RunError as exc:
@@ -35,15 +42,16 @@ def run_new(request):
         else:
             messages.success(request, f"{run.title} is queued for the training workers.")
             return redirect("training:run_detail", run.pk)
-    return render(request, "training/run_form.html",
-                  {"nav": "training", "form": form, "presets": presets.PRESETS.values()})
+    return render(request, "training/run_form.html", {"nav": "training", "form": form, "estimate": estimate,
+                                                      "ask": ask, "unestimated": launching and estimate is None,
+                                                      "presets": presets.PRESETS.values()})
 
 
 def run_detail(request, run_id):
     """The page, or (htmx poll) its live part; the poll ends (286) once the run has ended."""
     run = run_for(request.user, run_id)
     context = {"nav": "training", "run": run, "ended": not run.is_active, "stalled": run.is_stalled,
-               "logs": _last_logs(run)}
+               "logs": _last_logs(run), "latest": latest(run)}
     if not request.htmx:
         context["settings_rows"] = dict(sorted(configs.flatten(run.config).items()))
         return render(request, "training/run_detail.html", context)

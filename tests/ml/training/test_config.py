@@ -61,3 +61,59 @@ def test_importing_configs_does_not_import_torch():
             "import ml.commands.train; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_dsm_and_sft_use_the_reference_codes_adamw_epsilon():
+    assert CausalLMConfig().adam_eps == 1e-7
+    assert SFTConfig().adam_eps == 1e-7
+
+
+class _ModelConfig:
+    def __init__(self, context):
+        self.max_position_embeddings = context
+
+
+class _MultimodalConfig:
+    def __init__(self, context):
+        self.text_config = _ModelConfig(context)
+
+
+@pytest.mark.parametrize("device, context, expected", [
+    ("cpu", 131_072, 512),  # the CPU default whatever the model's context
+    ("cuda", 131_072, 8192),  # the model's context, capped
+    ("cuda", 2048, 2048),  # a model with a shorter context keeps its own
+    ("mps", 131_072, 512),  # any device but CUDA is CPU-scale
+])
+def test_auto_max_length_follows_the_device_and_the_models_context(device, context, expected):
+    from ml.training.config import resolve_max_length
+
+    assert CausalLMConfig().max_length is None and SFTConfig().max_length is None
+    assert resolve_max_length(None, _ModelConfig(context), device) == expected
+
+
+def test_auto_max_length_reads_a_multimodal_configs_text_context_and_takes_a_torch_device():
+    import torch
+
+    from ml.training.config import resolve_max_length
+
+    assert resolve_max_length(None, _MultimodalConfig(4096), torch.device("cuda", 1)) == 4096
+    assert resolve_max_length(None, _MultimodalConfig(4096), torch.device("cpu")) == 512
+
+
+def test_an_explicit_max_length_is_kept_on_every_device():
+    from ml.training.config import resolve_max_length
+
+    for device in ("cpu", "cuda"):
+        assert resolve_max_length(300, _ModelConfig(131_072), device) == 300
+    with pytest.raises(ValueError, match="max_length"):
+        CausalLMConfig(max_length=4)
+
+
+def test_the_dsm_instruction_goes_to_the_system_turn_by_default_and_sft_refuses_it():
+    assert CausalLMConfig().instruction_turn == "system"
+    assert CausalLMConfig(instruction_turn="user").instruction_turn == "user"
+    with pytest.raises(ValueError, match="instruction_turn"):
+        CausalLMConfig(instruction_turn="assistant")
+    assert SFTConfig().instruction_turn == "user"
+    with pytest.raises(ValueError, match="user turn"):
+        SFTConfig(instruction_turn="system")

@@ -139,3 +139,79 @@ def test_an_example_is_dropped_only_when_the_mask_itself_cannot_be_kept():
     tok = build_tokenizer("chatml")
     prompt = "Fill in the masked word in the following sentence. heart rate <mask> bpm " + "x " * 200
     assert Encoder(tok, 40, keep_text="<mask>").encode(prompt, "130 " * 20) == []  # the answer alone fills it
+
+
+NO_SYSTEM_ROLE = (  # a Gemma-2-like template: a system message raises
+    "{% for message in messages %}{% if message['role'] == 'system' %}"
+    "{{ raise_exception('System role not supported') }}{% endif %}"
+    "{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
+    "{{ '<start_of_turn>' + role + '\n' + message['content'] + '<end_of_turn>\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}"
+)
+DSM_INSTRUCTION = "Fill in the masked word in the following sentence."
+MASKED = "Vital signs: heart rate <mask> bpm"
+
+
+def _no_system_role_tokenizer():
+    tok = build_tokenizer.__wrapped__("chatml")  # a fresh copy: the cached one is shared
+    tok.chat_template = NO_SYSTEM_ROLE
+    return tok
+
+
+def test_the_dsm_instruction_is_the_system_turn_where_the_template_has_one():
+    tok = build_tokenizer("chatml")
+    encoder = Encoder(tok, 256, system_instruction=True)
+    assert encoder.has_system_role
+    [e] = encoder.encode(PROMPT, "130")
+    prompt = tok.decode(e.input_ids[:e.prompt_len])
+    assert prompt == (f"<|im_start|>system\n{DSM_INSTRUCTION}<|im_end|>\n"
+                      f"<|im_start|>user\n{MASKED}<|im_end|>\n<|im_start|>assistant\n")
+    assert "You are a helpful assistant." not in prompt  # the instruction replaces the default system turn
+    assert tok.decode(e.input_ids[e.prompt_len:]) == "130<|im_end|>\n"
+
+
+def test_the_dsm_instruction_stays_in_the_user_turn_when_asked_or_without_a_system_role():
+    chatml = build_tokenizer("chatml")
+    [user_layout] = Encoder(chatml, 256).encode(PROMPT, "130")  # system_instruction off: the option
+    assert f"user\n{PROMPT}<|im_end|>" in chatml.decode(user_layout.input_ids)
+
+    no_system = _no_system_role_tokenizer()
+    encoder = Encoder(no_system, 256, system_instruction=True)
+    assert not encoder.has_system_role
+    [e] = encoder.encode(PROMPT, "130")
+    assert no_system.decode(e.input_ids[:e.prompt_len]) == \
+        f"<start_of_turn>user\n{PROMPT}<end_of_turn>\n<start_of_turn>model\n"
+
+    plain = build_tokenizer("plain")  # no chat template at all
+    [e] = Encoder(plain, 256, system_instruction=True).encode(PROMPT, "130")
+    assert plain.decode(e.input_ids[:e.prompt_len]) == f"<|im_start|>{PROMPT}\n"
+
+
+def test_a_prompt_without_the_instruction_gets_no_system_turn_of_its_own():
+    tok = build_tokenizer("chatml")
+    [e] = Encoder(tok, 256, system_instruction=True).encode(MASKED, "130")
+    assert tok.decode(e.input_ids[:e.prompt_len]).startswith("<|im_start|>system\nYou are a helpful assistant.")
+
+
+def test_with_the_instruction_in_the_system_turn_a_long_note_is_cut_and_the_mask_kept():
+    tok = build_tokenizer("chatml")
+    note = " ".join(["Patient is a 67-year-old man admitted for community acquired pneumonia."] * 20)
+    [e] = Encoder(tok, 96, keep_text="<mask>", system_instruction=True).encode(
+        f"{DSM_INSTRUCTION} {note} {MASKED}", "130")
+    text = tok.decode(e.input_ids)
+    assert e.truncated and len(e.input_ids) <= 96
+    assert text.startswith(f"<|im_start|>system\n{DSM_INSTRUCTION}<|im_end|>\n<|im_start|>user\n")
+    assert "heart rate <mask> bpm<|im_end|>" in text
+
+
+def test_the_training_encoder_resolves_max_length_for_the_device_and_the_instruction_turn():
+    from ml.training import CausalLMConfig
+    from ml.training.encoding import training_encoder
+
+    loaded = build_loaded("llama")  # context 1024
+    cpu = training_encoder(loaded, CausalLMConfig(), "cpu", keep_text="<mask>")
+    gpu = training_encoder(loaded, CausalLMConfig(), "cuda")
+    assert (cpu.max_length, cpu.system_instruction, cpu.keep_text) == (512, True, "<mask>")
+    assert gpu.max_length == 1024
+    assert training_encoder(loaded, CausalLMConfig(max_length=64, instruction_turn="user"), "cuda").max_length == 64
+    assert not training_encoder(loaded, CausalLMConfig(instruction_turn="user"), "cpu").system_instruction

@@ -24,7 +24,7 @@ def assert_same_weights(a: dict, b: dict, atol=1e-6):
 
 
 def mean_answer_loss(loaded, pairs, max_length=96) -> float:
-    enc = Encoder(loaded.tokenizer, max_length)
+    enc = Encoder(loaded.tokenizer, max_length, system_instruction=True)  # DSM's default layout, as trained
     examples = [e for p in pairs for e in enc.encode(p.prompt, p.answer)]
     with torch.no_grad():
         total, n = loss_sum(loaded.model.eval(), collate(examples, pad_id=0))
@@ -171,3 +171,31 @@ def test_gradient_checkpointing_changes_memory_not_results(tmp_path):
         train_causal_lm(loaded, dsm_pairs(4), config, output_dir=tmp_path / str(checkpointing))
         finals.append(state(loaded.model))
     assert_same_weights(finals[0], finals[1], atol=1e-6)
+
+
+def test_a_run_whose_only_step_is_a_warmup_step_reports_unchanged_weights(tmp_path):
+    loaded = build_loaded("llama")
+    before = state(loaded.model)
+    result = train_causal_lm(loaded, dsm_pairs(4), fast_config(warmup_ratio=0.1, max_steps=1), output_dir=tmp_path)
+    assert result.steps == 1 and result.weights_changed is False
+    after = state(loaded.model)
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+@pytest.mark.parametrize("finetune", ["full", "lora"])
+def test_a_run_that_learns_reports_changed_weights(tmp_path, finetune):
+    result = train_causal_lm(build_loaded("llama"), dsm_pairs(4), fast_config(max_steps=1, finetune=finetune),
+                             output_dir=tmp_path)
+    assert result.weights_changed is True
+
+
+def test_the_weights_checksum_sees_a_change_of_one_element_by_one_ulp():
+    from ml.training.finetune import weights_checksum
+
+    model = build_loaded("llama").model
+    before = weights_checksum(model)
+    name, p = next(iter(model.named_parameters()))
+    with torch.no_grad():
+        p.view(-1)[0] = torch.nextafter(p.view(-1)[0], torch.tensor(float("inf")))
+    after = weights_checksum(model)
+    assert [k for k in before if before[k] != after[k]] == [name]

@@ -30,7 +30,8 @@ from django.urls import reverse
 
 from tests.webapp.corpus.conftest import postgres_only
 from webapp.audit.models import AuditEvent
-from webapp.corpus import importing, validators
+from webapp.corpus import importing
+from webapp.lib import validators
 from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, Task
 from webapp.lifecycle import queue
 from webapp.lifecycle.status import JobStatus
@@ -270,7 +271,7 @@ CASES = {
     "a CSV header of too many columns": Case(
         "notes", "notes.csv", ("id,text," + ",".join(f"c{i}" for i in range(1000)) + "\n").encode(),
         "notes.csv line 1: the CSV header has 1,002 columns; the limit is 1,000 columns (MAX_CSV_COLUMNS in "
-        "webapp/corpus/sources.py)"),
+        "webapp/lib/import_sources.py)"),
     "a CSV without a header": Case("notes", "notes.csv", f'n1,"{TEXT}"\nn2,"{TEXT}"\n'.encode(),
                                    "notes.csv line 1: the first line must be a header naming the columns id and text "
                                    "(missing: id, text; it has 2 column(s))"),

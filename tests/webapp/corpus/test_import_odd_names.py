@@ -13,11 +13,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from tests.webapp.corpus.test_import_hostile_input import PM, SECRET, TEXT, jsonl, note, notes, written
+from tests.webapp.corpus.test_import_hostile_input import PM, TEXT, jsonl, notes, written
 from webapp.audit.models import AuditEvent
 from webapp.corpus import uploads
 from webapp.corpus.models import ImportJob, Note
-from webapp.corpus.sources import Problems
+from webapp.lib.import_sources import Problems
 from webapp.lifecycle import queue
 from webapp.lifecycle.status import JobStatus
 from workers.imports import run_import

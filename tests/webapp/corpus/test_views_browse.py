@@ -45,3 +45,12 @@ def test_the_note_page_shows_the_text_exactly_as_written(client, clinician):
     client.force_login(clinician)
     html = client.get(reverse("corpus:note", args=[corpus.pk, note.pk])).content.decode()
     assert "PA 90/60 &lt;b&gt;  FC 130\nSat 92%" in html
+
+
+def test_the_note_browser_finds_notes_by_a_word_in_any_of_its_forms(client, researcher):
+    corpus = Corpus.objects.create(name="words", language="en")
+    Note.objects.create(corpus=corpus, external_id="w-1", text="Fractured wrist after a fall.")
+    Note.objects.create(corpus=corpus, external_id="w-2", text="Headache since morning.")
+    client.force_login(researcher)
+    response = client.get(reverse("corpus:detail", args=[corpus.pk]), {"q": "fractures"})
+    assert [r["external_id"] for r in response.context["page"].notes] == ["w-1"]

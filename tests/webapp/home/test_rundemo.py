@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from webapp.home import demo
 from webapp.home.management.commands import rundemo
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,9 +38,9 @@ def test_the_demo_prepares_sqlite_users_catalog_corpus_and_queues_a_first_job(tm
 
 
 def test_the_first_job_is_small_enough_for_two_minutes_and_shows_maps_chunk_by_chunk():
-    prompts = rundemo.DEMO_JOB_NOTES * len(rundemo.DEMO_TASKS)
-    assert prompts <= 30 and len(rundemo.DEMO_TASKS) >= 5  # at most 3 s a prompt measured on a busy 2-core machine
-    assert rundemo.DEMO_CHUNK_SIZE <= 2
+    prompts = demo.DEMO_JOB_NOTES * len(demo.DEMO_TASKS)
+    assert prompts <= 30 and len(demo.DEMO_TASKS) >= 5  # at most 3 s a prompt measured on a busy 2-core machine
+    assert demo.DEMO_CHUNK_SIZE <= 2
 
 
 def test_each_worker_process_gets_its_share_of_the_cores_as_torch_threads():

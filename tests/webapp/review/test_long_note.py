@@ -11,7 +11,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from webapp.corpus.models import Note
-from webapp.review import windows
+from webapp.lib import windows
 from webapp.review.models import PeakDecision
 from webapp.review.noteview import boundary_options
 

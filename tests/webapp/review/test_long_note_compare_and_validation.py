@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from ml.metrics import relative_change_on_gold
 from webapp.corpus.models import Annotation, Note
-from webapp.review import windows
+from webapp.lib import windows
 from webapp.review.models import ValidationJudgement, ValidationSet
 
 from .fabricate import add_map, every_nth_token, long_text, query, tokens

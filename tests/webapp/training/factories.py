@@ -4,7 +4,8 @@ held out; a model version; a finished dataset version with masked examples made 
 import re
 
 from ml.catalog import catalog_index, load_catalog
-from ml.synthetic import HR, PMK, SPO2, TEMP, generate_notes
+from ml.synthetic import generate_notes
+from ml.synthetic.tasks import HR, PMK, SPO2, TEMP
 from webapp.corpus.models import Annotation, Corpus, Note, Task
 from webapp.datasets.models import DatasetVersion, MaskedExample
 from webapp.pipeline.models import JobStatus, ModelVersion, PeakProfile

@@ -91,3 +91,17 @@ def test_a_list_setting_accepts_a_comma_separated_text():
     assert problems == {} and config["train"]["lora_target_modules"] == ["q_proj", "v_proj"]
     config, _ = configs.build_config(RunKind.SFT, {"train": {"lora_target_modules": ""}})
     assert config["train"]["lora_target_modules"] is None
+
+
+def test_dsm_full_leaves_max_length_to_the_device_and_puts_the_instruction_in_the_system_turn():
+    train = presets.get("dsm-full").config()["train"]
+    assert (train["max_length"], train["adam_eps"], train["instruction_turn"]) == (None, 1e-7, "system")
+    config, problems = configs.build_config(RunKind.DSM, {"train": {"max_length": 2048, "instruction_turn": "user"}})
+    assert problems == {} and (config["train"]["max_length"], config["train"]["instruction_turn"]) == (2048, "user")
+
+
+def test_it_refuses_an_unknown_instruction_turn_and_a_system_turn_for_sft():
+    _, problems = configs.build_config(RunKind.DSM, {"train": {"instruction_turn": "assistant"}})
+    assert "system, user" in problems["train.instruction_turn"]
+    _, problems = configs.build_config(RunKind.SFT, {"train": {"instruction_turn": "system"}})
+    assert "user turn" in problems["train"]

@@ -7,10 +7,13 @@ import pytest
 from webapp.training import causal, execution, runs
 from webapp.training.models import RunKind, RunLog, TrainingRun
 
+# The fixture dataset is one optimizer step: without warmup, so the launch accepts it.
+LEARNS = {"train": {"warmup_ratio": 0.0}}
+
 
 @pytest.fixture
 def claimed(dataset, model_version):
-    run = runs.launch(runs.RunSpec(kind=RunKind.DSM, model_version=model_version, dataset=dataset))
+    run = runs.launch(runs.RunSpec(kind=RunKind.DSM, model_version=model_version, dataset=dataset, config=LEARNS))
     return runs.claim(run.pk, worker="w1")
 
 
@@ -46,6 +49,16 @@ def test_a_refusal_raised_inside_ml_training_is_shown(monkeypatch, claimed):
     with_runner(monkeypatch, lambda run, reporter: CausalLMConfig(lr=-1))
     assert execution.execute(claimed) == "failed"
     assert TrainingRun.objects.get(pk=claimed.pk).error == "ml.training refused the run: lr must be > 0, got -1"
+
+
+def test_a_value_error_from_elsewhere_is_unexpected_and_its_text_is_not_shown(monkeypatch, claimed):
+    def runner(run, reporter):
+        raise ValueError("could not convert 'Rossi' to float")  # e.g. numpy quoting a value
+
+    with_runner(monkeypatch, runner)
+    assert execution.execute(claimed) == "failed"
+    error = TrainingRun.objects.get(pk=claimed.pk).error
+    assert "unexpected error (ValueError)" in error and "Rossi" not in error
 
 
 def test_a_training_error_says_what_ml_said(monkeypatch, claimed):
@@ -102,7 +115,8 @@ def test_dsm_pairs_use_the_papers_prompt_and_cpt_the_notes(dataset):
 def test_a_step_longer_than_the_stall_time_does_not_make_the_run_look_lost(monkeypatch, settings, dataset,
                                                                           model_version):
     settings.WORK_HEARTBEAT_SECONDS, settings.WORK_STALL_SECONDS = 0.2, 1
-    run = runs.launch(runs.RunSpec(kind=RunKind.DSM, model_version=model_version, dataset=dataset), enqueue=False)
+    run = runs.launch(runs.RunSpec(kind=RunKind.DSM, model_version=model_version, dataset=dataset, config=LEARNS),
+                      enqueue=False)
     claimed = runs.claim(run.pk, worker="w1")
     seen = []
 
@@ -115,3 +129,38 @@ def test_a_step_longer_than_the_stall_time_does_not_make_the_run_look_lost(monke
     with_runner(monkeypatch, one_slow_step)
     assert execution.execute(claimed) == "done"
     assert seen == ["Running"] * 6
+
+
+@pytest.fixture
+def tiny_model_dir(tmp_path):
+    from tests.ml.conftest import build_model, build_tokenizer
+
+    tokenizer = build_tokenizer("chatml")
+    build_model("llama", len(tokenizer)).save_pretrained(tmp_path / "tiny")
+    tokenizer.save_pretrained(tmp_path / "tiny")
+    return tmp_path / "tiny"
+
+
+@pytest.mark.parametrize("warmup_ratio,outcome", [(0.1, "failed"), (0.0, "done")])
+def test_a_run_forced_past_the_launch_checks_whose_weights_do_not_change_registers_no_model(
+        db, tmp_path, settings, tiny_model_dir, warmup_ratio, outcome):
+    from tests.webapp.training.factories import make_dataset, make_labeled_corpus, make_model_version
+    from webapp.pipeline.models import ModelVersion
+
+    settings.DATA_DIR = tmp_path / "data"
+    base = make_model_version(tiny_model_dir)
+    dataset = make_dataset(make_labeled_corpus(4), base, n_examples=4)
+    one_step = {"max_steps": 1, "effective_batch_size": 2, "micro_batch_size": 2, "max_length": 160,
+                "precision": "fp32", "lr": 1e-3, "warmup_ratio": 0.0}
+    run = runs.launch(runs.RunSpec(kind=RunKind.DSM, model_version=base, dataset=dataset, config={"train": one_step}),
+                      enqueue=False)
+    # past the launch checks: the stored configuration is changed afterwards (one step, all warmup: lr 0)
+    TrainingRun.objects.filter(pk=run.pk).update(config={"train": {**run.config["train"],
+                                                                   "warmup_ratio": warmup_ratio}})
+    assert execution.execute(runs.claim(run.pk, worker="w1")) == outcome
+    run.refresh_from_db()
+    if outcome == "failed":
+        assert "the weights did not change" in run.error and "No model version was registered" in run.error
+        assert run.produced_model is None and not ModelVersion.objects.filter(parent=base).exists()
+    else:
+        assert run.produced_model is not None and run.produced_model.parent == base

@@ -24,7 +24,8 @@ def event(step, total=10, loss=1.0, message="", lr=1e-4):
 
 @pytest.fixture
 def claimed(dataset, model_version):
-    run = runs.launch(runs.RunSpec(kind=RunKind.DSM, model_version=model_version, dataset=dataset))
+    run = runs.launch(runs.RunSpec(kind=RunKind.DSM, model_version=model_version, dataset=dataset,
+                                   config={"train": {"warmup_ratio": 0.0}}))
     return runs.claim(run.pk, worker="w1")
 
 

@@ -29,7 +29,8 @@ def test_an_experiment_file_runs_headless_and_chains_a_produced_model(db, tmp_pa
     path = tmp_path / "experiment.json"
     path.write_text(json.dumps({
         "name": "t", "model": model.name, "split": {"corpus": corpus.name},
-        "defaults": {"train": {"max_steps": 1, "effective_batch_size": 2, "micro_batch_size": 2, "max_length": 160},
+        "defaults": {"train": {"max_steps": 1, "warmup_ratio": 0.0, "effective_batch_size": 2, "micro_batch_size": 2,
+                               "max_length": 160},
                      "heads": {"epochs": 1}, "evaluation": {"n_resamples": 20}},
         "runs": [{"id": "dsm", "preset": "dsm-full", "dataset": {"name": "ward-dsm"}},
                  {"id": "dsm-ch", "preset": "ch", "model": "@dsm"},

@@ -14,14 +14,14 @@ from webapp.training.runs import RunError, RunSpec
 
 def dsm_spec(dataset, model_version, **changes):
     values = dict(kind=RunKind.DSM, preset="dsm-full", model_version=model_version, dataset=dataset,
-                  config={"train": {"max_steps": 3}})
+                  config={"train": {"max_steps": 3, "warmup_ratio": 0.0}})
     values.update(changes)
     return RunSpec(**values)
 
 
 def test_a_launch_stores_the_full_configuration_seed_and_code_version(dataset, model_version, researcher):
-    run = runs.launch(dsm_spec(dataset, model_version, config={"train": {"seed": 7, "max_steps": 3}}),
-                      actor=researcher)
+    config = {"train": {"seed": 7, "max_steps": 3, "warmup_ratio": 0.0}}
+    run = runs.launch(dsm_spec(dataset, model_version, config=config), actor=researcher)
     run.refresh_from_db()
     assert run.status == JobStatus.QUEUED and run.kind == RunKind.DSM and run.preset == "dsm-full"
     assert run.config["train"]["lr"] == 4e-5 and run.config["train"]["max_steps"] == 3
@@ -183,4 +183,23 @@ def test_self_learning_needs_an_existing_unlabeled_corpus(corpus, model_version)
                    split_corpus=corpus, config={"unlabeled": {"corpus": "nowhere"}})
     assert spec.problems() == {"unlabeled.corpus": "There is no corpus 'nowhere' to take unlabeled notes from."}
     spec.config = {"unlabeled": {"corpus": corpus.name}}
+    assert spec.problems() == {}
+
+
+def test_a_dsm_run_whose_every_step_has_learning_rate_zero_is_refused_by_the_domain(dataset, model_version):
+    warmup_only = dsm_spec(dataset, model_version, config={"train": {"max_steps": 1, "warmup_ratio": 0.1}})
+    assert "learning rate of 0" in warmup_only.problems()["train.warmup_ratio"]
+    with pytest.raises(RunError, match="the model would not change"):
+        runs.launch(warmup_only)
+    assert not TrainingRun.objects.exists()
+    constant = dsm_spec(dataset, model_version, config={"train": {"max_steps": 1, "scheduler": "constant"}})
+    assert constant.problems() == {}  # transformers' constant schedule has no warmup
+
+
+def test_an_sft_run_on_a_stored_split_smaller_than_one_batch_is_refused_with_warmup(corpus, model_version):
+    split, _ = splits.get_or_create_split(corpus)
+    assert split.train_count < 64  # the paper's SFT effective batch size: one step, all warmup
+    spec = RunSpec(kind=RunKind.SFT, preset="sft", model_version=model_version, split=split)
+    assert list(spec.problems()) == ["train.warmup_ratio"]
+    spec.config = {"train": {"warmup_ratio": 0.0}}
     assert spec.problems() == {}

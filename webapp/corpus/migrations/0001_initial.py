@@ -4,9 +4,10 @@ import django.core.validators
 import django.db.models.deletion
 import django.db.models.functions.text
 import django.db.models.lookups
-import webapp.corpus.expressions
 from django.conf import settings
 from django.db import migrations, models
+
+import webapp.corpus.expressions
 
 
 class Migration(migrations.Migration):

@@ -8,10 +8,12 @@
 
 They raise SQLSTATE 23514 (check_violation), which Django reports as IntegrityError, so raw
 INSERT/UPDATE/COPY is refused like an ORM save. Messages carry ids and offsets, never note text.
-On SQLite this migration does nothing: `webapp.corpus.validators` (used by `clean()` and the
+On SQLite this migration does nothing: `webapp.lib.validators` (used by `clean()` and the
 importer) is the guard there.
 """
 from django.db import migrations
+
+from webapp.corpus.migrations._postgresql import PostgreSQLOnly
 
 FORWARD = r"""
 CREATE FUNCTION corpus_note_check() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -118,18 +120,6 @@ DROP FUNCTION IF EXISTS corpus_task_check();
 DROP TRIGGER IF EXISTS corpus_note_check ON corpus_note;
 DROP FUNCTION IF EXISTS corpus_note_check();
 """
-
-
-class PostgreSQLOnly(migrations.RunSQL):
-    """RunSQL that runs on PostgreSQL and is a no-op on every other database."""
-
-    def database_forwards(self, app_label, schema_editor, from_state, to_state):
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_forwards(app_label, schema_editor, from_state, to_state)
-
-    def database_backwards(self, app_label, schema_editor, from_state, to_state):
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_backwards(app_label, schema_editor, from_state, to_state)
 
 
 class Migration(migrations.Migration):

@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from webapp.audit.log import record_refused_import
 from webapp.corpus.importing import import_annotations
-from webapp.corpus.validators import printable
+from webapp.lib.validators import printable
 
 
 class Command(BaseCommand):

@@ -2,8 +2,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from webapp.audit.log import record_refused_import
 from webapp.corpus.importing import import_notes
-from webapp.corpus.sources import FORMATS
-from webapp.corpus.validators import printable
+from webapp.lib.import_sources import FORMATS
+from webapp.lib.validators import printable
 
 
 class Command(BaseCommand):

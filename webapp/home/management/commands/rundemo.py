@@ -1,8 +1,8 @@
 """`make demo`: prepare the embedded default and run the web app with real worker processes.
 
 The first relevance job is sized to finish in under 2 minutes on an idle 2-core machine, from the
-relevance worker's start to its last map: DEMO_JOB_NOTES notes x 5 tasks = 30 AttnLRP prompts on
-SmolLM2-135M (bf16), in chunks of DEMO_CHUNK_SIZE prompts, so maps reach Review every few seconds
+relevance worker's start to its last map: demo.DEMO_JOB_NOTES notes x 5 tasks = 30 AttnLRP prompts on
+SmolLM2-135M (bf16), in chunks of demo.DEMO_CHUNK_SIZE prompts, so maps reach Review every few seconds
 (the review pages read the maps from the database on each request). Measured with
 `scripts/bench_demo.py` (this job's own prompts, one torch thread, as the relevance worker runs
 them here on 2 cores), while a CI run shared the machine:
@@ -17,6 +17,11 @@ a chunk's 2 maps every 2-4 s after. Rerun the script to check the figure on anot
 Threads: the two worker processes share the CPU, so each gets its share of torch threads
 (settings.WORKER_TORCH_THREADS, set per process here): the relevance worker all cores but one (at
 least 1), the default/training worker 1. Oversubscribed, the first 10 prompts took 150 s.
+
+The seeding (catalog, corpus, users, first job) is `webapp.home.demo.seed`, which the browser
+test of the demo's first job calls too. While serving, this command watches the first job and
+prints one line when it ends, "First relevance job done in N s ..." (N: seconds since this
+command started; no note text), the signal `scripts/time_demo.py` waits for.
 """
 import os
 import signal
@@ -28,14 +33,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from webapp.pipeline.models import RelevanceJob
-
-DEMO_CORPUS = "demo-ed"
-
-# A first relevance job so the review pages have maps to show: tasks with synthetic gold labels.
-DEMO_TASKS = ["heart-rate", "blood-pressure", "spo2", "anticoagulants-or-antiplatelet-drug-therapy", "chest-pain"]
-DEMO_JOB_NOTES = 6  # x 5 tasks = 30 prompts (see the module docstring for the measured rate)
-DEMO_CHUNK_SIZE = 2  # prompts a chunk: a chunk's maps are stored when it ends
+from webapp.home import demo
 
 # Two worker processes: lxt patches a process for good, so relevance never shares one with training.
 WORKER_QUEUES = {"relevance": "relevance", "cpu": "default,training"}
@@ -73,21 +71,23 @@ class Command(BaseCommand):
         parser.add_argument("--no-job", action="store_true", help="do not queue the first relevance job")
 
     def handle(self, *args, notes, port, no_serve, no_job, **options):
+        started = time.monotonic()
         settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write(f"Database ready ({settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}).")
-        call_command("load_task_catalog", stdout=self.stdout)
-        call_command("load_demo_corpus", corpus=DEMO_CORPUS, notes=notes, stdout=self.stdout)
-        call_command("create_demo_users", stdout=self.stdout)
-        if not no_job and not RelevanceJob.objects.filter(corpus__name=DEMO_CORPUS).exists():
-            # Queued now, run by the relevance worker started below (1-1.5 minutes on 2 cores).
-            call_command("launch_relevance_job", DEMO_CORPUS, tasks="list", task=DEMO_TASKS,
-                         limit=DEMO_JOB_NOTES, chunk_size=DEMO_CHUNK_SIZE, stdout=self.stdout)
+        # The first job is queued here and run by the relevance worker started below.
+        job = demo.seed(notes=notes, stdout=self.stdout, first_job=not no_job)
         if no_serve:
             return
-        self._serve(port)
+        self._serve(port, job if job is not None and not demo.job_ended(job) else None, started)
 
-    def _serve(self, port):
+    def _report_first_job(self, job, started):
+        job.refresh_from_db()
+        self.stdout.write(f"First relevance job {job.status} in {time.monotonic() - started:.0f} s "
+                          f"(job {job.pk}: {job.done} of {job.total} prompts, since the demo started).")
+
+    def _serve(self, port, job, started):
+        """Run the workers and the web server until Ctrl+C; `job`: the first job to watch, if any."""
         python = sys.executable
         # Stop the children on SIGTERM too, not only on Ctrl+C.
         signal.signal(signal.SIGTERM, _interrupt)
@@ -99,6 +99,9 @@ class Command(BaseCommand):
         try:
             while all(p.poll() is None for p in processes):
                 time.sleep(1)
+                if job is not None and demo.job_ended(job):
+                    self._report_first_job(job, started)
+                    job = None
         except KeyboardInterrupt:
             pass
         finally:

@@ -1,6 +1,10 @@
 """The plain-Python rules shared by the models and the importer, and the importer's metadata rules."""
-from webapp.corpus.validators import (
-    label_problems, metadata_problems, option_problems, overlapping_spans, span_problems,
+from webapp.lib.validators import (
+    label_problems,
+    metadata_problems,
+    option_problems,
+    overlapping_spans,
+    span_problems,
 )
 
 

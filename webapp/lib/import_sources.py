@@ -28,11 +28,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from webapp.corpus import validators
-from webapp.corpus.validators import hidden_character, json_kind, printable
-from webapp.corpus.brat import read_ann
-from webapp.corpus.input_files import NAMED, open_lines, read_text_file, sniff
-from webapp.corpus.limits import ImportLimits, over_limit
+from ml.jsonl import LineError, json_kind, parse_line
+from webapp.lib import validators
+from webapp.lib.brat import read_ann
+from webapp.lib.import_limits import ImportLimits, over_limit
+from webapp.lib.input_files import NAMED, open_lines, read_text_file, sniff
+from webapp.lib.validators import hidden_character, printable
 
 MAX_PROBLEMS = 50
 MAX_ID_LENGTH = 200
@@ -296,7 +297,7 @@ def _notes_from_csv(path: Path, problems: Problems, limits: ImportLimits) -> Ite
 def _header_ok(header: list[str], source: str, problems: Problems) -> bool:
     if len(header) > MAX_CSV_COLUMNS:
         problems.add(source, 1, over_limit("the CSV header", len(header), MAX_CSV_COLUMNS, "MAX_CSV_COLUMNS in "
-                                           "webapp/corpus/sources.py", "columns"))
+                                           "webapp/lib/import_sources.py", "columns"))
         return False
     missing = [c for c in ("id", "text") if c not in header]
     if missing:
@@ -430,27 +431,16 @@ def _has_fields(obj, required, source, line, problems) -> bool:
 
 
 def _json_lines(path: Path, problems: Problems, limits: ImportLimits) -> Iterator[tuple[int, dict]]:
+    """Every line that is a JSON object; each line that is not is a problem of the file."""
     source = path.name
     with open_lines(path, problems, limits) as lines:
         for line_no, line in lines:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                # Some of json's messages end in "at" ("Invalid control character at"): say it once.
-                problems.add(source, line_no, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}")
-                continue
-            except RecursionError:
-                problems.add(source, line_no, "invalid JSON: nested too deeply")
-                continue
-            except ValueError:  # an integer of more than sys.get_int_max_str_digits() digits
-                problems.add(source, line_no, "invalid JSON: a number too long to read")
-                continue
-            if not isinstance(obj, dict):
-                problems.add(source, line_no, f"expected a JSON object, got {json_kind(obj)}")
-                continue
-            yield line_no, obj
+                yield line_no, parse_line(line)
+            except LineError as exc:
+                problems.add(source, line_no, str(exc))
 
 
 def _names(names: list[str]) -> list[str]:

@@ -23,10 +23,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from webapp.corpus import validators
-from webapp.corpus.input_files import open_lines
-from webapp.corpus.limits import ImportLimits, over_limit
-from webapp.corpus.validators import quoted
+from webapp.lib import validators
+from webapp.lib.import_limits import ImportLimits, over_limit
+from webapp.lib.input_files import open_lines
+from webapp.lib.validators import quoted
 
 _ENTITY_SHAPE = "entity line must be 'T<n><TAB><type> <start> <end>[;<start> <end>...]<TAB><text>'"
 # first character -> (what the line is, its whole-line pattern whose groups hold the ids it refers to, its shape)

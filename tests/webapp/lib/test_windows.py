@@ -1,12 +1,12 @@
-"""webapp.review.windows: a long note cut into windows on word boundaries."""
+"""webapp.lib.windows: a long note cut into windows on word boundaries."""
 import re
 
 import pytest
 
-from webapp.review import windows
-from webapp.review.windows import Window
+from webapp.lib import windows
+from webapp.lib.windows import Window
 
-from .fabricate import long_text
+from tests.webapp.review.fabricate import long_text
 
 
 def pieces(text, parts):

@@ -1,4 +1,4 @@
-"""webapp.review.rendering: segments of a note with relevance, peaks and gold; their HTML;
+"""webapp.lib.rendering: segments of a note with relevance, peaks and gold; their HTML;
 word-level heat and comparison of two tokenisations."""
 import html
 import re
@@ -6,10 +6,10 @@ import re
 import numpy as np
 import pytest
 
-from webapp.review import rendering
-from webapp.review.rendering import Segment
+from webapp.lib import rendering
+from webapp.lib.rendering import Segment
 
-from .fabricate import TEXT, tokens, word_span
+from tests.webapp.review.fabricate import TEXT, tokens, word_span
 
 
 def strip_tags(markup: str) -> str:

@@ -31,7 +31,8 @@ import math
 import re
 import unicodedata
 
-from webapp.corpus.limits import over_limit
+from ml.jsonl import json_kind
+from webapp.lib.import_limits import over_limit
 
 MAX_LABEL_LENGTH = 200
 MAX_METADATA_KEY_LENGTH = 200
@@ -163,13 +164,6 @@ def _string_problems(text: str, where: str) -> list[str]:
     if surrogate:
         return [f"{where} contains an unpaired surrogate (\\u escape) at offset {surrogate.start()}"]
     return []
-
-
-def json_kind(value) -> str:
-    """How a JSON value is named in a message: "an object", "an array", "a number"..."""
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
 
 
 def hidden_character(value: str) -> str:

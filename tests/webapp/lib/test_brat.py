@@ -1,11 +1,11 @@
-"""brat .ann files (webapp.corpus.brat): every line parsed or reported with its line. Plain units."""
+"""brat .ann files (webapp.lib.brat): every line parsed or reported with its line. Plain units."""
 from dataclasses import replace
 
 import pytest
 
-from tests.webapp.corpus.test_input_files import LIMITS
-from webapp.corpus.brat import read_ann
-from webapp.corpus.sources import Problems
+from tests.webapp.lib.test_input_files import LIMITS
+from webapp.lib.brat import read_ann
+from webapp.lib.import_sources import Problems
 
 TEXT = "Paziente con pacemaker. FC 80 bpm."  # "pacemaker" at 13-22, "FC 80" at 24-29
 ENTITIES = "T1\tDevice 13 22\tpacemaker\nT2\tVital 24 26;27 29\tFC 80\n"

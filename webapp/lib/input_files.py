@@ -32,7 +32,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from webapp.corpus.limits import ImportLimits
+from webapp.lib.import_limits import ImportLimits
 
 BOM = b"\xef\xbb\xbf"
 UNICODE_BOMS = (  # UTF-32 first: its little-endian mark begins with UTF-16's

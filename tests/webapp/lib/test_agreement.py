@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from webapp.review.agreement import cohen_kappa
+from webapp.lib.agreement import cohen_kappa
 
 
 def test_kappa_of_a_worked_example():

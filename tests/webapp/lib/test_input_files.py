@@ -1,4 +1,4 @@
-"""Bytes to checked lines (webapp.corpus.input_files): compression told by content, UTF-8 only,
+"""Bytes to checked lines (webapp.lib.input_files): compression told by content, UTF-8 only,
 lines bounded in length and number, broken archives reported at their line. Plain units."""
 import bz2
 import gzip
@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from webapp.corpus.input_files import open_lines, read_text_file, sniff, unzip_brat
-from webapp.corpus.limits import ImportLimits
-from webapp.corpus.sources import Problems
+from webapp.lib.import_limits import ImportLimits
+from webapp.lib.import_sources import Problems
+from webapp.lib.input_files import open_lines, read_text_file, sniff, unzip_brat
 
 LIMITS = ImportLimits(note_chars=200_000, upload_bytes=2 * 1024**3, unpacked_bytes=8 * 1024**3, lines=10_000_000,
                       evidence_spans=100, metadata_bytes=256 * 1024)
@@ -206,10 +206,10 @@ def test_a_zip_name_flagged_utf8_that_is_not_is_a_broken_archive(tmp_path, patch
 def test_a_zip_declaring_too_many_entries_is_refused_before_its_directory_is_read(tmp_path, monkeypatch):
     import zipfile
 
-    from webapp.corpus import input_files
-    from webapp.corpus.input_files import declared_zip_entries, unzip_brat
-    from webapp.corpus.limits import ImportLimits
-    from webapp.corpus.sources import Problems
+    from webapp.corpus.importing import import_limits
+    from webapp.lib import input_files
+    from webapp.lib.import_sources import Problems
+    from webapp.lib.input_files import declared_zip_entries, unzip_brat
 
     archive = tmp_path / "notes.zip"
     with zipfile.ZipFile(archive, "w") as zf:
@@ -219,14 +219,14 @@ def test_a_zip_declaring_too_many_entries_is_refused_before_its_directory_is_rea
     monkeypatch.setattr(input_files, "MAX_ZIP_MEMBERS", 4)
     monkeypatch.setattr(zipfile, "ZipFile", lambda *a, **k: pytest.fail("the directory was read"))
     problems = Problems()
-    assert unzip_brat(archive, tmp_path / "out", problems, ImportLimits.from_settings()) is None
+    assert unzip_brat(archive, tmp_path / "out", problems, import_limits()) is None
     assert [p.message for p in problems.kept] == ["the archive holds 5 files; the limit is 4"]
 
 
 def test_the_entries_of_a_zip64_archive_are_read_from_its_zip64_record(tmp_path):
     import zipfile
 
-    from webapp.corpus.input_files import declared_zip_entries
+    from webapp.lib.input_files import declared_zip_entries
 
     archive = tmp_path / "big.zip"
     with zipfile.ZipFile(archive, "w", allowZip64=True) as zf:

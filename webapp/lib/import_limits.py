@@ -1,8 +1,8 @@
 """The size limits of an import, each a setting (IMPORT_MAX_*, webapp/settings.py) named in the
 message that refuses an input over it, so whoever reads the message knows what to change.
 
-The readers take an `ImportLimits` (no Django there); `ImportLimits.from_settings()` reads the
-settings at the start of each import, so a changed setting applies to the next import.
+The readers take an `ImportLimits` (no Django here); `webapp.corpus.importing.import_limits()`
+reads the settings at the start of each import, so a changed setting applies to the next import.
 """
 from dataclasses import dataclass
 
@@ -15,19 +15,6 @@ class ImportLimits:
     lines: int  # lines of one file (IMPORT_MAX_LINES)
     evidence_spans: int  # spans of one annotation's evidence, fragments of one brat entity (IMPORT_MAX_EVIDENCE_SPANS)
     metadata_bytes: int  # one note's metadata as compact UTF-8 JSON (IMPORT_MAX_METADATA_BYTES)
-
-    @classmethod
-    def from_settings(cls) -> "ImportLimits":
-        from django.conf import settings
-
-        return cls(
-            note_chars=settings.IMPORT_MAX_NOTE_CHARS,
-            upload_bytes=settings.IMPORT_MAX_UPLOAD_BYTES,
-            unpacked_bytes=settings.IMPORT_MAX_UNPACKED_BYTES,
-            lines=settings.IMPORT_MAX_LINES,
-            evidence_spans=settings.IMPORT_MAX_EVIDENCE_SPANS,
-            metadata_bytes=settings.IMPORT_MAX_METADATA_BYTES,
-        )
 
     @property
     def line_bytes(self) -> int:

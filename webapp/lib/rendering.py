@@ -16,7 +16,7 @@ element's text content is the note as written (whitespace and newlines kept by C
 `g` for gold evidence, and each peak wrapped in one `<mark class="peak">` whose number is
 drawn by CSS from `data-n` (a pseudo-element, not text).
 
-A long note is rendered one window at a time (webapp.review.windows): the caller passes the
+A long note is rendered one window at a time (webapp.lib.windows): the caller passes the
 window's text, the map's tokens in it (`tokens_in`: clipped and counted from the window's start)
 and the peak and gold spans cut to it; `segments_html(first_peak=...)` keeps the peaks' numbers
 in the whole note, and `markers` puts a marker (where a map cut by the model's context stops)

@@ -1,0 +1,53 @@
+"""`python -m benchmarks NAME [options]`: run one benchmark; without NAME, list them.
+
+Every benchmark prints one JSON object with its figures, the same work done the simple way in
+the same process (the baseline its ratio is against), and the machine's load average, so a
+figure quoted in README can be re-run and checked. `python -m benchmarks NAME --help` shows a
+benchmark's options.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+# name -> (module, what it measures)
+BENCHMARKS = {
+    "ml": ("benchmarks.ml_core", "the ML core's targets: relevance, peaks, re-thresholding (make bench)"),
+    "relevance": ("benchmarks.relevance", "relevance prompts/s: the product path against the naive lxt loop"),
+    "peaks": ("benchmarks.peaks", "peak finding over many maps against plain Python loops"),
+    "features": ("benchmarks.features", "classification-head features: items/s"),
+    "training": ("benchmarks.training", "DSM / SFT training steps: tokens/s"),
+    "e3c-localisation": ("benchmarks.e3c_localisation", "relevance localisation on the E3C development data"),
+    "import": ("benchmarks.import_notes", "importing notes into PostgreSQL: notes/s and memory"),
+    "datasets": ("benchmarks.datasets", "dataset builds from stored maps: maps/s and memory"),
+    "review": ("benchmarks.review", "review pages' server time at corpus scale"),
+    "long-note": ("benchmarks.long_note", "the review pages of one very long note"),
+    "demo": ("benchmarks.demo", "relevance rate of the demo's model, to size the demo's first job"),
+    "lifecycle": ("benchmarks.lifecycle", "claims, heartbeats and sweeps of long work on PostgreSQL"),
+}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help", "list"):
+        print(__doc__.strip().splitlines()[0] + "\n")
+        for name, (_, what) in BENCHMARKS.items():
+            print(f"  {name:<17} {what}")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in BENCHMARKS:
+        print(f"no benchmark {name!r}; the benchmarks are: {', '.join(BENCHMARKS)}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(BENCHMARKS[name][0])
+    sys.argv = [f"python -m benchmarks {name}", *rest]
+    result = module.main(rest) if _takes_argv(module.main) else module.main()
+    return result if isinstance(result, int) else 0
+
+
+def _takes_argv(function) -> bool:
+    import inspect
+
+    return bool(inspect.signature(function).parameters)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
