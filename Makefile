@@ -17,12 +17,13 @@ TEST_RUN ?= 15
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/decselfmask_$(TEST_RUN)
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/$(TEST_RUN)
 
-.PHONY: help install model demo test test-fast check-test-run check-deploy bench bench-app drill clean
+.PHONY: help install model demo test test-fast lint format check-test-run check-deploy bench bench-app drill clean
 
 help:
 	@echo "make demo   - set up everything and run the web app + a worker on the embedded default"
 	@echo "make test   - run the whole test suite (PostgreSQL + Redis on localhost)"
-	@echo "make bench  - print the ML benchmark figures (relevance, peaks, re-thresholding)"
+	@echo "make lint   - ruff: lint and formatting check (make format rewrites the files)"
+	@echo "make bench  - print the ML benchmark figures (relevance, peaks, re-thresholding); all: python -m benchmarks"
 	@echo "make bench-app - import, dataset-build and review-page benchmarks on PostgreSQL"
 	@echo "make drill  - the fault drill: workers SIGKILLed mid-work, Redis restarted (DRILL_ARGS=--short: CI size)"
 
@@ -60,19 +61,28 @@ test-fast: check-test-run install
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 	  HF_HUB_OFFLINE=1 $(PY) -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
 
+# ruff's configuration is in pyproject.toml.
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: install
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
 check-deploy: install
 	DEBUG=0 DSM_EMBEDDED=0 SECRET_KEY=$$($(PY) -c 'import secrets;print(secrets.token_urlsafe(50))') \
 	  ALLOWED_HOSTS=dsm.example.org $(PY) manage.py check --deploy --fail-level WARNING
 
 bench: install model
-	$(PY) -m ml.bench
+	$(PY) -m benchmarks ml
 
 # The app's benchmarks need PostgreSQL: each makes (and drops) its own database.
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/dsm_bench
 bench-app: install
-	DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) scripts/bench_import.py 100000
-	$(PY) scripts/bench_datasets.py 100000
-	$(PY) scripts/bench_review.py 100000
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m benchmarks import 100000
+	$(PY) -m benchmarks datasets 100000
+	$(PY) -m benchmarks review 100000
 
 # The fault drill makes (and drops) its own database on this server and runs its own redis-server.
 DRILL_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres

@@ -5,6 +5,7 @@ the same process (the baseline its ratio is against), and the machine's load ave
 figure quoted in README can be re-run and checked. `python -m benchmarks NAME --help` shows a
 benchmark's options.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -14,13 +15,12 @@ import sys
 BENCHMARKS = {
     "ml": ("benchmarks.ml_core", "the ML core's targets: relevance, peaks, re-thresholding (make bench)"),
     "relevance": ("benchmarks.relevance", "relevance prompts/s: the product path against the naive lxt loop"),
-    "peaks": ("benchmarks.peaks", "peak finding over many maps against plain Python loops"),
     "features": ("benchmarks.features", "classification-head features: items/s"),
     "training": ("benchmarks.training", "DSM / SFT training steps: tokens/s"),
     "e3c-localisation": ("benchmarks.e3c_localisation", "relevance localisation on the E3C development data"),
     "import": ("benchmarks.import_notes", "importing notes into PostgreSQL: notes/s and memory"),
-    "datasets": ("benchmarks.datasets", "dataset builds from stored maps: maps/s and memory"),
-    "review": ("benchmarks.review", "review pages' server time at corpus scale"),
+    "datasets": ("benchmarks.dataset_builds", "dataset builds from stored maps: maps/s and memory"),
+    "review": ("benchmarks.review_pages", "review pages' server time at corpus scale"),
     "long-note": ("benchmarks.long_note", "the review pages of one very long note"),
     "demo": ("benchmarks.demo", "relevance rate of the demo's model, to size the demo's first job"),
     "lifecycle": ("benchmarks.lifecycle", "claims, heartbeats and sweeps of long work on PostgreSQL"),
@@ -28,7 +28,7 @@ BENCHMARKS = {
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help", "list"):
+    if not argv or argv[0] in ("-h", "--help", "list"):  # peaks and re-thresholding run within "ml"
         print(__doc__.strip().splitlines()[0] + "\n")
         for name, (_, what) in BENCHMARKS.items():
             print(f"  {name:<17} {what}")

@@ -3,6 +3,7 @@ and exposes `register(subparsers)`, which adds its parser and sets `func=run`.
 
 Only the chosen command's module is imported, so `python -m ml peaks` does not pay for
 importing torch; `python -m ml --help` lists the commands from the table below."""
+
 import argparse
 import importlib
 import sys

@@ -24,6 +24,7 @@ A user catalog has the same shape: a JSON list of entries, or an object whose "t
 that list. Only `description` and `options` are required; `slug` is derived from the
 description when missing, `group` defaults to "", `held_out` to false, `aliases` to [].
 """
+
 from __future__ import annotations
 
 import json

@@ -5,6 +5,7 @@ then n float16 scores, n token starts as deltas from the previous start, n token
 With 2-byte offsets (the usual case: tokens are short and close together) a token costs
 6 bytes; 4-byte offsets (10 bytes a token) are used only when a delta or length needs them.
 """
+
 import struct
 
 import numpy as np
@@ -26,12 +27,14 @@ def encode_map(offsets: np.ndarray, scores: np.ndarray) -> bytes:
         raise ValueError("offsets must be sorted by start and have end >= start")
     widest = int(max(deltas.max(initial=0), lengths.max(initial=0)))
     width, dtype = (2, "<u2") if widest < 2**16 else (4, "<u4")
-    return b"".join([
-        _HEADER.pack(MAGIC, VERSION, width, len(offsets)),
-        scores.astype("<f2").tobytes(),
-        deltas.astype(dtype).tobytes(),
-        lengths.astype(dtype).tobytes(),
-    ])
+    return b"".join(
+        [
+            _HEADER.pack(MAGIC, VERSION, width, len(offsets)),
+            scores.astype("<f2").tobytes(),
+            deltas.astype(dtype).tobytes(),
+            lengths.astype(dtype).tobytes(),
+        ]
+    )
 
 
 def decode_map(blob: bytes) -> tuple[np.ndarray, np.ndarray]:

@@ -5,6 +5,7 @@ write_jsonl(path, records, append=False) -> number written; a new file appears o
 (written to a temporary file, renamed at the end), so a failed run leaves no half file.
 "-" is stdin / stdout for both.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -15,7 +16,6 @@ import tempfile
 from collections.abc import Iterable, Iterator
 
 import numpy as np
-
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)

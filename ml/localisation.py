@@ -70,6 +70,7 @@ comes (keeping a few numbers per pair, never the maps), `result()` returns
 
 Pure: numpy and scipy, no Django.
 """
+
 from __future__ import annotations
 
 import math
@@ -91,11 +92,26 @@ CONFIDENCE = 0.95
 RESAMPLE_BLOCK_CELLS = 4_000_000  # pairs x resamples per block of the count matrix (~32 MB)
 TIE_DECIMALS = 3  # AUCs equal to this many decimals are tied in `recommend`
 MIN_PAIRS = 10  # pairs of defined AUC a configuration needs to be recommended
-STAT_KEYS = frozenset({
-    "n_pairs", "n_undefined", "n_mass_ratio_undefined", "auc", "auc_ci", "mass_ratio", "mass_ratio_ci",
-    "mass_ratio_median", "peak_precision", "peak_precision_ci", "peak_recall", "peak_recall_ci", "peak_f1",
-    "peak_f1_ci", "peaks", "auc_vs_next",
-})
+STAT_KEYS = frozenset(
+    {
+        "n_pairs",
+        "n_undefined",
+        "n_mass_ratio_undefined",
+        "auc",
+        "auc_ci",
+        "mass_ratio",
+        "mass_ratio_ci",
+        "mass_ratio_median",
+        "peak_precision",
+        "peak_precision_ci",
+        "peak_recall",
+        "peak_recall_ci",
+        "peak_f1",
+        "peak_f1_ci",
+        "peaks",
+        "auc_vs_next",
+    }
+)
 REFERENCE = {"explain": "next"}  # the variant the paired AUC differences are taken against
 # fields that name a configuration rather than describe it: ignored when looking for the reference
 # (its key differs from the variant's; its neutral text is unused)
@@ -130,23 +146,31 @@ class PairScores:
     fn: np.ndarray
 
     @classmethod
-    def empty(cls) -> "PairScores":
+    def empty(cls) -> PairScores:
         return cls([], np.zeros(0), np.zeros(0), *(np.zeros(0, np.int64) for _ in range(3)))
 
     @classmethod
-    def concat(cls, parts: Sequence["PairScores"]) -> "PairScores":
+    def concat(cls, parts: Sequence[PairScores]) -> PairScores:
         if not parts:
             return cls.empty()
-        return cls([k for p in parts for k in p.keys], *(np.concatenate([getattr(p, name) for p in parts])
-                                                           for name in ("auc", "mass_ratio", "tp", "fp", "fn")))
+        return cls(
+            [k for p in parts for k in p.keys],
+            *(np.concatenate([getattr(p, name) for p in parts]) for name in ("auc", "mass_ratio", "tp", "fp", "fn")),
+        )
 
     def __len__(self) -> int:
         return len(self.keys)
 
-    def sorted(self) -> "PairScores":
+    def sorted(self) -> PairScores:
         order = sorted(range(len(self.keys)), key=self.keys.__getitem__)
-        return PairScores([self.keys[i] for i in order], self.auc[order], self.mass_ratio[order],
-                          self.tp[order], self.fp[order], self.fn[order])
+        return PairScores(
+            [self.keys[i] for i in order],
+            self.auc[order],
+            self.mass_ratio[order],
+            self.tp[order],
+            self.fp[order],
+            self.fn[order],
+        )
 
 
 @dataclass(frozen=True)
@@ -247,8 +271,9 @@ def _with_scores(p: Pair, scores: np.ndarray) -> Pair:
 # ---------------------------------------------------------------- a group
 
 
-def summarise(scores: PairScores, *, n_resamples: int = N_RESAMPLES, seed: int = 0,
-              confidence: float = CONFIDENCE) -> dict:
+def summarise(
+    scores: PairScores, *, n_resamples: int = N_RESAMPLES, seed: int = 0, confidence: float = CONFIDENCE
+) -> dict:
     """Means, micro P/R/F1 and their percentile bootstrap CIs (see the module docstring)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
@@ -317,27 +342,39 @@ def recommend(groups: Sequence[Mapping], random: Mapping, *, min_pairs: int = MI
         return Recommendation(None, "There is nothing to compare: no configuration has scored pairs.")
     chance = random.get("auc_ci", [math.nan, math.nan])[1]
     if not _finite(chance):
-        return Recommendation(None, "The random baseline has no AUC (no pair has both gold and other tokens), "
-                                    "so no configuration can be shown to beat chance.")
+        return Recommendation(
+            None,
+            "The random baseline has no AUC (no pair has both gold and other tokens), "
+            "so no configuration can be shown to beat chance.",
+        )
     scored = [g for g in groups if _finite(g.get("auc")) and _finite((g.get("auc_ci") or [math.nan])[0])]
     if not scored:
         return Recommendation(None, "No configuration has a defined AUC (no pair has both gold and other tokens).")
     scored = [g for g in scored if g["n_pairs"] - g["n_undefined"] >= min_pairs]
     if not scored:
-        return Recommendation(None, f"Too few pairs to tell: a recommendation needs at least {min_pairs} annotated "
-                                    "pairs with a defined AUC per configuration.")
+        return Recommendation(
+            None,
+            f"Too few pairs to tell: a recommendation needs at least {min_pairs} annotated "
+            "pairs with a defined AUC per configuration.",
+        )
     eligible = [g for g in scored if g["auc_ci"][0] > chance]
     if not eligible:
         best = max(scored, key=lambda g: g["auc"])
-        return Recommendation(None, (
-            f"No configuration beats chance on these pairs: the best, {label(best)}, has AUC {best['auc']:.3f} "
-            f"(95% CI {best['auc_ci'][0]:.3f}-{best['auc_ci'][1]:.3f}), and its lower bound is not above the "
-            f"random baseline's upper bound {chance:.3f}."))
+        return Recommendation(
+            None,
+            (
+                f"No configuration beats chance on these pairs: the best, {label(best)}, has AUC {best['auc']:.3f} "
+                f"(95% CI {best['auc_ci'][0]:.3f}-{best['auc_ci'][1]:.3f}), and its lower bound is not above the "
+                f"random baseline's upper bound {chance:.3f}."
+            ),
+        )
     best = min(eligible, key=lambda g: (-round(g["auc"], TIE_DECIMALS), -_or_zero(g.get("peak_f1")), label(g)))
     tied = [g for g in eligible if g is not best and round(g["auc"], TIE_DECIMALS) == round(best["auc"], TIE_DECIMALS)]
-    reason = (f"{label(best)} localises the evidence best: AUC {best['auc']:.3f} (95% CI {best['auc_ci'][0]:.3f}-"
-              f"{best['auc_ci'][1]:.3f}) against {chance:.3f} at the top of the random baseline's interval; "
-              f"{len(eligible)} of {len(groups)} configurations beat chance.")
+    reason = (
+        f"{label(best)} localises the evidence best: AUC {best['auc']:.3f} (95% CI {best['auc_ci'][0]:.3f}-"
+        f"{best['auc_ci'][1]:.3f}) against {chance:.3f} at the top of the random baseline's interval; "
+        f"{len(eligible)} of {len(groups)} configurations beat chance."
+    )
     if tied:
         reason += f" Tied on AUC with {', '.join(label(g) for g in tied)}; chosen for its higher peak F1."
     return Recommendation(fields_of(best), reason)
@@ -374,8 +411,15 @@ class Evaluation:
 
     Memory: five numbers per pair and group, plus the same for the two baselines."""
 
-    def __init__(self, rule: PeakRule, *, seed: int = 0, n_resamples: int = N_RESAMPLES,
-                 confidence: float = CONFIDENCE, min_pairs: int = MIN_PAIRS):
+    def __init__(
+        self,
+        rule: PeakRule,
+        *,
+        seed: int = 0,
+        n_resamples: int = N_RESAMPLES,
+        confidence: float = CONFIDENCE,
+        min_pairs: int = MIN_PAIRS,
+    ):
         self.rule, self.seed, self.n_resamples, self.confidence = rule, seed, n_resamples, confidence
         self.min_pairs = min_pairs
         self._groups: dict[tuple, tuple[dict, list[PairScores]]] = {}
@@ -402,13 +446,21 @@ class Evaluation:
         options = {"n_resamples": self.n_resamples, "seed": self.seed, "confidence": self.confidence}
         ordered = sorted(self._groups.values(), key=lambda item: _sort_key(item[0]))
         scores = {tuple(fields.items()): PairScores.concat(parts) for fields, parts in ordered}
-        groups = [{**fields, **summarise(scores[tuple(fields.items())], **options),
-                   "auc_vs_next": self._vs_reference(fields, scores)} for fields, _ in ordered]
+        groups = [
+            {
+                **fields,
+                **summarise(scores[tuple(fields.items())], **options),
+                "auc_vs_next": self._vs_reference(fields, scores),
+            }
+            for fields, _ in ordered
+        ]
         baselines = {kind: summarise(PairScores.concat(parts), **options) for kind, parts in self._baselines.items()}
-        return {"groups": groups, "baselines": baselines,
-                "recommended": recommend(groups, baselines["random"], min_pairs=self.min_pairs).as_dict(),
-                "bootstrap": {"n_resamples": self.n_resamples, "confidence": self.confidence, "seed": self.seed}}
-
+        return {
+            "groups": groups,
+            "baselines": baselines,
+            "recommended": recommend(groups, baselines["random"], min_pairs=self.min_pairs).as_dict(),
+            "bootstrap": {"n_resamples": self.n_resamples, "confidence": self.confidence, "seed": self.seed},
+        }
 
     def _vs_reference(self, fields: dict, scores: dict) -> dict | None:
         """Paired AUC difference of a group against its reference group (see the module doc)."""
@@ -421,8 +473,13 @@ class Evaluation:
         mine = dict(zip(scores[tuple(fields.items())].keys, scores[tuple(fields.items())].auc))
         theirs = dict(zip(reference.keys, reference.auc))
         common = sorted(set(mine) & set(theirs))
-        diff = paired_mean_bootstrap([theirs[k] for k in common], [mine[k] for k in common],
-                                     n_resamples=self.n_resamples, seed=self.seed, confidence=self.confidence)
+        diff = paired_mean_bootstrap(
+            [theirs[k] for k in common],
+            [mine[k] for k in common],
+            n_resamples=self.n_resamples,
+            seed=self.seed,
+            confidence=self.confidence,
+        )
         if not diff.n:
             return None
         return {"diff": diff.diff, "ci": [diff.low, diff.high], "p_value": diff.p_value, "n": diff.n}

@@ -19,6 +19,7 @@ by the identity and the family's RMSNorm/MLP forwards and attention functions by
 whose gradients implement the LRP rules. A process that has computed AttnLRP relevance must
 never train a model, so `assert_not_patched()` is called by training code.
 """
+
 from __future__ import annotations
 
 import importlib

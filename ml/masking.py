@@ -1,4 +1,5 @@
-"""From per (note, task) peaks to masked training examples (docs/METHOD.md, sections Relevance, Masking and DSM training).
+"""From per (note, task) peaks to masked training examples (docs/METHOD.md, sections Relevance,
+Masking and DSM training).
 
 - Two peaks: a (note, task) pair is used only if it has >= 2 GROUPS (peaks after word
   extension and merging); the reference code's filter tested the length of the per-token
@@ -29,6 +30,7 @@ Ablations (`MaskingMode`), docs/METHOD.md, section Masking:
 - `one_peak`: pairs with exactly one group; that group is masked.
 - `unmasked`: continual pretraining: each note that has a two-peak pair, once, as plain text.
 """
+
 from __future__ import annotations
 
 import enum
@@ -43,7 +45,7 @@ DEFAULT_MASK_TOKEN = "<mask>"
 _WORD = re.compile(r"\w+")
 
 
-class MaskingMode(str, enum.Enum):
+class MaskingMode(enum.StrEnum):
     DSM = "dsm"
     RANDOM = "random"
     ONE_PEAK = "one_peak"
@@ -148,8 +150,9 @@ def build_examples(
         for digest, (example, tasks) in pending.items():
             emitted.add(digest)
             stats.examples += 1
-            yield MaskedExample(example.note_id, tuple(tasks), example.masked_text, example.label,
-                                example.char_span, example.mode)
+            yield MaskedExample(
+                example.note_id, tuple(tasks), example.masked_text, example.label, example.char_span, example.mode
+            )
         pending.clear()
 
     for item in items:

@@ -8,6 +8,7 @@ zero width never do).
 Undefined values are NaN, never an exception, so that one odd pair does not stop an
 evaluation over thousands; aggregates skip NaN and report how many there were.
 """
+
 from __future__ import annotations
 
 import math
@@ -70,8 +71,9 @@ def gold_relevance(scores, offsets, gold_char_spans: Sequence[Span], *, measure:
     raise ValueError(f"measure must be 'score' or 'share', got {measure!r}")
 
 
-def relative_change_on_gold(scores_a, scores_b, offsets, gold_char_spans: Sequence[Span], *,
-                            measure: str = "score") -> float:
+def relative_change_on_gold(
+    scores_a, scores_b, offsets, gold_char_spans: Sequence[Span], *, measure: str = "score"
+) -> float:
     """(gold_b - gold_a) / gold_a for the same note and task under model A (e.g. base) and
     model B (e.g. DSM): +0.372 is the paper's +37.2%. NaN if A has no relevance on gold."""
     a = gold_relevance(scores_a, offsets, gold_char_spans, measure=measure)
@@ -122,12 +124,18 @@ class PRF:
         p, r = self.precision, self.recall
         return 2 * p * r / (p + r) if p + r else 0.0
 
-    def __add__(self, other: "PRF") -> "PRF":
+    def __add__(self, other: PRF) -> PRF:
         return PRF(self.tp + other.tp, self.fp + other.fp, self.fn + other.fn)
 
     def as_dict(self) -> dict:
-        return {"tp": self.tp, "fp": self.fp, "fn": self.fn, "precision": self.precision,
-                "recall": self.recall, "f1": self.f1}
+        return {
+            "tp": self.tp,
+            "fp": self.fp,
+            "fn": self.fn,
+            "precision": self.precision,
+            "recall": self.recall,
+            "f1": self.f1,
+        }
 
 
 def peak_token_prf(peaks: Sequence[Span], offsets, gold_char_spans: Sequence[Span]) -> PRF:
@@ -221,7 +229,7 @@ def bootstrap_ci(
     values = np.array([call(rng.integers(0, n, size=n)) for _ in range(n_resamples)])
     values = values[~np.isnan(values)]
     alpha = (1 - confidence) / 2
-    low, high = (np.quantile(values, [alpha, 1 - alpha]) if values.size else (math.nan, math.nan))
+    low, high = np.quantile(values, [alpha, 1 - alpha]) if values.size else (math.nan, math.nan)
     return CI(call(), float(low), float(high))
 
 
@@ -323,8 +331,14 @@ def paired_bootstrap(
     return _paired_result(diff, np.concatenate(deltas) if deltas else np.empty(0), n, confidence)
 
 
-def paired_mean_bootstrap(values_a: Sequence[float], values_b: Sequence[float], n_resamples: int = 1000,
-                          seed: int = 0, *, confidence: float = 0.95) -> PairedDiff:
+def paired_mean_bootstrap(
+    values_a: Sequence[float],
+    values_b: Sequence[float],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    *,
+    confidence: float = 0.95,
+) -> PairedDiff:
     """Paired bootstrap of mean(b - a) over pairs of per-pair values (e.g. a score of the same
     item under two models). Pairs where either value is NaN or infinite are left out first; `n`
     counts the rest. CI and p-value as `paired_bootstrap`; all NaN when no pair is left."""
@@ -333,8 +347,15 @@ def paired_mean_bootstrap(values_a: Sequence[float], values_b: Sequence[float], 
     return _bootstrap_of_means(b[keep] - a[keep], n_resamples, seed, confidence)
 
 
-def relative_change_bootstrap(gold_a: Sequence[float], gold_b: Sequence[float], n_resamples: int = 1000,
-                              seed: int = 0, *, statistic: str = "mean", confidence: float = 0.95) -> PairedDiff:
+def relative_change_bootstrap(
+    gold_a: Sequence[float],
+    gold_b: Sequence[float],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    *,
+    statistic: str = "mean",
+    confidence: float = 0.95,
+) -> PairedDiff:
     """A statistic of `aggregate_relative_change` with a paired bootstrap over the pairs (both
     models' gold relevance of a pair are drawn together). The pairs it leaves out (gold_a 0 or
     NaN, gold_b NaN) are left out first; `n` counts the rest. `statistic`: "mean" = mean_change
@@ -351,10 +372,12 @@ def relative_change_bootstrap(gold_a: Sequence[float], gold_b: Sequence[float], 
     if not a.size or not a.sum():
         return PairedDiff(math.nan, math.nan, math.nan, math.nan, int(a.size))
     with np.errstate(divide="ignore", invalid="ignore"):
-        deltas = [b[block].sum(axis=1) / a[block].sum(axis=1) - 1
-                  for block in resample_indices(a.size, n_resamples, seed)]
-    return _paired_result(float(b.sum() / a.sum() - 1), np.concatenate(deltas) if deltas else np.empty(0),
-                          int(a.size), confidence)
+        deltas = [
+            b[block].sum(axis=1) / a[block].sum(axis=1) - 1 for block in resample_indices(a.size, n_resamples, seed)
+        ]
+    return _paired_result(
+        float(b.sum() / a.sum() - 1), np.concatenate(deltas) if deltas else np.empty(0), int(a.size), confidence
+    )
 
 
 def _bootstrap_of_means(values: np.ndarray, n_resamples: int, seed: int, confidence: float) -> PairedDiff:
@@ -362,8 +385,9 @@ def _bootstrap_of_means(values: np.ndarray, n_resamples: int, seed: int, confide
     if not values.size:
         return PairedDiff(math.nan, math.nan, math.nan, math.nan, 0)
     deltas = [values[block].mean(axis=1) for block in resample_indices(values.size, n_resamples, seed)]
-    return _paired_result(float(values.mean()), np.concatenate(deltas) if deltas else np.empty(0), int(values.size),
-                          confidence)
+    return _paired_result(
+        float(values.mean()), np.concatenate(deltas) if deltas else np.empty(0), int(values.size), confidence
+    )
 
 
 def _paired_result(diff: float, deltas: np.ndarray, n: int, confidence: float) -> PairedDiff:
@@ -412,8 +436,7 @@ class _ResampledTaskF1:
             return classes[key]
 
         self.true = np.array([code(t, y) for t, y in zip(tasks, y_true)], dtype=np.int64)
-        self.pred = [np.array([code(t, p) for t, p in zip(tasks, preds)], dtype=np.int64)
-                     for preds in prediction_lists]
+        self.pred = [np.array([code(t, p) for t, p in zip(tasks, preds)], dtype=np.int64) for preds in prediction_lists]
         self.k = len(classes)
         self.hits = [np.where(self.true == pred, self.true, self.k) for pred in self.pred]  # k: not a hit
         self.onehot = np.zeros((self.k, len(task_ids)))
@@ -422,7 +445,7 @@ class _ResampledTaskF1:
     def _counts(self, codes: np.ndarray, block: np.ndarray, bins: int) -> np.ndarray:
         m = len(block)
         flat = (codes[block] + bins * np.arange(m)[:, None]).ravel()
-        return np.bincount(flat, minlength=m * bins).reshape(m, bins)[:, :self.k]
+        return np.bincount(flat, minlength=m * bins).reshape(m, bins)[:, : self.k]
 
     def __call__(self, block: np.ndarray) -> np.ndarray:
         true = self._counts(self.true, block, self.k)

@@ -19,6 +19,7 @@ Substitution never uses str.format (notes and custom templates may contain brace
 character spans of the note and the task inside the final prompt text are kept exactly, so
 token offsets map back to the original note.
 """
+
 from __future__ import annotations
 
 import re
@@ -52,11 +53,9 @@ class PromptTemplate:
             raise ValueError("{task} must come after {note} in the template")
         if task_at == note_at + len("{note}"):
             raise ValueError("template needs some text between {note} and {task}")
-        after = self.text[task_at + len("{task}"):]
+        after = self.text[task_at + len("{task}") :]
         if len(after) > MAX_TEXT_AFTER_TASK:
-            raise ValueError(
-                f"{{task}} must be (nearly) last: at most {MAX_TEXT_AFTER_TASK} characters may follow it"
-            )
+            raise ValueError(f"{{task}} must be (nearly) last: at most {MAX_TEXT_AFTER_TASK} characters may follow it")
 
     def parts(self) -> tuple[str, str, str]:
         """(before {note}, between {note} and {task}, after {task})."""
@@ -103,8 +102,15 @@ class BuiltPrompt:
     chat: bool  # whether the chat template was applied
 
 
-def build_prompt(tokenizer, template: PromptTemplate, note: str, task: str, *,
-                 chat: bool | None = None, chat_template_kwargs: dict | None = None) -> BuiltPrompt:
+def build_prompt(
+    tokenizer,
+    template: PromptTemplate,
+    note: str,
+    task: str,
+    *,
+    chat: bool | None = None,
+    chat_template_kwargs: dict | None = None,
+) -> BuiltPrompt:
     """Prompt text for (note, task) with the exact character spans of both."""
     before, between, after = template.parts()
     use_chat = bool(getattr(tokenizer, "chat_template", None)) if chat is None else chat

@@ -11,7 +11,7 @@ Which prediction is explained (`explain`); "prompt" = one forward and one backwa
 * "target": as "max", but the logit of the middle token itself is explained. The input is the
   same for short tasks, but the explained logit differs, so the map is task-dependent, if
   close (SmolLM2: maps of different tasks on one note correlate 0.60-0.70; 0.59 on the
-  synthetic notes of `python -m ml.benchmarks.relevance --variants`). 1 prompt per pair.
+  synthetic notes of `python -m benchmarks relevance --variants`). 1 prompt per pair.
 * "span": the prompt is teacher-forced through s_T (up to its last token, excluded); at each
   position that predicts a token of s_T the logit of THAT token is taken, and their SUM is
   back-propagated once. By linearity of the gradient (and of lxt's modified gradients),
@@ -57,16 +57,18 @@ note comes before s_T), so for the gradient methods a note's prompts run their c
 forward once and only their tails, and backward, per prompt (ml.relevance_sharing); each
 prompt's map stays its own, equal to a full pass to float rounding. Measured on SmolLM2-135M
 (bf16, 2 CPU threads, ~340-token prompts, 9 tasks a note): 1.9-2.2x the prompts/s of the
-same path without it (`python -m ml.benchmarks.relevance`, two runs on a shared machine).
+same path without it (`python -m benchmarks relevance`, two runs on a shared machine).
 """
+
 from __future__ import annotations
 
 import contextlib
 import functools
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -143,15 +145,18 @@ class RelevanceConfig:
         elif not neutral:
             neutral = TEMPLATES[template].neutral if template in TEMPLATES else ""
             if not neutral:
-                raise ConfigError("neutral", "explain='contrastive' with a custom template needs a neutral "
-                                             "description (the built-in templates have one)")
+                raise ConfigError(
+                    "neutral",
+                    "explain='contrastive' with a custom template needs a neutral "
+                    "description (the built-in templates have one)",
+                )
         object.__setattr__(self, "neutral", neutral)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "RelevanceConfig":
+    def from_dict(cls, data: dict) -> RelevanceConfig:
         """Inverse of to_dict(); missing fields take their defaults, unknown ones are an error."""
         if not isinstance(data, dict):
             raise ConfigError("config", "a relevance configuration must be an object")
@@ -212,7 +217,7 @@ def preferred_dtype(device: torch.device | str) -> torch.dtype:
     Measured on this project's 2-core CPU (AVX512-BF16), SmolLM2-135M, ~260-340-token
     prompts: AttnLRP ~2.5x faster in bf16 than fp32; relevance Pearson 0.999 with fp32
     when the same logit is explained (0.9996 against the fp32 lxt-README baseline in
-    ml.benchmarks.relevance). With explain="next"/"max" a near-tie top token may differ
+    benchmarks.relevance). With explain="next"/"max" a near-tie top token may differ
     between dtypes, and then a different logit is explained. Plain grad_input is unstable
     in bf16 (near-zero correlation with fp32): load an fp32 model to study it."""
     import torch
@@ -242,10 +247,19 @@ def _cpu_has_native_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def encode_pair(tokenizer, note: str, task: str, *, template: PromptTemplate | str | None = None,
-                chat: bool | None = None, chat_template_kwargs: dict | None = None,
-                max_note_tokens: int | None = None, truncate: str = "right",
-                include_target: bool = False, whole_task: bool = False) -> EncodedPair:
+def encode_pair(
+    tokenizer,
+    note: str,
+    task: str,
+    *,
+    template: PromptTemplate | str | None = None,
+    chat: bool | None = None,
+    chat_template_kwargs: dict | None = None,
+    max_note_tokens: int | None = None,
+    truncate: str = "right",
+    include_target: bool = False,
+    whole_task: bool = False,
+) -> EncodedPair:
     """Tokenise one (note, task) prompt and locate the note tokens and the target token.
 
     input_ids end just before s_T's middle token; with include_target, just after it; with
@@ -298,14 +312,21 @@ def encode_pair(tokenizer, note: str, task: str, *, template: PromptTemplate | s
     if include_target and whole_task:
         raise ValueError("include_target and whole_task are exclusive")
     end = int(in_task[-1]) if whole_task else target + 1 if include_target else target
-    return EncodedPair(list(ids[:end]), in_note, offsets, int(ids[target]), truncated,
-                       [int(ids[i]) for i in in_task])
+    return EncodedPair(list(ids[:end]), in_note, offsets, int(ids[target]), truncated, [int(ids[i]) for i in in_task])
 
 
-def compute_relevance(loaded, notes: list[str], task_descriptions: list[str],
-                      config: RelevanceConfig | None = None, *, batch_size: int | None = None,
-                      progress: Callable[[int, int], None] | None = None, chat: bool | None = None,
-                      share_prefix: bool | None = None, **settings) -> list[RelevanceResult]:
+def compute_relevance(
+    loaded,
+    notes: list[str],
+    task_descriptions: list[str],
+    config: RelevanceConfig | None = None,
+    *,
+    batch_size: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    chat: bool | None = None,
+    share_prefix: bool | None = None,
+    **settings,
+) -> list[RelevanceResult]:
     """Relevance of each note's tokens for its task description; one result per pair, in order.
 
     loaded: an ml.models.LoadedModel. notes and task_descriptions: equal-length lists.
@@ -335,13 +356,19 @@ def compute_relevance(loaded, notes: list[str], task_descriptions: list[str],
         raise ValueError("notes and task_descriptions must have the same length")
     tokenizer, model = loaded.tokenizer, loaded.model
     if config.dtype != "auto" and getattr(loaded, "dtype", None) != getattr(torch, config.dtype):
-        raise ValueError(f"this configuration asks for {config.dtype}, but the model is loaded in "
-                         f"{loaded.dtype}; load it with dtype={config.dtype!r}")
+        raise ValueError(
+            f"this configuration asks for {config.dtype}, but the model is loaded in "
+            f"{loaded.dtype}; load it with dtype={config.dtype!r}"
+        )
     explain, method = config.explain, config.method
     max_note_tokens = config.max_note_tokens if config.max_note_tokens is not None else _context_limit(model)
-    encode = dict(template=get_template(config.template), chat=chat,
-                  chat_template_kwargs=loaded.family.chat_template_kwargs,
-                  max_note_tokens=max_note_tokens, truncate=config.truncate)
+    encode = dict(
+        template=get_template(config.template),
+        chat=chat,
+        chat_template_kwargs=loaded.family.chat_template_kwargs,
+        max_note_tokens=max_note_tokens,
+        truncate=config.truncate,
+    )
     whole_task = explain in ("span", "contrastive")
     prompts: list[tuple[EncodedPair, list[int] | None]] = []  # (prompt, ids explained; None: top logit)
     prompt_notes: list[str] = []  # the note of each prompt (its prompts may share their prefix)
@@ -358,7 +385,10 @@ def compute_relevance(loaded, notes: list[str], task_descriptions: list[str],
         if note not in neutral_prompt:
             other = encode_pair(tokenizer, note, config.neutral, whole_task=True, **encode)
             if not np.array_equal(other.offsets, enc.offsets):  # the note precedes the task: never expected
-                raise PromptError("the neutral prompt tokenised the note differently (a custom template whose task follows the note without a separator?)")
+                raise PromptError(
+                    "the neutral prompt tokenised the note differently (a custom template whose task "
+                    "follows the note without a separator?)"
+                )
             prompts.append((other, other.task_ids))
             prompt_notes.append(note)
             neutral_prompt[note] = len(prompts) - 1
@@ -369,8 +399,10 @@ def compute_relevance(loaded, notes: list[str], task_descriptions: list[str],
     if method == "attnlrp":
         ml.lrp.patch(loaded.family)
     elif method == "grad_input" and ml.lrp.is_patched():
-        raise RuntimeError("grad_input needs an unpatched process: lxt's AttnLRP patches are "
-                           "applied here, so its gradients would be AttnLRP relevance")
+        raise RuntimeError(
+            "grad_input needs an unpatched process: lxt's AttnLRP patches are "
+            "applied here, so its gradients would be AttnLRP relevance"
+        )
     # Rows per pass over a shared prefix: the whole group on CPU too, where its batched
     # backward through the prefix is what pays (see ml.relevance_sharing).
     group_rows = batch_size or 16
@@ -388,8 +420,9 @@ def compute_relevance(loaded, notes: list[str], task_descriptions: list[str],
     done = 0
 
     def plain(indices):
-        return _run_batch(model, [prompts[i][0].input_ids for i in indices], pad_id, method,
-                          [prompts[i][1] for i in indices])
+        return _run_batch(
+            model, [prompts[i][0].input_ids for i in indices], pad_id, method, [prompts[i][1] for i in indices]
+        )
 
     def keep(indices, rows, tops):
         nonlocal done
@@ -405,14 +438,22 @@ def compute_relevance(loaded, notes: list[str], task_descriptions: list[str],
         if groups:
             from ml.relevance_sharing import run_group
         for group, shared in groups:
-            (rows, tops), group_rows = _halving_on_oom(group_rows, functools.partial(
-                run_group, model, [prompts[i][0].input_ids for i in group], shared, pad_id,
-                [prompts[i][1] for i in group]))
+            (rows, tops), group_rows = _halving_on_oom(
+                group_rows,
+                functools.partial(
+                    run_group,
+                    model,
+                    [prompts[i][0].input_ids for i in group],
+                    shared,
+                    pad_id,
+                    [prompts[i][1] for i in group],
+                ),
+            )
             keep(group, rows, tops)
         start = 0
         while start < len(order):
-            (rows, tops), batch_size = _halving_on_oom(batch_size, lambda n, at=start: plain(order[at:at + n]))
-            keep(order[start:start + len(rows)], rows, tops)
+            (rows, tops), batch_size = _halving_on_oom(batch_size, lambda n, at=start: plain(order[at : at + n]))
+            keep(order[start : start + len(rows)], rows, tops)
             start += len(rows)
 
     results = []
@@ -423,16 +464,22 @@ def compute_relevance(loaded, notes: list[str], task_descriptions: list[str],
             other = prompts[neutral][0]
             scores = (scores / len(enc.task_ids) - raw[neutral] / len(other.task_ids)).astype(np.float32)
         explained = enc.task_ids if whole_task else [enc.target_id]
-        results.append(RelevanceResult(
-            offsets=enc.offsets, raw_scores=scores, scores=normalise_scores(scores, config.normalise),
-            target_token=tokenizer.decode(explained), predicted_token=tokenizer.decode(predicted[main]),
-            truncated=enc.truncated,
-        ))
+        results.append(
+            RelevanceResult(
+                offsets=enc.offsets,
+                raw_scores=scores,
+                scores=normalise_scores(scores, config.normalise),
+                target_token=tokenizer.decode(explained),
+                predicted_token=tokenizer.decode(predicted[main]),
+                truncated=enc.truncated,
+            )
+        )
     return results
 
 
-def _prefix_groups(prompts: list[tuple[EncodedPair, list[int] | None]], prompt_notes: list[str]
-                   ) -> tuple[list[tuple[list[int], int]], list[int]]:
+def _prefix_groups(
+    prompts: list[tuple[EncodedPair, list[int] | None]], prompt_notes: list[str]
+) -> tuple[list[tuple[list[int], int]], list[int]]:
     """-> ([(prompt indices of one note, tokens they share)], the other prompts' indices).
     A note's prompts form a group when their common prefix is long enough to share
     (ml.relevance_sharing.group_prefix); the explained positions always stay in the tails."""
@@ -443,8 +490,9 @@ def _prefix_groups(prompts: list[tuple[EncodedPair, list[int] | None]], prompt_n
         by_note.setdefault(note, []).append(i)
     groups, alone = [], []
     for indices in by_note.values():
-        shared = group_prefix([prompts[i][0].input_ids for i in indices],
-                              [len(prompts[i][1]) if prompts[i][1] else 1 for i in indices])
+        shared = group_prefix(
+            [prompts[i][0].input_ids for i in indices], [len(prompts[i][1]) if prompts[i][1] else 1 for i in indices]
+        )
         if shared:
             groups.append((indices, shared))
         else:
@@ -492,8 +540,9 @@ def normalise_scores(raw: np.ndarray, how: str = "abs") -> np.ndarray:
     return (values / top).astype(np.float32)
 
 
-def _run_batch(model, batch: list[list[int]], pad_id: int, method: str,
-               explained: list[list[int] | None]) -> tuple[np.ndarray, list[list[int]]]:
+def _run_batch(
+    model, batch: list[list[int]], pad_id: int, method: str, explained: list[list[int] | None]
+) -> tuple[np.ndarray, list[list[int]]]:
     """-> (relevance per position (B, L) as float32 numpy, top predicted ids at each prompt's
     explained positions). explained[b]: the token ids whose logits prompt b explains, one per
     position at its end (None: its largest logit at the last position); their sum is explained."""
@@ -504,8 +553,8 @@ def _run_batch(model, batch: list[list[int]], pad_id: int, method: str,
     input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(batch), width), dtype=torch.long)
     for row, ids in enumerate(batch):  # left padding: every prompt ends in the last column
-        input_ids[row, width - len(ids):] = torch.tensor(ids)
-        mask[row, width - len(ids):] = 1
+        input_ids[row, width - len(ids) :] = torch.tensor(ids)
+        mask[row, width - len(ids) :] = 1
     position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
     targets = ExplainedTargets.of(explained, device)
     keep = targets.keep
@@ -554,9 +603,9 @@ class ExplainedTargets:
         chosen = torch.zeros((len(explained), keep), dtype=torch.bool)
         target = torch.zeros((len(explained), keep), dtype=torch.long)
         for row, (ids, n) in enumerate(zip(explained, counts)):
-            chosen[row, keep - n:] = True
+            chosen[row, keep - n :] = True
             if ids:
-                target[row, keep - n:] = torch.tensor(ids)
+                target[row, keep - n :] = torch.tensor(ids)
         by_top = torch.tensor([not ids for ids in explained])
         return cls(keep, counts, chosen.to(device), target.to(device), by_top.to(device))
 
@@ -571,7 +620,7 @@ class ExplainedTargets:
     def predicted(self, logits: torch.Tensor) -> list[list[int]]:
         """The top-logit token at each prompt's explained positions."""
         top = logits.detach().argmax(dim=-1).tolist()
-        return [row[self.keep - n:] for row, n in zip(top, self.counts)]
+        return [row[self.keep - n :] for row, n in zip(top, self.counts)]
 
 
 @contextlib.contextmanager
@@ -620,5 +669,4 @@ def _last_rows_attention(model, keep: int = 1):
 
 
 def _decoder_attention_modules(model) -> list[torch.nn.Module]:
-    return [m for name, m in model.named_modules()
-            if name.endswith("self_attn") and hasattr(m, "layer_idx")]
+    return [m for name, m in model.named_modules() if name.endswith("self_attn") and hasattr(m, "layer_idx")]

@@ -25,12 +25,13 @@ applies alike to cached and fresh keys).
 Cost per prompt: prefix forward / group size, plus a tail forward and backward, plus one
 prefix backward (gradients of the inputs only: parameters are frozen). A full pass costs a
 whole forward and a whole backward, so the sharing saves at most the prefix's forward of
-every prompt but one (measured by `python -m ml.benchmarks.relevance`).
+every prompt but one (measured by `python -m benchmarks relevance`).
 
 The batching helpers (common prefix, right-padded tails, repeated cache) are those of the
 scoring path's shared prefix, ml.training.prefix. Maps equal those of one full pass per
 prompt to float rounding (tests: every supported family, Gemma3's sliding window included).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -52,9 +53,14 @@ def group_prefix(prompts: Sequence[Sequence[int]], counts: Sequence[int]) -> int
     return shared if shared >= MIN_SHARED_TOKENS else 0
 
 
-def run_group(model, prompts: Sequence[Sequence[int]], shared: int, pad_id: int,
-              explained: Sequence[list[int] | None], batch_size: int
-              ) -> tuple[list[np.ndarray], list[list[int]]]:
+def run_group(
+    model,
+    prompts: Sequence[Sequence[int]],
+    shared: int,
+    pad_id: int,
+    explained: Sequence[list[int] | None],
+    batch_size: int,
+) -> tuple[list[np.ndarray], list[list[int]]]:
     """-> (relevance of every position of each prompt, float32 arrays of len(prompt); the top
     predicted ids at each prompt's explained positions). The prompts share their first
     `shared` tokens (group_prefix), and explained[i] is as for ml.relevance's batches: the
@@ -89,16 +95,26 @@ def run_group(model, prompts: Sequence[Sequence[int]], shared: int, pad_id: int,
             batch_cache = repeat_cache(cache, len(tails))
             leaves = [t.requires_grad_(True) for layer in batch_cache.layers for t in (layer.keys, layer.values)]
             tail = embed(ids.to(device)).detach().requires_grad_(True)
-            logits = model(inputs_embeds=tail, attention_mask=mask.to(device), position_ids=positions.to(device),
-                           past_key_values=batch_cache, use_cache=True,
-                           logits_to_keep=torch.tensor(columns, device=device)).logits
+            logits = model(
+                inputs_embeds=tail,
+                attention_mask=mask.to(device),
+                position_ids=positions.to(device),
+                past_key_values=batch_cache,
+                use_cache=True,
+                logits_to_keep=torch.tensor(columns, device=device),
+            ).logits
             logits = logits.gather(1, pick[..., None].expand(-1, -1, logits.size(-1)))
             targets.total(logits).backward()
             tail_relevance = input_relevance(tail)
             predicted.extend(targets.predicted(logits))
             # One vector-Jacobian product per row through the prefix graph, batched (vmap).
-            grads = torch.autograd.grad(outputs, prefix, [leaf.grad[:, None] for leaf in leaves],
-                                        retain_graph=rows.stop < len(prompts), is_grads_batched=True)[0]
+            grads = torch.autograd.grad(
+                outputs,
+                prefix,
+                [leaf.grad[:, None] for leaf in leaves],
+                retain_graph=rows.stop < len(prompts),
+                is_grads_batched=True,
+            )[0]
             prefix_relevance = (prefix.detach().float() * grads[:, 0].float()).sum(-1)
             for row, end in enumerate(ends):
                 relevance.append(torch.cat([prefix_relevance[row], tail_relevance[row, :end]]).cpu().numpy())

@@ -1,5 +1,6 @@
 """What the CodiEsp scripts share: reading the corpus files, writing notes for the importer,
 timing stages."""
+
 import contextlib
 import json
 import sys

@@ -42,6 +42,7 @@ Output: {kind: {"killed", "recovered", "max_recovery_s", "lost", "duplicated"}, 
 "rounds", "loadavg", "seconds", "ok"}; a kind that could not be drilled has an "error". Exit status
 1 when anything was lost, duplicated or left unfinished (the worker logs' folder is printed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,8 +78,15 @@ LIFECYCLE = {  # every process of the drill, workers and this one
 }
 DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres"
 EXPORT_FORMAT = "hf"  # the slowest to write (Arrow files, then save_to_disk): a kill lands inside it
-KINDS = ("relevance", "redis_restart_persistent", "redis_restart_volatile", "dataset_build", "export",
-         "training_run", "import")
+KINDS = (
+    "relevance",
+    "redis_restart_persistent",
+    "redis_restart_volatile",
+    "dataset_build",
+    "export",
+    "training_run",
+    "import",
+)
 
 
 @dataclass(frozen=True)
@@ -94,10 +102,24 @@ class Sizes:
 
 # Each unit lasts a few seconds on 2 cores, so its progress (written with the heartbeats, every
 # second) passes several points where the kill may land.
-SHORT = Sizes(relevance_notes=8, relevance_tasks=2, chunk_size=2, bulk_notes=20_000, training_steps=200,
-              import_notes=100_000, timeout=240)
-FULL = Sizes(relevance_notes=12, relevance_tasks=3, chunk_size=3, bulk_notes=40_000, training_steps=400,
-             import_notes=200_000, timeout=400)
+SHORT = Sizes(
+    relevance_notes=8,
+    relevance_tasks=2,
+    chunk_size=2,
+    bulk_notes=20_000,
+    training_steps=200,
+    import_notes=100_000,
+    timeout=240,
+)
+FULL = Sizes(
+    relevance_notes=12,
+    relevance_tasks=3,
+    chunk_size=3,
+    bulk_notes=40_000,
+    training_steps=400,
+    import_notes=200_000,
+    timeout=400,
+)
 
 
 class DrillError(Exception):
@@ -105,6 +127,7 @@ class DrillError(Exception):
 
 
 # ---------------------------------------------------------------- processes
+
 
 class Processes:
     """Every process the drill started; all are killed at exit, whatever happened."""
@@ -115,8 +138,15 @@ class Processes:
 
     def start(self, command: list[str], log: Path, env=None) -> subprocess.Popen:
         with log.open("ab") as out:
-            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+            process = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
+            )
         self.started.append(process)
         return process
 
@@ -154,9 +184,21 @@ class RedisServer:
         self.process = None
 
     def start(self, persistent: bool = False) -> None:
-        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                   "--appendonly", "yes" if persistent else "no", "--appendfsync", "always", "--dir",
-                   str(self.folder)]
+        command = [
+            "redis-server",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "yes" if persistent else "no",
+            "--appendfsync",
+            "always",
+            "--dir",
+            str(self.folder),
+        ]
         self.process = self.processes.start(command, self.log)
         self._wait(lambda: self.client().ping(), "redis-server to answer")
 
@@ -195,8 +237,11 @@ class RedisServer:
 
 
 def _aof_ready(info: dict) -> bool:
-    return info.get("aof_enabled") == 1 and not info.get("aof_rewrite_in_progress") \
+    return (
+        info.get("aof_enabled") == 1
+        and not info.get("aof_rewrite_in_progress")
         and not info.get("aof_rewrite_scheduled")
+    )
 
 
 class Worker:
@@ -206,9 +251,27 @@ class Worker:
         self.killed = False  # by the drill (or found dead and reported once)
         self.log = logs / f"worker-{number}-{queues.replace(',', '+')}.log"
         self.process = processes.start(
-            [sys.executable, "-m", "celery", "-A", "workers", "worker", "--queues", queues, "--pool", "solo",
-             "--hostname", f"{self.name}@%h", "--loglevel", "INFO", "--without-gossip", "--without-mingle"],
-            self.log, env)
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "workers",
+                "worker",
+                "--queues",
+                queues,
+                "--pool",
+                "solo",
+                "--hostname",
+                f"{self.name}@%h",
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            self.log,
+            env,
+        )
 
     def wait_ready(self, timeout: float = 180) -> None:
         deadline = time.monotonic() + timeout
@@ -261,8 +324,9 @@ class Workers:
         for worker in self.all:
             if not worker.killed and not worker.alive:
                 worker.killed = True
-                raise DrillError(f"worker {worker.name} exited by itself with code {worker.process.returncode} "
-                                 f"(see {worker.log})")
+                raise DrillError(
+                    f"worker {worker.name} exited by itself with code {worker.process.returncode} (see {worker.log})"
+                )
 
     def holding(self, hostname: str) -> Worker:
         for worker in self.all:
@@ -285,6 +349,7 @@ class Workers:
 
 # ---------------------------------------------------------------- results
 
+
 @dataclass
 class Tally:
     """One kind's figures. `killed`: kills that landed while the worker held the unit (or Redis
@@ -299,9 +364,13 @@ class Tally:
     error: str = ""
 
     def as_json(self) -> dict:
-        result = {"killed": self.killed, "recovered": self.recovered,
-                  "max_recovery_s": round(max(self.recovery_s), 1) if self.recovery_s else None,
-                  "lost": self.lost, "duplicated": self.duplicated}
+        result = {
+            "killed": self.killed,
+            "recovered": self.recovered,
+            "max_recovery_s": round(max(self.recovery_s), 1) if self.recovery_s else None,
+            "lost": self.lost,
+            "duplicated": self.duplicated,
+        }
         if self.unfinished:
             result["unfinished"] = self.unfinished
         if self.error:
@@ -310,8 +379,14 @@ class Tally:
 
     @property
     def ok(self) -> bool:
-        return (not self.error and not self.unfinished and self.lost == 0 and self.duplicated == 0
-                and self.killed > 0 and self.recovered == self.killed)
+        return (
+            not self.error
+            and not self.unfinished
+            and self.lost == 0
+            and self.duplicated == 0
+            and self.killed > 0
+            and self.recovered == self.killed
+        )
 
     def add(self, checked: tuple[int, int, str], recovery: float | None) -> None:
         """A unit that ended: its check (lost, duplicated, problem) and, if it was killed, its recovery."""
@@ -333,9 +408,12 @@ class Kill:
     progress: float  # the share of the work done when it was killed
 
     def say(self, what: str, recovery: float, ended) -> None:
-        print(f"  {what}: killed {self.worker} at {self.progress:.0%} of the work, claimed again after "
-              f"{recovery:.1f} s, ended {ended.status} {time.monotonic() - self.killed_at:.1f} s after the kill",
-              file=sys.stderr, flush=True)
+        print(
+            f"  {what}: killed {self.worker} at {self.progress:.0%} of the work, claimed again after "
+            f"{recovery:.1f} s, ended {ended.status} {time.monotonic() - self.killed_at:.1f} s after the kill",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def multiset_difference(expected: Counter, found: Counter) -> tuple[int, int]:
@@ -344,6 +422,7 @@ def multiset_difference(expected: Counter, found: Counter) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------- the drill
+
 
 class Drill:
     """The rounds of each kind: launch through the app's functions, kill at a random point, wait,
@@ -406,10 +485,14 @@ class Drill:
         build_model("llama", len(tokenizer)).save_pretrained(folder)
         tokenizer.save_pretrained(folder)
         self.model = ModelVersion.objects.create(name="drill-tiny-llama", family="llama", path=str(folder))
-        self.relevance_tasks = [Task.objects.create(slug=slug, description=description, options=options)
-                                for slug, description, options in RELEVANCE_TASKS[:self.sizes.relevance_tasks]]
-        self.map_tasks = {slug: Task.objects.create(slug=f"drill-map-{slug}", description=f"{slug} described",
-                                                    options=["y", "n"]) for slug in PEAKS}
+        self.relevance_tasks = [
+            Task.objects.create(slug=slug, description=description, options=options)
+            for slug, description, options in RELEVANCE_TASKS[: self.sizes.relevance_tasks]
+        ]
+        self.map_tasks = {
+            slug: Task.objects.create(slug=f"drill-map-{slug}", description=f"{slug} described", options=["y", "n"])
+            for slug in PEAKS
+        }
         self.profile = PeakProfile.objects.create(name="drill-sharp", kernel_size=1, sigma=1.0, lower=0.2, upper=0.4)
 
     # ------------------------------------------------------------ relevance
@@ -421,9 +504,15 @@ class Drill:
         corpus = Corpus.objects.create(name=self.unique("drill-relevance"), language="en")
         for i in range(self.sizes.relevance_notes):
             Note.objects.create(corpus=corpus, external_id=f"n{i:03d}", text=relevance_note(i))
-        spec = jobs.JobSpec(corpus=corpus, model_version=self.model, task_selection="list",
-                            tasks=self.relevance_tasks, chunk_size=self.sizes.chunk_size, method="attnlrp",
-                            template="en")
+        spec = jobs.JobSpec(
+            corpus=corpus,
+            model_version=self.model,
+            task_selection="list",
+            tasks=self.relevance_tasks,
+            chunk_size=self.sizes.chunk_size,
+            method="attnlrp",
+            template="en",
+        )
         return jobs.launch(spec)  # planned by a `default` worker, as from the web page
 
     def drill_relevance(self, tally: Tally) -> None:
@@ -450,8 +539,13 @@ class Drill:
         from webapp.pipeline.models import RelevanceChunk, RelevanceJob
 
         def holders():
-            return sorted(set(RelevanceChunk.objects.filter(job=job, status=JobStatus.RUNNING).exclude(worker="")
-                              .values_list("worker", flat=True)))
+            return sorted(
+                set(
+                    RelevanceChunk.objects.filter(job=job, status=JobStatus.RUNNING)
+                    .exclude(worker="")
+                    .values_list("worker", flat=True)
+                )
+            )
 
         def reached():
             row = RelevanceJob.objects.get(pk=job.pk)
@@ -466,8 +560,11 @@ class Drill:
                 continue
             worker = self.workers.holding(holder)
             killed_at = self.workers.kill_and_replace(worker)
-            orphans = dict(RelevanceChunk.objects.filter(job=job, status=JobStatus.RUNNING, worker=holder)
-                           .values_list("pk", "attempts"))
+            orphans = dict(
+                RelevanceChunk.objects.filter(job=job, status=JobStatus.RUNNING, worker=holder).values_list(
+                    "pk", "attempts"
+                )
+            )
             if orphans:  # else its chunk ended in the instant before the kill: try again
                 return Kill(worker.name, killed_at, orphans, row.done / row.total)
 
@@ -481,8 +578,10 @@ class Drill:
         job = self.launch_relevance_job()
 
         def messages_wait():
-            return (RelevanceChunk.objects.filter(job=job, status=JobStatus.DONE).exists()
-                    and self.redis.waiting("relevance") >= 2)
+            return (
+                RelevanceChunk.objects.filter(job=job, status=JobStatus.DONE).exists()
+                and self.redis.waiting("relevance") >= 2
+            )
 
         self.wait(messages_wait, f"job {job.pk}'s chunks to wait in the queue", interval=0.02)
         self.redis.crash_and_restart(persistent)
@@ -492,11 +591,17 @@ class Drill:
         # whose messages were in the queue (kept, or lost with a volatile Redis).
         waiting = dict(RelevanceChunk.objects.filter(job=job, status=JobStatus.QUEUED).values_list("pk", "attempts"))
         kept = self.redis.waiting("relevance")
-        print(f"  redis restarted ({'persistent' if persistent else 'volatile'}): {len(waiting)} chunks queued, "
-              f"{kept} messages kept", file=sys.stderr, flush=True)
+        print(
+            f"  redis restarted ({'persistent' if persistent else 'volatile'}): {len(waiting)} chunks queued, "
+            f"{kept} messages kept",
+            file=sys.stderr,
+            flush=True,
+        )
         if not waiting or (kept > 0) != persistent:
-            raise DrillError(f"after the restart {len(waiting)} chunks were queued and {kept} messages kept; "
-                             f"expected chunks queued and {'their' if persistent else 'no'} messages kept")
+            raise DrillError(
+                f"after the restart {len(waiting)} chunks were queued and {kept} messages kept; "
+                f"expected chunks queued and {'their' if persistent else 'no'} messages kept"
+            )
 
         def one_waiting_claimed():
             rows = RelevanceChunk.objects.filter(pk__in=waiting).values_list("pk", "attempts")
@@ -506,8 +611,12 @@ class Drill:
         recovery = time.monotonic() - restarted_at
         job = self.wait_ended(RelevanceJob, job.pk)
         tally.add(check_relevance_job(job), recovery)
-        print(f"  relevance job {job.pk}: a waiting chunk claimed {recovery:.1f} s after the restart, "
-              f"ended {job.status} after {time.monotonic() - restarted_at:.1f} s", file=sys.stderr, flush=True)
+        print(
+            f"  relevance job {job.pk}: a waiting chunk claimed {recovery:.1f} s after the restart, "
+            f"ended {job.status} after {time.monotonic() - restarted_at:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
 
     # ------------------------------------------------------------ dataset build, export
 
@@ -540,9 +649,13 @@ class Drill:
         from webapp.datasets.models import DatasetVersion
 
         expected = example_keys(self.baseline_dataset())
-        self.drill_unit(tally, DatasetVersion, lambda: self.launch_build(self.unique("drill-build")),
-                        lambda row: row.maps_done / row.maps_total if row.maps_total else 0.0,
-                        lambda dataset: check_dataset(dataset, expected))
+        self.drill_unit(
+            tally,
+            DatasetVersion,
+            lambda: self.launch_build(self.unique("drill-build")),
+            lambda row: row.maps_done / row.maps_total if row.maps_total else 0.0,
+            lambda dataset: check_dataset(dataset, expected),
+        )
 
     def drill_export(self, tally: Tally) -> None:
         from webapp.datasets.launch import request_export
@@ -550,9 +663,13 @@ class Drill:
 
         dataset = self.baseline_dataset()
         expected = Counter(dataset.examples.values_list("pk", flat=True))
-        self.drill_unit(tally, DatasetExport, lambda: request_export(dataset, EXPORT_FORMAT),
-                        lambda row: (row.rows or 0) / len(expected),
-                        lambda export: check_export(export, expected))
+        self.drill_unit(
+            tally,
+            DatasetExport,
+            lambda: request_export(dataset, EXPORT_FORMAT),
+            lambda row: (row.rows or 0) / len(expected),
+            lambda export: check_export(export, expected),
+        )
 
     # ------------------------------------------------------------ training
 
@@ -563,20 +680,37 @@ class Drill:
 
         if self.training_dataset is None:  # a small build: 2 examples of each of 24 notes
             first = list(self.bulk().notes.order_by("pk").values_list("pk", flat=True)[:24])
-            dataset = self.wait_ended(DatasetVersion, self.launch_build("drill-training",
-                                                                        filters={"notes": first}).pk)
+            dataset = self.wait_ended(DatasetVersion, self.launch_build("drill-training", filters={"notes": first}).pk)
             if not dataset.is_done:
                 raise DrillError(f"the training dataset ended {dataset.status}: {dataset.error}")
             self.training_dataset = dataset
-        train = {"max_steps": self.sizes.training_steps, "epochs": 1000.0, "effective_batch_size": 2,
-                 "micro_batch_size": 1, "max_length": 64, "checkpoint_every": 10}
+        train = {
+            "max_steps": self.sizes.training_steps,
+            "epochs": 1000.0,
+            "effective_batch_size": 2,
+            "micro_batch_size": 1,
+            "max_length": 64,
+            "checkpoint_every": 10,
+        }
 
         def launch():
-            return runs.launch(runs.RunSpec(kind=RunKind.DSM, preset="dsm-full", model_version=self.model,
-                                            dataset=self.training_dataset, config={"train": train}))
+            return runs.launch(
+                runs.RunSpec(
+                    kind=RunKind.DSM,
+                    preset="dsm-full",
+                    model_version=self.model,
+                    dataset=self.training_dataset,
+                    config={"train": train},
+                )
+            )
 
-        self.drill_unit(tally, TrainingRun, launch, lambda row: row.step / row.total_steps if row.total_steps else 0.0,
-                        check_training_run)
+        self.drill_unit(
+            tally,
+            TrainingRun,
+            launch,
+            lambda row: row.step / row.total_steps if row.total_steps else 0.0,
+            check_training_run,
+        )
 
     # ------------------------------------------------------------ import
 
@@ -587,13 +721,23 @@ class Drill:
         from webapp.corpus.models import ImportJob
 
         count = self.sizes.import_notes
-        content = "".join(json.dumps({"id": f"n{i}", "text": f"Patient {i}: heart rate {60 + i % 90} bpm, "
-                                                              "blood pressure 120/80, afebrile."}) + "\n"
-                          for i in range(count)).encode()
+        content = "".join(
+            json.dumps(
+                {"id": f"n{i}", "text": f"Patient {i}: heart rate {60 + i % 90} bpm, blood pressure 120/80, afebrile."}
+            )
+            + "\n"
+            for i in range(count)
+        ).encode()
 
         def launch():
-            return import_jobs.launch(SimpleUploadedFile("drill-notes.jsonl", content), kind="notes",
-                                      corpus=self.unique("drill-import"), language="en", update=False, actor=None)
+            return import_jobs.launch(
+                SimpleUploadedFile("drill-notes.jsonl", content),
+                kind="notes",
+                corpus=self.unique("drill-import"),
+                language="en",
+                update=False,
+                actor=None,
+            )
 
         def progress(row):  # validation, then the write: each half of the way
             done = row.records_done or 0
@@ -646,14 +790,18 @@ class Drill:
 
 # ---------------------------------------------------------------- checks: (lost, duplicated, problem)
 
+
 def check_relevance_job(job) -> tuple[int, int, str]:
     """Planned pairs without a map are lost; maps beyond one per pair (or a pair planned twice) duplicated."""
     from webapp.lifecycle.status import JobStatus
     from webapp.pipeline.models import RelevanceMap
 
     planned = Counter(tuple(pair) for pairs in job.chunks.values_list("pairs", flat=True) for pair in pairs)
-    maps = Counter(RelevanceMap.objects.filter(note__corpus=job.corpus, model_version=job.model_version,
-                                               config_key=job.config_key).values_list("note_id", "task_id"))
+    maps = Counter(
+        RelevanceMap.objects.filter(
+            note__corpus=job.corpus, model_version=job.model_version, config_key=job.config_key
+        ).values_list("note_id", "task_id")
+    )
     lost, duplicated = multiset_difference(Counter(set(planned)), maps)
     duplicated += sum(n - 1 for n in planned.values())
     problem = ""
@@ -671,8 +819,11 @@ def example_keys(dataset) -> Counter:
 def check_dataset(dataset, expected: Counter) -> tuple[int, int, str]:
     """Against the build without faults, as a multiset of (note, label, char_start)."""
     found = example_keys(dataset)
-    problem = "" if dataset.stats.get("examples") == sum(found.values()) else \
-        f"dataset {dataset.pk} says {dataset.stats.get('examples')} examples but holds {sum(found.values())}"
+    problem = (
+        ""
+        if dataset.stats.get("examples") == sum(found.values())
+        else f"dataset {dataset.pk} says {dataset.stats.get('examples')} examples but holds {sum(found.values())}"
+    )
     return *multiset_difference(expected, found), problem
 
 
@@ -688,8 +839,11 @@ def check_export(export, expected: Counter) -> tuple[int, int, str]:
     else:
         with (folder / "examples.jsonl").open(encoding="utf-8") as rows:
             found = Counter(json.loads(line)["example_id"] for line in rows if line.strip())
-    problem = "" if export.rows == sum(found.values()) else \
-        f"export {export.pk} says {export.rows} rows but its folder holds {sum(found.values())}"
+    problem = (
+        ""
+        if export.rows == sum(found.values())
+        else f"export {export.pk} says {export.rows} rows but its folder holds {sum(found.values())}"
+    )
     return *multiset_difference(expected, found), problem
 
 
@@ -757,7 +911,8 @@ def fabricate_notes_with_maps(corpus, tasks: dict, model, count: int) -> None:
             "SELECT %s, name, text, encode(sha256(convert_to(text, 'UTF8')), 'hex'), '{}'::jsonb, now() FROM "
             "(SELECT 'bulk' || lpad(i::text, %s, '0') AS name, %s || ' bulk' || lpad(i::text, %s, '0') AS text "
             " FROM generate_series(0, %s - 1) AS i) AS made",
-            [corpus.pk, width, MAP_TEXT, width, count])
+            [corpus.pk, width, MAP_TEXT, width, count],
+        )
         for slug, peaked in PEAKS.items():
             scores = np.zeros(len(offsets), np.float32)
             scores[list(peaked)] = 0.9
@@ -766,11 +921,19 @@ def fabricate_notes_with_maps(corpus, tasks: dict, model, count: int) -> None:
                 "config_key, n_tokens, target_token, data, created) "
                 f"SELECT id, %s, %s, 'attnlrp', 'en', %s, %s, '', %s, now() FROM {Note._meta.db_table} "
                 "WHERE corpus_id = %s",
-                [tasks[slug].pk, model.pk, default_config_key("attnlrp", "en"), len(offsets),
-                 RelevanceMap.encode(offsets, scores), corpus.pk])
+                [
+                    tasks[slug].pk,
+                    model.pk,
+                    default_config_key("attnlrp", "en"),
+                    len(offsets),
+                    RelevanceMap.encode(offsets, scores),
+                    corpus.pk,
+                ],
+            )
 
 
 # ---------------------------------------------------------------- set-up and main
+
 
 def prepare_database(server_url: str, name: str) -> str:
     import psycopg
@@ -791,9 +954,15 @@ def drop_database(database_url: str) -> None:
 
 def drill_environment(database_url: str, broker_url: str, folder: Path) -> dict:
     env = {key: value for key, value in os.environ.items() if key not in ("REDIS_URL", "PYTEST_CURRENT_TEST")}
-    env.update(LIFECYCLE, DJANGO_SETTINGS_MODULE="webapp.settings", DATABASE_URL=database_url,
-               CELERY_BROKER_URL=broker_url, DATA_DIR=str(folder / "data"), MODEL_DIR=str(folder / "models"),
-               PYTHONUNBUFFERED="1")
+    env.update(
+        LIFECYCLE,
+        DJANGO_SETTINGS_MODULE="webapp.settings",
+        DATABASE_URL=database_url,
+        CELERY_BROKER_URL=broker_url,
+        DATA_DIR=str(folder / "data"),
+        MODEL_DIR=str(folder / "models"),
+        PYTHONUNBUFFERED="1",
+    )
     return env
 
 
@@ -805,8 +974,9 @@ def run_drill(args, sizes: Sizes, folder: Path, processes: Processes) -> dict:
     os.environ.pop("REDIS_URL", None)
     os.environ.update(env)
     try:
-        migrate = subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env,
-                                 capture_output=True, text=True)
+        migrate = subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, capture_output=True, text=True
+        )
         if migrate.returncode:
             raise DrillError(f"migrate failed:\n{migrate.stdout}{migrate.stderr}")
         import django
@@ -822,8 +992,12 @@ def run_drill(args, sizes: Sizes, folder: Path, processes: Processes) -> dict:
             drop_database(database_url)
 
 
-QUEUE_OF_KIND = {"relevance": "relevance", "redis_restart_persistent": "relevance",
-                 "redis_restart_volatile": "relevance", "training_run": "training"}  # the others: default
+QUEUE_OF_KIND = {
+    "relevance": "relevance",
+    "redis_restart_persistent": "relevance",
+    "redis_restart_volatile": "relevance",
+    "training_run": "training",
+}  # the others: default
 
 
 def drill_every_kind(args, sizes: Sizes, redis_server: RedisServer, workers: Workers) -> dict:
@@ -847,9 +1021,12 @@ def drill_every_kind(args, sizes: Sizes, redis_server: RedisServer, workers: Wor
         except Exception as exc:  # noqa: BLE001 - said in the output; the other kinds still run
             tallies[kind].error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             traceback.print_exc(file=sys.stderr)
-        print(f"{kind}: {json.dumps(tallies[kind].as_json())} in {time.monotonic() - started:.0f} s",
-              file=sys.stderr, flush=True)
-        if queue and queue not in {QUEUE_OF_KIND.get(later) for later in kinds[position + 1:]}:
+        print(
+            f"{kind}: {json.dumps(tallies[kind].as_json())} in {time.monotonic() - started:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        if queue and queue not in {QUEUE_OF_KIND.get(later) for later in kinds[position + 1 :]}:
             workers.stop(queue)  # their memory and sweepers are not needed any more
     return tallies
 
@@ -861,8 +1038,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=12, help="seeds the random points of the kills")
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated subset of {','.join(KINDS)}")
     parser.add_argument("--database", default="dsm_drill", help="the drill's own database (dropped and created)")
-    parser.add_argument("--postgres", default=os.environ.get("DRILL_POSTGRES_URL", DEFAULT_POSTGRES),
-                        help="a URL of the PostgreSQL server (its database part is not used)")
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get("DRILL_POSTGRES_URL", DEFAULT_POSTGRES),
+        help="a URL of the PostgreSQL server (its database part is not used)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the database and the temporary folder")
     args = parser.parse_args()
     args.kinds = [kind.strip() for kind in args.kinds.split(",") if kind.strip()]
@@ -895,8 +1075,13 @@ def main() -> int:
     result = {kind: tally.as_json() for kind, tally in tallies.items()}
     if error:
         result["error"] = error
-    result.update(seed=args.seed, rounds=args.rounds, loadavg=[round(x, 2) for x in os.getloadavg()],
-                  seconds=round(time.monotonic() - started), ok=ok)
+    result.update(
+        seed=args.seed,
+        rounds=args.rounds,
+        loadavg=[round(x, 2) for x in os.getloadavg()],
+        seconds=round(time.monotonic() - started),
+        ok=ok,
+    )
     print(json.dumps(result), flush=True)
     if ok and not args.keep:
         shutil.rmtree(folder, ignore_errors=True)

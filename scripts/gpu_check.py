@@ -4,7 +4,7 @@ Written to be run once on a GPU machine (it should end well inside 8 minutes on 
 nothing installed beyond the project's own setup (`make install model`). It measures and checks:
 
 * relevance prompts/s at the default batch (compute_relevance's defaults) against the naive
-  lxt-README loop in the same run, with the ratio (ml.benchmarks.relevance.compare), for the
+  lxt-README loop in the same run, with the ratio (benchmarks.relevance.compare), for the
   default model (SmolLM2-135M, converted under $MODEL_DIR or var/models, converted there first
   if missing) and for a randomly initialised ~1B-parameter Llama-shaped model (Llama 3.2 1B's
   layers with SmolLM2's vocabulary);
@@ -15,9 +15,9 @@ nothing installed beyond the project's own setup (`make install model`). It meas
   (torch.cuda.set_per_process_memory_fraction) just above what two prompts need, and recovered:
   every map computed, equal to the uncapped maps;
 * a DSM training step through train_causal_lm (accelerate) against a plain transformers.Trainer,
-  tokens/s of each (ml.benchmarks.training.run);
+  tokens/s of each (benchmarks.training.run);
 * classification-head features items/s, note prefix shared vs one forward per item
-  (ml.benchmarks.features.run);
+  (benchmarks.features.run);
 * the peak GPU memory of each part.
 
 Relevance patches its process with lxt for good, and a patched process must never train: the
@@ -27,6 +27,7 @@ fails reports {"error": ...} and the others still run, so one JSON object always
 `--smoke`: the same steps on the CPU with tiny random Llamas (seconds, no converted model
 needed), the same keys, "device": "cpu"; what only a GPU can measure is null with a reason.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,10 +44,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 # Llama 3.2 1B's decoder (16 layers, hidden 2048, MLP 8192, 32 heads, 8 KV heads, tied embeddings):
 # ~0.97B parameters in the layers, ~1.07B with SmolLM2's 49,152-token vocabulary.
-LLAMA_1B = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
-                num_key_value_heads=8, tie_word_embeddings=True, max_position_embeddings=8192)
-TINY_LLAMA = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2)
+LLAMA_1B = dict(
+    hidden_size=2048,
+    intermediate_size=8192,
+    num_hidden_layers=16,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    tie_word_embeddings=True,
+    max_position_embeddings=8192,
+)
+TINY_LLAMA = dict(
+    hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2
+)
 MAP_PEARSON_MIN = 0.995  # per prompt, device vs CPU maps; SmolLM2 bf16 vs fp32 on CPU: 0.9992-0.9999
 MAP_ABS_MAX = 0.1  # largest |difference| of the normalised (0..1) maps; same measure: 0.017-0.073
 NOT_CUDA = "needs a CUDA device (this run is on the CPU)"
@@ -71,18 +80,35 @@ class Sizes:
     feature_batch: int = 16
 
 
-SMOKE = Sizes(prompts=3, prompts_1b=2, note_tokens=40, map_prompts=2, oom_prompts=0, train_steps=2,
-              train_seq_len=48, train_micro_batch=2, train_rounds=1, feature_notes=2, feature_tasks=3,
-              feature_note_tokens=40, feature_batch=4)
+SMOKE = Sizes(
+    prompts=3,
+    prompts_1b=2,
+    note_tokens=40,
+    map_prompts=2,
+    oom_prompts=0,
+    train_steps=2,
+    train_seq_len=48,
+    train_micro_batch=2,
+    train_rounds=1,
+    feature_notes=2,
+    feature_tasks=3,
+    feature_note_tokens=40,
+    feature_batch=4,
+)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/gpu_check.py", description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="the same steps on the CPU with tiny models")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch CPU threads (default: $WORKER_TORCH_THREADS, else the CPU count)")
-    parser.add_argument("--model-dir", default=None, help="where the default model is converted "
-                        "(default: $MODEL_DIR, else var/models)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads (default: $WORKER_TORCH_THREADS, else the CPU count)",
+    )
+    parser.add_argument(
+        "--model-dir", default=None, help="where the default model is converted (default: $MODEL_DIR, else var/models)"
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     threads = args.threads or int(os.environ.get("WORKER_TORCH_THREADS") or 0) or os.cpu_count() or 1
@@ -99,8 +125,10 @@ def main(argv=None) -> int:
         "torch_threads": threads,
     }
     if not args.smoke and not cuda:
-        report["error"] = (f"no CUDA device visible to torch {torch.__version__} (built for CUDA: "
-                           f"{torch.version.cuda or 'no'}); use --smoke for the CPU run")
+        report["error"] = (
+            f"no CUDA device visible to torch {torch.__version__} (built for CUDA: "
+            f"{torch.version.cuda or 'no'}); use --smoke for the CPU run"
+        )
         print(json.dumps(report, indent=2))
         return 2
     sizes = SMOKE if args.smoke else Sizes()
@@ -141,8 +169,9 @@ def _relevance_checks(sizes: Sizes, model_dir, threads: int, smoke: bool) -> dic
     out = {"relevance_default_model": _part(_throughput, small, sizes.prompts, sizes.note_tokens)}
     out["relevance_1b"] = _part(_throughput_1b, small, sizes, device, smoke)
     out["maps_match_cpu"] = _part(_maps_match_cpu, small, sizes, model_dir, smoke)
-    out["oom_backoff"] = (_part(_oom_backoff, small[0], sizes) if not smoke
-                          else {"forced": None, "recovered": None, "reason": NOT_CUDA})
+    out["oom_backoff"] = (
+        _part(_oom_backoff, small[0], sizes) if not smoke else {"forced": None, "recovered": None, "reason": NOT_CUDA}
+    )
     return out
 
 
@@ -155,15 +184,17 @@ def _default_models(model_dir, device, smoke: bool):
     if smoke:
         base = _random_llama(device, "tiny random Llama", TINY_LLAMA)
         return _in_dtype(base, preferred_dtype(device)), base
-    return (load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype=preferred_dtype(device)),
-            load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype="float32"))
+    return (
+        load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype=preferred_dtype(device)),
+        load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype="float32"),
+    )
 
 
 TASKS_PER_NOTE = 9
 
 
 def _throughput(models, n_prompts: int, note_tokens: int) -> dict:
-    from ml.benchmarks.relevance import compare
+    from benchmarks.relevance import compare
 
     ours, base = models
     with _peak_memory(ours.device) as peak:
@@ -171,16 +202,25 @@ def _throughput(models, n_prompts: int, note_tokens: int) -> dict:
         # shared note prefix, against the naive loop.
         result = compare(ours, base, n_prompts, note_tokens, tasks_per_note=TASKS_PER_NOTE)
     naive = result.pop("baseline_prompts_per_s")
-    return {"model": ours.name, "parameters": _parameters(ours.model), "batch_size": _default_batch(ours),
-            **result, "naive_prompts_per_s": naive, **peak}
+    return {
+        "model": ours.name,
+        "parameters": _parameters(ours.model),
+        "batch_size": _default_batch(ours),
+        **result,
+        "naive_prompts_per_s": naive,
+        **peak,
+    }
 
 
 def _throughput_1b(small, sizes: Sizes, device, smoke: bool) -> dict:
     """The ~1B model (smoke: a second tiny Llama) with the default model's tokenizer."""
     from ml.relevance import preferred_dtype
 
-    shape, name = (dict(TINY_LLAMA, num_hidden_layers=3), "tiny random Llama (stands in for ~1B)") if smoke \
+    shape, name = (
+        (dict(TINY_LLAMA, num_hidden_layers=3), "tiny random Llama (stands in for ~1B)")
+        if smoke
         else (LLAMA_1B, "random Llama-3.2-1B-shaped")
+    )
     base = _random_llama(device, name, shape, tokenizer=small[0].tokenizer)
     ours = _in_dtype(base, preferred_dtype(device))
     try:
@@ -199,7 +239,7 @@ def _maps_match_cpu(models, sizes: Sizes, model_dir, smoke: bool) -> dict:
 
     import numpy as np
 
-    from ml.benchmarks.relevance import TASKS, synthetic_note
+    from benchmarks.relevance import TASKS, synthetic_note
     from ml.models import DEFAULT_MODEL, load_model
     from ml.relevance import compute_relevance
 
@@ -234,7 +274,7 @@ def _oom_backoff(ours, sizes: Sizes) -> dict:
     import numpy as np
     import torch
 
-    from ml.benchmarks.relevance import TASKS, synthetic_note
+    from benchmarks.relevance import TASKS, synthetic_note
     from ml.relevance import compute_relevance
 
     rng = random.Random(2)
@@ -263,7 +303,8 @@ def _oom_backoff(ours, sizes: Sizes) -> dict:
         _release("cuda")
     batches = [b - a for a, b in zip([0] + done, done)]
     equal = capped is not None and all(
-        np.corrcoef(a.raw_scores, b.raw_scores)[0, 1] >= MAP_PEARSON_MIN for a, b in zip(capped, reference))
+        np.corrcoef(a.raw_scores, b.raw_scores)[0, 1] >= MAP_PEARSON_MIN for a, b in zip(capped, reference)
+    )
     return {
         "memory_fraction": round(fraction, 5),
         "cap_mb": round(fraction * total / 2**20, 1),
@@ -282,38 +323,59 @@ def _training(sizes: Sizes, model_dir, smoke: bool) -> dict:
     import accelerate
     import torch
 
-    from ml.benchmarks import training
+    from benchmarks import training
     from ml.models import DEFAULT_MODEL, load_model
 
     device = torch.device("cpu" if smoke else "cuda")
-    loaded = (_random_llama(device, "tiny random Llama", TINY_LLAMA) if smoke
-              else load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype="float32"))
+    loaded = (
+        _random_llama(device, "tiny random Llama", TINY_LLAMA)
+        if smoke
+        else load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype="float32")
+    )
     with _peak_memory(device) as peak:
-        result = training.run(sizes.train_steps, sizes.train_seq_len, sizes.train_micro_batch,
-                              rounds=sizes.train_rounds, loaded=loaded)
-    return {"accelerate": accelerate.__version__, "parameters": _parameters(loaded.model), **result, **peak,
-            "peak_note": "ours and the Trainer together (they alternate in one process)"}
+        result = training.run(
+            sizes.train_steps, sizes.train_seq_len, sizes.train_micro_batch, rounds=sizes.train_rounds, loaded=loaded
+        )
+    return {
+        "accelerate": accelerate.__version__,
+        "parameters": _parameters(loaded.model),
+        **result,
+        **peak,
+        "peak_note": "ours and the Trainer together (they alternate in one process)",
+    }
 
 
 def _features(sizes: Sizes, model_dir, smoke: bool) -> dict:
     import torch
 
-    from ml.benchmarks import features
+    from benchmarks import features
     from ml.models import DEFAULT_MODEL, load_model
 
     device = torch.device("cpu" if smoke else "cuda")
-    loaded = (_random_llama(device, "tiny random Llama", TINY_LLAMA) if smoke
-              else load_model(DEFAULT_MODEL, model_dir=model_dir, device=device))  # inference dtype
+    loaded = (
+        _random_llama(device, "tiny random Llama", TINY_LLAMA)
+        if smoke
+        else load_model(DEFAULT_MODEL, model_dir=model_dir, device=device)
+    )  # inference dtype
     with _peak_memory(device) as peak:
-        result = features.run(sizes.feature_notes, sizes.feature_tasks, sizes.feature_note_tokens,
-                              batch_size=sizes.feature_batch, loaded=loaded)
-    return {"dtype": str(loaded.dtype).removeprefix("torch."), **result,
-            "items_per_s": result["shared_prefix_items_per_s"], **peak}
+        result = features.run(
+            sizes.feature_notes,
+            sizes.feature_tasks,
+            sizes.feature_note_tokens,
+            batch_size=sizes.feature_batch,
+            loaded=loaded,
+        )
+    return {
+        "dtype": str(loaded.dtype).removeprefix("torch."),
+        **result,
+        "items_per_s": result["shared_prefix_items_per_s"],
+        **peak,
+    }
 
 
 # ------------------------------------------------------------------ helpers
 def _random_llama(device, name: str, shape: dict, tokenizer=None):
-    from ml.benchmarks.training import random_llama
+    from benchmarks.training import random_llama
 
     return random_llama(tokenizer, device=device, name=name, **shape)
 
@@ -371,8 +433,11 @@ def _part(fn, *args) -> dict:
     except Exception as exc:  # noqa: BLE001 - reported in the JSON
         result = {"error": _error(exc)}
     seconds = round(time.perf_counter() - started, 1)
-    print(f"gpu_check: {fn.__name__.strip('_')} {'failed' if result.get('error') else 'done'} in {seconds} s",
-          file=sys.stderr, flush=True)  # progress; stdout holds only the JSON
+    print(
+        f"gpu_check: {fn.__name__.strip('_')} {'failed' if result.get('error') else 'done'} in {seconds} s",
+        file=sys.stderr,
+        flush=True,
+    )  # progress; stdout holds only the JSON
     return {**result, "part_seconds": seconds}
 
 
@@ -386,8 +451,9 @@ def _all_passed(report: dict) -> bool:
     if any(part.get("error") for part in parts):
         return False
     oom = report.get("oom_backoff", {})
-    return report.get("maps_match_cpu", {}).get("pass") is not False and \
-        (oom.get("forced") is None or (oom["forced"] and oom["recovered"] and oom["maps_equal_uncapped"]))
+    return report.get("maps_match_cpu", {}).get("pass") is not False and (
+        oom.get("forced") is None or (oom["forced"] and oom["recovered"] and oom["maps_equal_uncapped"])
+    )
 
 
 if __name__ == "__main__":

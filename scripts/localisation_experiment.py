@@ -6,7 +6,7 @@ Reads ../shared/data when it exists (it is not part of the product; nothing is w
   Spanish template ("es"); one task per frequent diagnosis code (--codes most frequent by number
   of documents with evidence), s_T = its English ICD-10 title (diagnosis_titles_en.json); gold =
   every evidence span of that code in the document.
-* E3C English layer 1 train: one task per entity type (ml.benchmarks.e3c_localisation.TYPE_TASKS,
+* E3C English layer 1 train: one task per entity type (benchmarks.e3c_localisation.TYPE_TASKS,
   "clinical finding", "body part", ...), gold = every entity span of the type; English template.
 Pairs are (document, task) with gold evidence within the first --max-note-tokens tokens of the
 note (what the model reads: longer notes are cut there; pairs with all their evidence further on
@@ -25,6 +25,7 @@ e.g. --max-pairs 40 on both datasets ~ 40 x 2 x 15 ~ 20-30 minutes. Bound it wit
 
     .venv/bin/python scripts/localisation_experiment.py --max-pairs 40 --out var/localisation.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,9 @@ BATCH = 16  # prompts per compute_relevance call (progress is printed after each
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
     parser.add_argument("--model", default="smollm2-135m-instruct", help="registry name or model folder")
     parser.add_argument("--model-dir", default=str(ROOT / "var" / "models"))
@@ -59,10 +61,15 @@ def parse_args(argv=None):
     parser.add_argument("--explain", default=",".join(EXPLAINS))
     parser.add_argument("--max-pairs", type=int, default=40, help="(document, task) pairs per dataset; 0: all")
     parser.add_argument("--max-note-tokens", type=int, default=512, help="notes are cut to this many tokens")
-    parser.add_argument("--codes", type=int, default=20, help="CodiEsp: the most frequent diagnosis codes used as tasks")
+    parser.add_argument(
+        "--codes", type=int, default=20, help="CodiEsp: the most frequent diagnosis codes used as tasks"
+    )
     parser.add_argument("--types", default="CLINENTITY,BODYPART,EVENT,ACTOR,TIMEX3", help="E3C entity types")
-    parser.add_argument("--dtype", default=None, help="float32 or bfloat16 (default: ml.relevance.preferred_dtype; "
-                                                      "plain grad_input is noisy in bf16)")
+    parser.add_argument(
+        "--dtype",
+        default=None,
+        help="float32 or bfloat16 (default: ml.relevance.preferred_dtype; plain grad_input is noisy in bf16)",
+    )
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2, help="torch threads")
     parser.add_argument("--n-resamples", type=int, default=1000, help="bootstrap resamples")
     parser.add_argument("--min-pairs", type=int, default=10, help="pairs a configuration needs to be recommended")
@@ -92,12 +99,16 @@ def codiesp_pairs(folder: Path, n_codes: int) -> list[dict]:
         spans_of.append(spans)
         counts.update(spans.keys())
     codes = [code for code, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n_codes]]
-    return [{"note_id": doc["id"], "task": titles[code], "text": doc["text_es"], "gold": spans[code]}
-            for doc, spans in zip(docs, spans_of) for code in codes if code in spans]
+    return [
+        {"note_id": doc["id"], "task": titles[code], "text": doc["text_es"], "gold": spans[code]}
+        for doc, spans in zip(docs, spans_of)
+        for code in codes
+        if code in spans
+    ]
 
 
 def e3c_pairs(path: Path, types: list[str]) -> list[dict]:
-    from ml.benchmarks.e3c_localisation import load_pairs
+    from benchmarks.e3c_localisation import load_pairs
 
     pairs, _ = load_pairs(path, None, types, 0)
     return [{"note_id": p["doc"], "task": p["task"], "text": p["text"], "gold": p["gold"]} for p in pairs]
@@ -130,7 +141,7 @@ def compute(loaded, pairs: list[dict], config, label: str) -> tuple[list, int, f
 
     out, skipped, started = [], 0, time.perf_counter()
     for start in range(0, len(pairs), BATCH):
-        batch = pairs[start:start + BATCH]
+        batch = pairs[start : start + BATCH]
         try:
             results = compute_relevance(loaded, [p["text"] for p in batch], [p["task"] for p in batch], config)
         except ValueError:  # one bad prompt: try them one by one
@@ -183,8 +194,9 @@ def main(argv=None) -> int:
     methods = [m for m in ORDER if m in args.methods.split(",")]
     explains = [e for e in EXPLAINS if e in args.explain.split(",")]
     device = pick_device(None)
-    loaded = load_model(args.model, model_dir=args.model_dir, device=device,
-                        dtype=args.dtype or preferred_dtype(device))
+    loaded = load_model(
+        args.model, model_dir=args.model_dir, device=device, dtype=args.dtype or preferred_dtype(device)
+    )
     found = {}
     if "codiesp" in available:
         found["codiesp"] = ("es", codiesp_pairs(sources["codiesp"], args.codes))
@@ -195,39 +207,64 @@ def main(argv=None) -> int:
         readable = within_window(loaded.tokenizer, pairs, args.max_note_tokens)
         out_of_window[name] = len(pairs) - len(readable)
         datasets[name] = (template, sample(readable, args.max_pairs, args.seed))
-        print(f"{name}: {len(pairs)} pairs, {out_of_window[name]} with all their evidence past "
-              f"{args.max_note_tokens} note tokens left out", file=sys.stderr)
+        print(
+            f"{name}: {len(pairs)} pairs, {out_of_window[name]} with all their evidence past "
+            f"{args.max_note_tokens} note tokens left out",
+            file=sys.stderr,
+        )
     n_prompts = sum(len(pairs) for _, pairs in datasets.values()) * len(methods) * len(explains)
-    print(f"model {loaded.label} {str(loaded.dtype).removeprefix('torch.')} on {loaded.device}, {args.threads} threads; "
-          + ", ".join(f"{name}: {len(pairs)} pairs ({template})" for name, (template, pairs) in datasets.items())
-          + f"; {len(methods)} methods x {len(explains)} explain variants: about {n_prompts} prompts",
-          file=sys.stderr, flush=True)
+    print(
+        f"model {loaded.label} {str(loaded.dtype).removeprefix('torch.')} on {loaded.device}, {args.threads} threads; "
+        + ", ".join(f"{name}: {len(pairs)} pairs ({template})" for name, (template, pairs) in datasets.items())
+        + f"; {len(methods)} methods x {len(explains)} explain variants: about {n_prompts} prompts",
+        file=sys.stderr,
+        flush=True,
+    )
 
     rule = peak_rule()
-    evaluations = {name: Evaluation(rule, seed=args.seed, n_resamples=args.n_resamples, min_pairs=args.min_pairs)
-                   for name in datasets}
+    evaluations = {
+        name: Evaluation(rule, seed=args.seed, n_resamples=args.n_resamples, min_pairs=args.min_pairs)
+        for name in datasets
+    }
     seconds, skipped = {}, {}
     for method in methods:  # configurations outside, datasets inside: AttnLRP only once the others are done
         for explain in explains:
             for name, (template, pairs) in datasets.items():
-                config = RelevanceConfig(method=method, explain=explain, template=template,
-                                         max_note_tokens=args.max_note_tokens)
+                config = RelevanceConfig(
+                    method=method, explain=explain, template=template, max_note_tokens=args.max_note_tokens
+                )
                 label = f"{name} {method} / {explain}"
                 scored, n_skipped, took = compute(loaded, pairs, config, label)
                 evaluations[name].add({"method": method, "explain": explain}, scored)
                 seconds[label], skipped[label] = round(took, 1), n_skipped
 
     results = {name: evaluation.result() for name, evaluation in evaluations.items()}
-    out = nan_to_none({
-        "settings": {"model": loaded.label, "dtype": str(loaded.dtype).removeprefix("torch."), "threads": args.threads,
-                     "max_pairs": args.max_pairs, "max_note_tokens": args.max_note_tokens, "codes": args.codes,
-                     "types": args.types, "seed": args.seed, "peak_params": "paper (ml.peaks.PAPER)"},
-        "datasets": {name: {"template": datasets[name][0], "n_pairs": len(datasets[name][1]),
-                            "pairs_out_of_window": out_of_window[name], **result}
-                     for name, result in results.items()},
-        "seconds": seconds,
-        "skipped": {label: n for label, n in skipped.items() if n},
-    })
+    out = nan_to_none(
+        {
+            "settings": {
+                "model": loaded.label,
+                "dtype": str(loaded.dtype).removeprefix("torch."),
+                "threads": args.threads,
+                "max_pairs": args.max_pairs,
+                "max_note_tokens": args.max_note_tokens,
+                "codes": args.codes,
+                "types": args.types,
+                "seed": args.seed,
+                "peak_params": "paper (ml.peaks.PAPER)",
+            },
+            "datasets": {
+                name: {
+                    "template": datasets[name][0],
+                    "n_pairs": len(datasets[name][1]),
+                    "pairs_out_of_window": out_of_window[name],
+                    **result,
+                }
+                for name, result in results.items()
+            },
+            "seconds": seconds,
+            "skipped": {label: n for label, n in skipped.items() if n},
+        }
+    )
     text = json.dumps(out, indent=2, ensure_ascii=False)
     print(text)
     if args.out:

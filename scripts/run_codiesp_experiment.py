@@ -34,6 +34,7 @@ Re-running with the same database reuses the imported notes, stored relevance ma
 recomputed), the split and the tasks; it trains and evaluates again. Use a fresh database for
 clean timings. Expected duration on 2 CPU cores: see --help and the issue note.
 """
+
 import argparse
 import json
 import multiprocessing
@@ -46,6 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from codiesp import Timer, english_rows, note_line, read_jsonl, write_notes  # noqa: E402  (scripts/)
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 DATA = Path("/work/shared/data/codiesp")
@@ -54,23 +56,33 @@ OPTIONS = ["present", "absent"]
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     parser.add_argument("--data", type=Path, default=DATA, help="folder with the CodiEsp JSONL files")
     parser.add_argument("--background-notes", type=int, default=40, help="unlabeled notes for relevance / DSM")
-    parser.add_argument("--tasks-per-note", type=int, default=3,
-                        help="tasks sampled per background note for relevance (paper: ~15%% of the tasks)")
+    parser.add_argument(
+        "--tasks-per-note",
+        type=int,
+        default=3,
+        help="tasks sampled per background note for relevance (paper: ~15%% of the tasks)",
+    )
     parser.add_argument("--tasks", type=int, default=20, help="most frequent diagnosis codes used as tasks")
-    parser.add_argument("--held-out-every", type=int, default=5,
-                        help="every n-th task by frequency is held out (0: none)")
+    parser.add_argument(
+        "--held-out-every", type=int, default=5, help="every n-th task by frequency is held out (0: none)"
+    )
     parser.add_argument("--labeled-notes", type=int, default=25, help="train + dev notes used as labeled items")
     parser.add_argument("--dsm-steps", type=int, default=10, help="optimizer steps of each DSM / CPT / random run")
     parser.add_argument("--effective-batch", type=int, default=8, help="effective batch size (paper: 128)")
     parser.add_argument("--micro-batch", type=int, default=4)
     parser.add_argument("--max-length", type=int, default=384, help="tokens per DSM / CPT / random training example")
-    parser.add_argument("--ch-max-length", type=int, default=1024,
-                        help="tokens per CH / SFT prompt (long enough for most notes, so the note's prefix is "
-                             "computed once for all its tasks)")
+    parser.add_argument(
+        "--ch-max-length",
+        type=int,
+        default=1024,
+        help="tokens per CH / SFT prompt (long enough for most notes, so the note's prefix is "
+        "computed once for all its tasks)",
+    )
     parser.add_argument("--ch-epochs", type=int, default=20, help="classification head epochs (paper: 20)")
     parser.add_argument("--feature-batch", type=int, default=8)
     parser.add_argument("--n-resamples", type=int, default=1000, help="bootstrap resamples of the CIs")
@@ -107,7 +119,8 @@ def ensure_tasks(args, codes) -> list:
         title = titles.get(code) or code
         task, _ = Task.objects.update_or_create(
             slug=task_slug(args.prefix, code),
-            defaults={"description": title, "options": OPTIONS, "group": "CodiEsp diagnosis", "held_out": held})
+            defaults={"description": title, "options": OPTIONS, "group": "CodiEsp diagnosis", "held_out": held},
+        )
         tasks.append(task)
     return tasks
 
@@ -121,9 +134,17 @@ def write_labeled(args, codes, notes_path: Path, labels_path: Path) -> int:
                 notes.write(note_line(row, text, f"CodiEsp {name[:-6]}"))
                 present = set(row.get("diagnosis_codes") or ())
                 for code in wanted:
-                    labels.write(json.dumps({"note_id": row["id"], "task": task_slug(args.prefix, code),
-                                             "label": "present" if code in present else "absent",
-                                             "evidence": []}) + "\n")
+                    labels.write(
+                        json.dumps(
+                            {
+                                "note_id": row["id"],
+                                "task": task_slug(args.prefix, code),
+                                "label": "present" if code in present else "absent",
+                                "evidence": [],
+                            }
+                        )
+                        + "\n"
+                    )
                 n += 1
                 if n == args.labeled_notes:
                     return n
@@ -167,9 +188,17 @@ def relevance(args, corpus, tasks, ids) -> tuple[dict, object]:
     from webapp.pipeline.models import ModelVersion, RelevanceJob
     from webapp.pipeline.progress import job_progress
 
-    spec = jobs.JobSpec(corpus=corpus, model_version=ModelVersion.objects.get(is_default=True), template="en",
-                        task_selection=RelevanceJob.TaskSelection.SAMPLE, tasks=[t for t in tasks if not t.held_out],
-                        sample_k=args.tasks_per_note, seed=args.seed, note_filter={"external_ids": ids}, chunk_size=32)
+    spec = jobs.JobSpec(
+        corpus=corpus,
+        model_version=ModelVersion.objects.get(is_default=True),
+        template="en",
+        task_selection=RelevanceJob.TaskSelection.SAMPLE,
+        tasks=[t for t in tasks if not t.held_out],
+        sample_k=args.tasks_per_note,
+        seed=args.seed,
+        note_filter={"external_ids": ids},
+        chunk_size=32,
+    )
     job = jobs.launch(spec, actor=ACTOR, enqueue=False)
     planning.plan_now(job)  # in this process: the chunks run in the child below
     connections.close_all()
@@ -180,8 +209,14 @@ def relevance(args, corpus, tasks, ids) -> tuple[dict, object]:
         sys.exit(f"the relevance process exited with code {child.exitcode}")
     job.refresh_from_db()
     progress = job_progress(job)
-    return {"job": job.pk, "status": job.status, "prompts": job.total, "done": progress.done,
-            "prompts_per_second": progress.prompts_per_second, "errors": progress.errors}, job
+    return {
+        "job": job.pk,
+        "status": job.status,
+        "prompts": job.total,
+        "done": progress.done,
+        "prompts_per_second": progress.prompts_per_second,
+        "errors": progress.errors,
+    }, job
 
 
 def build_dataset(job, mode: str) -> tuple:
@@ -192,18 +227,32 @@ def build_dataset(job, mode: str) -> tuple:
     from webapp.datasets.models import DatasetVersion
     from webapp.pipeline.models import PeakProfile
 
-    notes = sorted(Note.objects.filter(corpus=job.corpus, external_id__in=job.note_filter["external_ids"])
-                   .values_list("pk", flat=True))
+    notes = sorted(
+        Note.objects.filter(corpus=job.corpus, external_id__in=job.note_filter["external_ids"]).values_list(
+            "pk", flat=True
+        )
+    )
     name = f"{job.corpus.name}-{mode}"
     dataset = DatasetVersion.objects.create(
-        name=name, version=DatasetVersion.next_version(name), corpus=job.corpus, model_version=job.model_version,
-        method=job.method, template=job.template, profile=PeakProfile.objects.get(is_default=True), mode=mode,
-        filters={"notes": notes, "tasks": sorted(job.tasks.values_list("pk", flat=True)), "exclude_held_out": True})
+        name=name,
+        version=DatasetVersion.next_version(name),
+        corpus=job.corpus,
+        model_version=job.model_version,
+        method=job.method,
+        template=job.template,
+        profile=PeakProfile.objects.get(is_default=True),
+        mode=mode,
+        filters={"notes": notes, "tasks": sorted(job.tasks.values_list("pk", flat=True)), "exclude_held_out": True},
+    )
     claimed = building.claim(dataset.pk)
     stats = building.build(claimed)
     claimed.refresh_from_db()
-    return claimed, {"dataset": claimed.pk, "mode": mode, "examples": stats.get("examples"),
-                     "notes": stats.get("notes_used")}
+    return claimed, {
+        "dataset": claimed.pk,
+        "mode": mode,
+        "examples": stats.get("examples"),
+        "notes": stats.get("notes_used"),
+    }
 
 
 # ------------------------------------------------------------------------------------ training runs
@@ -225,13 +274,26 @@ def train(args, preset: str, dataset, base):
     from webapp.training.presets import PRESETS
     from webapp.training.runs import RunSpec
 
-    train_config = {"max_steps": args.dsm_steps, "effective_batch_size": args.effective_batch,
-                    "micro_batch_size": args.micro_batch, "max_length": args.max_length,
-                    "checkpoint_every": max(5, args.dsm_steps // 3), "seed": args.seed}
+    train_config = {
+        "max_steps": args.dsm_steps,
+        "effective_batch_size": args.effective_batch,
+        "micro_batch_size": args.micro_batch,
+        "max_length": args.max_length,
+        "checkpoint_every": max(5, args.dsm_steps // 3),
+        "seed": args.seed,
+    }
     overrides = {**PRESETS[preset].overrides.get("train", {}), **train_config}
     kind = PRESETS[preset].kind
-    return run_in_process(RunSpec(kind=kind, preset=preset, model_version=base, dataset=dataset,
-                                  config={"train": overrides}, name=f"{args.prefix} {preset}"))
+    return run_in_process(
+        RunSpec(
+            kind=kind,
+            preset=preset,
+            model_version=base,
+            dataset=dataset,
+            config={"train": overrides},
+            name=f"{args.prefix} {preset}",
+        )
+    )
 
 
 def evaluate(args, preset: str, model, split, label: str):
@@ -239,15 +301,32 @@ def evaluate(args, preset: str, model, split, label: str):
 
     config = {"evaluation": {"n_resamples": args.n_resamples, "seed": args.seed}}
     if preset == "ch":
-        config.update(heads={"epochs": args.ch_epochs, "max_length": args.ch_max_length, "seed": args.seed},
-                      features={"batch_size": args.feature_batch})
+        config.update(
+            heads={"epochs": args.ch_epochs, "max_length": args.ch_max_length, "seed": args.seed},
+            features={"batch_size": args.feature_batch},
+        )
     else:
-        config.update(train={"max_steps": args.sft_steps, "effective_batch_size": args.effective_batch,
-                             "micro_batch_size": args.micro_batch, "max_length": args.ch_max_length, "seed": args.seed})
+        config.update(
+            train={
+                "max_steps": args.sft_steps,
+                "effective_batch_size": args.effective_batch,
+                "micro_batch_size": args.micro_batch,
+                "max_length": args.ch_max_length,
+                "seed": args.seed,
+            }
+        )
     from webapp.training.presets import PRESETS
 
-    return run_in_process(RunSpec(kind=PRESETS[preset].kind, preset=preset, model_version=model, split=split,
-                                  config=config, name=f"{args.prefix} {label}"))
+    return run_in_process(
+        RunSpec(
+            kind=PRESETS[preset].kind,
+            preset=preset,
+            model_version=model,
+            split=split,
+            config=config,
+            name=f"{args.prefix} {label}",
+        )
+    )
 
 
 # ------------------------------------------------------------------------------------ main
@@ -275,22 +354,26 @@ def main(argv=None):
         call_command("migrate", verbosity=0)
         codes = top_codes(args.data, args.tasks)
         tasks = ensure_tasks(args, codes)
-    out["tasks"] = [{"slug": t.slug, "s_T": t.description, "notes_with_code": n, "held_out": t.held_out}
-                    for t, (_, n) in zip(tasks, codes)]
+    out["tasks"] = [
+        {"slug": t.slug, "s_T": t.description, "notes_with_code": n, "held_out": t.held_out}
+        for t, (_, n) in zip(tasks, codes)
+    ]
     labeled_name, background_name = f"{args.prefix}-labeled-en", f"{args.prefix}-background-en"
     with tempfile.TemporaryDirectory() as tmp, timer("import"):
         tmp = Path(tmp)
         n_labeled = write_labeled(args, codes, tmp / "labeled.jsonl", tmp / "labels.jsonl")
-        out["import"] = {"labeled": import_corpus("labeled", tmp / "labeled.jsonl", labeled_name,
-                                                  tmp / "labels.jsonl"),
-                         "labeled_notes": n_labeled}
+        out["import"] = {
+            "labeled": import_corpus("labeled", tmp / "labeled.jsonl", labeled_name, tmp / "labels.jsonl"),
+            "labeled_notes": n_labeled,
+        }
         ids = write_notes(args.data / "background.jsonl", args.background_notes, tmp / "background.jsonl")
         out["import"]["background"] = import_corpus("background", tmp / "background.jsonl", background_name)
         out["import"]["background_notes"] = len(ids)
     labeled, background = Corpus.objects.get(name=labeled_name), Corpus.objects.get(name=background_name)
     with timer("split"):
-        split, _ = splits.get_or_create_split(labeled, seed=args.seed, test_ratio=0.15, tasks=[t.slug for t in tasks],
-                                              actor=ACTOR)
+        split, _ = splits.get_or_create_split(
+            labeled, seed=args.seed, test_ratio=0.15, tasks=[t.slug for t in tasks], actor=ACTOR
+        )
     out["split"] = {"split": split.pk, "train_items": split.train_count, "test_items": split.test_count}
 
     with timer("relevance"):
@@ -310,8 +393,10 @@ def main(argv=None):
         with timer(f"train_{preset}"):
             trained[preset] = train(args, preset, dataset, base)
     evaluated = []
-    systems = [("base", base)] + [(label, trained[key].produced_model) for label, key in
-                                  (("DSM", "dsm-full"), ("CPT", "cpt"), ("random mask", "random-mask"))]
+    systems = [("base", base)] + [
+        (label, trained[key].produced_model)
+        for label, key in (("DSM", "dsm-full"), ("CPT", "cpt"), ("random mask", "random-mask"))
+    ]
     for label, model in systems:
         if model is None:
             print(f"no {label} model (its training failed); skipping its evaluation", file=sys.stderr)
@@ -322,14 +407,33 @@ def main(argv=None):
             with timer(f"sft_{label}"):
                 evaluated.append(evaluate(args, "sft", model, split, f"{label} + SFT"))
 
-    rows = comparison.rows_of(TrainingRun.objects.filter(pk__in=[r.pk for r in evaluated]).select_related(
-        "model_version__parent", "model_version__produced_by_run__dataset"))
+    rows = comparison.rows_of(
+        TrainingRun.objects.filter(pk__in=[r.pk for r in evaluated]).select_related(
+            "model_version__parent", "model_version__produced_by_run__dataset"
+        )
+    )
     table4 = comparison.table4(rows)
-    out["training"] = {preset: {"run": run.pk, "status": run.status, "error": run.error or None,
-                                "model": run.produced_model.name if run.produced_model_id else None,
-                                **(run.results.get("training") or {})} for preset, run in trained.items()}
-    out["results"] = [{"system": row[1], "macro_f1": row[2], "ci_low": row[3], "ci_high": row[4], "run": row[5],
-                       "held_out_macro_f1": _held(evaluated, row[5])} for row in table4.rows]
+    out["training"] = {
+        preset: {
+            "run": run.pk,
+            "status": run.status,
+            "error": run.error or None,
+            "model": run.produced_model.name if run.produced_model_id else None,
+            **(run.results.get("training") or {}),
+        }
+        for preset, run in trained.items()
+    }
+    out["results"] = [
+        {
+            "system": row[1],
+            "macro_f1": row[2],
+            "ci_low": row[3],
+            "ci_high": row[4],
+            "run": row[5],
+            "held_out_macro_f1": _held(evaluated, row[5]),
+        }
+        for row in table4.rows
+    ]
     out["seconds"] = timer.stages | {"total": round(sum(timer.stages.values()), 2)}
     print(json.dumps(out, indent=2, default=str))
     print(markdown(out))
@@ -344,8 +448,10 @@ def _held(runs, run_id):
 def markdown(out: dict) -> str:
     lines = ["| system | Macro F1 | 95% CI | held-out tasks F1 | run |", "|---|---|---|---|---|"]
     for row in out["results"]:
-        lines.append(f"| {row['system']} | {row['macro_f1']} | {row['ci_low']}-{row['ci_high']} | "
-                     f"{row['held_out_macro_f1'] if row['held_out_macro_f1'] is not None else '-'} | {row['run']} |")
+        lines.append(
+            f"| {row['system']} | {row['macro_f1']} | {row['ci_low']}-{row['ci_high']} | "
+            f"{row['held_out_macro_f1'] if row['held_out_macro_f1'] is not None else '-'} | {row['run']} |"
+        )
     lines += ["", "| stage | seconds |", "|---|---|"]
     lines += [f"| {stage} | {seconds} |" for stage, seconds in out["seconds"].items()]
     return "\n".join(lines)

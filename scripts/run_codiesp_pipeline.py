@@ -25,6 +25,7 @@ On a CPU shared with other work, set OMP_NUM_THREADS=1: measured on this project
 machine at load ~7, one SmolLM2 AttnLRP prompt took 2.4 s with one torch thread and 10 s with
 two (oversubscribed threads spin). A dedicated worker machine keeps torch's default.
 """
+
 import argparse
 import json
 import os
@@ -36,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from codiesp import Timer, write_notes  # noqa: E402  (scripts/, beside this file)
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 SOURCE = Path("/work/shared/data/codiesp/background.jsonl")
@@ -50,8 +52,11 @@ def parse_args():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--method", default="attnlrp", choices=["attnlrp", "grad_input", "attention"])
     parser.add_argument("--chunk-size", type=int, default=64)
-    parser.add_argument("--worker", action="store_true",
-                        help="enqueue the chunks for the relevance workers instead of running them here")
+    parser.add_argument(
+        "--worker",
+        action="store_true",
+        help="enqueue the chunks for the relevance workers instead of running them here",
+    )
     parser.add_argument("--no-dataset", action="store_true", help="stop after the relevance maps")
     return parser.parse_args()
 
@@ -82,8 +87,13 @@ def build_dataset(job, timer) -> dict:
 
     name = f"{job.corpus.name}-job{job.pk}"
     dataset = DatasetVersion.objects.create(
-        name=name, version=DatasetVersion.next_version(name), corpus=job.corpus, model_version=job.model_version,
-        method=job.method, template=job.template, profile=PeakProfile.objects.get(is_default=True),
+        name=name,
+        version=DatasetVersion.next_version(name),
+        corpus=job.corpus,
+        model_version=job.model_version,
+        method=job.method,
+        template=job.template,
+        profile=PeakProfile.objects.get(is_default=True),
     )
     dataset.jobs.set([job])
     with timer("dataset_build"):
@@ -126,9 +136,15 @@ def main():
 
     model_version = ModelVersion.objects.get(is_default=True)
     spec = jobs.JobSpec(
-        corpus=Corpus.objects.get(name=args.corpus), model_version=model_version, method=args.method, template="en",
-        task_selection=RelevanceJob.TaskSelection.SAMPLE, sample_k=args.k, seed=args.seed,
-        note_filter={"external_ids": ids}, chunk_size=args.chunk_size,
+        corpus=Corpus.objects.get(name=args.corpus),
+        model_version=model_version,
+        method=args.method,
+        template="en",
+        task_selection=RelevanceJob.TaskSelection.SAMPLE,
+        sample_k=args.k,
+        seed=args.seed,
+        note_filter={"external_ids": ids},
+        chunk_size=args.chunk_size,
     )
     with timer("plan_job"):
         job = jobs.launch(spec, actor="run_codiesp_pipeline", enqueue=False)
@@ -145,13 +161,23 @@ def main():
     job.refresh_from_db()
     progress = job_progress(job)
     computed = RelevanceMap.objects.filter(job=job)
-    maps = RelevanceMap.objects.filter(note__corpus=job.corpus, note__external_id__in=ids,
-                                       model_version=model_version, method=job.method, template=job.template)
+    maps = RelevanceMap.objects.filter(
+        note__corpus=job.corpus,
+        note__external_id__in=ids,
+        model_version=model_version,
+        method=job.method,
+        template=job.template,
+    )
     sizes = maps.aggregate(bytes=Avg(Length("data")), tokens=Avg("n_tokens"), total_bytes=Sum(Length("data")))
     result = {
-        "notes": len(ids), "imported": {"created": report.created, "unchanged": report.unchanged},
-        "job": job.pk, "status": job.status, "prompts": job.total, "chunks": job.chunks.count(),
-        "maps_total": maps.count(), "maps_computed_by_this_job": computed.count(),
+        "notes": len(ids),
+        "imported": {"created": report.created, "unchanged": report.unchanged},
+        "job": job.pk,
+        "status": job.status,
+        "prompts": job.total,
+        "chunks": job.chunks.count(),
+        "maps_total": maps.count(),
+        "maps_computed_by_this_job": computed.count(),
         "prompts_per_second": round(computed.count() / timer.stages["relevance"], 3) if computed.exists() else None,
         "prompts_per_second_per_worker": round(progress.prompts_per_second, 3) if progress.prompts_per_second else None,
         "storage_bytes_per_map": round(sizes["bytes"] or 0, 1),

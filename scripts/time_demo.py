@@ -25,6 +25,7 @@ first_job_s, total_s (the four added up: what a user waits after cloning), clone
 commit, port, first_job_status, ok. Exit status 1 when a step failed or the job did not end well
 in --timeout seconds (the JSON then has "error" and the log's path).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,14 +53,32 @@ MODEL_LOADED = re.compile(r"\bloaded model \S+ on ")
 
 # Variables that would point the demo at another database, broker, folder or venv, or change its
 # threads: the timing is of the embedded default, as a new user gets it.
-SCRUBBED = ("DATA_DIR", "MODEL_DIR", "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE",
-            "VIRTUAL_ENV", "PYTHONPATH", "OMP_NUM_THREADS", "WORKER_TORCH_THREADS", "DEBUG", "PORT", "DEMO_NOTES",
-            "VENV", "PYTHON_BIN", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+SCRUBBED = (
+    "DATA_DIR",
+    "MODEL_DIR",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "CELERY_BROKER_URL",
+    "DJANGO_SETTINGS_MODULE",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "OMP_NUM_THREADS",
+    "WORKER_TORCH_THREADS",
+    "DEBUG",
+    "PORT",
+    "DEMO_NOTES",
+    "VENV",
+    "PYTHON_BIN",
+    "MAKEFLAGS",
+    "MFLAGS",
+    "MAKELEVEL",
+)
 
 
 @dataclass
 class Timeline:
     """What the demo's output said, and when (seconds after `make demo` started)."""
+
     serving: float | None = None
     first_job: float | None = None
     first_job_status: str | None = None
@@ -101,9 +120,12 @@ def pip_cache_note(pip_cache: bool) -> str:
     if not pip_cache:
         return "off (PIP_NO_CACHE_DIR=1): every wheel downloaded"
     folder = os.environ.get("PIP_CACHE_DIR") or str(
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pip")
-    return (f"on ({folder}): wheels installed before on this machine are reused, not downloaded; "
-            "a first-ever install takes longer")
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pip"
+    )
+    return (
+        f"on ({folder}): wheels installed before on this machine are reused, not downloaded; "
+        "a first-ever install takes longer"
+    )
 
 
 def run_step(target: str, repo: Path, env: dict, log: Path) -> float:
@@ -126,8 +148,14 @@ def watch_demo(repo: Path, env: dict, port: int, log: Path, timeout: float) -> T
     """Run `make demo` until its first job ends (or timeout), then stop it; the Timeline."""
     timeline = Timeline()
     started = time.monotonic()
-    process = subprocess.Popen(["make", "demo", f"PORT={port}"], cwd=repo, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(
+        ["make", "demo", f"PORT={port}"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     lines: queue.Queue = queue.Queue()
 
     def read():
@@ -175,8 +203,12 @@ def main(argv=None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the clone and its logs")
     args = parser.parse_args(argv)
 
-    result = {"cpus": os.cpu_count(), "load_average_start": [round(x, 2) for x in os.getloadavg()],
-              "pip_cache": pip_cache_note(not args.no_pip_cache), "ok": False}
+    result = {
+        "cpus": os.cpu_count(),
+        "load_average_start": [round(x, 2) for x in os.getloadavg()],
+        "pip_cache": pip_cache_note(not args.no_pip_cache),
+        "ok": False,
+    }
     work = Path(tempfile.mkdtemp(prefix="dsm-time-demo-"))
     repo = work / "repo"
     env = clean_env(pip_cache=not args.no_pip_cache)
@@ -184,8 +216,9 @@ def main(argv=None) -> int:
         started = time.monotonic()
         subprocess.run(["git", "clone", "--quiet", args.source, str(repo)], check=True)
         result["clone_s"] = round(time.monotonic() - started, 1)
-        result["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
-                                          text=True).stdout.strip()
+        result["commit"] = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
+        ).stdout.strip()
         if (repo / "var").exists():
             raise StepFailed("the clone has a var/ folder: not a fresh start", repo / "var")
         result["install_s"] = round(run_step("install", repo, env, work / "make-install.log"), 1)

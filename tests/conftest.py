@@ -1,4 +1,5 @@
 """Shared fixtures: users of each role, logged-in clients."""
+
 import pytest
 
 PASSWORD = "correct-horse-battery-staple"
@@ -53,5 +54,7 @@ def pytest_report_header(config):
 
     db = settings.DATABASES["default"]
     # host/name: the name tells concurrent runs apart (TEST_RUN in the Makefile).
-    where = f"{db['ENGINE'].rsplit('.', 1)[-1]} " + (f"{db['HOST']}/{db['NAME']}" if db.get("HOST") else str(db["NAME"]))
+    where = f"{db['ENGINE'].rsplit('.', 1)[-1]} " + (
+        f"{db['HOST']}/{db['NAME']}" if db.get("HOST") else str(db["NAME"])
+    )
     return [f"database: {where}", f"broker: {os.environ.get('REDIS_URL') or settings.CELERY_BROKER_URL}"]

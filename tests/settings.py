@@ -1,5 +1,6 @@
 """Test settings: production settings, with plain HTTP for the test client and live server,
 static files served from the source folders, and a fast password hasher."""
+
 import os
 
 os.environ.setdefault("SECURE_SSL_REDIRECT", "0")

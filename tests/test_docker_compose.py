@@ -1,5 +1,6 @@
 """docker-compose.yml is the documented deployment: it parses and names what README promises.
 (No Docker engine runs here, so the file is checked, not started.)"""
+
 import re
 from pathlib import Path
 

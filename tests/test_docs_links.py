@@ -1,5 +1,6 @@
 """README and docs/ link only to files inside the repository (a clone has nothing beside it),
 and the method description they point to lives in docs/METHOD.md (issue 15, point 9)."""
+
 import re
 from pathlib import Path
 
@@ -30,16 +31,29 @@ def test_links_stay_inside_the_repository_and_exist(doc):
 def test_readme_points_to_the_method_in_docs():
     assert "](docs/METHOD.md)" in (ROOT / "README.md").read_text()
     method = (ROOT / "docs" / "METHOD.md").read_text()
-    for section in ("## Relevance", "## Peaks", "## Masking", "## DSM training",
-                    "## Adaptation to the labeled tasks", "## Evaluation"):
+    for section in (
+        "## Relevance",
+        "## Peaks",
+        "## Masking",
+        "## DSM training",
+        "## Adaptation to the labeled tasks",
+        "## Evaluation",
+    ):
         assert section in method
 
 
 def test_no_code_or_doc_cites_the_method_outside_the_repository():
-    for path in [*ROOT.glob("ml/**/*.py"), *ROOT.glob("webapp/**/*.py"), *ROOT.glob("tests/**/*.py"),
-                 *ROOT.glob("ml/**/*.md"), *DOCS]:
+    for path in [
+        *ROOT.glob("ml/**/*.py"),
+        *ROOT.glob("webapp/**/*.py"),
+        *ROOT.glob("tests/**/*.py"),
+        *ROOT.glob("ml/**/*.md"),
+        *DOCS,
+    ]:
         text = path.read_text()
         assert "shared/design/METHOD.md" not in text or path == Path(__file__), path
         for match in re.finditer(r"(?<!docs/)METHOD\.md", text):
             if path != Path(__file__):
-                pytest.fail(f"{path.relative_to(ROOT)} cites METHOD.md without docs/: {text[match.start() - 40:match.end()]}")
+                pytest.fail(
+                    f"{path.relative_to(ROOT)} cites METHOD.md without docs/: {text[match.start() - 40 : match.end()]}"
+                )

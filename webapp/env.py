@@ -1,4 +1,5 @@
 """Small typed readers of environment variables that fail loudly on bad values."""
+
 import os
 from pathlib import Path
 

@@ -26,6 +26,7 @@ The record is changed in place and marked, so the handlers after the first (pyte
 second stream) see the scrubbed record and a second pass costs nothing. No Django here: plain
 `logging`, tested with crafted records (tests/webapp/test_logs.py).
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,16 +35,31 @@ import traceback
 
 OWN_PACKAGES = frozenset({"webapp", "workers", "ml"})
 # Messages about the system, never about a row: paths, sizes, limits.
-KEEPS_MESSAGE = frozenset({
-    "FileNotFoundError", "FileExistsError", "PermissionError", "IsADirectoryError", "NotADirectoryError",
-    "TimeoutError", "ConnectionRefusedError", "ConnectionResetError", "BrokenPipeError", "MemoryError",
-    "celery.exceptions.SoftTimeLimitExceeded", "celery.exceptions.TimeLimitExceeded",
-    "billiard.exceptions.SoftTimeLimitExceeded", "billiard.exceptions.TimeLimitExceeded",
-    "billiard.exceptions.WorkerLostError", "torch.OutOfMemoryError",
-    "django.core.exceptions.PermissionDenied", "django.core.exceptions.DisallowedHost",
-    "django.core.exceptions.RequestDataTooBig",
-    "django.core.exceptions.TooManyFieldsSent", "django.core.exceptions.TooManyFilesSent",
-})
+KEEPS_MESSAGE = frozenset(
+    {
+        "FileNotFoundError",
+        "FileExistsError",
+        "PermissionError",
+        "IsADirectoryError",
+        "NotADirectoryError",
+        "TimeoutError",
+        "ConnectionRefusedError",
+        "ConnectionResetError",
+        "BrokenPipeError",
+        "MemoryError",
+        "celery.exceptions.SoftTimeLimitExceeded",
+        "celery.exceptions.TimeLimitExceeded",
+        "billiard.exceptions.SoftTimeLimitExceeded",
+        "billiard.exceptions.TimeLimitExceeded",
+        "billiard.exceptions.WorkerLostError",
+        "torch.OutOfMemoryError",
+        "django.core.exceptions.PermissionDenied",
+        "django.core.exceptions.DisallowedHost",
+        "django.core.exceptions.RequestDataTooBig",
+        "django.core.exceptions.TooManyFieldsSent",
+        "django.core.exceptions.TooManyFilesSent",
+    }
+)
 ONE_LINE = frozenset({"django.core.exceptions.PermissionDenied"})
 ROW_CONTENT = re.compile(r"\b(?:DETAIL|CONTEXT|QUERY|STATEMENT):.*|Failing row contains.*", re.DOTALL)
 WITHHELD = "[row content withheld]"
@@ -157,8 +173,9 @@ def filter_every_handler() -> int:
     """Put WithholdRowContent on every handler of every logger that lacks it: the handlers that
     Celery (its `multiprocessing` logger in a worker) or gunicorn (its error and access logs)
     set up after Django's LOGGING. Returns the handlers it added the filter to."""
-    loggers = [logging.getLogger()] + [logger for logger in logging.Logger.manager.loggerDict.values()
-                                       if isinstance(logger, logging.Logger)]
+    loggers = [logging.getLogger()] + [
+        logger for logger in logging.Logger.manager.loggerDict.values() if isinstance(logger, logging.Logger)
+    ]
     added = 0
     for logger in loggers:
         for handler in logger.handlers:

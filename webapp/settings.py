@@ -4,6 +4,7 @@ With nothing set, an embedded default serves: a SQLite file and a filesystem Cel
 under DATA_DIR, so one laptop runs the web app and a real worker with no servers.
 Set DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL or REDIS_URL (Redis) for real deployments.
 """
+
 from datetime import timedelta
 from pathlib import Path
 
@@ -205,8 +206,7 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_IMPORTS = ["workers.relevance", "workers.evaluation", "workers.datasets", "workers.training",
-                  "workers.imports"]
+CELERY_IMPORTS = ["workers.relevance", "workers.evaluation", "workers.datasets", "workers.training", "workers.imports"]
 # relevance: model-holding processes that lxt patches (never train); training: never patched;
 # default: CPU work (peaks, dataset builds, exports).
 CELERY_TASK_ROUTES = {
@@ -262,11 +262,15 @@ LOGGING = {
     "disable_existing_loggers": False,
     "filters": {"withhold_row_content": {"()": "webapp.logs.WithholdRowContent"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
-                             "filters": ["withhold_row_content"]}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["withhold_row_content"]}
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"django": {"handlers": []}, "django.db.backends": {"level": "WARNING"},
-                "celery.task": {"handlers": ["console"], "propagate": False}},
+    "loggers": {
+        "django": {"handlers": []},
+        "django.db.backends": {"level": "WARNING"},
+        "celery.task": {"handlers": ["console"], "propagate": False},
+    },
 }
 
 DSM_DEFAULT_MODEL = env_str("DSM_DEFAULT_MODEL", "smollm2-135m-instruct")

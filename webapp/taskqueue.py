@@ -1,5 +1,6 @@
 """The Celery app: defined beside the settings (all under the CELERY_ namespace), so the web app
 can send tasks by name without importing `workers/`. Workers load it through `workers`."""
+
 import os
 from pathlib import Path
 

@@ -2,6 +2,7 @@
 does beside its tasks: filter every log handler, refuse a visibility timeout that differs from
 the other workers', set torch's thread count (settings.WORKER_TORCH_THREADS) and run the
 recovery sweeper (webapp.lifecycle.recovery) in a thread."""
+
 import os
 import sys
 

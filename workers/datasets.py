@@ -9,6 +9,7 @@ Logs carry ids, counts and stack frames, never note text: a database error's mes
 the failing row, so the message of an unexpected error is not logged, only its type and where
 it happened.
 """
+
 import logging
 import traceback
 

@@ -13,6 +13,7 @@ back in the queue and retries the task.
 The time limit (settings.EVALUATION_TIME_LIMIT, default a week) is far above Celery's default
 for chunks: an evaluation of many configurations runs for hours on a CPU.
 """
+
 import logging
 import traceback
 
@@ -29,8 +30,13 @@ MAX_RETRIES = 3
 TIME_LIMIT = settings.EVALUATION_TIME_LIMIT
 
 
-@app.task(bind=True, name="workers.evaluation.run_evaluation", max_retries=MAX_RETRIES,
-          soft_time_limit=TIME_LIMIT, time_limit=TIME_LIMIT + 600)
+@app.task(
+    bind=True,
+    name="workers.evaluation.run_evaluation",
+    max_retries=MAX_RETRIES,
+    soft_time_limit=TIME_LIMIT,
+    time_limit=TIME_LIMIT + 600,
+)
 def run_evaluation(self, evaluation_id: int) -> str:
     from webapp.evaluation import evaluations, running
     from webapp.pipeline.modelcache import loaded_model
@@ -38,10 +44,11 @@ def run_evaluation(self, evaluation_id: int) -> str:
     try:
         evaluation = evaluations.claim(evaluation_id, worker=self.request.hostname or "")
     except TRANSIENT as exc:
-        raise self.retry(exc=exc, countdown=_backoff(self.request.retries))
+        raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
     if evaluation is None:
-        log.info("evaluation %s: not queued (held by a live worker, finished or cancelled); nothing to do",
-                 evaluation_id)
+        log.info(
+            "evaluation %s: not queued (held by a live worker, finished or cancelled); nothing to do", evaluation_id
+        )
         return "nothing to do"
     try:
         outcome = running.execute(evaluation, lambda: loaded_model(evaluation.model_version))
@@ -50,15 +57,27 @@ def run_evaluation(self, evaluation_id: int) -> str:
         return "failed"
     except TRANSIENT as exc:
         if self.request.retries < MAX_RETRIES and evaluations.release(evaluation):
-            raise self.retry(exc=exc, countdown=_backoff(self.request.retries))
-        return _failed(evaluation, exc, f"Stopped by a temporary problem ({type(exc).__name__}) that did not go away. "
-                                        "Maps already stored are kept: press Resume.")
+            raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
+        return _failed(
+            evaluation,
+            exc,
+            f"Stopped by a temporary problem ({type(exc).__name__}) that did not go away. "
+            "Maps already stored are kept: press Resume.",
+        )
     except SoftTimeLimitExceeded as exc:
-        return _failed(evaluation, exc, "The evaluation took longer than the task time limit. Maps already stored "
-                                        "are kept: press Resume to continue.")
+        return _failed(
+            evaluation,
+            exc,
+            "The evaluation took longer than the task time limit. Maps already stored "
+            "are kept: press Resume to continue.",
+        )
     except Exception as exc:
-        return _failed(evaluation, exc, f"Unexpected error ({type(exc).__name__}); the worker log has the details. "
-                                        "Maps already stored are kept: Resume continues from there.")
+        return _failed(
+            evaluation,
+            exc,
+            f"Unexpected error ({type(exc).__name__}); the worker log has the details. "
+            "Maps already stored are kept: Resume continues from there.",
+        )
     log.info("evaluation %s: %s", evaluation_id, outcome)
     return outcome
 

@@ -9,6 +9,7 @@ database problem puts the job back in the queue and retries the task.
 Logs carry ids and counts, never note text nor problem lines; an unexpected error is logged by
 its type and stack frames only (a database error's message can quote the failing row).
 """
+
 import logging
 import traceback
 
@@ -23,16 +24,28 @@ MAX_RETRIES = 3
 TIME_LIMIT = 24 * 3600  # a file of millions of notes; a lost worker is caught by its heartbeat, not this
 
 
-@app.task(bind=True, name="workers.imports.run_import", max_retries=MAX_RETRIES,
-          soft_time_limit=TIME_LIMIT, time_limit=TIME_LIMIT + 600)
+@app.task(
+    bind=True,
+    name="workers.imports.run_import",
+    max_retries=MAX_RETRIES,
+    soft_time_limit=TIME_LIMIT,
+    time_limit=TIME_LIMIT + 600,
+)
 def run_import(self, job_id: int) -> str:
     from webapp.corpus import import_jobs
     from webapp.corpus.models import ImportJob
     from webapp.lifecycle import units
     from webapp.lifecycle.heartbeat import Heartbeat
 
-    job = units.claim(ImportJob, job_id, worker=self.request.hostname or "", select_related=("created_by",),
-                      phase=ImportJob.Phase.VALIDATING, records_done=0, records_total=None)
+    job = units.claim(
+        ImportJob,
+        job_id,
+        worker=self.request.hostname or "",
+        select_related=("created_by",),
+        phase=ImportJob.Phase.VALIDATING,
+        records_done=0,
+        records_total=None,
+    )
     if job is None:
         log.info("import %s: not queued (taken, finished or cancelled); nothing to do", job_id)
         return "nothing to do"
@@ -41,9 +54,10 @@ def run_import(self, job_id: int) -> str:
         with Heartbeat(job) as heart:
             status = import_jobs.run(job, heart)
     except TRANSIENT as exc:
-        if self.request.retries < MAX_RETRIES and units.release(job, f"A temporary problem ({type(exc).__name__}); "
-                                                                     "trying again."):
-            raise self.retry(exc=exc, countdown=5 * 2 ** self.request.retries)
+        if self.request.retries < MAX_RETRIES and units.release(
+            job, f"A temporary problem ({type(exc).__name__}); trying again."
+        ):
+            raise self.retry(exc=exc, countdown=5 * 2**self.request.retries) from exc
         status = _failed(job, exc)
     except Exception as exc:  # noqa: BLE001 - recorded in plain words; the transaction was rolled back
         status = _failed(job, exc)
@@ -52,8 +66,15 @@ def run_import(self, job_id: int) -> str:
         return "lost"
     import_jobs.discard_upload(job)
     job.refresh_from_db()
-    log.info("import %s: %s (%s created, %s updated, %s unchanged, %s problems)", job.pk, status,
-             job.created_count, job.updated_count, job.unchanged_count, job.problem_count)
+    log.info(
+        "import %s: %s (%s created, %s updated, %s unchanged, %s problems)",
+        job.pk,
+        status,
+        job.created_count,
+        job.updated_count,
+        job.unchanged_count,
+        job.problem_count,
+    )
     return status
 
 

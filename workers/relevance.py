@@ -14,6 +14,7 @@ Recovery: a chunk whose worker stops beating is queued and sent again by the rec
 that every worker runs (webapp.lifecycle.recovery), within WORK_STALL_SECONDS plus a sweep, on
 Redis and on the embedded filesystem broker alike; a redelivered message finds it taken.
 """
+
 import logging
 import time
 
@@ -36,7 +37,7 @@ def plan_job(self, job_id: int) -> str:
     try:
         job = planning.claim(job_id, worker=self.request.hostname or "")
     except TRANSIENT as exc:
-        raise self.retry(exc=exc, countdown=_backoff(self.request.retries))
+        raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
     if job is None:
         return "nothing to do"
     try:
@@ -44,8 +45,9 @@ def plan_job(self, job_id: int) -> str:
             total = planning.plan(job, heart)
     except Exception as exc:  # noqa: BLE001 - the job records it in plain words
         log.error("job %s: planning failed (%s)", job_id, type(exc).__name__)
-        planning.fail(job, f"Planning failed ({type(exc).__name__}); the worker log has the details. "
-                           "Press Resume to plan again.")
+        planning.fail(
+            job, f"Planning failed ({type(exc).__name__}); the worker log has the details. Press Resume to plan again."
+        )
         return "failed"
     return f"planned {total} prompts"
 
@@ -55,18 +57,19 @@ def run_chunk(self, chunk_id: int) -> str:
     try:
         chunk = chunks.claim(chunk_id, worker=self.request.hostname or "")
     except TRANSIENT as exc:
-        raise self.retry(exc=exc, countdown=_backoff(self.request.retries))
+        raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
     if chunk is None:
         return "nothing to do"
     started = time.monotonic()
     try:
         with Heartbeat(chunk) as heart:
-            outcome = chunks.run(chunk, lambda: loaded_model(chunk.job.model_version, chunk.job.relevance_config.dtype),
-                                 heart=heart)
+            outcome = chunks.run(
+                chunk, lambda: loaded_model(chunk.job.model_version, chunk.job.relevance_config.dtype), heart=heart
+            )
     except TRANSIENT as exc:
         if self.request.retries < MAX_RETRIES:
             chunks.release(chunk, f"A temporary problem ({type(exc).__name__}); retrying.")
-            raise self.retry(exc=exc, countdown=_backoff(self.request.retries))
+            raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
         return _failed(chunk, exc, f"Failed {MAX_RETRIES + 1} times on a temporary problem ({type(exc).__name__}).")
     except SoftTimeLimitExceeded as exc:
         return _failed(chunk, exc, "The chunk took longer than the task time limit; launch with smaller chunks.")
@@ -75,8 +78,13 @@ def run_chunk(self, chunk_id: int) -> str:
     if outcome.taken_over or not chunks.finish(chunk, time.monotonic() - started, outcome):
         log.info("chunk %s: taken over by another worker; this attempt stops", chunk_id)
         return "taken over"
-    log.info("chunk %s done (%s): %s maps computed, %s already stored", chunk_id, chunk.job.config_key,
-             outcome.computed, outcome.already)
+    log.info(
+        "chunk %s done (%s): %s maps computed, %s already stored",
+        chunk_id,
+        chunk.job.config_key,
+        outcome.computed,
+        outcome.already,
+    )
     return "done"
 
 

@@ -18,6 +18,7 @@ Multi-GPU: with TRAINING_LAUNCHER set (e.g. "accelerate launch --multi_gpu --num
 `<launcher> manage.py train_run <id> --claimed` as a child process instead of training here
 (the other kinds run here); this process keeps beating for the run while the children train.
 """
+
 import logging
 import os
 import shlex
@@ -37,8 +38,13 @@ TIME_LIMIT = settings.TRAINING_TIME_LIMIT
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@app.task(bind=True, name="workers.training.run_training", max_retries=3,
-          soft_time_limit=TIME_LIMIT, time_limit=TIME_LIMIT + 600)
+@app.task(
+    bind=True,
+    name="workers.training.run_training",
+    max_retries=3,
+    soft_time_limit=TIME_LIMIT,
+    time_limit=TIME_LIMIT + 600,
+)
 def run_training(self, run_id: int) -> str:
     from webapp.training import execution, runs
     from webapp.training.models import DISTRIBUTED_KINDS
@@ -46,7 +52,7 @@ def run_training(self, run_id: int) -> str:
     try:
         run = runs.claim(run_id, worker=self.request.hostname or "")
     except TRANSIENT as exc:
-        raise self.retry(exc=exc, countdown=5 * 2 ** self.request.retries)
+        raise self.retry(exc=exc, countdown=5 * 2**self.request.retries) from exc
     if run is None:
         log.info("run %s: not queued (held by a live worker, finished or cancelled); nothing to do", run_id)
         return "nothing to do"
@@ -67,10 +73,19 @@ def _launch_distributed(run, launcher: str) -> str:
     command = [*shlex.split(launcher), str(ROOT / "manage.py"), "train_run", str(run.pk), "--claimed"]
     log.info("run %s: %s", run.pk, " ".join(command))
     with Heartbeat(run):
-        completed = subprocess.run(command, cwd=ROOT, env={**os.environ, "DSM_RUN_ATTEMPT": str(run.attempts)},
-                                   check=False, stdout=sys.stdout, stderr=sys.stderr)
+        completed = subprocess.run(
+            command,
+            cwd=ROOT,
+            env={**os.environ, "DSM_RUN_ATTEMPT": str(run.attempts)},
+            check=False,
+            stdout=sys.stdout,
+            stderr=sys.stderr,
+        )
     if completed.returncode != 0:  # guarded by this attempt's number: a run taken over meanwhile is left alone
-        runs.fail(run, f"The distributed launch exited with code {completed.returncode}; see the worker log. "
-                       "Resume continues from the last checkpoint.")
+        runs.fail(
+            run,
+            f"The distributed launch exited with code {completed.returncode}; see the worker log. "
+            "Resume continues from the last checkpoint.",
+        )
     run.refresh_from_db(fields=["status"])
     return run.status

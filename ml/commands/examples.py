@@ -6,6 +6,7 @@ JSONL, and writes one line per example: {"note_id", "tasks", "input", "label", "
 relevance command writes them; otherwise examples of a note seen again are not merged with its
 earlier ones (reported on stderr). A summary goes to stderr.
 """
+
 from __future__ import annotations
 
 import sys
@@ -16,12 +17,17 @@ from ml.masking import DEFAULT_MASK_TOKEN, BuildStats, Group, MaskingMode, PeakI
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("examples", help="build masked training examples from peaks",
-                                   description=__doc__.splitlines()[0])
+    parser = subparsers.add_parser(
+        "examples", help="build masked training examples from peaks", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--peaks", required=True, help="peaks JSONL (from `python -m ml peaks`)")
     parser.add_argument("--notes", required=True, help="notes JSONL ({id, text, ...})")
-    parser.add_argument("--mode", choices=[m.value for m in MaskingMode], default=MaskingMode.DSM.value,
-                        help="dsm (default) or an ablation: random, one_peak, unmasked")
+    parser.add_argument(
+        "--mode",
+        choices=[m.value for m in MaskingMode],
+        default=MaskingMode.DSM.value,
+        help="dsm (default) or an ablation: random, one_peak, unmasked",
+    )
     parser.add_argument("--mask-token", default=DEFAULT_MASK_TOKEN, help=f"default {DEFAULT_MASK_TOKEN!r}")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random ablation (default 0)")
     parser.add_argument("--out", required=True, help="output JSONL ('-' for stdout)")
@@ -36,11 +42,20 @@ def run(args) -> int:
         notes = load_notes(args.notes)
         items = _items(progress(read_jsonl(args.peaks), "examples"), args.peaks, notes)
         examples = build_examples(items, mode=args.mode, mask_token=args.mask_token, seed=args.seed, stats=stats)
-        write_jsonl(args.out, (
-            {"note_id": e.note_id, "tasks": list(e.tasks), "input": e.masked_text, "label": e.label,
-             "char_span": list(e.char_span) if e.char_span else None, "mode": e.mode}
-            for e in examples
-        ))
+        write_jsonl(
+            args.out,
+            (
+                {
+                    "note_id": e.note_id,
+                    "tasks": list(e.tasks),
+                    "input": e.masked_text,
+                    "label": e.label,
+                    "char_span": list(e.char_span) if e.char_span else None,
+                    "mode": e.mode,
+                }
+                for e in examples
+            ),
+        )
     except (JsonlError, ValueError, OSError) as exc:
         return fail(exc)
     print(
@@ -52,8 +67,11 @@ def run(args) -> int:
     )
     if stats.notes_not_contiguous:
         shown = ", ".join(stats.notes_not_contiguous[:5])
-        print(f"warning: {len(stats.notes_not_contiguous)} notes appear in separate runs of lines "
-              f"(e.g. {shown}): group peaks lines by note to merge their tasks", file=sys.stderr)
+        print(
+            f"warning: {len(stats.notes_not_contiguous)} notes appear in separate runs of lines "
+            f"(e.g. {shown}): group peaks lines by note to merge their tasks",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -12,6 +12,7 @@ pairs; and the recommended group (the highest AUC whose CI beats the random base
 Prints one JSON object, then the same as a markdown table. Records without a field of
 --group-by are grouped under null.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,26 +32,35 @@ from ml.commands.peaks import (
     spans_of,
 )
 from ml.jsonl import JsonlError, read_jsonl
-from ml.localisation import (CONFIDENCE, MIN_PAIRS, N_RESAMPLES, Evaluation, Pair, label, nan_to_none,
-                             peak_rule)
+from ml.localisation import CONFIDENCE, MIN_PAIRS, N_RESAMPLES, Evaluation, Pair, label, nan_to_none, peak_rule
 
 BATCH = 4096
 DEFAULT_GROUP_BY = "model,method,explain,config_key"  # config_key: records of two configurations never mix
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("localisation", help="relevance and peaks against gold evidence",
-                                   description=__doc__.splitlines()[0])
+    parser = subparsers.add_parser(
+        "localisation", help="relevance and peaks against gold evidence", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--relevance", required=True, help="relevance JSONL")
     parser.add_argument("--gold", required=True, help="notes JSONL (text, optional 'evidence' {task: [[s, e], ...]})")
     parser.add_argument("--annotations", help="annotations JSONL {note_id, task, evidence: [[s, e], ...]} to add")
-    parser.add_argument("--group-by", default=DEFAULT_GROUP_BY,
-                        help=f"comma-separated record fields to aggregate by (default {DEFAULT_GROUP_BY})")
-    parser.add_argument("--n-resamples", type=int, default=N_RESAMPLES, help=f"bootstrap resamples (default {N_RESAMPLES})")
+    parser.add_argument(
+        "--group-by",
+        default=DEFAULT_GROUP_BY,
+        help=f"comma-separated record fields to aggregate by (default {DEFAULT_GROUP_BY})",
+    )
+    parser.add_argument(
+        "--n-resamples", type=int, default=N_RESAMPLES, help=f"bootstrap resamples (default {N_RESAMPLES})"
+    )
     parser.add_argument("--confidence", type=float, default=CONFIDENCE, help=f"CI level (default {CONFIDENCE})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the random baseline (default 0)")
-    parser.add_argument("--min-pairs", type=int, default=MIN_PAIRS,
-                        help=f"pairs of defined AUC a group needs to be recommended (default {MIN_PAIRS})")
+    parser.add_argument(
+        "--min-pairs",
+        type=int,
+        default=MIN_PAIRS,
+        help=f"pairs of defined AUC a group needs to be recommended (default {MIN_PAIRS})",
+    )
     add_peak_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -62,8 +72,13 @@ def run(args) -> int:
         notes = load_notes(args.gold)
         if args.annotations:
             add_annotations(notes, args.annotations)
-        evaluation = Evaluation(peak_rule(params), seed=args.seed, n_resamples=args.n_resamples,
-                                confidence=args.confidence, min_pairs=args.min_pairs)
+        evaluation = Evaluation(
+            peak_rule(params),
+            seed=args.seed,
+            n_resamples=args.n_resamples,
+            confidence=args.confidence,
+            min_pairs=args.min_pairs,
+        )
         skipped = evaluate(read_jsonl(args.relevance), args.relevance, notes, keys, evaluation)
         result = evaluation.result()
     except (JsonlError, ValueError, OSError) as exc:
@@ -116,16 +131,35 @@ def _group_value(value):
 
 def markdown(summary: dict, keys) -> str:
     columns = keys or ["group"]
-    head = [*columns, "pairs", "undefined", "AUC (95% CI)", "ΔAUC vs next, paired (95% CI; p)", "mass ratio (95% CI)",
-            "peak P", "peak R", "peak F1 (95% CI)"]
+    head = [
+        *columns,
+        "pairs",
+        "undefined",
+        "AUC (95% CI)",
+        "ΔAUC vs next, paired (95% CI; p)",
+        "mass ratio (95% CI)",
+        "peak P",
+        "peak R",
+        "peak F1 (95% CI)",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     rows = [([_cell(g.get(k)) for k in keys] or ["all"], g) for g in summary["groups"]]
-    rows += [([f"{name} (baseline)", *[""] * (len(columns) - 1)], summary["baselines"][name])
-             for name in ("uniform", "random")]
+    rows += [
+        ([f"{name} (baseline)", *[""] * (len(columns) - 1)], summary["baselines"][name])
+        for name in ("uniform", "random")
+    ]
     for cells, g in rows:
-        cells = [*cells, g["n_pairs"], g["n_undefined"], _with_ci(g, "auc"), _paired(g.get("auc_vs_next")),
-                 _with_ci(g, "mass_ratio"),
-                 _fmt(g["peak_precision"]), _fmt(g["peak_recall"]), _with_ci(g, "peak_f1")]
+        cells = [
+            *cells,
+            g["n_pairs"],
+            g["n_undefined"],
+            _with_ci(g, "auc"),
+            _paired(g.get("auc_vs_next")),
+            _with_ci(g, "mass_ratio"),
+            _fmt(g["peak_precision"]),
+            _fmt(g["peak_recall"]),
+            _with_ci(g, "peak_f1"),
+        ]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     choice = summary["recommended"]["choice"]
     lines += ["", f"Recommended: {label(choice) if choice is not None else 'none'}. {summary['recommended']['reason']}"]

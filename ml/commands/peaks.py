@@ -8,6 +8,7 @@ notes JSONL, and writes each relevance record again with:
 - `peak_params`: the parameters used (ml.peaks.PeakParams as a dict).
 Also home to the record readers that `examples` and `localisation` share.
 """
+
 from __future__ import annotations
 
 import sys
@@ -23,8 +24,9 @@ BATCH = 4096  # relevance records per find_peaks_many call
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("peaks", help="find peaks (groups) in relevance maps",
-                                   description=__doc__.splitlines()[0])
+    parser = subparsers.add_parser(
+        "peaks", help="find peaks (groups) in relevance maps", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--relevance", required=True, help="relevance JSONL")
     parser.add_argument("--notes", required=True, help="notes JSONL ({id, text, ...})")
     add_peak_arguments(parser)
@@ -35,19 +37,33 @@ def register(subparsers) -> None:
 
 def add_peak_arguments(parser) -> None:
     group = parser.add_argument_group("peak parameters (docs/METHOD.md, section Peaks)")
-    group.add_argument("--kernel-size", type=int, default=PAPER.kernel_size,
-                       help=f"smoothing window in tokens (default {PAPER.kernel_size})")
+    group.add_argument(
+        "--kernel-size",
+        type=int,
+        default=PAPER.kernel_size,
+        help=f"smoothing window in tokens (default {PAPER.kernel_size})",
+    )
     group.add_argument("--sigma", type=float, default=PAPER.sigma, help=f"Gaussian sigma (default {PAPER.sigma:g})")
     group.add_argument("--lower", type=float, default=PAPER.lower, help=f"lower threshold (default {PAPER.lower:g})")
     group.add_argument("--upper", type=float, default=PAPER.upper, help=f"upper threshold (default {PAPER.upper:g})")
     group.add_argument("--strict", action="store_true", help="use > instead of >= (the reference code)")
-    group.add_argument("--no-trim", dest="trim", action="store_false",
-                       help="keep punctuation at peak edges and punctuation-only peaks (the reference code)")
+    group.add_argument(
+        "--no-trim",
+        dest="trim",
+        action="store_false",
+        help="keep punctuation at peak edges and punctuation-only peaks (the reference code)",
+    )
 
 
 def peak_params(args) -> PeakParams:
-    return PeakParams(kernel_size=args.kernel_size, sigma=args.sigma, lower=args.lower, upper=args.upper,
-                      strict=args.strict, trim=args.trim)
+    return PeakParams(
+        kernel_size=args.kernel_size,
+        sigma=args.sigma,
+        lower=args.lower,
+        upper=args.upper,
+        strict=args.strict,
+        trim=args.trim,
+    )
 
 
 def run(args) -> int:
@@ -65,9 +81,12 @@ def run(args) -> int:
 def _with_peaks(records, path, notes, params, drop_scores):
     while batch := list(islice(records, BATCH)):
         parsed = [parse_relevance(path, line_no, obj, notes) for line_no, obj in batch]
-        all_peaks = peaks_of_arrays([(None, k, None) for k in range(len(parsed))],
-                                    [(offsets, scores) for _, offsets, scores in parsed],
-                                    {k: text for k, (text, _, _) in enumerate(parsed)}, params)
+        all_peaks = peaks_of_arrays(
+            [(None, k, None) for k in range(len(parsed))],
+            [(offsets, scores) for _, offsets, scores in parsed],
+            {k: text for k, (text, _, _) in enumerate(parsed)},
+            params,
+        )
         for (_, obj), peaks in zip(batch, all_peaks):
             obj["peaks"] = [list(s) for s in peaks.word_spans]
             obj["peak_chars"] = [list(c) for c in peaks.char_spans]
@@ -128,8 +147,11 @@ def span_array(path, line_no, value, what: str, limit: int) -> np.ndarray:
 
 def _find_bad_pair(path, line_no, value, what):
     for k, pair in enumerate(value):
-        if (not isinstance(pair, list) or len(pair) != 2
-                or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair)):
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair)
+        ):
             raise JsonlError(path, line_no, f"'{what}'[{k}] must be a pair of integers, got {pair!r}")
 
 

@@ -10,6 +10,7 @@ Resumable: pairs (note_id, task, config_key) already in --out are skipped and ne
 appended, so one file can hold several configurations (a line written before config_key was
 recorded counts as the default configuration of its method and template).
 """
+
 from __future__ import annotations
 
 import json
@@ -17,15 +18,15 @@ import sys
 from pathlib import Path
 
 from ml.masking import sample_tasks
-from ml.relevance import (DTYPES, EXPLAIN, METHODS, NORMALISE, TRUNCATE, ConfigError, RelevanceConfig,
-                          default_config_key)
+from ml.relevance import DTYPES, EXPLAIN, METHODS, NORMALISE, TRUNCATE, ConfigError, RelevanceConfig, default_config_key
 
 CHUNK = 32  # pairs per compute_relevance call; results are written after each chunk
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("relevance", help="compute token relevance for notes x task descriptions",
-                              description=__doc__.splitlines()[0])
+    p = subparsers.add_parser(
+        "relevance", help="compute token relevance for notes x task descriptions", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--notes", required=True, help="notes JSONL (id, text, optional tasks)")
     p.add_argument("--model", default="smollm2-135m-instruct", help="registry name, model folder or cached hub id")
     p.add_argument("--model-dir", default=None, help="where registry models live (default: $MODEL_DIR or var/models)")
@@ -37,20 +38,35 @@ def register(subparsers) -> None:
     p.add_argument("--template", default="en", help='"en", "it", "es" or a custom "... {note} ... {task}"')
     p.add_argument("--batch-size", type=int, default=None, help="prompts per forward pass (default: auto)")
     p.add_argument("--max-note-tokens", type=int, default=None, help="truncate longer notes (never the task)")
-    p.add_argument("--truncate", choices=TRUNCATE, default="right",
-                   help="drop note tokens from the right (keep the start, default) or the left")
+    p.add_argument(
+        "--truncate",
+        choices=TRUNCATE,
+        default="right",
+        help="drop note tokens from the right (keep the start, default) or the left",
+    )
     p.add_argument("--normalise", choices=NORMALISE, default="abs")
-    p.add_argument("--explain", choices=EXPLAIN, default="next",
-                   help="next: top logit after the middle token of s_T (reference code, default); "
-                        "max / target: before it, top logit / the middle token's own logit; "
-                        "span: the sum of the logits of every s_T token (1 prompt); "
-                        "contrastive: span of s_T minus span of --neutral, per token (up to 2 prompts)")
-    p.add_argument("--neutral", default="",
-                   help='--explain contrastive: the neutral description (default: the template\'s, '
-                        'en "the patient", it "il paziente", es "el paciente")')
+    p.add_argument(
+        "--explain",
+        choices=EXPLAIN,
+        default="next",
+        help="next: top logit after the middle token of s_T (reference code, default); "
+        "max / target: before it, top logit / the middle token's own logit; "
+        "span: the sum of the logits of every s_T token (1 prompt); "
+        "contrastive: span of s_T minus span of --neutral, per token (up to 2 prompts)",
+    )
+    p.add_argument(
+        "--neutral",
+        default="",
+        help="--explain contrastive: the neutral description (default: the template's, "
+        'en "the patient", it "il paziente", es "el paciente")',
+    )
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda when available)")
-    p.add_argument("--dtype", default=None, choices=[d for d in DTYPES if d != "auto"],
-                   help="model dtype (default: bf16 where measured better; recorded as auto)")
+    p.add_argument(
+        "--dtype",
+        default=None,
+        choices=[d for d in DTYPES if d != "auto"],
+        help="model dtype (default: bf16 where measured better; recorded as auto)",
+    )
     p.add_argument("--allow-download", action="store_true", help="let a hub id be downloaded")
     p.add_argument("--out", required=True, help="output JSONL (appended to when it exists)")
     p.set_defaults(func=run)
@@ -65,8 +81,12 @@ def read_notes(path: str | Path) -> list[dict]:
             try:
                 row = json.loads(line)
             except ValueError as exc:
-                raise SystemExit(f"{path}:{number}: not JSON ({exc})")
-            if not isinstance(row, dict) or not isinstance(row.get("id"), (str, int)) or not isinstance(row.get("text"), str):
+                raise SystemExit(f"{path}:{number}: not JSON ({exc})") from exc
+            if (
+                not isinstance(row, dict)
+                or not isinstance(row.get("id"), (str, int))
+                or not isinstance(row.get("text"), str)
+            ):
                 raise SystemExit(f'{path}:{number}: each line needs "id" and "text"')
             tasks = row.get("tasks")
             if tasks is not None and not (isinstance(tasks, list) and all(isinstance(t, str) for t in tasks)):
@@ -101,11 +121,18 @@ def done_pairs(out: Path) -> set[tuple[str, str, str]]:
 
 def relevance_config(args) -> RelevanceConfig:
     try:
-        return RelevanceConfig(method=args.method, explain=args.explain, normalise=args.normalise,
-                               template=args.template, truncate=args.truncate, max_note_tokens=args.max_note_tokens,
-                               dtype=args.dtype or "auto", neutral=args.neutral)
+        return RelevanceConfig(
+            method=args.method,
+            explain=args.explain,
+            normalise=args.normalise,
+            template=args.template,
+            truncate=args.truncate,
+            max_note_tokens=args.max_note_tokens,
+            dtype=args.dtype or "auto",
+            neutral=args.neutral,
+        )
     except ConfigError as exc:
-        raise SystemExit(f"--{exc.field.replace('_', '-')}: {exc}")
+        raise SystemExit(f"--{exc.field.replace('_', '-')}: {exc}") from exc
 
 
 def plan(notes: list[dict], tasks: list[str], args, done: set, key: str = "") -> list[tuple[dict, str]]:
@@ -116,7 +143,7 @@ def plan(notes: list[dict], tasks: list[str], args, done: set, key: str = "") ->
             continue
         own = note["tasks"] if note["tasks"] is not None else tasks
         if not own:
-            raise SystemExit(f"note {note['id']!r} has no tasks: give --task, --tasks-file or a \"tasks\" list")
+            raise SystemExit(f'note {note["id"]!r} has no tasks: give --task, --tasks-file or a "tasks" list')
         chosen = own if args.sample is None else sample_tasks(note["id"], own, k=args.sample, seed=args.seed)
         for task in chosen:
             if (note["id"], task, key) not in done:
@@ -139,8 +166,13 @@ def run(args) -> int:
         print("nothing to do: every pair is already in " + str(out), file=sys.stderr)
         return 0
     device = pick_device(args.device)
-    loaded = load_model(args.model, model_dir=args.model_dir, device=device,
-                        dtype=args.dtype or preferred_dtype(device), allow_download=args.allow_download)
+    loaded = load_model(
+        args.model,
+        model_dir=args.model_dir,
+        device=device,
+        dtype=args.dtype or preferred_dtype(device),
+        allow_download=args.allow_download,
+    )
     settings = config.to_dict()
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -149,19 +181,37 @@ def run(args) -> int:
             f.write("\n")  # close a line cut short by an interrupted run
     with open(out, "a", encoding="utf-8") as f, tqdm(total=len(pairs), unit="pair", file=sys.stderr) as bar:
         for start in range(0, len(pairs), CHUNK):
-            chunk = pairs[start: start + CHUNK]
+            chunk = pairs[start : start + CHUNK]
+            chunk_size = len(chunk)
             results = compute_relevance(
-                loaded, [n["text"] for n, _ in chunk], [t for _, t in chunk], config, batch_size=args.batch_size,
-                progress=lambda done, total, base=start, n=len(chunk): bar.update(base + n * done // total - bar.n),
+                loaded,
+                [n["text"] for n, _ in chunk],
+                [t for _, t in chunk],
+                config,
+                batch_size=args.batch_size,
+                progress=lambda done, total, base=start, n=chunk_size: bar.update(base + n * done // total - bar.n),
             )
             for (note, task), r in zip(chunk, results):
-                f.write(json.dumps({
-                    "note_id": note["id"], "task": task, "model": loaded.label, "method": config.method,
-                    "template": config.template, "explain": config.explain, "config_key": config.key,
-                    "config": settings, "target_token": r.target_token,
-                    "predicted_token": r.predicted_token, "offsets": r.offsets.tolist(),
-                    "scores": [round(float(x), 5) for x in r.scores],
-                    "raw_scores": [float(f"{x:.6g}") for x in r.raw_scores],
-                }, ensure_ascii=False) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "note_id": note["id"],
+                            "task": task,
+                            "model": loaded.label,
+                            "method": config.method,
+                            "template": config.template,
+                            "explain": config.explain,
+                            "config_key": config.key,
+                            "config": settings,
+                            "target_token": r.target_token,
+                            "predicted_token": r.predicted_token,
+                            "offsets": r.offsets.tolist(),
+                            "scores": [round(float(x), 5) for x in r.scores],
+                            "raw_scores": [float(f"{x:.6g}") for x in r.raw_scores],
+                        },
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
             f.flush()
     return 0

@@ -6,6 +6,7 @@
 Note i depends only on (seed, i), so a large corpus can be written in pieces with --start and
 concatenated (e.g. one process per core: --start 0 --n 500000, --start 500000 --n 500000).
 """
+
 import argparse
 import sys
 
@@ -35,9 +36,16 @@ def register(subparsers) -> None:
 def run(args) -> int:
     try:
         stats = write_corpus(
-            args.notes_out, args.annotations_out, args.n,
-            include_unknown=not args.no_unknown, seed=args.seed, language=args.language, start=args.start,
-            typo_rate=args.typo_rate, min_words=args.min_words, max_words=args.max_words,
+            args.notes_out,
+            args.annotations_out,
+            args.n,
+            include_unknown=not args.no_unknown,
+            seed=args.seed,
+            language=args.language,
+            start=args.start,
+            typo_rate=args.typo_rate,
+            min_words=args.min_words,
+            max_words=args.max_words,
         )
     except ValueError as exc:
         print(f"synth: {exc}", file=sys.stderr)

@@ -8,6 +8,7 @@ The model is trained in fp32 weights (bf16 autocast where the precision resolves
 saved to OUT/final/; rerunning the same command resumes from OUT/checkpoint-last/.
 Multi-GPU: `accelerate launch --multi_gpu --num_processes N -m ml train ...`.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,16 +16,21 @@ import sys
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("train", help="train a causal LM on prompt -> answer pairs (DSM, CPT)",
-                                   description=__doc__.splitlines()[0])
+    parser = subparsers.add_parser(
+        "train", help="train a causal LM on prompt -> answer pairs (DSM, CPT)", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--model", required=True, help="registered model name, model folder or cached hub id")
-    parser.add_argument("--model-dir", default=None,
-                        help="folder of registered models (default $MODEL_DIR or var/models)")
+    parser.add_argument(
+        "--model-dir", default=None, help="folder of registered models (default $MODEL_DIR or var/models)"
+    )
     parser.add_argument("--pairs", required=True, help="JSONL of {prompt, answer} or of `ml examples` lines")
     parser.add_argument("--out", required=True, help="output folder (final/ and checkpoint-last/ go there)")
     parser.add_argument("--config", default=None, help="JSON file with CausalLMConfig keys")
-    parser.add_argument("--mask-token", default=None,
-                        help="mask token the prompts use; added to the tokenizer if missing (default: none)")
+    parser.add_argument(
+        "--mask-token",
+        default=None,
+        help="mask token the prompts use; added to the tokenizer if missing (default: none)",
+    )
     parser.add_argument("--no-resume", action="store_true", help="start over even if a checkpoint exists")
     parser.set_defaults(func=run)
 
@@ -43,15 +49,25 @@ def run(args) -> int:
 
     try:
         loaded = load_model(args.model, model_dir=args.model_dir, dtype="float32")
-        result = train_causal_lm(loaded, pairs, config, output_dir=args.out, on_progress=_print,
-                                 resume=not args.no_resume, mask_token=args.mask_token)
+        result = train_causal_lm(
+            loaded,
+            pairs,
+            config,
+            output_dir=args.out,
+            on_progress=_print,
+            resume=not args.no_resume,
+            mask_token=args.mask_token,
+        )
     except TrainingCancelled as exc:
         print(f"cancelled: {exc}", file=sys.stderr)
         return 1
     except (ModelError, TrainingError, ValueError, OSError) as exc:
         return fail(exc)
-    print(f"train: {result.steps} steps, {result.tokens} tokens in {result.seconds:.0f} s, final loss "
-          f"{result.final_loss:.4f}; model saved to {result.final_dir}", file=sys.stderr)
+    print(
+        f"train: {result.steps} steps, {result.tokens} tokens in {result.seconds:.0f} s, final loss "
+        f"{result.final_loss:.4f}; model saved to {result.final_dir}",
+        file=sys.stderr,
+    )
     print(result.final_dir)
     return 0
 
@@ -78,8 +94,14 @@ def _pairs(path):
         if "prompt" in obj or "answer" in obj:
             prompt, answer = obj.get("prompt"), obj.get("answer")
         elif "input" in obj and "label" in obj:
-            example = MaskedExample(str(obj.get("note_id", "")), tuple(obj.get("tasks") or ()), obj["input"],
-                                    obj["label"], None, obj.get("mode", "dsm"))
+            example = MaskedExample(
+                str(obj.get("note_id", "")),
+                tuple(obj.get("tasks") or ()),
+                obj["input"],
+                obj["label"],
+                None,
+                obj.get("mode", "dsm"),
+            )
             prompt, answer = format_dsm_prompt(example)
         else:
             raise JsonlError(path, line_no, "expected {prompt, answer} or {input, label}")

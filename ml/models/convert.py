@@ -6,6 +6,7 @@ written last, so a crashed or concurrent conversion never leaves a half folder b
 Convert with the transformers version you run: a folder written by transformers 5.x and
 read by 4.x silently gets a wrong rope_theta, so the manifest records it.
 """
+
 from __future__ import annotations
 
 import json
@@ -69,17 +70,23 @@ def convert_registered(name: str, model_dir: str | os.PathLike | None = None, *,
     slow = tmp / "tokenizer.model"
     if slow.is_file() and slow.stat().st_size == gguf.stat().st_size:
         slow.unlink()
-    (tmp / MANIFEST).write_text(json.dumps({
-        "name": name,
-        "source": str(gguf),
-        "source_bytes": gguf.stat().st_size,
-        "model_type": model.config.model_type,
-        "dtype": str(model.dtype).removeprefix("torch."),
-        "transformers": transformers.__version__,
-        "licence": entry.licence,
-        "converted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "seconds": round(time.perf_counter() - started, 1),
-    }, indent=2) + "\n")
+    (tmp / MANIFEST).write_text(
+        json.dumps(
+            {
+                "name": name,
+                "source": str(gguf),
+                "source_bytes": gguf.stat().st_size,
+                "model_type": model.config.model_type,
+                "dtype": str(model.dtype).removeprefix("torch."),
+                "transformers": transformers.__version__,
+                "licence": entry.licence,
+                "converted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "seconds": round(time.perf_counter() - started, 1),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     finished = read_manifest(target)
     if finished and not force and finished.get("transformers") == transformers.__version__:
         shutil.rmtree(tmp)  # another process finished first: keep its folder

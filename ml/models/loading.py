@@ -1,4 +1,5 @@
 """`load_model()`: one entry point for a registry name, a local folder, or a cached hub id."""
+
 from __future__ import annotations
 
 import logging
@@ -104,7 +105,10 @@ def load_model(
         if manifest.get("transformers", "").split(".")[:2] != transformers.__version__.split(".")[:2]:
             log.warning(
                 "%s was converted with transformers %s but %s is running; reconvert with "
-                "`python -m ml convert --force`", source, manifest.get("transformers"), transformers.__version__,
+                "`python -m ml convert --force`",
+                source,
+                manifest.get("transformers"),
+                transformers.__version__,
             )
 
     device = pick_device(device)
@@ -115,5 +119,6 @@ def load_model(
     model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
     model.to(device).eval()
     tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
-    return LoadedModel(model=model, tokenizer=tokenizer, family=family, name=name_or_path,
-                       device=device, dtype=dtype, path=source)
+    return LoadedModel(
+        model=model, tokenizer=tokenizer, family=family, name=name_or_path, device=device, dtype=dtype, path=source
+    )

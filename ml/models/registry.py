@@ -1,4 +1,5 @@
 """Named models this product knows how to obtain without a network, and where they live."""
+
 from __future__ import annotations
 
 import importlib.util

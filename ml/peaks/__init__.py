@@ -11,6 +11,7 @@ One place for the concept, in four small modules:
 * `batch`   all of it for many stored maps at once (MapPeaks): what the dataset builder, the
             review pages, the validation workflow and the CLI call.
 """
+
 from ml.peaks.batch import MapPeaks, map_fits, note_peaks, peaks_of_arrays, peaks_of_maps, peaks_of_rows
 from ml.peaks.params import PAPER, PeakParams, check_params
 from ml.peaks.runs import BATCH_TOKENS, find_peaks, find_peaks_many, gaussian_weights, smooth
@@ -24,7 +25,24 @@ from ml.peaks.words import (
 )
 
 __all__ = [
-    "BATCH_TOKENS", "PAPER", "MapPeaks", "PeakParams", "map_fits", "check_params", "extend_to_words", "extend_to_words_many",
-    "find_peaks", "find_peaks_many", "gaussian_weights", "note_peaks", "peak_char_spans", "peaks_of_arrays",
-    "peaks_of_maps", "peaks_of_rows", "smooth", "trim_peaks", "word_heat", "words_of",
+    "BATCH_TOKENS",
+    "PAPER",
+    "MapPeaks",
+    "PeakParams",
+    "map_fits",
+    "check_params",
+    "extend_to_words",
+    "extend_to_words_many",
+    "find_peaks",
+    "find_peaks_many",
+    "gaussian_weights",
+    "note_peaks",
+    "peak_char_spans",
+    "peaks_of_arrays",
+    "peaks_of_maps",
+    "peaks_of_rows",
+    "smooth",
+    "trim_peaks",
+    "word_heat",
+    "words_of",
 ]

@@ -16,6 +16,7 @@ A map whose token offsets reach past the end of its note's text cannot belong to
 (the note was edited after relevance was computed): it comes back with `fits=False` and no
 peaks, and callers decide what to do (the builder counts and skips it).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -72,18 +73,23 @@ def peaks_of_maps(maps: Iterable, params: PeakParams = PAPER, texts: Mapping[int
     return peaks_of_arrays([(m.pk, m.note_id, m.task_id) for m in maps], [m.arrays() for m in maps], texts, params)
 
 
-def peaks_of_arrays(keys: Sequence[tuple], arrays: Sequence[tuple], texts: Mapping[int, str],
-                    params: PeakParams = PAPER) -> list[MapPeaks]:
+def peaks_of_arrays(
+    keys: Sequence[tuple], arrays: Sequence[tuple], texts: Mapping[int, str], params: PeakParams = PAPER
+) -> list[MapPeaks]:
     """The core: `keys[i] = (map_id, note_id, task_id)`, `arrays[i] = (offsets, scores)`."""
     fits = [map_fits(offsets, texts[note_id]) for (_, note_id, _), (offsets, _) in zip(keys, arrays)]
     all_spans = find_peaks_many([scores for _, scores in arrays], params)
     # word and character spans of the maps with peaks, in one call
     todo = [i for i, (spans, ok) in enumerate(zip(all_spans, fits)) if ok and spans]
-    extended = dict(zip(todo, extend_to_words_many(
-        [(all_spans[i], arrays[i][0], texts[keys[i][1]]) for i in todo], char_spans=True)))
+    extended = dict(
+        zip(
+            todo, extend_to_words_many([(all_spans[i], arrays[i][0], texts[keys[i][1]]) for i in todo], char_spans=True)
+        )
+    )
     if params.trim:
-        extended = {i: trim_peaks(words, chars, arrays[i][0], texts[keys[i][1]])
-                    for i, (words, chars) in extended.items()}
+        extended = {
+            i: trim_peaks(words, chars, arrays[i][0], texts[keys[i][1]]) for i, (words, chars) in extended.items()
+        }
     out = []
     for i, ((map_id, note_id, task_id), (offsets, _), spans, ok) in enumerate(zip(keys, arrays, all_spans, fits)):
         if not ok:

@@ -3,6 +3,7 @@
 Every layer passes these around (the web app's peak profiles, the dataset builder, the review
 pages, the CLI): never the four numbers loose, never a dict.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,7 +41,7 @@ class PeakParams:
         return (int(self.kernel_size) - 1) // 2
 
     @classmethod
-    def from_mapping(cls, values: Mapping) -> "PeakParams":
+    def from_mapping(cls, values: Mapping) -> PeakParams:
         """From a dict holding some of the fields (missing ones take the paper's value); unknown
         keys are an error, so a typo never silently falls back to a default."""
         known = {f.name for f in fields(cls)}
@@ -52,15 +53,16 @@ class PeakParams:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def with_(self, **changes) -> "PeakParams":
+    def with_(self, **changes) -> PeakParams:
         return replace(self, **changes)
 
     def describe(self) -> str:
         """Short human form, e.g. 'k3 σ1 ≥0.2/0.4 trimmed'."""
         op = ">" if self.strict else "≥"
-        return (f"k{self.kernel_size} σ{self.sigma:g} {op}{self.lower:g}/{self.upper:g} "
-                f"{'trimmed' if self.trim else 'untrimmed'}")
-
+        return (
+            f"k{self.kernel_size} σ{self.sigma:g} {op}{self.lower:g}/{self.upper:g} "
+            f"{'trimmed' if self.trim else 'untrimmed'}"
+        )
 
 
 def check_params(kernel_size: int, sigma: float, lower: float, upper: float) -> int:
@@ -69,12 +71,19 @@ def check_params(kernel_size: int, sigma: float, lower: float, upper: float) -> 
         raise ValueError(f"kernel_size must be an integer, got {kernel_size!r}")
     if kernel_size < 1:
         raise ValueError(f"kernel_size must be >= 1, got {kernel_size}")
-    if not (isinstance(sigma, (int, float, np.floating, np.integer)) and not isinstance(sigma, bool)
-            and math.isfinite(sigma) and sigma > 0):
+    if not (
+        isinstance(sigma, (int, float, np.floating, np.integer))
+        and not isinstance(sigma, bool)
+        and math.isfinite(sigma)
+        and sigma > 0
+    ):
         raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
     for name, value in (("lower", lower), ("upper", upper)):
-        if not (isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
-                and math.isfinite(value)):
+        if not (
+            isinstance(value, (int, float, np.floating, np.integer))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+        ):
             raise ValueError(f"{name} must be a finite number, got {value!r}")
     if not 0 <= lower <= upper:
         raise ValueError(f"thresholds must satisfy 0 <= lower <= upper, got lower={lower}, upper={upper}")

@@ -19,6 +19,7 @@ arithmetic in scipy's order, so its output is identical to `find_peaks` map by m
 These are token runs only; the peaks the product shows and masks are these runs widened to
 words and trimmed (ml.peaks.words, ml.peaks.batch).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -102,6 +103,7 @@ def find_peaks_many(maps, params: PeakParams = PAPER) -> list[list[Span]]:
 
         def get(i, j):
             return _concat(maps, i, j)
+
     ends_cum = np.cumsum(lengths)
     out: list[list[Span]] = []
     i = 0
@@ -194,7 +196,9 @@ def _smooth_concatenated(flat, map_starts, lengths, radius, weights) -> np.ndarr
         np.multiply(flat[inner], weights[radius], out=y[inner], dtype=np.float64)
         tmp = np.empty(total - 2 * radius)
         for j in range(radius, 0, -1):
-            np.add(flat[radius - j : total - radius - j], flat[radius + j : total - radius + j], out=tmp, dtype=np.float64)
+            np.add(
+                flat[radius - j : total - radius - j], flat[radius + j : total - radius + j], out=tmp, dtype=np.float64
+            )
             tmp *= weights[radius - j]
             y[inner] += tmp
     # the first and last `radius` tokens of each map: recompute with reflected neighbours

@@ -18,6 +18,7 @@ not sum, so a word split into many tokens is not hotter than the same word as on
 heat keeps the scores' [0, 1] scale and the peak thresholds' meaning. Characters outside words
 (punctuation, whitespace) get no heat.
 """
+
 from __future__ import annotations
 
 import bisect

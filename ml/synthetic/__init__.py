@@ -33,10 +33,19 @@ Determinism: note i depends only on (seed, i) and the keyword arguments, so a co
 generated in pieces (`start`) or in parallel processes and concatenated. Speed: about 7,000
 notes/s of CPU time on one core (about 5,500/s including writing the JSONL files).
 """
+
 from __future__ import annotations
 
 from ml.synthetic.generator import generate_notes, make_note, write_corpus
 from ml.synthetic.tasks import GOLD_TASKS, LANGUAGES, UNKNOWN, GoldAnnotation, SyntheticNote
 
-__all__ = ["GOLD_TASKS", "LANGUAGES", "UNKNOWN", "GoldAnnotation", "SyntheticNote", "generate_notes", "make_note",
-           "write_corpus"]
+__all__ = [
+    "GOLD_TASKS",
+    "LANGUAGES",
+    "UNKNOWN",
+    "GoldAnnotation",
+    "SyntheticNote",
+    "generate_notes",
+    "make_note",
+    "write_corpus",
+]

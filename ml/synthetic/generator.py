@@ -1,4 +1,5 @@
 """Writing notes: the plan of labels per note, the sections that state them, typos, and the JSONL files."""
+
 from __future__ import annotations
 
 import bisect
@@ -11,16 +12,60 @@ from pathlib import Path
 
 from ml.synthetic.lexicon import COPRIME_STEPS, COURSE, LEXICON
 from ml.synthetic.tasks import (
-    ACAP, SPO2, AED, AHT, ALC, ALLERGY, ALONE, AVPU, BP, CHEST_PAIN, CHF, CKD, CONCUSSIVE, CT_HEAD, CXR,
-    DIAL, DURATION, DYSPNEA, ECG, EFFORT, EPI, EVENTS, GOLD_TASKS, GoldAnnotation, HR, LABS,
-    LANGUAGES, MOBILITY, PMK, PRODROME, RR, SyntheticNote, TEMP, TONGUE, TONIC_CLONIC, TRAUMA,
-    UNKNOWN, ALLOWED_LABELS, DESCRIPTIONS, EVENT_WEIGHTS, LABELS_USED,
+    ACAP,
+    AED,
+    AHT,
+    ALC,
+    ALLERGY,
+    ALLOWED_LABELS,
+    ALONE,
+    AVPU,
+    BP,
+    CHEST_PAIN,
+    CHF,
+    CKD,
+    CONCUSSIVE,
+    CT_HEAD,
+    CXR,
+    DESCRIPTIONS,
+    DIAL,
+    DURATION,
+    DYSPNEA,
+    ECG,
+    EFFORT,
+    EPI,
+    EVENT_WEIGHTS,
+    EVENTS,
+    GOLD_TASKS,
+    HR,
+    LABELS_USED,
+    LABS,
+    LANGUAGES,
+    MOBILITY,
+    PMK,
+    PRODROME,
+    RR,
+    SPO2,
+    TEMP,
+    TONGUE,
+    TONIC_CLONIC,
+    TRAUMA,
+    UNKNOWN,
+    GoldAnnotation,
+    SyntheticNote,
 )
 
 
-
-def generate_notes(n: int, *, seed: int = 0, language: str = "en", start: int = 0, typo_rate: float = 0.02,
-                   min_words: int = 80, max_words: int = 600) -> Iterator[SyntheticNote]:
+def generate_notes(
+    n: int,
+    *,
+    seed: int = 0,
+    language: str = "en",
+    start: int = 0,
+    typo_rate: float = 0.02,
+    min_words: int = 80,
+    max_words: int = 600,
+) -> Iterator[SyntheticNote]:
     """Notes start .. start+n-1, one at a time; note i depends only on (seed, i) and the options."""
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, not {language!r}")
@@ -34,8 +79,9 @@ def generate_notes(n: int, *, seed: int = 0, language: str = "en", start: int = 
         yield make_note(i, seed=seed, language=language, typo_rate=typo_rate, min_words=min_words, max_words=max_words)
 
 
-def make_note(i: int, *, seed: int = 0, language: str = "en", typo_rate: float = 0.02,
-              min_words: int = 80, max_words: int = 600) -> SyntheticNote:
+def make_note(
+    i: int, *, seed: int = 0, language: str = "en", typo_rate: float = 0.02, min_words: int = 80, max_words: int = 600
+) -> SyntheticNote:
     """Note number i of the corpus for `seed` (see generate_notes)."""
     key = (seed << 64) | i
     rng = random.Random(key << 1)
@@ -52,8 +98,16 @@ def make_note(i: int, *, seed: int = 0, language: str = "en", typo_rate: float =
         _add_typos(segments, random.Random((key << 1) | 1), typo_rate)
     text, annotations = _assemble(segments)
     words = len(text.split())
-    metadata = {"language": lang, "event": writer.event, "age": writer.age, "sex": sex, "words": words,
-                "synthetic": True, "seed": seed, "index": i}
+    metadata = {
+        "language": lang,
+        "event": writer.event,
+        "age": writer.age,
+        "sex": sex,
+        "words": words,
+        "synthetic": True,
+        "seed": seed,
+        "index": i,
+    }
     return SyntheticNote(f"syn-{seed}-{i:07d}", text, lang, metadata, annotations)
 
 
@@ -101,16 +155,45 @@ def _assemble(parts: list) -> tuple[str, list[GoldAnnotation]]:
     for start, end, phrase in checks:
         if text[start:end] != phrase:
             raise AssertionError(f"evidence [{start}, {end}) does not hold the written phrase {phrase!r}")
-    annotations = [GoldAnnotation(task, DESCRIPTIONS[task], labels.get(task, UNKNOWN), spans.get(task, []))
-                   for task in GOLD_TASKS]
+    annotations = [
+        GoldAnnotation(task, DESCRIPTIONS[task], labels.get(task, UNKNOWN), spans.get(task, [])) for task in GOLD_TASKS
+    ]
     return text, annotations
 
 
-_NEIGHBOURS = dict(zip("abcdefghijklmnopqrstuvwxyz", ["sq", "vn", "xv", "sf", "wr", "dg", "fh", "gj", "uo", "hk",
-                                                      "jl", "ko",
-                                                      "nk", "bm", "ip", "ol", "wa", "et", "ad", "ry", "yi", "cb",
-                                                      "qe", "zc",
-                                                      "tu", "xs"]))
+_NEIGHBOURS = dict(
+    zip(
+        "abcdefghijklmnopqrstuvwxyz",
+        [
+            "sq",
+            "vn",
+            "xv",
+            "sf",
+            "wr",
+            "dg",
+            "fh",
+            "gj",
+            "uo",
+            "hk",
+            "jl",
+            "ko",
+            "nk",
+            "bm",
+            "ip",
+            "ol",
+            "wa",
+            "et",
+            "ad",
+            "ry",
+            "yi",
+            "cb",
+            "qe",
+            "zc",
+            "tu",
+            "xs",
+        ],
+    )
+)
 
 
 _TYPO_WORD = re.compile(r"\b[^\W\d_]{4,}\b")  # a word of 4+ letters: numbers, units and short words stay as written
@@ -138,15 +221,15 @@ def _add_typos(parts: list, rng: random.Random, rate: float) -> None:
         j = 1 + int(r() * (len(word) - 2))
         op = r()
         if op < 0.35:  # swap two neighbours
-            word = word[:j] + word[j + 1] + word[j] + word[j + 2:]
+            word = word[:j] + word[j + 1] + word[j] + word[j + 2 :]
         elif op < 0.6:  # drop a letter
-            word = word[:j] + word[j + 1:]
+            word = word[:j] + word[j + 1 :]
         elif op < 0.8:  # double a letter
             word = word[:j] + word[j] + word[j:]
         else:  # hit a neighbouring key
             near = _NEIGHBOURS.get(word[j].lower())
             if near:
-                word = word[:j] + near[r() < 0.5] + word[j + 1:]
+                word = word[:j] + near[r() < 0.5] + word[j + 1 :]
         parts[k] = part[:start] + word + part[end:]
         cumulative_shift = len(word) - (end - start)
         if cumulative_shift:
@@ -257,8 +340,12 @@ class _Writer:
         r, it, e = self.r, self.it, self.event
         items = []
         if r() < 0.85:
-            weights = {"syncope": (25, 55, 20), "seizure": (5, 55, 40), "chest_pain": (10, 60, 30),
-                       "dyspnea": (5, 45, 50)}.get(e, (8, 62, 30))
+            weights = {
+                "syncope": (25, 55, 20),
+                "seizure": (5, 55, 40),
+                "chest_pain": (10, 60, 30),
+                "dyspnea": (5, 45, 50),
+            }.get(e, (8, 62, 30))
             k = _pick(r, weights)
             self.hr_class = k
             v = self.randint(*((35, 55), (62, 98), (105, 160))[k])
@@ -319,8 +406,14 @@ class _Writer:
                 clauses.append(self.ev(("prodrome_y", "prodrome_n")[k], (PRODROME, "yn"[k])))
             k = _pick(r, (45, 15, 40))
             if k < 2:
-                clauses.append(self.ev(("dur_short", "dur_long")[k], (DURATION, ("short", "long")[k]),
-                                       s=self.randint(5, 40), m=self.randint(5, 20)))
+                clauses.append(
+                    self.ev(
+                        ("dur_short", "dur_long")[k],
+                        (DURATION, ("short", "long")[k]),
+                        s=self.randint(5, 40),
+                        m=self.randint(5, 20),
+                    )
+                )
             k = _pick(r, (25, 25, 50))
             self.head_trauma = k == 0
             if k == 0:
@@ -331,10 +424,13 @@ class _Writer:
             out.append(self.txt(e + "_event"))
             k = _pick(r, (15, 25, 30, 30, 0 if e == "trauma" else 25))
             self.head_trauma = k < 3
-            pool, pairs = [("tr_head_conc", ((TRAUMA, "y"), (CONCUSSIVE, "y"))),
-                           ("tr_head_noconc", ((TRAUMA, "y"), (CONCUSSIVE, "n"))),
-                           ("tr_head", ((TRAUMA, "y"),)), ("tr_other", ((TRAUMA, "y"),)),
-                           ("tr_none", ((TRAUMA, "n"),))][k]
+            pool, pairs = [
+                ("tr_head_conc", ((TRAUMA, "y"), (CONCUSSIVE, "y"))),
+                ("tr_head_noconc", ((TRAUMA, "y"), (CONCUSSIVE, "n"))),
+                ("tr_head", ((TRAUMA, "y"),)),
+                ("tr_other", ((TRAUMA, "y"),)),
+                ("tr_none", ((TRAUMA, "n"),)),
+            ][k]
             clauses.append((self.ch(self.L[pool]), pairs))
             if k < 3 and r() < 0.3:
                 clauses.append(self.ev("tr_other", (TRAUMA, "y")))
@@ -385,8 +481,10 @@ class _Writer:
         young = self.age < 50
         pool = self.L["pmh_neutral"]
         count = _pick(r, (50, 35, 15) if young else (15, 25, 25, 15, 10, 10))
-        items = [t.format(yr=self.randint(1995, 2023)) if "{" in t else t
-                 for t in dict.fromkeys(self.ch(pool) for _ in range(count))]
+        items = [
+            t.format(yr=self.randint(1995, 2023)) if "{" in t else t
+            for t in dict.fromkeys(self.ch(pool) for _ in range(count))
+        ]
         k = _pick(r, (35, 4, 6, 55) if e == "dyspnea" else (12, 4, 6, 78))
         if young and k < 2 and r() < 0.8:
             k = 3
@@ -397,10 +495,13 @@ class _Writer:
         if young and k < 4 and r() < 0.8:
             k = 5
         if k < 5:
-            pool, pairs = [("ckd_dial", ((CKD, "certainly chronic"), (DIAL, "certainly chronic"))),
-                           ("ckd_nodial", ((CKD, "certainly chronic"), (DIAL, "certainly not chronic"))),
-                           ("ckd_cert", ((CKD, "certainly chronic"),)), ("ckd_poss", ((CKD, "possibly chronic"),)),
-                           ("ckd_not", ((CKD, "certainly not chronic"),))][k]
+            pool, pairs = [
+                ("ckd_dial", ((CKD, "certainly chronic"), (DIAL, "certainly chronic"))),
+                ("ckd_nodial", ((CKD, "certainly chronic"), (DIAL, "certainly not chronic"))),
+                ("ckd_cert", ((CKD, "certainly chronic"),)),
+                ("ckd_poss", ((CKD, "possibly chronic"),)),
+                ("ckd_not", ((CKD, "certainly not chronic"),)),
+            ][k]
             items.append((self.ch(self.L[pool]).format(st=self.ch(("3a", "3b", "4"))), pairs))
         k = _pick(r, (15, 4, 81) if e == "syncope" else (8, 4, 88))
         if young and k == 0 and r() < 0.9:
@@ -451,8 +552,10 @@ class _Writer:
         if acap and aed and aht and r() < 0.2:
             return [self.ev("no_meds", (ACAP, "n"), (AED, "n"), (AHT, "n")), "."]
         pool = self.L["meds_neutral"]
-        drugs = [t.format(u=self.randint(8, 30), mcg=self.ch((25, 50, 75, 100))) if "{" in t else t
-                 for t in dict.fromkeys(self.ch(pool) for _ in range(_pick(r, (20, 25, 25, 15, 15))))]
+        drugs = [
+            t.format(u=self.randint(8, 30), mcg=self.ch((25, 50, 75, 100))) if "{" in t else t
+            for t in dict.fromkeys(self.ch(pool) for _ in range(_pick(r, (20, 25, 25, 15, 15))))
+        ]
         if acap == 0:
             names = dict.fromkeys(self.ch(self.L["acap_y"]) for _ in range(1 if r() < 0.8 else 2))
             drugs.extend((name, ((ACAP, "y"),)) for name in names)
@@ -528,17 +631,30 @@ class _Writer:
 
     def _labs(self) -> list:
         r, e, it = self.r, self.event, self.it
-        p = {"hemoglobin": 0.7, "leukocytes": 0.65, "platelets": 0.6, "creatinine": 0.65, "blood-glucose": 0.6,
-             "inr": 0.3, "c-reactive-protein": 0.8 if e == "dyspnea" else 0.4,
-             "troponin": {"chest_pain": 0.95, "syncope": 0.6, "dyspnea": 0.6}.get(e, 0.15),
-             "d-dimer": {"dyspnea": 0.5, "chest_pain": 0.35}.get(e, 0.03),
-             "blood-alcohol": 0.5 if self.alcohol == 0 else (0.2 if e == "trauma" else 0.02)}
-        values = {"hemoglobin": lambda: f"{7.5 + 9 * r():.1f}", "leukocytes": lambda: f"{3.5 + 18 * r():.1f}",
-                  "platelets": lambda: str(self.randint(80, 450)), "creatinine": lambda: f"{0.5 + 4 * r():.2f}",
-                  "blood-glucose": lambda: str(self.randint(70, 380)), "inr": lambda: f"{0.9 + 2.9 * r():.1f}",
-                  "c-reactive-protein": lambda: f"{0.1 + 25 * r():.1f}", "troponin": lambda: str(self.randint(2, 900)),
-                  "d-dimer": lambda: str(self.randint(150, 5000)),
-                  "blood-alcohol": (lambda: f"{0.2 + 3 * r():.2f}") if it else (lambda: str(self.randint(20, 350)))}
+        p = {
+            "hemoglobin": 0.7,
+            "leukocytes": 0.65,
+            "platelets": 0.6,
+            "creatinine": 0.65,
+            "blood-glucose": 0.6,
+            "inr": 0.3,
+            "c-reactive-protein": 0.8 if e == "dyspnea" else 0.4,
+            "troponin": {"chest_pain": 0.95, "syncope": 0.6, "dyspnea": 0.6}.get(e, 0.15),
+            "d-dimer": {"dyspnea": 0.5, "chest_pain": 0.35}.get(e, 0.03),
+            "blood-alcohol": 0.5 if self.alcohol == 0 else (0.2 if e == "trauma" else 0.02),
+        }
+        values = {
+            "hemoglobin": lambda: f"{7.5 + 9 * r():.1f}",
+            "leukocytes": lambda: f"{3.5 + 18 * r():.1f}",
+            "platelets": lambda: str(self.randint(80, 450)),
+            "creatinine": lambda: f"{0.5 + 4 * r():.2f}",
+            "blood-glucose": lambda: str(self.randint(70, 380)),
+            "inr": lambda: f"{0.9 + 2.9 * r():.1f}",
+            "c-reactive-protein": lambda: f"{0.1 + 25 * r():.1f}",
+            "troponin": lambda: str(self.randint(2, 900)),
+            "d-dimer": lambda: str(self.randint(150, 5000)),
+            "blood-alcohol": (lambda: f"{0.2 + 3 * r():.2f}") if it else (lambda: str(self.randint(20, 350))),
+        }
         pools = self.L["lab"]
         out = []
         for lab in LABS:
@@ -566,8 +682,12 @@ class _Writer:
             minutes += 5 + int(r() * 46)
             entry, words, timed = pool[k]
             if timed:
-                entry = entry.format(hh=f"{minutes // 60 % 24:02d}", mm=f"{minutes % 60:02d}", n=1 + int(r() * 9),
-                                     ml=(250, 500, 1000)[int(r() * 3)])
+                entry = entry.format(
+                    hh=f"{minutes // 60 % 24:02d}",
+                    mm=f"{minutes % 60:02d}",
+                    n=1 + int(r() * 9),
+                    ml=(250, 500, 1000)[int(r() * 3)],
+                )
             out.append(entry)
             words_needed -= words
         if consult:
@@ -593,8 +713,9 @@ def _join(items: list, sep: str, out: list) -> None:
 # Files
 
 
-def write_corpus(path_notes_jsonl: str | Path, path_annotations_jsonl: str | Path, n: int, *,
-                 include_unknown: bool = True, **kw) -> dict:
+def write_corpus(
+    path_notes_jsonl: str | Path, path_annotations_jsonl: str | Path, n: int, *, include_unknown: bool = True, **kw
+) -> dict:
     """Write n notes and their gold annotations as the two JSONL files the app imports.
 
     notes:        {"id", "text", "metadata": {...}}                  one note per line
@@ -628,5 +749,9 @@ def write_corpus(path_notes_jsonl: str | Path, path_annotations_jsonl: str | Pat
             notes += 1
             annotations += len(lines)
     seconds = time.perf_counter() - started
-    return {"notes": notes, "annotations": annotations, "seconds": seconds,
-            "notes_per_second": notes / seconds if seconds else float("inf")}
+    return {
+        "notes": notes,
+        "annotations": annotations,
+        "seconds": seconds,
+        "notes_per_second": notes / seconds if seconds else float("inf"),
+    }

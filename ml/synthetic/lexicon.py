@@ -1,4 +1,5 @@
 """The phrase pools per (language, sex), rendered once at import, and the ED-course entries."""
+
 from __future__ import annotations
 
 import math
@@ -27,5 +28,7 @@ LEXICON = {
 
 # ED-course entries as (text, words, has fields), and steps for walking a pool without repeats (_Writer.course).
 COURSE = {key: [(entry, entry.count(" ") + 1, "{" in entry) for entry in lex["course"]] for key, lex in LEXICON.items()}
-COPRIME_STEPS = {size: [k for k in range(1, size) if math.gcd(k, size) == 1] or [1]
-                  for size in {len(lex["course"]) for lex in LEXICON.values()}}
+COPRIME_STEPS = {
+    size: [k for k in range(1, size) if math.gcd(k, size) == 1] or [1]
+    for size in {len(lex["course"]) for lex in LEXICON.values()}
+}

@@ -1,5 +1,6 @@
 """The gold tasks the generator labels (catalog slugs), its note and annotation records, and the
 check, at import, that every label it writes is an option of its task in the catalog."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,11 +24,51 @@ EFFORT = "tloc-during-effort"
 TONIC_CLONIC, TONGUE = "tonic-clonic-seizures", "tongue-bite"
 CHEST_PAIN, DYSPNEA = "chest-pain", "presence-of-dyspnea"
 ECG, CT_HEAD, CXR = "ecg-any-abnormality", "brain-ct-scan-any-abnormality", "chest-rx-any-abnormalities"
-LABS = ("hemoglobin", "leukocytes", "platelets", "creatinine", "blood-glucose", "inr",
-        "c-reactive-protein", "troponin", "d-dimer", "blood-alcohol")
-GOLD_TASKS = (HR, BP, SPO2, TEMP, RR, AVPU, ACAP, AED, AHT, CHF, CKD, DIAL, PMK, EPI, ALC, ALLERGY,
-              ALONE, MOBILITY, TRAUMA, CONCUSSIVE, DURATION, PRODROME, EFFORT, TONIC_CLONIC, TONGUE,
-              CHEST_PAIN, DYSPNEA, ECG, CT_HEAD, CXR, *LABS)
+LABS = (
+    "hemoglobin",
+    "leukocytes",
+    "platelets",
+    "creatinine",
+    "blood-glucose",
+    "inr",
+    "c-reactive-protein",
+    "troponin",
+    "d-dimer",
+    "blood-alcohol",
+)
+GOLD_TASKS = (
+    HR,
+    BP,
+    SPO2,
+    TEMP,
+    RR,
+    AVPU,
+    ACAP,
+    AED,
+    AHT,
+    CHF,
+    CKD,
+    DIAL,
+    PMK,
+    EPI,
+    ALC,
+    ALLERGY,
+    ALONE,
+    MOBILITY,
+    TRAUMA,
+    CONCUSSIVE,
+    DURATION,
+    PRODROME,
+    EFFORT,
+    TONIC_CLONIC,
+    TONGUE,
+    CHEST_PAIN,
+    DYSPNEA,
+    ECG,
+    CT_HEAD,
+    CXR,
+    *LABS,
+)
 UNKNOWN = "unknown"
 
 EVENTS = ("syncope", "fall", "trauma", "seizure", "chest_pain", "dyspnea")
@@ -51,18 +92,21 @@ class SyntheticNote:
     annotations: list[GoldAnnotation]
 
 
-
 CATALOG = catalog_index(load_catalog())
 # The labels the generator writes for each task ("y"/"n" where not listed); checked against the catalog at import.
 LABELS_USED = {
-    HR: ("bradycardic", "normocardic", "tachycardic"), BP: ("hypotensive", "normotensive", "hypertensive"),
-    SPO2: ("measured",), TEMP: ("hypothermic", "normothermic", "hyperthermic"),
+    HR: ("bradycardic", "normocardic", "tachycardic"),
+    BP: ("hypotensive", "normotensive", "hypertensive"),
+    SPO2: ("measured",),
+    TEMP: ("hypothermic", "normothermic", "hyperthermic"),
     RR: ("bradypneic", "eupneic", "tachypneic"),
-    AVPU: ("A", "V", "P"), CHF: ("certainly chronic", "possibly chronic", "certainly not chronic"),
+    AVPU: ("A", "V", "P"),
+    CHF: ("certainly chronic", "possibly chronic", "certainly not chronic"),
     CKD: ("certainly chronic", "possibly chronic", "certainly not chronic"),
     DIAL: ("certainly chronic", "certainly not chronic"),
     MOBILITY: ("walking independently", "walking with auxiliary aids", "walking with physical assistance", "bedridden"),
-    DURATION: ("short", "long"), **{lab: ("measured",) for lab in LABS},
+    DURATION: ("short", "long"),
+    **{lab: ("measured",) for lab in LABS},
 }
 
 
@@ -79,4 +123,3 @@ def _check_catalog() -> None:
 _check_catalog()
 DESCRIPTIONS = {slug: CATALOG[slug].description for slug in GOLD_TASKS}
 ALLOWED_LABELS = frozenset((slug, label) for slug in GOLD_TASKS for label in CATALOG[slug].options)
-

@@ -19,22 +19,42 @@
 Names are imported lazily, so `from ml.training import CausalLMConfig` does not import torch.
 No Django, no Celery.
 """
+
 from __future__ import annotations
 
 import importlib
 
 _EXPORTS = {
-    "CausalLMConfig": "config", "SFTConfig": "config", "HeadConfig": "config", "PromptingConfig": "config",
-    "TextPair": "data", "LabeledItem": "data", "split_items": "data", "sft_prompt": "data", "sft_pairs": "data",
-    "ProgressEvent": "progress", "TrainResult": "progress",
-    "TrainingCancelled": "errors", "TrainingError": "errors", "TrainingInputError": "errors",
-    "train_causal_lm": "loop", "plan_steps": "schedule", "StepPlan": "schedule",
-    "train_sft": "sft", "predict_sft": "sft", "self_label": "sft",
+    "CausalLMConfig": "config",
+    "SFTConfig": "config",
+    "HeadConfig": "config",
+    "PromptingConfig": "config",
+    "TextPair": "data",
+    "LabeledItem": "data",
+    "split_items": "data",
+    "sft_prompt": "data",
+    "sft_pairs": "data",
+    "ProgressEvent": "progress",
+    "TrainResult": "progress",
+    "TrainingCancelled": "errors",
+    "TrainingError": "errors",
+    "TrainingInputError": "errors",
+    "train_causal_lm": "loop",
+    "plan_steps": "schedule",
+    "StepPlan": "schedule",
+    "train_sft": "sft",
+    "predict_sft": "sft",
+    "self_label": "sft",
     "extract_features": "features",
-    "train_heads": "heads", "HeadBundle": "heads",
-    "predict_prompting": "prompting", "SYSTEM_PROMPTS": "prompting",
-    "evaluate": "evaluation", "average_variants": "evaluation", "EvalResult": "evaluation",
-    "mask_token_for": "vocab", "ensure_mask_token": "vocab",
+    "train_heads": "heads",
+    "HeadBundle": "heads",
+    "predict_prompting": "prompting",
+    "SYSTEM_PROMPTS": "prompting",
+    "evaluate": "evaluation",
+    "average_variants": "evaluation",
+    "EvalResult": "evaluation",
+    "mask_token_for": "vocab",
+    "ensure_mask_token": "vocab",
 }
 
 __all__ = sorted(_EXPORTS)

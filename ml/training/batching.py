@@ -13,6 +13,7 @@ it would see alone), so all answers end in the last column and the output layer 
 computed for the last `keep` positions (`logits_to_keep`): for DSM examples (long prompt,
 short answer) this skips most of the vocabulary projection.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -35,9 +36,9 @@ def step_plan(lengths: Sequence[int], *, seed: int, epoch: int, effective: int, 
     order = epoch_order(len(lengths), seed, epoch)
     steps = []
     for start in range(0, len(order), effective):
-        chunk = order[start:start + effective]
+        chunk = order[start : start + effective]
         chunk = chunk[np.argsort(-lengths[chunk], kind="stable")]
-        steps.append([chunk[i:i + micro] for i in range(0, len(chunk), micro)])
+        steps.append([chunk[i : i + micro] for i in range(0, len(chunk), micro)])
     return steps
 
 
@@ -60,25 +61,36 @@ def collate(batch: Sequence[Encoded], pad_id: int) -> dict:
     for row, e in enumerate(batch):
         n = len(e.input_ids)
         tokens = torch.from_numpy(e.input_ids.astype(np.int64))
-        ids[row, width - n:] = tokens
-        mask[row, width - n:] = 1
-        labels[row, width - n + e.prompt_len:] = tokens[e.prompt_len:]
+        ids[row, width - n :] = tokens
+        mask[row, width - n :] = 1
+        labels[row, width - n + e.prompt_len :] = tokens[e.prompt_len :]
         keep = max(keep, n - e.prompt_len + 1)
     position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
-    return {"input_ids": ids, "attention_mask": mask, "position_ids": position_ids, "labels": labels,
-            "keep": min(keep, width)}
+    return {
+        "input_ids": ids,
+        "attention_mask": mask,
+        "position_ids": position_ids,
+        "labels": labels,
+        "keep": min(keep, width),
+    }
 
 
 def token_losses(model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-position cross-entropy (fp32, 0 where not supervised) and the supervised mask,
     both (rows, keep - 1), aligned with the last keep - 1 tokens of each row."""
     keep = batch["keep"]
-    out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                position_ids=batch["position_ids"], logits_to_keep=keep, use_cache=False)
+    out = model(
+        input_ids=batch["input_ids"],
+        attention_mask=batch["attention_mask"],
+        position_ids=batch["position_ids"],
+        logits_to_keep=keep,
+        use_cache=False,
+    )
     logits = out.logits[:, :-1].float()
-    labels = batch["labels"][:, batch["labels"].size(1) - keep + 1:]
-    losses = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1),
-                                               ignore_index=IGNORE_INDEX, reduction="none")
+    labels = batch["labels"][:, batch["labels"].size(1) - keep + 1 :]
+    losses = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=IGNORE_INDEX, reduction="none"
+    )
     return losses.view(labels.shape), labels != IGNORE_INDEX
 
 

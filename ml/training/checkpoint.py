@@ -10,6 +10,7 @@ moved aside first (a folder cannot be renamed onto a non-empty one) and deleted 
 crash at any moment leaves either the old or the new checkpoint (`load` also looks for the
 moved-aside one).
 """
+
 from __future__ import annotations
 
 import json
@@ -79,9 +80,16 @@ def save(output_dir: Path, ckpt: Checkpoint) -> Path:
     tmp.mkdir(parents=True)
     save_file({k: v.detach().contiguous().cpu() for k, v in ckpt.trainable.items()}, tmp / "trainable.safetensors")
     torch.save({"optimizer": ckpt.optimizer, "scheduler": ckpt.scheduler, "rng": ckpt.rng}, tmp / "training_state.pt")
-    meta = {"format": FORMAT, "step": ckpt.step, "tokens": ckpt.tokens, "seconds": ckpt.seconds,
-            "config": ckpt.config, "data_fingerprint": ckpt.data_fingerprint, "mask_token": ckpt.mask_token,
-            "history": ckpt.history}
+    meta = {
+        "format": FORMAT,
+        "step": ckpt.step,
+        "tokens": ckpt.tokens,
+        "seconds": ckpt.seconds,
+        "config": ckpt.config,
+        "data_fingerprint": ckpt.data_fingerprint,
+        "mask_token": ckpt.mask_token,
+        "history": ckpt.history,
+    }
     (tmp / "state.json").write_text(json.dumps(meta, indent=1))
     aside = output_dir / _ASIDE
     shutil.rmtree(aside, ignore_errors=True)
@@ -108,11 +116,19 @@ def load(folder: Path, device: torch.device | str = "cpu") -> Checkpoint:
     if meta.get("format") != FORMAT:
         raise TrainingInputError(f"{folder}: unknown checkpoint format {meta.get('format')!r}")
     blobs = torch.load(folder / "training_state.pt", map_location="cpu", weights_only=True)
-    return Checkpoint(step=meta["step"], tokens=meta["tokens"], seconds=meta["seconds"], config=meta["config"],
-                      data_fingerprint=meta["data_fingerprint"], mask_token=meta["mask_token"],
-                      history=meta["history"],
-                      trainable=load_file(folder / "trainable.safetensors", device=str(device)),
-                      optimizer=blobs["optimizer"], scheduler=blobs["scheduler"], rng=blobs["rng"])
+    return Checkpoint(
+        step=meta["step"],
+        tokens=meta["tokens"],
+        seconds=meta["seconds"],
+        config=meta["config"],
+        data_fingerprint=meta["data_fingerprint"],
+        mask_token=meta["mask_token"],
+        history=meta["history"],
+        trainable=load_file(folder / "trainable.safetensors", device=str(device)),
+        optimizer=blobs["optimizer"],
+        scheduler=blobs["scheduler"],
+        rng=blobs["rng"],
+    )
 
 
 def config_changes(saved: dict, current: dict) -> list[str]:

@@ -1,9 +1,10 @@
 """Training configurations: commented dataclasses holding the paper's values as defaults
-(docs/METHOD.md, sections DSM training and Adaptation). A config is saved with every checkpoint and run (`asdict(config)`),
-and read back with `Config.from_dict(d)`, which rejects unknown keys.
+(docs/METHOD.md, sections DSM training and Adaptation). A config is saved with every checkpoint
+and run (`asdict(config)`), and read back with `Config.from_dict(d)`, which rejects unknown keys.
 
 No torch here: the web app builds and validates configs without loading a model.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -86,13 +87,17 @@ class CausalLMConfig(_FromDict):
         _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
         _check(0 <= self.warmup_ratio < 1, f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         _check(self.micro_batch_size >= 1, "micro_batch_size must be >= 1")
-        _check(self.effective_batch_size >= self.micro_batch_size
-               and self.effective_batch_size % self.micro_batch_size == 0,
-               f"effective_batch_size ({self.effective_batch_size}) must be a multiple of "
-               f"micro_batch_size ({self.micro_batch_size})")
+        _check(
+            self.effective_batch_size >= self.micro_batch_size
+            and self.effective_batch_size % self.micro_batch_size == 0,
+            f"effective_batch_size ({self.effective_batch_size}) must be a multiple of "
+            f"micro_batch_size ({self.micro_batch_size})",
+        )
         _check(self.max_length is None or self.max_length >= 8, "max_length must be None (auto) or >= 8")
-        _check(self.instruction_turn in INSTRUCTION_TURNS,
-               f"instruction_turn must be one of {INSTRUCTION_TURNS}, got {self.instruction_turn!r}")
+        _check(
+            self.instruction_turn in INSTRUCTION_TURNS,
+            f"instruction_turn must be one of {INSTRUCTION_TURNS}, got {self.instruction_turn!r}",
+        )
         _check(self.checkpoint_every >= 0, "checkpoint_every must be >= 0")
         _check(self.max_steps is None or self.max_steps >= 1, "max_steps must be None or >= 1")
         _check(self.lora_r >= 1 and self.lora_alpha > 0 and 0 <= self.lora_dropout < 1, "invalid LoRA settings")
@@ -123,8 +128,11 @@ class SFTConfig(CausalLMConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        _check(self.instruction_turn == "user", "SFT keeps its instruction in the user turn (instruction_turn "
-               "'user'): its predictions are scored with that prompt")
+        _check(
+            self.instruction_turn == "user",
+            "SFT keeps its instruction in the user turn (instruction_turn "
+            "'user'): its predictions are scored with that prompt",
+        )
 
 
 def resolve_max_length(max_length: int | None, model_config, device) -> int:

@@ -8,6 +8,7 @@
 - `split_items`: the paper's 85/15 split at note-item level.
 - `sft_prompt`: the paper's SFT prompt with options (docs/METHOD.md, section Adaptation).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -48,12 +49,13 @@ class LabeledItem:
         if self.label is not None and self.label not in self.options:
             raise TrainingInputError(f"item {self.item_id!r}: label {self.label!r} is not one of {self.options}")
 
-    def with_label(self, label: str | None) -> "LabeledItem":
+    def with_label(self, label: str | None) -> LabeledItem:
         return replace(self, label=label)
 
 
-def split_items(items: Sequence[LabeledItem], *, test_ratio: float = 0.15, seed: int = 0
-                ) -> tuple[list[LabeledItem], list[LabeledItem]]:
+def split_items(
+    items: Sequence[LabeledItem], *, test_ratio: float = 0.15, seed: int = 0
+) -> tuple[list[LabeledItem], list[LabeledItem]]:
     """(train, test), each sorted by item_id. Items are ranked by a hash of (seed, item_id)
     and the first round(n x test_ratio) go to test (at least one each side when n >= 2 and
     0 < test_ratio < 1), so the split depends only on the seed and the item ids, never on
@@ -93,8 +95,10 @@ def sft_prompt_parts(item: LabeledItem, mask_token: str) -> tuple[str, str]:
     if not mask_token:
         raise TrainingInputError("mask_token must be a non-empty string")
     options = OPTION_SEPARATOR.join(item.options)
-    return (f"{DSM_INSTRUCTION} ",
-            f" <crf_item> {item.description}? {mask_token} <\\crf_item> <options>{options}<\\options>")
+    return (
+        f"{DSM_INSTRUCTION} ",
+        f" <crf_item> {item.description}? {mask_token} <\\crf_item> <options>{options}<\\options>",
+    )
 
 
 def sft_pairs(items: Sequence[LabeledItem], mask_token: str) -> list[TextPair]:

@@ -35,6 +35,7 @@ instead of being dropped, and an SFT prompt (mask near the end, then the options
 from the left exactly as without keep_text. An example is dropped only if the mask itself
 cannot be kept.
 """
+
 from __future__ import annotations
 
 import re
@@ -93,8 +94,9 @@ class Encoder:
         has = bool(getattr(self.tokenizer, "chat_template", None))
         return has if self.chat is None else (self.chat and has)
 
-    def encode(self, prompt: str, answer: str, *, system: str | None = None,
-               shots: Sequence[tuple[str, str]] = ()) -> list[Encoded]:
+    def encode(
+        self, prompt: str, answer: str, *, system: str | None = None, shots: Sequence[tuple[str, str]] = ()
+    ) -> list[Encoded]:
         """[] when it cannot fit; several windows for continual pretraining; else one."""
         if not prompt and system is None and not shots:
             return self._plain_lm(answer)
@@ -115,8 +117,15 @@ class Encoder:
             return prompt, None
         return body, prefix.strip()
 
-    def encode_exact(self, user: str, answer: str, *, system: str | None = None,
-                     shots: Sequence[tuple[str, str]] = (), truncated: bool = False) -> Encoded:
+    def encode_exact(
+        self,
+        user: str,
+        answer: str,
+        *,
+        system: str | None = None,
+        shots: Sequence[tuple[str, str]] = (),
+        truncated: bool = False,
+    ) -> Encoded:
         """The user turn as given (e.g. as `fit` cut it for a longer answer), no length check."""
         ids, boundary = self._tokenise(*self.render(user, answer, system=system, shots=shots))
         self._check_answer(ids[boundary:], answer)
@@ -130,8 +139,9 @@ class Encoder:
         _, ids, boundary, truncated = fitted
         return Encoded(np.asarray(ids[:boundary], dtype=np.int32), boundary, truncated)
 
-    def fit(self, prompt: str, answer: str, *, system: str | None = None, shots: Sequence[tuple[str, str]] = ()
-            ) -> tuple[str, list[int], int, bool] | None:
+    def fit(
+        self, prompt: str, answer: str, *, system: str | None = None, shots: Sequence[tuple[str, str]] = ()
+    ) -> tuple[str, list[int], int, bool] | None:
         """(user turn, token ids, answer boundary, whether cut) with the user turn cut from the
         left until everything fits max_length; None if even an empty note does not fit."""
         prefix, body = _split_keep_prefix(prompt)
@@ -151,8 +161,9 @@ class Encoder:
             cut, end = self._cut_window(body, cut, end, excess)
         return None
 
-    def render(self, user: str, answer: str, *, system: str | None = None,
-               shots: Sequence[tuple[str, str]] = ()) -> tuple[str, str]:
+    def render(
+        self, user: str, answer: str, *, system: str | None = None, shots: Sequence[tuple[str, str]] = ()
+    ) -> tuple[str, str]:
         """(prompt text ending where the answer starts, full text) before tokenisation."""
         if not self.uses_chat:
             bos = self.tokenizer.bos_token or ""
@@ -169,10 +180,13 @@ class Encoder:
         kwargs = dict(self.chat_template_kwargs or {})
         prompt_text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **kwargs)
         full_text = self.tokenizer.apply_chat_template(
-            messages + [{"role": "assistant", "content": answer}], tokenize=False, **kwargs)
+            messages + [{"role": "assistant", "content": answer}], tokenize=False, **kwargs
+        )
         if not full_text.startswith(prompt_text):
-            raise TrainingError("the chat template renders the generation prompt differently from the "
-                                "conversation with the answer; cannot locate the answer tokens")
+            raise TrainingError(
+                "the chat template renders the generation prompt differently from the "
+                "conversation with the answer; cannot locate the answer tokens"
+            )
         return prompt_text, full_text
 
     def _with_system(self, messages, system):
@@ -189,9 +203,9 @@ class Encoder:
     def _tokenise(self, prompt_text: str, full_text: str) -> tuple[list[int], int]:
         ids_of = lambda text: self.tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
         prompt_ids, full_ids = ids_of(prompt_text), ids_of(full_text)
-        if full_ids[:len(prompt_ids)] == prompt_ids:
+        if full_ids[: len(prompt_ids)] == prompt_ids:
             return full_ids, len(prompt_ids)
-        return prompt_ids + ids_of(full_text[len(prompt_text):]), len(prompt_ids)
+        return prompt_ids + ids_of(full_text[len(prompt_text) :]), len(prompt_ids)
 
     def _check_answer(self, answer_ids, answer: str) -> None:
         decoded = self.tokenizer.decode(list(answer_ids), skip_special_tokens=False)
@@ -229,7 +243,7 @@ class Encoder:
         bos, eos = self.tokenizer.bos_token_id, self.tokenizer.eos_token_id
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         ids = ([bos] if bos is not None else []) + ids + ([eos] if eos is not None else [])
-        windows = [ids[i:i + self.max_length] for i in range(0, len(ids), self.max_length)]
+        windows = [ids[i : i + self.max_length] for i in range(0, len(ids), self.max_length)]
         return [Encoded(np.asarray(w, dtype=np.int32), 0, len(windows) > 1) for w in windows if len(w) >= 2]
 
 
@@ -238,16 +252,20 @@ def training_encoder(loaded, config, device, keep_text: str | None = None) -> En
     auto, see config.resolve_max_length) and the DSM instruction's turn from the config."""
     from ml.training.config import resolve_max_length
 
-    return Encoder(loaded.tokenizer, resolve_max_length(config.max_length, loaded.model.config, device),
-                   loaded.family.chat_template_kwargs, keep_text=keep_text,
-                   system_instruction=config.instruction_turn == "system")
+    return Encoder(
+        loaded.tokenizer,
+        resolve_max_length(config.max_length, loaded.model.config, device),
+        loaded.family.chat_template_kwargs,
+        keep_text=keep_text,
+        system_instruction=config.instruction_turn == "system",
+    )
 
 
 def _split_keep_prefix(prompt: str) -> tuple[str, str]:
     """(kept instruction with the whitespace after it, the rest); prefix + rest == prompt."""
     for prefix in KEEP_PREFIXES:
         if prompt.startswith(prefix):
-            rest = prompt[len(prefix):]
+            rest = prompt[len(prefix) :]
             body = rest.lstrip()
-            return prompt[:len(prompt) - len(body)], body
+            return prompt[: len(prompt) - len(body)], body
     return "", prompt

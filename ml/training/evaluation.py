@@ -12,6 +12,7 @@
 - Prompting: `average_variants` = mean over variants of each variant's Macro F1, with a CI
   from the same item resamples applied to all variants.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,31 +35,50 @@ class EvalResult:
     confidence: float = 0.95
     n_resamples: int = 1000
     seed: int = 0
-    held_out: "EvalResult | None" = None
+    held_out: EvalResult | None = None
     variants: list[float] | None = None  # per-variant Macro F1 (average_variants only)
     tasks: list[str] = field(default_factory=list)  # the tasks behind macro_f1
 
     def to_dict(self) -> dict:
         """JSON-able (NaN becomes None)."""
         return {
-            "macro_f1": _num(self.macro_f1), "ci_low": _num(self.ci_low), "ci_high": _num(self.ci_high),
-            "per_task": {t: _num(v) for t, v in self.per_task.items()}, "n_items": self.n_items,
-            "n_tasks": self.n_tasks, "confidence": self.confidence, "n_resamples": self.n_resamples,
-            "seed": self.seed, "tasks": list(self.tasks),
+            "macro_f1": _num(self.macro_f1),
+            "ci_low": _num(self.ci_low),
+            "ci_high": _num(self.ci_high),
+            "per_task": {t: _num(v) for t, v in self.per_task.items()},
+            "n_items": self.n_items,
+            "n_tasks": self.n_tasks,
+            "confidence": self.confidence,
+            "n_resamples": self.n_resamples,
+            "seed": self.seed,
+            "tasks": list(self.tasks),
             "held_out": self.held_out.to_dict() if self.held_out is not None else None,
             "variants": [_num(v) for v in self.variants] if self.variants is not None else None,
         }
 
 
-def evaluate(items: Sequence[LabeledItem], predictions: Sequence[str], *, held_out: set[str] | None = None,
-             n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> EvalResult:
+def evaluate(
+    items: Sequence[LabeledItem],
+    predictions: Sequence[str],
+    *,
+    held_out: set[str] | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> EvalResult:
     """Scores of one prediction list against the items' gold labels (see module doc)."""
     return _evaluate(items, [(p,) for p in _checked(items, predictions)], held_out, n_resamples, seed, confidence)
 
 
-def average_variants(items: Sequence[LabeledItem], variant_predictions: Sequence[Sequence[str]], *,
-                     held_out: set[str] | None = None, n_resamples: int = 1000, seed: int = 0,
-                     confidence: float = 0.95) -> EvalResult:
+def average_variants(
+    items: Sequence[LabeledItem],
+    variant_predictions: Sequence[Sequence[str]],
+    *,
+    held_out: set[str] | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> EvalResult:
     """Mean over variants (prompt variants, example draws) of their Macro F1 (see module doc)."""
     if not variant_predictions:
         raise TrainingInputError("no variant predictions")
@@ -81,8 +101,18 @@ def _scores(items, predictions, rows, n_resamples, seed, confidence) -> EvalResu
     n_variants = len(predictions[0]) if predictions else 1
     if not rows:
         nan = math.nan
-        return EvalResult(nan, nan, nan, {}, 0, 0, confidence, n_resamples, seed,
-                          variants=[nan] * n_variants if n_variants > 1 else None)
+        return EvalResult(
+            nan,
+            nan,
+            nan,
+            {},
+            0,
+            0,
+            confidence,
+            n_resamples,
+            seed,
+            variants=[nan] * n_variants if n_variants > 1 else None,
+        )
     gold = [items[i].label for i in rows]
     tasks = [items[i].task for i in rows]
     preds = [predictions[i] for i in rows]
@@ -94,8 +124,19 @@ def _scores(items, predictions, rows, n_resamples, seed, confidence) -> EvalResu
     per_variant = [per_task_f1(gold, [p[v] for p in preds], tasks) for v in range(n_variants)]
     per_task = {t: sum(pv[t] for pv in per_variant) / n_variants for t in per_variant[0]}
     variants = [sum(pv.values()) / len(pv) for pv in per_variant] if n_variants > 1 else None
-    return EvalResult(ci.estimate, ci.low, ci.high, per_task, len(rows), len(per_task), confidence, n_resamples,
-                      seed, variants=variants, tasks=sorted(per_task))
+    return EvalResult(
+        ci.estimate,
+        ci.low,
+        ci.high,
+        per_task,
+        len(rows),
+        len(per_task),
+        confidence,
+        n_resamples,
+        seed,
+        variants=variants,
+        tasks=sorted(per_task),
+    )
 
 
 def _checked(items, predictions) -> list[str]:

@@ -7,7 +7,7 @@ conditioned on both the note and s_T.
 
 The items of one note share a long token prefix (chat header, instruction, note): it is
 run once for all of them (ml.training.prefix), about 7x less compute on CodiEsp notes with
-20 tasks each (`python -m ml.benchmarks.features`), same states to float rounding. A note
+20 tasks each (`python -m benchmarks features`), same states to float rounding. A note
 too long for max_length is cut from the left ONCE for all its tasks, to the window the
 task with the longest tail needs (cut per item, each task would see a slightly different
 window and nothing would be shared).
@@ -17,6 +17,7 @@ key = hash of (model fingerprint: path and a checksum of every parameter, the it
 the token ids of all prompts in order, max_length). Training heads for 20 epochs reads the array, never the
 model.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,10 +42,17 @@ def feature_prompt(item: LabeledItem, mask_token: str) -> str:
     return sft_prompt(item, mask_token)
 
 
-def extract_features(loaded, items: Sequence[LabeledItem], *, cache_dir=None, batch_size: int = 8,
-                     max_length: int = 512, shared_prefix: bool = True,
-                     on_progress: Callable[[int, int], None] | None = None,
-                     should_stop: Callable[[], bool] | None = None) -> np.ndarray:
+def extract_features(
+    loaded,
+    items: Sequence[LabeledItem],
+    *,
+    cache_dir=None,
+    batch_size: int = 8,
+    max_length: int = 512,
+    shared_prefix: bool = True,
+    on_progress: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> np.ndarray:
     """(n_items, hidden) float32 array (see module doc). `on_progress(done, total)` after
     each batch; `should_stop()` before each, raising TrainingCancelled when True (nothing
     is cached then)."""
@@ -74,12 +82,20 @@ def extract_features(loaded, items: Sequence[LabeledItem], *, cache_dir=None, ba
             on_progress(done, len(items))
 
     try:
-        run_sequences(loaded.model, encoded, [1] * len(encoded), store, batch_size=batch_size,
-                      groups=groups, pad_id=pad_id(loaded.tokenizer),
-                      should_stop=should_stop)
+        run_sequences(
+            loaded.model,
+            encoded,
+            [1] * len(encoded),
+            store,
+            batch_size=batch_size,
+            groups=groups,
+            pad_id=pad_id(loaded.tokenizer),
+            should_stop=should_stop,
+        )
     except TrainingCancelled:
-        raise TrainingCancelled(f"cancelled while computing features ({done} of {len(items)} done)",
-                                step=done) from None
+        raise TrainingCancelled(
+            f"cancelled while computing features ({done} of {len(items)} done)", step=done
+        ) from None
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.npy")
@@ -88,19 +104,21 @@ def extract_features(loaded, items: Sequence[LabeledItem], *, cache_dir=None, ba
     return features
 
 
-def _one_window(encoder: Encoder, items: Sequence[LabeledItem], encoded: list[Encoded], group: list[int],
-                mask: str) -> None:
+def _one_window(
+    encoder: Encoder, items: Sequence[LabeledItem], encoded: list[Encoded], group: list[int], mask: str
+) -> None:
     """Re-encode a truncated note's items on the shortest window any of them was cut to."""
     windows = []
     for i in group:
         before, after = sft_prompt_parts(items[i], mask)
         fitted = encoder.fit(before + items[i].text + after, "")
         user = fitted[0] if fitted else ""
-        windows.append(user[len(before):len(user) - len(after)] if user.endswith(after) else "")
+        windows.append(user[len(before) : len(user) - len(after)] if user.endswith(after) else "")
     window = min(windows, key=len)
     for i in group:
-        encoded[i] = replace(encoder.encode_prompt(feature_prompt(replace(items[i], text=window), mask)),
-                             truncated=True)
+        encoded[i] = replace(
+            encoder.encode_prompt(feature_prompt(replace(items[i], text=window), mask)), truncated=True
+        )
 
 
 def note_groups(items: Sequence[LabeledItem]) -> list[list[int]]:
@@ -124,8 +142,11 @@ def model_fingerprint(model) -> str:
 
 
 def _key(loaded, items, encoded, max_length: int) -> str:
-    digest = hashlib.sha256(json.dumps({"path": str(loaded.path), "model": model_fingerprint(loaded.model),
-                                        "max_length": max_length, "version": 1}).encode())
+    digest = hashlib.sha256(
+        json.dumps(
+            {"path": str(loaded.path), "model": model_fingerprint(loaded.model), "max_length": max_length, "version": 1}
+        ).encode()
+    )
     digest.update("\x1f".join(item.item_id for item in items).encode())
     for e in encoded:
         digest.update(np.int64(len(e.input_ids)).tobytes())

@@ -8,6 +8,7 @@
   relevance); the adapter alone is kept in `output_dir/adapter/`.
 Weight decay applies to matrices (2-D and up), not to biases and norm weights (nanoGPT, HF Trainer).
 """
+
 from __future__ import annotations
 
 import os
@@ -29,9 +30,13 @@ def prepare_model(model, config):
 
         for p in model.parameters():
             p.requires_grad_(False)
-        lora = LoraConfig(task_type="CAUSAL_LM", r=config.lora_r, lora_alpha=config.lora_alpha,
-                          lora_dropout=config.lora_dropout,
-                          target_modules=config.lora_target_modules or "all-linear")
+        lora = LoraConfig(
+            task_type="CAUSAL_LM",
+            r=config.lora_r,
+            lora_alpha=config.lora_alpha,
+            lora_dropout=config.lora_dropout,
+            target_modules=config.lora_target_modules or "all-linear",
+        )
         model = get_peft_model(model, lora)
     else:
         if model.dtype in (torch.bfloat16, torch.float16):
@@ -61,7 +66,7 @@ def weights_checksum(model, chunk: int = 1 << 24) -> dict[str, int]:
             flat = p.detach().reshape(-1).view(integer[p.element_size()])
             total = 0
             for start in range(0, flat.numel(), chunk):
-                total += int(flat[start:start + chunk].to(torch.int64).sum())
+                total += int(flat[start : start + chunk].to(torch.int64).sum())
             sums[name] = total % (1 << 64)
     return sums
 

@@ -4,6 +4,7 @@ epochs, batch 32, cross-entropy. The LM is frozen (features.py computed its stat
 Each head is initialised and its batches shuffled from a seed derived from (seed, task), in
 a forked RNG, so a head does not depend on the other tasks or on the caller's RNG.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,8 +26,9 @@ from ml.training.progress import ProgressEvent
 
 
 def make_head(input_dim: int, n_classes: int, config: HeadConfig) -> nn.Module:
-    return nn.Sequential(nn.Linear(input_dim, config.hidden), nn.ReLU(), nn.Dropout(config.dropout),
-                         nn.Linear(config.hidden, n_classes))
+    return nn.Sequential(
+        nn.Linear(input_dim, config.hidden), nn.ReLU(), nn.Dropout(config.dropout), nn.Linear(config.hidden, n_classes)
+    )
 
 
 @dataclass
@@ -41,7 +43,9 @@ class HeadBundle:
         features = _check_features(features, items, self.input_dim)
         missing = sorted({i.task for i in items} - set(self.heads))
         if missing:
-            raise TrainingInputError(f"no head for task(s) {', '.join(missing)}; trained: {', '.join(sorted(self.heads))}")
+            raise TrainingInputError(
+                f"no head for task(s) {', '.join(missing)}; trained: {', '.join(sorted(self.heads))}"
+            )
         predictions: list[str | None] = [None] * len(items)
         for task, rows in _rows_by_task(items).items():
             head = self.heads[task].eval()
@@ -59,19 +63,27 @@ class HeadBundle:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         tasks = sorted(self.heads)
-        tensors = {f"{n}.{k}": v.contiguous() for n, task in enumerate(tasks)
-                   for k, v in self.heads[task].state_dict().items()}
+        tensors = {
+            f"{n}.{k}": v.contiguous() for n, task in enumerate(tasks) for k, v in self.heads[task].state_dict().items()
+        }
         save_file(tensors, tmp / "heads.safetensors")
-        (tmp / "heads.json").write_text(json.dumps({
-            "config": self.config.to_dict(), "input_dim": self.input_dim,
-            "tasks": [{"task": t, "options": self.options[t]} for t in tasks]}, indent=1))
+        (tmp / "heads.json").write_text(
+            json.dumps(
+                {
+                    "config": self.config.to_dict(),
+                    "input_dim": self.input_dim,
+                    "tasks": [{"task": t, "options": self.options[t]} for t in tasks],
+                },
+                indent=1,
+            )
+        )
         if directory.exists():
             shutil.rmtree(directory)
         os.replace(tmp, directory)
         return directory
 
     @classmethod
-    def load(cls, directory) -> "HeadBundle":
+    def load(cls, directory) -> HeadBundle:
         from safetensors.torch import load_file
 
         directory = Path(directory)
@@ -86,9 +98,14 @@ class HeadBundle:
         return bundle
 
 
-def train_heads(features: np.ndarray, items: Sequence[LabeledItem], config: HeadConfig, *,
-                on_progress: Callable[[ProgressEvent], None] | None = None,
-                should_stop: Callable[[], bool] | None = None) -> HeadBundle:
+def train_heads(
+    features: np.ndarray,
+    items: Sequence[LabeledItem],
+    config: HeadConfig,
+    *,
+    on_progress: Callable[[ProgressEvent], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> HeadBundle:
     """One head per task over the labeled items (unlabeled ones are ignored)."""
     features = _check_features(features, items, None)
     labeled = [i for i, item in enumerate(items) if item.label is not None]
@@ -119,8 +136,11 @@ def train_heads(features: np.ndarray, items: Sequence[LabeledItem], config: Head
                     epoch_loss += loss.item() * len(batch)
                 step += 1
                 if on_progress is not None:
-                    on_progress(ProgressEvent(step, total, epoch + 1, epoch_loss / len(rows), config.lr, None, None,
-                                              f"head {task}"))
+                    on_progress(
+                        ProgressEvent(
+                            step, total, epoch + 1, epoch_loss / len(rows), config.lr, None, None, f"head {task}"
+                        )
+                    )
         bundle.heads[task] = head.eval()
         bundle.options[task] = options
     return bundle

@@ -23,6 +23,7 @@ the trainable weights (finetune.weights_checksum) taken before training, and bef
 loads its checkpoint, with one taken at the end: False when no step moved them (e.g. a single
 step that warmup gives learning rate 0), so the caller can refuse to keep an untrained model.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -59,10 +60,17 @@ from ml.training.vocab import ensure_mask_token
 log = logging.getLogger(__name__)
 
 
-def train_causal_lm(loaded, pairs: Sequence[TextPair], config: CausalLMConfig, *, output_dir,
-                    on_progress: Callable[[ProgressEvent], None] | None = None,
-                    should_stop: Callable[[], bool] | None = None, resume: bool = True,
-                    mask_token: str | None = None) -> TrainResult:
+def train_causal_lm(
+    loaded,
+    pairs: Sequence[TextPair],
+    config: CausalLMConfig,
+    *,
+    output_dir,
+    on_progress: Callable[[ProgressEvent], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    resume: bool = True,
+    mask_token: str | None = None,
+) -> TrainResult:
     """Train `loaded.model` in place on prompt -> answer pairs (loss on the answers) and save
     it with its tokenizer to `output_dir/final/`. `mask_token`: a token the prompts use,
     made a single special token first (added, embeddings resized, if the tokenizer lacks it).
@@ -89,12 +97,12 @@ def train_causal_lm(loaded, pairs: Sequence[TextPair], config: CausalLMConfig, *
     optimizer = make_optimizer(model, config)
     from transformers import get_scheduler
 
-    scheduler = get_scheduler(config.scheduler, optimizer, num_warmup_steps=plan.warmup,
-                              num_training_steps=total)
+    scheduler = get_scheduler(config.scheduler, optimizer, num_warmup_steps=plan.warmup, num_training_steps=total)
     starting_weights = weights_checksum(model)  # before a resume loads its checkpoint: the weights we began from
     model, optimizer = acc.prepare(model, optimizer)
-    step, tokens_before, seconds, history = _resume(acc, model, optimizer, scheduler, config, fingerprint, mask_token,
-                                             output_dir, resume)
+    step, tokens_before, seconds, history = _resume(
+        acc, model, optimizer, scheduler, config, fingerprint, mask_token, output_dir, resume
+    )
     history = [ProgressEvent(**h) for h in history]
     amp = autocast_dtype(config.precision, acc.device)
     pad = pad_id(loaded.tokenizer)
@@ -105,20 +113,45 @@ def train_causal_lm(loaded, pairs: Sequence[TextPair], config: CausalLMConfig, *
     def save_checkpoint(message: str):
         nonlocal saved_step
         if acc.is_main_process:
-            ckpt_io.save(output_dir, ckpt_io.Checkpoint(
-                step, tokens_before + meter.tokens, seconds + meter.elapsed(), asdict(config), fingerprint, mask_token,
-                [asdict(h) for h in history], trainable_parameters(acc.unwrap_model(model)),
-                optimizer.state_dict(), scheduler.state_dict(), rng_at_step))
+            ckpt_io.save(
+                output_dir,
+                ckpt_io.Checkpoint(
+                    step,
+                    tokens_before + meter.tokens,
+                    seconds + meter.elapsed(),
+                    asdict(config),
+                    fingerprint,
+                    mask_token,
+                    [asdict(h) for h in history],
+                    trainable_parameters(acc.unwrap_model(model)),
+                    optimizer.state_dict(),
+                    scheduler.state_dict(),
+                    rng_at_step,
+                ),
+            )
         acc.wait_for_everyone()
         saved_step = step
         history.append(emit(meter.event(step, total, steps_per_epoch, loss, None, message)))
 
-    history.append(emit(meter.event(step, total, steps_per_epoch, None, None,
-                                    (f"resumed at step {step}" if step else "started") + note)))
+    history.append(
+        emit(
+            meter.event(
+                step, total, steps_per_epoch, None, None, (f"resumed at step {step}" if step else "started") + note
+            )
+        )
+    )
     while step < total:  # ---------------------------------------------------------------- the loop
         epoch, index = divmod(step, steps_per_epoch)
-        plan = plans.setdefault(epoch, step_plan(lengths, seed=config.seed, epoch=epoch,
-                                                 effective=config.effective_batch_size, micro=config.micro_batch_size))
+        plan = plans.setdefault(
+            epoch,
+            step_plan(
+                lengths,
+                seed=config.seed,
+                epoch=epoch,
+                effective=config.effective_batch_size,
+                micro=config.micro_batch_size,
+            ),
+        )
         mine, weight = plan[index][rank::world], 1.0
         if not mine:  # a short last step leaves this process nothing: run a zero-weighted batch for DDP
             mine, weight = plan[index][:1], 0.0
@@ -128,10 +161,15 @@ def train_causal_lm(loaded, pairs: Sequence[TextPair], config: CausalLMConfig, *
             if should_stop is not None and _stop_everywhere(acc, should_stop):
                 if step != saved_step:
                     save_checkpoint("checkpoint saved (cancelled)")
-                raise TrainingCancelled(f"cancelled at step {step} of {total}", step=step,
-                                        checkpoint_dir=output_dir / ckpt_io.CHECKPOINT if step else None)
-            batch = {k: v.to(acc.device) if torch.is_tensor(v) else v
-                     for k, v in collate([examples[j] for j in micro], pad).items()}
+                raise TrainingCancelled(
+                    f"cancelled at step {step} of {total}",
+                    step=step,
+                    checkpoint_dir=output_dir / ckpt_io.CHECKPOINT if step else None,
+                )
+            batch = {
+                k: v.to(acc.device) if torch.is_tensor(v) else v
+                for k, v in collate([examples[j] for j in micro], pad).items()
+            }
             sync = contextlib.nullcontext() if i == len(mine) - 1 else acc.no_sync(model)
             with sync:
                 with autocast(acc.device, amp):
@@ -156,8 +194,9 @@ def train_causal_lm(loaded, pairs: Sequence[TextPair], config: CausalLMConfig, *
         log.warning("the trainable weights did not change in %d steps (learning rate 0 at every step?)", step)
     final_dir = output_dir / "final"
     if acc.is_main_process:
-        final_dir, loaded.model = save_final(acc.unwrap_model(model), loaded.tokenizer, config, output_dir,
-                                             dtype=original_dtype)
+        final_dir, loaded.model = save_final(
+            acc.unwrap_model(model), loaded.tokenizer, config, output_dir, dtype=original_dtype
+        )
         ckpt_io.remove(output_dir)
     acc.wait_for_everyone()
     history.append(emit(meter.event(step, total, steps_per_epoch, loss, None, "finished")))
@@ -171,6 +210,7 @@ def _emitter(on_progress, is_main: bool):
         if on_progress is not None and is_main:
             on_progress(event)
         return event
+
     return emit
 
 
@@ -193,12 +233,16 @@ def _encode_all(loaded, pairs, config, mask_token, device) -> tuple[list[Encoded
         truncated += any(e.truncated for e in encoded)
         examples.extend(encoded)
     if not examples:
-        raise TrainingError(f"no training example: {len(pairs)} pairs given, {dropped} do not fit max_length "
-                            f"({max_length} tokens) even with the prompt cut")
+        raise TrainingError(
+            f"no training example: {len(pairs)} pairs given, {dropped} do not fit max_length "
+            f"({max_length} tokens) even with the prompt cut"
+        )
     note = f"; max_length {max_length} (auto)" if config.max_length is None else ""
     if dropped or truncated:
-        cuts = (f"{truncated} of {len(pairs)} examples cut to {max_length} tokens, {dropped} dropped "
-                f"(the answer alone does not fit, or the mask could not be kept)")
+        cuts = (
+            f"{truncated} of {len(pairs)} examples cut to {max_length} tokens, {dropped} dropped "
+            f"(the answer alone does not fit, or the mask could not be kept)"
+        )
         log.warning(cuts)
         note += f"; {cuts}"
     digest = hashlib.sha256()
@@ -219,8 +263,10 @@ def _resume(acc, model, optimizer, scheduler, config, fingerprint, mask_token, o
     saved = ckpt_io.load(folder, device=acc.device)
     changed = ckpt_io.config_changes(saved.config, asdict(config))
     if changed:
-        raise TrainingError(f"{folder} was written with another config ({', '.join(changed)} differ); "
-                            "train with the same config or resume=False")
+        raise TrainingError(
+            f"{folder} was written with another config ({', '.join(changed)} differ); "
+            "train with the same config or resume=False"
+        )
     if saved.data_fingerprint != fingerprint or saved.mask_token != mask_token:
         raise TrainingError(f"{folder} was written for other training data; use resume=False to start over")
     load_trainable(acc.unwrap_model(model), saved.trainable)
@@ -228,4 +274,3 @@ def _resume(acc, model, optimizer, scheduler, config, fingerprint, mask_token, o
     scheduler.load_state_dict(saved.scheduler)
     ckpt_io.restore_rng(saved.rng)
     return saved.step, saved.tokens, saved.seconds, saved.history
-

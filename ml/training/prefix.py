@@ -16,6 +16,7 @@ A group shares at most up to where each member's kept positions start, so kept p
 always computed, never read from the cache. Relevance shares prefixes the same way, with
 gradients (ml.relevance_sharing): it reuses common_prefix_length, tail_batch and repeat_cache.
 """
+
 from __future__ import annotations
 
 import copy
@@ -51,8 +52,9 @@ def common_prefix_length(sequences: Sequence[np.ndarray], keep: Sequence[int] | 
     return limit
 
 
-def tail_batch(tails: Sequence[np.ndarray], shared: int, pad_id: int
-               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def tail_batch(
+    tails: Sequence[np.ndarray], shared: int, pad_id: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(input ids, attention mask, position ids) of the tails that follow a cached prefix of
     `shared` tokens, one row each, RIGHT-padded: row j's tail ends at column len(tails[j]) - 1.
     Right, not left, padding: the masks of sliding-window layers (Gemma3) count from the cache
@@ -62,8 +64,8 @@ def tail_batch(tails: Sequence[np.ndarray], shared: int, pad_id: int
     mask = torch.zeros((len(tails), shared + width), dtype=torch.long)
     mask[:, :shared] = 1
     for row, tail in enumerate(tails):
-        ids[row, :len(tail)] = torch.from_numpy(np.asarray(tail, dtype=np.int64))
-        mask[row, shared:shared + len(tail)] = 1
+        ids[row, : len(tail)] = torch.from_numpy(np.asarray(tail, dtype=np.int64))
+        mask[row, shared : shared + len(tail)] = 1
     positions = torch.arange(shared, shared + width).expand(len(tails), -1)
     return ids, mask, positions
 
@@ -76,9 +78,18 @@ def repeat_cache(cache, rows: int):
     return copied
 
 
-def run_sequences(model, sequences: Sequence[Encoded], keep: Sequence[int], consume: Consumer, *,
-                  groups: Sequence[Sequence[int]] | None = None, logits: bool = False, batch_size: int = 8,
-                  pad_id: int = 0, should_stop: Callable[[], bool] | None = None) -> None:
+def run_sequences(
+    model,
+    sequences: Sequence[Encoded],
+    keep: Sequence[int],
+    consume: Consumer,
+    *,
+    groups: Sequence[Sequence[int]] | None = None,
+    logits: bool = False,
+    batch_size: int = 8,
+    pad_id: int = 0,
+    should_stop: Callable[[], bool] | None = None,
+) -> None:
     """Call `consume` for every sequence exactly once (see module doc). groups: lists of
     sequence indices that may share a prefix (default: none shared). should_stop() is asked
     before every forward pass; True raises TrainingCancelled."""
@@ -111,35 +122,47 @@ class _Runner:
     def plain(self, indices: list[int]) -> None:
         order = sorted(indices, key=lambda i: -len(self.sequences[i].input_ids))
         for start in range(0, len(order), self.batch_size):
-            chunk = order[start:start + self.batch_size]
+            chunk = order[start : start + self.batch_size]
             self._check_stop()
             width_keep = max(self.keep[i] for i in chunk)
             batch = collate([self.sequences[i] for i in chunk], self.pad)
-            out = self.model(input_ids=batch["input_ids"].to(self.device),
-                             attention_mask=batch["attention_mask"].to(self.device),
-                             position_ids=batch["position_ids"].to(self.device),
-                             output_hidden_states=not self.logits, logits_to_keep=width_keep, use_cache=False)
+            out = self.model(
+                input_ids=batch["input_ids"].to(self.device),
+                attention_mask=batch["attention_mask"].to(self.device),
+                position_ids=batch["position_ids"].to(self.device),
+                output_hidden_states=not self.logits,
+                logits_to_keep=width_keep,
+                use_cache=False,
+            )
             states = out.logits if self.logits else out.hidden_states[-1][:, -width_keep:]
             # Left padding: every sequence ends in the last column.
-            self.consume(chunk, [states[row, states.size(1) - self.keep[i]:] for row, i in enumerate(chunk)])
+            self.consume(chunk, [states[row, states.size(1) - self.keep[i] :] for row, i in enumerate(chunk)])
 
     def shared(self, group: list[int], shared: int) -> None:
         self._check_stop()
         prefix = torch.from_numpy(self.sequences[group[0]].input_ids[:shared].astype(np.int64))[None]
         cache = self.model(input_ids=prefix.to(self.device), use_cache=True, logits_to_keep=1).past_key_values
         for start in range(0, len(group), self.batch_size):
-            chunk = group[start:start + self.batch_size]
+            chunk = group[start : start + self.batch_size]
             self._check_stop()
             tails = [self.sequences[i].input_ids[shared:] for i in chunk]
             ids, mask, positions = tail_batch(tails, shared, self.pad)
             batch_cache = repeat_cache(cache, len(chunk))
-            out = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                             position_ids=positions.to(self.device), past_key_values=batch_cache, use_cache=True,
-                             output_hidden_states=not self.logits, logits_to_keep=0 if self.logits else 1)
+            out = self.model(
+                input_ids=ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                position_ids=positions.to(self.device),
+                past_key_values=batch_cache,
+                use_cache=True,
+                output_hidden_states=not self.logits,
+                logits_to_keep=0 if self.logits else 1,
+            )
             states = out.logits if self.logits else out.hidden_states[-1]
             # Right padding: row j's sequence ends at column len(tail) - 1.
-            self.consume(chunk, [states[row, len(tail) - self.keep[i]:len(tail)]
-                                 for row, (i, tail) in enumerate(zip(chunk, tails))])
+            self.consume(
+                chunk,
+                [states[row, len(tail) - self.keep[i] : len(tail)] for row, (i, tail) in enumerate(zip(chunk, tails))],
+            )
 
     def _check_stop(self) -> None:
         if self.should_stop is not None and self.should_stop():

@@ -1,4 +1,5 @@
 """Progress events, the result of a training run, and the meter that fills them in."""
+
 from __future__ import annotations
 
 import time

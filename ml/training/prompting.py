@@ -9,6 +9,7 @@ They come before the query as user/assistant turns, under the first system promp
 example's note is cut from the left to max_length // (shots + 2) tokens so the query keeps
 room (the query note is cut from the left to fit what is left).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -32,29 +33,43 @@ SYSTEM_PROMPTS = (
 )
 
 
-def predict_prompting(loaded, items: Sequence[LabeledItem], config: PromptingConfig, *,
-                      train_items: Sequence[LabeledItem] | None = None) -> list[list[str]]:
+def predict_prompting(
+    loaded, items: Sequence[LabeledItem], config: PromptingConfig, *, train_items: Sequence[LabeledItem] | None = None
+) -> list[list[str]]:
     """`config.variants` prediction lists, each with one of the item's options per item."""
     mask = mask_token_for(loaded)
     if config.shots == 0 and config.variants > len(SYSTEM_PROMPTS):
-        raise TrainingInputError(f"0-shot has {len(SYSTEM_PROMPTS)} system prompts, {config.variants} variants asked for")
+        raise TrainingInputError(
+            f"0-shot has {len(SYSTEM_PROMPTS)} system prompts, {config.variants} variants asked for"
+        )
     if config.shots and not any(i.label is not None for i in train_items or ()):
         raise TrainingInputError(f"{config.shots}-shot prompting needs labeled train_items")
     variants = []
     for v in range(config.variants):
         if config.shots == 0:
-            requests = [OptionRequest(sft_prompt(item, mask), item.options, system=SYSTEM_PROMPTS[v], group=item.note_id)
-                        for item in items]
+            requests = [
+                OptionRequest(sft_prompt(item, mask), item.options, system=SYSTEM_PROMPTS[v], group=item.note_id)
+                for item in items
+            ]
         else:
             shots = draw_shots(loaded.tokenizer, train_items, config, variant=v, mask_token=mask)
-            requests = [OptionRequest(sft_prompt(item, mask), item.options, system=SYSTEM_PROMPTS[0],
-                                      shots=shots.get(item.task, ()), group=item.note_id) for item in items]
+            requests = [
+                OptionRequest(
+                    sft_prompt(item, mask),
+                    item.options,
+                    system=SYSTEM_PROMPTS[0],
+                    shots=shots.get(item.task, ()),
+                    group=item.note_id,
+                )
+                for item in items
+            ]
         variants.append(choose_options(loaded, requests, max_length=config.max_length, batch_size=config.batch_size))
     return variants
 
 
-def draw_shots(tokenizer, train_items: Sequence[LabeledItem], config: PromptingConfig, *, variant: int,
-               mask_token: str) -> dict[str, list[tuple[str, str]]]:
+def draw_shots(
+    tokenizer, train_items: Sequence[LabeledItem], config: PromptingConfig, *, variant: int, mask_token: str
+) -> dict[str, list[tuple[str, str]]]:
     """task -> [(example prompt, example label)] for one variant (see module doc)."""
     by_task: dict[str, list[LabeledItem]] = {}
     for item in sorted(train_items, key=lambda i: i.item_id):
@@ -65,11 +80,12 @@ def draw_shots(tokenizer, train_items: Sequence[LabeledItem], config: PromptingC
     for task, pool in by_task.items():
         seed = hashlib.blake2b(f"shots\x1f{config.seed}\x1f{variant}\x1f{task}".encode(), digest_size=8).digest()
         drawn = random.Random(int.from_bytes(seed, "big")).sample(pool, min(config.shots, len(pool)))
-        shots[task] = [(sft_prompt(replace(i, text=_last_tokens(tokenizer, i.text, budget)), mask_token), i.label)
-                       for i in drawn]
+        shots[task] = [
+            (sft_prompt(replace(i, text=_last_tokens(tokenizer, i.text, budget)), mask_token), i.label) for i in drawn
+        ]
     return shots
 
 
 def _last_tokens(tokenizer, text: str, n: int) -> str:
     offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-    return text if len(offsets) <= n else text[offsets[len(offsets) - n][0]:].lstrip()
+    return text if len(offsets) <= n else text[offsets[len(offsets) - n][0] :].lstrip()

@@ -1,4 +1,5 @@
 """Device, precision and the accelerate objects of a training run."""
+
 from __future__ import annotations
 
 import contextlib

@@ -11,6 +11,7 @@ lr x k / warmup, so step 0 of any warmup trains at rate 0; after warmup cosine a
 decay towards 0 but reach it only at step `total`, which never runs. "constant" ignores the
 warmup. So a 1-step run with any warmup trains at rate 0 and leaves the model as it was.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,8 +42,9 @@ def learning_steps(total: int, warmup: int, scheduler: str, lr: float) -> int:
     """Steps 0..total-1 whose learning rate is above 0 (see the module docstring)."""
     if total <= 0 or not lr > 0:
         return 0
-    return sum(1 for step in range(min(total, warmup + 1)) if lr_factor(step, total, warmup, scheduler) > 0) + \
-        max(0, total - warmup - 1)
+    return sum(1 for step in range(min(total, warmup + 1)) if lr_factor(step, total, warmup, scheduler) > 0) + max(
+        0, total - warmup - 1
+    )
 
 
 def lr_factor(step: int, total: int, warmup: int, scheduler: str) -> float:

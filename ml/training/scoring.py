@@ -12,6 +12,7 @@ needed, to fit the longest option).
 The options of a request share its whole prompt, and requests with the same `group` (the
 callers pass the note id) share the note: ml.training.prefix runs each shared beginning once.
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
@@ -34,8 +35,9 @@ class OptionRequest:
     group: Hashable | None = None  # requests of one group (e.g. one note) may share a prefix
 
 
-def option_scores(loaded, requests: Sequence[OptionRequest], *, max_length: int, batch_size: int = 8,
-                  shared_prefix: bool = True) -> list[list[float]]:
+def option_scores(
+    loaded, requests: Sequence[OptionRequest], *, max_length: int, batch_size: int = 8, shared_prefix: bool = True
+) -> list[list[float]]:
     """Log-likelihood of each option of each request (see module doc); shared_prefix=False
     runs every sequence whole (the reference the benchmark compares with)."""
     tokenizer = loaded.tokenizer
@@ -54,7 +56,7 @@ def option_scores(loaded, requests: Sequence[OptionRequest], *, max_length: int,
 
     def add(indices: list[int], logits: list[torch.Tensor]) -> None:
         for i, states in zip(indices, logits):
-            targets = torch.from_numpy(sequences[i].input_ids[sequences[i].prompt_len:].astype("int64"))
+            targets = torch.from_numpy(sequences[i].input_ids[sequences[i].prompt_len :].astype("int64"))
             log_probs = torch.log_softmax(states[:-1].float(), dim=-1)
             r, o = owners[i]
             scores[r][o] = log_probs.gather(-1, targets.to(log_probs.device)[:, None]).sum().item()
@@ -64,9 +66,16 @@ def option_scores(loaded, requests: Sequence[OptionRequest], *, max_length: int,
         key = ("request", r) if requests[r].group is None else ("group", requests[r].group)
         groups.setdefault(key, []).append(i)
     keep = [len(e.input_ids) - e.prompt_len + 1 for e in sequences]  # the states that predict the answer
-    run_sequences(loaded.model, sequences, keep, add, groups=list(groups.values()) if shared_prefix else None,
-                  logits=True,
-                  batch_size=batch_size, pad_id=pad_id(tokenizer))
+    run_sequences(
+        loaded.model,
+        sequences,
+        keep,
+        add,
+        groups=list(groups.values()) if shared_prefix else None,
+        logits=True,
+        batch_size=batch_size,
+        pad_id=pad_id(tokenizer),
+    )
     return scores
 
 

@@ -8,6 +8,7 @@ trained model's folder is saved with this tokenizer, so the token stays in the D
 
 Note: with LoRA the embedding rows are frozen, so an added token keeps its mean embedding.
 """
+
 from __future__ import annotations
 
 import torch
@@ -41,8 +42,9 @@ def ensure_mask_token(loaded, token: str | None = None) -> str:
     if len(tokenizer) > old:
         model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
         with torch.no_grad():
-            for emb in {id(m): m for m in (model.get_input_embeddings(), model.get_output_embeddings())
-                        if m is not None}.values():
+            for emb in {
+                id(m): m for m in (model.get_input_embeddings(), model.get_output_embeddings()) if m is not None
+            }.values():
                 emb.weight[old:] = emb.weight[:old].mean(0, keepdim=True)
     if not is_single_token(tokenizer, token):  # pragma: no cover - a tokenizer that refuses added tokens
         raise TrainingInputError(f"could not make {token!r} a single token of this tokenizer")

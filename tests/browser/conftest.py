@@ -1,4 +1,5 @@
 """Real headless Chromium (Debian's package) driven by Playwright against the live test server."""
+
 import os
 import shutil
 
@@ -6,8 +7,14 @@ import pytest
 
 CHROMIUM = os.environ.get("DSM_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
 ]
 
 # Playwright's sync API runs an event loop; Django must allow its ORM calls from tests around it.

@@ -8,6 +8,7 @@ charts that replaced inline style attributes.
 
 With DSM_SCREENSHOTS=<folder> each page is also saved as a PNG there, to compare by eye.
 """
+
 import os
 from pathlib import Path
 
@@ -29,8 +30,9 @@ def watched(page):
     """(page, console errors about the policy) with the violation recorder in every document."""
     page.context.add_init_script(RECORD_VIOLATIONS)
     console = []
-    page.on("console", lambda message: console.append(message.text)
-            if "Content Security Policy" in message.text else None)
+    page.on(
+        "console", lambda message: console.append(message.text) if "Content Security Policy" in message.text else None
+    )
     return page, console
 
 
@@ -57,35 +59,52 @@ def site(researcher):
     corpus = Corpus.objects.create(name="ward", language="en")
     note = Note.objects.create(corpus=corpus, external_id="n1", text=TEXT)
     heart = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"])
-    pacemaker = Task.objects.create(slug="presence-of-pacemaker", description="presence of pacemaker",
-                                    options=["y", "n"])
+    pacemaker = Task.objects.create(
+        slug="presence-of-pacemaker", description="presence of pacemaker", options=["y", "n"]
+    )
     base = ModelVersion.objects.create(name="base-model", family="llama", path="base-model")
     dsm = ModelVersion.objects.create(name="dsm-model", family="llama", path="dsm-model", parent=base)
     # the default profile (an evaluation needs one) if a transactional test flushed the migrations' one
-    sharp = PeakProfile.objects.create(name="sharp", kernel_size=1, sigma=1.0, lower=0.2, upper=0.4,
-                                       is_default=not PeakProfile.objects.filter(is_default=True).exists())
+    sharp = PeakProfile.objects.create(
+        name="sharp",
+        kernel_size=1,
+        sigma=1.0,
+        lower=0.2,
+        upper=0.4,
+        is_default=not PeakProfile.objects.filter(is_default=True).exists(),
+    )
     add_map(note, heart, base, {"130": 0.9, "tachycardic": 0.6, "Pacemaker": 0.45})
     add_map(note, heart, dsm, {"130": 1.0, "tachycardic": 0.9})
     add_map(note, pacemaker, base, {"Pacemaker": 1.0, "2019": 0.9})
-    Annotation.objects.create(note=note, task=heart, label="y", annotator_name="gold",
-                              evidence=[list(word_span(TEXT, "130"))])
+    Annotation.objects.create(
+        note=note, task=heart, label="y", annotator_name="gold", evidence=[list(word_span(TEXT, "130"))]
+    )
 
     job = jobs.launch(job_spec(corpus, base, tasks=[heart]), actor=researcher, enqueue=False)
     planning.plan_now(job)
     dataset = DatasetVersion.objects.create(name="ds", version=1, corpus=corpus, model_version=base, profile=sharp)
     building.build(building.claim(dataset.pk))
     dataset.refresh_from_db()
-    run = runs.launch(runs.RunSpec(kind="dsm", model_version=base, dataset=dataset,
-                                   config={"train": {"warmup_ratio": 0.0}}), enqueue=False)
-    RunMetric.objects.bulk_create([RunMetric(run=run, step=s, loss=2.0 / s, lr=1e-4 * (1 - s / 20), epoch=s / 10)
-                                   for s in range(1, 11)])
+    run = runs.launch(
+        runs.RunSpec(kind="dsm", model_version=base, dataset=dataset, config={"train": {"warmup_ratio": 0.0}}),
+        enqueue=False,
+    )
+    RunMetric.objects.bulk_create(
+        [RunMetric(run=run, step=s, loss=2.0 / s, lr=1e-4 * (1 - s / 20), epoch=s / 10) for s in range(1, 11)]
+    )
     run.status, run.finished = "done", timezone.now()
     run.save(update_fields=["status", "finished"])
     winner = group("attnlrp", "span", 0.71, 0.66, 0.76)
-    evaluation = finished(corpus, base, [group("attention", "next", 0.58, 0.54, 0.62), winner],
-                          choice={k: winner[k] for k in ("method", "explain", "template", "config_key")})
-    review = f"/review/{corpus.pk}/notes/{note.pk}/?task={heart.pk}&model={base.pk}&method=attnlrp&template=en" \
-             f"&profile={sharp.pk}"
+    evaluation = finished(
+        corpus,
+        base,
+        [group("attention", "next", 0.58, 0.54, 0.62), winner],
+        choice={k: winner[k] for k in ("method", "explain", "template", "config_key")},
+    )
+    review = (
+        f"/review/{corpus.pk}/notes/{note.pk}/?task={heart.pk}&model={base.pk}&method=attnlrp&template=en"
+        f"&profile={sharp.pk}"
+    )
     # (name, url, a selector that shows the page's scripts and fragments have done their work)
     return [
         ("login", "/login/", "#id_username"),
@@ -93,8 +112,11 @@ def site(researcher):
         ("corpus", f"/corpora/{corpus.pk}/", "h1"),
         ("note", f"/corpora/{corpus.pk}/notes/{note.pk}/", "#note-text"),
         ("review-note", review, "#preview-share"),
-        ("review-compare", f"/review/{corpus.pk}/notes/{note.pk}/compare/?task={heart.pk}&a={base.pk}&b={dsm.pk}",
-         "#mean-change"),
+        (
+            "review-compare",
+            f"/review/{corpus.pk}/notes/{note.pk}/compare/?task={heart.pk}&a={base.pk}&b={dsm.pk}",
+            "#mean-change",
+        ),
         ("job", f"/jobs/{job.pk}/", "#job-progress"),
         ("dataset", f"/datasets/{dataset.pk}/", ".histogram .bar"),
         ("training-run", f"/training/{run.pk}/", "#chart-loss canvas"),

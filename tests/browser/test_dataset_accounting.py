@@ -1,5 +1,6 @@
 """A researcher opens a built dataset's page in real headless Chromium and reads why note-task
 pairs were left out: each reason with its count, adding up to the pairs read."""
+
 import pytest
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -17,15 +18,24 @@ def dataset(db):
     corpus = Corpus.objects.create(name="ward", language="en")
     model = ModelVersion.objects.create(name="tiny-test", family="llama", path="tiny-test")
     sharp = PeakProfile.objects.create(name="sharp", version=1, kernel_size=1, sigma=1.0, lower=0.2, upper=0.4)
-    tasks = {slug: Task.objects.create(slug=slug, description=slug, options=["y", "n"], held_out=slug == "heldout")
-             for slug in PEAKS}
+    tasks = {
+        slug: Task.objects.create(slug=slug, description=slug, options=["y", "n"], held_out=slug == "heldout")
+        for slug in PEAKS
+    }
     for i in range(3):  # n0 is drawn for validation; n2 repeats n1's text
         note = Note.objects.create(corpus=corpus, external_id=f"n{i}", text=TEXT if i else f"{TEXT} first")
         for slug in PEAKS:
             add_map(note, tasks[slug], model, PEAKS[slug])
     first = Note.objects.get(external_id="n0")
-    ValidationSet.objects.create(corpus=corpus, model_version=model, method="attnlrp", template="en", name="val",
-                                 items=[[first.pk, tasks["heart"].pk]], grid=[])
+    ValidationSet.objects.create(
+        corpus=corpus,
+        model_version=model,
+        method="attnlrp",
+        template="en",
+        name="val",
+        items=[[first.pk, tasks["heart"].pk]],
+        grid=[],
+    )
     built = DatasetVersion.objects.create(name="ds", corpus=corpus, model_version=model, profile=sharp)
     building.build(building.claim(built.pk))
     return built

@@ -8,6 +8,7 @@ of SmolLM2, so the job's 30 prompts take seconds. A real relevance worker proces
 job through Redis, as the demo's worker does through its broker. Then the demo clinician logs in
 with the password the seeding printed.
 """
+
 import importlib
 import re
 from io import StringIO
@@ -72,7 +73,7 @@ def log_in(page, username, password):
 def test_after_the_demos_first_job_a_clinician_reviews_notes_with_highlighted_peaks(page, demo_done):
     notes = list(Note.objects.filter(corpus__name=demo.DEMO_CORPUS).order_by("pk"))
     mapped = set(RelevanceMap.objects.values_list("note_id", flat=True))
-    assert len(notes) == NOTES and mapped == {n.pk for n in notes[:demo.DEMO_JOB_NOTES]}
+    assert len(notes) == NOTES and mapped == {n.pk for n in notes[: demo.DEMO_JOB_NOTES]}
     corpus_id = notes[0].corpus_id
 
     log_in(page, "clinician", demo_password(demo_done, "clinician"))
@@ -102,4 +103,3 @@ def test_after_the_demos_first_job_a_clinician_reviews_notes_with_highlighted_pe
     assert "Relevance not computed yet" in page.locator("#no-map").inner_text()
     assert page.locator("#note-text mark.peak").count() == 0
     assert page.locator("#peak-count").inner_text() == "peaks not computed yet"
-

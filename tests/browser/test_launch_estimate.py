@@ -1,5 +1,6 @@
 """A researcher fills the relevance job form in Chromium, sees the live estimate, is asked to
 confirm a launch above the threshold, confirms, and lands on the job's page."""
+
 import re
 
 import pytest

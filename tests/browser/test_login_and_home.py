@@ -1,4 +1,5 @@
 """A person logs in with the real form in Chromium and lands on the home page."""
+
 import pytest
 
 from webapp.corpus.models import Corpus, ImportJob, Note

@@ -1,5 +1,6 @@
 """Point 9 in Chromium: Cancel asks before it cancels (static/js/confirm.js), and `n` at the last
 note says so instead of doing nothing (static/review/review.js)."""
+
 import pytest
 
 from tests.browser.test_review import ward  # noqa: F401 (a fixture)

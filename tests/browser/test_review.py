@@ -1,5 +1,6 @@
 """A clinician reviews peaks in real headless Chromium: sliders, keyboard decisions, validation,
 comparison; and cannot reach researcher-only pages."""
+
 import pytest
 
 from webapp.pipeline.models import ModelVersion, PeakProfile
@@ -10,16 +11,16 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def ward(db):
-    from webapp.corpus.models import Annotation, Corpus, Note, Task
-
     from tests.webapp.review.fabricate import TEXT, add_map, word_span
+    from webapp.corpus.models import Annotation, Corpus, Note, Task
 
     corpus = Corpus.objects.create(name="ward", language="en")
     note = Note.objects.create(corpus=corpus, external_id="n1", text=TEXT)
     other = Note.objects.create(corpus=corpus, external_id="n2", text=TEXT)
     heart = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"])
-    pacemaker = Task.objects.create(slug="presence-of-pacemaker", description="presence of pacemaker",
-                                    options=["y", "n"])
+    pacemaker = Task.objects.create(
+        slug="presence-of-pacemaker", description="presence of pacemaker", options=["y", "n"]
+    )
     base = ModelVersion.objects.create(name="base-model", family="llama", path="base-model")
     dsm = ModelVersion.objects.create(name="dsm-model", family="llama", path="dsm-model", parent=base)
     sharp = PeakProfile.objects.create(name="sharp", kernel_size=1, sigma=1.0, lower=0.2, upper=0.4)
@@ -27,12 +28,24 @@ def ward(db):
         add_map(n, heart, base, {"130": 0.9, "tachycardic": 0.6, "Pacemaker": 0.45})
         add_map(n, heart, dsm, {"130": 1.0, "tachycardic": 0.9})
         add_map(n, pacemaker, base, {"Pacemaker": 1.0})
-    Annotation.objects.create(note=note, task=heart, label="y", annotator_name="gold",
-                              evidence=[list(word_span(TEXT, "130"))])
-    url = f"/review/{corpus.pk}/notes/{note.pk}/?task={heart.pk}&model={base.pk}&method=attnlrp&template=en" \
-          f"&profile={sharp.pk}"
-    return {"corpus": corpus, "note": note, "other": other, "heart": heart, "pacemaker": pacemaker, "base": base,
-            "dsm": dsm, "sharp": sharp, "url": url}
+    Annotation.objects.create(
+        note=note, task=heart, label="y", annotator_name="gold", evidence=[list(word_span(TEXT, "130"))]
+    )
+    url = (
+        f"/review/{corpus.pk}/notes/{note.pk}/?task={heart.pk}&model={base.pk}&method=attnlrp&template=en"
+        f"&profile={sharp.pk}"
+    )
+    return {
+        "corpus": corpus,
+        "note": note,
+        "other": other,
+        "heart": heart,
+        "pacemaker": pacemaker,
+        "base": base,
+        "dsm": dsm,
+        "sharp": sharp,
+        "url": url,
+    }
 
 
 def peak_count(page) -> int:
@@ -40,8 +53,9 @@ def peak_count(page) -> int:
 
 
 def set_slider(page, selector, value):
-    page.eval_on_selector(selector, "(el, v) => { el.value = v; "
-                                    "el.dispatchEvent(new Event('input', {bubbles: true})); }", str(value))
+    page.eval_on_selector(
+        selector, "(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); }", str(value)
+    )
 
 
 def test_moving_a_threshold_slider_rehighlights_the_peaks(login, clinician, ward):
@@ -65,8 +79,9 @@ def test_switching_the_task_swaps_only_the_panel_and_pushes_the_url(login, clini
     page.goto(ward["url"])
     page.evaluate("window.__same_page = true")
     page.select_option("#id_task", str(ward["pacemaker"].pk))
-    page.wait_for_function("() => document.querySelector('#note-panel .what strong').textContent"
-                           " === 'presence of pacemaker'")
+    page.wait_for_function(
+        "() => document.querySelector('#note-panel .what strong').textContent === 'presence of pacemaker'"
+    )
     assert peak_count(page) == 1
     assert f"task={ward['pacemaker'].pk}" in page.url and page.evaluate("window.__same_page") is True
     page.go_back()
@@ -109,7 +124,7 @@ def test_shift_arrows_move_a_peak_boundary_and_enter_saves_it(login, clinician, 
     page.keyboard.press("Enter")
     page.wait_for_selector("#peak-0.mine-adjust")
     row = PeakDecision.objects.get()
-    assert ward["note"].text[row.adjusted_start:row.adjusted_end] == "HR 130 bpm"
+    assert ward["note"].text[row.adjusted_start : row.adjusted_end] == "HR 130 bpm"
 
 
 def test_the_help_overlay_opens_with_question_mark_and_closes_with_escape(login, clinician, ward):
@@ -134,12 +149,19 @@ def test_n_and_p_go_to_the_next_and_previous_note(login, clinician, ward):
 
 
 def test_a_clinician_completes_a_validation_round_and_gets_a_recommendation(login, clinician, ward):
-    grid = [{"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4},
-            {"kernel_size": 1, "sigma": 1.0, "lower": 0.5, "upper": 0.95}]
-    vset = ValidationSet.objects.create(corpus=ward["corpus"], model_version=ward["base"], method="attnlrp",
-                                        template="en", name="round", grid=grid,
-                                        items=[[ward["note"].pk, ward["heart"].pk],
-                                               [ward["other"].pk, ward["heart"].pk]])
+    grid = [
+        {"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4},
+        {"kernel_size": 1, "sigma": 1.0, "lower": 0.5, "upper": 0.95},
+    ]
+    vset = ValidationSet.objects.create(
+        corpus=ward["corpus"],
+        model_version=ward["base"],
+        method="attnlrp",
+        template="en",
+        name="round",
+        grid=grid,
+        items=[[ward["note"].pk, ward["heart"].pk], [ward["other"].pk, ward["heart"].pk]],
+    )
     page = login(clinician)
     page.goto(f"/review/validation/{vset.pk}/")
     for answer in ["y", "n", "y", "n"]:
@@ -259,7 +281,7 @@ def test_heat_colours_whole_words_and_never_punctuation(login, clinician, db):
     levels = page.evaluate(HEAT_JS)
     assert len(levels) == len(text)
     for word in re.finditer(r"\w+", text):
-        drawn = set(levels[word.start():word.end()])
+        drawn = set(levels[word.start() : word.end()])
         assert len(drawn) == 1 and None not in drawn, (word.group(), drawn)
     assert levels[text.index("allopurinol")] == 7  # the hottest of its three tokens (0.95)
     for i, char in enumerate(text):

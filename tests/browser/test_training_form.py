@@ -1,5 +1,6 @@
 """The training launch form in Chromium: several bad fields in one submit are all reported at
 once, each message once, beside its own field; nothing is launched."""
+
 import pytest
 
 from webapp.training.models import TrainingRun

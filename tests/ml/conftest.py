@@ -14,6 +14,7 @@ models: `build_loaded("llama")` is deterministic (fixed seed).
 The real SmolLM2 model (tests marked slow) comes from $MODEL_DIR or <repo>/var/models when
 converted there, otherwise it is converted once per session into a temporary folder.
 """
+
 from __future__ import annotations
 
 import functools
@@ -36,8 +37,18 @@ CORPUS = [
     "heart rate presence of pacemaker body temperature clinical finding",
     "You are a helpful assistant. user assistant model system",
 ]
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<bos>", "<eos>", "<unk>",
-            "<start_of_turn>", "<end_of_turn>", "<mask>", "<|fim_pad|>"]
+SPECIALS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<bos>",
+    "<eos>",
+    "<unk>",
+    "<start_of_turn>",
+    "<end_of_turn>",
+    "<mask>",
+    "<|fim_pad|>",
+]
 CHATML = (
     "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
     "{{ '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}{% endif %}"
@@ -53,7 +64,7 @@ GEMMA = (
 FAMILY_TOKENIZER = {"llama": "chatml", "qwen2": "chatml", "qwen3": "chatml", "gemma3": "gemma"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def build_tokenizer(kind: str = "chatml"):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -63,37 +74,75 @@ def build_tokenizer(kind: str = "chatml"):
         tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first")
         tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="first")
         alphabet = sorted(set("".join(CORPUS)) | set("\n\t"))
-        trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIALS, initial_alphabet=alphabet,
-                                      show_progress=False)
+        trainer = trainers.BpeTrainer(
+            vocab_size=400, special_tokens=SPECIALS, initial_alphabet=alphabet, show_progress=False
+        )
     else:
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tok.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=500, special_tokens=SPECIALS, show_progress=False,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        trainer = trainers.BpeTrainer(
+            vocab_size=500,
+            special_tokens=SPECIALS,
+            show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        )
     tok.train_from_iterator(CORPUS * 3, trainer)
     if kind == "gemma":
-        return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>",
-                                       pad_token="<eos>", unk_token="<unk>", chat_template=GEMMA)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|im_start|>", eos_token="<|im_end|>",
-                                   pad_token="<|im_end|>", chat_template=CHATML if kind == "chatml" else None)
+        return PreTrainedTokenizerFast(
+            tokenizer_object=tok,
+            bos_token="<bos>",
+            eos_token="<eos>",
+            pad_token="<eos>",
+            unk_token="<unk>",
+            chat_template=GEMMA,
+        )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<|im_start|>",
+        eos_token="<|im_end|>",
+        pad_token="<|im_end|>",
+        chat_template=CHATML if kind == "chatml" else None,
+    )
 
 
 def build_model(family: str, vocab_size: int, *, seed: int = 0, attn: str = "sdpa"):
     import torch
-    from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM,
-                              Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+    from transformers import (
+        Gemma3ForCausalLM,
+        Gemma3TextConfig,
+        LlamaConfig,
+        LlamaForCausalLM,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+        Qwen3Config,
+        Qwen3ForCausalLM,
+    )
 
-    common = dict(vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                  initializer_range=0.2, attn_implementation=attn)
+    common = dict(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        initializer_range=0.2,
+        attn_implementation=attn,
+    )
     builders = {
         "llama": lambda: LlamaForCausalLM(LlamaConfig(**common)),
         "qwen2": lambda: Qwen2ForCausalLM(Qwen2Config(**common)),
         "qwen3": lambda: Qwen3ForCausalLM(Qwen3Config(head_dim=8, **common)),
-        "gemma3": lambda: Gemma3ForCausalLM(Gemma3TextConfig(
-            head_dim=8, sliding_window=8, query_pre_attn_scalar=8,
-            layer_types=["sliding_attention", "full_attention"], **common)),
+        "gemma3": lambda: Gemma3ForCausalLM(
+            Gemma3TextConfig(
+                head_dim=8,
+                sliding_window=8,
+                query_pre_attn_scalar=8,
+                layer_types=["sliding_attention", "full_attention"],
+                **common,
+            )
+        ),
     }
     torch.manual_seed(seed)
     return builders[family]().eval()
@@ -106,8 +155,15 @@ def build_loaded(family: str = "llama", tokenizer_kind: str | None = None, *, se
 
     tokenizer = build_tokenizer(tokenizer_kind or FAMILY_TOKENIZER[family])
     model = build_model(family, len(tokenizer), seed=seed, attn=attn)
-    return LoadedModel(model=model, tokenizer=tokenizer, family=FAMILIES[family], name=f"tiny-{family}",
-                       device=torch.device("cpu"), dtype=torch.float32, path="")
+    return LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        family=FAMILIES[family],
+        name=f"tiny-{family}",
+        device=torch.device("cpu"),
+        dtype=torch.float32,
+        path="",
+    )
 
 
 @pytest.fixture(params=["llama", "qwen2", "qwen3", "gemma3"])

@@ -1,4 +1,5 @@
 """The task catalog: the shipped CRF catalog and validation of user catalogs."""
+
 import json
 from pathlib import Path
 
@@ -21,8 +22,12 @@ def write(tmp_path, data) -> Path:
 
 
 def entry(**overrides):
-    base = {"slug": "heart-rate", "description": "heart rate",
-            "options": ["bradycardic", "normocardic", "tachycardic", "unknown"], "group": "vital signs"}
+    base = {
+        "slug": "heart-rate",
+        "description": "heart rate",
+        "options": ["bradycardic", "normocardic", "tachycardic", "unknown"],
+        "group": "vital signs",
+    }
     base.update(overrides)
     return base
 

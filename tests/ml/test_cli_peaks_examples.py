@@ -1,4 +1,5 @@
 """`python -m ml peaks | examples | localisation` on small JSONL files."""
+
 import json
 import re
 
@@ -21,8 +22,18 @@ NOTES = [
 
 
 def relevance(note_id, task, offsets, scores, **extra):
-    return {"note_id": note_id, "task": task, "model": "smollm2", "method": "attnlrp", "template": "en",
-            "target_token": "x", "offsets": offsets, "scores": scores, "raw_scores": scores, **extra}
+    return {
+        "note_id": note_id,
+        "task": task,
+        "model": "smollm2",
+        "method": "attnlrp",
+        "template": "en",
+        "target_token": "x",
+        "offsets": offsets,
+        "scores": scores,
+        "raw_scores": scores,
+        **extra,
+    }
 
 
 RELEVANCE = [
@@ -43,14 +54,18 @@ def read(path):
 
 @pytest.fixture
 def files(tmp_path):
-    return {"notes": write(tmp_path / "notes.jsonl", NOTES), "rel": write(tmp_path / "rel.jsonl", RELEVANCE),
-            "dir": tmp_path}
+    return {
+        "notes": write(tmp_path / "notes.jsonl", NOTES),
+        "rel": write(tmp_path / "rel.jsonl", RELEVANCE),
+        "dir": tmp_path,
+    }
 
 
 def run_peaks(files, *extra):
     out = str(files["dir"] / "peaks.jsonl")
-    code = main(["peaks", "--relevance", files["rel"], "--notes", files["notes"], "--kernel-size", "1",
-                 "--out", out, *extra])
+    code = main(
+        ["peaks", "--relevance", files["rel"], "--notes", files["notes"], "--kernel-size", "1", "--out", out, *extra]
+    )
     return code, out
 
 
@@ -60,8 +75,14 @@ def test_peaks_adds_word_extended_token_and_character_spans(files):
     first, second, third = read(out)
     assert first["peaks"] == [[2, 5], [6, 8]]
     assert [TEXT1[a:b] for a, b in first["peak_chars"]] == ["tachycardia", "HR 120"]
-    assert first["peak_params"] == {"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4, "strict": False,
-                                   "trim": True}
+    assert first["peak_params"] == {
+        "kernel_size": 1,
+        "sigma": 1.0,
+        "lower": 0.2,
+        "upper": 0.4,
+        "strict": False,
+        "trim": True,
+    }
     assert first["scores"] == SCORES1 and first["model"] == "smollm2"  # the record is kept
     assert second["peaks"] == first["peaks"]
     assert third["peaks"] == [[1, 2]] and third["peak_chars"] == [[3, 8]]
@@ -91,8 +112,16 @@ def test_examples_from_peaks_merge_tasks_and_report(files, capsys):
     _, peaks = run_peaks(files)
     out = str(files["dir"] / "examples.jsonl")
     assert main(["examples", "--peaks", peaks, "--notes", files["notes"], "--out", out]) == 0
-    assert read(out) == [{"note_id": "n1", "tasks": ["heart rate", "tachycardia"], "input": "Pt has tachycardia, <mask>.",
-                          "label": "HR 120", "char_span": [20, 26], "mode": "dsm"}]
+    assert read(out) == [
+        {
+            "note_id": "n1",
+            "tasks": ["heart rate", "tachycardia"],
+            "input": "Pt has tachycardia, <mask>.",
+            "label": "HR 120",
+            "char_span": [20, 26],
+            "mode": "dsm",
+        }
+    ]
     err = capsys.readouterr().err
     assert "examples: 1 written" in err and "notes kept: 1 of 2" in err and "duplicates removed: 1" in err
 
@@ -100,10 +129,27 @@ def test_examples_from_peaks_merge_tasks_and_report(files, capsys):
 def test_examples_ablation_and_mask_token(files):
     _, peaks = run_peaks(files)
     out = str(files["dir"] / "examples.jsonl")
-    assert main(["examples", "--peaks", peaks, "--notes", files["notes"], "--mode", "one_peak",
-                 "--mask-token", "[MASK]", "--out", out]) == 0
+    assert (
+        main(
+            [
+                "examples",
+                "--peaks",
+                peaks,
+                "--notes",
+                files["notes"],
+                "--mode",
+                "one_peak",
+                "--mask-token",
+                "[MASK]",
+                "--out",
+                out,
+            ]
+        )
+        == 0
+    )
     assert [(e["note_id"], e["input"], e["label"], e["mode"]) for e in read(out)] == [
-        ("2", "No [MASK].", "fever", "one_peak")]
+        ("2", "No [MASK].", "fever", "one_peak")
+    ]
 
 
 def test_localisation_prints_json_and_a_markdown_table(files, capsys):
@@ -113,8 +159,18 @@ def test_localisation_prints_json_and_a_markdown_table(files, capsys):
     (group,) = summary["groups"]
     assert summary["group_by"] == ["model", "method", "explain", "config_key"]
     assert (group["model"], group["method"], group["explain"]) == ("smollm2", "attnlrp", None)  # no explain field
-    for key in ("auc", "auc_ci", "mass_ratio", "mass_ratio_ci", "peak_f1", "peak_f1_ci", "peak_precision",
-                "peak_recall", "n_pairs", "n_undefined"):
+    for key in (
+        "auc",
+        "auc_ci",
+        "mass_ratio",
+        "mass_ratio_ci",
+        "peak_f1",
+        "peak_f1_ci",
+        "peak_precision",
+        "peak_recall",
+        "n_pairs",
+        "n_undefined",
+    ):
         assert key in group, key
     # each gold token (0.5, 0.6) ranks above the six zeros and below the 0.9: 12 of 14 pairs
     assert group["auc"] == pytest.approx(12 / 14) and group["auc_ci"] == pytest.approx([12 / 14, 12 / 14])
@@ -130,7 +186,9 @@ def test_localisation_prints_json_and_a_markdown_table(files, capsys):
     table = out[end:].strip().splitlines()
     assert table[0].startswith("| model | method | explain | config_key | pairs | undefined | AUC (95% CI)")
     assert table[2].startswith("| smollm2 | attnlrp | – | – | 1 | 0 | 0.857 (0.857-0.857) |  | 2.475")
-    assert table[3].startswith("| uniform (baseline) |  |  |  | 1 | 0 | 0.500") and table[4].startswith("| random (baseline)")
+    assert table[3].startswith("| uniform (baseline) |  |  |  | 1 | 0 | 0.500") and table[4].startswith(
+        "| random (baseline)"
+    )
     assert table[-1].startswith("Recommended: none.")
 
 
@@ -143,27 +201,50 @@ def test_localisation_compares_explain_variants_and_recommends_the_one_that_beat
         offsets = [[m.start(), m.end()] for m in re.finditer(r"\S+", text)]
         good = [1.0 if a >= text.index("HR") else 0.0 for a, _ in offsets]
         first = [1.0] + [0.0] * (len(offsets) - 1)
-        records += [relevance(f"n{i}", "heart rate", offsets, good, explain="span"),
-                    relevance(f"n{i}", "heart rate", offsets, first, explain="next")]
+        records += [
+            relevance(f"n{i}", "heart rate", offsets, good, explain="span"),
+            relevance(f"n{i}", "heart rate", offsets, first, explain="next"),
+        ]
     gold, rel = write(tmp_path / "notes.jsonl", notes), write(tmp_path / "rel.jsonl", records)
     assert main(["localisation", "--relevance", rel, "--gold", gold, "--n-resamples", "200"]) == 0
     summary, _ = json.JSONDecoder().raw_decode(capsys.readouterr().out)
     by_explain = {g["explain"]: g for g in summary["groups"]}
     # "next": each gold token ties with three of the four others and loses to the first word: 1.5 / 4
     assert by_explain["span"]["auc"] == 1.0 and by_explain["next"]["auc"] == pytest.approx(0.375)
-    assert summary["recommended"]["choice"] == {"model": "smollm2", "method": "attnlrp", "explain": "span",
-                                                "config_key": None}
+    assert summary["recommended"]["choice"] == {
+        "model": "smollm2",
+        "method": "attnlrp",
+        "explain": "span",
+        "config_key": None,
+    }
     assert summary["bootstrap"] == {"n_resamples": 200, "confidence": 0.95, "seed": 0}
 
 
 def test_localisation_takes_evidence_from_an_annotations_file(files, capsys):
     notes = write(files["dir"] / "plain.jsonl", [{k: v for k, v in n.items() if k != "evidence"} for n in NOTES])
-    annotations = write(files["dir"] / "ann.jsonl", [
-        {"note_id": "n1", "task": "heart rate", "label": "high", "evidence": [[20, 26]]},
-        {"note_id": "2", "task": "fever", "label": "unknown", "evidence": []},
-    ])
-    assert main(["localisation", "--relevance", files["rel"], "--gold", notes, "--annotations", annotations,
-                 "--kernel-size", "1"]) == 0
+    annotations = write(
+        files["dir"] / "ann.jsonl",
+        [
+            {"note_id": "n1", "task": "heart rate", "label": "high", "evidence": [[20, 26]]},
+            {"note_id": "2", "task": "fever", "label": "unknown", "evidence": []},
+        ],
+    )
+    assert (
+        main(
+            [
+                "localisation",
+                "--relevance",
+                files["rel"],
+                "--gold",
+                notes,
+                "--annotations",
+                annotations,
+                "--kernel-size",
+                "1",
+            ]
+        )
+        == 0
+    )
     summary, _ = json.JSONDecoder().raw_decode(capsys.readouterr().out)
     assert summary["groups"][0]["n_pairs"] == 1
     assert summary["groups"][0]["mass_ratio"] == pytest.approx(0.55 / (2 / 9))
@@ -197,8 +278,20 @@ def test_examples_without_peak_chars_is_an_error(files, capsys):
 
 
 def test_missing_file_and_bad_parameters_are_errors(files, capsys):
-    assert main(["peaks", "--relevance", str(files["dir"] / "nope.jsonl"), "--notes", files["notes"],
-                 "--out", str(files["dir"] / "o.jsonl")]) == 2
+    assert (
+        main(
+            [
+                "peaks",
+                "--relevance",
+                str(files["dir"] / "nope.jsonl"),
+                "--notes",
+                files["notes"],
+                "--out",
+                str(files["dir"] / "o.jsonl"),
+            ]
+        )
+        == 2
+    )
     assert "nope.jsonl: cannot open" in capsys.readouterr().err
     assert main(["localisation", "--relevance", files["rel"], "--gold", files["notes"], "--lower", "0.5"]) == 2
     assert "0 <= lower <= upper" in capsys.readouterr().err

@@ -1,4 +1,5 @@
 """JSON Lines reading and writing."""
+
 import numpy as np
 import pytest
 
@@ -11,11 +12,14 @@ def test_it_reads_objects_with_their_line_numbers_skipping_blank_lines(tmp_path)
     assert list(read_jsonl(path)) == [(1, {"a": 1}), (3, {"a": 2})]
 
 
-@pytest.mark.parametrize("content,reason", [
-    (b'{"a": 1}\n{"a": \n', "a.jsonl:2: invalid JSON"),
-    (b'{"a": 1}\n"text"\n', "a.jsonl:2: expected a JSON object, got a string"),
-    (b'{"a": 1}\n{"a": "\xff"}\n', "a.jsonl:2: not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content,reason",
+    [
+        (b'{"a": 1}\n{"a": \n', "a.jsonl:2: invalid JSON"),
+        (b'{"a": 1}\n"text"\n', "a.jsonl:2: expected a JSON object, got a string"),
+        (b'{"a": 1}\n{"a": "\xff"}\n', "a.jsonl:2: not UTF-8"),
+    ],
+)
 def test_bad_lines_name_file_and_line(tmp_path, content, reason):
     path = tmp_path / "a.jsonl"
     path.write_bytes(content)

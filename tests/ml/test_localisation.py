@@ -1,4 +1,5 @@
 """ml.localisation: token AUC, per-pair scores, bootstrap summaries, baselines, the recommendation."""
+
 import math
 import re
 import time
@@ -51,7 +52,7 @@ def synthetic_pairs(n, rng, signal=0.0, n_tokens=30, prefix="n"):
     for i in range(n):
         start = int(rng.integers(0, n_tokens - 5))
         scores = rng.random(n_tokens)
-        scores[start:start + 5] += signal
+        scores[start : start + 5] += signal
         out.append(Pair(f"{prefix}{i:04d}", "t", text, offsets, scores / scores.max(), [(2 * start, 2 * start + 9)]))
     return out
 
@@ -133,8 +134,14 @@ def test_the_product_peak_rule_widens_to_words_and_takes_a_mapping():
 
 
 def test_summary_means_skip_undefined_pairs_and_peak_scores_are_micro():
-    scores = PairScores([("a", "t"), ("b", "t"), ("c", "t")], np.array([1.0, 0.5, math.nan]),
-                        np.array([2.0, math.nan, 1.0]), np.array([2, 0, 1]), np.array([1, 3, 0]), np.array([0, 1, 1]))
+    scores = PairScores(
+        [("a", "t"), ("b", "t"), ("c", "t")],
+        np.array([1.0, 0.5, math.nan]),
+        np.array([2.0, math.nan, 1.0]),
+        np.array([2, 0, 1]),
+        np.array([1, 3, 0]),
+        np.array([0, 1, 1]),
+    )
     out = summarise(scores, n_resamples=200)
     assert out["n_pairs"] == 3 and out["n_undefined"] == 1 and out["n_mass_ratio_undefined"] == 1
     assert out["auc"] == pytest.approx(0.75) and out["mass_ratio"] == pytest.approx(1.5)
@@ -181,8 +188,14 @@ def test_the_summary_does_not_depend_on_the_order_of_the_pairs():
     rng = np.random.default_rng(2)
     scores = score_pairs(synthetic_pairs(50, rng, signal=0.3), peak_rule({"kernel_size": 1}))
     order = rng.permutation(50)
-    shuffled = PairScores([scores.keys[i] for i in order], scores.auc[order], scores.mass_ratio[order],
-                          scores.tp[order], scores.fp[order], scores.fn[order])
+    shuffled = PairScores(
+        [scores.keys[i] for i in order],
+        scores.auc[order],
+        scores.mass_ratio[order],
+        scores.tp[order],
+        scores.fp[order],
+        scores.fn[order],
+    )
     assert summarise(shuffled, seed=5) == summarise(scores, seed=5)
     assert summarise(scores, seed=5) != summarise(scores, seed=6)
 
@@ -196,8 +209,9 @@ def test_summaries_of_no_pairs_are_undefined_not_errors():
 def test_ten_thousand_pairs_and_a_thousand_resamples_take_seconds():
     rng = np.random.default_rng(0)
     n = 10_000
-    scores = PairScores([(str(i), "t") for i in range(n)], rng.random(n), rng.random(n) * 2,
-                        *(rng.integers(0, 5, n) for _ in range(3)))
+    scores = PairScores(
+        [(str(i), "t") for i in range(n)], rng.random(n), rng.random(n) * 2, *(rng.integers(0, 5, n) for _ in range(3))
+    )
     started = time.perf_counter()
     summarise(scores, n_resamples=1000)
     assert time.perf_counter() - started < 10
@@ -248,12 +262,23 @@ RANDOM = {"auc": 0.5, "auc_ci": [0.48, 0.52]}
 
 
 def group(method, auc, low, high, f1=0.3, n=100, undefined=0, explain="next"):
-    return {"method": method, "explain": explain, "n_pairs": n, "n_undefined": undefined, "auc": auc,
-            "auc_ci": [low, high], "peak_f1": f1}
+    return {
+        "method": method,
+        "explain": explain,
+        "n_pairs": n,
+        "n_undefined": undefined,
+        "auc": auc,
+        "auc_ci": [low, high],
+        "peak_f1": f1,
+    }
 
 
 def test_the_highest_auc_that_beats_chance_is_recommended():
-    groups = [group("attention", 0.58, 0.55, 0.61), group("attnlrp", 0.66, 0.62, 0.70), group("grad_input", 0.51, 0.49, 0.53)]
+    groups = [
+        group("attention", 0.58, 0.55, 0.61),
+        group("attnlrp", 0.66, 0.62, 0.70),
+        group("grad_input", 0.51, 0.49, 0.53),
+    ]
     choice = recommend(groups, RANDOM)
     assert choice.choice == {"method": "attnlrp", "explain": "next"}
     assert "attnlrp / next" in choice.reason and "AUC 0.660" in choice.reason and "2 of 3" in choice.reason
@@ -312,7 +337,9 @@ def test_an_evaluation_compares_groups_with_the_baselines_on_the_same_pairs_and_
     by_method = {g["method"]: g for g in result["groups"]}
     assert [g["method"] for g in result["groups"]] == ["good", "noise"]
     assert by_method["good"]["n_pairs"] == by_method["noise"]["n_pairs"] == 80
-    assert by_method["good"]["auc"] > 0.9 and by_method["good"]["auc_ci"][0] > result["baselines"]["random"]["auc_ci"][1]
+    assert (
+        by_method["good"]["auc"] > 0.9 and by_method["good"]["auc_ci"][0] > result["baselines"]["random"]["auc_ci"][1]
+    )
     # the baselines are scored once per distinct pair, not once per group
     assert result["baselines"]["uniform"]["n_pairs"] == result["baselines"]["random"]["n_pairs"] == 80
     assert result["baselines"]["uniform"]["auc"] == 0.5
@@ -363,7 +390,14 @@ def test_the_reference_is_found_whatever_the_configuration_keys():
     pairs = [Pair(k, "t", "a b c", offsets, np.array([0.1, 0.9, 0.2]), [(2, 3)]) for k in range(12)]
     evaluation = Evaluation(lambda items: [[] for _ in items], n_resamples=50)
     evaluation.add({"method": "attnlrp", "explain": "next", "config_key": "attnlrp-next-aaa"}, pairs)
-    evaluation.add({"method": "attnlrp", "explain": "contrastive", "config_key": "attnlrp-contrastive-bbb",
-                    "neutral": "the patient"}, pairs)
+    evaluation.add(
+        {
+            "method": "attnlrp",
+            "explain": "contrastive",
+            "config_key": "attnlrp-contrastive-bbb",
+            "neutral": "the patient",
+        },
+        pairs,
+    )
     groups = {g["explain"]: g for g in evaluation.result()["groups"]}
     assert groups["contrastive"]["auc_vs_next"] == {"diff": 0.0, "ci": [0.0, 0.0], "p_value": 1.0, "n": 12}

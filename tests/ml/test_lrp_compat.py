@@ -5,6 +5,7 @@ lxt patches are process-global, so every patched computation runs in a spawned c
 lxt's README recipe). The pytest process itself is never patched (conftest checks this
 after every test), so the tests can run in any order.
 """
+
 from __future__ import annotations
 
 import sys
@@ -27,6 +28,7 @@ FAMILIES = ["llama", "qwen2", "qwen3", "gemma3"]
 
 # ---- functions run inside the spawned children (module level, so they pickle) ----
 
+
 def child_ours(family, notes, tasks, batch_size, explain="next"):
     from ml.relevance import compute_relevance
 
@@ -47,8 +49,9 @@ def child_lxt_recipe(family, notes, tasks):
         param.requires_grad = False
     out = []
     for note, task in zip(notes, tasks):
-        enc = encode_pair(loaded.tokenizer, note, task, include_target=True,
-                          chat_template_kwargs=loaded.family.chat_template_kwargs)
+        enc = encode_pair(
+            loaded.tokenizer, note, task, include_target=True, chat_template_kwargs=loaded.family.chat_template_kwargs
+        )
         input_ids = torch.tensor([enc.input_ids])
         input_embeds = model.get_input_embeddings()(input_ids)
         output_logits = model(inputs_embeds=input_embeds.requires_grad_(), use_cache=False).logits
@@ -96,6 +99,7 @@ def _checksum(model) -> float:
 
 # ---- tests ----
 
+
 def test_lxt_imports_without_torchvision():
     lxt_efficient = ml.lrp.import_lxt()
     assert callable(lxt_efficient.monkey_patch)
@@ -140,7 +144,8 @@ def test_attnlrp_differs_from_plain_gradient_x_input(patched_child):
 
 def test_patched_process_refuses_training_and_plain_gradients(patched_child):
     patched, refused_training, refused_grad_input, dropout_module = patched_child.apply(
-        child_patch_state_after_relevance)
+        child_patch_state_after_relevance
+    )
     assert patched
     assert dropout_module.startswith("lxt.")
     assert refused_training and "must not train" in refused_training

@@ -1,4 +1,5 @@
 """Masked examples: two-peak filter, left context, de-duplication, sampling, ablations."""
+
 import random
 import re
 
@@ -68,8 +69,9 @@ def test_an_example_repeating_an_earlier_note_is_dropped_and_counted():
 
 
 def test_a_note_seen_again_after_another_is_reported():
-    _, stats = build([item("t1", FEVER, COUGH, note_id="a"), item("t", FEVER, note_id="b"),
-                      item("t2", FEVER, MONDAY, note_id="a")])
+    _, stats = build(
+        [item("t1", FEVER, COUGH, note_id="a"), item("t", FEVER, note_id="b"), item("t2", FEVER, MONDAY, note_id="a")]
+    )
     assert stats.notes_not_contiguous == ["a"]
 
 
@@ -93,7 +95,9 @@ def test_the_mask_token_is_a_parameter():
 def test_dsm_prompt_template():
     example = MaskedExample("n1", ("t",), "fever and <mask> since", "cough", (10, 15), "dsm")
     assert format_dsm_prompt(example) == (
-        "Fill in the masked word in the following sentence. fever and <mask> since", "cough")
+        "Fill in the masked word in the following sentence. fever and <mask> since",
+        "cough",
+    )
 
 
 def test_a_whitespace_group_counts_but_gives_no_example():
@@ -183,7 +187,9 @@ def test_one_peak_mode_uses_only_pairs_with_exactly_one_group():
 def test_unmasked_mode_gives_each_two_peak_note_once_as_plain_text():
     examples, _ = build(ITEMS, mode="unmasked")
     assert [(e.note_id, e.tasks, e.masked_text, e.label, e.char_span) for e in examples] == [
-        ("a", ("t1", "t2"), TEXT, "", None), ("c", ("t2",), TEXT_C, "", None)]
+        ("a", ("t1", "t2"), TEXT, "", None),
+        ("c", ("t2",), TEXT_C, "", None),
+    ]
     assert format_dsm_prompt(examples[0]) == ("", TEXT)
 
 
@@ -195,16 +201,21 @@ def test_an_unknown_mode_is_refused():
 def test_every_pair_read_is_kept_or_left_out_for_one_reason():
     text = "fever\n\ncough"
     twin = item("t", FEVER, COUGH, note_id="n2")  # the same text as n1: every example a duplicate
-    examples, stats = build([
-        item("t", FEVER, COUGH, PARACETAMOL), item("u", FEVER, COUGH),  # kept; "u" merges into "t"'s example
-        item("v", FEVER),  # one peak: left out by the rule
-        item("t", (0, 5), (5, 7), note_id="w", text=text),  # only whitespace to mask
-        twin,
-    ])
+    examples, stats = build(
+        [
+            item("t", FEVER, COUGH, PARACETAMOL),
+            item("u", FEVER, COUGH),  # kept; "u" merges into "t"'s example
+            item("v", FEVER),  # one peak: left out by the rule
+            item("t", (0, 5), (5, 7), note_id="w", text=text),  # only whitespace to mask
+            twin,
+        ]
+    )
     assert (stats.items, stats.items_used) == (5, 4)
     assert (stats.items_kept, stats.items_without_candidate, stats.items_all_duplicates) == (2, 1, 1)
-    assert stats.items - stats.items_used + stats.items_kept + stats.items_without_candidate \
-        + stats.items_all_duplicates == stats.items
+    assert (
+        stats.items - stats.items_used + stats.items_kept + stats.items_without_candidate + stats.items_all_duplicates
+        == stats.items
+    )
 
 
 def test_the_one_peak_rule_is_exactly_one_group():

@@ -1,4 +1,5 @@
 """Metrics against hand-computed values."""
+
 import math
 
 import numpy as np
@@ -84,7 +85,8 @@ def test_relative_change_on_gold():
     assert relative_change_on_gold(a, b, OFFSETS, GOLD) == pytest.approx(0.372)
     # as shares: A 1.0 / 2.2, B 1.372 / 2.572
     assert relative_change_on_gold(a, b, OFFSETS, GOLD, measure="share") == pytest.approx(
-        (1.372 / 2.572) / (1.0 / 2.2) - 1)
+        (1.372 / 2.572) / (1.0 / 2.2) - 1
+    )
     assert gold_relevance(a, OFFSETS, GOLD) == pytest.approx(1.0)
 
 
@@ -242,8 +244,9 @@ def test_the_counting_shortcut_equals_calling_the_metric_on_every_resample():
     # string and tuple labels, a label only ever predicted, a task with one item
     rng = np.random.default_rng(4)
     tasks = ["hr"] * 30 + ["pm"] * 25 + ["solo"]
-    y_true = ([("hr", str(int(x))) for x in rng.integers(0, 3, 30)] + [str(x) for x in rng.choice(["y", "n"], 25)]
-              + ["z"])
+    y_true = (
+        [("hr", str(int(x))) for x in rng.integers(0, 3, 30)] + [str(x) for x in rng.choice(["y", "n"], 25)] + ["z"]
+    )
     pred_a = [y if rng.random() < 0.5 else ("hr", "never-true") for y in y_true[:30]] + ["y"] * 25 + ["z"]
     pred_b = [y if rng.random() < 0.7 else ("hr", "0") for y in y_true[:30]] + list(y_true[30:55]) + ["w"]
     slow = paired_bootstrap(y_true, pred_a, pred_b, lambda t, p, g: mean_task_f1(t, p, g), 400, seed=3, groups=tasks)
@@ -279,17 +282,21 @@ def test_resamples_come_in_blocks_that_bound_memory(monkeypatch):
 def test_variants_are_averaged_on_the_same_resample():
     y_true, pred_a, pred_b, tasks = _labelled(8)
     _, pred_c, _, _ = _labelled(9)
-    result = paired_bootstrap(y_true, [pred_a], [pred_b, pred_c], mean_task_f1, 200, seed=4, groups=tasks,
-                              variants=True)
+    result = paired_bootstrap(
+        y_true, [pred_a], [pred_b, pred_c], mean_task_f1, 200, seed=4, groups=tasks, variants=True
+    )
     draw = np.random.default_rng(4)
     deltas = []
     for _ in range(200):
         idx = draw.integers(0, 120, size=120)
-        def f1(pred):
+
+        def f1(pred, idx=idx):
             return mean_task_f1([y_true[i] for i in idx], [pred[i] for i in idx], [tasks[i] for i in idx])
+
         deltas.append((f1(pred_b) + f1(pred_c)) / 2 - f1(pred_a))
-    expected = (mean_task_f1(y_true, pred_b, tasks) + mean_task_f1(y_true, pred_c, tasks)) / 2 \
-        - mean_task_f1(y_true, pred_a, tasks)
+    expected = (mean_task_f1(y_true, pred_b, tasks) + mean_task_f1(y_true, pred_c, tasks)) / 2 - mean_task_f1(
+        y_true, pred_a, tasks
+    )
     assert result.diff == pytest.approx(expected)
     assert (result.low, result.high) == pytest.approx(tuple(np.quantile(deltas, [0.025, 0.975])), abs=1e-12)
 

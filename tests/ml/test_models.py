@@ -1,4 +1,5 @@
 """ml.models: registry, families, resolution, loading and the convert command."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,17 @@ import os
 import pytest
 import torch
 
-from ml.models import (DEFAULT_MODEL, FAMILIES, REGISTRY, ModelNotFoundError, UnsupportedFamilyError,
-                       default_model_dir, family_for, load_model, pick_dtype)
+from ml.models import (
+    DEFAULT_MODEL,
+    FAMILIES,
+    REGISTRY,
+    ModelNotFoundError,
+    UnsupportedFamilyError,
+    default_model_dir,
+    family_for,
+    load_model,
+    pick_dtype,
+)
 from ml.models.convert import read_manifest
 from tests.ml.conftest import build_loaded, build_tokenizer
 
@@ -66,9 +76,16 @@ def test_an_unsupported_family_lists_the_supported_ones(tmp_path):
         load_model(str(tmp_path))
 
 
-@pytest.mark.parametrize("model_type,family", [
-    ("llama", "llama"), ("qwen2", "qwen2"), ("qwen3", "qwen3"), ("gemma3_text", "gemma3"), ("gemma3", "gemma3"),
-])
+@pytest.mark.parametrize(
+    "model_type,family",
+    [
+        ("llama", "llama"),
+        ("qwen2", "qwen2"),
+        ("qwen3", "qwen3"),
+        ("gemma3_text", "gemma3"),
+        ("gemma3", "gemma3"),
+    ],
+)
 def test_family_is_chosen_from_the_config(model_type, family):
     class Config:
         pass

@@ -1,19 +1,15 @@
 """Peaks: smoothing, thresholds, many maps at once, word extension. Hand-computed answers, and
 the word extension compared with the loop it replaced on thousands of random cases."""
-import functools
+
 import math
-import re
-from collections.abc import Sequence
 
 import numpy as np
 import pytest
 
 import ml.peaks as peaks_module
-from ml.benchmarks.peaks import (
+from benchmarks.peaks import (
     python_loop_peaks,
-    reference_extend_to_words,
     reference_loop_peaks,
-    reference_peak_char_spans,
     word_extension,
 )
 from ml.peaks import (
@@ -185,7 +181,12 @@ def test_many_accepts_a_two_dimensional_array_and_a_generator():
 
 
 def test_runs_do_not_cross_from_one_map_into_the_next():
-    assert find_peaks_many([[0.0, 0.9], [0.9, 0.0], [], [0.9]], PeakParams(kernel_size=1)) == [[(1, 2)], [(0, 1)], [], [(0, 1)]]
+    assert find_peaks_many([[0.0, 0.9], [0.9, 0.0], [], [0.9]], PeakParams(kernel_size=1)) == [
+        [(1, 2)],
+        [(0, 1)],
+        [],
+        [(0, 1)],
+    ]
 
 
 def test_many_names_the_map_with_a_nan():
@@ -259,7 +260,7 @@ def test_a_whitespace_only_span_keeps_its_characters():
 
 
 def test_tokens_sharing_one_character_merge():
-    text = "ok \U0001F600 ok"
+    text = "ok \U0001f600 ok"
     offsets = [(0, 2), (2, 3), (3, 4), (3, 4), (4, 7)]  # ok | ' ' | two byte tokens of the emoji | ' ok'
     assert extend_to_words([(2, 3), (3, 4)], offsets, text) == [(2, 4)]
     assert extend_to_words([(2, 3)], offsets, text) == [(2, 4)]  # a character is never cut either
@@ -293,7 +294,10 @@ def test_words_and_characters_of_many_maps_at_once():
     items = [([(3, 4)], OFFSETS, TEXT), ([], OFFSETS, TEXT), ([(4, 5), (3, 4), (7, 8)], OFFSETS, TEXT)]
     assert extend_to_words_many(items) == [[(2, 5)], [], [(2, 5), (7, 8)]]
     assert extend_to_words_many(items, char_spans=True) == [
-        ([(2, 5)], [(7, 18)]), ([], []), ([(2, 5), (7, 8)], [(7, 18), (23, 26)])]
+        ([(2, 5)], [(7, 18)]),
+        ([], []),
+        ([(2, 5), (7, 8)], [(7, 18), (23, 26)]),
+    ]
     assert extend_to_words_many([]) == []
 
 
@@ -310,12 +314,12 @@ def test_unsorted_offsets_give_the_same_words():
 # The reference is ml.peaks' word extension before it was vectorised, kept verbatim in the
 # benchmark module (it is also the benchmark's baseline). The new one must give exactly its
 # results, or raise exactly its errors.
-from ml.benchmarks.peaks import reference_extend_to_words as _reference_extend_to_words  # noqa: E402
-from ml.benchmarks.peaks import reference_peak_char_spans as _reference_peak_char_spans  # noqa: E402
+from benchmarks.peaks import reference_extend_to_words as _reference_extend_to_words  # noqa: E402
+from benchmarks.peaks import reference_peak_char_spans as _reference_peak_char_spans  # noqa: E402
 
 Span = tuple[int, int]
-_WORD_CHARS = "abcdxyzABXYZ0123456789_éßжñ中µ²½٣\U0001D400"  # \w (µ, ², ½, ٣ too), 𝐀 outside the BMP
-_OTHER_CHARS = ",.;:-()/%°'!?+\u0301\u200b\U0001F600"  # not \w: a combining accent, a zero-width space, 😀
+_WORD_CHARS = "abcdxyzABXYZ0123456789_éßжñ中µ²½٣\U0001d400"  # \w (µ, ², ½, ٣ too), 𝐀 outside the BMP
+_OTHER_CHARS = ",.;:-()/%°'!?+\u0301\u200b\U0001f600"  # not \w: a combining accent, a zero-width space, 😀
 _SPACES = "  \n\t\u00a0\u2003\x1c\x85"  # str.isspace: no-break space, em space, \x1c, \x85 too
 
 
@@ -341,7 +345,9 @@ def _random_offsets(rng, text: str) -> list[Span]:
     tokens, tokens overlapping, a note cut at either end. Sometimes unsorted (a special token at (0, 0) at the end,
     a token over others, two tokens swapped)."""
     n = len(text)
-    cuts = sorted(set(rng.choice(np.arange(1, n), size=int(rng.integers(0, n)), replace=False).tolist())) if n > 1 else []
+    cuts = (
+        sorted(set(rng.choice(np.arange(1, n), size=int(rng.integers(0, n)), replace=False).tolist())) if n > 1 else []
+    )
     bounds = [0, *cuts, n] if n else []
     tokens = list(zip(bounds[:-1], bounds[1:]))
     if rng.random() < 0.3:  # trimmed offsets: no whitespace at a token's ends (gaps between tokens)
@@ -452,7 +458,8 @@ def test_words_and_characters_equal_the_old_loop_on_random_notes(seed, monkeypat
     items = [(spans, given, text) for spans, given, text, _ in cases]
     assert extend_to_words_many(items) == [expected for *_, expected in cases]
     assert extend_to_words_many(items, char_spans=True) == [
-        (expected, _reference_peak_char_spans(expected, given, text)) for _, given, text, expected in cases]
+        (expected, _reference_peak_char_spans(expected, given, text)) for _, given, text, expected in cases
+    ]
     assert n_merged > 20 and n_unsorted > 20  # the cases did reach merging and unsorted offsets
 
 
@@ -497,7 +504,8 @@ def test_many_raises_the_first_error_a_loop_would_raise(batch_tokens, monkeypatc
     for _ in range(150):
         items = [_random_case(rng) if rng.random() < 0.9 else _random_bad_case(rng) for _ in range(20)]
         for char_spans in (False, True):
-            def loop():
+
+            def loop(items=items, char_spans=char_spans):
                 out = []
                 for spans, offsets, text in items:
                     words = _reference_extend_to_words(spans, offsets, text)
@@ -509,4 +517,5 @@ def test_many_raises_the_first_error_a_loop_would_raise(batch_tokens, monkeypatc
             n_errors += isinstance(expected, tuple)
     assert n_errors > 50
     assert _outcome(extend_to_words_many, [([(0, 1)], OFFSETS, TEXT), ([(0, 1)], "ab", TEXT)]) == _outcome(
-        lambda: [extend_to_words([(0, 1)], OFFSETS, TEXT), extend_to_words([(0, 1)], "ab", TEXT)])
+        lambda: [extend_to_words([(0, 1)], OFFSETS, TEXT), extend_to_words([(0, 1)], "ab", TEXT)]
+    )

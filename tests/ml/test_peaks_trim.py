@@ -1,10 +1,12 @@
 """ml.peaks: PeakParams, the trimming rule, word heat and the batch path (one implementation)."""
+
 import math
 import re
 
 import numpy as np
 import pytest
 
+from benchmarks.peaks import bpe_like_offsets, synthetic_note
 from ml.peaks import (
     PAPER,
     PeakParams,
@@ -17,7 +19,6 @@ from ml.peaks import (
     word_heat,
     words_of,
 )
-from ml.benchmarks.peaks import bpe_like_offsets, synthetic_note
 
 SHARP = PAPER.with_(kernel_size=1)  # no smoothing: a token's own score decides
 
@@ -40,7 +41,13 @@ def peaks_texts(text, scores, params=SHARP):
 def test_the_defaults_are_the_papers_values():
     assert PeakParams() == PAPER
     assert (PAPER.kernel_size, PAPER.sigma, PAPER.lower, PAPER.upper, PAPER.strict, PAPER.trim) == (
-        3, 1.0, 0.2, 0.4, False, True)
+        3,
+        1.0,
+        0.2,
+        0.4,
+        False,
+        True,
+    )
 
 
 def test_params_are_frozen_and_validated():

@@ -1,6 +1,7 @@
 """ml.prompts and ml.relevance on tiny random models; a few checks on the real SmolLM2.
 
 AttnLRP runs only in the spawned `patched_child` (lxt patches are process-global)."""
+
 from __future__ import annotations
 
 import json
@@ -31,18 +32,32 @@ def note_token_texts(tokenizer, note, task, **kwargs):
 
 # ---- prompts ----
 
+
 def test_builtin_templates_are_the_papers():
-    assert get_template(None).text == EN == "{note} Given the patient's medical history, the following is observed {task}"
+    assert (
+        get_template(None).text == EN == "{note} Given the patient's medical history, the following is observed {task}"
+    )
     assert get_template("it").text == IT == "{note}\n Data la storia del paziente, nel paziente si riscontra {task}"
-    assert get_template("es").text == ES == \
-        "{note} Dados los antecedentes médicos del paciente, se observa lo siguiente {task}"
+    assert (
+        get_template("es").text
+        == ES
+        == "{note} Dados los antecedentes médicos del paciente, se observa lo siguiente {task}"
+    )
     assert [get_template(name).neutral for name in ("en", "it", "es")] == ["the patient", "il paziente", "el paciente"]
 
 
-@pytest.mark.parametrize("bad", [
-    "{note} only the note", "the task {task}", "{task} before {note}", "{note}{task}",
-    "{note} x {task} {note}", "{note} x {item}", "{note} observed {task}" + "x" * 41,
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "{note} only the note",
+        "the task {task}",
+        "{task} before {note}",
+        "{note}{task}",
+        "{note} x {task} {note}",
+        "{note} x {item}",
+        "{note} observed {task}" + "x" * 41,
+    ],
+)
 def test_it_refuses_an_invalid_template(bad):
     with pytest.raises(ValueError):
         PromptTemplate(bad)
@@ -62,8 +77,13 @@ def test_chat_prompt_puts_the_task_in_the_assistant_turn():
     built = build_prompt(tokenizer, get_template("en"), NOTE, "heart rate")
     assert built.chat
     assert built.text.startswith("<|im_start|>system\n")
-    assert f"<|im_start|>user\n{NOTE} Given the patient's medical history, the following is observed<|im_end|>" in built.text
-    assert built.text[built.task_span[0] - len("<|im_start|>assistant\n"):].startswith("<|im_start|>assistant\nheart rate")
+    assert (
+        f"<|im_start|>user\n{NOTE} Given the patient's medical history, the following is observed<|im_end|>"
+        in built.text
+    )
+    assert built.text[built.task_span[0] - len("<|im_start|>assistant\n") :].startswith(
+        "<|im_start|>assistant\nheart rate"
+    )
 
 
 def test_prompt_without_chat_template_starts_with_bos():
@@ -74,6 +94,7 @@ def test_prompt_without_chat_template_starts_with_bos():
 
 
 # ---- encoding: offsets, exclusions, target ----
+
 
 @pytest.mark.parametrize("kind", ["chatml", "gemma", "plain"])
 def test_offsets_map_back_to_the_exact_note_text(kind):
@@ -116,7 +137,11 @@ def test_the_target_is_the_middle_token_of_the_task(kind):
     task = "presence of pacemaker"
     built = build_prompt(tokenizer, get_template("en"), NOTE, task)
     enc = tokenizer(built.text, add_special_tokens=False, return_offsets_mapping=True)
-    in_task = [i for i, (s, e) in enumerate(enc["offset_mapping"]) if e > s and s < built.task_span[1] and e > built.task_span[0]]
+    in_task = [
+        i
+        for i, (s, e) in enumerate(enc["offset_mapping"])
+        if e > s and s < built.task_span[1] and e > built.task_span[0]
+    ]
     middle = in_task[(len(in_task) - 1) // 2]
     before = encode_pair(tokenizer, NOTE, task)
     through = encode_pair(tokenizer, NOTE, task, include_target=True)
@@ -157,6 +182,7 @@ def test_bad_arguments_are_clear_errors(tiny_llama):
 
 # ---- relevance on tiny models ----
 
+
 @pytest.mark.parametrize("method", ["grad_input", "attention"])
 def test_each_method_returns_normalised_note_scores(tiny, method):
     results = compute_relevance(tiny, NOTES, TASKS, method=method)
@@ -180,8 +206,12 @@ def test_batched_results_equal_one_by_one(tiny, method):
     for note, task, b in zip(NOTES, TASKS, batched):
         alone = compute_relevance(tiny, [note], [task], method=method, batch_size=1)[0]
         np.testing.assert_array_equal(b.offsets, alone.offsets)
-        assert torch.allclose(torch.from_numpy(b.raw_scores), torch.from_numpy(alone.raw_scores),
-                              rtol=1e-4, atol=1e-5 * float(np.abs(alone.raw_scores).max()))  # fp32 rounding
+        assert torch.allclose(
+            torch.from_numpy(b.raw_scores),
+            torch.from_numpy(alone.raw_scores),
+            rtol=1e-4,
+            atol=1e-5 * float(np.abs(alone.raw_scores).max()),
+        )  # fp32 rounding
         assert b.target_token == alone.target_token
 
 
@@ -212,10 +242,13 @@ def child_attnlrp_span_and_contrastive(family):
     maps, _ = per_token_targets(loaded, NOTE, task)
     out = {"sum": (span, np.sum(maps, axis=0))}
     for explain in ("span", "contrastive"):
-        batched = compute_relevance(loaded, CONTRASTIVE_NOTES, CONTRASTIVE_TASKS, method="attnlrp", explain=explain,
-                                    batch_size=4)
-        alone = [compute_relevance(loaded, [n], [t], method="attnlrp", explain=explain, batch_size=1)[0]
-                 for n, t in zip(CONTRASTIVE_NOTES, CONTRASTIVE_TASKS)]
+        batched = compute_relevance(
+            loaded, CONTRASTIVE_NOTES, CONTRASTIVE_TASKS, method="attnlrp", explain=explain, batch_size=4
+        )
+        alone = [
+            compute_relevance(loaded, [n], [t], method="attnlrp", explain=explain, batch_size=1)[0]
+            for n, t in zip(CONTRASTIVE_NOTES, CONTRASTIVE_TASKS)
+        ]
         out[explain] = [(b.raw_scores, a.raw_scores) for b, a in zip(batched, alone)]
     return out
 
@@ -227,8 +260,9 @@ def test_attnlrp_span_is_the_per_token_sum_and_batching_changes_nothing(family, 
     assert close(span, summed)
     for explain in ("span", "contrastive"):
         for b, a in out[explain]:
-            assert torch.allclose(torch.from_numpy(b), torch.from_numpy(a), rtol=1e-4,
-                                  atol=1e-6 * float(np.abs(a).max()))
+            assert torch.allclose(
+                torch.from_numpy(b), torch.from_numpy(a), rtol=1e-4, atol=1e-6 * float(np.abs(a).max())
+            )
 
 
 def test_explain_variants_differ_in_what_the_input_holds(tiny_llama):
@@ -254,6 +288,7 @@ def test_max_gives_every_short_task_the_same_map_target_does_not(tiny_llama):
 
 # ---- "span" and "contrastive" ----
 
+
 def reference_target_relevance(loaded, prefix: list[int], token: int) -> np.ndarray:
     """Plain gradient x input of ONE token's logit after `prefix`, written out by hand."""
     model = loaded.model.eval()
@@ -267,19 +302,26 @@ def reference_target_relevance(loaded, prefix: list[int], token: int) -> np.ndar
 def per_token_targets(loaded, note, task) -> tuple[list[np.ndarray], int]:
     """The "target" relevance of each token of s_T, each teacher-forced up to just before it,
     on the note tokens; and the index of s_T's middle token."""
-    enc = encode_pair(loaded.tokenizer, note, task, whole_task=True,
-                      chat_template_kwargs=loaded.family.chat_template_kwargs)
+    enc = encode_pair(
+        loaded.tokenizer, note, task, whole_task=True, chat_template_kwargs=loaded.family.chat_template_kwargs
+    )
     full = enc.input_ids + enc.task_ids[-1:]
     first = len(full) - len(enc.task_ids)
-    maps = [reference_target_relevance(loaded, full[: first + j], full[first + j])[enc.note_index]
-            for j in range(len(enc.task_ids))]
+    maps = [
+        reference_target_relevance(loaded, full[: first + j], full[first + j])[enc.note_index]
+        for j in range(len(enc.task_ids))
+    ]
     return maps, (len(enc.task_ids) - 1) // 2
 
 
 def close(a, b):
     scale = float(np.abs(b).max())
-    return torch.allclose(torch.from_numpy(np.asarray(a, np.float32)), torch.from_numpy(np.asarray(b, np.float32)),
-                          rtol=1e-4, atol=1e-5 * scale)  # fp32 rounding
+    return torch.allclose(
+        torch.from_numpy(np.asarray(a, np.float32)),
+        torch.from_numpy(np.asarray(b, np.float32)),
+        rtol=1e-4,
+        atol=1e-5 * scale,
+    )  # fp32 rounding
 
 
 @pytest.mark.parametrize("task", ["presence of pacemaker", "body temperature"])
@@ -291,7 +333,9 @@ def test_span_is_the_sum_of_every_task_tokens_target_relevance(tiny, task):
     span = compute_relevance(tiny, [NOTE], [task], method="grad_input", explain="span")[0]
     assert close(span.raw_scores, np.sum(maps, axis=0))
     assert not close(span.raw_scores, maps[middle])
-    enc = encode_pair(tiny.tokenizer, NOTE, task, whole_task=True, chat_template_kwargs=tiny.family.chat_template_kwargs)
+    enc = encode_pair(
+        tiny.tokenizer, NOTE, task, whole_task=True, chat_template_kwargs=tiny.family.chat_template_kwargs
+    )
     assert span.target_token == tiny.tokenizer.decode(enc.task_ids)
 
 
@@ -305,12 +349,22 @@ def test_span_of_a_one_token_task_is_its_target(tiny_llama):
 def test_contrastive_is_the_per_token_span_of_the_task_minus_that_of_the_neutral_text(tiny_llama, method):
     tokenizer = tiny_llama.tokenizer
     for neutral, settings in [("the patient", {}), ("blood pressure", {"neutral": "blood pressure"})]:
-        got = compute_relevance(tiny_llama, [NOTE], ["presence of pacemaker"], method=method, explain="contrastive",
-                                normalise="clip", **settings)[0]
-        task_span, neutral_span = (compute_relevance(tiny_llama, [NOTE], [t], method=method, explain="span")[0]
-                                   for t in ("presence of pacemaker", neutral))
-        n_task, n_neutral = (len(encode_pair(tokenizer, NOTE, t, whole_task=True).task_ids)
-                             for t in ("presence of pacemaker", neutral))
+        got = compute_relevance(
+            tiny_llama,
+            [NOTE],
+            ["presence of pacemaker"],
+            method=method,
+            explain="contrastive",
+            normalise="clip",
+            **settings,
+        )[0]
+        task_span, neutral_span = (
+            compute_relevance(tiny_llama, [NOTE], [t], method=method, explain="span")[0]
+            for t in ("presence of pacemaker", neutral)
+        )
+        n_task, n_neutral = (
+            len(encode_pair(tokenizer, NOTE, t, whole_task=True).task_ids) for t in ("presence of pacemaker", neutral)
+        )
         expected = task_span.raw_scores / n_task - neutral_span.raw_scores / n_neutral
         np.testing.assert_array_equal(got.offsets, task_span.offsets)
         assert close(got.raw_scores, expected)
@@ -325,8 +379,9 @@ CONTRASTIVE_TASKS = TASKS + ["tachycardic"]
 @pytest.mark.parametrize("explain", ["span", "contrastive"])
 @pytest.mark.parametrize("method", ["grad_input", "attention"])
 def test_span_and_contrastive_batched_equal_one_by_one(tiny, method, explain):
-    batched = compute_relevance(tiny, CONTRASTIVE_NOTES, CONTRASTIVE_TASKS, method=method, explain=explain,
-                                batch_size=4)
+    batched = compute_relevance(
+        tiny, CONTRASTIVE_NOTES, CONTRASTIVE_TASKS, method=method, explain=explain, batch_size=4
+    )
     for note, task, b in zip(CONTRASTIVE_NOTES, CONTRASTIVE_TASKS, batched):
         alone = compute_relevance(tiny, [note], [task], method=method, explain=explain, batch_size=1)[0]
         np.testing.assert_array_equal(b.offsets, alone.offsets)
@@ -336,12 +391,26 @@ def test_span_and_contrastive_batched_equal_one_by_one(tiny, method, explain):
 
 def test_contrastive_computes_one_neutral_prompt_per_note(tiny_llama):
     calls = []
-    compute_relevance(tiny_llama, [NOTE, NOTE, NOTES[1]], TASKS[:3], method="attention", explain="contrastive",
-                      batch_size=2, progress=lambda done, total: calls.append((done, total)))
+    compute_relevance(
+        tiny_llama,
+        [NOTE, NOTE, NOTES[1]],
+        TASKS[:3],
+        method="attention",
+        explain="contrastive",
+        batch_size=2,
+        progress=lambda done, total: calls.append((done, total)),
+    )
     assert calls[-1] == (5, 5)  # 3 pairs + 2 distinct notes
     calls.clear()
-    compute_relevance(tiny_llama, [NOTE, NOTE], TASKS[:2], method="attention", explain="span", batch_size=2,
-                      progress=lambda done, total: calls.append((done, total)))
+    compute_relevance(
+        tiny_llama,
+        [NOTE, NOTE],
+        TASKS[:2],
+        method="attention",
+        explain="span",
+        batch_size=2,
+        progress=lambda done, total: calls.append((done, total)),
+    )
     assert calls == [(2, 2)]
 
 
@@ -377,8 +446,14 @@ def test_relevance_leaves_the_model_as_it_found_it(tiny_llama):
 
 def test_progress_is_reported_per_batch(tiny_llama):
     calls = []
-    compute_relevance(tiny_llama, NOTES, TASKS, method="attention", batch_size=3,
-                      progress=lambda done, total: calls.append((done, total)))
+    compute_relevance(
+        tiny_llama,
+        NOTES,
+        TASKS,
+        method="attention",
+        batch_size=3,
+        progress=lambda done, total: calls.append((done, total)),
+    )
     assert calls == [(3, 4), (4, 4)]
 
 
@@ -389,6 +464,7 @@ def test_italian_spanish_and_custom_templates_run(tiny_llama):
 
 
 # ---- the relevance command ----
+
 
 def write_jsonl(path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -407,29 +483,67 @@ def test_relevance_command_writes_one_line_per_pair_and_resumes(tmp_path, tiny_m
     from ml.__main__ import main
 
     notes = tmp_path / "notes.jsonl"
-    write_jsonl(notes, [
-        {"id": "a", "text": NOTE},
-        {"id": "b", "text": NOTES[1], "tasks": ["chest finding"]},
-        {"id": "c", "text": "  "},
-    ])
+    write_jsonl(
+        notes,
+        [
+            {"id": "a", "text": NOTE},
+            {"id": "b", "text": NOTES[1], "tasks": ["chest finding"]},
+            {"id": "c", "text": "  "},
+        ],
+    )
     out = tmp_path / "rel.jsonl"
-    args = ["relevance", "--notes", str(notes), "--model", str(tiny_model_folder), "--task", "heart rate",
-            "--task", "presence of pacemaker", "--method", "attention", "--dtype", "float32", "--out", str(out)]
+    args = [
+        "relevance",
+        "--notes",
+        str(notes),
+        "--model",
+        str(tiny_model_folder),
+        "--task",
+        "heart rate",
+        "--task",
+        "presence of pacemaker",
+        "--method",
+        "attention",
+        "--dtype",
+        "float32",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["note_id"], r["task"]) for r in rows] == [("a", "heart rate"), ("a", "presence of pacemaker"),
-                                                         ("b", "chest finding")]
+    assert [(r["note_id"], r["task"]) for r in rows] == [
+        ("a", "heart rate"),
+        ("a", "presence of pacemaker"),
+        ("b", "chest finding"),
+    ]
     row = rows[0]
-    assert set(row) >= {"note_id", "task", "model", "method", "template", "target_token", "offsets", "scores", "raw_scores"}
+    assert set(row) >= {
+        "note_id",
+        "task",
+        "model",
+        "method",
+        "template",
+        "target_token",
+        "offsets",
+        "scores",
+        "raw_scores",
+    }
     assert row["model"] == "tiny-llama" and row["method"] == "attention" and row["template"] == "en"
     assert len(row["offsets"]) == len(row["scores"]) == len(row["raw_scores"])
     assert "".join(NOTE[s:e] for s, e in row["offsets"]) == NOTE
 
     out.write_text(out.read_text().splitlines(keepends=True)[0] + '{"note_id": "a", "ta')  # interrupted run
     assert main(args) == 0
-    rows = [json.loads(line) for line in out.read_text().splitlines() if line.startswith('{"note_id": "a", "task"') or '"b"' in line]
-    assert sorted((r["note_id"], r["task"]) for r in rows) == [("a", "heart rate"), ("a", "presence of pacemaker"),
-                                                               ("b", "chest finding")]
+    rows = [
+        json.loads(line)
+        for line in out.read_text().splitlines()
+        if line.startswith('{"note_id": "a", "task"') or '"b"' in line
+    ]
+    assert sorted((r["note_id"], r["task"]) for r in rows) == [
+        ("a", "heart rate"),
+        ("a", "presence of pacemaker"),
+        ("b", "chest finding"),
+    ]
     assert main(args) == 0
     assert "nothing to do" in capsys.readouterr().err
 
@@ -441,16 +555,36 @@ def test_the_command_records_its_configuration_and_resumes_per_configuration(tmp
     notes = tmp_path / "notes.jsonl"
     write_jsonl(notes, [{"id": "a", "text": NOTE}, {"id": "b", "text": NOTES[1]}])
     out = tmp_path / "rel.jsonl"
-    common = ["relevance", "--notes", str(notes), "--model", str(tiny_model_folder), "--task", "heart rate",
-              "--method", "attention", "--dtype", "float32", "--out", str(out)]
+    common = [
+        "relevance",
+        "--notes",
+        str(notes),
+        "--model",
+        str(tiny_model_folder),
+        "--task",
+        "heart rate",
+        "--method",
+        "attention",
+        "--dtype",
+        "float32",
+        "--out",
+        str(out),
+    ]
     assert main(common) == 0
     assert main(common + ["--explain", "contrastive", "--neutral", "the person", "--normalise", "clip"]) == 0
     assert main(common + ["--explain", "span"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["note_id"], r["explain"]) for r in rows] == [("a", "next"), ("b", "next"), ("a", "contrastive"),
-                                                          ("b", "contrastive"), ("a", "span"), ("b", "span")]
-    contrastive = RelevanceConfig(method="attention", explain="contrastive", neutral="the person", normalise="clip",
-                                  dtype="float32")
+    assert [(r["note_id"], r["explain"]) for r in rows] == [
+        ("a", "next"),
+        ("b", "next"),
+        ("a", "contrastive"),
+        ("b", "contrastive"),
+        ("a", "span"),
+        ("b", "span"),
+    ]
+    contrastive = RelevanceConfig(
+        method="attention", explain="contrastive", neutral="the person", normalise="clip", dtype="float32"
+    )
     assert rows[2]["config"] == contrastive.to_dict() and rows[2]["config_key"] == contrastive.key
     assert rows[0]["config_key"] == RelevanceConfig(method="attention", dtype="float32").key
     assert len({r["config_key"] for r in rows}) == 3
@@ -465,7 +599,19 @@ def test_the_command_refuses_a_neutral_text_without_contrastive(tmp_path):
     notes = tmp_path / "notes.jsonl"
     write_jsonl(notes, [{"id": "a", "text": NOTE}])
     with pytest.raises(SystemExit, match="--neutral: a neutral description applies only to explain='contrastive'"):
-        main(["relevance", "--notes", str(notes), "--task", "x", "--neutral", "the patient", "--out", str(tmp_path / "o")])
+        main(
+            [
+                "relevance",
+                "--notes",
+                str(notes),
+                "--task",
+                "x",
+                "--neutral",
+                "the patient",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
 
 
 def test_the_command_samples_the_same_tasks_per_note_as_the_library():
@@ -490,7 +636,19 @@ def test_relevance_command_rejects_a_bad_template(tmp_path):
     notes = tmp_path / "notes.jsonl"
     write_jsonl(notes, [{"id": "a", "text": NOTE}])
     with pytest.raises(SystemExit, match="--template"):
-        main(["relevance", "--notes", str(notes), "--task", "x", "--template", "no placeholders", "--out", str(tmp_path / "o")])
+        main(
+            [
+                "relevance",
+                "--notes",
+                str(notes),
+                "--task",
+                "x",
+                "--template",
+                "no placeholders",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
 
 
 # ---- the real SmolLM2 model (slow) ----

@@ -2,6 +2,7 @@
 stays the one a full pass of its own prompt gives (to float rounding), in every family.
 
 AttnLRP runs only in the spawned `patched_child`; grad_input runs here (it patches nothing)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,16 +11,24 @@ import pytest
 from ml.relevance import compute_relevance
 from tests.ml.conftest import build_loaded
 
-LONG_NOTE = ("Patient is a 67-year-old man admitted for community acquired pneumonia. Vital signs: heart rate "
-             "130 bpm, tachycardic, blood pressure 110/70 mmHg. He has a pacemaker since 2019 and takes amlodipine "
-             "for hypertension.")
-OTHER_NOTE = ("Chest X-ray shows right lower lobe consolidation; started on ceftriaxone. The patient denies chest "
-              "pain. Temperature 38.5 C, oxygen saturation 91%.")
+LONG_NOTE = (
+    "Patient is a 67-year-old man admitted for community acquired pneumonia. Vital signs: heart rate "
+    "130 bpm, tachycardic, blood pressure 110/70 mmHg. He has a pacemaker since 2019 and takes amlodipine "
+    "for hypertension."
+)
+OTHER_NOTE = (
+    "Chest X-ray shows right lower lobe consolidation; started on ceftriaxone. The patient denies chest "
+    "pain. Temperature 38.5 C, oxygen saturation 91%."
+)
 SHORT_NOTE = "He takes amlodipine."  # too short a prefix to share: runs alone
 TASKS = ["heart rate", "presence of pacemaker", "body temperature", "clinical finding"]
 # Note-major like a relevance chunk, plus a short note and one note split around it.
-PAIRS = ([(LONG_NOTE, t) for t in TASKS[:3]] + [(SHORT_NOTE, "hypertension"), (SHORT_NOTE, "heart rate")]
-         + [(OTHER_NOTE, t) for t in TASKS] + [(LONG_NOTE, TASKS[3])])
+PAIRS = (
+    [(LONG_NOTE, t) for t in TASKS[:3]]
+    + [(SHORT_NOTE, "hypertension"), (SHORT_NOTE, "heart rate")]
+    + [(OTHER_NOTE, t) for t in TASKS]
+    + [(LONG_NOTE, TASKS[3])]
+)
 EXPLAIN = ["next", "max", "target", "span", "contrastive"]
 
 
@@ -34,13 +43,18 @@ def embedded_tokens(loaded):
 def shared_and_full(loaded, method, explain, batch_size=None):
     notes, tasks = [n for n, _ in PAIRS], [t for _, t in PAIRS]
     tokens = embedded_tokens(loaded)
-    shared = compute_relevance(loaded, notes, tasks, method=method, explain=explain, batch_size=batch_size,
-                               share_prefix=True)
+    shared = compute_relevance(
+        loaded, notes, tasks, method=method, explain=explain, batch_size=batch_size, share_prefix=True
+    )
     shared_tokens = sum(tokens)
     tokens.clear()
     full = compute_relevance(loaded, notes, tasks, method=method, explain=explain, batch_size=1, share_prefix=False)
-    return ([(r.raw_scores, r.offsets, r.target_token, r.predicted_token) for r in shared],
-            [(r.raw_scores, r.offsets, r.target_token, r.predicted_token) for r in full], shared_tokens, sum(tokens))
+    return (
+        [(r.raw_scores, r.offsets, r.target_token, r.predicted_token) for r in shared],
+        [(r.raw_scores, r.offsets, r.target_token, r.predicted_token) for r in full],
+        shared_tokens,
+        sum(tokens),
+    )
 
 
 def assert_same_maps(shared, full):
@@ -79,8 +93,9 @@ def test_grad_input_maps_over_a_shared_prefix_equal_a_full_pass_per_prompt(tiny,
 
 def test_each_task_gets_its_own_map_of_the_shared_note_tokens(tiny_llama):
     # The prefix's backward is one per task: summing the tasks' gradients there would give them all one map.
-    results = compute_relevance(tiny_llama, [LONG_NOTE] * 3, TASKS[:3], method="grad_input", explain="target",
-                                share_prefix=True)
+    results = compute_relevance(
+        tiny_llama, [LONG_NOTE] * 3, TASKS[:3], method="grad_input", explain="target", share_prefix=True
+    )
     for a, b in [(0, 1), (0, 2), (1, 2)]:
         assert not np.allclose(results[a].raw_scores, results[b].raw_scores, rtol=1e-3)
 
@@ -128,13 +143,20 @@ def test_a_group_out_of_memory_is_retried_with_half_the_rows(tiny_llama, monkeyp
 def test_progress_counts_every_prompt_once(tiny_llama):
     calls = []
     notes, tasks = [n for n, _ in PAIRS], [t for _, t in PAIRS]
-    compute_relevance(tiny_llama, notes, tasks, method="grad_input", share_prefix=True,
-                      progress=lambda done, total: calls.append((done, total)))
+    compute_relevance(
+        tiny_llama,
+        notes,
+        tasks,
+        method="grad_input",
+        share_prefix=True,
+        progress=lambda done, total: calls.append((done, total)),
+    )
     assert calls[-1] == (len(PAIRS), len(PAIRS))
     assert [d for d, _ in calls] == sorted({d for d, _ in calls})  # strictly increasing
 
 
 # ---- the real SmolLM2 model (slow) ----
+
 
 def child_real_shared_and_full(model_dir):
     from ml.models import DEFAULT_MODEL, load_model
@@ -147,8 +169,12 @@ def child_real_shared_and_full(model_dir):
     shared_tokens = sum(tokens)
     tokens.clear()
     full = compute_relevance(loaded, notes, tasks, method="attnlrp", share_prefix=False)
-    return ([(r.raw_scores, r.predicted_token) for r in shared], [(r.raw_scores, r.predicted_token) for r in full],
-            shared_tokens, sum(tokens))
+    return (
+        [(r.raw_scores, r.predicted_token) for r in shared],
+        [(r.raw_scores, r.predicted_token) for r in full],
+        shared_tokens,
+        sum(tokens),
+    )
 
 
 @pytest.mark.slow

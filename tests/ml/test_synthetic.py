@@ -1,4 +1,5 @@
 """The synthetic ED corpus: determinism, evidence spans, labels that follow from the text, files, CLI."""
+
 import itertools
 import json
 import re
@@ -149,10 +150,19 @@ def test_consciousness_label_matches_the_words(notes):
 
 
 def test_negative_labels_are_written_as_negations_and_positive_ones_are_not(notes):
-    for task in ("chest-pain", "presence-of-dyspnea", "history-of-alcohol-abuse", "presence-of-pacemaker",
-                 "known-history-of-epilepsy", "tongue-bite", "history-of-allergy", "presence-of-prodromal-symptoms",
-                 "anticoagulants-or-antiplatelet-drug-therapy", "antiepileptic-therapy-already-in-place",
-                 "head-or-other-districts-trauma"):
+    for task in (
+        "chest-pain",
+        "presence-of-dyspnea",
+        "history-of-alcohol-abuse",
+        "presence-of-pacemaker",
+        "known-history-of-epilepsy",
+        "tongue-bite",
+        "history-of-allergy",
+        "presence-of-prodromal-symptoms",
+        "anticoagulants-or-antiplatelet-drug-therapy",
+        "antiepileptic-therapy-already-in-place",
+        "head-or-other-districts-trauma",
+    ):
         for _, label, text in spans(notes, task):
             negated = text.lower().startswith(NEGATION_START) or text in ("NKDA", "Allergie: nega", "Allergies: none")
             assert negated == (label == "n"), (task, label, text)
@@ -177,8 +187,9 @@ def test_dialysis_is_stated_with_chronic_renal_failure(notes):
 
 def test_concussion_and_unconsciousness_labels_follow_the_words(notes):
     for _, label, text in spans(notes, "concussive-head-trauma"):
-        concussive = "non commotivo" not in text and ("commotivo" in text or "con PdC" in text or "with LOC" in text
-                                                      or "w/ LOC" in text)
+        concussive = "non commotivo" not in text and (
+            "commotivo" in text or "con PdC" in text or "with LOC" in text or "w/ LOC" in text
+        )
         assert (label == "y") == concussive, text
     for _, label, text in spans(notes, "duration-of-the-patients-unconsciousness"):
         short = any(cue in text for cue in ("secondi", "sec", "breve", "brief", "few seconds"))
@@ -249,7 +260,9 @@ def test_write_corpus_writes_the_two_jsonl_files_the_app_imports(tmp_path):
         for start, end in ann["evidence"]:
             assert 0 <= start < end <= len(texts[ann["note_id"]])
     assert annotations[0] == {
-        "note_id": rows[0]["id"], "task": GOLD_TASKS[0], "label": expected[rows[0]["id"]].annotations[0].label,
+        "note_id": rows[0]["id"],
+        "task": GOLD_TASKS[0],
+        "label": expected[rows[0]["id"]].annotations[0].label,
         "evidence": [list(span) for span in expected[rows[0]["id"]].annotations[0].evidence],
     }
 
@@ -262,8 +275,23 @@ def test_write_corpus_can_leave_out_unknown_labels(tmp_path):
 
 def test_the_cli_writes_a_corpus(tmp_path, capsys):
     notes_path, annotations_path = tmp_path / "notes.jsonl", tmp_path / "ann.jsonl"
-    code = main(["synth", "--n", "12", "--seed", "3", "--language", "it", "--start", "5",
-                 "--notes-out", str(notes_path), "--annotations-out", str(annotations_path)])
+    code = main(
+        [
+            "synth",
+            "--n",
+            "12",
+            "--seed",
+            "3",
+            "--language",
+            "it",
+            "--start",
+            "5",
+            "--notes-out",
+            str(notes_path),
+            "--annotations-out",
+            str(annotations_path),
+        ]
+    )
     assert code == 0
     rows = [json.loads(line) for line in notes_path.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in rows] == [f"syn-3-{i:07d}" for i in range(5, 17)]
@@ -272,7 +300,18 @@ def test_the_cli_writes_a_corpus(tmp_path, capsys):
 
 
 def test_the_cli_reports_a_bad_value_without_a_traceback(tmp_path, capsys):
-    code = main(["synth", "--n", "1", "--typo-rate", "2", "--notes-out", str(tmp_path / "n"),
-                 "--annotations-out", str(tmp_path / "a")])
+    code = main(
+        [
+            "synth",
+            "--n",
+            "1",
+            "--typo-rate",
+            "2",
+            "--notes-out",
+            str(tmp_path / "n"),
+            "--annotations-out",
+            str(tmp_path / "a"),
+        ]
+    )
     assert code == 2
     assert "typo_rate" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """scripts/gpu_check.py --smoke: the GPU check's every step on the CPU with tiny models, run as
 the GPU machine would run it (a subprocess printing one JSON object)."""
+
 import json
 import os
 import subprocess
@@ -15,8 +16,14 @@ RELEVANCE_PARTS = ("relevance_default_model", "relevance_1b")
 @pytest.fixture(scope="module")
 def smoke():
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    done = subprocess.run([sys.executable, "scripts/gpu_check.py", "--smoke", "--threads", "1"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "scripts/gpu_check.py", "--smoke", "--threads", "1"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return done.returncode, json.loads(done.stdout), done.stderr
 
 
@@ -24,8 +31,12 @@ def smoke():
 def test_the_smoke_run_prints_one_json_object_with_every_part_and_passes(smoke):
     rc, report, stderr = smoke
     assert rc == 0, stderr[-2000:]
-    assert (report["device"], report["smoke"], report["torch_threads"], report["all_checks_passed"]) == \
-        ("cpu", True, 1, True)
+    assert (report["device"], report["smoke"], report["torch_threads"], report["all_checks_passed"]) == (
+        "cpu",
+        True,
+        1,
+        True,
+    )
     for part in (*RELEVANCE_PARTS, "maps_match_cpu", "oom_backoff", "training", "features"):
         assert part in report and not report[part].get("error"), (part, report[part])
     assert 0 < report["seconds"] < 300

@@ -1,6 +1,7 @@
 """scripts/time_demo.py: its reading of the demo's output, and its whole run (clone, the make
 steps, watching, stopping, the JSON) against a stand-in repository whose Makefile prints what the
 real demo prints, in seconds. The real timing is run by hand on an idle machine (README)."""
+
 import json
 import shutil
 import subprocess
@@ -82,8 +83,12 @@ def fake_repo(folder: Path, makefile: str) -> Path:
 
 
 def run_script(source: Path, *args) -> tuple[subprocess.CompletedProcess, dict]:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "time_demo.py"), "--source", str(source), *args],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "time_demo.py"), "--source", str(source), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return done, json.loads(done.stdout.strip().splitlines()[-1])
 
 

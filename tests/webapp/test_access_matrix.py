@@ -1,4 +1,5 @@
 """Every view x every role: allowed, forbidden, or redirected to login."""
+
 import pytest
 from django.urls import reverse
 
@@ -19,8 +20,9 @@ def _evaluation(note):
     from webapp.evaluation.models import RelevanceEvaluation
     from webapp.pipeline.models import ModelVersion, PeakProfile
 
-    return RelevanceEvaluation.objects.create(corpus=note.corpus, model_version=ModelVersion.objects.first(),
-                                              profile=PeakProfile.objects.first())
+    return RelevanceEvaluation.objects.create(
+        corpus=note.corpus, model_version=ModelVersion.objects.first(), profile=PeakProfile.objects.first()
+    )
 
 
 def _import_job(note):
@@ -64,11 +66,35 @@ def user_for(request, clinician, researcher, admin_user, norole_user):
 
 
 @pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize("view", ["home", "corpus-list", "corpus-detail", "note", "tasks", "upload", "imports", "import",
-                                  "admin", "audit", "jobs",
-                                  "job-launch", "datasets", "dataset-new", "review", "review-report",
-                                  "review-notes", "review-note", "training", "training-new",
-                                  "training-compare", "evaluations", "evaluation-new", "evaluation"])
+@pytest.mark.parametrize(
+    "view",
+    [
+        "home",
+        "corpus-list",
+        "corpus-detail",
+        "note",
+        "tasks",
+        "upload",
+        "imports",
+        "import",
+        "admin",
+        "audit",
+        "jobs",
+        "job-launch",
+        "datasets",
+        "dataset-new",
+        "review",
+        "review-report",
+        "review-notes",
+        "review-note",
+        "training",
+        "training-new",
+        "training-compare",
+        "evaluations",
+        "evaluation-new",
+        "evaluation",
+    ],
+)
 def test_each_view_answers_each_role_as_its_capabilities_say(client, note, user_for, role, view):
     url, allowed = _urls(note)[view]
     if role != "anonymous":
@@ -91,7 +117,9 @@ def test_a_post_to_the_import_page_is_refused_without_the_role(client, user_for,
     upload = tmp_path / "n.jsonl"
     upload.write_text('{"id": "a", "text": "x"}\n')
     with upload.open("rb") as fh:
-        response = client.post(reverse("corpus:upload"), {"kind": "notes", "corpus": "new", "language": "en", "file": fh})
+        response = client.post(
+            reverse("corpus:upload"), {"kind": "notes", "corpus": "new", "language": "en", "file": fh}
+        )
     assert response.status_code == 403
     assert not Corpus.objects.filter(name="new").exists()
 

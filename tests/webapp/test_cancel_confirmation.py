@@ -1,13 +1,20 @@
 """Every Cancel button asks first: each form posting to a cancel URL carries data-confirm, which
 static/js/confirm.js turns into a question before the submit."""
+
 import re
 from pathlib import Path
 
 from django.conf import settings
 
 TEMPLATES = Path(settings.BASE_DIR) / "templates"
-CANCEL_URLS = ["corpus:import_cancel", "datasets:cancel", "datasets:export_cancel", "evaluation:cancel",
-               "pipeline:job_cancel", "training:run_cancel"]
+CANCEL_URLS = [
+    "corpus:import_cancel",
+    "datasets:cancel",
+    "datasets:export_cancel",
+    "evaluation:cancel",
+    "pipeline:job_cancel",
+    "training:run_cancel",
+]
 FORM_TAG = re.compile(r"<form\b[^>]*>", re.S)
 
 

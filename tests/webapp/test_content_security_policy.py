@@ -5,6 +5,7 @@ The scans read the sources, so a new template with `style="..."` fails here befo
 silently drops its styling; tests/browser/test_content_security_policy.py loads the pages in
 Chromium and listens for violations.
 """
+
 import re
 from pathlib import Path
 
@@ -75,8 +76,10 @@ TEMPLATE_RULES = [
     (re.compile(r"<[^>]*\sstyle\s*=", re.I | re.S), "a style attribute (style-src refuses it): use a class or SVG"),
     (re.compile(r"<style\b", re.I), "a <style> element: put the rules in a static .css file"),
     # json_script's data blocks are not run, so the policy lets them be
-    (re.compile(r"<script\b(?![^>]*\s(src\s*=|type=\"application/json\"))[^>]*>", re.I | re.S),
-     "an inline <script>: use a static .js file"),
+    (
+        re.compile(r"<script\b(?![^>]*\s(src\s*=|type=\"application/json\"))[^>]*>", re.I | re.S),
+        "an inline <script>: use a static .js file",
+    ),
     (re.compile(r"<[^>]*\son[a-z]+\s*=", re.I | re.S), "an event-handler attribute: add a listener from a .js file"),
     (re.compile(r"\bhx-on\b|hx-on:", re.I), "hx-on (htmx evaluates it; allowEval is off)"),
     (re.compile(r"javascript:", re.I), "a javascript: URL"),
@@ -99,20 +102,27 @@ COMMENTS = re.compile(r"{#.*?#}|{% comment %}.*?{% endcomment %}", re.S)
 def offences(path: Path, rules, root: Path = Path(settings.BASE_DIR)) -> list[str]:
     """'file:line: why' for each match of each rule outside template comments."""
     text = COMMENTS.sub(lambda m: "\n" * m.group().count("\n"), path.read_text(encoding="utf-8"))
-    return [f"{path.relative_to(root)}:{text.count(chr(10), 0, match.start()) + 1}: {why}"
-            for pattern, why in rules for match in pattern.finditer(text)]
+    return [
+        f"{path.relative_to(root)}:{text.count(chr(10), 0, match.start()) + 1}: {why}"
+        for pattern, why in rules
+        for match in pattern.finditer(text)
+    ]
 
 
 def test_the_scans_catch_what_they_look_for(tmp_path):
     template = tmp_path / "bad.html"
-    template.write_text('<p>fine style="x" in text</p>\n<div\n  class="a" style="left: 1%">\n'
-                        '<script>alert(1)</script><script src="/ok.js"></script>'
-                        '<script type="application/json">{}</script>{# <script>ok</script> #}\n'
-                        '<button onclick="go()">\n'
-                        '<style>p {}</style><a href="javascript:go()" hx-on:click="x">')
+    template.write_text(
+        '<p>fine style="x" in text</p>\n<div\n  class="a" style="left: 1%">\n'
+        '<script>alert(1)</script><script src="/ok.js"></script>'
+        '<script type="application/json">{}</script>{# <script>ok</script> #}\n'
+        '<button onclick="go()">\n'
+        '<style>p {}</style><a href="javascript:go()" hx-on:click="x">'
+    )
     script = tmp_path / "bad.js"
-    script.write_text('el.setAttribute("style", "x");\nel.innerHTML = "<b style=\'x\'>";\neval("1");\n'
-                      'new Function("return 1");\nsetTimeout("go()", 1);\nel.style.left = "1%";\n')
+    script.write_text(
+        'el.setAttribute("style", "x");\nel.innerHTML = "<b style=\'x\'>";\neval("1");\n'
+        'new Function("return 1");\nsetTimeout("go()", 1);\nel.style.left = "1%";\n'
+    )
     where = [line.split(": ", 1)[0] for line in offences(template, TEMPLATE_RULES, tmp_path)]
     assert where == ["bad.html:2", "bad.html:6", "bad.html:4", "bad.html:5", "bad.html:6", "bad.html:6"]
     where = [line.split(": ", 1)[0] for line in offences(script, SCRIPT_RULES, tmp_path)]

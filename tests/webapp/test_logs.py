@@ -1,6 +1,7 @@
 """The log filter (webapp.logs.WithholdRowContent) on crafted records and on a real database
 error, how settings wire it (every root handler; Django's own handlers gone), and a 403 logged
 once, in one line, without a traceback."""
+
 import io
 import logging
 
@@ -22,8 +23,10 @@ class UniqueViolation(Exception):
 
 
 UniqueViolation.__module__ = "psycopg.errors"
-ROW_ERROR = (f'duplicate key value violates unique constraint "corpus_note_unique"\n'
-             f"DETAIL:  Key (corpus_id, external_id)=(1, {MARKER}) already exists.")
+ROW_ERROR = (
+    f'duplicate key value violates unique constraint "corpus_note_unique"\n'
+    f"DETAIL:  Key (corpus_id, external_id)=(1, {MARKER}) already exists."
+)
 
 
 @pytest.fixture
@@ -91,18 +94,28 @@ def test_a_library_error_quoting_its_input_is_withheld_where_it_is_an_argument_o
     exc = raised(ValueError(f"cannot tokenize {MARKER!r}"))
     text, record = logged(lambda log: log.error("chunk 3 failed: %s (%r)", exc, exc))
     assert not leaks(text, record)
-    assert text == "ERROR tests.logs.crafted chunk 3 failed: <ValueError: message withheld> " \
-                   "(<ValueError: message withheld>)\n"
+    assert (
+        text == "ERROR tests.logs.crafted chunk 3 failed: <ValueError: message withheld> "
+        "(<ValueError: message withheld>)\n"
+    )
     text, record = logged(lambda log: log.error(exc))
     assert not leaks(text, record) and "<ValueError: message withheld>" in text
 
 
 def test_a_celery_failure_line_loses_the_exception_text_and_its_structured_copy(logged):
     exc = raised(KeyError(MARKER))
-    context = {"name": "workers.imports.run_import", "id": "abc", "exc": repr(exc),
-               "traceback": f"Traceback ...\nKeyError: '{MARKER}'", "args": "[5]"}
-    text, record = logged(lambda log: log.error("Task %(name)s[%(id)s] raised unexpected: %(exc)s", context,
-                                                exc_info=exc, extra={"data": context}))
+    context = {
+        "name": "workers.imports.run_import",
+        "id": "abc",
+        "exc": repr(exc),
+        "traceback": f"Traceback ...\nKeyError: '{MARKER}'",
+        "args": "[5]",
+    }
+    text, record = logged(
+        lambda log: log.error(
+            "Task %(name)s[%(id)s] raised unexpected: %(exc)s", context, exc_info=exc, extra={"data": context}
+        )
+    )
     assert not leaks(text, record)
     assert "Task workers.imports.run_import[abc] raised unexpected: <KeyError: message withheld>" in text
     assert not hasattr(record, "data")
@@ -125,8 +138,10 @@ def test_row_content_quoted_inside_our_own_error_is_cut(logged):
     own = raised(BuildError(f"dataset 4: the database refused a row: {ROW_ERROR}"))
     text, record = logged(lambda log: log.error("build failed", exc_info=own))
     assert not leaks(text, record)
-    assert "BuildError: dataset 4: the database refused a row: duplicate key value violates unique constraint " \
-           '"corpus_note_unique"\n[row content withheld]' in text
+    assert (
+        "BuildError: dataset 4: the database refused a row: duplicate key value violates unique constraint "
+        '"corpus_note_unique"\n[row content withheld]' in text
+    )
 
 
 def test_a_short_message_is_not_searched_for_in_the_line(logged):
@@ -150,15 +165,16 @@ def test_an_exception_that_cannot_say_its_message_is_still_logged(logged):
 
 def test_the_request_with_its_post_body_is_dropped_and_numbers_stay(logged):
     request = RequestFactory().post("/corpora/import/", {"corpus": MARKER, "notes": f"Patient {MARKER}"})
-    text, record = logged(lambda log: log.error("Internal Server Error: %s", request.path,
-                                                extra={"status_code": 500, "request": request}))
+    text, record = logged(
+        lambda log: log.error("Internal Server Error: %s", request.path, extra={"status_code": 500, "request": request})
+    )
     assert not leaks(text, record)
     assert text == "ERROR tests.logs.crafted Internal Server Error: /corpora/import/\n"
     assert not hasattr(record, "request") and record.status_code == 500
 
 
 def test_database_detail_in_a_plain_message_is_cut_as_a_last_resort(logged):
-    text, record = logged(lambda log: log.warning("refused:\n%s", f"CONTEXT:  COPY corpus_note, line 1: \"{MARKER}\""))
+    text, record = logged(lambda log: log.warning("refused:\n%s", f'CONTEXT:  COPY corpus_note, line 1: "{MARKER}"'))
     assert not leaks(text, record) and text == "WARNING tests.logs.crafted refused:\n[row content withheld]\n"
     text, record = logged(lambda log: log.warning("Failing row contains (1, %s, {})", MARKER))
     assert not leaks(text, record)
@@ -183,8 +199,11 @@ def test_a_record_is_scrubbed_once_and_then_left_alone(logged):
 
 def test_a_permission_refusal_is_one_line_without_a_traceback(logged):
     exc = raised(PermissionDenied("Your role does not allow: import"))
-    text, record = logged(lambda log: log.warning("Forbidden (Permission denied): %s", "/corpora/import/",
-                                                  exc_info=exc, extra={"status_code": 403}))
+    text, record = logged(
+        lambda log: log.warning(
+            "Forbidden (Permission denied): %s", "/corpora/import/", exc_info=exc, extra={"status_code": 403}
+        )
+    )
     assert text == "WARNING tests.logs.crafted Forbidden (Permission denied): /corpora/import/\n"
 
 
@@ -193,8 +212,12 @@ def test_a_permission_refusal_is_one_line_without_a_traceback(logged):
 
 def configured_handlers(*loggers):
     """The handlers that write somewhere (pytest's capture and libraries' NullHandlers left out)."""
-    return [h for name in loggers for h in logging.getLogger(name).handlers
-            if not type(h).__module__.startswith("_pytest") and not isinstance(h, logging.NullHandler)]
+    return [
+        h
+        for name in loggers
+        for h in logging.getLogger(name).handlers
+        if not type(h).__module__.startswith("_pytest") and not isinstance(h, logging.NullHandler)
+    ]
 
 
 def filtered(handlers) -> bool:
@@ -202,11 +225,23 @@ def filtered(handlers) -> bool:
 
 
 def test_every_handler_carries_the_filter_and_django_has_no_handler_of_its_own():
-    assert all("withhold_row_content" in settings.LOGGING["handlers"][name].get("filters", [])
-               for name in settings.LOGGING["root"]["handlers"])
+    assert all(
+        "withhold_row_content" in settings.LOGGING["handlers"][name].get("filters", [])
+        for name in settings.LOGGING["root"]["handlers"]
+    )
     assert filtered(configured_handlers(None))
-    for name in ("django", "django.request", "django.security", "celery", "celery.app.trace", "kombu", "psycopg",
-                 "axes", "webapp", "workers"):
+    for name in (
+        "django",
+        "django.request",
+        "django.security",
+        "celery",
+        "celery.app.trace",
+        "kombu",
+        "psycopg",
+        "axes",
+        "webapp",
+        "workers",
+    ):
         assert configured_handlers(name) == [], name  # they all propagate to the root handlers
         assert logging.getLogger(name).propagate, name
     # A Celery worker cuts "celery.task" (get_task_logger) off from the root, and gives it a handler
@@ -218,8 +253,9 @@ def test_every_handler_carries_the_filter_and_django_has_no_handler_of_its_own()
 def console():
     """What the configured handlers on the way from django.request to the root print."""
     out = io.StringIO()
-    handlers = [h for h in configured_handlers("django.request", "django", None)
-                if isinstance(h, logging.StreamHandler)]
+    handlers = [
+        h for h in configured_handlers("django.request", "django", None) if isinstance(h, logging.StreamHandler)
+    ]
     previous = [h.setStream(out) for h in handlers]
     yield out
     for handler, stream in zip(handlers, previous):

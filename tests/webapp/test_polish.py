@@ -1,4 +1,5 @@
 """Small things every page shares: the favicon, and Cancel buttons that ask before they cancel."""
+
 import re
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def test_pages_name_the_signed_in_user_for_the_review_position(client, clinician
     assert "data-user" not in client.get(reverse("login")).content.decode()
     client.force_login(clinician)
     page = client.get(reverse("home"), follow=True).content.decode()
-    assert re.search(r'<body\b[^>]*\bdata-user="%d"' % clinician.pk, page)
+    assert re.search(rf'<body\b[^>]*\bdata-user="{clinician.pk}"', page)
     assert re.search(r"<form\b[^>]*\bdata-logout\b", page)
     review = (STATIC / "review" / "review.js").read_text()
     assert "dataset.user" in review and '"dsm-peak-" + user' in review

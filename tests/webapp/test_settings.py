@@ -1,4 +1,5 @@
 """Settings read from the environment: embedded default without URLs, real services with them."""
+
 import json
 import os
 import secrets
@@ -16,9 +17,23 @@ PROBE = (
     " 'broker': s.CELERY_BROKER_URL, 'opts': s.CELERY_BROKER_TRANSPORT_OPTIONS, 'debug': s.DEBUG,"
     " 'hosts': s.ALLOWED_HOSTS, 'data_dir': str(s.DATA_DIR), 'model_dir': str(s.MODEL_DIR)}))"
 )
-CLEARED = ["DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS",
-           "DATA_DIR", "MODEL_DIR", "DSM_EMBEDDED", "SECURE_SSL_REDIRECT", "SESSION_COOKIE_SECURE",
-           "CSRF_COOKIE_SECURE", "SECURE_HSTS_SECONDS", "DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE"]
+CLEARED = [
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "REDIS_URL",
+    "SECRET_KEY",
+    "DEBUG",
+    "ALLOWED_HOSTS",
+    "DATA_DIR",
+    "MODEL_DIR",
+    "DSM_EMBEDDED",
+    "SECURE_SSL_REDIRECT",
+    "SESSION_COOKIE_SECURE",
+    "CSRF_COOKIE_SECURE",
+    "SECURE_HSTS_SECONDS",
+    "DJANGO_SETTINGS_MODULE",
+    "DJANGO_ALLOW_ASYNC_UNSAFE",
+]
 
 
 def run_with_env(extra: dict, code: str = PROBE) -> subprocess.CompletedProcess:
@@ -72,10 +87,13 @@ def test_a_bad_boolean_fails_loudly():
     assert "DEBUG='maybe' is not a boolean" in result.stderr
 
 
-@pytest.mark.parametrize("name, value, message", [
-    ("LAUNCH_CONFIRM_SECONDS", "ten minutes", "LAUNCH_CONFIRM_SECONDS='ten minutes' is not an integer"),
-    ("LAUNCH_CONFIRM_AMOUNT", "-1", "must be 0 (always confirm) or positive"),
-])
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("LAUNCH_CONFIRM_SECONDS", "ten minutes", "LAUNCH_CONFIRM_SECONDS='ten minutes' is not an integer"),
+        ("LAUNCH_CONFIRM_AMOUNT", "-1", "must be 0 (always confirm) or positive"),
+    ],
+)
 def test_a_bad_launch_confirmation_threshold_fails_loudly(name, value, message):
     result = run_with_env({name: value})
     assert result.returncode != 0
@@ -89,10 +107,17 @@ def test_production_without_a_secret_key_refuses_to_start():
 
 
 def test_production_settings_pass_check_deploy_with_no_warnings(tmp_path):
-    env = {"DEBUG": "0", "DSM_EMBEDDED": "0", "SECRET_KEY": secrets.token_urlsafe(50),
-           "ALLOWED_HOSTS": "dsm.example.org", "DATA_DIR": str(tmp_path)}
-    code = ("import sys; from django.core.management import execute_from_command_line;"
-            "execute_from_command_line(['manage.py', 'check', '--deploy', '--fail-level', 'WARNING'])")
+    env = {
+        "DEBUG": "0",
+        "DSM_EMBEDDED": "0",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "dsm.example.org",
+        "DATA_DIR": str(tmp_path),
+    }
+    code = (
+        "import sys; from django.core.management import execute_from_command_line;"
+        "execute_from_command_line(['manage.py', 'check', '--deploy', '--fail-level', 'WARNING'])"
+    )
     result = run_with_env(env, code)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
@@ -101,7 +126,9 @@ def test_production_settings_pass_check_deploy_with_no_warnings(tmp_path):
 @pytest.mark.parametrize("debug", ["1"])
 def test_debug_settings_do_fail_check_deploy(debug, tmp_path):
     """The check itself is live: development settings are reported."""
-    code = ("from django.core.management import execute_from_command_line;"
-            "execute_from_command_line(['manage.py', 'check', '--deploy', '--fail-level', 'WARNING'])")
+    code = (
+        "from django.core.management import execute_from_command_line;"
+        "execute_from_command_line(['manage.py', 'check', '--deploy', '--fail-level', 'WARNING'])"
+    )
     result = run_with_env({"DEBUG": debug, "DATA_DIR": str(tmp_path)}, code)
     assert result.returncode != 0

@@ -2,6 +2,7 @@
 
 Tests using it need `@pytest.mark.django_db(transaction=True)` so the worker sees committed rows.
 """
+
 import os
 import signal
 import subprocess
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.db import connection
+
+from tests.workers.redelivery import start_worker_without_redelivery  # noqa: F401 - a shared fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,9 +31,28 @@ class WorkerProcess:
     def start(self):
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers", "worker", "--queues", self.queues, "--pool", "solo",
-             "--hostname", self.name, "--loglevel", "INFO", "--without-gossip", "--without-mingle"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "workers",
+                "worker",
+                "--queues",
+                self.queues,
+                "--pool",
+                "solo",
+                "--hostname",
+                self.name,
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         self._wait_ready()
         return self
@@ -80,22 +102,24 @@ def worker_env(tmp_path):
     """Environment for a worker that shares this test run's database, broker and folders."""
     db = connection.settings_dict
     env = {k: v for k, v in os.environ.items()}
-    env.update({
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
-        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-        # Short, so a message whose worker was killed is redelivered within the test.
-        "CELERY_VISIBILITY_TIMEOUT": "8",
-        # Fast lifecycle (webapp.lifecycle): beats every second, lost after 4 s, swept every second.
-        "WORK_HEARTBEAT_SECONDS": "1",
-        "WORK_STALL_SECONDS": "4",
-        "WORK_SWEEP_SECONDS": "1",
-        "WORK_REQUEUE_GRACE_SECONDS": "3",
-        "OMP_NUM_THREADS": "1",
-        "DATA_DIR": str(settings.DATA_DIR),
-        "MODEL_DIR": str(settings.MODEL_DIR),
-        "HF_HUB_OFFLINE": "1",
-    })
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            # Short, so a message whose worker was killed is redelivered within the test.
+            "CELERY_VISIBILITY_TIMEOUT": "8",
+            # Fast lifecycle (webapp.lifecycle): beats every second, lost after 4 s, swept every second.
+            "WORK_HEARTBEAT_SECONDS": "1",
+            "WORK_STALL_SECONDS": "4",
+            "WORK_SWEEP_SECONDS": "1",
+            "WORK_REQUEUE_GRACE_SECONDS": "3",
+            "OMP_NUM_THREADS": "1",
+            "DATA_DIR": str(settings.DATA_DIR),
+            "MODEL_DIR": str(settings.MODEL_DIR),
+            "HF_HUB_OFFLINE": "1",
+        }
+    )
     return env
 
 

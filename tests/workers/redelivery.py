@@ -1,8 +1,9 @@
 """Workers whose broker redelivers nothing within a test, so that only the lifecycle (heartbeats
 and the recovery sweeper, webapp.lifecycle) can recover the work of a killed worker.
 
-Import the fixture into a test module: `from tests.workers.redelivery import start_worker_without_redelivery`.
+tests/workers/conftest.py makes the fixture available to every worker test.
 """
+
 import pytest
 
 HOUR = 3600

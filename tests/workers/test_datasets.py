@@ -2,6 +2,7 @@
 including workers killed with SIGKILL in the middle of the work: the unit is shown stalled, a
 worker started afterwards takes it over (its recovery sweeper queues it again within seconds:
 workers run with WORK_STALL_SECONDS=4) and finishes it with exactly the expected rows."""
+
 import pytest
 from django.db import connection
 from django.db.models import Count
@@ -29,8 +30,9 @@ def inputs():
     note = Note.objects.create(corpus=corpus, external_id="n1", text=TEXT)
     tasks = {}
     for slug, peaked in PEAKS.items():
-        tasks[slug] = Task.objects.create(slug=slug, description=f"{slug} described", options=["y", "n"],
-                                          held_out=slug == "heldout")
+        tasks[slug] = Task.objects.create(
+            slug=slug, description=f"{slug} described", options=["y", "n"], held_out=slug == "heldout"
+        )
         add_map(note, tasks[slug], model, peaked)
     return {"corpus": corpus, "model_version": model, "profile": profile, "tasks": tasks}
 
@@ -74,7 +76,8 @@ def test_a_failed_build_is_recorded_in_plain_words(start_worker, inputs):
 
 
 def test_a_build_whose_worker_is_killed_shows_stalled_then_the_next_worker_finishes_it_without_duplicates(
-        start_worker, inputs, settings, client, clinician):
+    start_worker, inputs, settings, client, clinician
+):
     settings.WORK_STALL_SECONDS = 4  # as the workers: this process judges "stalled" like them
     add_notes_with_maps(inputs["corpus"], inputs["tasks"], inputs["model_version"], BULK_NOTES)
     expected = 2 * (BULK_NOTES + 1)  # "pacemaker" and "bp" from every note
@@ -108,8 +111,10 @@ def test_a_build_whose_worker_is_killed_shows_stalled_then_the_next_worker_finis
     examples = MaskedExample.objects.filter(dataset=dataset)
     assert examples.count() == dataset.stats["examples"] == expected
     assert not examples.values("note_id", "label").annotate(n=Count("id")).filter(n__gt=1).exists()  # no duplicates
-    assert dict(examples.values_list("label").annotate(n=Count("id"))) == {"pacemaker": expected // 2,
-                                                                          "bp": expected // 2}
+    assert dict(examples.values_list("label").annotate(n=Count("id"))) == {
+        "pacemaker": expected // 2,
+        "bp": expected // 2,
+    }
     assert "pacemaker" not in second.log() and "alert" not in second.log()
 
 
@@ -117,8 +122,9 @@ def finished_dataset_with_examples(inputs, count: int) -> DatasetVersion:
     """A DONE dataset of `count` examples (2 a note) written by SQL: an export long enough to be killed."""
     notes = count // 2
     add_notes_with_maps(inputs["corpus"], inputs["tasks"], inputs["model_version"], notes, prefix="ex")
-    dataset = DatasetVersion.objects.create(name="to-export", status=JobStatus.DONE, stats={"examples": count},
-                                            **build_fields(inputs))
+    dataset = DatasetVersion.objects.create(
+        name="to-export", status=JobStatus.DONE, stats={"examples": count}, **build_fields(inputs)
+    )
     heart, pacemaker = inputs["tasks"]["heart"].pk, inputs["tasks"]["pacemaker"].pk
     with connection.cursor() as cursor:
         for label, tasks, masked in (("pacemaker", [heart, pacemaker], "<mask>"), ("bp", [pacemaker], "<mask>")):
@@ -128,14 +134,25 @@ def finished_dataset_with_examples(inputs, count: int) -> DatasetVersion:
                 "(dataset_id, note_id, tasks, masked_text, label, char_start, char_end) "
                 f"SELECT %s, id, %s::jsonb, overlay(text placing %s from %s for %s), %s, %s, %s "
                 f"FROM {Note._meta.db_table} WHERE corpus_id = %s AND external_id LIKE 'ex%%' ORDER BY id",
-                [dataset.pk, str(tasks), masked, start + 1, len(label), label, start, start + len(label),
-                 inputs["corpus"].pk])
+                [
+                    dataset.pk,
+                    str(tasks),
+                    masked,
+                    start + 1,
+                    len(label),
+                    label,
+                    start,
+                    start + len(label),
+                    inputs["corpus"].pk,
+                ],
+            )
     assert MaskedExample.objects.filter(dataset=dataset).count() == count
     return dataset
 
 
 def test_an_export_whose_worker_is_killed_is_written_again_from_scratch_by_the_next_worker(
-        start_worker, inputs, settings, tmp_path):
+    start_worker, inputs, settings, tmp_path
+):
     import datasets
 
     settings.DATA_DIR = tmp_path

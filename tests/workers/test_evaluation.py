@@ -3,6 +3,7 @@
 AttnLRP included (the worker process, not pytest's, is patched by lxt), then the result; and a
 worker killed mid-evaluation: the evaluation shows stalled within WORK_STALL_SECONDS, and the next
 worker's recovery sweeper completes it without computing a map twice."""
+
 import time
 
 import pytest
@@ -10,7 +11,6 @@ from django.db.models import Count
 
 from tests.webapp.evaluation.factories import annotated_pairs_count, make_annotated_corpus, make_model_version, spec
 from tests.workers.conftest import wait_for
-from tests.workers.redelivery import start_worker_without_redelivery  # noqa: F401 - a fixture
 from webapp.evaluation import evaluations
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lifecycle import queue
@@ -62,10 +62,12 @@ def assert_one_map_per_pair_and_configuration(evaluation):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_an_evaluation_of_every_method_runs_on_a_real_worker_attnlrp_included(start_worker, tiny_model_dir,
-                                                                            relevance_queue_empty):
-    corpus, evaluation = launch(tiny_model_dir, 6, methods=["attnlrp", "attention", "grad_input"],
-                                explains=["next", "span"])
+def test_an_evaluation_of_every_method_runs_on_a_real_worker_attnlrp_included(
+    start_worker, tiny_model_dir, relevance_queue_empty
+):
+    corpus, evaluation = launch(
+        tiny_model_dir, 6, methods=["attnlrp", "attention", "grad_input"], explains=["next", "span"]
+    )
     worker = start_worker("relevance")
     wait(ended(evaluation), worker, "the evaluation to end")
     evaluation = reload(evaluation)
@@ -84,11 +86,16 @@ def test_an_evaluation_of_every_method_runs_on_a_real_worker_attnlrp_included(st
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_killed_worker_s_evaluation_shows_stalled_and_the_next_worker_completes_it_computing_no_map_twice(
-        start_worker_without_redelivery, tiny_model_dir, relevance_queue_empty):
+    start_worker_without_redelivery, tiny_model_dir, relevance_queue_empty
+):
     corpus, evaluation = launch(tiny_model_dir, 40, methods=["grad_input", "attention"], explains=["next", "span"])
     first = start_worker_without_redelivery("relevance")  # recovered by the lifecycle, not the broker
-    wait(lambda: 16 <= reload(evaluation).done <= reload(evaluation).total - 32, first,
-         "a few batches to be stored", interval=0.02)
+    wait(
+        lambda: 16 <= reload(evaluation).done <= reload(evaluation).total - 32,
+        first,
+        "a few batches to be stored",
+        interval=0.02,
+    )
     first.kill()
     killed_at = time.monotonic()
     evaluation = reload(evaluation)
@@ -96,8 +103,13 @@ def test_a_killed_worker_s_evaluation_shows_stalled_and_the_next_worker_complete
     before = {pk: bytes(data) for pk, data in RelevanceMap.objects.values_list("pk", "data")}
     assert before
 
-    wait(lambda: reload(evaluation).status_text().startswith("stalled: worker lost at "), first,
-         "the evaluation to show stalled", timeout=STALL + 5, interval=0.1)
+    wait(
+        lambda: reload(evaluation).status_text().startswith("stalled: worker lost at "),
+        first,
+        "the evaluation to show stalled",
+        timeout=STALL + 5,
+        interval=0.1,
+    )
     assert time.monotonic() - killed_at <= STALL + 1.5
     stalled = reload(evaluation)
     assert stalled.resumable and stalled.eta_seconds is None  # Resume is offered; no live ETA

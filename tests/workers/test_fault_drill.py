@@ -5,6 +5,7 @@ lost, duplicated or left unfinished.
 The drill brings its own redis-server and its own database on this run's PostgreSQL server (named
 after the run's database, so two runs on one host stay apart), and drops it at the end.
 """
+
 import json
 import shutil
 import subprocess
@@ -15,8 +16,15 @@ import pytest
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
-KINDS = ("relevance", "redis_restart_persistent", "redis_restart_volatile", "dataset_build", "export",
-         "training_run", "import")
+KINDS = (
+    "relevance",
+    "redis_restart_persistent",
+    "redis_restart_volatile",
+    "dataset_build",
+    "export",
+    "training_run",
+    "import",
+)
 STALL = 5  # WORK_STALL_SECONDS of the drill's workers
 
 
@@ -27,8 +35,13 @@ def test_the_short_fault_drill_recovers_every_kind_of_work_with_nothing_lost_or_
     db = connection.settings_dict
     server = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/postgres"
     database = f"{db['NAME']}_drill"[-63:]
-    drill = subprocess.run([sys.executable, "scripts/fault_drill.py", "--short", "--postgres", server,
-                            "--database", database], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    drill = subprocess.run(
+        [sys.executable, "scripts/fault_drill.py", "--short", "--postgres", server, "--database", database],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     lines = drill.stdout.strip().splitlines()
     assert drill.returncode == 0 and lines, f"{drill.stdout[-3000:]}\n{drill.stderr[-6000:]}"
     result = json.loads(lines[-1])

@@ -14,6 +14,7 @@ message with it (the filesystem transport deletes a message's file on delivery),
 recovery sweeper of the next worker, reading heartbeats from the SQLite file, can queue the chunk
 again (webapp.lifecycle.recovery); the job completes with one map per pair, without Resume.
 """
+
 import json
 import os
 import re
@@ -56,20 +57,29 @@ def clean_env(tmp_path: Path, model_dir) -> dict:
     data_dir = tmp_path / "data"
     data_dir.mkdir()  # as `manage.py rundemo` does before migrating
     env = {k: os.environ[k] for k in KEEP if k in os.environ}
-    env.update({
-        "DATA_DIR": str(data_dir), "MODEL_DIR": str(model_dir), "DEBUG": "1",
-        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-        "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-        # Unreachable on purpose: a process that still found a server would fail, not pass quietly.
-        "PGHOST": "/nonexistent", "PGPORT": "1",
-    })
+    env.update(
+        {
+            "DATA_DIR": str(data_dir),
+            "MODEL_DIR": str(model_dir),
+            "DEBUG": "1",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            # Unreachable on purpose: a process that still found a server would fail, not pass quietly.
+            "PGHOST": "/nonexistent",
+            "PGPORT": "1",
+        }
+    )
     assert not {"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"} & set(env)
     return env
 
 
 def manage(env, *args) -> str:
-    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT)
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT
+    )
     assert done.returncode == 0, f"manage.py {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
@@ -100,14 +110,28 @@ def test_a_relevance_job_runs_on_sqlite_and_the_filesystem_broker_in_real_proces
     assert db.is_file()
     assert "created" in manage(embedded_env, "load_task_catalog")
     manage(embedded_env, "load_demo_corpus", "--corpus", "demo-ed", "--notes", str(NOTES_IN_CORPUS))
-    assert query(db, "SELECT count(*) FROM corpus_note n JOIN corpus_corpus c ON c.id = n.corpus_id "
-                     "WHERE c.name = 'demo-ed'") == [(NOTES_IN_CORPUS,)]
-    out = manage(embedded_env, "launch_relevance_job", "demo-ed", "--tasks", "list", "--task", TASK,
-                 "--limit", str(JOB_NOTES), "--chunk-size", "1")
+    assert query(
+        db, "SELECT count(*) FROM corpus_note n JOIN corpus_corpus c ON c.id = n.corpus_id WHERE c.name = 'demo-ed'"
+    ) == [(NOTES_IN_CORPUS,)]
+    out = manage(
+        embedded_env,
+        "launch_relevance_job",
+        "demo-ed",
+        "--tasks",
+        "list",
+        "--task",
+        TASK,
+        "--limit",
+        str(JOB_NOTES),
+        "--chunk-size",
+        "1",
+    )
     assert f"{JOB_NOTES} prompts in {JOB_NOTES} chunks, queued" in out, out
     [(job_id, status, total, model)] = query(
-        db, "SELECT j.id, j.status, j.total, m.name FROM pipeline_relevancejob j "
-            "JOIN pipeline_modelversion m ON m.id = j.model_version_id")
+        db,
+        "SELECT j.id, j.status, j.total, m.name FROM pipeline_relevancejob j "
+        "JOIN pipeline_modelversion m ON m.id = j.model_version_id",
+    )
     assert (status, total, model) == ("queued", JOB_NOTES, "smollm2-135m-instruct")
     # The messages wait as files in the broker folder under DATA_DIR, one a chunk.
     assert len(queued_messages(data_dir)) == JOB_NOTES
@@ -131,7 +155,9 @@ def test_a_relevance_job_runs_on_sqlite_and_the_filesystem_broker_in_real_proces
     assert "transport:   filesystem://" in log, log[-3000:]
     [(status, done, error)] = query(db, "SELECT status, done, error FROM pipeline_relevancejob WHERE id = ?", job_id)
     chunks = query(db, "SELECT status, attempts, error FROM pipeline_relevancechunk WHERE job_id = ?", job_id)
-    assert (status, done, error) == ("done", JOB_NOTES, ""), f"job {status} {done} {error!r} chunks {chunks}\n{log[-5000:]}"
+    assert (status, done, error) == ("done", JOB_NOTES, ""), (
+        f"job {status} {done} {error!r} chunks {chunks}\n{log[-5000:]}"
+    )
     assert chunks == [("done", 1, "")] * JOB_NOTES
     # Each chunk's message was received from the folder and run to 'done' by the worker.
     assert log.count("Task workers.relevance.run_chunk[") >= 2 * JOB_NOTES  # received + succeeded each
@@ -140,9 +166,13 @@ def test_a_relevance_job_runs_on_sqlite_and_the_filesystem_broker_in_real_proces
 
     from ml.codec import decode_map
 
-    maps = query(db, "SELECT n.text, t.slug, r.method, r.n_tokens, r.data, r.target_token FROM pipeline_relevancemap r "
-                     "JOIN corpus_note n ON n.id = r.note_id JOIN corpus_task t ON t.id = r.task_id "
-                     "WHERE r.job_id = ?", job_id)
+    maps = query(
+        db,
+        "SELECT n.text, t.slug, r.method, r.n_tokens, r.data, r.target_token FROM pipeline_relevancemap r "
+        "JOIN corpus_note n ON n.id = r.note_id JOIN corpus_task t ON t.id = r.task_id "
+        "WHERE r.job_id = ?",
+        job_id,
+    )
     assert len(maps) == JOB_NOTES
     for text, slug, method, n_tokens, data, target in maps:
         assert (slug, method) == (TASK, "attnlrp") and target
@@ -159,12 +189,18 @@ KILL_NOTES, KILL_TASKS, KILL_CHUNK = 6, ("heart-rate", "blood-pressure"), 2
 KILL_TIMEOUT = 180
 # The lifecycle of tests/workers/conftest.py's workers: beat every second, lost after 4 s, swept
 # every second, a queued unit whose message is gone sent again after 3 s.
-FAST_LIFECYCLE = {"WORK_HEARTBEAT_SECONDS": "1", "WORK_STALL_SECONDS": "4", "WORK_SWEEP_SECONDS": "1",
-                  "WORK_REQUEUE_GRACE_SECONDS": "3", "OMP_NUM_THREADS": "1"}
+FAST_LIFECYCLE = {
+    "WORK_HEARTBEAT_SECONDS": "1",
+    "WORK_STALL_SECONDS": "4",
+    "WORK_SWEEP_SECONDS": "1",
+    "WORK_REQUEUE_GRACE_SECONDS": "3",
+    "OMP_NUM_THREADS": "1",
+}
 
 
 def test_a_worker_killed_mid_job_on_sqlite_and_the_filesystem_broker_is_recovered_by_the_sweeper(
-        tiny_model_dir, tmp_path):
+    tiny_model_dir, tmp_path
+):
     """`make demo`'s setup, a relevance worker SIGKILLed while it holds a chunk: the filesystem
     transport removed the message's file when it delivered it, so no broker redelivers it. Only
     the recovery sweeper of the next worker (heartbeats in the SQLite file) can queue the chunk
@@ -177,12 +213,26 @@ def test_a_worker_killed_mid_job_on_sqlite_and_the_filesystem_broker_is_recovere
     manage(env, "load_demo_corpus", "--corpus", "demo-ed", "--notes", str(KILL_NOTES))
     assert f"model version {TINY_MODEL} (llama)" in manage(env, "register_model", TINY_MODEL, str(tiny_model_dir))
     total, chunk_count = KILL_NOTES * len(KILL_TASKS), KILL_NOTES * len(KILL_TASKS) // KILL_CHUNK
-    out = manage(env, "launch_relevance_job", "demo-ed", "--model", TINY_MODEL, "--method", "attnlrp",
-                 "--tasks", "list", *[arg for task in KILL_TASKS for arg in ("--task", task)],
-                 "--limit", str(KILL_NOTES), "--chunk-size", str(KILL_CHUNK))
+    out = manage(
+        env,
+        "launch_relevance_job",
+        "demo-ed",
+        "--model",
+        TINY_MODEL,
+        "--method",
+        "attnlrp",
+        "--tasks",
+        "list",
+        *[arg for task in KILL_TASKS for arg in ("--task", task)],
+        "--limit",
+        str(KILL_NOTES),
+        "--chunk-size",
+        str(KILL_CHUNK),
+    )
     assert f"{total} prompts in {chunk_count} chunks, queued" in out, out
     [(job_id, model_version_id, config_key)] = query(
-        db, "SELECT id, model_version_id, config_key FROM pipeline_relevancejob")
+        db, "SELECT id, model_version_id, config_key FROM pipeline_relevancejob"
+    )
     assert len(queued_messages(data_dir)) == chunk_count
 
     worker_env = {**env, **FAST_LIFECYCLE}
@@ -199,8 +249,9 @@ def test_a_worker_killed_mid_job_on_sqlite_and_the_filesystem_broker_is_recovere
     finally:
         first.stop()
     killed_at = time.monotonic()
-    orphans = query(db, "SELECT id, attempts, worker FROM pipeline_relevancechunk "
-                        "WHERE job_id = ? AND status = 'running'", job_id)
+    orphans = query(
+        db, "SELECT id, attempts, worker FROM pipeline_relevancechunk WHERE job_id = ? AND status = 'running'", job_id
+    )
     assert orphans, "the killed worker's chunk ended before the kill: nothing was left to recover"
     assert all(attempts == 1 and worker.split("@")[0] in first.name for _, attempts, worker in orphans), orphans
     [(status, done)] = query(db, "SELECT status, done FROM pipeline_relevancejob WHERE id = ?", job_id)
@@ -220,19 +271,28 @@ def test_a_worker_killed_mid_job_on_sqlite_and_the_filesystem_broker_is_recovere
         log = second.log_path.read_text(errors="replace")
     finally:
         second.stop()
-    chunks = query(db, "SELECT id, status, attempts, worker, error, pairs FROM pipeline_relevancechunk "
-                       "WHERE job_id = ? ORDER BY id", job_id)
+    chunks = query(
+        db,
+        "SELECT id, status, attempts, worker, error, pairs FROM pipeline_relevancechunk WHERE job_id = ? ORDER BY id",
+        job_id,
+    )
     [(status, done, error)] = query(db, "SELECT status, done, error FROM pipeline_relevancejob WHERE id = ?", job_id)
-    explain = f"job {status} {done}/{total} {error!r}\nchunks {[c[:5] for c in chunks]}\n--- worker B ---\n{log[-6000:]}"
+    explain = (
+        f"job {status} {done}/{total} {error!r}\nchunks {[c[:5] for c in chunks]}\n--- worker B ---\n{log[-6000:]}"
+    )
     assert (status, done, error) == ("done", total, ""), explain
     assert {c[1] for c in chunks} == {"done"}, explain
 
     # Exactly one map per planned pair: none missing, none twice.
     planned = [tuple(pair) for *_, pairs in chunks for pair in json.loads(pairs)]
     assert len(planned) == len(set(planned)) == total
-    maps = query(db, "SELECT note_id, task_id, count(*) FROM pipeline_relevancemap "
-                     "WHERE model_version_id = ? AND config_key = ? GROUP BY note_id, task_id",
-                 model_version_id, config_key)
+    maps = query(
+        db,
+        "SELECT note_id, task_id, count(*) FROM pipeline_relevancemap "
+        "WHERE model_version_id = ? AND config_key = ? GROUP BY note_id, task_id",
+        model_version_id,
+        config_key,
+    )
     assert {(note, task) for note, task, _ in maps} == set(planned), explain
     assert {n for *_, n in maps} == {1}, explain
     assert query(db, "SELECT count(*) FROM pipeline_relevancemap") == [(total,)]

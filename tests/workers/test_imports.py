@@ -1,6 +1,7 @@
 """Imports through REAL worker processes (queue "default") on PostgreSQL + Redis: an upload is
 imported in the background, and a worker SIGKILLed while it writes leaves nothing behind; another
 worker imports the file again from the stored upload, with nothing lost and nothing twice."""
+
 import json
 
 import pytest
@@ -18,8 +19,10 @@ LARGE = 50_000  # notes: a write phase of a second or more, so the kill lands in
 
 
 def notes_file(n: int, name="notes.jsonl") -> SimpleUploadedFile:
-    lines = (json.dumps({"id": f"n{i}", "text": f"Paziente {i}: FC {60 + i % 90} bpm, PA 120/80, afebbrile."})
-             for i in range(n))
+    lines = (
+        json.dumps({"id": f"n{i}", "text": f"Paziente {i}: FC {60 + i % 90} bpm, PA 120/80, afebbrile."})
+        for i in range(n)
+    )
     return SimpleUploadedFile(name, ("\n".join(lines) + "\n").encode())
 
 
@@ -55,14 +58,19 @@ def test_a_refused_file_ends_failed_with_its_problems(start_worker, researcher, 
     assert not Corpus.objects.filter(name="ward-import").exists() and not Note.objects.exists()
 
 
-def test_a_worker_killed_while_writing_is_replaced_and_the_import_ends_whole(start_worker, researcher, settings,
-                                                                            tmp_path):
+def test_a_worker_killed_while_writing_is_replaced_and_the_import_ends_whole(
+    start_worker, researcher, settings, tmp_path
+):
     settings.DATA_DIR = tmp_path
     # Beats every 0.2 s, so the test sees the write phase begin well before it ends.
     first = start_worker("default", DATA_DIR=tmp_path, WORK_HEARTBEAT_SECONDS=0.2)
     job = launch(notes_file(LARGE), researcher)
-    wait_for(lambda: ImportJob.objects.get(pk=job.pk).phase == ImportJob.Phase.WRITING, timeout=120, interval=0.05,
-             message="the write phase")
+    wait_for(
+        lambda: ImportJob.objects.get(pk=job.pk).phase == ImportJob.Phase.WRITING,
+        timeout=120,
+        interval=0.05,
+        message="the write phase",
+    )
     first.kill()
     job.refresh_from_db()
     assert job.status == JobStatus.RUNNING and job.records_done < LARGE, "the kill came after the import ended"

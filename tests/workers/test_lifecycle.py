@@ -1,5 +1,6 @@
 """The lifecycle's broker side with real Redis and real worker processes: queue sizes, one
 visibility timeout for every worker."""
+
 import pytest
 from django.conf import settings
 

@@ -16,6 +16,7 @@ The paths: the command-line imports, the Import page and its background task, a 
 error in a view (the 500 page), and a task failing in a real worker process, including a compute
 error that quotes a single word of the note.
 """
+
 import io
 import json
 import logging
@@ -57,8 +58,11 @@ def logs(caplog):
     """Everything logged in this process during the test; `.assert_clean()` after the failure."""
     caplog.set_level(logging.DEBUG)
     printed = io.StringIO()
-    handlers = [h for h in logging.getLogger().handlers
-                if isinstance(h, logging.StreamHandler) and not type(h).__module__.startswith("_pytest")]
+    handlers = [
+        h
+        for h in logging.getLogger().handlers
+        if isinstance(h, logging.StreamHandler) and not type(h).__module__.startswith("_pytest")
+    ]
     previous = [h.setStream(printed) for h in handlers]
 
     class Logs:
@@ -86,20 +90,25 @@ def refused_by_the_database(db):
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no ALTER TABLE while deferred checks are pending
         for model, column in REFUSED_COLUMNS.items():
-            cursor.execute(f"ALTER TABLE {model._meta.db_table} ADD CONSTRAINT no_marker_{model._meta.db_table} "
-                           f"CHECK (strpos({column}, '{MARKER}') = 0) NOT VALID")  # new rows only
+            cursor.execute(
+                f"ALTER TABLE {model._meta.db_table} ADD CONSTRAINT no_marker_{model._meta.db_table} "
+                f"CHECK (strpos({column}, '{MARKER}') = 0) NOT VALID"
+            )  # new rows only
     yield
     if not connection.in_atomic_block:  # a transactional test committed it: take it away again
         with connection.cursor() as cursor:
             for model in REFUSED_COLUMNS:
-                cursor.execute(f"ALTER TABLE {model._meta.db_table} DROP CONSTRAINT IF EXISTS "
-                               f"no_marker_{model._meta.db_table}")
+                cursor.execute(
+                    f"ALTER TABLE {model._meta.db_table} DROP CONSTRAINT IF EXISTS no_marker_{model._meta.db_table}"
+                )
 
 
 def notes_file(*, nul_in_metadata=False) -> bytes:
     metadata = {**METADATA, "note": "a\u0000b"} if nul_in_metadata else METADATA
-    rows = [{"id": "n1", "text": "FC 80 bpm.", "metadata": {"ward": "A"}},
-            {"id": "n2", "text": NOTE, "metadata": metadata}]
+    rows = [
+        {"id": "n1", "text": "FC 80 bpm.", "metadata": {"ward": "A"}},
+        {"id": "n2", "text": NOTE, "metadata": metadata},
+    ]
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 
 
@@ -146,17 +155,32 @@ def test_import_annotations_on_the_command_line(refused_by_the_database, logs, t
 
 
 @pytest.mark.parametrize("nul_in_metadata", [False, True], ids=["refused by the database", "NUL in metadata"])
-def test_an_upload_imported_in_the_background(refused_by_the_database, logs, client, researcher, settings, tmp_path,
-                                             monkeypatch, django_capture_on_commit_callbacks, nul_in_metadata):
+def test_an_upload_imported_in_the_background(
+    refused_by_the_database,
+    logs,
+    client,
+    researcher,
+    settings,
+    tmp_path,
+    monkeypatch,
+    django_capture_on_commit_callbacks,
+    nul_in_metadata,
+):
     from workers.imports import run_import
 
     settings.DATA_DIR = tmp_path
     monkeypatch.setattr(queue, "send", lambda task, *ids: len(ids))
     client.force_login(researcher)
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(reverse("corpus:upload"), {
-            "kind": "notes", "corpus": "ward", "language": "it",
-            "file": SimpleUploadedFile("notes.jsonl", notes_file(nul_in_metadata=nul_in_metadata))})
+        response = client.post(
+            reverse("corpus:upload"),
+            {
+                "kind": "notes",
+                "corpus": "ward",
+                "language": "it",
+                "file": SimpleUploadedFile("notes.jsonl", notes_file(nul_in_metadata=nul_in_metadata)),
+            },
+        )
     assert response.status_code == 302
     job = ImportJob.objects.get()
     run_import.apply(args=[job.pk])  # in-process, through Celery's tracer (which logs what a task raises)
@@ -175,8 +199,9 @@ def chunk(db, researcher):
     corpus = Corpus.objects.create(name="ward", language="it")
     for i in range(2):
         Note.objects.create(corpus=corpus, external_id=f"n{i}", text=f"{NOTE} Letto {i}.", metadata=METADATA)
-    job = jobs.launch(spec(corpus, make_model_version(path="/nonexistent/model"), make_tasks(1)), actor=researcher,
-                      enqueue=False)
+    job = jobs.launch(
+        spec(corpus, make_model_version(path="/nonexistent/model"), make_tasks(1)), actor=researcher, enqueue=False
+    )
     planning.plan_now(job)
     return RelevanceChunk.objects.filter(job=job).first()
 
@@ -234,8 +259,9 @@ def dataset_inputs(db):
     profile = PeakProfile.objects.create(name="sharp-test", version=1, kernel_size=1, sigma=1.0, lower=0.2, upper=0.4)
     note = Note.objects.create(corpus=corpus, external_id="n1", text=f"{TEXT} {MARKER}", metadata=METADATA)
     for slug, peaked in PEAKS.items():
-        task = Task.objects.create(slug=slug, description=f"{slug} described", options=["y", "n"],
-                                   held_out=slug == "heldout")
+        task = Task.objects.create(
+            slug=slug, description=f"{slug} described", options=["y", "n"], held_out=slug == "heldout"
+        )
         add_map(note, task, model, peaked)
     return {"corpus": corpus, "model_version": model, "profile": profile}
 
@@ -278,8 +304,9 @@ def test_an_export_whose_writer_fails_quoting_an_example(dataset_inputs, logs, s
 def insert_the_note(*args, **kwargs):
     """A write that the database refuses, quoting the row."""
     with transaction.atomic():
-        Note.objects.create(corpus=Corpus.objects.create(name="ward", language="it"), external_id="n1", text=NOTE,
-                            metadata=METADATA)
+        Note.objects.create(
+            corpus=Corpus.objects.create(name="ward", language="it"), external_id="n1", text=NOTE, metadata=METADATA
+        )
 
 
 def quote_the_note(*args, **kwargs):
@@ -292,9 +319,15 @@ def test_the_500_page(refused_by_the_database, logs, researcher, settings, tmp_p
     monkeypatch.setattr(import_jobs, "launch", launch)
     client = Client(raise_request_exception=False)
     client.force_login(researcher)
-    response = client.post(reverse("corpus:upload"), {
-        "kind": "notes", "corpus": f"ward {MARKER}", "language": "it",
-        "file": SimpleUploadedFile("notes.jsonl", notes_file())})
+    response = client.post(
+        reverse("corpus:upload"),
+        {
+            "kind": "notes",
+            "corpus": f"ward {MARKER}",
+            "language": "it",
+            "file": SimpleUploadedFile("notes.jsonl", notes_file()),
+        },
+    )
     assert response.status_code == 500
     no_marker_in(response.content.decode())
     logs.assert_clean()
@@ -311,12 +344,20 @@ def test_a_real_worker_logs_no_note_text(refused_by_the_database, start_worker, 
 
     settings.DATA_DIR = tmp_path
     worker = start_worker("default", DATA_DIR=tmp_path)
-    launched = [import_jobs.launch(SimpleUploadedFile(f"notes-{nul}.jsonl", notes_file(nul_in_metadata=nul)),
-                                   kind="notes", corpus=f"ward-{nul}", language="it", update=False, actor=researcher)
-                for nul in (False, True)]
+    launched = [
+        import_jobs.launch(
+            SimpleUploadedFile(f"notes-{nul}.jsonl", notes_file(nul_in_metadata=nul)),
+            kind="notes",
+            corpus=f"ward-{nul}",
+            language="it",
+            update=False,
+            actor=researcher,
+        )
+        for nul in (False, True)
+    ]
     app.send_task("workers.imports.run_import", args=[MARKER], queue="default")  # a task that raises, quoting it
     for job in launched:
-        wait_for(lambda: ImportJob.objects.get(pk=job.pk).status in ENDED, timeout=90, message="the import")
+        wait_for(lambda job=job: ImportJob.objects.get(pk=job.pk).status in ENDED, timeout=90, message="the import")
     wait_for(lambda: b"raised unexpected" in worker.log_path.read_bytes(), timeout=60, message="the task's failure")
     worker.stop()
     for job in ImportJob.objects.all():
@@ -336,7 +377,12 @@ def test_manage_py_import_notes_prints_no_note_text(refused_by_the_database, wor
     path.write_bytes(notes_file(nul_in_metadata=nul_in_metadata))
     result = subprocess.run(
         [sys.executable, "manage.py", "import_notes", str(path), "--corpus", "ward", "--language", "it", "--create"],
-        cwd=ROOT, env={**worker_env, "LOG_LEVEL": "DEBUG"}, capture_output=True, text=True, timeout=120)
+        cwd=ROOT,
+        env={**worker_env, "LOG_LEVEL": "DEBUG"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode != 0 and not Note.objects.exists()
     output = result.stdout + result.stderr
     assert "Traceback" not in output, output

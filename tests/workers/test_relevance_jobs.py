@@ -11,6 +11,7 @@ within about 5 s, whatever the broker's visibility timeout. The killed worker's 
 still be redelivered later by the broker, and a worker of another test sharing the broker may
 deliver a chunk twice: the tests never assume one delivery per chunk, only one map per pair.
 """
+
 import time
 from datetime import timedelta
 
@@ -79,7 +80,8 @@ def assert_every_pair_has_exactly_one_map(job):
     planned = {tuple(pair) for chunk in job.chunks.all() for pair in chunk.pairs}
     key = ["note", "task", "model_version", "config_key"]
     maps = RelevanceMap.objects.for_config(job.method, job.template, job.config_key).filter(
-        model_version=job.model_version)
+        model_version=job.model_version
+    )
     assert not maps.values(*key).annotate(n=Count("pk")).filter(n__gt=1).exists()
     assert set(maps.values_list("note_id", "task_id")) == planned
     assert maps.count() == len(planned) == job.total
@@ -112,15 +114,18 @@ def test_a_job_runs_from_launch_to_stored_maps_on_a_real_worker(start_worker, ti
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_killed_mid_job_is_shown_stalled_then_recovered_without_duplicates(
-        start_worker, tiny_model_dir, relevance_queue_empty, settings):
+    start_worker, tiny_model_dir, relevance_queue_empty, settings
+):
     settings.WORK_STALL_SECONDS = STALL
     job = launch_job(tiny_model_dir, notes=8, n_tasks=3, chunk_size=6, sentences=5)
     first = start_worker("relevance")
 
     def just_started_a_chunk():  # a chunk takes ~1 s: kill early in one, after another finished
         recently = timezone.now() - timedelta(seconds=0.3)
-        return (job.chunks.filter(status=Chunk.DONE).exists()
-                and job.chunks.filter(status=Chunk.RUNNING, started__gt=recently).exists())
+        return (
+            job.chunks.filter(status=Chunk.DONE).exists()
+            and job.chunks.filter(status=Chunk.RUNNING, started__gt=recently).exists()
+        )
 
     wait(just_started_a_chunk, first, "a chunk to start after one finished", interval=0.02)
     first.kill()
@@ -135,8 +140,12 @@ def test_a_worker_killed_mid_job_is_shown_stalled_then_recovered_without_duplica
     assert progress.status_label.startswith("stalled: worker lost at ") and progress.eta is None
     assert progress.resumable
     second = start_worker("relevance")  # its sweeper queues the lost chunk again at once
-    wait(lambda: all(RelevanceChunk.objects.get(pk=o.pk).attempts >= 2 for o in orphans),
-         second, "the lost chunk to be taken again", timeout=60)
+    wait(
+        lambda: all(RelevanceChunk.objects.get(pk=o.pk).attempts >= 2 for o in orphans),
+        second,
+        "the lost chunk to be taken again",
+        timeout=60,
+    )
     recovery_seconds = time.monotonic() - killed_at
     wait(status_is(job, JobStatus.DONE, JobStatus.FAILED), second, "the job to end")
     job = reload(job)
@@ -152,8 +161,9 @@ def test_a_worker_killed_mid_job_is_shown_stalled_then_recovered_without_duplica
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_a_job_launched_like_the_web_page_is_planned_by_a_default_worker(start_worker, tiny_model_dir,
-                                                                        relevance_queue_empty):
+def test_a_job_launched_like_the_web_page_is_planned_by_a_default_worker(
+    start_worker, tiny_model_dir, relevance_queue_empty
+):
     corpus, tasks = make_corpus(5, sentences=2), make_tasks(2)
     job = jobs.launch(spec(corpus, make_model_version(str(tiny_model_dir)), tasks, chunk_size=4))
     assert (reload(job).status, job.chunks.count()) == (JobStatus.PLANNING, 0)  # the launch planned nothing
@@ -167,8 +177,9 @@ def test_a_job_launched_like_the_web_page_is_planned_by_a_default_worker(start_w
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_chunks_whose_messages_were_lost_are_sent_again_without_resume(start_worker, tiny_model_dir,
-                                                                       relevance_queue_empty):
+def test_chunks_whose_messages_were_lost_are_sent_again_without_resume(
+    start_worker, tiny_model_dir, relevance_queue_empty
+):
     from webapp.taskqueue import app
 
     job = launch_job(tiny_model_dir, notes=4, n_tasks=2, chunk_size=4)
@@ -205,8 +216,9 @@ def test_cancel_stops_between_chunks_and_resume_completes_the_job(start_worker, 
     assert_every_pair_has_exactly_one_map(job)
     # Chunks done before the cancel were not run again, and their maps were not rewritten.
     assert dict(job.chunks.filter(pk__in=done_before).values_list("pk", "seconds")) == done_before
-    assert {pk: bytes(data) for pk, data in RelevanceMap.objects.filter(pk__in=maps_before).values_list("pk", "data")} \
-        == {pk: bytes(data) for pk, data in maps_before.items()}
+    assert {
+        pk: bytes(data) for pk, data in RelevanceMap.objects.filter(pk__in=maps_before).values_list("pk", "data")
+    } == {pk: bytes(data) for pk, data in maps_before.items()}
 
 
 @pytest.fixture
@@ -232,8 +244,9 @@ def test_a_chunk_delivered_twice_writes_nothing_twice(in_process_job):
 
     # A redelivery after the worker died half-way: the chunk is still RUNNING with a stale
     # heartbeat, one map is missing.
-    RelevanceChunk.objects.filter(pk=chunk.pk).update(status=Chunk.RUNNING,
-                                                      heartbeat=timezone.now() - timedelta(seconds=600))
+    RelevanceChunk.objects.filter(pk=chunk.pk).update(
+        status=Chunk.RUNNING, heartbeat=timezone.now() - timedelta(seconds=600)
+    )
     missing = RelevanceMap.objects.order_by("pk").last()
     missing.delete()
     assert run_chunk(chunk.pk) == "done"
@@ -245,8 +258,7 @@ def test_a_chunk_delivered_twice_writes_nothing_twice(in_process_job):
     assert (chunk.status, chunk.attempts) == (Chunk.DONE, 2)
 
     # Storing the same results again (two workers racing on one chunk) upserts.
-    results = [(pair, _Result(*RelevanceMap.objects.get(note_id=pair[0], task_id=pair[1]).arrays()))
-               for pair in first]
+    results = [(pair, _Result(*RelevanceMap.objects.get(note_id=pair[0], task_id=pair[1]).arrays())) for pair in first]
     chunks.store(chunk, results)
     assert RelevanceMap.objects.count() == 4
 
@@ -260,23 +272,38 @@ def test_a_job_computes_with_its_configuration_and_keeps_its_maps_apart(db, tiny
     from workers.relevance import run_chunk
 
     first = launch_job(tiny_model_dir, notes=1, n_tasks=2, chunk_size=2, method="grad_input", send=False)
-    second = plan_here(spec(first.corpus, first.model_version, list(first.tasks.all()), chunk_size=2,
-                            method="grad_input", explain="span", normalise="clip"), send=False)
+    second = plan_here(
+        spec(
+            first.corpus,
+            first.model_version,
+            list(first.tasks.all()),
+            chunk_size=2,
+            method="grad_input",
+            explain="span",
+            normalise="clip",
+        ),
+        send=False,
+    )
     try:
         for job in (first, second):
             assert run_chunk(job.chunks.get().pk) == "done"
         assert RelevanceMap.objects.count() == 4
         span = RelevanceConfig(method="grad_input", explain="span", normalise="clip")
         assert set(RelevanceMap.objects.filter(job=second).values_list("config_key", flat=True)) == {span.key}
-        assert set(RelevanceMap.objects.filter(job=first).values_list("config_key", flat=True)) == \
-            {RelevanceConfig(method="grad_input").key}
+        assert set(RelevanceMap.objects.filter(job=first).values_list("config_key", flat=True)) == {
+            RelevanceConfig(method="grad_input").key
+        }
         assert job_progress(reload(second)).errors == []
         # computed as the worker computes them: the chunk's prompts (in its order, by task slug) in one
         # call, where a note's prompts share their prefix (bf16 rounding differs from one alone)
         maps = list(RelevanceMap.objects.filter(job=second).select_related("note", "task").order_by("task__slug"))
         stored = maps[0]
-        expected = compute_relevance(modelcache.loaded_model(second.model_version), [m.note.text for m in maps],
-                                     [m.task.description for m in maps], span)[0]
+        expected = compute_relevance(
+            modelcache.loaded_model(second.model_version),
+            [m.note.text for m in maps],
+            [m.task.description for m in maps],
+            span,
+        )[0]
         offsets, scores = stored.arrays()
         np.testing.assert_array_equal(offsets, expected.offsets)
         np.testing.assert_allclose(scores, expected.scores, atol=1e-3)  # stored as float16

@@ -12,6 +12,7 @@ it (`self.retry`, countdown 5 s). The test finds that retry message in Redis (wi
 in its headers), releases the lock, and the worker runs the message again: the chunk is done and
 its map stored.
 """
+
 import base64
 import json
 import re
@@ -57,8 +58,14 @@ def row_lock():
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL")
     db = connection.settings_dict
-    session = psycopg.connect(host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"],
-                              password=db["PASSWORD"] or None, dbname=db["NAME"], autocommit=False)
+    session = psycopg.connect(
+        host=db["HOST"] or "127.0.0.1",
+        port=db["PORT"] or 5432,
+        user=db["USER"],
+        password=db["PASSWORD"] or None,
+        dbname=db["NAME"],
+        autocommit=False,
+    )
 
     class Lock:
         def lock(self, table, pk):
@@ -107,17 +114,19 @@ def log_of(worker, pattern):
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_transient_database_error_is_retried_through_redis_and_the_next_attempt_succeeds(
-        start_worker, tiny_model_dir, broker, row_lock):
+    start_worker, tiny_model_dir, broker, row_lock
+):
     job = launch_one_chunk(tiny_model_dir)
     chunk = job.chunks.get()
     assert (job.total, chunk.status, chunk.attempts) == (1, WAITING, 0)
     row_lock.lock(RelevanceChunk._meta.db_table, chunk.pk)  # before any worker can claim the chunk
 
-    worker = start_worker("relevance", PGOPTIONS=f"-c lock_timeout={LOCK_TIMEOUT_MS}", OMP_NUM_THREADS=1,
-                          MKL_NUM_THREADS=1, **NO_SWEEP)
+    worker = start_worker(
+        "relevance", PGOPTIONS=f"-c lock_timeout={LOCK_TIMEOUT_MS}", OMP_NUM_THREADS=1, MKL_NUM_THREADS=1, **NO_SWEEP
+    )
     try:
         wait_for(lambda: retried(worker), timeout=90, message="the first attempt to fail and retry")
-        (task_id, first_error), = log_of(worker, rf"{re.escape(TASK)}\[([0-9a-f-]+)\] retry: Retry in 5s: (.*)")
+        ((task_id, first_error),) = log_of(worker, rf"{re.escape(TASK)}\[([0-9a-f-]+)\] retry: Retry in 5s: (.*)")
         assert "OperationalError" in first_error and "lock timeout" in first_error, first_error
         # The retry is a new message in Redis, same task id, counting one retry, due 5 s later.
         retry = [m for m in messages_in_redis(broker, task_id) if m["headers"].get("retries") == 1]
@@ -133,10 +142,16 @@ def test_a_transient_database_error_is_retried_through_redis_and_the_next_attemp
         row_lock.release()
 
     try:
-        wait_for(lambda: RelevanceJob.objects.get(pk=job.pk).status in (JobStatus.DONE, JobStatus.FAILED),
-                 timeout=120, message="the job to end")
-        wait_for(lambda: log_of(worker, rf"{re.escape(TASK)}\[{task_id}\] succeeded"), timeout=30,
-                 message="the worker to log the success")
+        wait_for(
+            lambda: RelevanceJob.objects.get(pk=job.pk).status in (JobStatus.DONE, JobStatus.FAILED),
+            timeout=120,
+            message="the job to end",
+        )
+        wait_for(
+            lambda: log_of(worker, rf"{re.escape(TASK)}\[{task_id}\] succeeded"),
+            timeout=30,
+            message="the worker to log the success",
+        )
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n--- worker log ---\n{worker.log()}") from None
     job = RelevanceJob.objects.get(pk=job.pk)

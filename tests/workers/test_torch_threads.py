@@ -1,5 +1,6 @@
 """Each worker process sets torch's thread count from settings.WORKER_TORCH_THREADS when it starts,
 before any model is loaded, without importing torch for it (workers/celery_app.py)."""
+
 import os
 import subprocess
 import sys
@@ -27,8 +28,14 @@ print("threads:", torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS"))
 def _start(signal, **env):
     environ = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     environ.update(DJANGO_SETTINGS_MODULE="webapp.settings", **env)
-    result = subprocess.run([sys.executable, "-c", WORKER_START.format(signal=signal)], cwd=ROOT, env=environ,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", WORKER_START.format(signal=signal)],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
 
@@ -64,6 +71,12 @@ def test_an_already_imported_torch_is_set_directly(monkeypatch):
 
 def test_a_negative_setting_is_refused():
     environ = {**os.environ, "DJANGO_SETTINGS_MODULE": "webapp.settings", "WORKER_TORCH_THREADS": "-2"}
-    result = subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, env=environ,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode != 0 and "WORKER_TORCH_THREADS=-2" in result.stderr

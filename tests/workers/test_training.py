@@ -6,6 +6,7 @@ Transactional tests flush data-migration rows, so each test makes its model vers
 corpus (ml.synthetic notes with gold annotations) and dataset version (examples made directly).
 Runs are capped with max_steps / few epochs / few bootstrap resamples to stay fast on a CPU.
 """
+
 import time
 from pathlib import Path
 
@@ -13,14 +14,12 @@ import pytest
 
 from tests.webapp.training.factories import make_dataset, make_labeled_corpus, make_model_version, make_unlabeled_notes
 from tests.workers.conftest import wait_for
-from tests.workers.redelivery import start_worker_without_redelivery  # noqa: F401 - a fixture
 from webapp.pipeline.models import JobStatus, ModelVersion
 from webapp.training import runs
 from webapp.training.models import RunKind, RunLog, RunMetric, RunPrediction, TrainingRun
 
 STALL = 4  # WORK_STALL_SECONDS of these workers (tests/workers/conftest.py) and of this process (fixture)
-SMALL = {"max_steps": 2, "effective_batch_size": 2, "micro_batch_size": 1, "max_length": 160,
-         "checkpoint_every": 1}
+SMALL = {"max_steps": 2, "effective_batch_size": 2, "micro_batch_size": 1, "max_length": 160, "checkpoint_every": 1}
 EVALUATION = {"n_resamples": 50}
 
 
@@ -43,9 +42,14 @@ def world(tiny_model_dir, training_queue_empty):
 
 
 def launch(kind, world, *, preset="", model=None, dataset=None, config=None):
-    spec = runs.RunSpec(kind=kind, preset=preset, model_version=model or world["model"],
-                        dataset=(dataset or world["dataset"]) if kind in (RunKind.DSM, RunKind.CPT) else None,
-                        split_corpus=world["corpus"], config=config or {})
+    spec = runs.RunSpec(
+        kind=kind,
+        preset=preset,
+        model_version=model or world["model"],
+        dataset=(dataset or world["dataset"]) if kind in (RunKind.DSM, RunKind.CPT) else None,
+        split_corpus=world["corpus"],
+        config=config or {},
+    )
     return runs.launch(spec)
 
 
@@ -63,8 +67,10 @@ def wait(predicate, run, worker, *, timeout, message, interval=0.3):
         wait_for(predicate, timeout=timeout, interval=interval, message=message)
     except AssertionError as exc:
         run = reload(run)
-        raise AssertionError(f"{exc}: run {run.status} step {run.step}/{run.total_steps} {run.error}\n"
-                             f"{list(run.logs.values_list('message', flat=True))}\n{worker.log()}") from None
+        raise AssertionError(
+            f"{exc}: run {run.status} step {run.step}/{run.total_steps} {run.error}\n"
+            f"{list(run.logs.values_list('message', flat=True))}\n{worker.log()}"
+        ) from None
 
 
 def start(start_worker, settings):
@@ -73,8 +79,9 @@ def start(start_worker, settings):
 
 def assert_done(run, worker):
     run = reload(run)
-    assert run.status == JobStatus.DONE, f"{run.error}\n{list(run.logs.values_list('message', flat=True))}\n" \
-                                         f"{worker.log()}"
+    assert run.status == JobStatus.DONE, (
+        f"{run.error}\n{list(run.logs.values_list('message', flat=True))}\n{worker.log()}"
+    )
     assert run.finished and run.provenance["libraries"]["torch"] and run.provenance["code_version"]
     return run
 
@@ -105,18 +112,35 @@ def test_each_run_kind_trains_evaluates_and_registers_on_a_real_worker(start_wor
     cpt = launch(RunKind.CPT, world, preset="cpt", dataset=cpt_data, config={"train": {**SMALL, "finetune": "lora"}})
     sft = launch(RunKind.SFT, world, preset="sft", config={"train": SMALL, "evaluation": EVALUATION})
     heads = launch(RunKind.HEADS, world, preset="ch", config={"heads": {"epochs": 2}, "evaluation": EVALUATION})
-    zero = launch(RunKind.PROMPTING, world, preset="0-shot",
-                  config={"prompting": {"shots": 0, "variants": 2}, "evaluation": EVALUATION})
-    two = launch(RunKind.PROMPTING, world, preset="2-shot",
-                 config={"prompting": {"shots": 2, "variants": 1}, "evaluation": EVALUATION})
-    selfl = launch(RunKind.SELF_LEARNING, world, preset="self-learning",
-                   config={"train": SMALL, "unlabeled": {"notes": 3, "tasks_per_note": 2}, "evaluation": EVALUATION})
+    zero = launch(
+        RunKind.PROMPTING,
+        world,
+        preset="0-shot",
+        config={"prompting": {"shots": 0, "variants": 2}, "evaluation": EVALUATION},
+    )
+    two = launch(
+        RunKind.PROMPTING,
+        world,
+        preset="2-shot",
+        config={"prompting": {"shots": 2, "variants": 1}, "evaluation": EVALUATION},
+    )
+    selfl = launch(
+        RunKind.SELF_LEARNING,
+        world,
+        preset="self-learning",
+        config={"train": SMALL, "unlabeled": {"notes": 3, "tasks_per_note": 2}, "evaluation": EVALUATION},
+    )
     assert len({run.split_id for run in (sft, heads, zero, two, selfl)}) == 1  # one stored split for all
     worker = start(start_worker, settings)
     wait(ended(dsm), dsm, worker, timeout=120, message="the DSM run")
     dsm = assert_done(dsm, worker)
-    on_dsm = launch(RunKind.HEADS, world, preset="ch", model=dsm.produced_model,
-                    config={"heads": {"epochs": 2}, "evaluation": EVALUATION})
+    on_dsm = launch(
+        RunKind.HEADS,
+        world,
+        preset="ch",
+        model=dsm.produced_model,
+        config={"heads": {"epochs": 2}, "evaluation": EVALUATION},
+    )
     everything = (cpt, sft, heads, zero, two, selfl, on_dsm)
     wait(ended(*everything), everything[-1], worker, timeout=150, message="every run to end")
     cpt, sft, heads, zero, two, selfl, on_dsm = (assert_done(run, worker) for run in everything)
@@ -139,10 +163,23 @@ def test_each_run_kind_trains_evaluates_and_registers_on_a_real_worker(start_wor
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_cancelled_run_keeps_its_checkpoint_and_resume_finishes_it_without_repeating_steps(
-        start_worker, settings, world):
-    run = launch(RunKind.DSM, world, preset="dsm-full",  # 8 examples, 2 steps an epoch: 100 steps
-                 config={"train": {**SMALL, "max_steps": 100, "epochs": 50.0, "effective_batch_size": 4,
-                                   "micro_batch_size": 2, "checkpoint_every": 5}})
+    start_worker, settings, world
+):
+    run = launch(
+        RunKind.DSM,
+        world,
+        preset="dsm-full",  # 8 examples, 2 steps an epoch: 100 steps
+        config={
+            "train": {
+                **SMALL,
+                "max_steps": 100,
+                "epochs": 50.0,
+                "effective_batch_size": 4,
+                "micro_batch_size": 2,
+                "checkpoint_every": 5,
+            }
+        },
+    )
     worker = start(start_worker, settings)
     wait(lambda: reload(run).step >= 6, run, worker, timeout=120, interval=0.05, message="a few steps")
     runs.cancel(reload(run))
@@ -158,7 +195,8 @@ def test_a_cancelled_run_keeps_its_checkpoint_and_resume_finishes_it_without_rep
     done = assert_done(run, worker)
     assert done.attempts == 2 and done.step == done.total_steps == 100
     first = RunLog.objects.filter(run=run, message__contains="first step of this attempt").values_list(
-        "message", flat=True)
+        "message", flat=True
+    )
     assert list(first) == [f"train: continuing from a checkpoint; first step of this attempt: {stopped_at + 1}."]
     assert list(RunMetric.objects.filter(run=run).values_list("step", flat=True)) == list(range(1, 101))
     assert_registered(done, world["model"])
@@ -167,10 +205,23 @@ def test_a_cancelled_run_keeps_its_checkpoint_and_resume_finishes_it_without_rep
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_killed_worker_s_run_shows_stalled_and_the_next_worker_s_sweeper_finishes_it_from_its_checkpoint(
-        start_worker_without_redelivery, settings, world):
-    run = launch(RunKind.DSM, world, preset="dsm-full",  # 60 steps
-                 config={"train": {**SMALL, "max_steps": 60, "epochs": 30.0, "effective_batch_size": 4,
-                                   "micro_batch_size": 2, "checkpoint_every": 3}})
+    start_worker_without_redelivery, settings, world
+):
+    run = launch(
+        RunKind.DSM,
+        world,
+        preset="dsm-full",  # 60 steps
+        config={
+            "train": {
+                **SMALL,
+                "max_steps": 60,
+                "epochs": 30.0,
+                "effective_batch_size": 4,
+                "micro_batch_size": 2,
+                "checkpoint_every": 3,
+            }
+        },
+    )
     first = start(start_worker_without_redelivery, settings)  # recovered by the lifecycle, not the broker
     seen_stalled = []
 
@@ -185,8 +236,14 @@ def test_a_killed_worker_s_run_shows_stalled_and_the_next_worker_s_sweeper_finis
     killed_at = time.monotonic()
     killed = reload(run)
     assert killed.status == JobStatus.RUNNING and killed.step < 60 and killed.status_text() == "Running"
-    wait(lambda: reload(run).status_text().startswith("stalled: worker lost at "), run, first,
-         timeout=STALL + 5, interval=0.1, message="the run to show stalled")
+    wait(
+        lambda: reload(run).status_text().startswith("stalled: worker lost at "),
+        run,
+        first,
+        timeout=STALL + 5,
+        interval=0.1,
+        message="the run to show stalled",
+    )
     assert time.monotonic() - killed_at <= STALL + 1.5
     stalled = reload(run)
     assert stalled.status == JobStatus.RUNNING and stalled.resumable and stalled.time_left_s is None
@@ -204,22 +261,32 @@ def test_a_killed_worker_s_run_shows_stalled_and_the_next_worker_s_sweeper_finis
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_an_experiment_file_enqueued_runs_on_the_workers_one_after_its_dependency(start_worker, settings, world,
-                                                                                 tmp_path, capsys):
+def test_an_experiment_file_enqueued_runs_on_the_workers_one_after_its_dependency(
+    start_worker, settings, world, tmp_path, capsys
+):
     import json
 
     from django.core.management import call_command
 
     path = tmp_path / "experiment.json"
-    path.write_text(json.dumps({
-        "name": "queued", "model": world["model"].name, "split": {"corpus": world["corpus"].name},
-        "defaults": {"train": SMALL, "heads": {"epochs": 1}, "evaluation": EVALUATION},
-        "runs": [{"id": "dsm", "preset": "dsm-full", "dataset": {"name": world["dataset"].name}},
-                 {"id": "dsm-ch", "preset": "ch", "model": "@dsm"}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "name": "queued",
+                "model": world["model"].name,
+                "split": {"corpus": world["corpus"].name},
+                "defaults": {"train": SMALL, "heads": {"epochs": 1}, "evaluation": EVALUATION},
+                "runs": [
+                    {"id": "dsm", "preset": "dsm-full", "dataset": {"name": world["dataset"].name}},
+                    {"id": "dsm-ch", "preset": "ch", "model": "@dsm"},
+                ],
+            }
+        )
+    )
     worker = start(start_worker, settings)
     call_command("run_experiment", str(path), "--enqueue", "--timeout", "150")
     out = capsys.readouterr().out
-    rows = json.loads(out[:out.rindex("}") + 1])["runs"]
+    rows = json.loads(out[: out.rindex("}") + 1])["runs"]
     assert [(row["id"], row["status"]) for row in rows] == [("dsm", "done"), ("dsm-ch", "done")], worker.log()
     dsm, dsm_ch = (TrainingRun.objects.get(pk=row["run"]) for row in rows)
     assert dsm_ch.model_version == dsm.produced_model and dsm_ch.worker == dsm.worker != ""

@@ -5,6 +5,7 @@ client can write anything there. Behind TRUSTED_PROXIES proxies (settings; each 
 address it received the request from), the client is the entry that many places from the right
 of X-Forwarded-For: the entries further left were written by the client and prove nothing.
 """
+
 from __future__ import annotations
 
 import ipaddress

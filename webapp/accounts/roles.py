@@ -5,19 +5,20 @@ including the audit log. Views enforce these with `require()`; templates only us
 buttons. A refusal (PermissionDenied, from here or an access helper) is answered by the 403
 handler, which writes it to the audit log (webapp.audit.views.permission_denied).
 """
-from enum import Enum
+
+from enum import StrEnum
 from functools import wraps
 
 from django.core.exceptions import PermissionDenied
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     CLINICIAN = "clinician"
     RESEARCHER = "researcher"
     ADMIN = "admin"
 
 
-class Capability(str, Enum):
+class Capability(StrEnum):
     VIEW = "view"
     REVIEW = "review"
     IMPORT = "import"

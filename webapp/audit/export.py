@@ -4,6 +4,7 @@ Cells that a spreadsheet would read as a formula (=, +, -, @, tab, carriage retu
 leading apostrophe: a failed login records whatever username was typed, so the log holds text an
 attacker chose.
 """
+
 import csv
 import json
 
@@ -23,10 +24,21 @@ def csv_lines(events):
     writer = csv.writer(_Line())
     yield writer.writerow(COLUMNS)
     for event in events.iterator(chunk_size=CHUNK):
-        yield writer.writerow([_cell(value) for value in (
-            event.pk, event.created.isoformat(), event.actor_name, event.action, event.object_type,
-            event.object_id, event.ip or "", json.dumps(event.details, ensure_ascii=False, sort_keys=True),
-        )])
+        yield writer.writerow(
+            [
+                _cell(value)
+                for value in (
+                    event.pk,
+                    event.created.isoformat(),
+                    event.actor_name,
+                    event.action,
+                    event.object_type,
+                    event.object_id,
+                    event.ip or "",
+                    json.dumps(event.details, ensure_ascii=False, sort_keys=True),
+                )
+            ]
+        )
 
 
 def _cell(value):

@@ -1,4 +1,5 @@
 """The audit page's filters: one form for the list and its CSV export, so both show the same rows."""
+
 import datetime
 
 from django import forms
@@ -10,8 +11,7 @@ from webapp.audit.models import AuditEvent
 class AuditFilterForm(forms.Form):
     action = forms.ChoiceField(choices=[("", "any action"), *AuditEvent.Action.choices], required=False)
     actor = forms.CharField(max_length=150, required=False, help_text='username or its start, e.g. "cli:"')
-    object_type = forms.CharField(max_length=60, required=False, label="Object type",
-                                  help_text="e.g. corpus.Corpus")
+    object_type = forms.CharField(max_length=60, required=False, label="Object type", help_text="e.g. corpus.Corpus")
     since = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, label="To (inclusive)", widget=forms.DateInput(attrs={"type": "date"}))
     before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
@@ -28,9 +28,13 @@ class AuditFilterForm(forms.Form):
         """The matching events, newest first (call after is_valid())."""
         data = self.cleaned_data
         return AuditEvent.objects.matching(
-            action=data["action"], actor=data["actor"].strip(), object_type=data["object_type"].strip(),
+            action=data["action"],
+            actor=data["actor"].strip(),
+            object_type=data["object_type"].strip(),
             since=_day_start(data["since"]),
-            until=_day_start(data["until"] + datetime.timedelta(days=1)) if data["until"] and data["until"] < datetime.date.max else None,
+            until=_day_start(data["until"] + datetime.timedelta(days=1))
+            if data["until"] and data["until"] < datetime.date.max
+            else None,
         ).order_by("-id")
 
     def filters(self) -> dict:

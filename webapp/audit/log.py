@@ -15,6 +15,7 @@ which messages list field names, column names or a parser's words) and to a few 
 "note … already exists with different text"; the full reasons stay with the import (its page,
 or the command's output).
 """
+
 import getpass
 import ipaddress
 import os
@@ -60,8 +61,15 @@ def record_refused_import(actor, corpus: str, kind: str, problem_count: int, rea
     """Record that an import into `corpus` was refused: `kind` "notes" or "annotations", the number
     of problems, and the categories of the first `reasons` (Problem objects, or bare messages
     without the "file line N:" that str(problem) puts first)."""
-    return record(actor, AuditEvent.Action.IMPORT_REFUSED, None, corpus=corpus, kind=kind,
-                  problems=problem_count, reasons=reason_categories(reasons))
+    return record(
+        actor,
+        AuditEvent.Action.IMPORT_REFUSED,
+        None,
+        corpus=corpus,
+        kind=kind,
+        problems=problem_count,
+        reasons=reason_categories(reasons),
+    )
 
 
 def record_anonymous(name: str, action: str, *, ip: str | None = None, **details) -> AuditEvent:
@@ -82,7 +90,7 @@ def reason_categories(reasons: Iterable, limit: int = MAX_REASONS) -> list[str]:
 
 
 def reason_category(message) -> str:
-    """"duplicate id 'n7' (first on line 3)" -> "duplicate id …"."""
+    """ "duplicate id 'n7' (first on line 3)" -> "duplicate id …"."""
     text = _NUMBER.sub("N", _QUOTED.sub("…", str(message)))
     return " ".join(_DETAIL.split(text, maxsplit=1)[0].split()[:MAX_REASON_WORDS])
 

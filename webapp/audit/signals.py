@@ -7,6 +7,7 @@ without checking the password). Axes sends its lockout signal from inside its ow
 handler, before or after ours: whichever of the two runs first writes the row, the second sees the
 mark left on the request and adds nothing. The password is never recorded, only the username tried.
 """
+
 from axes.signals import user_locked_out
 from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
@@ -48,8 +49,9 @@ def audit_locked_out(sender, request, username, ip_address, **kwargs):
         event.details = {**event.details, "failures": failures}
         event.save(update_fields=["action", "details"])
         return
-    event = record_anonymous(username or "", AuditEvent.Action.LOCKED_OUT, ip=client_ip(request),
-                             failures=failures, **_where(request))
+    event = record_anonymous(
+        username or "", AuditEvent.Action.LOCKED_OUT, ip=client_ip(request), failures=failures, **_where(request)
+    )
     setattr(request, MARK, event)
 
 

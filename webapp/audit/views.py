@@ -1,6 +1,7 @@
 """The audit page (admins): filter the log, page through it newest first (keyset on id, never
 OFFSET, so the millionth page costs what the first does), export the filtered rows as CSV (the
 export is itself audited). Also the 403 handler, which audits every permission refusal."""
+
 from django.contrib.auth.models import AnonymousUser
 from django.http import StreamingHttpResponse
 from django.shortcuts import render
@@ -22,12 +23,19 @@ def event_list(request):
     if not form.is_valid():
         return render(request, "audit/event_list.html", {"nav": "audit", "form": form}, status=400)
     events, more = _page(form.events(), before=form.cleaned_data["before"])
-    return render(request, "audit/event_list.html", {
-        "nav": "audit", "form": form, "events": events, "filtered": bool(form.filters()),
-        "older": _query(request, before=events[-1].pk) if more else None,
-        "newest": _query(request, before=None) if form.cleaned_data["before"] else None,
-        "export": _query(request, before=None),
-    })
+    return render(
+        request,
+        "audit/event_list.html",
+        {
+            "nav": "audit",
+            "form": form,
+            "events": events,
+            "filtered": bool(form.filters()),
+            "older": _query(request, before=events[-1].pk) if more else None,
+            "newest": _query(request, before=None) if form.cleaned_data["before"] else None,
+            "export": _query(request, before=None),
+        },
+    )
 
 
 @capability_required(Capability.AUDIT)
@@ -38,18 +46,28 @@ def event_export(request):
     # The rows as they stand now: not the export's own entry, nor what comes while it streams.
     newest = AuditEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
     events = form.events().filter(id__lte=newest)
-    record(request.user, AuditEvent.Action.EXPORT_AUDIT, ip=client_ip(request), filters=form.filters(),
-           rows=events.count())
+    record(
+        request.user, AuditEvent.Action.EXPORT_AUDIT, ip=client_ip(request), filters=form.filters(), rows=events.count()
+    )
     name = f"audit-{timezone.localtime():%Y%m%d-%H%M%S}.csv"
-    return StreamingHttpResponse(csv_lines(events), content_type="text/csv; charset=utf-8",
-                                 headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    return StreamingHttpResponse(
+        csv_lines(events),
+        content_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
 
 
 def permission_denied(request, exception):
     """handler403: audit the refusal (who, where; never the page's content), then answer as Django does."""
     user = getattr(request, "user", None) or AnonymousUser()
-    record(user, AuditEvent.Action.PERMISSION_DENIED, ip=client_ip(request), path=request.path[:200],
-           method=request.method, reason=str(exception)[:200])
+    record(
+        user,
+        AuditEvent.Action.PERMISSION_DENIED,
+        ip=client_ip(request),
+        path=request.path[:200],
+        method=request.method,
+        reason=str(exception)[:200],
+    )
     return defaults.permission_denied(request, exception)
 
 

@@ -3,6 +3,7 @@
 List pages never load note text (a corpus may hold millions of notes): they show ids and the
 text length computed by the database. The text is shown only on a note's own page.
 """
+
 from django.contrib import admin
 from django.db.models.functions import Length
 

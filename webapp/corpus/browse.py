@@ -1,5 +1,6 @@
 """Paging through corpora of millions of notes: keyset pagination on (corpus, id), never OFFSET,
 and never loading note text for a list. A query finds notes by their words (webapp.corpus.search)."""
+
 from dataclasses import dataclass
 
 from django.db.models.functions import Length

@@ -1,4 +1,5 @@
 """Load the task catalog (`ml.catalog`) into Task rows: idempotent, all or nothing, audited."""
+
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
@@ -48,8 +49,15 @@ def sync_catalog(specs, *, actor=None, source: str = "") -> CatalogReport:
                         setattr(task, name, value)
                     task.save()
                     report.updated.append(spec.slug)
-            record(actor, AuditEvent.Action.LOAD_CATALOG, None, file=source, created=len(report.created),
-                   updated=len(report.updated), unchanged=len(report.unchanged))
+            record(
+                actor,
+                AuditEvent.Action.LOAD_CATALOG,
+                None,
+                file=source,
+                created=len(report.created),
+                updated=len(report.updated),
+                unchanged=len(report.unchanged),
+            )
     except IntegrityError as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else "integrity error"
         raise CatalogConflict(f"the database refused the catalog ({message}); nothing was changed") from exc

@@ -4,6 +4,7 @@ Django has no lookup for "this JSON value is an array"; these two functions comp
 `jsonb_typeof`/`jsonb_array_length` on PostgreSQL and `json_type`/`json_array_length` on SQLite.
 Migrations refer to them by import path: keep the names.
 """
+
 from django.db.models import CharField, Func, IntegerField
 
 
@@ -29,7 +30,9 @@ class JSONArrayLength(Func):
     output_field = IntegerField()
 
     def as_postgresql(self, compiler, connection, **extra):
-        template = "(CASE WHEN JSONB_TYPEOF(%(expressions)s) = 'array' THEN JSONB_ARRAY_LENGTH(%(expressions)s) ELSE 0 END)"
+        template = (
+            "(CASE WHEN JSONB_TYPEOF(%(expressions)s) = 'array' THEN JSONB_ARRAY_LENGTH(%(expressions)s) ELSE 0 END)"
+        )
         return self.as_sql(compiler, connection, template=template, **extra)
 
     def as_sqlite(self, compiler, connection, **extra):

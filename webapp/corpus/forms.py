@@ -24,13 +24,17 @@ NEW_CORPUS_NEEDS_LANGUAGE = "This corpus does not exist yet: choose its language
 
 class UploadForm(forms.Form):
     kind = forms.ChoiceField(choices=ImportJob.Kind.choices)
-    corpus = forms.CharField(max_length=200, validators=[visible_name],
-                             help_text="An existing corpus, or a new name (notes only)")
-    language = forms.ChoiceField(choices=[(KEEP_LANGUAGE, "Keep the corpus's language"), *LANGUAGES],
-                                 required=False,
-                                 help_text="Needed to create a new corpus (notes); an existing corpus keeps its own")
-    file = forms.FileField(help_text="JSONL or CSV (optionally gzip, bz2 or xz compressed); a .zip of brat "
-                                     ".txt/.ann files for notes")
+    corpus = forms.CharField(
+        max_length=200, validators=[visible_name], help_text="An existing corpus, or a new name (notes only)"
+    )
+    language = forms.ChoiceField(
+        choices=[(KEEP_LANGUAGE, "Keep the corpus's language"), *LANGUAGES],
+        required=False,
+        help_text="Needed to create a new corpus (notes); an existing corpus keeps its own",
+    )
+    file = forms.FileField(
+        help_text="JSONL or CSV (optionally gzip, bz2 or xz compressed); a .zip of brat .txt/.ann files for notes"
+    )
     update = forms.BooleanField(required=False, help_text="Replace notes or labels that changed")
 
     def __init__(self, *args, **kwargs):
@@ -41,8 +45,9 @@ class UploadForm(forms.Form):
         """Refused here, the file is never stored (the import would refuse it too)."""
         file = self.cleaned_data["file"]
         if file.size > settings.IMPORT_MAX_UPLOAD_BYTES:
-            raise forms.ValidationError(over_limit(file.name, file.size, settings.IMPORT_MAX_UPLOAD_BYTES,
-                                                   "IMPORT_MAX_UPLOAD_BYTES", "bytes"))
+            raise forms.ValidationError(
+                over_limit(file.name, file.size, settings.IMPORT_MAX_UPLOAD_BYTES, "IMPORT_MAX_UPLOAD_BYTES", "bytes")
+            )
         return file
 
     def clean(self):
@@ -56,8 +61,11 @@ class UploadForm(forms.Form):
             if existing is None and language == KEEP_LANGUAGE and "language" not in self.errors:
                 self.add_error("language", NEW_CORPUS_NEEDS_LANGUAGE)
             elif existing is not None and language not in (KEEP_LANGUAGE, existing.language):
-                self.add_error("language", f"This corpus is in {LANGUAGE_NAMES.get(existing.language, existing.language)} "
-                                           f"({existing.language}): keep the corpus's language.")
+                self.add_error(
+                    "language",
+                    f"This corpus is in {LANGUAGE_NAMES.get(existing.language, existing.language)} "
+                    f"({existing.language}): keep the corpus's language.",
+                )
         if data.get("kind") == ImportJob.Kind.ANNOTATIONS:
             data["language"] = KEEP_LANGUAGE  # gold labels never create a corpus
         return data

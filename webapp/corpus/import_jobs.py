@@ -6,9 +6,10 @@
                reporting the phase and the records done through the heartbeat, so they show while
                the write transaction is still open. Validation runs outside any transaction; a
                done job's end commits in the SAME transaction as the notes: a worker killed at
-               any point leaves both or neither (a refused file writes nothing, then fails). The sweeper queues a job whose worker was lost,
-               and the next worker imports again from the stored upload (atomic and idempotent:
-               nothing lost, nothing twice). A worker that lost its job, or was asked to cancel,
+               any point leaves both or neither (a refused file writes nothing, then fails). The
+               sweeper queues a job whose worker was lost, and the next worker imports again
+               from the stored upload (atomic and idempotent: nothing lost, nothing twice). A
+               worker that lost its job, or was asked to cancel,
                rolls its writes back at the next progress report.
     cancel()   queued: cancelled at once; running: the worker rolls back and ends it cancelled.
     resume()   a job whose worker was lost is queued again at once (the sweeper does it anyway).
@@ -20,6 +21,7 @@ A failed job's `problems` are the import's problem lines; a done job's are its w
 was accepted but should be known: a byte order mark, fields kept as metadata, overlapping
 evidence), with `problem_count` 0. Neither holds note text or metadata values.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -49,13 +51,19 @@ def launch(uploaded, *, kind: str, corpus: str, language: str, update: bool, act
     try:
         with transaction.atomic():
             job = ImportJob.objects.create(
-                kind=kind, corpus_name=corpus, language=language if kind == ImportJob.Kind.NOTES else "",
-                update=update, upload=stored.path, file_name=stored.name, file_size=stored.size,
+                kind=kind,
+                corpus_name=corpus,
+                language=language if kind == ImportJob.Kind.NOTES else "",
+                update=update,
+                upload=stored.path,
+                file_name=stored.name,
+                file_size=stored.size,
                 created_by=actor if getattr(actor, "is_authenticated", False) else None,
                 heartbeat=timezone.now(),  # when it was sent: the sweeper sends it again if the message is lost
             )
-            record(actor, AuditEvent.Action.LAUNCH_JOB, job, kind=kind, corpus=corpus, file=stored.name,
-                   size=stored.size)
+            record(
+                actor, AuditEvent.Action.LAUNCH_JOB, job, kind=kind, corpus=corpus, file=stored.name, size=stored.size
+            )
             queue.send_on_commit(TASK, job.pk, on_error=partial(_queue_error, job.pk))
     except BaseException:
         uploads.discard(stored.path)
@@ -79,20 +87,38 @@ def run(job: ImportJob, heart) -> str | None:
             raise ImportStopped
 
     def finish(report) -> None:  # inside the write transaction: the job ends with its rows, or neither
-        if not units.finish(job, phase="", created_count=report.created, updated_count=report.updated,
-                            unchanged_count=report.unchanged, problems=report.warning_lines(), problem_count=0):
+        if not units.finish(
+            job,
+            phase="",
+            created_count=report.created,
+            updated_count=report.updated,
+            unchanged_count=report.unchanged,
+            problems=report.warning_lines(),
+            problem_count=0,
+        ):
             raise ImportStopped  # lost to another attempt: roll our writes back
 
     try:
         # Validation runs outside any transaction (on SQLite a transaction locks the whole
         # database); only the write phase and the job's end are one transaction.
-        report = uploads.import_stored(job.upload, kind=job.kind, corpus=job.corpus_name, language=job.language,
-                                       update=job.update, actor=job.created_by, progress=progress,
-                                       on_written=finish)
+        report = uploads.import_stored(
+            job.upload,
+            kind=job.kind,
+            corpus=job.corpus_name,
+            language=job.language,
+            update=job.update,
+            actor=job.created_by,
+            progress=progress,
+            on_written=finish,
+        )
         if not report.ok:
-            if not units.fail(job, f"Nothing was imported: {report.problem_count} "
-                                   f"problem{'s' if report.problem_count != 1 else ''}.", phase="",
-                              problems=[str(p) for p in report.problems], problem_count=report.problem_count):
+            if not units.fail(
+                job,
+                f"Nothing was imported: {report.problem_count} problem{'s' if report.problem_count != 1 else ''}.",
+                phase="",
+                problems=[str(p) for p in report.problems],
+                problem_count=report.problem_count,
+            ):
                 return None
             record_refused_import(job.created_by, job.corpus_name, job.kind, report.problem_count, report.problems)
     except ImportStopped:
@@ -105,8 +131,12 @@ def run(job: ImportJob, heart) -> str | None:
 def fail_unexpectedly(job: ImportJob, exc: BaseException) -> bool:
     """Record an error the import did not expect, in plain words (a database error's text can
     quote a row, so only its type). The import's transaction was rolled back."""
-    return units.fail(job, f"The import stopped on an unexpected error ({type(exc).__name__}); nothing was "
-                           "imported. Try again, or import the file from the command line to see more.", phase="")
+    return units.fail(
+        job,
+        f"The import stopped on an unexpected error ({type(exc).__name__}); nothing was "
+        "imported. Try again, or import the file from the command line to see more.",
+        phase="",
+    )
 
 
 def cancel(job: ImportJob, actor) -> str | None:

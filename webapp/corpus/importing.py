@@ -24,6 +24,7 @@ cannot encode an unpaired surrogate, which a command-line argument holds when it
 UTF-8. A file name is shown (in the audit log, a new corpus's source) with such characters
 escaped (`validators.printable`).
 """
+
 import json
 import logging
 import re
@@ -105,8 +106,18 @@ def import_limits() -> ImportLimits:
 
 
 def import_notes(
-    path, corpus_name: str, *, language: str = "", create: bool = False, update: bool = False,
-    fmt: str = "", actor=None, batch_size: int = BATCH_SIZE, progress=None, unpack_dir=None, on_written=None,
+    path,
+    corpus_name: str,
+    *,
+    language: str = "",
+    create: bool = False,
+    update: bool = False,
+    fmt: str = "",
+    actor=None,
+    batch_size: int = BATCH_SIZE,
+    progress=None,
+    unpack_dir=None,
+    on_written=None,
 ) -> ImportReport:
     """Import a JSONL or CSV file (plain or compressed), a brat folder or a zip of brat files
     into the corpus `corpus_name`.
@@ -114,8 +125,8 @@ def import_notes(
     `progress(phase, records_done)`, if given, is called after each batch with phase
     "validate" or "write". `on_written(report)`, if given, is called inside the write transaction
     once every row is written, so what it writes commits with the rows (a background job's end);
-    it may raise to roll everything back. Validation runs outside any transaction. A zip is unpacked into a temporary folder under `unpack_dir`
-    (default: the system's), removed at the end.
+    it may raise to roll everything back. Validation runs outside any transaction. A zip is
+    unpacked into a temporary folder under `unpack_dir` (default: the system's), removed at the end.
     """
     path = Path(path)
     limits = import_limits()
@@ -127,12 +138,14 @@ def import_notes(
     with _brat_folder_of(path, fmt, unpack_dir, problems, limits) as source:
         if source is None:
             return _failed(problems)
-        return _import_notes(source, printable(path.name), corpus, fmt, update, actor, batch_size, progress, problems,
-                             limits, on_written)
+        return _import_notes(
+            source, printable(path.name), corpus, fmt, update, actor, batch_size, progress, problems, limits, on_written
+        )
 
 
-def _import_notes(source, name, corpus, fmt, update, actor, batch_size, progress, problems, limits,
-                  on_written=None) -> ImportReport:
+def _import_notes(
+    source, name, corpus, fmt, update, actor, batch_size, progress, problems, limits, on_written=None
+) -> ImportReport:
     plan = _NotePlan(corpus, update, problems)
     seen: dict[str, int] = {}  # id -> first line; ids only, never text
     for batch in _batched(read_notes(source, fmt, problems, limits), batch_size):
@@ -160,10 +173,27 @@ def _import_notes(source, name, corpus, fmt, update, actor, batch_size, progress
                 corpus.save()
             writer = _NotePlan(corpus, update, problems, corpus_is_new=corpus_is_new)
             reread = Problems()  # the file is read again: its warnings were collected the first time
-            _write_pass(writer, read_notes(source, fmt, reread, limits), reread, plan, report, problems, name,
-                        batch_size, progress)
-            record(actor, AuditEvent.Action.IMPORT_NOTES, corpus, file=name, format=fmt,
-                   created=report.created, unchanged=report.unchanged, updated=report.updated)
+            _write_pass(
+                writer,
+                read_notes(source, fmt, reread, limits),
+                reread,
+                plan,
+                report,
+                problems,
+                name,
+                batch_size,
+                progress,
+            )
+            record(
+                actor,
+                AuditEvent.Action.IMPORT_NOTES,
+                corpus,
+                file=name,
+                format=fmt,
+                created=report.created,
+                unchanged=report.unchanged,
+                updated=report.updated,
+            )
             if on_written is not None:
                 on_written(report)  # commits with the rows (it may raise to roll them back)
     except _Abort:
@@ -177,8 +207,15 @@ def _import_notes(source, name, corpus, fmt, update, actor, batch_size, progress
 
 
 def import_annotations(
-    path, corpus_name: str, *, annotator: str = "", update: bool = False, actor=None, batch_size: int = BATCH_SIZE,
-    progress=None, on_written=None,
+    path,
+    corpus_name: str,
+    *,
+    annotator: str = "",
+    update: bool = False,
+    actor=None,
+    batch_size: int = BATCH_SIZE,
+    progress=None,
+    on_written=None,
 ) -> ImportReport:
     """Import gold labels: JSONL lines {"note_id", "task", "label", "evidence": [[start, end], ...]}.
 
@@ -224,10 +261,27 @@ def import_annotations(
         with transaction.atomic():
             writer = _AnnotationPlan(corpus, annotator, update, problems)
             reread = Problems()
-            _write_pass(writer, read_annotations(path, reread, limits), reread, plan, report, problems, name,
-                        batch_size, progress)
-            record(actor, AuditEvent.Action.IMPORT_ANNOTATIONS, corpus, file=name, annotator=annotator,
-                   created=report.created, unchanged=report.unchanged, updated=report.updated)
+            _write_pass(
+                writer,
+                read_annotations(path, reread, limits),
+                reread,
+                plan,
+                report,
+                problems,
+                name,
+                batch_size,
+                progress,
+            )
+            record(
+                actor,
+                AuditEvent.Action.IMPORT_ANNOTATIONS,
+                corpus,
+                file=name,
+                annotator=annotator,
+                created=report.created,
+                unchanged=report.unchanged,
+                updated=report.updated,
+            )
             if on_written is not None:
                 on_written(report)
     except _Abort:
@@ -272,9 +326,13 @@ def _corpus_for_notes(path, name, language, create, fmt, problems, limits) -> Co
         problems.add(path.name, None, "no such file or folder")
     elif fmt not in FORMATS:
         mismatch = name_mismatch(path, _kind_of(path)) if path.is_file() else ""
-        problems.add(path.name, None, f"unknown format{'; it ' + mismatch if mismatch else ''}; name the file "
-                                      ".jsonl or .csv (optionally compressed with gzip, bz2 or xz), or give a brat "
-                                      "folder or a zip of one")
+        problems.add(
+            path.name,
+            None,
+            f"unknown format{'; it ' + mismatch if mismatch else ''}; name the file "
+            ".jsonl or .csv (optionally compressed with gzip, bz2 or xz), or give a brat "
+            "folder or a zip of one",
+        )
     elif fmt == "brat" and not path.is_dir() and _kind_of(path) != "zip":
         problems.add(path.name, None, "the brat format needs a folder, or a zip archive of its .txt and .ann files")
     elif fmt != "brat" and path.is_dir():
@@ -296,7 +354,9 @@ def _corpus_for_notes(path, name, language, create, fmt, problems, limits) -> Co
     try:
         language_code(language)
     except ValidationError:
-        problems.add(path.name, None, f"creating a corpus needs --language, an ISO 639 code such as 'it' (got {language!r})")
+        problems.add(
+            path.name, None, f"creating a corpus needs --language, an ISO 639 code such as 'it' (got {language!r})"
+        )
     return Corpus(name=name, language=language, source=printable(path.name))
 
 
@@ -339,8 +399,12 @@ class _NotePlan:
             elif old["content_hash"] == digest and (not self.update or old["metadata"] == rec.metadata):
                 self.unchanged += 1
             elif not self.update:
-                self.problems.add(rec.source, rec.line, f"note {rec.external_id!r} already exists with different "
-                                  "text (content hash differs); use --update to replace it")
+                self.problems.add(
+                    rec.source,
+                    rec.line,
+                    f"note {rec.external_id!r} already exists with different "
+                    "text (content hash differs); use --update to replace it",
+                )
             else:
                 self.updated += 1
                 if old["content_hash"] != digest:
@@ -348,12 +412,18 @@ class _NotePlan:
         if changed:
             annotated = dict(
                 Note.objects.filter(pk__in=[existing[r.external_id]["pk"] for r in changed])
-                .annotate(n=Count("annotations")).filter(n__gt=0).values_list("external_id", "n")
+                .annotate(n=Count("annotations"))
+                .filter(n__gt=0)
+                .values_list("external_id", "n")
             )
             for rec in changed:
                 if rec.external_id in annotated:
-                    self.problems.add(rec.source, rec.line, f"note {rec.external_id!r} has {annotated[rec.external_id]} "
-                                      "annotation(s), so its text cannot change (their spans point into it)")
+                    self.problems.add(
+                        rec.source,
+                        rec.line,
+                        f"note {rec.external_id!r} has {annotated[rec.external_id]} "
+                        "annotation(s), so its text cannot change (their spans point into it)",
+                    )
 
     def write(self, records, report):
         existing = self._existing(records)
@@ -390,13 +460,24 @@ class _NotePlan:
 def _insert_notes(corpus, items):
     now = timezone.now()
     if connection.vendor == "postgresql":
-        rows = ((corpus.pk, rec.external_id, rec.text, digest, json.dumps(rec.metadata, ensure_ascii=False), now)
-                for rec, digest in items)
+        rows = (
+            (corpus.pk, rec.external_id, rec.text, digest, json.dumps(rec.metadata, ensure_ascii=False), now)
+            for rec, digest in items
+        )
         _copy(Note, ["corpus_id", "external_id", "text", "content_hash", "metadata", "created"], rows)
     else:
         Note.objects.bulk_create(
-            [Note(corpus=corpus, external_id=rec.external_id, text=rec.text, content_hash=digest,
-                  metadata=rec.metadata, created=now) for rec, digest in items],
+            [
+                Note(
+                    corpus=corpus,
+                    external_id=rec.external_id,
+                    text=rec.text,
+                    content_hash=digest,
+                    metadata=rec.metadata,
+                    created=now,
+                )
+                for rec, digest in items
+            ],
             batch_size=500,
         )
 
@@ -425,7 +506,9 @@ class _AnnotationPlan:
             task = self.tasks.resolve(rec, self.problems)
             note = notes.get(rec.note_id)
             if note is None:
-                self.problems.add(rec.source, rec.line, f"note_id {rec.note_id!r} is not in corpus {self.corpus.name!r}")
+                self.problems.add(
+                    rec.source, rec.line, f"note_id {rec.note_id!r} is not in corpus {self.corpus.name!r}"
+                )
             if task is None:
                 continue
             for message in label_problems(rec.label, task.options):
@@ -436,8 +519,11 @@ class _AnnotationPlan:
                 self.problems.add(rec.source, rec.line, f"note {rec.note_id!r}: {message}")
             first = self.pairs.setdefault((rec.note_id, task.pk), rec.line)
             if first != rec.line:
-                self.problems.add(rec.source, rec.line, f"duplicate annotation of note {rec.note_id!r} for task "
-                                  f"{task.slug!r} (first on line {first})")
+                self.problems.add(
+                    rec.source,
+                    rec.line,
+                    f"duplicate annotation of note {rec.note_id!r} for task {task.slug!r} (first on line {first})",
+                )
                 continue
             old = existing.get((note["pk"], task.pk))
             if old is None:
@@ -447,8 +533,12 @@ class _AnnotationPlan:
             elif self.update:
                 self.updated += 1
             else:
-                self.problems.add(rec.source, rec.line, f"note {rec.note_id!r} already has a different "
-                                  f"{task.slug!r} annotation by {self.annotator!r}; use --update to replace it")
+                self.problems.add(
+                    rec.source,
+                    rec.line,
+                    f"note {rec.note_id!r} already has a different "
+                    f"{task.slug!r} annotation by {self.annotator!r}; use --update to replace it",
+                )
 
     def write(self, records, report):
         notes = self._notes(records)
@@ -461,8 +551,18 @@ class _AnnotationPlan:
                 continue
             old = existing.get((note["pk"], task.pk))
             if old is None:
-                new.append((rec, Annotation(note_id=note["pk"], task=task, label=rec.label, evidence=rec.evidence,
-                                            annotator_name=self.annotator)))
+                new.append(
+                    (
+                        rec,
+                        Annotation(
+                            note_id=note["pk"],
+                            task=task,
+                            label=rec.label,
+                            evidence=rec.evidence,
+                            annotator_name=self.annotator,
+                        ),
+                    )
+                )
             elif (old.label, old.evidence) == (rec.label, rec.evidence):
                 report.unchanged += 1
             else:
@@ -480,8 +580,11 @@ class _AnnotationPlan:
 
     def _notes(self, records) -> dict[str, dict]:
         ids = {r.note_id for r in records}
-        rows = (Note.objects.filter(corpus=self.corpus, external_id__in=ids)
-                .annotate(length=Length("text")).values("pk", "external_id", "length"))
+        rows = (
+            Note.objects.filter(corpus=self.corpus, external_id__in=ids)
+            .annotate(length=Length("text"))
+            .values("pk", "external_id", "length")
+        )
         return {row["external_id"]: row for row in rows}
 
     def _existing(self, notes) -> dict[tuple[int, int], Annotation]:
@@ -489,7 +592,8 @@ class _AnnotationPlan:
         if not pks:
             return {}
         rows = Annotation.objects.filter(note_id__in=pks, annotator_name=self.annotator).only(
-            "pk", "note_id", "task_id", "label", "evidence")
+            "pk", "note_id", "task_id", "label", "evidence"
+        )
         return {(a.note_id, a.task_id): a for a in rows}
 
 
@@ -518,9 +622,12 @@ class _TaskResolver:
 def _insert_annotations(annotations):
     now = timezone.now()
     if connection.vendor == "postgresql":
-        rows = ((a.note_id, a.task_id, a.label, json.dumps(a.evidence), None, a.annotator_name, now)
-                for a in annotations)
-        _copy(Annotation, ["note_id", "task_id", "label", "evidence", "annotator_id", "annotator_name", "created"], rows)
+        rows = (
+            (a.note_id, a.task_id, a.label, json.dumps(a.evidence), None, a.annotator_name, now) for a in annotations
+        )
+        _copy(
+            Annotation, ["note_id", "task_id", "label", "evidence", "annotator_id", "annotator_name", "created"], rows
+        )
     else:
         for a in annotations:
             a.created = now
@@ -540,8 +647,17 @@ def _copy(model, columns: list[str], rows: Iterable[tuple]) -> None:
                 copy.write_row(row)
 
 
-def _write_pass(writer, records: Iterable, reread: Problems, plan, report: ImportReport, problems: Problems,
-                name: str, batch_size: int, progress) -> None:
+def _write_pass(
+    writer,
+    records: Iterable,
+    reread: Problems,
+    plan,
+    report: ImportReport,
+    problems: Problems,
+    name: str,
+    batch_size: int,
+    progress,
+) -> None:
     """Write the records (the file read a second time) in batches, inside the caller's
     transaction; _Abort if they no longer match what the validation pass planned: the file
     changed in between, and nothing is imported."""
@@ -574,8 +690,12 @@ def _report_progress(progress, phase: str, done: int) -> None:
 
 
 def _failed(problems: Problems) -> ImportReport:
-    return ImportReport(problems=list(problems.kept), problem_count=problems.total,
-                        warnings=list(problems.warnings), warning_count=problems.warning_total)
+    return ImportReport(
+        problems=list(problems.kept),
+        problem_count=problems.total,
+        warnings=list(problems.warnings),
+        warning_count=problems.warning_total,
+    )
 
 
 def _succeeded(problems: Problems) -> ImportReport:
@@ -599,14 +719,19 @@ def _refused(exc: DatabaseError, pending: list, name: str, corpus: Corpus, probl
     if not pending:
         problems.add(name, None, f"the database refused the import ({kind}); nothing was imported")
     elif len(pending) == 1:
-        problems.add(pending[0].source, pending[0].line, f"the database refused this record ({kind}); "
-                                                         "nothing was imported")
+        problems.add(
+            pending[0].source, pending[0].line, f"the database refused this record ({kind}); nothing was imported"
+        )
     else:
         first, last = pending[0], pending[-1]
-        where = (f"lines {first.line} to {last.line}" if first.source == last.source
-                 else f"{first.source} to {last.source}")
-        problems.add(first.source, first.line, f"the database refused one of the {len(pending):,} records of "
-                                               f"{where} ({kind}); nothing was imported")
+        where = (
+            f"lines {first.line} to {last.line}" if first.source == last.source else f"{first.source} to {last.source}"
+        )
+        problems.add(
+            first.source,
+            first.line,
+            f"the database refused one of the {len(pending):,} records of {where} ({kind}); nothing was imported",
+        )
 
 
 def _copy_row(exc: DatabaseError) -> int | None:

@@ -12,6 +12,7 @@ no code may rely on note text being small, so list pages never load `text`.
 An `ImportJob` is an upload from the Import page, imported in the background by a worker
 (webapp.corpus.import_jobs, workers.imports) with the lifecycle every long work shares.
 """
+
 import hashlib
 
 from django.conf import settings
@@ -207,21 +208,24 @@ class ImportJob(WorkUnit):
     corpus_name = models.CharField(max_length=200)
     language = models.CharField(max_length=3, blank=True, help_text="set to create the corpus (notes only)")
     update = models.BooleanField(default=False, help_text="replace notes or labels that changed")
-    upload = models.CharField(max_length=500, blank=True,
-                              help_text="the stored file, relative to DATA_DIR/uploads; empty once removed")
+    upload = models.CharField(
+        max_length=500, blank=True, help_text="the stored file, relative to DATA_DIR/uploads; empty once removed"
+    )
     file_name = models.CharField(max_length=255)
     file_size = models.PositiveBigIntegerField(default=0)
     phase = models.CharField(max_length=12, choices=Phase.choices, blank=True)
     records_done = models.PositiveBigIntegerField(default=0, help_text="records validated, or written, so far")
-    records_total = models.PositiveBigIntegerField(null=True, blank=True,
-                                                   help_text="records validated, known once writing starts")
+    records_total = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="records validated, known once writing starts"
+    )
     created_count = models.PositiveBigIntegerField(default=0)
     updated_count = models.PositiveBigIntegerField(default=0)
     unchanged_count = models.PositiveBigIntegerField(default=0)
     problems = models.JSONField(default=list, blank=True, help_text="the first problem lines, never note text")
     problem_count = models.PositiveIntegerField(default=0)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="import_jobs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="import_jobs"
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -11,6 +11,7 @@ case-insensitive substring: no stemming, but the same "all words" meaning for pl
 
 A query also matches a note whose id starts with it, so pasting an id still finds the note.
 """
+
 from __future__ import annotations
 
 from django.db import connection

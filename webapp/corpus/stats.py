@@ -1,5 +1,6 @@
 """Counts shown on overview pages, in a fixed number of queries (no per-corpus loops, and on
 PostgreSQL no count over notes at all: the corpus rows carry counters)."""
+
 from dataclasses import dataclass
 
 from django.db import connection
@@ -28,5 +29,9 @@ def corpus_summaries() -> list[CorpusSummary]:
 
 def task_groups() -> list[tuple[str, int, int]]:
     """(group, tasks, held-out tasks), sorted by group name."""
-    rows = Task.objects.order_by("group").values("group").annotate(n=Count("id"), held_out=Count("id", filter=Q(held_out=True)))
+    rows = (
+        Task.objects.order_by("group")
+        .values("group")
+        .annotate(n=Count("id"), held_out=Count("id", filter=Q(held_out=True)))
+    )
     return [(row["group"] or "(no group)", row["n"], row["held_out"]) for row in rows]

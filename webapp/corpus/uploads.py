@@ -12,6 +12,7 @@ MAX_STORED_NAME_BYTES in UTF-8 (import messages then name it as its user knows i
 under "upload" and its last recognised suffixes (`upload.jsonl.gz`: the importer reads the format
 from them). The job keeps the name sent, for its page (`StoredUpload.name`).
 """
+
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -67,8 +68,9 @@ def stored_name(name: str) -> str:
     return "upload" + "".join(suffixes)
 
 
-def import_stored(relative: str, *, kind: str, corpus: str, language: str, update: bool, actor,
-                  progress=None, on_written=None) -> ImportReport:
+def import_stored(
+    relative: str, *, kind: str, corpus: str, language: str, update: bool, actor, progress=None, on_written=None
+) -> ImportReport:
     """Import a stored upload (notes: JSONL, CSV or a zip of brat files; annotations: JSONL).
     Running it twice on one file is safe: the import is atomic and idempotent."""
     path = _resolve(relative)
@@ -78,8 +80,17 @@ def import_stored(relative: str, *, kind: str, corpus: str, language: str, updat
         return ImportReport(problems=problems.kept, problem_count=problems.total)
     if kind == "annotations":
         return import_annotations(path, corpus, update=update, actor=actor, progress=progress, on_written=on_written)
-    return import_notes(path, corpus, language=language, create=bool(language), update=update, actor=actor,
-                        progress=progress, unpack_dir=path.parent, on_written=on_written)
+    return import_notes(
+        path,
+        corpus,
+        language=language,
+        create=bool(language),
+        update=update,
+        actor=actor,
+        progress=progress,
+        unpack_dir=path.parent,
+        on_written=on_written,
+    )
 
 
 def discard(relative: str) -> None:

@@ -1,5 +1,6 @@
 """Corpus pages: browse corpora and notes, the task catalog, and imports (uploaded files run as
 background import jobs, webapp.corpus.import_jobs; their page polls until the job ends)."""
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -12,8 +13,8 @@ from webapp.corpus.browse import NOTES_PER_PAGE, note_page
 from webapp.corpus.forms import UploadForm
 from webapp.corpus.models import Corpus, Task
 from webapp.corpus.stats import corpus_summaries
-from webapp.lifecycle.status import JobStatus
 from webapp.lib import windows
+from webapp.lifecycle.status import JobStatus
 
 RECENT_ON_UPLOAD_PAGE = 5
 
@@ -36,9 +37,18 @@ def note_detail(request, corpus_id, note_id):
     note = note_for(request.user, corpus_id, note_id)
     window = windows.pick(windows.windows(note.text), request.GET.get("window"))
     annotations = note.annotations.select_related("task").order_by("task__slug", "annotator_name")
-    return render(request, "corpus/note_detail.html", {
-        "nav": "corpora", "note": note, "annotations": annotations, "window": window,
-        "window_text": note.text[window.start:window.end], "n_chars": len(note.text)})
+    return render(
+        request,
+        "corpus/note_detail.html",
+        {
+            "nav": "corpora",
+            "note": note,
+            "annotations": annotations,
+            "window": window,
+            "window_text": note.text[window.start : window.end],
+            "n_chars": len(note.text),
+        },
+    )
 
 
 @capability_required(Capability.VIEW)
@@ -52,10 +62,19 @@ def upload(request):
     form = UploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        job = import_jobs.launch(data["file"], kind=data["kind"], corpus=data["corpus"], language=data["language"],
-                                 update=data["update"], actor=request.user)
-        messages.info(request, f"{job.file_name} is queued for import into {job.corpus_name}; "
-                               "this page follows it (you can leave it, the import goes on).")
+        job = import_jobs.launch(
+            data["file"],
+            kind=data["kind"],
+            corpus=data["corpus"],
+            language=data["language"],
+            update=data["update"],
+            actor=request.user,
+        )
+        messages.info(
+            request,
+            f"{job.file_name} is queued for import into {job.corpus_name}; "
+            "this page follows it (you can leave it, the import goes on).",
+        )
         return redirect("corpus:import_detail", job.pk)
     recent = import_jobs.recent()[:RECENT_ON_UPLOAD_PAGE]
     return render(request, "corpus/upload.html", {"nav": "import", "form": form, "recent": recent})

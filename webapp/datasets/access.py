@@ -1,4 +1,5 @@
 """Fetch datasets for views: 404 for what does not exist, 403 for what the role may not do."""
+
 from django.shortcuts import get_object_or_404
 
 from webapp.accounts.roles import Capability, require

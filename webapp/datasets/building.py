@@ -49,6 +49,7 @@ the version (its row locked meanwhile), so a worker presumed dead that wakes up 
 rows beside those of the worker that took the build over: that worker deletes the version's
 examples after its claim, and no older attempt writes after that.
 """
+
 from __future__ import annotations
 
 import logging
@@ -93,8 +94,14 @@ class _Stopped(Exception):
 
 def select_maps(dataset: DatasetVersion):
     """The relevance maps a dataset is built from (unordered)."""
-    return maps_matching(dataset.corpus_id, dataset.model_version_id, dataset.method, dataset.template,
-                         list(dataset.jobs.values_list("pk", flat=True)), dataset.filters or {})
+    return maps_matching(
+        dataset.corpus_id,
+        dataset.model_version_id,
+        dataset.method,
+        dataset.template,
+        list(dataset.jobs.values_list("pk", flat=True)),
+        dataset.filters or {},
+    )
 
 
 def maps_matching(corpus_id, model_version_id, method: str, template: str, job_ids=(), filters=None):
@@ -167,9 +174,11 @@ def fail(dataset: DatasetVersion, exc: BaseException) -> str:
 def plain_error(exc: BaseException, dataset_id: int) -> str:
     if isinstance(exc, BuildError):
         return str(exc)
-    return (f"The build stopped because of an unexpected error ({type(exc).__name__}). No examples were kept. "
-            f"The worker log has the details under dataset {dataset_id}; building again may work if the cause "
-            f"was temporary.")
+    return (
+        f"The build stopped because of an unexpected error ({type(exc).__name__}). No examples were kept. "
+        f"The worker log has the details under dataset {dataset_id}; building again may work if the cause "
+        f"was temporary."
+    )
 
 
 # ---------------------------------------------------------------- the build
@@ -189,8 +198,13 @@ def build(dataset: DatasetVersion, heart: Heartbeat | None = None) -> dict | Non
     if not units.finish(dataset, stats=stats, maps_done=dataset.maps_total):
         logger.warning("dataset %s: built, but no longer held by this worker; its end is not recorded", dataset.pk)
         return None
-    logger.info("dataset %s built: %s examples from %s maps in %.1f s", dataset.pk, stats["examples"],
-                dataset.maps_total, stats["seconds"])
+    logger.info(
+        "dataset %s built: %s examples from %s maps in %.1f s",
+        dataset.pk,
+        stats["examples"],
+        dataset.maps_total,
+        stats["seconds"],
+    )
     return stats
 
 
@@ -220,12 +234,23 @@ def _build(dataset: DatasetVersion, heart: Heartbeat) -> dict:
     build_stats = BuildStats()
     items = _peak_items(dataset, tally, map_ids, heart, held_back)
     writer = _Writer(dataset)
-    for example in build_examples(items, mode=dataset.mode, mask_token=dataset.mask_token, seed=dataset.seed,
-                                  stats=build_stats):
+    for example in build_examples(
+        items, mode=dataset.mode, mask_token=dataset.mask_token, seed=dataset.seed, stats=build_stats
+    ):
         note_id, task_ids = int(example.note_id), [int(t) for t in example.tasks]
         start, end = example.char_span if example.char_span else (None, None)
-        writer.add((dataset.pk, note_id, task_ids, map_ids.get(note_id, task_ids[0]), example.masked_text,
-                    example.label, start, end))
+        writer.add(
+            (
+                dataset.pk,
+                note_id,
+                task_ids,
+                map_ids.get(note_id, task_ids[0]),
+                example.masked_text,
+                example.label,
+                start,
+                end,
+            )
+        )
         tally.example(example, task_ids)
     writer.flush()
     refresh_planner_stats(MaskedExample, build_stats.examples)  # exports read them next, by keyset
@@ -240,8 +265,14 @@ def _held_out_task_maps(dataset) -> int:
     held_out = list(Task.objects.filter(held_out=True).values_list("pk", flat=True))
     if not held_out:
         return 0
-    every = maps_matching(dataset.corpus_id, dataset.model_version_id, dataset.method, dataset.template,
-                          list(dataset.jobs.values_list("pk", flat=True)), {**filters, "exclude_held_out": False})
+    every = maps_matching(
+        dataset.corpus_id,
+        dataset.model_version_id,
+        dataset.method,
+        dataset.template,
+        list(dataset.jobs.values_list("pk", flat=True)),
+        {**filters, "exclude_held_out": False},
+    )
     return every.filter(task_id__in=held_out).count()
 
 
@@ -255,8 +286,9 @@ def _stop(dataset: DatasetVersion, heart: Heartbeat) -> None:
     if cancelled:
         logger.info("dataset %s: build cancelled after %s maps", dataset.pk, dataset.maps_done)
     else:
-        logger.warning("dataset %s: build stopped, another worker took it over (attempt %s was lost)", dataset.pk,
-                       dataset.attempts)
+        logger.warning(
+            "dataset %s: build stopped, another worker took it over (attempt %s was lost)", dataset.pk, dataset.attempts
+        )
     return None
 
 
@@ -273,8 +305,9 @@ def _peak_items(dataset, tally, map_ids, heart, held_back=None):
             if not peaks.fits:
                 tally.maps_not_fitting += 1
                 continue
-            groups = [Group(char_span=c, token_span=w) for c, w in zip(peaks.char_spans, peaks.word_spans)
-                      if c[0] < c[1]]
+            groups = [
+                Group(char_span=c, token_span=w) for c, w in zip(peaks.char_spans, peaks.word_spans) if c[0] < c[1]
+            ]
             found = len(groups)
             spans = rejected.get((peaks.note_id, peaks.task_id))
             if spans:
@@ -305,8 +338,13 @@ def _map_batches(dataset, held_back=None):
     after each query to hold about BATCH_MAPS maps (a sparse selection, e.g. one job over part of
     a corpus, gets large blocks of notes)."""
     filters = dataset.filters or {}
-    maps = _maps_of_any_corpus(dataset.model_version_id, dataset.method, dataset.template,
-                               list(dataset.jobs.values_list("pk", flat=True)), filters)
+    maps = _maps_of_any_corpus(
+        dataset.model_version_id,
+        dataset.method,
+        dataset.template,
+        list(dataset.jobs.values_list("pk", flat=True)),
+        filters,
+    )
     maps = maps.order_by("note_id", "task_id").values_list("id", "note_id", "task_id", "data")
     notes = Note.objects.filter(corpus_id=dataset.corpus_id)
     if filters.get("notes"):
@@ -318,7 +356,7 @@ def _map_batches(dataset, held_back=None):
         note_ids = note_ids[~np.isin(note_ids, np.fromiter(held_back, np.int64))]
     size, position = NOTE_BLOCK_START, 0
     while position < len(note_ids):
-        block = note_ids[position:position + size].tolist()
+        block = note_ids[position : position + size].tolist()
         position += len(block)
         rows = list(maps.filter(note_id__in=block))
         if rows:
@@ -385,7 +423,8 @@ class _Writer:
                 self._copy()
             else:
                 MaskedExample.objects.bulk_create(
-                    [MaskedExample(**dict(zip(self.COLUMNS, row))) for row in self.rows], batch_size=500,
+                    [MaskedExample(**dict(zip(self.COLUMNS, row))) for row in self.rows],
+                    batch_size=500,
                 )
         self.rows.clear()
 
@@ -469,13 +508,15 @@ class _Tally:
         excluded = [
             ["held_out_task", "Held-out task", self.held_out_task],
             ["validation_set", "Note held back by a validation set", self.validation_set],
-            ["map_not_fitting_note", "Map does not fit its note (note changed since relevance)",
-             self.maps_not_fitting],
+            ["map_not_fitting_note", "Map does not fit its note (note changed since relevance)", self.maps_not_fitting],
             ["peak_rule", rule, self.pairs_peak_rule],
             ["rejected_by_review", f"{rule} once review rejections are removed", self.pairs_rejected_by_review],
-            ["nothing_maskable", "Nothing to mask (peaks only whitespace" +
-             (", or no room for a random span)" if MaskingMode(mode) is MaskingMode.RANDOM else ")"),
-             built.items_without_candidate],
+            [
+                "nothing_maskable",
+                "Nothing to mask (peaks only whitespace"
+                + (", or no room for a random span)" if MaskingMode(mode) is MaskingMode.RANDOM else ")"),
+                built.items_without_candidate,
+            ],
             ["duplicate", "Every example a duplicate of an earlier note's", built.items_all_duplicates],
         ]
         # read: counted apart from the outcomes (queries + rows streamed), so the sum is a check

@@ -32,6 +32,7 @@ attempts of a killed worker left) and moves it to its place only while it still 
 export, its row locked: a worker presumed dead never overwrites the folder of the one that took
 over.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,7 +51,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from ml.masking import DSM_INSTRUCTION, MaskedExample as MlExample, format_dsm_prompt
+from ml.masking import DSM_INSTRUCTION, format_dsm_prompt
+from ml.masking import MaskedExample as MlExample
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note, Task
@@ -65,18 +67,20 @@ DATA_FILES = {"jsonl": "examples.jsonl", "parquet": "examples.parquet"}
 MANIFEST = "manifest.json"
 PARQUET_MANIFEST_KEY = "decselfmask.manifest"
 
-SCHEMA = pa.schema([
-    ("example_id", pa.int64()),
-    ("note_id", pa.string()),
-    ("task_slugs", pa.list_(pa.string())),
-    ("task_descriptions", pa.list_(pa.string())),
-    ("input", pa.string()),
-    ("label", pa.string()),
-    ("char_start", pa.int64()),
-    ("char_end", pa.int64()),
-    ("prompt", pa.string()),
-    ("answer", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        ("example_id", pa.int64()),
+        ("note_id", pa.string()),
+        ("task_slugs", pa.list_(pa.string())),
+        ("task_descriptions", pa.list_(pa.string())),
+        ("input", pa.string()),
+        ("label", pa.string()),
+        ("char_start", pa.int64()),
+        ("char_end", pa.int64()),
+        ("prompt", pa.string()),
+        ("answer", pa.string()),
+    ]
+)
 COLUMNS = SCHEMA.names
 
 
@@ -106,7 +110,8 @@ def iter_batches(dataset: DatasetVersion, batch: int = EXPORT_BATCH) -> Iterator
     after = 0
     while True:
         rows = list(
-            MaskedExample.objects.filter(dataset=dataset, pk__gt=after).order_by("pk")
+            MaskedExample.objects.filter(dataset=dataset, pk__gt=after)
+            .order_by("pk")
             .values_list("pk", "note_id", "tasks", "masked_text", "label", "char_start", "char_end")[:batch]
         )
         if not rows:
@@ -118,12 +123,20 @@ def iter_batches(dataset: DatasetVersion, batch: int = EXPORT_BATCH) -> Iterator
             note = external[note_id]
             span = (start, end) if start is not None else None
             prompt, answer = format_dsm_prompt(MlExample(note, tuple(map(str, task_ids)), masked, label, span, mode))
-            out.append({
-                "example_id": pk, "note_id": note,
-                "task_slugs": [tasks[t][0] for t in task_ids], "task_descriptions": [tasks[t][1] for t in task_ids],
-                "input": masked, "label": label, "char_start": start, "char_end": end,
-                "prompt": prompt, "answer": answer,
-            })
+            out.append(
+                {
+                    "example_id": pk,
+                    "note_id": note,
+                    "task_slugs": [tasks[t][0] for t in task_ids],
+                    "task_descriptions": [tasks[t][1] for t in task_ids],
+                    "input": masked,
+                    "label": label,
+                    "char_start": start,
+                    "char_end": end,
+                    "prompt": prompt,
+                    "answer": answer,
+                }
+            )
         yield out
         after = rows[-1][0]
 
@@ -166,8 +179,11 @@ def pairs_accounting(stats: dict) -> dict | None:
     stored = (stats or {}).get("pairs_accounting")
     if not stored:
         return None
-    return {"read": stored["read"], "kept": stored["kept"],
-            "excluded": {reason: {"label": label, "count": count} for reason, label, count in stored["excluded"]}}
+    return {
+        "read": stored["read"],
+        "kept": stored["kept"],
+        "excluded": {reason: {"label": label, "count": count} for reason, label, count in stored["excluded"]},
+    }
 
 
 # ---------------------------------------------------------------- writers (generators: yield after each batch)
@@ -200,8 +216,9 @@ class _Counter:
 # ---------------------------------------------------------------- to a folder (command line, worker)
 
 
-def write_export(dataset: DatasetVersion, fmt: str, out_dir, actor=None,
-                 progress: Callable[[int], None] | None = None) -> ExportResult:
+def write_export(
+    dataset: DatasetVersion, fmt: str, out_dir, actor=None, progress: Callable[[int], None] | None = None
+) -> ExportResult:
     """Write the export folder `out_dir` (created; must not hold files) and audit it.
     `progress(rows_so_far)` is called after each batch; it may raise ExportStopped."""
     _check(dataset, fmt)
@@ -217,8 +234,12 @@ def write_export(dataset: DatasetVersion, fmt: str, out_dir, actor=None,
             for _ in _write_jsonl(dataset, f, counter):
                 progress(counter.rows)
     elif fmt == "parquet":
-        for _ in _write_parquet(dataset, str(out / DATA_FILES["parquet"]), counter,
-                                lambda rows: manifest(dataset, fmt=fmt, rows=rows, actor=actor)):
+        for _ in _write_parquet(
+            dataset,
+            str(out / DATA_FILES["parquet"]),
+            counter,
+            lambda rows: manifest(dataset, fmt=fmt, rows=rows, actor=actor),
+        ):
             progress(counter.rows)
     else:
         _write_hf(dataset, out, counter, progress)
@@ -250,9 +271,12 @@ def _write_hf(dataset, out: Path, counter, progress) -> None:
         with tempfile.TemporaryDirectory(prefix=".dsm-export-", dir=out.parent) as tmp:
             try:
                 hf = datasets.Dataset.from_generator(
-                    _hf_rows, gen_kwargs={"dataset_id": dataset.pk, "progress_key": key},
-                    features=datasets.Features.from_arrow_schema(SCHEMA), cache_dir=str(Path(tmp) / "cache"),
-                    keep_in_memory=False, writer_batch_size=EXPORT_BATCH,
+                    _hf_rows,
+                    gen_kwargs={"dataset_id": dataset.pk, "progress_key": key},
+                    features=datasets.Features.from_arrow_schema(SCHEMA),
+                    cache_dir=str(Path(tmp) / "cache"),
+                    keep_in_memory=False,
+                    writer_batch_size=EXPORT_BATCH,
                 )
             except Exception as exc:  # datasets wraps what the generator raised
                 if isinstance(exc.__cause__, ExportStopped):
@@ -302,8 +326,9 @@ def _zip_download(dataset, fmt, actor) -> Iterator[bytes]:
             if fmt == "jsonl":
                 steps = _write_jsonl(dataset, entry, counter)
             else:
-                steps = _write_parquet(dataset, _Relay(entry), counter,
-                                       lambda rows: manifest(dataset, fmt=fmt, rows=rows, actor=actor))
+                steps = _write_parquet(
+                    dataset, _Relay(entry), counter, lambda rows: manifest(dataset, fmt=fmt, rows=rows, actor=actor)
+                )
             for _ in steps:
                 yield pipe.take()
         info = manifest(dataset, fmt=fmt, rows=counter.rows, actor=actor, files=[name, MANIFEST])
@@ -327,8 +352,10 @@ def _zip_folder(folder: Path) -> Iterator[bytes]:
     with zipfile.ZipFile(pipe, "w", allowZip64=True) as zf:
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
             arcname = path.relative_to(folder).as_posix()
-            with zf.open(_entry(arcname, path.suffix == ".json"), "w", force_zip64=True) as entry, \
-                    open(path, "rb") as src:
+            with (
+                zf.open(_entry(arcname, path.suffix == ".json"), "w", force_zip64=True) as entry,
+                open(path, "rb") as src,
+            ):
                 while chunk := src.read(1 << 20):
                     entry.write(chunk)
                     yield pipe.take()
@@ -402,9 +429,15 @@ def scratch_space(export: DatasetExport) -> Path:
 def claim_export(export_id: int, worker: str = "") -> DatasetExport | None:
     """Take a queued export, or one whose worker is lost (webapp.lifecycle.units); None when
     there is nothing to do. Its rows count again from 0."""
-    return units.claim(DatasetExport, export_id, worker, rows=None, size_bytes=None, path="",
-                       select_related=("dataset__profile", "dataset__corpus", "dataset__model_version",
-                                       "created_by"))
+    return units.claim(
+        DatasetExport,
+        export_id,
+        worker,
+        rows=None,
+        size_bytes=None,
+        path="",
+        select_related=("dataset__profile", "dataset__corpus", "dataset__model_version", "created_by"),
+    )
 
 
 def fail_export(export: DatasetExport, exc: BaseException) -> str:
@@ -412,8 +445,10 @@ def fail_export(export: DatasetExport, exc: BaseException) -> str:
     if isinstance(exc, ExportError):
         message = str(exc)
     else:
-        message = (f"The export stopped because of an unexpected error ({type(exc).__name__}). "
-                   f"The worker log has the details under export {export.pk}; preparing it again may work.")
+        message = (
+            f"The export stopped because of an unexpected error ({type(exc).__name__}). "
+            f"The worker log has the details under export {export.pk}; preparing it again may work."
+        )
     if units.fail(export, message):
         shutil.rmtree(scratch_space(export) / f"attempt-{export.attempts}", ignore_errors=True)
     return message
@@ -432,6 +467,7 @@ def run_export(export: DatasetExport) -> ExportResult | None:
             else:
                 leftover.unlink(missing_ok=True)
     with Heartbeat(export) as heart:
+
         def progress(rows: int) -> None:
             heart.report(rows=rows)
             if heart.cancelling or heart.lost:
@@ -483,13 +519,22 @@ def _check(dataset: DatasetVersion, fmt: str) -> None:
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}.")
     if not dataset.is_done:
-        raise ExportError("Only a finished dataset can be exported; this one is "
-                          f"{dataset.get_status_display().lower()}.")
+        raise ExportError(
+            f"Only a finished dataset can be exported; this one is {dataset.get_status_display().lower()}."
+        )
 
 
 def _audit(actor, dataset, fmt, rows, **details) -> None:
-    record(actor, AuditEvent.Action.EXPORT, dataset, name=dataset.name, version=dataset.version, format=fmt,
-           rows=rows, **details)
+    record(
+        actor,
+        AuditEvent.Action.EXPORT,
+        dataset,
+        name=dataset.name,
+        version=dataset.version,
+        format=fmt,
+        rows=rows,
+        **details,
+    )
 
 
 def _actor_name(actor) -> str:

@@ -14,18 +14,31 @@ class BuildForm(forms.Form):
     corpus = forms.ModelChoiceField(Corpus.objects.all())
     model_version = forms.ModelChoiceField(ModelVersion.objects.all(), label="Model version")
     method = forms.ChoiceField(choices=RelevanceJob.Method.choices, initial=RelevanceJob.Method.ATTNLRP)
-    template = forms.CharField(max_length=500, initial="en",
-                               help_text="The relevance template of the maps: 'en', 'it' or the custom text")
-    jobs = forms.ModelMultipleChoiceField(RelevanceJob.objects.all(), required=False, label="Relevance jobs",
-                                          help_text="Only maps written by these jobs (none chosen: every matching map)")
+    template = forms.CharField(
+        max_length=500, initial="en", help_text="The relevance template of the maps: 'en', 'it' or the custom text"
+    )
+    jobs = forms.ModelMultipleChoiceField(
+        RelevanceJob.objects.all(),
+        required=False,
+        label="Relevance jobs",
+        help_text="Only maps written by these jobs (none chosen: every matching map)",
+    )
     profile = forms.ModelChoiceField(PeakProfile.objects.all(), label="Peak profile")
     mode = forms.ChoiceField(choices=DatasetVersion.Mode.choices, initial=DatasetVersion.Mode.DSM)
-    tasks = forms.ModelMultipleChoiceField(Task.objects.order_by("slug"), required=False,
-                                           help_text="None chosen: every task that has maps")
-    include_held_out = forms.BooleanField(required=False, label="Include held-out tasks",
-                                          help_text="Held-out tasks measure generalisation; leave them out of training")
-    notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}), label="Only these notes",
-                            help_text="Note ids of the corpus, separated by spaces, commas or new lines (optional)")
+    tasks = forms.ModelMultipleChoiceField(
+        Task.objects.order_by("slug"), required=False, help_text="None chosen: every task that has maps"
+    )
+    include_held_out = forms.BooleanField(
+        required=False,
+        label="Include held-out tasks",
+        help_text="Held-out tasks measure generalisation; leave them out of training",
+    )
+    notes = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="Only these notes",
+        help_text="Note ids of the corpus, separated by spaces, commas or new lines (optional)",
+    )
     seed = forms.IntegerField(initial=0, help_text="Seeds the random-mask ablation")
     mask_token = forms.CharField(max_length=50, initial=DEFAULT_MASK_TOKEN, strip=False, label="Mask token")
 
@@ -47,15 +60,24 @@ class BuildForm(forms.Form):
         tasks, include = data.get("tasks"), data.get("include_held_out")
         held = [t.slug for t in tasks or () if t.held_out]
         if held and not include:
-            self.add_error("tasks", f"{', '.join(held)} {'is' if len(held) == 1 else 'are'} held out: tick "
-                                    "'Include held-out tasks' to use them.")
+            self.add_error(
+                "tasks",
+                f"{', '.join(held)} {'is' if len(held) == 1 else 'are'} held out: tick "
+                "'Include held-out tasks' to use them.",
+            )
         data["note_ids"] = self._note_ids(data)
         if self.errors:
             return data
         fields = self.build_fields()
         try:
-            maps = maps_matching(fields["corpus"].pk, fields["model_version"].pk, fields["method"],
-                                 fields["template"], [job.pk for job in fields["jobs"]], fields["filters"])
+            maps = maps_matching(
+                fields["corpus"].pk,
+                fields["model_version"].pk,
+                fields["method"],
+                fields["template"],
+                [job.pk for job in fields["jobs"]],
+                fields["filters"],
+            )
         except BuildError as exc:
             self.add_error("jobs", str(exc))
             return data
@@ -76,9 +98,16 @@ class BuildForm(forms.Form):
         if data["note_ids"]:
             filters["notes"] = data["note_ids"]
         return {
-            "name": data["name"], "corpus": data["corpus"], "model_version": data["model_version"],
-            "method": data["method"], "template": data["template"], "jobs": list(data["jobs"]),
-            "profile": data["profile"], "mode": data["mode"], "seed": data["seed"], "mask_token": data["mask_token"],
+            "name": data["name"],
+            "corpus": data["corpus"],
+            "model_version": data["model_version"],
+            "method": data["method"],
+            "template": data["template"],
+            "jobs": list(data["jobs"]),
+            "profile": data["profile"],
+            "mode": data["mode"],
+            "seed": data["seed"],
+            "mask_token": data["mask_token"],
             "filters": filters,
         }
 

@@ -1,5 +1,6 @@
 """Create dataset versions and exports, cancel them, and hand them to the workers by task name
 after the commit (webapp.lifecycle.queue: the web app never imports `workers/`)."""
+
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
@@ -14,8 +15,17 @@ from webapp.lifecycle.status import JobStatus
 
 BUILD_TASK = "workers.datasets.build_dataset"
 EXPORT_TASK = "workers.datasets.export_dataset"
-COPIED_FIELDS = ("corpus_id", "model_version_id", "method", "template", "profile_id", "mode", "mask_token", "seed",
-                 "filters")
+COPIED_FIELDS = (
+    "corpus_id",
+    "model_version_id",
+    "method",
+    "template",
+    "profile_id",
+    "mode",
+    "mask_token",
+    "seed",
+    "filters",
+)
 
 
 class LaunchError(Exception):
@@ -26,15 +36,25 @@ def launch_build(*, name: str, jobs=(), actor=None, **fields) -> DatasetVersion:
     """A new version of dataset `name` (version = the next free number), queued for building."""
     try:
         with transaction.atomic():
-            dataset = DatasetVersion.objects.create(name=name, version=DatasetVersion.next_version(name),
-                                                    created_by=_user(actor), heartbeat=Now(), **fields)
+            dataset = DatasetVersion.objects.create(
+                name=name, version=DatasetVersion.next_version(name), created_by=_user(actor), heartbeat=Now(), **fields
+            )
             if jobs:
                 dataset.jobs.set(jobs)
             _send(BUILD_TASK, DatasetVersion, dataset.pk)
     except IntegrityError:  # two launches of the same name at once took the same version number
-        raise LaunchError("Another version of this dataset was created at the same moment; please submit again.")
-    record(actor, AuditEvent.Action.LAUNCH_JOB, dataset, what="dataset build", name=name, version=dataset.version,
-           mode=dataset.mode)
+        raise LaunchError(
+            "Another version of this dataset was created at the same moment; please submit again."
+        ) from None
+    record(
+        actor,
+        AuditEvent.Action.LAUNCH_JOB,
+        dataset,
+        what="dataset build",
+        name=name,
+        version=dataset.version,
+        mode=dataset.mode,
+    )
     return dataset
 
 
@@ -51,10 +71,21 @@ def build_again(dataset: DatasetVersion, actor=None) -> DatasetVersion:
     if not requeued:
         if not dataset.is_done:
             raise LaunchError("This dataset is still being built.")
-        return launch_build(name=dataset.name, jobs=list(dataset.jobs.all()), actor=actor,
-                            **{f: getattr(dataset, f) for f in COPIED_FIELDS})
-    record(actor, AuditEvent.Action.LAUNCH_JOB, dataset, what="dataset rebuild", name=dataset.name,
-           version=dataset.version, was=was)
+        return launch_build(
+            name=dataset.name,
+            jobs=list(dataset.jobs.all()),
+            actor=actor,
+            **{f: getattr(dataset, f) for f in COPIED_FIELDS},
+        )
+    record(
+        actor,
+        AuditEvent.Action.LAUNCH_JOB,
+        dataset,
+        what="dataset rebuild",
+        name=dataset.name,
+        version=dataset.version,
+        was=was,
+    )
     return dataset
 
 
@@ -68,8 +99,15 @@ def cancel_build(dataset: DatasetVersion, actor=None) -> str:
             raise LaunchError("Only a queued or running build can be cancelled.")
         if status == JobStatus.CANCELLED:
             MaskedExample.objects.filter(dataset_id=dataset.pk).delete()
-    record(actor, AuditEvent.Action.CANCEL_JOB, dataset, what="dataset build", name=dataset.name,
-           version=dataset.version, status=status)
+    record(
+        actor,
+        AuditEvent.Action.CANCEL_JOB,
+        dataset,
+        what="dataset build",
+        name=dataset.name,
+        version=dataset.version,
+        status=status,
+    )
     return status
 
 
@@ -91,8 +129,15 @@ def cancel_export(job: DatasetExport, actor=None) -> str:
         raise LaunchError("Only a queued or running export can be cancelled.")
     if status == JobStatus.CANCELLED:
         export.discard_scratch(job)
-    record(actor, AuditEvent.Action.CANCEL_JOB, job, what="export", dataset=job.dataset_id, format=job.format,
-           status=status)
+    record(
+        actor,
+        AuditEvent.Action.CANCEL_JOB,
+        job,
+        what="export",
+        dataset=job.dataset_id,
+        format=job.format,
+        status=status,
+    )
     return status
 
 
@@ -110,8 +155,9 @@ def exports_cancelled(pks) -> None:
 def _send(task: str, model, pk: int) -> None:
     """Send after the commit; if the broker is away the unit says so and stays queued (the
     recovery sweeper sends it again once the broker is back)."""
-    queue.send_on_commit(task, pk, on_error=lambda message: model.objects.filter(
-        pk=pk, status=JobStatus.QUEUED).update(error=message))
+    queue.send_on_commit(
+        task, pk, on_error=lambda message: model.objects.filter(pk=pk, status=JobStatus.QUEUED).update(error=message)
+    )
 
 
 def _user(actor):

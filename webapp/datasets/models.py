@@ -15,6 +15,7 @@ that holds them, its heartbeat, attempts, started/finished and the error in plai
      "exclude_held_out": true,     -- default true: held-out tasks (Task.held_out) never used,
      "notes": [note ids]}          -- only these notes of the corpus
 """
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Max, Q
@@ -39,13 +40,18 @@ class DatasetVersion(WorkUnit):
     method = models.CharField(max_length=20, default="attnlrp")
     template = models.CharField(max_length=500, default="en")
     profile = models.ForeignKey("pipeline.PeakProfile", on_delete=models.PROTECT, related_name="datasets")
-    jobs = models.ManyToManyField("pipeline.RelevanceJob", blank=True, related_name="datasets",
-                                  help_text="Only maps written by these jobs (none: every matching map)")
+    jobs = models.ManyToManyField(
+        "pipeline.RelevanceJob",
+        blank=True,
+        related_name="datasets",
+        help_text="Only maps written by these jobs (none: every matching map)",
+    )
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.DSM)
     mask_token = models.CharField(max_length=50, default="<mask>")
     seed = models.IntegerField(default=0)
-    filters = models.JSONField(default=dict, blank=True,
-                               help_text="{'tasks': [ids], 'exclude_held_out': true, 'notes': [ids]}, all optional")
+    filters = models.JSONField(
+        default=dict, blank=True, help_text="{'tasks': [ids], 'exclude_held_out': true, 'notes': [ids]}, all optional"
+    )
     maps_total = models.PositiveIntegerField(default=0, help_text="relevance maps selected (known once running)")
     maps_done = models.PositiveIntegerField(default=0, help_text="relevance maps processed so far")
     stats = models.JSONField(default=dict, blank=True)
@@ -94,8 +100,14 @@ class MaskedExample(models.Model):
     dataset = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="examples")
     note = models.ForeignKey("corpus.Note", on_delete=models.PROTECT, related_name="+")
     tasks = models.JSONField(help_text="ids of the tasks whose peaks produced this example (after de-duplication)")
-    relevance_map = models.ForeignKey("pipeline.RelevanceMap", null=True, blank=True, on_delete=models.SET_NULL,
-                                      related_name="+", help_text="the first map that produced it")
+    relevance_map = models.ForeignKey(
+        "pipeline.RelevanceMap",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="the first map that produced it",
+    )
     masked_text = models.TextField()
     label = models.TextField(blank=True)
     char_start = models.PositiveIntegerField(null=True, blank=True, help_text="null for an unmasked example")
@@ -105,9 +117,11 @@ class MaskedExample(models.Model):
         ordering = ["dataset", "id"]
         constraints = [
             models.CheckConstraint(condition=Q(char_start__lte=F("char_end")), name="datasets_example_span_ordered"),
-            models.CheckConstraint(condition=Q(char_start__isnull=True, char_end__isnull=True)
-                                   | Q(char_start__isnull=False, char_end__isnull=False),
-                                   name="datasets_example_span_both_or_neither"),
+            models.CheckConstraint(
+                condition=Q(char_start__isnull=True, char_end__isnull=True)
+                | Q(char_start__isnull=False, char_end__isnull=False),
+                name="datasets_example_span_both_or_neither",
+            ),
         ]
         indexes = [models.Index(fields=["dataset", "id"], name="datasets_example_page")]
 

@@ -42,12 +42,18 @@ def accounting(stored: dict | None) -> dict | None:
         return None
     excluded = [(label, count) for _, label, count in stored.get("excluded", [])]
     total = stored.get("kept", 0) + sum(count for _, count in excluded)
-    return {"read": stored.get("read", 0), "kept": stored.get("kept", 0), "excluded": excluded,
-            "excluded_total": total - stored.get("kept", 0), "adds_up": total == stored.get("read", 0)}
+    return {
+        "read": stored.get("read", 0),
+        "kept": stored.get("kept", 0),
+        "excluded": excluded,
+        "excluded_total": total - stored.get("kept", 0),
+        "adds_up": total == stored.get("read", 0),
+    }
 
 
 def bars(pairs) -> list[dict]:
     """[(label, count), ...] -> [{"label", "count", "percent"}, ...], percent of the largest count."""
     top = max((count for _, count in pairs), default=0)
-    return [{"label": label, "count": count, "percent": round(100 * count / top, 1) if top else 0}
-            for label, count in pairs]
+    return [
+        {"label": label, "count": count, "percent": round(100 * count / top, 1) if top else 0} for label, count in pairs
+    ]

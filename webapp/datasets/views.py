@@ -1,5 +1,6 @@
 """Dataset pages: list, build form, detail with its live status and statistics, exports, and
 the actions on a build or an export: build again, cancel."""
+
 from django.contrib import messages
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -10,8 +11,7 @@ from webapp.accounts.roles import Capability, capability_required, require
 from webapp.datasets import export
 from webapp.datasets.access import dataset_for, export_for
 from webapp.datasets.forms import BuildForm
-from webapp.datasets.launch import (LaunchError, build_again, cancel_build, cancel_export, launch_build,
-                                    request_export)
+from webapp.datasets.launch import LaunchError, build_again, cancel_build, cancel_export, launch_build, request_export
 from webapp.datasets.models import DatasetVersion
 from webapp.datasets.stats import present
 from webapp.lifecycle import estimates
@@ -51,8 +51,13 @@ def dataset_detail(request, dataset_id):
     dataset = dataset_for(request.user, dataset_id)
     exports = list(dataset.exports.select_related("created_by")[:20])
     polling = dataset.is_active or any(e.is_active for e in exports)
-    context = {"nav": "datasets", "dataset": dataset, "exports": exports, "polling": polling,
-               "stats": present(dataset.stats) if dataset.is_done else {}}
+    context = {
+        "nav": "datasets",
+        "dataset": dataset,
+        "exports": exports,
+        "polling": polling,
+        "stats": present(dataset.stats) if dataset.is_done else {},
+    }
     if request.htmx:
         status = 200 if polling else HttpResponseStopPolling.status_code
         return render(request, "datasets/dataset_detail.html#live", context, status=status)
@@ -79,8 +84,12 @@ def dataset_cancel(request, dataset_id):
     except LaunchError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, "The build is cancelled." if status == "cancelled" else
-                         "Cancelling: the build stops after the maps it is reading now; no examples are kept.")
+        messages.success(
+            request,
+            "The build is cancelled."
+            if status == "cancelled"
+            else "Cancelling: the build stops after the maps it is reading now; no examples are kept.",
+        )
     return redirect("datasets:detail", dataset.pk)
 
 
@@ -119,8 +128,12 @@ def export_cancel(request, dataset_id, export_id):
     except LaunchError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, "The export is cancelled." if status == "cancelled" else
-                         "Cancelling: the export stops after the rows it is writing now.")
+        messages.success(
+            request,
+            "The export is cancelled."
+            if status == "cancelled"
+            else "Cancelling: the export stops after the rows it is writing now.",
+        )
     return redirect("datasets:detail", dataset_id)
 
 

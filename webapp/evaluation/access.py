@@ -1,4 +1,5 @@
 """Fetch evaluations for views: 403 for what the role may not do, 404 for what does not exist."""
+
 from django.shortcuts import get_object_or_404
 
 from webapp.accounts.roles import Capability, require

@@ -21,6 +21,7 @@ least one annotation holding evidence spans (restricted to the chosen tasks), at
 one template, run in ORDER of method: AttnLRP patches its process with lxt for good, and gradient
 x input refuses a patched process, so AttnLRP comes last.
 """
+
 from __future__ import annotations
 
 import random
@@ -98,8 +99,10 @@ class EvaluationSpec:
         if self.resolved_profile() is None:
             problems["profile"] = "There is no peak profile: create one first."
         if "max_pairs" not in problems and not annotated_pairs(self.corpus, self.tasks, limit=1):
-            problems["corpus"] = (f"Corpus {self.corpus.name} has no annotation with evidence spans"
-                                  f"{' for these tasks' if self.tasks else ''}: import annotations with evidence.")
+            problems["corpus"] = (
+                f"Corpus {self.corpus.name} has no annotation with evidence spans"
+                f"{' for these tasks' if self.tasks else ''}: import annotations with evidence."
+            )
         return problems
 
 
@@ -129,13 +132,28 @@ def launch(spec: EvaluationSpec, actor=None, *, enqueue: bool = True) -> Relevan
     configs = [config.to_dict() for config in spec.configs()]
     pairs = plan_pairs(spec)
     evaluation = RelevanceEvaluation.objects.create(
-        corpus=spec.corpus, model_version=spec.model_version, configs=configs, profile=spec.resolved_profile(),
-        max_pairs=spec.max_pairs, seed=spec.seed, pairs=pairs, total=len(pairs) * len(configs),
-        created_by=_user(actor), heartbeat=timezone.now(),  # queued: when it was sent
+        corpus=spec.corpus,
+        model_version=spec.model_version,
+        configs=configs,
+        profile=spec.resolved_profile(),
+        max_pairs=spec.max_pairs,
+        seed=spec.seed,
+        pairs=pairs,
+        total=len(pairs) * len(configs),
+        created_by=_user(actor),
+        heartbeat=timezone.now(),  # queued: when it was sent
     )
     evaluation.tasks.set(spec.tasks)
-    record(actor, AuditEvent.Action.LAUNCH_JOB, evaluation, what="relevance evaluation", corpus=spec.corpus.pk,
-           model=spec.model_version.name, configurations=len(configs), pairs=len(pairs))
+    record(
+        actor,
+        AuditEvent.Action.LAUNCH_JOB,
+        evaluation,
+        what="relevance evaluation",
+        corpus=spec.corpus.pk,
+        model=spec.model_version.name,
+        configurations=len(configs),
+        pairs=len(pairs),
+    )
     if enqueue:
         send_on_commit(evaluation.pk)
     return evaluation
@@ -159,8 +177,10 @@ def cancel(evaluation: RelevanceEvaluation, actor=None) -> RelevanceEvaluation:
     status = units.request_cancel(RelevanceEvaluation, evaluation.pk)
     if status is None:
         evaluation.refresh_from_db(fields=["status"])
-        raise EvaluationError(f"Only a queued or running evaluation can be cancelled; this one is "
-                              f"{evaluation.get_status_display().lower()}.")
+        raise EvaluationError(
+            f"Only a queued or running evaluation can be cancelled; this one is "
+            f"{evaluation.get_status_display().lower()}."
+        )
     record(actor, AuditEvent.Action.CANCEL_JOB, evaluation, what="relevance evaluation", done=evaluation.done)
     evaluation.status = status
     return evaluation
@@ -173,11 +193,14 @@ def resume(evaluation: RelevanceEvaluation, actor=None, *, enqueue: bool = True)
         evaluation.refresh_from_db(fields=["status"])
         if evaluation.status == JobStatus.DONE:
             raise EvaluationError("This evaluation is done: there is nothing to resume.")
-        raise EvaluationError(f"This evaluation is {evaluation.get_status_display().lower()} and its worker is alive; "
-                              f"it can be resumed once cancelled, failed, or silent for {settings.WORK_STALL_SECONDS} "
-                              "seconds.")
-    record(actor, AuditEvent.Action.LAUNCH_JOB, evaluation, what="relevance evaluation", resumed=True,
-           done=evaluation.done)
+        raise EvaluationError(
+            f"This evaluation is {evaluation.get_status_display().lower()} and its worker is alive; "
+            f"it can be resumed once cancelled, failed, or silent for {settings.WORK_STALL_SECONDS} "
+            "seconds."
+        )
+    record(
+        actor, AuditEvent.Action.LAUNCH_JOB, evaluation, what="relevance evaluation", resumed=True, done=evaluation.done
+    )
     if enqueue:
         send_on_commit(evaluation.pk)
     evaluation.status = JobStatus.QUEUED
@@ -187,8 +210,14 @@ def resume(evaluation: RelevanceEvaluation, actor=None, *, enqueue: bool = True)
 def claim(evaluation_id: int, worker: str = "") -> RelevanceEvaluation | None:
     """Take a queued evaluation, or one whose worker is lost (webapp.lifecycle.units.claim).
     None: nothing to do for this message."""
-    return units.claim(RelevanceEvaluation, evaluation_id, worker,
-                       select_related=("corpus", "model_version", "profile"), error="", phase="starting")
+    return units.claim(
+        RelevanceEvaluation,
+        evaluation_id,
+        worker,
+        select_related=("corpus", "model_version", "profile"),
+        error="",
+        phase="starting",
+    )
 
 
 def report(evaluation: RelevanceEvaluation, **fields) -> bool:
@@ -211,8 +240,12 @@ def cancelled(evaluation: RelevanceEvaluation) -> bool:
 def release(evaluation: RelevanceEvaluation) -> bool:
     """Back to the queue after a temporary problem (the task retries). Not while cancelling: the
     retry would lose the cancel."""
-    return units.owned(evaluation).filter(status=JobStatus.RUNNING).update(
-        status=JobStatus.QUEUED, heartbeat=Now(), phase="waiting to retry after a temporary problem") == 1
+    return (
+        units.owned(evaluation)
+        .filter(status=JobStatus.RUNNING)
+        .update(status=JobStatus.QUEUED, heartbeat=Now(), phase="waiting to retry after a temporary problem")
+        == 1
+    )
 
 
 def fail(evaluation: RelevanceEvaluation, message: str) -> bool:

@@ -1,4 +1,5 @@
 """The launch form of a relevance evaluation: a corpus with evidence, a model, what to compare."""
+
 from django import forms
 
 from ml.prompts import TEMPLATES
@@ -6,28 +7,48 @@ from webapp.corpus.models import Corpus, Task
 from webapp.evaluation.evaluations import EvaluationSpec
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
 
-TEMPLATE_CHOICES = [("auto", "The corpus's language (its built-in template; English otherwise)"),
-                    *[(name, f"{name}: “{template.text}”") for name, template in TEMPLATES.items()]]
+TEMPLATE_CHOICES = [
+    ("auto", "The corpus's language (its built-in template; English otherwise)"),
+    *[(name, f"{name}: “{template.text}”") for name, template in TEMPLATES.items()],
+]
 
 
 class EvaluationForm(forms.Form):
-    corpus = forms.ModelChoiceField(Corpus.objects.order_by("name"), empty_label=None,
-                                    help_text="Its annotations with evidence spans are the gold")
+    corpus = forms.ModelChoiceField(
+        Corpus.objects.order_by("name"), empty_label=None, help_text="Its annotations with evidence spans are the gold"
+    )
     model_version = forms.ModelChoiceField(ModelVersion.objects.all(), empty_label=None, label="Model")
-    methods = forms.MultipleChoiceField(choices=RelevanceJob.Method.choices, widget=forms.CheckboxSelectMultiple,
-                                        initial=[RelevanceJob.Method.ATTNLRP])
-    explains = forms.MultipleChoiceField(choices=RelevanceJob.Explain.choices, widget=forms.CheckboxSelectMultiple,
-                                         initial=["next"], label="Explain variants",
-                                         help_text="Every method is run with every variant chosen")
+    methods = forms.MultipleChoiceField(
+        choices=RelevanceJob.Method.choices, widget=forms.CheckboxSelectMultiple, initial=[RelevanceJob.Method.ATTNLRP]
+    )
+    explains = forms.MultipleChoiceField(
+        choices=RelevanceJob.Explain.choices,
+        widget=forms.CheckboxSelectMultiple,
+        initial=["next"],
+        label="Explain variants",
+        help_text="Every method is run with every variant chosen",
+    )
     template = forms.ChoiceField(choices=TEMPLATE_CHOICES, initial="auto", label="Prompt template")
-    tasks = forms.ModelMultipleChoiceField(Task.objects.order_by("slug"), required=False,
-                                           widget=forms.SelectMultiple(attrs={"size": 6}),
-                                           help_text="None chosen: every task with evidence annotations")
-    profile = forms.ModelChoiceField(PeakProfile.objects.all(), empty_label=None, label="Peak profile",
-                                     help_text="The peak rule the peak precision and recall are measured with")
-    max_pairs = forms.IntegerField(min_value=1, required=False, initial=200, label="At most N pairs",
-                                   help_text="Annotated (note, task) pairs, drawn with the seed; empty: all of them. "
-                                             "Each pair costs one prompt per configuration (~0.5-1.3 s on a CPU)")
+    tasks = forms.ModelMultipleChoiceField(
+        Task.objects.order_by("slug"),
+        required=False,
+        widget=forms.SelectMultiple(attrs={"size": 6}),
+        help_text="None chosen: every task with evidence annotations",
+    )
+    profile = forms.ModelChoiceField(
+        PeakProfile.objects.all(),
+        empty_label=None,
+        label="Peak profile",
+        help_text="The peak rule the peak precision and recall are measured with",
+    )
+    max_pairs = forms.IntegerField(
+        min_value=1,
+        required=False,
+        initial=200,
+        label="At most N pairs",
+        help_text="Annotated (note, task) pairs, drawn with the seed; empty: all of them. "
+        "Each pair costs one prompt per configuration (~0.5-1.3 s on a CPU)",
+    )
     seed = forms.IntegerField(initial=0, help_text="Draws the pairs, the bootstrap resamples and the random baseline")
 
     def __init__(self, *args, **kwargs):
@@ -50,7 +71,13 @@ class EvaluationForm(forms.Form):
     def spec(self) -> EvaluationSpec:
         data = self.cleaned_data
         return EvaluationSpec(
-            corpus=data["corpus"], model_version=data["model_version"], methods=list(data["methods"]),
-            explains=list(data["explains"]), template=data["template"], profile=data["profile"],
-            tasks=list(data.get("tasks") or []), max_pairs=data.get("max_pairs"), seed=data["seed"],
+            corpus=data["corpus"],
+            model_version=data["model_version"],
+            methods=list(data["methods"]),
+            explains=list(data["explains"]),
+            template=data["template"],
+            profile=data["profile"],
+            tasks=list(data.get("tasks") or []),
+            max_pairs=data.get("max_pairs"),
+            seed=data["seed"],
         )

@@ -3,16 +3,16 @@
 Maps are the pipeline's RelevanceMap rows, keyed by (note, task, model version, configuration
 key): an evaluation reuses the maps of relevance jobs run with the same configuration, and a
 job later reuses the evaluation's. Upserts go on the pipeline's own unique key
-(`webapp.pipeline.chunks.MAP_KEY`), so a batch stored twice writes nothing twice. Maps written
+(`RelevanceMap.objects.store`), so a batch stored twice writes nothing twice. Maps written
 here have no job. Pairs are looked up batch by batch (never every map of a corpus at once).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
 from ml.codec import decode_map
 from ml.relevance import RelevanceConfig
-from webapp.pipeline.chunks import MAP_KEY
 from webapp.pipeline.models import ModelVersion, RelevanceMap
 
 Pair = tuple[int, int]  # (note id, task id)
@@ -20,7 +20,8 @@ Pair = tuple[int, int]  # (note id, task id)
 
 def _maps(model_version: ModelVersion, config: RelevanceConfig, pairs: Sequence[Pair]):
     return RelevanceMap.objects.for_config(config.method, config.template, config.key).filter(
-        model_version=model_version, note_id__in={n for n, _ in pairs}, task_id__in={t for _, t in pairs})
+        model_version=model_version, note_id__in={n for n, _ in pairs}, task_id__in={t for _, t in pairs}
+    )
 
 
 def stored(model_version: ModelVersion, config: RelevanceConfig, pairs: Sequence[Pair]) -> set[Pair]:
@@ -31,18 +32,13 @@ def stored(model_version: ModelVersion, config: RelevanceConfig, pairs: Sequence
 
 def store(model_version: ModelVersion, config: RelevanceConfig, computed: Iterable) -> int:
     """Upsert maps for [((note_id, task_id), RelevanceResult), ...]; returns the count."""
-    maps = [
-        RelevanceMap(
-            note_id=note_id, task_id=task_id, model_version_id=model_version.pk, method=config.method,
-            template=config.template, config_key=config.key, n_tokens=len(result.scores),
-            target_token=result.target_token[:100], data=RelevanceMap.encode(result.offsets, result.scores),
-        )
-        for (note_id, task_id), result in computed
-    ]
-    if maps:
-        RelevanceMap.objects.bulk_create(maps, update_conflicts=True, unique_fields=MAP_KEY,
-                                         update_fields=["n_tokens", "target_token", "data"])
-    return len(maps)
+    return RelevanceMap.objects.store(
+        computed,
+        model_version_id=model_version.pk,
+        method=config.method,
+        template=config.template,
+        config_key=config.key,
+    )
 
 
 def read(model_version: ModelVersion, config: RelevanceConfig, pairs: Sequence[Pair]) -> dict:

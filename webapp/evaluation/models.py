@@ -12,6 +12,7 @@ Progress lives in a few columns the worker updates: `done` of `total` prompts (p
 configurations; maps already stored count as done), `phase`, and the status, attempts, worker
 and heartbeat of every unit of long work (webapp.lifecycle.WorkUnit).
 """
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -22,13 +23,22 @@ from webapp.lifecycle.status import JobStatus
 
 class RelevanceEvaluation(WorkUnit):
     corpus = models.ForeignKey("corpus.Corpus", on_delete=models.PROTECT, related_name="relevance_evaluations")
-    model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT,
-                                      related_name="relevance_evaluations")
+    model_version = models.ForeignKey(
+        "pipeline.ModelVersion", on_delete=models.PROTECT, related_name="relevance_evaluations"
+    )
     configs = models.JSONField(default=list, help_text="RelevanceConfig dicts to compare, in the order given")
-    profile = models.ForeignKey("pipeline.PeakProfile", on_delete=models.PROTECT, related_name="+",
-                                help_text="the peak rule the peak scores are computed with")
-    tasks = models.ManyToManyField("corpus.Task", blank=True, related_name="+",
-                                   help_text="only these tasks (none: every task with evidence annotations)")
+    profile = models.ForeignKey(
+        "pipeline.PeakProfile",
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="the peak rule the peak scores are computed with",
+    )
+    tasks = models.ManyToManyField(
+        "corpus.Task",
+        blank=True,
+        related_name="+",
+        help_text="only these tasks (none: every task with evidence annotations)",
+    )
     max_pairs = models.PositiveIntegerField(null=True, blank=True, help_text="at most this many pairs (none: all)")
     seed = models.IntegerField(default=0, help_text="draws the pairs, the bootstrap and the random baseline")
     pairs = models.JSONField(default=list, help_text="[[note id, task id], ...] planned at launch, sorted")
@@ -45,8 +55,9 @@ class RelevanceEvaluation(WorkUnit):
         ordering = ["-created"]
         constraints = [
             models.CheckConstraint(condition=Q(done__lte=F("total")), name="evaluation_done_le_total"),
-            models.CheckConstraint(condition=Q(max_pairs__isnull=True) | Q(max_pairs__gte=1),
-                                   name="evaluation_max_pairs_positive"),
+            models.CheckConstraint(
+                condition=Q(max_pairs__isnull=True) | Q(max_pairs__gte=1), name="evaluation_max_pairs_positive"
+            ),
         ]
         indexes = [models.Index(fields=["corpus", "model_version", "status"], name="evaluation_lookup")]
 

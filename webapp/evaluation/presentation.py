@@ -5,6 +5,7 @@ configuration and baseline, a dot at the estimate and a whisker over its 95% CI,
 baseline's CI as a shaded band behind every row (a configuration beats chance where its whole
 whisker lies right of the band). Axes span the values shown, rounded out to tenths.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,9 +40,15 @@ def rows(result: dict) -> list[Row]:
     out = []
     for group in result["groups"]:
         low = (group.get("auc_ci") or [None, None])[0]
-        out.append(Row(label(group), "config", group,
-                       recommended=bool(choice) and choice.get("config_key") == group.get("config_key"),
-                       beats_chance=low is not None and chance is not None and low > chance))
+        out.append(
+            Row(
+                label(group),
+                "config",
+                group,
+                recommended=bool(choice) and choice.get("config_key") == group.get("config_key"),
+                beats_chance=low is not None and chance is not None and low > chance,
+            )
+        )
     out += [Row(f"{name} baseline", "baseline", result["baselines"][name]) for name in ("uniform", "random")]
     return out
 
@@ -69,9 +76,20 @@ def chart(result: dict, name: str, title: str, *, floor: float | None = None, ce
             bars.append({"label": row.label, "kind": row.kind, "defined": False})
             continue
         low, high = (low if _defined(low) else value), (high if _defined(high) else value)
-        bars.append({"label": row.label, "kind": row.kind, "defined": True, "value": value, "low": low, "high": high,
-                     "point": x(value), "left": x(low), "width": max(round(x(high) - x(low), 2), 0.4),
-                     "recommended": row.recommended})
+        bars.append(
+            {
+                "label": row.label,
+                "kind": row.kind,
+                "defined": True,
+                "value": value,
+                "low": low,
+                "high": high,
+                "point": x(value),
+                "left": x(low),
+                "width": max(round(x(high) - x(low), 2), 0.4),
+                "recommended": row.recommended,
+            }
+        )
     step = 0.1 if hi - lo <= 1.0 else (0.5 if hi - lo <= 5 else math.ceil((hi - lo) / 5))
     ticks, k = [], math.ceil(lo / step - 1e-9)
     while k * step <= hi + 1e-9:  # at multiples of the step
@@ -79,17 +97,26 @@ def chart(result: dict, name: str, title: str, *, floor: float | None = None, ce
         k += 1
     out = {"name": name, "title": title, "bars": bars, "ticks": ticks}
     if band and all(_defined(v) for v in band):
-        out["band"] = {"left": x(band[0]), "width": max(round(x(band[1]) - x(band[0]), 2), 0.4),
-                       "low": band[0], "high": band[1]}
+        out["band"] = {
+            "left": x(band[0]),
+            "width": max(round(x(band[1]) - x(band[0]), 2), 0.4),
+            "low": band[0],
+            "high": band[1],
+        }
     return out
 
 
 def charts(result: dict) -> list[dict]:
-    specs = [("auc", "Token ROC AUC (0.5 = chance)", 0.0, 1.0),
-             ("mass_ratio", "Relevance mass ratio on evidence (1.0 = uniform)", 0.0, None),
-             ("peak_f1", "Peak token F1", 0.0, 1.0)]
-    return [c for c in (chart(result, name, title, floor=floor, ceiling=ceiling)
-                        for name, title, floor, ceiling in specs) if c]
+    specs = [
+        ("auc", "Token ROC AUC (0.5 = chance)", 0.0, 1.0),
+        ("mass_ratio", "Relevance mass ratio on evidence (1.0 = uniform)", 0.0, None),
+        ("peak_f1", "Peak token F1", 0.0, 1.0),
+    ]
+    return [
+        c
+        for c in (chart(result, name, title, floor=floor, ceiling=ceiling) for name, title, floor, ceiling in specs)
+        if c
+    ]
 
 
 def _defined(value) -> bool:

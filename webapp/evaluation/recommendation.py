@@ -13,6 +13,7 @@ normalisation, neutral text and template for them (a template that is not one of
 choices goes to its custom template), keeping only fields the form has and values its choices
 accept.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -24,8 +25,12 @@ from webapp.pipeline.models import JobStatus, ModelVersion
 
 
 def recommended_config(corpus, model_version) -> dict | None:
-    latest = (RelevanceEvaluation.objects.filter(corpus=corpus, model_version=model_version, status=JobStatus.DONE)
-              .order_by("-finished", "-pk").only("result").first())
+    latest = (
+        RelevanceEvaluation.objects.filter(corpus=corpus, model_version=model_version, status=JobStatus.DONE)
+        .order_by("-finished", "-pk")
+        .only("result")
+        .first()
+    )
     if latest is None:
         return None
     choice = latest.recommendation.get("choice")

@@ -25,21 +25,22 @@ taken for a lost worker. Then:
 Memory: one batch of maps and texts at a time, plus five numbers per pair and configuration.
 Nothing here logs or stores note text; errors name ids only.
 """
+
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
 from itertools import islice
 
-from ml.peaks import map_fits
 from ml.localisation import Evaluation, Pair, label, nan_to_none, peak_rule
+from ml.peaks import map_fits
 from ml.relevance import RelevanceConfig
 from webapp.corpus.models import Annotation, Note, Task
 from webapp.evaluation import evaluations, maps
-from webapp.lifecycle.heartbeat import Heartbeat
-from webapp.pipeline.chunks import compute_pairs, note_batches, relevance_compute
 from webapp.evaluation.evaluations import EvaluationError
 from webapp.evaluation.models import RelevanceEvaluation
+from webapp.lifecycle.heartbeat import Heartbeat
+from webapp.pipeline.chunks import compute_pairs, note_batches, relevance_compute
 
 STORE_EVERY = 16  # prompts computed between two writes of maps (and of progress)
 SCORE_BATCH = 1000  # pairs whose maps are read and scored at once
@@ -68,8 +69,9 @@ def _execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Call
         try:
             loaded = get_model()
         except Exception as exc:  # a model that cannot be loaded: its own words (never note text)
-            raise EvaluationError(f"Could not load model {evaluation.model_version.name} ({type(exc).__name__}): "
-                                  f"{str(exc)[:300]}") from exc
+            raise EvaluationError(
+                f"Could not load model {evaluation.model_version.name} ({type(exc).__name__}): {str(exc)[:300]}"
+            ) from exc
         computing_seconds, computed = 0.0, 0
         for index, config in enumerate(configs):
             for batch in note_batches(todo[config.key], STORE_EVERY):
@@ -81,9 +83,12 @@ def _execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Call
                 computing_seconds += time.perf_counter() - started
                 computed += len(batch)
                 done += len(batch)
-                if not evaluations.report(evaluation, done=done, seconds_per_prompt=computing_seconds / computed,
-                                          phase=f"computing {_config_label(config)} "
-                                                f"(configuration {index + 1} of {len(configs)})"):
+                if not evaluations.report(
+                    evaluation,
+                    done=done,
+                    seconds_per_prompt=computing_seconds / computed,
+                    phase=f"computing {_config_label(config)} (configuration {index + 1} of {len(configs)})",
+                ):
                     return "lost"
     if evaluations.cancel_requested(evaluation):
         return "cancelled" if evaluations.cancelled(evaluation) else "lost"
@@ -162,7 +167,8 @@ def _check_process(configs, todo) -> None:
     if ml.lrp.is_patched() and any(c.method == "grad_input" and todo[c.key] for c in configs):
         raise EvaluationError(
             "Gradient x input needs a worker process that has not computed AttnLRP yet (lxt's patches stay in a "
-            "process for good). Restart the relevance worker, then press Resume: the maps already stored are kept.")
+            "process for good). Restart the relevance worker, then press Resume: the maps already stored are kept."
+        )
 
 
 def _compute(loaded, compute, config, batch, problems) -> list:
@@ -173,16 +179,20 @@ def _compute(loaded, compute, config, batch, problems) -> list:
     runnable = [pair for pair in batch if pair[0] in texts and pair[1] in descriptions]
     for note_id, task_id in sorted(set(batch) - set(runnable)):
         problems.append(f"Note {note_id} x task {task_id} skipped (the note or the task was deleted).")
-    return compute_pairs(loaded, compute, runnable, texts, descriptions, config, problems,
-                         f" for {_config_label(config)}")
+    return compute_pairs(
+        loaded, compute, runnable, texts, descriptions, config, problems, f" for {_config_label(config)}"
+    )
 
 
 def _gold(batch) -> dict[tuple[int, int], list[tuple[int, int]]]:
     """The union of the evidence spans of each pair's annotations."""
     gold: dict[tuple[int, int], list[tuple[int, int]]] = {}
     wanted = set(batch)
-    rows = Annotation.objects.filter(note_id__in={n for n, _ in batch}, task_id__in={t for _, t in batch}) \
-        .exclude(evidence=[]).values_list("note_id", "task_id", "evidence")
+    rows = (
+        Annotation.objects.filter(note_id__in={n for n, _ in batch}, task_id__in={t for _, t in batch})
+        .exclude(evidence=[])
+        .values_list("note_id", "task_id", "evidence")
+    )
     for note_id, task_id, evidence in rows:
         if (note_id, task_id) in wanted:
             gold.setdefault((note_id, task_id), []).extend((int(a), int(b)) for a, b in evidence)

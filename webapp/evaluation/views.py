@@ -1,4 +1,5 @@
 """Relevance evaluation pages: list, launch, detail with live progress and the result, cancel, resume."""
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -35,8 +36,11 @@ def evaluation_new(request):
         except evaluations.EvaluationError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Evaluation {evaluation.pk} queued: {evaluation.n_pairs} pairs x "
-                                      f"{len(evaluation.configs)} configurations.")
+            messages.success(
+                request,
+                f"Evaluation {evaluation.pk} queued: {evaluation.n_pairs} pairs x "
+                f"{len(evaluation.configs)} configurations.",
+            )
             return redirect("evaluation:detail", evaluation.pk)
     return render(request, "evaluation/new.html", context)
 
@@ -44,8 +48,12 @@ def evaluation_new(request):
 def evaluation_detail(request, evaluation_id):
     """The page, or (htmx poll) its live part; the poll ends (286) once the evaluation has ended."""
     evaluation = evaluation_for(request.user, evaluation_id)
-    context = {"nav": "evaluation", "evaluation": evaluation, "ended": not evaluation.is_active,
-               "stalled": evaluation.is_stalled}
+    context = {
+        "nav": "evaluation",
+        "evaluation": evaluation,
+        "ended": not evaluation.is_active,
+        "stalled": evaluation.is_stalled,
+    }
     if request.htmx:
         fragment = render(request, "evaluation/detail.html#live", context)
         # Once it has ended the whole page changes (the result appears): the fragment asks for a reload.
@@ -54,8 +62,11 @@ def evaluation_detail(request, evaluation_id):
             response["HX-Refresh"] = "true"
             return response
         return fragment
-    context.update(rows=presentation.rows(evaluation.result), charts=presentation.charts(evaluation.result),
-                   recommendation=evaluation.recommendation)
+    context.update(
+        rows=presentation.rows(evaluation.result),
+        charts=presentation.charts(evaluation.result),
+        recommendation=evaluation.recommendation,
+    )
     return render(request, "evaluation/detail.html", context)
 
 
@@ -67,8 +78,12 @@ def evaluation_cancel(request, evaluation_id):
     except evaluations.EvaluationError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, "Cancel requested: the worker stops after its current batch."
-                         if evaluation.status == "cancelling" else "The evaluation is cancelled.")
+        messages.success(
+            request,
+            "Cancel requested: the worker stops after its current batch."
+            if evaluation.status == "cancelling"
+            else "The evaluation is cancelled.",
+        )
     return redirect("evaluation:detail", evaluation.pk)
 
 

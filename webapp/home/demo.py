@@ -9,6 +9,7 @@ The first job is sized to finish in under 2 minutes on an idle 2-core machine wi
 synthetic gold labels) = 30 AttnLRP prompts, DEMO_CHUNK_SIZE prompts a chunk, so maps reach
 Review every few seconds. It uses the default model version, whatever its path.
 """
+
 from django.core.management import call_command
 
 from webapp.lifecycle.status import ENDED
@@ -27,8 +28,15 @@ def seed(*, notes: int, stdout, first_job: bool = True) -> RelevanceJob | None:
     call_command("load_demo_corpus", corpus=DEMO_CORPUS, notes=notes, stdout=stdout)
     call_command("create_demo_users", stdout=stdout)
     if first_job and first_demo_job() is None:
-        call_command("launch_relevance_job", DEMO_CORPUS, tasks="list", task=DEMO_TASKS,
-                     limit=DEMO_JOB_NOTES, chunk_size=DEMO_CHUNK_SIZE, stdout=stdout)
+        call_command(
+            "launch_relevance_job",
+            DEMO_CORPUS,
+            tasks="list",
+            task=DEMO_TASKS,
+            limit=DEMO_JOB_NOTES,
+            chunk_size=DEMO_CHUNK_SIZE,
+            stdout=stdout,
+        )
     return first_demo_job()
 
 

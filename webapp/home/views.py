@@ -1,7 +1,7 @@
+from django.contrib.auth.decorators import login_not_required
 from django.db import connection
 from django.http import JsonResponse
 from django.shortcuts import render
-from django.contrib.auth.decorators import login_not_required
 
 from webapp.accounts.roles import Capability, has_capability, require
 from webapp.audit.models import AuditEvent
@@ -15,14 +15,18 @@ def home(request):
     activity = AuditEvent.objects.all()
     if not has_capability(request.user, Capability.LAUNCH):
         activity = activity.filter(actor=request.user)
-    return render(request, "home/home.html", {
-        "nav": "home",
-        "corpora": corpus_summaries(),
-        "task_groups": task_groups(),
-        "activity": activity[:12],
-        # A clinician (reviews, launches nothing) is led straight to the notes waiting for review.
-        "review_queue": waiting_for(request.user) if _reviews_only(request.user) else None,
-    })
+    return render(
+        request,
+        "home/home.html",
+        {
+            "nav": "home",
+            "corpora": corpus_summaries(),
+            "task_groups": task_groups(),
+            "activity": activity[:12],
+            # A clinician (reviews, launches nothing) is led straight to the notes waiting for review.
+            "review_queue": waiting_for(request.user) if _reviews_only(request.user) else None,
+        },
+    )
 
 
 def _reviews_only(user) -> bool:

@@ -4,6 +4,7 @@ kappa = (p_o - p_e) / (1 - p_e), p_o the observed agreement, p_e the agreement e
 chance from each rater's label frequencies. NaN when undefined (no items, or p_e = 1: both
 raters used one and the same label for everything).
 """
+
 from __future__ import annotations
 
 import math

@@ -19,6 +19,7 @@ compressed one is refused, like a compressed .txt). Messages show the file's ids
 (`validators.quoted`), so a long or odd id cannot flood a message, and the audit log's reason
 categories leave them out. Offsets have at most 18 digits. No Django here.
 """
+
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,13 +32,22 @@ from webapp.lib.validators import quoted
 _ENTITY_SHAPE = "entity line must be 'T<n><TAB><type> <start> <end>[;<start> <end>...]<TAB><text>'"
 # first character -> (what the line is, its whole-line pattern whose groups hold the ids it refers to, its shape)
 _OTHER = {
-    "R": ("relation", re.compile(r"R\S*\t[^\s:]+ [^\s:]+:(\S+) [^\s:]+:(\S+)[\t ]*"),
-          "'R<n><TAB><type> Arg1:<id> Arg2:<id>'"),
-    "E": ("event", re.compile(r"E\S*\t[^\s:]+:(\S+)((?: [^\s:]+:\S+)*)[\t ]*"),
-          "'E<n><TAB><type>:<id> [<role>:<id> ...]'"),
+    "R": (
+        "relation",
+        re.compile(r"R\S*\t[^\s:]+ [^\s:]+:(\S+) [^\s:]+:(\S+)[\t ]*"),
+        "'R<n><TAB><type> Arg1:<id> Arg2:<id>'",
+    ),
+    "E": (
+        "event",
+        re.compile(r"E\S*\t[^\s:]+:(\S+)((?: [^\s:]+:\S+)*)[\t ]*"),
+        "'E<n><TAB><type>:<id> [<role>:<id> ...]'",
+    ),
     "A": ("attribute", re.compile(r"[AM]\S*\t\S+ (\S+)(?: \S+)?[\t ]*"), "'A<n><TAB><type> <id> [<value>]'"),
-    "N": ("normalization", re.compile(r"N\S*\t\S+ (\S+) [^\s:]+:\S+(?:\t.*)?"),
-          "'N<n><TAB><type> <id> <database>:<id><TAB><text>'"),
+    "N": (
+        "normalization",
+        re.compile(r"N\S*\t\S+ (\S+) [^\s:]+:\S+(?:\t.*)?"),
+        "'N<n><TAB><type> <id> <database>:<id><TAB><text>'",
+    ),
     "#": ("note", re.compile(r"#\S*\t\S+ (\S+)(?:\t.*)?"), "'#<n><TAB><type> <id><TAB><text>'"),
     "*": ("equivalence", re.compile(r"\*\t\S+((?: \S+)+)[\t ]*"), "'*<TAB><type> <id> <id> ...'"),
 }
@@ -71,8 +81,11 @@ def read_ann(ann: Path, text: str, problems, limits: ImportLimits) -> AnnFile | 
                     entities.append(entity)
                 continue
             if kind not in _OTHER:
-                problems.add(ann.name, line_no, "not a brat annotation line (a line starts with T, R, E, A, M, N, "
-                                                "# or * and an id, then a tab)")
+                problems.add(
+                    ann.name,
+                    line_no,
+                    "not a brat annotation line (a line starts with T, R, E, A, M, N, # or * and an id, then a tab)",
+                )
                 ok = False
                 continue
             name, pattern, shape = _OTHER[kind]
@@ -112,12 +125,19 @@ def _entity(line: str, line_no: int, ann: Path, text: str, problems, limits: Imp
     entity = f"entity {quoted(entity_id)}"
     spans = _spans(offsets)
     if spans is None:
-        problems.add(ann.name, line_no, f"{entity}: offsets must be integer pairs 'start end' separated by ';', "
-                                        f"each of at most {MAX_OFFSET_DIGITS} digits")
+        problems.add(
+            ann.name,
+            line_no,
+            f"{entity}: offsets must be integer pairs 'start end' separated by ';', "
+            f"each of at most {MAX_OFFSET_DIGITS} digits",
+        )
         return None
     if len(spans) > limits.evidence_spans:
-        problems.add(ann.name, line_no, over_limit(entity, len(spans), limits.evidence_spans,
-                                                   "IMPORT_MAX_EVIDENCE_SPANS", "fragments"))
+        problems.add(
+            ann.name,
+            line_no,
+            over_limit(entity, len(spans), limits.evidence_spans, "IMPORT_MAX_EVIDENCE_SPANS", "fragments"),
+        )
         return None
     span_problems = validators.span_problems(spans, len(text))
     for message in span_problems:

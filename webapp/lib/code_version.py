@@ -1,4 +1,5 @@
 """Which code ran: recorded with every training run and every dataset export."""
+
 from __future__ import annotations
 
 import functools

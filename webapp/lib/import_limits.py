@@ -4,6 +4,7 @@ message that refuses an input over it, so whoever reads the message knows what t
 The readers take an `ImportLimits` (no Django here); `webapp.corpus.importing.import_limits()`
 reads the settings at the start of each import, so a changed setting applies to the next import.
 """
+
 from dataclasses import dataclass
 
 

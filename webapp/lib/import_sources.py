@@ -20,6 +20,7 @@ brat .ann files are parsed in `brat`. Shape checks that need no database (types,
 span order, metadata, the size limits of `limits`) happen here; the importer adds the checks
 that need the corpus, the task catalog or the whole file.
 """
+
 import csv
 import json
 import math
@@ -168,8 +169,11 @@ def read_annotations(path: Path, problems: Problems, limits: ImportLimits) -> It
 def _evidence_ok(evidence, source, line, problems, limits) -> bool:
     """Shape and count; overlapping spans are kept as given, with a warning."""
     if isinstance(evidence, list) and len(evidence) > limits.evidence_spans:
-        problems.add(source, line, over_limit("field 'evidence'", len(evidence), limits.evidence_spans,
-                                              "IMPORT_MAX_EVIDENCE_SPANS", "spans"))
+        problems.add(
+            source,
+            line,
+            over_limit("field 'evidence'", len(evidence), limits.evidence_spans, "IMPORT_MAX_EVIDENCE_SPANS", "spans"),
+        )
         return False
     shape_problems = _span_shape_problems(evidence)
     for message in shape_problems:
@@ -215,9 +219,12 @@ def _notes_from_jsonl(path: Path, problems: Problems, limits: ImportLimits) -> I
                     extra_names.update(extra)
             yield record
     if extra_lines:
-        problems.warn(source, first_extra_line,
-                      f"{extra_lines:,} line(s), this one first, have fields besides id, text and metadata "
-                      f"({', '.join(_names(sorted(extra_names)))}); they were kept in each note's metadata")
+        problems.warn(
+            source,
+            first_extra_line,
+            f"{extra_lines:,} line(s), this one first, have fields besides id, text and metadata "
+            f"({', '.join(_names(sorted(extra_names)))}); they were kept in each note's metadata",
+        )
 
 
 class _RowTooLong(Exception):
@@ -296,16 +303,29 @@ def _notes_from_csv(path: Path, problems: Problems, limits: ImportLimits) -> Ite
 
 def _header_ok(header: list[str], source: str, problems: Problems) -> bool:
     if len(header) > MAX_CSV_COLUMNS:
-        problems.add(source, 1, over_limit("the CSV header", len(header), MAX_CSV_COLUMNS, "MAX_CSV_COLUMNS in "
-                                           "webapp/lib/import_sources.py", "columns"))
+        problems.add(
+            source,
+            1,
+            over_limit(
+                "the CSV header",
+                len(header),
+                MAX_CSV_COLUMNS,
+                "MAX_CSV_COLUMNS in webapp/lib/import_sources.py",
+                "columns",
+            ),
+        )
         return False
     missing = [c for c in ("id", "text") if c not in header]
     if missing:
         # The first line may be data: say how many columns it has, never what they hold.
         lower = {name.lower() for name in header}
         hint = "; column names are case-sensitive" if any(c in lower for c in missing) else ""
-        problems.add(source, 1, f"the first line must be a header naming the columns id and text (missing: "
-                                f"{', '.join(missing)}; it has {len(header):,} column(s){hint})")
+        problems.add(
+            source,
+            1,
+            f"the first line must be a header naming the columns id and text (missing: "
+            f"{', '.join(missing)}; it has {len(header):,} column(s){hint})",
+        )
         return False
     duplicated = sorted(name for name, count in Counter(header).items() if count > 1)
     if duplicated:
@@ -315,9 +335,11 @@ def _header_ok(header: list[str], source: str, problems: Problems) -> bool:
 
 
 def _row_too_long(limits: ImportLimits) -> str:
-    return (f"the CSV row starting here has more than {limits.csv_row_chars:,} characters, more than a note of "
-            f"{limits.note_chars:,} characters (IMPORT_MAX_NOTE_CHARS) and its metadata can take (is a quote "
-            "left open?); nothing after it was read")
+    return (
+        f"the CSV row starting here has more than {limits.csv_row_chars:,} characters, more than a note of "
+        f"{limits.note_chars:,} characters (IMPORT_MAX_NOTE_CHARS) and its metadata can take (is a quote "
+        "left open?); nothing after it was read"
+    )
 
 
 # --- notes: brat standoff -------------------------------------------------------------------
@@ -350,9 +372,13 @@ def _notes_from_brat(folder: Path, problems: Problems, limits: ImportLimits) -> 
         if record:
             yield record
     if other_lines:
-        problems.warn(folder.name, None, f"{other_lines:,} relation, event, attribute, normalization or note "
-                                         f"line(s) in {other_files:,} .ann file(s) were checked but not imported "
-                                         "(only entities are)")
+        problems.warn(
+            folder.name,
+            None,
+            f"{other_lines:,} relation, event, attribute, normalization or note "
+            f"line(s) in {other_files:,} .ann file(s) were checked but not imported "
+            "(only entities are)",
+        )
 
 
 def _brat_name_ok(path: Path, problems: Problems) -> bool:
@@ -380,7 +406,9 @@ def _note(source, line, raw_id, text, metadata, problems, limits) -> NoteRecord 
         return None
     if len(text) > limits.note_chars:
         what = f"note {external_id!r}" if external_id else "field 'text'"
-        problems.add(source, line, over_limit(what, len(text), limits.note_chars, "IMPORT_MAX_NOTE_CHARS", "characters"))
+        problems.add(
+            source, line, over_limit(what, len(text), limits.note_chars, "IMPORT_MAX_NOTE_CHARS", "characters")
+        )
         return None
     if not text.strip():
         problems.add(source, line, "field 'text' is empty")

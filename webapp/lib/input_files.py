@@ -23,6 +23,7 @@ would unpack past the one budget of the zip (whose members' declared sizes are c
 Messages hold file names, line numbers, byte values and sizes: never the text itself.
 No Django here.
 """
+
 import bz2
 import gzip
 import lzma
@@ -36,11 +37,18 @@ from webapp.lib.import_limits import ImportLimits
 
 BOM = b"\xef\xbb\xbf"
 UNICODE_BOMS = (  # UTF-32 first: its little-endian mark begins with UTF-16's
-    (b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"),
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
 )
 MAGIC = (
-    (b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"),
-    (b"PK\x03\x04", "zip"), (b"PK\x05\x06", "zip"), (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bz2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"PK\x03\x04", "zip"),
+    (b"PK\x05\x06", "zip"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
 )
 OPENERS = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}
 NAMED = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip", ".zst": "zstd"}
@@ -84,8 +92,9 @@ class open_lines:
     characters instead, so the parser keeps its place (the problem already stops the import).
     """
 
-    def __init__(self, path: Path, problems, limits: ImportLimits, keep_bad_lines: bool = False,
-                 text_only: bool = False):
+    def __init__(
+        self, path: Path, problems, limits: ImportLimits, keep_bad_lines: bool = False, text_only: bool = False
+    ):
         self.path, self.problems, self.limits = path, problems, limits
         self.source = path.name
         self.keep_bad_lines = keep_bad_lines
@@ -131,17 +140,24 @@ class open_lines:
             line_no += 1
             unpacked += len(raw)
             if line_no > limits.lines:
-                problems.add(source, line_no, f"the file has more than {limits.lines:,} lines, the limit "
-                                              "(IMPORT_MAX_LINES); nothing after it was read")
+                problems.add(
+                    source,
+                    line_no,
+                    f"the file has more than {limits.lines:,} lines, the limit "
+                    "(IMPORT_MAX_LINES); nothing after it was read",
+                )
                 return
             if line_no == 1:
                 refused = next((name for mark, name in UNICODE_BOMS if raw.startswith(mark)), None)
                 if refused:
-                    problems.add(source, 1, f"the file is {refused} text (it starts with a {refused} byte order "
-                                            "mark); save it as UTF-8")
+                    problems.add(
+                        source,
+                        1,
+                        f"the file is {refused} text (it starts with a {refused} byte order mark); save it as UTF-8",
+                    )
                     return
                 if raw.startswith(BOM):
-                    raw = raw[len(BOM):]
+                    raw = raw[len(BOM) :]
                     problems.warn(source, 1, "the file starts with a UTF-8 byte order mark; it was ignored")
             if len(raw) > limits.line_bytes:
                 try:
@@ -152,9 +168,13 @@ class open_lines:
                 if compressed and unpacked > limits.unpacked_bytes:  # stopped inside the line: one problem
                     problems.add(source, line_no, _unpacked_too_large(kind, limits))
                     return
-                problems.add(source, line_no, f"the line has {length:,} bytes or more, more than a note of "
-                                              f"{limits.note_chars:,} characters (IMPORT_MAX_NOTE_CHARS) and "
-                                              f"its metadata can take")
+                problems.add(
+                    source,
+                    line_no,
+                    f"the line has {length:,} bytes or more, more than a note of "
+                    f"{limits.note_chars:,} characters (IMPORT_MAX_NOTE_CHARS) and "
+                    f"its metadata can take",
+                )
                 continue
             if compressed and unpacked > limits.unpacked_bytes:
                 problems.add(source, line_no, _unpacked_too_large(kind, limits))
@@ -183,8 +203,12 @@ def read_text_file(path: Path, problems, limits: ImportLimits) -> str | None:
     try:
         size = path.stat().st_size
         if size > most:
-            problems.add(path.name, None, f"has {size:,} bytes, more than a note of {limits.note_chars:,} characters "
-                                          "can take (IMPORT_MAX_NOTE_CHARS)")
+            problems.add(
+                path.name,
+                None,
+                f"has {size:,} bytes, more than a note of {limits.note_chars:,} characters "
+                "can take (IMPORT_MAX_NOTE_CHARS)",
+            )
             return None
         data = path.read_bytes()
     except OSError as exc:
@@ -192,13 +216,17 @@ def read_text_file(path: Path, problems, limits: ImportLimits) -> str | None:
         return None
     refused = next((name for mark, name in UNICODE_BOMS if data.startswith(mark)), None)
     if refused:
-        problems.add(path.name, 1, f"the file is {refused} text (it starts with a {refused} byte order mark); "
-                                   "save it as UTF-8")
+        problems.add(
+            path.name, 1, f"the file is {refused} text (it starts with a {refused} byte order mark); save it as UTF-8"
+        )
         return None
     if data.startswith(BOM):
-        data = data[len(BOM):]
-        problems.warn(path.name, 1, "the file starts with a UTF-8 byte order mark; it was ignored (offsets count "
-                                    "from the character after it)")
+        data = data[len(BOM) :]
+        problems.warn(
+            path.name,
+            1,
+            "the file starts with a UTF-8 byte order mark; it was ignored (offsets count from the character after it)",
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -237,10 +265,10 @@ def declared_zip_entries(archive: Path) -> int | None:
         at = tail.rfind(_END_OF_DIRECTORY)
         if at < 0 or len(tail) < at + 22:
             return None
-        entries = int.from_bytes(tail[at + 10:at + 12], "little")
+        entries = int.from_bytes(tail[at + 10 : at + 12], "little")
         locator = at - 20
-        if entries == 0xFFFF and locator >= 0 and tail[locator:locator + 4] == _ZIP64_LOCATOR:
-            record_at = int.from_bytes(tail[locator + 8:locator + 16], "little")
+        if entries == 0xFFFF and locator >= 0 and tail[locator : locator + 4] == _ZIP64_LOCATOR:
+            record_at = int.from_bytes(tail[locator + 8 : locator + 16], "little")
             fh.seek(record_at)
             record = fh.read(56)
             if record[:4] == _ZIP64_END_OF_DIRECTORY and len(record) == 56:
@@ -262,16 +290,21 @@ def unzip_brat(archive: Path, target: Path, problems, limits: ImportLimits) -> P
             members = [m for m in zf.infolist() if not m.is_dir()]
             unpacked = sum(m.file_size for m in members)  # zipfile never reads past a member's declared size
             if len(members) > MAX_ZIP_MEMBERS:
-                problems.add(archive.name, None, f"the archive holds {len(members):,} files; the limit is "
-                                                 f"{MAX_ZIP_MEMBERS:,}")
+                problems.add(
+                    archive.name, None, f"the archive holds {len(members):,} files; the limit is {MAX_ZIP_MEMBERS:,}"
+                )
                 return None
             if unpacked > limits.unpacked_bytes:
                 problems.add(archive.name, None, _unpacked_too_large("zip", limits))
                 return None
             brat = [m for m in members if _is_brat_member(m)]
             if members and not brat:
-                problems.add(archive.name, None, "the archive holds no brat files (.txt and .ann); a JSONL or CSV "
-                                                 "file may be compressed with gzip, bz2 or xz instead")
+                problems.add(
+                    archive.name,
+                    None,
+                    "the archive holds no brat files (.txt and .ann); a JSONL or CSV "
+                    "file may be compressed with gzip, bz2 or xz instead",
+                )
                 return None
             target.mkdir(parents=True)
             for member in brat:
@@ -283,8 +316,11 @@ def unzip_brat(archive: Path, target: Path, problems, limits: ImportLimits) -> P
                     with zf.open(member) as src, (target / name).open("wb") as dst:
                         shutil.copyfileobj(src, dst)
                 except (RuntimeError, NotImplementedError, *BROKEN_ARCHIVE):
-                    problems.add(archive.name, None, f"{name!r} could not be unpacked (encrypted, compressed "
-                                                     "in an unsupported way, or corrupt)")
+                    problems.add(
+                        archive.name,
+                        None,
+                        f"{name!r} could not be unpacked (encrypted, compressed in an unsupported way, or corrupt)",
+                    )
                     return None
     except (zipfile.BadZipFile, ValueError, *BROKEN_ARCHIVE):  # ValueError: a name flagged UTF-8 that is not
         problems.add(archive.name, None, "not a valid zip archive (truncated or corrupt)")
@@ -316,5 +352,6 @@ def _broken(kind: str, lines_read: int) -> str:
 
 
 def _unpacked_too_large(kind: str, limits: ImportLimits) -> str:
-    return (f"the {kind} data unpacks to more than {limits.unpacked_bytes:,} bytes, the limit "
-            "(IMPORT_MAX_UNPACKED_BYTES)")
+    return (
+        f"the {kind} data unpacks to more than {limits.unpacked_bytes:,} bytes, the limit (IMPORT_MAX_UNPACKED_BYTES)"
+    )

@@ -30,6 +30,7 @@ matter, and each segment carries both heats and their signed difference (first m
 per-character scores; characters no source token covers count 0), so token-level metrics of
 ml.metrics apply to two tokenisations.
 """
+
 from __future__ import annotations
 
 import html
@@ -98,12 +99,26 @@ def diff_legend() -> list[dict]:
     step = (1 - DIFF_NEUTRAL) / DIFF_LEVELS
     out = []
     for k in range(DIFF_LEVELS, 0, -1):
-        out.append({"level": k, "css": f"dA{k}", "low": DIFF_NEUTRAL + (k - 1) * step, "high": DIFF_NEUTRAL + k * step,
-                    "side": "first"})
+        out.append(
+            {
+                "level": k,
+                "css": f"dA{k}",
+                "low": DIFF_NEUTRAL + (k - 1) * step,
+                "high": DIFF_NEUTRAL + k * step,
+                "side": "first",
+            }
+        )
     out.append({"level": 0, "css": "d0", "low": 0.0, "high": DIFF_NEUTRAL, "side": "neither"})
     for k in range(1, DIFF_LEVELS + 1):
-        out.append({"level": -k, "css": f"dB{k}", "low": DIFF_NEUTRAL + (k - 1) * step,
-                    "high": DIFF_NEUTRAL + k * step, "side": "second"})
+        out.append(
+            {
+                "level": -k,
+                "css": f"dB{k}",
+                "low": DIFF_NEUTRAL + (k - 1) * step,
+                "high": DIFF_NEUTRAL + k * step,
+                "side": "second",
+            }
+        )
     return out
 
 
@@ -116,7 +131,7 @@ def char_owner(offsets, n_chars: int) -> np.ndarray:
     off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
     for t, (s, e) in enumerate(off.tolist()):
         if e > s:
-            owner[max(s, 0):min(e, n_chars)] = t
+            owner[max(s, 0) : min(e, n_chars)] = t
     return owner
 
 
@@ -198,8 +213,7 @@ def segments(text: str, offsets, scores, peaks: Sequence[Span] = (), gold: Seque
         w = word_list[a]
         score = values[w] if w >= 0 else None
         p = peak_list[a]
-        out.append(Segment(a, b, score, levels[w] if score is not None else None, p if p >= 0 else None,
-                           gold_list[a]))
+        out.append(Segment(a, b, score, levels[w] if score is not None else None, p if p >= 0 else None, gold_list[a]))
     return out
 
 
@@ -217,8 +231,15 @@ def token_levels(scores) -> np.ndarray:
     return np.clip((x * LEVELS).astype(np.int64), 0, LEVELS - 1)
 
 
-def segments_html(text: str, segs: Sequence[Segment], *, peak_classes: Sequence[str] = (), titles: bool = True,
-                  first_peak: int = 0, markers: Mapping[int, str] | None = None) -> str:
+def segments_html(
+    text: str,
+    segs: Sequence[Segment],
+    *,
+    peak_classes: Sequence[str] = (),
+    titles: bool = True,
+    first_peak: int = 0,
+    markers: Mapping[int, str] | None = None,
+) -> str:
     """HTML of the segments (see module doc). `peak_classes[i]` is added to peak i's mark
     (e.g. its review state). Peaks are numbered from `first_peak` (a window's first peak in the
     note). `markers` {offset: HTML} are written, as given, before the first segment starting at
@@ -236,10 +257,12 @@ def segments_html(text: str, segs: Sequence[Segment], *, peak_classes: Sequence[
             if s.peak is not None:
                 extra = peak_classes[s.peak] if s.peak < len(peak_classes) else ""
                 number = s.peak + first_peak
-                out.append(f'<mark class="peak {extra}" id="peak-{number}" data-peak="{number}" data-n="{number + 1}" '
-                           f'tabindex="-1">')
+                out.append(
+                    f'<mark class="peak {extra}" id="peak-{number}" data-peak="{number}" data-n="{number + 1}" '
+                    f'tabindex="-1">'
+                )
             open_peak = s.peak
-        piece = escape(text[s.start:s.end], quote=False)
+        piece = escape(text[s.start : s.end], quote=False)
         classes = []
         if s.level is not None:
             classes.append(f"r{s.level}")
@@ -299,7 +322,7 @@ def diff_html(text: str, segs: Sequence[DiffSegment], *, markers: Mapping[int, s
     for s in segs:
         while pending and pending[0][0] <= s.start:
             out.append(pending.pop(0)[1])
-        piece = escape(text[s.start:s.end], quote=False)
+        piece = escape(text[s.start : s.end], quote=False)
         if s.first is None and s.second is None and not s.gold:
             out.append(piece)
             continue

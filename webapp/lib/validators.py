@@ -26,6 +26,7 @@ What a message shows of a value from the file goes through `quoted` (escaped, cu
 quotes, so the audit log's reason categories leave it out) and every problem line through
 `printable` (no control character can reach a page, a log or a jsonb column).
 """
+
 import json
 import math
 import re
@@ -41,8 +42,13 @@ MAX_METADATA_PROBLEMS = 5  # per note: the first few say what to fix
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # C0 and DEL, but tab, LF and CR
 _KEY_CONTROL = re.compile("[\x00-\x1f\x7f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_HIDDEN = {"Cc": "the control character", "Cs": "an unpaired surrogate", "Cf": "the invisible format character",
-           "Zl": "the line separator", "Zp": "the paragraph separator"}
+_HIDDEN = {
+    "Cc": "the control character",
+    "Cs": "an unpaired surrogate",
+    "Cf": "the invisible format character",
+    "Zl": "the line separator",
+    "Zp": "the paragraph separator",
+}
 SHOWN_CHARS = 40  # of a value quoted in a message
 
 

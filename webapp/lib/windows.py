@@ -14,6 +14,7 @@ window: no per-character object is built.
 
 Pure (standard library only): the review note page and the corpus note page both cut through here.
 """
+
 from __future__ import annotations
 
 import bisect

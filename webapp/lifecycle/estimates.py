@@ -19,6 +19,7 @@ settings.LAUNCH_CONFIRM_AMOUNT units) a launch needs a second, explicit confirma
 re-renders the form with the estimate and a confirm button that posts `confirmed`, the amount shown,
 and launches only when the posted amount covers the amount asked for now.
 """
+
 from __future__ import annotations
 
 import math
@@ -113,19 +114,21 @@ def from_rate(amount: int, unit: str, samples: list[tuple[float, float]], *, wor
     model on the queue `queue_name`."""
     measured = [(done, seconds) for done, seconds in samples if done and seconds and seconds > 0]
     if not measured:
-        return Estimate(amount, unit, None, f"no measured rate yet for {work}s of this model on the {queue_name} queue",
-                        queue_name)
+        return Estimate(
+            amount, unit, None, f"no measured rate yet for {work}s of this model on the {queue_name} queue", queue_name
+        )
     rate = sum(done for done, _ in measured) / sum(seconds for _, seconds in measured)
     count = len(measured)
-    basis = (f"measured on {count} earlier {work}{'' if count == 1 else 's'} of this model on the {queue_name} "
-             f"queue ({rate:.3g} {unit}/s)")
+    basis = (
+        f"measured on {count} earlier {work}{'' if count == 1 else 's'} of this model on the {queue_name} "
+        f"queue ({rate:.3g} {unit}/s)"
+    )
     return Estimate(amount, unit, amount / rate, basis, queue_name)
 
 
 def _elapsed(rows) -> list[tuple[float, float]]:
     """(units, seconds) from (units, started, finished) rows."""
-    return [(units, (finished - started).total_seconds()) for units, started, finished in rows
-            if started and finished]
+    return [(units, (finished - started).total_seconds()) for units, started, finished in rows if started and finished]
 
 
 # Relevance jobs: prompts = notes x tasks per note; rate = prompts / seconds of computing of the
@@ -135,18 +138,22 @@ def relevance_job(spec) -> Estimate:
     if spec.note_filter.get("limit"):
         notes = min(notes, spec.note_filter["limit"])
     per_note = spec.sample_k if spec.task_selection == RelevanceJob.TaskSelection.SAMPLE else len(spec.task_pool())
-    earlier = (RelevanceJob.objects.filter(model_version=spec.model_version, done__gt=0, seconds_done__gt=0)
-               .order_by("-pk").values_list("done", "seconds_done")[:RATE_SAMPLE])
-    return from_rate(notes * per_note, "prompts", list(earlier), work="job",
-                     queue_name=queue.queue_of(jobs.RUN_CHUNK))
+    earlier = (
+        RelevanceJob.objects.filter(model_version=spec.model_version, done__gt=0, seconds_done__gt=0)
+        .order_by("-pk")
+        .values_list("done", "seconds_done")[:RATE_SAMPLE]
+    )
+    return from_rate(notes * per_note, "prompts", list(earlier), work="job", queue_name=queue.queue_of(jobs.RUN_CHUNK))
 
 
 # Dataset builds: relevance maps read; rate = maps / wall time of earlier finished builds.
 def dataset_build(model_version, maps: int) -> Estimate:
-    earlier = (DatasetVersion.objects.filter(model_version=model_version, status=JobStatus.DONE, maps_total__gt=0)
-               .order_by("-finished").values_list("maps_total", "started", "finished")[:RATE_SAMPLE])
-    return from_rate(maps, "maps", _elapsed(earlier), work="build",
-                     queue_name=queue.queue_of(BUILD_TASK))
+    earlier = (
+        DatasetVersion.objects.filter(model_version=model_version, status=JobStatus.DONE, maps_total__gt=0)
+        .order_by("-finished")
+        .values_list("maps_total", "started", "finished")[:RATE_SAMPLE]
+    )
+    return from_rate(maps, "maps", _elapsed(earlier), work="build", queue_name=queue.queue_of(BUILD_TASK))
 
 
 # Training runs: optimizer steps, as ml.training.loop counts them; rate = steps / wall time of
@@ -166,11 +173,16 @@ def training_run(spec) -> Estimate | None:
     steps = max(1, math.ceil(train.get("epochs", 1.0) * math.ceil(examples / train["effective_batch_size"])))
     if train.get("max_steps"):
         steps = min(steps, train["max_steps"])
-    earlier = (TrainingRun.objects.filter(model_version=spec.model_version, kind=spec.kind, status=JobStatus.DONE,
-                                          total_steps__gt=0)
-               .order_by("-finished").values_list("total_steps", "started", "finished")[:RATE_SAMPLE])
-    return from_rate(steps, "steps", _elapsed(earlier), work=f"{spec.kind} run",
-                     queue_name=queue.queue_of(TRAINING_TASK))
+    earlier = (
+        TrainingRun.objects.filter(
+            model_version=spec.model_version, kind=spec.kind, status=JobStatus.DONE, total_steps__gt=0
+        )
+        .order_by("-finished")
+        .values_list("total_steps", "started", "finished")[:RATE_SAMPLE]
+    )
+    return from_rate(
+        steps, "steps", _elapsed(earlier), work=f"{spec.kind} run", queue_name=queue.queue_of(TRAINING_TASK)
+    )
 
 
 # Evaluations: prompts = annotated pairs (at most max_pairs) x configurations; rate = the
@@ -183,8 +195,15 @@ def evaluation(spec) -> Estimate:
     if spec.max_pairs is not None:
         pairs = min(pairs, spec.max_pairs)
     configs = len(set(spec.methods)) * len(set(spec.explains))
-    earlier = (RelevanceEvaluation.objects.filter(model_version=spec.model_version, done__gt=0,
-                                                  seconds_per_prompt__gt=0)
-               .order_by("-pk").values_list("done", "seconds_per_prompt")[:RATE_SAMPLE])
-    return from_rate(pairs * configs, "prompts", [(done, done * spp) for done, spp in earlier],
-                     work="evaluation", queue_name=queue.queue_of(EVALUATION_TASK))
+    earlier = (
+        RelevanceEvaluation.objects.filter(model_version=spec.model_version, done__gt=0, seconds_per_prompt__gt=0)
+        .order_by("-pk")
+        .values_list("done", "seconds_per_prompt")[:RATE_SAMPLE]
+    )
+    return from_rate(
+        pairs * configs,
+        "prompts",
+        [(done, done * spp) for done, spp in earlier],
+        work="evaluation",
+        queue_name=queue.queue_of(EVALUATION_TASK),
+    )

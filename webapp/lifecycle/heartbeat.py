@@ -12,6 +12,7 @@ even while the work runs inside one long transaction (an atomic import). A beat 
 database is briefly away) is retried at the next one; the unit only looks lost once beats have
 failed for WORK_STALL_SECONDS.
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,8 +37,9 @@ class Heartbeat:
         self._pending: dict = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{type(unit).__name__}-{unit.pk}",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"heartbeat-{type(unit).__name__}-{unit.pk}", daemon=True
+        )
 
     def report(self, **fields) -> None:
         """Progress fields (e.g. done=120) to write with the next beat."""
@@ -70,7 +72,7 @@ class Heartbeat:
         finally:
             connection.close()  # this thread's own connection
 
-    def __enter__(self) -> "Heartbeat":
+    def __enter__(self) -> Heartbeat:
         self._thread.start()
         return self
 

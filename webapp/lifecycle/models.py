@@ -1,4 +1,5 @@
 """The abstract row every unit of long work inherits: status, who holds it, its heartbeat."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -21,8 +22,9 @@ class WorkUnit(models.Model):
     status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
     attempts = models.PositiveSmallIntegerField(default=0, help_text="claims so far; a worker writes only its own")
     worker = models.CharField(max_length=200, blank=True, help_text="the worker that holds it (or held it last)")
-    heartbeat = models.DateTimeField(null=True, blank=True,
-                                     help_text="last sign of life of its worker (queued: when it was sent)")
+    heartbeat = models.DateTimeField(
+        null=True, blank=True, help_text="last sign of life of its worker (queued: when it was sent)"
+    )
     error = models.TextField(blank=True)
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)

@@ -1,4 +1,5 @@
 """Rate and time left for any kind of work, from what it has done and how long that took."""
+
 from __future__ import annotations
 
 from datetime import timedelta

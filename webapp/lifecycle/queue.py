@@ -1,5 +1,6 @@
 """Sending work to the queue by task name (the web app never imports `workers/`), and asking the
 broker how many messages wait in a queue."""
+
 from __future__ import annotations
 
 import logging
@@ -39,9 +40,11 @@ def send(task_name: str, *ids: int) -> int:
                 sent += 1
     except Exception as exc:  # kombu raises several connection error types
         log.error("%s: could not enqueue (%s) after %s of %s messages", task_name, type(exc).__name__, sent, len(ids))
-        raise QueueUnavailable(f"The task queue could not be reached ({type(exc).__name__}); {sent} of {len(ids)} "
-                               "messages were sent. Work that was not sent is sent again automatically once "
-                               "the queue is back (or press Resume).") from None
+        raise QueueUnavailable(
+            f"The task queue could not be reached ({type(exc).__name__}); {sent} of {len(ids)} "
+            "messages were sent. Work that was not sent is sent again automatically once "
+            "the queue is back (or press Resume)."
+        ) from None
     return sent
 
 
@@ -69,4 +72,3 @@ def waiting_messages(queue: str) -> int | None:
     except Exception as exc:  # noqa: BLE001 - an unreachable broker: the sweeper tries again later
         log.warning("could not read the size of queue %s (%s)", queue, type(exc).__name__)
         return None
-

@@ -14,6 +14,7 @@ worker is ready, see workers.celery_app), for every kind of work in KINDS:
 Both are harmless when wrong: a claim is atomic and a unit held by a live worker is never
 claimed twice (webapp.lifecycle.units.claim), so an extra message finds nothing to do.
 """
+
 from __future__ import annotations
 
 import logging
@@ -58,14 +59,27 @@ class Kind:
 
 #: Every kind of long work. A new kind of work adds one line here (docs/ARCHITECTURE.md).
 KINDS = (
-    Kind("relevance plan", "pipeline.RelevanceJob", "workers.relevance.plan_job",
-         sweep="webapp.pipeline.planning:sweep"),
-    Kind("relevance chunk", "pipeline.RelevanceChunk", "workers.relevance.run_chunk",
-         sweep="webapp.pipeline.chunks:sweep"),
-    Kind("dataset build", "datasets.DatasetVersion", "workers.datasets.build_dataset",
-         on_cancelled="webapp.datasets.launch:builds_cancelled"),
-    Kind("export", "datasets.DatasetExport", "workers.datasets.export_dataset",
-         on_cancelled="webapp.datasets.launch:exports_cancelled"),
+    Kind(
+        "relevance plan", "pipeline.RelevanceJob", "workers.relevance.plan_job", sweep="webapp.pipeline.planning:sweep"
+    ),
+    Kind(
+        "relevance chunk",
+        "pipeline.RelevanceChunk",
+        "workers.relevance.run_chunk",
+        sweep="webapp.pipeline.chunks:sweep",
+    ),
+    Kind(
+        "dataset build",
+        "datasets.DatasetVersion",
+        "workers.datasets.build_dataset",
+        on_cancelled="webapp.datasets.launch:builds_cancelled",
+    ),
+    Kind(
+        "export",
+        "datasets.DatasetExport",
+        "workers.datasets.export_dataset",
+        on_cancelled="webapp.datasets.launch:exports_cancelled",
+    ),
     Kind("training run", "training.TrainingRun", "workers.training.run_training"),
     Kind("evaluation", "evaluation.RelevanceEvaluation", "workers.evaluation.run_evaluation"),
     Kind("import", "corpus.ImportJob", "workers.imports.run_import"),
@@ -87,23 +101,27 @@ def requeue_lost_workers(kind: Kind, now=None) -> list[int]:
     model = kind.model_class()
     requeued, cancelled = [], []
     for pk, worker, heartbeat, status in model.objects.filter(units.lost(now)).values_list(
-            "pk", "worker", "heartbeat", "status")[:BATCH]:
+        "pk", "worker", "heartbeat", "status"
+    )[:BATCH]:
         if status == JobStatus.CANCELLING:
             if model.objects.filter(units.lost(now), pk=pk).update(status=JobStatus.CANCELLED, finished=Now()):
                 cancelled.append(pk)
             continue
         when = f" at {timezone.localtime(heartbeat):%H:%M:%S}" if heartbeat else ""
         moved = model.objects.filter(units.lost(now), pk=pk, status=JobStatus.RUNNING).update(
-            status=JobStatus.QUEUED, heartbeat=Now(),
+            status=JobStatus.QUEUED,
+            heartbeat=Now(),
             error=f"Worker {worker or '?'} was lost{when} (no heartbeat for {settings.WORK_STALL_SECONDS} s); "
-                  "queued again automatically.")
+            "queued again automatically.",
+        )
         if moved:
             requeued.append(pk)
     if cancelled and kind.on_cancelled:
         import_string(kind.on_cancelled.replace(":", "."))(cancelled)
     if requeued:
-        log.warning("%s: %s units queued again after their worker was lost: %s", kind.name, len(requeued),
-                    requeued[:20])
+        log.warning(
+            "%s: %s units queued again after their worker was lost: %s", kind.name, len(requeued), requeued[:20]
+        )
         send(kind, requeued)
     return requeued
 
@@ -112,8 +130,9 @@ def resend_lost_messages(kind: Kind, now=None) -> list[int]:
     """Send again the units of this kind that have waited longer than the grace period while
     their queue is empty (their message is gone); returns their ids."""
     model = kind.model_class()
-    waiting = model.objects.filter(status=JobStatus.QUEUED,
-                                   heartbeat__lt=units.before(settings.WORK_REQUEUE_GRACE_SECONDS, now))
+    waiting = model.objects.filter(
+        status=JobStatus.QUEUED, heartbeat__lt=units.before(settings.WORK_REQUEUE_GRACE_SECONDS, now)
+    )
     if not waiting.exists():
         return []
     if queue.waiting_messages(kind.queue) != 0:  # messages still wait (or the broker cannot say)
@@ -169,8 +188,12 @@ def stop_sweeper() -> None:
 def _loop(worker: str) -> None:
     from webapp.lifecycle import visibility
 
-    log.info("recovery sweeper started in %s (every %s s, stall after %s s)", worker or "this process",
-             settings.WORK_SWEEP_SECONDS, settings.WORK_STALL_SECONDS)
+    log.info(
+        "recovery sweeper started in %s (every %s s, stall after %s s)",
+        worker or "this process",
+        settings.WORK_SWEEP_SECONDS,
+        settings.WORK_STALL_SECONDS,
+    )
     try:
         while True:
             started = time.monotonic()

@@ -1,4 +1,5 @@
 """The statuses every unit of work goes through (webapp.lifecycle)."""
+
 from django.db import models
 
 

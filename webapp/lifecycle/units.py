@@ -11,12 +11,14 @@
 number, still held. A worker whose unit was taken over (its heartbeat went stale and another
 worker claimed it) or cancelled finds nothing to update and stops.
 """
+
 from __future__ import annotations
 
 from datetime import timedelta
 
 from django.db.models import DateTimeField, ExpressionWrapper, F, Q
 from django.db.models.functions import Coalesce, Now
+
 from webapp.lifecycle.models import WorkUnit, stall_seconds
 from webapp.lifecycle.status import HELD, RESUMABLE, JobStatus
 
@@ -38,8 +40,11 @@ def before(seconds: float, now=None):
 def lost(now=None, held=HELD) -> Q:
     """Held by a worker that stopped beating WORK_STALL_SECONDS ago (killed, machine lost)."""
     stale = stale_before(now)
-    return Q(status__in=held) & (Q(heartbeat__lt=stale) | Q(heartbeat__isnull=True, started__lt=stale)
-                                 | Q(heartbeat__isnull=True, started__isnull=True))
+    return Q(status__in=held) & (
+        Q(heartbeat__lt=stale)
+        | Q(heartbeat__isnull=True, started__lt=stale)
+        | Q(heartbeat__isnull=True, started__isnull=True)
+    )
 
 
 def claim(model: type[WorkUnit], pk: int, worker: str = "", *, select_related=(), **changes) -> WorkUnit | None:
@@ -49,8 +54,14 @@ def claim(model: type[WorkUnit], pk: int, worker: str = "", *, select_related=()
     the sweeper, which ends it cancelled with its kind's clean-up.)"""
     rows = model.objects.filter(pk=pk)
     claimed = rows.filter(Q(status=JobStatus.QUEUED) | (lost() & Q(status=JobStatus.RUNNING))).update(
-        status=JobStatus.RUNNING, attempts=F("attempts") + 1, worker=worker[:200], heartbeat=Now(),
-        started=Coalesce(F("started"), Now()), finished=None, **changes)
+        status=JobStatus.RUNNING,
+        attempts=F("attempts") + 1,
+        worker=worker[:200],
+        heartbeat=Now(),
+        started=Coalesce(F("started"), Now()),
+        finished=None,
+        **changes,
+    )
     if not claimed:
         return None
     queryset = model.objects.select_related(*select_related) if select_related else model.objects
@@ -77,8 +88,7 @@ def finish(unit: WorkUnit, **fields) -> bool:
 
 
 def fail(unit: WorkUnit, message: str, **fields) -> bool:
-    return owned(unit).update(status=JobStatus.FAILED, finished=Now(), heartbeat=Now(), error=message,
-                              **fields) == 1
+    return owned(unit).update(status=JobStatus.FAILED, finished=Now(), heartbeat=Now(), error=message, **fields) == 1
 
 
 def cancelled(unit: WorkUnit, **fields) -> bool:
@@ -95,8 +105,7 @@ def request_cancel(model: type[WorkUnit], pk: int, **changes) -> str | None:
     """queued (or held by a lost worker) -> cancelled at once; running -> cancelling, the worker
     stops at its next safe point. Returns the new status, None if the unit could not be cancelled."""
     rows = model.objects.filter(pk=pk)
-    if rows.filter(Q(status=JobStatus.QUEUED) | lost()).update(status=JobStatus.CANCELLED, finished=Now(),
-                                                                **changes):
+    if rows.filter(Q(status=JobStatus.QUEUED) | lost()).update(status=JobStatus.CANCELLED, finished=Now(), **changes):
         return JobStatus.CANCELLED
     if rows.filter(status=JobStatus.RUNNING).update(status=JobStatus.CANCELLING, **changes):
         return JobStatus.CANCELLING
@@ -105,5 +114,9 @@ def request_cancel(model: type[WorkUnit], pk: int, **changes) -> str | None:
 
 def requeue(model: type[WorkUnit], pk: int, **changes) -> bool:
     """Resume: a cancelled or failed unit, or one held by a lost worker, is queued again."""
-    return model.objects.filter(Q(status__in=RESUMABLE) | lost(), pk=pk).update(
-        status=JobStatus.QUEUED, finished=None, error="", heartbeat=Now(), **changes) == 1
+    return (
+        model.objects.filter(Q(status__in=RESUMABLE) | lost(), pk=pk).update(
+            status=JobStatus.QUEUED, finished=None, error="", heartbeat=Now(), **changes
+        )
+        == 1
+    )

@@ -9,6 +9,7 @@ sweeper), and a worker whose value differs from the one live workers announced r
 With heartbeats and the sweeper (webapp.lifecycle.recovery) the timeout is only a backstop: keep
 it longer than any task (default 6 h).
 """
+
 from __future__ import annotations
 
 import logging
@@ -47,10 +48,12 @@ def check_or_refuse(app=None) -> None:
     client.set(VISIBILITY_KEY, mine, nx=True, ex=VISIBILITY_KEY_TTL)
     theirs = client.get(VISIBILITY_KEY)
     if theirs is not None and int(theirs) != mine:
-        message = (f"REFUSING TO START: this worker's CELERY_VISIBILITY_TIMEOUT is {mine} s but the workers "
-                   f"already running on this broker use {int(theirs)} s. Workers share one Redis unacked store; "
-                   "a different value redelivers other workers' tasks while they run. Start every worker with "
-                   "the same value (README, Configuration).")
+        message = (
+            f"REFUSING TO START: this worker's CELERY_VISIBILITY_TIMEOUT is {mine} s but the workers "
+            f"already running on this broker use {int(theirs)} s. Workers share one Redis unacked store; "
+            "a different value redelivers other workers' tasks while they run. Start every worker with "
+            "the same value (README, Configuration)."
+        )
         log.critical(message)
         raise VisibilityTimeoutMismatch(message)
 

@@ -3,6 +3,7 @@
 Jobs and maps are written by the pipeline only: read-only here (a job is cancelled or resumed
 from its page, which audits it). Map lists never load the binary data.
 """
+
 from django.contrib import admin
 from django.db.models.functions import Length
 
@@ -20,7 +21,18 @@ class ModelVersionAdmin(admin.ModelAdmin):
 
 @admin.register(PeakProfile)
 class PeakProfileAdmin(admin.ModelAdmin):
-    list_display = ["name", "version", "kernel_size", "sigma", "lower", "upper", "strict", "trim", "is_default", "created"]
+    list_display = [
+        "name",
+        "version",
+        "kernel_size",
+        "sigma",
+        "lower",
+        "upper",
+        "strict",
+        "trim",
+        "is_default",
+        "created",
+    ]
     readonly_fields = ["created"]
 
 
@@ -47,8 +59,19 @@ class ChunkInline(admin.TabularInline):
 
 @admin.register(RelevanceJob)
 class RelevanceJobAdmin(ReadOnlyAdmin):
-    list_display = ["id", "status", "corpus", "model_version", "method", "explain", "config_key", "done", "total",
-                    "created_by", "created"]
+    list_display = [
+        "id",
+        "status",
+        "corpus",
+        "model_version",
+        "method",
+        "explain",
+        "config_key",
+        "done",
+        "total",
+        "created_by",
+        "created",
+    ]
     list_filter = ["status", "method", "explain", "model_version"]
     list_select_related = ["corpus", "model_version", "created_by"]
     inlines = [ChunkInline]
@@ -56,8 +79,18 @@ class RelevanceJobAdmin(ReadOnlyAdmin):
 
 @admin.register(RelevanceMap)
 class RelevanceMapAdmin(ReadOnlyAdmin):
-    list_display = ["id", "note_id", "task", "model_version", "method", "config_key", "n_tokens", "size", "job_id",
-                    "created"]
+    list_display = [
+        "id",
+        "note_id",
+        "task",
+        "model_version",
+        "method",
+        "config_key",
+        "n_tokens",
+        "size",
+        "job_id",
+        "created",
+    ]
     list_filter = ["method", "config_key", "model_version"]
     list_select_related = ["task", "model_version"]
     raw_id_fields = ["note", "task", "job"]

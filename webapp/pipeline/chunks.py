@@ -16,6 +16,7 @@ redelivers a message whose worker died; the recovery sweeper sends a lost chunk 
 
 Nothing here logs or stores note text: problems name note and task ids only.
 """
+
 from __future__ import annotations
 
 import logging
@@ -40,7 +41,6 @@ log = logging.getLogger(__name__)
 Chunk = RelevanceChunk.Status
 MAX_ATTEMPTS = 5  # a chunk whose worker dies this many times (out of memory?) fails
 STORE_EVERY = 16  # prompts computed between two writes of maps
-MAP_KEY = ["note", "task", "model_version", "config_key"]
 _TEXT_WINDOW = 16  # a message sharing this many consecutive characters with a note is withheld
 
 
@@ -56,7 +56,8 @@ def claim(chunk_id: int, worker: str = "") -> RelevanceChunk | None:
     """The chunk to run now (with its job), or None when there is nothing to do (a chunk of a
     job still being planned is left for the planner to send)."""
     claimable = RelevanceChunk.objects.filter(Q(status=Chunk.QUEUED) | units.lost(), pk=chunk_id).exclude(
-        job__status=JobStatus.PLANNING)
+        job__status=JobStatus.PLANNING
+    )
     worn_out = claimable.filter(attempts__gte=F("attempts_before_resume") + MAX_ATTEMPTS)
     job_id = RelevanceChunk.objects.filter(pk=chunk_id).values_list("job_id", flat=True).first()
     if job_id is None:
@@ -65,9 +66,11 @@ def claim(chunk_id: int, worker: str = "") -> RelevanceChunk | None:
         jobs.lock_job(job_id)
         gave_up = worn_out.select_for_update().first()
         if gave_up is not None and worn_out.update(
-                status=Chunk.FAILED, finished=Now(),
-                error=f"Gave up after {MAX_ATTEMPTS} attempts: the worker stopped during each one "
-                      "(out of memory, or killed). Try smaller chunks, then Resume."):
+            status=Chunk.FAILED,
+            finished=Now(),
+            error=f"Gave up after {MAX_ATTEMPTS} attempts: the worker stopped during each one "
+            "(out of memory, or killed). Try smaller chunks, then Resume.",
+        ):
             jobs.count_chunk_end(gave_up, Chunk.FAILED)
             jobs.settle(gave_up.job_id)
     if gave_up is not None:
@@ -89,9 +92,13 @@ def todo(chunk: RelevanceChunk) -> list[tuple[int, int]]:
     job = chunk.job
     pairs = [(int(n), int(t)) for n, t in chunk.pairs]
     stored = set(
-        RelevanceMap.objects.for_config(job.method, job.template, job.config_key).filter(
-            model_version_id=job.model_version_id, note_id__in={n for n, _ in pairs}, task_id__in={t for _, t in pairs},
-        ).values_list("note_id", "task_id")
+        RelevanceMap.objects.for_config(job.method, job.template, job.config_key)
+        .filter(
+            model_version_id=job.model_version_id,
+            note_id__in={n for n, _ in pairs},
+            task_id__in={t for _, t in pairs},
+        )
+        .values_list("note_id", "task_id")
     )
     return [pair for pair in pairs if pair not in stored]
 
@@ -152,19 +159,14 @@ def note_batches(pairs: list[tuple[int, int]], size: int):
 def store(chunk: RelevanceChunk, computed: list) -> int:
     """Upsert maps for [((note_id, task_id), RelevanceResult), ...]; returns the count."""
     job = chunk.job
-    maps = [
-        RelevanceMap(
-            note_id=note_id, task_id=task_id, model_version_id=job.model_version_id, method=job.method,
-            template=job.template, config_key=job.config_key, job_id=job.pk, n_tokens=len(result.scores),
-            target_token=result.target_token[:100], data=RelevanceMap.encode(result.offsets, result.scores),
-        )
-        for (note_id, task_id), result in computed
-    ]
-    RelevanceMap.objects.bulk_create(
-        maps, update_conflicts=True, unique_fields=MAP_KEY,
-        update_fields=["job", "n_tokens", "target_token", "data"],
+    return RelevanceMap.objects.store(
+        computed,
+        model_version_id=job.model_version_id,
+        method=job.method,
+        template=job.template,
+        config_key=job.config_key,
+        job_id=job.pk,
     )
-    return len(maps)
 
 
 def finish(chunk: RelevanceChunk, seconds: float, outcome: Outcome) -> bool:
@@ -200,13 +202,15 @@ def sweep(kind, now=None) -> tuple[list[int], list[int]]:
     queues the other lost chunks again and re-sends waiting chunks whose messages were lost."""
     from webapp.lifecycle import recovery
 
-    stopping = RelevanceChunk.objects.filter(units.lost(now), job__status__in=(JobStatus.CANCELLING,
-                                                                               JobStatus.CANCELLED))
-    for chunk in stopping.select_related(None)[:recovery.BATCH]:
+    stopping = RelevanceChunk.objects.filter(
+        units.lost(now), job__status__in=(JobStatus.CANCELLING, JobStatus.CANCELLED)
+    )
+    for chunk in stopping.select_related(None)[: recovery.BATCH]:
         with transaction.atomic():
             jobs.lock_job(chunk.job_id)
             if RelevanceChunk.objects.filter(units.lost(now), pk=chunk.pk).update(
-                    status=Chunk.CANCELLED, finished=Now()):
+                status=Chunk.CANCELLED, finished=Now()
+            ):
                 jobs.count_chunk_end(chunk, Chunk.CANCELLED)
                 jobs.settle(chunk.job_id)
     return recovery.requeue_lost_workers(kind, now), recovery.resend_lost_messages(kind, now)
@@ -244,8 +248,11 @@ def compute_pairs(loaded, compute, batch, texts, descriptions, config, problems:
         return list(zip(batch, results))
     except ValueError as exc:
         if len(batch) > 1:
-            return [item for pair in batch
-                    for item in compute_pairs(loaded, compute, [pair], texts, descriptions, config, problems, what)]
+            return [
+                item
+                for pair in batch
+                for item in compute_pairs(loaded, compute, [pair], texts, descriptions, config, problems, what)
+            ]
         (note_id, task_id), reason = batch[0], str(exc).strip()[:200] if keeps_message(exc) else ""
         if not reason or _quotes(reason, [texts[note_id]]):
             reason = "invalid input"
@@ -260,5 +267,5 @@ def _quotes_a_note(message: str, chunk: RelevanceChunk) -> bool:
 
 
 def _quotes(message: str, texts) -> bool:
-    windows = {message[i:i + _TEXT_WINDOW] for i in range(max(len(message) - _TEXT_WINDOW + 1, 0))}
+    windows = {message[i : i + _TEXT_WINDOW] for i in range(max(len(message) - _TEXT_WINDOW + 1, 0))}
     return any(window in text for text in texts for window in windows)

@@ -2,9 +2,9 @@ import re
 
 from django import forms
 
+from ml.relevance import DTYPES, NORMALISE
 from webapp.corpus.models import Corpus, Note, Task
 from webapp.pipeline.jobs import MAX_CHUNK_SIZE, JobSpec
-from ml.relevance import DTYPES, NORMALISE
 from webapp.pipeline.models import ModelVersion, RelevanceJob
 
 TEMPLATE_CHOICES = [
@@ -14,53 +14,96 @@ TEMPLATE_CHOICES = [
     ("custom", "Custom"),
 ]
 NORMALISE_LABELS = {"abs": "|r| / max |r| (reference code)", "clip": "max(r, 0) / max r (positive relevance only)"}
-DTYPE_LABELS = {"auto": "Auto (bf16 where fast, else float32)", "float32": "float32", "bfloat16": "bfloat16",
-                "float16": "float16 (GPU)"}
+DTYPE_LABELS = {
+    "auto": "Auto (bf16 where fast, else float32)",
+    "float32": "float32",
+    "bfloat16": "bfloat16",
+    "float16": "float16 (GPU)",
+}
 MAX_LISTED = 5
 
 
 class LaunchForm(forms.Form):
     corpus = forms.ModelChoiceField(Corpus.objects.order_by("name"), empty_label=None)
-    limit = forms.IntegerField(min_value=1, required=False, label="Only the first N notes",
-                               help_text="Empty: every note of the corpus")
-    external_ids = forms.CharField(required=False, label="Only these notes", widget=forms.Textarea(attrs={"rows": 3}),
-                                   help_text="Note ids as imported, separated by commas, spaces or new lines")
-    task_selection = forms.ChoiceField(choices=RelevanceJob.TaskSelection.choices, widget=forms.RadioSelect,
-                                       initial=RelevanceJob.TaskSelection.SAMPLE, label="Tasks per note")
-    tasks = forms.ModelMultipleChoiceField(Task.objects.order_by("slug"), required=False,
-                                           widget=forms.SelectMultiple(attrs={"size": 8}), label="Task pool",
-                                           help_text="Required for 'Chosen tasks'; otherwise the tasks to use or "
-                                                     "sample from (none chosen: every task)")
-    include_held_out = forms.BooleanField(required=False, label="Include held-out tasks",
-                                          help_text="Off by default: held-out tasks stay out of DSM training")
-    sample_k = forms.IntegerField(initial=9, label="k (random tasks per note)",
-                                  help_text="Random tasks per note from the task pool (the paper samples 9)")
+    limit = forms.IntegerField(
+        min_value=1, required=False, label="Only the first N notes", help_text="Empty: every note of the corpus"
+    )
+    external_ids = forms.CharField(
+        required=False,
+        label="Only these notes",
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Note ids as imported, separated by commas, spaces or new lines",
+    )
+    task_selection = forms.ChoiceField(
+        choices=RelevanceJob.TaskSelection.choices,
+        widget=forms.RadioSelect,
+        initial=RelevanceJob.TaskSelection.SAMPLE,
+        label="Tasks per note",
+    )
+    tasks = forms.ModelMultipleChoiceField(
+        Task.objects.order_by("slug"),
+        required=False,
+        widget=forms.SelectMultiple(attrs={"size": 8}),
+        label="Task pool",
+        help_text="Required for 'Chosen tasks'; otherwise the tasks to use or sample from (none chosen: every task)",
+    )
+    include_held_out = forms.BooleanField(
+        required=False,
+        label="Include held-out tasks",
+        help_text="Off by default: held-out tasks stay out of DSM training",
+    )
+    sample_k = forms.IntegerField(
+        initial=9,
+        label="k (random tasks per note)",
+        help_text="Random tasks per note from the task pool (the paper samples 9)",
+    )
     seed = forms.IntegerField(initial=0, help_text="The same seed gives every note the same tasks again")
     model_version = forms.ModelChoiceField(ModelVersion.objects.all(), empty_label=None, label="Model")
     method = forms.ChoiceField(choices=RelevanceJob.Method.choices, initial=RelevanceJob.Method.ATTNLRP)
-    template_choice = forms.ChoiceField(choices=TEMPLATE_CHOICES, initial="en", widget=forms.RadioSelect,
-                                        label="Prompt template")
-    custom_template = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
-                                      help_text="With {note} and {task}, the task last, e.g. "
-                                                "“{note} In this patient we observe {task}”")
-    explain = forms.ChoiceField(choices=RelevanceJob.Explain.choices, initial=RelevanceJob.Explain.NEXT,
-                                required=False, label="Prediction explained",
-                                help_text="Next: the reference code's. Span: every token of the task description, "
-                                          "same cost. Contrastive: the task minus a neutral description, "
-                                          "up to twice the cost")
-    neutral = forms.CharField(required=False, max_length=200, label="Neutral description",
-                              help_text="Contrastive only. Empty: the template's (en “the patient”, "
-                                        "it “il paziente”, es “el paciente”); required with a custom template")
-    normalise = forms.ChoiceField(choices=[(n, NORMALISE_LABELS[n]) for n in NORMALISE], initial="abs",
-                                  required=False, label="Normalisation",
-                                  help_text="Clip suits contrastive maps: only what supports the task over the "
-                                            "neutral description")
-    dtype = forms.ChoiceField(choices=[(d, DTYPE_LABELS[d]) for d in DTYPES], initial="auto", required=False,
-                              label="Precision",
-                              help_text="Auto: bf16 where the worker computes it fast, else float32. Plain "
-                                        "gradient x input needs float32")
-    chunk_size = forms.IntegerField(initial=64, min_value=1, max_value=MAX_CHUNK_SIZE,
-                                    help_text="Prompts per worker task; smaller chunks lose less when a worker stops")
+    template_choice = forms.ChoiceField(
+        choices=TEMPLATE_CHOICES, initial="en", widget=forms.RadioSelect, label="Prompt template"
+    )
+    custom_template = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="With {note} and {task}, the task last, e.g. “{note} In this patient we observe {task}”",
+    )
+    explain = forms.ChoiceField(
+        choices=RelevanceJob.Explain.choices,
+        initial=RelevanceJob.Explain.NEXT,
+        required=False,
+        label="Prediction explained",
+        help_text="Next: the reference code's. Span: every token of the task description, "
+        "same cost. Contrastive: the task minus a neutral description, "
+        "up to twice the cost",
+    )
+    neutral = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Neutral description",
+        help_text="Contrastive only. Empty: the template's (en “the patient”, "
+        "it “il paziente”, es “el paciente”); required with a custom template",
+    )
+    normalise = forms.ChoiceField(
+        choices=[(n, NORMALISE_LABELS[n]) for n in NORMALISE],
+        initial="abs",
+        required=False,
+        label="Normalisation",
+        help_text="Clip suits contrastive maps: only what supports the task over the neutral description",
+    )
+    dtype = forms.ChoiceField(
+        choices=[(d, DTYPE_LABELS[d]) for d in DTYPES],
+        initial="auto",
+        required=False,
+        label="Precision",
+        help_text="Auto: bf16 where the worker computes it fast, else float32. Plain gradient x input needs float32",
+    )
+    chunk_size = forms.IntegerField(
+        initial=64,
+        min_value=1,
+        max_value=MAX_CHUNK_SIZE,
+        help_text="Prompts per worker task; smaller chunks lose less when a worker stops",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -68,8 +111,10 @@ class LaunchForm(forms.Form):
         if default is not None:
             self.fields["model_version"].initial = default.pk
         # the catalog's size, not the paper's (136): imported catalogs differ
-        self.fields["sample_k"].help_text = (f"Random tasks per note, drawn from the pool (none chosen: the "
-                                             f"{Task.objects.count()} tasks in the catalog); the paper samples 9")
+        self.fields["sample_k"].help_text = (
+            f"Random tasks per note, drawn from the pool (none chosen: the "
+            f"{Task.objects.count()} tasks in the catalog); the paper samples 9"
+        )
 
     def clean_external_ids(self):
         return [part for part in re.split(r"[\s,]+", self.cleaned_data["external_ids"]) if part]
@@ -97,23 +142,35 @@ class LaunchForm(forms.Form):
         explain = data.get("explain") or RelevanceJob.Explain.NEXT  # not posted: the default
         contrastive = explain == RelevanceJob.Explain.CONTRASTIVE
         return JobSpec(
-            corpus=data["corpus"], model_version=data["model_version"], method=data["method"],
+            corpus=data["corpus"],
+            model_version=data["model_version"],
+            method=data["method"],
             template=data["custom_template"] if custom else data["template_choice"],
-            explain=explain, neutral=(data.get("neutral") or "") if contrastive else "",
-            normalise=data.get("normalise") or "abs", dtype=data.get("dtype") or "auto",
-            task_selection=data["task_selection"], tasks=list(data.get("tasks") or []),
-            include_held_out=data.get("include_held_out", False), sample_k=data["sample_k"], seed=data["seed"],
-            note_filter=note_filter, chunk_size=data["chunk_size"],
+            explain=explain,
+            neutral=(data.get("neutral") or "") if contrastive else "",
+            normalise=data.get("normalise") or "abs",
+            dtype=data.get("dtype") or "auto",
+            task_selection=data["task_selection"],
+            tasks=list(data.get("tasks") or []),
+            include_held_out=data.get("include_held_out", False),
+            sample_k=data["sample_k"],
+            seed=data["seed"],
+            note_filter=note_filter,
+            chunk_size=data["chunk_size"],
         )
 
     def _check_external_ids(self, spec):
         wanted = spec.note_filter.get("external_ids")
         if not wanted:
             return
-        found = set(Note.objects.filter(corpus=spec.corpus, external_id__in=wanted).values_list("external_id", flat=True))
+        found = set(
+            Note.objects.filter(corpus=spec.corpus, external_id__in=wanted).values_list("external_id", flat=True)
+        )
         missing = [i for i in wanted if i not in found]
         if missing:
-            listed = ", ".join(missing[:MAX_LISTED]) + (f" and {len(missing) - MAX_LISTED} more" if len(missing) > MAX_LISTED else "")
+            listed = ", ".join(missing[:MAX_LISTED]) + (
+                f" and {len(missing) - MAX_LISTED} more" if len(missing) > MAX_LISTED else ""
+            )
             self.add_error("external_ids", f"Corpus {spec.corpus.name} has no note {listed}.")
 
     def _field_for(self, problem_field):

@@ -20,6 +20,7 @@ Counters: a chunk that ends adds itself to the job's counters (done prompts, chu
 when the counted chunks reach `chunk_count`. Neither ever sums over the chunks, so finishing a
 chunk and polling the job page cost the same for 10 chunks or 300,000.
 """
+
 from __future__ import annotations
 
 import logging
@@ -88,9 +89,15 @@ class JobSpec:
             template = normalise_template(self.template)
         except ValueError as exc:
             raise ConfigError("template", str(exc)) from None
-        return RelevanceConfig(method=self.method, explain=self.explain, normalise=self.normalise,
-                               template=template, truncate=self.truncate, neutral=self.neutral,
-                               dtype=self.dtype)
+        return RelevanceConfig(
+            method=self.method,
+            explain=self.explain,
+            normalise=self.normalise,
+            template=template,
+            truncate=self.truncate,
+            neutral=self.neutral,
+            dtype=self.dtype,
+        )
 
     def problems(self) -> dict[str, str]:
         """{field: plain-words problem}; empty when the spec can be launched."""
@@ -138,16 +145,32 @@ def launch(spec: JobSpec, actor=None, *, enqueue: bool = True) -> RelevanceJob:
     config = spec.config()
     spec.template = config.template
     job = RelevanceJob(
-        corpus=spec.corpus, model_version=spec.model_version, task_selection=spec.task_selection,
-        sample_k=spec.sample_k, seed=spec.seed, note_filter=spec.note_filter, chunk_size=spec.chunk_size,
-        created_by=_user(actor), status=JobStatus.PLANNING, heartbeat=Now(),
+        corpus=spec.corpus,
+        model_version=spec.model_version,
+        task_selection=spec.task_selection,
+        sample_k=spec.sample_k,
+        seed=spec.seed,
+        note_filter=spec.note_filter,
+        chunk_size=spec.chunk_size,
+        created_by=_user(actor),
+        status=JobStatus.PLANNING,
+        heartbeat=Now(),
     )
     job.set_config(config)
     job.save()
     job.tasks.set(spec.task_pool())
-    record(actor, AuditEvent.Action.LAUNCH_JOB, job, corpus=spec.corpus.pk, model=spec.model_version.name,
-           method=spec.method, explain=config.explain, config=config.key, note_filter=spec.note_filter,
-           task_selection=spec.task_selection)
+    record(
+        actor,
+        AuditEvent.Action.LAUNCH_JOB,
+        job,
+        corpus=spec.corpus.pk,
+        model=spec.model_version.name,
+        method=spec.method,
+        explain=config.explain,
+        config=config.key,
+        note_filter=spec.note_filter,
+        task_selection=spec.task_selection,
+    )
     if enqueue:
         queue.send_on_commit(PLAN_JOB, job.pk, on_error=_say_queue_error(job.pk))
     return job
@@ -185,17 +208,19 @@ def cancel(job: RelevanceJob, actor=None) -> RelevanceJob:
     """Stop the job: a job being planned ends at once; otherwise running chunks finish and the
     queued ones are cancelled (their messages find them cancelled)."""
     if RelevanceJob.objects.filter(pk=job.pk, status=JobStatus.PLANNING).update(
-            status=JobStatus.CANCELLED, finished=Now()):
+        status=JobStatus.CANCELLED, finished=Now()
+    ):
         job.chunks.all().delete()  # a partial plan (its planner stops at its next write)
         record(actor, AuditEvent.Action.CANCEL_JOB, job, skipped_chunks=0, planning=True)
         job.status = JobStatus.CANCELLED
         return job
     if not _move(job.pk, (JobStatus.QUEUED, JobStatus.RUNNING), status=JobStatus.CANCELLING):
         job.refresh_from_db(fields=["status"])
-        raise JobError(f"Only a queued or running job can be cancelled; this one is {job.get_status_display().lower()}.")
+        raise JobError(
+            f"Only a queued or running job can be cancelled; this one is {job.get_status_display().lower()}."
+        )
     # waiting chunks, and chunks whose worker was lost (no worker may come back for them)
-    skipped = job.chunks.filter(Q(status=Chunk.QUEUED) | units.lost()).update(status=Chunk.CANCELLED,
-                                                                             finished=Now())
+    skipped = job.chunks.filter(Q(status=Chunk.QUEUED) | units.lost()).update(status=Chunk.CANCELLED, finished=Now())
     RelevanceJob.objects.filter(pk=job.pk).update(chunks_cancelled=F("chunks_cancelled") + skipped)
     record(actor, AuditEvent.Action.CANCEL_JOB, job, skipped_chunks=skipped)
     transaction.on_commit(lambda: settle(job.pk))
@@ -217,26 +242,41 @@ def resume(job: RelevanceJob, actor=None, *, enqueue: bool = True) -> int:
     if not can_resume(job):
         if job.status == JobStatus.DONE:
             raise JobError("This job is done: there is nothing to resume.")
-        raise JobError(f"This job is {job.get_status_display().lower()} and its workers are alive; it can be "
-                       "resumed once cancelled, failed, or when a worker is lost.")
+        raise JobError(
+            f"This job is {job.get_status_display().lower()} and its workers are alive; it can be "
+            "resumed once cancelled, failed, or when a worker is lost."
+        )
     if not job.chunk_count:  # never planned to the end
-        if not _move(job.pk, (*RESUMABLE, JobStatus.PLANNING), status=JobStatus.PLANNING, worker="", error="",
-                     finished=None, heartbeat=Now()):
+        if not _move(
+            job.pk,
+            (*RESUMABLE, JobStatus.PLANNING),
+            status=JobStatus.PLANNING,
+            worker="",
+            error="",
+            finished=None,
+            heartbeat=Now(),
+        ):
             raise JobError("This job changed meanwhile; reload the page.")
         record(actor, AuditEvent.Action.LAUNCH_JOB, job, resumed=True, planning=True)
         if enqueue:
             queue.send_on_commit(PLAN_JOB, job.pk, on_error=_say_queue_error(job.pk))
         job.status = JobStatus.PLANNING
         return 0
-    if not _move(job.pk, (*RESUMABLE, JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING),
-                 status=JobStatus.QUEUED, finished=None, error=""):
+    if not _move(
+        job.pk,
+        (*RESUMABLE, JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING),
+        status=JobStatus.QUEUED,
+        finished=None,
+        error="",
+    ):
         raise JobError("This job changed meanwhile; reload the page.")
     again = Q(status__in=(Chunk.CANCELLED, Chunk.FAILED)) | units.lost()
     ids = list(job.chunks.filter(again).select_for_update().values_list("pk", flat=True))
     for start in range(0, len(ids), SEND_BATCH):
         # attempts never go back (see RelevanceChunk): a new series of attempts starts here
-        RelevanceChunk.objects.filter(pk__in=ids[start:start + SEND_BATCH]).update(
-            status=Chunk.QUEUED, heartbeat=Now(), error="", finished=None, attempts_before_resume=F("attempts"))
+        RelevanceChunk.objects.filter(pk__in=ids[start : start + SEND_BATCH]).update(
+            status=Chunk.QUEUED, heartbeat=Now(), error="", finished=None, attempts_before_resume=F("attempts")
+        )
     recount(job.pk)
     record(actor, AuditEvent.Action.LAUNCH_JOB, job, resumed=True, chunks=len(ids))
     if enqueue:  # only the chunks moved back: the others' messages still wait in the queue
@@ -271,20 +311,31 @@ def recount(job_id: int) -> None:
     """Set the job's counters from its chunks: one aggregate over them, so only where that is
     rare (Resume), never per chunk."""
     ended = RelevanceChunk.objects.filter(job_id=job_id).aggregate(
-        total=Count("pk"), done=Count("pk", filter=Q(status=Chunk.DONE)),
-        failed=Count("pk", filter=Q(status=Chunk.FAILED)), cancelled=Count("pk", filter=Q(status=Chunk.CANCELLED)),
-        prompts=Sum("size", filter=Q(status=Chunk.DONE)), seconds=Sum("seconds", filter=Q(status=Chunk.DONE)))
+        total=Count("pk"),
+        done=Count("pk", filter=Q(status=Chunk.DONE)),
+        failed=Count("pk", filter=Q(status=Chunk.FAILED)),
+        cancelled=Count("pk", filter=Q(status=Chunk.CANCELLED)),
+        prompts=Sum("size", filter=Q(status=Chunk.DONE)),
+        seconds=Sum("seconds", filter=Q(status=Chunk.DONE)),
+    )
     RelevanceJob.objects.filter(pk=job_id).update(
-        chunk_count=ended["total"], chunks_done=ended["done"], chunks_failed=ended["failed"],
-        chunks_cancelled=ended["cancelled"], done=ended["prompts"] or 0, seconds_done=ended["seconds"] or 0.0)
+        chunk_count=ended["total"],
+        chunks_done=ended["done"],
+        chunks_failed=ended["failed"],
+        chunks_cancelled=ended["cancelled"],
+        done=ended["prompts"] or 0,
+        seconds_done=ended["seconds"] or 0.0,
+    )
 
 
 def settle_complete_jobs() -> int:
     """Settle the active jobs whose chunks have all ended (a worker killed between ending a job's
     last chunk and settling it); a query on the job table only. Returns how many were settled."""
     complete = RelevanceJob.objects.filter(
-        status__in=(JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING), chunk_count__gt=0,
-        chunk_count=F("chunks_done") + F("chunks_failed") + F("chunks_cancelled"))
+        status__in=(JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING),
+        chunk_count__gt=0,
+        chunk_count=F("chunks_done") + F("chunks_failed") + F("chunks_cancelled"),
+    )
     ids = list(complete.values_list("pk", flat=True)[:1000])
     for job_id in ids:
         settle(job_id)
@@ -296,7 +347,9 @@ def settle(job_id: int) -> None:
     cancelling, or chunks were cancelled) or failed (chunks failed). One UPDATE on the job row;
     safe to call any number of times."""
     ended = RelevanceJob.objects.filter(
-        pk=job_id, status__in=(JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING), chunk_count__gt=0,
+        pk=job_id,
+        status__in=(JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING),
+        chunk_count__gt=0,
         chunk_count=F("chunks_done") + F("chunks_failed") + F("chunks_cancelled"),
     ).update(
         status=Case(
@@ -312,7 +365,8 @@ def settle(job_id: int) -> None:
         if failed:
             RelevanceJob.objects.filter(pk=job_id, status=JobStatus.FAILED).update(
                 error=f"{failed} of {total} chunks failed (their errors are listed below). "
-                      "Press Resume to run them again.")
+                "Press Resume to run them again."
+            )
         log.info("job %s ended", job_id)
 
 
@@ -326,15 +380,17 @@ def _user(actor):
 
 def _note_filter_problem(note_filter) -> str:
     if not isinstance(note_filter, dict):
-        return "The note selection must be an object such as {\"limit\": 200}."
+        return 'The note selection must be an object such as {"limit": 200}.'
     unknown = sorted(set(note_filter) - set(NOTE_FILTER_KEYS))
     if unknown:
         return f"Unknown note selection {', '.join(unknown)}; use {', '.join(NOTE_FILTER_KEYS)}."
-    if "ids" in note_filter and not (isinstance(note_filter["ids"], list)
-                                     and all(isinstance(i, int) for i in note_filter["ids"])):
+    if "ids" in note_filter and not (
+        isinstance(note_filter["ids"], list) and all(isinstance(i, int) for i in note_filter["ids"])
+    ):
         return "Note ids must be a list of whole numbers."
-    if "external_ids" in note_filter and not (isinstance(note_filter["external_ids"], list)
-                                              and all(isinstance(i, str) for i in note_filter["external_ids"])):
+    if "external_ids" in note_filter and not (
+        isinstance(note_filter["external_ids"], list) and all(isinstance(i, str) for i in note_filter["external_ids"])
+    ):
         return "External note ids must be a list of texts."
     limit = note_filter.get("limit")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):

@@ -6,6 +6,7 @@ dtype replaces it, so a process holds one model at a time. Nothing here
 imports torch or touches CUDA at import time; the first `loaded_model()` call does, inside
 the worker process (a prefork pool's child), never in the web process or the pool's parent.
 """
+
 from __future__ import annotations
 
 import gc

@@ -7,18 +7,19 @@ Maps are upserted on (note, task, model version, config key), so a chunk that ru
 writes nothing twice, and the job's progress is derived from its chunks. Maps of two
 configurations never meet in one comparison: select them with `RelevanceMap.objects.for_config()`.
 """
+
 import numpy as np
 from django.conf import settings
 from django.db import models
-from django.utils import timezone
 from django.db.models import F, Max, Q
+from django.utils import timezone
 
 from ml.codec import decode_map, encode_map
 from ml.peaks import PAPER, PeakParams
 from ml.relevance import RelevanceConfig, default_config_key
 from webapp.lifecycle.models import WorkUnit
-from webapp.lifecycle.units import lost, stale_before
 from webapp.lifecycle.status import HELD, JobStatus  # noqa: F401 - JobStatus is imported from here by the apps
+from webapp.lifecycle.units import lost, stale_before
 
 
 class ModelVersion(models.Model):
@@ -37,8 +38,9 @@ class ModelVersion(models.Model):
         constraints = [
             models.CheckConstraint(condition=~Q(name=""), name="pipeline_modelversion_name_not_blank"),
             models.CheckConstraint(condition=~Q(path=""), name="pipeline_modelversion_path_not_blank"),
-            models.UniqueConstraint(fields=["is_default"], condition=Q(is_default=True),
-                                    name="pipeline_modelversion_one_default"),
+            models.UniqueConstraint(
+                fields=["is_default"], condition=Q(is_default=True), name="pipeline_modelversion_one_default"
+            ),
         ]
 
     def __str__(self):
@@ -57,8 +59,10 @@ class PeakProfile(models.Model):
     upper = models.FloatField(default=PAPER.upper)
     strict = models.BooleanField(default=False, help_text="Reference code's > for both thresholds (paper: >=)")
     trim = models.BooleanField(
-        default=True, help_text="Trim punctuation and whitespace off peak edges; drop peaks with no letter or digit "
-                                "(off: the reference code's peaks, for comparison)")
+        default=True,
+        help_text="Trim punctuation and whitespace off peak edges; drop peaks with no letter or digit "
+        "(off: the reference code's peaks, for comparison)",
+    )
     is_default = models.BooleanField(default=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
@@ -67,12 +71,15 @@ class PeakProfile(models.Model):
         ordering = ["name", "-version"]
         constraints = [
             models.UniqueConstraint(fields=["name", "version"], name="pipeline_peakprofile_name_version"),
-            models.UniqueConstraint(fields=["is_default"], condition=Q(is_default=True),
-                                    name="pipeline_peakprofile_one_default"),
+            models.UniqueConstraint(
+                fields=["is_default"], condition=Q(is_default=True), name="pipeline_peakprofile_one_default"
+            ),
             models.CheckConstraint(condition=Q(kernel_size__gte=1), name="pipeline_peakprofile_kernel_positive"),
             models.CheckConstraint(condition=Q(sigma__gt=0), name="pipeline_peakprofile_sigma_positive"),
-            models.CheckConstraint(condition=Q(lower__gte=0, upper__lte=1, lower__lte=F("upper")),
-                                   name="pipeline_peakprofile_thresholds_ordered"),
+            models.CheckConstraint(
+                condition=Q(lower__gte=0, upper__lte=1, lower__lte=F("upper")),
+                name="pipeline_peakprofile_thresholds_ordered",
+            ),
         ]
 
     def __str__(self):
@@ -80,8 +87,14 @@ class PeakProfile(models.Model):
 
     @property
     def params(self) -> PeakParams:
-        return PeakParams(kernel_size=self.kernel_size, sigma=self.sigma, lower=self.lower, upper=self.upper,
-                          strict=self.strict, trim=self.trim)
+        return PeakParams(
+            kernel_size=self.kernel_size,
+            sigma=self.sigma,
+            lower=self.lower,
+            upper=self.upper,
+            strict=self.strict,
+            trim=self.trim,
+        )
 
 
 class RelevanceJob(WorkUnit):
@@ -107,9 +120,12 @@ class RelevanceJob(WorkUnit):
     method = models.CharField(max_length=20, choices=Method.choices, default=Method.ATTNLRP)
     template = models.CharField(max_length=500, default="en", help_text="'en', 'it', 'es' or a custom template")
     explain = models.CharField(max_length=20, choices=Explain.choices, default=Explain.NEXT)
-    config = models.JSONField(default=dict, blank=True,
-                              help_text="The whole ml.relevance.RelevanceConfig (to_dict); method, template and "
-                                        "explain are copied into their columns")
+    config = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The whole ml.relevance.RelevanceConfig (to_dict); method, template and "
+        "explain are copied into their columns",
+    )
     config_key = models.CharField(max_length=64, blank=True, db_index=True, help_text="RelevanceConfig.key")
     task_selection = models.CharField(max_length=10, choices=TaskSelection.choices, default=TaskSelection.SAMPLE)
     tasks = models.ManyToManyField("corpus.Task", blank=True, related_name="+")
@@ -218,13 +234,19 @@ def resolve_config_key(method: str, template: str, config_key: str = "", *, jobs
     """The configuration key `for_config` selects: `config_key`, else the one of `jobs`
     (MixedConfigurations if they differ), else the default of the method and template."""
     if not config_key and jobs:
-        keys = set(RelevanceJob.objects.filter(pk__in=[getattr(j, "pk", j) for j in jobs])
-                   .values_list("config_key", flat=True))
+        keys = set(
+            RelevanceJob.objects.filter(pk__in=[getattr(j, "pk", j) for j in jobs]).values_list("config_key", flat=True)
+        )
         if len(keys) > 1:
-            raise MixedConfigurations("these relevance jobs were computed with different configurations: "
-                                      "choose jobs of one configuration")
+            raise MixedConfigurations(
+                "these relevance jobs were computed with different configurations: choose jobs of one configuration"
+            )
         config_key = next(iter(keys), "")
     return config_key or default_config_key(method, template)
+
+
+# The key of a map: one per note, task, model version and relevance configuration.
+MAP_KEY = ["note", "task", "model_version", "config_key"]
 
 
 class RelevanceMapQuerySet(models.QuerySet):
@@ -236,8 +258,35 @@ class RelevanceMapQuerySet(models.QuerySet):
         ValueError if they differ), or without jobs the DEFAULT configuration of the method and
         template (explain "next", normalise "abs", truncate "right", dtype "auto"), which is
         what every map stored before configurations were recorded was made with."""
-        return self.filter(method=method, template=template,
-                           config_key=resolve_config_key(method, template, config_key, jobs=jobs))
+        return self.filter(
+            method=method, template=template, config_key=resolve_config_key(method, template, config_key, jobs=jobs)
+        )
+
+    def store(
+        self, computed, *, model_version_id: int, method: str, template: str, config_key: str, job_id: int | None = None
+    ) -> int:
+        """Upsert one map per ((note_id, task_id), RelevanceResult) of `computed`, keyed by
+        (note, task, model version, configuration): a batch stored twice writes nothing twice, and
+        a map computed again replaces the earlier one. Returns the count."""
+        maps = [
+            RelevanceMap(
+                note_id=note_id,
+                task_id=task_id,
+                model_version_id=model_version_id,
+                method=method,
+                template=template,
+                config_key=config_key,
+                job_id=job_id,
+                n_tokens=len(result.scores),
+                target_token=result.target_token[:100],
+                data=RelevanceMap.encode(result.offsets, result.scores),
+            )
+            for (note_id, task_id), result in computed
+        ]
+        if maps:
+            updated = ["n_tokens", "target_token", "data"] + (["job"] if job_id is not None else [])
+            self.bulk_create(maps, update_conflicts=True, unique_fields=MAP_KEY, update_fields=updated)
+        return len(maps)
 
 
 class RelevanceMap(models.Model):
@@ -264,8 +313,9 @@ class RelevanceMap(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["note", "task", "model_version", "config_key"],
-                                    name="pipeline_relevancemap_unique_config"),
+            models.UniqueConstraint(
+                fields=["note", "task", "model_version", "config_key"], name="pipeline_relevancemap_unique_config"
+            ),
         ]
         indexes = [
             models.Index(fields=["model_version", "config_key", "task", "note"], name="pipeline_map_config_lookup"),

@@ -9,6 +9,7 @@ the lost planner wrote (none of them was sent).
 
 A job is held by a planner while it is "planning" with a `worker` name; waiting, it has none.
 """
+
 from __future__ import annotations
 
 import logging
@@ -39,7 +40,8 @@ def claim(job_id: int, worker: str = "") -> RelevanceJob | None:
     """Take a job waiting to be planned, or one whose planner was lost."""
     waiting = Q(status=JobStatus.PLANNING, worker="") | units.lost(held=PLANNING)
     if not RelevanceJob.objects.filter(waiting, pk=job_id).update(
-            worker=(worker or "planner")[:200], attempts=F("attempts") + 1, heartbeat=Now(), error=""):
+        worker=(worker or "planner")[:200], attempts=F("attempts") + 1, heartbeat=Now(), error=""
+    ):
         return None
     return RelevanceJob.objects.select_related("corpus").get(pk=job_id)
 
@@ -74,7 +76,7 @@ def plan(job: RelevanceJob, heart: Heartbeat, *, enqueue: bool = True) -> int:
     sample = job.task_selection == RelevanceJob.TaskSelection.SAMPLE
     chunks, pending, total, index, notes = [], [], 0, 0, 0
     for note_id, external_id in jobs.note_keys(job.corpus, job.note_filter):
-        for slug in (sample_tasks(external_id, slugs, k=job.sample_k, seed=job.seed) if sample else slugs):
+        for slug in sample_tasks(external_id, slugs, k=job.sample_k, seed=job.seed) if sample else slugs:
             pending.append([note_id, ids[slug]])
             if len(pending) == job.chunk_size:
                 chunks.append(_chunk(job, index, pending))
@@ -98,8 +100,18 @@ def plan(job: RelevanceJob, heart: Heartbeat, *, enqueue: bool = True) -> int:
         return 0
     with transaction.atomic():
         planned = units.owned(job, PLANNING).update(
-            status=JobStatus.QUEUED, total=total, chunk_count=index, notes_total=notes_total, notes_planned=notes,
-            heartbeat=Now(), done=0, chunks_done=0, chunks_failed=0, chunks_cancelled=0, seconds_done=0.0)
+            status=JobStatus.QUEUED,
+            total=total,
+            chunk_count=index,
+            notes_total=notes_total,
+            notes_planned=notes,
+            heartbeat=Now(),
+            done=0,
+            chunks_done=0,
+            chunks_failed=0,
+            chunks_cancelled=0,
+            seconds_done=0.0,
+        )
         if planned:
             RelevanceChunk.objects.filter(job=job).update(heartbeat=Now())  # queued now
     if not planned:
@@ -145,15 +157,17 @@ def sweep(kind: recovery.Kind, now=None) -> tuple[list[int], list[int]]:
     stopped beating is replaced; a job waiting for a planner whose message was lost is sent again."""
     lost = units.lost(now, held=PLANNING) & ~Q(worker="")
     lost_ids = []
-    for pk in RelevanceJob.objects.filter(lost).values_list("pk", flat=True)[:recovery.BATCH]:
+    for pk in RelevanceJob.objects.filter(lost).values_list("pk", flat=True)[: recovery.BATCH]:
         if RelevanceJob.objects.filter(lost, pk=pk).update(
-                worker="", heartbeat=Now(), error="The planner was lost; planning again automatically."):
+            worker="", heartbeat=Now(), error="The planner was lost; planning again automatically."
+        ):
             lost_ids.append(pk)
-    waiting = RelevanceJob.objects.filter(status=JobStatus.PLANNING, worker="",
-                                          heartbeat__lt=units.before(settings.WORK_REQUEUE_GRACE_SECONDS, now))
+    waiting = RelevanceJob.objects.filter(
+        status=JobStatus.PLANNING, worker="", heartbeat__lt=units.before(settings.WORK_REQUEUE_GRACE_SECONDS, now)
+    )
     resent = []
     if waiting.exists() and queue.waiting_messages(kind.queue) == 0:
-        resent = list(waiting.values_list("pk", flat=True)[:recovery.BATCH])
+        resent = list(waiting.values_list("pk", flat=True)[: recovery.BATCH])
         RelevanceJob.objects.filter(pk__in=resent, worker="").update(heartbeat=Now())
     if lost_ids or resent:
         recovery.send(kind, lost_ids + resent)

@@ -9,6 +9,7 @@ Throughput is measured over finished chunks (prompts / seconds of computing), so
 between a cancel and a resume do not distort it; the ETA assumes as many workers as chunks
 running with a live heartbeat, and is never shown while a worker of the job is lost.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -75,20 +76,39 @@ def job_progress(job: RelevanceJob, now=None) -> Progress:
     stalled = job.stalled_since(now)
     ended = job.is_ended
     counted = job.chunks_done + job.chunks_failed + job.chunks_cancelled
-    chunks = {"total": job.chunk_count, "done": job.chunks_done, "running": len(running),
-              "waiting": max(job.chunk_count - counted - len(running), 0), "cancelled": job.chunks_cancelled,
-              "failed": job.chunks_failed}
+    chunks = {
+        "total": job.chunk_count,
+        "done": job.chunks_done,
+        "running": len(running),
+        "waiting": max(job.chunk_count - counted - len(running), 0),
+        "cancelled": job.chunks_cancelled,
+        "failed": job.chunks_failed,
+    }
     rate = rates.rate(job.done, job.seconds_done)
     waiting_for_worker = not ended and job.status != JobStatus.PLANNING and alive == 0
-    eta = None if ended or waiting_for_worker else rates.eta(job.total - job.done, rate, parallel=alive,
-                                                             stalled=stalled is not None)
+    eta = (
+        None
+        if ended or waiting_for_worker
+        else rates.eta(job.total - job.done, rate, parallel=alive, stalled=stalled is not None)
+    )
     errors = [
         f"Chunk {index + 1}: {error}"
         for index, error in job.chunks.exclude(error="").order_by("index").values_list("index", "error")[:MAX_ERRORS]
     ]
     return Progress(
-        status=job.status, status_label=job.status_text(now), total=job.total, done=job.done, chunks=chunks,
-        prompts_per_second=rate, eta=eta, errors=errors, job_error=job.error, ended=ended,
-        resumable=can_resume(job), stalled_since=stalled, notes_total=job.notes_total,
-        notes_planned=job.notes_planned, waiting_for_worker=waiting_for_worker and stalled is None,
+        status=job.status,
+        status_label=job.status_text(now),
+        total=job.total,
+        done=job.done,
+        chunks=chunks,
+        prompts_per_second=rate,
+        eta=eta,
+        errors=errors,
+        job_error=job.error,
+        ended=ended,
+        resumable=can_resume(job),
+        stalled_since=stalled,
+        notes_total=job.notes_total,
+        notes_planned=job.notes_planned,
+        waiting_for_worker=waiting_for_worker and stalled is None,
     )

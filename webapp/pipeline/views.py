@@ -1,4 +1,5 @@
 """Relevance job pages: list, launch, detail with a live progress fragment, cancel, resume."""
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -58,8 +59,9 @@ def job_launch(request):
         except jobs.JobError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Job {job.pk} launched: a worker is splitting it into chunks; "
-                                      "its progress shows below.")
+            messages.success(
+                request, f"Job {job.pk} launched: a worker is splitting it into chunks; its progress shows below."
+            )
             return redirect("pipeline:job_detail", job.pk)
     return render(request, "pipeline/job_launch.html", context)
 

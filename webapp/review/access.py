@@ -7,6 +7,7 @@ preview sample) need REVIEW or LAUNCH: they are clinical judgement as much as a 
 Retiring a validation set (its notes go back to dataset builds) is a research decision: LAUNCH
 (researchers, admins), or the clinician who drew the set.
 """
+
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404
 
@@ -52,8 +53,9 @@ def may_retire(user, vset: ValidationSet) -> bool:
     """Researchers and admins, or the user who drew the set (if their role may still draw sets)."""
     if has_capability(user, Capability.LAUNCH):
         return True
-    return vset.created_by_id is not None and vset.created_by_id == user.pk and any(
-        has_capability(user, c) for c in TUNE)
+    return (
+        vset.created_by_id is not None and vset.created_by_id == user.pk and any(has_capability(user, c) for c in TUNE)
+    )
 
 
 def retirable_set_for(user, set_id: int) -> ValidationSet:

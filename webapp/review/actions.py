@@ -1,5 +1,6 @@
 """What a reviewer's POST does, in words the page shows: a decision from the decision form, or
 an undo. Checks that the span is a peak of the map under the parameters the page showed."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,19 +37,33 @@ def submit(note, form, reviewer) -> Outcome:
     profile = PeakProfile.objects.filter(pk=data["profile"]).first() if data.get("profile") else None
     if task is None or model is None:
         return Outcome("Nothing was saved: unknown task or model version.", messages.ERROR, 400)
-    sel = Selection(task, model, data["method"], data["template"], profile, form.params,
-                    config_key=data.get("config") or "")
+    sel = Selection(
+        task, model, data["method"], data["template"], profile, form.params, config_key=data.get("config") or ""
+    )
     arrays = map_arrays(note, sel)
     spans = char_peaks(note, arrays, form.params)[0] if arrays is not None else []
     if (data["start"], data["end"]) not in spans:
-        return Outcome("Nothing was saved: this span is not a peak of the map under the parameters shown "
-                       "(the page may be out of date; it has been refreshed).", messages.ERROR, 409)
+        return Outcome(
+            "Nothing was saved: this span is not a peak of the map under the parameters shown "
+            "(the page may be out of date; it has been refreshed).",
+            messages.ERROR,
+            409,
+        )
     ctx = decisions.PeakContext(note, task, model, data["method"], data["template"], sel.config)
     try:
-        row = decisions.decide(ctx, reviewer, start=data["start"], end=data["end"], decision=data["decision"],
-                               expected_version=data["version"], adjusted_start=data["adjusted_start"],
-                               adjusted_end=data["adjusted_end"], comment=data["comment"], profile=profile,
-                               params=form.params.to_dict())
+        row = decisions.decide(
+            ctx,
+            reviewer,
+            start=data["start"],
+            end=data["end"],
+            decision=data["decision"],
+            expected_version=data["version"],
+            adjusted_start=data["adjusted_start"],
+            adjusted_end=data["adjusted_end"],
+            comment=data["comment"],
+            profile=profile,
+            params=form.params.to_dict(),
+        )
     except decisions.StaleDecision as exc:
         return Outcome(str(exc), messages.WARNING, 409, exc.current)
     except decisions.DecisionError as exc:
@@ -67,5 +82,6 @@ def undo(note, reviewer) -> Outcome:
     piece = _snippet(note.text, row.start, row.end)
     if op == "undo-create":
         return Outcome(f"Undone: your decision on «{piece}» is removed.", messages.INFO)
-    return Outcome(f"Undone: your decision on «{piece}» is back to {row.get_decision_display().lower()}.",
-                   messages.INFO)
+    return Outcome(
+        f"Undone: your decision on «{piece}» is back to {row.get_decision_display().lower()}.", messages.INFO
+    )

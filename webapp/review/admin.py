@@ -7,8 +7,19 @@ from webapp.review.models import MapSample, PeakDecision, ValidationJudgement, V
 class PeakDecisionAdmin(admin.ModelAdmin):
     """Read-only: decisions are made on the review pages, where versions and the audit log apply."""
 
-    list_display = ("id", "reviewer", "decision", "note_id", "task", "model_version", "method", "start", "end",
-                    "version", "updated")
+    list_display = (
+        "id",
+        "reviewer",
+        "decision",
+        "note_id",
+        "task",
+        "model_version",
+        "method",
+        "start",
+        "end",
+        "version",
+        "updated",
+    )
     list_filter = ("decision", "model_version", "method")
     search_fields = ("reviewer__username",)
     raw_id_fields = ("note",)

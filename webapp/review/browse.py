@@ -21,6 +21,7 @@ Memory: `summarise` reads the notes' texts and maps in batches of at most TEXT_B
 (one query for the maps and one for the texts a batch; short notes make one batch), so a page of
 long notes holds a few of them at a time, never CHUNK notes of IMPORT_MAX_NOTE_CHARS each.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -36,8 +37,13 @@ PER_PAGE = 50
 SCAN = 1_000
 CHUNK = 250
 TEXT_BUDGET = 2_000_000  # characters of note text (with their maps) summarised at once
-STATES = (("", "any"), ("undecided", "undecided"), ("partly", "partly reviewed"), ("fully", "fully reviewed"),
-          ("none", "no peaks (or not computed yet)"))
+STATES = (
+    ("", "any"),
+    ("undecided", "undecided"),
+    ("partly", "partly reviewed"),
+    ("fully", "fully reviewed"),
+    ("none", "no peaks (or not computed yet)"),
+)
 
 
 @dataclass
@@ -48,7 +54,7 @@ class Filters:
     q: str = ""
 
     @classmethod
-    def from_query(cls, query) -> "Filters":
+    def from_query(cls, query) -> Filters:
         def number(name):
             try:
                 value = int(query.get(name, ""))
@@ -57,8 +63,12 @@ class Filters:
             return value if value >= 0 else None
 
         state = query.get("state", "")
-        return cls(state if state in dict(STATES) else "", number("min_peaks"), number("max_peaks"),
-                   query.get("q", "").strip()[:200])
+        return cls(
+            state if state in dict(STATES) else "",
+            number("min_peaks"),
+            number("max_peaks"),
+            query.get("q", "").strip()[:200],
+        )
 
     @property
     def scanning(self) -> bool:
@@ -110,9 +120,12 @@ class Page:
 
 def candidates(corpus, selection, after: int | None, limit: int) -> list[int]:
     if selection.task is not None and selection.model is not None:
-        ids = (selection.maps()
-               .filter(note__corpus=corpus, task=selection.task, model_version=selection.model)
-               .order_by("note_id").values_list("note_id", flat=True))
+        ids = (
+            selection.maps()
+            .filter(note__corpus=corpus, task=selection.task, model_version=selection.model)
+            .order_by("note_id")
+            .values_list("note_id", flat=True)
+        )
         if after is not None:
             ids = ids.filter(note_id__gt=after)
     else:
@@ -127,15 +140,22 @@ def summarise(note_ids: list[int], selection) -> dict[int, NoteRow]:
 
     Peaks are counted exactly as the note page shows them (ml.peaks: widened to words and
     trimmed, from ONE batch call for all the maps), so the two pages always agree."""
-    rows = {n["id"]: NoteRow(n["id"], n["external_id"], n["length"]) for n in
-            Note.objects.filter(pk__in=note_ids).annotate(length=Length("text")).values("id", "external_id", "length")}
+    rows = {
+        n["id"]: NoteRow(n["id"], n["external_id"], n["length"])
+        for n in Note.objects.filter(pk__in=note_ids)
+        .annotate(length=Length("text"))
+        .values("id", "external_id", "length")
+    }
     if selection.model is None or not rows:
         return rows
-    maps = selection.maps().filter(
-        note_id__in=note_ids, model_version=selection.model)
-    decisions = PeakDecision.objects.filter(note_id__in=note_ids, model_version=selection.model,
-                                            method=selection.method, template=selection.template,
-                                            config_key=selection.config)
+    maps = selection.maps().filter(note_id__in=note_ids, model_version=selection.model)
+    decisions = PeakDecision.objects.filter(
+        note_id__in=note_ids,
+        model_version=selection.model,
+        method=selection.method,
+        template=selection.template,
+        config_key=selection.config,
+    )
     if selection.task is not None:
         maps = maps.filter(task=selection.task)
         decisions = decisions.filter(task=selection.task)
@@ -169,8 +189,9 @@ def _batches(note_ids: list[int], rows: dict[int, NoteRow]) -> list[list[int]]:
     return out
 
 
-def browse(corpus, selection, filters: Filters, after=None, *, per_page: int | None = None,
-           scan: int | None = None) -> Page:
+def browse(
+    corpus, selection, filters: Filters, after=None, *, per_page: int | None = None, scan: int | None = None
+) -> Page:
     per_page = per_page or PER_PAGE
     scan = scan or SCAN
     try:
@@ -181,8 +202,13 @@ def browse(corpus, selection, filters: Filters, after=None, *, per_page: int | N
         ids = candidates(corpus, selection, after, per_page + 1)
         shown = ids[:per_page]
         rows = summarise(shown, selection)
-        return Page([rows[i] for i in shown if i in rows], shown[-1] if len(ids) > per_page else None,
-                    len(shown), shown[0] if shown else None, shown[-1] if shown else None)
+        return Page(
+            [rows[i] for i in shown if i in rows],
+            shown[-1] if len(ids) > per_page else None,
+            len(shown),
+            shown[0] if shown else None,
+            shown[-1] if shown else None,
+        )
     window = candidates(corpus, selection, after, scan + 1)
     more = len(window) > scan
     window = window[:scan]
@@ -195,7 +221,7 @@ def browse(corpus, selection, filters: Filters, after=None, *, per_page: int | N
         pool = window
     examined_to = None
     for k in range(0, len(pool), CHUNK):
-        chunk = pool[k:k + CHUNK]
+        chunk = pool[k : k + CHUNK]
         rows = summarise(chunk, selection)
         for note_id in chunk:
             examined_to = note_id

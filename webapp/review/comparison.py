@@ -26,6 +26,7 @@ ml.metrics.aggregate_relative_change, overall and per task, each with a paired b
 and p-value over the pairs (ml.metrics.relative_change_bootstrap: both models' values of a pair
 are drawn together; SUMMARY_RESAMPLES resamples, seed 0), shown from MIN_PAIRS pairs on.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,11 +37,16 @@ import numpy as np
 from django.db.models.functions import Length
 
 from ml.codec import decode_map
-from ml.metrics import (PairedDiff, aggregate_relative_change, gold_relevance, relative_change_bootstrap,
-                         relative_change_on_gold)
+from ml.metrics import (
+    PairedDiff,
+    aggregate_relative_change,
+    gold_relevance,
+    relative_change_bootstrap,
+    relative_change_on_gold,
+)
 from webapp.corpus.models import Annotation, Note, Task
-from webapp.pipeline.models import ModelVersion, RelevanceMap
 from webapp.lib import rendering, windows
+from webapp.pipeline.models import ModelVersion, RelevanceMap
 from webapp.review.noteview import MapReach, edge_marker, gold_of, map_reach, reach_markers, window_html
 
 SUMMARY_PAIRS = 1_000
@@ -49,9 +55,16 @@ SUMMARY_RESAMPLES = 1_000
 #: pairs that all rise give p = 2 / (R + 1) whatever n): the change alone is shown.
 MIN_PAIRS = 10
 ANNOTATION_SCAN = 20_000
-CHANGE_BINS = [(-math.inf, -0.5, "below −50%"), (-0.5, -0.2, "−50 to −20%"), (-0.2, -0.05, "−20 to −5%"),
-               (-0.05, 0.05, "−5 to +5%"), (0.05, 0.2, "+5 to +20%"), (0.2, 0.5, "+20 to +50%"),
-               (0.5, 1.0, "+50 to +100%"), (1.0, math.inf, "above +100%")]
+CHANGE_BINS = [
+    (-math.inf, -0.5, "below −50%"),
+    (-0.5, -0.2, "−50 to −20%"),
+    (-0.2, -0.05, "−20 to −5%"),
+    (-0.05, 0.05, "−5 to +5%"),
+    (0.05, 0.2, "+5 to +20%"),
+    (0.2, 0.5, "+20 to +50%"),
+    (0.5, 1.0, "+50 to +100%"),
+    (1.0, math.inf, "above +100%"),
+]
 
 
 @dataclass(frozen=True)
@@ -156,13 +169,27 @@ class Summary:
 
 
 def _arrays(note_id, task_id, model, method, template, config_key=""):
-    data = (RelevanceMap.objects.for_config(method, template, config_key)
-            .filter(note_id=note_id, task_id=task_id, model_version=model).values_list("data", flat=True).first())
+    data = (
+        RelevanceMap.objects.for_config(method, template, config_key)
+        .filter(note_id=note_id, task_id=task_id, model_version=model)
+        .values_list("data", flat=True)
+        .first()
+    )
     return decode_map(data) if data is not None else None
 
 
-def compare_note(note, task, first, second, method: str, template: str, config_key: str = "", *, window=None,
-                 window_chars: int | None = None) -> NoteComparison:
+def compare_note(
+    note,
+    task,
+    first,
+    second,
+    method: str,
+    template: str,
+    config_key: str = "",
+    *,
+    window=None,
+    window_chars: int | None = None,
+) -> NoteComparison:
     """The comparison of one window of the note (`window`: an index, as in ?window=K) and the
     figures of the whole note; `window_chars` defaults to windows.WINDOW_CHARS."""
     text = note.text
@@ -179,8 +206,13 @@ def compare_note(note, task, first, second, method: str, template: str, config_k
         if reach is not None:
             edge = reach.end if reach.cut_end else reach.start
             out.edges.append(MapEdge(side, model, reach, windows.holding(parts, edge).index))
-        setattr(out, f"html_{side}", window_html(text, win, offsets, scores, (), out.gold,
-                                                  markers=reach_markers(reach, win, id_prefix=f"{side}-")))
+        setattr(
+            out,
+            f"html_{side}",
+            window_html(
+                text, win, offsets, scores, (), out.gold, markers=reach_markers(reach, win, id_prefix=f"{side}-")
+            ),
+        )
     if a is None or b is None:
         return out
     out.same_tokens = rendering.same_tokens(a[0], b[0])
@@ -206,7 +238,7 @@ def _diff_html(text, win, a, b, gold, edges) -> str:
     else:  # the window lies outside what both maps reach
         off_a = off_b = np.zeros((0, 2), np.int64)
         sc_a = sc_b = np.zeros(0)
-    piece = text[win.start:win.end]
+    piece = text[win.start : win.end]
     segs = rendering.diff_segments(piece, off_a, sc_a, off_b, sc_b, windows.clip(gold, win))
     return rendering.diff_html(piece, segs, markers=_diff_markers(text, win, low, high, edges) if edges else None)
 
@@ -221,19 +253,28 @@ def _diff_markers(text, win, low: int, high: int, edges: list[MapEdge]) -> dict[
     for kind, offset, cut in (("start", common.start, common.cut_start), ("end", common.end, common.cut_end)):
         if not cut or not win.holds(offset):
             continue
-        names = [e.model.name for e in edges if (e.reach.end if kind == "end" else e.reach.start) == offset
-                 and (e.reach.cut_end if kind == "end" else e.reach.cut_start)]
+        names = [
+            e.model.name
+            for e in edges
+            if (e.reach.end if kind == "end" else e.reach.start) == offset
+            and (e.reach.cut_end if kind == "end" else e.reach.cut_start)
+        ]
         whose = "both relevance maps" if len(names) > 1 else (f"{names[0]}'s relevance map" if names else "a map")
         out[offset - win.start] = edge_marker(kind, f"difference {kind}s here, with {whose}", f"diff-map-{kind}")
     return out
 
 
-def corpus_summary(corpus, first, second, method: str, template: str, config_key: str = "", *,
-                   limit: int = SUMMARY_PAIRS) -> Summary:
+def corpus_summary(
+    corpus, first, second, method: str, template: str, config_key: str = "", *, limit: int = SUMMARY_PAIRS
+) -> Summary:
     summary = Summary(limit=limit)
     gold: dict[tuple, set] = {}
-    rows = (Annotation.objects.filter(note__corpus=corpus).exclude(evidence=[]).order_by("id")
-            .values_list("note_id", "task_id", "evidence")[:ANNOTATION_SCAN])
+    rows = (
+        Annotation.objects.filter(note__corpus=corpus)
+        .exclude(evidence=[])
+        .order_by("id")
+        .values_list("note_id", "task_id", "evidence")[:ANNOTATION_SCAN]
+    )
     for note_id, task_id, evidence in rows:
         gold.setdefault((note_id, task_id), set()).update((int(x), int(y)) for x, y in evidence)
     summary.gold_pairs = len(gold)
@@ -242,10 +283,12 @@ def corpus_summary(corpus, first, second, method: str, template: str, config_key
     maps: dict[tuple, dict] = defaultdict(dict)
     notes = sorted({n for n, _ in gold})
     for start in range(0, len(notes), 2_000):
-        chunk = notes[start:start + 2_000]
-        for note_id, task_id, model_id, data in RelevanceMap.objects.for_config(method, template, config_key).filter(
-                note_id__in=chunk, model_version__in=[first, second]).values_list(
-                "note_id", "task_id", "model_version_id", "data"):
+        chunk = notes[start : start + 2_000]
+        for note_id, task_id, model_id, data in (
+            RelevanceMap.objects.for_config(method, template, config_key)
+            .filter(note_id__in=chunk, model_version__in=[first, second])
+            .values_list("note_id", "task_id", "model_version_id", "data")
+        ):
             if (note_id, task_id) in gold:
                 maps[(note_id, task_id)][model_id] = data
     both = [key for key in gold if first.pk in maps.get(key, {}) and second.pk in maps.get(key, {})][:limit]
@@ -273,8 +316,9 @@ def corpus_summary(corpus, first, second, method: str, template: str, config_key
     summary.ratio_of_sums_change = aggregate["ratio_of_sums_change"]
     counts = [sum(1 for c in changes if low <= c < high) for low, high, _ in CHANGE_BINS]
     top = max(counts, default=0)
-    summary.histogram = [(label, n, round(100 * n / top) if top else 0)
-                         for (_, _, label), n in zip(CHANGE_BINS, counts)]
+    summary.histogram = [
+        (label, n, round(100 * n / top) if top else 0) for (_, _, label), n in zip(CHANGE_BINS, counts)
+    ]
     if summary.pairs:
         summary.overall = _change(gold_a, gold_b, ratio=True)
         summary.per_task = per_task_changes(gold_a, gold_b, task_ids)
@@ -307,6 +351,9 @@ def partner_for(model: ModelVersion | None) -> ModelVersion | None:
 
 def _change(gold_a, gold_b, *, ratio: bool = False) -> Change:
     mean = relative_change_bootstrap(gold_a, gold_b, SUMMARY_RESAMPLES, seed=0)
-    ratio_of_sums = (relative_change_bootstrap(gold_a, gold_b, SUMMARY_RESAMPLES, seed=0, statistic="ratio_of_sums")
-                     if ratio else None)
+    ratio_of_sums = (
+        relative_change_bootstrap(gold_a, gold_b, SUMMARY_RESAMPLES, seed=0, statistic="ratio_of_sums")
+        if ratio
+        else None
+    )
     return Change(mean, ratio_of_sums)

@@ -23,6 +23,7 @@ Rules
 Audit: every change is an AuditEvent REVIEW_DECISION with ids, span offsets and the decision,
 never note text or the comment.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -60,14 +61,30 @@ class PeakContext:
     config_key: str = ""
 
     def filter(self) -> dict:
-        return {"note": self.note, "task": self.task, "model_version": self.model, "method": self.method,
-                "template": self.template,
-                "config_key": self.config_key or default_config_key(self.method, self.template)}
+        return {
+            "note": self.note,
+            "task": self.task,
+            "model_version": self.model,
+            "method": self.method,
+            "template": self.template,
+            "config_key": self.config_key or default_config_key(self.method, self.template),
+        }
 
 
-def decide(ctx: PeakContext, reviewer, *, start: int, end: int, decision: str, expected_version: int,
-           adjusted_start: int | None = None, adjusted_end: int | None = None, comment: str = "",
-           profile=None, params: dict | None = None) -> PeakDecision:
+def decide(
+    ctx: PeakContext,
+    reviewer,
+    *,
+    start: int,
+    end: int,
+    decision: str,
+    expected_version: int,
+    adjusted_start: int | None = None,
+    adjusted_end: int | None = None,
+    comment: str = "",
+    profile=None,
+    params: dict | None = None,
+) -> PeakDecision:
     """Store the reviewer's decision on the peak [start, end) (see module rules)."""
     length = len(ctx.note.text)
     if not 0 <= start < end <= length:
@@ -77,30 +94,47 @@ def decide(ctx: PeakContext, reviewer, *, start: int, end: int, decision: str, e
             raise DecisionError("The adjusted boundaries must be a non-empty span inside the note.")
     else:
         adjusted_start = adjusted_end = None
-    values = {"decision": decision, "adjusted_start": adjusted_start, "adjusted_end": adjusted_end,
-              "comment": comment.strip(), "profile": profile, "params": params or {}}
+    values = {
+        "decision": decision,
+        "adjusted_start": adjusted_start,
+        "adjusted_end": adjusted_end,
+        "comment": comment.strip(),
+        "profile": profile,
+        "params": params or {},
+    }
     with transaction.atomic():
-        row = (PeakDecision.objects.select_for_update()
-               .filter(**ctx.filter(), start=start, end=end, reviewer=reviewer).first())
+        row = (
+            PeakDecision.objects.select_for_update()
+            .filter(**ctx.filter(), start=start, end=end, reviewer=reviewer)
+            .first()
+        )
         if row is None:
             if expected_version != 0:
-                raise StaleDecision("Your earlier decision on this peak was undone in another window; "
-                                    "nothing was saved. Decide again.", None)
+                raise StaleDecision(
+                    "Your earlier decision on this peak was undone in another window; nothing was saved. Decide again.",
+                    None,
+                )
             try:
                 with transaction.atomic():
-                    row = PeakDecision.objects.create(**ctx.filter(), start=start, end=end, reviewer=reviewer,
-                                                      version=1, **values)
+                    row = PeakDecision.objects.create(
+                        **ctx.filter(), start=start, end=end, reviewer=reviewer, version=1, **values
+                    )
             except IntegrityError:
                 current = PeakDecision.objects.filter(**ctx.filter(), start=start, end=end, reviewer=reviewer).first()
-                raise StaleDecision("You decided on this peak in another window a moment ago; nothing was saved. "
-                                    "Your current decision is shown.", current) from None
+                raise StaleDecision(
+                    "You decided on this peak in another window a moment ago; nothing was saved. "
+                    "Your current decision is shown.",
+                    current,
+                ) from None
             op = "create"
         else:
             if row.version != expected_version:
                 raise StaleDecision(
                     f"This page was out of date: you changed this decision elsewhere (now version {row.version}, "
                     f"the page showed version {expected_version}). Nothing was saved; your current decision is "
-                    f"shown.", row)
+                    f"shown.",
+                    row,
+                )
             row.previous = row.state()
             for field, value in values.items():
                 setattr(row, field, value)
@@ -114,8 +148,12 @@ def decide(ctx: PeakContext, reviewer, *, start: int, end: int, decision: str, e
 def undo_last(reviewer, note) -> tuple[str, PeakDecision] | None:
     """Revert the reviewer's latest change on the note; returns (what was done, the row) or None."""
     with transaction.atomic():
-        row = (PeakDecision.objects.select_for_update().filter(reviewer=reviewer, note=note)
-               .order_by("-updated", "-id").first())
+        row = (
+            PeakDecision.objects.select_for_update()
+            .filter(reviewer=reviewer, note=note)
+            .order_by("-updated", "-id")
+            .first()
+        )
         if row is None:
             return None
         if row.previous is None:
@@ -139,11 +177,21 @@ def undo_last(reviewer, note) -> tuple[str, PeakDecision] | None:
 
 
 def _audit(reviewer, row: PeakDecision, op: str) -> None:
-    record(reviewer, AuditEvent.Action.REVIEW_DECISION, row, op=op, note=row.note_id, task=row.task_id,
-           model_version=row.model_version_id, method=row.method, span=[row.start, row.end],
-           decision=row.decision,
-           adjusted=[row.adjusted_start, row.adjusted_end] if row.adjusted_start is not None else None,
-           version=row.version, profile=row.profile_id)
+    record(
+        reviewer,
+        AuditEvent.Action.REVIEW_DECISION,
+        row,
+        op=op,
+        note=row.note_id,
+        task=row.task_id,
+        model_version=row.model_version_id,
+        method=row.method,
+        span=[row.start, row.end],
+        decision=row.decision,
+        adjusted=[row.adjusted_start, row.adjusted_end] if row.adjusted_start is not None else None,
+        version=row.version,
+        profile=row.profile_id,
+    )
 
 
 # ---------------------------------------------------------------- reading
@@ -168,8 +216,11 @@ def is_conflict(decisions: Iterable[PeakDecision]) -> bool:
 
 def rejected_spans(note_ids, task_ids) -> dict[tuple[int, int], list[tuple[int, int]]]:
     """{(note_id, task_id): [(start, end), ...]} of spans rejected under the module's rule."""
-    rows = (PeakDecision.objects.filter(note_id__in=list(note_ids), task_id__in=list(task_ids))
-            .order_by("updated", "id").values_list("note_id", "task_id", "start", "end", "reviewer_id", "decision"))
+    rows = (
+        PeakDecision.objects.filter(note_id__in=list(note_ids), task_id__in=list(task_ids))
+        .order_by("updated", "id")
+        .values_list("note_id", "task_id", "start", "end", "reviewer_id", "decision")
+    )
     latest: dict[tuple, dict[int, str]] = defaultdict(dict)
     for note_id, task_id, start, end, reviewer_id, decision in rows:
         latest[(note_id, task_id, start, end)][reviewer_id] = decision  # ordered by time: the last one stays

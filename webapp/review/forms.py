@@ -1,4 +1,5 @@
 """Forms of the review pages: peak parameters (the sliders), decisions, profiles, validation sets."""
+
 from django import forms
 
 from ml.peaks import PeakParams, check_params
@@ -33,8 +34,12 @@ def parse_grid(text: str) -> list[dict]:
         try:
             if len(parts) != 4:
                 raise ValueError("give four values: kernel sigma lower upper")
-            setting = {"kernel_size": int(parts[0]), "sigma": float(parts[1]), "lower": float(parts[2]),
-                       "upper": float(parts[3])}
+            setting = {
+                "kernel_size": int(parts[0]),
+                "sigma": float(parts[1]),
+                "lower": float(parts[2]),
+                "upper": float(parts[3]),
+            }
             check_params(**setting)
             if setting["upper"] > 1:
                 raise ValueError("upper must be at most 1")
@@ -55,15 +60,22 @@ def parse_grid(text: str) -> list[dict]:
 
 
 # form field -> PeakParams field
-FIELD_KEYS = (("k", "kernel_size"), ("sigma", "sigma"), ("lower", "lower"), ("upper", "upper"), ("trim", "trim"),
-              ("strict", "strict"))
+FIELD_KEYS = (
+    ("k", "kernel_size"),
+    ("sigma", "sigma"),
+    ("lower", "lower"),
+    ("upper", "upper"),
+    ("trim", "trim"),
+    ("strict", "strict"),
+)
 
 
 class ParamsForm(forms.Form):
     """The sliders. Every field is optional: a missing one takes the profile's value."""
 
-    k = forms.TypedChoiceField(choices=[(k, k) for k in KERNEL_CHOICES], coerce=int, required=False,
-                               label="Kernel size")
+    k = forms.TypedChoiceField(
+        choices=[(k, k) for k in KERNEL_CHOICES], coerce=int, required=False, label="Kernel size"
+    )
     sigma = forms.FloatField(min_value=0.25, max_value=3.0, required=False, label="Sigma")
     lower = forms.FloatField(min_value=0.0, max_value=1.0, required=False, label="Lower threshold")
     upper = forms.FloatField(min_value=0.0, max_value=1.0, required=False, label="Upper threshold")
@@ -163,8 +175,11 @@ class ValidationSetForm(forms.Form):
     template = forms.CharField(max_length=500, strip=False, widget=forms.HiddenInput)
     size = forms.IntegerField(min_value=1, max_value=1000, initial=100, label="Notes")
     seed = forms.IntegerField(initial=0)
-    grid = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), initial=grid_text(DEFAULT_GRID),
-                           help_text="One setting a line: kernel sigma lower upper")
+    grid = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 8}),
+        initial=grid_text(DEFAULT_GRID),
+        help_text="One setting a line: kernel sigma lower upper",
+    )
 
     def clean_grid(self):
         return parse_grid(self.cleaned_data["grid"])

@@ -18,6 +18,7 @@ MapSample: a deterministic sample of map ids of one (corpus, model version, meth
 drawn once and stored, so that the corpus preview of the tuning page reads a fixed set of maps
 instead of scanning the corpus on every slider move.
 """
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -47,8 +48,14 @@ class PeakDecision(ConfigKeyDefault, models.Model):
     method = models.CharField(max_length=20)
     template = models.CharField(max_length=500)
     config_key = models.CharField(max_length=64, help_text="RelevanceConfig.key of the map whose peak this is")
-    profile = models.ForeignKey("pipeline.PeakProfile", null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="peak_decisions", help_text="The profile the page was showing")
+    profile = models.ForeignKey(
+        "pipeline.PeakProfile",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="peak_decisions",
+        help_text="The profile the page was showing",
+    )
     params = models.JSONField(default=dict, help_text="kernel_size, sigma, lower, upper in effect when deciding")
     start = models.PositiveIntegerField(help_text="Peak start (character offset, as shown)")
     end = models.PositiveIntegerField(help_text="Peak end (exclusive)")
@@ -66,19 +73,35 @@ class PeakDecision(ConfigKeyDefault, models.Model):
         ordering = ["note", "task", "start", "reviewer"]
         constraints = [
             models.UniqueConstraint(
-                fields=["note", "task", "model_version", "method", "template", "config_key", "start", "end",
-                        "reviewer"],
+                fields=[
+                    "note",
+                    "task",
+                    "model_version",
+                    "method",
+                    "template",
+                    "config_key",
+                    "start",
+                    "end",
+                    "reviewer",
+                ],
                 name="review_peakdecision_one_per_reviewer",
             ),
             models.CheckConstraint(condition=Q(start__lt=F("end")), name="review_peakdecision_span_nonempty"),
             models.CheckConstraint(
-                condition=(Q(decision="adjust", adjusted_start__isnull=False, adjusted_end__isnull=False,
-                             adjusted_start__lt=F("adjusted_end"))
-                           | (~Q(decision="adjust") & Q(adjusted_start__isnull=True, adjusted_end__isnull=True))),
+                condition=(
+                    Q(
+                        decision="adjust",
+                        adjusted_start__isnull=False,
+                        adjusted_end__isnull=False,
+                        adjusted_start__lt=F("adjusted_end"),
+                    )
+                    | (~Q(decision="adjust") & Q(adjusted_start__isnull=True, adjusted_end__isnull=True))
+                ),
                 name="review_peakdecision_adjusted_span",
             ),
-            models.CheckConstraint(condition=Q(decision__in=["accept", "reject", "adjust"]),
-                                   name="review_peakdecision_decision_valid"),
+            models.CheckConstraint(
+                condition=Q(decision__in=["accept", "reject", "adjust"]), name="review_peakdecision_decision_valid"
+            ),
         ]
         indexes = [
             models.Index(fields=["note", "task"], name="review_decision_note_task"),
@@ -102,8 +125,14 @@ class PeakDecision(ConfigKeyDefault, models.Model):
         return (self.decision,)
 
     def state(self) -> dict:
-        return {"decision": self.decision, "adjusted_start": self.adjusted_start, "adjusted_end": self.adjusted_end,
-                "comment": self.comment, "profile": self.profile_id, "params": self.params}
+        return {
+            "decision": self.decision,
+            "adjusted_start": self.adjusted_start,
+            "adjusted_end": self.adjusted_end,
+            "comment": self.comment,
+            "profile": self.profile_id,
+            "params": self.params,
+        }
 
 
 class ValidationSetQuerySet(models.QuerySet):
@@ -123,14 +152,17 @@ class ValidationSet(ConfigKeyDefault, models.Model):
     size = models.PositiveIntegerField(default=100, help_text="Notes asked for (items may hold fewer)")
     items = models.JSONField(help_text="[[note_id, task_id], ...] in judging order")
     notes_available = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Notes of the corpus with maps of the selection, counted when the draw "
-                                         "found fewer than asked")
+        null=True,
+        blank=True,
+        help_text="Notes of the corpus with maps of the selection, counted when the draw found fewer than asked",
+    )
     grid = models.JSONField(help_text="[{kernel_size, sigma, lower, upper}, ...] candidate settings")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
     retired = models.DateTimeField(null=True, blank=True, help_text="When its notes stopped being held out")
-    retired_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    retired_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     objects = ValidationSetQuerySet.as_manager()
 
@@ -158,8 +190,10 @@ class ValidationSet(ConfigKeyDefault, models.Model):
         if self.notes_available is None:
             return f"{asked}: fewer notes had maps for this model version, method and template when it was drawn."
         some = f"only {self.notes_available} note{' has' if self.notes_available == 1 else 's have'}"
-        return (f"{asked}: {some} relevance maps of {self.model_version.name} · {self.method} · this template "
-                f"and configuration in this corpus (a set holds each note once).")
+        return (
+            f"{asked}: {some} relevance maps of {self.model_version.name} · {self.method} · this template "
+            f"and configuration in this corpus (a set holds each note once)."
+        )
 
 
 class ValidationJudgement(models.Model):
@@ -175,8 +209,10 @@ class ValidationJudgement(models.Model):
     class Meta:
         ordering = ["validation_set", "note", "setting"]
         constraints = [
-            models.UniqueConstraint(fields=["validation_set", "note", "task", "setting", "reviewer"],
-                                    name="review_judgement_one_per_reviewer"),
+            models.UniqueConstraint(
+                fields=["validation_set", "note", "task", "setting", "reviewer"],
+                name="review_judgement_one_per_reviewer",
+            ),
         ]
 
     def __str__(self):
@@ -197,8 +233,10 @@ class MapSample(ConfigKeyDefault, models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["corpus", "model_version", "method", "template", "config_key", "seed",
-                                            "size"], name="review_mapsample_unique"),
+            models.UniqueConstraint(
+                fields=["corpus", "model_version", "method", "template", "config_key", "seed", "size"],
+                name="review_mapsample_unique",
+            ),
         ]
 
     def __str__(self):

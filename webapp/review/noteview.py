@@ -13,6 +13,7 @@ A map of a note longer than the model's context covers only the tokens the model
 (ml.relevance cuts the note's end, or its start with truncate "left"): `MapReach` says where it
 starts and ends; the rest is shown as written, with a marker where the map stops.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -108,9 +109,12 @@ def map_arrays(note, selection):
     """(offsets, scores) of the selection's map of the note, or None."""
     if not selection.ready:
         return None
-    data = (selection.maps()
-            .filter(note=note, task=selection.task, model_version=selection.model)
-            .values_list("data", flat=True).first())
+    data = (
+        selection.maps()
+        .filter(note=note, task=selection.task, model_version=selection.model)
+        .values_list("data", flat=True)
+        .first()
+    )
     return decode_map(data) if data is not None else None
 
 
@@ -160,24 +164,34 @@ def build_panel(note, selection, reviewer, *, window=None, peak=None, window_cha
     panel.shown = windows.spans_in(spans, win)
     decisions = []
     if panel.found:
-        ctx = PeakContext(note, selection.task, selection.model, selection.method, selection.template,
-                          selection.config)
+        ctx = PeakContext(note, selection.task, selection.model, selection.method, selection.template, selection.config)
         decisions = decisions_on(ctx)
     mine = {(d.start, d.end): d for d in decisions if d.reviewer_id == reviewer.pk}
     panel.decided = sum(1 for span in spans if span in mine)
     for d in overlapping(decisions, win.start, win.end):  # what each decision on the window covers
-        d.span_text = text[d.start:min(d.end, d.start + QUOTE_CHARS)]
-        d.adjusted_text = (text[d.adjusted_start:min(d.adjusted_end, d.adjusted_start + QUOTE_CHARS)]
-                           if d.adjusted_start is not None else "")
+        d.span_text = text[d.start : min(d.end, d.start + QUOTE_CHARS)]
+        d.adjusted_text = (
+            text[d.adjusted_start : min(d.adjusted_end, d.adjusted_start + QUOTE_CHARS)]
+            if d.adjusted_start is not None
+            else ""
+        )
     for i in panel.shown:
         a, b = spans[i]
         near = overlapping(decisions, a, b)
-        row = PeakRow(i, a, b, text[a:min(b, a + QUOTE_CHARS)], mine.get((a, b)), near, is_conflict(near))
+        row = PeakRow(i, a, b, text[a : min(b, a + QUOTE_CHARS)], mine.get((a, b)), near, is_conflict(near))
         row.start_options, row.end_options = boundary_options(text, a, b, row.mine)
         panel.peaks.append(row)
-    panel.html = window_html(text, win, offsets, scores, [spans[i] for i in panel.shown], panel.gold,
-                             first_peak=panel.shown.start, peak_classes=[p.css for p in panel.peaks],
-                             markers=reach_markers(panel.reach, win))
+    panel.html = window_html(
+        text,
+        win,
+        offsets,
+        scores,
+        [spans[i] for i in panel.shown],
+        panel.gold,
+        first_peak=panel.shown.start,
+        peak_classes=[p.css for p in panel.peaks],
+        markers=reach_markers(panel.reach, win),
+    )
     if panel.reach is not None:
         edge = panel.reach.end if panel.reach.cut_end else panel.reach.start
         panel.reach_window = windows.holding(parts, edge).index
@@ -189,7 +203,7 @@ def window_html(text, win, offsets, scores, peaks, gold, *, first_peak=0, peak_c
     """HTML of the window's characters: the map's tokens, the peaks and the gold spans that
     reach into it, cut to it."""
     local_offsets, local_scores = rendering.tokens_in(offsets, scores, win.start, win.end)
-    piece = text[win.start:win.end]
+    piece = text[win.start : win.end]
     segs = rendering.segments(piece, local_offsets, local_scores, windows.clip(peaks, win), windows.clip(gold, win))
     return rendering.segments_html(piece, segs, peak_classes=peak_classes, first_peak=first_peak, markers=markers)
 
@@ -203,10 +217,12 @@ def reach_markers(reach: MapReach | None, win, *, id_prefix: str = "") -> dict[i
     tokens = f"{reach.tokens:,}"
     if reach.cut_start and win.holds(reach.start):
         out[reach.start - win.start] = edge_marker(
-            "start", f"relevance map starts here: the model saw the last {tokens} tokens", f"{id_prefix}map-start")
+            "start", f"relevance map starts here: the model saw the last {tokens} tokens", f"{id_prefix}map-start"
+        )
     if reach.cut_end and win.holds(reach.end):
         out[reach.end - win.start] = edge_marker(
-            "end", f"relevance map ends here: the model saw the first {tokens} tokens", f"{id_prefix}map-end")
+            "end", f"relevance map ends here: the model saw the first {tokens} tokens", f"{id_prefix}map-end"
+        )
     return out
 
 
@@ -214,8 +230,10 @@ def edge_marker(edge: str, label: str, element_id: str) -> str:
     """A marker where a map starts or ends ("start" or "end"), drawn by CSS from data-label, so
     the note's text is unchanged."""
     label = html.escape(label)
-    return (f'<span class="map-edge map-{edge}" id="{element_id}" role="note" aria-label="{label}" '
-            f'data-label="{label}"></span>')
+    return (
+        f'<span class="map-edge map-{edge}" id="{element_id}" role="note" aria-label="{label}" '
+        f'data-label="{label}"></span>'
+    )
 
 
 def boundary_options(text: str, start: int, end: int, mine=None) -> tuple[list, list]:
@@ -228,9 +246,10 @@ def boundary_options(text: str, start: int, end: int, mine=None) -> tuple[list, 
     at_start, at_end = _words_around(text, start), _words_around(text, end)
     k = bisect.bisect_right([w[0] for w in at_start], start) - 1  # the word at or before the start
     m = bisect.bisect_left([w[0] for w in at_end], end) - 1  # the last word starting before the end
-    begin_choices = {start} | {a for a, _ in at_start[max(0, k - ADJUST_WORDS):max(k, 0) + ADJUST_WORDS + 1]
-                               if a < end}
-    end_choices = {end} | {b for _, b in at_end[max(0, m - ADJUST_WORDS):max(m, 0) + ADJUST_WORDS + 1] if b > start}
+    begin_choices = {start} | {
+        a for a, _ in at_start[max(0, k - ADJUST_WORDS) : max(k, 0) + ADJUST_WORDS + 1] if a < end
+    }
+    end_choices = {end} | {b for _, b in at_end[max(0, m - ADJUST_WORDS) : max(m, 0) + ADJUST_WORDS + 1] if b > start}
     chosen_start = mine.adjusted_start if mine is not None and mine.adjusted_start is not None else start
     chosen_end = mine.adjusted_end if mine is not None and mine.adjusted_end is not None else end
     word_at = {a: b for a, b in at_start}
@@ -238,15 +257,17 @@ def boundary_options(text: str, start: int, end: int, mine=None) -> tuple[list, 
 
     def start_label(offset):
         """The word a boundary starts, to name the choice."""
-        word = text[offset:word_at[offset]] if offset in word_at else text[offset:offset + 12]
+        word = text[offset : word_at[offset]] if offset in word_at else text[offset : offset + 12]
         return f"{offset}: «{word.strip()[:30]}…»"
 
     def end_label(offset):
-        word = text[word_to[offset]:offset] if offset in word_to else text[max(0, offset - 12):offset]
+        word = text[word_to[offset] : offset] if offset in word_to else text[max(0, offset - 12) : offset]
         return f"{offset}: «…{word.strip()[-30:]}»"
 
-    return ([(o, start_label(o), o == chosen_start) for o in sorted(begin_choices)],
-            [(o, end_label(o), o == chosen_end) for o in sorted(end_choices)])
+    return (
+        [(o, start_label(o), o == chosen_start) for o in sorted(begin_choices)],
+        [(o, end_label(o), o == chosen_end) for o in sorted(end_choices)],
+    )
 
 
 def _words_around(text: str, offset: int) -> list[tuple[int, int]]:
@@ -273,13 +294,18 @@ def neighbours(note, selection) -> tuple[int | None, int | None]:
     two index-bounded subqueries (ORDER BY ... LIMIT 1)."""
     if selection.ready:
         maps = selection.maps().filter(
-            note__corpus_id=note.corpus_id, task=selection.task, model_version=selection.model)
+            note__corpus_id=note.corpus_id, task=selection.task, model_version=selection.model
+        )
         prev_ids = maps.filter(note_id__lt=note.pk).order_by("-note_id").values("note_id")[:1]
         next_ids = maps.filter(note_id__gt=note.pk).order_by("note_id").values("note_id")[:1]
     else:
         notes = Note.objects.filter(corpus_id=note.corpus_id)
         prev_ids = notes.filter(pk__lt=note.pk).order_by("-pk").values("pk")[:1]
         next_ids = notes.filter(pk__gt=note.pk).order_by("pk").values("pk")[:1]
-    row = (Note.objects.filter(pk=note.pk).annotate(prev_id=Subquery(prev_ids), next_id=Subquery(next_ids))
-           .values_list("prev_id", "next_id").first())
+    row = (
+        Note.objects.filter(pk=note.pk)
+        .annotate(prev_id=Subquery(prev_ids), next_id=Subquery(next_ids))
+        .values_list("prev_id", "next_id")
+        .first()
+    )
     return row if row is not None else (None, None)

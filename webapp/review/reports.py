@@ -6,6 +6,7 @@ on kept (accept or adjust) vs rejected, for each pair of reviewers over the peak
 (webapp.lib.agreement). Decisions are made by people, so there are at most some hundred
 thousand: they are read once and tallied in Python.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -51,12 +52,16 @@ def task_reports(corpus=None, model=None, method: str | None = None) -> list[Tas
     if method:
         rows = rows.filter(method=method)
     by_task: dict[int, list] = defaultdict(list)
-    for row in rows.values_list("task_id", "note_id", "model_version_id", "method", "template", "start", "end",
-                                "reviewer_id", "decision"):
+    for row in rows.values_list(
+        "task_id", "note_id", "model_version_id", "method", "template", "start", "end", "reviewer_id", "decision"
+    ):
         by_task[row[0]].append(row)
     tasks = Task.objects.in_bulk(list(by_task))
-    names = dict(get_user_model().objects.filter(
-        pk__in={r[7] for rs in by_task.values() for r in rs}).values_list("pk", "username"))
+    names = dict(
+        get_user_model()
+        .objects.filter(pk__in={r[7] for rs in by_task.values() for r in rs})
+        .values_list("pk", "username")
+    )
     reports = []
     for task_id, task_rows in by_task.items():
         report = TaskReport(tasks[task_id])

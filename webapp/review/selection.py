@@ -12,15 +12,16 @@ version first); on a corpus, the default model version, AttnLRP and the template
 corpus's latest relevance job. Without any PeakProfile the paper's parameters apply.
 Unknown or invalid values fall back to the defaults and are reported in `errors`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from webapp.corpus.models import Task
-from ml.relevance import RelevanceConfig, default_config_key
-from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
 from ml.peaks import PAPER, PeakParams
+from ml.relevance import RelevanceConfig, default_config_key
+from webapp.corpus.models import Task
+from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
 from webapp.review.forms import ParamsForm
 
 
@@ -63,10 +64,14 @@ class Selection:
         return self.task is not None and self.model is not None
 
     def query_dict(self, *, params: bool = True, **changes) -> dict:
-        values = {"task": self.task.pk if self.task else None, "model": self.model.pk if self.model else None,
-                  "method": self.method, "template": self.template,
-                  "profile": self.profile.pk if self.profile else None,
-                  "config": self.config if self.config != default_config_key(self.method, self.template) else None}
+        values = {
+            "task": self.task.pk if self.task else None,
+            "model": self.model.pk if self.model else None,
+            "method": self.method,
+            "template": self.template,
+            "profile": self.profile.pk if self.profile else None,
+            "config": self.config if self.config != default_config_key(self.method, self.template) else None,
+        }
         if params and self.custom:
             p, base = self.params, self.base_params
             values.update(k=p.kernel_size, sigma=f"{p.sigma:g}", lower=f"{p.lower:g}", upper=f"{p.upper:g}")
@@ -114,8 +119,11 @@ def _params(query, profile, errors) -> PeakParams:
 def for_note(note, query) -> Selection:
     """The selection of a note page: only combinations the note has maps for are offered."""
     errors: list[str] = []
-    combos = list(RelevanceMap.objects.filter(note=note)
-                  .values_list("task_id", "model_version_id", "method", "template", "config_key").distinct())
+    combos = list(
+        RelevanceMap.objects.filter(note=note)
+        .values_list("task_id", "model_version_id", "method", "template", "config_key")
+        .distinct()
+    )
     model_ids = sorted({c[1] for c in combos})
     models = list(ModelVersion.objects.filter(pk__in=model_ids).order_by("name"))
     by_pk = {m.pk: m for m in models}
@@ -126,14 +134,19 @@ def for_note(note, query) -> Selection:
         model = ModelVersion.objects.filter(pk=wanted).first() or default
     of_model = [c for c in combos if model and c[1] == model.pk]
     methods = sorted({c[2] for c in of_model})
-    method = query.get("method") if query.get("method") in methods else (
-        "attnlrp" if "attnlrp" in methods else (methods[0] if methods else query.get("method") or "attnlrp"))
+    method = (
+        query.get("method")
+        if query.get("method") in methods
+        else ("attnlrp" if "attnlrp" in methods else (methods[0] if methods else query.get("method") or "attnlrp"))
+    )
     templates = sorted({c[3] for c in of_model if c[2] == method})
-    template = query.get("template") if query.get("template") in templates else (
-        templates[0] if templates else query.get("template") or "en")
+    template = (
+        query.get("template")
+        if query.get("template") in templates
+        else (templates[0] if templates else query.get("template") or "en")
+    )
     default_key = default_config_key(method, template)
-    keys = sorted({c[4] for c in of_model if c[2] == method and c[3] == template},
-                  key=lambda k: (k != default_key, k))
+    keys = sorted({c[4] for c in of_model if c[2] == method and c[3] == template}, key=lambda k: (k != default_key, k))
     config = query.get("config") if query.get("config") in keys else (keys[0] if keys else default_key)
     task_ids = sorted({c[0] for c in of_model if c[2] == method and c[3] == template and c[4] == config})
     tasks = list(Task.objects.filter(pk__in=task_ids).order_by("slug"))
@@ -144,9 +157,21 @@ def for_note(note, query) -> Selection:
     if task is None and tasks:
         task = tasks[0]
     profile = _profile(query, errors)
-    return Selection(task, model, method, template, profile, _params(query, profile, errors), errors,
-                     config_key=config, tasks=tasks, models=models, methods=methods or [method],
-                     templates=templates or [template], configs=config_choices(keys or [config], method, template))
+    return Selection(
+        task,
+        model,
+        method,
+        template,
+        profile,
+        _params(query, profile, errors),
+        errors,
+        config_key=config,
+        tasks=tasks,
+        models=models,
+        methods=methods or [method],
+        templates=templates or [template],
+        configs=config_choices(keys or [config], method, template),
+    )
 
 
 def for_corpus(corpus, query) -> Selection:
@@ -154,29 +179,52 @@ def for_corpus(corpus, query) -> Selection:
     errors: list[str] = []
     models = list(ModelVersion.objects.order_by("name"))
     wanted = _int(query.get("model"))
-    model = next((m for m in models if m.pk == wanted), None) or next((m for m in models if m.is_default), None) \
+    model = (
+        next((m for m in models if m.pk == wanted), None)
+        or next((m for m in models if m.is_default), None)
         or (models[0] if models else None)
+    )
     methods = [value for value, _ in RelevanceJob.Method.choices]
     method = query.get("method") if query.get("method") in methods else "attnlrp"
-    templates = list(RelevanceJob.objects.filter(corpus=corpus).order_by("-created")
-                     .values_list("template", flat=True)[:20])
+    templates = list(
+        RelevanceJob.objects.filter(corpus=corpus).order_by("-created").values_list("template", flat=True)[:20]
+    )
     templates = list(dict.fromkeys(templates))
-    default_template = templates[0] if templates else (corpus.language if corpus.language in ("en", "it", "es") else "en")
+    default_template = (
+        templates[0] if templates else (corpus.language if corpus.language in ("en", "it", "es") else "en")
+    )
     template = query.get("template") or default_template
     if template not in templates:
         templates.append(template)
     keys = corpus_config_keys(corpus, method, template)
     wanted_config = query.get("config") or ""
-    if wanted_config and wanted_config not in keys and RelevanceMap.objects.filter(
-            note__corpus=corpus, method=method, template=template, config_key=wanted_config).exists():
+    if (
+        wanted_config
+        and wanted_config not in keys
+        and RelevanceMap.objects.filter(
+            note__corpus=corpus, method=method, template=template, config_key=wanted_config
+        ).exists()
+    ):
         keys.append(wanted_config)  # maps of it exist (e.g. from another corpus's job): offer it too
     config = wanted_config if wanted_config in keys else keys[0]
     wanted_task = _int(query.get("task"))
     task = Task.objects.filter(pk=wanted_task).first() if wanted_task is not None else None
     profile = _profile(query, errors)
-    return Selection(task, model, method, template, profile, _params(query, profile, errors), errors,
-                     config_key=config, tasks=list(Task.objects.order_by("slug")), models=models, methods=methods,
-                     templates=templates, configs=config_choices(keys, method, template))
+    return Selection(
+        task,
+        model,
+        method,
+        template,
+        profile,
+        _params(query, profile, errors),
+        errors,
+        config_key=config,
+        tasks=list(Task.objects.order_by("slug")),
+        models=models,
+        methods=methods,
+        templates=templates,
+        configs=config_choices(keys, method, template),
+    )
 
 
 def corpus_config_keys(corpus, method: str, template: str) -> list[str]:
@@ -184,10 +232,14 @@ def corpus_config_keys(corpus, method: str, template: str) -> list[str]:
     the latest job's first; the default configuration's when there are none."""
     from webapp.evaluation.models import RelevanceEvaluation
 
-    keys = list(RelevanceJob.objects.filter(corpus=corpus, method=method, template=template)
-                .order_by("-created").values_list("config_key", flat=True)[:50])
-    for configs in RelevanceEvaluation.objects.filter(corpus=corpus).order_by("-created").values_list(
-            "configs", flat=True)[:20]:
+    keys = list(
+        RelevanceJob.objects.filter(corpus=corpus, method=method, template=template)
+        .order_by("-created")
+        .values_list("config_key", flat=True)[:50]
+    )
+    for configs in (
+        RelevanceEvaluation.objects.filter(corpus=corpus).order_by("-created").values_list("configs", flat=True)[:20]
+    ):
         for values in configs or ():
             try:
                 config = RelevanceConfig.from_dict(values)
@@ -217,6 +269,9 @@ def config_label(config: dict | None, key: str) -> str:
     default = RelevanceConfig(method=cfg.method, template=cfg.template)
     if cfg.key == default.key:
         return f"explain {cfg.explain} (default)"
-    changed = [f"{name} {value}" for name, value in cfg.to_dict().items()
-               if name not in ("method", "template", "explain") and value != getattr(default, name)]
+    changed = [
+        f"{name} {value}"
+        for name, value in cfg.to_dict().items()
+        if name not in ("method", "template", "explain") and value != getattr(default, name)
+    ]
     return ", ".join([f"explain {cfg.explain}", *changed])

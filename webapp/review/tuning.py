@@ -14,6 +14,7 @@ The preview applies the DSM rules of ml.masking (two peaks, left context, de-dup
 the sample's peaks: the share of note-task pairs with at least two peaks, the masked examples
 the setting would produce, a few of them, and the histogram of peaks per pair.
 """
+
 from __future__ import annotations
 
 import time
@@ -25,11 +26,11 @@ from django.db import IntegrityError, transaction
 
 from ml.codec import decode_map
 from ml.masking import BuildStats, Group, PeakItem, build_examples
+from ml.peaks import PeakParams, peaks_of_arrays
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note
 from webapp.pipeline.models import PeakProfile, RelevanceMap
-from ml.peaks import PeakParams, peaks_of_arrays
 from webapp.review.models import MapSample
 
 SAMPLE_SIZE = 2_000
@@ -67,16 +68,26 @@ class Preview:
 
 def sample_for(corpus, selection, *, size: int = SAMPLE_SIZE, seed: int = 0, redraw: bool = False) -> MapSample | None:
     """The stored sample of the selection's maps; drawn now if there is none (or `redraw`)."""
-    key = {"corpus": corpus, "model_version": selection.model, "method": selection.method,
-           "template": selection.template, "config_key": selection.config, "seed": seed, "size": size}
+    key = {
+        "corpus": corpus,
+        "model_version": selection.model,
+        "method": selection.method,
+        "template": selection.template,
+        "config_key": selection.config,
+        "seed": seed,
+        "size": size,
+    }
     if selection.model is None:
         return None
     existing = MapSample.objects.filter(**key).first()
     if existing is not None and not redraw:
         return existing
-    ids = list(selection.maps()
-               .filter(note__corpus=corpus, model_version=selection.model)
-               .order_by("id").values_list("id", flat=True))
+    ids = list(
+        selection.maps()
+        .filter(note__corpus=corpus, model_version=selection.model)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
     if not ids:
         return None
     rng = np.random.default_rng(seed)
@@ -91,8 +102,10 @@ def _load(sample: MapSample):
     if cached is not None:
         _CACHE.move_to_end(sample.pk)
         return cached
-    rows = sorted(RelevanceMap.objects.filter(pk__in=sample.map_ids).values_list("id", "note_id", "task_id", "data"),
-                  key=lambda r: (r[1], r[2]))
+    rows = sorted(
+        RelevanceMap.objects.filter(pk__in=sample.map_ids).values_list("id", "note_id", "task_id", "data"),
+        key=lambda r: (r[1], r[2]),
+    )
     texts = dict(Note.objects.filter(pk__in={r[1] for r in rows}).values_list("pk", "text"))
     keys = [(r[0], r[1], r[2]) for r in rows]
     arrays = [decode_map(r[3]) for r in rows]
@@ -139,8 +152,10 @@ def _preview(sample: MapSample, params: PeakParams) -> Preview:
     result.examples = stats.examples
     result.duplicates = stats.duplicates
     top = max(groups_per_pair.values(), default=0)
-    result.histogram = [(label, groups_per_pair[k], round(100 * groups_per_pair[k] / top) if top else 0)
-                        for k, label in enumerate(HISTOGRAM_BINS)]
+    result.histogram = [
+        (label, groups_per_pair[k], round(100 * groups_per_pair[k] / top) if top else 0)
+        for k, label in enumerate(HISTOGRAM_BINS)
+    ]
     result.millis = (time.perf_counter() - started) * 1000
     return result
 
@@ -160,12 +175,18 @@ def save_profile(name: str, params: PeakParams, actor) -> PeakProfile:
             with transaction.atomic():
                 last = PeakProfile.objects.filter(name=name).order_by("-version").values_list("version", flat=True)
                 version = (last.first() or 0) + 1
-                profile = PeakProfile.objects.create(name=name, version=version, created_by=actor,
-                                                     **params.to_dict())
+                profile = PeakProfile.objects.create(name=name, version=version, created_by=actor, **params.to_dict())
             break
         except IntegrityError:
             if attempt == 2:
                 raise
-    record(actor, AuditEvent.Action.REVIEW_DECISION, profile, kind="peak_profile", name=name, version=version,
-           params=params.to_dict())
+    record(
+        actor,
+        AuditEvent.Action.REVIEW_DECISION,
+        profile,
+        kind="peak_profile",
+        name=name,
+        version=version,
+        params=params.to_dict(),
+    )
     return profile

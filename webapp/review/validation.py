@@ -30,6 +30,7 @@ for s_T; the setting with the most reasonable notes is recommended.
   highlight" compare whole notes); the HTML is built for the window's characters and peaks only,
   and a map cut by the model's context gets the note page's notice and marker where it stops.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,13 +43,13 @@ from django.utils import timezone
 
 from ml.codec import decode_map
 from ml.metrics import PRF, peak_token_prf, relevance_mass_ratio
+from ml.peaks import PeakParams, peaks_of_arrays, smooth
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Note, Task
-from webapp.pipeline.models import RelevanceMap
-from ml.peaks import PeakParams, peaks_of_arrays, smooth
-from webapp.review import tuning
 from webapp.lib import windows
+from webapp.pipeline.models import RelevanceMap
+from webapp.review import tuning
 from webapp.review.models import ValidationJudgement, ValidationSet
 from webapp.review.noteview import MapReach, map_reach, reach_markers, window_html
 
@@ -71,8 +72,10 @@ def draw(corpus, selection, *, name: str, size: int, seed: int, grid: list[dict]
     if sample is None:
         raise ValidationSetError("No relevance maps for this model version, method and template in this corpus.")
     order = np.random.default_rng(seed).permutation(len(sample.map_ids)).tolist()
-    pairs = dict((pk, (n, t)) for pk, n, t in RelevanceMap.objects.filter(pk__in=sample.map_ids)
-                 .values_list("pk", "note_id", "task_id"))
+    pairs = dict(
+        (pk, (n, t))
+        for pk, n, t in RelevanceMap.objects.filter(pk__in=sample.map_ids).values_list("pk", "note_id", "task_id")
+    )
     items, seen = [], set()
     for k in order:
         note_id, task_id = pairs.get(sample.map_ids[k], (None, None))
@@ -88,12 +91,30 @@ def draw(corpus, selection, *, name: str, size: int, seed: int, grid: list[dict]
         items += _more_items(maps, seen, size - len(items), seed)
         if len(items) < size:
             available = maps.values("note_id").distinct().count()
-    vset = ValidationSet.objects.create(corpus=corpus, model_version=selection.model, method=selection.method,
-                                        template=selection.template, config_key=selection.config, name=name, seed=seed,
-                                        size=size, items=items, notes_available=available,
-                                        grid=grid, created_by=actor)
-    record(actor, AuditEvent.Action.REVIEW_DECISION, vset, kind="validation_set", items=len(items), asked=size,
-           settings=len(grid), seed=seed)
+    vset = ValidationSet.objects.create(
+        corpus=corpus,
+        model_version=selection.model,
+        method=selection.method,
+        template=selection.template,
+        config_key=selection.config,
+        name=name,
+        seed=seed,
+        size=size,
+        items=items,
+        notes_available=available,
+        grid=grid,
+        created_by=actor,
+    )
+    record(
+        actor,
+        AuditEvent.Action.REVIEW_DECISION,
+        vset,
+        kind="validation_set",
+        items=len(items),
+        asked=size,
+        settings=len(grid),
+        seed=seed,
+    )
     return vset
 
 
@@ -104,8 +125,9 @@ def _more_items(maps, seen: set, wanted: int, seed: int) -> list[list[int]]:
     others = list(maps.exclude(note_id__in=seen).order_by("note_id").values_list("note_id", flat=True).distinct())
     chosen = [others[k] for k in rng.permutation(len(others))[:wanted].tolist()]
     tasks = defaultdict(list)
-    for note_id, task_id in maps.filter(note_id__in=chosen).order_by("note_id", "task_id").values_list(
-            "note_id", "task_id"):
+    for note_id, task_id in (
+        maps.filter(note_id__in=chosen).order_by("note_id", "task_id").values_list("note_id", "task_id")
+    ):
         tasks[note_id].append(task_id)
     return [[note_id, tasks[note_id][int(rng.integers(len(tasks[note_id])))]] for note_id in chosen]
 
@@ -114,12 +136,19 @@ def retire(vset: ValidationSet, actor) -> bool:
     """Stop holding the set's notes out of dataset builds; keep the set and its judgements.
     False (nothing done) if it was already retired."""
     with transaction.atomic():
-        done = ValidationSet.objects.filter(pk=vset.pk, retired__isnull=True).update(retired=timezone.now(),
-                                                                                    retired_by=actor)
+        done = ValidationSet.objects.filter(pk=vset.pk, retired__isnull=True).update(
+            retired=timezone.now(), retired_by=actor
+        )
         if done:
             judgements = ValidationJudgement.objects.filter(validation_set=vset).count()
-            record(actor, AuditEvent.Action.REVIEW_DECISION, vset, kind="validation_set_retired",
-                   items=len(vset.items), judgements=judgements)
+            record(
+                actor,
+                AuditEvent.Action.REVIEW_DECISION,
+                vset,
+                kind="validation_set_retired",
+                items=len(vset.items),
+                judgements=judgements,
+            )
     vset.refresh_from_db(fields=["retired", "retired_by"])
     return bool(done)
 
@@ -145,9 +174,12 @@ class Item:
 
 
 def _arrays(vset, note_id, task_id):
-    data = (RelevanceMap.objects.for_config(vset.method, vset.template, vset.config_key)
-            .filter(note_id=note_id, task_id=task_id, model_version=vset.model_version)
-            .values_list("data", flat=True).first())
+    data = (
+        RelevanceMap.objects.for_config(vset.method, vset.template, vset.config_key)
+        .filter(note_id=note_id, task_id=task_id, model_version=vset.model_version)
+        .values_list("data", flat=True)
+        .first()
+    )
     return decode_map(data) if data is not None else None
 
 
@@ -155,8 +187,10 @@ def spans_per_setting(vset, note, arrays) -> list[tuple]:
     """The word-extended character spans of the note's peaks under each setting of the grid."""
     if arrays is None:
         return [() for _ in vset.grid]
-    return [peaks_of_arrays([(None, note.pk, 0)], [arrays], {note.pk: note.text}, setting)[0].char_spans
-            for setting in grid_params(vset)]
+    return [
+        peaks_of_arrays([(None, note.pk, 0)], [arrays], {note.pk: note.text}, setting)[0].char_spans
+        for setting in grid_params(vset)
+    ]
 
 
 def grid_params(vset) -> list[PeakParams]:
@@ -166,8 +200,11 @@ def grid_params(vset) -> list[PeakParams]:
 
 def next_item(vset, reviewer) -> tuple[int, int, int, int] | None:
     """(position, note_id, task_id, setting) of the first item and setting not judged yet."""
-    judged = set(ValidationJudgement.objects.filter(validation_set=vset, reviewer=reviewer)
-                 .values_list("note_id", "task_id", "setting"))
+    judged = set(
+        ValidationJudgement.objects.filter(validation_set=vset, reviewer=reviewer).values_list(
+            "note_id", "task_id", "setting"
+        )
+    )
     for position, (note_id, task_id) in enumerate(vset.items):
         for setting in range(len(vset.grid)):
             if (note_id, task_id, setting) not in judged:
@@ -183,8 +220,13 @@ def item(vset, position: int, setting: int, *, window=None, window_chars: int | 
     task = Task.objects.get(pk=task_id)
     arrays = _arrays(vset, note_id, task_id)
     spans = spans_per_setting(vset, note, arrays)
-    gold = sorted({(a, b) for ev in Annotation.objects.filter(note=note, task=task).values_list("evidence", flat=True)
-                   for a, b in ev or []})
+    gold = sorted(
+        {
+            (a, b)
+            for ev in Annotation.objects.filter(note=note, task=task).values_list("evidence", flat=True)
+            for a, b in ev or []
+        }
+    )
     text = note.text
     parts = windows.windows(text, window_chars)
     win = windows.pick(parts, window)
@@ -192,11 +234,20 @@ def item(vset, position: int, setting: int, *, window=None, window_chars: int | 
     peaks = spans[setting]
     shown = windows.spans_in(peaks, win)
     reach = map_reach(text, offsets) if arrays is not None else None
-    html = window_html(text, win, offsets, scores, [peaks[i] for i in shown], gold, first_peak=shown.start,
-                       markers=reach_markers(reach, win))
+    html = window_html(
+        text,
+        win,
+        offsets,
+        scores,
+        [peaks[i] for i in shown],
+        gold,
+        first_peak=shown.start,
+        markers=reach_markers(reach, win),
+    )
     same = [s for s in range(len(vset.grid)) if s != setting and spans[s] == spans[setting]]
-    question = Item(position, note, task, setting, html, len(peaks), same, arrays is not None, win, len(text), shown,
-                    reach)
+    question = Item(
+        position, note, task, setting, html, len(peaks), same, arrays is not None, win, len(text), shown, reach
+    )
     if reach is not None:
         question.reach_window = windows.holding(parts, reach.end if reach.cut_end else reach.start).index
     return question
@@ -212,17 +263,34 @@ def judge(vset, reviewer, *, position: int, setting: int, reasonable: bool) -> l
     note_id, task_id = vset.items[position]
     note = Note.objects.get(pk=note_id)
     spans = spans_per_setting(vset, note, _arrays(vset, note_id, task_id))
-    already = set(ValidationJudgement.objects.filter(validation_set=vset, reviewer=reviewer, note_id=note_id,
-                                                     task_id=task_id).values_list("setting", flat=True))
-    settings = [setting] + [s for s in range(len(vset.grid))
-                            if s != setting and s not in already and spans[s] == spans[setting]]
+    already = set(
+        ValidationJudgement.objects.filter(
+            validation_set=vset, reviewer=reviewer, note_id=note_id, task_id=task_id
+        ).values_list("setting", flat=True)
+    )
+    settings = [setting] + [
+        s for s in range(len(vset.grid)) if s != setting and s not in already and spans[s] == spans[setting]
+    ]
     with transaction.atomic():
         for s in settings:
             ValidationJudgement.objects.update_or_create(
-                validation_set=vset, note_id=note_id, task_id=task_id, setting=s, reviewer=reviewer,
-                defaults={"reasonable": reasonable})
-    record(reviewer, AuditEvent.Action.REVIEW_DECISION, vset, kind="validation", note=note_id, task=task_id,
-           settings=settings, reasonable=reasonable)
+                validation_set=vset,
+                note_id=note_id,
+                task_id=task_id,
+                setting=s,
+                reviewer=reviewer,
+                defaults={"reasonable": reasonable},
+            )
+    record(
+        reviewer,
+        AuditEvent.Action.REVIEW_DECISION,
+        vset,
+        kind="validation",
+        note=note_id,
+        task=task_id,
+        settings=settings,
+        reasonable=reasonable,
+    )
     return settings
 
 
@@ -246,7 +314,8 @@ def tally(vset) -> tuple[list[SettingTally], SettingTally | None]:
     rows = [SettingTally(i, s) for i, s in enumerate(vset.grid)]
     votes: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])  # (note, task, setting) -> [yes, no]
     for note_id, task_id, setting, reasonable in ValidationJudgement.objects.filter(validation_set=vset).values_list(
-            "note_id", "task_id", "setting", "reasonable"):
+        "note_id", "task_id", "setting", "reasonable"
+    ):
         votes[(note_id, task_id, setting)][0 if reasonable else 1] += 1
     for (_, _, setting), (yes, no) in votes.items():
         if setting < len(rows):
@@ -265,15 +334,20 @@ def tally(vset) -> tuple[list[SettingTally], SettingTally | None]:
 def _agreement(vset, rows: list[SettingTally]) -> None:
     items = {(n, t) for n, t in vset.items}
     gold: dict[tuple, set] = defaultdict(set)
-    for note_id, task_id, evidence in Annotation.objects.filter(
-            note_id__in={n for n, _ in items}).exclude(evidence=[]).values_list("note_id", "task_id", "evidence"):
+    for note_id, task_id, evidence in (
+        Annotation.objects.filter(note_id__in={n for n, _ in items})
+        .exclude(evidence=[])
+        .values_list("note_id", "task_id", "evidence")
+    ):
         if (note_id, task_id) in items:
             gold[(note_id, task_id)].update((int(a), int(b)) for a, b in evidence)
     if not gold:
         return
-    maps = list(RelevanceMap.objects.for_config(vset.method, vset.template, vset.config_key)
-                .filter(note_id__in={n for n, _ in gold}, model_version=vset.model_version)
-                .values_list("note_id", "task_id", "data"))
+    maps = list(
+        RelevanceMap.objects.for_config(vset.method, vset.template, vset.config_key)
+        .filter(note_id__in={n for n, _ in gold}, model_version=vset.model_version)
+        .values_list("note_id", "task_id", "data")
+    )
     maps = [(n, t, decode_map(d)) for n, t, d in maps if (n, t) in gold]
     if not maps:
         return
@@ -287,8 +361,11 @@ def _agreement(vset, rows: list[SettingTally]) -> None:
             spans = sorted(gold[(note_id, task_id)])
             prf = prf + peak_token_prf(peaks.word_spans, offsets, spans)
             try:
-                ratios.append(relevance_mass_ratio(
-                    smooth(scores, kernel_size=params.kernel_size, sigma=params.sigma), offsets, spans))
+                ratios.append(
+                    relevance_mass_ratio(
+                        smooth(scores, kernel_size=params.kernel_size, sigma=params.sigma), offsets, spans
+                    )
+                )
             except ValueError:
                 pass
         row.gold_items = len(maps)

@@ -3,6 +3,7 @@
 htmx requests get the fragment they target (`template#partial`); every page also works as a
 plain link or form without JavaScript.
 """
+
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
@@ -12,9 +13,9 @@ from django.views.decorators.http import require_POST
 
 from webapp.accounts.roles import Capability, capability_required, has_capability
 from webapp.corpus.models import Corpus
+from webapp.lib import rendering
 from webapp.pipeline.models import ModelVersion, PeakProfile
 from webapp.review import access, actions, browse, comparison, noteview, queue, reports, selection, tuning, validation
-from webapp.lib import rendering
 from webapp.review.forms import AdoptForm, DecisionForm, SaveProfileForm, ValidationSetForm
 
 
@@ -25,10 +26,16 @@ def _note_url(note, sel, **changes) -> str:
 
 def _note_context(request, note, sel, panel, notice=None) -> dict:
     return {
-        "nav": "review", "note": note, "corpus": note.corpus, "sel": sel, "panel": panel, "notice": notice,
+        "nav": "review",
+        "note": note,
+        "corpus": note.corpus,
+        "sel": sel,
+        "panel": panel,
+        "notice": notice,
         "can_review": has_capability(request.user, Capability.REVIEW),
         "can_tune": any(has_capability(request.user, c) for c in access.TUNE),
-        "profiles": PeakProfile.objects.order_by("name", "-version"), "legend": rendering.legend(),
+        "profiles": PeakProfile.objects.order_by("name", "-version"),
+        "legend": rendering.legend(),
         "queue_query": sel.query(task=None),  # the queue goes over every task from the current pair on
     }
 
@@ -38,8 +45,11 @@ def _note_context(request, note, sel, panel, notice=None) -> dict:
 
 @capability_required(Capability.VIEW)
 def index(request):
-    return render(request, "review/index.html", {"nav": "review", "corpora": Corpus.objects.order_by("name"),
-                                                 "mine": request.user.peak_decisions.count()})
+    return render(
+        request,
+        "review/index.html",
+        {"nav": "review", "corpora": Corpus.objects.order_by("name"), "mine": request.user.peak_decisions.count()},
+    )
 
 
 def note_list(request, corpus_id):
@@ -47,19 +57,31 @@ def note_list(request, corpus_id):
     sel = selection.for_corpus(corpus, request.GET)
     filters = browse.Filters.from_query(request.GET)
     page = browse.browse(corpus, sel, filters, request.GET.get("after"))
-    context = {"nav": "review", "corpus": corpus, "sel": sel, "filters": filters, "page": page,
-               "states": browse.STATES, "scan": browse.SCAN, "query": _without(request.GET, "after"),
-               "profiles": PeakProfile.objects.order_by("name", "-version")}
-    template = "review/note_list.html#note-rows" if request.htmx and request.htmx.target == "more-notes" \
+    context = {
+        "nav": "review",
+        "corpus": corpus,
+        "sel": sel,
+        "filters": filters,
+        "page": page,
+        "states": browse.STATES,
+        "scan": browse.SCAN,
+        "query": _without(request.GET, "after"),
+        "profiles": PeakProfile.objects.order_by("name", "-version"),
+    }
+    template = (
+        "review/note_list.html#note-rows"
+        if request.htmx and request.htmx.target == "more-notes"
         else "review/note_list.html"
+    )
     return render(request, template, context)
 
 
 def note_view(request, corpus_id, note_id):
     note = access.note_for(request.user, corpus_id, note_id)
     sel = selection.for_note(note, request.GET)
-    panel = noteview.build_panel(note, sel, request.user, window=request.GET.get("window"),
-                                 peak=request.GET.get("peak"))
+    panel = noteview.build_panel(
+        note, sel, request.user, window=request.GET.get("window"), peak=request.GET.get("peak")
+    )
     template = "review/note.html#panel" if request.htmx and request.htmx.target == "note-panel" else "review/note.html"
     return render(request, template, _note_context(request, note, sel, panel))
 
@@ -115,8 +137,17 @@ def preview(request, corpus_id):
     sample = tuning.sample_for(corpus, sel)
     result = tuning.preview(sample, sel.params) if sample is not None else None
     template = "review/preview.html" if request.htmx else "review/preview_page.html"
-    return render(request, template, {"nav": "review", "corpus": corpus, "sel": sel, "preview": result,
-                                      "can_tune": any(has_capability(request.user, c) for c in access.TUNE)})
+    return render(
+        request,
+        template,
+        {
+            "nav": "review",
+            "corpus": corpus,
+            "sel": sel,
+            "preview": result,
+            "can_tune": any(has_capability(request.user, c) for c in access.TUNE),
+        },
+    )
 
 
 @require_POST
@@ -133,12 +164,17 @@ def save_profile(request):
     form = SaveProfileForm(request.POST)
     back = _safe_next(request, reverse("review:index"))
     if not form.is_valid():
-        messages.error(request, "The profile was not saved: " + "; ".join(
-            message for errors in form.errors.values() for message in errors))
+        messages.error(
+            request,
+            "The profile was not saved: " + "; ".join(message for errors in form.errors.values() for message in errors),
+        )
         return redirect(back)
     profile = tuning.save_profile(form.cleaned_data["name"], form.params, request.user)
-    messages.success(request, f"Saved peak profile {profile} (kernel {profile.kernel_size}, σ {profile.sigma:g}, "
-                              f"lower {profile.lower:g}, upper {profile.upper:g}).")
+    messages.success(
+        request,
+        f"Saved peak profile {profile} (kernel {profile.kernel_size}, σ {profile.sigma:g}, "
+        f"lower {profile.lower:g}, upper {profile.upper:g}).",
+    )
     return redirect(_with_profile(back, profile))
 
 
@@ -148,16 +184,29 @@ def save_profile(request):
 def validation_list(request, corpus_id):
     corpus = access.corpus_for(request.user, corpus_id)
     sel = selection.for_corpus(corpus, request.POST or request.GET)
-    form = ValidationSetForm(request.POST or None, initial={
-        "name": f"{corpus.name}-validation", "model": sel.model.pk if sel.model else None, "method": sel.method,
-        "template": sel.template})
+    form = ValidationSetForm(
+        request.POST or None,
+        initial={
+            "name": f"{corpus.name}-validation",
+            "model": sel.model.pk if sel.model else None,
+            "method": sel.method,
+            "template": sel.template,
+        },
+    )
     if request.method == "POST":
         corpus = access.tuning_corpus_for(request.user, corpus_id)
         if form.is_valid():
             data = form.cleaned_data
             try:
-                vset = validation.draw(corpus, sel, name=data["name"], size=data["size"], seed=data["seed"],
-                                       grid=data["grid"], actor=request.user)
+                vset = validation.draw(
+                    corpus,
+                    sel,
+                    name=data["name"],
+                    size=data["size"],
+                    seed=data["seed"],
+                    grid=data["grid"],
+                    actor=request.user,
+                )
             except validation.ValidationSetError as exc:
                 form.add_error(None, str(exc))
             else:
@@ -167,8 +216,11 @@ def validation_list(request, corpus_id):
                     messages.success(request, f"Drew {len(vset.items)} notes; they are held out of dataset builds.")
                 return redirect("review:validation_round", vset.pk)
     sets = corpus.validation_sets.select_related("model_version", "created_by", "retired_by")
-    return render(request, "review/validation_list.html", {"nav": "review", "corpus": corpus, "sel": sel,
-                                                           "form": form, "sets": sets})
+    return render(
+        request,
+        "review/validation_list.html",
+        {"nav": "review", "corpus": corpus, "sel": sel, "form": form, "sets": sets},
+    )
 
 
 def validation_round(request, set_id):
@@ -183,8 +235,16 @@ def validation_round(request, set_id):
     item = validation.item(vset, nxt[0], nxt[3], window=request.GET.get("window") if same_note else None)
     done, total = validation.progress(vset, request.user)
     window_url = f"{reverse('review:validation_round', args=[vset.pk])}?note={item.note.pk}&window="
-    context = {"nav": "review", "vset": vset, "item": item, "done": done, "total": total,
-               "settings": len(vset.grid), "legend": rendering.legend(), "window_url": window_url}
+    context = {
+        "nav": "review",
+        "vset": vset,
+        "item": item,
+        "done": done,
+        "total": total,
+        "settings": len(vset.grid),
+        "legend": rendering.legend(),
+        "window_url": window_url,
+    }
     return render(request, "review/validation_round.html", context)
 
 
@@ -192,8 +252,13 @@ def validation_round(request, set_id):
 def validation_judge(request, set_id):
     vset = access.validation_set_for(request.user, set_id, Capability.REVIEW)
     try:
-        validation.judge(vset, request.user, position=int(request.POST["position"]),
-                         setting=int(request.POST["setting"]), reasonable=request.POST.get("answer") == "yes")
+        validation.judge(
+            vset,
+            request.user,
+            position=int(request.POST["position"]),
+            setting=int(request.POST["setting"]),
+            reasonable=request.POST.get("answer") == "yes",
+        )
     except (KeyError, ValueError, validation.ValidationSetError) as exc:
         messages.error(request, f"Not recorded: {exc}")
     return redirect(_round_url(vset, request.POST))
@@ -204,19 +269,32 @@ def validation_results(request, set_id):
     rows, best = validation.tally(vset)
     done, total = validation.progress(vset, request.user)
     adopt_form = AdoptForm(initial={"name": f"validated-{vset.pk}", "setting": best.index if best else 0})
-    return render(request, "review/validation_results.html", {
-        "nav": "review", "vset": vset, "rows": rows, "best": best, "done": done, "total": total,
-        "adopt_form": adopt_form, "can_tune": any(has_capability(request.user, c) for c in access.TUNE),
-        "can_review": has_capability(request.user, Capability.REVIEW),
-        "can_retire": access.may_retire(request.user, vset)})
+    return render(
+        request,
+        "review/validation_results.html",
+        {
+            "nav": "review",
+            "vset": vset,
+            "rows": rows,
+            "best": best,
+            "done": done,
+            "total": total,
+            "adopt_form": adopt_form,
+            "can_tune": any(has_capability(request.user, c) for c in access.TUNE),
+            "can_review": has_capability(request.user, Capability.REVIEW),
+            "can_retire": access.may_retire(request.user, vset),
+        },
+    )
 
 
 @require_POST
 def validation_retire(request, set_id):
     vset = access.retirable_set_for(request.user, set_id)
     if validation.retire(vset, request.user):
-        messages.success(request, f"{vset.name} is retired: its notes are no longer held out of new dataset builds. "
-                                  "Its answers are kept.")
+        messages.success(
+            request,
+            f"{vset.name} is retired: its notes are no longer held out of new dataset builds. Its answers are kept.",
+        )
     else:
         messages.info(request, f"{vset.name} was already retired.")
     return redirect("review:validation_results", vset.pk)
@@ -247,15 +325,32 @@ def compare(request, corpus_id, note_id):
     note = access.note_for(request.user, corpus_id, note_id)
     sel = selection.for_note(note, request.GET)
     first, second = _pair_of_models(sel, request.GET)
-    result = (comparison.compare_note(note, sel.task, first, second, sel.method, sel.template, sel.config,
-                                      window=request.GET.get("window")) if sel.task else None)
+    result = (
+        comparison.compare_note(
+            note, sel.task, first, second, sel.method, sel.template, sel.config, window=request.GET.get("window")
+        )
+        if sel.task
+        else None
+    )
     query = sel.query(a=first.pk if first else None, b=second.pk if second else None)
-    return render(request, "review/compare.html", {
-        "nav": "review", "note": note, "corpus": note.corpus, "sel": sel, "first": first, "second": second,
-        "partner": comparison.partner_for(first) if second is None else None, "result": result,
-        "window_url": f"{reverse('review:compare', args=[note.corpus_id, note.pk])}?{query}&window=",
-        "can_launch": has_capability(request.user, Capability.LAUNCH),
-        "legend": rendering.legend(), "diff_legend": rendering.diff_legend()})
+    return render(
+        request,
+        "review/compare.html",
+        {
+            "nav": "review",
+            "note": note,
+            "corpus": note.corpus,
+            "sel": sel,
+            "first": first,
+            "second": second,
+            "partner": comparison.partner_for(first) if second is None else None,
+            "result": result,
+            "window_url": f"{reverse('review:compare', args=[note.corpus_id, note.pk])}?{query}&window=",
+            "can_launch": has_capability(request.user, Capability.LAUNCH),
+            "legend": rendering.legend(),
+            "diff_legend": rendering.diff_legend(),
+        },
+    )
 
 
 def compare_summary(request, corpus_id):
@@ -264,9 +359,19 @@ def compare_summary(request, corpus_id):
     first, second = _pair_of_models(sel, request.GET)
     summary = comparison.corpus_summary(corpus, first, second, sel.method, sel.template, sel.config)
     template = "review/compare.html#summary" if request.htmx else "review/compare_summary.html"
-    return render(request, template, {"nav": "review", "corpus": corpus, "sel": sel, "first": first,
-                                      "second": second, "summary": summary,
-                                      "can_launch": has_capability(request.user, Capability.LAUNCH)})
+    return render(
+        request,
+        template,
+        {
+            "nav": "review",
+            "corpus": corpus,
+            "sel": sel,
+            "first": first,
+            "second": second,
+            "summary": summary,
+            "can_launch": has_capability(request.user, Capability.LAUNCH),
+        },
+    )
 
 
 @capability_required(Capability.VIEW)
@@ -275,9 +380,19 @@ def report(request):
     model = ModelVersion.objects.filter(pk=_int(request.GET.get("model"))).first()
     method = request.GET.get("method") or None
     rows = reports.task_reports(corpus, model, method)
-    return render(request, "review/report.html", {
-        "nav": "review", "rows": rows, "corpus": corpus, "model": model, "method": method,
-        "corpora": Corpus.objects.order_by("name"), "models": ModelVersion.objects.order_by("name")})
+    return render(
+        request,
+        "review/report.html",
+        {
+            "nav": "review",
+            "rows": rows,
+            "corpus": corpus,
+            "model": model,
+            "method": method,
+            "corpora": Corpus.objects.order_by("name"),
+            "models": ModelVersion.objects.order_by("name"),
+        },
+    )
 
 
 # ---------------------------------------------------------------- helpers

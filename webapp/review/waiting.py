@@ -8,6 +8,7 @@ text is read and no peak is computed, so a note the queue will skip (no peak und
 still counts as waiting until it is opened. Two counts a corpus with maps, each stopping at
 COUNT_CAP notes so the page costs the same at millions of maps ("10,000+ notes wait").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,7 +17,6 @@ from webapp.corpus.models import Corpus
 from webapp.review import selection
 from webapp.review.models import PeakDecision
 from webapp.review.queue import selection_maps
-
 
 COUNT_CAP = 10_000
 
@@ -41,12 +41,17 @@ def waiting_for(reviewer) -> list[Waiting]:
         if sel.model is None:
             continue
         maps = selection_maps(corpus, sel)
-        with_maps = maps.values("note_id").distinct()[:COUNT_CAP + 1].count()
+        with_maps = maps.values("note_id").distinct()[: COUNT_CAP + 1].count()
         if not with_maps:
             continue
         decided = PeakDecision.objects.filter(
-            reviewer=reviewer, note__corpus=corpus, model_version=sel.model, method=sel.method,
-            template=sel.template, config_key=sel.config).values("note_id")
+            reviewer=reviewer,
+            note__corpus=corpus,
+            model_version=sel.model,
+            method=sel.method,
+            template=sel.template,
+            config_key=sel.config,
+        ).values("note_id")
         reviewed = maps.filter(note_id__in=decided).values("note_id").distinct()[:COUNT_CAP].count()
         capped = with_maps > COUNT_CAP
         rows.append(Waiting(corpus, min(with_maps, COUNT_CAP), reviewed, capped))

@@ -1,6 +1,7 @@
 """Downstream adaptation on a LabeledSplit, each evaluated on its test items: one multi-task
 LoRA SFT model, classification heads on the frozen model's features (CH), 0-shot / 2-shot
 prompting, and the synthetic-label self-learning baseline."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,7 @@ from webapp.training.reporting import Reporter
 def _split_items(run: TrainingRun, reporter: Reporter):
     train = splits.labeled_items(run.split, SplitItem.Part.TRAIN)
     test = splits.labeled_items(run.split, SplitItem.Part.TEST)
-    reporter.log(f"Split {run.split_id}: {len(train)} train and {len(test)} test items, "
-                 f"{len(run.split.tasks)} tasks.")
+    reporter.log(f"Split {run.split_id}: {len(train)} train and {len(test)} test items, {len(run.split.tasks)} tasks.")
     return train, test
 
 
@@ -27,9 +27,16 @@ def _train_sft(run, reporter, items, phase: str, label: str, folder: str):
     loaded = runtime.load(run.model_version, training=True)
     mask = runtime.mask_token_for(loaded, run.config.get("sft", {}))
     reporter.set_phase(phase, label=label)
-    result = train_sft(loaded, items, runtime.train_section(run), output_dir=str(Path(run.output_dir) / folder),
-                       mask_token=mask, on_progress=reporter.on_progress, should_stop=reporter.should_stop,
-                       resume=True)
+    result = train_sft(
+        loaded,
+        items,
+        runtime.train_section(run),
+        output_dir=str(Path(run.output_dir) / folder),
+        mask_token=mask,
+        on_progress=reporter.on_progress,
+        should_stop=reporter.should_stop,
+        resume=True,
+    )
     del loaded
     runtime.release()
     runtime.require_learned(result)  # an unchanged model is neither evaluated nor registered
@@ -48,9 +55,13 @@ def _predict_sft(run, reporter, final_dir, items, mask: str) -> list[str]:
 
     reporter.set_phase("predict", label="predicting the test items", total_steps=len(items))
     model = runtime.load(str(final_dir), training=False)
-    predictions = predict_sft(model, items, mask_token=mask,
-                              batch_size=run.config.get("sft", {}).get("predict_batch_size", 8),
-                              max_length=_max_length(run, model))
+    predictions = predict_sft(
+        model,
+        items,
+        mask_token=mask,
+        batch_size=run.config.get("sft", {}).get("predict_batch_size", 8),
+        max_length=_max_length(run, model),
+    )
     reporter.count(len(items), len(items))
     del model
     runtime.release()
@@ -81,18 +92,27 @@ def run_heads(run: TrainingRun, reporter: Reporter) -> dict:
     config = HeadConfig.from_dict(run.config["heads"])
     batch_size = run.config.get("features", {}).get("batch_size", 8)
     train, test = _split_items(run, reporter)
-    reporter.set_phase("features", label="computing features (cached per model and items)",
-                       total_steps=len(train) + len(test))
+    reporter.set_phase(
+        "features", label="computing features (cached per model and items)", total_steps=len(train) + len(test)
+    )
     model = runtime.load(run.model_version, training=False)
     cache = runs.feature_cache_dir()
     started = time.perf_counter()
     # One call for both sides: a note's prefix is computed once for its train and test items.
-    features = extract_features(model, train + test, cache_dir=cache, batch_size=batch_size,
-                                max_length=config.max_length, on_progress=reporter.count,
-                                should_stop=reporter.should_stop)
-    train_x, test_x = features[:len(train)], features[len(train):]
-    reporter.log(f"Features {tuple(train_x.shape)} + {tuple(test_x.shape)} in "
-                 f"{time.perf_counter() - started:.1f} s (reused when cached).")
+    features = extract_features(
+        model,
+        train + test,
+        cache_dir=cache,
+        batch_size=batch_size,
+        max_length=config.max_length,
+        on_progress=reporter.count,
+        should_stop=reporter.should_stop,
+    )
+    train_x, test_x = features[: len(train)], features[len(train) :]
+    reporter.log(
+        f"Features {tuple(train_x.shape)} + {tuple(test_x.shape)} in "
+        f"{time.perf_counter() - started:.1f} s (reused when cached)."
+    )
     del model
     runtime.release()
     runtime.checked(reporter)
@@ -148,8 +168,9 @@ def run_self_learning(run: TrainingRun, reporter: Reporter) -> dict:
     runtime.checked(reporter)
     synthetic = _synthetic_items(run, reporter, teacher_final, mask, options, self_label)
     runtime.checked(reporter)
-    student, mask = _train_sft(run, reporter, train + synthetic, "student",
-                               "training the student on gold + synthetic labels", "student")
+    student, mask = _train_sft(
+        run, reporter, train + synthetic, "student", "training the student on gold + synthetic labels", "student"
+    )
     if not runtime.is_main_process():
         return {}
     fields = _evaluate_and_register(run, reporter, student, test, mask, "self-learning")
@@ -162,8 +183,9 @@ def _synthetic_items(run, reporter, teacher_final, mask, options, self_label) ->
     from webapp.corpus.models import Corpus
 
     corpus = Corpus.objects.get(name=options["corpus"]) if options.get("corpus") else run.split.corpus
-    unlabeled = splits.unlabeled_items(run.split, corpus=corpus, notes=options["notes"],
-                                       tasks_per_note=options["tasks_per_note"], seed=options["seed"])
+    unlabeled = splits.unlabeled_items(
+        run.split, corpus=corpus, notes=options["notes"], tasks_per_note=options["tasks_per_note"], seed=options["seed"]
+    )
     cache = Path(run.output_dir) / "synthetic_labels.json"
     if cache.is_file():
         labels = json.loads(cache.read_text())
@@ -172,15 +194,21 @@ def _synthetic_items(run, reporter, teacher_final, mask, options, self_label) ->
         reporter.set_phase("label", label="labelling unlabeled notes with the teacher", total_steps=len(unlabeled))
         teacher = runtime.load(str(teacher_final), training=False)
         mask = mask or runtime.mask_token_for(teacher, run.config.get("sft", {}))
-        labelled = self_label(teacher, unlabeled, mask_token=mask,
-                              batch_size=run.config.get("sft", {}).get("predict_batch_size", 8),
-                              max_length=_max_length(run, teacher))
+        labelled = self_label(
+            teacher,
+            unlabeled,
+            mask_token=mask,
+            batch_size=run.config.get("sft", {}).get("predict_batch_size", 8),
+            max_length=_max_length(run, teacher),
+        )
         del teacher
         runtime.release()
         labels = {item.item_id: item.label for item in labelled}
         cache.parent.mkdir(parents=True, exist_ok=True)
         cache.write_text(json.dumps(labels))
         reporter.count(len(unlabeled), len(unlabeled))
-    reporter.log(f"{len(labels)} synthetic labels on {len({i.note_id for i in unlabeled})} unlabeled notes "
-                 f"of corpus {corpus.name}.")
+    reporter.log(
+        f"{len(labels)} synthetic labels on {len({i.note_id for i in unlabeled})} unlabeled notes "
+        f"of corpus {corpus.name}."
+    )
     return [replace(item, label=labels[item.item_id]) for item in unlabeled if labels.get(item.item_id)]

@@ -19,11 +19,32 @@ class RunLogInline(admin.TabularInline):
 
 @admin.register(TrainingRun)
 class TrainingRunAdmin(admin.ModelAdmin):
-    list_display = ("id", "name", "kind", "preset", "model_version", "status", "step", "total_steps", "macro_f1",
-                    "created")
+    list_display = (
+        "id",
+        "name",
+        "kind",
+        "preset",
+        "model_version",
+        "status",
+        "step",
+        "total_steps",
+        "macro_f1",
+        "created",
+    )
     list_filter = ("kind", "status", "preset")
     search_fields = ("name",)
     raw_id_fields = ("model_version", "dataset", "split", "produced_model", "created_by")
-    readonly_fields = ("config", "provenance", "results", "code_version", "heartbeat", "attempts", "worker",
-                       "output_dir", "created", "started", "finished")
+    readonly_fields = (
+        "config",
+        "provenance",
+        "results",
+        "code_version",
+        "heartbeat",
+        "attempts",
+        "worker",
+        "output_dir",
+        "created",
+        "started",
+        "finished",
+    )
     inlines = [RunLogInline]

@@ -1,6 +1,7 @@
 """DSM-style training (kinds dsm and cpt): a DatasetVersion's examples -> ml.training.train_causal_lm
 -> the trained model registered as a ModelVersion. Random-mask and one-peak ablations are kind
 dsm on a dataset built in that mode; CPT trains on the same notes unmasked."""
+
 from __future__ import annotations
 
 from webapp.datasets.models import DatasetVersion, MaskedExample
@@ -26,15 +27,22 @@ def dataset_pairs(dataset: DatasetVersion, kind: str) -> list:
 
         pairs = []
         for start in range(0, len(note_ids), READ_BATCH):
-            texts = dict(Note.objects.filter(pk__in=note_ids[start:start + READ_BATCH]).values_list("pk", "text"))
-            pairs.extend(TextPair(prompt="", answer=texts[pk]) for pk in note_ids[start:start + READ_BATCH])
+            texts = dict(Note.objects.filter(pk__in=note_ids[start : start + READ_BATCH]).values_list("pk", "text"))
+            pairs.extend(TextPair(prompt="", answer=texts[pk]) for pk in note_ids[start : start + READ_BATCH])
         return pairs
     mode = DatasetVersion.Mode.UNMASKED.value if kind == RunKind.CPT else dataset.mode
     pairs = []
     for note_id, masked, label, start, end in examples.values_list(
-            "note_id", "masked_text", "label", "char_start", "char_end").iterator(chunk_size=READ_BATCH):
-        example = Example(note_id=str(note_id), tasks=(), masked_text=masked, label=label,
-                          char_span=None if start is None else (start, end), mode=mode)
+        "note_id", "masked_text", "label", "char_start", "char_end"
+    ).iterator(chunk_size=READ_BATCH):
+        example = Example(
+            note_id=str(note_id),
+            tasks=(),
+            masked_text=masked,
+            label=label,
+            char_span=None if start is None else (start, end),
+            mode=mode,
+        )
         prompt, answer = format_dsm_prompt(example)
         pairs.append(TextPair(prompt=prompt, answer=answer))
     return pairs
@@ -52,8 +60,16 @@ def run_causal(run: TrainingRun, reporter: Reporter) -> dict:
     loaded = runtime.load(run.model_version, training=True)
     reporter.set_phase("train", label="training")
     mask = run.dataset.mask_token if run.kind == RunKind.DSM else None  # made one special token
-    result = train_causal_lm(loaded, pairs, config, output_dir=run.output_dir, on_progress=reporter.on_progress,
-                             should_stop=reporter.should_stop, resume=True, mask_token=mask)
+    result = train_causal_lm(
+        loaded,
+        pairs,
+        config,
+        output_dir=run.output_dir,
+        on_progress=reporter.on_progress,
+        should_stop=reporter.should_stop,
+        resume=True,
+        mask_token=mask,
+    )
     del loaded, pairs
     runtime.release()
     runtime.require_learned(result)  # an unchanged model is never registered

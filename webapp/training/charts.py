@@ -8,6 +8,7 @@ runs on across heads: those rows are cut into one series per task (x = the head'
 the losses of different heads are never joined into one line that looks like a spike. Long runs
 are thinned to at most MAX_POINTS points per series, always keeping the last one.
 """
+
 from webapp.training.models import RunMetric, TrainingRun
 
 MAX_POINTS = 4_000
@@ -19,16 +20,22 @@ def chart_data(run: TrainingRun, max_points: int = MAX_POINTS) -> dict:
     """{"x_label": ..., "phases": [{"phase": label, "step": [x...], "epoch", "loss", "lr", "tokens_per_s"}]}."""
     series = _series(run)
     heads_only = bool(series) and all(s["phase"].startswith(HEADS) for s in series)
-    return {"x_label": "head epoch" if heads_only else "optimizer step",
-            "phases": [{"phase": s["phase"], **_thin({k: s[k] for k in KEYS}, max_points)} for s in series]}
+    return {
+        "x_label": "head epoch" if heads_only else "optimizer step",
+        "phases": [{"phase": s["phase"], **_thin({k: s[k] for k in KEYS}, max_points)} for s in series],
+    }
 
 
 def latest(run: TrainingRun) -> dict | None:
     """The last point the charts draw, for the page's figures: {"series", "step", "epoch", "loss",
     "lr", "tokens_per_s"}; None before the first step. `step` is the run's step counter (for CH:
     head epochs done over all heads)."""
-    row = (RunMetric.objects.filter(run=run).order_by("-pk")
-           .values("phase", "step", "epoch", "loss", "lr", "tokens_per_s").first())
+    row = (
+        RunMetric.objects.filter(run=run)
+        .order_by("-pk")
+        .values("phase", "step", "epoch", "loss", "lr", "tokens_per_s")
+        .first()
+    )
     if row is None:
         return None
     label = row["phase"]
@@ -39,8 +46,11 @@ def latest(run: TrainingRun) -> dict | None:
 
 def _series(run: TrainingRun) -> list[dict]:
     phases: dict[str, dict[str, list]] = {}
-    rows = (RunMetric.objects.filter(run=run).order_by("phase", "step")
-            .values_list("phase", "step", "epoch", "loss", "lr", "tokens_per_s"))
+    rows = (
+        RunMetric.objects.filter(run=run)
+        .order_by("phase", "step")
+        .values_list("phase", "step", "epoch", "loss", "lr", "tokens_per_s")
+    )
     for phase, *values in rows.iterator(chunk_size=5_000):
         series = phases.setdefault(phase, {key: [] for key in KEYS})
         for key, value in zip(KEYS, values):
@@ -58,9 +68,17 @@ def _per_head(run: TrainingRun, series: dict[str, list]) -> list[dict]:
     """Cut the heads' rows where the epoch starts again at 1 (a new head), one series per task.
     Heads are trained in the order of their task slugs (ml.training.heads); the names are the
     split's tasks when the counts agree, else "head 1", "head 2"..."""
-    cuts = [0] + [i for i in range(1, len(series["step"]))
-                  if series["epoch"][i] is not None and series["epoch"][i - 1] is not None
-                  and series["epoch"][i] <= series["epoch"][i - 1]] + [len(series["step"])]
+    cuts = (
+        [0]
+        + [
+            i
+            for i in range(1, len(series["step"]))
+            if series["epoch"][i] is not None
+            and series["epoch"][i - 1] is not None
+            and series["epoch"][i] <= series["epoch"][i - 1]
+        ]
+        + [len(series["step"])]
+    )
     parts = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
     tasks = sorted(run.split.tasks) if run.split_id and run.split.tasks else []
     names = tasks if len(tasks) == len(parts) else [f"head {n}" for n in range(1, len(parts) + 1)]

@@ -18,6 +18,7 @@ values); figures are F1 x 100, deltas are computed before rounding.
 
 Where several selected runs fill the same cell, the latest (highest id) is used.
 """
+
 from __future__ import annotations
 
 import csv
@@ -29,16 +30,30 @@ from webapp.training import configs
 from webapp.training.models import RunKind, RunPrediction, TrainingRun
 
 ADAPTATIONS = {RunKind.SFT: "SFT", RunKind.HEADS: "CH", RunKind.SELF_LEARNING: "self-learning SFT"}
-ORIGIN_LABELS = {"base": "base", "dsm": "DSM", "cpt": "CPT", "random": "random mask", "one_peak": "one peak",
-                 "unmasked": "CPT", "sft": "SFT model", "self-learning": "self-learning model"}
+ORIGIN_LABELS = {
+    "base": "base",
+    "dsm": "DSM",
+    "cpt": "CPT",
+    "random": "random mask",
+    "one_peak": "one peak",
+    "unmasked": "CPT",
+    "sft": "SFT model",
+    "self-learning": "self-learning model",
+}
 TABLE4_SYSTEMS = [  # (label, origin, adaptation): the paper's Table 4 order
-    ("0-shot", "base", "0-shot"), ("2-shot", "base", "2-shot"),
-    ("base + SFT", "base", "SFT"), ("base + CH", "base", "CH"),
-    ("CPT + SFT", "cpt", "SFT"), ("CPT + CH", "cpt", "CH"),
+    ("0-shot", "base", "0-shot"),
+    ("2-shot", "base", "2-shot"),
+    ("base + SFT", "base", "SFT"),
+    ("base + CH", "base", "CH"),
+    ("CPT + SFT", "cpt", "SFT"),
+    ("CPT + CH", "cpt", "CH"),
     ("synthetic-label self-learning SFT", "base", "self-learning SFT"),
-    ("random mask + SFT", "random", "SFT"), ("random mask + CH", "random", "CH"),
-    ("one peak + SFT", "one_peak", "SFT"), ("one peak + CH", "one_peak", "CH"),
-    ("DSM + SFT", "dsm", "SFT"), ("DSM + CH", "dsm", "CH"),
+    ("random mask + SFT", "random", "SFT"),
+    ("random mask + CH", "random", "CH"),
+    ("one peak + SFT", "one_peak", "SFT"),
+    ("one peak + CH", "one_peak", "CH"),
+    ("DSM + SFT", "dsm", "SFT"),
+    ("DSM + CH", "dsm", "CH"),
 ]
 
 
@@ -116,10 +131,17 @@ def row_of(run: TrainingRun) -> RunRow | None:
     if adaptation is None or not results.get("macro_f1"):
         return None
     held = results.get("held_out") or {}
-    return RunRow(run_id=run.pk, adaptation=adaptation, origin=origin_of(run.model_version),
-                  base_model=root_of(run.model_version), macro=results["macro_f1"],
-                  per_task=results.get("per_task") or {}, held_out_tasks=tuple(held.get("tasks") or ()),
-                  held_out_macro=held.get("macro_f1"), split_id=run.split_id)
+    return RunRow(
+        run_id=run.pk,
+        adaptation=adaptation,
+        origin=origin_of(run.model_version),
+        base_model=root_of(run.model_version),
+        macro=results["macro_f1"],
+        per_task=results.get("per_task") or {},
+        held_out_tasks=tuple(held.get("tasks") or ()),
+        held_out_macro=held.get("macro_f1"),
+        split_id=run.split_id,
+    )
 
 
 def rows_of(runs) -> list[RunRow]:
@@ -139,18 +161,29 @@ def table2(rows: list[RunRow]) -> Table:
             before, after = (_macro(cells.get((base, origin, adaptation))) for origin in ("base", "dsm"))
             line += [_points(before), _points(after), _delta(before, after)]
         out.append(line)
-    return Table("Table 2: Macro F1, base vs DSM", columns, out,
-                 ["F1 x 100; Δ = DSM - base, computed before rounding; empty: no such run selected. "
-                  "The paired differences below give each Δ's paired 95% CI and p-value."])
+    return Table(
+        "Table 2: Macro F1, base vs DSM",
+        columns,
+        out,
+        [
+            "F1 x 100; Δ = DSM - base, computed before rounding; empty: no such run selected. "
+            "The paired differences below give each Δ's paired 95% CI and p-value."
+        ],
+    )
 
 
 def table3(rows: list[RunRow]) -> Table:
     cells = _latest(rows)
-    groups = [(base, adaptation) for base in _bases(rows) for adaptation in ("SFT", "CH")
-              if any((base, origin, adaptation) in cells for origin in ("base", "dsm"))]
+    groups = [
+        (base, adaptation)
+        for base in _bases(rows)
+        for adaptation in ("SFT", "CH")
+        if any((base, origin, adaptation) in cells for origin in ("base", "dsm"))
+    ]
     tasks = sorted({task for row in rows for task in row.held_out_tasks})
-    columns = ["Held-out task"] + [f"{base} {adaptation} {what}" for base, adaptation in groups
-                                   for what in ("base", "DSM", "Δ")]
+    columns = ["Held-out task"] + [
+        f"{base} {adaptation} {what}" for base, adaptation in groups for what in ("base", "DSM", "Δ")
+    ]
     out = []
     for task in tasks + [None]:
         line = [task or "Macro F1 (held-out tasks)"]
@@ -162,15 +195,23 @@ def table3(rows: list[RunRow]) -> Table:
                 before, after = (row.per_task.get(task) if row else None for row in pair)
             line += [_points(before), _points(after), _delta(before, after)]
         out.append(line)
-    return Table("Table 3: held-out tasks, F1", columns, out if tasks else [],
-                 ["F1 x 100 per held-out task (tasks never used for DSM training); Δ = DSM - base."])
+    return Table(
+        "Table 3: held-out tasks, F1",
+        columns,
+        out if tasks else [],
+        ["F1 x 100 per held-out task (tasks never used for DSM training); Δ = DSM - base."],
+    )
 
 
 def table4(rows: list[RunRow]) -> Table:
     columns = ["Model", "System", "Macro F1", "95% CI low", "95% CI high", "Run"]
     out = [_table4_line(row.base_model, label, row) for label, row in systems(rows)]
-    return Table("Table 4: baselines and ablations, Macro F1", columns, out,
-                 ["F1 x 100 with the 95% bootstrap confidence interval."])
+    return Table(
+        "Table 4: baselines and ablations, Macro F1",
+        columns,
+        out,
+        ["F1 x 100 with the 95% bootstrap confidence interval."],
+    )
 
 
 def systems(rows: list[RunRow]) -> list[tuple[str, RunRow]]:
@@ -194,8 +235,14 @@ def tables(rows: list[RunRow]) -> dict[str, Table]:
 
 def _table4_line(base, label, row: RunRow) -> list:
     macro = row.macro or {}
-    return [base, label, _points(macro.get("estimate")), _points(macro.get("low")), _points(macro.get("high")),
-            row.run_id]
+    return [
+        base,
+        label,
+        _points(macro.get("estimate")),
+        _points(macro.get("low")),
+        _points(macro.get("high")),
+        row.run_id,
+    ]
 
 
 def _latest(rows: list[RunRow]) -> dict[tuple, RunRow]:
@@ -278,8 +325,11 @@ def predictions_of(row: RunRow) -> ItemPredictions:
     """The run's RunPrediction rows, without the tasks its evaluation held out."""
     by_variant: dict[int, dict] = {}
     gold, tasks = {}, {}
-    rows = (RunPrediction.objects.filter(run_id=row.run_id).exclude(task__slug__in=list(row.held_out_tasks))
-            .values_list("variant", "note_id", "task__slug", "gold", "predicted"))
+    rows = (
+        RunPrediction.objects.filter(run_id=row.run_id)
+        .exclude(task__slug__in=list(row.held_out_tasks))
+        .values_list("variant", "note_id", "task__slug", "gold", "predicted")
+    )
     for variant, note_id, slug, gold_label, predicted in rows.iterator(chunk_size=5_000):
         key = (note_id, slug)
         by_variant.setdefault(variant, {})[key] = predicted
@@ -287,18 +337,27 @@ def predictions_of(row: RunRow) -> ItemPredictions:
     items = tuple(sorted(gold))
     complete = all(len(values) == len(items) for values in by_variant.values())
     variants = tuple(tuple(values.get(key, "") for key in items) for _, values in sorted(by_variant.items()))
-    return ItemPredictions(row.split_id, items, tuple(gold[k] for k in items), tuple(tasks[k] for k in items),
-                           variants, complete)
+    return ItemPredictions(
+        row.split_id, items, tuple(gold[k] for k in items), tuple(tasks[k] for k in items), variants, complete
+    )
 
 
-def paired_difference(reference: ItemPredictions, other: ItemPredictions, *, reference_id=None, other_id=None,
-                      n_resamples: int = PAIRED_RESAMPLES, seed: int = PAIRED_SEED) -> tuple[PairedDiff | None, str]:
+def paired_difference(
+    reference: ItemPredictions,
+    other: ItemPredictions,
+    *,
+    reference_id=None,
+    other_id=None,
+    n_resamples: int = PAIRED_RESAMPLES,
+    seed: int = PAIRED_SEED,
+) -> tuple[PairedDiff | None, str]:
     """(Macro F1 of `other` minus that of `reference` with its paired bootstrap CI and p-value, "")
     when both were evaluated on the same split and the same test items with the same gold
     labels; else (None, why not)."""
     if reference.split_id is None or reference.split_id != other.split_id:
-        return None, (f"not paired: different splits (split {_name(reference.split_id)} vs "
-                      f"split {_name(other.split_id)})")
+        return None, (
+            f"not paired: different splits (split {_name(reference.split_id)} vs split {_name(other.split_id)})"
+        )
     for run_id, predictions in ((reference_id, reference), (other_id, other)):
         if not predictions.items or not predictions.variants:
             return None, f"not paired: run {_name(run_id)} has no stored test predictions"
@@ -306,11 +365,19 @@ def paired_difference(reference: ItemPredictions, other: ItemPredictions, *, ref
             return None, f"not paired: run {_name(run_id)} has predictions missing for some items"
     if reference.items != other.items or reference.gold != other.gold:
         shared = len(set(reference.items) & set(other.items))
-        return None, (f"not paired: different test items ({len(other.items):,} vs {len(reference.items):,}, "
-                      f"{shared:,} in common)")
-    result = paired_bootstrap(list(reference.gold), [list(v) for v in reference.variants],
-                              [list(v) for v in other.variants], mean_task_f1, n_resamples, seed,
-                              groups=list(reference.tasks), variants=True)
+        return None, (
+            f"not paired: different test items ({len(other.items):,} vs {len(reference.items):,}, {shared:,} in common)"
+        )
+    result = paired_bootstrap(
+        list(reference.gold),
+        [list(v) for v in reference.variants],
+        [list(v) for v in other.variants],
+        mean_task_f1,
+        n_resamples,
+        seed,
+        groups=list(reference.tasks),
+        variants=True,
+    )
     return result, ""
 
 
@@ -328,8 +395,11 @@ def reference_pairs(rows: list[RunRow], reference_id: int | None = None) -> list
         if chosen is not None:
             reference = chosen
         else:
-            same_kind = [r for _, r in ordered if r.base_model == row.base_model and r.origin == "base"
-                         and r.adaptation == row.adaptation]
+            same_kind = [
+                r
+                for _, r in ordered
+                if r.base_model == row.base_model and r.origin == "base" and r.adaptation == row.adaptation
+            ]
             same_base = [r for _, r in ordered if r.base_model == row.base_model]
             reference = next((r for r in same_kind + same_base[:1] if r.run_id != row.run_id), None)
         if reference is not None and reference.run_id != row.run_id:
@@ -338,8 +408,14 @@ def reference_pairs(rows: list[RunRow], reference_id: int | None = None) -> list
     return pairs
 
 
-def paired_rows(rows: list[RunRow], reference_id: int | None = None, *, load=predictions_of,
-                n_resamples: int = PAIRED_RESAMPLES, seed: int = PAIRED_SEED) -> list[PairedRow]:
+def paired_rows(
+    rows: list[RunRow],
+    reference_id: int | None = None,
+    *,
+    load=predictions_of,
+    n_resamples: int = PAIRED_RESAMPLES,
+    seed: int = PAIRED_SEED,
+) -> list[PairedRow]:
     """The paired differences of `reference_pairs`; `load(row)` gives a run's ItemPredictions
     (read once per run)."""
     loaded: dict[int, ItemPredictions] = {}
@@ -351,41 +427,83 @@ def paired_rows(rows: list[RunRow], reference_id: int | None = None, *, load=pre
 
     out = []
     for label, row, reference_label, reference in reference_pairs(rows, reference_id):
-        result, reason = paired_difference(of(reference), of(row), reference_id=reference.run_id,
-                                           other_id=row.run_id, n_resamples=n_resamples, seed=seed)
+        result, reason = paired_difference(
+            of(reference),
+            of(row),
+            reference_id=reference.run_id,
+            other_id=row.run_id,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
         out.append(PairedRow(label, row, reference_label, reference, result, reason))
     return out
 
 
 def paired_table(paired: list[PairedRow]) -> Table:
-    columns = ["Model", "System", "Run", "Reference", "Reference run", "Macro F1", "Reference Macro F1",
-               "Δ Macro F1", "Δ 95% CI low", "Δ 95% CI high", "p", "Items", "Pairing"]
+    columns = [
+        "Model",
+        "System",
+        "Run",
+        "Reference",
+        "Reference run",
+        "Macro F1",
+        "Reference Macro F1",
+        "Δ Macro F1",
+        "Δ 95% CI low",
+        "Δ 95% CI high",
+        "p",
+        "Items",
+        "Pairing",
+    ]
     out = []
     for line in paired:
         result = line.result
         if result is None:
             figures, pairing = [None] * 5, line.reason
         elif line.has_ci:
-            figures, pairing = [_points(result.diff), _points(result.low), _points(result.high), result.p_value,
-                                result.n], "paired"
+            figures, pairing = (
+                [_points(result.diff), _points(result.low), _points(result.high), result.p_value, result.n],
+                "paired",
+            )
         else:
-            figures, pairing = [_points(result.diff), None, None, None, result.n], \
-                f"paired; fewer than {MIN_PAIRED_ITEMS} items: no CI or p-value"
-        out.append([line.row.base_model, line.label, line.row.run_id, line.reference_label, line.reference.run_id,
-                    _points(_macro(line.row)), _points(_macro(line.reference))] + figures + [pairing])
-    return Table("Paired differences: Macro F1 against a reference run, item by item", columns, out,
-                 [f"Δ = run - reference, F1 x 100; 95% CI: paired percentile bootstrap ({PAIRED_RESAMPLES} "
-                  "resamples of the test items, the same items drawn for both runs); p: two-sided bootstrap "
-                  "p-value of no difference, 2 x the share of resamples on the far side of 0 (with +1 "
-                  "correction), so p < 0.05 goes with a CI that excludes 0; none below "
-                  f"{MIN_PAIRED_ITEMS} items. Only runs evaluated on the same split and the same test items are "
-                  "paired; held-out tasks are left out, as in Macro F1."],
-                 formats={"p": ".3f"})
+            figures, pairing = (
+                [_points(result.diff), None, None, None, result.n],
+                f"paired; fewer than {MIN_PAIRED_ITEMS} items: no CI or p-value",
+            )
+        out.append(
+            [
+                line.row.base_model,
+                line.label,
+                line.row.run_id,
+                line.reference_label,
+                line.reference.run_id,
+                _points(_macro(line.row)),
+                _points(_macro(line.reference)),
+            ]
+            + figures
+            + [pairing]
+        )
+    return Table(
+        "Paired differences: Macro F1 against a reference run, item by item",
+        columns,
+        out,
+        [
+            f"Δ = run - reference, F1 x 100; 95% CI: paired percentile bootstrap ({PAIRED_RESAMPLES} "
+            "resamples of the test items, the same items drawn for both runs); p: two-sided bootstrap "
+            "p-value of no difference, 2 x the share of resamples on the far side of 0 (with +1 "
+            "correction), so p < 0.05 goes with a CI that excludes 0; none below "
+            f"{MIN_PAIRED_ITEMS} items. Only runs evaluated on the same split and the same test items are "
+            "paired; held-out tasks are left out, as in Macro F1."
+        ],
+        formats={"p": ".3f"},
+    )
 
 
 def _system_label(row: RunRow) -> str:
-    label = next((label for label, origin, adaptation in TABLE4_SYSTEMS
-                  if (origin, adaptation) == (row.origin, row.adaptation)), None)
+    label = next(
+        (label for label, origin, adaptation in TABLE4_SYSTEMS if (origin, adaptation) == (row.origin, row.adaptation)),
+        None,
+    )
     return label or f"{ORIGIN_LABELS.get(row.origin, row.origin)} + {row.adaptation}"
 
 
@@ -400,9 +518,13 @@ def describe(run: TrainingRun) -> dict[str, object]:
     """A run's whole setup as a flat dict: inputs, seed, code and library versions, config."""
     libraries = (run.provenance or {}).get("libraries", {})
     flat = {
-        "kind": run.kind, "preset": run.preset, "model": run.model_version.name,
+        "kind": run.kind,
+        "preset": run.preset,
+        "model": run.model_version.name,
         "dataset": str(run.dataset) if run.dataset_id else None,
-        "split": run.split_id, "seed": run.seed, "code_version": run.code_version or None,
+        "split": run.split_id,
+        "seed": run.seed,
+        "code_version": run.code_version or None,
     }
     flat.update({f"library.{name}": version for name, version in sorted(libraries.items())})
     flat.update(configs.flatten(run.config))

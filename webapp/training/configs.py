@@ -15,6 +15,7 @@ are the web app's own. `build_config(kind, overrides)` returns the full config a
 problems ({"train.lr": "The learning rate must be greater than 0."}); nothing is launched
 while there is one.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -60,18 +61,29 @@ def section_classes(kind: str) -> dict[str, type]:
         RunKind.SFT: {"train": ml_training.SFTConfig, "sft": SFTOptions, **evaluation},
         RunKind.HEADS: {"heads": ml_training.HeadConfig, "features": FeatureOptions, **evaluation},
         RunKind.PROMPTING: {"prompting": ml_training.PromptingConfig, **evaluation},
-        RunKind.SELF_LEARNING: {"train": ml_training.SFTConfig, "sft": SFTOptions, "unlabeled": UnlabeledOptions,
-                                **evaluation},
+        RunKind.SELF_LEARNING: {
+            "train": ml_training.SFTConfig,
+            "sft": SFTOptions,
+            "unlabeled": UnlabeledOptions,
+            **evaluation,
+        },
     }[RunKind(kind)]
 
 
 MAIN_SECTION = {RunKind.HEADS: "heads", RunKind.PROMPTING: "prompting"}  # the others: "train"
 
 LABELS = {
-    "lr": "learning rate", "finetune": "fine-tuning", "adam_eps": "AdamW epsilon", "lora_r": "LoRA r",
-    "lora_alpha": "LoRA alpha", "lora_dropout": "LoRA dropout", "max_steps": "maximum steps",
-    "n_resamples": "number of bootstrap resamples", "tasks_per_note": "tasks per note",
-    "lora_target_modules": "LoRA target modules", "max_grad_norm": "gradient clipping norm",
+    "lr": "learning rate",
+    "finetune": "fine-tuning",
+    "adam_eps": "AdamW epsilon",
+    "lora_r": "LoRA r",
+    "lora_alpha": "LoRA alpha",
+    "lora_dropout": "LoRA dropout",
+    "max_steps": "maximum steps",
+    "n_resamples": "number of bootstrap resamples",
+    "tasks_per_note": "tasks per note",
+    "lora_target_modules": "LoRA target modules",
+    "max_grad_norm": "gradient clipping norm",
     "instruction_turn": "DSM instruction turn",
 }
 EMPTY_MEANS = {  # what an empty optional setting means, where it is not "no limit"
@@ -84,8 +96,18 @@ CHOICES = {  # as ml.training.config accepts them
     "instruction_turn": ("system", "user"),
 }
 POSITIVE = {"epochs", "lr", "adam_eps", "lora_alpha", "max_grad_norm"}
-AT_LEAST_ONE = {"effective_batch_size", "micro_batch_size", "lora_r", "hidden", "batch_size",
-                "variants", "n_resamples", "predict_batch_size", "notes", "max_steps"}
+AT_LEAST_ONE = {
+    "effective_batch_size",
+    "micro_batch_size",
+    "lora_r",
+    "hidden",
+    "batch_size",
+    "variants",
+    "n_resamples",
+    "predict_batch_size",
+    "notes",
+    "max_steps",
+}
 FRACTION = {"warmup_ratio", "lora_dropout", "dropout"}  # 0 <= value < 1
 NON_NEGATIVE = {"weight_decay", "tasks_per_note", "shots", "checkpoint_every"}
 MAX_SHOTS = 8
@@ -104,10 +126,11 @@ def build_config(kind: str, overrides: dict | None = None) -> tuple[dict, dict[s
     overrides = overrides or {}
     problems: dict[str, str] = {}
     if not isinstance(overrides, dict):
-        return {}, {"config": "The configuration must be an object of sections, e.g. {\"train\": {\"lr\": 4e-5}}."}
+        return {}, {"config": 'The configuration must be an object of sections, e.g. {"train": {"lr": 4e-5}}.'}
     for name in sorted(set(overrides) - set(classes)):
-        problems[name] = (f"Unknown section {name!r} for a {RunKind(kind).label} run; "
-                          f"its sections are {', '.join(classes)}.")
+        problems[name] = (
+            f"Unknown section {name!r} for a {RunKind(kind).label} run; its sections are {', '.join(classes)}."
+        )
     config = {}
     for name, cls in classes.items():
         values = overrides.get(name) or {}
@@ -208,8 +231,10 @@ def _typed(key: str, value, expected: set) -> tuple[object, str]:
             return value, ""
         return None, f"The {label(key)} must be true or false."
     if isinstance(value, bool):
-        return None, f"The {label(key)} must be a number, not true/false." if {int, float} & expected else \
-            f"The {label(key)} has the wrong type."
+        return None, f"The {label(key)} must be a number, not true/false." if {
+            int,
+            float,
+        } & expected else f"The {label(key)} has the wrong type."
     if int in expected and float not in expected:
         if isinstance(value, int):
             return value, ""
@@ -273,9 +298,11 @@ def _cross_checks(config: dict) -> dict[str, str]:
     if train and train["micro_batch_size"] >= 1 and train["effective_batch_size"] % train["micro_batch_size"]:
         problems["train.effective_batch_size"] = (
             f"The effective batch size ({train['effective_batch_size']}) must be a multiple of the micro-batch "
-            f"size ({train['micro_batch_size']}): each optimizer step accumulates whole micro-batches.")
+            f"size ({train['micro_batch_size']}): each optimizer step accumulates whole micro-batches."
+        )
     prompting = config.get("prompting")
     if prompting and prompting.get("shots") == 0 and prompting.get("variants", 0) > ZERO_SHOT_PROMPTS:
-        problems["prompting.variants"] = (f"0-shot prompting has {ZERO_SHOT_PROMPTS} system prompts, so at most "
-                                          f"{ZERO_SHOT_PROMPTS} variants.")
+        problems["prompting.variants"] = (
+            f"0-shot prompting has {ZERO_SHOT_PROMPTS} system prompts, so at most {ZERO_SHOT_PROMPTS} variants."
+        )
     return problems

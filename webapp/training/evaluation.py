@@ -11,6 +11,7 @@ Stored on the run (`TrainingRun.results`, plus the summary columns used by lists
                                                                # the top level is their mean
      "ml": EvalResult.to_dict()}                               # as ml.training reported it
 """
+
 from __future__ import annotations
 
 import csv
@@ -45,11 +46,17 @@ def evaluate_and_store(run: TrainingRun, items: list, predictions: list[list[str
     store_predictions(run, items, predictions)
     macro = summary["macro_f1"] or {}
     held = summary["held_out"]["macro_f1"] or {}
-    reporter.log(f"Macro F1 {_pct(macro.get('estimate'))} (95% CI {_pct(macro.get('low'))}-{_pct(macro.get('high'))})"
-                 f" on {len(items)} test items" + (f"; held-out tasks {_pct(held.get('estimate'))}" if held else "")
-                 + ".")
-    return {"results": summary, "macro_f1": macro.get("estimate"), "macro_f1_low": macro.get("low"),
-            "macro_f1_high": macro.get("high"), "held_out_macro_f1": held.get("estimate")}
+    reporter.log(
+        f"Macro F1 {_pct(macro.get('estimate'))} (95% CI {_pct(macro.get('low'))}-{_pct(macro.get('high'))})"
+        f" on {len(items)} test items" + (f"; held-out tasks {_pct(held.get('estimate'))}" if held else "") + "."
+    )
+    return {
+        "results": summary,
+        "macro_f1": macro.get("estimate"),
+        "macro_f1_low": macro.get("low"),
+        "macro_f1_high": macro.get("high"),
+        "held_out_macro_f1": held.get("estimate"),
+    }
 
 
 def summarise(result, held_out: set[str]) -> dict:
@@ -58,31 +65,47 @@ def summarise(result, held_out: set[str]) -> dict:
     summary = {
         "macro_f1": _ci(result),
         "per_task": {task: _f(value) for task, value in sorted(result.per_task.items())},
-        "held_out": {"macro_f1": _ci(held) if held is not None else None,
-                     "tasks": sorted(held_out & set(result.per_task))},
+        "held_out": {
+            "macro_f1": _ci(held) if held is not None else None,
+            "tasks": sorted(held_out & set(result.per_task)),
+        },
     }
     if result.variants:
-        summary["variants"] = [{"macro_f1": {"estimate": _f(v), "low": None, "high": None}}
-                               for v in result.variants]
+        summary["variants"] = [{"macro_f1": {"estimate": _f(v), "low": None, "high": None}} for v in result.variants]
     return summary
 
 
 def store_predictions(run: TrainingRun, items: list, predictions: list[list[str]]) -> int:
     """Replace the run's predictions (a run evaluated again keeps one set)."""
     RunPrediction.objects.filter(run=run).delete()
-    notes = dict(Note.objects.filter(corpus=run.split.corpus, external_id__in={i.note_id for i in items})
-                 .values_list("external_id", "pk"))
+    notes = dict(
+        Note.objects.filter(corpus=run.split.corpus, external_id__in={i.note_id for i in items}).values_list(
+            "external_id", "pk"
+        )
+    )
     tasks = dict(Task.objects.filter(slug__in={i.task for i in items}).values_list("slug", "pk"))
-    rows = [RunPrediction(run=run, note_id=notes[item.note_id], task_id=tasks[item.task], variant=variant,
-                          gold=item.label, predicted=str(predicted)[:200])
-            for variant, values in enumerate(predictions) for item, predicted in zip(items, values, strict=True)]
+    rows = [
+        RunPrediction(
+            run=run,
+            note_id=notes[item.note_id],
+            task_id=tasks[item.task],
+            variant=variant,
+            gold=item.label,
+            predicted=str(predicted)[:200],
+        )
+        for variant, values in enumerate(predictions)
+        for item, predicted in zip(items, values, strict=True)
+    ]
     RunPrediction.objects.bulk_create(rows, batch_size=WRITE_BATCH)
     return len(rows)
 
 
 def prediction_rows(run: TrainingRun) -> Iterator[dict]:
-    rows = (RunPrediction.objects.filter(run=run).order_by("variant", "note__external_id", "task__slug")
-            .values_list("note__external_id", "task__slug", "variant", "gold", "predicted"))
+    rows = (
+        RunPrediction.objects.filter(run=run)
+        .order_by("variant", "note__external_id", "task__slug")
+        .values_list("note__external_id", "task__slug", "variant", "gold", "predicted")
+    )
     for values in rows.iterator(chunk_size=WRITE_BATCH):
         yield dict(zip(EXPORT_FIELDS, values))
 

@@ -14,6 +14,7 @@ its process is gone.
 
 The process must never have been patched by lxt (AttnLRP relevance): training checks it first.
 """
+
 from __future__ import annotations
 
 import gc
@@ -46,8 +47,11 @@ def _execute(run: TrainingRun, *, write: bool) -> str:
     reporter = Reporter(run, write=write)
     if ml.lrp.is_patched():  # lxt's relevance patches change dropout and gradients for good
         if write:
-            runs.fail(run, "This worker process has computed AttnLRP relevance (lxt patches), so it must not "
-                           "train. Run the training queue in its own worker processes; then press Resume.")
+            runs.fail(
+                run,
+                "This worker process has computed AttnLRP relevance (lxt patches), so it must not "
+                "train. Run the training queue in its own worker processes; then press Resume.",
+            )
         return "failed"
     if write:
         _record_environment(run, reporter)
@@ -73,8 +77,10 @@ def _execute(run: TrainingRun, *, write: bool) -> str:
     except TrainingInputError as exc:  # settings or data: its message names ids and sizes, never note text
         return _failed(run, reporter, exc, f"ml.training refused the run: {str(exc)[:300]}", write)
     except Exception as exc:  # noqa: BLE001 - the run records it; the worker stays up
-        message = (f"The run stopped because of an unexpected error ({type(exc).__name__}). The worker log has "
-                   f"the details under run {run.pk}; Resume continues from the last checkpoint.")
+        message = (
+            f"The run stopped because of an unexpected error ({type(exc).__name__}). The worker log has "
+            f"the details under run {run.pk}; Resume continues from the last checkpoint."
+        )
         return _failed(run, reporter, exc, message, write)
     finally:
         gc.collect()
@@ -103,12 +109,17 @@ def _record_environment(run: TrainingRun, reporter: Reporter) -> None:
     history.append({"attempt": run.attempts, "worker": run.worker, **env})
     first = history[0]
     TrainingRun.objects.filter(pk=run.pk).update(
-        provenance={**first, "attempts": history}, code_version=first["code_version"][:64])
+        provenance={**first, "attempts": history}, code_version=first["code_version"][:64]
+    )
     if env["code_version"] != first["code_version"]:
-        reporter.log(f"Note: this attempt runs code {env['code_version'][:12]}, the first ran "
-                     f"{first['code_version'][:12]}.", level="warning")
-    reporter.log(f"Code {env['code_version'][:12]}, torch {env['libraries']['torch']}, transformers "
-                 f"{env['libraries']['transformers']}, device {env.get('device')}.")
+        reporter.log(
+            f"Note: this attempt runs code {env['code_version'][:12]}, the first ran {first['code_version'][:12]}.",
+            level="warning",
+        )
+    reporter.log(
+        f"Code {env['code_version'][:12]}, torch {env['libraries']['torch']}, transformers "
+        f"{env['libraries']['transformers']}, device {env.get('device')}."
+    )
 
 
 RUNNERS = {

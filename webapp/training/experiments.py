@@ -17,6 +17,7 @@ Everything is checked before the first run starts; the runs are then executed in
 in this process (`run_sync`) or through the training queue (`run_enqueued`). A run whose input
 model comes from a run that did not finish is skipped.
 """
+
 from __future__ import annotations
 
 import json
@@ -75,7 +76,7 @@ def load(path) -> Experiment:
 def parse(data: dict) -> Experiment:
     problems: list[str] = []
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list) or not data["runs"]:
-        raise ExperimentError("An experiment is an object with a non-empty list \"runs\".")
+        raise ExperimentError('An experiment is an object with a non-empty list "runs".')
     _unknown(problems, "the experiment", data, TOP_KEYS)
     experiment = Experiment(name=str(data.get("name", "")))
     seen: set[str] = set()
@@ -98,7 +99,7 @@ def _plan(spec: dict, data: dict, where: str, seen: set[str], problems: list[str
     where = f"run {key!r}" if key else where
     _unknown(problems, where, spec, RUN_KEYS)
     if not key:
-        problems.append(f"{where}: give it an \"id\".")
+        problems.append(f'{where}: give it an "id".')
     elif key in seen:
         problems.append(f"{where}: the id is used twice.")
     preset_key = spec.get("preset", "")
@@ -109,8 +110,9 @@ def _plan(spec: dict, data: dict, where: str, seen: set[str], problems: list[str
         return None
     kind = spec.get("kind") or (preset.kind if preset else "")
     if kind not in RunKind.values:
-        problems.append(f"{where}: give a \"preset\" ({', '.join(presets.PRESETS)}) or a \"kind\" "
-                        f"({', '.join(RunKind.values)}).")
+        problems.append(
+            f'{where}: give a "preset" ({", ".join(presets.PRESETS)}) or a "kind" ({", ".join(RunKind.values)}).'
+        )
         return None
     if preset and preset.kind != kind:
         problems.append(f"{where}: preset {preset.key!r} is a {preset.kind} run, not {kind}.")
@@ -129,7 +131,7 @@ def _plan(spec: dict, data: dict, where: str, seen: set[str], problems: list[str
     problems.extend(f"{where}: {problem}" for problem in config_problems.values())
     model = str(spec.get("model") or data.get("model") or "")
     if not model:
-        problems.append(f"{where}: name its \"model\" (a model version name, or \"@<id>\" of an earlier run).")
+        problems.append(f'{where}: name its "model" (a model version name, or "@<id>" of an earlier run).')
     elif model.startswith("@") and model[1:] not in seen:
         problems.append(f"{where}: {model} must name an earlier run of this file.")
     elif not model.startswith("@") and not ModelVersion.objects.filter(name=model).exists():
@@ -141,8 +143,16 @@ def _plan(spec: dict, data: dict, where: str, seen: set[str], problems: list[str
         split = spec.get("split") or data.get("split")
         _check_split(split, where, problems)
     name = spec.get("name") or "-".join(filter(None, [data.get("name", ""), key]))
-    return PlannedRun(key=key, kind=kind, preset=preset.key if preset else "", name=str(name)[:200], model=model,
-                      dataset=dataset, split=split, config=overrides)
+    return PlannedRun(
+        key=key,
+        kind=kind,
+        preset=preset.key if preset else "",
+        name=str(name)[:200],
+        model=model,
+        dataset=dataset,
+        split=split,
+        config=overrides,
+    )
 
 
 def _dataset(value, where, problems) -> DatasetVersion | None:
@@ -154,7 +164,7 @@ def _dataset(value, where, problems) -> DatasetVersion | None:
             datasets = datasets.filter(version=value["version"])
         found = datasets.order_by("-version").first()
     else:
-        problems.append(f"{where}: give its \"dataset\" as {{\"name\": ..., \"version\": ...}} or an id.")
+        problems.append(f'{where}: give its "dataset" as {{"name": ..., "version": ...}} or an id.')
         return None
     if found is None:
         problems.append(f"{where}: no finished dataset {value!r}.")
@@ -163,7 +173,7 @@ def _dataset(value, where, problems) -> DatasetVersion | None:
 
 def _check_split(split, where, problems) -> None:
     if not isinstance(split, dict) or not split.get("corpus"):
-        problems.append(f"{where}: give a \"split\" with at least a \"corpus\" (here or at the top).")
+        problems.append(f'{where}: give a "split" with at least a "corpus" (here or at the top).')
         return
     _unknown(problems, f"{where} split", split, SPLIT_KEYS)
     if not Corpus.objects.filter(name=split["corpus"]).exists():
@@ -192,11 +202,22 @@ def launch_one(planned: PlannedRun, done: dict[str, PlannedRun], *, enqueue: boo
     split = None
     if planned.split:
         corpus = Corpus.objects.get(name=planned.split["corpus"])
-        split, _ = splits.get_or_create_split(corpus, seed=planned.split.get("seed", 0),
-                                              test_ratio=planned.split.get("test_ratio", 0.15),
-                                              tasks=planned.split.get("tasks") or (), actor=actor)
-    spec = runs.RunSpec(kind=planned.kind, model_version=model, dataset=planned.dataset, split=split,
-                        config=planned.config, preset=planned.preset, name=planned.name)
+        split, _ = splits.get_or_create_split(
+            corpus,
+            seed=planned.split.get("seed", 0),
+            test_ratio=planned.split.get("test_ratio", 0.15),
+            tasks=planned.split.get("tasks") or (),
+            actor=actor,
+        )
+    spec = runs.RunSpec(
+        kind=planned.kind,
+        model_version=model,
+        dataset=planned.dataset,
+        split=split,
+        config=planned.config,
+        preset=planned.preset,
+        name=planned.name,
+    )
     planned.run = runs.launch(spec, actor=actor, enqueue=enqueue)
     return planned.run
 
@@ -218,8 +239,9 @@ def run_sync(experiment: Experiment, *, actor=None, on_event=None) -> list[Plann
     return experiment.runs
 
 
-def run_enqueued(experiment: Experiment, *, actor=None, poll: float = 5.0, timeout: float | None = None,
-                 on_event=None) -> list[PlannedRun]:
+def run_enqueued(
+    experiment: Experiment, *, actor=None, poll: float = 5.0, timeout: float | None = None, on_event=None
+) -> list[PlannedRun]:
     """Send each run to the training queue as soon as the run it depends on has finished; wait
     until every run has ended (or `timeout` seconds)."""
     started = time.monotonic()
@@ -253,13 +275,22 @@ def summary(planned_runs: list[PlannedRun]) -> list[dict]:
     rows = []
     for planned in planned_runs:
         run = planned.run
-        row = {"id": planned.key, "run": run.pk if run else None, "kind": planned.kind, "preset": planned.preset,
-               "status": planned.outcome, "seconds": planned.seconds}
+        row = {
+            "id": planned.key,
+            "run": run.pk if run else None,
+            "kind": planned.kind,
+            "preset": planned.preset,
+            "status": planned.outcome,
+            "seconds": planned.seconds,
+        }
         if run is not None:
             results = run.results or {}
-            row.update(macro_f1=results.get("macro_f1"), held_out=(results.get("held_out") or {}).get("macro_f1"),
-                       produced_model=run.produced_model.name if run.produced_model_id else None,
-                       error=run.error or None)
+            row.update(
+                macro_f1=results.get("macro_f1"),
+                held_out=(results.get("held_out") or {}).get("macro_f1"),
+                produced_model=run.produced_model.name if run.produced_model_id else None,
+                error=run.error or None,
+            )
         rows.append(row)
     return rows
 
@@ -268,8 +299,10 @@ def markdown(rows: list[dict]) -> str:
     lines = ["| run | id | kind | status | Macro F1 (95% CI) | held-out | seconds |", "|---|---|---|---|---|---|---|"]
     for row in rows:
         macro, held = row.get("macro_f1"), row.get("held_out")
-        lines.append(f"| {row['run'] or '-'} | {row['id']} | {row['preset'] or row['kind']} | {row['status']} | "
-                     f"{_ci(macro)} | {_ci(held)} | {row.get('seconds') or '-'} |")
+        lines.append(
+            f"| {row['run'] or '-'} | {row['id']} | {row['preset'] or row['kind']} | {row['status']} | "
+            f"{_ci(macro)} | {_ci(held)} | {row.get('seconds') or '-'} |"
+        )
     return "\n".join(lines)
 
 

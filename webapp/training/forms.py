@@ -5,6 +5,7 @@ The settings are form fields built from the configuration dataclasses of the pre
 as initial values. Validation is the domain's (`RunSpec.problems()`); its problems are shown on
 the fields they concern.
 """
+
 from __future__ import annotations
 
 from django import forms
@@ -20,18 +21,31 @@ SEP = "__"
 
 
 class LaunchForm(forms.Form):
-    preset = forms.ChoiceField(choices=[(key, p.label) for key, p in presets.PRESETS.items()],
-                               widget=forms.HiddenInput)
+    preset = forms.ChoiceField(choices=[(key, p.label) for key, p in presets.PRESETS.items()], widget=forms.HiddenInput)
     name = forms.CharField(max_length=200, required=False, help_text="Optional; shown in lists and tables")
-    model_version = forms.ModelChoiceField(ModelVersion.objects.all(), label="Model version",
-                                           help_text="The model to train or evaluate (a trained model too)")
-    dataset = forms.ModelChoiceField(DatasetVersion.objects.filter(status=JobStatus.DONE), required=False,
-                                     label="Dataset version", help_text="Finished datasets only")
-    split = forms.ModelChoiceField(LabeledSplit.objects.select_related("corpus"), required=False,
-                                   label="Labeled split", help_text="Reuse a stored split (same test items)")
-    split_corpus = forms.ModelChoiceField(Corpus.objects.all(), required=False, label="…or split this corpus",
-                                          help_text="Its gold annotations; a split with the same seed and share is "
-                                                    "reused")
+    model_version = forms.ModelChoiceField(
+        ModelVersion.objects.all(),
+        label="Model version",
+        help_text="The model to train or evaluate (a trained model too)",
+    )
+    dataset = forms.ModelChoiceField(
+        DatasetVersion.objects.filter(status=JobStatus.DONE),
+        required=False,
+        label="Dataset version",
+        help_text="Finished datasets only",
+    )
+    split = forms.ModelChoiceField(
+        LabeledSplit.objects.select_related("corpus"),
+        required=False,
+        label="Labeled split",
+        help_text="Reuse a stored split (same test items)",
+    )
+    split_corpus = forms.ModelChoiceField(
+        Corpus.objects.all(),
+        required=False,
+        label="…or split this corpus",
+        help_text="Its gold annotations; a split with the same seed and share is reused",
+    )
     split_seed = forms.IntegerField(initial=0, label="Split seed")
     split_test_ratio = forms.FloatField(initial=0.15, label="Test share", help_text="The paper: 0.15")
 
@@ -79,28 +93,47 @@ class LaunchForm(forms.Form):
     def spec(self) -> RunSpec:
         """The run asked for; a setting whose field did not read is left out (its default stands in)."""
         data = self.cleaned_data
-        overrides = {section: {name.split(SEP, 1)[1]: data[name] for name in names if name in data}
-                     for section, names in self.sections.items()}
-        return RunSpec(kind=self.kind, preset=self.preset_obj.key, name=data.get("name", ""),
-                       model_version=data.get("model_version"), dataset=data.get("dataset"), split=data.get("split"),
-                       split_corpus=data.get("split_corpus"), split_seed=data.get("split_seed") or 0,
-                       split_test_ratio=data.get("split_test_ratio") or 0.15, config=overrides)
+        overrides = {
+            section: {name.split(SEP, 1)[1]: data[name] for name in names if name in data}
+            for section, names in self.sections.items()
+        }
+        return RunSpec(
+            kind=self.kind,
+            preset=self.preset_obj.key,
+            name=data.get("name", ""),
+            model_version=data.get("model_version"),
+            dataset=data.get("dataset"),
+            split=data.get("split"),
+            split_corpus=data.get("split_corpus"),
+            split_seed=data.get("split_seed") or 0,
+            split_test_ratio=data.get("split_test_ratio") or 0.15,
+            config=overrides,
+        )
 
 
 def _field(setting: str, types: set, initial) -> forms.Field:
     label = configs.label(setting).capitalize()
     optional = type(None) in types
     if list in types:
-        return forms.CharField(required=False, initial=", ".join(initial or []), label=label,
-                               help_text="Comma-separated; empty: the default")
+        return forms.CharField(
+            required=False,
+            initial=", ".join(initial or []),
+            label=label,
+            help_text="Comma-separated; empty: the default",
+        )
     if setting in configs.CHOICES:
         return forms.ChoiceField(choices=[(c, c) for c in configs.CHOICES[setting]], initial=initial, label=label)
     if bool in types:
         return forms.BooleanField(required=False, initial=initial, label=label)
     if int in types and float not in types:
-        return forms.IntegerField(required=not optional, initial=initial, label=label,
-                                  help_text=configs.EMPTY_MEANS.get(setting, "Empty: no limit") if optional else "")
+        return forms.IntegerField(
+            required=not optional,
+            initial=initial,
+            label=label,
+            help_text=configs.EMPTY_MEANS.get(setting, "Empty: no limit") if optional else "",
+        )
     if float in types:
-        return forms.FloatField(required=not optional, initial=initial, label=label,
-                                widget=forms.NumberInput(attrs={"step": "any"}))
+        return forms.FloatField(
+            required=not optional, initial=initial, label=label, widget=forms.NumberInput(attrs={"step": "any"})
+        )
     return forms.CharField(required=False, initial=initial, label=label, strip=False)

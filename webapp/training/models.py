@@ -13,6 +13,7 @@ A LabeledSplit freezes the 85/15 train/test split of a corpus's gold items (one 
 annotated (note, task)), so every run of a comparison sees the same one. Its annotations are
 protected: a note or annotation used by a split cannot be deleted while the split exists.
 """
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -53,8 +54,9 @@ class LabeledSplit(models.Model):
     class Meta:
         ordering = ["-created"]
         constraints = [
-            models.CheckConstraint(condition=Q(test_ratio__gt=0, test_ratio__lt=1),
-                                   name="training_split_ratio_between_0_and_1"),
+            models.CheckConstraint(
+                condition=Q(test_ratio__gt=0, test_ratio__lt=1), name="training_split_ratio_between_0_and_1"
+            ),
         ]
 
     def __str__(self):
@@ -83,12 +85,28 @@ class TrainingRun(WorkUnit):
     name = models.CharField(max_length=200, blank=True)
     kind = models.CharField(max_length=20, choices=RunKind.choices)
     preset = models.CharField(max_length=40, blank=True, help_text="the preset the form started from")
-    model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT, related_name="training_runs",
-                                      help_text="the model trained or evaluated")
-    dataset = models.ForeignKey("datasets.DatasetVersion", null=True, blank=True, on_delete=models.PROTECT,
-                                related_name="training_runs", help_text="kinds dsm and cpt")
-    split = models.ForeignKey(LabeledSplit, null=True, blank=True, on_delete=models.PROTECT,
-                              related_name="runs", help_text="kinds sft, heads, prompting, self_learning")
+    model_version = models.ForeignKey(
+        "pipeline.ModelVersion",
+        on_delete=models.PROTECT,
+        related_name="training_runs",
+        help_text="the model trained or evaluated",
+    )
+    dataset = models.ForeignKey(
+        "datasets.DatasetVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="training_runs",
+        help_text="kinds dsm and cpt",
+    )
+    split = models.ForeignKey(
+        LabeledSplit,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="runs",
+        help_text="kinds sft, heads, prompting, self_learning",
+    )
     config = models.JSONField(default=dict, help_text="the full configuration, by section (see presets.py)")
     seed = models.IntegerField(default=0)
 
@@ -103,15 +121,17 @@ class TrainingRun(WorkUnit):
     checkpoint_step = models.PositiveIntegerField(null=True, blank=True, help_text="step of the last checkpoint")
     output_dir = models.CharField(max_length=1000, blank=True)
 
-    produced_model = models.OneToOneField("pipeline.ModelVersion", null=True, blank=True, on_delete=models.SET_NULL,
-                                          related_name="produced_by_run")
+    produced_model = models.OneToOneField(
+        "pipeline.ModelVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="produced_by_run"
+    )
     results = models.JSONField(default=dict, blank=True, help_text="evaluation (see webapp.training.evaluation)")
     macro_f1 = models.FloatField(null=True, blank=True)
     macro_f1_low = models.FloatField(null=True, blank=True)
     macro_f1_high = models.FloatField(null=True, blank=True)
     held_out_macro_f1 = models.FloatField(null=True, blank=True)
-    provenance = models.JSONField(default=dict, blank=True,
-                                  help_text="code version, library versions, python, host, device")
+    provenance = models.JSONField(
+        default=dict, blank=True, help_text="code version, library versions, python, host, device"
+    )
     code_version = models.CharField(max_length=64, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
@@ -119,11 +139,14 @@ class TrainingRun(WorkUnit):
     class Meta:
         ordering = ["-created"]
         constraints = [
-            models.CheckConstraint(condition=Q(kind__in=[k.value for k in CAUSAL_KINDS], dataset__isnull=False)
-                                   | Q(kind__in=[k.value for k in LABELED_KINDS], split__isnull=False),
-                                   name="training_run_has_its_input"),
-            models.CheckConstraint(condition=Q(step__lte=F("total_steps")) | Q(total_steps=0),
-                                   name="training_run_step_le_total"),
+            models.CheckConstraint(
+                condition=Q(kind__in=[k.value for k in CAUSAL_KINDS], dataset__isnull=False)
+                | Q(kind__in=[k.value for k in LABELED_KINDS], split__isnull=False),
+                name="training_run_has_its_input",
+            ),
+            models.CheckConstraint(
+                condition=Q(step__lte=F("total_steps")) | Q(total_steps=0), name="training_run_step_le_total"
+            ),
         ]
 
     def __str__(self):
@@ -151,9 +174,11 @@ class TrainingRun(WorkUnit):
         n_test = (self.results or {}).get("n_test")
         if n_test is None or not (self.results or {}).get("macro_f1") or n_test >= settings.SMALL_TEST_SET_ITEMS:
             return ""
-        return (f"Measured on only {n_test} test item{'s' if n_test != 1 else ''} (fewer than "
-                f"{settings.SMALL_TEST_SET_ITEMS}): the Macro F1 and its confidence interval are too noisy to "
-                "rely on, and differences between runs may be chance.")
+        return (
+            f"Measured on only {n_test} test item{'s' if n_test != 1 else ''} (fewer than "
+            f"{settings.SMALL_TEST_SET_ITEMS}): the Macro F1 and its confidence interval are too noisy to "
+            "rely on, and differences between runs may be chance."
+        )
 
     @property
     def time_left_s(self) -> float | None:
@@ -214,8 +239,9 @@ class RunPrediction(models.Model):
 
     class Meta:
         ordering = ["run", "variant", "id"]
-        constraints = [models.UniqueConstraint(fields=["run", "variant", "note", "task"],
-                                               name="training_prediction_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "variant", "note", "task"], name="training_prediction_unique")
+        ]
 
     def __str__(self):
         return f"run {self.run_id} note {self.note_id} task {self.task_id}: {self.predicted}"

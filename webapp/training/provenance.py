@@ -3,6 +3,7 @@
 Collected by the worker when it starts a run (its environment is the one that matters), and
 by the launch for the code version the web app saw. Never raises: an unknown value is "unknown".
 """
+
 from __future__ import annotations
 
 import os

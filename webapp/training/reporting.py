@@ -13,6 +13,7 @@ pressed Cancel (status cancelling), or once this attempt no longer holds the run
 
 Messages are ids, counts and settings only; a message from ml is cut to MAX_MESSAGE characters.
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,7 +22,6 @@ import time
 
 from django.conf import settings
 from django.db.models.functions import Now
-
 
 from webapp.lifecycle import units
 from webapp.training import runs
@@ -57,8 +57,12 @@ class Reporter:
             self._first_step[self.phase] = step
             if step > 1:
                 self.log(f"{self.phase}: continuing from a checkpoint; first step of this attempt: {step}.")
-        figures = {"step": step, "total_steps": max(int(event.total_steps or 0), step), "epoch": _num(event.epoch),
-                   "eta_s": _num(event.eta_s)}
+        figures = {
+            "step": step,
+            "total_steps": max(int(event.total_steps or 0), step),
+            "epoch": _num(event.epoch),
+            "eta_s": _num(event.eta_s),
+        }
         for key in ("loss", "lr", "tokens_per_s"):  # a status event keeps the last step's figures
             value = _num(getattr(event, key))
             if value is not None or trained:
@@ -66,9 +70,17 @@ class Reporter:
         self._figures.update(figures)
         message = (getattr(event, "message", "") or "")[:MAX_MESSAGE]
         if step > 0 and trained:
-            self._pending.append(RunMetric(run_id=self.run.pk, phase=self.phase, step=step,
-                                           epoch=_num(event.epoch), loss=_num(event.loss), lr=_num(event.lr),
-                                           tokens_per_s=_num(event.tokens_per_s)))
+            self._pending.append(
+                RunMetric(
+                    run_id=self.run.pk,
+                    phase=self.phase,
+                    step=step,
+                    epoch=_num(event.epoch),
+                    loss=_num(event.loss),
+                    lr=_num(event.lr),
+                    tokens_per_s=_num(event.tokens_per_s),
+                )
+            )
         if "checkpoint" in message.lower():
             self._figures["checkpoint_step"] = step
             self.log(f"{self.phase}: {message} (step {step})")
@@ -96,8 +108,15 @@ class Reporter:
         """Start a new phase (metric rows are keyed by phase; figures restart)."""
         self.flush()
         self.phase = phase
-        self._figures = {"step": 0, "total_steps": total_steps, "epoch": None, "loss": None, "lr": None,
-                         "tokens_per_s": None, "eta_s": None}
+        self._figures = {
+            "step": 0,
+            "total_steps": total_steps,
+            "epoch": None,
+            "loss": None,
+            "lr": None,
+            "tokens_per_s": None,
+            "eta_s": None,
+        }
         self._update(phase=(label or phase)[:60], **self._figures)
         self.log(f"Phase: {label or phase}.")
 
@@ -119,8 +138,12 @@ class Reporter:
             return
         if pending:
             pending = list({(m.phase, m.step): m for m in pending}.values())  # one row per step: the last
-            RunMetric.objects.bulk_create(pending, update_conflicts=True, unique_fields=["run", "phase", "step"],
-                                          update_fields=["epoch", "loss", "lr", "tokens_per_s"])
+            RunMetric.objects.bulk_create(
+                pending,
+                update_conflicts=True,
+                unique_fields=["run", "phase", "step"],
+                update_fields=["epoch", "loss", "lr", "tokens_per_s"],
+            )
         self._update(**self._figures)
 
     def _update(self, **fields) -> None:

@@ -21,6 +21,7 @@ independent of optimizer steps, which can outlast WORK_STALL_SECONDS on a CPU). 
 worker stopped beating for WORK_STALL_SECONDS is shown as stalled and queued again by the
 recovery sweeper every worker runs; the next worker continues from the last checkpoint.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -98,8 +99,10 @@ class RunSpec:
         if dataset is None:
             return {"dataset": "Choose the dataset version to train on."}
         if dataset.status != JobStatus.DONE:
-            return {"dataset": f"Dataset {dataset} is {dataset.get_status_display().lower()}: only a finished "
-                               "dataset can be trained on."}
+            return {
+                "dataset": f"Dataset {dataset} is {dataset.get_status_display().lower()}: only a finished "
+                "dataset can be trained on."
+            }
         if not dataset.examples.exists():
             return {"dataset": f"Dataset {dataset} has no examples."}
         modes = presets.PRESETS[self.preset].dataset_modes if self.preset in presets.PRESETS else ()
@@ -107,8 +110,10 @@ class RunSpec:
             return {"dataset": f"Dataset {dataset} holds unmasked notes: train on it with a CPT run."}
         if modes and dataset.mode not in modes:
             wanted = " or ".join(DatasetVersion.Mode(m).label for m in modes)
-            return {"dataset": f"Preset {presets.PRESETS[self.preset].label!r} trains on a dataset built in mode "
-                               f"{wanted}; {dataset} was built in mode {dataset.get_mode_display()}."}
+            return {
+                "dataset": f"Preset {presets.PRESETS[self.preset].label!r} trains on a dataset built in mode "
+                f"{wanted}; {dataset} was built in mode {dataset.get_mode_display()}."
+            }
         return {}
 
     def _step_problems(self, config: dict) -> dict[str, str]:
@@ -126,17 +131,25 @@ class RunSpec:
         if plan.learning:
             return {}
         steps = f"{plan.total} optimizer step{'s' if plan.total != 1 else ''}"
-        why = (f"{n_examples} training example{'s' if n_examples != 1 else ''} at an effective batch size of "
-               f"{train.effective_batch_size}")
+        why = (
+            f"{n_examples} training example{'s' if n_examples != 1 else ''} at an effective batch size of "
+            f"{train.effective_batch_size}"
+        )
         if train.max_steps:
             why += f", at most {train.max_steps} step{'s' if train.max_steps != 1 else ''}"
         if plan.total and plan.warmup:
-            return {"train.warmup_ratio": (
-                f"This run would take {steps} ({why}), and warmup gives its first step a learning rate of 0, so "
-                "the model would not change. Set the warmup to 0, or train for more steps (more epochs or "
-                "maximum steps, or a smaller effective batch size).")}
-        return {"train.max_steps" if train.max_steps else "train.epochs": (
-            f"This run would take no optimizer step that changes the model ({why}). Train for more steps.")}
+            return {
+                "train.warmup_ratio": (
+                    f"This run would take {steps} ({why}), and warmup gives its first step a learning rate of 0, so "
+                    "the model would not change. Set the warmup to 0, or train for more steps (more epochs or "
+                    "maximum steps, or a smaller effective batch size)."
+                )
+            }
+        return {
+            "train.max_steps" if train.max_steps else "train.epochs": (
+                f"This run would take no optimizer step that changes the model ({why}). Train for more steps."
+            )
+        }
 
     def _training_examples(self) -> int | None:
         if self.kind == RunKind.DSM and self.dataset is not None:
@@ -179,26 +192,45 @@ def launch(spec: RunSpec, actor=None, *, enqueue: bool = True) -> TrainingRun:
     config, _ = spec.full_config()
     if spec.kind in LABELED_KINDS and spec.split is None:
         try:
-            spec.split, _ = splits.get_or_create_split(spec.split_corpus, seed=spec.split_seed,
-                                                       test_ratio=spec.split_test_ratio, actor=actor)
+            spec.split, _ = splits.get_or_create_split(
+                spec.split_corpus, seed=spec.split_seed, test_ratio=spec.split_test_ratio, actor=actor
+            )
         except splits.SplitError as exc:
             raise RunError(str(exc)) from None
     from webapp.training.provenance import code_version
 
     run = TrainingRun.objects.create(
-        name=spec.name, kind=spec.kind, preset=spec.preset, model_version=spec.model_version,
+        name=spec.name,
+        kind=spec.kind,
+        preset=spec.preset,
+        model_version=spec.model_version,
         dataset=spec.dataset if spec.kind in CAUSAL_KINDS else None,
         split=spec.split if spec.kind in LABELED_KINDS else None,
-        config=config, seed=configs.seed_of(spec.kind, config), code_version=code_version()[:64],
-        created_by=_user(actor), heartbeat=timezone.now(),  # queued: when it was sent
+        config=config,
+        seed=configs.seed_of(spec.kind, config),
+        code_version=code_version()[:64],
+        created_by=_user(actor),
+        heartbeat=timezone.now(),  # queued: when it was sent
     )
     run.output_dir = str(output_dir(run))
     run.save(update_fields=["output_dir"])
-    RunLog.objects.create(run=run, message=f"Launched: {run.get_kind_display()}"
-                                           f"{f', preset {spec.preset}' if spec.preset else ''}, model "
-                                           f"{spec.model_version.name}.")
-    record(actor, AuditEvent.Action.LAUNCH_JOB, run, what="training run", kind=run.kind, preset=run.preset,
-           model=spec.model_version.name, dataset=run.dataset_id, split=run.split_id)
+    RunLog.objects.create(
+        run=run,
+        message=f"Launched: {run.get_kind_display()}"
+        f"{f', preset {spec.preset}' if spec.preset else ''}, model "
+        f"{spec.model_version.name}.",
+    )
+    record(
+        actor,
+        AuditEvent.Action.LAUNCH_JOB,
+        run,
+        what="training run",
+        kind=run.kind,
+        preset=run.preset,
+        model=spec.model_version.name,
+        dataset=run.dataset_id,
+        split=run.split_id,
+    )
     if enqueue:
         send_on_commit(run.pk)
     return run
@@ -221,8 +253,9 @@ def cancel(run: TrainingRun, actor=None) -> TrainingRun:
     status = units.request_cancel(TrainingRun, run.pk, eta_s=None)
     if status is None:
         run.refresh_from_db(fields=["status"])
-        raise RunError(f"Only a queued or running run can be cancelled; this one is "
-                       f"{run.get_status_display().lower()}.")
+        raise RunError(
+            f"Only a queued or running run can be cancelled; this one is {run.get_status_display().lower()}."
+        )
     RunLog.objects.create(run=run, message="Cancel requested." if status == JobStatus.CANCELLING else "Cancelled.")
     record(actor, AuditEvent.Action.CANCEL_JOB, run, what="training run", step=run.step)
     run.status = status
@@ -236,8 +269,10 @@ def resume(run: TrainingRun, actor=None, *, enqueue: bool = True) -> TrainingRun
         run.refresh_from_db(fields=["status"])
         if run.status == JobStatus.DONE:
             raise RunError("This run is done: there is nothing to resume.")
-        raise RunError(f"This run is {run.get_status_display().lower()} and its worker is alive; it can be "
-                       f"resumed once cancelled, failed, or silent for {settings.WORK_STALL_SECONDS} seconds.")
+        raise RunError(
+            f"This run is {run.get_status_display().lower()} and its worker is alive; it can be "
+            f"resumed once cancelled, failed, or silent for {settings.WORK_STALL_SECONDS} seconds."
+        )
     step = f" from the checkpoint of step {run.checkpoint_step}" if run.checkpoint_step else ""
     RunLog.objects.create(run=run, message=f"Resume requested{step}.")
     record(actor, AuditEvent.Action.LAUNCH_JOB, run, what="training run", resumed=True, step=run.checkpoint_step)
@@ -252,8 +287,15 @@ def claim(run_id: int, worker: str = "") -> TrainingRun | None:
     nothing to do for this message. Why the run was waiting (e.g. its last worker was lost) goes
     from `error` to the run's log."""
     waited_because = TrainingRun.objects.filter(pk=run_id).values_list("error", flat=True).first()
-    run = units.claim(TrainingRun, run_id, worker, select_related=("model_version", "dataset", "split__corpus"),
-                      error="", phase="starting", eta_s=None)
+    run = units.claim(
+        TrainingRun,
+        run_id,
+        worker,
+        select_related=("model_version", "dataset", "split__corpus"),
+        error="",
+        phase="starting",
+        eta_s=None,
+    )
     if run is None:
         return None
     if waited_because:

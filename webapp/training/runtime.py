@@ -1,5 +1,6 @@
 """What every run kind needs: loading models, registering trained ones, the SFT mask token,
 checking for Cancel between phases, freeing memory, reading the run's config sections."""
+
 from __future__ import annotations
 
 import gc
@@ -28,7 +29,8 @@ def require_learned(result) -> None:
             f"Training ran {result.steps} optimizer step(s) but the weights did not change: every step had "
             "learning rate 0 (warmup gives the first step rate 0, so a 1-step run with warmup learns nothing). "
             "No model version was registered. Launch a new run with more steps, no warmup, or a learning "
-            "rate above 0.")
+            "rate above 0."
+        )
 
 
 def is_main_process() -> bool:
@@ -46,8 +48,7 @@ def load(model_version: ModelVersion | str, *, training: bool):
     path = model_version.path if isinstance(model_version, ModelVersion) else str(model_version)
     local_rank = os.environ.get("LOCAL_RANK")
     device = torch.device(f"cuda:{local_rank}") if local_rank and torch.cuda.is_available() else pick_device()
-    return load_model(path, model_dir=settings.MODEL_DIR, device=device,
-                      dtype=torch.float32 if training else None)
+    return load_model(path, model_dir=settings.MODEL_DIR, device=device, dtype=torch.float32 if training else None)
 
 
 def register(run: TrainingRun, final_dir, variant: str) -> ModelVersion:
@@ -56,8 +57,14 @@ def register(run: TrainingRun, final_dir, variant: str) -> ModelVersion:
     base = run.model_version
     name = f"{base.name}+{variant}-run{run.pk}"[-200:]
     model, _ = ModelVersion.objects.get_or_create(
-        name=name, defaults={"family": base.family, "path": str(final_dir), "parent": base,
-                             "produced_by": f"training run {run.pk}"})
+        name=name,
+        defaults={
+            "family": base.family,
+            "path": str(final_dir),
+            "parent": base,
+            "produced_by": f"training run {run.pk}",
+        },
+    )
     return model
 
 
@@ -90,10 +97,15 @@ def train_section(run: TrainingRun, name: str = "train"):
     from ml import training as ml_training
 
     cls = {RunKind.DSM: ml_training.CausalLMConfig, RunKind.CPT: ml_training.CausalLMConfig}.get(
-        run.kind, ml_training.SFTConfig)
+        run.kind, ml_training.SFTConfig
+    )
     return cls.from_dict(run.config[name])
 
 
 def result_summary(result) -> dict:
-    return {"steps": result.steps, "tokens": result.tokens, "train_seconds": round(result.seconds, 2),
-            "final_loss": result.final_loss}
+    return {
+        "steps": result.steps,
+        "tokens": result.tokens,
+        "train_seconds": round(result.seconds, 2),
+        "final_loss": result.final_loss,
+    }

@@ -12,6 +12,7 @@ Held-out tasks (Task.held_out) are part of the split like any task: they are kep
 DSM dataset building (the dataset builder's default), not out of downstream adaptation, and
 evaluation reports them separately.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -44,8 +45,9 @@ def gold_annotation_ids(corpus: Corpus, task_slugs: Iterable[str] = ()) -> list[
 
 
 @transaction.atomic
-def get_or_create_split(corpus: Corpus, *, seed: int = 0, test_ratio: float = 0.15, tasks: Iterable[str] = (),
-                        actor=None) -> tuple[LabeledSplit, bool]:
+def get_or_create_split(
+    corpus: Corpus, *, seed: int = 0, test_ratio: float = 0.15, tasks: Iterable[str] = (), actor=None
+) -> tuple[LabeledSplit, bool]:
     """The stored split for (corpus, seed, ratio, tasks), made now if there is none yet.
     `tasks` (slugs) limits the items to those tasks; empty: every annotated task."""
     if not 0 < test_ratio < 1:
@@ -55,8 +57,11 @@ def get_or_create_split(corpus: Corpus, *, seed: int = 0, test_ratio: float = 0.
     if unknown:
         raise SplitError(f"Unknown task(s): {', '.join(unknown)}.")
     slugs = slugs or _annotated_tasks(corpus)
-    existing = LabeledSplit.objects.select_for_update().filter(corpus=corpus, seed=seed, test_ratio=test_ratio,
-                                                               tasks=slugs).first()
+    existing = (
+        LabeledSplit.objects.select_for_update()
+        .filter(corpus=corpus, seed=seed, test_ratio=test_ratio, tasks=slugs)
+        .first()
+    )
     if existing is not None:
         return existing, False
     return _create(corpus, seed, test_ratio, slugs, actor), True
@@ -67,25 +72,39 @@ def _create(corpus, seed, test_ratio, slugs, actor) -> LabeledSplit:
 
     ids = gold_annotation_ids(corpus, slugs)
     if not ids:
-        raise SplitError(f"Corpus {corpus.name} has no gold annotations"
-                         f"{' for these tasks' if slugs else ''}: import annotations first.")
+        raise SplitError(
+            f"Corpus {corpus.name} has no gold annotations"
+            f"{' for these tasks' if slugs else ''}: import annotations first."
+        )
     keys, items = {}, []  # item id -> annotation id; items without their note text (not needed here)
-    rows = Annotation.objects.filter(pk__in=ids).values_list("pk", "note__external_id", "task__slug",
-                                                              "task__description", "task__options", "label")
+    rows = Annotation.objects.filter(pk__in=ids).values_list(
+        "pk", "note__external_id", "task__slug", "task__description", "task__options", "label"
+    )
     for annotation_id, external_id, slug, description, options, gold in rows.iterator(chunk_size=READ_BATCH):
         key = item_id(external_id, slug)
         keys[key] = annotation_id
-        items.append(LabeledItem(item_id=key, note_id=external_id, task=slug, description=description,
-                                 options=list(options), label=gold))
+        items.append(
+            LabeledItem(
+                item_id=key, note_id=external_id, task=slug, description=description, options=list(options), label=gold
+            )
+        )
     train, test = split_items(items, test_ratio=test_ratio, seed=seed)
     if not train or not test:
-        raise SplitError(f"{len(keys)} gold item(s) are too few for a train/test split with test share "
-                         f"{test_ratio:g}.")
-    split = LabeledSplit.objects.create(corpus=corpus, seed=seed, test_ratio=test_ratio, tasks=slugs,
-                                        train_count=len(train), test_count=len(test),
-                                        created_by=actor if getattr(actor, "is_authenticated", False) else None)
-    rows = [SplitItem(split=split, annotation_id=keys[item.item_id], part=part)
-            for part, items in ((SplitItem.Part.TRAIN, train), (SplitItem.Part.TEST, test)) for item in items]
+        raise SplitError(f"{len(keys)} gold item(s) are too few for a train/test split with test share {test_ratio:g}.")
+    split = LabeledSplit.objects.create(
+        corpus=corpus,
+        seed=seed,
+        test_ratio=test_ratio,
+        tasks=slugs,
+        train_count=len(train),
+        test_count=len(test),
+        created_by=actor if getattr(actor, "is_authenticated", False) else None,
+    )
+    rows = [
+        SplitItem(split=split, annotation_id=keys[item.item_id], part=part)
+        for part, items in ((SplitItem.Part.TRAIN, train), (SplitItem.Part.TEST, test))
+        for item in items
+    ]
     SplitItem.objects.bulk_create(rows, batch_size=WRITE_BATCH)
     return split
 
@@ -95,13 +114,30 @@ def labeled_items(split: LabeledSplit, part: str) -> list:
     from ml.training import LabeledItem
 
     items = []
-    rows = (SplitItem.objects.filter(split=split, part=part)
-            .values_list("annotation__note__external_id", "annotation__note__text", "annotation__task__slug",
-                         "annotation__task__description", "annotation__task__options", "annotation__label")
-            .order_by("annotation_id"))
+    rows = (
+        SplitItem.objects.filter(split=split, part=part)
+        .values_list(
+            "annotation__note__external_id",
+            "annotation__note__text",
+            "annotation__task__slug",
+            "annotation__task__description",
+            "annotation__task__options",
+            "annotation__label",
+        )
+        .order_by("annotation_id")
+    )
     for external_id, text, slug, description, options, gold in rows.iterator(chunk_size=READ_BATCH):
-        items.append(LabeledItem(item_id=item_id(external_id, slug), note_id=external_id, task=slug,
-                                 description=description, options=list(options), text=text, label=gold))
+        items.append(
+            LabeledItem(
+                item_id=item_id(external_id, slug),
+                note_id=external_id,
+                task=slug,
+                description=description,
+                options=list(options),
+                text=text,
+                label=gold,
+            )
+        )
     items.sort(key=lambda item: item.item_id)
     return items
 
@@ -121,21 +157,30 @@ def unlabeled_items(split: LabeledSplit, *, corpus: Corpus, notes: int, tasks_pe
     tasks = {t.slug: t for t in Task.objects.filter(slug__in=split.tasks)}
     slugs = sorted(tasks)
     items = []
-    for note_id, external_id, text in _notes_in_order(corpus, used, notes):
+    for _note_id, external_id, text in _notes_in_order(corpus, used, notes):
         chosen = sample_tasks(external_id, slugs, k=tasks_per_note, seed=seed) if tasks_per_note else slugs
         for slug in chosen:
             task = tasks[slug]
-            items.append(LabeledItem(item_id=item_id(external_id, slug), note_id=external_id, task=slug,
-                                     description=task.description, options=list(task.options), text=text,
-                                     label=None))
+            items.append(
+                LabeledItem(
+                    item_id=item_id(external_id, slug),
+                    note_id=external_id,
+                    task=slug,
+                    description=task.description,
+                    options=list(task.options),
+                    text=text,
+                    label=None,
+                )
+            )
     return items
 
 
 def _notes_in_order(corpus, excluded: set[int], limit: int) -> Iterator[tuple[int, str, str]]:
     seen, last = 0, 0
     while seen < limit:
-        batch = list(corpus.notes.filter(pk__gt=last).order_by("pk").values_list("pk", "external_id", "text")
-                     [:READ_BATCH])
+        batch = list(
+            corpus.notes.filter(pk__gt=last).order_by("pk").values_list("pk", "external_id", "text")[:READ_BATCH]
+        )
         if not batch:
             return
         last = batch[-1][0]

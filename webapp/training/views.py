@@ -1,5 +1,6 @@
 """Training pages: runs list, launch form with presets, run page with live progress, charts, logs,
 cancel / resume, predictions download, comparison tables (+ CSV) and the diff of two configurations."""
+
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -26,8 +27,9 @@ def run_list(request):
 
 def run_new(request):
     require(request.user, Capability.LAUNCH)
-    form = LaunchForm(request.POST or None, preset=request.GET.get("preset", "dsm-full"),
-                      model_version=request.GET.get("model"))
+    form = LaunchForm(
+        request.POST or None, preset=request.GET.get("preset", "dsm-full"), model_version=request.GET.get("model")
+    )
     launching = request.method == "POST" and form.is_valid()
     estimate = estimates.training_run(form.spec()) if launching else None
     if request.htmx:  # the live estimate as the fields change; never a launch
@@ -42,16 +44,31 @@ def run_new(request):
         else:
             messages.success(request, f"{run.title} is queued for the training workers.")
             return redirect("training:run_detail", run.pk)
-    return render(request, "training/run_form.html", {"nav": "training", "form": form, "estimate": estimate,
-                                                      "ask": ask, "unestimated": launching and estimate is None,
-                                                      "presets": presets.PRESETS.values()})
+    return render(
+        request,
+        "training/run_form.html",
+        {
+            "nav": "training",
+            "form": form,
+            "estimate": estimate,
+            "ask": ask,
+            "unestimated": launching and estimate is None,
+            "presets": presets.PRESETS.values(),
+        },
+    )
 
 
 def run_detail(request, run_id):
     """The page, or (htmx poll) its live part; the poll ends (286) once the run has ended."""
     run = run_for(request.user, run_id)
-    context = {"nav": "training", "run": run, "ended": not run.is_active, "stalled": run.is_stalled,
-               "logs": _last_logs(run), "latest": latest(run)}
+    context = {
+        "nav": "training",
+        "run": run,
+        "ended": not run.is_active,
+        "stalled": run.is_stalled,
+        "logs": _last_logs(run),
+        "latest": latest(run),
+    }
     if not request.htmx:
         context["settings_rows"] = dict(sorted(configs.flatten(run.config).items()))
         return render(request, "training/run_detail.html", context)
@@ -72,8 +89,12 @@ def run_cancel(request, run_id):
     except runs.RunError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, "Cancel requested: the worker saves a checkpoint and stops."
-                         if run.status == "cancelling" else "The run is cancelled.")
+        messages.success(
+            request,
+            "Cancel requested: the worker saves a checkpoint and stops."
+            if run.status == "cancelling"
+            else "The run is cancelled.",
+        )
     return redirect("training:run_detail", run.pk)
 
 
@@ -121,11 +142,21 @@ def compare(request):
         return response
     skipped = [run for run in selected if comparison.row_of(run) is None]
     paired = comparison.paired_rows(rows, reference)
-    return render(request, "training/compare.html", {
-        "nav": "training", "selected": selected, "tables": tables, "skipped": skipped,
-        "paired": paired, "paired_table": comparison.paired_table(paired), "reference": reference,
-        "references": comparison.systems(rows), "query": request.GET.urlencode(),
-    })
+    return render(
+        request,
+        "training/compare.html",
+        {
+            "nav": "training",
+            "selected": selected,
+            "tables": tables,
+            "skipped": skipped,
+            "paired": paired,
+            "paired_table": comparison.paired_table(paired),
+            "reference": reference,
+            "references": comparison.systems(rows),
+            "query": request.GET.urlencode(),
+        },
+    )
 
 
 def diff(request):
@@ -140,11 +171,18 @@ def diff(request):
     a, b = (by_id.get(i) for i in (ids + [None, None])[:2])
     if a is None or b is None:
         return HttpResponseBadRequest("Choose two runs to compare.")
-    return render(request, "training/diff.html", {
-        "nav": "training", "a": a, "b": b, "differences": comparison.config_diff(a, b),
-        # a diff is of two runs: say which selected runs it leaves out rather than drop them silently
-        "left_out": [by_id[i] for i in left_out if i in by_id],
-    })
+    return render(
+        request,
+        "training/diff.html",
+        {
+            "nav": "training",
+            "a": a,
+            "b": b,
+            "differences": comparison.config_diff(a, b),
+            # a diff is of two runs: say which selected runs it leaves out rather than drop them silently
+            "left_out": [by_id[i] for i in left_out if i in by_id],
+        },
+    )
 
 
 def _last_logs(run):

@@ -1,4 +1,5 @@
 """Supported model families, one small file each. `family_for(config)` picks one."""
+
 from __future__ import annotations
 
 from ml.models.errors import UnsupportedFamilyError
@@ -18,9 +19,7 @@ def family_for(config) -> Family:
     for family in FAMILIES.values():
         if model_type in family.model_types:
             return family
-    raise UnsupportedFamilyError(
-        f"model type {model_type!r} is not supported; supported families: {supported()}"
-    )
+    raise UnsupportedFamilyError(f"model type {model_type!r} is not supported; supported families: {supported()}")
 
 
 __all__ = ["FAMILIES", "Family", "family_for", "supported"]

@@ -5,6 +5,7 @@ A family is one small file (families/<name>.py) holding one `Family` instance: w
 patch map to use, which special token serves as the DSM mask, and chat-template quirks.
 Code elsewhere asks the family instead of testing model names.
 """
+
 from __future__ import annotations
 
 import importlib

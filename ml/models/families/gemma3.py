@@ -1,6 +1,7 @@
 """Gemma 3 family: text-only (gemma3_text, 1B) and multimodal checkpoints (gemma3, 4B+),
 whose language model lives in the same transformers module. The chat template has no
 system role and writes <bos> itself, so prompts are tokenised without added specials."""
+
 from ml.models.families.base import Family
 
 FAMILY = Family(

@@ -1,4 +1,5 @@
 """Llama family: Llama 3.x and SmolLM2 (Llama architecture, GPT-2-style byte-level BPE)."""
+
 from ml.models.families.base import Family
 
 FAMILY = Family(

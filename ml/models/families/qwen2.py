@@ -1,4 +1,5 @@
 """Qwen2 / Qwen2.5 family."""
+
 from ml.models.families.base import Family
 
 FAMILY = Family(

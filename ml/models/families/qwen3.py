@@ -1,5 +1,6 @@
 """Qwen3 family. Its chat template renders an (empty) <think> block before the last
 assistant turn; that is template text and is excluded from relevance like any other."""
+
 from ml.models.families.base import Family
 
 FAMILY = Family(

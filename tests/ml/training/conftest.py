@@ -1,4 +1,5 @@
 """Small data and fast configs for the ml.training tests (tiny models: tests/ml/conftest.py)."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,25 +23,44 @@ def dsm_pairs(n: int = 8) -> list[TextPair]:
         words = note.split()
         k = 2 + i % 3
         label = words[k]
-        masked = " ".join(words[:k] + ["<mask>"] + words[k + 1:])
+        masked = " ".join(words[:k] + ["<mask>"] + words[k + 1 :])
         out.append(TextPair(f"{DSM} {masked}", label))
     return out
 
 
 def labeled_items(n_per_task: int = 4) -> list[LabeledItem]:
-    tasks = [("tachy", "heart rate", ["tachycardic", "normal"]),
-             ("pm", "presence of pacemaker", ["yes", "no", "not mentioned"])]
+    tasks = [
+        ("tachy", "heart rate", ["tachycardic", "normal"]),
+        ("pm", "presence of pacemaker", ["yes", "no", "not mentioned"]),
+    ]
     items = []
     for slug, description, options in tasks:
         for i in range(n_per_task):
-            items.append(LabeledItem(item_id=f"{slug}-{i}", note_id=f"n{i}", task=slug, description=description,
-                                     options=options, text=NOTES[i % len(NOTES)], label=options[i % len(options)]))
+            items.append(
+                LabeledItem(
+                    item_id=f"{slug}-{i}",
+                    note_id=f"n{i}",
+                    task=slug,
+                    description=description,
+                    options=options,
+                    text=NOTES[i % len(NOTES)],
+                    label=options[i % len(options)],
+                )
+            )
     return items
 
 
 def fast_config(**overrides) -> CausalLMConfig:
-    values = dict(lr=3e-3, effective_batch_size=4, micro_batch_size=2, epochs=1.0, warmup_ratio=0.0,
-                  checkpoint_every=0, max_length=96, precision="fp32")
+    values = dict(
+        lr=3e-3,
+        effective_batch_size=4,
+        micro_batch_size=2,
+        epochs=1.0,
+        warmup_ratio=0.0,
+        checkpoint_every=0,
+        max_length=96,
+        precision="fp32",
+    )
     values.update(overrides)
     return CausalLMConfig(**values)
 

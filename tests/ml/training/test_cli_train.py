@@ -20,10 +20,14 @@ def test_train_command_trains_and_saves_the_final_model(tmp_path, capsys):
     lines.append({"input": "He has a pacemaker since 2019.", "label": "", "mode": "unmasked"})  # CPT line
     pairs.write_text("".join(json.dumps(line) + "\n" for line in lines))
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"effective_batch_size": 2, "micro_batch_size": 2, "lr": 1e-3, "max_length": 96,
-                                  "precision": "fp32"}))
-    code = main(["train", "--model", model, "--pairs", str(pairs), "--out", str(tmp_path / "out"),
-                 "--config", str(config)])
+    config.write_text(
+        json.dumps(
+            {"effective_batch_size": 2, "micro_batch_size": 2, "lr": 1e-3, "max_length": 96, "precision": "fp32"}
+        )
+    )
+    code = main(
+        ["train", "--model", model, "--pairs", str(pairs), "--out", str(tmp_path / "out"), "--config", str(config)]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert out.strip() == str(tmp_path / "out" / "final")
@@ -36,8 +40,9 @@ def test_train_command_reports_unknown_config_keys(tmp_path, capsys):
     pairs.write_text(json.dumps({"prompt": "p", "answer": "a"}) + "\n")
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"learning_rate": 1e-3}))
-    code = main(["train", "--model", "x", "--pairs", str(pairs), "--out", str(tmp_path / "out"),
-                 "--config", str(config)])
+    code = main(
+        ["train", "--model", "x", "--pairs", str(pairs), "--out", str(tmp_path / "out"), "--config", str(config)]
+    )
     assert code == 2 and "unknown CausalLMConfig key(s): learning_rate" in capsys.readouterr().err
 
 

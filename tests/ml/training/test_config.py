@@ -19,14 +19,31 @@ def test_a_config_round_trips_through_json(cls):
 
 def test_causal_lm_defaults_are_the_papers_dsm_values():
     c = CausalLMConfig()
-    assert (c.finetune, c.epochs, c.lr, c.scheduler, c.weight_decay, c.warmup_ratio, c.effective_batch_size) == \
-        ("full", 1.0, 4e-5, "cosine", 0.001, 0.1, 128)
+    assert (c.finetune, c.epochs, c.lr, c.scheduler, c.weight_decay, c.warmup_ratio, c.effective_batch_size) == (
+        "full",
+        1.0,
+        4e-5,
+        "cosine",
+        0.001,
+        0.1,
+        128,
+    )
 
 
 def test_sft_defaults_are_the_papers_lora_values():
     c = SFTConfig()
-    assert (c.finetune, c.lora_r, c.lora_alpha, c.lora_dropout, c.lr, c.effective_batch_size, c.warmup_ratio,
-            c.adam_eps, c.scheduler, c.epochs) == ("lora", 32, 64, 0.05, 3e-4, 64, 0.1, 1e-7, "cosine", 1.0)
+    assert (
+        c.finetune,
+        c.lora_r,
+        c.lora_alpha,
+        c.lora_dropout,
+        c.lr,
+        c.effective_batch_size,
+        c.warmup_ratio,
+        c.adam_eps,
+        c.scheduler,
+        c.epochs,
+    ) == ("lora", 32, 64, 0.05, 3e-4, 64, 0.1, 1e-7, "cosine", 1.0)
     assert SFTConfig.from_dict({"lr": 1e-4}).finetune == "lora"
 
 
@@ -44,10 +61,18 @@ def test_accumulation_times_micro_batch_times_processes_is_the_effective_batch()
         c.accumulation_steps(3)
 
 
-@pytest.mark.parametrize("bad", [
-    {"effective_batch_size": 10, "micro_batch_size": 4}, {"finetune": "qlora"}, {"precision": "fp16"},
-    {"epochs": 0}, {"warmup_ratio": 1.0}, {"max_steps": 0}, {"scheduler": "nope"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"effective_batch_size": 10, "micro_batch_size": 4},
+        {"finetune": "qlora"},
+        {"precision": "fp16"},
+        {"epochs": 0},
+        {"warmup_ratio": 1.0},
+        {"max_steps": 0},
+        {"scheduler": "nope"},
+    ],
+)
 def test_it_rejects_invalid_values(bad):
     with pytest.raises(ValueError):
         CausalLMConfig(**bad)
@@ -57,8 +82,10 @@ def test_importing_configs_does_not_import_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from ml.training import CausalLMConfig, LabeledItem, split_items, sft_prompt; "
-            "import ml.commands.train; print('torch' in sys.modules)")
+    code = (
+        "import sys; from ml.training import CausalLMConfig, LabeledItem, split_items, sft_prompt; "
+        "import ml.commands.train; print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -78,12 +105,15 @@ class _MultimodalConfig:
         self.text_config = _ModelConfig(context)
 
 
-@pytest.mark.parametrize("device, context, expected", [
-    ("cpu", 131_072, 512),  # the CPU default whatever the model's context
-    ("cuda", 131_072, 8192),  # the model's context, capped
-    ("cuda", 2048, 2048),  # a model with a shorter context keeps its own
-    ("mps", 131_072, 512),  # any device but CUDA is CPU-scale
-])
+@pytest.mark.parametrize(
+    "device, context, expected",
+    [
+        ("cpu", 131_072, 512),  # the CPU default whatever the model's context
+        ("cuda", 131_072, 8192),  # the model's context, capped
+        ("cuda", 2048, 2048),  # a model with a shorter context keeps its own
+        ("mps", 131_072, 512),  # any device but CUDA is CPU-scale
+    ],
+)
 def test_auto_max_length_follows_the_device_and_the_models_context(device, context, expected):
     from ml.training.config import resolve_max_length
 

@@ -6,8 +6,10 @@ from ml.training import LabeledItem, TextPair, sft_prompt, split_items
 
 
 def make_items(n):
-    return [LabeledItem(f"item-{i}", f"note-{i // 3}", f"task-{i % 3}", "heart rate", ["a", "b"], "text", "a")
-            for i in range(n)]
+    return [
+        LabeledItem(f"item-{i}", f"note-{i // 3}", f"task-{i % 3}", "heart rate", ["a", "b"], "text", "a")
+        for i in range(n)
+    ]
 
 
 def test_split_has_the_exact_ratio_and_partitions_the_items():
@@ -42,8 +44,10 @@ def test_split_rejects_duplicate_ids():
 
 def test_sft_prompt_is_the_papers_format():
     item = LabeledItem("1", "n", "tachy", "heart rate", ["tachycardic", "normal"], "HR 130 bpm.", "normal")
-    assert sft_prompt(item, "<M>") == ("Fill in the masked word in the following sentence. HR 130 bpm. <crf_item> "
-                                       "heart rate? <M> <\\crf_item> <options>tachycardic, normal<\\options>")
+    assert sft_prompt(item, "<M>") == (
+        "Fill in the masked word in the following sentence. HR 130 bpm. <crf_item> "
+        "heart rate? <M> <\\crf_item> <options>tachycardic, normal<\\options>"
+    )
 
 
 def test_an_item_label_must_be_one_of_its_options():

@@ -1,4 +1,5 @@
 """train_causal_lm under torchrun (2 CPU processes, gloo) matches the single-process run."""
+
 import os
 import subprocess
 import sys
@@ -35,8 +36,14 @@ def test_two_processes_train_like_one(tmp_path):
     script.write_text(textwrap.dedent(SCRIPT))
     torchrun = Path(sys.executable).with_name("torchrun")
     env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
-    subprocess.run([str(torchrun), "--nproc_per_node", "2", str(script), str(tmp_path / "two")], check=True,
-                   env=env, cwd=REPO, capture_output=True, timeout=600)
+    subprocess.run(
+        [str(torchrun), "--nproc_per_node", "2", str(script), str(tmp_path / "two")],
+        check=True,
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        timeout=600,
+    )
     two = torch.load(tmp_path / "two" / "weights.pt")
     for name, value in single.model.state_dict().items():
         assert torch.allclose(value, two[name], atol=1e-6), name

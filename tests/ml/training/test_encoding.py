@@ -13,23 +13,23 @@ def test_chat_answer_tokens_start_right_after_the_generation_prompt():
     [e] = Encoder(tok, 256).encode(PROMPT, "130")
     user = [{"role": "user", "content": PROMPT}]
     generation_prompt = tok.apply_chat_template(user, tokenize=False, add_generation_prompt=True)
-    assert e.input_ids[:e.prompt_len].tolist() == tok(generation_prompt, add_special_tokens=False)["input_ids"]
-    assert tok.decode(e.input_ids[:e.prompt_len]).endswith(f"{PROMPT}<|im_end|>\n<|im_start|>assistant\n")
-    assert tok.decode(e.input_ids[e.prompt_len:]) == "130<|im_end|>\n"
+    assert e.input_ids[: e.prompt_len].tolist() == tok(generation_prompt, add_special_tokens=False)["input_ids"]
+    assert tok.decode(e.input_ids[: e.prompt_len]).endswith(f"{PROMPT}<|im_end|>\n<|im_start|>assistant\n")
+    assert tok.decode(e.input_ids[e.prompt_len :]) == "130<|im_end|>\n"
 
 
 def test_gemma_style_template_answer_is_the_model_turn():
     tok = build_tokenizer("gemma")
     [e] = Encoder(tok, 256).encode("heart rate <mask> bpm", "130")
-    assert tok.decode(e.input_ids[:e.prompt_len]).endswith("<start_of_turn>model\n")
-    assert tok.decode(e.input_ids[e.prompt_len:]) == "130<end_of_turn>\n"
+    assert tok.decode(e.input_ids[: e.prompt_len]).endswith("<start_of_turn>model\n")
+    assert tok.decode(e.input_ids[e.prompt_len :]) == "130<end_of_turn>\n"
 
 
 def test_without_a_chat_template_it_is_prompt_newline_answer_eos():
     tok = build_tokenizer("plain")
     [e] = Encoder(tok, 256).encode("heart rate <mask> bpm", "130")
-    assert tok.decode(e.input_ids[:e.prompt_len]) == "<|im_start|>heart rate <mask> bpm\n"
-    assert tok.decode(e.input_ids[e.prompt_len:]) == "130<|im_end|>"
+    assert tok.decode(e.input_ids[: e.prompt_len]) == "<|im_start|>heart rate <mask> bpm\n"
+    assert tok.decode(e.input_ids[e.prompt_len :]) == "130<|im_end|>"
 
 
 def test_labels_are_the_answer_only():
@@ -56,7 +56,7 @@ def test_the_prompt_is_cut_from_the_left_and_never_the_answer():
     assert e.truncated and len(e.input_ids) <= 96
     assert "user\nFill in the masked word in the following sentence. " in text  # the instruction stays
     assert "heart rate <mask> bpm<|im_end|>" in text  # the end of the note stays
-    assert tok.decode(e.input_ids[e.prompt_len:]) == "130 tachycardic<|im_end|>\n"
+    assert tok.decode(e.input_ids[e.prompt_len :]) == "130 tachycardic<|im_end|>\n"
 
 
 def test_an_example_whose_answer_alone_does_not_fit_is_dropped():
@@ -78,15 +78,17 @@ def test_system_turn_and_shots_come_before_the_query():
     [e] = Encoder(tok, 256).encode("heart rate?", "130", system="Be brief.", shots=[("pacemaker?", "yes")])
     assert tok.decode(e.input_ids) == (
         "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\npacemaker?<|im_end|>\n<|im_start|>assistant\n"
-        "yes<|im_end|>\n<|im_start|>user\nheart rate?<|im_end|>\n<|im_start|>assistant\n130<|im_end|>\n")
+        "yes<|im_end|>\n<|im_start|>user\nheart rate?<|im_end|>\n<|im_start|>assistant\n130<|im_end|>\n"
+    )
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen3", "gemma3"])
 def test_left_padded_batch_loss_equals_the_loss_of_each_sequence_alone(family):
     loaded = build_loaded(family)
     enc = Encoder(loaded.tokenizer, 128)
-    examples = [enc.encode("heart rate " * (1 + 3 * i) + "<mask>", ["130", "130 bpm tachycardic"][i % 2])[0]
-                for i in range(4)]
+    examples = [
+        enc.encode("heart rate " * (1 + 3 * i) + "<mask>", ["130", "130 bpm tachycardic"][i % 2])[0] for i in range(4)
+    ]
     with torch.no_grad():
         batched, n = loss_sum(loaded.model, collate(examples, pad_id=0))
         alone = [loss_sum(loaded.model, dict(collate([e], pad_id=0), keep=len(e.input_ids))) for e in examples]
@@ -103,10 +105,12 @@ def test_a_step_holds_the_same_examples_however_they_are_sorted():
     for step in plan:  # longest first inside a step
         order = [lengths[i] for mb in step for i in mb]
         assert order == sorted(order, reverse=True)
-    assert [x.tolist() for s in plan for x in s] == \
-        [x.tolist() for s in step_plan(lengths, seed=0, epoch=0, effective=4, micro=2) for x in s]
-    assert [x.tolist() for s in plan for x in s] != \
-        [x.tolist() for s in step_plan(lengths, seed=0, epoch=1, effective=4, micro=2) for x in s]
+    assert [x.tolist() for s in plan for x in s] == [
+        x.tolist() for s in step_plan(lengths, seed=0, epoch=0, effective=4, micro=2) for x in s
+    ]
+    assert [x.tolist() for s in plan for x in s] != [
+        x.tolist() for s in step_plan(lengths, seed=0, epoch=1, effective=4, micro=2) for x in s
+    ]
 
 
 def test_a_mask_early_in_a_long_note_keeps_a_window_around_it():
@@ -163,11 +167,13 @@ def test_the_dsm_instruction_is_the_system_turn_where_the_template_has_one():
     encoder = Encoder(tok, 256, system_instruction=True)
     assert encoder.has_system_role
     [e] = encoder.encode(PROMPT, "130")
-    prompt = tok.decode(e.input_ids[:e.prompt_len])
-    assert prompt == (f"<|im_start|>system\n{DSM_INSTRUCTION}<|im_end|>\n"
-                      f"<|im_start|>user\n{MASKED}<|im_end|>\n<|im_start|>assistant\n")
+    prompt = tok.decode(e.input_ids[: e.prompt_len])
+    assert prompt == (
+        f"<|im_start|>system\n{DSM_INSTRUCTION}<|im_end|>\n"
+        f"<|im_start|>user\n{MASKED}<|im_end|>\n<|im_start|>assistant\n"
+    )
     assert "You are a helpful assistant." not in prompt  # the instruction replaces the default system turn
-    assert tok.decode(e.input_ids[e.prompt_len:]) == "130<|im_end|>\n"
+    assert tok.decode(e.input_ids[e.prompt_len :]) == "130<|im_end|>\n"
 
 
 def test_the_dsm_instruction_stays_in_the_user_turn_when_asked_or_without_a_system_role():
@@ -179,25 +185,28 @@ def test_the_dsm_instruction_stays_in_the_user_turn_when_asked_or_without_a_syst
     encoder = Encoder(no_system, 256, system_instruction=True)
     assert not encoder.has_system_role
     [e] = encoder.encode(PROMPT, "130")
-    assert no_system.decode(e.input_ids[:e.prompt_len]) == \
-        f"<start_of_turn>user\n{PROMPT}<end_of_turn>\n<start_of_turn>model\n"
+    assert (
+        no_system.decode(e.input_ids[: e.prompt_len])
+        == f"<start_of_turn>user\n{PROMPT}<end_of_turn>\n<start_of_turn>model\n"
+    )
 
     plain = build_tokenizer("plain")  # no chat template at all
     [e] = Encoder(plain, 256, system_instruction=True).encode(PROMPT, "130")
-    assert plain.decode(e.input_ids[:e.prompt_len]) == f"<|im_start|>{PROMPT}\n"
+    assert plain.decode(e.input_ids[: e.prompt_len]) == f"<|im_start|>{PROMPT}\n"
 
 
 def test_a_prompt_without_the_instruction_gets_no_system_turn_of_its_own():
     tok = build_tokenizer("chatml")
     [e] = Encoder(tok, 256, system_instruction=True).encode(MASKED, "130")
-    assert tok.decode(e.input_ids[:e.prompt_len]).startswith("<|im_start|>system\nYou are a helpful assistant.")
+    assert tok.decode(e.input_ids[: e.prompt_len]).startswith("<|im_start|>system\nYou are a helpful assistant.")
 
 
 def test_with_the_instruction_in_the_system_turn_a_long_note_is_cut_and_the_mask_kept():
     tok = build_tokenizer("chatml")
     note = " ".join(["Patient is a 67-year-old man admitted for community acquired pneumonia."] * 20)
     [e] = Encoder(tok, 96, keep_text="<mask>", system_instruction=True).encode(
-        f"{DSM_INSTRUCTION} {note} {MASKED}", "130")
+        f"{DSM_INSTRUCTION} {note} {MASKED}", "130"
+    )
     text = tok.decode(e.input_ids)
     assert e.truncated and len(e.input_ids) <= 96
     assert text.startswith(f"<|im_start|>system\n{DSM_INSTRUCTION}<|im_end|>\n<|im_start|>user\n")

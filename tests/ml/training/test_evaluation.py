@@ -13,8 +13,9 @@ OPTIONS = {"A": ["a", "b", "c"], "B": ["x", "y", "z"]}
 
 
 def items():
-    return [LabeledItem(str(n), str(n), task, task, OPTIONS[task], "note", label)
-            for n, (task, label) in enumerate(GOLD)]
+    return [
+        LabeledItem(str(n), str(n), task, task, OPTIONS[task], "note", label) for n, (task, label) in enumerate(GOLD)
+    ]
 
 
 def test_per_task_f1_is_the_macro_f1_over_options_seen_and_macro_f1_their_mean():

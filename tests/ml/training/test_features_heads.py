@@ -34,17 +34,32 @@ def test_features_are_the_last_prompt_token_state_of_each_item_alone():
         assert torch.allclose(torch.from_numpy(features[row]), out.hidden_states[-1][0, -1], atol=1e-5)
 
 
-LONG_NOTE = ("Patient is a 67-year-old man admitted for community acquired pneumonia. Vital signs: heart rate "
-             "130 bpm, tachycardic, blood pressure 110/70 mmHg. He has a pacemaker since 2019.")
-TASKS = [("hr", "heart rate", ["tachycardic", "normal"]), ("pm", "presence of pacemaker", ["yes", "no"]),
-         ("temp", "body temperature", ["fever", "normal", "not mentioned"])]
+LONG_NOTE = (
+    "Patient is a 67-year-old man admitted for community acquired pneumonia. Vital signs: heart rate "
+    "130 bpm, tachycardic, blood pressure 110/70 mmHg. He has a pacemaker since 2019."
+)
+TASKS = [
+    ("hr", "heart rate", ["tachycardic", "normal"]),
+    ("pm", "presence of pacemaker", ["yes", "no"]),
+    ("temp", "body temperature", ["fever", "normal", "not mentioned"]),
+]
 
 
 def note_items(notes=(LONG_NOTE,)):
     """Every task of TASKS on each note: the items of a note share the note's prefix."""
-    return [LabeledItem(item_id=f"{n}-{slug}", note_id=f"n{n}", task=slug, description=description, options=options,
-                        text=text, label=options[0])
-            for n, text in enumerate(notes) for slug, description, options in TASKS]
+    return [
+        LabeledItem(
+            item_id=f"{n}-{slug}",
+            note_id=f"n{n}",
+            task=slug,
+            description=description,
+            options=options,
+            text=text,
+            label=options[0],
+        )
+        for n, text in enumerate(notes)
+        for slug, description, options in TASKS
+    ]
 
 
 def count_tokens(model):
@@ -84,7 +99,7 @@ def test_a_note_too_long_is_cut_once_for_all_its_tasks():
     for item in items:
         before, after = sft_prompt_parts(item, "<|fim_pad|>")
         user = enc.fit(before + item.text + after, "")[0]
-        windows.append(user[len(before):len(user) - len(after)])
+        windows.append(user[len(before) : len(user) - len(after)])
     window = min(windows, key=len)
     assert len(set(windows)) > 1 and long_note.endswith(window)  # cut per item, the windows would differ
     plain = extract_features(loaded, [replace(i, text=window) for i in items], max_length=128, shared_prefix=False)
@@ -109,8 +124,14 @@ def test_progress_is_reported_and_a_stop_request_cancels_without_caching(tmp_pat
     assert progress[-1] == (len(items), len(items)) and [d for d, _ in progress] == sorted(d for d, _ in progress)
     asked = []
     with pytest.raises(TrainingCancelled):
-        extract_features(loaded, items, cache_dir=tmp_path, batch_size=2, max_length=256,
-                         should_stop=lambda: asked.append(1) or len(asked) > 2)
+        extract_features(
+            loaded,
+            items,
+            cache_dir=tmp_path,
+            batch_size=2,
+            max_length=256,
+            should_stop=lambda: asked.append(1) or len(asked) > 2,
+        )
     assert not list(tmp_path.glob("features-*.npy"))
 
 
@@ -129,7 +150,9 @@ def _prompts(loaded, items, max_length):
     return [enc.encode_prompt(feature_prompt(item, "<mask>")).input_ids for item in items]
 
 
-NOTES_SHORT = "The patient denies chest pain. Temperature 38.5 C, oxygen saturation 91%. Chest X-ray shows consolidation."
+NOTES_SHORT = (
+    "The patient denies chest pain. Temperature 38.5 C, oxygen saturation 91%. Chest X-ray shows consolidation."
+)
 
 
 def test_a_second_call_reads_the_cache_without_running_the_model(tmp_path):

@@ -33,8 +33,13 @@ def mean_answer_loss(loaded, pairs, max_length=96) -> float:
 
 def test_fewer_examples_than_one_effective_batch_still_take_a_step(tmp_path):
     events = []
-    result = train_causal_lm(build_loaded("llama"), dsm_pairs(3), fast_config(effective_batch_size=8),
-                             output_dir=tmp_path, on_progress=events.append)
+    result = train_causal_lm(
+        build_loaded("llama"),
+        dsm_pairs(3),
+        fast_config(effective_batch_size=8),
+        output_dir=tmp_path,
+        on_progress=events.append,
+    )
     assert result.steps == 1
     step_events = [e for e in events if not e.message]
     assert [e.step for e in step_events] == [1] and step_events[0].total_steps == 1
@@ -72,8 +77,14 @@ def test_cancel_then_resume_ends_with_the_weights_of_an_uninterrupted_run(tmp_pa
 
     events = []
     with pytest.raises(TrainingCancelled) as cancelled:
-        train_causal_lm(build_loaded("llama"), dsm_pairs(8), config, output_dir=tmp_path / "b",
-                        should_stop=stop_at_sixth_micro_batch, on_progress=events.append)
+        train_causal_lm(
+            build_loaded("llama"),
+            dsm_pairs(8),
+            config,
+            output_dir=tmp_path / "b",
+            should_stop=stop_at_sixth_micro_batch,
+            on_progress=events.append,
+        )
     assert cancelled.value.step == 2
     saved = json.loads((tmp_path / "b" / "checkpoint-last" / "state.json").read_text())
     assert saved["step"] == 2 and saved["config"]["finetune"] == finetune
@@ -88,16 +99,22 @@ def test_cancel_then_resume_ends_with_the_weights_of_an_uninterrupted_run(tmp_pa
 
 def test_cancel_before_any_step_saves_nothing_and_raises(tmp_path):
     with pytest.raises(TrainingCancelled):
-        train_causal_lm(build_loaded("llama"), dsm_pairs(4), fast_config(), output_dir=tmp_path,
-                        should_stop=lambda: True)
+        train_causal_lm(
+            build_loaded("llama"), dsm_pairs(4), fast_config(), output_dir=tmp_path, should_stop=lambda: True
+        )
     assert not (tmp_path / "checkpoint-last").exists() and not (tmp_path / "final").exists()
 
 
 def test_periodic_checkpoints_are_written(tmp_path):
     calls = []
     with pytest.raises(TrainingCancelled):
-        train_causal_lm(build_loaded("llama"), dsm_pairs(8), fast_config(epochs=2, checkpoint_every=1),
-                        output_dir=tmp_path, should_stop=lambda: calls.append(1) or len(calls) == 5)
+        train_causal_lm(
+            build_loaded("llama"),
+            dsm_pairs(8),
+            fast_config(epochs=2, checkpoint_every=1),
+            output_dir=tmp_path,
+            should_stop=lambda: calls.append(1) or len(calls) == 5,
+        )
     folder = tmp_path / "checkpoint-last"
     assert json.loads((folder / "state.json").read_text())["step"] == 2
     assert {p.name for p in folder.iterdir()} == {"state.json", "trainable.safetensors", "training_state.pt"}
@@ -106,12 +123,18 @@ def test_periodic_checkpoints_are_written(tmp_path):
 def test_resuming_with_another_config_is_refused(tmp_path):
     with pytest.raises(TrainingCancelled):
         calls = []
-        train_causal_lm(build_loaded("llama"), dsm_pairs(8), fast_config(), output_dir=tmp_path,
-                        should_stop=lambda: calls.append(1) or len(calls) == 3)
+        train_causal_lm(
+            build_loaded("llama"),
+            dsm_pairs(8),
+            fast_config(),
+            output_dir=tmp_path,
+            should_stop=lambda: calls.append(1) or len(calls) == 3,
+        )
     with pytest.raises(TrainingError, match="lr"):
         train_causal_lm(build_loaded("llama"), dsm_pairs(8), fast_config(lr=1e-4), output_dir=tmp_path)
-    result = train_causal_lm(build_loaded("llama"), dsm_pairs(8), fast_config(lr=1e-4), output_dir=tmp_path,
-                             resume=False)
+    result = train_causal_lm(
+        build_loaded("llama"), dsm_pairs(8), fast_config(lr=1e-4), output_dir=tmp_path, resume=False
+    )
     assert result.steps == 2
 
 
@@ -120,8 +143,9 @@ def test_training_reduces_the_answer_loss_on_a_tiny_set(tmp_path, finetune, lr):
     pairs = dsm_pairs(8)
     loaded = build_loaded("llama")
     before = mean_answer_loss(loaded, pairs)
-    result = train_causal_lm(loaded, pairs, fast_config(finetune=finetune, lr=lr, epochs=6, lora_r=8, lora_alpha=16),
-                             output_dir=tmp_path)
+    result = train_causal_lm(
+        loaded, pairs, fast_config(finetune=finetune, lr=lr, epochs=6, lora_r=8, lora_alpha=16), output_dir=tmp_path
+    )
     after = mean_answer_loss(loaded, pairs)
     assert after < 0.5 * before
     assert result.final_loss < result.history[1].loss
@@ -129,8 +153,9 @@ def test_training_reduces_the_answer_loss_on_a_tiny_set(tmp_path, finetune, lr):
 
 def test_the_merged_lora_folder_loads_with_load_model(tmp_path):
     loaded = build_loaded("qwen2")
-    result = train_causal_lm(loaded, dsm_pairs(4), fast_config(finetune="lora", lora_r=4, lora_alpha=8),
-                             output_dir=tmp_path)
+    result = train_causal_lm(
+        loaded, dsm_pairs(4), fast_config(finetune="lora", lora_r=4, lora_alpha=8), output_dir=tmp_path
+    )
     assert (tmp_path / "adapter" / "adapter_config.json").is_file()
     again = load_model(str(result.final_dir), dtype="float32")
     assert again.family.name == "qwen2" and type(again.model) is type(loaded.model)
@@ -184,8 +209,9 @@ def test_a_run_whose_only_step_is_a_warmup_step_reports_unchanged_weights(tmp_pa
 
 @pytest.mark.parametrize("finetune", ["full", "lora"])
 def test_a_run_that_learns_reports_changed_weights(tmp_path, finetune):
-    result = train_causal_lm(build_loaded("llama"), dsm_pairs(4), fast_config(max_steps=1, finetune=finetune),
-                             output_dir=tmp_path)
+    result = train_causal_lm(
+        build_loaded("llama"), dsm_pairs(4), fast_config(max_steps=1, finetune=finetune), output_dir=tmp_path
+    )
     assert result.weights_changed is True
 
 

@@ -1,4 +1,5 @@
 """The step arithmetic shared by the training loop and the launch checks (ml.training.schedule)."""
+
 import pytest
 import torch
 

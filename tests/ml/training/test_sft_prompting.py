@@ -20,8 +20,7 @@ def test_option_scores_equal_scoring_each_option_alone():
     loaded = build_loaded("qwen2")
     request = OptionRequest("heart rate <mask>?", ["tachycardic", "normal", "not mentioned"])
     together = option_scores(loaded, [request], max_length=128, batch_size=8)[0]
-    alone = [option_scores(loaded, [OptionRequest(request.prompt, [o])], max_length=128)[0][0]
-             for o in request.options]
+    alone = [option_scores(loaded, [OptionRequest(request.prompt, [o])], max_length=128)[0][0] for o in request.options]
     assert together == pytest.approx(alone, rel=1e-5)
     best = request.options[max(range(3), key=together.__getitem__)]
     assert choose_options(loaded, [request], max_length=128) == [best]
@@ -44,8 +43,10 @@ def reference_score(loaded, request, option, max_length):
 def test_grouped_requests_score_as_each_sequence_alone_in_every_family(tiny):
     from tests.ml.training.test_features_heads import LONG_NOTE, TASKS
 
-    requests = [OptionRequest(f"{LONG_NOTE} <crf_item> {description}? <mask> <\\crf_item>", options, group="n0")
-                for _, description, options in TASKS]
+    requests = [
+        OptionRequest(f"{LONG_NOTE} <crf_item> {description}? <mask> <\\crf_item>", options, group="n0")
+        for _, description, options in TASKS
+    ]
     requests.append(OptionRequest("heart rate <mask>?", ["tachycardic", "normal"]))  # alone: plain batch
     scores = option_scores(tiny, requests, max_length=256, batch_size=2)
     for request, got in zip(requests, scores):
@@ -59,8 +60,17 @@ def test_sft_learns_the_labels_of_a_tiny_training_set(tmp_path):
     loaded = build_loaded("llama")
     before = predict_sft(loaded, items, mask_token="<mask>", max_length=256)
     assert before != [item.label for item in items]
-    config = SFTConfig(lr=1e-2, epochs=4, effective_batch_size=4, micro_batch_size=4, lora_r=8, lora_alpha=16,
-                       warmup_ratio=0.0, max_length=256, precision="fp32")
+    config = SFTConfig(
+        lr=1e-2,
+        epochs=4,
+        effective_batch_size=4,
+        micro_batch_size=4,
+        lora_r=8,
+        lora_alpha=16,
+        warmup_ratio=0.0,
+        max_length=256,
+        precision="fp32",
+    )
     result = train_sft(loaded, items, config, output_dir=tmp_path, mask_token="<mask>")
     assert result.steps == 8 and "cut" not in result.history[0].message
     assert predict_sft(loaded, items, mask_token="<mask>", max_length=256) == [item.label for item in items]

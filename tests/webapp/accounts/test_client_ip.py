@@ -1,4 +1,5 @@
 """The client's address for lockouts and the audit log (webapp.accounts.client_ip)."""
+
 import pytest
 from django.test import RequestFactory
 
@@ -17,14 +18,17 @@ def test_without_a_proxy_the_connection_is_the_client_whatever_the_header_says(s
     assert client_address(request(forwarded="1.2.3.4")) == "10.0.0.9"  # a spoofed header changes nothing
 
 
-@pytest.mark.parametrize("proxies, forwarded, expected", [
-    (1, "203.0.113.7", "203.0.113.7"),
-    (1, "6.6.6.6, 203.0.113.7", "203.0.113.7"),  # the client wrote the left entry: ignored
-    (2, "6.6.6.6, 203.0.113.7, 10.0.0.2", "203.0.113.7"),
-    (2, "203.0.113.7", "10.0.0.9"),  # fewer entries than proxies: only the connection is trusted
-    (1, "not-an-address", "10.0.0.9"),
-    (1, "2001:db8::1", "2001:db8::1"),
-])
+@pytest.mark.parametrize(
+    "proxies, forwarded, expected",
+    [
+        (1, "203.0.113.7", "203.0.113.7"),
+        (1, "6.6.6.6, 203.0.113.7", "203.0.113.7"),  # the client wrote the left entry: ignored
+        (2, "6.6.6.6, 203.0.113.7, 10.0.0.2", "203.0.113.7"),
+        (2, "203.0.113.7", "10.0.0.9"),  # fewer entries than proxies: only the connection is trusted
+        (1, "not-an-address", "10.0.0.9"),
+        (1, "2001:db8::1", "2001:db8::1"),
+    ],
+)
 def test_behind_trusted_proxies_the_client_is_counted_from_the_right(settings, proxies, forwarded, expected):
     settings.TRUSTED_PROXIES = proxies
     assert client_address(request(forwarded=forwarded)) == expected

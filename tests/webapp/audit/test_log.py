@@ -1,4 +1,5 @@
 """webapp.audit.log: who is named as the actor, and what a refused import keeps."""
+
 import getpass
 import sys
 
@@ -54,31 +55,45 @@ def test_an_anonymous_visitor_is_not_taken_for_the_command_line(db):
     assert (event.actor, event.actor_name, event.ip, event.details) == (None, "anonymous", "10.1.2.3", {})
 
 
-@pytest.mark.parametrize("message,category", [
-    ("note 'n7' already exists with different text (content hash differs); use --update to replace it",
-     "note … already exists with different text"),
-    ("duplicate id 'Rossi Mario' (first on line 3)", "duplicate id …"),
-    ("invalid JSON: Expecting value at column 26", "invalid JSON"),
-    ("not valid UTF-8 (byte 3 of the line, byte 40 of the file)", "not valid UTF-8"),
-    ("unknown field(s) patient_name, mrn (allowed: id, text, metadata)", "unknown field"),
-    ("field 'text' contains a NUL character at offset 12", "field … contains a NUL character at"),
-    ('note "it\'s" has 3 annotation(s), so its text cannot change', "note … has N annotation"),
-])
+@pytest.mark.parametrize(
+    "message,category",
+    [
+        (
+            "note 'n7' already exists with different text (content hash differs); use --update to replace it",
+            "note … already exists with different text",
+        ),
+        ("duplicate id 'Rossi Mario' (first on line 3)", "duplicate id …"),
+        ("invalid JSON: Expecting value at column 26", "invalid JSON"),
+        ("not valid UTF-8 (byte 3 of the line, byte 40 of the file)", "not valid UTF-8"),
+        ("unknown field(s) patient_name, mrn (allowed: id, text, metadata)", "unknown field"),
+        ("field 'text' contains a NUL character at offset 12", "field … contains a NUL character at"),
+        ('note "it\'s" has 3 annotation(s), so its text cannot change', "note … has N annotation"),
+    ],
+)
 def test_a_reason_category_keeps_no_value_from_the_file(message, category):
     assert reason_category(message) == category
 
 
 def test_reason_categories_are_the_first_three_distinct_ones():
     reasons = [Problem("notes.jsonl", i, f"duplicate id 'n{i}' (first on line {i - 1})") for i in range(2, 7)]
-    reasons += [Problem("notes.jsonl", 8, "field 'text' is empty"), Problem("notes.jsonl", 9, "invalid JSON: x"),
-                Problem("notes.jsonl", None, "the file holds no notes")]
+    reasons += [
+        Problem("notes.jsonl", 8, "field 'text' is empty"),
+        Problem("notes.jsonl", 9, "invalid JSON: x"),
+        Problem("notes.jsonl", None, "the file holds no notes"),
+    ]
     assert reason_categories(reasons) == ["duplicate id …", "field … is empty", "invalid JSON"]
 
 
 def test_a_refused_import_keeps_counts_and_categories_only(researcher):
-    event = record_refused_import(researcher, "ward", "notes", 57, [
-        Problem("notes.jsonl", 4, "duplicate id 'Bianchi' (first on line 2)"),
-    ])
+    event = record_refused_import(
+        researcher,
+        "ward",
+        "notes",
+        57,
+        [
+            Problem("notes.jsonl", 4, "duplicate id 'Bianchi' (first on line 2)"),
+        ],
+    )
     assert event.action == AuditEvent.Action.IMPORT_REFUSED and event.actor == researcher
     assert event.details == {"corpus": "ward", "kind": "notes", "problems": 57, "reasons": ["duplicate id …"]}
     assert "Bianchi" not in str(event.details)

@@ -1,4 +1,5 @@
 """Logins, logouts, failed logins and lockouts (django-axes), through the real login form."""
+
 import datetime
 
 import pytest
@@ -62,8 +63,11 @@ def test_repeated_failures_lock_the_username_at_that_address_out(client, clinici
     assert f"Too many failed logins ({limit})" in page and "Try again in 15 minutes" in page
     assert len(events(AuditEvent.Action.LOGIN_FAILED)) == limit - 1
     [locked] = events(AuditEvent.Action.LOCKED_OUT)
-    assert (locked.actor_name, locked.ip, locked.details) == ("clara", "127.0.0.1",
-                                                              {"path": "/login/", "failures": limit})
+    assert (locked.actor_name, locked.ip, locked.details) == (
+        "clara",
+        "127.0.0.1",
+        {"path": "/login/", "failures": limit},
+    )
 
     # the right password is refused too while locked out, and that try is audited as locked out
     assert post_login(client, "clara", PASSWORD).status_code == 429

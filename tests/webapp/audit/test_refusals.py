@@ -1,5 +1,6 @@
 """Permission refusals (the 403 handler) and refused imports (command line and background job) in
 the audit log: who, where, counts and reason categories, never note text."""
+
 import getpass
 import json
 import sys
@@ -24,9 +25,11 @@ def refusals(action=AuditEvent.Action.PERMISSION_DENIED):
 
 def bad_notes(path):
     """Three notes, the third repeating the first's id and the second with empty text."""
-    rows = [{"id": "n1", "text": f"{MARKER} FC 80", "metadata": {"name": MARKER}},
-            {"id": "n2", "text": ""},
-            {"id": "n1", "text": f"{MARKER} again"}]
+    rows = [
+        {"id": "n1", "text": f"{MARKER} FC 80", "metadata": {"name": MARKER}},
+        {"id": "n2", "text": ""},
+        {"id": "n1", "text": f"{MARKER} again"},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -42,8 +45,10 @@ def test_a_page_the_role_may_not_see_is_refused_and_audited(client, clinician):
 
 def test_a_refused_post_is_audited_without_its_body(client, clinician):
     client.force_login(clinician)
-    response = client.post(reverse("corpus:upload"), {"kind": "notes", "corpus": MARKER, "language": "en",
-                                                      "file": SimpleUploadedFile("n.jsonl", MARKER.encode())})
+    response = client.post(
+        reverse("corpus:upload"),
+        {"kind": "notes", "corpus": MARKER, "language": "en", "file": SimpleUploadedFile("n.jsonl", MARKER.encode())},
+    )
     assert response.status_code == 403
     [event] = refusals()
     assert event.details["method"] == "POST" and MARKER not in str(event.details)
@@ -73,8 +78,13 @@ def test_a_refused_command_line_import_is_audited_with_counts_and_categories(db,
         call_command("import_notes", str(path), "--corpus", "ward")
     [event] = refusals(AuditEvent.Action.IMPORT_REFUSED)
     assert event.actor is None and event.actor_name == f"cli:{getpass.getuser()}"
-    assert event.details == {"command": "import_notes", "corpus": "ward", "kind": "notes", "problems": 2,
-                             "reasons": ["field … is empty", "duplicate id …"]}
+    assert event.details == {
+        "command": "import_notes",
+        "corpus": "ward",
+        "kind": "notes",
+        "problems": 2,
+        "reasons": ["field … is empty", "duplicate id …"],
+    }
     assert not Note.objects.exists() and MARKER not in str(event.details)
 
 
@@ -101,8 +111,14 @@ def import_job(researcher, settings, tmp_path, monkeypatch):
     settings.DATA_DIR = tmp_path
     monkeypatch.setattr(queue, "send", lambda task, *ids: len(ids))
     body = bad_notes(tmp_path / "upload.jsonl").read_bytes()
-    job = import_jobs.launch(SimpleUploadedFile("notes.jsonl", body), kind="notes", corpus="icu", language="en",
-                             update=False, actor=researcher)
+    job = import_jobs.launch(
+        SimpleUploadedFile("notes.jsonl", body),
+        kind="notes",
+        corpus="icu",
+        language="en",
+        update=False,
+        actor=researcher,
+    )
     return units.claim(ImportJob, job.pk, "test-worker", select_related=("created_by",))
 
 
@@ -110,12 +126,15 @@ def test_a_refused_background_import_is_audited_as_its_user(import_job, research
     assert import_jobs.run(import_job, FakeHeart()) == JobStatus.FAILED
     [event] = refusals(AuditEvent.Action.IMPORT_REFUSED)
     assert (event.actor, event.actor_name) == (researcher, "rita")
-    assert event.details == {"corpus": "icu", "kind": "notes", "problems": 2,
-                             "reasons": ["field … is empty", "duplicate id …"]}
+    assert event.details == {
+        "corpus": "icu",
+        "kind": "notes",
+        "problems": 2,
+        "reasons": ["field … is empty", "duplicate id …"],
+    }
     assert MARKER not in str(event.details)
 
 
 def test_a_background_import_lost_to_another_worker_records_no_refusal(import_job):
     assert import_jobs.run(import_job, FakeHeart(lost=True)) is None
     assert not refusals(AuditEvent.Action.IMPORT_REFUSED)
-

@@ -1,4 +1,5 @@
 """The audit page: admins only, filters, keyset pages, and the CSV export of the filtered rows."""
+
 import csv
 import datetime
 import io
@@ -30,8 +31,10 @@ def log(db, researcher, clinician):
         (record(researcher, A.IMPORT_NOTES, corpus, created=3), datetime.datetime(2026, 3, 1, 9, 0)),
         (record(clinician, A.REVIEW_DECISION, corpus, op="accept"), datetime.datetime(2026, 3, 2, 23, 59)),
         (record_anonymous("mallory", A.LOGIN_FAILED, ip="203.0.113.5"), datetime.datetime(2026, 3, 3, 0, 0)),
-        (record_anonymous("=HYPERLINK(\"http://x\")", A.LOGIN_FAILED, ip="203.0.113.5"),
-         datetime.datetime(2026, 3, 3, 0, 1)),
+        (
+            record_anonymous('=HYPERLINK("http://x")', A.LOGIN_FAILED, ip="203.0.113.5"),
+            datetime.datetime(2026, 3, 3, 0, 1),
+        ),
         (record(None, A.LOAD_CATALOG, created=2), datetime.datetime(2026, 3, 4, 12, 0)),
     ]
     for event, when in rows:
@@ -57,16 +60,19 @@ def test_the_page_lists_the_newest_first(admin_client, log):
     assert 'href="/audit/"' in page and "aria-current" in page  # the nav link, current
 
 
-@pytest.mark.parametrize("query,expected", [
-    ({"action": "login_failed"}, [3, 2]),
-    ({"actor": "RI"}, [0]),  # case-insensitive prefix
-    ({"actor": "cli:"}, [4]),
-    ({"object_type": "corpus.Corpus"}, [1, 0]),
-    ({"since": "2026-03-02", "until": "2026-03-02"}, [1]),  # "until" takes the whole day
-    ({"since": "2026-03-03"}, [4, 3, 2]),
-    ({"until": "2026-03-01"}, [0]),
-    ({"action": "login_failed", "since": "2026-03-04"}, []),
-])
+@pytest.mark.parametrize(
+    "query,expected",
+    [
+        ({"action": "login_failed"}, [3, 2]),
+        ({"actor": "RI"}, [0]),  # case-insensitive prefix
+        ({"actor": "cli:"}, [4]),
+        ({"object_type": "corpus.Corpus"}, [1, 0]),
+        ({"since": "2026-03-02", "until": "2026-03-02"}, [1]),  # "until" takes the whole day
+        ({"since": "2026-03-03"}, [4, 3, 2]),
+        ({"until": "2026-03-01"}, [0]),
+        ({"action": "login_failed", "since": "2026-03-04"}, []),
+    ],
+)
 def test_the_filters_narrow_the_list(admin_client, log, query, expected):
     response = admin_client.get(reverse("audit:list"), query)
     assert listed(response) == [log[i].pk for i in expected]
@@ -98,10 +104,13 @@ def test_the_export_holds_the_filtered_rows_and_is_audited(admin_client, admin_u
     rows = exported(response)
     assert [row["id"] for row in rows] == [str(log[3].pk), str(log[2].pk)]
     assert rows[1]["actor"] == "mallory" and rows[1]["ip"] == "203.0.113.5" and rows[1]["details"] == "{}"
-    assert rows[0]["actor"] == "'=HYPERLINK(\"http://x\")"  # never a live formula in a spreadsheet
+    assert rows[0]["actor"] == '\'=HYPERLINK("http://x")'  # never a live formula in a spreadsheet
     [event] = AuditEvent.objects.filter(action=A.EXPORT_AUDIT)
-    assert (event.actor, event.ip, event.details) == (admin_user, "10.0.0.1",
-                                                      {"filters": {"action": "login_failed"}, "rows": 2})
+    assert (event.actor, event.ip, event.details) == (
+        admin_user,
+        "10.0.0.1",
+        {"filters": {"action": "login_failed"}, "rows": 2},
+    )
 
 
 def test_the_export_of_every_row_includes_details_as_json(admin_client, log):

@@ -1,4 +1,5 @@
 """Just the admin, so the admin tests do not depend on the other apps' pages."""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path

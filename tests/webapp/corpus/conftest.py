@@ -1,4 +1,5 @@
 """Fixtures for the corpus tests: a corpus, two tasks, file writers and a database snapshot."""
+
 import json
 
 import pytest
@@ -54,5 +55,7 @@ def write_jsonl(path, rows, *, bom=False):
 
 def notes(n, prefix="n"):
     """n small distinct notes (with a few non-ASCII characters, as in Italian notes)."""
-    return [{"id": f"{prefix}{i}", "text": f"Paziente {i}: FC 80 bpm, perché afebbrile.", "metadata": {"ward": "A"}}
-            for i in range(1, n + 1)]
+    return [
+        {"id": f"{prefix}{i}", "text": f"Paziente {i}: FC 80 bpm, perché afebbrile.", "metadata": {"ward": "A"}}
+        for i in range(1, n + 1)
+    ]

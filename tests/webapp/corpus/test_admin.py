@@ -1,4 +1,5 @@
 """The corpus admin: list pages show ids and lengths, never note text; the note page shows it."""
+
 import pytest
 
 from webapp.corpus.models import Annotation, Note
@@ -11,7 +12,10 @@ SECRET = "Anna Verdi, portatrice di pacemaker."
 @pytest.fixture
 def admin_client(client, django_user_model, settings):
     """A superuser (the shared `admin_user` fixture is a role user without model permissions)."""
-    settings.STORAGES = {**settings.STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
     client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "x" * 12))
     return client
 

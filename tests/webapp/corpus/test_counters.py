@@ -1,4 +1,5 @@
 """The corpus row's note and annotation counters equal a COUNT after every kind of write."""
+
 import json
 from io import StringIO
 
@@ -15,7 +16,9 @@ pytestmark = pytest.mark.django_db
 def _counted(corpus):
     corpus.refresh_from_db()
     return (corpus.note_count, corpus.annotation_count), (
-        Note.objects.filter(corpus=corpus).count(), Annotation.objects.filter(note__corpus=corpus).count())
+        Note.objects.filter(corpus=corpus).count(),
+        Annotation.objects.filter(note__corpus=corpus).count(),
+    )
 
 
 def _write(path, rows):
@@ -30,13 +33,17 @@ def test_counters_follow_imports_deletes_and_reimports(tmp_path, tasks):
     counters, counts = _counted(corpus)
     assert counters == counts == (12, 0)
 
-    annotations = _write(tmp_path / "ann.jsonl", [
-        {"note_id": f"n{i}", "task": "heart-rate", "label": "normocardic", "evidence": [[0, 10]]} for i in range(5)])
+    annotations = _write(
+        tmp_path / "ann.jsonl",
+        [{"note_id": f"n{i}", "task": "heart-rate", "label": "normocardic", "evidence": [[0, 10]]} for i in range(5)],
+    )
     call_command("import_annotations", annotations, "--corpus", "counted", "--annotator", "gold", stdout=StringIO())
     counters, counts = _counted(corpus)
     assert counters == counts == (12, 5)
 
-    call_command("import_annotations", annotations, "--corpus", "counted", "--annotator", "gold", stdout=StringIO())  # again
+    call_command(
+        "import_annotations", annotations, "--corpus", "counted", "--annotator", "gold", stdout=StringIO()
+    )  # again
     Note.objects.filter(corpus=corpus, external_id__in=["n0", "n1", "n11"]).delete()  # cascades to 2 annotations
     counters, counts = _counted(corpus)
     assert counters == counts == (9, 3)
@@ -49,9 +56,13 @@ def test_counters_follow_imports_deletes_and_reimports(tmp_path, tasks):
 
 def test_other_corpora_keep_their_counts_and_the_summary_reads_the_counters(django_assert_max_num_queries):
     first, second = Corpus.objects.create(name="a", language="en"), Corpus.objects.create(name="b", language="en")
-    Note.objects.bulk_create([Note(corpus=c, external_id=f"{c.name}{i}", text="x", content_hash=text_hash("x"))
-                              for c in (first, second)
-                              for i in range(3 if c is first else 7)])
+    Note.objects.bulk_create(
+        [
+            Note(corpus=c, external_id=f"{c.name}{i}", text="x", content_hash=text_hash("x"))
+            for c in (first, second)
+            for i in range(3 if c is first else 7)
+        ]
+    )
     Note.objects.filter(corpus=second, external_id="b0").delete()
     assert [_counted(c)[0] for c in (first, second)] == [(3, 0), (6, 0)]
     with django_assert_max_num_queries(1):

@@ -1,4 +1,5 @@
 """Importing gold annotations: good files, idempotence, --update, audit, and bad input."""
+
 from io import StringIO
 
 import pytest
@@ -37,7 +38,11 @@ def test_it_imports_annotations_by_slug_description_or_alias(ward, tmp_path):
     report = import_annotations(path, "ward")
     assert (report.created, report.unchanged, report.updated) == (4, 0, 0)
     heart = Annotation.objects.get(note__external_id="n1", task__slug="heart-rate")
-    assert (heart.label, heart.evidence, heart.annotator_name) == ("tachycardic", [[33, 39], [40, 43]], "import:gold.jsonl")
+    assert (heart.label, heart.evidence, heart.annotator_name) == (
+        "tachycardic",
+        [[33, 39], [40, 43]],
+        "import:gold.jsonl",
+    )
     assert heart.annotator is None
     assert Annotation.objects.get(note__external_id="4").task.slug == "heart-rate"
     assert Annotation.objects.get(note__external_id="n3").evidence == []
@@ -84,21 +89,69 @@ def bad(tmp_path, *lines):
 BAD = {
     "invalid JSON": (lambda p: bad(p, '{"note_id": "n2",'), ["gold.jsonl line 2: invalid JSON"]),
     "missing label": (lambda p: bad(p, {"note_id": "n2", "task": "heart rate"}), ["line 2: missing field(s) label"]),
-    "task of the wrong type": (lambda p: bad(p, line("n2", task=["heart rate"])), ["line 2: field 'task' must be a non-empty string, not an array"]),
-    "unknown field": (lambda p: bad(p, line("n2", comment="x")), ["line 2: unknown field(s) comment (allowed: note_id, task, label, evidence)"]),
-    "unknown task": (lambda p: bad(p, line("n2", task="heart-rat")), ["line 2: unknown task 'heart-rat' (give a task slug or description; did you mean 'heart-rate'"]),
-    "unknown label": (lambda p: bad(p, line("n2", label="yes")), ["line 2: task 'presence-of-pacemaker': label 'yes' is not one of the task's options ('y', 'n', 'unknown')"]),
-    "label with other case": (lambda p: bad(p, line("n2", task="heart rate", label="Tachycardic", evidence=[])), ["line 2: task 'heart-rate': label 'Tachycardic' is not one of the task's options ('bradycardic', 'normocardic', 'tachycardic', 'unknown')"]),
+    "task of the wrong type": (
+        lambda p: bad(p, line("n2", task=["heart rate"])),
+        ["line 2: field 'task' must be a non-empty string, not an array"],
+    ),
+    "unknown field": (
+        lambda p: bad(p, line("n2", comment="x")),
+        ["line 2: unknown field(s) comment (allowed: note_id, task, label, evidence)"],
+    ),
+    "unknown task": (
+        lambda p: bad(p, line("n2", task="heart-rat")),
+        ["line 2: unknown task 'heart-rat' (give a task slug or description; did you mean 'heart-rate'"],
+    ),
+    "unknown label": (
+        lambda p: bad(p, line("n2", label="yes")),
+        ["line 2: task 'presence-of-pacemaker': label 'yes' is not one of the task's options ('y', 'n', 'unknown')"],
+    ),
+    "label with other case": (
+        lambda p: bad(p, line("n2", task="heart rate", label="Tachycardic", evidence=[])),
+        [
+            "line 2: task 'heart-rate': label 'Tachycardic' is not one of the task's options "
+            "('bradycardic', 'normocardic', 'tachycardic', 'unknown')"
+        ],
+    ),
     "unknown note": (lambda p: bad(p, line("n9")), ["line 2: note_id 'n9' is not in corpus 'ward'"]),
-    "span past the end": (lambda p: bad(p, line("n2", evidence=[[40, 45]])), ["line 2: note 'n2': evidence[0] [40, 45) ends past the text (length 44)"]),
-    "span start equals end": (lambda p: bad(p, line("n2", evidence=[[5, 5]])), ["line 2: field 'evidence': evidence[0] [5, 5) is empty or reversed (start >= end)"]),
-    "span reversed": (lambda p: bad(p, line("n2", evidence=[[9, 3]])), ["line 2: field 'evidence': evidence[0] [9, 3) is empty or reversed"]),
-    "negative start": (lambda p: bad(p, line("n2", evidence=[[-1, 3]])), ["line 2: field 'evidence': evidence[0] [-1, 3) starts before the text"]),
-    "span not a pair": (lambda p: bad(p, line("n2", evidence=[[1, 2, 3]])), ["line 2: field 'evidence': evidence[0] must be a pair of integers [start, end]"]),
-    "float offsets": (lambda p: bad(p, line("n2", evidence=[[1.0, 2]])), ["line 2: field 'evidence': evidence[0] must be a pair of integers"]),
-    "evidence not a list": (lambda p: bad(p, {**line("n2"), "evidence": "0-4"}), ["line 2: field 'evidence': evidence must be a list of [start, end] pairs, not str"]),
-    "duplicate note and task": (lambda p: bad(p, line("n2"), line("n2", task="presence of pacemaker", label="n")), ["line 3: duplicate annotation of note 'n2' for task 'presence-of-pacemaker' (first on line 2)"]),
-    "non-UTF-8": (lambda p: (p / "gold.jsonl").write_bytes(b'{"note_id": "n1", "task": "pulse", "label": "\xff"}\n') and p / "gold.jsonl", ["gold.jsonl line 1: not UTF-8 (byte 0xff at column 46)"]),
+    "span past the end": (
+        lambda p: bad(p, line("n2", evidence=[[40, 45]])),
+        ["line 2: note 'n2': evidence[0] [40, 45) ends past the text (length 44)"],
+    ),
+    "span start equals end": (
+        lambda p: bad(p, line("n2", evidence=[[5, 5]])),
+        ["line 2: field 'evidence': evidence[0] [5, 5) is empty or reversed (start >= end)"],
+    ),
+    "span reversed": (
+        lambda p: bad(p, line("n2", evidence=[[9, 3]])),
+        ["line 2: field 'evidence': evidence[0] [9, 3) is empty or reversed"],
+    ),
+    "negative start": (
+        lambda p: bad(p, line("n2", evidence=[[-1, 3]])),
+        ["line 2: field 'evidence': evidence[0] [-1, 3) starts before the text"],
+    ),
+    "span not a pair": (
+        lambda p: bad(p, line("n2", evidence=[[1, 2, 3]])),
+        ["line 2: field 'evidence': evidence[0] must be a pair of integers [start, end]"],
+    ),
+    "float offsets": (
+        lambda p: bad(p, line("n2", evidence=[[1.0, 2]])),
+        ["line 2: field 'evidence': evidence[0] must be a pair of integers"],
+    ),
+    "evidence not a list": (
+        lambda p: bad(p, {**line("n2"), "evidence": "0-4"}),
+        ["line 2: field 'evidence': evidence must be a list of [start, end] pairs, not str"],
+    ),
+    "duplicate note and task": (
+        lambda p: bad(p, line("n2"), line("n2", task="presence of pacemaker", label="n")),
+        ["line 3: duplicate annotation of note 'n2' for task 'presence-of-pacemaker' (first on line 2)"],
+    ),
+    "non-UTF-8": (
+        lambda p: (
+            (p / "gold.jsonl").write_bytes(b'{"note_id": "n1", "task": "pulse", "label": "\xff"}\n')
+            and p / "gold.jsonl"
+        ),
+        ["gold.jsonl line 1: not UTF-8 (byte 0xff at column 46)"],
+    ),
     "empty file": (lambda p: write_jsonl(p / "gold.jsonl", ["", ""]), ["gold.jsonl: the file holds no annotations"]),
 }
 
@@ -124,8 +177,11 @@ def test_a_changed_annotation_is_refused_without_update(ward, tmp_path, snapshot
     changed[1] = line("n1", task="heart-rate", label="normocardic", evidence=[])
     path = write_jsonl(tmp_path / "gold.jsonl", changed)
     before = snapshot()
-    with pytest.raises(CommandError, match="line 2: note 'n1' already has a different 'heart-rate' annotation by "
-                       "'import:gold.jsonl'; use --update to replace it"):
+    with pytest.raises(
+        CommandError,
+        match="line 2: note 'n1' already has a different 'heart-rate' annotation by "
+        "'import:gold.jsonl'; use --update to replace it",
+    ):
         call_command("import_annotations", str(path), "--corpus", "ward")
     assert snapshot() == before
 
@@ -143,8 +199,16 @@ def test_the_synthetic_corpus_imports_with_its_gold_labels(db, tmp_path):
 
     call_command("load_task_catalog", stdout=StringIO())
     counts = write_corpus(tmp_path / "notes.jsonl", tmp_path / "gold.jsonl", 20, seed=3, language="it")
-    call_command("import_notes", str(tmp_path / "notes.jsonl"), "--corpus", "demo", "--create", "--language", "it",
-                 stdout=StringIO())
+    call_command(
+        "import_notes",
+        str(tmp_path / "notes.jsonl"),
+        "--corpus",
+        "demo",
+        "--create",
+        "--language",
+        "it",
+        stdout=StringIO(),
+    )
     report = import_annotations(tmp_path / "gold.jsonl", "demo")
     assert (report.created, report.problem_count) == (counts["annotations"], 0)
     assert Note.objects.filter(corpus__name="demo").count() == 20

@@ -1,6 +1,7 @@
 """An import job run in-process (webapp.corpus.import_jobs.run) with a stand-in heartbeat: the phase
 and the records done go to the heartbeat, the job's end commits with the notes, and a cancel or a
 lost job rolls everything back."""
+
 import json
 
 import pytest
@@ -32,8 +33,9 @@ def quiet_queue(settings, tmp_path, monkeypatch):
 
 
 def launch(researcher, body: bytes, *, name="notes.jsonl", kind="notes", corpus="ward", language="en") -> ImportJob:
-    job = import_jobs.launch(SimpleUploadedFile(name, body), kind=kind, corpus=corpus, language=language,
-                             update=False, actor=researcher)
+    job = import_jobs.launch(
+        SimpleUploadedFile(name, body), kind=kind, corpus=corpus, language=language, update=False, actor=researcher
+    )
     return units.claim(ImportJob, job.pk, "test-worker", select_related=("created_by",))
 
 
@@ -46,7 +48,8 @@ def test_the_phase_and_records_go_to_the_heartbeat_then_the_counts_to_the_job(re
     heart = FakeHeart()
     assert import_jobs.run(job, heart) == JobStatus.DONE
     assert heart.reports == [
-        {"phase": "validating", "records_done": 2000}, {"phase": "validating", "records_done": 4000},
+        {"phase": "validating", "records_done": 2000},
+        {"phase": "validating", "records_done": 4000},
         {"phase": "validating", "records_done": 4500},
         {"phase": "writing", "records_done": 2000, "records_total": 4500},
         {"phase": "writing", "records_done": 4000, "records_total": 4500},
@@ -64,8 +67,10 @@ def test_annotations_report_their_progress_too(researcher, corpus, tasks):
     job = launch(researcher, jsonl(rows), kind="annotations", language="")
     heart = FakeHeart()
     assert import_jobs.run(job, heart) == JobStatus.DONE
-    assert heart.reports == [{"phase": "validating", "records_done": 3},
-                             {"phase": "writing", "records_done": 3, "records_total": 3}]
+    assert heart.reports == [
+        {"phase": "validating", "records_done": 3},
+        {"phase": "writing", "records_done": 3, "records_total": 3},
+    ]
 
 
 def test_a_cancel_asked_during_the_import_rolls_it_back(researcher):

@@ -1,4 +1,5 @@
 """Importing notes: JSONL, CSV and brat folders; idempotence, --update, batching, audit."""
+
 import gzip
 from io import StringIO
 
@@ -52,9 +53,7 @@ def test_it_reads_gzipped_jsonl(corpus, tmp_path):
 
 def test_it_imports_csv_with_other_columns_as_metadata(corpus, tmp_path):
     path = tmp_path / "notes.csv"
-    path.write_bytes(
-        b'\xef\xbb\xbfward,id,text\r\nA,1,"Line one,\r\nline two ""quoted"""\r\nB,2,perch\xc3\xa9\r\n'
-    )
+    path.write_bytes(b'\xef\xbb\xbfward,id,text\r\nA,1,"Line one,\r\nline two ""quoted"""\r\nB,2,perch\xc3\xa9\r\n')
     report = import_notes(path, "ward")
     assert report.created == 2
     note = Note.objects.get(external_id="1")
@@ -162,7 +161,13 @@ def test_a_large_import_writes_in_batches_and_reimports_unchanged(tmp_path):
     phases = []
     report = import_notes(path, "big", progress=lambda phase, done: phases.append((phase, done)))
     assert report.created == 4500
-    assert phases == [("validate", 2000), ("validate", 4000), ("validate", 4500),
-                      ("write", 2000), ("write", 4000), ("write", 4500)]
+    assert phases == [
+        ("validate", 2000),
+        ("validate", 4000),
+        ("validate", 4500),
+        ("write", 2000),
+        ("write", 4000),
+        ("write", 4500),
+    ]
     assert Note.objects.filter(corpus__name="big").count() == 4500
     assert import_notes(path, "big").unchanged == 4500

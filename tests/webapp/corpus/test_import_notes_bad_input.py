@@ -4,6 +4,7 @@ Each case writes a file whose other lines are valid, runs `manage.py import_note
 that the command fails, names the line and the reason, never prints note text, and leaves
 the database (corpora, notes, annotations, tasks, audit entries) exactly as it was.
 """
+
 import json
 
 import pytest
@@ -48,44 +49,128 @@ def non_utf8(tmp_path):
 PACEMAKER = len(SECRET) + 2  # offset of "pacemaker" in the brat text
 
 CASES = {
-    "invalid JSON": (lambda p: jsonl(p, '{"id": "n2", "text": "x"'), ["notes.jsonl line 2: invalid JSON: Expecting ',' delimiter"]),
-    "JSON array instead of object": (lambda p: jsonl(p, '["n2", "x"]'), ["line 2: expected a JSON object, got an array"]),
+    "invalid JSON": (
+        lambda p: jsonl(p, '{"id": "n2", "text": "x"'),
+        ["notes.jsonl line 2: invalid JSON: Expecting ',' delimiter"],
+    ),
+    "JSON array instead of object": (
+        lambda p: jsonl(p, '["n2", "x"]'),
+        ["line 2: expected a JSON object, got an array"],
+    ),
     "missing text": (lambda p: jsonl(p, {"id": "n2"}), ["line 2: missing field(s) text"]),
     "missing id": (lambda p: jsonl(p, {"text": "x"}), ["line 2: missing field(s) id"]),
-    "id of the wrong type": (lambda p: jsonl(p, {"id": 2.5, "text": "x"}), ["line 2: field 'id' must be a string or an integer, not a number"]),
-    "boolean id": (lambda p: jsonl(p, {"id": True, "text": "x"}), ["line 2: field 'id' must be a string or an integer, not a boolean"]),
+    "id of the wrong type": (
+        lambda p: jsonl(p, {"id": 2.5, "text": "x"}),
+        ["line 2: field 'id' must be a string or an integer, not a number"],
+    ),
+    "boolean id": (
+        lambda p: jsonl(p, {"id": True, "text": "x"}),
+        ["line 2: field 'id' must be a string or an integer, not a boolean"],
+    ),
     "empty id": (lambda p: jsonl(p, {"id": "", "text": "x"}), ["line 2: field 'id' is empty"]),
-    "id with a control character": (lambda p: jsonl(p, {"id": "n\t2", "text": "x"}), ["line 2: field 'id' contains the control character U+0009 at offset 1"]),
-    "id with surrounding spaces": (lambda p: jsonl(p, {"id": " n2", "text": "x"}), ["line 2: field 'id' has surrounding spaces"]),
-    "id too long": (lambda p: jsonl(p, {"id": "x" * 201, "text": "x"}), ["line 2: field 'id' is longer than 200 characters"]),
-    "text of the wrong type": (lambda p: jsonl(p, {"id": "n2", "text": 12}), ["line 2: field 'text' must be a string, not a number"]),
+    "id with a control character": (
+        lambda p: jsonl(p, {"id": "n\t2", "text": "x"}),
+        ["line 2: field 'id' contains the control character U+0009 at offset 1"],
+    ),
+    "id with surrounding spaces": (
+        lambda p: jsonl(p, {"id": " n2", "text": "x"}),
+        ["line 2: field 'id' has surrounding spaces"],
+    ),
+    "id too long": (
+        lambda p: jsonl(p, {"id": "x" * 201, "text": "x"}),
+        ["line 2: field 'id' is longer than 200 characters"],
+    ),
+    "text of the wrong type": (
+        lambda p: jsonl(p, {"id": "n2", "text": 12}),
+        ["line 2: field 'text' must be a string, not a number"],
+    ),
     "empty text": (lambda p: jsonl(p, {"id": "n2", "text": ""}), ["line 2: field 'text' is empty"]),
     "whitespace text": (lambda p: jsonl(p, {"id": "n2", "text": " \n\t"}), ["line 2: field 'text' is empty"]),
-    "NUL in text": (lambda p: jsonl(p, {"id": "n2", "text": "ab\u0000c"}), ["line 2: field 'text' contains a NUL character at offset 2"]),
-    "unpaired surrogate": (lambda p: jsonl(p, '{"id": "n2", "text": "ab\\ud800"}'), ["line 2: field 'text' contains an unpaired surrogate (\\u escape) at offset 2"]),
-    "metadata not an object": (lambda p: jsonl(p, {"id": "n2", "text": "x", "metadata": [1]}), ["line 2: field 'metadata' must be an object, not an array"]),
-    "top-level field clashes with metadata": (lambda p: jsonl(p, {"id": "n2", "text": "x", "ward": "A", "metadata": {"ward": "B"}}), ["line 2: field(s) ward given both at top level and in 'metadata'"]),
+    "NUL in text": (
+        lambda p: jsonl(p, {"id": "n2", "text": "ab\u0000c"}),
+        ["line 2: field 'text' contains a NUL character at offset 2"],
+    ),
+    "unpaired surrogate": (
+        lambda p: jsonl(p, '{"id": "n2", "text": "ab\\ud800"}'),
+        ["line 2: field 'text' contains an unpaired surrogate (\\u escape) at offset 2"],
+    ),
+    "metadata not an object": (
+        lambda p: jsonl(p, {"id": "n2", "text": "x", "metadata": [1]}),
+        ["line 2: field 'metadata' must be an object, not an array"],
+    ),
+    "top-level field clashes with metadata": (
+        lambda p: jsonl(p, {"id": "n2", "text": "x", "ward": "A", "metadata": {"ward": "B"}}),
+        ["line 2: field(s) ward given both at top level and in 'metadata'"],
+    ),
     "duplicate id": (lambda p: jsonl(p, good(2), good(2)), ["line 3: duplicate id 'n2' (first on line 2)"]),
-    "duplicate id int and string": (lambda p: jsonl(p, {"id": 5, "text": "x"}, {"id": "5", "text": "y"}), ["line 3: duplicate id '5' (first on line 2)"]),
+    "duplicate id int and string": (
+        lambda p: jsonl(p, {"id": 5, "text": "x"}, {"id": "5", "text": "y"}),
+        ["line 3: duplicate id '5' (first on line 2)"],
+    ),
     "non-UTF-8 byte": (non_utf8, ["notes.jsonl line 2: not UTF-8 (byte 0xe9 at column 26)"]),
     "empty file": (lambda p: write_jsonl(p / "notes.jsonl", []), ["notes.jsonl: the file holds no notes"]),
     "unknown format": (lambda p: (p / "notes.txt").write_text("x") and p / "notes.txt", ["notes.txt: unknown format"]),
     "missing file": (lambda p: p / "nope.jsonl", ["nope.jsonl: no such file or folder"]),
-    "CSV without a text column": (lambda p: csv_file(p, b"id,body\n1,x\n"), ["notes.csv line 1: the first line must be a header naming the columns id and text (missing: text; it has 2 column(s))"]),
-    "CSV with a repeated column": (lambda p: csv_file(p, b"id,text,id\n1,x,2\n"), ["notes.csv line 1: CSV header repeats column(s) id"]),
-    "CSV row with too many fields": (lambda p: csv_file(p, b'id,text\n1,"a\nb"\n2,x,extra\n'), ["notes.csv line 4: row has 3 fields, the header has 2"]),
-    "CSV unclosed quote": (lambda p: csv_file(p, b'id,text\n1,ok\n2,"never closed\n'), ["notes.csv line 3: unreadable CSV row: unexpected end of data"]),
+    "CSV without a text column": (
+        lambda p: csv_file(p, b"id,body\n1,x\n"),
+        [
+            "notes.csv line 1: the first line must be a header naming the columns id and text "
+            "(missing: text; it has 2 column(s))"
+        ],
+    ),
+    "CSV with a repeated column": (
+        lambda p: csv_file(p, b"id,text,id\n1,x,2\n"),
+        ["notes.csv line 1: CSV header repeats column(s) id"],
+    ),
+    "CSV row with too many fields": (
+        lambda p: csv_file(p, b'id,text\n1,"a\nb"\n2,x,extra\n'),
+        ["notes.csv line 4: row has 3 fields, the header has 2"],
+    ),
+    "CSV unclosed quote": (
+        lambda p: csv_file(p, b'id,text\n1,ok\n2,"never closed\n'),
+        ["notes.csv line 3: unreadable CSV row: unexpected end of data"],
+    ),
     "CSV empty text": (lambda p: csv_file(p, b"id,text\n1,ok\n2,\n"), ["notes.csv line 3: field 'text' is empty"]),
-    "brat span outside the text": (lambda p: brat(p, f"T1\tDevice {PACEMAKER} 999\tpacemaker\n"), [f"doc1.ann line 1: entity 'T1': evidence[0] [{PACEMAKER}, 999) ends past the text (length {PACEMAKER + 10}) of doc1.txt"]),
-    "brat span start >= end": (lambda p: brat(p, "T1\tDevice 20 10\tx\n"), ["doc1.ann line 1: entity 'T1': evidence[0] [20, 10) is empty or reversed (start >= end)"]),
-    "brat covered text differs": (lambda p: brat(p, "T1\tDevice 0 5\tLuigi\n"), ["doc1.ann line 1: entity 'T1': the covered text differs from doc1.txt at [0, 5)"]),
-    "brat discontinuous covered text differs": (lambda p: brat(p, "T1\tDevice 0 5;6 11\tMario Bianchi\n"), ["doc1.ann line 1: entity 'T1': the covered text differs from doc1.txt at [0, 5), [6, 11)"]),
+    "brat span outside the text": (
+        lambda p: brat(p, f"T1\tDevice {PACEMAKER} 999\tpacemaker\n"),
+        [
+            f"doc1.ann line 1: entity 'T1': evidence[0] [{PACEMAKER}, 999) ends past the text "
+            f"(length {PACEMAKER + 10}) of doc1.txt"
+        ],
+    ),
+    "brat span start >= end": (
+        lambda p: brat(p, "T1\tDevice 20 10\tx\n"),
+        ["doc1.ann line 1: entity 'T1': evidence[0] [20, 10) is empty or reversed (start >= end)"],
+    ),
+    "brat covered text differs": (
+        lambda p: brat(p, "T1\tDevice 0 5\tLuigi\n"),
+        ["doc1.ann line 1: entity 'T1': the covered text differs from doc1.txt at [0, 5)"],
+    ),
+    "brat discontinuous covered text differs": (
+        lambda p: brat(p, "T1\tDevice 0 5;6 11\tMario Bianchi\n"),
+        ["doc1.ann line 1: entity 'T1': the covered text differs from doc1.txt at [0, 5), [6, 11)"],
+    ),
     "brat malformed entity line": (lambda p: brat(p, "T1\tDevice 0 5\n"), ["doc1.ann line 1: entity line must be"]),
-    "brat non-integer offsets": (lambda p: brat(p, "T1\tDevice 0 x\tMario\n"), ["doc1.ann line 1: entity 'T1': offsets must be integer pairs"]),
-    "brat entity defined twice": (lambda p: brat(p, "T1\tDevice 0 5\tMario\nT1\tDevice 0 5\tMario\n"), ["doc1.ann line 2: entity 'T1' is defined twice"]),
-    "brat text not UTF-8": (lambda p: brat(p, "") and (p / "brat" / "doc1.txt").write_bytes(b"ok\nab\xffc") and p / "brat", ["doc1.txt line 2: not UTF-8 (byte 0xff at column 3)"]),
-    "brat text without ann": (lambda p: brat(p, "", extra={"doc2.txt": "x"}), ["doc2.txt: has no .ann file of the same name beside it"]),
-    "brat ann without text": (lambda p: brat(p, "", extra={"doc3.ann": ""}), ["doc3.ann: has no .txt file of the same name beside it"]),
+    "brat non-integer offsets": (
+        lambda p: brat(p, "T1\tDevice 0 x\tMario\n"),
+        ["doc1.ann line 1: entity 'T1': offsets must be integer pairs"],
+    ),
+    "brat entity defined twice": (
+        lambda p: brat(p, "T1\tDevice 0 5\tMario\nT1\tDevice 0 5\tMario\n"),
+        ["doc1.ann line 2: entity 'T1' is defined twice"],
+    ),
+    "brat text not UTF-8": (
+        lambda p: brat(p, "") and (p / "brat" / "doc1.txt").write_bytes(b"ok\nab\xffc") and p / "brat",
+        ["doc1.txt line 2: not UTF-8 (byte 0xff at column 3)"],
+    ),
+    "brat text without ann": (
+        lambda p: brat(p, "", extra={"doc2.txt": "x"}),
+        ["doc2.txt: has no .ann file of the same name beside it"],
+    ),
+    "brat ann without text": (
+        lambda p: brat(p, "", extra={"doc3.ann": ""}),
+        ["doc3.ann: has no .txt file of the same name beside it"],
+    ),
 }
 
 
@@ -111,7 +196,12 @@ def test_every_problem_is_reported_not_only_the_first(corpus, tmp_path, snapshot
         call_command("import_notes", str(path), "--corpus", "ward")
     message = str(info.value)
     assert "4 problem(s)" in message
-    for fragment in ("line 2: missing", "line 3: invalid JSON", "line 4: field 'text' is empty", "line 5: duplicate id 'n1'"):
+    for fragment in (
+        "line 2: missing",
+        "line 3: invalid JSON",
+        "line 4: field 'text' is empty",
+        "line 5: duplicate id 'n1'",
+    ):
         assert fragment in message
     assert snapshot() == before
 
@@ -155,8 +245,10 @@ def test_changed_text_for_an_existing_id_is_refused_without_update(corpus, tmp_p
     before = snapshot()
     with pytest.raises(CommandError) as info:
         call_command("import_notes", str(path), "--corpus", "ward")
-    assert ("b.jsonl line 3: note 'n2' already exists with different text (content hash differs); "
-            "use --update to replace it") in str(info.value)
+    assert (
+        "b.jsonl line 3: note 'n2' already exists with different text (content hash differs); "
+        "use --update to replace it"
+    ) in str(info.value)
     assert SECRET not in str(info.value)
     assert snapshot() == before
     assert Note.objects.get(external_id="n2").text == good(2)["text"]

@@ -2,6 +2,7 @@
 names, and what reaches the audit log of a refused import. Each is refused (or stored) with a
 clear message: no traceback, no 500, nothing written, and no row content in a message, an
 audit entry or a log."""
+
 import gzip
 import io
 import os
@@ -56,8 +57,9 @@ def refused(*args) -> list[str]:
 
 def upload(client, capture, name: str, body: bytes, corpus: str = "ward", kind: str = "notes"):
     with capture(execute=True):
-        return client.post(reverse("corpus:upload"), {"kind": kind, "corpus": corpus,
-                                                      "file": SimpleUploadedFile(name, body)})
+        return client.post(
+            reverse("corpus:upload"), {"kind": kind, "corpus": corpus, "file": SimpleUploadedFile(name, body)}
+        )
 
 
 # --- brat file names ----------------------------------------------------------------------------
@@ -80,8 +82,9 @@ def test_a_brat_file_name_not_in_utf8_is_refused_with_its_byte(ward, tmp_path, c
     assert reasons == ["the file name is not UTF-8"]
 
 
-def test_a_brat_file_name_with_a_control_character_is_refused(ward, client, researcher,
-                                                              django_capture_on_commit_callbacks):
+def test_a_brat_file_name_with_a_control_character_is_refused(
+    ward, client, researcher, django_capture_on_commit_callbacks
+):
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zf:  # a name not flagged UTF-8 is read as cp437: 0x01 stays U+0001
         zf.writestr("doc\x01.txt", TEXT)
@@ -94,8 +97,10 @@ def test_a_brat_file_name_with_a_control_character_is_refused(ward, client, rese
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
     assert job.problems == [
-        "doc\\x01.txt: the file name (the note's id) contains the control character U+0001 at offset 3; rename the file",
-        "doc\\x01.ann: the file name (the note's id) contains the control character U+0001 at offset 3; rename the file",
+        "doc\\x01.txt: the file name (the note's id) contains the control character U+0001 at offset 3; "
+        "rename the file",
+        "doc\\x01.ann: the file name (the note's id) contains the control character U+0001 at offset 3; "
+        "rename the file",
     ]
     assert written() == before
 
@@ -103,19 +108,28 @@ def test_a_brat_file_name_with_a_control_character_is_refused(ward, client, rese
 # --- corpus names -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, hidden, audited", [
-    (os.fsdecode(b"ward\xe9"), "an unpaired surrogate U+DCE9 at offset 4", "ward\\udce9"),  # an argument not in UTF-8
-    ("ward\u202e", "the invisible format character U+202E at offset 4", "ward\\u202e"),
-    ("ward\x00", "the control character U+0000 at offset 4", "ward\\x00"),
-])
+@pytest.mark.parametrize(
+    "name, hidden, audited",
+    [
+        (
+            os.fsdecode(b"ward\xe9"),
+            "an unpaired surrogate U+DCE9 at offset 4",
+            "ward\\udce9",
+        ),  # an argument not in UTF-8
+        ("ward\u202e", "the invisible format character U+202E at offset 4", "ward\\u202e"),
+        ("ward\x00", "the control character U+0000 at offset 4", "ward\\x00"),
+    ],
+)
 @pytest.mark.parametrize("kind", ["notes", "annotations"])
-def test_a_corpus_name_with_hidden_characters_is_refused_on_the_command_line(ward, tmp_path, name, hidden, audited,
-                                                                             kind):
+def test_a_corpus_name_with_hidden_characters_is_refused_on_the_command_line(
+    ward, tmp_path, name, hidden, audited, kind
+):
     path = tmp_path / "in.jsonl"
     path.write_bytes(notes() if kind == "notes" else jsonl({"note_id": "n1", "task": "heart rate", "label": "unknown"}))
     extra = ["--create", "--language", "it"] if kind == "notes" else []
     assert refused(f"import_{kind}", str(path), "--corpus", name, *extra) == [
-        f"in.jsonl: the corpus name contains {hidden}"]
+        f"in.jsonl: the corpus name contains {hidden}"
+    ]
     refusal = AuditEvent.objects.get(action="import_refused")
     assert refusal.details["corpus"] == audited
     assert refusal.details["reasons"] == [" ".join(f"the corpus name contains {hidden}".split()[:7])]
@@ -123,8 +137,10 @@ def test_a_corpus_name_with_hidden_characters_is_refused_on_the_command_line(war
 
 def test_the_upload_form_refuses_a_corpus_name_with_an_invisible_character(ward, client, researcher, data_dir):
     client.force_login(researcher)
-    response = client.post(reverse("corpus:upload"), {"kind": "notes", "corpus": "ward\u200b", "language": "it",
-                                                      "file": SimpleUploadedFile("notes.jsonl", notes())})
+    response = client.post(
+        reverse("corpus:upload"),
+        {"kind": "notes", "corpus": "ward\u200b", "language": "it", "file": SimpleUploadedFile("notes.jsonl", notes())},
+    )
     assert response.status_code == 200
     assert "The name contains the invisible format character U+200B at offset 4." in response.content.decode()
     assert not ImportJob.objects.exists()
@@ -133,8 +149,9 @@ def test_the_upload_form_refuses_a_corpus_name_with_an_invisible_character(ward,
 # --- upload names -------------------------------------------------------------------------------
 
 
-def test_an_upload_name_too_long_for_the_disk_is_stored_under_a_short_one(ward, client, researcher,
-                                                                        django_capture_on_commit_callbacks):
+def test_an_upload_name_too_long_for_the_disk_is_stored_under_a_short_one(
+    ward, client, researcher, django_capture_on_commit_callbacks
+):
     client.force_login(researcher)
     response = upload(client, django_capture_on_commit_callbacks, LONG_NAME, notes())
     assert response.status_code == 302
@@ -147,8 +164,9 @@ def test_an_upload_name_too_long_for_the_disk_is_stored_under_a_short_one(ward, 
     assert LONG_NAME in page
 
 
-def test_a_refused_upload_with_a_long_name_names_the_stored_file(ward, client, researcher,
-                                                                  django_capture_on_commit_callbacks):
+def test_a_refused_upload_with_a_long_name_names_the_stored_file(
+    ward, client, researcher, django_capture_on_commit_callbacks
+):
     client.force_login(researcher)
     upload(client, django_capture_on_commit_callbacks, LONG_NAME + ".gz", gzip.compress(notes(b'{"id": "n2"}')))
     job = ImportJob.objects.get()
@@ -158,15 +176,18 @@ def test_a_refused_upload_with_a_long_name_names_the_stored_file(ward, client, r
     assert job.problems == ["upload.jsonl.gz line 2: missing field(s) text"]
 
 
-@pytest.mark.parametrize("name, stored", [
-    ("notes.jsonl", "notes.jsonl"),
-    ("é" * 98 + ".csv", "é" * 98 + ".csv"),  # 200 bytes
-    ("é" * 99 + ".csv", "upload.csv"),
-    ("é" * 120 + ".jsonl.GZ", "upload.jsonl.gz"),
-    ("é" * 200, "upload"),
-    ("é" * 200 + ".tar.jsonl.bz2", "upload.jsonl.bz2"),
-    (".hidden.jsonl", "upload.jsonl"),
-])
+@pytest.mark.parametrize(
+    "name, stored",
+    [
+        ("notes.jsonl", "notes.jsonl"),
+        ("é" * 98 + ".csv", "é" * 98 + ".csv"),  # 200 bytes
+        ("é" * 99 + ".csv", "upload.csv"),
+        ("é" * 120 + ".jsonl.GZ", "upload.jsonl.gz"),
+        ("é" * 200, "upload"),
+        ("é" * 200 + ".tar.jsonl.bz2", "upload.jsonl.bz2"),
+        (".hidden.jsonl", "upload.jsonl"),
+    ],
+)
 def test_the_stored_name_is_the_name_sent_or_upload_and_its_known_suffixes(name, stored):
     assert uploads.stored_name(name) == stored
     assert len(uploads.stored_name(name).encode()) <= 255
@@ -179,8 +200,10 @@ def test_a_refused_brat_import_audits_its_reasons_without_the_ids(ward, tmp_path
     folder = tmp_path / "brat"
     folder.mkdir()
     (folder / "doc1.txt").write_text(TEXT)
-    (folder / "doc1.ann").write_text(f"TMario_Rossi_MRN12345\tDevice {PM[0]} x\tpacemaker\n"
-                                     "RMario_Rossi\tNear Arg1:TMario_Rossi_MRN12345 Arg2:TMario\n")
+    (folder / "doc1.ann").write_text(
+        f"TMario_Rossi_MRN12345\tDevice {PM[0]} x\tpacemaker\n"
+        "RMario_Rossi\tNear Arg1:TMario_Rossi_MRN12345 Arg2:TMario\n"
+    )
     problems = refused("import_notes", str(folder), "--corpus", "ward")
     assert problems == [
         "doc1.ann line 1: entity 'TMario_Rossi_MRN12345': offsets must be integer pairs 'start end' separated by "
@@ -193,8 +216,9 @@ def test_a_refused_brat_import_audits_its_reasons_without_the_ids(ward, tmp_path
     assert "Mario" not in str(reasons)
 
 
-def test_a_nul_in_a_brat_id_reaches_the_job_and_the_audit_log_escaped(ward, client, researcher, caplog,
-                                                                      django_capture_on_commit_callbacks):
+def test_a_nul_in_a_brat_id_reaches_the_job_and_the_audit_log_escaped(
+    ward, client, researcher, caplog, django_capture_on_commit_callbacks
+):
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zf:
         zf.writestr("doc1.txt", TEXT)
@@ -205,10 +229,10 @@ def test_a_nul_in_a_brat_id_reaches_the_job_and_the_audit_log_escaped(ward, clie
     run_import(job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and job.problem_count == 1
-    assert job.problems == [f"doc1.ann line 2: attribute 'A\\x00{MRN}' refers to 'T\\x009', which the file does "
-                            "not define"]
-    assert AuditEvent.objects.get(action="import_refused").details["reasons"] == [
-        "attribute … refers to …, which the"]
+    assert job.problems == [
+        f"doc1.ann line 2: attribute 'A\\x00{MRN}' refers to 'T\\x009', which the file does not define"
+    ]
+    assert AuditEvent.objects.get(action="import_refused").details["reasons"] == ["attribute … refers to …, which the"]
     assert "unexpected error" not in (job.error or "") and MRN not in caplog.text
 
 

@@ -1,4 +1,5 @@
 """`manage.py load_task_catalog`: idempotent, reports counts, audited, refuses harmful changes."""
+
 import json
 from io import StringIO
 
@@ -23,8 +24,13 @@ def catalog_file(tmp_path, tasks):
 
 
 SMALL = [
-    {"slug": "heart-rate", "description": "heart rate", "options": ["bradycardic", "normocardic", "tachycardic", "unknown"],
-     "group": "vital signs", "aliases": ["pulse"]},
+    {
+        "slug": "heart-rate",
+        "description": "heart rate",
+        "options": ["bradycardic", "normocardic", "tachycardic", "unknown"],
+        "group": "vital signs",
+        "aliases": ["pulse"],
+    },
     {"slug": "troponin", "description": "troponin", "options": ["measured", "unknown"], "held_out": True},
 ]
 
@@ -66,7 +72,9 @@ def test_a_bad_catalog_file_is_refused(db, tmp_path):
 def test_it_refuses_options_that_drop_a_label_in_use(db, tmp_path, corpus):
     load("--file", catalog_file(tmp_path, SMALL))
     note = Note.objects.create(corpus=corpus, external_id="n1", text="FC 40.")
-    Annotation.objects.create(note=note, task=Task.objects.get(slug="heart-rate"), label="bradycardic", annotator_name="a")
+    Annotation.objects.create(
+        note=note, task=Task.objects.get(slug="heart-rate"), label="bradycardic", annotator_name="a"
+    )
     changed = [dict(SMALL[0], options=["normocardic", "tachycardic", "unknown"]), dict(SMALL[1], group="labs")]
     with pytest.raises(CommandError, match="task 'heart-rate': the new options drop label\\(s\\) 'bradycardic'"):
         load("--file", catalog_file(tmp_path, changed))

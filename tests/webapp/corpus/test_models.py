@@ -1,4 +1,5 @@
 """Database constraints of the corpus models: refused by the database itself, not only by forms."""
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
@@ -151,7 +152,9 @@ def test_task_with_annotations_cannot_be_deleted(corpus, tasks):
 
 def test_annotation_clean_checks_label_and_spans(corpus, tasks):
     note = make_note(corpus, text="0123456789")
-    annotation = Annotation(note=note, task=tasks["pacemaker"], label="maybe", evidence=[[0, 11], [5, 5]], annotator_name="a")
+    annotation = Annotation(
+        note=note, task=tasks["pacemaker"], label="maybe", evidence=[[0, 11], [5, 5]], annotator_name="a"
+    )
     with pytest.raises(ValidationError) as info:
         annotation.clean()
     assert "not one of the task's options ('y', 'n', 'unknown')" in str(info.value)
@@ -248,7 +251,7 @@ def test_trigger_refuses_task_options_that_drop_a_used_label(corpus, tasks):
 def test_trigger_refuses_bad_task_options(db, options):
     with refused():
         raw(
-            "INSERT INTO corpus_task (slug, description, options, \"group\", held_out, aliases, created)"
+            'INSERT INTO corpus_task (slug, description, options, "group", held_out, aliases, created)'
             " VALUES ('t', 't', %s::jsonb, '', false, '[]', now())",
             [options],
         )

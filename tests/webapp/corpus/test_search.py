@@ -1,4 +1,5 @@
 """Finding notes by their words: stemmed in the corpus's language on PostgreSQL, any query accepted."""
+
 import pytest
 
 from webapp.corpus import search
@@ -15,7 +16,9 @@ def _corpus(name, language, texts):
 
 
 def _found(corpus, query, **kw):
-    return sorted(search.matching(Note.objects.filter(corpus=corpus), query, **kw).values_list("external_id", flat=True))
+    return sorted(
+        search.matching(Note.objects.filter(corpus=corpus), query, **kw).values_list("external_id", flat=True)
+    )
 
 
 def test_an_italian_word_finds_its_other_forms():
@@ -25,7 +28,9 @@ def test_an_italian_word_finds_its_other_forms():
 
 
 def test_an_english_word_finds_its_other_forms_and_every_word_must_occur():
-    corpus = _corpus("en", "en", ["Fractured left wrist after a fall.", "Two fractures of the ribs.", "Fall at home, no injury."])
+    corpus = _corpus(
+        "en", "en", ["Fractured left wrist after a fall.", "Two fractures of the ribs.", "Fall at home, no injury."]
+    )
     assert _found(corpus, "fracture") == ["en-000", "en-001"]
     assert _found(corpus, "fracture fall") == ["en-000"]
     assert _found(corpus, "fall -fractured") == ["en-002"]
@@ -41,8 +46,9 @@ def test_the_id_prefix_still_finds_a_note():
     assert _found(corpus, "ids-001") == ["ids-001"]
 
 
-@pytest.mark.parametrize("query", ['"chest', "pain & | ! : * ( )", "'", "\\", "-", "or or", "💊 ñ ü", "a" * 500,
-                                   "x\x00y", "<script>", "%_"])
+@pytest.mark.parametrize(
+    "query", ['"chest', "pain & | ! : * ( )", "'", "\\", "-", "or or", "💊 ñ ü", "a" * 500, "x\x00y", "<script>", "%_"]
+)
 def test_no_query_is_refused(query):
     corpus = _corpus("odd", "en", ["Chest pain since morning."])
     _found(corpus, query)  # no error: websearch_to_tsquery reads any text

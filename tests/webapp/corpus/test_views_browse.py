@@ -6,8 +6,10 @@ from webapp.corpus.models import Corpus, Note, text_hash
 def make_notes(n, name="c"):
     corpus = Corpus.objects.create(name=name, language="en")
     Note.objects.bulk_create(
-        [Note(corpus=corpus, external_id=f"n{i:04d}", text="x" * (i + 1), content_hash=text_hash("x" * (i + 1)))
-         for i in range(n)]
+        [
+            Note(corpus=corpus, external_id=f"n{i:04d}", text="x" * (i + 1), content_hash=text_hash("x" * (i + 1)))
+            for i in range(n)
+        ]
     )
     return corpus
 

@@ -1,6 +1,7 @@
 """The import page: researchers upload a file, the request answers at once with a queued import
 job, a worker imports it (here the task runs in-process) and the job's page shows the result or
 every problem with its line; a refused file imports nothing."""
+
 import io
 import json
 import stat
@@ -56,12 +57,12 @@ def imported(client, capture, **data) -> tuple[ImportJob, str]:
     return job, client.get(response["Location"]).content.decode()
 
 
-def test_the_upload_answers_at_once_with_a_queued_import_job(client, researcher, sent, data_dir,
-                                                            django_capture_on_commit_callbacks):
+def test_the_upload_answers_at_once_with_a_queued_import_job(
+    client, researcher, sent, data_dir, django_capture_on_commit_callbacks
+):
     client.force_login(researcher)
     upload = SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "PA 90/60"}))
-    response = post(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
-                    file=upload)
+    response = post(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it", file=upload)
     job = ImportJob.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("corpus:import_detail", args=[job.pk])
     assert job.status == JobStatus.QUEUED and job.created_by == researcher and job.heartbeat is not None
@@ -75,12 +76,14 @@ def test_the_upload_answers_at_once_with_a_queued_import_job(client, researcher,
     assert launch.actor == researcher and launch.object_id == str(job.pk) and launch.details["file"] == "notes.jsonl"
 
 
-def test_a_researcher_imports_a_jsonl_file_into_a_new_corpus(client, researcher, sent, data_dir,
-                                                             django_capture_on_commit_callbacks):
+def test_a_researcher_imports_a_jsonl_file_into_a_new_corpus(
+    client, researcher, sent, data_dir, django_capture_on_commit_callbacks
+):
     client.force_login(researcher)
     upload = SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "PA 90/60"}, {"id": "b", "text": "FC 120"}))
-    job, html = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
-                         file=upload)
+    job, html = imported(
+        client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it", file=upload
+    )
     assert job.status == JobStatus.DONE and job.attempts == 1
     assert (job.created_count, job.updated_count, job.unchanged_count) == (2, 0, 0)
     corpus = Corpus.objects.get(name="ed")
@@ -93,13 +96,20 @@ def test_a_researcher_imports_a_jsonl_file_into_a_new_corpus(client, researcher,
     assert job.upload == "" and not any((data_dir / "uploads").iterdir())  # the stored upload is removed
 
 
-def test_an_upload_spooled_to_disk_is_moved_into_its_private_folder(client, researcher, sent, settings, data_dir,
-                                                                      django_capture_on_commit_callbacks):
+def test_an_upload_spooled_to_disk_is_moved_into_its_private_folder(
+    client, researcher, sent, settings, data_dir, django_capture_on_commit_callbacks
+):
     settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 0  # Django writes every upload to a temporary file
     client.force_login(researcher)
     body = jsonl(*({"id": f"n{i}", "text": f"HR {i}"} for i in range(100)))
-    response = post(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
-                    file=SimpleUploadedFile("big.jsonl", body))
+    response = post(
+        client,
+        django_capture_on_commit_callbacks,
+        kind="notes",
+        corpus="ed",
+        language="it",
+        file=SimpleUploadedFile("big.jsonl", body),
+    )
     job = ImportJob.objects.get()
     stored = data_dir / "uploads" / job.upload
     assert response.status_code == 302 and stored.read_bytes() == body and job.file_size == len(body)
@@ -108,12 +118,19 @@ def test_an_upload_spooled_to_disk_is_moved_into_its_private_folder(client, rese
     assert ImportJob.objects.get(pk=job.pk).created_count == 100 and not stored.exists()
 
 
-def test_a_bad_file_lists_each_problem_with_its_line_and_imports_nothing(client, researcher, sent, data_dir,
-                                                                         django_capture_on_commit_callbacks):
+def test_a_bad_file_lists_each_problem_with_its_line_and_imports_nothing(
+    client, researcher, sent, data_dir, django_capture_on_commit_callbacks
+):
     client.force_login(researcher)
     body = jsonl({"id": "a", "text": "ok"}) + b"{not json\n" + jsonl({"id": "a", "text": "Secret words"})
-    job, html = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
-                         file=SimpleUploadedFile("n.jsonl", body))
+    job, html = imported(
+        client,
+        django_capture_on_commit_callbacks,
+        kind="notes",
+        corpus="ed",
+        language="it",
+        file=SimpleUploadedFile("n.jsonl", body),
+    )
     assert job.status == JobStatus.FAILED and job.problem_count == 2
     assert [line.split(":")[0] for line in job.problems] == ["n.jsonl line 2", "n.jsonl line 3"]
     assert "Secret words" not in json.dumps(job.problems)
@@ -123,12 +140,19 @@ def test_a_bad_file_lists_each_problem_with_its_line_and_imports_nothing(client,
     assert job.upload == "" and not any((data_dir / "uploads").iterdir())
 
 
-def test_only_the_first_problems_are_kept_and_the_rest_are_counted(client, researcher, sent,
-                                                                   django_capture_on_commit_callbacks):
+def test_only_the_first_problems_are_kept_and_the_rest_are_counted(
+    client, researcher, sent, django_capture_on_commit_callbacks
+):
     client.force_login(researcher)
     body = b"".join(b"{broken\n" for _ in range(60))
-    job, html = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
-                         file=SimpleUploadedFile("n.jsonl", body))
+    job, html = imported(
+        client,
+        django_capture_on_commit_callbacks,
+        kind="notes",
+        corpus="ed",
+        language="it",
+        file=SimpleUploadedFile("n.jsonl", body),
+    )
     assert job.problem_count == 60 and len(job.problems) == 50 and job.more_problems == 10
     assert "60 problems" in html and "and 10 more problems (60 in all)" in html
 
@@ -141,19 +165,27 @@ def test_a_zip_of_brat_files_is_imported_as_notes(client, researcher, sent, djan
         zf.writestr("case1.ann", "T1\tCLINENTITY 0 6\tFebbre\n")
         zf.writestr("sub/case2.txt", "Nessun dolore.")
         zf.writestr("sub/case2.ann", "")
-    job, _ = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="brat", language="it",
-                      file=SimpleUploadedFile("cases.zip", buffer.getvalue()))
+    job, _ = imported(
+        client,
+        django_capture_on_commit_callbacks,
+        kind="notes",
+        corpus="brat",
+        language="it",
+        file=SimpleUploadedFile("cases.zip", buffer.getvalue()),
+    )
     assert job.status == JobStatus.DONE, job.problems
     assert sorted(Note.objects.values_list("external_id", flat=True)) == ["case1", "case2"]
 
 
-def test_annotations_are_imported_into_an_existing_corpus(client, researcher, sent, tasks,
-                                                          django_capture_on_commit_callbacks):
+def test_annotations_are_imported_into_an_existing_corpus(
+    client, researcher, sent, tasks, django_capture_on_commit_callbacks
+):
     client.force_login(researcher)
     corpus = Corpus.objects.create(name="ward", language="en")
     Note.objects.create(corpus=corpus, external_id="a", text="HR 130")
-    upload = SimpleUploadedFile("gold.jsonl", jsonl(
-        {"note_id": "a", "task": "heart rate", "label": "tachycardic", "evidence": [[0, 6]]}))
+    upload = SimpleUploadedFile(
+        "gold.jsonl", jsonl({"note_id": "a", "task": "heart rate", "label": "tachycardic", "evidence": [[0, 6]]})
+    )
     job, html = imported(client, django_capture_on_commit_callbacks, kind="annotations", corpus="ward", file=upload)
     assert job.status == JobStatus.DONE and job.created_count == 1 and job.language == ""
     assert corpus.notes.get().annotations.get().label == "tachycardic"
@@ -174,8 +206,14 @@ def test_a_broken_zip_is_reported(client, researcher, sent, django_capture_on_co
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zf:
         zf.writestr("case1.txt", "Febbre 39 C.")
-    job, html = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="z", language="en",
-                         file=SimpleUploadedFile("x.zip", buffer.getvalue()[:-30]))
+    job, html = imported(
+        client,
+        django_capture_on_commit_callbacks,
+        kind="notes",
+        corpus="z",
+        language="en",
+        file=SimpleUploadedFile("x.zip", buffer.getvalue()[:-30]),
+    )
     assert job.status == JobStatus.FAILED
     assert "x.zip: not a valid zip archive (truncated or corrupt)" in html
     assert not Corpus.objects.exists()
@@ -183,8 +221,14 @@ def test_a_broken_zip_is_reported(client, researcher, sent, django_capture_on_co
 
 def test_a_file_named_zip_that_is_not_one_is_reported(client, researcher, sent, django_capture_on_commit_callbacks):
     client.force_login(researcher)
-    job, html = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="z", language="en",
-                         file=SimpleUploadedFile("x.zip", b"not a zip"))
+    job, html = imported(
+        client,
+        django_capture_on_commit_callbacks,
+        kind="notes",
+        corpus="z",
+        language="en",
+        file=SimpleUploadedFile("x.zip", b"not a zip"),
+    )
     assert job.status == JobStatus.FAILED
     assert "x.zip: unknown format; it is named .zip but holds plain text" in html
     assert not Corpus.objects.exists()
@@ -192,12 +236,19 @@ def test_a_file_named_zip_that_is_not_one_is_reported(client, researcher, sent, 
 
 def test_the_import_page_polls_until_the_job_ends(client, researcher, sent, django_capture_on_commit_callbacks):
     client.force_login(researcher)
-    post(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
-         file=SimpleUploadedFile("n.jsonl", jsonl({"id": "a", "text": "x"})))
+    post(
+        client,
+        django_capture_on_commit_callbacks,
+        kind="notes",
+        corpus="ed",
+        language="it",
+        file=SimpleUploadedFile("n.jsonl", jsonl({"id": "a", "text": "x"})),
+    )
     job = ImportJob.objects.get()
     url = reverse("corpus:import_detail", args=[job.pk])
-    ImportJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, phase="writing", records_done=1200,
-                                               records_total=5000, heartbeat=timezone.now())
+    ImportJob.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING, phase="writing", records_done=1200, records_total=5000, heartbeat=timezone.now()
+    )
     fragment = client.get(url, headers={"HX-Request": "true"})
     html = fragment.content.decode()
     assert fragment.status_code == 200 and "hx-get" in html and "<html" not in html
@@ -208,15 +259,23 @@ def test_the_import_page_polls_until_the_job_ends(client, researcher, sent, djan
     assert client.get(url, headers={"HX-Request": "true"}).status_code == 286  # htmx stops polling
 
 
-def test_a_job_whose_worker_was_lost_shows_stalled_and_can_be_resumed(client, researcher, sent,
-                                                                       django_capture_on_commit_callbacks):
+def test_a_job_whose_worker_was_lost_shows_stalled_and_can_be_resumed(
+    client, researcher, sent, django_capture_on_commit_callbacks
+):
     client.force_login(researcher)
-    post(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
-         file=SimpleUploadedFile("n.jsonl", jsonl({"id": "a", "text": "x"})))
+    post(
+        client,
+        django_capture_on_commit_callbacks,
+        kind="notes",
+        corpus="ed",
+        language="it",
+        file=SimpleUploadedFile("n.jsonl", jsonl({"id": "a", "text": "x"})),
+    )
     job = ImportJob.objects.get()
     lost_at = timezone.now() - timedelta(minutes=5)
-    ImportJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, phase="writing", heartbeat=lost_at,
-                                               started=lost_at, attempts=1)
+    ImportJob.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING, phase="writing", heartbeat=lost_at, started=lost_at, attempts=1
+    )
     html = client.get(reverse("corpus:import_detail", args=[job.pk])).content.decode()
     assert f"stalled: worker lost at {timezone.localtime(lost_at):%H:%M}" in html and "Resume import" in html
     sent.clear()
@@ -228,11 +287,18 @@ def test_a_job_whose_worker_was_lost_shows_stalled_and_can_be_resumed(client, re
     assert job.status == JobStatus.DONE and job.attempts == 2 and Note.objects.count() == 1
 
 
-def test_a_queued_import_can_be_cancelled_and_its_upload_is_removed(client, researcher, sent, data_dir,
-                                                                   django_capture_on_commit_callbacks):
+def test_a_queued_import_can_be_cancelled_and_its_upload_is_removed(
+    client, researcher, sent, data_dir, django_capture_on_commit_callbacks
+):
     client.force_login(researcher)
-    post(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
-         file=SimpleUploadedFile("n.jsonl", jsonl({"id": "a", "text": "x"})))
+    post(
+        client,
+        django_capture_on_commit_callbacks,
+        kind="notes",
+        corpus="ed",
+        language="it",
+        file=SimpleUploadedFile("n.jsonl", jsonl({"id": "a", "text": "x"})),
+    )
     job = ImportJob.objects.get()
     response = client.post(reverse("corpus:import_cancel", args=[job.pk]), follow=True)
     assert "Import cancelled" in response.content.decode()
@@ -243,11 +309,18 @@ def test_a_queued_import_can_be_cancelled_and_its_upload_is_removed(client, rese
     assert AuditEvent.objects.filter(action=AuditEvent.Action.CANCEL_JOB, object_id=str(job.pk)).exists()
 
 
-def test_the_imports_list_is_reachable_from_the_import_page(client, researcher, sent,
-                                                            django_capture_on_commit_callbacks):
+def test_the_imports_list_is_reachable_from_the_import_page(
+    client, researcher, sent, django_capture_on_commit_callbacks
+):
     client.force_login(researcher)
-    post(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it",
-         file=SimpleUploadedFile("visits.jsonl", jsonl({"id": "a", "text": "x"})))
+    post(
+        client,
+        django_capture_on_commit_callbacks,
+        kind="notes",
+        corpus="ed",
+        language="it",
+        file=SimpleUploadedFile("visits.jsonl", jsonl({"id": "a", "text": "x"})),
+    )
     job = ImportJob.objects.get()
     page = client.get(reverse("corpus:upload")).content.decode()
     assert reverse("corpus:import_list") in page and "visits.jsonl" in page
@@ -270,8 +343,9 @@ def test_a_clinician_may_not_open_or_cancel_an_import(client, clinician, researc
 
 
 def test_a_stored_upload_outside_the_uploads_folder_is_never_read(data_dir):
-    report = uploads.import_stored("../../etc/passwd", kind="notes", corpus="x", language="en", update=False,
-                                   actor=None)
+    report = uploads.import_stored(
+        "../../etc/passwd", kind="notes", corpus="x", language="en", update=False, actor=None
+    )
     assert not report.ok and "no longer stored" in report.problem_lines()[0]
 
 
@@ -297,26 +371,40 @@ def test_the_language_is_chosen_from_the_supported_codes(client, researcher, sen
         assert f'<option value="{code}">{name} ({code})</option>' in html
     assert "Keep the corpus&#x27;s language" in html
     upload = SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "PA 90/60"}))
-    response = client.post(reverse("corpus:upload"), {"kind": "notes", "corpus": "ed", "language": "english",
-                                                      "file": upload})
+    response = client.post(
+        reverse("corpus:upload"), {"kind": "notes", "corpus": "ed", "language": "english", "file": upload}
+    )
     assert response.status_code == 200 and "language" in response.context["form"].errors
     assert not ImportJob.objects.exists() and sent == [] and not Corpus.objects.exists()
 
 
 def test_en_creates_the_corpus_in_english(client, researcher, sent, django_capture_on_commit_callbacks):
     client.force_login(researcher)
-    job, _ = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="en",
-                      file=SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "BP 90/60"})))
+    job, _ = imported(
+        client,
+        django_capture_on_commit_callbacks,
+        kind="notes",
+        corpus="ed",
+        language="en",
+        file=SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "BP 90/60"})),
+    )
     assert job.status == JobStatus.DONE and job.language == "en"
     assert Corpus.objects.get(name="ed").language == "en"
 
 
-def test_an_existing_corpus_imports_without_a_language_choice(client, researcher, sent,
-                                                              django_capture_on_commit_callbacks):
+def test_an_existing_corpus_imports_without_a_language_choice(
+    client, researcher, sent, django_capture_on_commit_callbacks
+):
     client.force_login(researcher)
     corpus = Corpus.objects.create(name="ward", language="en")
-    job, _ = imported(client, django_capture_on_commit_callbacks, kind="notes", corpus="ward", language="",
-                      file=SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "HR 130"})))
+    job, _ = imported(
+        client,
+        django_capture_on_commit_callbacks,
+        kind="notes",
+        corpus="ward",
+        language="",
+        file=SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "HR 130"})),
+    )
     assert job.status == JobStatus.DONE and job.created_count == 1 and job.language == ""
     assert corpus.notes.get().text == "HR 130" and Corpus.objects.get().language == "en"
 
@@ -325,9 +413,11 @@ def test_an_existing_corpus_refuses_another_language_in_the_form(client, researc
     client.force_login(researcher)
     Corpus.objects.create(name="ward", language="en")
     upload = SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "HR 130"}))
-    response = client.post(reverse("corpus:upload"), {"kind": "notes", "corpus": "ward", "language": "it",
-                                                      "file": upload})
+    response = client.post(
+        reverse("corpus:upload"), {"kind": "notes", "corpus": "ward", "language": "it", "file": upload}
+    )
     assert response.status_code == 200
     assert response.context["form"].errors == {
-        "language": ["This corpus is in English (en): keep the corpus's language."]}
+        "language": ["This corpus is in English (en): keep the corpus's language."]
+    }
     assert not ImportJob.objects.exists() and sent == []

@@ -1,5 +1,6 @@
 """Fixtures of the dataset tests: a corpus, tasks, a model version, profiles and the hand-made
 maps of tests/webapp/datasets/fabricate.py."""
+
 import pytest
 
 from webapp.corpus.models import Corpus, Note, Task
@@ -29,8 +30,12 @@ def tasks(db):
     def task(slug, held_out=False):
         return Task.objects.create(slug=slug, description=f"{slug} described", options=["y", "n"], held_out=held_out)
 
-    return {"heart": task("heart"), "pacemaker": task("pacemaker"), "pressure": task("pressure"),
-            "heldout": task("heldout", held_out=True)}
+    return {
+        "heart": task("heart"),
+        "pacemaker": task("pacemaker"),
+        "pressure": task("pressure"),
+        "heldout": task("heldout", held_out=True),
+    }
 
 
 @pytest.fixture

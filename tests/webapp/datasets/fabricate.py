@@ -10,6 +10,7 @@ zeros is one peak. Maps (peaked tokens):
     heldout    {1, 3}      -> held-out task: left out by default; included it masks "120"
 So a DSM build gives 2 examples: "pacemaker" (tasks heart + pacemaker) and "bp" (pacemaker).
 """
+
 import re
 
 import numpy as np
@@ -36,10 +37,15 @@ def add_map(note, task, model, peaked=(), *, offsets=None, scores=None, method="
         scores = np.zeros(len(offsets), np.float32)
         scores[list(peaked)] = 0.9
     return RelevanceMap.objects.create(
-        note=note, task=task, model_version=model, method=method, template=template, job=job,
-        n_tokens=len(offsets), data=RelevanceMap.encode(offsets, scores),
+        note=note,
+        task=task,
+        model_version=model,
+        method=method,
+        template=template,
+        job=job,
+        n_tokens=len(offsets),
+        data=RelevanceMap.encode(offsets, scores),
     )
-
 
 
 def add_notes_with_maps(corpus, tasks, model, count: int, prefix: str = "bulk") -> int:
@@ -61,7 +67,8 @@ def add_notes_with_maps(corpus, tasks, model, count: int, prefix: str = "bulk") 
             "SELECT %s, name, text, encode(sha256(convert_to(text, 'UTF8')), 'hex'), '{}'::jsonb, now() FROM "
             "(SELECT %s || lpad(i::text, %s, '0') AS name, %s || ' ' || %s || lpad(i::text, %s, '0') AS text "
             " FROM generate_series(0, %s - 1) AS i) AS made",
-            [corpus.pk, prefix, width, TEXT, prefix, width, count])
+            [corpus.pk, prefix, width, TEXT, prefix, width, count],
+        )
         for slug in ("heart", "pacemaker", "pressure"):
             scores = np.zeros(len(offsets), np.float32)
             scores[list(PEAKS[slug])] = 0.9
@@ -70,6 +77,14 @@ def add_notes_with_maps(corpus, tasks, model, count: int, prefix: str = "bulk") 
                 "config_key, n_tokens, target_token, data, created) "
                 f"SELECT id, %s, %s, 'attnlrp', 'en', %s, %s, '', %s, now() FROM {Note._meta.db_table} "
                 "WHERE corpus_id = %s AND external_id LIKE %s",
-                [tasks[slug].pk, model.pk, default_config_key("attnlrp", "en"), len(offsets),
-                 RelevanceMap.encode(offsets, scores), corpus.pk, f"{prefix}%"])
+                [
+                    tasks[slug].pk,
+                    model.pk,
+                    default_config_key("attnlrp", "en"),
+                    len(offsets),
+                    RelevanceMap.encode(offsets, scores),
+                    corpus.pk,
+                    f"{prefix}%",
+                ],
+            )
     return count

@@ -1,4 +1,5 @@
 """Building datasets from fabricated stored maps: the rules of docs/METHOD.md, sections Peaks and Masking."""
+
 import numpy as np
 import pytest
 
@@ -17,8 +18,10 @@ def build(dataset):
 
 
 def rows(dataset):
-    return [(e.note_id, e.tasks, e.masked_text, e.label, e.char_start, e.char_end, e.relevance_map_id)
-            for e in MaskedExample.objects.filter(dataset=dataset).order_by("id")]
+    return [
+        (e.note_id, e.tasks, e.masked_text, e.label, e.char_start, e.char_end, e.relevance_map_id)
+        for e in MaskedExample.objects.filter(dataset=dataset).order_by("id")
+    ]
 
 
 def labels(dataset):
@@ -93,18 +96,25 @@ def test_the_task_and_note_filters_select_maps(make_dataset, maps, corpus, tasks
 def test_notes_of_another_corpus_are_not_used(make_dataset, maps, tasks, model):
     from webapp.corpus.models import Corpus
 
-    elsewhere = Note.objects.create(corpus=Corpus.objects.create(name="other", language="en"), external_id="x",
-                                    text="bp low and hr high today")
+    elsewhere = Note.objects.create(
+        corpus=Corpus.objects.create(name="other", language="en"), external_id="x", text="bp low and hr high today"
+    )
     add_map(elsewhere, tasks["heart"], model, {1, 4})
     assert labels(build(make_dataset("a"))) == ["bp", "pacemaker"]
-    assert labels(build(make_dataset("b", filters={"notes": [elsewhere.pk, maps["heart"].note_id]}))) == \
-        ["bp", "pacemaker"]
+    assert labels(build(make_dataset("b", filters={"notes": [elsewhere.pk, maps["heart"].note_id]}))) == [
+        "bp",
+        "pacemaker",
+    ]
 
 
 def test_a_sparse_selection_over_many_notes_is_found(make_dataset, corpus, tasks, model, monkeypatch):
     monkeypatch.setattr(building, "NOTE_BLOCK_START", 1)
-    notes = Note.objects.bulk_create([Note(corpus=corpus, external_id=f"e{i:03d}", text=f"empty {i}",
-                                           content_hash=text_hash(f"empty {i}")) for i in range(300)])
+    notes = Note.objects.bulk_create(
+        [
+            Note(corpus=corpus, external_id=f"e{i:03d}", text=f"empty {i}", content_hash=text_hash(f"empty {i}"))
+            for i in range(300)
+        ]
+    )
     last = Note.objects.create(corpus=corpus, external_id="last", text=TEXT)
     add_map(last, tasks["heart"], model, PEAKS["heart"])
     dataset = build(make_dataset())
@@ -156,8 +166,8 @@ def test_the_random_ablation_masks_whole_words_as_long_as_the_peaks(make_dataset
     word_starts = {TEXT.index(w) for w in TEXT.split()[1:]}
     for e in MaskedExample.objects.filter(dataset=random):
         assert e.char_start in word_starts  # a word start, never the first word
-        assert e.label == TEXT[e.char_start:e.char_end] and e.label.strip() == e.label
-        assert e.masked_text == TEXT[:e.char_start] + "<mask>" + TEXT[e.char_end:]
+        assert e.label == TEXT[e.char_start : e.char_end] and e.label.strip() == e.label
+        assert e.masked_text == TEXT[: e.char_start] + "<mask>" + TEXT[e.char_end :]
         assert len(e.label) >= len("bp")
 
 
@@ -194,7 +204,14 @@ def test_statistics_describe_the_build(make_dataset, maps, tasks):
     assert chars["2"] == 1 and chars["5-9"] == 1 and sum(chars.values()) == 2  # "bp", "pacemaker"
     assert stats["span_chars"]["mean"] == 5.5 and stats["span_chars"]["max"] == 9
     assert dict(stats["span_words"]["histogram"])["1"] == 2
-    assert stats["profile"] == {"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4, "strict": False, "trim": True}
+    assert stats["profile"] == {
+        "kernel_size": 1,
+        "sigma": 1.0,
+        "lower": 0.2,
+        "upper": 0.4,
+        "strict": False,
+        "trim": True,
+    }
     from ml.relevance import default_config_key
 
     assert stats["config_key"] == default_config_key("attnlrp", "en")
@@ -229,8 +246,9 @@ def test_small_batches_give_the_same_dataset(make_dataset, corpus, tasks, model,
 
 def test_rejected_peaks_are_never_masked_nor_counted(make_dataset, maps, note, tasks, monkeypatch):
     bp = char_span(TEXT, "bp")
-    monkeypatch.setattr(building, "rejected_char_spans",
-                        lambda note_ids, task_ids: {(note.pk, tasks["pacemaker"].pk): [bp]})
+    monkeypatch.setattr(
+        building, "rejected_char_spans", lambda note_ids, task_ids: {(note.pk, tasks["pacemaker"].pk): [bp]}
+    )
     dataset = build(make_dataset())
     assert labels(dataset) == ["pacemaker"]
     assert dataset.stats["peaks_rejected_by_review"] == 1
@@ -288,8 +306,15 @@ def test_scores_are_used_as_stored(make_dataset, note, tasks, model):
 def test_notes_held_back_for_threshold_validation_never_reach_a_dataset(make_dataset, maps, note, model, tasks):
     from webapp.review.models import ValidationSet
 
-    ValidationSet.objects.create(corpus=note.corpus, model_version=model, method="attnlrp", template="en",
-                                 name="val", items=[[note.pk, tasks["heart"].pk]], grid=[])
+    ValidationSet.objects.create(
+        corpus=note.corpus,
+        model_version=model,
+        method="attnlrp",
+        template="en",
+        name="val",
+        items=[[note.pk, tasks["heart"].pk]],
+        grid=[],
+    )
     dataset = build(make_dataset())
     assert MaskedExample.objects.filter(dataset=dataset).count() == 0
     assert dataset.status == JobStatus.DONE

@@ -1,4 +1,5 @@
 """manage.py build_dataset and export_dataset."""
+
 import json
 
 import pytest
@@ -25,8 +26,9 @@ def test_build_dataset_says_why_it_failed(make_dataset, tasks):
     assert dataset.status == JobStatus.FAILED
 
 
-@pytest.mark.parametrize("fmt,data_file", [("jsonl", "examples.jsonl"), ("parquet", "examples.parquet"),
-                                           ("hf", "state.json")])
+@pytest.mark.parametrize(
+    "fmt,data_file", [("jsonl", "examples.jsonl"), ("parquet", "examples.parquet"), ("hf", "state.json")]
+)
 def test_export_dataset_writes_the_folder_and_audits(built, tmp_path, fmt, data_file, capsys):
     call_command("export_dataset", built.pk, "--format", fmt, "--out", str(tmp_path / "out"), "--as-user", "rita")
     assert (tmp_path / "out" / data_file).exists()

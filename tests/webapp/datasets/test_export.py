@@ -1,4 +1,5 @@
 """Exports: JSONL, Parquet and Hugging Face folders re-read, manifests, audit, zip streams."""
+
 import io
 import json
 import zipfile
@@ -17,25 +18,44 @@ from .fabricate import TEXT
 
 def expected_first_row():
     a = TEXT.index("pacemaker")
-    masked = TEXT[:a] + "<mask>" + TEXT[a + len("pacemaker"):]
+    masked = TEXT[:a] + "<mask>" + TEXT[a + len("pacemaker") :]
     return {
-        "note_id": "n1", "task_slugs": ["heart", "pacemaker"],
+        "note_id": "n1",
+        "task_slugs": ["heart", "pacemaker"],
         "task_descriptions": ["heart described", "pacemaker described"],
-        "input": masked, "label": "pacemaker", "char_start": a, "char_end": a + len("pacemaker"),
-        "prompt": f"{DSM_INSTRUCTION} {masked}", "answer": "pacemaker",
+        "input": masked,
+        "label": "pacemaker",
+        "char_start": a,
+        "char_end": a + len("pacemaker"),
+        "prompt": f"{DSM_INSTRUCTION} {masked}",
+        "answer": "pacemaker",
     }
 
 
 def check_manifest(info, dataset, fmt, rows=2):
     assert info["dataset"] == {"id": dataset.pk, "name": dataset.name, "version": dataset.version}
     assert info["corpus"]["name"] == "ward" and info["model_version"]["name"] == "tiny-test"
-    assert info["profile"] == {"id": dataset.profile_id, "name": "sharp", "version": 1, "kernel_size": 1,
-                               "sigma": 1.0, "lower": 0.2, "upper": 0.4, "strict": False, "trim": True}
+    assert info["profile"] == {
+        "id": dataset.profile_id,
+        "name": "sharp",
+        "version": 1,
+        "kernel_size": 1,
+        "sigma": 1.0,
+        "lower": 0.2,
+        "upper": 0.4,
+        "strict": False,
+        "trim": True,
+    }
     from ml.relevance import default_config_key
 
     assert info["config_key"] == default_config_key("attnlrp", "en")  # built without jobs: the default's
-    assert (info["method"], info["template"], info["mode"], info["mask_token"], info["seed"]) == \
-        ("attnlrp", "en", "dsm", "<mask>", 0)
+    assert (info["method"], info["template"], info["mode"], info["mask_token"], info["seed"]) == (
+        "attnlrp",
+        "en",
+        "dsm",
+        "<mask>",
+        0,
+    )
     assert info["rows"] == rows and info["format"] == fmt and info["stats"]["examples"] == 2
     assert info["filters"] == dataset.filters and info["jobs"] == []
     assert info["code_version"] and info["exported_by"] and info["created"] and info["exported"]

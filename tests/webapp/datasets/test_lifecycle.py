@@ -1,6 +1,7 @@
 """Dataset builds and exports as units of long work (webapp.lifecycle): claim, re-claim after a
 lost worker, cancel, build again, and a worker presumed dead that wakes up (in process; the
 same paths with real killed workers are in tests/workers/test_datasets.py)."""
+
 import json
 from datetime import timedelta
 
@@ -36,8 +37,10 @@ def lose_worker(model, pk):
 
 
 def rows(dataset):
-    return [(e.note_id, e.tasks, e.masked_text, e.label, e.char_start, e.char_end, e.relevance_map_id)
-            for e in MaskedExample.objects.filter(dataset=dataset).order_by("id")]
+    return [
+        (e.note_id, e.tasks, e.masked_text, e.label, e.char_start, e.char_end, e.relevance_map_id)
+        for e in MaskedExample.objects.filter(dataset=dataset).order_by("id")
+    ]
 
 
 @pytest.fixture
@@ -66,6 +69,7 @@ class Killed(BaseException):
 
 def build_then_kill(dataset_id, worker, monkeypatch):
     """A build killed after writing all its examples, before its end: the worst case for duplicates."""
+
     def killed(model, at_least):
         if model is MaskedExample:
             raise Killed
@@ -116,7 +120,8 @@ def test_an_ended_or_cancelled_build_is_not_claimed(make_dataset, maps, built):
 
 
 def test_a_build_claimed_again_after_a_killed_worker_gives_exactly_the_same_examples(
-        make_dataset, five_notes, small_batches, monkeypatch):
+    make_dataset, five_notes, small_batches, monkeypatch
+):
     reference = make_dataset("reference", mode="random", seed=3)
     building.build(building.claim(reference.pk))
     expected = [row[:6] for row in rows(reference)]
@@ -133,7 +138,8 @@ def test_a_build_claimed_again_after_a_killed_worker_gives_exactly_the_same_exam
 
 
 def test_a_worker_presumed_lost_writes_nothing_once_another_took_the_build_over(
-        make_dataset, five_notes, small_batches, monkeypatch):
+    make_dataset, five_notes, small_batches, monkeypatch
+):
     dataset = make_dataset()
     first = building.claim(dataset.pk, worker="a")
 
@@ -173,8 +179,9 @@ def test_progress_goes_out_with_the_heartbeat(make_dataset, five_notes, small_ba
 # ---------------------------------------------------------------- cancel
 
 
-def test_a_cancel_stops_the_build_at_a_batch_and_keeps_no_examples(make_dataset, five_notes, small_batches,
-                                                                    monkeypatch, researcher):
+def test_a_cancel_stops_the_build_at_a_batch_and_keeps_no_examples(
+    make_dataset, five_notes, small_batches, monkeypatch, researcher
+):
     dataset = building.claim(make_dataset().pk)
     heart = BeatOnReport(dataset)
 
@@ -224,8 +231,9 @@ def sent(monkeypatch):
     return messages
 
 
-def test_a_stalled_build_is_built_again_at_once(make_dataset, maps, sent, django_capture_on_commit_callbacks,
-                                                monkeypatch):
+def test_a_stalled_build_is_built_again_at_once(
+    make_dataset, maps, sent, django_capture_on_commit_callbacks, monkeypatch
+):
     dataset = make_dataset()
     build_then_kill(dataset.pk, "a", monkeypatch)
     lose_worker(DatasetVersion, dataset.pk)
@@ -256,8 +264,7 @@ def test_a_cancelled_build_is_built_again_from_nothing(make_dataset, maps, sent,
     assert dataset.status == JobStatus.DONE and dataset.stats["examples"] == 2
 
 
-def test_an_unreachable_queue_is_said_on_the_build(make_dataset, maps, monkeypatch,
-                                                   django_capture_on_commit_callbacks):
+def test_an_unreachable_queue_is_said_on_the_build(make_dataset, maps, monkeypatch, django_capture_on_commit_callbacks):
     from webapp.datasets.launch import launch_build
 
     def unreachable(task, *ids):
@@ -266,8 +273,9 @@ def test_an_unreachable_queue_is_said_on_the_build(make_dataset, maps, monkeypat
     monkeypatch.setattr(queue, "send", unreachable)
     dataset = make_dataset()
     with django_capture_on_commit_callbacks(execute=True):
-        dataset = launch_build(name="offline", corpus=dataset.corpus, model_version=dataset.model_version,
-                               profile=dataset.profile)
+        dataset = launch_build(
+            name="offline", corpus=dataset.corpus, model_version=dataset.model_version, profile=dataset.profile
+        )
     dataset.refresh_from_db()
     assert dataset.status == JobStatus.QUEUED and "could not be reached" in dataset.error
     assert dataset.heartbeat is not None  # so the recovery sweeper sends it again later

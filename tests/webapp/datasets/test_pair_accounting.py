@@ -1,5 +1,6 @@
 """The build accounts for every note-task pair it reads: kept, or excluded for one reason, the
 counts stored with the version, shown on its page and written in the export manifest."""
+
 import json
 
 import pytest
@@ -39,8 +40,15 @@ def several_reasons(maps, note, corpus, tasks, model, monkeypatch):
     held = Note.objects.create(corpus=corpus, external_id="held", text=f"{TEXT} held")
     add_map(held, tasks["heart"], model, PEAKS["heart"])
     add_map(held, tasks["pacemaker"], model, PEAKS["pacemaker"])
-    vset = ValidationSet.objects.create(corpus=corpus, model_version=model, method="attnlrp", template="en",
-                                        name="val", items=[[held.pk, tasks["heart"].pk]], grid=[])
+    vset = ValidationSet.objects.create(
+        corpus=corpus,
+        model_version=model,
+        method="attnlrp",
+        template="en",
+        name="val",
+        items=[[held.pk, tasks["heart"].pk]],
+        grid=[],
+    )
     edited = Note.objects.create(corpus=corpus, external_id="edited", text="bp low")
     add_map(edited, tasks["heart"], model, {0, 1}, offsets=[(0, 2), (3, 6), (7, 30)])
     rejected = {(note.pk, tasks["heart"].pk): [char_span(TEXT, "120")]}
@@ -73,10 +81,10 @@ def test_the_statistics_page_shows_each_reason_with_its_count(client, researcher
     client.force_login(researcher)
     content = client.get(reverse("datasets:detail", args=[dataset.pk])).content.decode()
     table = content.split('id="pair-accounting"')[1].split("</section>")[0]
-    assert "Pairs read</strong></td><td class=\"num\">11<" in table
-    assert "Excluded: Note held back by a validation set</td><td class=\"num\">2<" in table
-    assert "Excluded: Fewer than two peaks once review rejections are removed</td><td class=\"num\">1<" in table
-    assert "Excluded: Every example a duplicate of an earlier note&#x27;s</td><td class=\"num\">2<" in table
+    assert 'Pairs read</strong></td><td class="num">11<' in table
+    assert 'Excluded: Note held back by a validation set</td><td class="num">2<' in table
+    assert 'Excluded: Fewer than two peaks once review rejections are removed</td><td class="num">1<' in table
+    assert 'Excluded: Every example a duplicate of an earlier note&#x27;s</td><td class="num">2<' in table
     assert "Read = kept + 10 excluded" in table and "do not add up" not in table
 
 

@@ -1,4 +1,5 @@
 """Peaks of stored maps under a PeakProfile (ml.peaks.peaks_of_maps / peaks_of_rows on RelevanceMap rows)."""
+
 import numpy as np
 
 from ml.peaks import PeakParams, extend_to_words, find_peaks, peak_char_spans, peaks_of_maps, peaks_of_rows, trim_peaks
@@ -28,8 +29,9 @@ def test_it_gives_what_ml_peaks_gives_map_by_map(note, tasks, model, paper):
 
 def test_rows_and_instances_agree(maps, sharp, note):
     rows = RelevanceMap.objects.order_by("pk").values_list("id", "note_id", "task_id", "data")
-    assert peaks_of_rows(rows, {note.pk: TEXT}, sharp.params) == peaks_of_maps(RelevanceMap.objects.order_by("pk"),
-                                                                               sharp.params)
+    assert peaks_of_rows(rows, {note.pk: TEXT}, sharp.params) == peaks_of_maps(
+        RelevanceMap.objects.order_by("pk"), sharp.params
+    )
 
 
 def test_a_map_longer_than_its_note_does_not_fit(corpus, tasks, model, sharp):
@@ -40,8 +42,9 @@ def test_a_map_longer_than_its_note_does_not_fit(corpus, tasks, model, sharp):
 
 
 def test_a_profile_gives_its_params_and_trims_by_default(sharp):
-    assert sharp.params == PeakParams(kernel_size=sharp.kernel_size, sigma=sharp.sigma, lower=sharp.lower,
-                                      upper=sharp.upper)
+    assert sharp.params == PeakParams(
+        kernel_size=sharp.kernel_size, sigma=sharp.sigma, lower=sharp.lower, upper=sharp.upper
+    )
     assert sharp.params.trim is True and sharp.params.strict is False
 
 

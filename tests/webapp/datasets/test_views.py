@@ -1,4 +1,5 @@
 """Dataset pages x roles, the build form, the live status poll and the downloads."""
+
 import io
 import zipfile
 
@@ -18,8 +19,18 @@ def user_for(clinician, researcher, admin_user, norole_user):
 
 
 def form_data(corpus, model, profile, **extra):
-    return {"name": "first", "corpus": corpus.pk, "model_version": model.pk, "method": "attnlrp", "template": "en",
-            "profile": profile.pk, "mode": "dsm", "seed": 0, "mask_token": "<mask>", **extra}
+    return {
+        "name": "first",
+        "corpus": corpus.pk,
+        "model_version": model.pk,
+        "method": "attnlrp",
+        "template": "en",
+        "profile": profile.pk,
+        "mode": "dsm",
+        "seed": 0,
+        "mask_token": "<mask>",
+        **extra,
+    }
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -57,8 +68,9 @@ def test_the_detail_page_shows_the_statistics_to_a_clinician_without_export_butt
     assert "hx-trigger" not in html
 
 
-def test_the_build_form_queues_a_build_after_commit(client, researcher, corpus, model, sharp, maps,
-                                                    django_capture_on_commit_callbacks, monkeypatch):
+def test_the_build_form_queues_a_build_after_commit(
+    client, researcher, corpus, model, sharp, maps, django_capture_on_commit_callbacks, monkeypatch
+):
     sent = []
     monkeypatch.setattr("webapp.lifecycle.queue.send", lambda task, *ids: sent.append((task, *ids)))
     client.force_login(researcher)
@@ -72,24 +84,30 @@ def test_the_build_form_queues_a_build_after_commit(client, researcher, corpus, 
     assert AuditEvent.objects.filter(action=AuditEvent.Action.LAUNCH_JOB, object_id=str(dataset.pk)).exists()
 
 
-def test_the_same_name_makes_the_next_version(client, researcher, corpus, model, sharp, maps, built,
-                                              django_capture_on_commit_callbacks):
+def test_the_same_name_makes_the_next_version(
+    client, researcher, corpus, model, sharp, maps, built, django_capture_on_commit_callbacks
+):
     client.force_login(researcher)
     with django_capture_on_commit_callbacks(execute=False):
         client.post(reverse("datasets:new"), form_data(corpus, model, sharp, name="ds"))
     assert sorted(DatasetVersion.objects.filter(name="ds").values_list("version", flat=True)) == [1, 2]
 
 
-def test_the_form_keeps_the_filters(client, researcher, corpus, model, sharp, maps, tasks, note,
-                                    django_capture_on_commit_callbacks):
+def test_the_form_keeps_the_filters(
+    client, researcher, corpus, model, sharp, maps, tasks, note, django_capture_on_commit_callbacks
+):
     client.force_login(researcher)
-    data = form_data(corpus, model, sharp, tasks=[tasks["heart"].pk, tasks["heldout"].pk], include_held_out="on",
-                     notes="n1")
+    data = form_data(
+        corpus, model, sharp, tasks=[tasks["heart"].pk, tasks["heldout"].pk], include_held_out="on", notes="n1"
+    )
     with django_capture_on_commit_callbacks(execute=False):
         client.post(reverse("datasets:new"), data)
     dataset = DatasetVersion.objects.get(name="first")
-    assert dataset.filters == {"exclude_held_out": False, "tasks": sorted([tasks["heart"].pk, tasks["heldout"].pk]),
-                               "notes": [note.pk]}
+    assert dataset.filters == {
+        "exclude_held_out": False,
+        "tasks": sorted([tasks["heart"].pk, tasks["heldout"].pk]),
+        "notes": [note.pk],
+    }
 
 
 def test_a_held_out_task_needs_the_checkbox(client, researcher, corpus, model, sharp, maps, tasks):
@@ -170,8 +188,9 @@ def test_an_unfinished_dataset_cannot_be_downloaded(client, researcher, make_dat
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.EXPORT).exists()
 
 
-def test_preparing_an_export_queues_it_after_commit(client, researcher, built, monkeypatch,
-                                                    django_capture_on_commit_callbacks):
+def test_preparing_an_export_queues_it_after_commit(
+    client, researcher, built, monkeypatch, django_capture_on_commit_callbacks
+):
     sent = []
     monkeypatch.setattr("webapp.lifecycle.queue.send", lambda task, *ids: sent.append((task, *ids)))
     client.force_login(researcher)
@@ -203,8 +222,9 @@ def test_a_clinician_cannot_download_a_prepared_export(client, clinician, built)
     assert client.get(reverse("datasets:export_download", args=[built.pk, job.pk])).status_code == 403
 
 
-def test_building_a_done_dataset_again_makes_a_new_version(client, researcher, built,
-                                                           django_capture_on_commit_callbacks):
+def test_building_a_done_dataset_again_makes_a_new_version(
+    client, researcher, built, django_capture_on_commit_callbacks
+):
     client.force_login(researcher)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = client.post(reverse("datasets:build_again", args=[built.pk]))
@@ -216,8 +236,9 @@ def test_building_a_done_dataset_again_makes_a_new_version(client, researcher, b
     assert built.status == JobStatus.DONE and built.examples.count() == 2  # never changed in place
 
 
-def test_building_a_failed_dataset_again_requeues_it(client, researcher, make_dataset,
-                                                     django_capture_on_commit_callbacks):
+def test_building_a_failed_dataset_again_requeues_it(
+    client, researcher, make_dataset, django_capture_on_commit_callbacks
+):
     dataset = make_dataset()
     DatasetVersion.objects.filter(pk=dataset.pk).update(status=JobStatus.FAILED, error="x")
     client.force_login(researcher)
@@ -233,8 +254,14 @@ def test_jobs_of_two_relevance_configurations_are_refused_on_the_form(client, re
 
     span = RelevanceConfig(explain="span")
     default = RelevanceJob.objects.create(corpus=corpus, model_version=model, status=JobStatus.DONE)
-    other = RelevanceJob.objects.create(corpus=corpus, model_version=model, status=JobStatus.DONE, explain="span",
-                                        config=span.to_dict(), config_key=span.key)
+    other = RelevanceJob.objects.create(
+        corpus=corpus,
+        model_version=model,
+        status=JobStatus.DONE,
+        explain="span",
+        config=span.to_dict(),
+        config_key=span.key,
+    )
     client.force_login(researcher)
     response = client.post(reverse("datasets:new"), form_data(corpus, model, sharp, jobs=[default.pk, other.pk]))
     assert response.status_code == 200 and not DatasetVersion.objects.exists()

@@ -1,4 +1,5 @@
 """The build form says how many relevance maps it reads and asks before a large build."""
+
 import pytest
 from django.urls import reverse
 
@@ -17,20 +18,32 @@ def selected(maps) -> int:
 
 
 def form_data(corpus, model, profile, **extra):
-    return {"name": "first", "corpus": corpus.pk, "model_version": model.pk, "method": "attnlrp", "template": "en",
-            "profile": profile.pk, "mode": "dsm", "seed": 0, "mask_token": "<mask>", **extra}
+    return {
+        "name": "first",
+        "corpus": corpus.pk,
+        "model_version": model.pk,
+        "method": "attnlrp",
+        "template": "en",
+        "profile": profile.pk,
+        "mode": "dsm",
+        "seed": 0,
+        "mask_token": "<mask>",
+        **extra,
+    }
 
 
-def test_below_the_threshold_the_build_is_queued_at_once(client, researcher, corpus, model, sharp, maps, settings,
-                                                         no_queue):
+def test_below_the_threshold_the_build_is_queued_at_once(
+    client, researcher, corpus, model, sharp, maps, settings, no_queue
+):
     settings.LAUNCH_CONFIRM_AMOUNT = selected(maps)
     client.force_login(researcher)
     response = client.post(reverse("datasets:new"), form_data(corpus, model, sharp))
     assert response.status_code == 302 and DatasetVersion.objects.filter(name="first").exists()
 
 
-def test_above_the_threshold_it_asks_first_and_builds_once_confirmed(client, researcher, corpus, model, sharp, maps,
-                                                                     settings, no_queue):
+def test_above_the_threshold_it_asks_first_and_builds_once_confirmed(
+    client, researcher, corpus, model, sharp, maps, settings, no_queue
+):
     settings.LAUNCH_CONFIRM_AMOUNT = 1
     client.force_login(researcher)
     response = client.post(reverse("datasets:new"), form_data(corpus, model, sharp))
@@ -42,15 +55,17 @@ def test_above_the_threshold_it_asks_first_and_builds_once_confirmed(client, res
     assert response.status_code == 302 and DatasetVersion.objects.get().name == "first"
 
 
-def test_the_time_comes_from_earlier_builds_of_the_model(client, researcher, corpus, model, sharp, maps, settings,
-                                                         make_dataset):
+def test_the_time_comes_from_earlier_builds_of_the_model(
+    client, researcher, corpus, model, sharp, maps, settings, make_dataset
+):
     from datetime import timedelta
 
     from django.utils import timezone
 
     now = timezone.now()
-    make_dataset(name="earlier", status=JobStatus.DONE, maps_total=1, started=now - timedelta(seconds=1000),
-                 finished=now)  # 1000 s a map
+    make_dataset(
+        name="earlier", status=JobStatus.DONE, maps_total=1, started=now - timedelta(seconds=1000), finished=now
+    )  # 1000 s a map
     settings.LAUNCH_CONFIRM_SECONDS = 600
     client.force_login(researcher)
     response = client.post(reverse("datasets:new"), form_data(corpus, model, sharp))
@@ -60,7 +75,8 @@ def test_the_time_comes_from_earlier_builds_of_the_model(client, researcher, cor
 
 def test_the_live_estimate_fragment_never_builds(client, researcher, corpus, model, sharp, maps):
     client.force_login(researcher)
-    response = client.post(reverse("datasets:new"), form_data(corpus, model, sharp, confirmed=99),
-                           headers={"HX-Request": "true"})
+    response = client.post(
+        reverse("datasets:new"), form_data(corpus, model, sharp, confirmed=99), headers={"HX-Request": "true"}
+    )
     assert response.status_code == 200 and not DatasetVersion.objects.exists()
     assert f"<strong>{selected(maps)} maps</strong>" in response.content.decode()

@@ -1,5 +1,6 @@
 """The dataset page's honest status (stalled, restarted, cancelling) and its Cancel and Build
 again buttons, per role."""
+
 from datetime import timedelta
 
 import pytest
@@ -16,8 +17,9 @@ from webapp.lifecycle.status import JobStatus
 def running(dataset, *, silent_for: float = 0, **fields):
     """The build held by a worker last heard of `silent_for` seconds ago."""
     heartbeat = timezone.now() - timedelta(seconds=silent_for)
-    DatasetVersion.objects.filter(pk=dataset.pk).update(status=JobStatus.RUNNING, worker="w1@host", attempts=1,
-                                                        started=heartbeat, heartbeat=heartbeat, **fields)
+    DatasetVersion.objects.filter(pk=dataset.pk).update(
+        status=JobStatus.RUNNING, worker="w1@host", attempts=1, started=heartbeat, heartbeat=heartbeat, **fields
+    )
     dataset.refresh_from_db()
     return dataset
 
@@ -62,8 +64,9 @@ def test_a_running_build_shows_its_progress_and_a_cancel_button_to_a_researcher(
 
 
 def test_a_build_restarted_after_a_lost_worker_says_so(client, clinician, make_dataset):
-    dataset = running(make_dataset(), error="Worker w0@host was lost at 10:00:00 (no heartbeat for 60 s); "
-                                            "queued again automatically.")
+    dataset = running(
+        make_dataset(), error="Worker w0@host was lost at 10:00:00 (no heartbeat for 60 s); queued again automatically."
+    )
     client.force_login(clinician)
     html = client.get(reverse("datasets:detail", args=[dataset.pk])).content.decode()
     assert "Worker w0@host was lost at 10:00:00" in html and ">Running<" in html
@@ -105,8 +108,9 @@ def test_cancelling_an_ended_build_says_why_not(client, researcher, built):
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.CANCEL_JOB).exists()
 
 
-def test_build_again_on_a_stalled_build_queues_it_at_once(client, researcher, make_dataset, sent,
-                                                          django_capture_on_commit_callbacks):
+def test_build_again_on_a_stalled_build_queues_it_at_once(
+    client, researcher, make_dataset, sent, django_capture_on_commit_callbacks
+):
     dataset = stalled(make_dataset(), maps_total=10, maps_done=4)
     client.force_login(researcher)
     assert "Build again now" in client.get(reverse("datasets:detail", args=[dataset.pk])).content.decode()
@@ -127,8 +131,9 @@ def test_build_again_on_a_live_build_is_refused(client, researcher, make_dataset
 
 
 def test_a_running_export_shows_its_rows_so_far_and_a_cancel_button(client, researcher, built):
-    job = DatasetExport.objects.create(dataset=built, format="hf", status=JobStatus.RUNNING, rows=4000,
-                                       heartbeat=timezone.now(), attempts=1)
+    job = DatasetExport.objects.create(
+        dataset=built, format="hf", status=JobStatus.RUNNING, rows=4000, heartbeat=timezone.now(), attempts=1
+    )
     client.force_login(researcher)
     html = client.get(reverse("datasets:detail", args=[built.pk])).content.decode()
     assert "4000 so far" in html and reverse("datasets:export_cancel", args=[built.pk, job.pk]) in html

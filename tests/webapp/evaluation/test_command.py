@@ -1,4 +1,5 @@
 """manage.py evaluate_relevance: queue, wait, or run here with a tiny model."""
+
 import json
 from io import StringIO
 
@@ -17,12 +18,25 @@ def run(*args):
     return out.getvalue()
 
 
-def test_it_queues_an_evaluation_of_every_method_and_variant(annotated, model_version, no_queue,
-                                                             django_capture_on_commit_callbacks):
+def test_it_queues_an_evaluation_of_every_method_and_variant(
+    annotated, model_version, no_queue, django_capture_on_commit_callbacks
+):
     corpus, tasks = annotated
     with django_capture_on_commit_callbacks(execute=True):
-        out = run("--corpus", "ward", "--model", model_version.name, "--methods", "attnlrp,grad_input",
-                  "--explain", "next,span,contrastive", "--max-pairs", "4", "--task", tasks[0].slug)
+        out = run(
+            "--corpus",
+            "ward",
+            "--model",
+            model_version.name,
+            "--methods",
+            "attnlrp,grad_input",
+            "--explain",
+            "next,span,contrastive",
+            "--max-pairs",
+            "4",
+            "--task",
+            tasks[0].slug,
+        )
     evaluation = RelevanceEvaluation.objects.get()
     assert f"Evaluation {evaluation.pk}: 4 pairs x 6 configurations = 24 prompts, queued." in out
     assert no_queue == [evaluation.pk] and evaluation.created_by is None
@@ -52,13 +66,22 @@ def clear_model():
 @pytest.mark.slow
 def test_inline_computes_and_prints_the_result(annotated, model_version, clear_model):
     corpus, _ = annotated
-    out = run("--corpus", "ward", "--model", model_version.name, "--methods", "grad_input", "--explain", "next,span",
-              "--inline")
+    out = run(
+        "--corpus",
+        "ward",
+        "--model",
+        model_version.name,
+        "--methods",
+        "grad_input",
+        "--explain",
+        "next,span",
+        "--inline",
+    )
     evaluation = RelevanceEvaluation.objects.get()
     n = annotated_pairs_count(corpus)
     assert evaluation.status == JobStatus.DONE and evaluation.done == evaluation.total == 2 * n
     assert RelevanceMap.objects.count() == 2 * n
-    printed = json.loads(out[out.index("{"): out.rindex("}") + 1])
+    printed = json.loads(out[out.index("{") : out.rindex("}") + 1])
     assert [g["explain"] for g in printed["groups"]] == ["next", "span"]
     assert set(printed["baselines"]) == {"uniform", "random"} and "Recommended:" in out
     # again: every map is reused, nothing is computed

@@ -1,4 +1,5 @@
 """Evaluation specs, planning, launch and the status transitions (no model needed)."""
+
 from datetime import timedelta
 
 import pytest
@@ -17,8 +18,9 @@ def test_the_pairs_are_the_distinct_annotated_pairs_with_evidence(annotated):
     corpus, tasks = annotated
     note = corpus.notes.order_by("pk").first()
     # a second annotator of the same pair, and an annotation without evidence, add no pair
-    Annotation.objects.create(note=note, task=tasks[0], label=tasks[0].options[1], annotator_name="second",
-                              evidence=[[0, 3]])
+    Annotation.objects.create(
+        note=note, task=tasks[0], label=tasks[0].options[1], annotator_name="second", evidence=[[0, 3]]
+    )
     other = corpus.notes.order_by("pk").last()
     Annotation.objects.filter(note=other).delete()
     Annotation.objects.create(note=other, task=tasks[1], label="n", annotator_name="import:gold", evidence=[])
@@ -28,23 +30,36 @@ def test_the_pairs_are_the_distinct_annotated_pairs_with_evidence(annotated):
     assert annotated_pairs(corpus, [tasks[1]]) == [p for p in pairs if p[1] == tasks[1].pk]
 
 
-def test_launch_plans_pairs_and_configurations_attnlrp_last_and_audits(annotated, model_version, researcher, no_queue,
-                                                                       django_capture_on_commit_callbacks):
+def test_launch_plans_pairs_and_configurations_attnlrp_last_and_audits(
+    annotated, model_version, researcher, no_queue, django_capture_on_commit_callbacks
+):
     corpus, _ = annotated
     with django_capture_on_commit_callbacks(execute=True):
-        evaluation = evaluations.launch(spec(corpus, model_version, methods=["attnlrp", "grad_input", "attention"],
-                                             explains=["next", "span"]), actor=researcher)
+        evaluation = evaluations.launch(
+            spec(corpus, model_version, methods=["attnlrp", "grad_input", "attention"], explains=["next", "span"]),
+            actor=researcher,
+        )
     n = annotated_pairs_count(corpus)
     assert [(c["method"], c["explain"]) for c in evaluation.configs] == [
-        ("attention", "next"), ("attention", "span"), ("grad_input", "next"), ("grad_input", "span"),
-        ("attnlrp", "next"), ("attnlrp", "span")]
+        ("attention", "next"),
+        ("attention", "span"),
+        ("grad_input", "next"),
+        ("grad_input", "span"),
+        ("attnlrp", "next"),
+        ("attnlrp", "span"),
+    ]
     assert evaluation.n_pairs == n and evaluation.total == 6 * n and evaluation.status == JobStatus.QUEUED
     assert evaluation.profile == PeakProfile.objects.get(is_default=True) and evaluation.created_by == researcher
     assert no_queue == [evaluation.pk]  # sent after the commit
     event = AuditEvent.objects.get(action=AuditEvent.Action.LAUNCH_JOB)
     assert event.actor == researcher and event.object_id == str(evaluation.pk)
-    assert event.details == {"what": "relevance evaluation", "corpus": corpus.pk, "model": model_version.name,
-                             "configurations": 6, "pairs": n}
+    assert event.details == {
+        "what": "relevance evaluation",
+        "corpus": corpus.pk,
+        "model": model_version.name,
+        "configurations": 6,
+        "pairs": n,
+    }
 
 
 def test_max_pairs_draws_a_seeded_sorted_sample(annotated, model_version, no_queue):
@@ -53,8 +68,10 @@ def test_max_pairs_draws_a_seeded_sorted_sample(annotated, model_version, no_que
     again = evaluations.launch(spec(corpus, model_version, max_pairs=3, seed=1))
     assert first.pairs == again.pairs == sorted(first.pairs) and len(first.pairs) == 3
     assert first.total == 3 and set(map(tuple, first.pairs)) <= set(annotated_pairs(corpus))
-    others = {tuple(map(tuple, evaluations.launch(spec(corpus, model_version, max_pairs=3, seed=s)).pairs))
-              for s in range(2, 8)}
+    others = {
+        tuple(map(tuple, evaluations.launch(spec(corpus, model_version, max_pairs=3, seed=s)).pairs))
+        for s in range(2, 8)
+    }
     assert len(others | {tuple(map(tuple, first.pairs))}) > 1  # the seed draws the sample
 
 
@@ -138,9 +155,9 @@ def test_cancel_a_queued_one_at_once_and_a_running_one_between_batches(annotated
         evaluations.cancel(running)
 
 
-def test_resume_queues_a_failed_or_cancelled_or_stalled_evaluation_but_not_a_live_one(annotated, model_version,
-                                                                                    no_queue,
-                                                                                    django_capture_on_commit_callbacks):
+def test_resume_queues_a_failed_or_cancelled_or_stalled_evaluation_but_not_a_live_one(
+    annotated, model_version, no_queue, django_capture_on_commit_callbacks
+):
     corpus, _ = annotated
     evaluation = launched(corpus, model_version)
     claimed = evaluations.claim(evaluation.pk)

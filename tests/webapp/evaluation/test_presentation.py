@@ -1,20 +1,31 @@
 """The result page's rows and interval charts, from a stored result."""
+
 from tests.webapp.evaluation.factories import baseline, group
 from webapp.evaluation import presentation
 
 
 def result(groups, choice=None):
-    return {"groups": groups, "baselines": {"uniform": baseline(0.5, 0.5, 0.5), "random": baseline(0.5, 0.46, 0.54)},
-            "recommended": {"choice": choice, "reason": "r"}}
+    return {
+        "groups": groups,
+        "baselines": {"uniform": baseline(0.5, 0.5, 0.5), "random": baseline(0.5, 0.46, 0.54)},
+        "recommended": {"choice": choice, "reason": "r"},
+    }
 
 
 def test_rows_mark_the_recommended_group_and_those_beating_chance():
-    winner, close, below = (group("attnlrp", "span", 0.7, 0.6, 0.8), group("attention", "next", 0.6, 0.55, 0.65),
-                            group("grad_input", "next", 0.56, 0.5, 0.62))
+    winner, close, below = (
+        group("attnlrp", "span", 0.7, 0.6, 0.8),
+        group("attention", "next", 0.6, 0.55, 0.65),
+        group("grad_input", "next", 0.56, 0.5, 0.62),
+    )
     rows = presentation.rows(result([winner, close, below], choice={"config_key": winner["config_key"]}))
     assert [(r.kind, r.recommended, r.beats_chance) for r in rows] == [
-        ("config", True, True), ("config", False, True), ("config", False, False),
-        ("baseline", False, False), ("baseline", False, False)]
+        ("config", True, True),
+        ("config", False, True),
+        ("config", False, False),
+        ("baseline", False, False),
+        ("baseline", False, False),
+    ]
     assert rows[0].ci("auc") == [0.6, 0.8] and rows[-1].label == "random baseline"
 
 
@@ -34,4 +45,7 @@ def test_undefined_values_are_shown_as_such_and_an_empty_result_has_no_chart():
     assert chart["bars"][0] == {"label": "attnlrp / span / en", "kind": "config", "defined": False}
     assert presentation.rows({}) == [] and presentation.charts({}) == []
     assert [c["name"] for c in presentation.charts(result([group("attention", "next", 0.6, 0.5, 0.7)]))] == [
-        "auc", "mass_ratio", "peak_f1"]
+        "auc",
+        "mass_ratio",
+        "peak_f1",
+    ]

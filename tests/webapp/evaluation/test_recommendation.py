@@ -1,4 +1,5 @@
 """recommended_config and the relevance job form that preselects it."""
+
 from datetime import timedelta
 
 from django.utils import timezone
@@ -78,7 +79,8 @@ def test_the_job_launch_page_preselects_the_recommended_configuration(client, re
     g["config_key"] = config.key
     evaluation = finished(corpus, model_version, [g], choice=choice_of(g))
     RelevanceEvaluation.objects.filter(pk=evaluation.pk).update(
-        result={**evaluation.result, "configs": [{"key": config.key, **config.to_dict()}]})
+        result={**evaluation.result, "configs": [{"key": config.key, **config.to_dict()}]}
+    )
     client.force_login(researcher)
     form = client.get(f"/jobs/new/?corpus={corpus.pk}&model_version={model_version.pk}").context["form"]
     assert form["method"].value() == "grad_input" and form["explain"].value() == "contrastive"

@@ -4,6 +4,7 @@ skipped when already stored (resume, reuse), cancel between batches, scoring and
 Fake relevance (word tokens, scores chosen by the test) checks the scores and the recommendation
 exactly; the tiny random Llama checks the real compute path with gradient x input and attention
 (AttnLRP would patch the pytest process for good: the worker test runs it in a worker)."""
+
 import re
 import time
 
@@ -66,8 +67,9 @@ def run(evaluation, compute, get_model=lambda: None):
 
 def test_perfect_relevance_is_scored_one_and_recommended(larger, model_version):
     corpus, tasks = larger
-    evaluation = evaluations.launch(spec(corpus, model_version, methods=["attention"], explains=["next"]),
-                                    enqueue=False)
+    evaluation = evaluations.launch(
+        spec(corpus, model_version, methods=["attention"], explains=["next"]), enqueue=False
+    )
     outcome, evaluation = run(evaluation, FakeRelevance(evidence_by_description(tasks)))
     assert outcome == "done" and evaluation.status == JobStatus.DONE and evaluation.done == evaluation.total == 18
     (group,) = evaluation.result["groups"]
@@ -78,8 +80,12 @@ def test_perfect_relevance_is_scored_one_and_recommended(larger, model_version):
     assert baselines["uniform"]["auc"] == 0.5 and baselines["uniform"]["peak_recall"] == 1.0
     assert baselines["random"]["auc_ci"][1] < 1.0 and baselines["random"]["n_pairs"] == 18
     key = RelevanceConfig(method="attention", explain="next", template="en").key
-    assert evaluation.recommendation["choice"] == {"method": "attention", "explain": "next", "template": "en",
-                                                   "config_key": key}
+    assert evaluation.recommendation["choice"] == {
+        "method": "attention",
+        "explain": "next",
+        "template": "en",
+        "config_key": key,
+    }
     assert evaluation.result["configs"] == [{"key": key, **RelevanceConfig(method="attention").to_dict()}]
     assert evaluation.result["missing"] == {key: 0} and evaluation.result["problems"] == []
     assert RelevanceMap.objects.filter(config_key=key, job=None).count() == 18
@@ -120,8 +126,9 @@ def test_cancel_stops_between_batches_and_resume_completes_without_recomputing(l
     corpus, tasks = larger
     monkeypatch.setattr(running, "STORE_EVERY", 4)
     fake = FakeRelevance(evidence_by_description(tasks))
-    evaluation = evaluations.launch(spec(corpus, model_version, methods=["attention"], explains=["next", "span"]),
-                                    enqueue=False)
+    evaluation = evaluations.launch(
+        spec(corpus, model_version, methods=["attention"], explains=["next", "span"]), enqueue=False
+    )
 
     def cancelling(*args):
         out = fake(*args)
@@ -146,15 +153,13 @@ def test_cancel_stops_between_batches_and_resume_completes_without_recomputing(l
 
 
 @pytest.mark.django_db(transaction=True)  # the heartbeat thread's own connection sees committed rows only
-def test_a_batch_longer_than_the_stall_time_does_not_make_the_evaluation_look_lost(annotated, model_version,
-                                                                                  settings):
+def test_a_batch_longer_than_the_stall_time_does_not_make_the_evaluation_look_lost(annotated, model_version, settings):
     from webapp.pipeline.models import PeakProfile
 
     settings.WORK_HEARTBEAT_SECONDS, settings.WORK_STALL_SECONDS = 0.2, 1
     corpus, tasks = annotated
     profile, _ = PeakProfile.objects.get_or_create(name="paper-default", version=1)  # flushed by transaction=True
-    evaluation = evaluations.launch(spec(corpus, model_version, methods=["attention"], profile=profile),
-                                    enqueue=False)
+    evaluation = evaluations.launch(spec(corpus, model_version, methods=["attention"], profile=profile), enqueue=False)
     fake, seen = FakeRelevance(evidence_by_description(tasks)), []
 
     def slow(*args):  # one batch, nothing reported for 3 x the stall time (AttnLRP on a CPU)
@@ -210,8 +215,9 @@ def real_model():
 @pytest.mark.slow
 def test_a_tiny_model_computes_every_configuration_into_maps_and_a_result(annotated, model_version, real_model):
     corpus, _ = annotated
-    evaluation = evaluations.launch(spec(corpus, model_version, methods=["grad_input", "attention"],
-                                         explains=["next", "span"]), enqueue=False)
+    evaluation = evaluations.launch(
+        spec(corpus, model_version, methods=["grad_input", "attention"], explains=["next", "span"]), enqueue=False
+    )
     outcome, evaluation = run(evaluation, None, lambda: modelcache.loaded_model(model_version))
     n = annotated_pairs_count(corpus)
     assert outcome == "done", evaluation.error
@@ -225,8 +231,12 @@ def test_a_tiny_model_computes_every_configuration_into_maps_and_a_result(annota
             offsets, scores = relevance_map.arrays()
             assert len(scores) == relevance_map.n_tokens > 0 and 0 <= scores.min() and scores.max() <= 1
     groups = evaluation.result["groups"]
-    assert {(g["method"], g["explain"]) for g in groups} == {("grad_input", "next"), ("grad_input", "span"),
-                                                            ("attention", "next"), ("attention", "span")}
+    assert {(g["method"], g["explain"]) for g in groups} == {
+        ("grad_input", "next"),
+        ("grad_input", "span"),
+        ("attention", "next"),
+        ("attention", "span"),
+    }
     for group in groups:
         assert group["n_pairs"] == n and 0 <= group["auc"] <= 1
         assert group["auc_ci"][0] <= group["auc"] <= group["auc_ci"][1]

@@ -1,4 +1,5 @@
 """Evaluation pages: list, launch form, detail (progress, result, recommendation), cancel, resume."""
+
 from datetime import timedelta
 
 import pytest
@@ -15,9 +16,16 @@ from webapp.pipeline.models import JobStatus, PeakProfile
 @pytest.fixture
 def form_data(annotated, model_version):
     corpus, _ = annotated
-    return {"corpus": corpus.pk, "model_version": model_version.pk, "methods": ["attention", "attnlrp"],
-            "explains": ["next", "span"], "template": "auto", "profile": PeakProfile.objects.get(is_default=True).pk,
-            "max_pairs": 5, "seed": 3}
+    return {
+        "corpus": corpus.pk,
+        "model_version": model_version.pk,
+        "methods": ["attention", "attnlrp"],
+        "explains": ["next", "span"],
+        "template": "auto",
+        "profile": PeakProfile.objects.get(is_default=True).pk,
+        "max_pairs": 5,
+        "seed": 3,
+    }
 
 
 def test_the_urls_are_stable():
@@ -27,8 +35,9 @@ def test_the_urls_are_stable():
 
 
 @pytest.mark.parametrize("role", ["researcher", "admin_user"])
-def test_a_researcher_or_admin_launches_an_evaluation_and_lands_on_its_page(client, request, form_data, role, no_queue,
-                                                                           django_capture_on_commit_callbacks):
+def test_a_researcher_or_admin_launches_an_evaluation_and_lands_on_its_page(
+    client, request, form_data, role, no_queue, django_capture_on_commit_callbacks
+):
     user = request.getfixturevalue(role)
     client.force_login(user)
     with django_capture_on_commit_callbacks(execute=True):
@@ -36,11 +45,16 @@ def test_a_researcher_or_admin_launches_an_evaluation_and_lands_on_its_page(clie
     evaluation = RelevanceEvaluation.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/evaluations/{evaluation.pk}/"
     assert [(c["method"], c["explain"]) for c in evaluation.configs] == [
-        ("attention", "next"), ("attention", "span"), ("attnlrp", "next"), ("attnlrp", "span")]
+        ("attention", "next"),
+        ("attention", "span"),
+        ("attnlrp", "next"),
+        ("attnlrp", "span"),
+    ]
     assert (evaluation.n_pairs, evaluation.total, evaluation.seed, evaluation.created_by) == (5, 20, 3, user)
     assert no_queue == [evaluation.pk]
-    assert AuditEvent.objects.filter(action=AuditEvent.Action.LAUNCH_JOB, actor=user,
-                                     object_id=str(evaluation.pk)).exists()
+    assert AuditEvent.objects.filter(
+        action=AuditEvent.Action.LAUNCH_JOB, actor=user, object_id=str(evaluation.pk)
+    ).exists()
     page = client.get(response["Location"]).content.decode()
     assert "Queued" in page and "attnlrp / span / template en" in page and "0 of 20" in page
 
@@ -64,16 +78,18 @@ def test_the_form_shows_problems_in_plain_words(client, researcher, form_data, d
     assert "methods" in errors
     response = client.post("/evaluations/new/", {**form_data, "corpus": empty.pk})
     assert "no annotation with evidence spans" in response.context["form"].errors["corpus"][0]
-    response = client.post("/evaluations/new/", {**form_data, "explains": ["contrastive"], "template": "auto",
-                                                 "max_pairs": 0})
+    response = client.post(
+        "/evaluations/new/", {**form_data, "explains": ["contrastive"], "template": "auto", "max_pairs": 0}
+    )
     assert "max_pairs" in response.context["form"].errors
 
 
 def test_the_list_shows_each_evaluation_with_its_recommendation(client, clinician, annotated, model_version):
     corpus, _ = annotated
     winner = group("attnlrp", "span", 0.71, 0.66, 0.76)
-    finished(corpus, model_version, [winner], choice={k: winner[k] for k in ("method", "explain", "template",
-                                                                             "config_key")})
+    finished(
+        corpus, model_version, [winner], choice={k: winner[k] for k in ("method", "explain", "template", "config_key")}
+    )
     finished(corpus, model_version, [group("attention", "next", 0.52, 0.48, 0.56)])
     client.force_login(clinician)
     page = client.get("/evaluations/").content.decode()
@@ -81,32 +97,44 @@ def test_the_list_shows_each_evaluation_with_its_recommendation(client, clinicia
     assert "New evaluation" not in page  # clinicians may look, not launch
 
 
-def test_the_result_page_shows_the_table_the_charts_and_the_recommendation(client, researcher, annotated,
-                                                                            model_version):
+def test_the_result_page_shows_the_table_the_charts_and_the_recommendation(
+    client, researcher, annotated, model_version
+):
     corpus, _ = annotated
     winner = group("attnlrp", "span", 0.71, 0.66, 0.76)
-    evaluation = finished(corpus, model_version, [group("attention", "next", 0.58, 0.54, 0.62), winner],
-                          choice={k: winner[k] for k in ("method", "explain", "template", "config_key")},
-                          reason="attnlrp / span / en localises the evidence best.")
+    evaluation = finished(
+        corpus,
+        model_version,
+        [group("attention", "next", 0.58, 0.54, 0.62), winner],
+        choice={k: winner[k] for k in ("method", "explain", "template", "config_key")},
+        reason="attnlrp / span / en localises the evidence best.",
+    )
     client.force_login(researcher)
     response = client.get(f"/evaluations/{evaluation.pk}/")
     page = response.content.decode()
     assert "Use attnlrp with the “span” variant" in page and "localises the evidence best" in page
-    assert "0.710 <span class=\"ci\">(0.660–0.760)</span>" in page
+    assert '0.710 <span class="ci">(0.660–0.760)</span>' in page
     assert "uniform baseline" in page and "random baseline" in page
     assert page.count('class="intervals"') == 3 and 'class="band"' in page
     rows = response.context["rows"]
     assert [(r.label, r.recommended, r.beats_chance) for r in rows] == [
-        ("attention / next / en", False, True), ("attnlrp / span / en", True, True),
-        ("uniform baseline", False, False), ("random baseline", False, False)]
+        ("attention / next / en", False, True),
+        ("attnlrp / span / en", True, True),
+        ("uniform baseline", False, False),
+        ("random baseline", False, False),
+    ]
     launch = f"/jobs/new/?corpus={corpus.pk}&amp;model_version={model_version.pk}"
     assert launch in page
 
 
 def test_the_result_page_says_honestly_when_nothing_beats_chance(client, clinician, annotated, model_version):
     corpus, _ = annotated
-    evaluation = finished(corpus, model_version, [group("attention", "next", 0.52, 0.48, 0.56)],
-                          reason="No configuration beats chance on these pairs: ...")
+    evaluation = finished(
+        corpus,
+        model_version,
+        [group("attention", "next", 0.52, 0.48, 0.56)],
+        reason="No configuration beats chance on these pairs: ...",
+    )
     client.force_login(clinician)
     page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
     assert "No configuration beats chance on this corpus." in page
@@ -142,7 +170,8 @@ def test_cancel_and_resume_from_the_page(client, researcher, annotated, model_ve
 
 
 def test_an_evaluation_whose_worker_was_lost_says_stalled_without_an_eta_and_offers_resume(
-        client, researcher, annotated, model_version, settings):
+    client, researcher, annotated, model_version, settings
+):
     corpus, _ = annotated
     evaluation = evaluations.launch(spec(corpus, model_version), enqueue=False)
     evaluations.claim(evaluation.pk, worker="w1")

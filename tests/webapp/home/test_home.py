@@ -9,14 +9,15 @@ from webapp.review.models import PeakDecision
 
 def test_it_lists_corpora_with_note_and_label_counts(client, clinician):
     corpus = Corpus.objects.create(name="ed-2026", language="it")
-    task = Task.objects.create(slug="heart-rate", description="heart rate", options=["tachycardic", "unknown"],
-                               group="vital signs")
+    task = Task.objects.create(
+        slug="heart-rate", description="heart rate", options=["tachycardic", "unknown"], group="vital signs"
+    )
     notes = [Note.objects.create(corpus=corpus, external_id=f"n{i}", text="FC 130 bpm") for i in range(3)]
     Annotation.objects.create(note=notes[0], task=task, label="tachycardic", evidence=[[0, 10]], annotator_name="gold")
     Corpus.objects.create(name="empty", language="en")
     client.force_login(clinician)
     html = client.get(reverse("home")).content.decode()
-    assert '<a href="/corpora/%d/">ed-2026</a>' % corpus.pk in html
+    assert f'<a href="/corpora/{corpus.pk}/">ed-2026</a>' in html
     assert '<td class="num">3</td><td class="num">1</td>' in html
     assert '<td class="num">0</td><td class="num">0</td>' in html
     assert "vital signs" in html
@@ -59,8 +60,17 @@ def ward_with_maps(mapped: int, unmapped: int = 1):
 
 def decide(reviewer, note, task, model):
     start, end = word_span(note.text, "130")
-    PeakDecision.objects.create(note=note, task=task, model_version=model, method="attnlrp", template="en",
-                                start=start, end=end, decision="accept", reviewer=reviewer)
+    PeakDecision.objects.create(
+        note=note,
+        task=task,
+        model_version=model,
+        method="attnlrp",
+        template="en",
+        start=start,
+        end=end,
+        decision="accept",
+        reviewer=reviewer,
+    )
 
 
 def test_a_clinicians_home_leads_with_review_next_note_and_what_waits(client, clinician, researcher):

@@ -1,4 +1,5 @@
 """`make demo`'s preparation on the embedded default: SQLite and the filesystem broker, no server."""
+
 import os
 import sqlite3
 import subprocess
@@ -12,11 +13,20 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_demo_prepares_sqlite_users_catalog_corpus_and_queues_a_first_job(tmp_path):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE")
+    }
     env.update({"DEBUG": "1", "DATA_DIR": str(tmp_path)})
-    result = subprocess.run([sys.executable, "manage.py", "rundemo", "--no-serve", "--notes", "25"],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "rundemo", "--no-serve", "--notes", "25"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     out = result.stdout
     assert "Database ready (sqlite3)" in out
@@ -31,8 +41,14 @@ def test_the_demo_prepares_sqlite_users_catalog_corpus_and_queues_a_first_job(tm
     # the chunks wait in the embedded broker's folder for the relevance worker
     assert len(list((tmp_path / "broker" / "queue").iterdir())) == 15
 
-    again = subprocess.run([sys.executable, "manage.py", "rundemo", "--no-serve", "--notes", "25"],
-                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    again = subprocess.run(
+        [sys.executable, "manage.py", "rundemo", "--no-serve", "--notes", "25"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     assert "25 unchanged" in again.stdout and "Job " not in again.stdout  # idempotent
 
@@ -46,8 +62,9 @@ def test_the_first_job_is_small_enough_for_two_minutes_and_shows_maps_chunk_by_c
 def test_each_worker_process_gets_its_share_of_the_cores_as_torch_threads():
     for cores, relevance in ((1, 1), (2, 1), (8, 7)):
         processes = rundemo.worker_processes("python", cores=cores)
-        threads = {cmd[cmd.index("--hostname") + 1].split("@")[0]: env["WORKER_TORCH_THREADS"]
-                   for cmd, env in processes}
+        threads = {
+            cmd[cmd.index("--hostname") + 1].split("@")[0]: env["WORKER_TORCH_THREADS"] for cmd, env in processes
+        }
         assert threads == {"relevance": str(relevance), "cpu": "1"}
     queues = [cmd[cmd.index("--queues") + 1] for cmd, _ in rundemo.worker_processes("python", cores=2)]
     assert queues == ["relevance", "default,training"]

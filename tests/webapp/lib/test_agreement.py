@@ -1,4 +1,5 @@
 """Cohen's kappa, checked by hand."""
+
 import math
 
 import pytest

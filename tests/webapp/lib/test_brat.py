@@ -1,4 +1,5 @@
 """brat .ann files (webapp.lib.brat): every line parsed or reported with its line. Plain units."""
+
 from dataclasses import replace
 
 import pytest
@@ -32,23 +33,34 @@ def test_every_kind_of_brat_line_is_parsed_and_only_entities_are_kept(tmp_path):
     )
     parsed, problems = parse(tmp_path, ann)
     assert problems == []
-    assert parsed.entities == [{"id": "T1", "type": "Device", "spans": [[13, 22]]},
-                               {"id": "T2", "type": "Vital", "spans": [[24, 26], [27, 29]]}]
+    assert parsed.entities == [
+        {"id": "T1", "type": "Device", "spans": [[13, 22]]},
+        {"id": "T2", "type": "Vital", "spans": [[24, 26], [27, 29]]},
+    ]
     assert parsed.other_lines == 7
 
 
 BAD = {
-    "a garbage line": ("garbage without a tab\n", "doc1.ann line 3: not a brat annotation line (a line starts with "
-                                                  "T, R, E, A, M, N, # or * and an id, then a tab)"),
-    "a relation without its arguments": ("R1\tLocated T1 T2\n", "doc1.ann line 3: relation line must be "
-                                                                 "'R<n><TAB><type> Arg1:<id> Arg2:<id>'"),
+    "a garbage line": (
+        "garbage without a tab\n",
+        "doc1.ann line 3: not a brat annotation line (a line starts with "
+        "T, R, E, A, M, N, # or * and an id, then a tab)",
+    ),
+    "a relation without its arguments": (
+        "R1\tLocated T1 T2\n",
+        "doc1.ann line 3: relation line must be 'R<n><TAB><type> Arg1:<id> Arg2:<id>'",
+    ),
     "an event without a trigger": ("E1\tMeasure Theme:T1\n", "doc1.ann line 3: event line must be"),
     "an attribute without its target": ("A1\tNegation\n", "doc1.ann line 3: attribute line must be"),
     "a normalization without a reference": ("N1\tReference T1\tx\n", "doc1.ann line 3: normalization line must be"),
-    "a reference to an undefined entity": ("R1\tLocated Arg1:T1 Arg2:T9\n",
-                                          "doc1.ann line 3: relation 'R1' refers to 'T9', which the file does not define"),
-    "an id defined twice": ("A1\tNegation T1\nA1\tNegation T2\n",
-                            "doc1.ann line 4: attribute 'A1' is defined twice (first on line 3)"),
+    "a reference to an undefined entity": (
+        "R1\tLocated Arg1:T1 Arg2:T9\n",
+        "doc1.ann line 3: relation 'R1' refers to 'T9', which the file does not define",
+    ),
+    "an id defined twice": (
+        "A1\tNegation T1\nA1\tNegation T2\n",
+        "doc1.ann line 4: attribute 'A1' is defined twice (first on line 3)",
+    ),
 }
 
 
@@ -63,8 +75,9 @@ def test_a_bad_line_is_reported_with_its_line(tmp_path, case):
 def test_an_entity_of_too_many_fragments_is_refused(tmp_path):
     parsed, problems = parse(tmp_path, "T1\tVital 24 26;27 29\tFC 80\n", replace(LIMITS, evidence_spans=1))
     assert parsed is None
-    assert problems == ["doc1.ann line 1: entity 'T1' has 2 fragments; the limit is 1 fragments "
-                        "(IMPORT_MAX_EVIDENCE_SPANS)"]
+    assert problems == [
+        "doc1.ann line 1: entity 'T1' has 2 fragments; the limit is 1 fragments (IMPORT_MAX_EVIDENCE_SPANS)"
+    ]
 
 
 def test_crlf_line_ends_and_a_byte_order_mark_are_accepted(tmp_path):
@@ -74,21 +87,25 @@ def test_crlf_line_ends_and_a_byte_order_mark_are_accepted(tmp_path):
     parsed = read_ann(path, TEXT, problems, LIMITS)
     assert len(parsed.entities) == 2 and not problems
     assert [str(w) for w in problems.warnings] == [
-        "doc1.ann line 1: the file starts with a UTF-8 byte order mark; it was ignored"]
+        "doc1.ann line 1: the file starts with a UTF-8 byte order mark; it was ignored"
+    ]
 
 
 def test_an_offset_of_more_than_18_digits_is_refused_unread(tmp_path):
     parsed, problems = parse(tmp_path, f"T1\tDevice 13 {'2' * 5000}\tpacemaker\n")
     assert parsed is None
-    assert problems == ["doc1.ann line 1: entity 'T1': offsets must be integer pairs 'start end' separated by ';', "
-                        "each of at most 18 digits"]
+    assert problems == [
+        "doc1.ann line 1: entity 'T1': offsets must be integer pairs 'start end' separated by ';', "
+        "each of at most 18 digits"
+    ]
 
 
 def test_ids_are_shown_quoted_escaped_and_cut(tmp_path):
     long_id = "R" + "x" * 100_000
     _, problems = parse(tmp_path, ENTITIES + f"{long_id}\tNear Arg1:T1 Arg2:T\x009\n")
-    assert problems == [f"doc1.ann line 3: relation '{'R' + 'x' * 39}…' refers to 'T\\x009', which the file does not "
-                        "define"]
+    assert problems == [
+        f"doc1.ann line 3: relation '{'R' + 'x' * 39}…' refers to 'T\\x009', which the file does not define"
+    ]
 
 
 def test_a_line_break_inside_an_entity_is_written_as_a_space(tmp_path):

@@ -1,5 +1,6 @@
 """Bytes to checked lines (webapp.lib.input_files): compression told by content, UTF-8 only,
 lines bounded in length and number, broken archives reported at their line. Plain units."""
+
 import bz2
 import gzip
 import io
@@ -13,8 +14,14 @@ from webapp.lib.import_limits import ImportLimits
 from webapp.lib.import_sources import Problems
 from webapp.lib.input_files import open_lines, read_text_file, sniff, unzip_brat
 
-LIMITS = ImportLimits(note_chars=200_000, upload_bytes=2 * 1024**3, unpacked_bytes=8 * 1024**3, lines=10_000_000,
-                      evidence_spans=100, metadata_bytes=256 * 1024)
+LIMITS = ImportLimits(
+    note_chars=200_000,
+    upload_bytes=2 * 1024**3,
+    unpacked_bytes=8 * 1024**3,
+    lines=10_000_000,
+    evidence_spans=100,
+    metadata_bytes=256 * 1024,
+)
 BODY = b'{"id": "a"}\n{"id": "b"}\n'
 
 
@@ -45,15 +52,20 @@ def test_a_truncated_gzip_file_is_reported_where_reading_stopped(tmp_path):
     path = tmp_path / "notes.jsonl.gz"
     path.write_bytes(gzip.compress(BODY * 1000)[:-40])
     lines, problems, _ = read(path)
-    assert problems == [f"notes.jsonl.gz line {len(lines) + 1}: the gzip data is broken (truncated or corrupt) "
-                        f"after line {len(lines):,}; nothing after it was read"]
+    assert problems == [
+        f"notes.jsonl.gz line {len(lines) + 1}: the gzip data is broken (truncated or corrupt) "
+        f"after line {len(lines):,}; nothing after it was read"
+    ]
 
 
 def test_a_corrupt_gzip_file_is_reported_at_its_start(tmp_path):
     path = tmp_path / "notes.jsonl.gz"
     path.write_bytes(b"\x1f\x8b\x08\x00" + b"\xff" * 50)
-    assert read(path) == ([], ["notes.jsonl.gz line 1: the gzip data is broken (truncated or corrupt) at its start"],
-                          [])
+    assert read(path) == (
+        [],
+        ["notes.jsonl.gz line 1: the gzip data is broken (truncated or corrupt) at its start"],
+        [],
+    )
 
 
 def test_zstd_and_zip_are_refused_as_text_files(tmp_path):
@@ -63,8 +75,9 @@ def test_zstd_and_zip_are_refused_as_text_files(tmp_path):
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("notes.jsonl", BODY)
     assert read(zst)[1] == ["notes.jsonl.zst: is zstd-compressed, which is not supported; use gzip, bz2 or xz"]
-    assert read(archive)[1] == ["notes.jsonl: is a zip archive: only notes in brat format (.txt and .ann files) "
-                                "can come in a zip"]
+    assert read(archive)[1] == [
+        "notes.jsonl: is a zip archive: only notes in brat format (.txt and .ann files) can come in a zip"
+    ]
 
 
 def test_a_byte_not_utf8_is_reported_with_its_line_value_and_column(tmp_path):
@@ -78,8 +91,10 @@ def test_a_byte_not_utf8_is_reported_with_its_line_value_and_column(tmp_path):
 def test_utf16_text_is_refused_at_once(tmp_path):
     path = tmp_path / "notes.jsonl"
     path.write_bytes(BODY.decode().encode("utf-16"))
-    assert read(path)[:2] == ([], ["notes.jsonl line 1: the file is UTF-16 text (it starts with a UTF-16 byte "
-                                   "order mark); save it as UTF-8"])
+    assert read(path)[:2] == (
+        [],
+        ["notes.jsonl line 1: the file is UTF-16 text (it starts with a UTF-16 byte order mark); save it as UTF-8"],
+    )
 
 
 def test_a_utf8_byte_order_mark_is_dropped_with_a_warning(tmp_path):
@@ -97,8 +112,10 @@ def test_a_line_too_long_is_reported_with_its_length_and_skipped_unread(tmp_path
     path.write_bytes(BODY + long_line + BODY)
     lines, problems, _ = read(path, limits)
     assert [n for n, _ in lines] == [1, 2, 4, 5]
-    assert problems == [f"notes.jsonl line 3: the line has {len(long_line):,} bytes or more, more than a note of "
-                        "100 characters (IMPORT_MAX_NOTE_CHARS) and its metadata can take"]
+    assert problems == [
+        f"notes.jsonl line 3: the line has {len(long_line):,} bytes or more, more than a note of "
+        "100 characters (IMPORT_MAX_NOTE_CHARS) and its metadata can take"
+    ]
 
 
 def test_a_file_stops_at_the_line_limit(tmp_path):
@@ -106,8 +123,9 @@ def test_a_file_stops_at_the_line_limit(tmp_path):
     path.write_bytes(BODY * 3)
     lines, problems, _ = read(path, replace(LIMITS, lines=4))
     assert len(lines) == 4
-    assert problems == ["notes.jsonl line 5: the file has more than 4 lines, the limit (IMPORT_MAX_LINES); "
-                        "nothing after it was read"]
+    assert problems == [
+        "notes.jsonl line 5: the file has more than 4 lines, the limit (IMPORT_MAX_LINES); nothing after it was read"
+    ]
 
 
 def test_a_compressed_file_stops_at_the_unpacked_limit(tmp_path):
@@ -115,8 +133,10 @@ def test_a_compressed_file_stops_at_the_unpacked_limit(tmp_path):
     path.write_bytes(gzip.compress(BODY * 10_000))  # 240 kB from about 1 kB
     lines, problems, _ = read(path, replace(LIMITS, unpacked_bytes=1000))
     assert len(lines) < 100
-    assert problems == [f"bomb.jsonl.gz line {len(lines) + 1}: the gzip data unpacks to more than 1,000 bytes, "
-                        "the limit (IMPORT_MAX_UNPACKED_BYTES)"]
+    assert problems == [
+        f"bomb.jsonl.gz line {len(lines) + 1}: the gzip data unpacks to more than 1,000 bytes, "
+        "the limit (IMPORT_MAX_UNPACKED_BYTES)"
+    ]
 
 
 def test_a_text_file_too_large_for_a_note_is_refused_unread(tmp_path):
@@ -125,7 +145,8 @@ def test_a_text_file_too_large_for_a_note_is_refused_unread(tmp_path):
     problems = Problems()
     assert read_text_file(path, problems, replace(LIMITS, note_chars=100)) is None
     assert [str(p) for p in problems.kept] == [
-        "doc1.txt: has 404 bytes, more than a note of 100 characters can take (IMPORT_MAX_NOTE_CHARS)"]
+        "doc1.txt: has 404 bytes, more than a note of 100 characters can take (IMPORT_MAX_NOTE_CHARS)"
+    ]
 
 
 def test_a_zip_without_brat_files_is_refused_with_a_hint(tmp_path):
@@ -138,7 +159,8 @@ def test_a_zip_without_brat_files_is_refused_with_a_hint(tmp_path):
     assert unzip_brat(archive, tmp_path / "out", problems, LIMITS) is None
     assert [str(p) for p in problems.kept] == [
         "notes.zip: the archive holds no brat files (.txt and .ann); a JSONL or CSV file may be compressed with "
-        "gzip, bz2 or xz instead"]
+        "gzip, bz2 or xz instead"
+    ]
 
 
 def test_a_zip_that_unpacks_too_large_is_refused_before_unpacking(tmp_path):
@@ -149,7 +171,8 @@ def test_a_zip_that_unpacks_too_large_is_refused_before_unpacking(tmp_path):
     problems = Problems()
     assert unzip_brat(archive, tmp_path / "out", problems, replace(LIMITS, unpacked_bytes=4000)) is None
     assert [str(p) for p in problems.kept] == [
-        "cases.zip: the zip data unpacks to more than 4,000 bytes, the limit (IMPORT_MAX_UNPACKED_BYTES)"]
+        "cases.zip: the zip data unpacks to more than 4,000 bytes, the limit (IMPORT_MAX_UNPACKED_BYTES)"
+    ]
     assert not (tmp_path / "out").exists()
 
 
@@ -162,8 +185,10 @@ def test_the_unpacked_limit_stops_a_compressed_line_too_long_with_one_problem(tm
     path.write_bytes(compress(BODY + b"a" * 10_000_000))  # one line of 10 MB, no line end
     lines, problems, _ = read(path, replace(SMALL, unpacked_bytes=1_000_000))
     assert [n for n, _ in lines] == [1, 2]
-    assert problems == [f"bomb.jsonl line 3: the {kind} data unpacks to more than 1,000,000 bytes, the limit "
-                        "(IMPORT_MAX_UNPACKED_BYTES)"]
+    assert problems == [
+        f"bomb.jsonl line 3: the {kind} data unpacks to more than 1,000,000 bytes, the limit "
+        "(IMPORT_MAX_UNPACKED_BYTES)"
+    ]
 
 
 def test_a_compressed_line_too_long_is_reported_once(tmp_path):
@@ -172,8 +197,10 @@ def test_a_compressed_line_too_long_is_reported_once(tmp_path):
     path.write_bytes(gzip.compress(BODY + long_line + BODY))
     lines, problems, _ = read(path, SMALL)
     assert [n for n, _ in lines] == [1, 2, 4, 5]
-    assert problems == [f"notes.jsonl.gz line 3: the line has {len(long_line):,} bytes or more, more than a note of "
-                        "100 characters (IMPORT_MAX_NOTE_CHARS) and its metadata can take"]
+    assert problems == [
+        f"notes.jsonl.gz line 3: the line has {len(long_line):,} bytes or more, more than a note of "
+        "100 characters (IMPORT_MAX_NOTE_CHARS) and its metadata can take"
+    ]
 
 
 @pytest.mark.parametrize("compress, kind", [(gzip.compress, "gzip"), (bz2.compress, "bz2"), (lzma.compress, "xz")])
@@ -187,7 +214,8 @@ def test_a_brat_file_must_be_plain_text(tmp_path, compress, kind):
     assert read_text_file(txt, problems, LIMITS) is None
     assert [str(p) for p in problems.kept] == [
         f"doc1.ann: is {kind}-compressed; the .txt and .ann files of brat notes must be plain UTF-8 text",
-        f"doc1.txt: is {kind}-compressed; the .txt and .ann files of brat notes must be plain UTF-8 text"]
+        f"doc1.txt: is {kind}-compressed; the .txt and .ann files of brat notes must be plain UTF-8 text",
+    ]
 
 
 @pytest.mark.parametrize("patched", [1, 4], ids=["local header", "central directory"])
@@ -237,9 +265,19 @@ def test_the_entries_of_a_zip64_archive_are_read_from_its_zip64_record(tmp_path)
     assert declared_zip_entries(archive) == 3
     # the same directory declared through a zip64 record, as writers do past 65,535 entries
     record_at = end
-    zip64 = (b"PK\x06\x06" + (44).to_bytes(8, "little") + (45).to_bytes(2, "little") + (45).to_bytes(2, "little")
-             + bytes(8) + (3).to_bytes(8, "little") + (3).to_bytes(8, "little") + data[end + 12:end + 16]
-             + bytes(4) + data[end + 16:end + 20] + bytes(4))
+    zip64 = (
+        b"PK\x06\x06"
+        + (44).to_bytes(8, "little")
+        + (45).to_bytes(2, "little")
+        + (45).to_bytes(2, "little")
+        + bytes(8)
+        + (3).to_bytes(8, "little")
+        + (3).to_bytes(8, "little")
+        + data[end + 12 : end + 16]
+        + bytes(4)
+        + data[end + 16 : end + 20]
+        + bytes(4)
+    )
     locator = b"PK\x06\x07" + bytes(4) + record_at.to_bytes(8, "little") + (1).to_bytes(4, "little")
     eocd = bytearray(data[end:])
     eocd[8:10] = eocd[10:12] = (0xFFFF).to_bytes(2, "little")

@@ -1,4 +1,5 @@
 """The plain-Python rules shared by the models and the importer, and the importer's metadata rules."""
+
 from webapp.lib.validators import (
     label_problems,
     metadata_problems,
@@ -27,7 +28,9 @@ def test_options_are_distinct_non_empty_strings():
     assert option_problems(["y", "n"]) == []
     assert option_problems([]) == ["options must not be empty"]
     assert option_problems(["y", "y", " ", 3]) == [
-        "option 'y' is listed twice", "option 2 must be a non-empty string", "option 3 must be a non-empty string"
+        "option 'y' is listed twice",
+        "option 2 must be a non-empty string",
+        "option 3 must be a non-empty string",
     ]
     assert option_problems("y") == ["options must be a list of labels, not str"]
 
@@ -41,16 +44,22 @@ def test_metadata_is_a_json_object_of_plain_values():
 def test_metadata_problems_say_where_never_what():
     secret = "Mario Rossi"
     assert metadata_problems({"patient": {"name": f"{secret}\x00"}}, 1000) == [
-        'metadata["patient"]["name"] contains a NUL character (\\u0000) at offset 11']
+        'metadata["patient"]["name"] contains a NUL character (\\u0000) at offset 11'
+    ]
     assert metadata_problems({"codes": ["ok", f"{secret}\x1b"]}, 1000) == [
-        'metadata["codes"][1] contains the control character U+001B at offset 11']
+        'metadata["codes"][1] contains the control character U+001B at offset 11'
+    ]
     assert metadata_problems({"x": f"{secret}\ud800"}, 1000) == [
-        'metadata["x"] contains an unpaired surrogate (\\u escape) at offset 11']
+        'metadata["x"] contains an unpaired surrogate (\\u escape) at offset 11'
+    ]
     assert metadata_problems({"score": float("nan")}, 1000) == [
-        'metadata["score"] is NaN or Infinity, which JSON does not allow']
+        'metadata["score"] is NaN or Infinity, which JSON does not allow'
+    ]
     assert metadata_problems({"": 1, "a\x00b": 2, "k" * 201: 3}, 1000) == [
-        "metadata has an empty key", "metadata has a key with a control character or an unpaired surrogate",
-        "metadata has a key longer than 200 characters"]
+        "metadata has an empty key",
+        "metadata has a key with a control character or an unpaired surrogate",
+        "metadata has a key longer than 200 characters",
+    ]
 
 
 def test_metadata_is_nested_at_most_ten_deep_and_bounded_in_size():
@@ -58,9 +67,11 @@ def test_metadata_is_nested_at_most_ten_deep_and_bounded_in_size():
     for _ in range(10):
         deep = {"a": deep}
     assert metadata_problems(deep, 1000) == [
-        'metadata["a"]["a"]["a"]["a"]["a"]["a"]["a"]["a"]["a"]["a"] is nested more than 10 levels deep']
+        'metadata["a"]["a"]["a"]["a"]["a"]["a"]["a"]["a"]["a"]["a"] is nested more than 10 levels deep'
+    ]
     assert metadata_problems({"note": "é" * 60}, 100) == [
-        "field 'metadata' has 131 bytes; the limit is 100 bytes (IMPORT_MAX_METADATA_BYTES)"]
+        "field 'metadata' has 131 bytes; the limit is 100 bytes (IMPORT_MAX_METADATA_BYTES)"
+    ]
 
 
 def test_overlapping_spans_are_found_in_any_order():

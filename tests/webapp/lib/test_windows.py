@@ -1,16 +1,16 @@
 """webapp.lib.windows: a long note cut into windows on word boundaries."""
+
 import re
 
 import pytest
 
+from tests.webapp.review.fabricate import long_text
 from webapp.lib import windows
 from webapp.lib.windows import Window
 
-from tests.webapp.review.fabricate import long_text
-
 
 def pieces(text, parts):
-    return [text[w.start:w.end] for w in parts]
+    return [text[w.start : w.end] for w in parts]
 
 
 def test_a_short_note_is_one_window():

@@ -1,5 +1,6 @@
 """Estimates before work: amounts, rates measured on earlier work of the same model and queue,
 the confirmation threshold, and the confirmation a form posts back."""
+
 from datetime import timedelta
 
 import pytest
@@ -48,6 +49,7 @@ def ago(**delta):
 
 # --- the estimate itself -------------------------------------------------------------------------
 
+
 def test_it_asks_for_a_confirmation_above_the_seconds_threshold(settings):
     settings.LAUNCH_CONFIRM_SECONDS = 600
     assert Estimate(10, "prompts", 601.0, "measured").needs_confirmation
@@ -73,19 +75,22 @@ def test_a_confirmation_holds_only_for_at_least_the_amount_confirmed(settings):
 
 def test_the_question_says_the_amount_the_time_and_the_worker():
     estimate = Estimate(12_400, "prompts", 7500.0, "measured on 2 earlier jobs", queue="relevance")
-    assert estimate.question == ("This is 12,400 prompts, about 2 h 05 min on one worker of the relevance queue. "
-                                 "Launch it?")
+    assert estimate.question == (
+        "This is 12,400 prompts, about 2 h 05 min on one worker of the relevance queue. Launch it?"
+    )
     unknown = Estimate(12_400, "prompts", None, "no measured rate yet for jobs of this model", queue="relevance")
     assert "no time can be estimated yet (no measured rate yet" in unknown.question
 
 
-@pytest.mark.parametrize("seconds, words", [(42, "42 s"), (61, "2 min"), (3600, "1 h 00 min"), (7500, "2 h 05 min"),
-                                            (3 * 86400, "3.0 days")])
+@pytest.mark.parametrize(
+    "seconds, words", [(42, "42 s"), (61, "2 min"), (3600, "1 h 00 min"), (7500, "2 h 05 min"), (3 * 86400, "3.0 days")]
+)
 def test_durations_read_in_words(seconds, words):
     assert estimates.in_words(seconds) == words
 
 
 # --- relevance jobs ------------------------------------------------------------------------------
+
 
 def test_a_relevance_job_is_notes_times_the_tasks_sampled_per_note(corpus, tasks, model):
     estimate = estimates.relevance_job(spec(corpus, model, tasks, task_selection="sample", sample_k=3))
@@ -127,15 +132,30 @@ def test_the_estimate_costs_a_few_queries_whatever_the_history(corpus, tasks, mo
 
 # --- dataset builds ------------------------------------------------------------------------------
 
+
 def test_a_build_is_timed_by_earlier_finished_builds_of_the_model(corpus, model):
     profile = PeakProfile.objects.create(name="p", version=1)
     assert estimates.dataset_build(model, 400).seconds is None
-    DatasetVersion.objects.create(name="old", corpus=corpus, model_version=model, profile=profile,
-                                  status=JobStatus.DONE, maps_total=200, started=ago(seconds=110),
-                                  finished=ago(seconds=10))  # 2 maps/s
-    DatasetVersion.objects.create(name="failed", corpus=corpus, model_version=model, profile=profile,
-                                  status=JobStatus.FAILED, maps_total=5, started=ago(seconds=1000),
-                                  finished=ago(seconds=10))  # not a measure of a build
+    DatasetVersion.objects.create(
+        name="old",
+        corpus=corpus,
+        model_version=model,
+        profile=profile,
+        status=JobStatus.DONE,
+        maps_total=200,
+        started=ago(seconds=110),
+        finished=ago(seconds=10),
+    )  # 2 maps/s
+    DatasetVersion.objects.create(
+        name="failed",
+        corpus=corpus,
+        model_version=model,
+        profile=profile,
+        status=JobStatus.FAILED,
+        maps_total=5,
+        started=ago(seconds=1000),
+        finished=ago(seconds=10),
+    )  # not a measure of a build
     estimate = estimates.dataset_build(model, 400)
     assert (estimate.amount, estimate.unit, estimate.queue) == (400, "maps", "default")
     assert estimate.seconds == pytest.approx(200.0, rel=0.01)
@@ -143,6 +163,7 @@ def test_a_build_is_timed_by_earlier_finished_builds_of_the_model(corpus, model)
 
 
 # --- training runs -------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def training_dataset(db, model):
@@ -152,24 +173,43 @@ def training_dataset(db, model):
 
 
 def test_a_training_run_counts_optimizer_steps_as_the_trainer_does(training_dataset, model):
-    run_spec = runs.RunSpec(kind="dsm", model_version=model, dataset=training_dataset,
-                            config={"train": {"effective_batch_size": 4, "micro_batch_size": 4, "epochs": 3.0}})
+    run_spec = runs.RunSpec(
+        kind="dsm",
+        model_version=model,
+        dataset=training_dataset,
+        config={"train": {"effective_batch_size": 4, "micro_batch_size": 4, "epochs": 3.0}},
+    )
     estimate = estimates.training_run(run_spec)
     assert (estimate.amount, estimate.unit, estimate.queue) == (9, "steps", "training")  # 3 epochs x 12/4
-    capped = runs.RunSpec(kind="dsm", model_version=model, dataset=training_dataset,
-                          config={"train": {"effective_batch_size": 4, "micro_batch_size": 4, "max_steps": 2}})
+    capped = runs.RunSpec(
+        kind="dsm",
+        model_version=model,
+        dataset=training_dataset,
+        config={"train": {"effective_batch_size": 4, "micro_batch_size": 4, "max_steps": 2}},
+    )
     assert estimates.training_run(capped).amount == 2
 
 
 def test_a_training_run_is_timed_by_earlier_runs_of_the_same_kind_and_model(training_dataset, model):
     def finished_run(kind, steps, seconds):
-        TrainingRun.objects.create(kind=kind, model_version=model, dataset=training_dataset, status=JobStatus.DONE,
-                                   step=steps, total_steps=steps, started=ago(seconds=seconds + 5),
-                                   finished=ago(seconds=5))
+        TrainingRun.objects.create(
+            kind=kind,
+            model_version=model,
+            dataset=training_dataset,
+            status=JobStatus.DONE,
+            step=steps,
+            total_steps=steps,
+            started=ago(seconds=seconds + 5),
+            finished=ago(seconds=5),
+        )
 
     finished_run("cpt", 100, 1.0)  # another kind: not this run's rate
-    run_spec = runs.RunSpec(kind="dsm", model_version=model, dataset=training_dataset,
-                            config={"train": {"effective_batch_size": 4, "micro_batch_size": 4}})
+    run_spec = runs.RunSpec(
+        kind="dsm",
+        model_version=model,
+        dataset=training_dataset,
+        config={"train": {"effective_batch_size": 4, "micro_batch_size": 4}},
+    )
     assert estimates.training_run(run_spec).seconds is None
     finished_run("dsm", 10, 50.0)  # 0.2 steps/s
     estimate = estimates.training_run(run_spec)
@@ -183,6 +223,7 @@ def test_kinds_without_optimizer_steps_get_no_estimate(model):
 
 # --- evaluations ---------------------------------------------------------------------------------
 
+
 def test_an_evaluation_is_pairs_times_configurations_timed_by_earlier_evaluations(db):
     from tests.webapp.evaluation.factories import annotated_pairs_count
 
@@ -194,6 +235,13 @@ def test_an_evaluation_is_pairs_times_configurations_timed_by_earlier_evaluation
     assert (estimate.amount, estimate.unit, estimate.seconds) == (2 * pairs, "prompts", None)
     assert estimates.evaluation(evaluation_spec(corpus, model, max_pairs=1)).amount == 1
     profile = PeakProfile.objects.create(name="p", version=1)
-    RelevanceEvaluation.objects.create(corpus=corpus, model_version=model, profile=profile, status=JobStatus.DONE,
-                                       done=40, total=40, seconds_per_prompt=0.5)
+    RelevanceEvaluation.objects.create(
+        corpus=corpus,
+        model_version=model,
+        profile=profile,
+        status=JobStatus.DONE,
+        done=40,
+        total=40,
+        seconds_per_prompt=0.5,
+    )
     assert estimates.evaluation(two_configs).seconds == pytest.approx(pairs * 2 * 0.5)

@@ -1,5 +1,6 @@
 """The heartbeat thread (webapp.lifecycle.heartbeat) on its own database connection: committed
 rows, so these tests use transactions like a worker does."""
+
 import time
 
 import pytest
@@ -84,7 +85,9 @@ def test_beats_resume_after_the_database_dropped_the_threads_connection(chunk):
     with Heartbeat(chunk, every=0.05):
         assert wait_until(lambda: RelevanceChunk.objects.get(pk=chunk.pk).heartbeat > chunk.heartbeat)
         with connection.cursor() as cursor:  # e.g. a database restart: every other session is dropped
-            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
         dropped_at = RelevanceChunk.objects.get(pk=chunk.pk).heartbeat
         assert wait_until(lambda: RelevanceChunk.objects.get(pk=chunk.pk).heartbeat > dropped_at, timeout=10)

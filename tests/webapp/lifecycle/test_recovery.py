@@ -1,4 +1,5 @@
 """The recovery sweeper (webapp.lifecycle.recovery): lost workers and lost messages."""
+
 from datetime import timedelta
 
 import pytest
@@ -29,8 +30,15 @@ def chunk_kind():
 
 def test_every_kind_of_work_is_registered_with_a_routed_task():
     names = {kind.name for kind in recovery.KINDS}
-    assert {"relevance plan", "relevance chunk", "dataset build", "export", "training run", "evaluation",
-            "import"} <= names
+    assert {
+        "relevance plan",
+        "relevance chunk",
+        "dataset build",
+        "export",
+        "training run",
+        "evaluation",
+        "import",
+    } <= names
     assert chunk_kind().queue == "relevance"
 
 
@@ -74,8 +82,9 @@ def test_a_lost_planner_is_replaced_and_a_planning_job_without_message_is_sent_a
 
 
 def test_the_sweeper_never_touches_a_running_job_row(job, sent, queue_size):
-    RelevanceJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING,
-                                                  heartbeat=timezone.now() - timedelta(days=1))
+    RelevanceJob.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING, heartbeat=timezone.now() - timedelta(days=1)
+    )
     assert recovery.sweep() == {}
     assert RelevanceJob.objects.get(pk=job.pk).status == JobStatus.RUNNING
 
@@ -88,11 +97,15 @@ def test_a_unit_lost_while_cancelling_ends_cancelled_with_its_kinds_clean_up(db,
     corpus = Corpus.objects.create(name="ward", language="en")
     note = Note.objects.create(corpus=corpus, external_id="n1", text="HR 120.")
     dataset = DatasetVersion.objects.create(
-        name="d", corpus=corpus, model_version=ModelVersion.objects.create(name="m", family="llama", path="m"),
-        profile=PeakProfile.objects.create(name="p"))
+        name="d",
+        corpus=corpus,
+        model_version=ModelVersion.objects.create(name="m", family="llama", path="m"),
+        profile=PeakProfile.objects.create(name="p"),
+    )
     held = units.claim(DatasetVersion, dataset.pk, "w1")
-    MaskedExample.objects.create(dataset=dataset, note=note, tasks=[], masked_text="HR <mask>.", label="120",
-                                 char_start=3, char_end=6)  # written before the cancel
+    MaskedExample.objects.create(
+        dataset=dataset, note=note, tasks=[], masked_text="HR <mask>.", label="120", char_start=3, char_end=6
+    )  # written before the cancel
     assert units.request_cancel(DatasetVersion, held.pk) == JobStatus.CANCELLING
     DatasetVersion.objects.filter(pk=held.pk).update(heartbeat=timezone.now() - timedelta(seconds=600))
     build_kind = next(kind for kind in recovery.KINDS if kind.name == "dataset build")

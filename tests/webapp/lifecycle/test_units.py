@@ -1,4 +1,5 @@
 """The transitions every unit of work shares (webapp.lifecycle.units), on relevance chunks."""
+
 from datetime import timedelta
 
 from django.utils import timezone
@@ -28,7 +29,9 @@ def test_a_unit_whose_worker_is_silent_for_the_stall_time_is_lost_and_can_be_tak
     settings.WORK_STALL_SECONDS = 60
     chunk = units.claim(RelevanceChunk, first_chunk(job).pk, "w1")
     age(chunk, 59)
-    assert units.claim(RelevanceChunk, chunk.pk, "w2") is None and not RelevanceChunk.objects.get(pk=chunk.pk).is_stalled
+    assert (
+        units.claim(RelevanceChunk, chunk.pk, "w2") is None and not RelevanceChunk.objects.get(pk=chunk.pk).is_stalled
+    )
     age(chunk, 61)
     stalled = RelevanceChunk.objects.get(pk=chunk.pk)
     assert stalled.is_stalled and stalled.status_text().startswith("stalled: worker lost at ")

@@ -1,6 +1,7 @@
 """Plain builders for pipeline tests (also used by tests/workers): a corpus of short English
 notes, a few tasks, a model version, a launched job. Note texts are ASCII, so the relevance
 token offsets of a byte-level tokenizer tile each note exactly."""
+
 from webapp.corpus.models import Corpus, Note, Task
 from webapp.pipeline import jobs
 from webapp.pipeline.models import ModelVersion
@@ -32,8 +33,10 @@ def make_corpus(n_notes: int = 6, name: str = "ward", sentences: int = 3) -> Cor
 
 
 def make_tasks(n: int = len(TASKS)) -> list[Task]:
-    return [Task.objects.create(slug=slug, description=description, options=options)
-            for slug, description, options in TASKS[:n]]
+    return [
+        Task.objects.create(slug=slug, description=description, options=options)
+        for slug, description, options in TASKS[:n]
+    ]
 
 
 def make_model_version(path: str = "smollm2-135m-instruct", name: str = "tiny-llama") -> ModelVersion:
@@ -41,8 +44,15 @@ def make_model_version(path: str = "smollm2-135m-instruct", name: str = "tiny-ll
 
 
 def spec(corpus, model_version, tasks=(), **changes) -> jobs.JobSpec:
-    values = dict(corpus=corpus, model_version=model_version, task_selection="list", tasks=tasks,
-                  chunk_size=4, method="attnlrp", template="en")
+    values = dict(
+        corpus=corpus,
+        model_version=model_version,
+        task_selection="list",
+        tasks=tasks,
+        chunk_size=4,
+        method="attnlrp",
+        template="en",
+    )
     values.update(changes)
     values["tasks"] = list(values["tasks"])
     return jobs.JobSpec(**values)

@@ -1,4 +1,5 @@
 """A chunk's prompts reach ml.relevance note by note, so a note's tasks share their prefix there."""
+
 import numpy as np
 import pytest
 
@@ -41,7 +42,7 @@ def test_a_chunk_sends_each_notes_tasks_in_one_call(launched, monkeypatch):
     assert outcome.computed == 24 == RelevanceMap.objects.count()
     assert [len(call) for call in compute.calls] == [8, 8, 8]  # at least 6, whole notes
     seen = [set(call) for call in compute.calls]
-    assert all(not (a & b) for i, a in enumerate(seen) for b in seen[i + 1:])  # no note split between calls
+    assert all(not (a & b) for i, a in enumerate(seen) for b in seen[i + 1 :])  # no note split between calls
 
 
 @pytest.mark.parametrize("enabled", [True, False])

@@ -1,4 +1,5 @@
 """register_model, launch_relevance_job and relevance_job."""
+
 import json
 from io import StringIO
 
@@ -19,7 +20,9 @@ def run(*args):
 def model_folder(tmp_path):
     from transformers import LlamaConfig
 
-    LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4).save_pretrained(tmp_path)
+    LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4).save_pretrained(
+        tmp_path
+    )
     return tmp_path
 
 
@@ -52,11 +55,28 @@ def test_launch_relevance_job_accepts_the_prediction_explained(corpus, tasks, mo
     from ml.relevance import RelevanceConfig
 
     monkeypatch.setattr(jobs, "enqueue_chunks", lambda job_id: 0)
-    out = run("launch_relevance_job", "ward", "--model", "tiny-llama", "--k", "2", "--explain", "contrastive",
-              "--neutral", "a person", "--normalise", "clip", "--truncate", "left", "--dtype", "float32")
+    out = run(
+        "launch_relevance_job",
+        "ward",
+        "--model",
+        "tiny-llama",
+        "--k",
+        "2",
+        "--explain",
+        "contrastive",
+        "--neutral",
+        "a person",
+        "--normalise",
+        "clip",
+        "--truncate",
+        "left",
+        "--dtype",
+        "float32",
+    )
     job = RelevanceJob.objects.get()
-    expected = RelevanceConfig(explain="contrastive", neutral="a person", normalise="clip", truncate="left",
-                               dtype="float32")
+    expected = RelevanceConfig(
+        explain="contrastive", neutral="a person", normalise="clip", truncate="left", dtype="float32"
+    )
     assert job.relevance_config == expected and f"configuration {expected.key}" in out
     with pytest.raises(CommandError, match="applies only to explain='contrastive'"):
         run("launch_relevance_job", "ward", "--model", "tiny-llama", "--explain", "span", "--neutral", "a person")

@@ -1,4 +1,5 @@
 """Planning, launch, cancel, resume and the job's derived status (webapp.pipeline.jobs)."""
+
 from datetime import timedelta
 
 import pytest
@@ -54,11 +55,14 @@ def test_held_out_tasks_stay_out_of_the_pool_unless_asked(launched, tasks):
     assert tasks[0].pk in {t for _, t in planned_pairs(launched(task_selection="all", tasks=[], include_held_out=True))}
 
 
-@pytest.mark.parametrize("note_filter, expected", [
-    ({"limit": 2}, ["n000", "n001"]),
-    ({"external_ids": ["n004", "n001"]}, ["n001", "n004"]),
-    ({"external_ids": ["n004", "n001", "n002"], "limit": 2}, ["n001", "n002"]),
-])
+@pytest.mark.parametrize(
+    "note_filter, expected",
+    [
+        ({"limit": 2}, ["n000", "n001"]),
+        ({"external_ids": ["n004", "n001"]}, ["n001", "n004"]),
+        ({"external_ids": ["n004", "n001", "n002"], "limit": 2}, ["n001", "n002"]),
+    ],
+)
 def test_a_note_filter_chooses_the_notes(launched, note_filter, expected):
     job = launched(note_filter=note_filter, tasks=[], task_selection="all")
     note_ids = {n for n, _ in planned_pairs(job)}
@@ -87,7 +91,8 @@ def test_launch_is_audited(launched, researcher):
 
 
 def test_launch_answers_before_planning_and_sends_the_job_to_a_planner_after_the_commit(
-        corpus, tasks, model_version, monkeypatch, django_capture_on_commit_callbacks):
+    corpus, tasks, model_version, monkeypatch, django_capture_on_commit_callbacks
+):
     from webapp.taskqueue import app
 
     sent = []
@@ -110,7 +115,12 @@ def test_the_planner_queues_the_job_and_sends_every_chunk(corpus, tasks, model_v
     assert planning.plan_now(job, enqueue=True) == 24
     job.refresh_from_db()
     assert (job.status, job.total, job.chunk_count, job.notes_planned, job.notes_total) == (
-        JobStatus.QUEUED, 24, 6, 6, 6)
+        JobStatus.QUEUED,
+        24,
+        6,
+        6,
+        6,
+    )
     assert [chunk_id for _, chunk_id in sent] == list(job.chunks.order_by("pk").values_list("pk", flat=True))
     assert {name for name, _ in sent} == {"workers.relevance.run_chunk"}
 
@@ -154,8 +164,9 @@ def test_the_planning_task_is_routed_to_the_default_queue_and_chunks_to_relevanc
     assert (queue_of("workers.relevance.run_chunk"), queue_of("workers.relevance.plan_job")) == ("relevance", "default")
 
 
-def test_a_broker_that_cannot_be_reached_is_reported_on_the_job(launched, monkeypatch,
-                                                                django_capture_on_commit_callbacks):
+def test_a_broker_that_cannot_be_reached_is_reported_on_the_job(
+    launched, monkeypatch, django_capture_on_commit_callbacks
+):
     from webapp.taskqueue import app
 
     def refuse(*args, **kwargs):
@@ -168,16 +179,19 @@ def test_a_broker_that_cannot_be_reached_is_reported_on_the_job(launched, monkey
     assert "could not be reached" in job.error and "Resume" in job.error
 
 
-@pytest.mark.parametrize("changes, field, words", [
-    ({"task_selection": "sample", "tasks": [], "sample_k": 5}, "sample_k", "between 1 and 4"),
-    ({"task_selection": "sample", "tasks": [], "sample_k": 0}, "sample_k", "between 1 and 4"),
-    ({"template": "{note} is observed"}, "template", "{note} and {task}"),
-    ({"chunk_size": 0}, "chunk_size", "between 1 and"),
-    ({"task_selection": "list", "tasks": []}, "tasks", "at least one task"),
-    ({"note_filter": {"external_ids": ["nope"]}}, "note_filter", "No note"),
-    ({"note_filter": {"where": "x"}}, "note_filter", "Unknown note selection"),
-    ({"method": "magic"}, "method", "Unknown method"),
-])
+@pytest.mark.parametrize(
+    "changes, field, words",
+    [
+        ({"task_selection": "sample", "tasks": [], "sample_k": 5}, "sample_k", "between 1 and 4"),
+        ({"task_selection": "sample", "tasks": [], "sample_k": 0}, "sample_k", "between 1 and 4"),
+        ({"template": "{note} is observed"}, "template", "{note} and {task}"),
+        ({"chunk_size": 0}, "chunk_size", "between 1 and"),
+        ({"task_selection": "list", "tasks": []}, "tasks", "at least one task"),
+        ({"note_filter": {"external_ids": ["nope"]}}, "note_filter", "No note"),
+        ({"note_filter": {"where": "x"}}, "note_filter", "Unknown note selection"),
+        ({"method": "magic"}, "method", "Unknown method"),
+    ],
+)
 def test_a_spec_that_cannot_run_is_refused_in_plain_words(corpus, tasks, model_version, changes, field, words):
     problems = spec(corpus, model_version, **{"tasks": tasks, **changes}).problems()
     assert words in problems[field]
@@ -247,8 +261,9 @@ def test_a_job_with_failed_chunks_ends_failed_and_says_so(launched):
     assert "1 of 6 chunks failed" in job.error
 
 
-def test_cancel_skips_the_waiting_chunks_and_ends_when_none_runs(launched, researcher,
-                                                                 django_capture_on_commit_callbacks):
+def test_cancel_skips_the_waiting_chunks_and_ends_when_none_runs(
+    launched, researcher, django_capture_on_commit_callbacks
+):
     job = launched()
     end_chunk(job, 0)
     running = chunks.claim(job.chunks.get(index=1).pk, worker="w")
@@ -283,8 +298,13 @@ def test_only_a_queued_or_running_job_can_be_cancelled(launched):
 
 def test_resume_runs_again_every_chunk_that_is_not_done(launched, monkeypatch, django_capture_on_commit_callbacks):
     sent = []
-    monkeypatch.setattr(jobs, "send_chunks", lambda job_id, ids: sent.append(
-        sorted(RelevanceChunk.objects.filter(pk__in=ids).values_list("index", flat=True))))
+    monkeypatch.setattr(
+        jobs,
+        "send_chunks",
+        lambda job_id, ids: sent.append(
+            sorted(RelevanceChunk.objects.filter(pk__in=ids).values_list("index", flat=True))
+        ),
+    )
     job = launched()
     end_chunk(job, 0)
     end_chunk(job, 1)
@@ -307,8 +327,7 @@ def test_resume_runs_again_every_chunk_that_is_not_done(launched, monkeypatch, d
     assert (job.status, job.done, job.chunks_done) == (JobStatus.DONE, 24, 6)
 
 
-def test_a_running_job_is_resumed_only_once_a_worker_is_lost(launched, django_capture_on_commit_callbacks,
-                                                             monkeypatch):
+def test_a_running_job_is_resumed_only_once_a_worker_is_lost(launched, django_capture_on_commit_callbacks, monkeypatch):
     sent = []
     monkeypatch.setattr(jobs, "send_chunks", lambda job_id, ids: sent.extend(ids))
     job = launched()
@@ -336,8 +355,9 @@ def test_a_done_job_has_nothing_to_resume(launched):
         jobs.resume(job)
 
 
-def test_a_job_cancelled_while_planning_is_planned_again_on_resume(corpus, tasks, model_version, monkeypatch,
-                                                                   django_capture_on_commit_callbacks):
+def test_a_job_cancelled_while_planning_is_planned_again_on_resume(
+    corpus, tasks, model_version, monkeypatch, django_capture_on_commit_callbacks
+):
     from webapp.taskqueue import app
 
     sent = []
@@ -400,8 +420,9 @@ def test_claim_skips_the_chunks_of_a_cancelling_job(launched):
 def test_a_chunk_whose_worker_keeps_dying_fails_after_the_last_attempt(launched):
     job = launched()
     chunk = job.chunks.get(index=0)
-    RelevanceChunk.objects.filter(pk=chunk.pk).update(status=Chunk.RUNNING, attempts=chunks.MAX_ATTEMPTS,
-                                                      heartbeat=timezone.now() - timedelta(seconds=120))
+    RelevanceChunk.objects.filter(pk=chunk.pk).update(
+        status=Chunk.RUNNING, attempts=chunks.MAX_ATTEMPTS, heartbeat=timezone.now() - timedelta(seconds=120)
+    )
     assert chunks.claim(chunk.pk) is None
     chunk.refresh_from_db()
     job.refresh_from_db()

@@ -1,4 +1,5 @@
 """Migration 0004: jobs and maps stored before it get today's configuration and stay readable."""
+
 import numpy as np
 import pytest
 from django.db import connection
@@ -30,8 +31,9 @@ def test_existing_jobs_and_maps_get_the_default_configuration_and_stay_readable(
 
     old = migrate(BEFORE)
     Corpus, Note, Task = (old.get_model("corpus", name) for name in ("Corpus", "Note", "Task"))
-    ModelVersion, Job, Map = (old.get_model("pipeline", name) for name in ("ModelVersion", "RelevanceJob",
-                                                                             "RelevanceMap"))
+    ModelVersion, Job, Map = (
+        old.get_model("pipeline", name) for name in ("ModelVersion", "RelevanceJob", "RelevanceMap")
+    )
     corpus = Corpus.objects.create(name="old-ward", language="en")
     text = "Heart rate 130 bpm."
     note = Note.objects.create(corpus=corpus, external_id="n1", text=text, content_hash=text_hash(text))
@@ -39,10 +41,25 @@ def test_existing_jobs_and_maps_get_the_default_configuration_and_stay_readable(
     model = ModelVersion.objects.create(name="old-model", family="llama", path="old-model")
     job = Job.objects.create(corpus=corpus, model_version=model, method="grad_input", template=CUSTOM)
     offsets, scores = np.array([[0, 5], [6, 10]], np.int32), np.array([1.0, 0.25], np.float32)
-    kept = Map.objects.create(note=note, task=task, model_version=model, method="grad_input", template=CUSTOM,
-                              job=job, n_tokens=2, data=encode_map(offsets, scores))
-    other = Map.objects.create(note=note, task=task, model_version=model, method="attnlrp", template="en",
-                               n_tokens=2, data=encode_map(offsets, scores))
+    kept = Map.objects.create(
+        note=note,
+        task=task,
+        model_version=model,
+        method="grad_input",
+        template=CUSTOM,
+        job=job,
+        n_tokens=2,
+        data=encode_map(offsets, scores),
+    )
+    other = Map.objects.create(
+        note=note,
+        task=task,
+        model_version=model,
+        method="attnlrp",
+        template="en",
+        n_tokens=2,
+        data=encode_map(offsets, scores),
+    )
 
     migrate(AFTER)
     migrate_to_latest()  # today's models read the rows below

@@ -1,4 +1,5 @@
 """Migration 0005: chunks take the lifecycle's statuses and jobs get counters of their chunks."""
+
 import pytest
 
 from tests.webapp.pipeline.test_migration_0004 import migrate, migrate_to_latest
@@ -11,13 +12,15 @@ AFTER = [("pipeline", "0005_lifecycle")]
 def test_old_chunk_statuses_are_renamed_and_the_job_counts_its_ended_chunks():
     old = migrate(BEFORE)
     Corpus = old.get_model("corpus", "Corpus")
-    ModelVersion, Job, Chunk = (old.get_model("pipeline", name) for name in ("ModelVersion", "RelevanceJob",
-                                                                               "RelevanceChunk"))
+    ModelVersion, Job, Chunk = (
+        old.get_model("pipeline", name) for name in ("ModelVersion", "RelevanceJob", "RelevanceChunk")
+    )
     corpus = Corpus.objects.create(name="old-ward", language="en")
     model = ModelVersion.objects.create(name="old-model", family="llama", path="old-model")
     job = Job.objects.create(corpus=corpus, model_version=model, status="cancelled", total=10, done=0)
-    for index, (status, size, seconds) in enumerate([("done", 4, 2.0), ("done", 3, 1.5), ("skipped", 2, None),
-                                                     ("failed", 1, None), ("pending", 0, None)]):
+    for index, (status, size, seconds) in enumerate(
+        [("done", 4, 2.0), ("done", 3, 1.5), ("skipped", 2, None), ("failed", 1, None), ("pending", 0, None)]
+    ):
         Chunk.objects.create(job=job, index=index, pairs=[[1, 1]] * size, size=size, status=status, seconds=seconds)
 
     migrate(AFTER)

@@ -1,4 +1,5 @@
 """The relevance worker's model cache: one model per process, in the dtype a job asks for."""
+
 import pytest
 import torch
 

@@ -1,4 +1,5 @@
 """Progress figures of a job (webapp.pipeline.progress)."""
+
 from datetime import timedelta
 
 from django.utils import timezone
@@ -63,12 +64,17 @@ def test_the_poll_costs_the_same_queries_for_many_chunks(launched, django_assert
 def test_errors_are_listed_with_their_chunk(launched):
     job = launched()
     chunks.fail(chunks.claim(job.chunks.get(index=2).pk, "w"), "Could not compute relevance (ValueError): x")
-    chunks.finish(chunks.claim(job.chunks.get(index=4).pk, "w"), 1.0,
-                  chunks.Outcome(problems=["Note 1 x task 2 skipped (invalid input)."]))
+    chunks.finish(
+        chunks.claim(job.chunks.get(index=4).pk, "w"),
+        1.0,
+        chunks.Outcome(problems=["Note 1 x task 2 skipped (invalid input)."]),
+    )
     job.refresh_from_db()
     progress = job_progress(job)
-    assert progress.errors == ["Chunk 3: Could not compute relevance (ValueError): x",
-                               "Chunk 5: Note 1 x task 2 skipped (invalid input)."]
+    assert progress.errors == [
+        "Chunk 3: Could not compute relevance (ValueError): x",
+        "Chunk 5: Note 1 x task 2 skipped (invalid input).",
+    ]
     assert progress.failed_chunks == 1
 
 

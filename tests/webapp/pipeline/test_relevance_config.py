@@ -1,5 +1,6 @@
 """A job stores its RelevanceConfig, every map the key of the configuration that made it, and
 maps of two configurations never meet in one selection."""
+
 import numpy as np
 import pytest
 
@@ -14,8 +15,15 @@ OFFSETS = np.array([[0, 7], [8, 10]], np.int32)
 
 
 def add_map(note, task, model, config=None, scores=(0.2, 1.0), **fields):
-    values = dict(note=note, task=task, model_version=model, method="attnlrp", template="en", n_tokens=2,
-                  data=RelevanceMap.encode(OFFSETS, np.asarray(scores, np.float32)))
+    values = dict(
+        note=note,
+        task=task,
+        model_version=model,
+        method="attnlrp",
+        template="en",
+        n_tokens=2,
+        data=RelevanceMap.encode(OFFSETS, np.asarray(scores, np.float32)),
+    )
     if config is not None:
         values.update(method=config.method, template=config.template, config_key=config.key)
     values.update(fields)
@@ -23,6 +31,7 @@ def add_map(note, task, model, config=None, scores=(0.2, 1.0), **fields):
 
 
 # ---- the job's configuration ----
+
 
 def test_a_job_stores_its_whole_configuration_and_its_key(launched, researcher):
     job = RelevanceJob.objects.get(pk=launched(explain="contrastive", normalise="clip").pk)
@@ -47,13 +56,20 @@ def test_a_custom_template_equal_to_a_builtin_is_stored_by_name(launched):
     assert job.template == "es" and job.config_key == RelevanceConfig(template="es", explain="span").key
 
 
-@pytest.mark.parametrize("changes, field, words", [
-    ({"explain": "everything"}, "explain", "Unknown explain 'everything'"),
-    ({"normalise": "minmax"}, "normalise", "Unknown normalise 'minmax'"),
-    ({"truncate": "middle"}, "truncate", "Unknown truncate 'middle'"),
-    ({"explain": "next", "neutral": "the patient"}, "neutral", "applies only to explain='contrastive'"),
-    ({"explain": "contrastive", "template": "Note: {note}. Finding: {task}"}, "neutral", "needs a neutral description"),
-])
+@pytest.mark.parametrize(
+    "changes, field, words",
+    [
+        ({"explain": "everything"}, "explain", "Unknown explain 'everything'"),
+        ({"normalise": "minmax"}, "normalise", "Unknown normalise 'minmax'"),
+        ({"truncate": "middle"}, "truncate", "Unknown truncate 'middle'"),
+        ({"explain": "next", "neutral": "the patient"}, "neutral", "applies only to explain='contrastive'"),
+        (
+            {"explain": "contrastive", "template": "Note: {note}. Finding: {task}"},
+            "neutral",
+            "needs a neutral description",
+        ),
+    ],
+)
 def test_a_bad_configuration_is_a_problem_of_its_field(corpus, tasks, model_version, changes, field, words):
     problems = spec(corpus, model_version, tasks, **changes).problems()
     assert words in problems[field]
@@ -77,6 +93,7 @@ def test_a_job_whose_columns_contradict_its_configuration_is_refused(launched):
 
 # ---- maps record their configuration and never mix ----
 
+
 @pytest.fixture
 def two_configs(db):
     """One note x task, two models, with maps of the default configuration and of "span"."""
@@ -84,7 +101,11 @@ def two_configs(db):
     dsm = make_model_version(name="dsm")
     note = corpus.notes.get()
     return {
-        "note": note, "task": task, "base": base, "dsm": dsm, "corpus": corpus,
+        "note": note,
+        "task": task,
+        "base": base,
+        "dsm": dsm,
+        "corpus": corpus,
         "base_next": add_map(note, task, base, scores=(0.1, 1.0)),  # saved without a key: the default
         "base_span": add_map(note, task, base, SPAN, scores=(1.0, 0.5)),
         "dsm_span": add_map(note, task, dsm, SPAN, scores=(1.0, 0.7)),
@@ -112,11 +133,12 @@ def test_for_config_selects_one_configuration_only(two_configs):
 
 def test_for_config_of_jobs_takes_their_configuration_and_refuses_two(two_configs):
     corpus, model = two_configs["corpus"], two_configs["base"]
-    span_job = RelevanceJob.objects.create(corpus=corpus, model_version=model, explain="span",
-                                           config=SPAN.to_dict())
+    span_job = RelevanceJob.objects.create(corpus=corpus, model_version=model, explain="span", config=SPAN.to_dict())
     next_job = RelevanceJob.objects.create(corpus=corpus, model_version=model)
-    assert set(RelevanceMap.objects.for_config("attnlrp", "en", jobs=[span_job.pk])) == \
-        {two_configs["base_span"], two_configs["dsm_span"]}
+    assert set(RelevanceMap.objects.for_config("attnlrp", "en", jobs=[span_job.pk])) == {
+        two_configs["base_span"],
+        two_configs["dsm_span"],
+    }
     assert set(RelevanceMap.objects.for_config("attnlrp", "en", jobs=[next_job])) == {two_configs["base_next"]}
     with pytest.raises(ValueError, match="different configurations"):
         RelevanceMap.objects.for_config("attnlrp", "en", jobs=[span_job.pk, next_job.pk])

@@ -36,8 +36,9 @@ def test_cancel_stops_the_job_and_is_audited(client, request, launched, role, dj
 
 
 @pytest.mark.parametrize("role", ["researcher", "admin_user"])
-def test_resume_queues_the_unfinished_chunks_and_is_audited(client, request, launched, role,
-                                                            django_capture_on_commit_callbacks):
+def test_resume_queues_the_unfinished_chunks_and_is_audited(
+    client, request, launched, role, django_capture_on_commit_callbacks
+):
     user = request.getfixturevalue(role)
     job = launched()
     job.chunks.filter(index__gt=1).update(status=Chunk.CANCELLED)

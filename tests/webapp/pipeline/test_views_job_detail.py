@@ -44,8 +44,10 @@ def test_the_poll_stops_with_286_once_the_job_has_ended(client, clinician, launc
 
 def test_failures_are_shown_in_plain_words(client, clinician, launched):
     job = launched()
-    chunks.fail(chunks.claim(job.chunks.get(index=1).pk, "w"), "Could not compute relevance (ModelNotFoundError): "
-                                                              "model 'x' is not converted yet")
+    chunks.fail(
+        chunks.claim(job.chunks.get(index=1).pk, "w"),
+        "Could not compute relevance (ModelNotFoundError): model 'x' is not converted yet",
+    )
     for index in (0, 2, 3, 4, 5):
         chunks.finish(chunks.claim(job.chunks.get(index=index).pk, "w"), 1.0, chunks.Outcome())
     client.force_login(clinician)

@@ -11,8 +11,14 @@ URL = "/jobs/new/"
 @pytest.fixture
 def form_data(corpus, tasks, model_version):
     return {
-        "corpus": corpus.pk, "task_selection": "sample", "sample_k": 2, "seed": 0,
-        "model_version": model_version.pk, "method": "attnlrp", "template_choice": "en", "chunk_size": 8,
+        "corpus": corpus.pk,
+        "task_selection": "sample",
+        "sample_k": 2,
+        "seed": 0,
+        "model_version": model_version.pk,
+        "method": "attnlrp",
+        "template_choice": "en",
+        "chunk_size": 8,
     }
 
 
@@ -37,8 +43,10 @@ def test_the_form_launches_a_contrastive_job_with_its_neutral_text(client, resea
     from ml.relevance import RelevanceConfig
 
     client.force_login(researcher)
-    response = client.post(URL, {**form_data, "template_choice": "es", "explain": "contrastive",
-                                 "neutral": "la persona", "normalise": "clip"})
+    response = client.post(
+        URL,
+        {**form_data, "template_choice": "es", "explain": "contrastive", "neutral": "la persona", "normalise": "clip"},
+    )
     job = RelevanceJob.objects.get()
     assert response.status_code == 302
     expected = RelevanceConfig(explain="contrastive", template="es", neutral="la persona", normalise="clip")
@@ -64,7 +72,8 @@ def test_a_form_without_explain_launches_the_reference_codes_variant(client, res
 
 def test_the_form_offers_the_default_model_first(client, researcher, db):
     default = ModelVersion.objects.filter(is_default=True).first() or ModelVersion.objects.create(
-        name="smol", family="llama", path="smollm2-135m-instruct", is_default=True)
+        name="smol", family="llama", path="smollm2-135m-instruct", is_default=True
+    )
     client.force_login(researcher)
     response = client.get(URL)
     assert response.status_code == 200
@@ -79,22 +88,28 @@ def test_others_may_not_launch(client, request, form_data, user_fixture):
     assert not RelevanceJob.objects.exists()
 
 
-@pytest.mark.parametrize("changes, field, words", [
-    ({"sample_k": 9}, "sample_k", "k must be between 1 and 4"),
-    ({"sample_k": 0}, "sample_k", "k must be between 1 and 4"),
-    ({"template_choice": "custom", "custom_template": "{note} heart"}, "custom_template", "{note} and {task}"),
-    ({"template_choice": "custom", "custom_template": ""}, "custom_template", "Write the custom template"),
-    ({"template_choice": "custom", "custom_template": "{task} then {note}"}, "custom_template", "after {note}"),
-    ({"chunk_size": 0}, "chunk_size", "greater than or equal to 1"),
-    ({"chunk_size": 100000}, "chunk_size", "less than or equal to 5000"),
-    ({"corpus": 999999}, "corpus", "Select a valid choice"),
-    ({"tasks": [999999]}, "tasks", "Select a valid choice"),
-    ({"task_selection": "list"}, "tasks", "Choose at least one task"),
-    ({"external_ids": "n001, nope, n002\nzzz"}, "external_ids", "has no note nope, zzz"),
-    ({"explain": "everything"}, "explain", "Select a valid choice"),
-    ({"explain": "contrastive", "template_choice": "custom", "custom_template": "Note: {note}. Finding: {task}"},
-     "neutral", "needs a neutral description"),
-])
+@pytest.mark.parametrize(
+    "changes, field, words",
+    [
+        ({"sample_k": 9}, "sample_k", "k must be between 1 and 4"),
+        ({"sample_k": 0}, "sample_k", "k must be between 1 and 4"),
+        ({"template_choice": "custom", "custom_template": "{note} heart"}, "custom_template", "{note} and {task}"),
+        ({"template_choice": "custom", "custom_template": ""}, "custom_template", "Write the custom template"),
+        ({"template_choice": "custom", "custom_template": "{task} then {note}"}, "custom_template", "after {note}"),
+        ({"chunk_size": 0}, "chunk_size", "greater than or equal to 1"),
+        ({"chunk_size": 100000}, "chunk_size", "less than or equal to 5000"),
+        ({"corpus": 999999}, "corpus", "Select a valid choice"),
+        ({"tasks": [999999]}, "tasks", "Select a valid choice"),
+        ({"task_selection": "list"}, "tasks", "Choose at least one task"),
+        ({"external_ids": "n001, nope, n002\nzzz"}, "external_ids", "has no note nope, zzz"),
+        ({"explain": "everything"}, "explain", "Select a valid choice"),
+        (
+            {"explain": "contrastive", "template_choice": "custom", "custom_template": "Note: {note}. Finding: {task}"},
+            "neutral",
+            "needs a neutral description",
+        ),
+    ],
+)
 def test_the_form_explains_what_is_wrong(client, researcher, form_data, changes, field, words):
     client.force_login(researcher)
     response = client.post(URL, {**form_data, **changes})
@@ -117,8 +132,16 @@ def test_an_empty_corpus_is_refused(client, researcher, form_data):
 
 def test_a_custom_template_and_a_note_selection_are_kept(client, researcher, form_data):
     client.force_login(researcher)
-    client.post(URL, {**form_data, "template_choice": "custom", "custom_template": "{note} Seen: {task}",
-                      "external_ids": "n001 n003", "limit": 5})
+    client.post(
+        URL,
+        {
+            **form_data,
+            "template_choice": "custom",
+            "custom_template": "{note} Seen: {task}",
+            "external_ids": "n001 n003",
+            "limit": 5,
+        },
+    )
     job = RelevanceJob.objects.get()
     assert job.template == "{note} Seen: {task}"
     assert job.note_filter == {"external_ids": ["n001", "n003"], "limit": 5}

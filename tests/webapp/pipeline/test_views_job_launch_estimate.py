@@ -1,4 +1,5 @@
 """The relevance job form says how much work it is and asks before a large launch."""
+
 import pytest
 
 from webapp.pipeline.models import RelevanceJob
@@ -8,8 +9,16 @@ URL = "/jobs/new/"
 
 @pytest.fixture
 def form_data(corpus, tasks, model_version):  # 6 notes x 2 sampled tasks = 12 prompts
-    return {"corpus": corpus.pk, "task_selection": "sample", "sample_k": 2, "seed": 0,
-            "model_version": model_version.pk, "method": "attnlrp", "template_choice": "en", "chunk_size": 8}
+    return {
+        "corpus": corpus.pk,
+        "task_selection": "sample",
+        "sample_k": 2,
+        "seed": 0,
+        "model_version": model_version.pk,
+        "method": "attnlrp",
+        "template_choice": "en",
+        "chunk_size": 8,
+    }
 
 
 @pytest.fixture
@@ -50,8 +59,9 @@ def test_a_form_grown_after_its_confirmation_asks_again(client, researcher, form
     assert "This is 18 prompts" in response.content.decode()
 
 
-def test_a_measured_rate_asks_above_the_seconds_threshold(client, researcher, form_data, corpus, tasks,
-                                                          model_version, settings):
+def test_a_measured_rate_asks_above_the_seconds_threshold(
+    client, researcher, form_data, corpus, tasks, model_version, settings
+):
     from tests.webapp.pipeline.factories import spec
     from webapp.pipeline import jobs
 

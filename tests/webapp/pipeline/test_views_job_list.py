@@ -48,6 +48,6 @@ def test_the_cancel_button_asks_for_confirmation(client, researcher, launched):
     job = launched()
     client.force_login(researcher)
     html = client.get(reverse("pipeline:job_detail", args=[job.pk])).content.decode()
-    form = html[html.index(f'action="{reverse("pipeline:job_cancel", args=[job.pk])}"'):]
-    assert 'data-confirm="Cancel this job?"' in form[:form.index(">")]
+    form = html[html.index(f'action="{reverse("pipeline:job_cancel", args=[job.pk])}"') :]
+    assert 'data-confirm="Cancel this job?"' in form[: form.index(">")]
     assert "js/confirm.js" in html

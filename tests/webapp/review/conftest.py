@@ -1,5 +1,6 @@
 """Fixtures of the review tests: the ward note of `fabricate` with maps, tasks, two model
 versions (base and its DSM child), the `sharp` profile and gold evidence."""
+
 import pytest
 
 from webapp.corpus.models import Annotation, Corpus, Note, Task
@@ -22,8 +23,9 @@ def note(corpus):
 def tasks(db):
     return {
         "heart": Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"]),
-        "pacemaker": Task.objects.create(slug="presence-of-pacemaker", description="presence of pacemaker",
-                                         options=["y", "n"]),
+        "pacemaker": Task.objects.create(
+            slug="presence-of-pacemaker", description="presence of pacemaker", options=["y", "n"]
+        ),
     }
 
 
@@ -53,5 +55,10 @@ def maps(note, tasks, base, dsm):
 
 @pytest.fixture
 def gold(note, tasks):
-    return Annotation.objects.create(note=note, task=tasks["heart"], label="y", annotator_name="import:gold",
-                                     evidence=[list(word_span(TEXT, "130")), list(word_span(TEXT, "tachycardic"))])
+    return Annotation.objects.create(
+        note=note,
+        task=tasks["heart"],
+        label="y",
+        annotator_name="import:gold",
+        evidence=[list(word_span(TEXT, "130")), list(word_span(TEXT, "tachycardic"))],
+    )

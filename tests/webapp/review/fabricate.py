@@ -5,16 +5,19 @@ Tokens are words and punctuation marks (regex `\\w+|[^\\w\\s]`). With the `sharp
 its own. The heart-rate map peaks on "130" and "tachycardic" (and "Pacemaker" for the second,
 DSM, model), the pacemaker map on "Pacemaker" and "2019".
 """
+
 import re
 
 import numpy as np
 
 from webapp.pipeline.models import RelevanceMap
 
-TEXT = ("Pt 67 y.o. <male> & wife\n"
-        "HR 130 bpm,  tachycardic; febrile 38.5 C.\n"
-        "\n"
-        "Pacemaker in situ since 2019. BP 110/70 \"ok\".")
+TEXT = (
+    "Pt 67 y.o. <male> & wife\n"
+    "HR 130 bpm,  tachycardic; febrile 38.5 C.\n"
+    "\n"
+    'Pacemaker in situ since 2019. BP 110/70 "ok".'
+)
 TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
@@ -40,8 +43,15 @@ def scores_for(text: str, peaked: dict) -> np.ndarray:
 def add_map(note, task, model, peaked, *, method="attnlrp", template="en", offsets=None, scores=None):
     offsets = tokens(note.text) if offsets is None else offsets
     scores = scores_for(note.text, peaked) if scores is None else scores
-    return RelevanceMap.objects.create(note=note, task=task, model_version=model, method=method, template=template,
-                                       n_tokens=len(offsets), data=RelevanceMap.encode(offsets, scores))
+    return RelevanceMap.objects.create(
+        note=note,
+        task=task,
+        model_version=model,
+        method=method,
+        template=template,
+        n_tokens=len(offsets),
+        data=RelevanceMap.encode(offsets, scores),
+    )
 
 
 def query(task, model, profile, **extra) -> dict:
@@ -54,8 +64,10 @@ def long_text(n_chars: int) -> str:
     """A note of exactly n_chars characters: a day-by-day ward log, every line different."""
     lines, size, day = [], 0, 0
     while size < n_chars:
-        line = (f"Day {day}: HR {100 + day % 60} bpm, tachycardic; febrile 38.{day % 10} C. "
-                f"Pacemaker in situ since {1990 + day % 30}. BP {100 + day % 40}/70 \"ok\".\n")
+        line = (
+            f"Day {day}: HR {100 + day % 60} bpm, tachycardic; febrile 38.{day % 10} C. "
+            f'Pacemaker in situ since {1990 + day % 30}. BP {100 + day % 40}/70 "ok".\n'
+        )
         lines.append(line)
         size += len(line)
         day += 1

@@ -1,4 +1,5 @@
 """The review note browser: keyset pages, review state and peak filters in a bounded window."""
+
 import pytest
 
 from webapp.corpus.models import Note
@@ -38,15 +39,22 @@ def test_pages_follow_the_note_ids_without_counting(corpus, sel, notes, django_a
 
 def test_rows_count_maps_peaks_and_decided_peaks(corpus, sel, notes, tasks, base, clinician):
     a, b = word_span(TEXT, "130")
-    decisions.decide(PeakContext(notes[0], tasks["heart"], base, "attnlrp", "en"), clinician, start=a, end=b,
-                     decision="reject", expected_version=0)
+    decisions.decide(
+        PeakContext(notes[0], tasks["heart"], base, "attnlrp", "en"),
+        clinician,
+        start=a,
+        end=b,
+        decision="reject",
+        expected_version=0,
+    )
     rows = {r.external_id: r for r in browse.browse(corpus, sel, Filters()).rows}
     assert (rows["b0"].maps, rows["b0"].peaks, rows["b0"].decided, rows["b0"].state) == (1, 2, 1, "partly")
     assert rows["b1"].state == "none" and rows["b2"].state == "undecided"
 
 
-def test_long_notes_are_summarised_a_few_at_a_time_with_the_same_counts(corpus, sel, notes, monkeypatch,
-                                                                         django_assert_num_queries):
+def test_long_notes_are_summarised_a_few_at_a_time_with_the_same_counts(
+    corpus, sel, notes, monkeypatch, django_assert_num_queries
+):
     ids = [n.pk for n in notes]
     whole = {i: (r.maps, r.peaks, r.decided) for i, r in browse.summarise(ids, sel).items()}
     monkeypatch.setattr(browse, "TEXT_BUDGET", 2 * len(TEXT) + 1)  # two notes a batch
@@ -95,9 +103,9 @@ def test_filters_read_from_the_query_ignore_bad_values():
 def test_the_list_and_the_note_page_count_the_same_peaks(corpus, sel, tasks, base, clinician):
     """Punctuation-only runs (dropped), runs that widen into one word (merged) and a run with edge
     punctuation (trimmed) count once each, on both pages, for every setting."""
-    from webapp.review.noteview import build_panel
-
     import numpy as np
+
+    from webapp.review.noteview import build_panel
 
     from .fabricate import tokens
 

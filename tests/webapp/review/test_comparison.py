@@ -1,4 +1,5 @@
 """Base vs DSM: side by side, difference map, relative change of relevance on gold."""
+
 import numpy as np
 import pytest
 
@@ -42,12 +43,14 @@ def test_the_corpus_summary_aggregates_pairs_with_gold_and_both_maps(corpus, tas
         note = Note.objects.create(corpus=corpus, external_id=f"c{i}", text=TEXT)
         add_map(note, tasks["heart"], base, {"130": before})
         add_map(note, tasks["heart"], dsm, {"130": after})
-        Annotation.objects.create(note=note, task=tasks["heart"], label="y", annotator_name="gold",
-                                  evidence=[list(word_span(TEXT, "130"))])
+        Annotation.objects.create(
+            note=note, task=tasks["heart"], label="y", annotator_name="gold", evidence=[list(word_span(TEXT, "130"))]
+        )
     lonely = Note.objects.create(corpus=corpus, external_id="c9", text=TEXT)
     add_map(lonely, tasks["heart"], base, {"130": 0.5})  # no DSM map: left out
-    Annotation.objects.create(note=lonely, task=tasks["heart"], label="y", annotator_name="gold",
-                              evidence=[list(word_span(TEXT, "130"))])
+    Annotation.objects.create(
+        note=lonely, task=tasks["heart"], label="y", annotator_name="gold", evidence=[list(word_span(TEXT, "130"))]
+    )
     summary = comparison.corpus_summary(corpus, base, dsm, "attnlrp", "en")
     assert summary.pairs == 2 and summary.undefined == 1  # the third has no relevance on gold under base
     assert summary.mean_change == pytest.approx((0.5 + -0.75) / 2, abs=2e-3)
@@ -66,8 +69,9 @@ def _pairs_with_gold(corpus, task, model_a, model_b, values, word, prefix):
         note = Note.objects.create(corpus=corpus, external_id=f"{prefix}{i}", text=TEXT)
         add_map(note, task, model_a, {word: before})
         add_map(note, task, model_b, {word: after})
-        Annotation.objects.create(note=note, task=task, label="y", annotator_name="gold",
-                                  evidence=[list(word_span(TEXT, word))])
+        Annotation.objects.create(
+            note=note, task=task, label="y", annotator_name="gold", evidence=[list(word_span(TEXT, word))]
+        )
 
 
 def test_the_summary_gives_each_tasks_change_with_a_paired_bootstrap_ci(corpus, tasks, base, dsm):
@@ -89,8 +93,9 @@ def test_the_summary_gives_each_tasks_change_with_a_paired_bootstrap_ci(corpus, 
     everything = heart + pacemaker
     assert summary.overall.result == relative_change_bootstrap(*zip(*everything), 1000, seed=0)
     assert summary.overall.result.diff == pytest.approx(summary.mean_change)
-    assert summary.overall.ratio_of_sums == relative_change_bootstrap(*zip(*everything), 1000, seed=0,
-                                                                      statistic="ratio_of_sums")
+    assert summary.overall.ratio_of_sums == relative_change_bootstrap(
+        *zip(*everything), 1000, seed=0, statistic="ratio_of_sums"
+    )
     assert summary.overall.ratio_of_sums.diff == pytest.approx(summary.ratio_of_sums_change)
     assert (summary.gold_pairs, summary.first_maps, summary.second_maps) == (6, 6, 6)
 
@@ -99,8 +104,9 @@ def test_the_summary_counts_the_annotated_pairs_each_model_has_maps_for(corpus, 
     for i in range(3):
         note = Note.objects.create(corpus=corpus, external_id=f"b{i}", text=TEXT)
         add_map(note, tasks["heart"], base, {"130": 0.5})
-        Annotation.objects.create(note=note, task=tasks["heart"], label="y", annotator_name="gold",
-                                  evidence=[list(word_span(TEXT, "130"))])
+        Annotation.objects.create(
+            note=note, task=tasks["heart"], label="y", annotator_name="gold", evidence=[list(word_span(TEXT, "130"))]
+        )
     summary = comparison.corpus_summary(corpus, base, dsm, "attnlrp", "en")
     assert (summary.pairs, summary.gold_pairs, summary.first_maps, summary.second_maps) == (0, 3, 3, 0)
     assert summary.overall is None and summary.per_task == []

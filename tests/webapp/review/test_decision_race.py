@@ -11,6 +11,7 @@ each, committed rows: `transaction=True`), as two browser requests would make th
   each thread just before its INSERT until both are there; `test_..._however_the_requests_interleave`
   lets them run free, many times, and checks the same promises whichever branch each round takes.
 """
+
 import threading
 
 import pytest
@@ -102,27 +103,34 @@ def decision_events():
 
 
 def test_two_reviewers_deciding_on_one_peak_at_once_each_get_their_own_decision(
-        ctx, clinician, second_clinician, insert_together):
-    (mine, my_error), (theirs, their_error) = at_once(deciding(ctx, clinician, "accept"),
-                                                      deciding(ctx, second_clinician, "reject"))
+    ctx, clinician, second_clinician, insert_together
+):
+    (mine, my_error), (theirs, their_error) = at_once(
+        deciding(ctx, clinician, "accept"), deciding(ctx, second_clinician, "reject")
+    )
     assert my_error is None and their_error is None
     assert sorted(insert_together) == sorted([clinician.pk, second_clinician.pk])  # both really inserted at once
     rows = {row.reviewer_id: row for row in PeakDecision.objects.filter(start=SPAN[0], end=SPAN[1])}
     assert set(rows) == {clinician.pk, second_clinician.pk}
     assert (rows[clinician.pk].pk, rows[clinician.pk].decision, rows[clinician.pk].version) == (mine.pk, "accept", 1)
-    assert (rows[second_clinician.pk].pk, rows[second_clinician.pk].decision, rows[second_clinician.pk].version) \
-        == (theirs.pk, "reject", 1)
+    assert (rows[second_clinician.pk].pk, rows[second_clinician.pk].decision, rows[second_clinician.pk].version) == (
+        theirs.pk,
+        "reject",
+        1,
+    )
     assert all(row.previous is None for row in rows.values())
     events = decision_events()
-    assert sorted((e.actor_id, e.object_id, e.details["op"], e.details["decision"]) for e in events) == sorted([
-        (clinician.pk, str(mine.pk), "create", "accept"), (second_clinician.pk, str(theirs.pk), "create", "reject")])
+    assert sorted((e.actor_id, e.object_id, e.details["op"], e.details["decision"]) for e in events) == sorted(
+        [(clinician.pk, str(mine.pk), "create", "accept"), (second_clinician.pk, str(theirs.pk), "create", "reject")]
+    )
     # Both stay stored and, differing, are a conflict; a tie rejects the span for dataset builds.
     assert decisions.is_conflict(decisions.decisions_on(ctx))
     assert decisions.rejected_spans([ctx.note.pk], [ctx.task.pk]) == {(ctx.note.pk, ctx.task.pk): [SPAN]}
 
 
 def test_one_reviewer_deciding_in_two_windows_at_once_keeps_one_decision_and_shows_it_to_the_other(
-        ctx, clinician, insert_together):
+    ctx, clinician, insert_together
+):
     outcomes = at_once(deciding(ctx, clinician, "accept"), deciding(ctx, clinician, "reject"))
     assert insert_together == [clinician.pk, clinician.pk]  # both windows reached the INSERT
     won = [(i, result) for i, (result, error) in enumerate(outcomes) if error is None]
@@ -136,13 +144,19 @@ def test_one_reviewer_deciding_in_two_windows_at_once_keeps_one_decision_and_sho
     assert (refused.current.decision, refused.current.version) == (winner.decision, 1)
     # One row: the winner's, untouched by the loser.
     row = PeakDecision.objects.get()
-    assert (row.pk, row.reviewer_id, row.decision, row.version, row.previous) == \
-        (winner.pk, clinician.pk, winner.decision, 1, None)
+    assert (row.pk, row.reviewer_id, row.decision, row.version, row.previous) == (
+        winner.pk,
+        clinician.pk,
+        winner.decision,
+        1,
+        None,
+    )
     assert row.decision == ("accept", "reject")[1 - loser_index]
     # Only the stored decision is audited.
     events = decision_events()
-    assert [(e.actor_id, e.object_id, e.details["op"], e.details["decision"]) for e in events] == \
-        [(clinician.pk, str(winner.pk), "create", winner.decision)]
+    assert [(e.actor_id, e.object_id, e.details["op"], e.details["decision"]) for e in events] == [
+        (clinician.pk, str(winner.pk), "create", winner.decision)
+    ]
 
 
 def test_one_reviewer_in_two_windows_however_the_requests_interleave(ctx, clinician):

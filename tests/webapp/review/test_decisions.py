@@ -1,5 +1,6 @@
 """Peak decisions: one row per reviewer, optimistic concurrency, undo, conflicts, audit, and the
 rule that makes them rejected spans for dataset builds."""
+
 import pytest
 
 from webapp.audit.models import AuditEvent
@@ -161,8 +162,9 @@ def test_the_majority_of_reviewers_decides_and_a_tie_rejects(ctx, clinician, sec
     assert building.rejected_char_spans([ctx.note.pk], [tasks["heart"].pk]) == {}  # 1 reject, 2 keep
 
 
-def test_only_each_reviewers_latest_decision_on_a_span_counts_across_models(ctx, clinician, second_clinician, dsm,
-                                                                             tasks):
+def test_only_each_reviewers_latest_decision_on_a_span_counts_across_models(
+    ctx, clinician, second_clinician, dsm, tasks
+):
     decide(ctx, clinician, "reject")
     dsm_ctx = PeakContext(ctx.note, ctx.task, dsm, "attnlrp", "en")
     decide(dsm_ctx, clinician, "accept")  # later, same reviewer, same span, another model: this one counts
@@ -184,8 +186,9 @@ def test_a_dataset_build_leaves_out_a_rejected_peak(ctx, clinician, corpus, base
     from webapp.datasets.models import DatasetVersion, MaskedExample
 
     def build(name):
-        dataset = DatasetVersion.objects.create(name=name, corpus=corpus, model_version=base, profile=sharp,
-                                                filters={"tasks": [tasks["heart"].pk]})
+        dataset = DatasetVersion.objects.create(
+            name=name, corpus=corpus, model_version=base, profile=sharp, filters={"tasks": [tasks["heart"].pk]}
+        )
         building.build(building.claim(dataset.pk))
         return sorted(MaskedExample.objects.filter(dataset=dataset).values_list("label", flat=True))
 

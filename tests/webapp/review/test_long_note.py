@@ -1,6 +1,7 @@
 """A note as long as an import allows, with a relevance map over all of it: the review note page
 and the corpus note page show it one window at a time, in bounded size and memory; peaks keep
 their numbers across windows; a map cut by the model's context says where it stops."""
+
 import html
 import re
 import tracemalloc
@@ -73,7 +74,7 @@ def test_the_review_page_of_the_longest_note_shows_one_window_in_bounded_size_an
     first = windows.windows(longest.text)[0]
     assert response.status_code == 200
     assert len(longest.text) == MAX_CHARS and first.count >= MAX_CHARS // windows.WINDOW_CHARS
-    assert shown_text(content) == longest.text[first.start:first.end]
+    assert shown_text(content) == longest.text[first.start : first.end]
     # a tenth of the note's text and its ~100 peaks with their forms (the whole note at once: ~4 MB)
     assert len(response.content) < 800_000
     # Python allocations while building and rendering the page (the whole note at once: ~35 MB)
@@ -88,10 +89,10 @@ def test_the_review_page_of_the_longest_note_shows_one_window_in_bounded_size_an
 def test_the_last_window_and_a_window_past_the_end(get, longest):
     parts = windows.windows(longest.text)
     last = get(longest, window=len(parts) - 1).content.decode()
-    assert shown_text(last) == longest.text[parts[-1].start:]
+    assert shown_text(last) == longest.text[parts[-1].start :]
     assert "Previous part" in last and "Next part" not in last
     beyond = get(longest, window="10000", headers=HX)
-    assert beyond.status_code == 200 and shown_text(beyond.content.decode()) == longest.text[parts[-1].start:]
+    assert beyond.status_code == 200 and shown_text(beyond.content.decode()) == longest.text[parts[-1].start :]
     assert get(longest, window="-3").status_code == 200 and get(longest, window="abc").status_code == 200
 
 
@@ -116,7 +117,7 @@ def test_asking_for_peak_n_opens_the_window_holding_it_and_selects_it(get, longe
     assert panel_data(landed, "data-select") == str(wanted)
     assert f'id="peak-{wanted}"' in landed and f'id="peak-item-{wanted}"' in landed
     assert 'name="window" value="6" form="view-form"' in landed
-    assert shown_text(landed) == longest.text[parts[6].start:parts[6].end]
+    assert shown_text(landed) == longest.text[parts[6].start : parts[6].end]
     ignored = get(longest, peak=10**9, window=2, headers=HX).content.decode()  # no such peak: the window asked
     assert panel_data(ignored, "data-select") is None and 'name="window" value="2"' in ignored
 
@@ -124,19 +125,35 @@ def test_asking_for_peak_n_opens_the_window_holding_it_and_selects_it(get, longe
 def test_a_decision_on_a_later_window_comes_back_to_that_window(client, get, longest, tasks, base, sharp, clinician):
     content = get(longest, window=4, headers=HX).content.decode()
     first = int(panel_data(content, "data-first-peak"))
-    start, end = (int(x) for x in re.search(
-        rf'id="peak-item-{first}".*?name="start" value="(\d+)"><input type="hidden" name="end" value="(\d+)"',
-        content, re.S).groups())
-    data = {**query(tasks["heart"], base, sharp), "k": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4, "start": start,
-            "end": end, "decision": "accept", "version": 0, "window": 4}
+    start, end = (
+        int(x)
+        for x in re.search(
+            rf'id="peak-item-{first}".*?name="start" value="(\d+)"><input type="hidden" name="end" value="(\d+)"',
+            content,
+            re.S,
+        ).groups()
+    )
+    data = {
+        **query(tasks["heart"], base, sharp),
+        "k": 1,
+        "sigma": 1.0,
+        "lower": 0.2,
+        "upper": 0.4,
+        "start": start,
+        "end": end,
+        "decision": "accept",
+        "version": 0,
+        "window": 4,
+    }
     response = client.post(reverse("review:decide", args=[longest.corpus_id, longest.pk]), data, **HX)
     after = response.content.decode()
     assert response.status_code == 200 and PeakDecision.objects.get().start == start
     assert 'name="window" value="4" form="view-form"' in after
     assert re.search(rf'<mark class="peak mine-accept" id="peak-{first}"', after)
     assert "1 decided by you" in after
-    plain = client.post(reverse("review:decide", args=[longest.corpus_id, longest.pk]),
-                        {**data, "decision": "reject", "version": 1})
+    plain = client.post(
+        reverse("review:decide", args=[longest.corpus_id, longest.pk]), {**data, "decision": "reject", "version": 1}
+    )
     assert plain.status_code == 302 and "window=4" in plain["Location"]
 
 
@@ -148,11 +165,11 @@ def test_the_corpus_note_page_of_the_longest_note_shows_one_window(client, clini
     content = response.content.decode()
     assert response.status_code == 200 and len(response.content) < parts[0].end + 20_000
     block = re.search(r'<div class="notetext" id="note-text">(.*?)</div>', content, re.S).group(1)
-    assert html.unescape(block) == longest.text[:parts[0].end]
+    assert html.unescape(block) == longest.text[: parts[0].end]
     assert f"Part <strong>1</strong> of {len(parts)}" in content and "?window=1" in content
     third = client.get(page, {"window": 2}).content.decode()
     block = re.search(r'<div class="notetext" id="note-text">(.*?)</div>', third, re.S).group(1)
-    assert html.unescape(block) == longest.text[parts[2].start:parts[2].end]
+    assert html.unescape(block) == longest.text[parts[2].start : parts[2].end]
     assert client.get(page, {"window": "x"}).status_code == 200
 
 
@@ -191,7 +208,7 @@ def test_a_map_cut_by_the_context_shows_where_it_ends_and_leaves_the_rest_plain(
     before, after = block.split('id="map-end"')
     assert 'class="r' in before and 'class="r' not in after and "<mark" not in after
     assert 'data-label="relevance map ends here: the model saw the first 4,096 tokens"' in content
-    assert shown_text(content) == note.text[holding.start:holding.end]  # the marker adds no text
+    assert shown_text(content) == note.text[holding.start : holding.end]  # the marker adds no text
     later = get(note, window=len(parts) - 1, headers=HX).content.decode()
     assert 'id="map-end"' not in later and 'class="r' not in later.split('id="note-text"')[1].split("</div>")[0]
 
@@ -226,6 +243,6 @@ def test_the_adjust_choices_of_a_short_peak_reach_five_words_either_way():
     text = "one two three four five six seven eight nine ten eleven twelve"
     a, b = text.index("six"), text.index("six") + 3
     starts, ends = boundary_options(text, a, b)
-    assert [text[o:o + 3] for o, _, _ in starts] == ["one", "two", "thr", "fou", "fiv", "six"]
+    assert [text[o : o + 3] for o, _, _ in starts] == ["one", "two", "thr", "fou", "fiv", "six"]
     assert [o for o, _, selected in starts if selected] == [a]
     assert [text[:o].split()[-1] for o, _, _ in ends] == ["six", "seven", "eight", "nine", "ten", "eleven"]

@@ -1,6 +1,7 @@
 """The comparison page and the validation round of a note as long as an import allows: one
 window at a time (as the review note page, test_long_note.py), in bounded size and memory, with
 the figures of the whole note; a map cut by the model's context says where it stops."""
+
 import html
 import re
 import tracemalloc
@@ -30,8 +31,10 @@ def text_of(content: str, element_id: str) -> str:
 
 
 def heatmaps(content: str) -> list[str]:
-    return [html.unescape(re.sub(r"<[^>]+>", "", block))
-            for block in re.findall(r'<div class="notetext"[^>]*>(.*?)</div>', content, re.S)]
+    return [
+        html.unescape(re.sub(r"<[^>]+>", "", block))
+        for block in re.findall(r'<div class="notetext"[^>]*>(.*?)</div>', content, re.S)
+    ]
 
 
 def traced(fetch):
@@ -70,8 +73,9 @@ def compare(client, clinician, tasks, base, dsm, sharp):
     client.force_login(clinician)
 
     def fetch(note, **params):
-        return client.get(compare_url(note), {**query(tasks["heart"], base, sharp), "a": base.pk, "b": dsm.pk,
-                                              **params})
+        return client.get(
+            compare_url(note), {**query(tasks["heart"], base, sharp), "a": base.pk, "b": dsm.pk, **params}
+        )
 
     return fetch
 
@@ -79,14 +83,13 @@ def compare(client, clinician, tasks, base, dsm, sharp):
 # ---------------------------------------------------------------- the comparison page
 
 
-def test_the_comparison_of_the_longest_note_shows_one_window_in_bounded_size_and_memory(compare, longest, note,
-                                                                                       maps):
+def test_the_comparison_of_the_longest_note_shows_one_window_in_bounded_size_and_memory(compare, longest, note, maps):
     assert compare(note).status_code == 200  # a short note first: templates and lazy imports loaded
     response, peak_bytes = traced(lambda: compare(longest))
     content = response.content.decode()
     first = windows.windows(longest.text)[0]
     assert response.status_code == 200
-    assert heatmaps(content) == [longest.text[:first.end]] * 3  # base, DSM and their difference
+    assert heatmaps(content) == [longest.text[: first.end]] * 3  # base, DSM and their difference
     # a tenth of the note's text three times, with colours (the whole note at once: ~5.3 MB; here ~0.54 MB)
     assert len(response.content) < 1_000_000
     # Python allocations while building and rendering the page (the whole note at once: ~36 MB; here ~5 MB)
@@ -111,17 +114,17 @@ def test_the_change_on_gold_is_that_of_the_whole_note(longest, tasks, base, dsm)
 def test_the_comparison_moves_through_the_windows(client, compare, longest):
     parts = windows.windows(longest.text)
     third = compare(longest, window=2).content.decode()
-    assert heatmaps(third) == [longest.text[parts[2].start:parts[2].end]] * 3
+    assert heatmaps(third) == [longest.text[parts[2].start : parts[2].end]] * 3
     assert "Previous part" in third and "Next part" in third
     links = re.findall(r'class="window-link" data-window="(\d+)" href="([^"]+)"', third)
     assert [k for k, _ in links] == ["1", "3"] * 2  # above and below the maps
     following = client.get(html.unescape(links[1][1])).content.decode()  # the same models, task and setting
-    assert heatmaps(following) == [longest.text[parts[3].start:parts[3].end]] * 3
+    assert heatmaps(following) == [longest.text[parts[3].start : parts[3].end]] * 3
     assert "base-model vs dsm-model" in following
     assert 'name="window" value="2"' in third  # the form keeps the window when the models change
     assert "window=2" in third.split('class="crumbs"')[1].split("</p>")[0]  # back to the note, same window
     last = compare(longest, window=10_000).content.decode()
-    assert heatmaps(last)[2] == longest.text[parts[-1].start:] and "Next part" not in last
+    assert heatmaps(last)[2] == longest.text[parts[-1].start :] and "Next part" not in last
     assert compare(longest, window="abc").status_code == 200 and compare(longest, window="-1").status_code == 200
 
 
@@ -151,7 +154,7 @@ def test_a_map_cut_by_the_context_is_compared_where_both_maps_reach(compare, cor
     before, after = diff.split('id="diff-map-end"')
     assert 'data-label="difference ends here, with base-model&#x27;s relevance map"' in before + after
     assert 'class="d' in before and 'class="d' not in after  # nothing to compare past the cut
-    assert heatmaps(content) == [text[holding.start:holding.end]] * 3  # the markers add no text
+    assert heatmaps(content) == [text[holding.start : holding.end]] * 3  # the markers add no text
 
 
 # ---------------------------------------------------------------- the validation round
@@ -161,9 +164,15 @@ def test_a_map_cut_by_the_context_is_compared_where_both_maps_reach(compare, cor
 def round_of(longest, note, tasks, base):
     """A validation set of the longest note, then the short one, under two settings whose peaks differ."""
     add_map(note, tasks["heart"], base, {"130": 0.9})
-    return ValidationSet.objects.create(corpus=longest.corpus, model_version=base, method="attnlrp", template="en",
-                                        name="long", grid=[SHARP, NONE_PEAK],
-                                        items=[[longest.pk, tasks["heart"].pk], [note.pk, tasks["heart"].pk]])
+    return ValidationSet.objects.create(
+        corpus=longest.corpus,
+        model_version=base,
+        method="attnlrp",
+        template="en",
+        name="long",
+        grid=[SHARP, NONE_PEAK],
+        items=[[longest.pk, tasks["heart"].pk], [note.pk, tasks["heart"].pk]],
+    )
 
 
 def round_url(vset):
@@ -171,14 +180,15 @@ def round_url(vset):
 
 
 def test_the_validation_round_of_the_longest_note_shows_one_window_in_bounded_size_and_memory(
-        client, clinician, longest, round_of):
+    client, clinician, longest, round_of
+):
     client.force_login(clinician)
     assert client.get(round_url(round_of)).status_code == 200  # templates and lazy imports loaded
     response, peak_bytes = traced(lambda: client.get(round_url(round_of)))
     content = response.content.decode()
     first = windows.windows(longest.text)[0]
     assert response.status_code == 200
-    assert text_of(content, "note-text") == longest.text[:first.end]
+    assert text_of(content, "note-text") == longest.text[: first.end]
     # a tenth of the note's text with its colours and ~100 peaks (the whole note at once: ~1.7 MB; here ~0.18 MB)
     assert len(response.content) < 400_000
     # Python allocations while building and rendering the page (the whole note at once: ~33 MB; here ~4 MB)
@@ -193,7 +203,7 @@ def test_the_window_is_kept_while_the_questions_stay_on_the_note(client, clinici
     client.force_login(clinician)
     parts = windows.windows(longest.text)
     fourth = client.get(round_url(round_of), {"note": longest.pk, "window": 3}).content.decode()
-    assert text_of(fourth, "note-text") == longest.text[parts[3].start:parts[3].end]
+    assert text_of(fourth, "note-text") == longest.text[parts[3].start : parts[3].end]
     assert f'href="{round_url(round_of)}?note={longest.pk}&amp;window=4"' in fourth
     assert 'name="window" value="3"' in fourth
     numbers = [int(n) for n in re.findall(r'<mark class="peak [^"]*" id="peak-(\d+)"', fourth)]
@@ -203,7 +213,7 @@ def test_the_window_is_kept_while_the_questions_stay_on_the_note(client, clinici
     response = client.post(judge, answer)
     assert response["Location"] == f"{round_url(round_of)}?note={longest.pk}&window=3"
     again = client.get(response["Location"]).content.decode()
-    assert "highlight 2 of 2" in again and text_of(again, "note-text") == longest.text[parts[3].start:parts[3].end]
+    assert "highlight 2 of 2" in again and text_of(again, "note-text") == longest.text[parts[3].start : parts[3].end]
     assert "0 peaks outlined" in again and "<mark" not in again.split('id="note-text"')[1].split("</div>")[0]
     response = client.post(judge, {**answer, "setting": 1, "answer": "no"})
     short = client.get(response["Location"]).content.decode()  # the next note: its only window
@@ -217,8 +227,15 @@ def test_the_validation_round_says_where_a_cut_map_ends(client, clinician, corpu
     note = Note.objects.create(corpus=corpus, external_id="cut", text=text)
     offsets = tokens(text)[:CONTEXT]
     add_map(note, tasks["heart"], base, {}, offsets=offsets, scores=every_nth_token(offsets, PEAK_EVERY))
-    vset = ValidationSet.objects.create(corpus=corpus, model_version=base, method="attnlrp", template="en",
-                                        name="cut", grid=[SHARP], items=[[note.pk, tasks["heart"].pk]])
+    vset = ValidationSet.objects.create(
+        corpus=corpus,
+        model_version=base,
+        method="attnlrp",
+        template="en",
+        name="cut",
+        grid=[SHARP],
+        items=[[note.pk, tasks["heart"].pk]],
+    )
     holding = windows.holding(windows.windows(text), int(offsets[-1, 1]))
     client.force_login(clinician)
     first = client.get(round_url(vset)).content.decode()

@@ -1,4 +1,5 @@
 """The review queue serves the next (note, task) pair with a peak the reviewer has not decided."""
+
 import pytest
 
 from webapp.corpus.models import Note
@@ -44,8 +45,9 @@ def test_pairs_without_peaks_are_skipped(corpus, sel, notes, tasks, clinician):
     assert result.pair == (notes[2].pk, tasks["heart"].pk)
 
 
-def test_a_pair_the_reviewer_finished_is_skipped_but_not_for_another_reviewer(corpus, sel, notes, tasks, base,
-                                                                             clinician, admin_user):
+def test_a_pair_the_reviewer_finished_is_skipped_but_not_for_another_reviewer(
+    corpus, sel, notes, tasks, base, clinician, admin_user
+):
     accept_all(notes[0], tasks["heart"], base, clinician, ["130"])
     assert queue.next_pair(corpus, sel, clinician).pair == (notes[0].pk, tasks["pacemaker"].pk)
     assert queue.next_pair(corpus, sel, admin_user).pair == (notes[0].pk, tasks["heart"].pk)

@@ -1,4 +1,5 @@
 """Per-task review report and inter-reviewer agreement."""
+
 import pytest
 
 from webapp.review import decisions, reports
@@ -40,7 +41,13 @@ def test_the_report_counts_decisions_and_kappa_per_task(note, tasks, base, maps,
 
 def test_the_report_filters_by_corpus_and_model(note, tasks, base, dsm, maps, clinician, corpus):
     span = word_span(TEXT, "130")
-    decisions.decide(PeakContext(note, tasks["heart"], dsm, "attnlrp", "en"), clinician, start=span[0], end=span[1],
-                     decision="accept", expected_version=0)
+    decisions.decide(
+        PeakContext(note, tasks["heart"], dsm, "attnlrp", "en"),
+        clinician,
+        start=span[0],
+        end=span[1],
+        decision="accept",
+        expected_version=0,
+    )
     assert len(reports.task_reports(corpus=corpus, model=dsm)) == 1
     assert reports.task_reports(model=base) == []

@@ -1,4 +1,5 @@
 """Live tuning: the stored sample, the corpus preview under a setting, saving profiles."""
+
 import pytest
 
 from ml.peaks import PeakParams

@@ -1,4 +1,5 @@
 """Threshold validation: drawing held-out notes, judging settings, the tally and its recommendation."""
+
 import math
 
 import pytest
@@ -29,14 +30,21 @@ def notes(corpus, tasks, base):
 
 @pytest.fixture
 def vset(corpus, base, notes, tasks):
-    return ValidationSet.objects.create(corpus=corpus, model_version=base, method="attnlrp", template="en",
-                                        name="val", items=[[n.pk, tasks["heart"].pk] for n in notes[:3]],
-                                        grid=[SHARP, STRICT, SMOOTH])
+    return ValidationSet.objects.create(
+        corpus=corpus,
+        model_version=base,
+        method="attnlrp",
+        template="en",
+        name="val",
+        items=[[n.pk, tasks["heart"].pk] for n in notes[:3]],
+        grid=[SHARP, STRICT, SMOOTH],
+    )
 
 
 def judge(vset, user, note, setting, yes):
-    ValidationJudgement.objects.create(validation_set=vset, note=note, task_id=vset.items[0][1], setting=setting,
-                                       reviewer=user, reasonable=yes)
+    ValidationJudgement.objects.create(
+        validation_set=vset, note=note, task_id=vset.items[0][1], setting=setting, reviewer=user, reasonable=yes
+    )
 
 
 def test_drawing_is_seeded_distinct_and_holds_the_notes_out(corpus, base, notes, sharp, clinician):
@@ -85,8 +93,9 @@ def test_no_answer_no_recommendation(vset):
 
 
 def test_gold_evidence_gives_the_automatic_agreement(vset, notes, tasks):
-    Annotation.objects.create(note=notes[0], task=tasks["heart"], label="y", annotator_name="gold",
-                              evidence=[list(word_span(TEXT, "130"))])
+    Annotation.objects.create(
+        note=notes[0], task=tasks["heart"], label="y", annotator_name="gold", evidence=[list(word_span(TEXT, "130"))]
+    )
     rows, _ = validation.tally(vset)
     assert rows[0].gold_items == 1
     # SHARP peaks: "130" (1 token, gold) and "tachycardic" (1 token, not gold): P 1/2, R 1 -> F1 2/3

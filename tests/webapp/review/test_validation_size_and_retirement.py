@@ -1,5 +1,6 @@
 """A validation set holds the notes asked for or says why not; retiring a set gives its notes
 back to dataset builds, keeps its answers, is audited, and is a POST by whoever may retire it."""
+
 import pytest
 from django.urls import reverse
 
@@ -33,9 +34,19 @@ def sel(base, sharp):
 
 
 def draw_page(client, corpus, base, size):
-    return client.post(reverse("review:validation_list", args=[corpus.pk]),
-                       {"name": "round-1", "model": base.pk, "method": "attnlrp", "template": "en", "size": size,
-                        "seed": 0, "grid": "1 1.0 0.2 0.4"}, follow=True)
+    return client.post(
+        reverse("review:validation_list", args=[corpus.pk]),
+        {
+            "name": "round-1",
+            "model": base.pk,
+            "method": "attnlrp",
+            "template": "en",
+            "size": size,
+            "seed": 0,
+            "grid": "1 1.0 0.2 0.4",
+        },
+        follow=True,
+    )
 
 
 def test_a_draw_short_of_notes_says_only_so_many_notes_have_maps(corpus, sel, notes, clinician):
@@ -53,9 +64,17 @@ def test_notes_the_stored_sample_missed_are_drawn_from_the_other_notes(corpus, s
     """A sample holding one note (many tasks a note, or maps deleted since) no longer shrinks the set."""
     one_map = notes[2].pk
     map_id = RelevanceMap.objects.filter(note_id=one_map).order_by("pk").values_list("pk", flat=True)[0]
-    MapSample.objects.create(corpus=corpus, model_version=base, method="attnlrp", template="en",
-                             config_key=default_config_key("attnlrp", "en"), seed=5, size=2000, population=1,
-                             map_ids=[map_id])
+    MapSample.objects.create(
+        corpus=corpus,
+        model_version=base,
+        method="attnlrp",
+        template="en",
+        config_key=default_config_key("attnlrp", "en"),
+        seed=5,
+        size=2000,
+        population=1,
+        map_ids=[map_id],
+    )
     first = validation.draw(corpus, sel, name="a", size=3, seed=5, grid=[SHARP], actor=clinician)
     again = validation.draw(corpus, sel, name="b", size=3, seed=5, grid=[SHARP], actor=clinician)
     assert len(first.items) == 3 and len({n for n, _ in first.items}) == 3 and first.shortfall == ""
@@ -73,8 +92,7 @@ def test_the_draw_result_and_the_sets_page_say_why_it_is_short(client, clinician
     assert "of 10 asked" in listing
 
 
-def test_retiring_frees_the_notes_keeps_the_answers_and_is_audited(client, researcher, corpus, sel, notes,
-                                                                     clinician):
+def test_retiring_frees_the_notes_keeps_the_answers_and_is_audited(client, researcher, corpus, sel, notes, clinician):
     vset = validation.draw(corpus, sel, name="val", size=2, seed=0, grid=[SHARP], actor=clinician)
     validation.judge(vset, clinician, position=0, setting=0, reasonable=True)
     assert validation.validation_note_ids(corpus.pk) == set(vset.note_ids)
@@ -87,7 +105,11 @@ def test_retiring_frees_the_notes_keeps_the_answers_and_is_audited(client, resea
     assert ValidationSet.objects.filter(pk=vset.pk).exists() and ValidationJudgement.objects.count() == 1
     event = AuditEvent.objects.get(details__kind="validation_set_retired")
     assert (event.actor, event.object_id, event.details["items"], event.details["judgements"]) == (
-        researcher, str(vset.pk), 2, 1)
+        researcher,
+        str(vset.pk),
+        2,
+        1,
+    )
     page = client.get(response["Location"]).content.decode()
     assert 'id="retired"' in page and "retired" in page and 'id="retire-button"' not in page
 
@@ -121,7 +143,8 @@ def test_retiring_is_a_post_with_a_confirmation(client, researcher, corpus, sel,
 
 
 def test_the_clinician_who_drew_a_set_may_retire_it_another_clinician_may_not(
-        client, corpus, sel, notes, clinician, django_user_model):
+    client, corpus, sel, notes, clinician, django_user_model
+):
     from tests.conftest import _make_user
 
     other = _make_user(django_user_model, "carl", "clinician")

@@ -1,5 +1,6 @@
 """Every review page x every role: clinicians review, researchers read, norole users get 403,
 anonymous visitors go to the login page."""
+
 import pytest
 from django.urls import reverse
 
@@ -15,9 +16,15 @@ TUNERS = {"clinician", "researcher", "admin"}  # REVIEW or LAUNCH
 
 @pytest.fixture
 def vset(corpus, base, note, tasks, maps):
-    return ValidationSet.objects.create(corpus=corpus, model_version=base, method="attnlrp", template="en", name="v",
-                                        items=[[note.pk, tasks["heart"].pk]],
-                                        grid=[{"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4}])
+    return ValidationSet.objects.create(
+        corpus=corpus,
+        model_version=base,
+        method="attnlrp",
+        template="en",
+        name="v",
+        items=[[note.pk, tasks["heart"].pk]],
+        grid=[{"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4}],
+    )
 
 
 @pytest.fixture
@@ -44,8 +51,22 @@ def gets(note, vset, tasks, base, sharp):
 
 
 @pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize("view", ["index", "notes", "note", "compare", "compare-summary", "preview", "queue",
-                                  "validation-list", "validation-results", "validation-round", "report"])
+@pytest.mark.parametrize(
+    "view",
+    [
+        "index",
+        "notes",
+        "note",
+        "compare",
+        "compare-summary",
+        "preview",
+        "queue",
+        "validation-list",
+        "validation-results",
+        "validation-round",
+        "report",
+    ],
+)
 def test_each_page_answers_each_role(client, user_for, role, view, note, vset, tasks, base, sharp):
     url, allowed = gets(note, vset, tasks, base, sharp)[view]
     if role != "anonymous":
@@ -61,16 +82,26 @@ def test_each_page_answers_each_role(client, user_for, role, view, note, vset, t
 
 def decision_post(note, tasks, base, sharp):
     a, b = word_span(TEXT, "130")
-    return {**query(tasks["heart"], base, sharp), "k": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4,
-            "start": a, "end": b, "decision": "accept", "version": 0}
+    return {
+        **query(tasks["heart"], base, sharp),
+        "k": 1,
+        "sigma": 1.0,
+        "lower": 0.2,
+        "upper": 0.4,
+        "start": a,
+        "end": b,
+        "decision": "accept",
+        "version": 0,
+    }
 
 
 @pytest.mark.parametrize("role", ROLES)
 def test_only_reviewers_can_decide_on_a_peak(client, user_for, role, note, tasks, base, sharp, maps):
     if role != "anonymous":
         client.force_login(user_for[role])
-    response = client.post(reverse("review:decide", args=[note.corpus_id, note.pk]),
-                           decision_post(note, tasks, base, sharp))
+    response = client.post(
+        reverse("review:decide", args=[note.corpus_id, note.pk]), decision_post(note, tasks, base, sharp)
+    )
     expected = {"anonymous": 302, "norole": 403, "researcher": 403, "clinician": 302, "admin": 302}[role]
     assert response.status_code == expected
     assert PeakDecision.objects.exists() == (role in REVIEWERS)
@@ -79,18 +110,27 @@ def test_only_reviewers_can_decide_on_a_peak(client, user_for, role, note, tasks
 @pytest.mark.parametrize("role", ["norole", "researcher"])
 def test_undo_and_judging_need_the_review_role(client, user_for, role, note, vset, tasks, base, sharp):
     client.force_login(user_for[role])
-    assert client.post(reverse("review:undo", args=[note.corpus_id, note.pk]),
-                       query(tasks["heart"], base, sharp)).status_code == 403
-    assert client.post(reverse("review:validation_judge", args=[vset.pk]),
-                       {"position": 0, "setting": 0, "answer": "yes"}).status_code == 403
+    assert (
+        client.post(
+            reverse("review:undo", args=[note.corpus_id, note.pk]), query(tasks["heart"], base, sharp)
+        ).status_code
+        == 403
+    )
+    assert (
+        client.post(
+            reverse("review:validation_judge", args=[vset.pk]), {"position": 0, "setting": 0, "answer": "yes"}
+        ).status_code
+        == 403
+    )
 
 
 @pytest.mark.parametrize("role", ROLES)
 def test_saving_a_profile_needs_review_or_launch(client, user_for, role, sharp):
     if role != "anonymous":
         client.force_login(user_for[role])
-    response = client.post(reverse("review:save_profile"), {"name": "tuned", "k": 3, "sigma": 1, "lower": .2,
-                                                            "upper": .5})
+    response = client.post(
+        reverse("review:save_profile"), {"name": "tuned", "k": 3, "sigma": 1, "lower": 0.2, "upper": 0.5}
+    )
     expected = 302 if role in TUNERS or role == "anonymous" else 403
     assert response.status_code == expected
     from webapp.pipeline.models import PeakProfile
@@ -101,9 +141,21 @@ def test_saving_a_profile_needs_review_or_launch(client, user_for, role, sharp):
 @pytest.mark.parametrize("role", ["norole"])
 def test_drawing_a_validation_set_and_adopting_need_review_or_launch(client, user_for, role, note, vset, base):
     client.force_login(user_for[role])
-    assert client.post(reverse("review:validation_list", args=[note.corpus_id]),
-                       {"name": "x", "model": base.pk, "method": "attnlrp", "template": "en", "size": 1, "seed": 0,
-                        "grid": "1 1 0.2 0.4"}).status_code == 403
+    assert (
+        client.post(
+            reverse("review:validation_list", args=[note.corpus_id]),
+            {
+                "name": "x",
+                "model": base.pk,
+                "method": "attnlrp",
+                "template": "en",
+                "size": 1,
+                "seed": 0,
+                "grid": "1 1 0.2 0.4",
+            },
+        ).status_code
+        == 403
+    )
     adopt = reverse("review:validation_adopt", args=[vset.pk])
     assert client.post(adopt, {"name": "x", "setting": 0}).status_code == 403
     assert client.post(reverse("review:redraw_sample", args=[note.corpus_id])).status_code == 403

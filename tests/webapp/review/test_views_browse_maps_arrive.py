@@ -1,5 +1,6 @@
 """The note browser shows maps as a relevance job stores them (`make demo`'s first job): it reads
 the maps from the database on every request, with no cache and no wait for the job's end."""
+
 from django.urls import reverse
 
 from webapp.corpus.models import Note
@@ -7,8 +8,9 @@ from webapp.corpus.models import Note
 from .fabricate import TEXT, add_map, query
 
 
-def test_a_map_stored_between_two_requests_shows_on_the_second(client, clinician, corpus, note, maps, tasks, base,
-                                                               sharp):
+def test_a_map_stored_between_two_requests_shows_on_the_second(
+    client, clinician, corpus, note, maps, tasks, base, sharp
+):
     late = Note.objects.create(corpus=corpus, external_id="late-note", text=TEXT)
     client.force_login(clinician)
     url, params = reverse("review:notes", args=[corpus.pk]), query(tasks["heart"], base, sharp)

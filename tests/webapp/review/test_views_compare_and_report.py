@@ -1,4 +1,5 @@
 """The comparison page and the review report page."""
+
 from django.urls import reverse
 
 from webapp.review import decisions
@@ -7,11 +8,13 @@ from webapp.review.decisions import PeakContext
 from .fabricate import TEXT, query, word_span
 
 
-def test_the_comparison_shows_both_maps_and_their_difference(client, clinician, note, tasks, base, dsm, sharp, maps,
-                                                             gold):
+def test_the_comparison_shows_both_maps_and_their_difference(
+    client, clinician, note, tasks, base, dsm, sharp, maps, gold
+):
     client.force_login(clinician)
-    content = client.get(reverse("review:compare", args=[note.corpus_id, note.pk]),
-                         query(tasks["heart"], base, sharp)).content.decode()
+    content = client.get(
+        reverse("review:compare", args=[note.corpus_id, note.pk]), query(tasks["heart"], base, sharp)
+    ).content.decode()
     assert "base-model vs dsm-model" in content
     assert 'id="first-map"' in content and 'id="second-map"' in content and 'id="diff-text"' in content
     assert "hatched red" in content and "+11.8%" in content
@@ -19,29 +22,39 @@ def test_the_comparison_shows_both_maps_and_their_difference(client, clinician, 
 
 def test_the_summary_fragment_gives_the_relative_change(client, researcher, note, tasks, base, dsm, sharp, maps, gold):
     client.force_login(researcher)
-    content = client.get(reverse("review:compare_summary", args=[note.corpus_id]),
-                         {**query(tasks["heart"], base, sharp), "a": base.pk, "b": dsm.pk},
-                         HTTP_HX_REQUEST="true").content.decode()
+    content = client.get(
+        reverse("review:compare_summary", args=[note.corpus_id]),
+        {**query(tasks["heart"], base, sharp), "a": base.pk, "b": dsm.pk},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
     assert "<html" not in content and 'id="mean-change">+11.8%' in content and "+37.2%" in content
 
 
 def test_the_report_lists_tasks_with_decisions(client, researcher, clinician, note, tasks, base, maps):
     a, b = word_span(TEXT, "130")
-    decisions.decide(PeakContext(note, tasks["heart"], base, "attnlrp", "en"), clinician, start=a, end=b,
-                     decision="reject", expected_version=0)
+    decisions.decide(
+        PeakContext(note, tasks["heart"], base, "attnlrp", "en"),
+        clinician,
+        start=a,
+        end=b,
+        decision="reject",
+        expected_version=0,
+    )
     client.force_login(researcher)
     content = client.get(reverse("review:report"), {"corpus": note.corpus_id}).content.decode()
     assert "heart rate" in content and "no shared peak" in content
 
 
-def test_with_maps_of_one_model_only_the_page_says_which_model_lacks_them(client, researcher, note, tasks, base, dsm,
-                                                                         sharp, gold):
+def test_with_maps_of_one_model_only_the_page_says_which_model_lacks_them(
+    client, researcher, note, tasks, base, dsm, sharp, gold
+):
     from .fabricate import add_map
 
     add_map(note, tasks["heart"], base, {"130": 0.9})  # dsm-model exists but has no map of this note
     client.force_login(researcher)
-    content = client.get(reverse("review:compare", args=[note.corpus_id, note.pk]),
-                         query(tasks["heart"], base, sharp)).content.decode()
+    content = client.get(
+        reverse("review:compare", args=[note.corpus_id, note.pk]), query(tasks["heart"], base, sharp)
+    ).content.decode()
     assert "vs ?" not in content and " minus " not in content and "No map of this model version" not in content
     assert "Only base-model has relevance maps for this note" in content
     assert "dsm-model (trained from base-model) has none yet" in content
@@ -55,16 +68,19 @@ def test_a_clinician_is_told_who_can_compute_the_missing_maps(client, clinician,
 
     add_map(note, tasks["heart"], base, {"130": 0.9})  # the only model version there is
     client.force_login(clinician)
-    content = client.get(reverse("review:compare", args=[note.corpus_id, note.pk]),
-                         query(tasks["heart"], base, sharp)).content.decode()
+    content = client.get(
+        reverse("review:compare", args=[note.corpus_id, note.pk]), query(tasks["heart"], base, sharp)
+    ).content.decode()
     assert "Only base-model has relevance maps" in content and "No other model version has maps for it" in content
     assert "A researcher computes them with a relevance job" in content and "Launch a relevance job" not in content
 
 
 def test_a_chosen_model_without_a_map_for_the_task_is_named(client, researcher, note, tasks, base, dsm, sharp, maps):
     client.force_login(researcher)
-    content = client.get(reverse("review:compare", args=[note.corpus_id, note.pk]),
-                         {**query(tasks["pacemaker"], base, sharp), "a": base.pk, "b": dsm.pk}).content.decode()
+    content = client.get(
+        reverse("review:compare", args=[note.corpus_id, note.pk]),
+        {**query(tasks["pacemaker"], base, sharp), "a": base.pk, "b": dsm.pk},
+    ).content.decode()
     assert "dsm-model has no map for this note and task (attnlrp, template en)" in content
     assert "The difference needs maps of both model versions for this note and task: dsm-model has none" in content
     assert " minus " not in content and "Launch a relevance job" in content
@@ -79,12 +95,15 @@ def test_the_summary_gives_the_change_per_task_with_its_ci(client, researcher, c
         note = Note.objects.create(corpus=corpus, external_id=f"s{i}", text=TEXT)
         add_map(note, task, base, {word: 0.5})
         add_map(note, task, dsm, {word: 0.75})  # +50% on every pair
-        Annotation.objects.create(note=note, task=task, label="y", annotator_name="gold",
-                                  evidence=[list(word_span(TEXT, word))])
+        Annotation.objects.create(
+            note=note, task=task, label="y", annotator_name="gold", evidence=[list(word_span(TEXT, word))]
+        )
     client.force_login(researcher)
-    content = client.get(reverse("review:compare_summary", args=[corpus.pk]),
-                         {**query(tasks["heart"], base, sharp), "a": base.pk, "b": dsm.pk},
-                         HTTP_HX_REQUEST="true").content.decode()
+    content = client.get(
+        reverse("review:compare_summary", args=[corpus.pk]),
+        {**query(tasks["heart"], base, sharp), "a": base.pk, "b": dsm.pk},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
     # the same change on every pair: every resample gives it, so the CI is that point and p the smallest, 2 / 1001
     assert 'id="mean-change">+50.0%</strong>' in content
     assert 'id="mean-change-ci">95% CI 50.0% to 50.0%</span>, p = 0.002' in content
@@ -96,21 +115,28 @@ def test_the_summary_gives_the_change_per_task_with_its_ci(client, researcher, c
 
 def test_one_pair_gets_its_change_but_no_ci(client, researcher, note, tasks, base, dsm, sharp, maps, gold):
     client.force_login(researcher)
-    content = client.get(reverse("review:compare_summary", args=[note.corpus_id]),
-                         {**query(tasks["heart"], base, sharp), "a": base.pk, "b": dsm.pk},
-                         HTTP_HX_REQUEST="true").content.decode()
+    content = client.get(
+        reverse("review:compare_summary", args=[note.corpus_id]),
+        {**query(tasks["heart"], base, sharp), "a": base.pk, "b": dsm.pk},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
     assert 'id="mean-change">+11.8%' in content and "(too few pairs for a CI)" in content and "p = " not in content
 
 
-def test_the_summary_says_which_model_has_no_maps_on_the_annotated_pairs(client, researcher, note, tasks, base, dsm,
-                                                                         sharp, gold):
+def test_the_summary_says_which_model_has_no_maps_on_the_annotated_pairs(
+    client, researcher, note, tasks, base, dsm, sharp, gold
+):
     from .fabricate import add_map
 
     add_map(note, tasks["heart"], base, {"130": 0.9})
     client.force_login(researcher)
-    content = client.get(reverse("review:compare_summary", args=[note.corpus_id]),
-                         {**query(tasks["heart"], base, sharp), "a": base.pk, "b": dsm.pk}).content.decode()
+    content = client.get(
+        reverse("review:compare_summary", args=[note.corpus_id]),
+        {**query(tasks["heart"], base, sharp), "a": base.pk, "b": dsm.pk},
+    ).content.decode()
     assert "<h1>base-model vs dsm-model over ward</h1>" in content
-    assert ("dsm-model has no relevance maps (attnlrp, template en) for the 1 annotated note-task pair with gold "
-            "evidence; base-model has maps for 1.") in content
+    assert (
+        "dsm-model has no relevance maps (attnlrp, template en) for the 1 annotated note-task pair with gold "
+        "evidence; base-model has maps for 1."
+    ) in content
     assert "Launch a relevance job</a> to compute them: corpus ward, model dsm-model" in content

@@ -1,4 +1,5 @@
 """The note page: relevance colours, peaks, gold, the htmx panel, sliders and decisions."""
+
 import html
 import re
 
@@ -25,8 +26,10 @@ def note_text(content: str) -> str:
 
 
 def peak_texts(content: str) -> list[str]:
-    return [html.unescape(re.sub(r"<[^>]+>", "", m)) for m in re.findall(r"<mark [^>]*>(.*?)</mark>",
-                                                                         text_block(content), re.S)]
+    return [
+        html.unescape(re.sub(r"<[^>]+>", "", m))
+        for m in re.findall(r"<mark [^>]*>(.*?)</mark>", text_block(content), re.S)
+    ]
 
 
 def marks(content):
@@ -64,7 +67,10 @@ def test_an_htmx_request_for_the_panel_gets_only_the_panel(page):
 def test_the_sliders_change_the_peaks(page):
     assert peak_texts(page(params={"upper": "0.85"}, **HX).content.decode()) == ["130"]
     assert peak_texts(page(params={"lower": "0.05", "upper": "0.05"}, **HX).content.decode()) == [
-        "130", "tachycardic", "febrile"]
+        "130",
+        "tachycardic",
+        "febrile",
+    ]
     content = page(params={"k": "3"}, **HX).content.decode()  # smoothing spreads and merges
     assert peak_texts(content) == ["HR 130 bpm,  tachycardic"]  # trimmed: no ";" at the end
     assert "not saved" in content
@@ -98,7 +104,7 @@ def test_a_note_without_a_map_offers_a_researcher_to_launch_a_job_for_it(client,
     bare = Note.objects.create(corpus=corpus, external_id="bare one", text="No map here.\n")
     client.force_login(researcher)
     content = client.get(url(bare), {"task": tasks["heart"].pk}).content.decode()
-    launch = f'{reverse("pipeline:job_launch")}?corpus={corpus.pk}'
+    launch = f"{reverse('pipeline:job_launch')}?corpus={corpus.pk}"
     assert launch in content and "external_ids=bare%20one" in content
     assert f"task_selection=list&amp;tasks={tasks['heart'].pk}" in content
 
@@ -121,8 +127,18 @@ def test_previous_and_next_notes_follow_the_task(client, clinician, note, corpus
 
 def post(client, note, tasks, base, sharp, word="130", decision="accept", version=0, htmx=True, **extra):
     a, b = word_span(TEXT, word)
-    data = {**query(tasks["heart"], base, sharp), "k": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4, "start": a,
-            "end": b, "decision": decision, "version": version, **extra}
+    data = {
+        **query(tasks["heart"], base, sharp),
+        "k": 1,
+        "sigma": 1.0,
+        "lower": 0.2,
+        "upper": 0.4,
+        "start": a,
+        "end": b,
+        "decision": decision,
+        "version": version,
+        **extra,
+    }
     headers = HX if htmx else {}
     return client.post(reverse("review:decide", args=[note.corpus_id, note.pk]), data, **headers)
 
@@ -136,7 +152,12 @@ def test_accepting_a_peak_returns_the_panel_with_the_decision(client, clinician,
     assert marks(content)[0].startswith("mine-accept")
     row = PeakDecision.objects.get()
     assert (row.reviewer, row.decision, row.comment, row.profile, row.params["lower"]) == (
-        clinician, "accept", "the rate", sharp, 0.2)
+        clinician,
+        "accept",
+        "the rate",
+        sharp,
+        0.2,
+    )
 
 
 def test_without_htmx_a_decision_redirects_back_to_the_note(client, clinician, note, tasks, base, sharp, maps):
@@ -147,8 +168,9 @@ def test_without_htmx_a_decision_redirects_back_to_the_note(client, clinician, n
     assert "You rejected the peak «130»" in page and marks(page)[0].startswith("mine-reject")
 
 
-def test_a_stale_page_is_refused_with_409_and_shows_the_current_decision(client, clinician, note, tasks, base, sharp,
-                                                                         maps):
+def test_a_stale_page_is_refused_with_409_and_shows_the_current_decision(
+    client, clinician, note, tasks, base, sharp, maps
+):
     client.force_login(clinician)
     post(client, note, tasks, base, sharp, decision="reject")
     post(client, note, tasks, base, sharp, decision="accept", version=1)  # another tab: now version 2
@@ -182,12 +204,13 @@ def test_the_adjust_form_offers_word_boundaries_around_the_peak(page):
     content = page().content.decode()
     a, b = word_span(TEXT, "130")
     hr = word_span(TEXT, "HR")[0]
-    first_form = content[content.index('name="adjusted_start"'):content.index('name="adjusted_end"')]
+    first_form = content[content.index('name="adjusted_start"') : content.index('name="adjusted_end"')]
     assert f'value="{hr}"' in first_form and f'value="{a}" selected' in first_form
 
 
-def test_another_reviewers_different_decision_is_shown_as_a_conflict(client, clinician, admin_user, note, tasks, base,
-                                                                      sharp, maps):
+def test_another_reviewers_different_decision_is_shown_as_a_conflict(
+    client, clinician, admin_user, note, tasks, base, sharp, maps
+):
     client.force_login(admin_user)
     post(client, note, tasks, base, sharp, decision="reject", comment="just a number")
     client.force_login(clinician)
@@ -201,11 +224,13 @@ def test_another_reviewers_different_decision_is_shown_as_a_conflict(client, cli
 def test_undo_reverts_the_last_decision(client, clinician, note, tasks, base, sharp, maps):
     client.force_login(clinician)
     post(client, note, tasks, base, sharp)
-    response = client.post(reverse("review:undo", args=[note.corpus_id, note.pk]),
-                           {**query(tasks["heart"], base, sharp), "k": 1}, **HX)
+    response = client.post(
+        reverse("review:undo", args=[note.corpus_id, note.pk]), {**query(tasks["heart"], base, sharp), "k": 1}, **HX
+    )
     assert "Undone" in response.content.decode() and not PeakDecision.objects.exists()
-    again = client.post(reverse("review:undo", args=[note.corpus_id, note.pk]), query(tasks["heart"], base, sharp),
-                        **HX)
+    again = client.post(
+        reverse("review:undo", args=[note.corpus_id, note.pk]), query(tasks["heart"], base, sharp), **HX
+    )
     assert "no decision on this note to undo" in again.content.decode()
 
 
@@ -223,8 +248,9 @@ def test_the_queue_link_goes_over_every_task_from_this_pair_on(page, note, tasks
     assert "task=" not in html.unescape(link).split("after=")[0]
 
 
-def test_maps_of_another_relevance_configuration_are_chosen_not_mixed(client, clinician, note, tasks, base, sharp,
-                                                                        maps, corpus):
+def test_maps_of_another_relevance_configuration_are_chosen_not_mixed(
+    client, clinician, note, tasks, base, sharp, maps, corpus
+):
     from ml.relevance import RelevanceConfig
     from webapp.pipeline.models import RelevanceJob, RelevanceMap
     from webapp.review import browse
@@ -233,12 +259,20 @@ def test_maps_of_another_relevance_configuration_are_chosen_not_mixed(client, cl
     from .fabricate import scores_for, tokens
 
     span = RelevanceConfig(explain="span")
-    RelevanceJob.objects.create(corpus=corpus, model_version=base, explain="span", config=span.to_dict(),
-                                config_key=span.key)
+    RelevanceJob.objects.create(
+        corpus=corpus, model_version=base, explain="span", config=span.to_dict(), config_key=span.key
+    )
     offsets = tokens(TEXT)
-    RelevanceMap.objects.create(note=note, task=tasks["heart"], model_version=base, method="attnlrp", template="en",
-                                config_key=span.key, n_tokens=len(offsets),
-                                data=RelevanceMap.encode(offsets, scores_for(TEXT, {"febrile": 0.9})))
+    RelevanceMap.objects.create(
+        note=note,
+        task=tasks["heart"],
+        model_version=base,
+        method="attnlrp",
+        template="en",
+        config_key=span.key,
+        n_tokens=len(offsets),
+        data=RelevanceMap.encode(offsets, scores_for(TEXT, {"febrile": 0.9})),
+    )
     client.force_login(clinician)
     default = client.get(url(note), query(tasks["heart"], base, sharp), **HX).content.decode()
     chosen = client.get(url(note), {**query(tasks["heart"], base, sharp), "config": span.key}, **HX).content.decode()

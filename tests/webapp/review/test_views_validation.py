@@ -1,4 +1,5 @@
 """The validation workflow through the pages: draw, judge with y/n, tally, adopt."""
+
 import pytest
 from django.urls import reverse
 
@@ -18,9 +19,18 @@ def notes(corpus, tasks, base):
 
 
 def draw(client, corpus, base, grid="1 1.0 0.2 0.4\n1 1.0 0.5 0.6", size=2):
-    return client.post(reverse("review:validation_list", args=[corpus.pk]),
-                       {"name": "round-1", "model": base.pk, "method": "attnlrp", "template": "en", "size": size,
-                        "seed": 0, "grid": grid})
+    return client.post(
+        reverse("review:validation_list", args=[corpus.pk]),
+        {
+            "name": "round-1",
+            "model": base.pk,
+            "method": "attnlrp",
+            "template": "en",
+            "size": size,
+            "seed": 0,
+            "grid": grid,
+        },
+    )
 
 
 def test_a_clinician_runs_a_round_and_adopts_the_recommendation(client, clinician, corpus, base, notes):
@@ -37,15 +47,18 @@ def test_a_clinician_runs_a_round_and_adopts_the_recommendation(client, clinicia
         assert "semantically reasonable" in content and "heart rate" in content
         position = int(content.split('name="position" value="')[1].split('"')[0])
         setting = int(content.split('name="setting" value="')[1].split('"')[0])
-        client.post(reverse("review:validation_judge", args=[vset.pk]),
-                    {"position": position, "setting": setting, "answer": "yes" if setting == 1 else "no"})
+        client.post(
+            reverse("review:validation_judge", args=[vset.pk]),
+            {"position": position, "setting": setting, "answer": "yes" if setting == 1 else "no"},
+        )
     assert page["Location"] == reverse("review:validation_results", args=[vset.pk])
     assert ValidationJudgement.objects.count() == 4
     results = client.get(page["Location"]).content.decode()
     assert "Recommended: <strong>setting 2</strong>" in results
     client.post(reverse("review:validation_adopt", args=[vset.pk]), {"name": "validated", "setting": 1})
-    assert PeakProfile.objects.get(name="validated").params == PeakParams(kernel_size=1, sigma=1.0, lower=0.5,
-                                                                          upper=0.6)
+    assert PeakProfile.objects.get(name="validated").params == PeakParams(
+        kernel_size=1, sigma=1.0, lower=0.5, upper=0.6
+    )
 
 
 def test_a_bad_grid_is_explained(client, clinician, corpus, base, notes):

@@ -33,9 +33,14 @@ def make_run(dataset, model_version, corpus):
         # The paper's DSM settings on a 12-example dataset are one step, all warmup: no warmup here,
         # else the launch refuses a run that cannot change the model.
         config = config if config is not None else ({"train": {"warmup_ratio": 0.0}} if kind == "dsm" else {})
-        spec = runs.RunSpec(kind=kind, preset=preset, model_version=model_version, config=config,
-                            dataset=dataset if kind in CAUSAL_KINDS else None,
-                            split_corpus=None if kind in CAUSAL_KINDS else corpus)
+        spec = runs.RunSpec(
+            kind=kind,
+            preset=preset,
+            model_version=model_version,
+            config=config,
+            dataset=dataset if kind in CAUSAL_KINDS else None,
+            split_corpus=None if kind in CAUSAL_KINDS else corpus,
+        )
         run = runs.launch(spec)
         if fields:
             TrainingRun.objects.filter(pk=run.pk).update(**fields)

@@ -1,4 +1,5 @@
 """Configurations: presets are the paper's values, every problem is said in plain words."""
+
 import pytest
 
 from webapp.training import configs, presets
@@ -15,14 +16,28 @@ def test_every_preset_gives_a_complete_valid_configuration(key):
 
 def test_dsm_full_holds_the_papers_training_settings():
     train = presets.get("dsm-full").config()["train"]
-    assert (train["finetune"], train["epochs"], train["lr"], train["scheduler"], train["weight_decay"],
-            train["warmup_ratio"], train["effective_batch_size"]) == ("full", 1.0, 4e-5, "cosine", 0.001, 0.1, 128)
+    assert (
+        train["finetune"],
+        train["epochs"],
+        train["lr"],
+        train["scheduler"],
+        train["weight_decay"],
+        train["warmup_ratio"],
+        train["effective_batch_size"],
+    ) == ("full", 1.0, 4e-5, "cosine", 0.001, 0.1, 128)
 
 
 def test_sft_and_ch_presets_hold_the_papers_adaptation_settings():
     sft = presets.get("sft").config()["train"]
-    assert (sft["finetune"], sft["lora_r"], sft["lora_alpha"], sft["lora_dropout"], sft["lr"],
-            sft["effective_batch_size"], sft["adam_eps"]) == ("lora", 32, 64, 0.05, 3e-4, 64, 1e-7)
+    assert (
+        sft["finetune"],
+        sft["lora_r"],
+        sft["lora_alpha"],
+        sft["lora_dropout"],
+        sft["lr"],
+        sft["effective_batch_size"],
+        sft["adam_eps"],
+    ) == ("lora", 32, 64, 0.05, 3e-4, 64, 1e-7)
     heads = presets.get("ch").config()["heads"]
     assert (heads["hidden"], heads["dropout"], heads["epochs"], heads["lr"]) == (256, 0.1, 20, 1e-3)
     assert presets.get("one-peak").config()["train"]["epochs"] == 5.0
@@ -37,21 +52,24 @@ def test_overrides_keep_every_other_default():
     assert config["train"]["warmup_ratio"] == 0.1
 
 
-@pytest.mark.parametrize("overrides, key, words", [
-    ({"train": {"lr": 0}}, "train.lr", "learning rate must be greater than 0"),
-    ({"train": {"lr": "fast"}}, "train.lr", "learning rate must be a number"),
-    ({"train": {"epochs": -1}}, "train.epochs", "epochs must be greater than 0"),
-    ({"train": {"warmup_ratio": 1.5}}, "train.warmup_ratio", "at least 0 and below 1"),
-    ({"train": {"micro_batch_size": 0}}, "train.micro_batch_size", "at least 1"),
-    ({"train": {"effective_batch_size": 10, "micro_batch_size": 4}}, "train.effective_batch_size", "multiple of"),
-    ({"train": {"finetune": "half"}}, "train.finetune", "must be one of full, lora"),
-    ({"train": {"precision": "fp8"}}, "train.precision", "must be one of auto, bf16, fp32"),
-    ({"train": {"max_steps": 2.5}}, "train.max_steps", "whole number"),
-    ({"train": {"max_steps": 0}}, "train.max_steps", "at least 1"),
-    ({"train": {"gradient_checkpointing": "yes"}}, "train.gradient_checkpointing", "true or false"),
-    ({"train": {"lr_warmup": 3}}, "train.lr_warmup", "Unknown setting 'lr_warmup'"),
-    ({"heads": {"epochs": 1}}, "heads", "Unknown section 'heads'"),
-])
+@pytest.mark.parametrize(
+    "overrides, key, words",
+    [
+        ({"train": {"lr": 0}}, "train.lr", "learning rate must be greater than 0"),
+        ({"train": {"lr": "fast"}}, "train.lr", "learning rate must be a number"),
+        ({"train": {"epochs": -1}}, "train.epochs", "epochs must be greater than 0"),
+        ({"train": {"warmup_ratio": 1.5}}, "train.warmup_ratio", "at least 0 and below 1"),
+        ({"train": {"micro_batch_size": 0}}, "train.micro_batch_size", "at least 1"),
+        ({"train": {"effective_batch_size": 10, "micro_batch_size": 4}}, "train.effective_batch_size", "multiple of"),
+        ({"train": {"finetune": "half"}}, "train.finetune", "must be one of full, lora"),
+        ({"train": {"precision": "fp8"}}, "train.precision", "must be one of auto, bf16, fp32"),
+        ({"train": {"max_steps": 2.5}}, "train.max_steps", "whole number"),
+        ({"train": {"max_steps": 0}}, "train.max_steps", "at least 1"),
+        ({"train": {"gradient_checkpointing": "yes"}}, "train.gradient_checkpointing", "true or false"),
+        ({"train": {"lr_warmup": 3}}, "train.lr_warmup", "Unknown setting 'lr_warmup'"),
+        ({"heads": {"epochs": 1}}, "heads", "Unknown section 'heads'"),
+    ],
+)
 def test_a_bad_setting_is_refused_with_a_clear_message(overrides, key, words):
     _, problems = configs.build_config(RunKind.DSM, overrides)
     assert key in problems and words in problems[key], problems

@@ -1,4 +1,5 @@
 """Evaluation is stored per run; predictions are kept and downloadable."""
+
 import json
 
 from webapp.training import evaluation, runs, splits
@@ -8,9 +9,14 @@ from webapp.training.reporting import Reporter
 
 def evaluated_run(corpus, model_version, variants=1):
     split, _ = splits.get_or_create_split(corpus)
-    run = runs.launch(runs.RunSpec(kind=RunKind.PROMPTING if variants > 1 else RunKind.HEADS,
-                                   model_version=model_version, split=split,
-                                   config={"evaluation": {"n_resamples": 50}}))
+    run = runs.launch(
+        runs.RunSpec(
+            kind=RunKind.PROMPTING if variants > 1 else RunKind.HEADS,
+            model_version=model_version,
+            split=split,
+            config={"evaluation": {"n_resamples": 50}},
+        )
+    )
     run = runs.claim(run.pk)
     test = splits.labeled_items(split, "test")
     predictions = [[item.label for item in test]] + [[item.options[0] for item in test]] * (variants - 1)
@@ -43,8 +49,13 @@ def test_predictions_export_as_csv_and_jsonl_without_note_text(corpus, model_ver
     assert lines[0] == "note,task,variant,gold,predicted" and len(lines) == len(test) + 1
     rows = [json.loads(line) for line in evaluation.stream_jsonl(run)]
     first = min(test, key=lambda item: (item.note_id, item.task))
-    assert rows[0] == {"note": first.note_id, "task": first.task, "variant": 0, "gold": first.label,
-                       "predicted": first.label}
+    assert rows[0] == {
+        "note": first.note_id,
+        "task": first.task,
+        "variant": 0,
+        "gold": first.label,
+        "predicted": first.label,
+    }
     assert not any(item.text[:30] in csv_text for item in test)
 
 

@@ -1,5 +1,6 @@
 """How a run ends: done with its fields, cancelled, or failed with a message that never quotes data;
 and its heartbeat while it trains."""
+
 import time
 
 import pytest
@@ -112,11 +113,13 @@ def test_dsm_pairs_use_the_papers_prompt_and_cpt_the_notes(dataset):
 
 
 @pytest.mark.django_db(transaction=True)  # the heartbeat thread's own connection sees committed rows only
-def test_a_step_longer_than_the_stall_time_does_not_make_the_run_look_lost(monkeypatch, settings, dataset,
-                                                                          model_version):
+def test_a_step_longer_than_the_stall_time_does_not_make_the_run_look_lost(
+    monkeypatch, settings, dataset, model_version
+):
     settings.WORK_HEARTBEAT_SECONDS, settings.WORK_STALL_SECONDS = 0.2, 1
-    run = runs.launch(runs.RunSpec(kind=RunKind.DSM, model_version=model_version, dataset=dataset, config=LEARNS),
-                      enqueue=False)
+    run = runs.launch(
+        runs.RunSpec(kind=RunKind.DSM, model_version=model_version, dataset=dataset, config=LEARNS), enqueue=False
+    )
     claimed = runs.claim(run.pk, worker="w1")
     seen = []
 
@@ -143,20 +146,30 @@ def tiny_model_dir(tmp_path):
 
 @pytest.mark.parametrize("warmup_ratio,outcome", [(0.1, "failed"), (0.0, "done")])
 def test_a_run_forced_past_the_launch_checks_whose_weights_do_not_change_registers_no_model(
-        db, tmp_path, settings, tiny_model_dir, warmup_ratio, outcome):
+    db, tmp_path, settings, tiny_model_dir, warmup_ratio, outcome
+):
     from tests.webapp.training.factories import make_dataset, make_labeled_corpus, make_model_version
     from webapp.pipeline.models import ModelVersion
 
     settings.DATA_DIR = tmp_path / "data"
     base = make_model_version(tiny_model_dir)
     dataset = make_dataset(make_labeled_corpus(4), base, n_examples=4)
-    one_step = {"max_steps": 1, "effective_batch_size": 2, "micro_batch_size": 2, "max_length": 160,
-                "precision": "fp32", "lr": 1e-3, "warmup_ratio": 0.0}
-    run = runs.launch(runs.RunSpec(kind=RunKind.DSM, model_version=base, dataset=dataset, config={"train": one_step}),
-                      enqueue=False)
+    one_step = {
+        "max_steps": 1,
+        "effective_batch_size": 2,
+        "micro_batch_size": 2,
+        "max_length": 160,
+        "precision": "fp32",
+        "lr": 1e-3,
+        "warmup_ratio": 0.0,
+    }
+    run = runs.launch(
+        runs.RunSpec(kind=RunKind.DSM, model_version=base, dataset=dataset, config={"train": one_step}), enqueue=False
+    )
     # past the launch checks: the stored configuration is changed afterwards (one step, all warmup: lr 0)
-    TrainingRun.objects.filter(pk=run.pk).update(config={"train": {**run.config["train"],
-                                                                   "warmup_ratio": warmup_ratio}})
+    TrainingRun.objects.filter(pk=run.pk).update(
+        config={"train": {**run.config["train"], "warmup_ratio": warmup_ratio}}
+    )
     assert execution.execute(runs.claim(run.pk, worker="w1")) == outcome
     run.refresh_from_db()
     if outcome == "failed":

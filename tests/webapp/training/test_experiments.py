@@ -1,4 +1,5 @@
 """Experiment files: validated whole before anything runs; presets, defaults and run configs merge."""
+
 import json
 
 import pytest
@@ -10,19 +11,28 @@ from webapp.training.models import TrainingRun
 
 
 def experiment(**changes):
-    data = {"name": "t", "model": "tiny-llama", "split": {"corpus": "ward"},
-            "defaults": {"train": {"max_steps": 2}, "heads": {"epochs": 3}},
-            "runs": [{"id": "dsm", "preset": "dsm-full", "dataset": {"name": "ward-dsm"}},
-                     {"id": "dsm-ch", "preset": "ch", "model": "@dsm", "config": {"heads": {"epochs": 4}}},
-                     {"id": "peak", "preset": "one-peak", "dataset": {"name": "ward-dsm"}}]}
+    data = {
+        "name": "t",
+        "model": "tiny-llama",
+        "split": {"corpus": "ward"},
+        "defaults": {"train": {"max_steps": 2}, "heads": {"epochs": 3}},
+        "runs": [
+            {"id": "dsm", "preset": "dsm-full", "dataset": {"name": "ward-dsm"}},
+            {"id": "dsm-ch", "preset": "ch", "model": "@dsm", "config": {"heads": {"epochs": 4}}},
+            {"id": "peak", "preset": "one-peak", "dataset": {"name": "ward-dsm"}},
+        ],
+    }
     data.update(changes)
     return data
 
 
 def test_a_file_is_planned_with_preset_then_defaults_then_run_config(dataset, model_version):
     planned = experiments.parse(experiment()).runs
-    assert [(p.key, p.kind, p.depends_on) for p in planned] == [("dsm", "dsm", None), ("dsm-ch", "heads", "dsm"),
-                                                               ("peak", "dsm", None)]
+    assert [(p.key, p.kind, p.depends_on) for p in planned] == [
+        ("dsm", "dsm", None),
+        ("dsm-ch", "heads", "dsm"),
+        ("peak", "dsm", None),
+    ]
     assert planned[0].config == {"train": {"max_steps": 2}} and planned[0].dataset == dataset
     assert planned[1].config == {"heads": {"epochs": 4}}
     assert planned[2].config == {"train": {"epochs": 5.0, "max_steps": 2}}
@@ -30,18 +40,26 @@ def test_a_file_is_planned_with_preset_then_defaults_then_run_config(dataset, mo
 
 
 def test_every_problem_is_reported_before_anything_runs(dataset, model_version):
-    data = experiment(runs=[
-        {"id": "a", "preset": "dsm-full", "dataset": {"name": "nope"}, "config": {"train": {"lr": -1}}},
-        {"id": "a", "preset": "ch", "model": "@later"},
-        {"id": "c", "preset": "warp-speed"},
-        {"id": "d", "kind": "heads", "split": {"corpus": "elsewhere"}, "colour": "red"},
-    ])
+    data = experiment(
+        runs=[
+            {"id": "a", "preset": "dsm-full", "dataset": {"name": "nope"}, "config": {"train": {"lr": -1}}},
+            {"id": "a", "preset": "ch", "model": "@later"},
+            {"id": "c", "preset": "warp-speed"},
+            {"id": "d", "kind": "heads", "split": {"corpus": "elsewhere"}, "colour": "red"},
+        ]
+    )
     with pytest.raises(experiments.ExperimentError) as caught:
         experiments.parse(data)
     message = str(caught.value)
-    for words in ("no finished dataset", "learning rate must be greater than 0", "id is used twice",
-                  "@later must name an earlier run", "Unknown preset 'warp-speed'", "no corpus 'elsewhere'",
-                  "unknown key(s) colour"):
+    for words in (
+        "no finished dataset",
+        "learning rate must be greater than 0",
+        "id is used twice",
+        "@later must name an earlier run",
+        "Unknown preset 'warp-speed'",
+        "no corpus 'elsewhere'",
+        "unknown key(s) colour",
+    ):
         assert words in message, message
     assert TrainingRun.objects.count() == 0
 
@@ -68,6 +86,16 @@ def test_the_documented_example_files_are_valid_json_with_known_presets():
 
 
 def test_the_markdown_summary_has_one_line_per_run():
-    rows = [{"id": "a", "run": 1, "kind": "heads", "preset": "ch", "status": "done", "seconds": 3.5,
-             "macro_f1": {"estimate": 0.5, "low": 0.4, "high": 0.6}, "held_out": None}]
+    rows = [
+        {
+            "id": "a",
+            "run": 1,
+            "kind": "heads",
+            "preset": "ch",
+            "status": "done",
+            "seconds": 3.5,
+            "macro_f1": {"estimate": 0.5, "low": 0.4, "high": 0.6},
+            "held_out": None,
+        }
+    ]
     assert experiments.markdown(rows).splitlines()[-1] == "| 1 | a | ch | done | 50.0 (40.0-60.0) | - | 3.5 |"

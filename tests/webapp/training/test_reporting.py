@@ -1,4 +1,5 @@
 """The worker's progress reports: figures, curve rows (upserted), checkpoints, cancel, ownership."""
+
 import pytest
 
 from webapp.pipeline.models import JobStatus
@@ -18,14 +19,25 @@ class Clock:
 def event(step, total=10, loss=1.0, message="", lr=1e-4):
     from ml.training import ProgressEvent
 
-    return ProgressEvent(step=step, total_steps=total, epoch=step / total, loss=loss, lr=lr, tokens_per_s=50.0,
-                         eta_s=(total - step) * 2.0, message=message)
+    return ProgressEvent(
+        step=step,
+        total_steps=total,
+        epoch=step / total,
+        loss=loss,
+        lr=lr,
+        tokens_per_s=50.0,
+        eta_s=(total - step) * 2.0,
+        message=message,
+    )
 
 
 @pytest.fixture
 def claimed(dataset, model_version):
-    run = runs.launch(runs.RunSpec(kind=RunKind.DSM, model_version=model_version, dataset=dataset,
-                                   config={"train": {"warmup_ratio": 0.0}}))
+    run = runs.launch(
+        runs.RunSpec(
+            kind=RunKind.DSM, model_version=model_version, dataset=dataset, config={"train": {"warmup_ratio": 0.0}}
+        )
+    )
     return runs.claim(run.pk, worker="w1")
 
 
@@ -67,7 +79,8 @@ def test_the_first_step_of_a_resumed_attempt_is_logged(claimed):
     reporter.on_progress(event(7, message="resumed at step 7", lr=None, loss=None))
     reporter.on_progress(event(8))
     assert RunLog.objects.filter(
-        run=claimed, message="train: continuing from a checkpoint; first step of this attempt: 8.").exists()
+        run=claimed, message="train: continuing from a checkpoint; first step of this attempt: 8."
+    ).exists()
 
 
 def test_should_stop_turns_true_once_cancel_is_pressed(claimed):

@@ -1,4 +1,5 @@
 """Run lifecycle: launch (validated, audited, full config stored), cancel, resume, claim, stall."""
+
 from datetime import timedelta
 
 import pytest
@@ -13,8 +14,13 @@ from webapp.training.runs import RunError, RunSpec
 
 
 def dsm_spec(dataset, model_version, **changes):
-    values = dict(kind=RunKind.DSM, preset="dsm-full", model_version=model_version, dataset=dataset,
-                  config={"train": {"max_steps": 3, "warmup_ratio": 0.0}})
+    values = dict(
+        kind=RunKind.DSM,
+        preset="dsm-full",
+        model_version=model_version,
+        dataset=dataset,
+        config={"train": {"max_steps": 3, "warmup_ratio": 0.0}},
+    )
     values.update(changes)
     return RunSpec(**values)
 
@@ -35,16 +41,20 @@ def test_a_labeled_run_without_a_split_makes_one_for_the_corpus(corpus, model_ve
     spec = RunSpec(kind=RunKind.HEADS, preset="ch", model_version=model_version, split_corpus=corpus, split_seed=4)
     run = runs.launch(spec)
     assert run.split.corpus == corpus and run.split.seed == 4 and run.split.test_count > 0
-    again = runs.launch(RunSpec(kind=RunKind.SFT, preset="sft", model_version=model_version, split_corpus=corpus,
-                                split_seed=4))
+    again = runs.launch(
+        RunSpec(kind=RunKind.SFT, preset="sft", model_version=model_version, split_corpus=corpus, split_seed=4)
+    )
     assert again.split_id == run.split_id
 
 
-@pytest.mark.parametrize("mode, preset, words", [
-    ("dsm", "random-mask", "built in mode Random mask"),
-    ("random", "dsm-full", "built in mode DecSelfMask"),
-    ("unmasked", "dsm-full", "train on it with a CPT run"),
-])
+@pytest.mark.parametrize(
+    "mode, preset, words",
+    [
+        ("dsm", "random-mask", "built in mode Random mask"),
+        ("random", "dsm-full", "built in mode DecSelfMask"),
+        ("unmasked", "dsm-full", "train on it with a CPT run"),
+    ],
+)
 def test_a_preset_refuses_a_dataset_of_another_mode(corpus, model_version, mode, preset, words):
     dataset = make_dataset(corpus, model_version, mode=mode)
     with pytest.raises(RunError, match=words):
@@ -60,11 +70,13 @@ def test_cpt_accepts_any_finished_dataset_and_refuses_an_unfinished_one(corpus, 
 
 
 def test_problems_name_the_fields(model_version):
-    problems = RunSpec(kind=RunKind.SFT, preset="ch", model_version=model_version,
-                       config={"train": {"lr": -1}}).problems()
+    problems = RunSpec(
+        kind=RunKind.SFT, preset="ch", model_version=model_version, config={"train": {"lr": -1}}
+    ).problems()
     assert set(problems) == {"train.lr", "preset", "split"}
     assert RunSpec(kind="magic", model_version=model_version).problems() == {
-        "kind": "Unknown run kind 'magic'; the kinds are dsm, cpt, sft, heads, prompting, self_learning."}
+        "kind": "Unknown run kind 'magic'; the kinds are dsm, cpt, sft, heads, prompting, self_learning."
+    }
 
 
 def test_a_queued_run_is_cancelled_at_once_and_a_running_one_is_asked_to_stop(dataset, model_version, admin_user):
@@ -117,8 +129,7 @@ def test_resume_requeues_a_cancelled_or_failed_run_but_not_a_live_or_done_one(da
         runs.resume(TrainingRun.objects.get(pk=run.pk))
 
 
-def test_a_run_whose_worker_went_silent_for_the_stall_time_is_stalled_not_running(dataset, model_version,
-                                                                                    settings):
+def test_a_run_whose_worker_went_silent_for_the_stall_time_is_stalled_not_running(dataset, model_version, settings):
     settings.WORK_STALL_SECONDS = 60
     run = runs.launch(dsm_spec(dataset, model_version))
     runs.claim(run.pk)
@@ -150,12 +161,10 @@ def test_why_a_run_waited_goes_to_its_log_when_a_worker_takes_it(dataset, model_
     TrainingRun.objects.filter(pk=run.pk).update(status=JobStatus.QUEUED, error=lost)  # what the sweeper does
     again = runs.claim(run.pk, worker="w2")
     assert again.attempts == 2 and again.error == ""
-    assert list(again.logs.order_by("-id").values_list("message", flat=True)[:2]) == [
-        "Attempt 2 started on w2.", lost]
+    assert list(again.logs.order_by("-id").values_list("message", flat=True)[:2]) == ["Attempt 2 started on w2.", lost]
 
 
-def test_a_broker_failure_is_said_on_the_run(dataset, model_version, monkeypatch,
-                                            django_capture_on_commit_callbacks):
+def test_a_broker_failure_is_said_on_the_run(dataset, model_version, monkeypatch, django_capture_on_commit_callbacks):
     from webapp.taskqueue import app
 
     def down(*args, **kwargs):
@@ -179,8 +188,13 @@ def test_split_problems_are_plain(corpus, model_version):
 
 
 def test_self_learning_needs_an_existing_unlabeled_corpus(corpus, model_version):
-    spec = RunSpec(kind=RunKind.SELF_LEARNING, preset="self-learning", model_version=model_version,
-                   split_corpus=corpus, config={"unlabeled": {"corpus": "nowhere"}})
+    spec = RunSpec(
+        kind=RunKind.SELF_LEARNING,
+        preset="self-learning",
+        model_version=model_version,
+        split_corpus=corpus,
+        config={"unlabeled": {"corpus": "nowhere"}},
+    )
     assert spec.problems() == {"unlabeled.corpus": "There is no corpus 'nowhere' to take unlabeled notes from."}
     spec.config = {"unlabeled": {"corpus": corpus.name}}
     assert spec.problems() == {}

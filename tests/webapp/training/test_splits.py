@@ -1,4 +1,5 @@
 """The 85/15 note-item split: deterministic, stored, reused, frozen."""
+
 import pytest
 from django.db.models import ProtectedError
 
@@ -9,8 +10,10 @@ from webapp.training.models import LabeledSplit, SplitItem
 
 
 def parts(split):
-    return {part: set(SplitItem.objects.filter(split=split, part=part).values_list("annotation_id", flat=True))
-            for part in ("train", "test")}
+    return {
+        part: set(SplitItem.objects.filter(split=split, part=part).values_list("annotation_id", flat=True))
+        for part in ("train", "test")
+    }
 
 
 def test_a_split_holds_one_item_per_annotated_note_and_task(corpus):
@@ -44,8 +47,9 @@ def test_annotations_added_later_do_not_change_a_stored_split(corpus):
     split, _ = splits.get_or_create_split(corpus)
     before = parts(split)
     note = Note.objects.create(corpus=corpus, external_id="late", text="Heart rate 140 bpm.")
-    Annotation.objects.create(note=note, task_id=Annotation.objects.first().task_id, label="tachycardic",
-                              annotator_name="import:late.jsonl")
+    Annotation.objects.create(
+        note=note, task_id=Annotation.objects.first().task_id, label="tachycardic", annotator_name="import:late.jsonl"
+    )
     again, created = splits.get_or_create_split(corpus)
     assert not created and parts(again) == before
 
@@ -68,10 +72,15 @@ def test_items_carry_text_label_options_and_stable_ids(corpus):
     assert [item.item_id for item in test] == sorted(item.item_id for item in test)
     item = test[0]
     annotation = Annotation.objects.select_related("note", "task").get(
-        note__external_id=item.note_id, task__slug=item.task)
+        note__external_id=item.note_id, task__slug=item.task
+    )
     assert item.item_id == f"{item.note_id}|{item.task}"
     assert (item.text, item.label, item.options, item.description) == (
-        annotation.note.text, annotation.label, annotation.task.options, annotation.task.description)
+        annotation.note.text,
+        annotation.label,
+        annotation.task.options,
+        annotation.task.description,
+    )
 
 
 def test_held_out_tasks_are_in_the_split_and_named(corpus):

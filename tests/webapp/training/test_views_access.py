@@ -1,4 +1,5 @@
 """Every training page x every role: viewers see, researchers and admins launch, cancel, resume."""
+
 import pytest
 from django.urls import reverse
 
@@ -47,8 +48,9 @@ def test_cancel_and_resume_are_refused_without_the_launch_role(client, user_for,
 @pytest.mark.parametrize("role", ["clinician", "norole"])
 def test_a_launch_post_is_refused_without_the_role(client, user_for, dataset, model_version, role):
     client.force_login(user_for[role])
-    response = client.post(reverse("training:run_new"), {"preset": "dsm-full", "model_version": model_version.pk,
-                                                         "dataset": dataset.pk})
+    response = client.post(
+        reverse("training:run_new"), {"preset": "dsm-full", "model_version": model_version.pk, "dataset": dataset.pk}
+    )
     assert response.status_code == 403 and not TrainingRun.objects.exists()
 
 

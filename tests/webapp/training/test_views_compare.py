@@ -1,5 +1,6 @@
 """Comparison tables of selected runs (+ CSV), the paired differences, the runs list, predictions
 download, config diff."""
+
 import csv
 import io
 
@@ -52,7 +53,9 @@ def test_predictions_download_as_csv_and_jsonl(client, clinician, make_run, corp
     client.force_login(clinician)
     csv_response = client.get(reverse("training:run_predictions", args=[run.pk, "csv"]))
     assert b"".join(csv_response.streaming_content).decode().splitlines() == [
-        "note,task,variant,gold,predicted", f"{note.external_id},{task.slug},0,y,n"]
+        "note,task,variant,gold,predicted",
+        f"{note.external_id},{task.slug},0,y,n",
+    ]
     assert 'filename="run-' in csv_response["Content-Disposition"]
     jsonl = client.get(reverse("training:run_predictions", args=[run.pk, "jsonl"]))
     assert b'"predicted": "n"' in b"".join(jsonl.streaming_content)
@@ -88,12 +91,16 @@ def _predict(run, wrong_every=0):
         counted += item.task not in held
         other = next(option for option in tasks[item.task].options if option != item.label)
         predicted.append(other if wrong else item.label)
-        RunPrediction.objects.create(run=run, note_id=notes[item.note_id], task=tasks[item.task],
-                                     gold=item.label, predicted=predicted[-1])
+        RunPrediction.objects.create(
+            run=run, note_id=notes[item.note_id], task=tasks[item.task], gold=item.label, predicted=predicted[-1]
+        )
     scored = [(i.label, p, i.task) for i, p in zip(items, predicted) if i.task not in held]
     macro = mean_task_f1(*zip(*scored))
-    run.results = {"macro_f1": {"estimate": macro, "low": None, "high": None}, "per_task": {},
-                   "held_out": {"tasks": held, "macro_f1": None}}
+    run.results = {
+        "macro_f1": {"estimate": macro, "low": None, "high": None},
+        "per_task": {},
+        "held_out": {"tasks": held, "macro_f1": None},
+    }
     run.status = "done"
     run.save(update_fields=["results", "status"])
     return macro, len(scored)
@@ -168,4 +175,4 @@ def test_the_produced_model_badge_links_to_the_trained_model_section(client, res
     assert f'href="{reverse("training:run_detail", args=[run.pk])}#trained-model"' in listing
     detail = client.get(reverse("training:run_detail", args=[run.pk])).content.decode()
     assert 'id="trained-model"' in detail
-    assert f'{reverse("pipeline:job_launch")}?model_version={run.produced_model_id}' in detail
+    assert f"{reverse('pipeline:job_launch')}?model_version={run.produced_model_id}" in detail

@@ -1,4 +1,5 @@
 """The launch form: presets fill the paper's values, every setting is editable and validated."""
+
 from django.urls import reverse
 
 from webapp.audit.models import AuditEvent
@@ -25,8 +26,17 @@ def test_the_form_offers_every_preset_and_starts_from_dsm_full(client, researche
     client.force_login(researcher)
     response = client.get(reverse("training:run_new"))
     html = response.content.decode()
-    for label in ("DSM full (paper)", "CPT", "random mask", "one peak", "LoRA SFT (paper)", "CH (paper)", "0-shot",
-                  "2-shot", "self-learning"):
+    for label in (
+        "DSM full (paper)",
+        "CPT",
+        "random mask",
+        "one peak",
+        "LoRA SFT (paper)",
+        "CH (paper)",
+        "0-shot",
+        "2-shot",
+        "self-learning",
+    ):
         assert label in html
     form = response.context["form"]
     assert form["train__lr"].value() == 4e-5 and form["train__effective_batch_size"].value() == 128

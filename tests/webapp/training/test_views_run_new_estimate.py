@@ -1,4 +1,5 @@
 """The training form says how many optimizer steps a run takes and asks before a long one."""
+
 from datetime import timedelta
 
 import pytest
@@ -15,8 +16,14 @@ def three_steps(client, researcher, dataset, model_version):
     """The DSM form for 12 examples at a batch of 4: 3 optimizer steps."""
     client.force_login(researcher)
     data = form_data(client.get(reverse("training:run_new")))
-    data.update(dataset=dataset.pk, model_version=model_version.pk, train__effective_batch_size=4,
-                train__micro_batch_size=4, train__warmup_ratio=0.0, name="small")
+    data.update(
+        dataset=dataset.pk,
+        model_version=model_version.pk,
+        train__effective_batch_size=4,
+        train__micro_batch_size=4,
+        train__warmup_ratio=0.0,
+        name="small",
+    )
     return data
 
 
@@ -36,11 +43,20 @@ def test_above_the_threshold_it_asks_first_and_launches_once_confirmed(client, t
     assert response.status_code == 302 and TrainingRun.objects.get().name == "small"
 
 
-def test_the_time_comes_from_earlier_runs_of_the_same_kind_and_model(client, three_steps, settings, dataset,
-                                                                      model_version):
+def test_the_time_comes_from_earlier_runs_of_the_same_kind_and_model(
+    client, three_steps, settings, dataset, model_version
+):
     now = timezone.now()
-    TrainingRun.objects.create(kind="dsm", model_version=model_version, dataset=dataset, status=JobStatus.DONE,
-                               step=1, total_steps=1, started=now - timedelta(seconds=400), finished=now)
+    TrainingRun.objects.create(
+        kind="dsm",
+        model_version=model_version,
+        dataset=dataset,
+        status=JobStatus.DONE,
+        step=1,
+        total_steps=1,
+        started=now - timedelta(seconds=400),
+        finished=now,
+    )
     settings.LAUNCH_CONFIRM_SECONDS = 600  # 3 steps x 400 s
     response = client.post(reverse("training:run_new"), three_steps)
     assert TrainingRun.objects.count() == 1  # only the earlier one
@@ -50,8 +66,9 @@ def test_the_time_comes_from_earlier_runs_of_the_same_kind_and_model(client, thr
 
 
 def test_the_live_estimate_fragment_never_launches(client, three_steps):
-    response = client.post(reverse("training:run_new"), {**three_steps, "confirmed": "3"},
-                           headers={"HX-Request": "true"})
+    response = client.post(
+        reverse("training:run_new"), {**three_steps, "confirmed": "3"}, headers={"HX-Request": "true"}
+    )
     assert response.status_code == 200 and not TrainingRun.objects.exists()
     assert "<strong>3 steps</strong>" in response.content.decode()
 

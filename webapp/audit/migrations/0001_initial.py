@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,20 +14,46 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='AuditEvent',
+            name="AuditEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('actor_name', models.CharField(help_text="Kept when the user is deleted; 'system' for commands", max_length=150)),
-                ('action', models.CharField(choices=[('import_notes', 'Imported notes'), ('import_annotations', 'Imported annotations'), ('load_catalog', 'Loaded task catalog'), ('export', 'Exported a dataset'), ('review_decision', 'Review decision'), ('launch_job', 'Launched a job'), ('cancel_job', 'Cancelled a job')], max_length=40)),
-                ('object_type', models.CharField(blank=True, max_length=60)),
-                ('object_id', models.CharField(blank=True, max_length=64)),
-                ('details', models.JSONField(blank=True, default=dict)),
-                ('created', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='audit_events', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "actor_name",
+                    models.CharField(help_text="Kept when the user is deleted; 'system' for commands", max_length=150),
+                ),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[
+                            ("import_notes", "Imported notes"),
+                            ("import_annotations", "Imported annotations"),
+                            ("load_catalog", "Loaded task catalog"),
+                            ("export", "Exported a dataset"),
+                            ("review_decision", "Review decision"),
+                            ("launch_job", "Launched a job"),
+                            ("cancel_job", "Cancelled a job"),
+                        ],
+                        max_length=40,
+                    ),
+                ),
+                ("object_type", models.CharField(blank=True, max_length=60)),
+                ("object_id", models.CharField(blank=True, max_length=64)),
+                ("details", models.JSONField(blank=True, default=dict)),
+                ("created", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="audit_events",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created', '-id'],
-                'indexes': [models.Index(fields=['object_type', 'object_id'], name='audit_audit_object__0e78a5_idx')],
+                "ordering": ["-created", "-id"],
+                "indexes": [models.Index(fields=["object_type", "object_id"], name="audit_audit_object__0e78a5_idx")],
             },
         ),
     ]

@@ -5,30 +5,52 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('audit', '0001_initial'),
+        ("audit", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='auditevent',
-            name='ip',
-            field=models.GenericIPAddressField(blank=True, help_text="The client's address, for web requests", null=True),
+            model_name="auditevent",
+            name="ip",
+            field=models.GenericIPAddressField(
+                blank=True, help_text="The client's address, for web requests", null=True
+            ),
         ),
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('import_notes', 'Imported notes'), ('import_annotations', 'Imported annotations'), ('import_refused', 'Refused an import'), ('load_catalog', 'Loaded task catalog'), ('export', 'Exported a dataset'), ('review_decision', 'Review decision'), ('launch_job', 'Launched a job'), ('cancel_job', 'Cancelled a job'), ('login', 'Logged in'), ('logout', 'Logged out'), ('login_failed', 'Failed login'), ('locked_out', 'Login locked out'), ('permission_denied', 'Permission refused'), ('export_audit', 'Exported the audit log')], max_length=40),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("import_notes", "Imported notes"),
+                    ("import_annotations", "Imported annotations"),
+                    ("import_refused", "Refused an import"),
+                    ("load_catalog", "Loaded task catalog"),
+                    ("export", "Exported a dataset"),
+                    ("review_decision", "Review decision"),
+                    ("launch_job", "Launched a job"),
+                    ("cancel_job", "Cancelled a job"),
+                    ("login", "Logged in"),
+                    ("logout", "Logged out"),
+                    ("login_failed", "Failed login"),
+                    ("locked_out", "Login locked out"),
+                    ("permission_denied", "Permission refused"),
+                    ("export_audit", "Exported the audit log"),
+                ],
+                max_length=40,
+            ),
         ),
         migrations.AlterField(
-            model_name='auditevent',
-            name='actor_name',
-            field=models.CharField(help_text="Kept when the user is deleted; 'cli:<os user>' for commands, 'worker:<os user>' for workers, the username tried for a failed login", max_length=150),
+            model_name="auditevent",
+            name="actor_name",
+            field=models.CharField(
+                help_text="Kept when the user is deleted; 'cli:<os user>' for commands, 'worker:<os user>' for workers, the username tried for a failed login",
+                max_length=150,
+            ),
         ),
         migrations.AddIndex(
-            model_name='auditevent',
-            index=models.Index(fields=['action', '-id'], name='audit_action_recent'),
+            model_name="auditevent",
+            index=models.Index(fields=["action", "-id"], name="audit_action_recent"),
         ),
     ]

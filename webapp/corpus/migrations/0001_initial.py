@@ -11,7 +11,6 @@ import webapp.corpus.expressions
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -20,105 +19,249 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Corpus',
+            name="Corpus",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('language', models.CharField(help_text="ISO 639 code of the notes' language, e.g. 'it', 'en'", max_length=3, validators=[django.core.validators.RegexValidator('^[a-z]{2,3}$', "Use a lower-case ISO 639 code such as 'it' or 'en'.")])),
-                ('description', models.TextField(blank=True)),
-                ('source', models.CharField(blank=True, help_text='Where the notes come from (site, export, licence)', max_length=500)),
-                ('created', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200, unique=True)),
+                (
+                    "language",
+                    models.CharField(
+                        help_text="ISO 639 code of the notes' language, e.g. 'it', 'en'",
+                        max_length=3,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[a-z]{2,3}$", "Use a lower-case ISO 639 code such as 'it' or 'en'."
+                            )
+                        ],
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                (
+                    "source",
+                    models.CharField(
+                        blank=True, help_text="Where the notes come from (site, export, licence)", max_length=500
+                    ),
+                ),
+                ("created", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'verbose_name_plural': 'corpora',
-                'ordering': ['name'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('name', ''), _negated=True), name='corpus_corpus_name_not_blank'), models.CheckConstraint(condition=models.Q(django.db.models.lookups.GreaterThanOrEqual(django.db.models.functions.text.Length('language'), 2), django.db.models.lookups.LessThanOrEqual(django.db.models.functions.text.Length('language'), 3), django.db.models.lookups.Exact(models.F('language'), django.db.models.functions.text.Lower('language'))), name='corpus_corpus_language_iso')],
+                "verbose_name_plural": "corpora",
+                "ordering": ["name"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("name", ""), _negated=True), name="corpus_corpus_name_not_blank"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            django.db.models.lookups.GreaterThanOrEqual(
+                                django.db.models.functions.text.Length("language"), 2
+                            ),
+                            django.db.models.lookups.LessThanOrEqual(
+                                django.db.models.functions.text.Length("language"), 3
+                            ),
+                            django.db.models.lookups.Exact(
+                                models.F("language"), django.db.models.functions.text.Lower("language")
+                            ),
+                        ),
+                        name="corpus_corpus_language_iso",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Note',
+            name="Note",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(help_text="The note's id in its source; unique within the corpus", max_length=200)),
-                ('text', models.TextField()),
-                ('content_hash', models.CharField(editable=False, help_text='SHA-256 of the text (hex)', max_length=64)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('corpus', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='notes', to='corpus.corpus')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "external_id",
+                    models.CharField(help_text="The note's id in its source; unique within the corpus", max_length=200),
+                ),
+                ("text", models.TextField()),
+                (
+                    "content_hash",
+                    models.CharField(editable=False, help_text="SHA-256 of the text (hex)", max_length=64),
+                ),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                (
+                    "corpus",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="notes",
+                        to="corpus.corpus",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Task',
+            name="Task",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=100, unique=True)),
-                ('description', models.CharField(help_text="s_T, the short description used in prompts, e.g. 'heart rate'", max_length=500, unique=True)),
-                ('options', models.JSONField(help_text='Ordered list of the allowed labels')),
-                ('group', models.CharField(blank=True, max_length=100)),
-                ('held_out', models.BooleanField(default=False, help_text='Kept out of training to measure generalisation')),
-                ('aliases', models.JSONField(blank=True, default=list, help_text='Other names accepted for this task on import')),
-                ('created', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(max_length=100, unique=True)),
+                (
+                    "description",
+                    models.CharField(
+                        help_text="s_T, the short description used in prompts, e.g. 'heart rate'",
+                        max_length=500,
+                        unique=True,
+                    ),
+                ),
+                ("options", models.JSONField(help_text="Ordered list of the allowed labels")),
+                ("group", models.CharField(blank=True, max_length=100)),
+                (
+                    "held_out",
+                    models.BooleanField(default=False, help_text="Kept out of training to measure generalisation"),
+                ),
+                (
+                    "aliases",
+                    models.JSONField(
+                        blank=True, default=list, help_text="Other names accepted for this task on import"
+                    ),
+                ),
+                ("created", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['slug'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('slug', ''), _negated=True), name='corpus_task_slug_not_blank'), models.CheckConstraint(condition=models.Q(('description', ''), _negated=True), name='corpus_task_description_not_blank'), models.CheckConstraint(condition=models.Q(django.db.models.lookups.Exact(webapp.corpus.expressions.JSONType('options'), 'array'), django.db.models.lookups.GreaterThan(webapp.corpus.expressions.JSONArrayLength('options'), 0)), name='corpus_task_options_nonempty_array'), models.CheckConstraint(condition=django.db.models.lookups.Exact(webapp.corpus.expressions.JSONType('aliases'), 'array'), name='corpus_task_aliases_array')],
+                "ordering": ["slug"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("slug", ""), _negated=True), name="corpus_task_slug_not_blank"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("description", ""), _negated=True), name="corpus_task_description_not_blank"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            django.db.models.lookups.Exact(webapp.corpus.expressions.JSONType("options"), "array"),
+                            django.db.models.lookups.GreaterThan(
+                                webapp.corpus.expressions.JSONArrayLength("options"), 0
+                            ),
+                        ),
+                        name="corpus_task_options_nonempty_array",
+                    ),
+                    models.CheckConstraint(
+                        condition=django.db.models.lookups.Exact(
+                            webapp.corpus.expressions.JSONType("aliases"), "array"
+                        ),
+                        name="corpus_task_aliases_array",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Annotation',
+            name="Annotation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(max_length=200)),
-                ('evidence', models.JSONField(blank=True, default=list, help_text='Half-open [start, end) character offsets')),
-                ('annotator_name', models.CharField(help_text="The user's name, or the source of imported labels, e.g. 'import:gold.jsonl'", max_length=150)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('annotator', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='annotations', to=settings.AUTH_USER_MODEL)),
-                ('note', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='annotations', to='corpus.note')),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='annotations', to='corpus.task')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("label", models.CharField(max_length=200)),
+                (
+                    "evidence",
+                    models.JSONField(blank=True, default=list, help_text="Half-open [start, end) character offsets"),
+                ),
+                (
+                    "annotator_name",
+                    models.CharField(
+                        help_text="The user's name, or the source of imported labels, e.g. 'import:gold.jsonl'",
+                        max_length=150,
+                    ),
+                ),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="annotations",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "note",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="annotations",
+                        to="corpus.note",
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="annotations", to="corpus.task"
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='note',
-            index=models.Index(fields=['corpus', 'id'], name='corpus_note_corpus_id_idx'),
+            model_name="note",
+            index=models.Index(fields=["corpus", "id"], name="corpus_note_corpus_id_idx"),
         ),
         migrations.AddConstraint(
-            model_name='note',
-            constraint=models.UniqueConstraint(fields=('corpus', 'external_id'), name='corpus_note_external_id_unique'),
+            model_name="note",
+            constraint=models.UniqueConstraint(fields=("corpus", "external_id"), name="corpus_note_external_id_unique"),
         ),
         migrations.AddConstraint(
-            model_name='note',
-            constraint=models.CheckConstraint(condition=models.Q(('external_id', ''), _negated=True), name='corpus_note_external_id_not_blank'),
+            model_name="note",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("external_id", ""), _negated=True), name="corpus_note_external_id_not_blank"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='note',
-            constraint=models.CheckConstraint(condition=models.Q(('text', ''), _negated=True), name='corpus_note_text_not_blank'),
+            model_name="note",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("text", ""), _negated=True), name="corpus_note_text_not_blank"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='note',
-            constraint=models.CheckConstraint(condition=models.Q(django.db.models.lookups.Exact(django.db.models.functions.text.Length('content_hash'), 64), django.db.models.lookups.Exact(models.F('content_hash'), django.db.models.functions.text.Lower('content_hash'))), name='corpus_note_content_hash_sha256'),
+            model_name="note",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    django.db.models.lookups.Exact(django.db.models.functions.text.Length("content_hash"), 64),
+                    django.db.models.lookups.Exact(
+                        models.F("content_hash"), django.db.models.functions.text.Lower("content_hash")
+                    ),
+                ),
+                name="corpus_note_content_hash_sha256",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='note',
-            constraint=models.CheckConstraint(condition=django.db.models.lookups.Exact(webapp.corpus.expressions.JSONType('metadata'), 'object'), name='corpus_note_metadata_object'),
+            model_name="note",
+            constraint=models.CheckConstraint(
+                condition=django.db.models.lookups.Exact(webapp.corpus.expressions.JSONType("metadata"), "object"),
+                name="corpus_note_metadata_object",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='annotation',
-            constraint=models.UniqueConstraint(fields=('note', 'task', 'annotator_name'), name='corpus_annotation_unique'),
+            model_name="annotation",
+            constraint=models.UniqueConstraint(
+                fields=("note", "task", "annotator_name"), name="corpus_annotation_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='annotation',
-            constraint=models.UniqueConstraint(condition=models.Q(('annotator__isnull', False)), fields=('note', 'task', 'annotator'), name='corpus_annotation_unique_user'),
+            model_name="annotation",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("annotator__isnull", False)),
+                fields=("note", "task", "annotator"),
+                name="corpus_annotation_unique_user",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='annotation',
-            constraint=models.CheckConstraint(condition=models.Q(('label', ''), _negated=True), name='corpus_annotation_label_not_blank'),
+            model_name="annotation",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("label", ""), _negated=True), name="corpus_annotation_label_not_blank"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='annotation',
-            constraint=models.CheckConstraint(condition=models.Q(('annotator_name', ''), _negated=True), name='corpus_annotation_annotator_not_blank'),
+            model_name="annotation",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("annotator_name", ""), _negated=True), name="corpus_annotation_annotator_not_blank"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='annotation',
-            constraint=models.CheckConstraint(condition=django.db.models.lookups.Exact(webapp.corpus.expressions.JSONType('evidence'), 'array'), name='corpus_annotation_evidence_array'),
+            model_name="annotation",
+            constraint=models.CheckConstraint(
+                condition=django.db.models.lookups.Exact(webapp.corpus.expressions.JSONType("evidence"), "array"),
+                name="corpus_annotation_evidence_array",
+            ),
         ),
     ]

@@ -11,6 +11,7 @@ INSERT/UPDATE/COPY is refused like an ORM save. Messages carry ids and offsets, 
 On SQLite this migration does nothing: `webapp.lib.validators` (used by `clean()` and the
 importer) is the guard there.
 """
+
 from django.db import migrations
 
 from webapp.corpus.migrations._postgresql import PostgreSQLOnly

@@ -6,44 +6,114 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('corpus', '0002_integrity_triggers'),
+        ("corpus", "0002_integrity_triggers"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ImportJob',
+            name="ImportJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('planning', 'Planning'), ('queued', 'Queued'), ('running', 'Running'), ('cancelling', 'Cancelling'), ('cancelled', 'Cancelled'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='queued', max_length=12)),
-                ('attempts', models.PositiveSmallIntegerField(default=0, help_text='claims so far; a worker writes only its own')),
-                ('worker', models.CharField(blank=True, help_text='the worker that holds it (or held it last)', max_length=200)),
-                ('heartbeat', models.DateTimeField(blank=True, help_text='last sign of life of its worker (queued: when it was sent)', null=True)),
-                ('error', models.TextField(blank=True)),
-                ('started', models.DateTimeField(blank=True, null=True)),
-                ('finished', models.DateTimeField(blank=True, null=True)),
-                ('kind', models.CharField(choices=[('notes', 'Notes'), ('annotations', 'Annotations (gold labels)')], max_length=12)),
-                ('corpus_name', models.CharField(max_length=200)),
-                ('language', models.CharField(blank=True, help_text='set to create the corpus (notes only)', max_length=3)),
-                ('update', models.BooleanField(default=False, help_text='replace notes or labels that changed')),
-                ('upload', models.CharField(blank=True, help_text='the stored file, relative to DATA_DIR/uploads; empty once removed', max_length=500)),
-                ('file_name', models.CharField(max_length=255)),
-                ('file_size', models.PositiveBigIntegerField(default=0)),
-                ('phase', models.CharField(blank=True, choices=[('validating', 'Validating'), ('writing', 'Writing')], max_length=12)),
-                ('records_done', models.PositiveBigIntegerField(default=0, help_text='records validated, or written, so far')),
-                ('records_total', models.PositiveBigIntegerField(blank=True, help_text='records validated, known once writing starts', null=True)),
-                ('created_count', models.PositiveBigIntegerField(default=0)),
-                ('updated_count', models.PositiveBigIntegerField(default=0)),
-                ('unchanged_count', models.PositiveBigIntegerField(default=0)),
-                ('problems', models.JSONField(blank=True, default=list, help_text='the first problem lines, never note text')),
-                ('problem_count', models.PositiveIntegerField(default=0)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='import_jobs', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("planning", "Planning"),
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("cancelling", "Cancelling"),
+                            ("cancelled", "Cancelled"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "attempts",
+                    models.PositiveSmallIntegerField(
+                        default=0, help_text="claims so far; a worker writes only its own"
+                    ),
+                ),
+                (
+                    "worker",
+                    models.CharField(
+                        blank=True, help_text="the worker that holds it (or held it last)", max_length=200
+                    ),
+                ),
+                (
+                    "heartbeat",
+                    models.DateTimeField(
+                        blank=True, help_text="last sign of life of its worker (queued: when it was sent)", null=True
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("started", models.DateTimeField(blank=True, null=True)),
+                ("finished", models.DateTimeField(blank=True, null=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("notes", "Notes"), ("annotations", "Annotations (gold labels)")], max_length=12
+                    ),
+                ),
+                ("corpus_name", models.CharField(max_length=200)),
+                (
+                    "language",
+                    models.CharField(blank=True, help_text="set to create the corpus (notes only)", max_length=3),
+                ),
+                ("update", models.BooleanField(default=False, help_text="replace notes or labels that changed")),
+                (
+                    "upload",
+                    models.CharField(
+                        blank=True,
+                        help_text="the stored file, relative to DATA_DIR/uploads; empty once removed",
+                        max_length=500,
+                    ),
+                ),
+                ("file_name", models.CharField(max_length=255)),
+                ("file_size", models.PositiveBigIntegerField(default=0)),
+                (
+                    "phase",
+                    models.CharField(
+                        blank=True, choices=[("validating", "Validating"), ("writing", "Writing")], max_length=12
+                    ),
+                ),
+                (
+                    "records_done",
+                    models.PositiveBigIntegerField(default=0, help_text="records validated, or written, so far"),
+                ),
+                (
+                    "records_total",
+                    models.PositiveBigIntegerField(
+                        blank=True, help_text="records validated, known once writing starts", null=True
+                    ),
+                ),
+                ("created_count", models.PositiveBigIntegerField(default=0)),
+                ("updated_count", models.PositiveBigIntegerField(default=0)),
+                ("unchanged_count", models.PositiveBigIntegerField(default=0)),
+                (
+                    "problems",
+                    models.JSONField(blank=True, default=list, help_text="the first problem lines, never note text"),
+                ),
+                ("problem_count", models.PositiveIntegerField(default=0)),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="import_jobs",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created', '-id'],
+                "ordering": ["-created", "-id"],
             },
         ),
     ]

@@ -7,6 +7,7 @@ webapp.corpus.search reads it through one SQL expression on PostgreSQL and falls
 word-by-word substring match elsewhere. Every write path (ORM, bulk_create, COPY) goes through
 the trigger, so imports need no extra step; a corpus whose language changes is re-indexed.
 """
+
 from django.db import migrations
 
 from webapp.corpus.migrations._postgresql import PostgreSQLOnly

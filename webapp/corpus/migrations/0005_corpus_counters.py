@@ -6,6 +6,7 @@ corpus, so only INSERT and DELETE change a count. Concurrent imports into ONE co
 its row until the first commits (imports into different corpora do not). On SQLite (the
 embedded default, small corpora) the counters stay 0 and webapp.corpus.stats counts instead.
 """
+
 from django.db import migrations, models
 
 from webapp.corpus.migrations._postgresql import PostgreSQLOnly
@@ -66,8 +67,15 @@ DROP FUNCTION IF EXISTS corpus_note_count();
 class Migration(migrations.Migration):
     dependencies = [("corpus", "0004_note_search")]
     operations = [
-        migrations.AddField(model_name="corpus", name="annotation_count",
-                            field=models.BigIntegerField(default=0, db_default=0, editable=False)),
-        migrations.AddField(model_name="corpus", name="note_count", field=models.BigIntegerField(default=0, db_default=0, editable=False)),
+        migrations.AddField(
+            model_name="corpus",
+            name="annotation_count",
+            field=models.BigIntegerField(default=0, db_default=0, editable=False),
+        ),
+        migrations.AddField(
+            model_name="corpus",
+            name="note_count",
+            field=models.BigIntegerField(default=0, db_default=0, editable=False),
+        ),
         PostgreSQLOnly(FORWARD, BACKWARD),
     ]

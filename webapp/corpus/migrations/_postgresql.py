@@ -1,4 +1,5 @@
 """Migration operations that only make sense on PostgreSQL (SQLite, the embedded default, skips them)."""
+
 from django.db import migrations
 
 

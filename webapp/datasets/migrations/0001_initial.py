@@ -6,51 +6,97 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('corpus', '0002_integrity_triggers'),
+        ("corpus", "0002_integrity_triggers"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='MaskedExample',
+            name="MaskedExample",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tasks', models.JSONField(help_text='ids of the tasks whose peaks produced this example (after de-duplication)')),
-                ('masked_text', models.TextField()),
-                ('label', models.TextField(blank=True)),
-                ('char_start', models.PositiveIntegerField()),
-                ('char_end', models.PositiveIntegerField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "tasks",
+                    models.JSONField(
+                        help_text="ids of the tasks whose peaks produced this example (after de-duplication)"
+                    ),
+                ),
+                ("masked_text", models.TextField()),
+                ("label", models.TextField(blank=True)),
+                ("char_start", models.PositiveIntegerField()),
+                ("char_end", models.PositiveIntegerField()),
             ],
             options={
-                'ordering': ['dataset', 'id'],
+                "ordering": ["dataset", "id"],
             },
         ),
         migrations.CreateModel(
-            name='DatasetVersion',
+            name="DatasetVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('method', models.CharField(default='attnlrp', max_length=20)),
-                ('template', models.CharField(default='en', max_length=500)),
-                ('mode', models.CharField(choices=[('dsm', 'DecSelfMask (peaks masked)'), ('random', 'Random mask (ablation)'), ('one_peak', 'One peak only (ablation)'), ('unmasked', 'Unmasked notes (continual pretraining)')], default='dsm', max_length=10)),
-                ('mask_token', models.CharField(default='<mask>', max_length=50)),
-                ('seed', models.IntegerField(default=0)),
-                ('filters', models.JSONField(blank=True, default=dict, help_text="e.g. {'tasks': [...], 'exclude_held_out': true}")),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('cancelling', 'Cancelling'), ('cancelled', 'Cancelled'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='queued', max_length=12)),
-                ('stats', models.JSONField(blank=True, default=dict)),
-                ('error', models.TextField(blank=True)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('finished', models.DateTimeField(blank=True, null=True)),
-                ('corpus', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='datasets', to='corpus.corpus')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("method", models.CharField(default="attnlrp", max_length=20)),
+                ("template", models.CharField(default="en", max_length=500)),
+                (
+                    "mode",
+                    models.CharField(
+                        choices=[
+                            ("dsm", "DecSelfMask (peaks masked)"),
+                            ("random", "Random mask (ablation)"),
+                            ("one_peak", "One peak only (ablation)"),
+                            ("unmasked", "Unmasked notes (continual pretraining)"),
+                        ],
+                        default="dsm",
+                        max_length=10,
+                    ),
+                ),
+                ("mask_token", models.CharField(default="<mask>", max_length=50)),
+                ("seed", models.IntegerField(default=0)),
+                (
+                    "filters",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="e.g. {'tasks': [...], 'exclude_held_out': true}"
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("cancelling", "Cancelling"),
+                            ("cancelled", "Cancelled"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=12,
+                    ),
+                ),
+                ("stats", models.JSONField(blank=True, default=dict)),
+                ("error", models.TextField(blank=True)),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                ("finished", models.DateTimeField(blank=True, null=True)),
+                (
+                    "corpus",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="datasets", to="corpus.corpus"
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created'],
+                "ordering": ["-created"],
             },
         ),
     ]

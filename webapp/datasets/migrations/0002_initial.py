@@ -5,60 +5,76 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('corpus', '0002_integrity_triggers'),
-        ('datasets', '0001_initial'),
-        ('pipeline', '0001_initial'),
+        ("corpus", "0002_integrity_triggers"),
+        ("datasets", "0001_initial"),
+        ("pipeline", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='datasetversion',
-            name='jobs',
-            field=models.ManyToManyField(blank=True, related_name='datasets', to='pipeline.relevancejob'),
+            model_name="datasetversion",
+            name="jobs",
+            field=models.ManyToManyField(blank=True, related_name="datasets", to="pipeline.relevancejob"),
         ),
         migrations.AddField(
-            model_name='datasetversion',
-            name='model_version',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='datasets', to='pipeline.modelversion'),
+            model_name="datasetversion",
+            name="model_version",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="datasets", to="pipeline.modelversion"
+            ),
         ),
         migrations.AddField(
-            model_name='datasetversion',
-            name='profile',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='datasets', to='pipeline.peakprofile'),
+            model_name="datasetversion",
+            name="profile",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="datasets", to="pipeline.peakprofile"
+            ),
         ),
         migrations.AddField(
-            model_name='maskedexample',
-            name='dataset',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='examples', to='datasets.datasetversion'),
+            model_name="maskedexample",
+            name="dataset",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="examples", to="datasets.datasetversion"
+            ),
         ),
         migrations.AddField(
-            model_name='maskedexample',
-            name='note',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='corpus.note'),
+            model_name="maskedexample",
+            name="note",
+            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="corpus.note"),
         ),
         migrations.AddField(
-            model_name='maskedexample',
-            name='relevance_map',
-            field=models.ForeignKey(blank=True, help_text='the first map that produced it', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='pipeline.relevancemap'),
+            model_name="maskedexample",
+            name="relevance_map",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="the first map that produced it",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="pipeline.relevancemap",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='datasetversion',
-            constraint=models.UniqueConstraint(fields=('name', 'version'), name='datasets_datasetversion_name_version'),
+            model_name="datasetversion",
+            constraint=models.UniqueConstraint(fields=("name", "version"), name="datasets_datasetversion_name_version"),
         ),
         migrations.AddConstraint(
-            model_name='datasetversion',
-            constraint=models.CheckConstraint(condition=models.Q(('name', ''), _negated=True), name='datasets_datasetversion_name_not_blank'),
+            model_name="datasetversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("name", ""), _negated=True), name="datasets_datasetversion_name_not_blank"
+            ),
         ),
         migrations.AddIndex(
-            model_name='maskedexample',
-            index=models.Index(fields=['dataset', 'id'], name='datasets_example_page'),
+            model_name="maskedexample",
+            index=models.Index(fields=["dataset", "id"], name="datasets_example_page"),
         ),
         migrations.AddConstraint(
-            model_name='maskedexample',
-            constraint=models.CheckConstraint(condition=models.Q(('char_start__lte', models.F('char_end'))), name='datasets_example_span_ordered'),
+            model_name="maskedexample",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("char_start__lte", models.F("char_end"))), name="datasets_example_span_ordered"
+            ),
         ),
     ]

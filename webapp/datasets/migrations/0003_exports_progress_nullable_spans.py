@@ -6,83 +6,132 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('corpus', '0002_integrity_triggers'),
-        ('datasets', '0002_initial'),
-        ('pipeline', '0002_defaults'),
+        ("corpus", "0002_integrity_triggers"),
+        ("datasets", "0002_initial"),
+        ("pipeline", "0002_defaults"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='DatasetExport',
+            name="DatasetExport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('format', models.CharField(choices=[('jsonl', 'JSON Lines'), ('parquet', 'Parquet'), ('hf', 'Hugging Face datasets folder')], max_length=10)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('cancelling', 'Cancelling'), ('cancelled', 'Cancelled'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='queued', max_length=12)),
-                ('path', models.CharField(blank=True, help_text='the export folder, relative to DATA_DIR', max_length=1000)),
-                ('rows', models.PositiveIntegerField(blank=True, null=True)),
-                ('size_bytes', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('finished', models.DateTimeField(blank=True, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "format",
+                    models.CharField(
+                        choices=[
+                            ("jsonl", "JSON Lines"),
+                            ("parquet", "Parquet"),
+                            ("hf", "Hugging Face datasets folder"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("cancelling", "Cancelling"),
+                            ("cancelled", "Cancelled"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "path",
+                    models.CharField(blank=True, help_text="the export folder, relative to DATA_DIR", max_length=1000),
+                ),
+                ("rows", models.PositiveIntegerField(blank=True, null=True)),
+                ("size_bytes", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                ("finished", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'ordering': ['-created'],
+                "ordering": ["-created"],
             },
         ),
         migrations.AddField(
-            model_name='datasetversion',
-            name='maps_done',
-            field=models.PositiveIntegerField(default=0, help_text='relevance maps processed so far'),
+            model_name="datasetversion",
+            name="maps_done",
+            field=models.PositiveIntegerField(default=0, help_text="relevance maps processed so far"),
         ),
         migrations.AddField(
-            model_name='datasetversion',
-            name='maps_total',
-            field=models.PositiveIntegerField(default=0, help_text='relevance maps selected (known once running)'),
+            model_name="datasetversion",
+            name="maps_total",
+            field=models.PositiveIntegerField(default=0, help_text="relevance maps selected (known once running)"),
         ),
         migrations.AddField(
-            model_name='datasetversion',
-            name='started',
+            model_name="datasetversion",
+            name="started",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='datasetversion',
-            name='filters',
-            field=models.JSONField(blank=True, default=dict, help_text="{'tasks': [ids], 'exclude_held_out': true, 'notes': [ids]}, all optional"),
+            model_name="datasetversion",
+            name="filters",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="{'tasks': [ids], 'exclude_held_out': true, 'notes': [ids]}, all optional",
+            ),
         ),
         migrations.AlterField(
-            model_name='datasetversion',
-            name='jobs',
-            field=models.ManyToManyField(blank=True, help_text='Only maps written by these jobs (none: every matching map)', related_name='datasets', to='pipeline.relevancejob'),
+            model_name="datasetversion",
+            name="jobs",
+            field=models.ManyToManyField(
+                blank=True,
+                help_text="Only maps written by these jobs (none: every matching map)",
+                related_name="datasets",
+                to="pipeline.relevancejob",
+            ),
         ),
         migrations.AlterField(
-            model_name='maskedexample',
-            name='char_end',
+            model_name="maskedexample",
+            name="char_end",
             field=models.PositiveIntegerField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='maskedexample',
-            name='char_start',
-            field=models.PositiveIntegerField(blank=True, help_text='null for an unmasked example', null=True),
+            model_name="maskedexample",
+            name="char_start",
+            field=models.PositiveIntegerField(blank=True, help_text="null for an unmasked example", null=True),
         ),
         migrations.AddConstraint(
-            model_name='datasetversion',
-            constraint=models.CheckConstraint(condition=models.Q(('mask_token', ''), _negated=True), name='datasets_datasetversion_mask_not_blank'),
+            model_name="datasetversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("mask_token", ""), _negated=True), name="datasets_datasetversion_mask_not_blank"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='maskedexample',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('char_end__isnull', True), ('char_start__isnull', True)), models.Q(('char_end__isnull', False), ('char_start__isnull', False)), _connector='OR'), name='datasets_example_span_both_or_neither'),
+            model_name="maskedexample",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("char_end__isnull", True), ("char_start__isnull", True)),
+                    models.Q(("char_end__isnull", False), ("char_start__isnull", False)),
+                    _connector="OR",
+                ),
+                name="datasets_example_span_both_or_neither",
+            ),
         ),
         migrations.AddField(
-            model_name='datasetexport',
-            name='created_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL),
+            model_name="datasetexport",
+            name="created_by",
+            field=models.ForeignKey(
+                blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.AddField(
-            model_name='datasetexport',
-            name='dataset',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='exports', to='datasets.datasetversion'),
+            model_name="datasetexport",
+            name="dataset",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="exports", to="datasets.datasetversion"
+            ),
         ),
     ]

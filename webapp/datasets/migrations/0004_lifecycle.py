@@ -9,61 +9,89 @@ def date_queued_units(apps, schema_editor):
     sweeper sends it again if its message was lost. Running ones keep no heartbeat: they look
     lost at once and are queued again (their worker from before the upgrade is gone)."""
     for name in ("DatasetVersion", "DatasetExport"):
-        apps.get_model("datasets", name).objects.filter(status="queued", heartbeat__isnull=True).update(
-            heartbeat=Now())
+        apps.get_model("datasets", name).objects.filter(status="queued", heartbeat__isnull=True).update(heartbeat=Now())
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('datasets', '0003_exports_progress_nullable_spans'),
+        ("datasets", "0003_exports_progress_nullable_spans"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='datasetexport',
-            name='attempts',
-            field=models.PositiveSmallIntegerField(default=0, help_text='claims so far; a worker writes only its own'),
+            model_name="datasetexport",
+            name="attempts",
+            field=models.PositiveSmallIntegerField(default=0, help_text="claims so far; a worker writes only its own"),
         ),
         migrations.AddField(
-            model_name='datasetexport',
-            name='heartbeat',
-            field=models.DateTimeField(blank=True, help_text='last sign of life of its worker (queued: when it was sent)', null=True),
+            model_name="datasetexport",
+            name="heartbeat",
+            field=models.DateTimeField(
+                blank=True, help_text="last sign of life of its worker (queued: when it was sent)", null=True
+            ),
         ),
         migrations.AddField(
-            model_name='datasetexport',
-            name='started',
+            model_name="datasetexport",
+            name="started",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='datasetexport',
-            name='worker',
-            field=models.CharField(blank=True, help_text='the worker that holds it (or held it last)', max_length=200),
+            model_name="datasetexport",
+            name="worker",
+            field=models.CharField(blank=True, help_text="the worker that holds it (or held it last)", max_length=200),
         ),
         migrations.AddField(
-            model_name='datasetversion',
-            name='attempts',
-            field=models.PositiveSmallIntegerField(default=0, help_text='claims so far; a worker writes only its own'),
+            model_name="datasetversion",
+            name="attempts",
+            field=models.PositiveSmallIntegerField(default=0, help_text="claims so far; a worker writes only its own"),
         ),
         migrations.AddField(
-            model_name='datasetversion',
-            name='heartbeat',
-            field=models.DateTimeField(blank=True, help_text='last sign of life of its worker (queued: when it was sent)', null=True),
+            model_name="datasetversion",
+            name="heartbeat",
+            field=models.DateTimeField(
+                blank=True, help_text="last sign of life of its worker (queued: when it was sent)", null=True
+            ),
         ),
         migrations.AddField(
-            model_name='datasetversion',
-            name='worker',
-            field=models.CharField(blank=True, help_text='the worker that holds it (or held it last)', max_length=200),
+            model_name="datasetversion",
+            name="worker",
+            field=models.CharField(blank=True, help_text="the worker that holds it (or held it last)", max_length=200),
         ),
         migrations.AlterField(
-            model_name='datasetexport',
-            name='status',
-            field=models.CharField(choices=[('planning', 'Planning'), ('queued', 'Queued'), ('running', 'Running'), ('cancelling', 'Cancelling'), ('cancelled', 'Cancelled'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='queued', max_length=12),
+            model_name="datasetexport",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("planning", "Planning"),
+                    ("queued", "Queued"),
+                    ("running", "Running"),
+                    ("cancelling", "Cancelling"),
+                    ("cancelled", "Cancelled"),
+                    ("done", "Done"),
+                    ("failed", "Failed"),
+                ],
+                db_index=True,
+                default="queued",
+                max_length=12,
+            ),
         ),
         migrations.AlterField(
-            model_name='datasetversion',
-            name='status',
-            field=models.CharField(choices=[('planning', 'Planning'), ('queued', 'Queued'), ('running', 'Running'), ('cancelling', 'Cancelling'), ('cancelled', 'Cancelled'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='queued', max_length=12),
+            model_name="datasetversion",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("planning", "Planning"),
+                    ("queued", "Queued"),
+                    ("running", "Running"),
+                    ("cancelling", "Cancelling"),
+                    ("cancelled", "Cancelled"),
+                    ("done", "Done"),
+                    ("failed", "Failed"),
+                ],
+                db_index=True,
+                default="queued",
+                max_length=12,
+            ),
         ),
         migrations.RunPython(date_queued_units, migrations.RunPython.noop),
     ]

@@ -6,47 +6,130 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('corpus', '0002_integrity_triggers'),
-        ('pipeline', '0001_initial'),
+        ("corpus", "0002_integrity_triggers"),
+        ("pipeline", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RelevanceEvaluation',
+            name="RelevanceEvaluation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('configs', models.JSONField(default=list, help_text='RelevanceConfig dicts to compare, in the order given')),
-                ('max_pairs', models.PositiveIntegerField(blank=True, help_text='at most this many pairs (none: all)', null=True)),
-                ('seed', models.IntegerField(default=0, help_text='draws the pairs, the bootstrap and the random baseline')),
-                ('pairs', models.JSONField(default=list, help_text='[[note id, task id], ...] planned at launch, sorted')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('cancelling', 'Cancelling'), ('cancelled', 'Cancelled'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='queued', max_length=12)),
-                ('phase', models.CharField(blank=True, help_text='what the worker is doing now', max_length=200)),
-                ('done', models.PositiveIntegerField(default=0, help_text='prompts processed (map stored, or skipped as unusable)')),
-                ('total', models.PositiveIntegerField(default=0, help_text='pairs x configurations')),
-                ('seconds_per_prompt', models.FloatField(blank=True, help_text='measured by the current attempt', null=True)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('worker', models.CharField(blank=True, max_length=200)),
-                ('heartbeat', models.DateTimeField(blank=True, help_text='last sign of life from the worker', null=True)),
-                ('result', models.JSONField(blank=True, default=dict, help_text="ml.localisation's result (see running.py)")),
-                ('error', models.TextField(blank=True)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('started', models.DateTimeField(blank=True, null=True)),
-                ('finished', models.DateTimeField(blank=True, null=True)),
-                ('corpus', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='relevance_evaluations', to='corpus.corpus')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('model_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='relevance_evaluations', to='pipeline.modelversion')),
-                ('profile', models.ForeignKey(help_text='the peak rule the peak scores are computed with', on_delete=django.db.models.deletion.PROTECT, related_name='+', to='pipeline.peakprofile')),
-                ('tasks', models.ManyToManyField(blank=True, help_text='only these tasks (none: every task with evidence annotations)', related_name='+', to='corpus.task')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "configs",
+                    models.JSONField(default=list, help_text="RelevanceConfig dicts to compare, in the order given"),
+                ),
+                (
+                    "max_pairs",
+                    models.PositiveIntegerField(blank=True, help_text="at most this many pairs (none: all)", null=True),
+                ),
+                (
+                    "seed",
+                    models.IntegerField(default=0, help_text="draws the pairs, the bootstrap and the random baseline"),
+                ),
+                (
+                    "pairs",
+                    models.JSONField(default=list, help_text="[[note id, task id], ...] planned at launch, sorted"),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("cancelling", "Cancelling"),
+                            ("cancelled", "Cancelled"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=12,
+                    ),
+                ),
+                ("phase", models.CharField(blank=True, help_text="what the worker is doing now", max_length=200)),
+                (
+                    "done",
+                    models.PositiveIntegerField(
+                        default=0, help_text="prompts processed (map stored, or skipped as unusable)"
+                    ),
+                ),
+                ("total", models.PositiveIntegerField(default=0, help_text="pairs x configurations")),
+                (
+                    "seconds_per_prompt",
+                    models.FloatField(blank=True, help_text="measured by the current attempt", null=True),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("worker", models.CharField(blank=True, max_length=200)),
+                (
+                    "heartbeat",
+                    models.DateTimeField(blank=True, help_text="last sign of life from the worker", null=True),
+                ),
+                (
+                    "result",
+                    models.JSONField(blank=True, default=dict, help_text="ml.localisation's result (see running.py)"),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                ("started", models.DateTimeField(blank=True, null=True)),
+                ("finished", models.DateTimeField(blank=True, null=True)),
+                (
+                    "corpus",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="relevance_evaluations",
+                        to="corpus.corpus",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "model_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="relevance_evaluations",
+                        to="pipeline.modelversion",
+                    ),
+                ),
+                (
+                    "profile",
+                    models.ForeignKey(
+                        help_text="the peak rule the peak scores are computed with",
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="pipeline.peakprofile",
+                    ),
+                ),
+                (
+                    "tasks",
+                    models.ManyToManyField(
+                        blank=True,
+                        help_text="only these tasks (none: every task with evidence annotations)",
+                        related_name="+",
+                        to="corpus.task",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created'],
-                'indexes': [models.Index(fields=['corpus', 'model_version', 'status'], name='evaluation_lookup')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('done__lte', models.F('total'))), name='evaluation_done_le_total'), models.CheckConstraint(condition=models.Q(('max_pairs__isnull', True), ('max_pairs__gte', 1), _connector='OR'), name='evaluation_max_pairs_positive')],
+                "ordering": ["-created"],
+                "indexes": [models.Index(fields=["corpus", "model_version", "status"], name="evaluation_lookup")],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("done__lte", models.F("total"))), name="evaluation_done_le_total"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("max_pairs__isnull", True), ("max_pairs__gte", 1), _connector="OR"),
+                        name="evaluation_max_pairs_positive",
+                    ),
+                ],
             },
         ),
     ]

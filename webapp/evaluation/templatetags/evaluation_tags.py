@@ -1,4 +1,5 @@
 """Number formats of the evaluation pages: three decimals, intervals, an em dash where undefined."""
+
 import math
 
 from django import template

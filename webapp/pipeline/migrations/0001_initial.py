@@ -6,170 +6,314 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('corpus', '0002_integrity_triggers'),
+        ("corpus", "0002_integrity_triggers"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ModelVersion',
+            name="ModelVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('family', models.CharField(help_text='llama, qwen2, qwen3, gemma3', max_length=40)),
-                ('path', models.CharField(help_text='Registry name, local folder, or hub id', max_length=1000)),
-                ('produced_by', models.CharField(blank=True, help_text='The training run that produced it', max_length=200)),
-                ('is_default', models.BooleanField(default=False)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='children', to='pipeline.modelversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200, unique=True)),
+                ("family", models.CharField(help_text="llama, qwen2, qwen3, gemma3", max_length=40)),
+                ("path", models.CharField(help_text="Registry name, local folder, or hub id", max_length=1000)),
+                (
+                    "produced_by",
+                    models.CharField(blank=True, help_text="The training run that produced it", max_length=200),
+                ),
+                ("is_default", models.BooleanField(default=False)),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="children",
+                        to="pipeline.modelversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='PeakProfile',
+            name="PeakProfile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('kernel_size', models.PositiveSmallIntegerField(default=3)),
-                ('sigma', models.FloatField(default=1.0)),
-                ('lower', models.FloatField(default=0.2)),
-                ('upper', models.FloatField(default=0.4)),
-                ('is_default', models.BooleanField(default=False)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100)),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("kernel_size", models.PositiveSmallIntegerField(default=3)),
+                ("sigma", models.FloatField(default=1.0)),
+                ("lower", models.FloatField(default=0.2)),
+                ("upper", models.FloatField(default=0.4)),
+                ("is_default", models.BooleanField(default=False)),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name', '-version'],
+                "ordering": ["name", "-version"],
             },
         ),
         migrations.CreateModel(
-            name='RelevanceJob',
+            name="RelevanceJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('method', models.CharField(choices=[('attnlrp', 'AttnLRP'), ('attention', 'Mean attention'), ('grad_input', 'Gradient x input')], default='attnlrp', max_length=20)),
-                ('template', models.CharField(default='en', help_text="'en', 'it' or a custom template", max_length=500)),
-                ('task_selection', models.CharField(choices=[('all', 'All tasks'), ('list', 'Chosen tasks'), ('sample', 'Random k tasks per note')], default='sample', max_length=10)),
-                ('sample_k', models.PositiveSmallIntegerField(default=9)),
-                ('seed', models.IntegerField(default=0)),
-                ('note_filter', models.JSONField(blank=True, default=dict, help_text="e.g. {'ids': [...]} or {'limit': 200}")),
-                ('chunk_size', models.PositiveIntegerField(default=64)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('cancelling', 'Cancelling'), ('cancelled', 'Cancelled'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='queued', max_length=12)),
-                ('total', models.PositiveIntegerField(default=0, help_text='prompts in the job')),
-                ('done', models.PositiveIntegerField(default=0, help_text='prompts finished (derived from the chunks)')),
-                ('error', models.TextField(blank=True)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('started', models.DateTimeField(blank=True, null=True)),
-                ('finished', models.DateTimeField(blank=True, null=True)),
-                ('corpus', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='relevance_jobs', to='corpus.corpus')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('model_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='relevance_jobs', to='pipeline.modelversion')),
-                ('tasks', models.ManyToManyField(blank=True, related_name='+', to='corpus.task')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "method",
+                    models.CharField(
+                        choices=[
+                            ("attnlrp", "AttnLRP"),
+                            ("attention", "Mean attention"),
+                            ("grad_input", "Gradient x input"),
+                        ],
+                        default="attnlrp",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "template",
+                    models.CharField(default="en", help_text="'en', 'it' or a custom template", max_length=500),
+                ),
+                (
+                    "task_selection",
+                    models.CharField(
+                        choices=[("all", "All tasks"), ("list", "Chosen tasks"), ("sample", "Random k tasks per note")],
+                        default="sample",
+                        max_length=10,
+                    ),
+                ),
+                ("sample_k", models.PositiveSmallIntegerField(default=9)),
+                ("seed", models.IntegerField(default=0)),
+                (
+                    "note_filter",
+                    models.JSONField(blank=True, default=dict, help_text="e.g. {'ids': [...]} or {'limit': 200}"),
+                ),
+                ("chunk_size", models.PositiveIntegerField(default=64)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("cancelling", "Cancelling"),
+                            ("cancelled", "Cancelled"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=12,
+                    ),
+                ),
+                ("total", models.PositiveIntegerField(default=0, help_text="prompts in the job")),
+                (
+                    "done",
+                    models.PositiveIntegerField(default=0, help_text="prompts finished (derived from the chunks)"),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                ("started", models.DateTimeField(blank=True, null=True)),
+                ("finished", models.DateTimeField(blank=True, null=True)),
+                (
+                    "corpus",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="relevance_jobs", to="corpus.corpus"
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "model_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="relevance_jobs",
+                        to="pipeline.modelversion",
+                    ),
+                ),
+                ("tasks", models.ManyToManyField(blank=True, related_name="+", to="corpus.task")),
             ],
             options={
-                'ordering': ['-created'],
+                "ordering": ["-created"],
             },
         ),
         migrations.CreateModel(
-            name='RelevanceChunk',
+            name="RelevanceChunk",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('pairs', models.JSONField()),
-                ('size', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('done', 'Done'), ('skipped', 'Skipped (cancelled)'), ('failed', 'Failed')], default='pending', max_length=10)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('worker', models.CharField(blank=True, max_length=200)),
-                ('error', models.TextField(blank=True)),
-                ('seconds', models.FloatField(blank=True, null=True)),
-                ('started', models.DateTimeField(blank=True, null=True)),
-                ('finished', models.DateTimeField(blank=True, null=True)),
-                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='pipeline.relevancejob')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("index", models.PositiveIntegerField()),
+                ("pairs", models.JSONField()),
+                ("size", models.PositiveIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("skipped", "Skipped (cancelled)"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("worker", models.CharField(blank=True, max_length=200)),
+                ("error", models.TextField(blank=True)),
+                ("seconds", models.FloatField(blank=True, null=True)),
+                ("started", models.DateTimeField(blank=True, null=True)),
+                ("finished", models.DateTimeField(blank=True, null=True)),
+                (
+                    "job",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="chunks", to="pipeline.relevancejob"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['job', 'index'],
+                "ordering": ["job", "index"],
             },
         ),
         migrations.CreateModel(
-            name='RelevanceMap',
+            name="RelevanceMap",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('method', models.CharField(max_length=20)),
-                ('template', models.CharField(max_length=500)),
-                ('n_tokens', models.PositiveIntegerField()),
-                ('target_token', models.CharField(blank=True, max_length=100)),
-                ('data', models.BinaryField()),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('job', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='maps', to='pipeline.relevancejob')),
-                ('model_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='relevance_maps', to='pipeline.modelversion')),
-                ('note', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='relevance_maps', to='corpus.note')),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='relevance_maps', to='corpus.task')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("method", models.CharField(max_length=20)),
+                ("template", models.CharField(max_length=500)),
+                ("n_tokens", models.PositiveIntegerField()),
+                ("target_token", models.CharField(blank=True, max_length=100)),
+                ("data", models.BinaryField()),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                (
+                    "job",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="maps",
+                        to="pipeline.relevancejob",
+                    ),
+                ),
+                (
+                    "model_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="relevance_maps",
+                        to="pipeline.modelversion",
+                    ),
+                ),
+                (
+                    "note",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="relevance_maps", to="corpus.note"
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="relevance_maps", to="corpus.task"
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='modelversion',
-            constraint=models.CheckConstraint(condition=models.Q(('name', ''), _negated=True), name='pipeline_modelversion_name_not_blank'),
+            model_name="modelversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("name", ""), _negated=True), name="pipeline_modelversion_name_not_blank"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='modelversion',
-            constraint=models.CheckConstraint(condition=models.Q(('path', ''), _negated=True), name='pipeline_modelversion_path_not_blank'),
+            model_name="modelversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("path", ""), _negated=True), name="pipeline_modelversion_path_not_blank"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='modelversion',
-            constraint=models.UniqueConstraint(condition=models.Q(('is_default', True)), fields=('is_default',), name='pipeline_modelversion_one_default'),
+            model_name="modelversion",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("is_default", True)),
+                fields=("is_default",),
+                name="pipeline_modelversion_one_default",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='peakprofile',
-            constraint=models.UniqueConstraint(fields=('name', 'version'), name='pipeline_peakprofile_name_version'),
+            model_name="peakprofile",
+            constraint=models.UniqueConstraint(fields=("name", "version"), name="pipeline_peakprofile_name_version"),
         ),
         migrations.AddConstraint(
-            model_name='peakprofile',
-            constraint=models.UniqueConstraint(condition=models.Q(('is_default', True)), fields=('is_default',), name='pipeline_peakprofile_one_default'),
+            model_name="peakprofile",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("is_default", True)),
+                fields=("is_default",),
+                name="pipeline_peakprofile_one_default",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='peakprofile',
-            constraint=models.CheckConstraint(condition=models.Q(('kernel_size__gte', 1)), name='pipeline_peakprofile_kernel_positive'),
+            model_name="peakprofile",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("kernel_size__gte", 1)), name="pipeline_peakprofile_kernel_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='peakprofile',
-            constraint=models.CheckConstraint(condition=models.Q(('sigma__gt', 0)), name='pipeline_peakprofile_sigma_positive'),
+            model_name="peakprofile",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("sigma__gt", 0)), name="pipeline_peakprofile_sigma_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='peakprofile',
-            constraint=models.CheckConstraint(condition=models.Q(('lower__gte', 0), ('lower__lte', models.F('upper')), ('upper__lte', 1)), name='pipeline_peakprofile_thresholds_ordered'),
+            model_name="peakprofile",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("lower__gte", 0), ("lower__lte", models.F("upper")), ("upper__lte", 1)),
+                name="pipeline_peakprofile_thresholds_ordered",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='relevancejob',
-            constraint=models.CheckConstraint(condition=models.Q(('done__lte', models.F('total'))), name='pipeline_relevancejob_done_le_total'),
+            model_name="relevancejob",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("done__lte", models.F("total"))), name="pipeline_relevancejob_done_le_total"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='relevancejob',
-            constraint=models.CheckConstraint(condition=models.Q(('chunk_size__gte', 1)), name='pipeline_relevancejob_chunk_positive'),
+            model_name="relevancejob",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("chunk_size__gte", 1)), name="pipeline_relevancejob_chunk_positive"
+            ),
         ),
         migrations.AddIndex(
-            model_name='relevancechunk',
-            index=models.Index(fields=['job', 'status'], name='pipeline_chunk_job_status'),
+            model_name="relevancechunk",
+            index=models.Index(fields=["job", "status"], name="pipeline_chunk_job_status"),
         ),
         migrations.AddConstraint(
-            model_name='relevancechunk',
-            constraint=models.UniqueConstraint(fields=('job', 'index'), name='pipeline_chunk_job_index'),
+            model_name="relevancechunk",
+            constraint=models.UniqueConstraint(fields=("job", "index"), name="pipeline_chunk_job_index"),
         ),
         migrations.AddIndex(
-            model_name='relevancemap',
-            index=models.Index(fields=['model_version', 'method', 'task', 'note'], name='pipeline_map_lookup'),
+            model_name="relevancemap",
+            index=models.Index(fields=["model_version", "method", "task", "note"], name="pipeline_map_lookup"),
         ),
         migrations.AddIndex(
-            model_name='relevancemap',
-            index=models.Index(fields=['job'], name='pipeline_map_job'),
+            model_name="relevancemap",
+            index=models.Index(fields=["job"], name="pipeline_map_job"),
         ),
         migrations.AddConstraint(
-            model_name='relevancemap',
-            constraint=models.UniqueConstraint(fields=('note', 'task', 'model_version', 'method', 'template'), name='pipeline_relevancemap_unique'),
+            model_name="relevancemap",
+            constraint=models.UniqueConstraint(
+                fields=("note", "task", "model_version", "method", "template"), name="pipeline_relevancemap_unique"
+            ),
         ),
     ]

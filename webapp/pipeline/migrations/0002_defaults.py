@@ -10,7 +10,8 @@ def create_defaults(apps, schema_editor):
     )
     # The paper's setting: kernel 3, sigma 1.0, lower 0.2, upper 0.4.
     PeakProfile.objects.get_or_create(
-        name="paper-default", version=1,
+        name="paper-default",
+        version=1,
         defaults={"kernel_size": 3, "sigma": 1.0, "lower": 0.2, "upper": 0.4, "is_default": True},
     )
 

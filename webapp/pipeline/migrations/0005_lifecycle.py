@@ -14,127 +14,167 @@ def unify_chunk_statuses(apps, schema_editor):
     Chunk.objects.filter(status="skipped").update(status="cancelled")
     for job in Job.objects.all().iterator():
         counts = Chunk.objects.filter(job=job).aggregate(
-            total=Count("pk"), done=Count("pk", filter=Q(status="done")),
-            failed=Count("pk", filter=Q(status="failed")), cancelled=Count("pk", filter=Q(status="cancelled")),
-            prompts=Sum("size", filter=Q(status="done")), seconds=Sum("seconds", filter=Q(status="done")))
+            total=Count("pk"),
+            done=Count("pk", filter=Q(status="done")),
+            failed=Count("pk", filter=Q(status="failed")),
+            cancelled=Count("pk", filter=Q(status="cancelled")),
+            prompts=Sum("size", filter=Q(status="done")),
+            seconds=Sum("seconds", filter=Q(status="done")),
+        )
         Job.objects.filter(pk=job.pk).update(
-            chunk_count=counts["total"], chunks_done=counts["done"], chunks_failed=counts["failed"],
-            chunks_cancelled=counts["cancelled"], done=counts["prompts"] or 0, seconds_done=counts["seconds"] or 0.0)
+            chunk_count=counts["total"],
+            chunks_done=counts["done"],
+            chunks_failed=counts["failed"],
+            chunks_cancelled=counts["cancelled"],
+            done=counts["prompts"] or 0,
+            seconds_done=counts["seconds"] or 0.0,
+        )
 
 
 def split_chunk_statuses(apps, schema_editor):
     Chunk = apps.get_model("pipeline", "RelevanceChunk")
     Job = apps.get_model("pipeline", "RelevanceJob")
     Job.objects.filter(status="planning").update(  # the older code plans at launch and cannot run these
-        status="failed", error="Not planned when the database was migrated back; launch the job again.")
+        status="failed", error="Not planned when the database was migrated back; launch the job again."
+    )
     Chunk.objects.filter(status="queued").update(status="pending")
     Chunk.objects.filter(status="cancelled").update(status="skipped")
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pipeline', '0004_relevance_config'),
+        ("pipeline", "0004_relevance_config"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='relevancechunk',
-            name='attempts_before_resume',
+            model_name="relevancechunk",
+            name="attempts_before_resume",
             field=models.PositiveSmallIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='relevancechunk',
-            name='heartbeat',
-            field=models.DateTimeField(blank=True, help_text='last sign of life of its worker (queued: when it was sent)', null=True),
+            model_name="relevancechunk",
+            name="heartbeat",
+            field=models.DateTimeField(
+                blank=True, help_text="last sign of life of its worker (queued: when it was sent)", null=True
+            ),
         ),
         migrations.AddField(
-            model_name='relevancejob',
-            name='attempts',
-            field=models.PositiveSmallIntegerField(default=0, help_text='claims so far; a worker writes only its own'),
+            model_name="relevancejob",
+            name="attempts",
+            field=models.PositiveSmallIntegerField(default=0, help_text="claims so far; a worker writes only its own"),
         ),
         migrations.AddField(
-            model_name='relevancejob',
-            name='chunk_count',
+            model_name="relevancejob",
+            name="chunk_count",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='relevancejob',
-            name='chunks_cancelled',
+            model_name="relevancejob",
+            name="chunks_cancelled",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='relevancejob',
-            name='chunks_done',
+            model_name="relevancejob",
+            name="chunks_done",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='relevancejob',
-            name='chunks_failed',
+            model_name="relevancejob",
+            name="chunks_failed",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='relevancejob',
-            name='heartbeat',
-            field=models.DateTimeField(blank=True, help_text='last sign of life of its worker (queued: when it was sent)', null=True),
+            model_name="relevancejob",
+            name="heartbeat",
+            field=models.DateTimeField(
+                blank=True, help_text="last sign of life of its worker (queued: when it was sent)", null=True
+            ),
         ),
         migrations.AddField(
-            model_name='relevancejob',
-            name='notes_planned',
+            model_name="relevancejob",
+            name="notes_planned",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='relevancejob',
-            name='notes_total',
+            model_name="relevancejob",
+            name="notes_total",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='relevancejob',
-            name='seconds_done',
-            field=models.FloatField(default=0.0, help_text='seconds of computing of the finished chunks'),
+            model_name="relevancejob",
+            name="seconds_done",
+            field=models.FloatField(default=0.0, help_text="seconds of computing of the finished chunks"),
         ),
         migrations.AddField(
-            model_name='relevancejob',
-            name='worker',
-            field=models.CharField(blank=True, help_text='the worker that holds it (or held it last)', max_length=200),
+            model_name="relevancejob",
+            name="worker",
+            field=models.CharField(blank=True, help_text="the worker that holds it (or held it last)", max_length=200),
         ),
         migrations.AlterField(
-            model_name='relevancechunk',
-            name='attempts',
-            field=models.PositiveSmallIntegerField(default=0, help_text='claims so far; a worker writes only its own'),
+            model_name="relevancechunk",
+            name="attempts",
+            field=models.PositiveSmallIntegerField(default=0, help_text="claims so far; a worker writes only its own"),
         ),
         migrations.AlterField(
-            model_name='relevancechunk',
-            name='status',
-            field=models.CharField(choices=[('planning', 'Planning'), ('queued', 'Queued'), ('running', 'Running'), ('cancelling', 'Cancelling'), ('cancelled', 'Cancelled'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=12),
+            model_name="relevancechunk",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("planning", "Planning"),
+                    ("queued", "Queued"),
+                    ("running", "Running"),
+                    ("cancelling", "Cancelling"),
+                    ("cancelled", "Cancelled"),
+                    ("done", "Done"),
+                    ("failed", "Failed"),
+                ],
+                default="queued",
+                max_length=12,
+            ),
         ),
         migrations.AlterField(
-            model_name='relevancechunk',
-            name='worker',
-            field=models.CharField(blank=True, help_text='the worker that holds it (or held it last)', max_length=200),
+            model_name="relevancechunk",
+            name="worker",
+            field=models.CharField(blank=True, help_text="the worker that holds it (or held it last)", max_length=200),
         ),
         migrations.AlterField(
-            model_name='relevancejob',
-            name='done',
-            field=models.PositiveIntegerField(default=0, help_text='prompts in finished chunks'),
+            model_name="relevancejob",
+            name="done",
+            field=models.PositiveIntegerField(default=0, help_text="prompts in finished chunks"),
         ),
         migrations.AlterField(
-            model_name='relevancejob',
-            name='status',
-            field=models.CharField(choices=[('planning', 'Planning'), ('queued', 'Queued'), ('running', 'Running'), ('cancelling', 'Cancelling'), ('cancelled', 'Cancelled'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='planning', max_length=12),
+            model_name="relevancejob",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("planning", "Planning"),
+                    ("queued", "Queued"),
+                    ("running", "Running"),
+                    ("cancelling", "Cancelling"),
+                    ("cancelled", "Cancelled"),
+                    ("done", "Done"),
+                    ("failed", "Failed"),
+                ],
+                db_index=True,
+                default="planning",
+                max_length=12,
+            ),
         ),
         migrations.AlterField(
-            model_name='relevancejob',
-            name='total',
-            field=models.PositiveIntegerField(default=0, help_text='prompts in the job (known once planned)'),
+            model_name="relevancejob",
+            name="total",
+            field=models.PositiveIntegerField(default=0, help_text="prompts in the job (known once planned)"),
         ),
         migrations.AddIndex(
-            model_name='relevancechunk',
-            index=models.Index(fields=['status', 'heartbeat'], name='pipeline_chunk_sweep'),
+            model_name="relevancechunk",
+            index=models.Index(fields=["status", "heartbeat"], name="pipeline_chunk_sweep"),
         ),
         migrations.AddIndex(
-            model_name='relevancechunk',
-            index=models.Index(condition=models.Q(('error', ''), _negated=True), fields=['job', 'index'], name='pipeline_chunk_errors'),
+            model_name="relevancechunk",
+            index=models.Index(
+                condition=models.Q(("error", ""), _negated=True), fields=["job", "index"], name="pipeline_chunk_errors"
+            ),
         ),
         migrations.RunPython(unify_chunk_statuses, split_chunk_statuses),
     ]

@@ -6,106 +6,238 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('corpus', '0002_integrity_triggers'),
-        ('pipeline', '0002_defaults'),
+        ("corpus", "0002_integrity_triggers"),
+        ("pipeline", "0002_defaults"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ValidationSet',
+            name="ValidationSet",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('method', models.CharField(max_length=20)),
-                ('template', models.CharField(max_length=500)),
-                ('name', models.CharField(max_length=200)),
-                ('seed', models.IntegerField(default=0)),
-                ('size', models.PositiveIntegerField(default=100)),
-                ('items', models.JSONField(help_text='[[note_id, task_id], ...] in judging order')),
-                ('grid', models.JSONField(help_text='[{kernel_size, sigma, lower, upper}, ...] candidate settings')),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('corpus', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='validation_sets', to='corpus.corpus')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('model_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='pipeline.modelversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("method", models.CharField(max_length=20)),
+                ("template", models.CharField(max_length=500)),
+                ("name", models.CharField(max_length=200)),
+                ("seed", models.IntegerField(default=0)),
+                ("size", models.PositiveIntegerField(default=100)),
+                ("items", models.JSONField(help_text="[[note_id, task_id], ...] in judging order")),
+                ("grid", models.JSONField(help_text="[{kernel_size, sigma, lower, upper}, ...] candidate settings")),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                (
+                    "corpus",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="validation_sets", to="corpus.corpus"
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "model_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to="pipeline.modelversion"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created'],
+                "ordering": ["-created"],
             },
         ),
         migrations.CreateModel(
-            name='ValidationJudgement',
+            name="ValidationJudgement",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('setting', models.PositiveSmallIntegerField(help_text="Index into the set's grid")),
-                ('reasonable', models.BooleanField()),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('updated', models.DateTimeField(auto_now=True)),
-                ('note', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='corpus.note')),
-                ('reviewer', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='corpus.task')),
-                ('validation_set', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='judgements', to='review.validationset')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("setting", models.PositiveSmallIntegerField(help_text="Index into the set's grid")),
+                ("reasonable", models.BooleanField()),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                ("updated", models.DateTimeField(auto_now=True)),
+                (
+                    "note",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="+", to="corpus.note"),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="corpus.task"),
+                ),
+                (
+                    "validation_set",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="judgements",
+                        to="review.validationset",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['validation_set', 'note', 'setting'],
+                "ordering": ["validation_set", "note", "setting"],
             },
         ),
         migrations.CreateModel(
-            name='MapSample',
+            name="MapSample",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('method', models.CharField(max_length=20)),
-                ('template', models.CharField(max_length=500)),
-                ('seed', models.IntegerField(default=0)),
-                ('size', models.PositiveIntegerField()),
-                ('population', models.PositiveIntegerField(help_text='Matching maps when the sample was drawn')),
-                ('map_ids', models.JSONField()),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('corpus', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='corpus.corpus')),
-                ('model_version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='pipeline.modelversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("method", models.CharField(max_length=20)),
+                ("template", models.CharField(max_length=500)),
+                ("seed", models.IntegerField(default=0)),
+                ("size", models.PositiveIntegerField()),
+                ("population", models.PositiveIntegerField(help_text="Matching maps when the sample was drawn")),
+                ("map_ids", models.JSONField()),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                (
+                    "corpus",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="corpus.corpus"
+                    ),
+                ),
+                (
+                    "model_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="pipeline.modelversion"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('corpus', 'model_version', 'method', 'template', 'seed', 'size'), name='review_mapsample_unique')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("corpus", "model_version", "method", "template", "seed", "size"),
+                        name="review_mapsample_unique",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='PeakDecision',
+            name="PeakDecision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('method', models.CharField(max_length=20)),
-                ('template', models.CharField(max_length=500)),
-                ('params', models.JSONField(default=dict, help_text='kernel_size, sigma, lower, upper in effect when deciding')),
-                ('start', models.PositiveIntegerField(help_text='Peak start (character offset, as shown)')),
-                ('end', models.PositiveIntegerField(help_text='Peak end (exclusive)')),
-                ('decision', models.CharField(choices=[('accept', 'Accepted'), ('reject', 'Rejected'), ('adjust', 'Adjusted')], max_length=10)),
-                ('adjusted_start', models.PositiveIntegerField(blank=True, null=True)),
-                ('adjusted_end', models.PositiveIntegerField(blank=True, null=True)),
-                ('comment', models.TextField(blank=True)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('previous', models.JSONField(blank=True, help_text="The row's state before its last change (undo)", null=True)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('updated', models.DateTimeField(auto_now=True)),
-                ('model_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='peak_decisions', to='pipeline.modelversion')),
-                ('note', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='peak_decisions', to='corpus.note')),
-                ('profile', models.ForeignKey(blank=True, help_text='The profile the page was showing', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='peak_decisions', to='pipeline.peakprofile')),
-                ('reviewer', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='peak_decisions', to=settings.AUTH_USER_MODEL)),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='peak_decisions', to='corpus.task')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("method", models.CharField(max_length=20)),
+                ("template", models.CharField(max_length=500)),
+                (
+                    "params",
+                    models.JSONField(
+                        default=dict, help_text="kernel_size, sigma, lower, upper in effect when deciding"
+                    ),
+                ),
+                ("start", models.PositiveIntegerField(help_text="Peak start (character offset, as shown)")),
+                ("end", models.PositiveIntegerField(help_text="Peak end (exclusive)")),
+                (
+                    "decision",
+                    models.CharField(
+                        choices=[("accept", "Accepted"), ("reject", "Rejected"), ("adjust", "Adjusted")], max_length=10
+                    ),
+                ),
+                ("adjusted_start", models.PositiveIntegerField(blank=True, null=True)),
+                ("adjusted_end", models.PositiveIntegerField(blank=True, null=True)),
+                ("comment", models.TextField(blank=True)),
+                ("version", models.PositiveIntegerField(default=1)),
+                (
+                    "previous",
+                    models.JSONField(blank=True, help_text="The row's state before its last change (undo)", null=True),
+                ),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                ("updated", models.DateTimeField(auto_now=True)),
+                (
+                    "model_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="peak_decisions",
+                        to="pipeline.modelversion",
+                    ),
+                ),
+                (
+                    "note",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="peak_decisions", to="corpus.note"
+                    ),
+                ),
+                (
+                    "profile",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The profile the page was showing",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="peak_decisions",
+                        to="pipeline.peakprofile",
+                    ),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="peak_decisions",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="peak_decisions", to="corpus.task"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['note', 'task', 'start', 'reviewer'],
-                'indexes': [models.Index(fields=['note', 'task'], name='review_decision_note_task'), models.Index(fields=['reviewer', 'updated'], name='review_decision_reviewer'), models.Index(fields=['task', 'model_version'], name='review_decision_task_model')],
-                'constraints': [models.UniqueConstraint(fields=('note', 'task', 'model_version', 'method', 'template', 'start', 'end', 'reviewer'), name='review_peakdecision_one_per_reviewer'), models.CheckConstraint(condition=models.Q(('start__lt', models.F('end'))), name='review_peakdecision_span_nonempty'), models.CheckConstraint(condition=models.Q(models.Q(('adjusted_end__isnull', False), ('adjusted_start__isnull', False), ('adjusted_start__lt', models.F('adjusted_end')), ('decision', 'adjust')), models.Q(models.Q(('decision', 'adjust'), _negated=True), ('adjusted_end__isnull', True), ('adjusted_start__isnull', True)), _connector='OR'), name='review_peakdecision_adjusted_span'), models.CheckConstraint(condition=models.Q(('decision__in', ['accept', 'reject', 'adjust'])), name='review_peakdecision_decision_valid')],
+                "ordering": ["note", "task", "start", "reviewer"],
+                "indexes": [
+                    models.Index(fields=["note", "task"], name="review_decision_note_task"),
+                    models.Index(fields=["reviewer", "updated"], name="review_decision_reviewer"),
+                    models.Index(fields=["task", "model_version"], name="review_decision_task_model"),
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("note", "task", "model_version", "method", "template", "start", "end", "reviewer"),
+                        name="review_peakdecision_one_per_reviewer",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("start__lt", models.F("end"))), name="review_peakdecision_span_nonempty"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(
+                                ("adjusted_end__isnull", False),
+                                ("adjusted_start__isnull", False),
+                                ("adjusted_start__lt", models.F("adjusted_end")),
+                                ("decision", "adjust"),
+                            ),
+                            models.Q(
+                                models.Q(("decision", "adjust"), _negated=True),
+                                ("adjusted_end__isnull", True),
+                                ("adjusted_start__isnull", True),
+                            ),
+                            _connector="OR",
+                        ),
+                        name="review_peakdecision_adjusted_span",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("decision__in", ["accept", "reject", "adjust"])),
+                        name="review_peakdecision_decision_valid",
+                    ),
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='validationset',
-            constraint=models.CheckConstraint(condition=models.Q(('name', ''), _negated=True), name='review_validationset_name_not_blank'),
+            model_name="validationset",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("name", ""), _negated=True), name="review_validationset_name_not_blank"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='validationjudgement',
-            constraint=models.UniqueConstraint(fields=('validation_set', 'note', 'task', 'setting', 'reviewer'), name='review_judgement_one_per_reviewer'),
+            model_name="validationjudgement",
+            constraint=models.UniqueConstraint(
+                fields=("validation_set", "note", "task", "setting", "reviewer"),
+                name="review_judgement_one_per_reviewer",
+            ),
         ),
     ]

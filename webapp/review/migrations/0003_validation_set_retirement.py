@@ -6,31 +6,40 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('review', '0002_config_key'),
+        ("review", "0002_config_key"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='validationset',
-            name='notes_available',
-            field=models.PositiveIntegerField(blank=True, help_text='Notes of the corpus with maps of the selection, counted when the draw found fewer than asked', null=True),
+            model_name="validationset",
+            name="notes_available",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="Notes of the corpus with maps of the selection, counted when the draw found fewer than asked",
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='validationset',
-            name='retired',
-            field=models.DateTimeField(blank=True, help_text='When its notes stopped being held out', null=True),
+            model_name="validationset",
+            name="retired",
+            field=models.DateTimeField(blank=True, help_text="When its notes stopped being held out", null=True),
         ),
         migrations.AddField(
-            model_name='validationset',
-            name='retired_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="validationset",
+            name="retired_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AlterField(
-            model_name='validationset',
-            name='size',
-            field=models.PositiveIntegerField(default=100, help_text='Notes asked for (items may hold fewer)'),
+            model_name="validationset",
+            name="size",
+            field=models.PositiveIntegerField(default=100, help_text="Notes asked for (items may hold fewer)"),
         ),
     ]

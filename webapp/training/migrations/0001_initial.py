@@ -6,161 +6,308 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('corpus', '0002_integrity_triggers'),
-        ('datasets', '0003_exports_progress_nullable_spans'),
-        ('pipeline', '0002_defaults'),
+        ("corpus", "0002_integrity_triggers"),
+        ("datasets", "0003_exports_progress_nullable_spans"),
+        ("pipeline", "0002_defaults"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='LabeledSplit',
+            name="LabeledSplit",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seed', models.IntegerField(default=0)),
-                ('test_ratio', models.FloatField(default=0.15)),
-                ('tasks', models.JSONField(default=list, help_text='slugs of the tasks whose gold items it holds, sorted')),
-                ('train_count', models.PositiveIntegerField(default=0)),
-                ('test_count', models.PositiveIntegerField(default=0)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('corpus', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='splits', to='corpus.corpus')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("seed", models.IntegerField(default=0)),
+                ("test_ratio", models.FloatField(default=0.15)),
+                (
+                    "tasks",
+                    models.JSONField(default=list, help_text="slugs of the tasks whose gold items it holds, sorted"),
+                ),
+                ("train_count", models.PositiveIntegerField(default=0)),
+                ("test_count", models.PositiveIntegerField(default=0)),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                (
+                    "corpus",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="splits", to="corpus.corpus"
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created'],
+                "ordering": ["-created"],
             },
         ),
         migrations.CreateModel(
-            name='SplitItem',
+            name="SplitItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('part', models.CharField(choices=[('train', 'Train'), ('test', 'Test')], max_length=5)),
-                ('annotation', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='corpus.annotation')),
-                ('split', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='training.labeledsplit')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("part", models.CharField(choices=[("train", "Train"), ("test", "Test")], max_length=5)),
+                (
+                    "annotation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to="corpus.annotation"
+                    ),
+                ),
+                (
+                    "split",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="items", to="training.labeledsplit"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['split', 'id'],
+                "ordering": ["split", "id"],
             },
         ),
         migrations.CreateModel(
-            name='TrainingRun',
+            name="TrainingRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(blank=True, max_length=200)),
-                ('kind', models.CharField(choices=[('dsm', 'Masked-span training (DSM, random mask, one peak)'), ('cpt', 'Continual pretraining (unmasked notes)'), ('sft', 'LoRA SFT (one multi-task model)'), ('heads', 'Classification heads on the frozen model (CH)'), ('prompting', 'Prompting (0-shot / 2-shot)'), ('self_learning', 'Synthetic-label self-learning (SFT)')], max_length=20)),
-                ('preset', models.CharField(blank=True, help_text='the preset the form started from', max_length=40)),
-                ('config', models.JSONField(default=dict, help_text='the full configuration, by section (see presets.py)')),
-                ('seed', models.IntegerField(default=0)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('cancelling', 'Cancelling'), ('cancelled', 'Cancelled'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='queued', max_length=12)),
-                ('phase', models.CharField(blank=True, help_text='what the worker is doing now', max_length=60)),
-                ('step', models.PositiveIntegerField(default=0)),
-                ('total_steps', models.PositiveIntegerField(default=0)),
-                ('epoch', models.FloatField(blank=True, null=True)),
-                ('loss', models.FloatField(blank=True, null=True)),
-                ('lr', models.FloatField(blank=True, null=True)),
-                ('tokens_per_s', models.FloatField(blank=True, null=True)),
-                ('eta_s', models.FloatField(blank=True, null=True)),
-                ('checkpoint_step', models.PositiveIntegerField(blank=True, help_text='step of the last checkpoint', null=True)),
-                ('heartbeat', models.DateTimeField(blank=True, help_text='last sign of life from the worker', null=True)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('worker', models.CharField(blank=True, max_length=200)),
-                ('output_dir', models.CharField(blank=True, max_length=1000)),
-                ('results', models.JSONField(blank=True, default=dict, help_text='evaluation (see webapp.training.evaluation)')),
-                ('macro_f1', models.FloatField(blank=True, null=True)),
-                ('macro_f1_low', models.FloatField(blank=True, null=True)),
-                ('macro_f1_high', models.FloatField(blank=True, null=True)),
-                ('held_out_macro_f1', models.FloatField(blank=True, null=True)),
-                ('provenance', models.JSONField(blank=True, default=dict, help_text='code version, library versions, python, host, device')),
-                ('code_version', models.CharField(blank=True, max_length=64)),
-                ('error', models.TextField(blank=True)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('started', models.DateTimeField(blank=True, null=True)),
-                ('finished', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('dataset', models.ForeignKey(blank=True, help_text='kinds dsm and cpt', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='training_runs', to='datasets.datasetversion')),
-                ('model_version', models.ForeignKey(help_text='the model trained or evaluated', on_delete=django.db.models.deletion.PROTECT, related_name='training_runs', to='pipeline.modelversion')),
-                ('produced_model', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='produced_by_run', to='pipeline.modelversion')),
-                ('split', models.ForeignKey(blank=True, help_text='kinds sft, heads, prompting, self_learning', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='training.labeledsplit')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(blank=True, max_length=200)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("dsm", "Masked-span training (DSM, random mask, one peak)"),
+                            ("cpt", "Continual pretraining (unmasked notes)"),
+                            ("sft", "LoRA SFT (one multi-task model)"),
+                            ("heads", "Classification heads on the frozen model (CH)"),
+                            ("prompting", "Prompting (0-shot / 2-shot)"),
+                            ("self_learning", "Synthetic-label self-learning (SFT)"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("preset", models.CharField(blank=True, help_text="the preset the form started from", max_length=40)),
+                (
+                    "config",
+                    models.JSONField(default=dict, help_text="the full configuration, by section (see presets.py)"),
+                ),
+                ("seed", models.IntegerField(default=0)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("cancelling", "Cancelling"),
+                            ("cancelled", "Cancelled"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=12,
+                    ),
+                ),
+                ("phase", models.CharField(blank=True, help_text="what the worker is doing now", max_length=60)),
+                ("step", models.PositiveIntegerField(default=0)),
+                ("total_steps", models.PositiveIntegerField(default=0)),
+                ("epoch", models.FloatField(blank=True, null=True)),
+                ("loss", models.FloatField(blank=True, null=True)),
+                ("lr", models.FloatField(blank=True, null=True)),
+                ("tokens_per_s", models.FloatField(blank=True, null=True)),
+                ("eta_s", models.FloatField(blank=True, null=True)),
+                (
+                    "checkpoint_step",
+                    models.PositiveIntegerField(blank=True, help_text="step of the last checkpoint", null=True),
+                ),
+                (
+                    "heartbeat",
+                    models.DateTimeField(blank=True, help_text="last sign of life from the worker", null=True),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("worker", models.CharField(blank=True, max_length=200)),
+                ("output_dir", models.CharField(blank=True, max_length=1000)),
+                (
+                    "results",
+                    models.JSONField(blank=True, default=dict, help_text="evaluation (see webapp.training.evaluation)"),
+                ),
+                ("macro_f1", models.FloatField(blank=True, null=True)),
+                ("macro_f1_low", models.FloatField(blank=True, null=True)),
+                ("macro_f1_high", models.FloatField(blank=True, null=True)),
+                ("held_out_macro_f1", models.FloatField(blank=True, null=True)),
+                (
+                    "provenance",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="code version, library versions, python, host, device"
+                    ),
+                ),
+                ("code_version", models.CharField(blank=True, max_length=64)),
+                ("error", models.TextField(blank=True)),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                ("started", models.DateTimeField(blank=True, null=True)),
+                ("finished", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="kinds dsm and cpt",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="training_runs",
+                        to="datasets.datasetversion",
+                    ),
+                ),
+                (
+                    "model_version",
+                    models.ForeignKey(
+                        help_text="the model trained or evaluated",
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="training_runs",
+                        to="pipeline.modelversion",
+                    ),
+                ),
+                (
+                    "produced_model",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="produced_by_run",
+                        to="pipeline.modelversion",
+                    ),
+                ),
+                (
+                    "split",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="kinds sft, heads, prompting, self_learning",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="runs",
+                        to="training.labeledsplit",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created'],
+                "ordering": ["-created"],
             },
         ),
         migrations.CreateModel(
-            name='RunPrediction',
+            name="RunPrediction",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('variant', models.PositiveSmallIntegerField(default=0)),
-                ('gold', models.CharField(max_length=200)),
-                ('predicted', models.CharField(max_length=200)),
-                ('note', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='corpus.note')),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='corpus.task')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='predictions', to='training.trainingrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("variant", models.PositiveSmallIntegerField(default=0)),
+                ("gold", models.CharField(max_length=200)),
+                ("predicted", models.CharField(max_length=200)),
+                (
+                    "note",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="+", to="corpus.note"),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="corpus.task"),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="predictions",
+                        to="training.trainingrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'variant', 'id'],
+                "ordering": ["run", "variant", "id"],
             },
         ),
         migrations.CreateModel(
-            name='RunMetric',
+            name="RunMetric",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('phase', models.CharField(default='train', help_text='train, teacher, student, heads', max_length=20)),
-                ('step', models.PositiveIntegerField()),
-                ('epoch', models.FloatField(blank=True, null=True)),
-                ('loss', models.FloatField(blank=True, null=True)),
-                ('lr', models.FloatField(blank=True, null=True)),
-                ('tokens_per_s', models.FloatField(blank=True, null=True)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='metrics', to='training.trainingrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("phase", models.CharField(default="train", help_text="train, teacher, student, heads", max_length=20)),
+                ("step", models.PositiveIntegerField()),
+                ("epoch", models.FloatField(blank=True, null=True)),
+                ("loss", models.FloatField(blank=True, null=True)),
+                ("lr", models.FloatField(blank=True, null=True)),
+                ("tokens_per_s", models.FloatField(blank=True, null=True)),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="metrics", to="training.trainingrun"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'phase', 'step'],
+                "ordering": ["run", "phase", "step"],
             },
         ),
         migrations.CreateModel(
-            name='RunLog',
+            name="RunLog",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('level', models.CharField(default='info', max_length=10)),
-                ('message', models.CharField(max_length=500)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='logs', to='training.trainingrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("level", models.CharField(default="info", max_length=10)),
+                ("message", models.CharField(max_length=500)),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="logs", to="training.trainingrun"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'id'],
+                "ordering": ["run", "id"],
             },
         ),
         migrations.AddConstraint(
-            model_name='labeledsplit',
-            constraint=models.CheckConstraint(condition=models.Q(('test_ratio__gt', 0), ('test_ratio__lt', 1)), name='training_split_ratio_between_0_and_1'),
+            model_name="labeledsplit",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("test_ratio__gt", 0), ("test_ratio__lt", 1)),
+                name="training_split_ratio_between_0_and_1",
+            ),
         ),
         migrations.AddIndex(
-            model_name='splititem',
-            index=models.Index(fields=['split', 'part'], name='training_splititem_part'),
+            model_name="splititem",
+            index=models.Index(fields=["split", "part"], name="training_splititem_part"),
         ),
         migrations.AddConstraint(
-            model_name='splititem',
-            constraint=models.UniqueConstraint(fields=('split', 'annotation'), name='training_splititem_unique'),
+            model_name="splititem",
+            constraint=models.UniqueConstraint(fields=("split", "annotation"), name="training_splititem_unique"),
         ),
         migrations.AddConstraint(
-            model_name='trainingrun',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('dataset__isnull', False), ('kind__in', ['dsm', 'cpt'])), models.Q(('kind__in', ['sft', 'heads', 'prompting', 'self_learning']), ('split__isnull', False)), _connector='OR'), name='training_run_has_its_input'),
+            model_name="trainingrun",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("dataset__isnull", False), ("kind__in", ["dsm", "cpt"])),
+                    models.Q(("kind__in", ["sft", "heads", "prompting", "self_learning"]), ("split__isnull", False)),
+                    _connector="OR",
+                ),
+                name="training_run_has_its_input",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='trainingrun',
-            constraint=models.CheckConstraint(condition=models.Q(('step__lte', models.F('total_steps')), ('total_steps', 0), _connector='OR'), name='training_run_step_le_total'),
+            model_name="trainingrun",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("step__lte", models.F("total_steps")), ("total_steps", 0), _connector="OR"),
+                name="training_run_step_le_total",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='runprediction',
-            constraint=models.UniqueConstraint(fields=('run', 'variant', 'note', 'task'), name='training_prediction_unique'),
+            model_name="runprediction",
+            constraint=models.UniqueConstraint(
+                fields=("run", "variant", "note", "task"), name="training_prediction_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='runmetric',
-            constraint=models.UniqueConstraint(fields=('run', 'phase', 'step'), name='training_runmetric_unique'),
+            model_name="runmetric",
+            constraint=models.UniqueConstraint(fields=("run", "phase", "step"), name="training_runmetric_unique"),
         ),
     ]

@@ -7,35 +7,51 @@ from django.db.models.functions import Now
 def date_queued_units(apps, schema_editor):
     """A queued row gets the time it was queued, so that the recovery sweeper sends it again if
     its message was lost (it sends units queued for longer than a grace period)."""
-    apps.get_model("training", "TrainingRun").objects.filter(status="queued", heartbeat__isnull=True).update(heartbeat=Now())
+    apps.get_model("training", "TrainingRun").objects.filter(status="queued", heartbeat__isnull=True).update(
+        heartbeat=Now()
+    )
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('training', '0001_initial'),
+        ("training", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='trainingrun',
-            name='attempts',
-            field=models.PositiveSmallIntegerField(default=0, help_text='claims so far; a worker writes only its own'),
+            model_name="trainingrun",
+            name="attempts",
+            field=models.PositiveSmallIntegerField(default=0, help_text="claims so far; a worker writes only its own"),
         ),
         migrations.AlterField(
-            model_name='trainingrun',
-            name='heartbeat',
-            field=models.DateTimeField(blank=True, help_text='last sign of life of its worker (queued: when it was sent)', null=True),
+            model_name="trainingrun",
+            name="heartbeat",
+            field=models.DateTimeField(
+                blank=True, help_text="last sign of life of its worker (queued: when it was sent)", null=True
+            ),
         ),
         migrations.AlterField(
-            model_name='trainingrun',
-            name='status',
-            field=models.CharField(choices=[('planning', 'Planning'), ('queued', 'Queued'), ('running', 'Running'), ('cancelling', 'Cancelling'), ('cancelled', 'Cancelled'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='queued', max_length=12),
+            model_name="trainingrun",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("planning", "Planning"),
+                    ("queued", "Queued"),
+                    ("running", "Running"),
+                    ("cancelling", "Cancelling"),
+                    ("cancelled", "Cancelled"),
+                    ("done", "Done"),
+                    ("failed", "Failed"),
+                ],
+                db_index=True,
+                default="queued",
+                max_length=12,
+            ),
         ),
         migrations.AlterField(
-            model_name='trainingrun',
-            name='worker',
-            field=models.CharField(blank=True, help_text='the worker that holds it (or held it last)', max_length=200),
+            model_name="trainingrun",
+            name="worker",
+            field=models.CharField(blank=True, help_text="the worker that holds it (or held it last)", max_length=200),
         ),
         migrations.RunPython(date_queued_units, migrations.RunPython.noop),
     ]

@@ -1,4 +1,5 @@
 """Small filters of the training pages."""
+
 from datetime import timedelta
 
 from django import template

@@ -15,7 +15,9 @@ class Command(BaseCommand):
         parser.add_argument("path", help="a .jsonl file (optionally gzip, bz2 or xz compressed)")
         parser.add_argument("--corpus", required=True, help="corpus name")
         parser.add_argument("--annotator", default="", help="annotator name (default: import:<file name>)")
-        parser.add_argument("--update", action="store_true", help="replace the label and evidence of changed annotations")
+        parser.add_argument(
+            "--update", action="store_true", help="replace the label and evidence of changed annotations"
+        )
 
     def handle(self, *args, **options):
         report = import_annotations(
@@ -25,8 +27,9 @@ class Command(BaseCommand):
             self.stderr.write(self.style.WARNING(f"warning: {line}"))
         if not report.ok:
             # printable: an argument whose bytes are not UTF-8 holds surrogates, which jsonb refuses
-            record_refused_import(None, printable(options["corpus"]), "annotations", report.problem_count,
-                                  report.problems)
+            record_refused_import(
+                None, printable(options["corpus"]), "annotations", report.problem_count, report.problems
+            )
             lines = "\n".join(report.problem_lines())
             raise CommandError(f"nothing imported, {report.problem_count} problem(s):\n{lines}")
         self.stdout.write(

@@ -14,17 +14,25 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("path", help="a .jsonl/.csv file (optionally gzip, bz2 or xz compressed), a brat folder or a zip of one")
+        parser.add_argument(
+            "path", help="a .jsonl/.csv file (optionally gzip, bz2 or xz compressed), a brat folder or a zip of one"
+        )
         parser.add_argument("--corpus", required=True, help="corpus name")
         parser.add_argument("--language", default="", help="ISO 639 code; required with --create")
         parser.add_argument("--create", action="store_true", help="create the corpus if it does not exist")
-        parser.add_argument("--update", action="store_true", help="replace the text and metadata of notes whose text changed")
+        parser.add_argument(
+            "--update", action="store_true", help="replace the text and metadata of notes whose text changed"
+        )
         parser.add_argument("--format", choices=FORMATS, default="", help="override the format guessed from the path")
 
     def handle(self, *args, **options):
         report = import_notes(
-            options["path"], options["corpus"], language=options["language"], create=options["create"],
-            update=options["update"], fmt=options["format"],
+            options["path"],
+            options["corpus"],
+            language=options["language"],
+            create=options["create"],
+            update=options["update"],
+            fmt=options["format"],
         )
         for line in report.warning_lines():
             self.stderr.write(self.style.WARNING(f"warning: {line}"))
@@ -37,4 +45,3 @@ class Command(BaseCommand):
             f"Notes imported into {options['corpus']!r}: {report.created} created, "
             f"{report.updated} updated, {report.unchanged} unchanged."
         )
-

@@ -7,8 +7,10 @@ from webapp.lifecycle.status import HELD, JobStatus
 
 
 class Command(BaseCommand):
-    help = ("Build (or rebuild) a dataset version in this process, without a worker: its examples are "
-            "deleted and built again from the stored relevance maps.")
+    help = (
+        "Build (or rebuild) a dataset version in this process, without a worker: its examples are "
+        "deleted and built again from the stored relevance maps."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("dataset_id", type=int)
@@ -24,7 +26,7 @@ class Command(BaseCommand):
         try:
             stats = building.build(dataset)
         except Exception as exc:
-            raise CommandError(building.fail(dataset, exc))
+            raise CommandError(building.fail(dataset, exc)) from exc
         if stats is None:
             dataset.refresh_from_db()
             raise CommandError(f"{dataset}: the build stopped before its end ({dataset.status_text()}).")

@@ -11,38 +11,53 @@ from webapp.pipeline.models import ModelVersion, PeakProfile
 
 
 class Command(BaseCommand):
-    help = ("Compare relevance configurations (methods x explain variants) on a corpus's annotated evidence: "
-            "queue the evaluation for the relevance workers, or run it here (--inline).")
+    help = (
+        "Compare relevance configurations (methods x explain variants) on a corpus's annotated evidence: "
+        "queue the evaluation for the relevance workers, or run it here (--inline)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--corpus", required=True, help="corpus name (its annotations with evidence are the gold)")
         parser.add_argument("--model", help="model version name (default: the default model)")
         parser.add_argument("--methods", default="attnlrp", help=f"comma-separated, of {', '.join(METHODS)}")
         parser.add_argument("--explain", default="next", help=f"comma-separated, of {', '.join(EXPLAIN)}")
-        parser.add_argument("--template", default="auto", help="'auto' (the corpus language's), a built-in name "
-                                                               "or a custom text with {note} and {task}")
+        parser.add_argument(
+            "--template",
+            default="auto",
+            help="'auto' (the corpus language's), a built-in name or a custom text with {note} and {task}",
+        )
         parser.add_argument("--task", action="append", default=[], metavar="SLUG", help="only this task (repeat)")
         parser.add_argument("--profile", help="peak profile name, its latest version (default: the default profile)")
         parser.add_argument("--max-pairs", type=int, help="at most N annotated pairs, drawn with --seed")
         parser.add_argument("--seed", type=int, default=0)
         how = parser.add_mutually_exclusive_group()
         how.add_argument("--wait", action="store_true", help="queue it, then print progress until it ends")
-        how.add_argument("--inline", action="store_true",
-                         help="run it in this process, no worker needed (AttnLRP patches this process)")
+        how.add_argument(
+            "--inline",
+            action="store_true",
+            help="run it in this process, no worker needed (AttnLRP patches this process)",
+        )
 
     def handle(self, *args, **options):
         spec = evaluations.EvaluationSpec(
-            corpus=self._corpus(options["corpus"]), model_version=self._model(options["model"]),
-            methods=_split(options["methods"]), explains=_split(options["explain"]), template=options["template"],
-            profile=self._profile(options["profile"]), tasks=self._tasks(options["task"]),
-            max_pairs=options["max_pairs"], seed=options["seed"],
+            corpus=self._corpus(options["corpus"]),
+            model_version=self._model(options["model"]),
+            methods=_split(options["methods"]),
+            explains=_split(options["explain"]),
+            template=options["template"],
+            profile=self._profile(options["profile"]),
+            tasks=self._tasks(options["task"]),
+            max_pairs=options["max_pairs"],
+            seed=options["seed"],
         )
         try:
             evaluation = evaluations.launch(spec, actor="command line", enqueue=not options["inline"])
         except evaluations.EvaluationError as exc:
             raise CommandError(str(exc)) from exc
-        self.stdout.write(f"Evaluation {evaluation.pk}: {evaluation.n_pairs} pairs x {len(evaluation.configs)} "
-                          f"configurations = {evaluation.total} prompts{'' if options['inline'] else ', queued'}.")
+        self.stdout.write(
+            f"Evaluation {evaluation.pk}: {evaluation.n_pairs} pairs x {len(evaluation.configs)} "
+            f"configurations = {evaluation.total} prompts{'' if options['inline'] else ', queued'}."
+        )
         if options["inline"]:
             self._run_here(evaluation)
         elif options["wait"]:
@@ -67,16 +82,27 @@ class Command(BaseCommand):
             evaluations.fail(claimed, str(exc))
             raise CommandError(str(exc)) from exc
         except BaseException as exc:
-            evaluations.fail(claimed, f"Stopped ({type(exc).__name__}); maps already stored are kept: Resume continues.")
+            evaluations.fail(
+                claimed, f"Stopped ({type(exc).__name__}); maps already stored are kept: Resume continues."
+            )
             raise
         self.stdout.write(f"Evaluation {evaluation.pk}: {outcome}.")
 
     def _wait(self, evaluation):
         while True:
             evaluation = RelevanceEvaluation.objects.defer("pairs").get(pk=evaluation.pk)
-            self.stdout.write(json.dumps({"evaluation": evaluation.pk, "status": evaluation.status,
-                                          "phase": evaluation.phase, "done": evaluation.done,
-                                          "total": evaluation.total, "error": evaluation.error}))
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "evaluation": evaluation.pk,
+                        "status": evaluation.status,
+                        "phase": evaluation.phase,
+                        "done": evaluation.done,
+                        "total": evaluation.total,
+                        "error": evaluation.error,
+                    }
+                )
+            )
             if not evaluation.is_active:
                 return
             time.sleep(5)

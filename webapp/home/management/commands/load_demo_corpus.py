@@ -1,4 +1,5 @@
 """Generate the synthetic emergency-department corpus and import it through the normal import path."""
+
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
@@ -24,7 +25,9 @@ class Command(BaseCommand):
             write_corpus(notes_path, annotations_path, notes, seed=seed, language=language)
         # ISO 639-2 "mul" (multiple languages) for the mixed Italian/English corpus.
         corpus_language = "mul" if language == "mixed" else language
-        call_command("import_notes", str(notes_path), corpus=corpus, language=corpus_language, create=True,
-                     stdout=self.stdout)
-        call_command("import_annotations", str(annotations_path), corpus=corpus, annotator="synthetic-gold",
-                     stdout=self.stdout)
+        call_command(
+            "import_notes", str(notes_path), corpus=corpus, language=corpus_language, create=True, stdout=self.stdout
+        )
+        call_command(
+            "import_annotations", str(annotations_path), corpus=corpus, annotator="synthetic-gold", stdout=self.stdout
+        )

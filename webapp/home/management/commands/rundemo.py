@@ -4,7 +4,7 @@ The first relevance job is sized to finish in under 2 minutes on an idle 2-core 
 relevance worker's start to its last map: demo.DEMO_JOB_NOTES notes x 5 tasks = 30 AttnLRP prompts on
 SmolLM2-135M (bf16), in chunks of demo.DEMO_CHUNK_SIZE prompts, so maps reach Review every few seconds
 (the review pages read the maps from the database on each request). Measured with
-`scripts/bench_demo.py` (this job's own prompts, one torch thread, as the relevance worker runs
+`benchmarks/demo.py` (this job's own prompts, one torch thread, as the relevance worker runs
 them here on 2 cores), while a CI run shared the machine:
   * this job, 30 prompts: 69 s (2.3 s a prompt) + 6 s to load the model, load average 3.8-4.2;
   * the first 4 notes, 20 prompts: 1.5 s a prompt at load average 1.0-1.6;
@@ -23,6 +23,7 @@ test of the demo's first job calls too. While serving, this command watches the 
 prints one line when it ends, "First relevance job done in N s ..." (N: seconds since this
 command started; no note text), the signal `scripts/time_demo.py` waits for.
 """
+
 import os
 import signal
 import subprocess
@@ -50,8 +51,22 @@ def worker_processes(python: str, cores: int | None = None) -> list[tuple[list[s
     threads = worker_threads(cores)
     processes = []
     for name, queues in WORKER_QUEUES.items():
-        cmd = [python, "-m", "celery", "-A", "workers", "worker", "--queues", queues, "--pool", "solo",
-               "--hostname", f"{name}@%h", "--loglevel", "INFO"]
+        cmd = [
+            python,
+            "-m",
+            "celery",
+            "-A",
+            "workers",
+            "worker",
+            "--queues",
+            queues,
+            "--pool",
+            "solo",
+            "--hostname",
+            f"{name}@%h",
+            "--loglevel",
+            "INFO",
+        ]
         env = {**os.environ, "WORKER_TORCH_THREADS": str(threads[name]), "TOKENIZERS_PARALLELISM": "false"}
         processes.append((cmd, env))
     return processes
@@ -83,8 +98,10 @@ class Command(BaseCommand):
 
     def _report_first_job(self, job, started):
         job.refresh_from_db()
-        self.stdout.write(f"First relevance job {job.status} in {time.monotonic() - started:.0f} s "
-                          f"(job {job.pk}: {job.done} of {job.total} prompts, since the demo started).")
+        self.stdout.write(
+            f"First relevance job {job.status} in {time.monotonic() - started:.0f} s "
+            f"(job {job.pk}: {job.done} of {job.total} prompts, since the demo started)."
+        )
 
     def _serve(self, port, job, started):
         """Run the workers and the web server until Ctrl+C; `job`: the first job to watch, if any."""
@@ -95,7 +112,9 @@ class Command(BaseCommand):
         for cmd, env in worker_processes(python):
             processes.append(subprocess.Popen(cmd, env=env))
         processes.append(subprocess.Popen([python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]))
-        self.stdout.write(self.style.SUCCESS(f"\nDecSelfMask Studio is running at http://127.0.0.1:{port}/  (Ctrl+C stops it)\n"))
+        self.stdout.write(
+            self.style.SUCCESS(f"\nDecSelfMask Studio is running at http://127.0.0.1:{port}/  (Ctrl+C stops it)\n")
+        )
         try:
             while all(p.poll() is None for p in processes):
                 time.sleep(1)

@@ -16,9 +16,10 @@ class Command(BaseCommand):
         parser.add_argument("--default", action="store_true", help="make it the default model")
 
     def handle(self, *args, **options):
+        from transformers import AutoConfig
+
         from ml.models import ModelError, family_for
         from ml.models.loading import resolve
-        from transformers import AutoConfig
 
         path = options["path"]
         if Path(path).expanduser().is_dir():

@@ -27,8 +27,18 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         job.refresh_from_db()
         progress = job_progress(job)
-        self.stdout.write(json.dumps({
-            "job": job.pk, "status": job.status, "done": progress.done, "total": progress.total,
-            "chunks": progress.chunks, "prompts_per_second": progress.prompts_per_second,
-            "eta_seconds": progress.eta.total_seconds() if progress.eta else None, "errors": progress.errors,
-        }, indent=2))
+        self.stdout.write(
+            json.dumps(
+                {
+                    "job": job.pk,
+                    "status": job.status,
+                    "done": progress.done,
+                    "total": progress.total,
+                    "chunks": progress.chunks,
+                    "prompts_per_second": progress.prompts_per_second,
+                    "eta_seconds": progress.eta.total_seconds() if progress.eta else None,
+                    "errors": progress.errors,
+                },
+                indent=2,
+            )
+        )

@@ -5,6 +5,7 @@ without the queue); with --enqueue the runs go to the "training" queue (each as 
 it depends on has finished) and the command waits for them. Prints a JSON summary and a
 markdown table. Never run it in a process that computed AttnLRP relevance (lxt patches).
 """
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -17,8 +18,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("config", help="experiment JSON file")
-        parser.add_argument("--enqueue", action="store_true",
-                            help="send the runs to the training workers instead of running them here")
+        parser.add_argument(
+            "--enqueue", action="store_true", help="send the runs to the training workers instead of running them here"
+        )
         parser.add_argument("--check", action="store_true", help="only validate the file")
         parser.add_argument("--timeout", type=float, default=None, help="with --enqueue: give up after N seconds")
 
@@ -27,8 +29,10 @@ class Command(BaseCommand):
             experiment = experiments.load(options["config"])
         except experiments.ExperimentError as exc:
             raise CommandError(str(exc)) from None
-        self.stderr.write(f"{len(experiment.runs)} run(s) planned: "
-                          + ", ".join(f"{r.key} ({r.preset or r.kind})" for r in experiment.runs))
+        self.stderr.write(
+            f"{len(experiment.runs)} run(s) planned: "
+            + ", ".join(f"{r.key} ({r.preset or r.kind})" for r in experiment.runs)
+        )
         if options["check"]:
             return
 

@@ -12,6 +12,7 @@ the run, passes --claimed and keeps beating for it too). Distributed launches su
 dsm, cpt and sft (the causal-LM trainer); CH, prompting and self-learning runs are refused under
 a launcher (run them in one process: their training is small, or made of several trainings).
 """
+
 import os
 
 from django.core.management.base import BaseCommand, CommandError
@@ -25,8 +26,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("run_id", type=int)
-        parser.add_argument("--claimed", action="store_true",
-                            help="the run was already claimed by the worker that started this launch")
+        parser.add_argument(
+            "--claimed", action="store_true", help="the run was already claimed by the worker that started this launch"
+        )
 
     def handle(self, *args, run_id, claimed, **options):
         main = execution.is_main_process()
@@ -35,8 +37,10 @@ class Command(BaseCommand):
         if run is None:
             raise CommandError(f"There is no run {run_id}.")
         if world > 1 and run.kind not in DISTRIBUTED_KINDS:
-            raise CommandError(f"A {run.get_kind_display()} run does not train across processes; start it "
-                               "without accelerate launch / torchrun.")
+            raise CommandError(
+                f"A {run.get_kind_display()} run does not train across processes; start it "
+                "without accelerate launch / torchrun."
+            )
         if claimed:
             attempt = os.environ.get("DSM_RUN_ATTEMPT")
             if attempt and int(attempt) != run.attempts:

@@ -1,11 +1,11 @@
 """Benchmark the review pages' server time on PostgreSQL; prints JSON.
 
-    .venv/bin/python scripts/bench_review.py            # 100,000 maps
-    .venv/bin/python scripts/bench_review.py 20000 --requests 30
+    .venv/bin/python benchmarks/review_pages.py            # 100,000 maps
+    .venv/bin/python benchmarks/review_pages.py 20000 --requests 30
 
 Runs in a DEDICATED database (default `dsm_bench_review` on 127.0.0.1, or --database-url): it is
 created and migrated, used, and dropped at the end (--keep to keep it), so nothing is left behind.
-The schema, database helpers and timing conventions are those of scripts/bench_datasets.py.
+The schema, database helpers and timing conventions are those of benchmarks/dataset_builds.py.
 
 Data: N maps (default 100,000) over N / 9 synthetic emergency-department notes of ml.synthetic
 (9 tasks a note, the paper's sampling), tokenised into words and punctuation marks, with peaky
@@ -33,6 +33,7 @@ server's whole work for a request; no network):
    time alone (the same work: map, peaks, segments, HTML). The machine's load average is printed:
    on a shared machine the absolute times move with it.
 """
+
 import argparse
 import json
 import os
@@ -44,13 +45,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
 # Plain HTTP and static files from the source folders (the test settings), so the in-process test
 # client sees exactly the pages a server would render, without HTTPS redirects or a manifest.
 os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
 
-from bench_datasets import PeakRss, create_database, database_for, drop_database, rss_mb  # noqa: E402
+from benchmarks.database import PeakRss, database_for, drop_database, rss_mb, use_new_database  # noqa: E402
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 TASKS_PER_NOTE = 9
@@ -58,9 +58,13 @@ TASKS_PER_NOTE = 9
 
 def summary(seconds: list[float]) -> dict:
     ms = sorted(s * 1000 for s in seconds)
-    return {"n": len(ms), "median_ms": round(statistics.median(ms), 2),
-            "p95_ms": round(ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))], 2),
-            "min_ms": round(ms[0], 2), "max_ms": round(ms[-1], 2)}
+    return {
+        "n": len(ms),
+        "median_ms": round(statistics.median(ms), 2),
+        "p95_ms": round(ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))], 2),
+        "min_ms": round(ms[0], 2),
+        "max_ms": round(ms[-1], 2),
+    }
 
 
 def peaky_scores(rng, n: int):
@@ -69,7 +73,7 @@ def peaky_scores(rng, n: int):
     scores = rng.exponential(0.04, n).astype(np.float32)
     for _ in range(int(rng.poisson(3)) + 1):
         start, width = int(rng.integers(0, n)), int(rng.integers(1, 6))
-        scores[start:start + width] = np.maximum(scores[start:start + width], rng.uniform(0.3, 1.0))
+        scores[start : start + width] = np.maximum(scores[start : start + width], rng.uniform(0.3, 1.0))
     return scores / scores.max()
 
 
@@ -95,8 +99,10 @@ def insert_inputs(n_maps: int, seed: int) -> dict:
 
     rng = np.random.default_rng(seed)
     corpus = Corpus.objects.create(name="bench-review", language="en")
-    tasks = [Task.objects.create(slug=f"bench-task-{i}", description=f"bench task {i}", options=["y", "n"])
-             for i in range(TASKS_PER_NOTE)]
+    tasks = [
+        Task.objects.create(slug=f"bench-task-{i}", description=f"bench task {i}", options=["y", "n"])
+        for i in range(TASKS_PER_NOTE)
+    ]
     model = ModelVersion.objects.create(name="bench-model", family="llama", path="bench-model")
     profile = PeakProfile.objects.create(name="bench-paper", kernel_size=3, sigma=1.0, lower=0.2, upper=0.4)
     n_notes = -(-n_maps // TASKS_PER_NOTE)
@@ -109,30 +115,57 @@ def insert_inputs(n_maps: int, seed: int) -> dict:
     for first in range(0, n_notes, chunk):
         notes = [(s.id, s.text) for s in generate_notes(min(chunk, n_notes - first), seed=seed, start=first)]
         with raw.cursor() as cur:
-            with cur.copy("COPY corpus_note (corpus_id, external_id, text, content_hash, metadata, created) "
-                          "FROM STDIN") as copy:
+            with cur.copy(
+                "COPY corpus_note (corpus_id, external_id, text, content_hash, metadata, created) FROM STDIN"
+            ) as copy:
                 for external_id, text in notes:
                     copy.write_row((corpus.pk, external_id, text, hashlib.sha256(text.encode()).hexdigest(), "{}", now))
-            cur.execute("SELECT id FROM corpus_note WHERE corpus_id = %s AND external_id = ANY(%s) "
-                        "ORDER BY external_id", [corpus.pk, [e for e, _ in notes]])
+            cur.execute(
+                "SELECT id FROM corpus_note WHERE corpus_id = %s AND external_id = ANY(%s) ORDER BY external_id",
+                [corpus.pk, [e for e, _ in notes]],
+            )
             ids = [row[0] for row in cur.fetchall()]
-        with raw.cursor() as cur, cur.copy(
+        with (
+            raw.cursor() as cur,
+            cur.copy(
                 "COPY pipeline_relevancemap (note_id, task_id, model_version_id, method, template, config_key, "
-                "n_tokens, target_token, data, created) FROM STDIN") as copy:
+                "n_tokens, target_token, data, created) FROM STDIN"
+            ) as copy,
+        ):
             for note_id, (_, text) in zip(ids, sorted(notes)):
                 offsets = offsets_of(text)
                 for task in tasks:
                     if made == n_maps:
                         break
-                    copy.write_row((note_id, task.pk, model.pk, "attnlrp", "en", default_config_key("attnlrp", "en"),
-                                    len(offsets), "", encode_map(offsets, peaky_scores(rng, len(offsets))), now))
+                    copy.write_row(
+                        (
+                            note_id,
+                            task.pk,
+                            model.pk,
+                            "attnlrp",
+                            "en",
+                            default_config_key("attnlrp", "en"),
+                            len(offsets),
+                            "",
+                            encode_map(offsets, peaky_scores(rng, len(offsets))),
+                            now,
+                        )
+                    )
                     made += 1
                     tokens += len(offsets)
     with connection.cursor() as cur:
         cur.execute("ANALYZE corpus_note")
         cur.execute("ANALYZE pipeline_relevancemap")
-    return {"corpus": corpus, "tasks": tasks, "model": model, "profile": profile, "notes": n_notes, "maps": made,
-            "mean_tokens_per_map": round(tokens / made, 1), "insert_s": round(time.perf_counter() - started, 1)}
+    return {
+        "corpus": corpus,
+        "tasks": tasks,
+        "model": model,
+        "profile": profile,
+        "notes": n_notes,
+        "maps": made,
+        "mean_tokens_per_map": round(tokens / made, 1),
+        "insert_s": round(time.perf_counter() - started, 1),
+    }
 
 
 def long_note(objects: dict, n_tokens: int, seed: int):
@@ -151,11 +184,18 @@ def long_note(objects: dict, n_tokens: int, seed: int):
             break
     text = "\n\n".join(parts)
     offsets = offsets_of(text)[:n_tokens]
-    text = text[:int(offsets[-1, 1])]
+    text = text[: int(offsets[-1, 1])]
     note = Note.objects.create(corpus=objects["corpus"], external_id="bench-long", text=text)
     scores = peaky_scores(np.random.default_rng(seed), n_tokens)
-    RelevanceMap.objects.create(note=note, task=objects["tasks"][0], model_version=objects["model"], method="attnlrp",
-                                template="en", n_tokens=n_tokens, data=RelevanceMap.encode(offsets, scores))
+    RelevanceMap.objects.create(
+        note=note,
+        task=objects["tasks"][0],
+        model_version=objects["model"],
+        method="attnlrp",
+        template="en",
+        n_tokens=n_tokens,
+        data=RelevanceMap.encode(offsets, scores),
+    )
     return note, offsets
 
 
@@ -163,16 +203,25 @@ def settings_cycle(k: int) -> dict:
     """The k-th slider setting: thresholds and kernel moving as a clinician drags them."""
     lowers = [0.1, 0.15, 0.2, 0.25, 0.3]
     uppers = [0.35, 0.4, 0.5, 0.6, 0.7, 0.8]
-    return {"k": [1, 3, 5][k % 3], "sigma": [1.0, 1.25, 0.75][k % 3], "lower": lowers[k % len(lowers)],
-            "upper": uppers[k % len(uppers)]}
+    return {
+        "k": [1, 3, 5][k % 3],
+        "sigma": [1.0, 1.25, 0.75][k % 3],
+        "lower": lowers[k % len(lowers)],
+        "upper": uppers[k % len(uppers)],
+    }
 
 
 def bench_rehighlight(client, note, objects, requests: int) -> dict:
     from django.urls import reverse
 
     url = reverse("review:note", args=[note.corpus_id, note.pk])
-    base = {"task": objects["tasks"][0].pk, "model": objects["model"].pk, "method": "attnlrp", "template": "en",
-            "profile": objects["profile"].pk}
+    base = {
+        "task": objects["tasks"][0].pk,
+        "model": objects["model"].pk,
+        "method": "attnlrp",
+        "template": "en",
+        "profile": objects["profile"].pk,
+    }
     headers = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "note-panel"}
     times, panel_ms = [], []
     for k in range(requests + 3):
@@ -184,8 +233,11 @@ def bench_rehighlight(client, note, objects, requests: int) -> dict:
         if k >= 3:
             times.append(elapsed)
             panel_ms.append(float(re.search(rb"shown in ([0-9.]+) ms", response.content).group(1)))
-    return {**summary(times), "panel_build_median_ms": round(statistics.median(panel_ms), 2),
-            "response_bytes": len(response.content)}
+    return {
+        **summary(times),
+        "panel_build_median_ms": round(statistics.median(panel_ms), 2),
+        "response_bytes": len(response.content),
+    }
 
 
 def bench_preview(client, objects, requests: int) -> dict:
@@ -207,10 +259,14 @@ def bench_preview(client, objects, requests: int) -> dict:
         response = client.get(url, {**base, **settings_cycle(k)}, **headers)
         times.append(time.perf_counter() - started)
     shown = re.search(rb"sample of <strong>(\d+)</strong> of (\d+) maps", response.content)
-    return {"sample_size": int(shown.group(1)), "population": int(shown.group(2)),
-            "first_request_ms_draws_and_loads_the_sample": round(cold * 1000, 1),
-            "rss_mb_peak_first_request": round(sampler.peak, 1),
-            "warm": summary(times), "sample_setting": tuning.SAMPLE_SIZE}
+    return {
+        "sample_size": int(shown.group(1)),
+        "population": int(shown.group(2)),
+        "first_request_ms_draws_and_loads_the_sample": round(cold * 1000, 1),
+        "rss_mb_peak_first_request": round(sampler.peak, 1),
+        "warm": summary(times),
+        "sample_setting": tuning.SAMPLE_SIZE,
+    }
 
 
 def bench_browser(client, objects, requests: int) -> dict:
@@ -224,7 +280,7 @@ def bench_browser(client, objects, requests: int) -> dict:
     cases = (("unfiltered_page_of_50", {}), (f"state_filter_window_{browse.SCAN}_notes", {"state": "partly"}))
     for name, extra in cases:
         times = []
-        for k in range(max(3, requests // 5)):
+        for _ in range(max(3, requests // 5)):
             started = time.perf_counter()
             response = client.get(url, {**base, **extra})
             times.append(time.perf_counter() - started)
@@ -241,8 +297,10 @@ def baseline_rehighlight(note, objects, requests: int) -> dict:
     from webapp.corpus.models import Annotation
     from webapp.pipeline.models import RelevanceMap
 
-    token_template = Template('<span class="r{{ level }}{% if peak %} peak{% endif %}{% if gold %} g{% endif %}" '
-                              'title="{{ score|floatformat:2 }}">{{ text }}</span>')
+    token_template = Template(
+        '<span class="r{{ level }}{% if peak %} peak{% endif %}{% if gold %} g{% endif %}" '
+        'title="{{ score|floatformat:2 }}">{{ text }}</span>'
+    )
     times = []
     for k in range(requests):
         params = settings_cycle(k)
@@ -250,8 +308,10 @@ def baseline_rehighlight(note, objects, requests: int) -> dict:
         m = RelevanceMap.objects.select_related("note").get(note=note, task=objects["tasks"][0])
         offsets, scores = m.arrays()
         text = m.note.text
-        spans = find_peaks(scores, PeakParams(kernel_size=params["k"], sigma=params["sigma"], lower=params["lower"],
-                                               upper=params["upper"]))
+        spans = find_peaks(
+            scores,
+            PeakParams(kernel_size=params["k"], sigma=params["sigma"], lower=params["lower"], upper=params["upper"]),
+        )
         peaks = peak_char_spans(extend_to_words(spans, offsets, text), offsets, text)
         gold = [tuple(e) for a in Annotation.objects.filter(note=note) for e in a.evidence]
         html, position = [], 0
@@ -260,15 +320,28 @@ def baseline_rehighlight(note, objects, requests: int) -> dict:
                 html.append(text[position:a])
             in_peak = any(pa <= a < pb for pa, pb in peaks)
             in_gold = any(ga <= a < gb for ga, gb in gold)
-            html.append(token_template.render(Context({"level": min(7, int(score * 8)), "peak": in_peak,
-                                                       "gold": in_gold, "score": score, "text": text[a:b]})))
+            html.append(
+                token_template.render(
+                    Context(
+                        {
+                            "level": min(7, int(score * 8)),
+                            "peak": in_peak,
+                            "gold": in_gold,
+                            "score": score,
+                            "text": text[a:b],
+                        }
+                    )
+                )
+            )
             position = b
         html.append(text[position:])
         "".join(html)
         times.append(time.perf_counter() - started)
-    return {"method": "ORM instance + scipy find_peaks + word extension + a per-token Python loop (peak and gold "
-                      "membership by scanning the spans) rendering one Django template per token; no page around it",
-            **summary(times)}
+    return {
+        "method": "ORM instance + scipy find_peaks + word extension + a per-token Python loop (peak and gold "
+        "membership by scanning the spans) rendering one Django template per token; no page around it",
+        **summary(times),
+    }
 
 
 def baseline_preview(objects, requests: int) -> dict:
@@ -286,8 +359,12 @@ def baseline_preview(objects, requests: int) -> dict:
         for pk in sample.map_ids:
             m = RelevanceMap.objects.select_related("note").get(pk=pk)
             offsets, scores = m.arrays()
-            spans = find_peaks(scores, PeakParams(kernel_size=params["k"], sigma=params["sigma"],
-                                                   lower=params["lower"], upper=params["upper"]))
+            spans = find_peaks(
+                scores,
+                PeakParams(
+                    kernel_size=params["k"], sigma=params["sigma"], lower=params["lower"], upper=params["upper"]
+                ),
+            )
             words = extend_to_words(spans, offsets, m.note.text)
             chars = peak_char_spans(words, offsets, m.note.text)
             groups = [Group(c, w) for c, w in zip(chars, words)]
@@ -295,8 +372,12 @@ def baseline_preview(objects, requests: int) -> dict:
         items.sort(key=lambda item: (int(item.note_id), int(item.task)))
         examples = sum(1 for _ in build_examples(items))
         times.append(time.perf_counter() - started)
-    return {"method": "the sample's maps as ORM instances one by one (with their note), scipy find_peaks per map, "
-                      "word extension, ml.masking.build_examples", "examples_last": examples, **summary(times)}
+    return {
+        "method": "the sample's maps as ORM instances one by one (with their note), scipy find_peaks per map, "
+        "word extension, ml.masking.build_examples",
+        "examples_last": examples,
+        **summary(times),
+    }
 
 
 def main() -> None:
@@ -307,16 +388,15 @@ def main() -> None:
     parser.add_argument("--preview-requests", type=int, default=15)
     parser.add_argument("--baseline-requests", type=int, default=3, help="timed runs of the preview baseline")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/dsm_bench_review",
-                        help="a database this script creates and drops")
+    parser.add_argument(
+        "--database-url",
+        default="postgres://postgres@127.0.0.1:5432/dsm_bench_review",
+        help="a database this script creates and drops",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the benchmark database")
     args = parser.parse_args()
 
-    create_database(args.database_url)
-    os.environ["DATABASE_URL"] = args.database_url
-    import django
-
-    django.setup()
+    use_new_database(args.database_url)
     from django.contrib.auth.models import Group, User
     from django.core.management import call_command
     from django.test import Client
@@ -338,12 +418,15 @@ def main() -> None:
         result["baseline_rehighlight"] = baseline_rehighlight(note, objects, max(10, args.requests // 3))
         result["baseline_preview"] = baseline_preview(objects, args.baseline_requests)
         result["ratio_rehighlight_baseline_over_measured"] = round(
-            result["baseline_rehighlight"]["median_ms"] / result["rehighlight"]["median_ms"], 1)
+            result["baseline_rehighlight"]["median_ms"] / result["rehighlight"]["median_ms"], 1
+        )
         result["ratio_rehighlight_baseline_over_panel_build"] = round(
-            result["baseline_rehighlight"]["median_ms"] / result["rehighlight"]["panel_build_median_ms"], 1)
+            result["baseline_rehighlight"]["median_ms"] / result["rehighlight"]["panel_build_median_ms"], 1
+        )
         result["load_average_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
         result["ratio_preview_baseline_over_measured"] = round(
-            result["baseline_preview"]["median_ms"] / result["preview"]["warm"]["median_ms"], 1)
+            result["baseline_preview"]["median_ms"] / result["preview"]["warm"]["median_ms"], 1
+        )
         result["rss_mb_end"] = round(rss_mb(), 1)
     finally:
         if not args.keep:

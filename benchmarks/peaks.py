@@ -17,6 +17,7 @@ The maps imitate normalised AttnLRP maps (|r| / max|r|): small exponential backg
 plus a few bursts of 1-5 tokens, scaled so the largest score is 1. The result reports their
 density so the figures can be judged.
 """
+
 from __future__ import annotations
 
 import functools
@@ -118,8 +119,16 @@ def _time(fn, repeat=1):
     return best, result
 
 
-def run(n_maps: int = 100_000, n_tokens: int = 300, *, loop_maps: int = 2_000, rethreshold_tokens: int = 1_000,
-        rethreshold_runs: int = 200, word_maps: int = 2_000, seed: int = 0) -> dict:
+def run(
+    n_maps: int = 100_000,
+    n_tokens: int = 300,
+    *,
+    loop_maps: int = 2_000,
+    rethreshold_tokens: int = 1_000,
+    rethreshold_runs: int = 200,
+    word_maps: int = 2_000,
+    seed: int = 0,
+) -> dict:
     """Time find_peaks_many on n_maps maps of n_tokens, the loops on `loop_maps` of them
     (extrapolated), the re-threshold latency of one `rethreshold_tokens` note and word extension
     on `word_maps` maps (see `word_extension`). Times are the best of two runs; default peak
@@ -148,8 +157,11 @@ def run(n_maps: int = 100_000, n_tokens: int = 300, *, loop_maps: int = 2_000, r
         "speedup_vs_python_loop": round(fast_rate / py_rate, 1),
         "speedup_vs_reference_loop": round(fast_rate / ref_rate, 1),
     }
-    return {"peaks": peaks_stats, "rethreshold": rethreshold(rethreshold_tokens, rethreshold_runs, seed),
-            "word_extension": word_extension(word_maps, n_tokens, seed=seed)}
+    return {
+        "peaks": peaks_stats,
+        "rethreshold": rethreshold(rethreshold_tokens, rethreshold_runs, seed),
+        "word_extension": word_extension(word_maps, n_tokens, seed=seed),
+    }
 
 
 def rethreshold(n_tokens: int = 1_000, runs: int = 200, seed: int = 0) -> dict:
@@ -201,7 +213,7 @@ def rethreshold(n_tokens: int = 1_000, runs: int = 200, seed: int = 0) -> dict:
         "note_peaks_speedup_vs_baseline": round(ms["baseline"] / ms["peaks"], 2),
         "target_ms": 5.0,
         "note": "note_peaks = runs + word extension + trimming (what every page and the dataset build use); "
-                "baseline = reference-code runs loop + the old word-extension loop, untrimmed, no heat",
+        "baseline = reference-code runs loop + the old word-extension loop, untrimmed, no heat",
     }
 
 
@@ -257,8 +269,15 @@ def bpe_like_offsets(text: str, rng) -> np.ndarray:
     return np.array(out, np.int32).reshape(-1, 2)
 
 
-def word_extension(n_maps: int = 2_000, n_tokens: int = 300, n_chars: int = 2_000, *, maps_per_note: int = 10,
-                   repeat: int = 3, seed: int = 0) -> dict:
+def word_extension(
+    n_maps: int = 2_000,
+    n_tokens: int = 300,
+    n_chars: int = 2_000,
+    *,
+    maps_per_note: int = 10,
+    repeat: int = 3,
+    seed: int = 0,
+) -> dict:
     """extend_to_words + peak_char_spans per map, against the reference loops, same run.
 
     Maps of `n_tokens` tokens (the first n_tokens of a note of about `n_chars` characters),
@@ -272,12 +291,16 @@ def word_extension(n_maps: int = 2_000, n_tokens: int = 300, n_chars: int = 2_00
     note_offsets = [bpe_like_offsets(t, rng)[:n_tokens] for t in notes]
     maps = synthetic_maps(n_maps, n_tokens, seed)
     jobs = [(i // maps_per_note, maps[i][: len(note_offsets[i // maps_per_note])]) for i in range(n_maps)]
-    items = [(spans, note_offsets[k], notes[k])
-             for (k, _), spans in zip(jobs, find_peaks_many([m for _, m in jobs])) if spans]
+    items = [
+        (spans, note_offsets[k], notes[k])
+        for (k, _), spans in zip(jobs, find_peaks_many([m for _, m in jobs]))
+        if spans
+    ]
 
     runs = {
-        "reference": lambda: [(w := reference_extend_to_words(s, o, t), reference_peak_char_spans(w, o, t))
-                              for s, o, t in items],
+        "reference": lambda: [
+            (w := reference_extend_to_words(s, o, t), reference_peak_char_spans(w, o, t)) for s, o, t in items
+        ],
         "new": lambda: [(w := extend_to_words(s, o, t), peak_char_spans(w, o, t)) for s, o, t in items],
         "many": lambda: extend_to_words_many(items, char_spans=True),
         "reference_words": lambda: [reference_extend_to_words(s, o, t) for s, o, t in items],
@@ -289,8 +312,10 @@ def word_extension(n_maps: int = 2_000, n_tokens: int = 300, n_chars: int = 2_00
             t = time.process_time()
             results[name] = fn()
             best[name] = min(best.get(name, math.inf), time.process_time() - t)
-    if not results["new"] == results["many"] == results["reference"] or results["new_words"] != results[
-            "reference_words"]:
+    if (
+        not results["new"] == results["many"] == results["reference"]
+        or results["new_words"] != results["reference_words"]
+    ):
         raise AssertionError("extend_to_words / peak_char_spans disagree with the reference loops")
     us = {name: round(t * 1e6 / len(items), 1) for name, t in best.items()}
     return {
@@ -308,8 +333,8 @@ def word_extension(n_maps: int = 2_000, n_tokens: int = 300, n_chars: int = 2_00
         "words_only_new_us_per_map": us["new_words"],
         "words_only_speedup": round(best["reference_words"] / best["new_words"], 1),
         "note": "CPU microseconds per map with peaks, best of interleaved runs: extend_to_words then "
-                "peak_char_spans (new; reference: the loops they replaced), extend_to_words_many(char_spans=True) "
-                "(many: what ml.peaks.peaks_of_arrays calls); words_only: extend_to_words alone",
+        "peak_char_spans (new; reference: the loops they replaced), extend_to_words_many(char_spans=True) "
+        "(many: what ml.peaks.peaks_of_arrays calls); words_only: extend_to_words alone",
     }
 
 

@@ -8,18 +8,29 @@ it), full fine-tuning, AdamW, cosine schedule. The Trainer gets what a plain rec
 it: right padding, labels -100 on prompt and padding, the model's own loss (logits for
 every position). Throughput = non-padding tokens / seconds from the first to the last
 optimizer step; the loops alternate, after an untimed warm-up run of each, and the best run
-of each is compared. `python -m ml.benchmarks.training [--steps N] [--threads T]` prints JSON.
+of each is compared. `python -m benchmarks training [--steps N] [--threads T]` prints JSON.
 """
+
 from __future__ import annotations
 
 import json
 import random
+import sys
 import tempfile
 import time
 
 
-def run(steps: int = 6, seq_len: int = 256, micro_batch: int = 4, *, rounds: int = 2, threads: int | None = None,
-        model_dir=None, seed: int = 0, loaded=None) -> dict:
+def run(
+    steps: int = 6,
+    seq_len: int = 256,
+    micro_batch: int = 4,
+    *,
+    rounds: int = 2,
+    threads: int | None = None,
+    model_dir=None,
+    seed: int = 0,
+    loaded=None,
+) -> dict:
     """Measure tokens/s of both loops -> JSON-able dict (a few minutes on 2 CPU cores).
 
     The loops run alternately `rounds` times each (after one untimed warm-up run of each),
@@ -37,8 +48,13 @@ def run(steps: int = 6, seq_len: int = 256, micro_batch: int = 4, *, rounds: int
     loaded, model_name = (loaded, loaded.name) if loaded is not None else _model(model_dir)
     pairs = _pairs(loaded.tokenizer, steps * micro_batch, seq_len, seed)
     warm = _pairs(loaded.tokenizer, micro_batch, seq_len, seed + 1)
-    config = CausalLMConfig(effective_batch_size=micro_batch, micro_batch_size=micro_batch, max_length=seq_len + 64,
-                            checkpoint_every=0, seed=seed)
+    config = CausalLMConfig(
+        effective_batch_size=micro_batch,
+        micro_batch_size=micro_batch,
+        max_length=seq_len + 64,
+        checkpoint_every=0,
+        seed=seed,
+    )
     bf16 = autocast_dtype(config.precision, loaded.device) is not None
     initial = {k: v.clone() for k, v in loaded.model.state_dict().items()}
     runs = {"ours": [], "trainer": []}
@@ -87,10 +103,13 @@ def padding_share(seq_len: int, micro_batch: int, *, effective: int = 128, n: in
         return round(float(1 - lengths.sum() / padded), 4)
 
     order = np.random.default_rng(seed).permutation(n)
-    random_batches = [order[i:i + micro_batch] for i in range(0, n, micro_batch)]
+    random_batches = [order[i : i + micro_batch] for i in range(0, n, micro_batch)]
     plan = step_plan(lengths, seed=seed, epoch=0, effective=effective, micro=micro_batch)
-    return {"effective_batch": effective, "random_micro_batches": share(random_batches),
-            "sorted_within_step": share([mb for step in plan for mb in step])}
+    return {
+        "effective_batch": effective,
+        "random_micro_batches": share(random_batches),
+        "sorted_within_step": share([mb for step in plan for mb in step]),
+    }
 
 
 def _model(model_dir):
@@ -102,8 +121,9 @@ def _model(model_dir):
         return random_llama(), "random Llama (hidden 256, 4 layers; SmolLM2 not converted)"
 
 
-SMALL_LLAMA = dict(hidden_size=256, intermediate_size=768, num_hidden_layers=4, num_attention_heads=4,
-                   num_key_value_heads=2)
+SMALL_LLAMA = dict(
+    hidden_size=256, intermediate_size=768, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2
+)
 
 
 def random_llama(tokenizer=None, *, device="cpu", seed: int = 0, name: str = "random-llama", **shape):
@@ -120,27 +140,38 @@ def random_llama(tokenizer=None, *, device="cpu", seed: int = 0, name: str = "ra
     torch.manual_seed(seed)
     with device:
         model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), **{**SMALL_LLAMA, **shape}))
-    return LoadedModel(model=model.eval(), tokenizer=tokenizer, family=FAMILIES["llama"], name=name,
-                       device=device, dtype=torch.float32, path="")
+    return LoadedModel(
+        model=model.eval(),
+        tokenizer=tokenizer,
+        family=FAMILIES["llama"],
+        name=name,
+        device=device,
+        dtype=torch.float32,
+        path="",
+    )
 
 
 def _small_tokenizer():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from ml.benchmarks.relevance import SENTENCES
+    from benchmarks.relevance import SENTENCES
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=2000, special_tokens=["<s>", "</s>", "<mask>"], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=2000,
+        special_tokens=["<s>", "</s>", "<mask>"],
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(SENTENCES * 20, trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="</s>")
 
 
 def _pairs(tokenizer, n: int, seq_len: int, seed: int):
-    from ml.benchmarks.relevance import synthetic_note
+    from benchmarks.relevance import synthetic_note
     from ml.masking import DSM_INSTRUCTION
     from ml.training import TextPair
 
@@ -151,8 +182,8 @@ def _pairs(tokenizer, n: int, seq_len: int, seed: int):
         words = note.split()
         k = rng.randrange(len(words) // 3, len(words) - 3)
         span = rng.randint(1, 3)
-        masked = " ".join(words[:k] + ["<mask>"] + words[k + span:])
-        pairs.append(TextPair(f"{DSM_INSTRUCTION} {masked}", " ".join(words[k:k + span])))
+        masked = " ".join(words[:k] + ["<mask>"] + words[k + span :])
+        pairs.append(TextPair(f"{DSM_INSTRUCTION} {masked}", " ".join(words[k : k + span])))
     return pairs
 
 
@@ -162,8 +193,9 @@ def _ours(loaded, pairs, config) -> dict:
 
     stamps = []
     with tempfile.TemporaryDirectory() as out:
-        train_causal_lm(loaded, pairs, config, output_dir=out,
-                        on_progress=lambda e: stamps.append((time.perf_counter(), e)))
+        train_causal_lm(
+            loaded, pairs, config, output_dir=out, on_progress=lambda e: stamps.append((time.perf_counter(), e))
+        )
     steps = [t for t, e in stamps if not e.message]
     start = next(t for t, e in stamps if e.message.startswith("started"))
     encoder = training_encoder(loaded, config, loaded.device)  # as train_causal_lm encodes
@@ -171,9 +203,14 @@ def _ours(loaded, pairs, config) -> dict:
     tokens = sum(len(e.input_ids) for e in encoded)
     seconds = steps[-1] - start
     losses = [e.loss for _, e in stamps if not e.message]
-    return {"tokens": tokens, "seconds": seconds, "timed_steps": len(steps), "tokens_per_s": tokens / seconds,
-            "mean_loss": sum(losses) / len(losses),
-            "answer_tokens": round(sum(len(e.input_ids) - e.prompt_len for e in encoded) / len(encoded), 1)}
+    return {
+        "tokens": tokens,
+        "seconds": seconds,
+        "timed_steps": len(steps),
+        "tokens_per_s": tokens / seconds,
+        "mean_loss": sum(losses) / len(losses),
+        "answer_tokens": round(sum(len(e.input_ids) - e.prompt_len for e in encoded) / len(encoded), 1),
+    }
 
 
 def _trainer(loaded, pairs, config, bf16: bool) -> dict:
@@ -196,7 +233,7 @@ def _trainer(loaded, pairs, config, bf16: bool) -> dict:
             n = len(b["input_ids"])
             ids[row, :n] = torch.tensor(b["input_ids"])
             mask[row, :n] = 1
-            labels[row, b["prompt_len"]:n] = ids[row, b["prompt_len"]:n]
+            labels[row, b["prompt_len"] : n] = ids[row, b["prompt_len"] : n]
         return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
     class Stamps(TrainerCallback):
@@ -216,23 +253,42 @@ def _trainer(loaded, pairs, config, bf16: bool) -> dict:
         p.requires_grad_(True)
     with tempfile.TemporaryDirectory() as out:
         args = TrainingArguments(
-            output_dir=out, per_device_train_batch_size=config.micro_batch_size, gradient_accumulation_steps=1,
-            num_train_epochs=1, learning_rate=config.lr, lr_scheduler_type="cosine", warmup_ratio=config.warmup_ratio,
-            weight_decay=config.weight_decay, adam_epsilon=config.adam_eps, max_grad_norm=config.max_grad_norm,
-            bf16=bf16, use_cpu=loaded.device.type == "cpu", report_to=[], save_strategy="no", logging_strategy="no",
-            dataloader_num_workers=0, disable_tqdm=True, remove_unused_columns=False, seed=config.seed)
-        trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collate,
-                          callbacks=[stamps])
+            output_dir=out,
+            per_device_train_batch_size=config.micro_batch_size,
+            gradient_accumulation_steps=1,
+            num_train_epochs=1,
+            learning_rate=config.lr,
+            lr_scheduler_type="cosine",
+            warmup_ratio=config.warmup_ratio,
+            weight_decay=config.weight_decay,
+            adam_epsilon=config.adam_eps,
+            max_grad_norm=config.max_grad_norm,
+            bf16=bf16,
+            use_cpu=loaded.device.type == "cpu",
+            report_to=[],
+            save_strategy="no",
+            logging_strategy="no",
+            dataloader_num_workers=0,
+            disable_tqdm=True,
+            remove_unused_columns=False,
+            seed=config.seed,
+        )
+        trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collate, callbacks=[stamps])
         trainer.remove_callback(PrinterCallback)  # keep stdout for the JSON
         result = trainer.train()
     model.eval()
     tokens = sum(len(e.input_ids) for e in encoded)
     seconds = stamps.times[-1] - stamps.times[0]
-    return {"tokens": tokens, "seconds": seconds, "timed_steps": len(stamps.times) - 1,
-            "tokens_per_s": tokens / seconds, "mean_loss": float(result.training_loss)}
+    return {
+        "tokens": tokens,
+        "seconds": seconds,
+        "timed_steps": len(stamps.times) - 1,
+        "tokens_per_s": tokens / seconds,
+        "mean_loss": float(result.training_loss),
+    }
 
 
-if __name__ == "__main__":
+def main(argv=None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -242,6 +298,14 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--model-dir", default=None)
-    a = parser.parse_args()
-    print(json.dumps(run(a.steps, a.seq_len, a.micro_batch, rounds=a.rounds, threads=a.threads,
-                         model_dir=a.model_dir), indent=2))
+    a = parser.parse_args(argv)
+    print(
+        json.dumps(
+            run(a.steps, a.seq_len, a.micro_batch, rounds=a.rounds, threads=a.threads, model_dir=a.model_dir), indent=2
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

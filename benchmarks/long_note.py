@@ -1,11 +1,11 @@
 """Benchmark the pages of the largest note an import accepts, windowed and whole; prints JSON.
 
-    .venv/bin/python scripts/bench_long_note.py                 # settings.IMPORT_MAX_NOTE_CHARS
-    .venv/bin/python scripts/bench_long_note.py --chars 2000000 --requests 5
+    .venv/bin/python benchmarks/long_note.py                 # settings.IMPORT_MAX_NOTE_CHARS
+    .venv/bin/python benchmarks/long_note.py --chars 2000000 --requests 5
 
 Runs in a DEDICATED database (default `dsm_bench_long_note` on 127.0.0.1, or --database-url): it is
 created and migrated, used, and dropped at the end (--keep to keep it). Database helpers and the
-RSS sampler are those of scripts/bench_datasets.py.
+RSS sampler are those of benchmarks/dataset_builds.py.
 
 Data: one note of exactly --chars characters (default settings.IMPORT_MAX_NOTE_CHARS): emergency
 department notes of ml.synthetic joined into one long record, tokenised into words and
@@ -33,6 +33,7 @@ sampled every 50 ms, minus RSS before). The windowed pages run first: RSS rarely
 so the baseline's growth is measured from where the windowed runs left it. The machine's load
 average is printed at the start and at the end: on a shared machine the absolute times move with it.
 """
+
 import argparse
 import json
 import os
@@ -45,12 +46,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-# Plain HTTP and static files from the source folders (the test settings), as scripts/bench_review.py.
+# Plain HTTP and static files from the source folders (the test settings), as benchmarks/review_pages.py.
 os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
 
-from bench_datasets import PeakRss, create_database, database_for, drop_database, rss_mb  # noqa: E402
+from benchmarks.database import PeakRss, database_for, drop_database, rss_mb, use_new_database  # noqa: E402
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 TARGET_MS, TARGET_MB = 1_000, 200  # issue 14: the largest allowed note's review page in under 1 s and 200 MB
@@ -82,7 +82,7 @@ def scores_along(rng, n: int, burst_every: int):
     scores = rng.exponential(0.04, n).astype(np.float32)
     for start in rng.integers(0, n, size=max(1, n // burst_every)).tolist():
         width = int(rng.integers(1, 6))
-        scores[start:start + width] = np.maximum(scores[start:start + width], rng.uniform(0.3, 1.0))
+        scores[start : start + width] = np.maximum(scores[start : start + width], rng.uniform(0.3, 1.0))
     return scores / scores.max()
 
 
@@ -108,16 +108,38 @@ def make_inputs(args) -> dict:
     dsm_scores = scores_along(rng, len(offsets), args.burst_every)
     for note, n in ((full, len(offsets)), (cut, min(args.context, len(offsets)))):
         for version, values in ((model, scores), (dsm, dsm_scores)):
-            RelevanceMap.objects.create(note=note, task=task, model_version=version, method="attnlrp", template="en",
-                                        n_tokens=n, data=RelevanceMap.encode(offsets[:n], values[:n]))
+            RelevanceMap.objects.create(
+                note=note,
+                task=task,
+                model_version=version,
+                method="attnlrp",
+                template="en",
+                n_tokens=n,
+                data=RelevanceMap.encode(offsets[:n], values[:n]),
+            )
     words = [m.span() for m in re.finditer(r"\w+", text)]
     evidence = [list(words[k]) for k in rng.choice(len(words), size=min(50, len(words)), replace=False).tolist()]
     Annotation.objects.create(note=full, task=task, label="y", annotator_name="gold", evidence=evidence)
-    vset = ValidationSet.objects.create(corpus=corpus, model_version=model, method="attnlrp", template="en",
-                                        name="bench-round", grid=list(DEFAULT_GRID), items=[[full.pk, task.pk]])
-    return {"full": full, "cut": cut, "task": task, "model": model, "dsm": dsm, "profile": profile, "vset": vset,
-            "tokens": len(offsets),
-            "context_end": int(offsets[min(args.context, len(offsets)) - 1, 1])}
+    vset = ValidationSet.objects.create(
+        corpus=corpus,
+        model_version=model,
+        method="attnlrp",
+        template="en",
+        name="bench-round",
+        grid=list(DEFAULT_GRID),
+        items=[[full.pk, task.pk]],
+    )
+    return {
+        "full": full,
+        "cut": cut,
+        "task": task,
+        "model": model,
+        "dsm": dsm,
+        "profile": profile,
+        "vset": vset,
+        "tokens": len(offsets),
+        "context_end": int(offsets[min(args.context, len(offsets)) - 1, 1]),
+    }
 
 
 def measure(client, path: str, params: dict, requests: int, headers: dict | None = None) -> dict:
@@ -139,28 +161,40 @@ def measure(client, path: str, params: dict, requests: int, headers: dict | None
     tracemalloc.stop()
     built = re.search(rb"shown in ([0-9.]+) ms", response.content)
     ms = sorted(t * 1000 for t in times)
-    return {"requests": len(ms), "median_ms": round(statistics.median(ms), 1), "max_ms": round(ms[-1], 1),
-            "panel_build_ms": float(built.group(1)) if built else None,
-            "response_bytes": len(response.content), "tracemalloc_peak_mb": round(traced_peak / 2**20, 1),
-            "rss_growth_mb": round(sampler.peak - before, 1), "rss_anon_peak_mb": round(sampler.peak_anon, 1)}
+    return {
+        "requests": len(ms),
+        "median_ms": round(statistics.median(ms), 1),
+        "max_ms": round(ms[-1], 1),
+        "panel_build_ms": float(built.group(1)) if built else None,
+        "response_bytes": len(response.content),
+        "tracemalloc_peak_mb": round(traced_peak / 2**20, 1),
+        "rss_growth_mb": round(sampler.peak - before, 1),
+        "rss_anon_peak_mb": round(sampler.peak_anon, 1),
+    }
 
 
 def summary(figures: dict) -> str:
-    return (f"{figures['median_ms']} ms median, {figures['response_bytes']:,} bytes, "
-            f"{figures['tracemalloc_peak_mb']} MB traced, +{figures['rss_growth_mb']} MB RSS")
+    return (
+        f"{figures['median_ms']} ms median, {figures['response_bytes']:,} bytes, "
+        f"{figures['tracemalloc_peak_mb']} MB traced, +{figures['rss_growth_mb']} MB RSS"
+    )
 
 
 def pages(client, objects, requests: int) -> dict:
     """Every page measured, as {name: figures}."""
     from django.urls import reverse
 
+    from webapp.lib import windows
     from webapp.review import noteview, selection
 
-    from webapp.lib import windows
-
     full, cut = objects["full"], objects["cut"]
-    base = {"task": objects["task"].pk, "model": objects["model"].pk, "method": "attnlrp", "template": "en",
-            "profile": objects["profile"].pk}
+    base = {
+        "task": objects["task"].pk,
+        "model": objects["model"].pk,
+        "method": "attnlrp",
+        "template": "en",
+        "profile": objects["profile"].pk,
+    }
     review = reverse("review:note", args=[full.corpus_id, full.pk])
     parts = windows.windows(full.text)
     middle = parts[len(parts) // 2]
@@ -176,18 +210,24 @@ def pages(client, objects, requests: int) -> dict:
         "review_page_first_window": measure(client, review, base, requests),
         "review_page_middle_window": measure(client, review, {**base, "window": middle.index}, requests),
         "review_panel_j_into_next_window": measure(client, review, {**base, "peak": next_peak}, requests, htmx),
-        "review_page_cut_map_where_it_ends": measure(client, reverse("review:note", args=[cut.corpus_id, cut.pk]),
-                                                     {**base, "window": cut_window}, requests),
+        "review_page_cut_map_where_it_ends": measure(
+            client, reverse("review:note", args=[cut.corpus_id, cut.pk]), {**base, "window": cut_window}, requests
+        ),
         "corpus_note_page": measure(client, reverse("corpus:note", args=[full.corpus_id, full.pk]), {}, requests),
-        "compare_page_first_window": measure(client, reverse("review:compare", args=[full.corpus_id, full.pk]),
-                                             pair, requests),
-        "compare_page_middle_window": measure(client, reverse("review:compare", args=[full.corpus_id, full.pk]),
-                                              {**pair, "window": middle.index}, requests),
+        "compare_page_first_window": measure(
+            client, reverse("review:compare", args=[full.corpus_id, full.pk]), pair, requests
+        ),
+        "compare_page_middle_window": measure(
+            client,
+            reverse("review:compare", args=[full.corpus_id, full.pk]),
+            {**pair, "window": middle.index},
+            requests,
+        ),
         "compare_page_cut_maps_where_they_end": measure(
-            client, reverse("review:compare", args=[cut.corpus_id, cut.pk]), {**pair, "window": cut_window}, requests),
+            client, reverse("review:compare", args=[cut.corpus_id, cut.pk]), {**pair, "window": cut_window}, requests
+        ),
         "validation_round_first_window": measure(client, rounds, {}, requests),
-        "validation_round_middle_window": measure(client, rounds, {"note": full.pk, "window": middle.index},
-                                                  requests),
+        "validation_round_middle_window": measure(client, rounds, {"note": full.pk, "window": middle.index}, requests),
     }
 
 
@@ -199,16 +239,15 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=10, help="timed requests a page (default 10)")
     parser.add_argument("--baseline-requests", type=int, default=3, help="timed requests a whole-note page")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/dsm_bench_long_note",
-                        help="a database this script creates and drops")
+    parser.add_argument(
+        "--database-url",
+        default="postgres://postgres@127.0.0.1:5432/dsm_bench_long_note",
+        help="a database this script creates and drops",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the benchmark database")
     args = parser.parse_args()
 
-    create_database(args.database_url)
-    os.environ["DATABASE_URL"] = args.database_url
-    import django
-
-    django.setup()
+    use_new_database(args.database_url)
     from django.conf import settings
     from django.contrib.auth.models import Group, User
     from django.core.management import call_command
@@ -217,8 +256,11 @@ def main() -> None:
     from webapp.lib import windows
 
     args.chars = args.chars or settings.IMPORT_MAX_NOTE_CHARS
-    result = {"database": database_for(args.database_url)[0], "cpu_count": os.cpu_count(),
-              "target": {"median_ms_below": TARGET_MS, "rss_growth_mb_below": TARGET_MB}}
+    result = {
+        "database": database_for(args.database_url)[0],
+        "cpu_count": os.cpu_count(),
+        "target": {"median_ms_below": TARGET_MS, "rss_growth_mb_below": TARGET_MB},
+    }
     try:
         call_command("migrate", verbosity=0)
         objects = make_inputs(args)
@@ -227,10 +269,13 @@ def main() -> None:
         client = Client()
         client.force_login(user)
         client.user = user
-        result["note"] = {"characters": len(objects["full"].text), "tokens": objects["tokens"],
-                          "window_chars": windows.WINDOW_CHARS,
-                          "windows": len(windows.windows(objects["full"].text)),
-                          "cut_map_tokens": min(args.context, objects["tokens"])}
+        result["note"] = {
+            "characters": len(objects["full"].text),
+            "tokens": objects["tokens"],
+            "window_chars": windows.WINDOW_CHARS,
+            "windows": len(windows.windows(objects["full"].text)),
+            "cut_map_tokens": min(args.context, objects["tokens"]),
+        }
         result["rss_mb_start"] = round(rss_mb(), 1)
         result["load_average_1_5_15_start"] = [round(x, 2) for x in os.getloadavg()]
         result["windowed"] = pages(client, objects, args.requests)
@@ -244,10 +289,12 @@ def main() -> None:
             whole = result["baseline_whole_note"][name]
             figures["ratio_baseline_over_windowed_median"] = round(whole["median_ms"] / figures["median_ms"], 1)
         result["meets_target"] = all(
-            f["median_ms"] < TARGET_MS and f["rss_growth_mb"] < TARGET_MB for f in result["windowed"].values())
+            f["median_ms"] < TARGET_MS and f["rss_growth_mb"] < TARGET_MB for f in result["windowed"].values()
+        )
         for name in ("review_page_first_window", "compare_page_first_window", "validation_round_first_window"):
-            result[f"{name}_summary"] = {kind: summary(result[kind][name])
-                                         for kind in ("windowed", "baseline_whole_note")}
+            result[f"{name}_summary"] = {
+                kind: summary(result[kind][name]) for kind in ("windowed", "baseline_whole_note")
+            }
         result["load_average_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
         result["rss_mb_end"] = round(rss_mb(), 1)
     finally:

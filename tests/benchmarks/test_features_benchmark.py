@@ -1,7 +1,8 @@
 """The features / scoring benchmark runs and its two loops agree (random model: fast)."""
+
 import json
 
-from ml.benchmarks import features
+from benchmarks import features
 
 
 def test_the_features_benchmark_compares_equal_outputs(tmp_path):

@@ -6,11 +6,12 @@ score is ml.metrics.relevance_mass_ratio: relevance mass on gold tokens divided 
 share of tokens (1.0 = uniform). Prints a markdown table: method -> mean ratio, n pairs,
 time. Reads ../shared/data/e3c only when it exists (it is not part of the product).
 
-    python -m ml.benchmarks.e3c_localisation [--docs 24] [--types CLINENTITY,...]
+    python -m benchmarks e3c-localisation [--docs 24] [--types CLINENTITY,...]
 
 Methods that need an unpatched process (attention, grad_input) run before AttnLRP, which
 patches this process with lxt.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,13 +46,21 @@ def load_pairs(path: Path, n_docs: int | None, types: list[str], seed: int) -> t
         for entity_type in types:
             spans = [(e["begin"], e["end"]) for e in doc["entities"] if e["type"] == entity_type]
             if spans:
-                pairs.append({"doc": doc["id"], "type": entity_type, "text": doc["text"],
-                              "task": TYPE_TASKS[entity_type], "gold": spans})
+                pairs.append(
+                    {
+                        "doc": doc["id"],
+                        "type": entity_type,
+                        "text": doc["text"],
+                        "task": TYPE_TASKS[entity_type],
+                        "gold": spans,
+                    }
+                )
     return pairs, total
 
 
-def evaluate(loaded, pairs: list[dict], method: str, explain: str,
-             max_note_tokens: int | None) -> tuple[list[float], list[float], float]:
+def evaluate(
+    loaded, pairs: list[dict], method: str, explain: str, max_note_tokens: int | None
+) -> tuple[list[float], list[float], float]:
     """-> (mass ratio per pair, the same without the first note token, seconds).
 
     The first note token often takes sink-like relevance (a large |r| right after the
@@ -60,12 +69,20 @@ def evaluate(loaded, pairs: list[dict], method: str, explain: str,
     from ml.relevance import compute_relevance, normalise_scores
 
     started = time.perf_counter()
-    results = compute_relevance(loaded, [p["text"] for p in pairs], [p["task"] for p in pairs], method=method,
-                                explain=explain, max_note_tokens=max_note_tokens)
+    results = compute_relevance(
+        loaded,
+        [p["text"] for p in pairs],
+        [p["task"] for p in pairs],
+        method=method,
+        explain=explain,
+        max_note_tokens=max_note_tokens,
+    )
     seconds = time.perf_counter() - started
     ratios = [relevance_mass_ratio(r.scores, r.offsets, p["gold"]) for r, p in zip(results, pairs)]
-    no_first = [relevance_mass_ratio(normalise_scores(r.raw_scores[1:]), r.offsets[1:], p["gold"])
-                for r, p in zip(results, pairs)]
+    no_first = [
+        relevance_mass_ratio(normalise_scores(r.raw_scores[1:]), r.offsets[1:], p["gold"])
+        for r, p in zip(results, pairs)
+    ]
     return ratios, no_first, seconds
 
 
@@ -99,25 +116,42 @@ def main(argv=None) -> int:
     device = pick_device(None)
     loaded = load_model(args.model, model_dir=args.model_dir, device=device, dtype=preferred_dtype(device))
     n_docs = len({p["doc"] for p in pairs})
-    print(f"E3C English layer 1: {n_docs} of {total} documents (seed {args.seed}), types {', '.join(types)}, "
-          f"{len(pairs)} (document, type) pairs; model {loaded.label} {str(loaded.dtype).removeprefix('torch.')} "
-          f"on {loaded.device}; explain={args.explain}; notes cut to {args.max_note_tokens} tokens\n", file=sys.stderr)
+    print(
+        f"E3C English layer 1: {n_docs} of {total} documents (seed {args.seed}), types {', '.join(types)}, "
+        f"{len(pairs)} (document, type) pairs; model {loaded.label} {str(loaded.dtype).removeprefix('torch.')} "
+        f"on {loaded.device}; explain={args.explain}; notes cut to {args.max_note_tokens} tokens\n",
+        file=sys.stderr,
+    )
 
     rows, per_type = [], {}
     for method in methods:
         ratios, no_first, seconds = evaluate(loaded, pairs, method, args.explain, args.max_note_tokens)
         defined = [r for r in ratios if not math.isnan(r)]
-        rows.append((method, _mean(ratios), statistics.median(defined) if defined else math.nan,
-                     sum(r > 1 for r in defined) / max(len(defined), 1), _mean(no_first), len(defined), seconds))
+        rows.append(
+            (
+                method,
+                _mean(ratios),
+                statistics.median(defined) if defined else math.nan,
+                sum(r > 1 for r in defined) / max(len(defined), 1),
+                _mean(no_first),
+                len(defined),
+                seconds,
+            )
+        )
         for p, r in zip(pairs, ratios):
             per_type.setdefault((method, p["type"]), []).append(r)
         print(f"  {method}: {seconds:.0f} s", file=sys.stderr)
 
-    print("| method | mean mass ratio | median | pairs > 1 | mean, first note token excluded | n pairs | time (s) | s / prompt |")
+    print(
+        "| method | mean mass ratio | median | pairs > 1 | mean, first note token excluded | n pairs | time (s) "
+        "| s / prompt |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for method, mean, median, above, no_first, n, seconds in sorted(rows, key=lambda r: -r[1]):
-        print(f"| {method} | {mean:.3f} | {median:.3f} | {above:.0%} | {no_first:.3f} | {n} | {seconds:.0f} "
-              f"| {seconds / len(pairs):.2f} |")
+        print(
+            f"| {method} | {mean:.3f} | {median:.3f} | {above:.0%} | {no_first:.3f} | {n} | {seconds:.0f} "
+            f"| {seconds / len(pairs):.2f} |"
+        )
     print("\n| method | " + " | ".join(f"{t} ({TYPE_TASKS[t]})" for t in types) + " |")
     print("| --- |" + " --- |" * len(types))
     for method in methods:

@@ -1,12 +1,13 @@
 """The relevance benchmark's comparison runs its three paths on the same prompts (tiny model, in
 the patched child: it applies AttnLRP)."""
+
 import json
 
 from tests.ml.conftest import build_loaded
 
 
 def child_compare(tasks_per_note):
-    from ml.benchmarks.relevance import compare
+    from benchmarks.relevance import compare
 
     ours, base = build_loaded("llama"), build_loaded("llama")  # the same fp32 weights (fixed seed)
     return compare(ours, base, 6, 60, tasks_per_note=tasks_per_note)

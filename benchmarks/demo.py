@@ -1,8 +1,8 @@
 """Relevance rate of `make demo`'s first job on this CPU; prints JSON. Rerun it to check the
 figure README quotes for `make demo`:
 
-    .venv/bin/python scripts/bench_demo.py                  # the demo's job: its notes x tasks
-    .venv/bin/python scripts/bench_demo.py --threads 1 --notes 2
+    .venv/bin/python benchmarks/demo.py                  # the demo's job: its notes x tasks
+    .venv/bin/python benchmarks/demo.py --threads 1 --notes 2
 
 What it measures: the prompts of the demo's first relevance job (demo.DEMO_TASKS on the first
 notes of the demo corpus: ml.synthetic notes, language "mixed", seed 0, as load_demo_corpus writes
@@ -15,6 +15,7 @@ Printed: seconds to load the model, seconds per prompt (mean, first chunk, slowe
 job's projected time, and the load average before and after (a busy machine measures slower: read
 the figures with it). No database, no broker, no Django: ml/ only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,7 +71,7 @@ def main(argv=None) -> dict:
     chunk_seconds = []
     started = time.perf_counter()
     for i in range(0, len(pairs), chunk_size):
-        chunk = pairs[i:i + chunk_size]
+        chunk = pairs[i : i + chunk_size]
         t0 = time.perf_counter()
         compute_relevance(loaded, [n for n, _ in chunk], [t for _, t in chunk], method="attnlrp")
         chunk_seconds.append(time.perf_counter() - t0)
@@ -107,7 +108,7 @@ def _rundemo_sizes() -> dict:
     for line in source.splitlines():
         for name, key in (("DEMO_JOB_NOTES = ", "notes"), ("DEMO_CHUNK_SIZE = ", "chunk_size")):
             if line.startswith(name):
-                sizes[key] = int(line[len(name):].split("#")[0].strip())
+                sizes[key] = int(line[len(name) :].split("#")[0].strip())
     return sizes
 
 

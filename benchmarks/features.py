@@ -9,12 +9,13 @@ prompts, longest first, which is what the heads computed before. The two must gi
 features (the largest absolute difference is printed). With `--scoring`, the same items are
 scored as SFT predicts them (ml.training.scoring, every option of every item): grouped by note
 against one request per item without a group (the options of an item still share its prompt,
-so that baseline already shares something; `--scoring-plain` adds the fully unshared loop). Notes are synthetic clinical text of
-`note_tokens` tokens, or the first `notes` lines of a JSONL file (`--notes-file`, field
-`--field`), e.g. CodiEsp:
+so that baseline already shares something; `--scoring-plain` adds the fully unshared loop).
+Notes are synthetic clinical text of `note_tokens` tokens, or the first `notes` lines of a JSONL
+file (`--notes-file`, field `--field`), e.g. CodiEsp:
 
-    python -m ml.benchmarks.features --notes-file ../shared/data/codiesp/train.jsonl --field text_en_mt
+    python -m benchmarks features --notes-file ../shared/data/codiesp/train.jsonl --field text_en_mt
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,15 +26,25 @@ import time
 from pathlib import Path
 
 
-def run(notes: int = 8, tasks: int = 20, note_tokens: int = 400, *, batch_size: int = 8, max_length: int = 1024,
-        notes_file: Path | None = None, field: str = "text", threads: int | None = None, model_dir=None,
-        loaded=None) -> dict:
+def run(
+    notes: int = 8,
+    tasks: int = 20,
+    note_tokens: int = 400,
+    *,
+    batch_size: int = 8,
+    max_length: int = 1024,
+    notes_file: Path | None = None,
+    field: str = "text",
+    threads: int | None = None,
+    model_dir=None,
+    loaded=None,
+) -> dict:
     """Features of notes x tasks items, note prefix shared vs one forward per item (module doc).
     loaded: a LoadedModel to use instead of the default model."""
     import numpy as np
     import torch
 
-    from ml.benchmarks.training import _model
+    from benchmarks.training import _model
     from ml.catalog import load_catalog
     from ml.training import LabeledItem, extract_features
 
@@ -42,15 +53,25 @@ def run(notes: int = 8, tasks: int = 20, note_tokens: int = 400, *, batch_size: 
     loaded, model_name = (loaded, loaded.name) if loaded is not None else _model(model_dir)
     texts = _texts(loaded.tokenizer, notes, note_tokens, notes_file, field)
     specs = [spec for spec in load_catalog() if not spec.held_out][:tasks]
-    items = [LabeledItem(item_id=f"{n}-{spec.slug}", note_id=str(n), task=spec.slug, description=spec.description,
-                         options=list(spec.options), text=text)
-             for n, text in enumerate(texts) for spec in specs]
+    items = [
+        LabeledItem(
+            item_id=f"{n}-{spec.slug}",
+            note_id=str(n),
+            task=spec.slug,
+            description=spec.description,
+            options=list(spec.options),
+            text=text,
+        )
+        for n, text in enumerate(texts)
+        for spec in specs
+    ]
     timings, outputs = {}, {}
     for mode, shared in (("warm-up", True), ("plain", False), ("shared_prefix", True)):
-        subset = items[:len(specs)] if mode == "warm-up" else items
+        subset = items[: len(specs)] if mode == "warm-up" else items
         started = time.perf_counter()
-        outputs[mode] = extract_features(loaded, subset, batch_size=batch_size, max_length=max_length,
-                                         shared_prefix=shared)
+        outputs[mode] = extract_features(
+            loaded, subset, batch_size=batch_size, max_length=max_length, shared_prefix=shared
+        )
         timings[mode] = time.perf_counter() - started
     lengths = [len(loaded.tokenizer(t, add_special_tokens=False).input_ids) for t in texts]
     return {
@@ -70,14 +91,24 @@ def run(notes: int = 8, tasks: int = 20, note_tokens: int = 400, *, batch_size: 
     }
 
 
-def run_scoring(notes: int = 4, tasks: int = 20, note_tokens: int = 400, *, batch_size: int = 8,
-                max_length: int = 1024, notes_file: Path | None = None, field: str = "text",
-                threads: int | None = None, model_dir=None, unshared: bool = False) -> dict:
+def run_scoring(
+    notes: int = 4,
+    tasks: int = 20,
+    note_tokens: int = 400,
+    *,
+    batch_size: int = 8,
+    max_length: int = 1024,
+    notes_file: Path | None = None,
+    field: str = "text",
+    threads: int | None = None,
+    model_dir=None,
+    unshared: bool = False,
+) -> dict:
     """Option scoring of notes x tasks items: grouped by note vs per item (vs nothing shared)."""
     import numpy as np
     import torch
 
-    from ml.benchmarks.training import _model
+    from benchmarks.training import _model
     from ml.catalog import load_catalog
     from ml.training.data import LabeledItem, sft_prompt
     from ml.training.scoring import OptionRequest, option_scores
@@ -89,25 +120,44 @@ def run_scoring(notes: int = 4, tasks: int = 20, note_tokens: int = 400, *, batc
     texts = _texts(loaded.tokenizer, notes, note_tokens, notes_file, field)
     specs = [spec for spec in load_catalog() if not spec.held_out][:tasks]
     mask = mask_token_for(loaded)
-    items = [LabeledItem(item_id=f"{n}-{spec.slug}", note_id=str(n), task=spec.slug, description=spec.description,
-                         options=list(spec.options), text=text)
-             for n, text in enumerate(texts) for spec in specs]
-    modes = {"by_note": (lambda i: OptionRequest(sft_prompt(i, mask), i.options, group=i.note_id), True),
-             "per_item": (lambda i: OptionRequest(sft_prompt(i, mask), i.options), True)}
+    items = [
+        LabeledItem(
+            item_id=f"{n}-{spec.slug}",
+            note_id=str(n),
+            task=spec.slug,
+            description=spec.description,
+            options=list(spec.options),
+            text=text,
+        )
+        for n, text in enumerate(texts)
+        for spec in specs
+    ]
+    modes = {
+        "by_note": (lambda i: OptionRequest(sft_prompt(i, mask), i.options, group=i.note_id), True),
+        "per_item": (lambda i: OptionRequest(sft_prompt(i, mask), i.options), True),
+    }
     if unshared:
         modes["nothing_shared"] = (modes["per_item"][0], False)
     timings, scores = {}, {}
-    option_scores(loaded, [modes["by_note"][0](i) for i in items[:len(specs)]], max_length=max_length,
-                  batch_size=batch_size)  # warm-up
+    option_scores(
+        loaded, [modes["by_note"][0](i) for i in items[: len(specs)]], max_length=max_length, batch_size=batch_size
+    )  # warm-up
     for mode, (request, shared) in modes.items():
         started = time.perf_counter()
-        scores[mode] = option_scores(loaded, [request(i) for i in items], max_length=max_length,
-                                     batch_size=batch_size, shared_prefix=shared)
+        scores[mode] = option_scores(
+            loaded, [request(i) for i in items], max_length=max_length, batch_size=batch_size, shared_prefix=shared
+        )
         timings[mode] = time.perf_counter() - started
     flat = {mode: np.array([x for row in value for x in row]) for mode, value in scores.items()}
-    result = {"model": model_name, "torch_threads": torch.get_num_threads(), "notes": len(texts),
-              "tasks_per_note": len(specs), "items": len(items),
-              "sequences": sum(len(i.options) for i in items), "max_length": max_length}
+    result = {
+        "model": model_name,
+        "torch_threads": torch.get_num_threads(),
+        "notes": len(texts),
+        "tasks_per_note": len(specs),
+        "items": len(items),
+        "sequences": sum(len(i.options) for i in items),
+        "max_length": max_length,
+    }
     for mode, seconds in timings.items():
         result[f"{mode}_items_per_s"] = round(len(items) / seconds, 2)
     result["speedup_vs_per_item"] = round(timings["per_item"] / timings["by_note"], 2)
@@ -119,7 +169,7 @@ def run_scoring(notes: int = 4, tasks: int = 20, note_tokens: int = 400, *, batc
 
 def _texts(tokenizer, n: int, note_tokens: int, notes_file: Path | None, field: str) -> list[str]:
     if notes_file is None:
-        from ml.benchmarks.relevance import synthetic_note
+        from benchmarks.relevance import synthetic_note
 
         rng = random.Random(0)
         return [synthetic_note(rng, tokenizer, note_tokens) for _ in range(n)]
@@ -135,7 +185,7 @@ def _texts(tokenizer, n: int, note_tokens: int, notes_file: Path | None, field: 
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ml.benchmarks.features", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks features", description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=8)
     parser.add_argument("--tasks", type=int, default=20)
     parser.add_argument("--note-tokens", type=int, default=400, help="length of the synthetic notes")
@@ -148,13 +198,38 @@ def main(argv=None) -> int:
     parser.add_argument("--scoring-plain", action="store_true", help="with --scoring: also nothing shared")
     args = parser.parse_args(argv)
     if args.scoring:
-        print(json.dumps(run_scoring(args.notes, args.tasks, args.note_tokens, batch_size=args.batch_size,
-                                     max_length=args.max_length, notes_file=args.notes_file, field=args.field,
-                                     threads=args.threads, unshared=args.scoring_plain), indent=2))
+        print(
+            json.dumps(
+                run_scoring(
+                    args.notes,
+                    args.tasks,
+                    args.note_tokens,
+                    batch_size=args.batch_size,
+                    max_length=args.max_length,
+                    notes_file=args.notes_file,
+                    field=args.field,
+                    threads=args.threads,
+                    unshared=args.scoring_plain,
+                ),
+                indent=2,
+            )
+        )
         return 0
-    print(json.dumps(run(args.notes, args.tasks, args.note_tokens, batch_size=args.batch_size,
-                         max_length=args.max_length, notes_file=args.notes_file, field=args.field,
-                         threads=args.threads), indent=2))
+    print(
+        json.dumps(
+            run(
+                args.notes,
+                args.tasks,
+                args.note_tokens,
+                batch_size=args.batch_size,
+                max_length=args.max_length,
+                notes_file=args.notes_file,
+                field=args.field,
+                threads=args.threads,
+            ),
+            indent=2,
+        )
+    )
     return 0
 
 

@@ -2,7 +2,7 @@
 
 Both run in the same (child) process on the same prompts (~`note_tokens`-token synthetic
 English clinical notes, `tasks_per_note` task descriptions each, note by note as a relevance
-chunk holds them; `python -m ml.benchmarks.relevance`: 2 notes x 9 tasks, as the paper samples):
+chunk holds them; `python -m benchmarks relevance`: 2 notes x 9 tasks, as the paper samples):
   * baseline: written like lxt's README: fp32 model, parameters frozen, one prompt at a
     time, full logits for every position, backward from the top logit at the last one;
   * ours: `ml.relevance.compute_relevance(method="attnlrp")` with its defaults
@@ -18,20 +18,23 @@ task on every note): seconds per (note, task) pair and the mean Pearson correlat
 normalised maps of two different tasks on one note (1.0: the map does not depend on the task).
 
 AttnLRP patches the process that runs it, so by default `run()` works in a spawned child
-and the caller (e.g. ml/bench.py) stays unpatched. `python -m ml.benchmarks.relevance`.
+and the caller (e.g. benchmarks/ml_core.py) stays unpatched. `python -m benchmarks relevance`.
 """
+
 from __future__ import annotations
 
 import json
 import multiprocessing
 import random
+import sys
 import time
 
 SENTENCES = [
     "The patient is a {age}-year-old {sex} admitted through the emergency department with {complaint}.",
     "Past medical history includes {history} and {history2}.",
     "Home medications: {drug} {dose} mg daily and {drug2} {dose2} mg twice daily.",
-    "On arrival heart rate was {hr} bpm, blood pressure {sbp}/{dbp} mmHg, temperature {temp} C and oxygen saturation {sat}% on room air.",
+    "On arrival heart rate was {hr} bpm, blood pressure {sbp}/{dbp} mmHg, temperature {temp} C and "
+    "oxygen saturation {sat}% on room air.",
     "Physical examination revealed {finding} without {negative}.",
     "Laboratory tests showed hemoglobin {hb} g/dL, white cell count {wbc} x10^9/L and creatinine {cr} mg/dL.",
     "The electrocardiogram showed {ecg}.",
@@ -41,18 +44,65 @@ SENTENCES = [
 ]
 FILL = {
     "sex": ["man", "woman"],
-    "complaint": ["shortness of breath", "chest pain", "fever and productive cough", "abdominal pain", "syncope", "palpitations"],
-    "history": ["hypertension", "type 2 diabetes mellitus", "chronic kidney disease", "atrial fibrillation", "COPD", "heart failure"],
-    "history2": ["hyperlipidemia", "hypothyroidism", "a prior stroke", "obesity", "osteoarthritis", "a permanent pacemaker"],
+    "complaint": [
+        "shortness of breath",
+        "chest pain",
+        "fever and productive cough",
+        "abdominal pain",
+        "syncope",
+        "palpitations",
+    ],
+    "history": [
+        "hypertension",
+        "type 2 diabetes mellitus",
+        "chronic kidney disease",
+        "atrial fibrillation",
+        "COPD",
+        "heart failure",
+    ],
+    "history2": [
+        "hyperlipidemia",
+        "hypothyroidism",
+        "a prior stroke",
+        "obesity",
+        "osteoarthritis",
+        "a permanent pacemaker",
+    ],
     "drug": ["amlodipine", "metformin", "bisoprolol", "furosemide", "apixaban", "atorvastatin", "ceftriaxone"],
     "drug2": ["ramipril", "levothyroxine", "pantoprazole", "insulin glargine", "digoxin"],
-    "finding": ["bibasilar crackles", "a systolic murmur", "bilateral leg edema", "a distended abdomen", "jugular venous distension"],
+    "finding": [
+        "bibasilar crackles",
+        "a systolic murmur",
+        "bilateral leg edema",
+        "a distended abdomen",
+        "jugular venous distension",
+    ],
     "negative": ["chest pain", "focal neurological deficits", "peritoneal signs", "calf tenderness", "rash"],
-    "ecg": ["sinus tachycardia", "atrial fibrillation with rapid ventricular response", "normal sinus rhythm", "left bundle branch block"],
-    "cxr": ["right lower lobe consolidation", "no acute abnormality", "cardiomegaly with pulmonary congestion", "a small left pleural effusion"],
+    "ecg": [
+        "sinus tachycardia",
+        "atrial fibrillation with rapid ventricular response",
+        "normal sinus rhythm",
+        "left bundle branch block",
+    ],
+    "cxr": [
+        "right lower lobe consolidation",
+        "no acute abnormality",
+        "cardiomegaly with pulmonary congestion",
+        "a small left pleural effusion",
+    ],
 }
-TASKS = ["heart rate", "blood pressure", "body temperature", "presence of pacemaker", "oxygen saturation",
-         "atrial fibrillation", "diabetes", "pneumonia", "heart failure", "renal function"]
+TASKS = [
+    "heart rate",
+    "blood pressure",
+    "body temperature",
+    "presence of pacemaker",
+    "oxygen saturation",
+    "atrial fibrillation",
+    "diabetes",
+    "pneumonia",
+    "heart failure",
+    "renal function",
+]
 
 
 def synthetic_note(rng: random.Random, tokenizer, note_tokens: int) -> str:
@@ -60,10 +110,20 @@ def synthetic_note(rng: random.Random, tokenizer, note_tokens: int) -> str:
     text = ""
     while len(tokenizer(text, add_special_tokens=False).input_ids) < note_tokens:
         values = {k: rng.choice(v) for k, v in FILL.items()}
-        values.update(age=rng.randint(18, 95), hr=rng.randint(45, 150), sbp=rng.randint(90, 190), dbp=rng.randint(50, 110),
-                      temp=round(rng.uniform(35.5, 40.0), 1), sat=rng.randint(84, 100), hb=round(rng.uniform(7, 16), 1),
-                      wbc=round(rng.uniform(3, 25), 1), cr=round(rng.uniform(0.5, 4), 2), days=rng.randint(1, 14),
-                      dose=rng.choice([5, 10, 20, 40]), dose2=rng.choice([2.5, 25, 50, 100]))
+        values.update(
+            age=rng.randint(18, 95),
+            hr=rng.randint(45, 150),
+            sbp=rng.randint(90, 190),
+            dbp=rng.randint(50, 110),
+            temp=round(rng.uniform(35.5, 40.0), 1),
+            sat=rng.randint(84, 100),
+            hb=round(rng.uniform(7, 16), 1),
+            wbc=round(rng.uniform(3, 25), 1),
+            cr=round(rng.uniform(0.5, 4), 2),
+            days=rng.randint(1, 14),
+            dose=rng.choice([5, 10, 20, 40]),
+            dose2=rng.choice([2.5, 25, 50, 100]),
+        )
         text += (" " if text else "") + rng.choice(SENTENCES).format(**values)
     spans = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
     return text[: spans[note_tokens - 1][1]]
@@ -82,8 +142,9 @@ def naive_relevance(model, enc):
     return (input_embeds.grad * input_embeds).float().sum(-1).detach().cpu()[0].numpy()[enc.note_index]
 
 
-def compare(ours_model, base_model, n_prompts: int, note_tokens: int, *, batch_size: int | None = None,
-            tasks_per_note: int = 1) -> dict:
+def compare(
+    ours_model, base_model, n_prompts: int, note_tokens: int, *, batch_size: int | None = None, tasks_per_note: int = 1
+) -> dict:
     """Ours (`ours_model` as loaded, compute_relevance's defaults) against the naive loop on
     `base_model` (the same weights in fp32) over the same synthetic prompts, in THIS process
     (it gets patched). Both models must be of the same family and tokenizer. With
@@ -127,8 +188,9 @@ def compare(ours_model, base_model, n_prompts: int, note_tokens: int, *, batch_s
     reference, base_s, base_cpu = timed(lambda: [naive_relevance(base_model.model, enc) for enc in encoded])
     paths = {"naive_lxt_loop": (base_s, base_cpu)}
     if tasks_per_note > 1:
-        _, product_s, product_cpu = timed(lambda: compute_relevance(ours_model, notes, tasks, batch_size=batch_size,
-                                                                     share_prefix=False))
+        _, product_s, product_cpu = timed(
+            lambda: compute_relevance(ours_model, notes, tasks, batch_size=batch_size, share_prefix=False)
+        )
         paths["product"] = (product_s, product_cpu)
     ours, ours_s, ours_cpu = timed(lambda: compute_relevance(ours_model, notes, tasks, batch_size=batch_size))
     paths["shared_prefix" if tasks_per_note > 1 else "ours"] = (ours_s, ours_cpu)
@@ -136,11 +198,16 @@ def compare(ours_model, base_model, n_prompts: int, note_tokens: int, *, batch_s
 
     agreement = float(np.mean([np.corrcoef(r.raw_scores, b)[0, 1] for r, b in zip(ours, reference)]))
     return {
-        "paths": {name: {"prompts_per_s": round(n_prompts / wall, 3), "seconds": round(wall, 2),
-                         "cpu_seconds": round(cpu, 2), "vs_naive": round(base_s / wall, 2)}
-                  for name, (wall, cpu) in paths.items()},
-        "load_average": {"before": round(load_before, 2), "after": round(load_after, 2),
-                         "cores": os.cpu_count()},
+        "paths": {
+            name: {
+                "prompts_per_s": round(n_prompts / wall, 3),
+                "seconds": round(wall, 2),
+                "cpu_seconds": round(cpu, 2),
+                "vs_naive": round(base_s / wall, 2),
+            }
+            for name, (wall, cpu) in paths.items()
+        },
+        "load_average": {"before": round(load_before, 2), "after": round(load_after, 2), "cores": os.cpu_count()},
         **({"shared_vs_product": round(paths["product"][0] / ours_s, 2)} if "product" in paths else {}),
         "tasks_per_note": tasks_per_note,
         "device": str(device),
@@ -165,8 +232,10 @@ def _measure(n_prompts: int, note_tokens: int, model_dir, device, tasks_per_note
     device = pick_device(device)
     ours_model = load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype=preferred_dtype(device))
     base_model = load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype="float32")
-    return {"model": DEFAULT_MODEL, **compare(ours_model, base_model, n_prompts, note_tokens,
-                                              tasks_per_note=tasks_per_note)}
+    return {
+        "model": DEFAULT_MODEL,
+        **compare(ours_model, base_model, n_prompts, note_tokens, tasks_per_note=tasks_per_note),
+    }
 
 
 def _variants(n_notes: int, n_tasks: int, note_tokens: int, model_dir, device) -> dict:
@@ -184,19 +253,29 @@ def _variants(n_notes: int, n_tasks: int, note_tokens: int, model_dir, device) -
     tasks = TASKS[:n_tasks]
     pair_notes, pair_tasks = [n for n in notes for _ in tasks], [t for _ in notes for t in tasks]
     compute_relevance(loaded, notes[:1], tasks[:1])  # patches the process, warms up
-    out = {"model": DEFAULT_MODEL, "device": str(device), "dtype": str(loaded.dtype).removeprefix("torch."),
-           "notes": n_notes, "tasks": n_tasks, "note_tokens": note_tokens, "variants": {}}
+    out = {
+        "model": DEFAULT_MODEL,
+        "device": str(device),
+        "dtype": str(loaded.dtype).removeprefix("torch."),
+        "notes": n_notes,
+        "tasks": n_tasks,
+        "note_tokens": note_tokens,
+        "variants": {},
+    }
     for explain in EXPLAIN:
         started = time.perf_counter()
         results = compute_relevance(loaded, pair_notes, pair_tasks, explain=explain)
         seconds = time.perf_counter() - started
-        by_note = [results[i * n_tasks:(i + 1) * n_tasks] for i in range(n_notes)]
-        r = [float(np.corrcoef(a.scores, b.scores)[0, 1])
-             for maps in by_note for a, b in itertools.combinations(maps, 2)]
-        out["variants"][explain] = {"seconds_per_pair": round(seconds / len(results), 3),
-                                    "cross_task_pearson_mean": round(float(np.nanmean(r)), 3),
-                                    "cross_task_pearson_min": round(float(np.nanmin(r)), 3),
-                                    "cross_task_pearson_max": round(float(np.nanmax(r)), 3)}
+        by_note = [results[i * n_tasks : (i + 1) * n_tasks] for i in range(n_notes)]
+        r = [
+            float(np.corrcoef(a.scores, b.scores)[0, 1]) for maps in by_note for a, b in itertools.combinations(maps, 2)
+        ]
+        out["variants"][explain] = {
+            "seconds_per_pair": round(seconds / len(results), 3),
+            "cross_task_pearson_mean": round(float(np.nanmean(r)), 3),
+            "cross_task_pearson_min": round(float(np.nanmin(r)), 3),
+            "cross_task_pearson_max": round(float(np.nanmax(r)), 3),
+        }
     return out
 
 
@@ -206,8 +285,16 @@ def variants(n_notes: int = 4, n_tasks: int = 5, note_tokens: int = 300, *, mode
         return pool.apply(_variants, (n_notes, n_tasks, note_tokens, model_dir, device))
 
 
-def run(n_prompts: int = 18, note_tokens: int = 300, *, tasks_per_note: int = 9, quick: bool = False,
-        model_dir=None, device=None, isolate: bool = True) -> dict:
+def run(
+    n_prompts: int = 18,
+    note_tokens: int = 300,
+    *,
+    tasks_per_note: int = 9,
+    quick: bool = False,
+    model_dir=None,
+    device=None,
+    isolate: bool = True,
+) -> dict:
     """Measure relevance prompts/s (baseline, product path, shared prefix) -> JSON-able dict.
 
     quick: 3 prompts of one note instead of n_prompts. isolate=True runs the measurement in a
@@ -221,7 +308,7 @@ def run(n_prompts: int = 18, note_tokens: int = 300, *, tasks_per_note: int = 9,
         return pool.apply(_measure, args)
 
 
-if __name__ == "__main__":
+def main(argv=None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -233,9 +320,20 @@ if __name__ == "__main__":
     parser.add_argument("--variants", action="store_true", help="compare the explain variants instead")
     parser.add_argument("--notes", type=int, default=4, help="--variants: notes (every task on each)")
     parser.add_argument("--tasks", type=int, default=5, help=f"--variants: tasks, at most {len(TASKS)}")
-    a = parser.parse_args()
+    a = parser.parse_args(argv)
     if a.variants:
         print(json.dumps(variants(a.notes, a.tasks, a.note_tokens, model_dir=a.model_dir, device=a.device), indent=2))
     else:
-        print(json.dumps(run(a.n_prompts, a.note_tokens, tasks_per_note=a.tasks_per_note, model_dir=a.model_dir,
-                             device=a.device), indent=2))
+        print(
+            json.dumps(
+                run(
+                    a.n_prompts, a.note_tokens, tasks_per_note=a.tasks_per_note, model_dir=a.model_dir, device=a.device
+                ),
+                indent=2,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

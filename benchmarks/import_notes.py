@@ -1,6 +1,6 @@
 """Benchmark `import_notes` on synthetic notes against the configured database; prints JSON.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/dsm_bench .venv/bin/python scripts/bench_import.py 100000
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/dsm_bench .venv/bin/python benchmarks/import_notes.py 100000
 
 Steps: generate N notes with `ml.synthetic` into a temporary JSONL (in worker processes, not
 timed, not in this process's memory figures); import them into a fresh, empty corpus through
@@ -11,6 +11,7 @@ process: `json.loads` of every line into a list, and `Note.objects.create` per r
 `--baseline-rows` rows only, extrapolated linearly to N (the output says so). The benchmark
 corpora are deleted at the end with plain SQL. The database must be migrated.
 """
+
 import argparse
 import json
 import os
@@ -99,13 +100,15 @@ def baseline(path: Path, corpus, n: int, rows: int) -> dict:
     tracemalloc.stop()
     started = time.perf_counter()
     for rec in records[:rows]:
-        Note.objects.create(corpus=corpus, external_id=str(rec["id"]), text=rec["text"], metadata=rec.get("metadata", {}))
+        Note.objects.create(
+            corpus=corpus, external_id=str(rec["id"]), text=rec["text"], metadata=rec.get("metadata", {})
+        )
     create_s = time.perf_counter() - started
     del records
     per_row = create_s / rows
     return {
         "method": f"json.loads of all {n} lines into a list, then Note.objects.create per row for the first "
-                  f"{rows} rows; the create time is extrapolated linearly to {n} notes",
+        f"{rows} rows; the create time is extrapolated linearly to {n} notes",
         "load_all_s": round(load_s, 2),
         "python_heap_of_loaded_list_mb": round(heap_mb, 1),
         "rows_created": rows,
@@ -118,7 +121,10 @@ def delete_corpus(corpus_id: int) -> None:
     from django.db import connection, transaction
 
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("DELETE FROM corpus_annotation WHERE note_id IN (SELECT id FROM corpus_note WHERE corpus_id = %s)", [corpus_id])
+        cursor.execute(
+            "DELETE FROM corpus_annotation WHERE note_id IN (SELECT id FROM corpus_note WHERE corpus_id = %s)",
+            [corpus_id],
+        )
         cursor.execute("DELETE FROM corpus_note WHERE corpus_id = %s", [corpus_id])
         cursor.execute("DELETE FROM corpus_corpus WHERE id = %s", [corpus_id])
 
@@ -160,21 +166,26 @@ def main() -> None:
             validate_s = marks["validate"] - marks["start"]
             write_s = marks["end"] - marks["validate"]
             total_s = marks["end"] - marks["start"]
-            result.update({
-                "created": report.created,
-                "validate_s": round(validate_s, 1),
-                "validate_notes_per_s": round(args.n / validate_s),
-                "write_s": round(write_s, 1),
-                "write_notes_per_s": round(args.n / write_s),
-                "total_s": round(total_s, 1),
-                "total_notes_per_s": round(args.n / total_s),
-                "rss_mb_before_import": round(rss_start, 1),
-                "rss_mb_samples": samples,
-                "peak_rss_mb_process": round(peak_rss_mb(), 1),
-            })
+            result.update(
+                {
+                    "created": report.created,
+                    "validate_s": round(validate_s, 1),
+                    "validate_notes_per_s": round(args.n / validate_s),
+                    "write_s": round(write_s, 1),
+                    "write_notes_per_s": round(args.n / write_s),
+                    "total_s": round(total_s, 1),
+                    "total_notes_per_s": round(args.n / total_s),
+                    "rss_mb_before_import": round(rss_start, 1),
+                    "rss_mb_samples": samples,
+                    "peak_rss_mb_process": round(peak_rss_mb(), 1),
+                }
+            )
             if args.reimport:
                 again, marks2, _ = timed_import(path, tag, args.n)
-                result["reimport"] = {"unchanged": again.unchanged, "total_s": round(marks2["end"] - marks2["start"], 1)}
+                result["reimport"] = {
+                    "unchanged": again.unchanged,
+                    "total_s": round(marks2["end"] - marks2["start"], 1),
+                }
             result["baseline"] = base = baseline(path, base_corpus, args.n, args.baseline_rows)
             result["speedup_vs_baseline"] = round(base["extrapolated_total_s"] / total_s, 1)
         finally:

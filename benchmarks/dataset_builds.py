@@ -1,7 +1,7 @@
 """Benchmark dataset builds from stored relevance maps on PostgreSQL; prints JSON.
 
-    .venv/bin/python scripts/bench_datasets.py 100000
-    .venv/bin/python scripts/bench_datasets.py 20000 --database-url postgres://postgres@127.0.0.1:5432/dsm_bench_ds
+    .venv/bin/python benchmarks/dataset_builds.py 100000
+    .venv/bin/python benchmarks/dataset_builds.py 20000 --database-url postgres://postgres@127.0.0.1:5432/dsm_bench_ds
 
 Runs in a DEDICATED database (default `dsm_bench_datasets` on 127.0.0.1, or --database-url): it
 is created and migrated, used, and dropped at the end (--keep to keep it), so the storage figures
@@ -11,7 +11,7 @@ Steps:
 1. N synthetic maps of `--tokens` tokens (default 100,000 x 300) for N / tasks-per-note notes
    (default 9 tasks a note, the paper's sampling): sub-word tokens (about one in four continues
    the previous word, so word extension has work to do) and scores shaped like normalised
-   AttnLRP maps (ml.benchmarks.peaks.synthetic_maps: background noise plus a few bursts).
+   AttnLRP maps (benchmarks.peaks.synthetic_maps: background noise plus a few bursts).
    Notes and maps are written with COPY (psycopg 3), timed. No ANALYZE afterwards: the build
    refreshes the planner's statistics itself when they are stale (as right after a bulk load).
 2. Storage: average `octet_length(data)` of a map, and pg_total_relation_size of the maps table
@@ -28,57 +28,81 @@ Steps:
    `find_peaks` per map, word extension, ml.masking.build_examples, `MaskedExample.objects.create`
    per example.
 """
+
 import argparse
 import hashlib
 import json
 import os
 import resource
 import sys
-import threading
 import time
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
-PIECES = ("pa", "ti", "ent", "hr", "bp", "low", "high", "card", "iac", "pace", "maker", "sync", "ope", "fall",
-          "head", "ct", "neg", "ative", "tachy", "brady", "dys", "pnea", "chest", "pain", "ecg", "sinus", "rhythm",
-          "no", "known", "allerg", "ies", "home", "ther", "apy", "ward", "ed", "obs", "bpm", "mmhg", "120", "80",
-          "90", "60", "37", "spo2", "98", "%", ",", ".", "and", "with", "of", "the", "in", "on", "at", "to")
+from benchmarks.database import PeakRss, database_for, drop_database, rss_mb, use_new_database  # noqa: E402
 
-
-def rss_mb(kind: str = "VmRSS") -> float:
-    """This process's resident memory (VmRSS), or its anonymous part only (RssAnon: without the
-    pages of memory-mapped files, which the kernel can drop at any time)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(kind + ":"):
-                return int(line.split()[1]) / 1024
-    raise KeyError(kind)
-
-
-class PeakRss:
-    """Samples this process's RSS and RssAnon every 50 ms while active; keeps the largest."""
-
-    def __init__(self):
-        self.peak, self.peak_anon = rss_mb(), rss_mb("RssAnon")
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self._stop.wait(0.05):
-            self.peak = max(self.peak, rss_mb())
-            self.peak_anon = max(self.peak_anon, rss_mb("RssAnon"))
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+PIECES = (
+    "pa",
+    "ti",
+    "ent",
+    "hr",
+    "bp",
+    "low",
+    "high",
+    "card",
+    "iac",
+    "pace",
+    "maker",
+    "sync",
+    "ope",
+    "fall",
+    "head",
+    "ct",
+    "neg",
+    "ative",
+    "tachy",
+    "brady",
+    "dys",
+    "pnea",
+    "chest",
+    "pain",
+    "ecg",
+    "sinus",
+    "rhythm",
+    "no",
+    "known",
+    "allerg",
+    "ies",
+    "home",
+    "ther",
+    "apy",
+    "ward",
+    "ed",
+    "obs",
+    "bpm",
+    "mmhg",
+    "120",
+    "80",
+    "90",
+    "60",
+    "37",
+    "spo2",
+    "98",
+    "%",
+    ",",
+    ".",
+    "and",
+    "with",
+    "of",
+    "the",
+    "in",
+    "on",
+    "at",
+    "to",
+)
 
 
 def synthetic_note(rng, n_tokens: int):
@@ -100,38 +124,13 @@ def synthetic_note(rng, n_tokens: int):
     return "".join(parts), np.array(offsets, np.int32)
 
 
-def database_for(url: str):
-    parsed = urlparse(url)
-    return parsed.path.lstrip("/"), urlunparse(parsed._replace(path="/postgres"))
-
-
-def create_database(url: str) -> None:
-    import psycopg
-
-    name, admin = database_for(url)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            raise SystemExit(f"database {name} exists already; drop it or pass another --database-url")
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def drop_database(url: str) -> None:
-    import psycopg
-    from django.db import connections
-
-    connections.close_all()
-    name, admin = database_for(url)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def insert_inputs(args):
     """Notes, tasks, a model version, a profile and N maps, with COPY. Returns (objects, timings)."""
     import numpy as np
     from django.db import connection
     from django.utils import timezone
 
-    from ml.benchmarks.peaks import synthetic_maps
+    from benchmarks.peaks import synthetic_maps
     from ml.codec import encode_map
     from ml.relevance import default_config_key
     from webapp.corpus.models import Corpus, Task
@@ -139,8 +138,10 @@ def insert_inputs(args):
 
     rng = np.random.default_rng(args.seed)
     corpus = Corpus.objects.create(name="bench-datasets", language="en")
-    tasks = [Task.objects.create(slug=f"bench-task-{i}", description=f"bench task {i}", options=["y", "n"])
-             for i in range(args.tasks_per_note)]
+    tasks = [
+        Task.objects.create(slug=f"bench-task-{i}", description=f"bench task {i}", options=["y", "n"])
+        for i in range(args.tasks_per_note)
+    ]
     model = ModelVersion.objects.create(name="bench-model", family="llama", path="bench-model")
     profile = PeakProfile.objects.create(name="bench-paper", kernel_size=3, sigma=1.0, lower=0.2, upper=0.4)
     n_notes = -(-args.n // args.tasks_per_note)
@@ -156,13 +157,17 @@ def insert_inputs(args):
         generate_s += time.perf_counter() - t
         t = time.perf_counter()
         with raw.cursor() as cur:
-            with cur.copy("COPY corpus_note (corpus_id, external_id, text, content_hash, metadata, created) "
-                          "FROM STDIN") as copy:
+            with cur.copy(
+                "COPY corpus_note (corpus_id, external_id, text, content_hash, metadata, created) FROM STDIN"
+            ) as copy:
                 for i, (text, _) in enumerate(notes):
-                    copy.write_row((corpus.pk, f"b{first + i:07d}", text,
-                                    hashlib.sha256(text.encode()).hexdigest(), "{}", now))
-            cur.execute("SELECT id FROM corpus_note WHERE corpus_id = %s AND external_id >= %s ORDER BY external_id "
-                        "LIMIT %s", [corpus.pk, f"b{first:07d}", len(notes)])
+                    copy.write_row(
+                        (corpus.pk, f"b{first + i:07d}", text, hashlib.sha256(text.encode()).hexdigest(), "{}", now)
+                    )
+            cur.execute(
+                "SELECT id FROM corpus_note WHERE corpus_id = %s AND external_id >= %s ORDER BY external_id LIMIT %s",
+                [corpus.pk, f"b{first:07d}", len(notes)],
+            )
             note_ids = [row[0] for row in cur.fetchall()]
         copy_s += time.perf_counter() - t
         t = time.perf_counter()
@@ -171,21 +176,36 @@ def insert_inputs(args):
         rows = []
         for k in range(maps_here):
             note_index, task_index = divmod(k, args.tasks_per_note)
-            rows.append((note_ids[note_index], tasks[task_index].pk, model.pk, "attnlrp", "en",
-                         default_config_key("attnlrp", "en"), args.tokens, "",
-                         encode_map(notes[note_index][1], scores[k]), now))
+            rows.append(
+                (
+                    note_ids[note_index],
+                    tasks[task_index].pk,
+                    model.pk,
+                    "attnlrp",
+                    "en",
+                    default_config_key("attnlrp", "en"),
+                    args.tokens,
+                    "",
+                    encode_map(notes[note_index][1], scores[k]),
+                    now,
+                )
+            )
         generate_s += time.perf_counter() - t
         t = time.perf_counter()
-        with raw.cursor() as cur, cur.copy(
-            "COPY pipeline_relevancemap (note_id, task_id, model_version_id, method, template, config_key, "
-            "n_tokens, target_token, data, created) FROM STDIN"
-        ) as copy:
+        with (
+            raw.cursor() as cur,
+            cur.copy(
+                "COPY pipeline_relevancemap (note_id, task_id, model_version_id, method, template, config_key, "
+                "n_tokens, target_token, data, created) FROM STDIN"
+            ) as copy,
+        ):
             for row in rows:
                 copy.write_row(row)
         copy_s += time.perf_counter() - t
         made += maps_here
     return {"corpus": corpus, "model": model, "profile": profile, "notes": n_notes}, {
-        "generate_s": round(generate_s, 1), "copy_s": round(copy_s, 1),
+        "generate_s": round(generate_s, 1),
+        "copy_s": round(copy_s, 1),
         "copy_maps_per_s": round(args.n / copy_s) if copy_s else None,
     }
 
@@ -198,16 +218,22 @@ def storage(table: str, where: str = "") -> dict:
         count = cur.fetchone()[0]
         cur.execute("SELECT pg_total_relation_size(%s), pg_relation_size(%s), pg_indexes_size(%s)", [table] * 3)
         total, heap, indexes = cur.fetchone()
-    return {"rows": count, "total_bytes": total, "heap_bytes": heap, "index_bytes": indexes,
-            "total_bytes_per_row": round(total / count, 1) if count else None}
+    return {
+        "rows": count,
+        "total_bytes": total,
+        "heap_bytes": heap,
+        "index_bytes": indexes,
+        "total_bytes_per_row": round(total / count, 1) if count else None,
+    }
 
 
 def bench_build(objects) -> dict:
     from webapp.datasets import building
     from webapp.datasets.models import DatasetVersion
 
-    dataset = DatasetVersion.objects.create(name="bench", corpus=objects["corpus"], model_version=objects["model"],
-                                            profile=objects["profile"])
+    dataset = DatasetVersion.objects.create(
+        name="bench", corpus=objects["corpus"], model_version=objects["model"], profile=objects["profile"]
+    )
     dataset = building.claim(dataset.pk)
     rss_before = rss_mb()
     started = time.perf_counter()
@@ -232,9 +258,9 @@ def bench_build(objects) -> dict:
 
 def bench_peaks_only(dataset) -> dict:
     """The build's read + peaks stages alone: the same batches through ml.peaks.peaks_of_rows."""
+    from ml.peaks import peaks_of_rows
     from webapp.corpus.models import Note
     from webapp.datasets import building
-    from ml.peaks import peaks_of_rows
 
     started = time.perf_counter()
     query_s = 0.0
@@ -250,8 +276,14 @@ def bench_peaks_only(dataset) -> dict:
         peaks += sum(len(p.char_spans) for p in peaks_of_rows(rows, texts, dataset.profile.params))
         maps += len(rows)
     seconds = time.perf_counter() - started
-    return {"seconds": round(seconds, 1), "read_s": round(query_s, 1), "peaks_s": round(seconds - query_s, 1),
-            "maps": maps, "maps_per_s": round(maps / seconds), "groups_per_map": round(peaks / maps, 2)}
+    return {
+        "seconds": round(seconds, 1),
+        "read_s": round(query_s, 1),
+        "peaks_s": round(seconds - query_s, 1),
+        "maps": maps,
+        "maps_per_s": round(maps / seconds),
+        "groups_per_map": round(peaks / maps, 2),
+    }
 
 
 def bench_baseline(objects, n_total: int, n_maps: int) -> dict:
@@ -261,12 +293,16 @@ def bench_baseline(objects, n_total: int, n_maps: int) -> dict:
     from webapp.datasets.models import DatasetVersion, MaskedExample
     from webapp.pipeline.models import RelevanceMap
 
-    dataset = DatasetVersion.objects.create(name="bench-baseline", corpus=objects["corpus"],
-                                            model_version=objects["model"], profile=objects["profile"])
+    dataset = DatasetVersion.objects.create(
+        name="bench-baseline", corpus=objects["corpus"], model_version=objects["model"], profile=objects["profile"]
+    )
     params = objects["profile"].params
     started = time.perf_counter()
-    first = list(RelevanceMap.objects.filter(model_version=objects["model"]).order_by("note_id", "task_id")
-                 .values_list("pk", flat=True)[:n_maps])  # (ids first: a LIMIT over a join sorts every map)
+    first = list(
+        RelevanceMap.objects.filter(model_version=objects["model"])
+        .order_by("note_id", "task_id")
+        .values_list("pk", flat=True)[:n_maps]
+    )  # (ids first: a LIMIT over a join sorts every map)
     maps = RelevanceMap.objects.filter(pk__in=first).select_related("note").order_by("note_id", "task_id")
     map_ids = {}
 
@@ -283,15 +319,22 @@ def bench_baseline(objects, n_total: int, n_maps: int) -> dict:
     examples = 0
     for e in build_examples(items()):
         start, end = e.char_span
-        MaskedExample.objects.create(dataset=dataset, note_id=int(e.note_id), tasks=[int(t) for t in e.tasks],
-                                     relevance_map_id=map_ids[(int(e.note_id), int(e.tasks[0]))],
-                                     masked_text=e.masked_text, label=e.label, char_start=start, char_end=end)
+        MaskedExample.objects.create(
+            dataset=dataset,
+            note_id=int(e.note_id),
+            tasks=[int(t) for t in e.tasks],
+            relevance_map_id=map_ids[(int(e.note_id), int(e.tasks[0]))],
+            masked_text=e.masked_text,
+            label=e.label,
+            char_start=start,
+            char_end=end,
+        )
         examples += 1
     seconds = time.perf_counter() - started
     return {
         "method": f"ORM instances one by one (select_related note), find_peaks per map, word extension, "
-                  f"build_examples, MaskedExample.objects.create per example; timed on the first {n_maps} maps "
-                  f"and extrapolated linearly to {n_total} maps",
+        f"build_examples, MaskedExample.objects.create per example; timed on the first {n_maps} maps "
+        f"and extrapolated linearly to {n_total} maps",
         "maps_timed": n_maps,
         "examples_written": examples,
         "seconds": round(seconds, 1),
@@ -312,9 +355,13 @@ def bench_exports(dataset) -> dict:
             started = time.perf_counter()
             with PeakRss() as sampler:
                 result = write_export(dataset, fmt, Path(tmp) / fmt, actor="bench")
-            out[fmt] = {"seconds": round(time.perf_counter() - started, 1), "rows": result.rows,
-                        "mb": round(result.size_bytes / 2**20, 1), "rss_mb_peak": round(sampler.peak, 1),
-                        "rss_anon_mb_peak": round(sampler.peak_anon, 1)}
+            out[fmt] = {
+                "seconds": round(time.perf_counter() - started, 1),
+                "rows": result.rows,
+                "mb": round(result.size_bytes / 2**20, 1),
+                "rss_mb_peak": round(sampler.peak, 1),
+                "rss_anon_mb_peak": round(sampler.peak_anon, 1),
+            }
     return out
 
 
@@ -327,20 +374,24 @@ def main() -> None:
     parser.add_argument("--no-peaks-only", action="store_true", help="skip the peaks-only pass")
     parser.add_argument("--no-export", action="store_true", help="skip timing the three export formats")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/dsm_bench_datasets",
-                        help="a database this script creates and drops")
+    parser.add_argument(
+        "--database-url",
+        default="postgres://postgres@127.0.0.1:5432/dsm_bench_datasets",
+        help="a database this script creates and drops",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the benchmark database")
     args = parser.parse_args()
 
-    create_database(args.database_url)
-    os.environ["DATABASE_URL"] = args.database_url
-    import django
-
-    django.setup()
+    use_new_database(args.database_url)
     from django.core.management import call_command
 
-    result = {"maps": args.n, "tokens_per_map": args.tokens, "tasks_per_note": args.tasks_per_note,
-              "database": database_for(args.database_url)[0], "cpu_count": os.cpu_count()}
+    result = {
+        "maps": args.n,
+        "tokens_per_map": args.tokens,
+        "tasks_per_note": args.tasks_per_note,
+        "database": database_for(args.database_url)[0],
+        "cpu_count": os.cpu_count(),
+    }
     try:
         t = time.perf_counter()
         call_command("migrate", verbosity=0)
@@ -368,8 +419,9 @@ def main() -> None:
         if not args.no_export:
             result["rss_mb_before_exports"] = round(rss_mb(), 1)
             result["rss_anon_mb_before_exports"] = round(rss_mb("RssAnon"), 1)
-            result["exports"] = bench_exports(DatasetVersion.objects.select_related(
-                "corpus", "model_version", "profile").get(pk=dataset.pk))
+            result["exports"] = bench_exports(
+                DatasetVersion.objects.select_related("corpus", "model_version", "profile").get(pk=dataset.pk)
+            )
         result["baseline"] = base = bench_baseline(objects, args.n, min(args.baseline_maps, args.n))
         result["speedup_vs_baseline"] = round(base["extrapolated_build_s"] / result["build"]["build_s"], 1)
         result["peak_rss_mb_process"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

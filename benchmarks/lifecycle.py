@@ -1,8 +1,9 @@
 """Benchmark the job lifecycle at scale on PostgreSQL; prints one JSON object.
 
-    .venv/bin/python scripts/bench_lifecycle.py --notes 111112        # 1M prompts (9 tasks a note)
+    .venv/bin/python benchmarks/lifecycle.py --notes 111112        # 1M prompts (9 tasks a note)
 
-Makes its own database (--database-url, created here and dropped at the end unless --keep), fills a corpus with short notes by one INSERT ... SELECT, then measures:
+Makes its own database (--database-url, created here and dropped at the end unless --keep), fills
+a corpus with short notes by one INSERT ... SELECT, then measures:
 * launch: `jobs.launch()` of a job of notes x 9 sampled tasks, the work the web request does
   (checks and one row); baseline, in the same process: planning that job into chunks, which the
   launch request did before planning moved to a worker;
@@ -12,6 +13,7 @@ Makes its own database (--database-url, created here and dropped at the end unle
 * poll: the job page's progress on both jobs, against the former aggregate over the chunks.
 Every figure is a median over repeated runs; the machine's load average is printed beside them.
 """
+
 import argparse
 import json
 import os
@@ -22,9 +24,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_datasets import create_database, drop_database  # noqa: E402
+from benchmarks.database import drop_database, use_new_database  # noqa: E402
+
+
 def _timed(fn, repeat: int) -> list[float]:
     seconds = []
     for _ in range(repeat):
@@ -42,16 +45,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=111_112, help="notes in the corpus (x 9 tasks = prompts)")
     parser.add_argument("--settles", type=int, default=200, help="chunks claimed and finished per job")
-    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/dsm_bench_lifecycle",
-                        help="a database this script creates and drops")
+    parser.add_argument(
+        "--database-url",
+        default="postgres://postgres@127.0.0.1:5432/dsm_bench_lifecycle",
+        help="a database this script creates and drops",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the benchmark database")
     args = parser.parse_args()
-    create_database(args.database_url)
-    os.environ["DATABASE_URL"] = args.database_url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
-    import django
-
-    django.setup()
+    use_new_database(args.database_url)
     from django.core.management import call_command
     from django.db import connection
 
@@ -70,8 +71,11 @@ def main() -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO corpus_note (corpus_id, external_id, text, content_hash, metadata, created) "
-            "SELECT %s, 'n' || i, 'Heart rate ' || i || ' bpm.', encode(sha256(convert_to('Heart rate ' || i || ' bpm.', 'UTF8')), 'hex'), '{}', now() "
-            "FROM generate_series(1, %s) AS i", [corpus.pk, args.notes])
+            "SELECT %s, 'n' || i, 'Heart rate ' || i || ' bpm.', "
+            "encode(sha256(convert_to('Heart rate ' || i || ' bpm.', 'UTF8')), 'hex'), '{}', now() "
+            "FROM generate_series(1, %s) AS i",
+            [corpus.pk, args.notes],
+        )
         cursor.execute("ANALYZE corpus_note")
     if not Task.objects.exists():
         call_command("load_task_catalog", verbosity=0)
@@ -93,26 +97,37 @@ def main() -> None:
     started = time.perf_counter()
     planned = plan(job)
     plan_seconds = time.perf_counter() - started
-    result.update(planning_seconds=round(plan_seconds, 2), planning_prompts_per_s=round(planned / plan_seconds),
-                  baseline_launch_that_plans_ms=round(1000 * plan_seconds + result["launch_ms"], 1),
-                  launch_speedup=round((1000 * plan_seconds + result["launch_ms"]) / result["launch_ms"]))
+    result.update(
+        planning_seconds=round(plan_seconds, 2),
+        planning_prompts_per_s=round(planned / plan_seconds),
+        baseline_launch_that_plans_ms=round(1000 * plan_seconds + result["launch_ms"], 1),
+        launch_speedup=round((1000 * plan_seconds + result["launch_ms"]) / result["launch_ms"]),
+    )
     RelevanceJob.objects.filter(status="planning").delete()
 
     def old_settle_sum(job_id):  # the former per-chunk settle: SUM over the job's chunks
-        done = RelevanceChunk.objects.filter(job=OuterRef("pk"), status="done").values("job").annotate(
-            s=Sum("size")).values("s")
+        done = (
+            RelevanceChunk.objects.filter(job=OuterRef("pk"), status="done")
+            .values("job")
+            .annotate(s=Sum("size"))
+            .values("s")
+        )
         RelevanceJob.objects.filter(pk=job_id).update(done=Coalesce(Subquery(done), 0))
-        RelevanceJob.objects.filter(pk=job_id).exclude(Exists(RelevanceChunk.objects.filter(
-            job=OuterRef("pk"), status__in=("queued", "running")))).exists()
+        RelevanceJob.objects.filter(pk=job_id).exclude(
+            Exists(RelevanceChunk.objects.filter(job=OuterRef("pk"), status__in=("queued", "running")))
+        ).exists()
 
     def old_progress(job):  # the former page poll: an aggregate over the job's chunks
         list(job.chunks.values("status").annotate(n=Count("pk"), size=Sum("size"), seconds=Sum("seconds")))
 
-    for label, chunk_size in (("1k_chunks", -(-args.notes * 9 // 1000)), ("100k_chunks", max(1, args.notes * 9 // 100_000))):
+    for label, chunk_size in (
+        ("1k_chunks", -(-args.notes * 9 // 1000)),
+        ("100k_chunks", max(1, args.notes * 9 // 100_000)),
+    ):
         job = jobs.launch(spec(chunk_size), enqueue=False)
         plan(job)
         job.refresh_from_db()
-        ids = list(job.chunks.order_by("index").values_list("pk", flat=True)[:args.settles])
+        ids = list(job.chunks.order_by("index").values_list("pk", flat=True)[: args.settles])
         # half of them done first, so the old SUM has rows to add up
         settle = []
         for chunk_id in ids:
@@ -121,11 +136,16 @@ def main() -> None:
             chunks.finish(chunk, 0.1, chunks.Outcome())
             settle.append(time.perf_counter() - started)
         job.refresh_from_db()
-        old = _timed(lambda: old_settle_sum(job.pk), args.settles)
-        poll = _timed(lambda: job_progress(job), 50)
-        old_poll = _timed(lambda: old_progress(job), 50)
-        result[label] = {"chunks": job.chunk_count, "settle_ms": _ms(settle), "baseline_sum_settle_ms": _ms(old),
-                         "poll_ms": _ms(poll), "baseline_aggregate_poll_ms": _ms(old_poll)}
+        old = _timed(lambda job=job: old_settle_sum(job.pk), args.settles)
+        poll = _timed(lambda job=job: job_progress(job), 50)
+        old_poll = _timed(lambda job=job: old_progress(job), 50)
+        result[label] = {
+            "chunks": job.chunk_count,
+            "settle_ms": _ms(settle),
+            "baseline_sum_settle_ms": _ms(old),
+            "poll_ms": _ms(poll),
+            "baseline_aggregate_poll_ms": _ms(old_poll),
+        }
     result["loadavg_before"] = [round(x, 2) for x in load_before]
     result["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result, indent=2))
