@@ -53,7 +53,7 @@ os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
 from benchmarks.database import PeakRss, database_for, drop_database, rss_mb, use_new_database  # noqa: E402
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
-TARGET_MS, TARGET_MB = 1_000, 200  # issue 14: the largest allowed note's review page in under 1 s and 200 MB
+TARGET_MS, TARGET_MB = 1_000, 200  # target: the largest allowed note's review page in under 1 s and 200 MB
 
 
 def long_record(n_chars: int, seed: int) -> str:

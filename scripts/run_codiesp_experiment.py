@@ -32,7 +32,7 @@ Stages (each timed; JSON and a markdown table are printed at the end):
 Everything lands in the database as the pages show it (Training page: select the runs, Compare).
 Re-running with the same database reuses the imported notes, stored relevance maps (not
 recomputed), the split and the tasks; it trains and evaluates again. Use a fresh database for
-clean timings. Expected duration on 2 CPU cores: see --help and the issue note.
+clean timings. Expected duration on 2 CPU cores: see the measured figures above and --help.
 """
 
 import argparse

@@ -1,5 +1,5 @@
 """README and docs/ link only to files inside the repository (a clone has nothing beside it),
-and the method description they point to lives in docs/METHOD.md (issue 15, point 9)."""
+and the method description they point to lives in docs/METHOD.md."""
 
 import re
 from pathlib import Path

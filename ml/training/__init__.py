@@ -1,4 +1,4 @@
-"""Training and evaluation for DecSelfMask (issue #6; contract: ml/training/CONTRACT.md).
+"""Training and evaluation for DecSelfMask (contract with the web app: ml/training/CONTRACT.md).
 
     config.py      CausalLMConfig, SFTConfig, HeadConfig, PromptingConfig (paper defaults)
     data.py        TextPair, LabeledItem, split_items, sft_prompt

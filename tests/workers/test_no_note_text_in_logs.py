@@ -1,4 +1,4 @@
-"""No note text nor metadata value reaches a log, on any failure path (issue 14).
+"""No note text nor metadata value reaches a log, on any failure path.
 
 A marker word stands for what must never be logged (note text, a patient's name, a record
 number). Each test puts it where a user puts data, makes one failure path fail, and searches

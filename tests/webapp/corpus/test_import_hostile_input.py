@@ -1,4 +1,4 @@
-"""Hostile and oversized input (issue 14), each case both ways: on the command line (call_command:
+"""Hostile and oversized input, each case both ways: on the command line (call_command:
 a CommandError that names the file, the line and the reason) and through the Import page (the
 upload answers with a redirect, the import task runs in-process and ends failed with the same
 problem line on its page). Either way: no traceback, no 500, nothing written, and neither the
@@ -299,7 +299,7 @@ CASES = {
         "doc1.ann line 1: entity 'T1' has 2 fragments; the limit is 1 fragments (IMPORT_MAX_EVIDENCE_SPANS)",
         {"IMPORT_MAX_EVIDENCE_SPANS": 1},
     ),
-    # issue 14 review: the unpacked limit inside a line too long; ids, tasks and labels; brat; CSV rows
+    # the unpacked limit inside a line too long; ids, tasks and labels; brat; CSV rows
     "a bz2 line too long that unpacks past the limit": Case(
         "notes",
         "notes.jsonl.bz2",

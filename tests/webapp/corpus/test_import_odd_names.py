@@ -1,4 +1,4 @@
-"""Names from outside the file's lines (issue 14 review): brat file names, corpus names, upload
+"""Names from outside the file's lines: brat file names, corpus names, upload
 names, and what reaches the audit log of a refused import. Each is refused (or stored) with a
 clear message: no traceback, no 500, nothing written, and no row content in a message, an
 audit entry or a log."""

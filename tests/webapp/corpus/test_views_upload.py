@@ -349,7 +349,7 @@ def test_a_stored_upload_outside_the_uploads_folder_is_never_read(data_dir):
     assert not report.ok and "no longer stored" in report.problem_lines()[0]
 
 
-# --- the language of a new corpus (issue 15) ---------------------------------------------------
+# --- the language of a new corpus ------------------------------------------------------------
 
 
 def test_a_new_corpus_without_a_language_is_refused_beside_the_field(client, researcher, sent):
