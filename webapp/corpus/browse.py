@@ -27,7 +27,8 @@ def note_page(corpus: Corpus, *, after=None, query: str = "", per_page: int = NO
     if after_id is not None:
         notes = notes.filter(id__gt=after_id)
     query = search.clean_query(query)
-    notes = search.matching(notes, query)
+    if query:
+        notes = search.in_id_order(search.matching(notes, query, language=corpus.language))
     rows = list(notes.annotate(length=Length("text")).values("id", "external_id", "length", "created")[: per_page + 1])
     next_after = rows[per_page - 1]["id"] if len(rows) > per_page else None
     return NotePage(rows[:per_page], next_after, query)

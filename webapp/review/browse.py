@@ -161,7 +161,7 @@ def summarise(note_ids: list[int], selection) -> dict[int, NoteRow]:
         decisions = decisions.filter(task=selection.task)
     decided = None
     for batch in _batches(note_ids, rows):
-        map_rows = list(maps.filter(note_id__in=batch).values_list("id", "note_id", "task_id", "data"))
+        map_rows = list(maps.filter(note_id__in=batch).with_arrays("id", "note_id", "task_id"))
         if not map_rows:
             continue
         if decided is None:
@@ -214,7 +214,9 @@ def browse(
     window = window[:scan]
     page = Page(limited=True, first_id=window[0] if window else None)
     if filters.q and window:
-        matches = search.matching(Note.objects.filter(pk__in=window), filters.q).values_list("pk", flat=True)
+        matches = search.matching(Note.objects.filter(pk__in=window), filters.q, language=corpus.language).values_list(
+            "pk", flat=True
+        )
         matching = set(matches)
         pool = [i for i in window if i in matching]
     else:

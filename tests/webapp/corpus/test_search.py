@@ -17,7 +17,9 @@ def _corpus(name, language, texts):
 
 def _found(corpus, query, **kw):
     return sorted(
-        search.matching(Note.objects.filter(corpus=corpus), query, **kw).values_list("external_id", flat=True)
+        search.matching(Note.objects.filter(corpus=corpus), query, language=corpus.language, **kw).values_list(
+            "external_id", flat=True
+        )
     )
 
 
@@ -72,3 +74,13 @@ def test_without_postgresql_every_word_must_occur_as_written():
     assert _found(corpus, "pain chest", vendor="sqlite") == ["lite-000"]
     assert _found(corpus, "PAIN", vendor="sqlite") == ["lite-000", "lite-001"]
     assert _found(corpus, "", vendor="sqlite") == ["lite-000", "lite-001"]
+
+
+def test_matches_come_in_id_order_whether_rare_or_common(monkeypatch):
+    corpus = _corpus("order", "en", [f"Note {i}: {'chest pain' if i % 3 == 0 else 'headache'}." for i in range(12)])
+    notes = Note.objects.filter(corpus=corpus)
+    expected = list(search.matching(notes, "pain", language="en").order_by("id").values_list("id", flat=True))
+    for cap in (1, 1000):  # common (the id walk), then rare (read through the indexes and sorted)
+        monkeypatch.setattr(search, "RARE_MATCHES", cap)
+        found = search.in_id_order(search.matching(notes, "pain", language="en"))
+        assert list(found.values_list("id", flat=True)) == expected and len(expected) == 4
