@@ -23,7 +23,9 @@ BENCHMARKS = {
     "review": ("benchmarks.review_pages", "review pages' server time at corpus scale"),
     "long-note": ("benchmarks.long_note", "the review pages of one very long note"),
     "demo": ("benchmarks.demo", "relevance rate of the demo's model, to size the demo's first job"),
+    "map-storage": ("benchmarks.map_storage", "bytes a token of stored relevance maps, all in, in PostgreSQL"),
     "lifecycle": ("benchmarks.lifecycle", "claims, heartbeats and sweeps of long work on PostgreSQL"),
+    "scale": ("benchmarks.scale", "the app over a large corpus: import, map storage, pages, planning, builds"),
 }
 
 

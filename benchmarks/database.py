@@ -65,10 +65,23 @@ def drop_database(url: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def database_exists(url: str) -> bool:
+    import psycopg
+
+    name, admin = database_for(url)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is not None
+
+
 def use_new_database(url: str) -> None:
     """Create the benchmark's database, point Django at it and set Django up (migrate is the
     caller's: some benchmarks time it)."""
     create_database(url)
+    use_database(url)
+
+
+def use_database(url: str) -> None:
+    """Point Django at an existing database (one a benchmark kept to reuse) and set Django up."""
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
     import django

@@ -12,15 +12,16 @@ Steps:
    (default 9 tasks a note, the paper's sampling): sub-word tokens (about one in four continues
    the previous word, so word extension has work to do) and scores shaped like normalised
    AttnLRP maps (benchmarks.peaks.synthetic_maps: background noise plus a few bursts).
-   Notes and maps are written with COPY (psycopg 3), timed. No ANALYZE afterwards: the build
+   Notes are written with COPY (psycopg 3), maps through RelevanceMap.objects.store (the app's
+   one writer of maps, 1,000 a call), timed. No ANALYZE afterwards: the build
    refreshes the planner's statistics itself when they are stale (as right after a bulk load).
-2. Storage: average `octet_length(data)` of a map, and pg_total_relation_size of the maps table
-   (heap + TOAST + indexes) divided by the number of maps.
+2. Storage: average `octet_length(data)` of a map (its scores), and pg_total_relation_size of the
+   maps table and of the offsets table (heap + TOAST + indexes) divided by their rows.
 3. The build: a DSM dataset over every map with the paper's profile (kernel 3, sigma 1, 0.2 /
    0.4) through webapp.datasets.building.build, timed, with this process's peak RSS sampled
    during the build; then the examples table's size per example.
-4. Peaks only: the same stream of maps through ml.peaks.peaks_of_rows (decode, find_peaks_many, word
-   extension) without masking or writing, to show where the time goes.
+4. Peaks only: the same stream of maps (read and decoded) through ml.peaks.peaks_of_rows
+   (find_peaks_many, word extension) without masking or writing, to show where the time goes.
 5. Exports (unless --no-export): JSONL, Parquet and Hugging Face folders of the built dataset into
    a temporary folder (deleted), each timed with its size and this process's peak RSS.
 6. A naive baseline in the same process, on the first `--baseline-maps` maps only and
@@ -131,10 +132,8 @@ def insert_inputs(args):
     from django.utils import timezone
 
     from benchmarks.peaks import synthetic_maps
-    from ml.codec import encode_map
-    from ml.relevance import default_config_key
     from webapp.corpus.models import Corpus, Task
-    from webapp.pipeline.models import ModelVersion, PeakProfile
+    from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceMap, StoredArrays
 
     rng = np.random.default_rng(args.seed)
     corpus = Corpus.objects.create(name="bench-datasets", language="en")
@@ -173,34 +172,21 @@ def insert_inputs(args):
         t = time.perf_counter()
         maps_here = min(len(notes) * args.tasks_per_note, args.n - made)
         scores = synthetic_maps(maps_here, args.tokens, seed=args.seed + first)
-        rows = []
+        computed = []
         for k in range(maps_here):
             note_index, task_index = divmod(k, args.tasks_per_note)
-            rows.append(
-                (
-                    note_ids[note_index],
-                    tasks[task_index].pk,
-                    model.pk,
-                    "attnlrp",
-                    "en",
-                    default_config_key("attnlrp", "en"),
-                    args.tokens,
-                    "",
-                    encode_map(notes[note_index][1], scores[k]),
-                    now,
-                )
-            )
+            key = (note_ids[note_index], tasks[task_index].pk)
+            computed.append((key, StoredArrays(notes[note_index][1], scores[k])))
         generate_s += time.perf_counter() - t
         t = time.perf_counter()
-        with (
-            raw.cursor() as cur,
-            cur.copy(
-                "COPY pipeline_relevancemap (note_id, task_id, model_version_id, method, template, config_key, "
-                "n_tokens, target_token, data, created) FROM STDIN"
-            ) as copy,
-        ):
-            for row in rows:
-                copy.write_row(row)
+        for start in range(0, len(computed), 1_000):  # the app's one writer of maps, a job chunk's worth at a time
+            RelevanceMap.objects.store(
+                computed[start : start + 1_000],
+                model_version_id=model.pk,
+                method="attnlrp",
+                template="en",
+                config_key="",
+            )
         copy_s += time.perf_counter() - t
         made += maps_here
     return {"corpus": corpus, "model": model, "profile": profile, "notes": n_notes}, {
@@ -303,7 +289,7 @@ def bench_baseline(objects, n_total: int, n_maps: int) -> dict:
         .order_by("note_id", "task_id")
         .values_list("pk", flat=True)[:n_maps]
     )  # (ids first: a LIMIT over a join sorts every map)
-    maps = RelevanceMap.objects.filter(pk__in=first).select_related("note").order_by("note_id", "task_id")
+    maps = RelevanceMap.objects.filter(pk__in=first).select_related("note", "tokens").order_by("note_id", "task_id")
     map_ids = {}
 
     def items():
@@ -405,11 +391,12 @@ def main() -> None:
             cur.execute("SELECT avg(octet_length(data)), avg(n_tokens) FROM pipeline_relevancemap")
             avg_data, avg_tokens = cur.fetchone()
         maps_storage = storage("pipeline_relevancemap")
-        result["map_storage"] = {
+        result["map_storage"] = {  # data: a map's scores; its note's offsets are in the offsets table
             "avg_data_bytes": round(float(avg_data), 1),
             "avg_data_bytes_per_token": round(float(avg_data) / float(avg_tokens), 2),
             **maps_storage,
         }
+        result["offsets_storage"] = storage("pipeline_notetokens")
         from webapp.datasets.models import DatasetVersion
 
         result["build"], dataset = bench_build(objects)

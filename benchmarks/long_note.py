@@ -108,15 +108,7 @@ def make_inputs(args) -> dict:
     dsm_scores = scores_along(rng, len(offsets), args.burst_every)
     for note, n in ((full, len(offsets)), (cut, min(args.context, len(offsets)))):
         for version, values in ((model, scores), (dsm, dsm_scores)):
-            RelevanceMap.objects.create(
-                note=note,
-                task=task,
-                model_version=version,
-                method="attnlrp",
-                template="en",
-                n_tokens=n,
-                data=RelevanceMap.encode(offsets[:n], values[:n]),
-            )
+            RelevanceMap.objects.store_one(note, task, version, offsets[:n], values[:n])
     words = [m.span() for m in re.finditer(r"\w+", text)]
     evidence = [list(words[k]) for k in rng.choice(len(words), size=min(50, len(words)), replace=False).tolist()]
     Annotation.objects.create(note=full, task=task, label="y", annotator_name="gold", evidence=evidence)

@@ -9,9 +9,9 @@ The schema, database helpers and timing conventions are those of benchmarks/data
 
 Data: N maps (default 100,000) over N / 9 synthetic emergency-department notes of ml.synthetic
 (9 tasks a note, the paper's sampling), tokenised into words and punctuation marks, with peaky
-synthetic scores (noise plus a few bursts, normalised to a maximum of 1), written with COPY. One
-extra note of exactly --note-tokens tokens (default 1,000) with its map is the re-highlight
-subject.
+synthetic scores (noise plus a few bursts, normalised to a maximum of 1): notes written with
+COPY, maps through RelevanceMap.objects.store. One extra note of exactly --note-tokens tokens
+(default 1,000) with its map is the re-highlight subject.
 
 Measured through Django's test Client in this process (middleware, session, view, template: the
 server's whole work for a request; no network):
@@ -84,18 +84,16 @@ def offsets_of(text: str):
 
 
 def insert_inputs(n_maps: int, seed: int) -> dict:
-    """Notes of ml.synthetic and their maps, with COPY; returns the objects and timings."""
+    """Notes of ml.synthetic (COPY) and their maps (RelevanceMap.objects.store); returns the objects and timings."""
     import hashlib
 
     import numpy as np
     from django.db import connection
     from django.utils import timezone
 
-    from ml.codec import encode_map
-    from ml.relevance import default_config_key
     from ml.synthetic import generate_notes
     from webapp.corpus.models import Corpus, Task
-    from webapp.pipeline.models import ModelVersion, PeakProfile
+    from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceMap, StoredArrays
 
     rng = np.random.default_rng(seed)
     corpus = Corpus.objects.create(name="bench-review", language="en")
@@ -125,34 +123,23 @@ def insert_inputs(n_maps: int, seed: int) -> dict:
                 [corpus.pk, [e for e, _ in notes]],
             )
             ids = [row[0] for row in cur.fetchall()]
-        with (
-            raw.cursor() as cur,
-            cur.copy(
-                "COPY pipeline_relevancemap (note_id, task_id, model_version_id, method, template, config_key, "
-                "n_tokens, target_token, data, created) FROM STDIN"
-            ) as copy,
-        ):
-            for note_id, (_, text) in zip(ids, sorted(notes)):
-                offsets = offsets_of(text)
-                for task in tasks:
-                    if made == n_maps:
-                        break
-                    copy.write_row(
-                        (
-                            note_id,
-                            task.pk,
-                            model.pk,
-                            "attnlrp",
-                            "en",
-                            default_config_key("attnlrp", "en"),
-                            len(offsets),
-                            "",
-                            encode_map(offsets, peaky_scores(rng, len(offsets))),
-                            now,
-                        )
-                    )
-                    made += 1
-                    tokens += len(offsets)
+        computed = []
+        for note_id, (_, text) in zip(ids, sorted(notes)):
+            offsets = offsets_of(text)
+            for task in tasks:
+                if made == n_maps:
+                    break
+                computed.append(((note_id, task.pk), StoredArrays(offsets, peaky_scores(rng, len(offsets)))))
+                made += 1
+                tokens += len(offsets)
+        for start in range(0, len(computed), 1_000):  # the app's one writer of maps, a chunk's worth at a time
+            RelevanceMap.objects.store(
+                computed[start : start + 1_000],
+                model_version_id=model.pk,
+                method="attnlrp",
+                template="en",
+                config_key="",
+            )
     with connection.cursor() as cur:
         cur.execute("ANALYZE corpus_note")
         cur.execute("ANALYZE pipeline_relevancemap")
@@ -187,15 +174,7 @@ def long_note(objects: dict, n_tokens: int, seed: int):
     text = text[: int(offsets[-1, 1])]
     note = Note.objects.create(corpus=objects["corpus"], external_id="bench-long", text=text)
     scores = peaky_scores(np.random.default_rng(seed), n_tokens)
-    RelevanceMap.objects.create(
-        note=note,
-        task=objects["tasks"][0],
-        model_version=objects["model"],
-        method="attnlrp",
-        template="en",
-        n_tokens=n_tokens,
-        data=RelevanceMap.encode(offsets, scores),
-    )
+    RelevanceMap.objects.store_one(note, objects["tasks"][0], objects["model"], offsets, scores)
     return note, offsets
 
 
@@ -305,7 +284,7 @@ def baseline_rehighlight(note, objects, requests: int) -> dict:
     for k in range(requests):
         params = settings_cycle(k)
         started = time.perf_counter()
-        m = RelevanceMap.objects.select_related("note").get(note=note, task=objects["tasks"][0])
+        m = RelevanceMap.objects.select_related("note", "tokens").get(note=note, task=objects["tasks"][0])
         offsets, scores = m.arrays()
         text = m.note.text
         spans = find_peaks(
@@ -357,7 +336,7 @@ def baseline_preview(objects, requests: int) -> dict:
         started = time.perf_counter()
         items = []
         for pk in sample.map_ids:
-            m = RelevanceMap.objects.select_related("note").get(pk=pk)
+            m = RelevanceMap.objects.select_related("note", "tokens").get(pk=pk)
             offsets, scores = m.arrays()
             spans = find_peaks(
                 scores,

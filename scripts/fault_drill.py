@@ -798,9 +798,9 @@ def check_relevance_job(job) -> tuple[int, int, str]:
 
     planned = Counter(tuple(pair) for pairs in job.chunks.values_list("pairs", flat=True) for pair in pairs)
     maps = Counter(
-        RelevanceMap.objects.filter(
-            note__corpus=job.corpus, model_version=job.model_version, config_key=job.config_key
-        ).values_list("note_id", "task_id")
+        RelevanceMap.objects.for_config(job.method, job.template, job.config_key)
+        .filter(note__corpus=job.corpus, model_version=job.model_version)
+        .values_list("note_id", "task_id")
     )
     lost, duplicated = multiset_difference(Counter(set(planned)), maps)
     duplicated += sum(n - 1 for n in planned.values())
@@ -899,7 +899,6 @@ def fabricate_notes_with_maps(corpus, tasks: dict, model, count: int) -> None:
     import numpy as np
     from django.db import connection
 
-    from ml.relevance import default_config_key
     from webapp.corpus.models import Note
     from webapp.pipeline.models import RelevanceMap
 
@@ -916,19 +915,14 @@ def fabricate_notes_with_maps(corpus, tasks: dict, model, count: int) -> None:
         for slug, peaked in PEAKS.items():
             scores = np.zeros(len(offsets), np.float32)
             scores[list(peaked)] = 0.9
-            cursor.execute(
-                f"INSERT INTO {RelevanceMap._meta.db_table} (note_id, task_id, model_version_id, method, template, "
-                "config_key, n_tokens, target_token, data, created) "
-                f"SELECT id, %s, %s, 'attnlrp', 'en', %s, %s, '', %s, now() FROM {Note._meta.db_table} "
-                "WHERE corpus_id = %s",
-                [
-                    tasks[slug].pk,
-                    model.pk,
-                    default_config_key("attnlrp", "en"),
-                    len(offsets),
-                    RelevanceMap.encode(offsets, scores),
-                    corpus.pk,
-                ],
+            RelevanceMap.objects.fill_notes(
+                Note.objects.filter(corpus=corpus),
+                task_id=tasks[slug].pk,
+                model_version_id=model.pk,
+                method="attnlrp",
+                template="en",
+                offsets=offsets,
+                scores=scores,
             )
 
 

@@ -111,14 +111,14 @@ def main():
 
     django.setup()
     from django.core.management import call_command
-    from django.db.models import Avg, Sum
+    from django.db.models import Avg, Count, Sum
     from django.db.models.functions import Length
 
     from webapp.corpus.importing import import_notes
     from webapp.corpus.models import Corpus
     from webapp.pipeline import jobs, planning
     from webapp.pipeline.modelcache import loaded_model
-    from webapp.pipeline.models import ModelVersion, RelevanceJob, RelevanceMap
+    from webapp.pipeline.models import ModelVersion, NoteTokens, RelevanceJob, RelevanceMap
     from webapp.pipeline.progress import job_progress
 
     timer = Timer()
@@ -165,10 +165,16 @@ def main():
         note__corpus=job.corpus,
         note__external_id__in=ids,
         model_version=model_version,
-        method=job.method,
-        template=job.template,
+        config__method=job.method,
+        config__template=job.template,
     )
-    sizes = maps.aggregate(bytes=Avg(Length("data")), tokens=Avg("n_tokens"), total_bytes=Sum(Length("data")))
+    # a map's bytes: its float16 scores, plus the note's offsets stored once for all its maps
+    sizes = maps.aggregate(maps=Count("pk"), tokens=Avg("n_tokens"), score_bytes=Sum(Length("data")))
+    offset_bytes = (
+        NoteTokens.objects.filter(pk__in=maps.values("tokens_id")).aggregate(b=Sum(Length("offsets")))["b"] or 0
+    )
+    sizes["total_bytes"] = (sizes["score_bytes"] or 0) + offset_bytes
+    sizes["bytes"] = sizes["total_bytes"] / sizes["maps"] if sizes["maps"] else 0
     result = {
         "notes": len(ids),
         "imported": {"created": report.created, "unchanged": report.unchanged},

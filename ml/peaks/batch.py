@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ml.codec import decode_map
 from ml.peaks.params import PAPER, PeakParams
 from ml.peaks.runs import find_peaks_many
 from ml.peaks.words import extend_to_words_many, trim_peaks
@@ -57,10 +56,10 @@ def note_peaks(scores, offsets, text: str, params: PeakParams = PAPER) -> tuple[
 
 
 def peaks_of_rows(rows: Iterable[Sequence], texts: Mapping[int, str], params: PeakParams = PAPER) -> list[MapPeaks]:
-    """Peaks of maps given as (map_id, note_id, task_id, data) rows, `data` encoded by ml.codec;
-    `texts` maps note id -> text."""
+    """Peaks of maps given as (map_id, note_id, task_id, (offsets, scores)) rows (the web app's
+    `RelevanceMap.objects.with_arrays("id", "note_id", "task_id")`); `texts` maps note id -> text."""
     rows = list(rows)
-    arrays = [decode_map(row[3]) for row in rows]
+    arrays = [row[3] for row in rows]
     return peaks_of_arrays([(row[0], row[1], row[2]) for row in rows], arrays, texts, params)
 
 

@@ -67,14 +67,8 @@ def test_screenshots_of_the_note_and_comparison_views(login, clinician):
             task = t
             spans = ann.evidence + [(m.start(), m.end()) for m in re.finditer(r"BP \d+/\d+", note.text)]
             for model, height, extra in ((base, 0.7, 6), (dsm, 1.0, 2)):
-                RelevanceMap.objects.create(
-                    note=note,
-                    task=t,
-                    model_version=model,
-                    method="attnlrp",
-                    template="en",
-                    n_tokens=len(offsets),
-                    data=RelevanceMap.encode(offsets, peaky(offsets, spans, rng, height=height, extra=extra)),
+                RelevanceMap.objects.store_one(
+                    note, t, model, offsets, peaky(offsets, spans, rng, height=height, extra=extra)
                 )
     page = login(clinician)
     page.set_viewport_size({"width": 1400, "height": 1100})

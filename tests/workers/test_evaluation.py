@@ -55,8 +55,8 @@ def launch(tiny_model_dir, n_notes, **changes):
 
 def assert_one_map_per_pair_and_configuration(evaluation):
     keys = [c["key"] for c in evaluation.result["configs"]]
-    maps = RelevanceMap.objects.filter(model_version=evaluation.model_version, config_key__in=keys)
-    assert not maps.values("note", "task", "config_key").annotate(n=Count("pk")).filter(n__gt=1).exists()
+    maps = RelevanceMap.objects.filter(model_version=evaluation.model_version, config__config_key__in=keys)
+    assert not maps.values("note", "task", "config").annotate(n=Count("pk")).filter(n__gt=1).exists()
     assert maps.count() == evaluation.total
 
 

@@ -164,19 +164,20 @@ def test_a_relevance_job_runs_on_sqlite_and_the_filesystem_broker_in_real_proces
     assert len(re.findall(r"run_chunk\[[0-9a-f-]+\] succeeded in [0-9.]+s: 'done'", log)) == JOB_NOTES, log[-5000:]
     assert not queued_messages(data_dir)
 
-    from ml.codec import decode_map
+    from ml.codec import decode_arrays
 
     maps = query(
         db,
-        "SELECT n.text, t.slug, r.method, r.n_tokens, r.data, r.target_token FROM pipeline_relevancemap r "
+        "SELECT n.text, t.slug, c.method, r.n_tokens, r.data, k.offsets, r.target_token FROM pipeline_relevancemap r "
         "JOIN corpus_note n ON n.id = r.note_id JOIN corpus_task t ON t.id = r.task_id "
+        "JOIN pipeline_mapconfiguration c ON c.id = r.config_id JOIN pipeline_notetokens k ON k.id = r.tokens_id "
         "WHERE r.job_id = ?",
         job_id,
     )
     assert len(maps) == JOB_NOTES
-    for text, slug, method, n_tokens, data, target in maps:
+    for text, slug, method, n_tokens, data, offsets, target in maps:
         assert (slug, method) == (TASK, "attnlrp") and target
-        offsets, scores = decode_map(bytes(data))
+        offsets, scores = decode_arrays(bytes(offsets), bytes(data))
         assert len(scores) == n_tokens > 10
         assert "".join(text[a:b] for a, b in offsets) == text  # the tokens tile the note
         assert scores.min() >= 0 and scores.max() == pytest.approx(1.0, abs=1e-3)
@@ -288,8 +289,9 @@ def test_a_worker_killed_mid_job_on_sqlite_and_the_filesystem_broker_is_recovere
     assert len(planned) == len(set(planned)) == total
     maps = query(
         db,
-        "SELECT note_id, task_id, count(*) FROM pipeline_relevancemap "
-        "WHERE model_version_id = ? AND config_key = ? GROUP BY note_id, task_id",
+        "SELECT r.note_id, r.task_id, count(*) FROM pipeline_relevancemap r "
+        "JOIN pipeline_mapconfiguration c ON c.id = r.config_id "
+        "WHERE r.model_version_id = ? AND c.config_key = ? GROUP BY r.note_id, r.task_id",
         model_version_id,
         config_key,
     )

@@ -78,7 +78,7 @@ def explain(job, worker) -> str:
 
 def assert_every_pair_has_exactly_one_map(job):
     planned = {tuple(pair) for chunk in job.chunks.all() for pair in chunk.pairs}
-    key = ["note", "task", "model_version", "config_key"]
+    key = ["note", "task", "model_version", "config"]
     maps = RelevanceMap.objects.for_config(job.method, job.template, job.config_key).filter(
         model_version=job.model_version
     )
@@ -289,8 +289,8 @@ def test_a_job_computes_with_its_configuration_and_keeps_its_maps_apart(db, tiny
             assert run_chunk(job.chunks.get().pk) == "done"
         assert RelevanceMap.objects.count() == 4
         span = RelevanceConfig(method="grad_input", explain="span", normalise="clip")
-        assert set(RelevanceMap.objects.filter(job=second).values_list("config_key", flat=True)) == {span.key}
-        assert set(RelevanceMap.objects.filter(job=first).values_list("config_key", flat=True)) == {
+        assert set(RelevanceMap.objects.filter(job=second).values_list("config__config_key", flat=True)) == {span.key}
+        assert set(RelevanceMap.objects.filter(job=first).values_list("config__config_key", flat=True)) == {
             RelevanceConfig(method="grad_input").key
         }
         assert job_progress(reload(second)).errors == []

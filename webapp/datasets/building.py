@@ -331,10 +331,11 @@ def _peak_items(dataset, tally, map_ids, heart, held_back=None):
 
 
 def _map_batches(dataset, held_back=None):
-    """(map id, note id, task id, data) rows of the selected maps in (note, task) order, about
-    BATCH_MAPS a list, never splitting a note. The ids of the corpus's (chosen) notes are read once
-    (8 bytes a note); then each block of note ids gets its maps in one join-free query
-    (note_id IN block, a lookup on the note index). Blocks are resized
+    """(map id, note id, task id, (offsets, scores)) rows of the selected maps in (note, task)
+    order, about BATCH_MAPS a list, never splitting a note. The ids of the corpus's (chosen) notes
+    are read once (8 bytes a note); then each block of note ids gets its maps in one query
+    (note_id IN block, a lookup on the maps' unique key, which starts with the note; joined to
+    the notes' offsets and the configuration by primary key). Blocks are resized
     after each query to hold about BATCH_MAPS maps (a sparse selection, e.g. one job over part of
     a corpus, gets large blocks of notes)."""
     filters = dataset.filters or {}
@@ -345,7 +346,7 @@ def _map_batches(dataset, held_back=None):
         list(dataset.jobs.values_list("pk", flat=True)),
         filters,
     )
-    maps = maps.order_by("note_id", "task_id").values_list("id", "note_id", "task_id", "data")
+    maps = maps.order_by("note_id", "task_id").with_arrays("id", "note_id", "task_id")
     notes = Note.objects.filter(corpus_id=dataset.corpus_id)
     if filters.get("notes"):
         notes = notes.filter(pk__in=filters["notes"])

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ml.codec import decode_map
 from ml.relevance import RelevanceConfig
 from webapp.pipeline.models import ModelVersion, RelevanceMap
 
@@ -44,5 +43,5 @@ def store(model_version: ModelVersion, config: RelevanceConfig, computed: Iterab
 def read(model_version: ModelVersion, config: RelevanceConfig, pairs: Sequence[Pair]) -> dict:
     """{(note_id, task_id): (offsets, scores)} of the pairs (of a batch) that have a map."""
     wanted = set(pairs)
-    rows = _maps(model_version, config, pairs).values_list("note_id", "task_id", "data")
-    return {(n, t): decode_map(data) for n, t, data in rows if (n, t) in wanted}
+    rows = _maps(model_version, config, pairs).with_arrays("note_id", "task_id")
+    return {(n, t): arrays for n, t, arrays in rows if (n, t) in wanted}

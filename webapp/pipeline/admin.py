@@ -84,22 +84,20 @@ class RelevanceMapAdmin(ReadOnlyAdmin):
         "note_id",
         "task",
         "model_version",
-        "method",
-        "config_key",
+        "config",
         "n_tokens",
         "size",
         "job_id",
-        "created",
     ]
-    list_filter = ["method", "config_key", "model_version"]
-    list_select_related = ["task", "model_version"]
-    raw_id_fields = ["note", "task", "job"]
+    list_filter = ["config__method", "config", "model_version"]
+    list_select_related = ["task", "model_version", "config"]
+    raw_id_fields = ["note", "task", "job", "tokens"]
     exclude = ["data"]
     show_full_result_count = False
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("data").annotate(size=Length("data"))
 
-    @admin.display(description="bytes")
+    @admin.display(description="score bytes")
     def size(self, relevance_map):
         return relevance_map.size

@@ -2,19 +2,25 @@
 
 A relevance job is split into chunks of (note, task) prompts; each chunk is one Celery task.
 A job stores its ml.relevance.RelevanceConfig (method, explain, normalise, template, truncation,
-dtype, contrastive neutral text) and every map the key of the configuration that made it.
-Maps are upserted on (note, task, model version, config key), so a chunk that runs twice
-writes nothing twice, and the job's progress is derived from its chunks. Maps of two
-configurations never meet in one comparison: select them with `RelevanceMap.objects.for_config()`.
+dtype, contrastive neutral text) and every map the configuration that made it (a small integer
+naming a MapConfiguration row: method, template, key). A map keeps its float16 scores; its note's
+token offsets are stored once (NoteTokens), shared by the note's maps tokenized alike, and
+`RelevanceMap.objects.with_arrays()` reads both in one query. Maps are upserted on (note, task,
+model version, configuration), so a chunk that runs twice writes nothing twice, and the job's
+progress is derived from its chunks. Maps of two configurations never meet in one comparison:
+select them with `RelevanceMap.objects.for_config()`.
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
 from django.db.models import F, Max, Q
+from django.db.models.query import ValuesListIterable
 from django.utils import timezone
 
-from ml.codec import decode_map, encode_map
+from ml.codec import decode_arrays, encode_offsets, encode_scores, offsets_digest
 from ml.peaks import PAPER, PeakParams
 from ml.relevance import RelevanceConfig, default_config_key
 from webapp.lifecycle.models import WorkUnit
@@ -245,8 +251,78 @@ def resolve_config_key(method: str, template: str, config_key: str = "", *, jobs
     return config_key or default_config_key(method, template)
 
 
+class MapConfiguration(models.Model):
+    """One relevance configuration maps were made with: method, template and RelevanceConfig.key,
+    stored once and referenced by a small integer from every map (not repeated on each row)."""
+
+    id = models.AutoField(primary_key=True)
+    method = models.CharField(max_length=20)
+    template = models.CharField(max_length=500)
+    config_key = models.CharField(max_length=64, help_text="RelevanceConfig.key")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["config_key", "method", "template"], name="pipeline_mapconfig_unique"),
+        ]
+
+    def __str__(self):
+        return f"{self.method} / {self.template[:20]} / {self.config_key[:12]}"
+
+    @classmethod
+    def id_of(cls, method: str, template: str, config_key: str = "") -> int:
+        """The id of this configuration's row, made if missing (safe under concurrent writers)."""
+        config_key = config_key or default_config_key(method, template)
+        cls.objects.bulk_create([cls(method=method, template=template, config_key=config_key)], ignore_conflicts=True)
+        return cls.objects.get(method=method, template=template, config_key=config_key).pk
+
+
+class NoteTokens(models.Model):
+    """A note's token offsets (ml.codec.encode_offsets), stored once for every map of the note
+    tokenized alike: maps of different tasks, model versions (sharing a tokenizer) and
+    configurations reference one row. Content-addressed: (note, digest of the offsets)."""
+
+    id = models.AutoField(primary_key=True)
+    note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="+", db_index=False)
+    digest = models.BinaryField(max_length=16)
+    offsets = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["note", "digest"], name="pipeline_notetokens_unique")]
+
+    @classmethod
+    def ids(cls, offsets_by_note: dict) -> dict:
+        """{(note_id, digest): id} of `offsets_by_note` ({(note_id, digest): blob}), the missing
+        rows inserted first in one statement (INSERT ... ON CONFLICT DO NOTHING)."""
+        if not offsets_by_note:
+            return {}
+        cls.objects.bulk_create(
+            [cls(note_id=n, digest=d, offsets=blob) for (n, d), blob in offsets_by_note.items()],
+            ignore_conflicts=True,
+        )
+        rows = cls.objects.filter(note_id__in={n for n, _ in offsets_by_note}).values_list("pk", "note_id", "digest")
+        found = {(n, bytes(d)): pk for pk, n, d in rows}
+        return {key: found[key] for key in offsets_by_note}
+
+
 # The key of a map: one per note, task, model version and relevance configuration.
-MAP_KEY = ["note", "task", "model_version", "config_key"]
+MAP_KEY = ["note", "task", "model_version", "config"]
+
+
+@dataclass(frozen=True)
+class StoredArrays:
+    """What `store` reads of a computed map (ml.relevance.RelevanceResult has the same fields)."""
+
+    offsets: np.ndarray
+    scores: np.ndarray
+    target_token: str = ""
+
+
+class _ArraysIterable(ValuesListIterable):
+    """values_list rows whose last two columns (scores, offsets) become one (offsets, scores)."""
+
+    def __iter__(self):
+        for row in super().__iter__():
+            yield (*row[:-2], decode_arrays(row[-1], row[-2]))
 
 
 class RelevanceMapQuerySet(models.QuerySet):
@@ -259,81 +335,144 @@ class RelevanceMapQuerySet(models.QuerySet):
         template (explain "next", normalise "abs", truncate "right", dtype "auto"), which is
         what every map stored before configurations were recorded was made with."""
         return self.filter(
-            method=method, template=template, config_key=resolve_config_key(method, template, config_key, jobs=jobs)
+            config__method=method,
+            config__template=template,
+            config__config_key=resolve_config_key(method, template, config_key, jobs=jobs),
         )
+
+    def with_arrays(self, *fields: str) -> "RelevanceMapQuerySet":
+        """Rows of `fields` followed by the map's (offsets, scores), scores and offsets read in
+        the same query (a join to the note's offsets). Still a QuerySet: filter, order, slice."""
+        rows = self.values_list(*fields, "data", "tokens__offsets")
+        rows._iterable_class = _ArraysIterable
+        return rows
 
     def store(
         self, computed, *, model_version_id: int, method: str, template: str, config_key: str, job_id: int | None = None
     ) -> int:
         """Upsert one map per ((note_id, task_id), RelevanceResult) of `computed`, keyed by
         (note, task, model version, configuration): a batch stored twice writes nothing twice, and
-        a map computed again replaces the earlier one. Returns the count."""
+        a map computed again replaces the earlier one. The offsets go to the note's NoteTokens row
+        (made if missing), the map keeps its float16 scores. Returns the count."""
+        computed = list(computed)
+        if not computed:
+            return 0
+        if any(len(result.offsets) != len(result.scores) for _, result in computed):
+            raise ValueError("a map has not as many scores as token offsets")
+        config_id = MapConfiguration.id_of(method, template, config_key)
+        blobs = [encode_offsets(result.offsets) for _, result in computed]
+        keys = [(note_id, offsets_digest(blob)) for ((note_id, _), _), blob in zip(computed, blobs)]
+        tokens = NoteTokens.ids(dict(zip(keys, blobs)))
         maps = [
             RelevanceMap(
                 note_id=note_id,
                 task_id=task_id,
                 model_version_id=model_version_id,
-                method=method,
-                template=template,
-                config_key=config_key,
+                config_id=config_id,
+                tokens_id=tokens[key],
                 job_id=job_id,
                 n_tokens=len(result.scores),
                 target_token=result.target_token[:100],
-                data=RelevanceMap.encode(result.offsets, result.scores),
+                data=encode_scores(result.scores),
             )
-            for (note_id, task_id), result in computed
+            for ((note_id, task_id), result), key in zip(computed, keys)
         ]
-        if maps:
-            updated = ["n_tokens", "target_token", "data"] + (["job"] if job_id is not None else [])
-            self.bulk_create(maps, update_conflicts=True, unique_fields=MAP_KEY, update_fields=updated)
+        updated = ["tokens", "n_tokens", "target_token", "data"] + (["job"] if job_id is not None else [])
+        self.bulk_create(maps, update_conflicts=True, unique_fields=MAP_KEY, update_fields=updated)
         return len(maps)
+
+    def store_one(
+        self, note, task, model_version, offsets, scores, *, method="attnlrp", template="en", config_key="", job=None
+    ) -> "RelevanceMap":
+        """`store` of one map given as arrays (fabricated maps of tests and benchmarks); returns it."""
+        result = StoredArrays(np.asarray(offsets, np.int32).reshape(-1, 2), np.asarray(scores, np.float32))
+        pk = lambda obj: getattr(obj, "pk", obj)  # noqa: E731
+        self.store(
+            [((pk(note), pk(task)), result)],
+            model_version_id=pk(model_version),
+            method=method,
+            template=template,
+            config_key=config_key or default_config_key(method, template),
+            job_id=pk(job),
+        )
+        return self.get(
+            note_id=pk(note),
+            task_id=pk(task),
+            model_version_id=pk(model_version),
+            config__config_key=config_key or default_config_key(method, template),
+        )
+
+    def fill_notes(
+        self, notes, *, task_id: int, model_version_id: int, method: str, template: str, offsets, scores
+    ) -> None:
+        """Give every note of the `notes` queryset the same map (default configuration of the
+        method and template) in two statements on the server: a fabricator of large test,
+        benchmark and drill corpora, which `store` would feed one batch at a time."""
+        config_id = MapConfiguration.id_of(method, template)
+        blob = encode_offsets(offsets)
+        digest = offsets_digest(blob)
+        note_ids, params = notes.values("pk").query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {NoteTokens._meta.db_table} (note_id, digest, offsets) "
+                f"SELECT id, %s, %s FROM ({note_ids}) AS n(id) ON CONFLICT DO NOTHING",
+                [digest, blob, *params],
+            )
+            cursor.execute(
+                f"INSERT INTO {RelevanceMap._meta.db_table} "
+                "(note_id, task_id, model_version_id, config_id, tokens_id, n_tokens, target_token, data) "
+                f"SELECT note_id, %s, %s, %s, id, %s, '', %s FROM {NoteTokens._meta.db_table} "
+                f"WHERE digest = %s AND note_id IN ({note_ids}) ON CONFLICT DO NOTHING",
+                [task_id, model_version_id, config_id, len(scores), encode_scores(scores), digest, *params],
+            )
 
 
 class RelevanceMap(models.Model):
     """Relevance of every note token for one task, by one model version and relevance configuration.
 
-    `config_key` is the RelevanceConfig.key of the job that made it (method and template are
-    also kept as columns, for display and filtering); a map saved without one gets the default
-    configuration of its method and template.
-    `data` is the compact encoding of ml.codec (float16 scores, delta-coded offsets; ~6 bytes a token)."""
+    `config` is the MapConfiguration (method, template, RelevanceConfig.key) of the job that made
+    it; `tokens` the note's token offsets, shared with the note's other maps tokenized alike;
+    `data` the scores alone, float16 (ml.codec.encode_scores). Read both with
+    `RelevanceMap.objects.with_arrays(...)` (one query). About 2.9 bytes a token all-in for a note
+    with 9 maps of 300 tokens (benchmarks/map_storage.py).
+    Indexes: the unique key (note first: a note's maps, or notes by id), the primary key, and
+    the foreign keys a delete looks through (job, tokens); task, model version and
+    configuration are never deleted while maps use them (PROTECT) and go unindexed."""
 
-    note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="relevance_maps")
-    task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="relevance_maps")
-    model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="relevance_maps")
-    method = models.CharField(max_length=20)
-    template = models.CharField(max_length=500)
-    config_key = models.CharField(max_length=64, help_text="RelevanceConfig.key of the configuration that made it")
+    note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="relevance_maps", db_index=False)
+    task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="relevance_maps", db_index=False)
+    model_version = models.ForeignKey(
+        ModelVersion, on_delete=models.PROTECT, related_name="relevance_maps", db_index=False
+    )
+    config = models.ForeignKey(MapConfiguration, on_delete=models.PROTECT, related_name="maps", db_index=False)
     job = models.ForeignKey(RelevanceJob, null=True, blank=True, on_delete=models.SET_NULL, related_name="maps")
+    tokens = models.ForeignKey(NoteTokens, on_delete=models.CASCADE, related_name="maps")
     n_tokens = models.PositiveIntegerField()
     target_token = models.CharField(max_length=100, blank=True)
-    data = models.BinaryField()
-    created = models.DateTimeField(auto_now_add=True)
+    data = models.BinaryField(help_text="float16 scores (ml.codec.encode_scores)")
 
     objects = RelevanceMapQuerySet.as_manager()
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["note", "task", "model_version", "config_key"], name="pipeline_relevancemap_unique_config"
-            ),
-        ]
-        indexes = [
-            models.Index(fields=["model_version", "config_key", "task", "note"], name="pipeline_map_config_lookup"),
-            models.Index(fields=["job"], name="pipeline_map_job"),
+            models.UniqueConstraint(fields=MAP_KEY, name="pipeline_relevancemap_unique_config"),
         ]
 
     def __str__(self):
-        return f"map note={self.note_id} task={self.task_id} model={self.model_version_id} {self.config_key}"
+        return f"map note={self.note_id} task={self.task_id} model={self.model_version_id} config={self.config_id}"
 
-    def save(self, *args, **kwargs):
-        if not self.config_key:
-            self.config_key = default_config_key(self.method, self.template)
-        super().save(*args, **kwargs)
+    @property
+    def method(self) -> str:
+        return self.config.method
 
-    @classmethod
-    def encode(cls, offsets, scores) -> bytes:
-        return encode_map(offsets, scores)
+    @property
+    def template(self) -> str:
+        return self.config.template
+
+    @property
+    def config_key(self) -> str:
+        return self.config.config_key
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """(offsets int32 (n, 2), scores float32 (n,))."""
-        return decode_map(self.data)
+        """(offsets int32 (n, 2), scores float32 (n,)); select_related("tokens") saves a query."""
+        return decode_arrays(self.tokens.offsets, self.data)

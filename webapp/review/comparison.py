@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db.models.functions import Length
 
-from ml.codec import decode_map
 from ml.metrics import (
     PairedDiff,
     aggregate_relative_change,
@@ -169,13 +168,13 @@ class Summary:
 
 
 def _arrays(note_id, task_id, model, method, template, config_key=""):
-    data = (
+    row = (
         RelevanceMap.objects.for_config(method, template, config_key)
         .filter(note_id=note_id, task_id=task_id, model_version=model)
-        .values_list("data", flat=True)
+        .with_arrays()
         .first()
     )
-    return decode_map(data) if data is not None else None
+    return row[0] if row is not None else None
 
 
 def compare_note(
@@ -284,21 +283,21 @@ def corpus_summary(
     notes = sorted({n for n, _ in gold})
     for start in range(0, len(notes), 2_000):
         chunk = notes[start : start + 2_000]
-        for note_id, task_id, model_id, data in (
+        for note_id, task_id, model_id, arrays in (
             RelevanceMap.objects.for_config(method, template, config_key)
             .filter(note_id__in=chunk, model_version__in=[first, second])
-            .values_list("note_id", "task_id", "model_version_id", "data")
+            .with_arrays("note_id", "task_id", "model_version_id")
         ):
             if (note_id, task_id) in gold:
-                maps[(note_id, task_id)][model_id] = data
+                maps[(note_id, task_id)][model_id] = arrays
     both = [key for key in gold if first.pk in maps.get(key, {}) and second.pk in maps.get(key, {})][:limit]
     lengths = dict(Note.objects.filter(pk__in={n for n, _ in both}).annotate(n=Length("text")).values_list("pk", "n"))
     summary.first_maps = sum(1 for found in maps.values() if first.pk in found)
     summary.second_maps = sum(1 for found in maps.values() if second.pk in found)
     gold_a, gold_b, changes, task_ids = [], [], [], []
     for key in both:
-        off_a, sc_a = decode_map(maps[key][first.pk])
-        off_b, sc_b = decode_map(maps[key][second.pk])
+        off_a, sc_a = maps[key][first.pk]
+        off_b, sc_b = maps[key][second.pk]
         if not rendering.same_tokens(off_a, off_b):
             summary.projected += 1
         projected = rendering.project_scores(off_b, sc_b, off_a, lengths[key[0]])

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 from django.db.models import Subquery
 
-from ml.codec import decode_map
 from ml.peaks import peaks_of_arrays
 from webapp.corpus.models import Annotation, Note
 from webapp.lib import rendering, windows
@@ -109,13 +108,8 @@ def map_arrays(note, selection):
     """(offsets, scores) of the selection's map of the note, or None."""
     if not selection.ready:
         return None
-    data = (
-        selection.maps()
-        .filter(note=note, task=selection.task, model_version=selection.model)
-        .values_list("data", flat=True)
-        .first()
-    )
-    return decode_map(data) if data is not None else None
+    row = selection.maps().filter(note=note, task=selection.task, model_version=selection.model).with_arrays().first()
+    return row[0] if row is not None else None
 
 
 def char_peaks(note, arrays, params) -> tuple[list, bool]:

@@ -41,9 +41,7 @@ def selection_maps(corpus, selection):
 def next_pair(
     corpus, selection, reviewer, after: tuple[int, int] | None = None, *, scan: int = SCAN, batch: int = BATCH
 ) -> QueueResult:
-    ordered = (
-        selection_maps(corpus, selection).order_by("note_id", "task_id").values_list("id", "note_id", "task_id", "data")
-    )
+    ordered = selection_maps(corpus, selection).order_by("note_id", "task_id").with_arrays("id", "note_id", "task_id")
     cursor, scanned = after, 0
     while scanned < scan:
         page = ordered

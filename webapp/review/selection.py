@@ -121,7 +121,7 @@ def for_note(note, query) -> Selection:
     errors: list[str] = []
     combos = list(
         RelevanceMap.objects.filter(note=note)
-        .values_list("task_id", "model_version_id", "method", "template", "config_key")
+        .values_list("task_id", "model_version_id", "config__method", "config__template", "config__config_key")
         .distinct()
     )
     model_ids = sorted({c[1] for c in combos})
@@ -201,9 +201,7 @@ def for_corpus(corpus, query) -> Selection:
     if (
         wanted_config
         and wanted_config not in keys
-        and RelevanceMap.objects.filter(
-            note__corpus=corpus, method=method, template=template, config_key=wanted_config
-        ).exists()
+        and RelevanceMap.objects.for_config(method, template, wanted_config).filter(note__corpus=corpus).exists()
     ):
         keys.append(wanted_config)  # maps of it exist (e.g. from another corpus's job): offer it too
     config = wanted_config if wanted_config in keys else keys[0]

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from django.db import IntegrityError, transaction
 
-from ml.codec import decode_map
 from ml.masking import BuildStats, Group, PeakItem, build_examples
 from ml.peaks import PeakParams, peaks_of_arrays
 from webapp.audit.log import record
@@ -103,12 +102,12 @@ def _load(sample: MapSample):
         _CACHE.move_to_end(sample.pk)
         return cached
     rows = sorted(
-        RelevanceMap.objects.filter(pk__in=sample.map_ids).values_list("id", "note_id", "task_id", "data"),
+        RelevanceMap.objects.filter(pk__in=sample.map_ids).with_arrays("id", "note_id", "task_id"),
         key=lambda r: (r[1], r[2]),
     )
     texts = dict(Note.objects.filter(pk__in={r[1] for r in rows}).values_list("pk", "text"))
     keys = [(r[0], r[1], r[2]) for r in rows]
-    arrays = [decode_map(r[3]) for r in rows]
+    arrays = [r[3] for r in rows]
     _CACHE[sample.pk] = (keys, arrays, texts)
     while len(_CACHE) > _CACHE_ENTRIES:
         _CACHE.popitem(last=False)

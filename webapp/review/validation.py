@@ -41,7 +41,6 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from ml.codec import decode_map
 from ml.metrics import PRF, peak_token_prf, relevance_mass_ratio
 from ml.peaks import PeakParams, peaks_of_arrays, smooth
 from webapp.audit.log import record
@@ -174,13 +173,13 @@ class Item:
 
 
 def _arrays(vset, note_id, task_id):
-    data = (
+    row = (
         RelevanceMap.objects.for_config(vset.method, vset.template, vset.config_key)
         .filter(note_id=note_id, task_id=task_id, model_version=vset.model_version)
-        .values_list("data", flat=True)
+        .with_arrays()
         .first()
     )
-    return decode_map(data) if data is not None else None
+    return row[0] if row is not None else None
 
 
 def spans_per_setting(vset, note, arrays) -> list[tuple]:
@@ -346,9 +345,9 @@ def _agreement(vset, rows: list[SettingTally]) -> None:
     maps = list(
         RelevanceMap.objects.for_config(vset.method, vset.template, vset.config_key)
         .filter(note_id__in={n for n, _ in gold}, model_version=vset.model_version)
-        .values_list("note_id", "task_id", "data")
+        .with_arrays("note_id", "task_id")
     )
-    maps = [(n, t, decode_map(d)) for n, t, d in maps if (n, t) in gold]
+    maps = [(n, t, arrays) for n, t, arrays in maps if (n, t) in gold]
     if not maps:
         return
     texts = dict(Note.objects.filter(pk__in={n for n, _, _ in maps}).values_list("pk", "text"))

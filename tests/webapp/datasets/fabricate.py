@@ -36,16 +36,7 @@ def add_map(note, task, model, peaked=(), *, offsets=None, scores=None, method="
     if scores is None:
         scores = np.zeros(len(offsets), np.float32)
         scores[list(peaked)] = 0.9
-    return RelevanceMap.objects.create(
-        note=note,
-        task=task,
-        model_version=model,
-        method=method,
-        template=template,
-        job=job,
-        n_tokens=len(offsets),
-        data=RelevanceMap.encode(offsets, scores),
-    )
+    return RelevanceMap.objects.store_one(note, task, model, offsets, scores, method=method, template=template, job=job)
 
 
 def add_notes_with_maps(corpus, tasks, model, count: int, prefix: str = "bulk") -> int:
@@ -55,7 +46,6 @@ def add_notes_with_maps(corpus, tasks, model, count: int, prefix: str = "bulk") 
     for a worker to be killed in its middle is made in a second or two. Returns `count`."""
     from django.db import connection
 
-    from ml.relevance import default_config_key
     from webapp.corpus.models import Note
 
     width = len(str(count))
@@ -72,19 +62,13 @@ def add_notes_with_maps(corpus, tasks, model, count: int, prefix: str = "bulk") 
         for slug in ("heart", "pacemaker", "pressure"):
             scores = np.zeros(len(offsets), np.float32)
             scores[list(PEAKS[slug])] = 0.9
-            cursor.execute(
-                f"INSERT INTO {RelevanceMap._meta.db_table} (note_id, task_id, model_version_id, method, template, "
-                "config_key, n_tokens, target_token, data, created) "
-                f"SELECT id, %s, %s, 'attnlrp', 'en', %s, %s, '', %s, now() FROM {Note._meta.db_table} "
-                "WHERE corpus_id = %s AND external_id LIKE %s",
-                [
-                    tasks[slug].pk,
-                    model.pk,
-                    default_config_key("attnlrp", "en"),
-                    len(offsets),
-                    RelevanceMap.encode(offsets, scores),
-                    corpus.pk,
-                    f"{prefix}%",
-                ],
+            RelevanceMap.objects.fill_notes(
+                Note.objects.filter(corpus=corpus, external_id__startswith=prefix),
+                task_id=tasks[slug].pk,
+                model_version_id=model.pk,
+                method="attnlrp",
+                template="en",
+                offsets=offsets,
+                scores=scores,
             )
     return count

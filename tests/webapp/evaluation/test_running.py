@@ -88,7 +88,7 @@ def test_perfect_relevance_is_scored_one_and_recommended(larger, model_version):
     }
     assert evaluation.result["configs"] == [{"key": key, **RelevanceConfig(method="attention").to_dict()}]
     assert evaluation.result["missing"] == {key: 0} and evaluation.result["problems"] == []
-    assert RelevanceMap.objects.filter(config_key=key, job=None).count() == 18
+    assert RelevanceMap.objects.filter(config__config_key=key, job=None).count() == 18
 
 
 def test_noise_is_not_recommended_and_the_result_says_why(larger, model_version):
@@ -225,7 +225,7 @@ def test_a_tiny_model_computes_every_configuration_into_maps_and_a_result(annota
     keys = [c["key"] for c in evaluation.result["configs"]]
     assert len(set(keys)) == 4
     for key in keys:
-        maps = RelevanceMap.objects.filter(config_key=key)
+        maps = RelevanceMap.objects.filter(config__config_key=key)
         assert maps.count() == n
         for relevance_map in maps:
             offsets, scores = relevance_map.arrays()

@@ -43,15 +43,7 @@ def scores_for(text: str, peaked: dict) -> np.ndarray:
 def add_map(note, task, model, peaked, *, method="attnlrp", template="en", offsets=None, scores=None):
     offsets = tokens(note.text) if offsets is None else offsets
     scores = scores_for(note.text, peaked) if scores is None else scores
-    return RelevanceMap.objects.create(
-        note=note,
-        task=task,
-        model_version=model,
-        method=method,
-        template=template,
-        n_tokens=len(offsets),
-        data=RelevanceMap.encode(offsets, scores),
-    )
+    return RelevanceMap.objects.store_one(note, task, model, offsets, scores, method=method, template=template)
 
 
 def query(task, model, profile, **extra) -> dict:

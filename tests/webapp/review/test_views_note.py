@@ -263,15 +263,8 @@ def test_maps_of_another_relevance_configuration_are_chosen_not_mixed(
         corpus=corpus, model_version=base, explain="span", config=span.to_dict(), config_key=span.key
     )
     offsets = tokens(TEXT)
-    RelevanceMap.objects.create(
-        note=note,
-        task=tasks["heart"],
-        model_version=base,
-        method="attnlrp",
-        template="en",
-        config_key=span.key,
-        n_tokens=len(offsets),
-        data=RelevanceMap.encode(offsets, scores_for(TEXT, {"febrile": 0.9})),
+    RelevanceMap.objects.store_one(
+        note, tasks["heart"], base, offsets, scores_for(TEXT, {"febrile": 0.9}), config_key=span.key
     )
     client.force_login(clinician)
     default = client.get(url(note), query(tasks["heart"], base, sharp), **HX).content.decode()
