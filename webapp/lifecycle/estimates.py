@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from ml.training.schedule import plan_steps
 from webapp.corpus.models import Annotation
 from webapp.datasets.launch import BUILD_TASK
 from webapp.datasets.models import DatasetVersion
@@ -36,6 +37,7 @@ from webapp.lifecycle import queue
 from webapp.lifecycle.status import JobStatus
 from webapp.pipeline import jobs
 from webapp.pipeline.models import RelevanceJob
+from webapp.training import configs
 from webapp.training.models import CAUSAL_KINDS, TrainingRun
 from webapp.training.runs import RUN_TASK as TRAINING_TASK
 
@@ -170,9 +172,8 @@ def training_run(spec) -> Estimate | None:
         examples = spec.split.train_count if spec.split is not None else 0
     if not examples:
         return None
-    steps = max(1, math.ceil(train.get("epochs", 1.0) * math.ceil(examples / train["effective_batch_size"])))
-    if train.get("max_steps"):
-        steps = min(steps, train["max_steps"])
+    # the trainer's own arithmetic (ml.training.schedule), so the estimate counts what it will run
+    steps = plan_steps(configs.section_classes(spec.kind)["train"].from_dict(train), examples).total
     earlier = (
         TrainingRun.objects.filter(
             model_version=spec.model_version, kind=spec.kind, status=JobStatus.DONE, total_steps__gt=0
