@@ -39,10 +39,10 @@ class NoteAdmin(admin.ModelAdmin):
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
-    list_display = ["slug", "description", "group", "held_out", "option_count"]
+    list_display = ["slug", "description", "group", "held_out", "option_count", "decision_count"]
     list_filter = ["held_out", "group"]
     search_fields = ["slug", "description"]
-    readonly_fields = ["created"]
+    readonly_fields = ["created", "decision_count"]  # kept by the database (corpus.stats)
 
     @admin.display(description="options")
     def option_count(self, task):

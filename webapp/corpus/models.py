@@ -115,6 +115,9 @@ class Task(models.Model):
     held_out = models.BooleanField(default=False, help_text="Kept out of training to measure generalisation")
     aliases = models.JSONField(default=list, blank=True, help_text="Other names accepted for this task on import")
     created = models.DateTimeField(auto_now_add=True)
+    # Review decisions (review.PeakDecision rows, one per reviewer and peak) of this task, kept by
+    # PostgreSQL triggers (review migration 0004_task_decision_count); see webapp.corpus.stats.
+    decision_count = models.BigIntegerField(default=0, db_default=0, editable=False)
 
     class Meta:
         ordering = ["slug"]
@@ -130,6 +133,14 @@ class Task(models.Model):
 
     def __str__(self):
         return self.slug
+
+    def save(self, *args, **kwargs):
+        # The counter is the triggers' alone: saving a row read earlier must not write back its stale copy.
+        if not self._state.adding and kwargs.get("update_fields") is None and not kwargs.get("force_insert"):
+            kwargs["update_fields"] = [
+                f.name for f in self._meta.concrete_fields if not f.primary_key and f.name != "decision_count"
+            ]
+        super().save(*args, **kwargs)
 
     def clean(self):
         problems = validators.option_problems(self.options)

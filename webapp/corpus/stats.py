@@ -1,5 +1,6 @@
 """Counts shown on overview pages, in a fixed number of queries (no per-corpus loops, and on
-PostgreSQL no count over notes at all: the corpus rows carry counters)."""
+PostgreSQL no count over notes or review decisions at all: the corpus and task rows carry
+counters)."""
 
 from dataclasses import dataclass
 
@@ -25,6 +26,21 @@ def corpus_summaries() -> list[CorpusSummary]:
     notes = dict(Note.objects.order_by().values_list("corpus").annotate(n=Count("id")))
     annotations = dict(Annotation.objects.order_by().values_list("note__corpus").annotate(n=Count("id")))
     return [CorpusSummary(c, notes.get(c.pk, 0), annotations.get(c.pk, 0)) for c in corpora]
+
+
+@dataclass
+class TaskSummary:
+    task: Task
+    decisions: int  # review decisions on record, one per reviewer and peak
+
+
+def task_summaries() -> list[TaskSummary]:
+    """Every task, by group and slug, with its review decisions: on PostgreSQL the counter the
+    review triggers keep (one query); elsewhere counted."""
+    tasks = Task.objects.order_by("group", "slug")
+    if connection.vendor == "postgresql":
+        return [TaskSummary(t, t.decision_count) for t in tasks]
+    return [TaskSummary(t, t.counted) for t in tasks.annotate(counted=Count("peak_decisions"))]
 
 
 def task_groups() -> list[tuple[str, int, int]]:

@@ -11,8 +11,8 @@ from webapp.corpus import import_jobs
 from webapp.corpus.access import corpus_for, import_job_for, note_for
 from webapp.corpus.browse import NOTES_PER_PAGE, note_page
 from webapp.corpus.forms import UploadForm
-from webapp.corpus.models import Corpus, Task
-from webapp.corpus.stats import corpus_summaries
+from webapp.corpus.models import Corpus
+from webapp.corpus.stats import corpus_summaries, task_summaries
 from webapp.lib import windows
 from webapp.lifecycle.status import JobStatus
 
@@ -53,8 +53,7 @@ def note_detail(request, corpus_id, note_id):
 
 @capability_required(Capability.VIEW)
 def task_list(request):
-    tasks = Task.objects.order_by("group", "slug")
-    return render(request, "corpus/task_list.html", {"nav": "tasks", "tasks": tasks})
+    return render(request, "corpus/task_list.html", {"nav": "tasks", "tasks": task_summaries()})
 
 
 def upload(request):

@@ -6,7 +6,8 @@ exact peak parameters in effect are kept for provenance, not for identity (the s
 under two profiles is the same peak). Two reviewers never share a row, so neither overwrites
 the other; `version` counts a reviewer's changes to their row (optimistic concurrency: a form
 carries the version it was rendered with and a stale one is refused), `previous` keeps the row's
-state before its last change (one level of undo).
+state before its last change (one level of undo). Each task row counts its decisions
+(corpus.Task.decision_count, kept by the triggers of migration 0004_task_decision_count).
 
 ValidationSet: N (note, task) items drawn with a seed, and a grid of candidate peak settings;
 ValidationJudgement: a reviewer's yes/no ("peaks semantically reasonable for s_T") for one item
