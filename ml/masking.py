@@ -12,8 +12,14 @@ Masking and DSM training).
   grouped by note (all tasks of a note consecutive, as `python -m ml relevance` writes them):
   within a note, identical examples from several tasks become one example listing all those
   tasks; an example identical to one of an EARLIER note (a duplicated note text) is dropped and
-  counted. Memory: one note's examples, a 16-byte digest per example emitted and the ids of
-  the notes seen.
+  counted. Two notes can share an example only if their texts are equal, or if both texts
+  contain the mask token (the masked text then holds the token twice, and the label can be put
+  back at either place; for a token that overlaps itself, such as "aa", even that does not
+  hold). So a caller that knows which notes share their text (`repeating_notes`) lets
+  build_examples keep the 16-byte digests of those notes' examples only, plus those of notes
+  containing the mask token; without it every emitted example's digest is kept.
+  Memory: one note's examples, the ids of the notes seen, and a digest per example of a note
+  that may repeat (every example, without `repeating_notes`); `BuildStats.digests_kept` counts them.
 - Pair outcomes (BuildStats): every pair read is either left out by the mode's filter
   (`pair_is_used`) or used; a used pair is kept (an example lists its task), gives no candidate
   (nothing maskable) or has every candidate dropped as a duplicate of an earlier note. So
@@ -37,7 +43,7 @@ import enum
 import hashlib
 import random
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 DSM_INSTRUCTION = "Fill in the masked word in the following sentence."
@@ -100,6 +106,7 @@ class BuildStats:
     items_kept: int = 0  # at least one example lists the pair's task (merged examples included)
     items_without_candidate: int = 0  # no maskable span (whitespace-only groups, no room for a random span)
     items_all_duplicates: int = 0  # every example already emitted for an earlier note
+    digests_kept: int = 0  # examples remembered to drop their repeats in later notes (the memory that grows)
 
     @property
     def duplicates(self) -> int:
@@ -134,26 +141,35 @@ def build_examples(
     mask_token: str = DEFAULT_MASK_TOKEN,
     seed: int = 0,
     stats: BuildStats | None = None,
+    repeating_notes: Container[str] | None = None,
 ) -> Iterator[MaskedExample]:
-    """Stream masked examples from per (note, task) peak items (see module doc)."""
+    """Stream masked examples from per (note, task) peak items (see module doc).
+
+    `repeating_notes`: None keeps the digest of every example emitted. Otherwise the ids of the
+    notes whose text another note of `items` also has (a superset does no harm); the caller
+    vouches that the items come grouped by note, since a note met again after another is then
+    checked only against the digests kept."""
     mode = MaskingMode(mode)
     if not mask_token:
         raise ValueError("the mask token must be a non-empty string")
     stats = stats if stats is not None else BuildStats()
-    emitted: set[bytes] = set()  # digests of examples of earlier notes
+    keep_every_digest = repeating_notes is None or _overlaps_itself(mask_token)
+    emitted: set[bytes] = set()  # digests of examples of earlier notes that may repeat
     finished: set[str] = set()
-    note_id, pending = None, {}
+    note_id, pending, keep = None, {}, keep_every_digest
 
     def flush():
         if pending:
             stats.notes_kept += 1
         for digest, (example, tasks) in pending.items():
-            emitted.add(digest)
+            if keep:
+                emitted.add(digest)
             stats.examples += 1
             yield MaskedExample(
                 example.note_id, tuple(tasks), example.masked_text, example.label, example.char_span, example.mode
             )
         pending.clear()
+        stats.digests_kept = len(emitted)
 
     for item in items:
         stats.items += 1
@@ -162,6 +178,7 @@ def build_examples(
             if note_id is not None:
                 finished.add(note_id)
             note_id = item.note_id
+            keep = keep_every_digest or note_id in repeating_notes or mask_token in item.text
             if note_id in finished:
                 stats.notes_not_contiguous.append(note_id)
             else:
@@ -194,6 +211,12 @@ def build_examples(
             else:
                 stats.items_without_candidate += 1
     yield from flush()
+
+
+def _overlaps_itself(token: str) -> bool:
+    """Whether a proper prefix of the token is also its suffix ("aa", "<m<"): two occurrences
+    can then overlap, and two notes without the token can give the same masked text."""
+    return any(token[:k] == token[-k:] for k in range(1, len(token)))
 
 
 def pair_is_used(groups: int, mode: MaskingMode | str) -> bool:

@@ -223,3 +223,80 @@ def test_the_one_peak_rule_is_exactly_one_group():
 
     assert [pair_is_used(n, "one_peak") for n in (0, 1, 2)] == [False, True, False]
     assert [pair_is_used(n, MaskingMode.DSM) for n in (0, 1, 2, 3)] == [False, False, True, True]
+
+
+# ---------------------------------------------------------------- digests kept across notes
+
+
+def sharing_text(items) -> set[str]:
+    """What a caller passes as repeating_notes: the notes whose text another note also has."""
+    by_text = {}
+    for i in items:
+        by_text.setdefault(i.text, set()).add(i.note_id)
+    return {n for notes in by_text.values() if len(notes) > 1 for n in notes}
+
+
+def test_notes_sharing_their_text_still_drop_and_count_repeated_examples():
+    items = [
+        item("t", FEVER, COUGH, PARACETAMOL, note_id="a"),
+        item("t", FEVER, MONDAY, note_id="b", text=TEXT_C),
+        item("t", FEVER, COUGH, note_id="c"),  # "a"'s text: its one example is "a"'s first
+        item("u", FEVER, COUGH, PARACETAMOL, MONDAY, note_id="c"),  # two repeats, "monday" is new
+    ]
+    examples, stats = build(items, repeating_notes={"a", "c"})
+    assert [(e.note_id, e.label, e.tasks) for e in examples] == [
+        ("a", "cough", ("t",)),
+        ("a", "paracetamol", ("t",)),
+        ("b", "MONDAY", ("t",)),
+        ("c", "monday", ("u",)),
+    ]
+    assert stats.dropped_duplicate_notes == 3 and stats.items_all_duplicates == 1 and stats.items_kept == 3
+    assert stats.digests_kept == 3  # "a"'s two and "c"'s one; none for "b"
+
+
+def test_notes_with_distinct_texts_keep_no_digest():
+    items = [item("t", FEVER, COUGH, MONDAY, note_id=f"n{k}", text=f"{TEXT} {k}") for k in range(50)]
+    examples, stats = build(items, repeating_notes=set())
+    assert len(examples) == 100 and stats.digests_kept == 0
+    assert build(items)[1].digests_kept == 100  # without the hint, every example is remembered
+
+
+def test_different_texts_holding_the_mask_token_can_repeat_an_example():
+    # "<mask>" put back at either place gives the two texts: both masked alike, same label
+    first, second = "hr 120 then <mask> bp", "hr 120 then bp <mask>"
+    items = [
+        item("t", (3, 6), (19, 21), note_id="a", text=first),
+        item("t", (3, 6), (12, 14), note_id="b", text=second),
+    ]
+    examples, stats = build(items, repeating_notes=set())
+    assert [(e.note_id, e.masked_text, e.label) for e in examples] == [("a", "hr 120 then <mask> <mask>", "bp")]
+    assert stats.dropped_duplicate_notes == 1 and stats.digests_kept == 1
+
+
+def test_a_mask_token_overlapping_itself_keeps_every_digest():
+    # with "##", "go b# now" and "go #b now" both become "go ### now" masking "b": neither holds the token
+    items = [
+        item("t", (0, 2), (3, 4), note_id="a", text="go b# now"),
+        item("t", (0, 2), (4, 5), note_id="b", text="go #b now"),
+    ]
+    examples, stats = build(items, repeating_notes=set(), mask_token="##")
+    assert [(e.note_id, e.masked_text) for e in examples] == [("a", "go ### now")]
+    assert stats.dropped_duplicate_notes == 1
+
+
+@pytest.mark.parametrize("mode", list(MaskingMode))
+def test_keeping_digests_only_for_notes_sharing_text_changes_no_output(mode):
+    rng = random.Random(7)
+    texts = [TEXT, TEXT_C, TEXT.replace("monday", "<mask>"), TEXT.replace("cough", "<mask>"), "fever " * 9]
+    spans = [FEVER, COUGH, MONDAY, PARACETAMOL]
+    items = []
+    for n in range(60):
+        text = rng.choice(texts) if n % 3 == 0 else f"{rng.choice(texts)} note {n}"
+        for task in sorted(rng.sample(["t1", "t2", "t3", "t4"], rng.randint(1, 4))):
+            items.append(item(task, *rng.sample(spans, rng.randint(1, 4)), note_id=f"n{n}", text=text))
+    hinted, hinted_stats = build(items, mode=mode, seed=1, repeating_notes=sharing_text(items))
+    every, every_stats = build(items, mode=mode, seed=1)
+    assert hinted == every
+    assert hinted_stats.dropped_duplicate_notes > 0 and hinted_stats.digests_kept < every_stats.digests_kept
+    hinted_stats.digests_kept = every_stats.digests_kept
+    assert hinted_stats == every_stats

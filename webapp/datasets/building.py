@@ -29,8 +29,13 @@ which may be in the next batch).
 
 Memory is bounded: one batch of maps with their notes' texts, one note's pending examples, one
 write batch, the map ids of two notes, plus 8 bytes per note id of the corpus and build_examples'
-16-byte digest per example already emitted (needed to drop an example repeated by a later note
-with the same text): about 100 bytes an example in all, the texts never accumulate.
+ids of the notes seen (about 90 bytes a note in all). It does not grow with the examples: a later
+note can repeat an example only if its text is an earlier note's (or both contain the mask token:
+ml.masking), so before streaming one query finds the notes whose text another note of the corpus
+(or of the note filter) also has (`notes_sharing_text`, their ids kept), and build_examples keeps
+its 16-byte digest per emitted example (about 100 bytes each) only for those notes and for notes
+containing the mask token: memory grows with the examples of such notes only. The texts never
+accumulate.
 
 Rebuild semantics: `build()` first deletes the version's examples, then writes the new ones in
 committed batches. Readers go by the status: only a DONE version is shown, exported or trained
@@ -59,6 +64,7 @@ from collections import Counter
 
 import numpy as np
 from django.db import connection, transaction
+from django.db.models import Count
 
 from ml.masking import BuildStats, Group, MaskingMode, PeakItem, build_examples, pair_is_used
 from ml.peaks import peaks_of_rows
@@ -130,6 +136,22 @@ def _maps_of_any_corpus(model_version_id, method, template, job_ids=(), filters=
     if filters.get("notes"):
         maps = maps.filter(note_id__in=filters["notes"])
     return maps
+
+
+def notes_sharing_text(dataset: DatasetVersion) -> set[str]:
+    """Ids (as strings, as build_examples names notes) of the dataset's candidate notes (its
+    corpus's, or those of its note filter) whose text another of them also has: the only notes
+    whose examples a later note can repeat, so the only ones build_examples keeps digests for.
+    A superset of the notes streamed (maps, held-out notes are not looked at): harmless."""
+    notes = Note.objects.filter(corpus_id=dataset.corpus_id)
+    if (dataset.filters or {}).get("notes"):
+        notes = notes.filter(pk__in=dataset.filters["notes"])
+    # PostgreSQL's trigger keeps content_hash the SHA-256 of the text (corpus migration 0002);
+    # SQLite has no such guard, so there the texts themselves are compared.
+    key = "content_hash" if connection.vendor == "postgresql" else "text"
+    shared = notes.values(key).annotate(copies=Count("pk")).filter(copies__gt=1).values(key)
+    ids = notes.filter(**{f"{key}__in": shared}).values_list("pk", flat=True)
+    return {str(pk) for pk in ids.iterator(chunk_size=20_000)}
 
 
 def rejected_char_spans(note_ids, task_ids) -> dict[tuple[int, int], list[tuple[int, int]]]:
@@ -232,10 +254,16 @@ def _build(dataset: DatasetVersion, heart: Heartbeat) -> dict:
     refresh_planner_stats(RelevanceMap, total)
     map_ids = _MapIds()
     build_stats = BuildStats()
+    repeating = notes_sharing_text(dataset)
     items = _peak_items(dataset, tally, map_ids, heart, held_back)
     writer = _Writer(dataset)
     for example in build_examples(
-        items, mode=dataset.mode, mask_token=dataset.mask_token, seed=dataset.seed, stats=build_stats
+        items,
+        mode=dataset.mode,
+        mask_token=dataset.mask_token,
+        seed=dataset.seed,
+        stats=build_stats,
+        repeating_notes=repeating,
     ):
         note_id, task_ids = int(example.note_id), [int(t) for t in example.tasks]
         start, end = example.char_span if example.char_span else (None, None)

@@ -8,7 +8,7 @@ from webapp.datasets import building
 from webapp.datasets.models import DatasetVersion, MaskedExample
 from webapp.pipeline.models import JobStatus, RelevanceJob
 
-from .fabricate import PEAKS, TEXT, add_map, char_span
+from .fabricate import PEAKS, TEXT, add_map, add_notes_with_maps, char_span
 
 
 def build(dataset):
@@ -318,3 +318,75 @@ def test_notes_held_back_for_threshold_validation_never_reach_a_dataset(make_dat
     dataset = build(make_dataset())
     assert MaskedExample.objects.filter(dataset=dataset).count() == 0
     assert dataset.status == JobStatus.DONE
+
+
+# ---------------------------------------------------------------- memory: digests only for notes that may repeat
+
+
+def spy_on_build_stats(monkeypatch) -> list:
+    """The BuildStats objects the builds of the test make (build_examples fills them in)."""
+    made = []
+
+    class Spy(building.BuildStats):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(building, "BuildStats", Spy)
+    return made
+
+
+def mixed_corpus(corpus, tasks, model):
+    """Beside the `maps` fixture's note: a note with its text, 20 notes of their own text, and two
+    different notes that mask to the same example ("<mask>" in the text: ml.masking)."""
+    twin = Note.objects.create(corpus=corpus, external_id="n1-twin", text=TEXT)
+    add_map(twin, tasks["heart"], model, PEAKS["heart"])
+    for name, text, peaked in (("m1", "hr 120 then <mask> bp", {1, 4}), ("m2", "hr 120 then bp <mask>", {1, 3})):
+        add_map(Note.objects.create(corpus=corpus, external_id=name, text=text), tasks["heart"], model, peaked)
+    add_notes_with_maps(corpus, tasks, model, 20)
+    return twin
+
+
+def test_only_notes_sharing_their_text_are_found(maps, corpus, note):
+    twin = Note.objects.create(corpus=corpus, external_id="n1-twin", text=TEXT)
+    Note.objects.create(corpus=corpus, external_id="other", text=TEXT + " other")
+    from webapp.corpus.models import Corpus
+
+    elsewhere = Corpus.objects.create(name="elsewhere", language="en")
+    Note.objects.create(corpus=elsewhere, external_id="n1", text=TEXT + " other")
+    dataset = DatasetVersion(corpus=corpus)
+    assert building.notes_sharing_text(dataset) == {str(note.pk), str(twin.pk)}
+    dataset.filters = {"notes": [note.pk]}
+    assert building.notes_sharing_text(dataset) == set()
+
+
+def test_notes_with_a_text_of_their_own_keep_no_digest(make_dataset, corpus, tasks, model, monkeypatch):
+    add_notes_with_maps(corpus, tasks, model, 30)
+    made = spy_on_build_stats(monkeypatch)
+    dataset = build(make_dataset())
+    assert dataset.stats["examples"] == 60 and made[-1].examples == 60
+    assert made[-1].digests_kept == 0
+
+
+def test_a_note_repeating_a_text_is_still_deduplicated_with_digests_for_few_notes(
+    make_dataset, maps, corpus, tasks, model, monkeypatch
+):
+    mixed_corpus(corpus, tasks, model)
+    made = spy_on_build_stats(monkeypatch)
+    dataset = build(make_dataset())
+    assert dataset.stats["dropped_duplicate_notes"] == 2  # the twin's "pacemaker", m2's "bp"
+    accounting = {reason: n for reason, _, n in dataset.stats["pairs_accounting"]["excluded"]}
+    assert accounting["duplicate"] == 2
+    assert MaskedExample.objects.filter(dataset=dataset, masked_text="hr 120 then <mask> <mask>").count() == 1
+    assert made[-1].digests_kept == 3  # n1's two examples and m1's one; none of the 20 others'
+
+
+def test_the_dataset_is_the_one_built_remembering_every_example(make_dataset, maps, corpus, tasks, model, monkeypatch):
+    mixed_corpus(corpus, tasks, model)
+    for mode in ("dsm", "random", "one_peak", "unmasked"):
+        hinted = build(make_dataset(f"hinted-{mode}", mode=mode, seed=5))
+        with monkeypatch.context() as patch:
+            patch.setattr(building, "notes_sharing_text", lambda dataset: None)  # as before: every digest kept
+            every = build(make_dataset(f"every-{mode}", mode=mode, seed=5))
+        assert hinted.stats["examples"] > 0 and rows(hinted) == rows(every)
+        assert {**hinted.stats, "seconds": 0} == {**every.stats, "seconds": 0}
