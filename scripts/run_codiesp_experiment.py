@@ -28,6 +28,12 @@ Stages (each timed; JSON and a markdown table are printed at the end):
     each is registered as a ModelVersion;
  6. evaluation: a classification head (CH, the paper's settings) on base, DSM, CPT and random,
     all on the same stored 85/15 split of the labeled corpus (optionally LoRA SFT too).
+    `--all-rows` adds every other row of the paper's Tables 2-4 on that split: base + SFT and
+    DSM + SFT, 0-shot and 2-shot prompting (base), self-learning (an SFT teacher labels
+    background notes, the base model learns gold + synthetic labels), and the one-peak ablation
+    (a dataset of maps with exactly one peak, trained like DSM, + CH). The tables end with each
+    row's paired difference against base + CH on the same test items (`--out DIR` writes
+    results.json, table4.csv, paired.csv, results.md).
 
 Everything lands in the database as the pages show it (Training page: select the runs, Compare).
 Re-running with the same database reuses the imported notes, stored relevance maps (not
@@ -88,9 +94,32 @@ def parse_args(argv=None):
     parser.add_argument("--n-resamples", type=int, default=1000, help="bootstrap resamples of the CIs")
     parser.add_argument("--with-sft", action="store_true", help="also base + SFT and DSM + SFT (slow on a CPU)")
     parser.add_argument("--sft-steps", type=int, default=15)
+    parser.add_argument("--with-prompting", action="store_true", help="also the 0-shot and 2-shot rows (base model)")
+    parser.add_argument("--prompt-variants", type=int, default=3, help="system prompts / example draws (paper: 3)")
+    parser.add_argument(
+        "--with-self-learning",
+        action="store_true",
+        help="also self-learning: an SFT teacher labels background notes, the base model learns gold + synthetic",
+    )
+    parser.add_argument("--unlabeled-notes", type=int, default=20, help="background notes the teacher labels")
+    parser.add_argument("--unlabeled-tasks-per-note", type=int, default=3)
+    parser.add_argument("--with-one-peak", action="store_true", help="also the one-peak ablation (+ CH)")
+    parser.add_argument("--without-cpt-random", action="store_true", help="skip the CPT and random-mask models")
+    parser.add_argument(
+        "--all-rows",
+        action="store_true",
+        help="every row the product can produce: --with-sft --with-prompting --with-self-learning --with-one-peak",
+    )
+    parser.add_argument("--out", type=Path, help="folder for results.json, table4.csv and paired.csv")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--threads", type=int, default=2, help="torch threads of this process and of the relevance child"
+    )
     parser.add_argument("--prefix", default="codiesp", help="prefix of corpus, task and dataset names")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.all_rows:
+        args.with_sft = args.with_prompting = args.with_self_learning = args.with_one_peak = True
+    return args
 
 
 # ------------------------------------------------------------------------------------ data
@@ -169,9 +198,12 @@ def import_corpus(kind: str, notes_path: Path, name: str, labels_path: Path | No
 # ------------------------------------------------------------------------------------ relevance (child process)
 
 
-def _relevance_child(job_id: int) -> None:
+def _relevance_child(job_id: int, threads: int) -> None:
     """Runs in a spawned process: computing AttnLRP patches that process, never this one."""
     import django
+    import torch
+
+    torch.set_num_threads(threads)
 
     django.setup()
     from webapp.pipeline.models import RelevanceChunk
@@ -202,7 +234,7 @@ def relevance(args, corpus, tasks, ids) -> tuple[dict, object]:
     job = jobs.launch(spec, actor=ACTOR, enqueue=False)
     planning.plan_now(job)  # in this process: the chunks run in the child below
     connections.close_all()
-    child = multiprocessing.get_context("spawn").Process(target=_relevance_child, args=(job.pk,))
+    child = multiprocessing.get_context("spawn").Process(target=_relevance_child, args=(job.pk, args.threads))
     child.start()
     child.join()
     if child.exitcode != 0:
@@ -305,7 +337,16 @@ def evaluate(args, preset: str, model, split, label: str):
             heads={"epochs": args.ch_epochs, "max_length": args.ch_max_length, "seed": args.seed},
             features={"batch_size": args.feature_batch},
         )
-    else:
+    elif preset in ("0-shot", "2-shot"):
+        config.update(
+            prompting={
+                "shots": 0 if preset == "0-shot" else 2,
+                "variants": args.prompt_variants,
+                "max_length": args.ch_max_length,
+                "seed": args.seed,
+            }
+        )
+    else:  # sft, self-learning
         config.update(
             train={
                 "max_steps": args.sft_steps,
@@ -315,6 +356,15 @@ def evaluate(args, preset: str, model, split, label: str):
                 "seed": args.seed,
             }
         )
+        if preset == "self-learning":
+            config.update(
+                unlabeled={
+                    "corpus": f"{args.prefix}-background-en",
+                    "notes": args.unlabeled_notes,
+                    "tasks_per_note": args.unlabeled_tasks_per_note,
+                    "seed": args.seed,
+                }
+            )
     from webapp.training.presets import PRESETS
 
     return run_in_process(
@@ -339,7 +389,9 @@ def main(argv=None):
             sys.exit(f"{args.data / name} is missing")
 
     import django
+    import torch
 
+    torch.set_num_threads(args.threads)
     django.setup()
     from django.core.management import call_command
 
@@ -382,21 +434,29 @@ def main(argv=None):
         sys.exit(f"relevance job {job.pk} ended {job.status}: {json.dumps(out['relevance'])}")
     with timer("dataset_dsm"):
         dsm_data, out["dataset_dsm"] = build_dataset(job, "dsm")
-    with timer("dataset_random"):
-        random_data, out["dataset_random"] = build_dataset(job, "random")
+    trainings = [("dsm-full", dsm_data)]
+    if not args.without_cpt_random:
+        with timer("dataset_random"):
+            random_data, out["dataset_random"] = build_dataset(job, "random")
+        trainings += [("cpt", dsm_data), ("random-mask", random_data)]
+    if args.with_one_peak:
+        with timer("dataset_one_peak"):
+            one_peak_data, out["dataset_one_peak"] = build_dataset(job, "one_peak")
+        if one_peak_data.example_count:
+            trainings.append(("one-peak", one_peak_data))
+        else:
+            print("no map had exactly one peak: the one-peak dataset is empty, no one-peak row", file=sys.stderr)
     if not out["dataset_dsm"]["examples"]:
         sys.exit("the DSM dataset has no examples (no note had two peaks): use more background notes or tasks")
 
     base = ModelVersion.objects.get(is_default=True)
     trained = {}
-    for preset, dataset in (("dsm-full", dsm_data), ("cpt", dsm_data), ("random-mask", random_data)):
+    for preset, dataset in trainings:
         with timer(f"train_{preset}"):
             trained[preset] = train(args, preset, dataset, base)
     evaluated = []
-    systems = [("base", base)] + [
-        (label, trained[key].produced_model)
-        for label, key in (("DSM", "dsm-full"), ("CPT", "cpt"), ("random mask", "random-mask"))
-    ]
+    labels = {"dsm-full": "DSM", "cpt": "CPT", "random-mask": "random mask", "one-peak": "one peak"}
+    systems = [("base", base)] + [(labels[key], run.produced_model) for key, run in trained.items()]
     for label, model in systems:
         if model is None:
             print(f"no {label} model (its training failed); skipping its evaluation", file=sys.stderr)
@@ -406,6 +466,12 @@ def main(argv=None):
         if args.with_sft and label in ("base", "DSM"):
             with timer(f"sft_{label}"):
                 evaluated.append(evaluate(args, "sft", model, split, f"{label} + SFT"))
+    extra = (["0-shot", "2-shot"] if args.with_prompting else []) + (
+        ["self-learning"] if args.with_self_learning else []
+    )
+    for preset in extra:
+        with timer(preset.replace("-", "_")):
+            evaluated.append(evaluate(args, preset, base, split, preset))
 
     rows = comparison.rows_of(
         TrainingRun.objects.filter(pk__in=[r.pk for r in evaluated]).select_related(
@@ -413,6 +479,9 @@ def main(argv=None):
         )
     )
     table4 = comparison.table4(rows)
+    # Every row against base + CH, item by item (the paper's reference for the CH rows).
+    base_ch = next((r.pk for r in evaluated if r.kind == "heads" and r.model_version_id == base.pk), None)
+    paired = comparison.paired_table(comparison.paired_rows(rows, reference_id=base_ch)) if base_ch else None
     out["training"] = {
         preset: {
             "run": run.pk,
@@ -434,9 +503,17 @@ def main(argv=None):
         }
         for row in table4.rows
     ]
+    out["paired_against_base_ch"] = [dict(zip(paired.columns, line)) for line in paired.rows] if paired else []
     out["seconds"] = timer.stages | {"total": round(sum(timer.stages.values()), 2)}
     print(json.dumps(out, indent=2, default=str))
     print(markdown(out))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "results.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
+        (args.out / "table4.csv").write_text(table4.to_csv())
+        if paired:
+            (args.out / "paired.csv").write_text(paired.to_csv())
+        (args.out / "results.md").write_text(markdown(out) + "\n")
 
 
 def _held(runs, run_id):
@@ -446,15 +523,30 @@ def _held(runs, run_id):
 
 
 def markdown(out: dict) -> str:
-    lines = ["| system | Macro F1 | 95% CI | held-out tasks F1 | run |", "|---|---|---|---|---|"]
+    paired = {line["Run"]: line for line in out.get("paired_against_base_ch", [])}
+    lines = [
+        "| system | Macro F1 | 95% CI | Δ vs base + CH (paired 95% CI, p) | held-out tasks F1 | run |",
+        "|---|---|---|---|---|---|",
+    ]
     for row in out["results"]:
         lines.append(
             f"| {row['system']} | {row['macro_f1']} | {row['ci_low']}-{row['ci_high']} | "
+            f"{_paired_cell(paired.get(row['run']))} | "
             f"{row['held_out_macro_f1'] if row['held_out_macro_f1'] is not None else '-'} | {row['run']} |"
         )
     lines += ["", "| stage | seconds |", "|---|---|"]
     lines += [f"| {stage} | {seconds} |" for stage, seconds in out["seconds"].items()]
     return "\n".join(lines)
+
+
+def _paired_cell(line: dict | None) -> str:
+    if line is None:
+        return "reference"
+    if line["Δ Macro F1"] is None:
+        return line["Pairing"]
+    if line["Δ 95% CI low"] is None:
+        return f"{line['Δ Macro F1']:+} ({line['Pairing']})"
+    return f"{line['Δ Macro F1']:+} ({line['Δ 95% CI low']} to {line['Δ 95% CI high']}, p {line['p']:.3f})"
 
 
 if __name__ == "__main__":

@@ -85,6 +85,34 @@ def test_the_documented_example_files_are_valid_json_with_known_presets():
         assert {run.get("preset") for run in data["runs"]} <= set(presets.PRESETS), path.name
 
 
+def test_the_documented_example_files_have_valid_settings_and_references():
+    """Every run's settings (preset, then the file's defaults, then its own config) pass the same
+    validation as the launch form, and every "@id" names an earlier run of its file."""
+    from pathlib import Path
+
+    from webapp.training import configs, presets
+
+    folder = Path(__file__).resolve().parents[3] / "docs" / "experiments"
+    files = sorted(folder.glob("*.json"))
+    assert any(path.name == "paper-all-rows.json" for path in files)
+    for path in files:
+        data = json.loads(path.read_text())
+        seen = set()
+        for run in data["runs"]:
+            preset = presets.get(run["preset"])
+            overrides = {name: dict(values) for name, values in preset.overrides.items()}
+            for name, values in (data.get("defaults") or {}).items():
+                if name in configs.section_classes(preset.kind):
+                    overrides.setdefault(name, {}).update(values)
+            for name, values in (run.get("config") or {}).items():
+                overrides.setdefault(name, {}).update(values)
+            _, problems = configs.build_config(preset.kind, overrides)
+            assert not problems, (path.name, run["id"], problems)
+            model = run.get("model", "")
+            assert not model.startswith("@") or model[1:] in seen, (path.name, run["id"])
+            seen.add(run["id"])
+
+
 def test_the_markdown_summary_has_one_line_per_run():
     rows = [
         {
