@@ -8,13 +8,13 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.roles import Capability, capability_required, require
-from webapp.datasets import export
+from webapp.datasets import estimates, export
 from webapp.datasets.access import dataset_for, export_for
 from webapp.datasets.forms import BuildForm
 from webapp.datasets.launch import LaunchError, build_again, cancel_build, cancel_export, launch_build, request_export
 from webapp.datasets.models import DatasetVersion
 from webapp.datasets.stats import present
-from webapp.lifecycle import estimates
+from webapp.lifecycle.estimates import waits_for_confirmation
 
 LIST_SIZE = 200
 
@@ -33,7 +33,7 @@ def dataset_new(request):
     context = {"nav": "datasets", "form": form, "estimate": estimate}
     if request.htmx:  # the live estimate as the fields change; never a launch
         return render(request, "datasets/dataset_form.html#estimate", context)
-    if launching and estimates.waits_for_confirmation(estimate, request.POST):
+    if launching and waits_for_confirmation(estimate, request.POST):
         context["ask"] = True  # large: the same form again, with the estimate and a confirm button
     elif launching:
         try:

@@ -6,11 +6,11 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.roles import Capability, capability_required, require
-from webapp.evaluation import evaluations, presentation
+from webapp.evaluation import estimates, evaluations, presentation
 from webapp.evaluation.access import evaluation_for
 from webapp.evaluation.forms import EvaluationForm
 from webapp.evaluation.models import RelevanceEvaluation
-from webapp.lifecycle import estimates
+from webapp.lifecycle.estimates import waits_for_confirmation
 
 PER_PAGE = 100
 
@@ -28,7 +28,7 @@ def evaluation_new(request):
     context = {"nav": "evaluation", "form": form, "estimate": estimates.evaluation(form.spec()) if launching else None}
     if request.htmx:  # the live estimate as the fields change; never a launch
         return render(request, "evaluation/new.html#estimate", context)
-    if launching and estimates.waits_for_confirmation(context["estimate"], request.POST):
+    if launching and waits_for_confirmation(context["estimate"], request.POST):
         context["ask"] = True  # large: the same form again, with the estimate and a confirm button
     elif launching:
         try:

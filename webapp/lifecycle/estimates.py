@@ -6,6 +6,12 @@ of the same model on the same queue was measured, the time it takes one worker o
 The rate is always measured, never guessed: when there is no earlier work to measure, the
 estimate says so in `basis` and gives no time.
 
+This module holds only what every form shares: the `Estimate`, the rate (`from_rate`, `elapsed`),
+the durations in words and the confirmation. Each app computes its own work's estimate with them,
+in its own `estimates.py`: webapp.pipeline (relevance jobs), webapp.datasets (dataset builds),
+webapp.training (training runs), webapp.evaluation (evaluations). The apps import this module,
+never the other way round.
+
 "This kind of worker" is the queue the work is routed to (settings.CELERY_TASK_ROUTES): the
 deployment decides which machines (CPU or GPU) serve each queue, so rates measured on a queue
 hold for its next work. A unit does not record its device, so one queue served by CPU and GPU
@@ -26,20 +32,6 @@ import math
 from dataclasses import dataclass
 
 from django.conf import settings
-
-from ml.training.schedule import plan_steps
-from webapp.corpus.models import Annotation
-from webapp.datasets.launch import BUILD_TASK
-from webapp.datasets.models import DatasetVersion
-from webapp.evaluation.evaluations import RUN_TASK as EVALUATION_TASK
-from webapp.evaluation.models import RelevanceEvaluation
-from webapp.lifecycle import queue
-from webapp.lifecycle.status import JobStatus
-from webapp.pipeline import jobs
-from webapp.pipeline.models import RelevanceJob
-from webapp.training import configs
-from webapp.training.models import CAUSAL_KINDS, TrainingRun
-from webapp.training.runs import RUN_TASK as TRAINING_TASK
 
 RATE_SAMPLE = 5  # most recent measured units of work a rate is taken from
 CONFIRM_FIELD = "confirmed"
@@ -128,83 +120,6 @@ def from_rate(amount: int, unit: str, samples: list[tuple[float, float]], *, wor
     return Estimate(amount, unit, amount / rate, basis, queue_name)
 
 
-def _elapsed(rows) -> list[tuple[float, float]]:
+def elapsed(rows) -> list[tuple[float, float]]:
     """(units, seconds) from (units, started, finished) rows."""
     return [(units, (finished - started).total_seconds()) for units, started, finished in rows if started and finished]
-
-
-# Relevance jobs: prompts = notes x tasks per note; rate = prompts / seconds of computing of the
-# finished chunks, counters the job keeps (webapp.pipeline.jobs), so no chunk is read.
-def relevance_job(spec) -> Estimate:
-    notes = jobs.selected_notes(spec.corpus, spec.note_filter).count()
-    if spec.note_filter.get("limit"):
-        notes = min(notes, spec.note_filter["limit"])
-    per_note = spec.sample_k if spec.task_selection == RelevanceJob.TaskSelection.SAMPLE else len(spec.task_pool())
-    earlier = (
-        RelevanceJob.objects.filter(model_version=spec.model_version, done__gt=0, seconds_done__gt=0)
-        .order_by("-pk")
-        .values_list("done", "seconds_done")[:RATE_SAMPLE]
-    )
-    return from_rate(notes * per_note, "prompts", list(earlier), work="job", queue_name=queue.queue_of(jobs.RUN_CHUNK))
-
-
-# Dataset builds: relevance maps read; rate = maps / wall time of earlier finished builds.
-def dataset_build(model_version, maps: int) -> Estimate:
-    earlier = (
-        DatasetVersion.objects.filter(model_version=model_version, status=JobStatus.DONE, maps_total__gt=0)
-        .order_by("-finished")
-        .values_list("maps_total", "started", "finished")[:RATE_SAMPLE]
-    )
-    return from_rate(maps, "maps", _elapsed(earlier), work="build", queue_name=queue.queue_of(BUILD_TASK))
-
-
-# Training runs: optimizer steps, as ml.training.loop counts them; rate = steps / wall time of
-# earlier finished runs of the same kind and model. Kinds without optimizer steps of that kind
-# (heads, prompting) get no estimate.
-def training_run(spec) -> Estimate | None:
-    config, problems = spec.full_config()
-    train = config.get("train") or {}
-    if problems or "effective_batch_size" not in train:
-        return None
-    if spec.kind in CAUSAL_KINDS:
-        examples = spec.dataset.examples.count() if spec.dataset is not None else 0
-    else:
-        examples = spec.split.train_count if spec.split is not None else 0
-    if not examples:
-        return None
-    # the trainer's own arithmetic (ml.training.schedule), so the estimate counts what it will run
-    steps = plan_steps(configs.section_classes(spec.kind)["train"].from_dict(train), examples).total
-    earlier = (
-        TrainingRun.objects.filter(
-            model_version=spec.model_version, kind=spec.kind, status=JobStatus.DONE, total_steps__gt=0
-        )
-        .order_by("-finished")
-        .values_list("total_steps", "started", "finished")[:RATE_SAMPLE]
-    )
-    return from_rate(
-        steps, "steps", _elapsed(earlier), work=f"{spec.kind} run", queue_name=queue.queue_of(TRAINING_TASK)
-    )
-
-
-# Evaluations: prompts = annotated pairs (at most max_pairs) x configurations; rate = the
-# seconds per prompt earlier evaluations of the model measured.
-def evaluation(spec) -> Estimate:
-    annotated = Annotation.objects.filter(note__corpus=spec.corpus).exclude(evidence=[])
-    if spec.tasks:
-        annotated = annotated.filter(task__in=list(spec.tasks))
-    pairs = annotated.values("note_id", "task_id").distinct().count()
-    if spec.max_pairs is not None:
-        pairs = min(pairs, spec.max_pairs)
-    configs = len(set(spec.methods)) * len(set(spec.explains))
-    earlier = (
-        RelevanceEvaluation.objects.filter(model_version=spec.model_version, done__gt=0, seconds_per_prompt__gt=0)
-        .order_by("-pk")
-        .values_list("done", "seconds_per_prompt")[:RATE_SAMPLE]
-    )
-    return from_rate(
-        pairs * configs,
-        "prompts",
-        [(done, done * spp) for done, spp in earlier],
-        work="evaluation",
-        queue_name=queue.queue_of(EVALUATION_TASK),
-    )

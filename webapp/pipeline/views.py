@@ -7,8 +7,8 @@ from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.roles import Capability, capability_required, require
 from webapp.evaluation.recommendation import launch_initial
-from webapp.lifecycle import estimates
-from webapp.pipeline import jobs
+from webapp.lifecycle.estimates import waits_for_confirmation
+from webapp.pipeline import estimates, jobs
 from webapp.pipeline.access import job_for
 from webapp.pipeline.forms import LaunchForm
 from webapp.pipeline.models import RelevanceJob
@@ -51,7 +51,7 @@ def job_launch(request):
     context = {"nav": "jobs", "form": form, "estimate": estimates.relevance_job(form.spec()) if launching else None}
     if request.htmx:  # the live estimate as the fields change; never a launch
         return render(request, "pipeline/job_launch.html#estimate", context)
-    if launching and estimates.waits_for_confirmation(context["estimate"], request.POST):
+    if launching and waits_for_confirmation(context["estimate"], request.POST):
         context["ask"] = True  # large: the same form again, with the estimate and a confirm button
     elif launching:
         try:

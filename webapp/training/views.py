@@ -8,8 +8,8 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.roles import Capability, capability_required, require
-from webapp.lifecycle import estimates
-from webapp.training import comparison, configs, evaluation, presets, runs
+from webapp.lifecycle.estimates import waits_for_confirmation
+from webapp.training import comparison, configs, estimates, evaluation, presets, runs
 from webapp.training.access import run_for, runs_for
 from webapp.training.charts import chart_data, latest
 from webapp.training.forms import LaunchForm
@@ -35,7 +35,7 @@ def run_new(request):
     if request.htmx:  # the live estimate as the fields change; never a launch
         return render(request, "training/run_form.html#estimate", {"estimate": estimate, "unestimated": launching})
     # large: the same form again, with the estimate and a confirm button
-    ask = launching and estimates.waits_for_confirmation(estimate, request.POST)
+    ask = launching and waits_for_confirmation(estimate, request.POST)
     if launching and not ask:
         try:
             run = runs.launch(form.spec(), actor=request.user)
