@@ -24,6 +24,7 @@ recovery sweeper every worker runs; the next worker continues from the last chec
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -174,7 +175,10 @@ class RunSpec:
 
 
 def output_dir(run: TrainingRun) -> Path:
-    return Path(settings.DATA_DIR) / "training" / f"run-{run.pk}"
+    """A folder no other run has used: the run's id alone is not enough, since ids start again in
+    another database (a fresh one, a test database) sharing DATA_DIR, and a run resumes from, or
+    reuses a teacher and labels found in, its folder."""
+    return Path(settings.DATA_DIR) / "training" / f"run-{run.pk}-{uuid.uuid4().hex[:12]}"
 
 
 def feature_cache_dir() -> Path:

@@ -1,6 +1,7 @@
 """Run lifecycle: launch (validated, audited, full config stored), cancel, resume, claim, stall."""
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -32,9 +33,23 @@ def test_a_launch_stores_the_full_configuration_seed_and_code_version(dataset, m
     assert run.status == JobStatus.QUEUED and run.kind == RunKind.DSM and run.preset == "dsm-full"
     assert run.config["train"]["lr"] == 4e-5 and run.config["train"]["max_steps"] == 3
     assert run.seed == 7 and run.code_version
-    assert run.output_dir.endswith(f"training/run-{run.pk}")
+    assert Path(run.output_dir).parent.name == "training" and Path(run.output_dir).name.startswith(f"run-{run.pk}-")
     event = AuditEvent.objects.get(action=AuditEvent.Action.LAUNCH_JOB, object_id=str(run.pk))
     assert event.actor == researcher and event.details["kind"] == "dsm"
+
+
+def test_a_run_never_gets_a_folder_named_by_its_id_alone(dataset, model_version, settings, tmp_path):
+    """Ids start again in another database sharing DATA_DIR: a folder left there by a run of the
+    same id (a trained teacher, synthetic labels, a checkpoint) must never become this run's."""
+    settings.DATA_DIR = tmp_path
+    first = runs.launch(dsm_spec(dataset, model_version), enqueue=False)
+    leftover = tmp_path / "training" / f"run-{first.pk + 1}" / "teacher" / "final"
+    leftover.mkdir(parents=True)
+    (leftover / "config.json").write_text("{}")
+    second = runs.launch(dsm_spec(dataset, model_version), enqueue=False)
+    assert second.pk == first.pk + 1
+    assert first.output_dir != second.output_dir
+    assert not (Path(second.output_dir) / "teacher").exists()
 
 
 def test_a_labeled_run_without_a_split_makes_one_for_the_corpus(corpus, model_version):
