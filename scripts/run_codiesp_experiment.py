@@ -111,6 +111,12 @@ def parse_args(argv=None):
         help="every row the product can produce: --with-sft --with-prompting --with-self-learning --with-one-peak",
     )
     parser.add_argument("--out", type=Path, help="folder for results.json, table4.csv and paired.csv")
+    parser.add_argument(
+        "--report",
+        metavar="RUN_IDS",
+        help="run nothing: print (and with --out write) the tables of these stored evaluation runs, "
+        "comma-separated (e.g. after re-running one row with manage.py run_experiment)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--threads", type=int, default=2, help="torch threads of this process and of the relevance child"
@@ -397,9 +403,17 @@ def main(argv=None):
 
     from webapp.corpus.models import Corpus
     from webapp.pipeline.models import ModelVersion
-    from webapp.training import comparison, splits
+    from webapp.training import splits
     from webapp.training.models import TrainingRun
 
+    if args.report:
+        ids = [int(i) for i in args.report.split(",") if i.strip()]
+        runs = list(TrainingRun.objects.filter(pk__in=ids, status="done"))
+        missing = sorted(set(ids) - {r.pk for r in runs})
+        if missing:
+            sys.exit(f"no finished run with id {', '.join(map(str, missing))}")
+        report(args, runs, {"report_of_runs": ids})
+        return
     timer = Timer()
     out = {"settings": vars(args) | {"data": str(args.data)}}
     with timer("setup"):
@@ -473,15 +487,6 @@ def main(argv=None):
         with timer(preset.replace("-", "_")):
             evaluated.append(evaluate(args, preset, base, split, preset))
 
-    rows = comparison.rows_of(
-        TrainingRun.objects.filter(pk__in=[r.pk for r in evaluated]).select_related(
-            "model_version__parent", "model_version__produced_by_run__dataset"
-        )
-    )
-    table4 = comparison.table4(rows)
-    # Every row against base + CH, item by item (the paper's reference for the CH rows).
-    base_ch = next((r.pk for r in evaluated if r.kind == "heads" and r.model_version_id == base.pk), None)
-    paired = comparison.paired_table(comparison.paired_rows(rows, reference_id=base_ch)) if base_ch else None
     out["training"] = {
         preset: {
             "run": run.pk,
@@ -492,6 +497,27 @@ def main(argv=None):
         }
         for preset, run in trained.items()
     }
+    out["seconds"] = timer.stages | {"total": round(sum(timer.stages.values()), 2)}
+    report(args, evaluated, out)
+
+
+def report(args, evaluated, out: dict) -> None:
+    """Table 4 of the evaluated runs and each one's paired difference against base + CH; printed,
+    and written under --out."""
+    from webapp.pipeline.models import ModelVersion
+    from webapp.training import comparison
+    from webapp.training.models import TrainingRun
+
+    base = ModelVersion.objects.get(is_default=True)
+    rows = comparison.rows_of(
+        TrainingRun.objects.filter(pk__in=[r.pk for r in evaluated]).select_related(
+            "model_version__parent", "model_version__produced_by_run__dataset"
+        )
+    )
+    table4 = comparison.table4(rows)
+    # Every row against base + CH, item by item (the paper's reference for the CH rows).
+    base_ch = next((r.pk for r in evaluated if r.kind == "heads" and r.model_version_id == base.pk), None)
+    paired = comparison.paired_table(comparison.paired_rows(rows, reference_id=base_ch)) if base_ch else None
     out["results"] = [
         {
             "system": row[1],
@@ -504,7 +530,6 @@ def main(argv=None):
         for row in table4.rows
     ]
     out["paired_against_base_ch"] = [dict(zip(paired.columns, line)) for line in paired.rows] if paired else []
-    out["seconds"] = timer.stages | {"total": round(sum(timer.stages.values()), 2)}
     print(json.dumps(out, indent=2, default=str))
     print(markdown(out))
     if args.out:
@@ -534,8 +559,9 @@ def markdown(out: dict) -> str:
             f"{_paired_cell(paired.get(row['run']))} | "
             f"{row['held_out_macro_f1'] if row['held_out_macro_f1'] is not None else '-'} | {row['run']} |"
         )
-    lines += ["", "| stage | seconds |", "|---|---|"]
-    lines += [f"| {stage} | {seconds} |" for stage, seconds in out["seconds"].items()]
+    if out.get("seconds"):
+        lines += ["", "| stage | seconds |", "|---|---|"]
+        lines += [f"| {stage} | {seconds} |" for stage, seconds in out["seconds"].items()]
     return "\n".join(lines)
 
 
