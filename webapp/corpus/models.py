@@ -35,7 +35,27 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class Corpus(models.Model):
+class TriggerCounters(models.Model):
+    """A row with counter columns that PostgreSQL triggers keep (`counter_fields`). Saving a row
+    read earlier writes every other column but never those: its copy of a counter may be stale
+    (an admin form opened before an import), and writing it back would undo the triggers' work."""
+
+    counter_fields: tuple[str, ...] = ()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding and kwargs.get("update_fields") is None and not kwargs.get("force_insert"):
+            kwargs["update_fields"] = [
+                f.name for f in self._meta.concrete_fields if not f.primary_key and f.name not in self.counter_fields
+            ]
+        super().save(*args, **kwargs)
+
+
+class Corpus(TriggerCounters):
+    counter_fields = ("note_count", "annotation_count")
+
     name = models.CharField(max_length=200, unique=True)
     language = models.CharField(
         max_length=3, validators=[language_code], help_text="ISO 639 code of the notes' language, e.g. 'it', 'en'"
@@ -105,7 +125,9 @@ class Note(models.Model):
             raise ValidationError({"text": "The note text is empty."})
 
 
-class Task(models.Model):
+class Task(TriggerCounters):
+    counter_fields = ("decision_count",)
+
     slug = models.SlugField(max_length=100, unique=True)
     description = models.CharField(
         max_length=500, unique=True, help_text="s_T, the short description used in prompts, e.g. 'heart rate'"
@@ -133,14 +155,6 @@ class Task(models.Model):
 
     def __str__(self):
         return self.slug
-
-    def save(self, *args, **kwargs):
-        # The counter is the triggers' alone: saving a row read earlier must not write back its stale copy.
-        if not self._state.adding and kwargs.get("update_fields") is None and not kwargs.get("force_insert"):
-            kwargs["update_fields"] = [
-                f.name for f in self._meta.concrete_fields if not f.primary_key and f.name != "decision_count"
-            ]
-        super().save(*args, **kwargs)
 
     def clean(self):
         problems = validators.option_problems(self.options)

@@ -69,3 +69,17 @@ def test_other_corpora_keep_their_counts_and_the_summary_reads_the_counters(djan
         summaries = {s.corpus.name: s.notes for s in corpus_summaries()}
     assert summaries == {"a": 3, "b": 6}
     assert connection.vendor == "postgresql"
+
+
+def test_saving_a_corpus_read_before_an_import_keeps_the_counts(tmp_path):
+    """The admin's change form reads the corpus, an import runs meanwhile, then the form saves:
+    the edit lands and the counters stay the triggers' (webapp.corpus.models.TriggerCounters)."""
+    corpus = Corpus.objects.create(name="edited", language="en")
+    stale = Corpus.objects.get(pk=corpus.pk)
+    notes = _write(tmp_path / "notes.jsonl", [{"id": f"n{i}", "text": f"Heart rate {60 + i} bpm."} for i in range(4)])
+    call_command("import_notes", notes, "--corpus", "edited", stdout=StringIO())
+    stale.description = "ED notes, 2026 export"
+    stale.save()
+    counters, counts = _counted(corpus)
+    assert counters == counts == (4, 0)
+    assert corpus.description == "ED notes, 2026 export"
