@@ -116,19 +116,8 @@ def _plan(spec: dict, data: dict, where: str, seen: set[str], problems: list[str
         return None
     if preset and preset.kind != kind:
         problems.append(f"{where}: preset {preset.key!r} is a {preset.kind} run, not {kind}.")
-    sections = configs.section_classes(kind)
-    # preset < the file's defaults (for the kinds that have the section) < the run's own config
-    overrides = {name: dict(values) for name, values in (preset.overrides if preset else {}).items()}
-    for name, values in (data.get("defaults") or {}).items():
-        if name in sections and isinstance(values, dict):
-            overrides.setdefault(name, {}).update(values)
-    for name, values in (spec.get("config") or {}).items():
-        if not isinstance(values, dict):
-            problems.append(f"{where}: config section {name!r} must be an object.")
-            continue
-        overrides.setdefault(name, {}).update(values)
-    _, config_problems = configs.build_config(kind, overrides)
-    problems.extend(f"{where}: {problem}" for problem in config_problems.values())
+    overrides, config_problems = run_settings(spec, data, kind, preset)
+    problems.extend(f"{where}: {problem}" for problem in config_problems)
     model = str(spec.get("model") or data.get("model") or "")
     if not model:
         problems.append(f'{where}: name its "model" (a model version name, or "@<id>" of an earlier run).')
@@ -153,6 +142,24 @@ def _plan(spec: dict, data: dict, where: str, seen: set[str], problems: list[str
         split=split,
         config=overrides,
     )
+
+
+def run_settings(spec: dict, data: dict, kind: str, preset=None) -> tuple[dict, list[str]]:
+    """A run's section overrides, the preset's < the file's defaults (for the kinds that have the
+    section) < the run's own config, and what is wrong with them (the launch form's validation)."""
+    problems = []
+    sections = configs.section_classes(kind)
+    overrides = {name: dict(values) for name, values in (preset.overrides if preset else {}).items()}
+    for name, values in (data.get("defaults") or {}).items():
+        if name in sections and isinstance(values, dict):
+            overrides.setdefault(name, {}).update(values)
+    for name, values in (spec.get("config") or {}).items():
+        if not isinstance(values, dict):
+            problems.append(f"config section {name!r} must be an object.")
+            continue
+        overrides.setdefault(name, {}).update(values)
+    _, config_problems = configs.build_config(kind, overrides)
+    return overrides, problems + list(config_problems.values())
 
 
 def _dataset(value, where, problems) -> DatasetVersion | None:

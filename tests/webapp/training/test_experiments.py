@@ -90,7 +90,7 @@ def test_the_documented_example_files_have_valid_settings_and_references():
     validation as the launch form, and every "@id" names an earlier run of its file."""
     from pathlib import Path
 
-    from webapp.training import configs, presets
+    from webapp.training import presets
 
     folder = Path(__file__).resolve().parents[3] / "docs" / "experiments"
     files = sorted(folder.glob("*.json"))
@@ -100,13 +100,7 @@ def test_the_documented_example_files_have_valid_settings_and_references():
         seen = set()
         for run in data["runs"]:
             preset = presets.get(run["preset"])
-            overrides = {name: dict(values) for name, values in preset.overrides.items()}
-            for name, values in (data.get("defaults") or {}).items():
-                if name in configs.section_classes(preset.kind):
-                    overrides.setdefault(name, {}).update(values)
-            for name, values in (run.get("config") or {}).items():
-                overrides.setdefault(name, {}).update(values)
-            _, problems = configs.build_config(preset.kind, overrides)
+            _, problems = experiments.run_settings(run, data, preset.kind, preset)
             assert not problems, (path.name, run["id"], problems)
             model = run.get("model", "")
             assert not model.startswith("@") or model[1:] in seen, (path.name, run["id"])
