@@ -10,6 +10,8 @@ from urllib.parse import urlparse, urlunparse
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a benchmark subprocess with a database of its own
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

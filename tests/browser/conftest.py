@@ -31,7 +31,7 @@ def pytest_collection_modifyitems(config, items):
 def browser():
     if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
         if os.environ.get("DSM_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"Chromium not found at {CHROMIUM}: apt-get install chromium chromium-driver")
+            pytest.fail(f"Chromium not found at {CHROMIUM}: apt-get install chromium")
         pytest.skip(f"Chromium not found at {CHROMIUM}")
     from playwright.sync_api import sync_playwright
 

@@ -1,4 +1,5 @@
-"""A few checks on the real SmolLM2-135M-Instruct (marked slow: `make test` skips them)."""
+"""A few checks on the real SmolLM2-135M-Instruct (marked slow: `make test` runs them, `make test-fast`
+skips them)."""
 
 import pytest
 

@@ -7,6 +7,8 @@ from django.db.migrations.executor import MigrationExecutor
 
 from ml.relevance import RelevanceConfig, default_config_key
 
+pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
+
 BEFORE = [("pipeline", "0003_peakprofile_strict_trim")]
 AFTER = [("pipeline", "0004_relevance_config")]
 CUSTOM = "Note: {note}. Finding: {task}"

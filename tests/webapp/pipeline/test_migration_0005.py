@@ -4,6 +4,8 @@ import pytest
 
 from tests.webapp.pipeline.test_migration_0004 import migrate, migrate_to_latest
 
+pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
+
 BEFORE = [("pipeline", "0004_relevance_config")]
 AFTER = [("pipeline", "0005_lifecycle")]
 

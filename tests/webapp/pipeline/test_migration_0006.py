@@ -7,6 +7,8 @@ import pytest
 from ml.relevance import RelevanceConfig, default_config_key
 from tests.webapp.pipeline.test_migration_0004 import migrate, migrate_to_latest
 
+pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
+
 BEFORE = [("pipeline", "0005_lifecycle")]
 AFTER = [("pipeline", "0006_compact_maps")]
 SPAN = RelevanceConfig(explain="span")
