@@ -56,6 +56,7 @@ def test_the_demo_runs_without_the_callers_database_folders_or_threads(monkeypat
     assert time_demo.clean_env(pip_cache=False)["PIP_NO_CACHE_DIR"] == "1"
 
 
+STALL_S = 300  # the stand-in demo's wait after its first job: the script must stop it, not wait
 FAKE_MAKEFILE = """\
 PORT ?= 8000
 install:
@@ -67,9 +68,26 @@ demo:
 \t@echo "Database ready (sqlite3)."
 \t@echo "DecSelfMask Studio is running at http://127.0.0.1:$(PORT)/  (Ctrl+C stops it)"
 \t@echo "[t: INFO/MainProcess] relevance@host ready."
-\t@sleep 0.5; echo "First relevance job done in 1 s (job 1: 30 of 30 prompts, since the demo started)."
-\t@sleep 300
+\t@sleep {STALL_S} & echo $$! > "$(STALL_PID)"; sleep 0.5; \\
+\t  echo "First relevance job done in 1 s (job 1: 30 of 30 prompts, since the demo started)."; wait
 """
+
+
+FAKE_MAKEFILE = FAKE_MAKEFILE.replace("{STALL_S}", str(STALL_S))
+
+
+def ends_before(pid: int, seconds: float) -> bool:
+    """True once the process is gone (or a zombie its parent left); False if alive after `seconds`,
+    a fraction of the stall, so only a demo left running fails, however loaded the machine."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def fake_repo(folder: Path, makefile: str) -> Path:
@@ -93,13 +111,16 @@ def run_script(source: Path, *args) -> tuple[subprocess.CompletedProcess, dict]:
 
 
 def test_it_clones_runs_each_step_stops_the_demo_and_prints_one_json_object(tmp_path):
-    started = time.monotonic()
-    done, result = run_script(fake_repo(tmp_path / "source", FAKE_MAKEFILE), "--timeout", "60")
+    stall_pid = tmp_path / "stall.pid"
+    makefile = FAKE_MAKEFILE.replace("$(STALL_PID)", str(stall_pid))
+    done, result = run_script(fake_repo(tmp_path / "source", makefile), "--timeout", "60")
     assert done.returncode == 0, (done.stdout, done.stderr)
-    assert time.monotonic() - started < 60  # the demo's `sleep 300` was stopped once the job was done
+    # The demo's stall (`sleep 300`) was stopped once the job was done, not waited for: on order and
+    # state, not on seconds, so a loaded machine cannot fail it.
     assert result["ok"] is True and result["first_job_status"] == "done"
+    assert ends_before(int(stall_pid.read_text()), STALL_S / 5)
     for key in ("install_s", "model_conversion_s", "seeding_s", "first_job_s"):
-        assert 0 <= result[key] < 30, key
+        assert 0 <= result[key] <= result["total_s"], key
     assert result["install_s"] >= 0.2 and result["first_job_s"] >= 0.4
     assert result["total_s"] >= result["install_s"] + result["model_conversion_s"] + result["seeding_s"]
     assert "relevance_worker_ready" in result["milestones_s"]
@@ -109,7 +130,9 @@ def test_it_clones_runs_each_step_stops_the_demo_and_prints_one_json_object(tmp_
 
 
 def test_a_demo_whose_first_job_never_ends_is_reported_with_its_log(tmp_path):
-    makefile = FAKE_MAKEFILE.replace('echo "First relevance job done', 'echo "still working')
+    makefile = FAKE_MAKEFILE.replace('echo "First relevance job done', 'echo "still working').replace(
+        "$(STALL_PID)", str(tmp_path / "stall.pid")
+    )
     done, result = run_script(fake_repo(tmp_path / "source", makefile), "--timeout", "3")
     assert done.returncode == 1 and result["ok"] is False
     assert "did not end within 3 s" in result["error"]

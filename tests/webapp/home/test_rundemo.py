@@ -1,10 +1,15 @@
 """`make demo`'s preparation on the embedded default: SQLite and the filesystem broker, no server."""
 
 import os
+import signal
+import socket
 import sqlite3
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
+
+import pytest
 
 from webapp.home import demo
 from webapp.home.management.commands import rundemo
@@ -59,12 +64,58 @@ def test_the_first_job_is_small_enough_for_two_minutes_and_shows_maps_chunk_by_c
     assert demo.DEMO_CHUNK_SIZE <= 2
 
 
-def test_each_worker_process_gets_its_share_of_the_cores_as_torch_threads():
-    for cores, relevance in ((1, 1), (2, 1), (8, 7)):
+def test_training_has_a_worker_of_its_own_so_imports_never_wait_behind_a_run():
+    queues = {
+        cmd[cmd.index("--hostname") + 1].split("@")[0]: cmd[cmd.index("--queues") + 1]
+        for cmd, _ in rundemo.worker_processes("python", cores=2)
+    }
+    assert queues == {"relevance": "relevance", "training": "training", "default": "default"}
+
+
+def test_the_torch_workers_split_the_cores_between_them():
+    for cores, relevance, training in ((1, 1, 1), (2, 1, 1), (3, 2, 1), (8, 4, 4)):
         processes = rundemo.worker_processes("python", cores=cores)
         threads = {
-            cmd[cmd.index("--hostname") + 1].split("@")[0]: env["WORKER_TORCH_THREADS"] for cmd, env in processes
+            cmd[cmd.index("--hostname") + 1].split("@")[0]: int(env["WORKER_TORCH_THREADS"]) for cmd, env in processes
         }
-        assert threads == {"relevance": str(relevance), "cpu": "1"}
-    queues = [cmd[cmd.index("--queues") + 1] for cmd, _ in rundemo.worker_processes("python", cores=2)]
-    assert queues == ["relevance", "default,training"]
+        # the default worker does database work only; the two torch workers never oversubscribe
+        assert threads == {"relevance": relevance, "training": training, "default": 1}
+        assert cores == 1 or threads["relevance"] + threads["training"] <= cores
+
+
+def _demo_env(tmp_path) -> dict:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE")
+    }
+    env.update({"DEBUG": "1", "DATA_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"})
+    return env
+
+
+@pytest.mark.slow
+def test_the_url_is_printed_only_once_the_server_answers(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo_process = subprocess.Popen(
+        [sys.executable, "manage.py", "rundemo", "--no-job", "--notes", "5", "--port", str(port)],
+        cwd=ROOT,
+        env=_demo_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        for line in demo_process.stdout:
+            if "is running at" in line:
+                break
+        else:
+            raise AssertionError("the demo ended without printing its URL")
+        # A browser opened the moment the URL appears: the server must already answer.
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=30) as response:
+            assert response.status == 200
+    finally:
+        os.killpg(demo_process.pid, signal.SIGTERM)
+        demo_process.wait(timeout=60)

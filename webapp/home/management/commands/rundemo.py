@@ -14,9 +14,13 @@ a busy machine. End to end (a fresh DATA_DIR, venv and model present), this comm
 its start to the job done, at load average 2.3-3.1: workers ready at 12 s, the model loaded at 19 s,
 a chunk's 2 maps every 2-4 s after. Rerun the script to check the figure on another machine.
 
-Threads: the two worker processes share the CPU, so each gets its share of torch threads
-(settings.WORKER_TORCH_THREADS, set per process here): the relevance worker all cores but one (at
-least 1), the default/training worker 1. Oversubscribed, the first 10 prompts took 150 s.
+Workers: one process a queue (relevance, training, default), so an import never waits behind a
+training run. Relevance and training are the torch work and split the cores between them
+(settings.WORKER_TORCH_THREADS, set per process here: on 2 cores 1 thread each); the default
+worker's database work gets 1. Oversubscribed, the first 10 prompts took 150 s.
+
+The URL is printed once the web server accepts connections, so a browser opened on it at once
+gets the page.
 
 The seeding (catalog, corpus, users, first job) is `webapp.home.demo.seed`, which the browser
 test of the demo's first job calls too. While serving, this command watches the first job and
@@ -26,24 +30,30 @@ command started; no note text), the signal `scripts/time_demo.py` waits for.
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from webapp.home import demo
 
-# Two worker processes: lxt patches a process for good, so relevance never shares one with training.
-WORKER_QUEUES = {"relevance": "relevance", "cpu": "default,training"}
+# One worker process a queue: lxt patches a process for good, so relevance never shares one with
+# training, and an import or a dataset build never waits behind a training run.
+WORKER_QUEUES = {"relevance": "relevance", "training": "training", "default": "default"}
+LISTEN_TIMEOUT = 120  # seconds the web server may take to accept connections
 
 
 def worker_threads(cores: int | None = None) -> dict[str, int]:
-    """torch threads of each worker process (WORKER_TORCH_THREADS): together at most the cores."""
+    """torch threads of each worker process (WORKER_TORCH_THREADS). Relevance and training are the
+    only torch work, so they split the cores between them (the relevance worker the larger half);
+    the default worker's database work gets 1."""
     cores = cores or os.cpu_count() or 1
-    return {"relevance": max(1, cores - 1), "cpu": 1}
+    training = max(1, cores // 2)
+    return {"relevance": max(1, cores - training), "training": training, "default": 1}
 
 
 def worker_processes(python: str, cores: int | None = None) -> list[tuple[list[str], dict[str, str]]]:
@@ -70,6 +80,27 @@ def worker_processes(python: str, cores: int | None = None) -> list[tuple[list[s
         env = {**os.environ, "WORKER_TORCH_THREADS": str(threads[name]), "TOKENIZERS_PARALLELISM": "false"}
         processes.append((cmd, env))
     return processes
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def wait_until_listening(port: int, server: subprocess.Popen, timeout: float = LISTEN_TIMEOUT) -> bool:
+    """True once 127.0.0.1:port accepts a connection; False if `server` exits or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while server.poll() is None and time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.2)
+    return False
 
 
 def _interrupt(signum, frame):
@@ -106,16 +137,24 @@ class Command(BaseCommand):
     def _serve(self, port, job, started):
         """Run the workers and the web server until Ctrl+C; `job`: the first job to watch, if any."""
         python = sys.executable
+        if not port_is_free(port):
+            # Checked first: otherwise whatever holds the port would answer for the demo.
+            raise CommandError(f"Port {port} is in use: stop what listens there or choose another (--port N).")
         # Stop the children on SIGTERM too, not only on Ctrl+C.
         signal.signal(signal.SIGTERM, _interrupt)
         processes = []
         for cmd, env in worker_processes(python):
             processes.append(subprocess.Popen(cmd, env=env))
-        processes.append(subprocess.Popen([python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]))
-        self.stdout.write(
-            self.style.SUCCESS(f"\nDecSelfMask Studio is running at http://127.0.0.1:{port}/  (Ctrl+C stops it)\n")
-        )
+        server = subprocess.Popen([python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"])
+        processes.append(server)
         try:
+            # The URL only once the server accepts connections: a browser opened on it at once works.
+            if not wait_until_listening(port, server):
+                self.stderr.write(f"The web server did not start on port {port}; its output above says why.")
+                return
+            self.stdout.write(
+                self.style.SUCCESS(f"\nDecSelfMask Studio is running at http://127.0.0.1:{port}/  (Ctrl+C stops it)\n")
+            )
             while all(p.poll() is None for p in processes):
                 time.sleep(1)
                 if job is not None and demo.job_ended(job):
