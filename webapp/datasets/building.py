@@ -68,11 +68,12 @@ from django.db.models import Count
 
 from ml.masking import BuildStats, Group, MaskingMode, PeakItem, build_examples, pair_is_used
 from ml.peaks import peaks_of_rows
+from ml.relevance import default_config_key
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetVersion, MaskedExample
 from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import Heartbeat
-from webapp.pipeline.models import MixedConfigurations, RelevanceMap
+from webapp.pipeline.models import MapConfiguration, MixedConfigurations, RelevanceMap, resolve_config_key
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ class _Stopped(Exception):
 # ---------------------------------------------------------------- inputs
 
 
-def select_maps(dataset: DatasetVersion):
+def select_maps(dataset: DatasetVersion, config_key: str = ""):
     """The relevance maps a dataset is built from (unordered)."""
     return maps_matching(
         dataset.corpus_id,
@@ -107,23 +108,53 @@ def select_maps(dataset: DatasetVersion):
         dataset.template,
         list(dataset.jobs.values_list("pk", flat=True)),
         dataset.filters or {},
+        config_key=config_key,
     )
 
 
-def maps_matching(corpus_id, model_version_id, method: str, template: str, job_ids=(), filters=None):
-    """Maps of a corpus by one model version, method and template, optionally only from some jobs,
-    with the dataset filters applied (see webapp.datasets.models)."""
-    return _maps_of_any_corpus(model_version_id, method, template, job_ids, filters).filter(note__corpus_id=corpus_id)
+def maps_matching(corpus_id, model_version_id, method: str, template: str, job_ids=(), filters=None, config_key=""):
+    """Maps of a corpus by one model version, method, template and relevance configuration
+    (`config_key`, else `config_key_of`), optionally only from some jobs, with the dataset
+    filters applied (see webapp.datasets.models)."""
+    config_key = config_key or config_key_of(corpus_id, model_version_id, method, template, job_ids)
+    maps = _maps_of_any_corpus(model_version_id, method, template, job_ids, filters, config_key)
+    return maps.filter(note__corpus_id=corpus_id)
 
 
-def _maps_of_any_corpus(model_version_id, method, template, job_ids=(), filters=None):
+def config_key_of(corpus_id, model_version_id, method: str, template: str, job_ids=()) -> str:
+    """The ONE relevance configuration a dataset's maps come from, so a build is never ambiguous:
+    that of its jobs (BuildError if they differ); with no jobs, the configuration that has maps of
+    this corpus, model version, method and template (BuildError naming them if several have: the
+    jobs of one must be chosen); the default one when none has."""
+    if job_ids:
+        try:
+            return resolve_config_key(method, template, jobs=job_ids)
+        except MixedConfigurations as exc:
+            raise BuildError(f"{exc}.") from None
+    configs = list(MapConfiguration.objects.filter(method=method, template=template).values_list("pk", "config_key"))
+    if len(configs) > 1:  # rare: only then look for which of them have maps here
+        maps = RelevanceMap.objects.filter(model_version_id=model_version_id, note__corpus_id=corpus_id)
+        configs = [(pk, key) for pk, key in configs if maps.filter(config_id=pk).exists()]
+    if len(configs) > 1:
+        names = ", ".join(sorted(key for _, key in configs))
+        raise BuildError(
+            f"Maps of {len(configs)} relevance configurations match these choices ({names}): choose the relevance "
+            "jobs of the one to build from (e.g. the configuration an evaluation recommends)."
+        )
+    return configs[0][1] if configs else default_config_key(method, template)
+
+
+def dataset_config_key(dataset: DatasetVersion) -> str:
+    """The relevance configuration a dataset is built from (see `config_key_of`)."""
+    job_ids = list(dataset.jobs.values_list("pk", flat=True))
+    return config_key_of(dataset.corpus_id, dataset.model_version_id, dataset.method, dataset.template, job_ids)
+
+
+def _maps_of_any_corpus(model_version_id, method, template, job_ids, filters, config_key: str):
     """The selection without the corpus (the stream takes its notes block by block): no join, so
     each query of the stream is a lookup on the note index."""
     filters = filters or {}
-    try:
-        maps = RelevanceMap.objects.for_config(method, template, jobs=job_ids)
-    except MixedConfigurations as exc:
-        raise BuildError(f"{exc}.") from None
+    maps = RelevanceMap.objects.for_config(method, template, config_key)
     maps = maps.filter(model_version_id=model_version_id)
     if job_ids:
         maps = maps.filter(job_id__in=job_ids)
@@ -236,16 +267,17 @@ def _build(dataset: DatasetVersion, heart: Heartbeat) -> dict:
         if not units.owned(dataset).select_for_update().exists():
             raise _Stopped
         MaskedExample.objects.filter(dataset=dataset).delete()
-    maps = select_maps(dataset)
+    config_key = dataset_config_key(dataset)  # once: every count and the stream read the same maps
+    maps = select_maps(dataset, config_key)
     total = maps.count()
     if not total:
         raise BuildError(
             "No relevance maps match this dataset: check the corpus, model version, method, template, jobs and "
             "task filter (held-out tasks are left out unless included), or run a relevance job first."
         )
-    tally = _Tally()
+    tally = _Tally(config_key)
     held_back = validation_note_ids(dataset.corpus_id)
-    tally.held_out_task = _held_out_task_maps(dataset)
+    tally.held_out_task = _held_out_task_maps(dataset, config_key)
     tally.validation_set = maps.filter(note_id__in=held_back).count() if held_back else 0
     total -= tally.validation_set  # the maps the stream reads
     if not units.owned(dataset).update(maps_total=total, maps_done=0):
@@ -255,7 +287,7 @@ def _build(dataset: DatasetVersion, heart: Heartbeat) -> dict:
     map_ids = _MapIds()
     build_stats = BuildStats()
     repeating = notes_sharing_text(dataset)
-    items = _peak_items(dataset, tally, map_ids, heart, held_back)
+    items = _peak_items(dataset, tally, map_ids, heart, held_back, config_key)
     writer = _Writer(dataset)
     for example in build_examples(
         items,
@@ -285,7 +317,7 @@ def _build(dataset: DatasetVersion, heart: Heartbeat) -> dict:
     return tally.result(build_stats, dataset, time.perf_counter() - started)
 
 
-def _held_out_task_maps(dataset) -> int:
+def _held_out_task_maps(dataset, config_key: str) -> int:
     """Maps of the selection left out because their task is held out (0 when they are included)."""
     filters = dataset.filters or {}
     if not filters.get("exclude_held_out", True):
@@ -300,6 +332,7 @@ def _held_out_task_maps(dataset) -> int:
         dataset.template,
         list(dataset.jobs.values_list("pk", flat=True)),
         {**filters, "exclude_held_out": False},
+        config_key=config_key,
     )
     return every.filter(task_id__in=held_out).count()
 
@@ -320,12 +353,12 @@ def _stop(dataset: DatasetVersion, heart: Heartbeat) -> None:
     return None
 
 
-def _peak_items(dataset, tally, map_ids, heart, held_back=None):
+def _peak_items(dataset, tally, map_ids, heart, held_back=None, config_key=""):
     """PeakItems of every selected map in (note, task) order (see `_map_batches`); after each
     batch the progress goes to the heartbeat and the build stops if cancelled or taken over.
     Pairs the mode's rule leaves out are tallied here, by whether review rejections did it."""
     done = 0
-    for rows in _map_batches(dataset, held_back):
+    for rows in _map_batches(dataset, held_back, config_key):
         note_ids = sorted({row[1] for row in rows})
         texts = dict(Note.objects.filter(pk__in=note_ids).values_list("pk", "text"))
         rejected = rejected_char_spans(note_ids, sorted({row[2] for row in rows}))
@@ -358,7 +391,7 @@ def _peak_items(dataset, tally, map_ids, heart, held_back=None):
             raise _Stopped
 
 
-def _map_batches(dataset, held_back=None):
+def _map_batches(dataset, held_back=None, config_key=""):
     """(map id, note id, task id, (offsets, scores)) rows of the selected maps in (note, task)
     order, about BATCH_MAPS a list, never splitting a note. The ids of the corpus's (chosen) notes
     are read once (8 bytes a note); then each block of note ids gets its maps in one query
@@ -367,13 +400,9 @@ def _map_batches(dataset, held_back=None):
     after each query to hold about BATCH_MAPS maps (a sparse selection, e.g. one job over part of
     a corpus, gets large blocks of notes)."""
     filters = dataset.filters or {}
-    maps = _maps_of_any_corpus(
-        dataset.model_version_id,
-        dataset.method,
-        dataset.template,
-        list(dataset.jobs.values_list("pk", flat=True)),
-        filters,
-    )
+    job_ids = list(dataset.jobs.values_list("pk", flat=True))
+    config_key = config_key or dataset_config_key(dataset)
+    maps = _maps_of_any_corpus(dataset.model_version_id, dataset.method, dataset.template, job_ids, filters, config_key)
     maps = maps.order_by("note_id", "task_id").with_arrays("id", "note_id", "task_id")
     notes = Note.objects.filter(corpus_id=dataset.corpus_id)
     if filters.get("notes"):
@@ -470,7 +499,8 @@ class _Writer:
 class _Tally:
     """The statistics a build stores in DatasetVersion.stats."""
 
-    def __init__(self):
+    def __init__(self, config_key: str):
+        self.config_key = config_key  # the relevance configuration of every map read
         self.groups_per_pair = Counter()
         self.span_chars = Counter()
         self.span_words = Counter()
@@ -525,7 +555,7 @@ class _Tally:
             },
             "span_words": {"histogram": _histogram(self.span_words, WORD_BINS)},
             "profile": dataset.profile.params.to_dict(),
-            "config_key": dataset.config_key,
+            "config_key": self.config_key,
             "seconds": round(seconds, 3),
             "pairs_accounting": self.accounting(built, dataset.mode),
         }

@@ -21,7 +21,8 @@ class BuildForm(forms.Form):
         RelevanceJob.objects.all(),
         required=False,
         label="Relevance jobs",
-        help_text="Only maps written by these jobs (none chosen: every matching map)",
+        help_text="Only maps written by these jobs. None chosen: every matching map, when they come from one "
+        "relevance configuration; where several configurations have maps, choose the jobs of the one to use",
     )
     profile = forms.ModelChoiceField(PeakProfile.objects.all(), label="Peak profile")
     mode = forms.ChoiceField(choices=DatasetVersion.Mode.choices, initial=DatasetVersion.Mode.DSM)

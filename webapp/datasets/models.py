@@ -21,7 +21,6 @@ from django.db import models
 from django.db.models import F, Max, Q
 
 from webapp.lifecycle.models import WorkUnit
-from webapp.pipeline.models import resolve_config_key
 
 
 class DatasetVersion(WorkUnit):
@@ -40,6 +39,8 @@ class DatasetVersion(WorkUnit):
     method = models.CharField(max_length=20, default="attnlrp")
     template = models.CharField(max_length=500, default="en")
     profile = models.ForeignKey("pipeline.PeakProfile", on_delete=models.PROTECT, related_name="datasets")
+    # No jobs: every map of its choices, which must come from one relevance configuration
+    # (webapp.datasets.building.config_key_of).
     jobs = models.ManyToManyField(
         "pipeline.RelevanceJob",
         blank=True,
@@ -71,9 +72,14 @@ class DatasetVersion(WorkUnit):
 
     @property
     def config_key(self) -> str:
-        """The relevance configuration of the maps it is built from: its jobs', else the default
-        of its method and template (MixedConfigurations if its jobs differ)."""
-        return resolve_config_key(self.method, self.template, jobs=list(self.jobs.values_list("pk", flat=True)))
+        """The relevance configuration of the maps it is (or was) built from: as its build recorded
+        it, else its jobs', else the one configuration with maps for its choices (BuildError if
+        several: webapp.datasets.building.config_key_of)."""
+        if self.stats.get("config_key"):
+            return self.stats["config_key"]
+        from webapp.datasets.building import dataset_config_key
+
+        return dataset_config_key(self)
 
     @property
     def progress_percent(self) -> int:
