@@ -8,7 +8,10 @@ note), otherwise from the corpus's notes (index corpus_note_corpus_id_idx).
 
 Filters that need a note's text or peaks (review state, number of peaks, text search) cannot
 use an index: each page looks at no more than SCAN notes after the cursor, computes what it
-needs for them in chunks, and stops as soon as the page is full. The page says which notes were
+needs for them in chunks, and stops as soon as the page is full. "partly" and "fully" first keep
+only the window's notes that have a decision under the selection (one EXISTS query over index
+review_decision_note_task): no other note can be in those states, so their peaks are never
+computed and a window without decisions costs two queries. The page says which notes were
 searched, and the "next" link continues after the last note looked at. The words of a text
 search match as in the corpus browser (webapp.corpus.search: stemmed in the corpus's language on
 PostgreSQL).
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.db.models import Exists, OuterRef
 from django.db.models.functions import Length
 
 from ml.peaks import peaks_of_rows
@@ -44,6 +48,7 @@ STATES = (
     ("fully", "fully reviewed"),
     ("none", "no peaks (or not computed yet)"),
 )
+REVIEWED = ("partly", "fully")  # states only a note with some decision under the selection can be in
 
 
 @dataclass
@@ -149,16 +154,9 @@ def summarise(note_ids: list[int], selection) -> dict[int, NoteRow]:
     if selection.model is None or not rows:
         return rows
     maps = selection.maps().filter(note_id__in=note_ids, model_version=selection.model)
-    decisions = PeakDecision.objects.filter(
-        note_id__in=note_ids,
-        model_version=selection.model,
-        method=selection.method,
-        template=selection.template,
-        config_key=selection.config,
-    )
+    decisions = decisions_under(selection).filter(note_id__in=note_ids)
     if selection.task is not None:
         maps = maps.filter(task=selection.task)
-        decisions = decisions.filter(task=selection.task)
     decided = None
     for batch in _batches(note_ids, rows):
         map_rows = list(maps.filter(note_id__in=batch).with_arrays("id", "note_id", "task_id"))
@@ -173,6 +171,28 @@ def summarise(note_ids: list[int], selection) -> dict[int, NoteRow]:
             row.peaks += peaks.count
             row.decided += sum(1 for a, b in peaks.char_spans if (peaks.note_id, peaks.task_id, a, b) in decided)
     return rows
+
+
+def decisions_under(selection):
+    """Every reviewer's peak decisions on the maps the selection shows (its task, if chosen)."""
+    decisions = PeakDecision.objects.filter(
+        model_version=selection.model,
+        method=selection.method,
+        template=selection.template,
+        config_key=selection.config,
+    )
+    return decisions.filter(task=selection.task) if selection.task is not None else decisions
+
+
+def with_decisions(note_ids: list[int], selection) -> list[int]:
+    """The notes of note_ids (in their order) with some decision under the selection."""
+    if selection.model is None or not note_ids:
+        return []
+    decided = Note.objects.filter(pk__in=note_ids).filter(
+        Exists(decisions_under(selection).filter(note_id=OuterRef("pk")))
+    )
+    found = set(decided.values_list("pk", flat=True))
+    return [i for i in note_ids if i in found]
 
 
 def _batches(note_ids: list[int], rows: dict[int, NoteRow]) -> list[list[int]]:
@@ -221,6 +241,8 @@ def browse(
         pool = [i for i in window if i in matching]
     else:
         pool = window
+    if filters.state in REVIEWED:  # the window's other notes cannot match: skip their peaks
+        pool = with_decisions(pool, selection)
     examined_to = None
     for k in range(0, len(pool), CHUNK):
         chunk = pool[k : k + CHUNK]

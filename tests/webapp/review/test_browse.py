@@ -73,6 +73,36 @@ def test_a_review_state_filter_searches_a_bounded_window(corpus, sel, notes):
     assert [r.external_id for r in rest.rows] == ["b4"] and rest.next_after is None
 
 
+def test_a_reviewed_state_filter_computes_peaks_only_for_notes_with_a_decision(
+    corpus, sel, notes, tasks, base, dsm, clinician, monkeypatch
+):
+    """Only a note with some decision under the selection can be partly or fully reviewed; a
+    decision under another model version does not count."""
+    a, b = word_span(TEXT, "130")
+    for note, model in ((notes[2], base), (notes[4], dsm)):
+        decisions.decide(
+            PeakContext(note, tasks["heart"], model, "attnlrp", "en"),
+            clinician,
+            start=a,
+            end=b,
+            decision="accept",
+            expected_version=0,
+        )
+    summarised, summarise = [], browse.summarise
+    monkeypatch.setattr(browse, "summarise", lambda ids, selection: summarised.extend(ids) or summarise(ids, selection))
+    page = browse.browse(corpus, sel, Filters(state="partly"))
+    assert [r.external_id for r in page.rows] == ["b2"] and summarised == [notes[2].pk]
+    assert page.limited and page.scanned == 6 and page.next_after is None
+
+
+def test_a_window_without_decisions_answers_a_reviewed_state_filter_in_two_queries(
+    corpus, sel, notes, django_assert_num_queries
+):
+    with django_assert_num_queries(2):  # the window's note ids; which of them have a decision
+        page = browse.browse(corpus, sel, Filters(state="fully"))
+    assert page.rows == [] and page.limited and page.scanned == 6 and page.last_id == notes[-1].pk
+
+
 def test_a_full_page_stops_the_window_early_and_continues_after_the_last_note_examined(corpus, sel, notes):
     page = browse.browse(corpus, sel, Filters(min_peaks=2), per_page=1, scan=6)
     assert [r.external_id for r in page.rows] == ["b0"] and page.next_after == notes[0].pk and page.scanned == 1
