@@ -7,7 +7,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.roles import Capability, capability_required, require
-from webapp.corpus import import_jobs
+from webapp.corpus import import_jobs, search
 from webapp.corpus.access import corpus_for, import_job_for, note_for
 from webapp.corpus.browse import NOTES_PER_PAGE, note_page
 from webapp.corpus.forms import UploadForm
@@ -28,7 +28,8 @@ def corpus_detail(request, corpus_id):
     corpus = corpus_for(request.user, corpus_id)
     page = note_page(corpus, after=request.GET.get("after"), query=request.GET.get("q", ""))
     template = "corpus/corpus_detail.html#note-rows" if request.htmx else "corpus/corpus_detail.html"
-    return render(request, template, {"nav": "corpora", "corpus": corpus, "page": page, "per_page": NOTES_PER_PAGE})
+    context = {"corpus": corpus, "page": page, "per_page": NOTES_PER_PAGE, "search_help": search.help_text()}
+    return render(request, template, {"nav": "corpora", **context})
 
 
 def note_detail(request, corpus_id, note_id):
