@@ -522,6 +522,8 @@ def _check(dataset: DatasetVersion, fmt: str) -> None:
         raise ExportError(
             f"Only a finished dataset can be exported; this one is {dataset.get_status_display().lower()}."
         )
+    if not dataset.example_count:
+        raise ExportError("This dataset has 0 examples: there is nothing to export.")
 
 
 def _audit(actor, dataset, fmt, rows, **details) -> None:

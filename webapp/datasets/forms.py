@@ -2,7 +2,7 @@ from django import forms
 
 from ml.masking import DEFAULT_MASK_TOKEN
 from webapp.corpus.models import Corpus, Note, Task
-from webapp.datasets.building import BuildError, maps_matching
+from webapp.datasets.building import BuildError, maps_matching, validation_note_ids
 from webapp.datasets.models import DatasetVersion
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
 
@@ -10,6 +10,7 @@ MAX_NOTE_IDS = 50_000
 
 
 class BuildForm(forms.Form):
+    empty_selection = ""  # set by clean(): why the selection gives no example, for the live estimate
     name = forms.CharField(max_length=200, help_text="A new name, or an existing one to make its next version")
     corpus = forms.ModelChoiceField(Corpus.objects.all())
     model_version = forms.ModelChoiceField(ModelVersion.objects.all(), label="Model version")
@@ -82,12 +83,23 @@ class BuildForm(forms.Form):
         except BuildError as exc:
             self.add_error("jobs", str(exc))
             return data
-        self.maps = maps  # the selection, counted for the launch estimate
         if not maps.exists():
             raise forms.ValidationError(
                 "No relevance maps match these choices (corpus, model version, method, template, jobs, tasks and "
                 "notes). Run a relevance job first, or check the template and the held-out setting."
             )
+        # The build skips notes held back for threshold validation: counted out here, so the
+        # estimate is of the maps it reads and an all-held-back selection is refused now, not
+        # found out after "Done, 0 examples".
+        held_back = validation_note_ids(fields["corpus"].pk)
+        self.maps = maps.exclude(note_id__in=held_back) if held_back else maps
+        if held_back and not self.maps.exists():
+            self.empty_selection = (
+                f"This selection gives 0 examples: all {maps.count():,} of its relevance maps are on notes held "
+                "back for threshold validation, which no dataset uses. Choose other notes or jobs, or retire the "
+                "validation set (Review, Validation) first."
+            )
+            raise forms.ValidationError(self.empty_selection)
         return data
 
     def build_fields(self) -> dict:

@@ -115,6 +115,8 @@ def request_export(dataset: DatasetVersion, fmt: str, actor=None) -> DatasetExpo
     """Queue a worker export to a folder under DATA_DIR/exports (audited when it is written)."""
     if not dataset.is_done:
         raise LaunchError("Only a finished dataset can be exported.")
+    if not dataset.example_count:
+        raise LaunchError("This dataset has 0 examples: there is nothing to export.")
     with transaction.atomic():
         job = DatasetExport.objects.create(dataset=dataset, format=fmt, created_by=_user(actor), heartbeat=Now())
         _send(EXPORT_TASK, DatasetExport, job.pk)
