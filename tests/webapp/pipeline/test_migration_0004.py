@@ -2,28 +2,15 @@
 
 import numpy as np
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from ml.relevance import RelevanceConfig, default_config_key
+from tests.webapp.migrating import migrate, migrate_to_latest
 
 pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
 
 BEFORE = [("pipeline", "0003_peakprofile_strict_trim")]
 AFTER = [("pipeline", "0004_relevance_config")]
 CUSTOM = "Note: {note}. Finding: {task}"
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
-def migrate_to_latest():
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 @pytest.mark.django_db(transaction=True)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.webapp.pipeline.test_migration_0004 import migrate, migrate_to_latest
+from tests.webapp.migrating import migrate, migrate_to_latest
 
 pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
 

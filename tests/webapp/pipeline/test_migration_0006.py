@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ml.relevance import RelevanceConfig, default_config_key
-from tests.webapp.pipeline.test_migration_0004 import migrate, migrate_to_latest
+from tests.webapp.migrating import migrate, migrate_to_latest
 
 pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
 

@@ -1,0 +1,32 @@
+"""Migration tests: move the test database to an old schema, write rows with the models of that
+schema, then move it forward. Test functions using these need django_db(transaction=True)."""
+
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
+
+
+def migrate(targets):
+    """Migrate to targets; return the historical apps of the whole database as it then is (every
+    applied migration of every app, not only the targets' ancestors, so rows written through
+    them fit the tables of apps that stayed ahead)."""
+    executor = MigrationExecutor(connection)
+    executor.migrate(targets)
+    executor.loader.build_graph()  # re-read which migrations are applied
+    applied, graph = executor.loader.applied_migrations, executor.loader.graph
+    leaves = [
+        key for key in applied if key in graph.nodes and not any(c.key in applied for c in graph.node_map[key].children)
+    ]
+    return executor.loader.project_state(leaves).apps
+
+
+def migrate_to_latest():
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def database_now():
+    """Now, truncated to the millisecond: SQLite's clock in a migration (Now()) has no finer grain,
+    so a stamp written after this call is never earlier than it."""
+    now = timezone.now()
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
