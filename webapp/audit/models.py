@@ -66,3 +66,9 @@ class AuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.created:%Y-%m-%d %H:%M} {self.actor_name} {self.action} {self.object_type}#{self.object_id}"
+
+    def detail_pairs(self) -> list[tuple[str, object]]:
+        """The details as (key, value) pairs in key order, for templates: a template reading
+        `details.items` would get the dict method, or a stored key named "items", whichever wins."""
+        details = self.details if isinstance(self.details, dict) else {"details": self.details}
+        return sorted(details.items())

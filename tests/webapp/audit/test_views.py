@@ -160,3 +160,14 @@ def test_the_audit_page_and_the_lockout_page_send_the_content_security_policy(ad
 def test_the_last_day_of_the_calendar_is_a_valid_end_date(admin_client, log):
     for url in (reverse("audit:list"), reverse("audit:export")):
         assert admin_client.get(url, {"until": "9999-12-31"}).status_code == 200
+
+
+def test_details_named_like_dict_methods_are_listed_as_they_are(admin_client, researcher):
+    # "Validation set drawn" stores `items` (a count): the page once read it as dict.items and failed.
+    AuditEvent.objects.all().delete()
+    record(researcher, A.REVIEW_DECISION, kind="validation_set", items=40, keys=2, values=3, get=4, pop=5)
+    response = admin_client.get(reverse("audit:list"))
+    assert response.status_code == 200
+    (row,) = [row for row in response.content.decode().split("<tr>") if "validation_set" in row]
+    for key, value in [("items", 40), ("keys", 2), ("values", 3), ("get", 4), ("pop", 5)]:
+        assert f'<span class="muted">{key}</span> {value}' in row
