@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from webapp.lifecycle import queue
-from webapp.lifecycle.estimates import RATE_SAMPLE, Estimate, from_rate
-from webapp.pipeline import jobs
+from webapp.lifecycle.estimates import Estimate, from_rate
+from webapp.pipeline import jobs, sizing
 from webapp.pipeline.models import RelevanceJob
 
 
@@ -15,9 +15,5 @@ def relevance_job(spec) -> Estimate:
     if spec.note_filter.get("limit"):
         notes = min(notes, spec.note_filter["limit"])
     per_note = spec.sample_k if spec.task_selection == RelevanceJob.TaskSelection.SAMPLE else len(spec.task_pool())
-    earlier = (
-        RelevanceJob.objects.filter(model_version=spec.model_version, done__gt=0, seconds_done__gt=0)
-        .order_by("-pk")
-        .values_list("done", "seconds_done")[:RATE_SAMPLE]
-    )
-    return from_rate(notes * per_note, "prompts", list(earlier), work="job", queue_name=queue.queue_of(jobs.RUN_CHUNK))
+    earlier = sizing.measured(spec.model_version)
+    return from_rate(notes * per_note, "prompts", earlier, work="job", queue_name=queue.queue_of(jobs.RUN_CHUNK))

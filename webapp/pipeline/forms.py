@@ -4,8 +4,9 @@ from django import forms
 
 from ml.relevance import DTYPES, NORMALISE
 from webapp.corpus.models import Corpus, Note, Task
-from webapp.pipeline.jobs import MAX_CHUNK_SIZE, JobSpec
+from webapp.pipeline.jobs import JobSpec
 from webapp.pipeline.models import ModelVersion, RelevanceJob
+from webapp.pipeline.sizing import CHUNK_SECONDS, MAX_CHUNK_SIZE, UNMEASURED_CHUNK
 
 TEMPLATE_CHOICES = [
     ("en", "English (the paper's prompt)"),
@@ -99,10 +100,11 @@ class LaunchForm(forms.Form):
         help_text="Auto: bf16 where the worker computes it fast, else float32. Plain gradient x input needs float32",
     )
     chunk_size = forms.IntegerField(
-        initial=64,
+        required=False,
         min_value=1,
         max_value=MAX_CHUNK_SIZE,
-        help_text="Prompts per worker task; smaller chunks lose less when a worker stops",
+        help_text=f"Prompts per worker task; empty: about {CHUNK_SECONDS} s of work at this model's measured rate "
+        f"({UNMEASURED_CHUNK} until a job of it is measured), so progress and maps arrive that often",
     )
 
     def __init__(self, *args, **kwargs):
@@ -156,7 +158,7 @@ class LaunchForm(forms.Form):
             sample_k=data["sample_k"],
             seed=data["seed"],
             note_filter=note_filter,
-            chunk_size=data["chunk_size"],
+            chunk_size=data.get("chunk_size"),
         )
 
     def _check_external_ids(self, spec):

@@ -38,12 +38,12 @@ from webapp.corpus.models import Corpus, Note, Task
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import RESUMABLE
 from webapp.pipeline.models import JobStatus, ModelVersion, RelevanceChunk, RelevanceJob
+from webapp.pipeline.sizing import MAX_CHUNK_SIZE, chunk_size_for
 
 log = logging.getLogger(__name__)
 
 RUN_CHUNK = "workers.relevance.run_chunk"
 PLAN_JOB = "workers.relevance.plan_job"
-MAX_CHUNK_SIZE = 5000
 NOTE_FILTER_KEYS = ("ids", "external_ids", "limit")
 SEND_BATCH = 10_000  # chunk messages sent per connection
 NOTE_BATCH = 2000  # notes read per keyset query while planning
@@ -74,7 +74,7 @@ class JobSpec:
     sample_k: int = 9  # the paper: 9 tasks per note
     seed: int = 0
     note_filter: dict = field(default_factory=dict)  # {"ids": [...]}, {"external_ids": [...]}, {"limit": N}
-    chunk_size: int = 64
+    chunk_size: int | None = None  # prompts a chunk; None: about 30 s at the model's measured rate (sizing)
 
     def task_pool(self) -> list[Task]:
         if self.tasks:
@@ -111,7 +111,7 @@ class JobSpec:
                 problems["template"] = f"The template is not usable: {exc}."
             elif exc.field != "method":
                 problems[exc.field] = f"{str(exc)[:1].upper()}{str(exc)[1:]}."
-        if not 1 <= self.chunk_size <= MAX_CHUNK_SIZE:
+        if self.chunk_size is not None and not 1 <= self.chunk_size <= MAX_CHUNK_SIZE:
             problems["chunk_size"] = f"The chunk size must be between 1 and {MAX_CHUNK_SIZE} prompts."
         if self.task_selection == RelevanceJob.TaskSelection.LIST and not self.tasks:
             problems["tasks"] = "Choose at least one task."
@@ -151,7 +151,7 @@ def launch(spec: JobSpec, actor=None, *, enqueue: bool = True) -> RelevanceJob:
         sample_k=spec.sample_k,
         seed=spec.seed,
         note_filter=spec.note_filter,
-        chunk_size=spec.chunk_size,
+        chunk_size=spec.chunk_size or chunk_size_for(spec.model_version),
         created_by=_user(actor),
         status=JobStatus.PLANNING,
         heartbeat=Now(),

@@ -52,7 +52,9 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--limit", type=int, help="only the first N notes")
         parser.add_argument("--note", action="append", default=[], metavar="ID", help="only this note id (repeat)")
-        parser.add_argument("--chunk-size", type=int, default=64)
+        parser.add_argument(
+            "--chunk-size", type=int, default=None, help="prompts a chunk (default: about 30 s at the measured rate)"
+        )
         parser.add_argument("--wait", action="store_true", help="print progress until the job ends")
         parser.add_argument(
             "--plan-in-worker",
