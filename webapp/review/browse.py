@@ -8,10 +8,11 @@ note), otherwise from the corpus's notes (index corpus_note_corpus_id_idx).
 
 Filters that need a note's text or peaks (review state, number of peaks, text search) cannot
 use an index: each page looks at no more than SCAN notes after the cursor, computes what it
-needs for them in chunks, and stops as soon as the page is full. "partly" and "fully" first keep
-only the window's notes that have a decision under the selection (one EXISTS query over index
-review_decision_note_task): no other note can be in those states, so their peaks are never
-computed and a window without decisions costs two queries. The page says which notes were
+needs for them in chunks (the first one a page's worth, so a filter most notes pass costs about
+what the unfiltered page does), and stops as soon as the page is full. "partly" and "fully"
+first keep only the window's notes that have a decision under the selection (one EXISTS query
+over index review_decision_note_task): no other note can be in those states, so their peaks are
+never computed and a window without decisions costs two queries. The page says which notes were
 searched, and the "next" link continues after the last note looked at. The words of a text
 search match as in the corpus browser (webapp.corpus.search: stemmed in the corpus's language on
 PostgreSQL).
@@ -209,6 +210,16 @@ def _batches(note_ids: list[int], rows: dict[int, NoteRow]) -> list[list[int]]:
     return out
 
 
+def _chunks(pool: list[int], per_page: int):
+    """The pool a page's worth first (a filter most notes pass is then answered by it alone),
+    then CHUNK notes at a time."""
+    first = min(per_page, CHUNK)
+    if pool:
+        yield pool[:first]
+    for k in range(first, len(pool), CHUNK):
+        yield pool[k : k + CHUNK]
+
+
 def browse(
     corpus, selection, filters: Filters, after=None, *, per_page: int | None = None, scan: int | None = None
 ) -> Page:
@@ -244,8 +255,7 @@ def browse(
     if filters.state in REVIEWED:  # the window's other notes cannot match: skip their peaks
         pool = with_decisions(pool, selection)
     examined_to = None
-    for k in range(0, len(pool), CHUNK):
-        chunk = pool[k : k + CHUNK]
+    for chunk in _chunks(pool, per_page):
         rows = summarise(chunk, selection)
         for note_id in chunk:
             examined_to = note_id

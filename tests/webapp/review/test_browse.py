@@ -95,6 +95,16 @@ def test_a_reviewed_state_filter_computes_peaks_only_for_notes_with_a_decision(
     assert page.limited and page.scanned == 6 and page.next_after is None
 
 
+def test_a_filter_most_notes_pass_computes_peaks_for_about_one_page_of_notes(corpus, sel, notes, monkeypatch):
+    summarised, summarise = [], browse.summarise
+    monkeypatch.setattr(browse, "summarise", lambda ids, selection: summarised.extend(ids) or summarise(ids, selection))
+    page = browse.browse(corpus, sel, Filters(state="undecided"), per_page=1)
+    assert [r.external_id for r in page.rows] == ["b0"] and page.next_after == notes[0].pk
+    assert summarised == [notes[0].pk]  # not the window's 6 notes
+    rest = browse.browse(corpus, sel, Filters(state="undecided"), after=page.next_after, per_page=2)
+    assert [r.external_id for r in rest.rows] == ["b2", "b4"] and rest.next_after == notes[4].pk
+
+
 def test_a_window_without_decisions_answers_a_reviewed_state_filter_in_two_queries(
     corpus, sel, notes, django_assert_num_queries
 ):
