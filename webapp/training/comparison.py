@@ -21,11 +21,10 @@ Where several selected runs fill the same cell, the latest (highest id) is used.
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass, field
 
 from ml.metrics import PairedDiff, mean_task_f1, paired_bootstrap
+from webapp.lib import csv_export
 from webapp.training import configs
 from webapp.training.models import RunKind, RunPrediction, TrainingRun
 
@@ -84,12 +83,10 @@ class Table:
         return [c for c in self.columns if c not in ("Model", "System", "Held-out task")]
 
     def to_csv(self) -> str:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer)
-        writer.writerow(self.columns)
-        for row in self.rows:
-            writer.writerow([_csv_cell(cell, self.formats.get(column)) for column, cell in zip(self.columns, row)])
-        return buffer.getvalue()
+        rows = (
+            [_csv_cell(cell, self.formats.get(column)) for column, cell in zip(self.columns, row)] for row in self.rows
+        )
+        return csv_export.csv_text(self.columns, rows)
 
 
 # ------------------------------------------------------------------------ from the database
@@ -273,9 +270,8 @@ def _delta(before, after):
 
 
 def _csv_cell(cell, spec=None):
-    if cell is None:
-        return ""
-    return format(cell, spec or ".1f") if isinstance(cell, float) else cell
+    """A figure in its column's format; labels (model names, tasks) go to the writer as text."""
+    return csv_export.figure(cell, spec or ".1f") if isinstance(cell, float) else cell
 
 
 # ------------------------------------------------------------------------ paired differences

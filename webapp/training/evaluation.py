@@ -14,13 +14,12 @@ Stored on the run (`TrainingRun.results`, plus the summary columns used by lists
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from collections.abc import Iterator
 
 from webapp.corpus.models import Note, Task
+from webapp.lib import csv_export
 from webapp.training import splits
 from webapp.training.models import RunPrediction, TrainingRun
 
@@ -111,16 +110,7 @@ def prediction_rows(run: TrainingRun) -> Iterator[dict]:
 
 
 def stream_csv(run: TrainingRun) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=EXPORT_FIELDS)
-    writer.writeheader()
-    for row in prediction_rows(run):
-        writer.writerow(row)
-        if buffer.tell() > 64_000:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-    yield buffer.getvalue()
+    return csv_export.csv_chunks(EXPORT_FIELDS, (row.values() for row in prediction_rows(run)))
 
 
 def stream_jsonl(run: TrainingRun) -> Iterator[str]:

@@ -176,3 +176,55 @@ def test_the_produced_model_badge_links_to_the_trained_model_section(client, res
     detail = client.get(reverse("training:run_detail", args=[run.pk])).content.decode()
     assert 'id="trained-model"' in detail
     assert f"{reverse('pipeline:job_launch')}?model_version={run.produced_model_id}" in detail
+
+
+HOSTILE = ['=HYPERLINK("http://evil.example","x")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\tn", "\rn"]
+
+
+def _formula_cells(text):
+    """Cells a spreadsheet would run as a formula: a figure like "-1.5" is a number, not one."""
+    cells = [cell for row in csv.reader(io.StringIO(text, newline="")) for cell in row]
+
+    def is_number(cell):
+        try:
+            float(cell)
+        except ValueError:
+            return False
+        return True
+
+    return [c for c in cells if c.startswith(("=", "+", "-", "@", "\t", "\r")) and not is_number(c)]
+
+
+def test_predictions_csv_neutralises_ids_and_labels_a_spreadsheet_would_run(client, clinician, make_run, corpus):
+    run = make_run(kind="heads", status="done")
+    note = corpus.notes.first()
+    task = note.annotations.first().task
+    for n, hostile in enumerate(HOSTILE):
+        note.external_id = hostile
+        note.save(update_fields=["external_id"])
+        RunPrediction.objects.create(run=run, note=note, task=task, variant=n, gold=hostile, predicted="n")
+    client.force_login(clinician)
+    response = client.get(reverse("training:run_predictions", args=[run.pk, "csv"]))
+    text = b"".join(response.streaming_content).decode()
+    assert _formula_cells(text) == []
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    assert [(row["note"], row["gold"]) for row in rows if row["variant"] == "0"] == [
+        ("'" + HOSTILE[-1], "'" + HOSTILE[0])
+    ]
+    assert {row["gold"] for row in rows} == {"'" + value for value in HOSTILE}  # kept, only marked as text
+
+
+@pytest.mark.parametrize("wanted", ["2", "3", "4", "paired"])
+def test_comparison_csvs_neutralise_labels_a_spreadsheet_would_run(client, clinician, make_run, wanted):
+    hostile = ModelVersion.objects.create(name=HOSTILE[0], family="llama", path="/m")
+    runs = [
+        make_run(kind="heads", status="done", results=results(0.5), macro_f1=0.5),
+        make_run(kind="heads", status="done", results=results(0.4), macro_f1=0.4, model_version=hostile),
+        make_run(kind="sft", status="done", results=results(0.3), macro_f1=0.3, model_version=hostile),
+    ]
+    client.force_login(clinician)
+    url = reverse("training:compare") + "?" + "&".join(f"runs={r.pk}" for r in runs) + f"&csv={wanted}"
+    text = client.get(url).content.decode()
+    assert _formula_cells(text) == []
+    if wanted == "2":
+        assert "'" + HOSTILE[0] in [cell for row in csv.reader(io.StringIO(text)) for cell in row]
