@@ -5,7 +5,8 @@ Who acted (actor_name):
 - no user, or a label such as "command line": the operating-system user of the process, as
   "cli:<os user>" for a command (with the command's name in details when it ran through
   manage.py) or "worker:<os user>" for a Celery worker; a label given goes to details["as"];
-- a failed login: the username tried (the request's client address goes to `ip`).
+- a failed login: the username tried if an account has it, else "(unknown username)": it may
+  be a password typed into the wrong field (the request's client address goes to `ip`).
 
 Refused imports keep the number of problems and the categories of the first reasons. A category
 is the start of a reason's message with what came from the file taken out: quoted values (ids,

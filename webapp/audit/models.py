@@ -46,7 +46,7 @@ class AuditEvent(models.Model):
     actor_name = models.CharField(
         max_length=150,
         help_text="Kept when the user is deleted; 'cli:<os user>' for commands, 'worker:<os user>' for workers, "
-        "the username tried for a failed login",
+        "for a failed login the username tried if an account has it, else '(unknown username)'",
     )
     action = models.CharField(max_length=40, choices=Action.choices)
     object_type = models.CharField(max_length=60, blank=True)

@@ -5,7 +5,9 @@ One row per login attempt: a failed attempt is `login_failed`, or `locked_out` w
 failure limit or came while the username and address were locked out (django-axes refuses those
 without checking the password). Axes sends its lockout signal from inside its own failed-login
 handler, before or after ours: whichever of the two runs first writes the row, the second sees the
-mark left on the request and adds nothing. The password is never recorded, only the username tried.
+mark left on the request and adds nothing. The password is never recorded. The username tried is
+recorded only when it names an account: people type passwords into the username field, so a
+name that matches no account is recorded as UNKNOWN_USERNAME.
 """
 
 from axes.signals import user_locked_out
@@ -17,6 +19,7 @@ from webapp.audit.log import client_ip, record, record_anonymous
 from webapp.audit.models import AuditEvent
 
 MARK = "_audit_login_attempt"  # the request attribute holding this attempt's row
+UNKNOWN_USERNAME = "(unknown username)"
 
 
 @receiver(user_logged_in, dispatch_uid="audit_login")
@@ -34,7 +37,7 @@ def audit_logout(sender, request, user, **kwargs):
 def audit_login_failed(sender, credentials, request=None, **kwargs):
     if request is not None and hasattr(request, MARK):
         return
-    username = credentials.get(get_user_model().USERNAME_FIELD, "")
+    username = _known(credentials.get(get_user_model().USERNAME_FIELD, ""))
     event = record_anonymous(username, AuditEvent.Action.LOGIN_FAILED, ip=client_ip(request), **_where(request))
     if request is not None:
         setattr(request, MARK, event)
@@ -50,9 +53,21 @@ def audit_locked_out(sender, request, username, ip_address, **kwargs):
         event.save(update_fields=["action", "details"])
         return
     event = record_anonymous(
-        username or "", AuditEvent.Action.LOCKED_OUT, ip=client_ip(request), failures=failures, **_where(request)
+        _known(username), AuditEvent.Action.LOCKED_OUT, ip=client_ip(request), failures=failures, **_where(request)
     )
     setattr(request, MARK, event)
+
+
+def _known(username) -> str:
+    """`username` if an account has it (as the login form matches it), else UNKNOWN_USERNAME."""
+    User = get_user_model()
+    if (
+        isinstance(username, str)
+        and username
+        and User._default_manager.filter(**{User.USERNAME_FIELD: username}).exists()
+    ):
+        return username
+    return UNKNOWN_USERNAME
 
 
 def _where(request) -> dict:

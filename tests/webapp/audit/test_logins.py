@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from tests.conftest import PASSWORD
 from webapp.audit.models import AuditEvent
+from webapp.audit.signals import UNKNOWN_USERNAME
 
 WRONG = "Hunter2-not-the-password"
 
@@ -50,7 +51,7 @@ def test_a_failed_login_records_the_username_tried_and_the_address_never_the_pas
     post_login(client, "no-such-user", WRONG, "192.0.2.7")
     first, second = events(AuditEvent.Action.LOGIN_FAILED)
     assert (first.actor, first.actor_name, first.ip, first.details) == (None, "clara", "192.0.2.7", {"path": "/login/"})
-    assert second.actor_name == "no-such-user"
+    assert second.actor_name == UNKNOWN_USERNAME  # not what was typed: it may be a password
     assert not events(AuditEvent.Action.LOGIN)
     for event in AuditEvent.objects.all():
         assert WRONG not in f"{event.actor_name} {event.details}"
@@ -113,3 +114,14 @@ def test_the_admin_login_is_protected_and_audited_too(client, admin_user, limit)
     assert response.status_code == 429
     [locked] = events(AuditEvent.Action.LOCKED_OUT)
     assert (locked.actor_name, locked.ip, locked.details["path"]) == ("ada", "198.51.100.3", url)
+
+
+def test_a_password_typed_as_the_username_is_never_recorded(client, admin_user, clinician, limit):
+    fail_until_locked(client, PASSWORD, limit, "192.0.2.8")  # the password, typed into the wrong field
+    failed, locked = events(AuditEvent.Action.LOGIN_FAILED), events(AuditEvent.Action.LOCKED_OUT)
+    assert len(failed) == limit - 1 and len(locked) == 1
+    assert {event.actor_name for event in failed + locked} == {UNKNOWN_USERNAME}
+    client.force_login(admin_user)
+    exported = b"".join(client.get(reverse("audit:export")).streaming_content).decode()
+    page = client.get(reverse("audit:list")).content.decode()
+    assert PASSWORD not in exported and PASSWORD not in page and UNKNOWN_USERNAME in exported
