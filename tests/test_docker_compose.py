@@ -58,3 +58,11 @@ def test_app_services_point_at_postgres_and_redis():
     assert env["DATABASE_URL"].startswith("postgres://") and "@postgres:5432/" in env["DATABASE_URL"]
     assert env["CELERY_BROKER_URL"] == "redis://redis:6379/0"
     assert env["DSM_EMBEDDED"] == "0"
+
+
+def test_the_database_log_quotes_no_statement_nor_row():
+    command = COMPOSE["services"]["postgres"]["command"]
+    settings = dict(command[i + 1].split("=", 1) for i, word in enumerate(command) if word == "-c")
+    assert command[0] == "postgres"
+    assert settings["log_min_error_statement"] == "panic" and settings["log_error_verbosity"] == "terse"
+    assert "log_min_error_statement=panic" in README and "log_error_verbosity=terse" in README
