@@ -4,11 +4,16 @@ emergency-department corpus, one user per role (passwords printed) and the first
 planned and queued for the relevance worker. Idempotent: a second run changes no note and
 queues no second job.
 
-The first job is sized to finish in under 2 minutes on an idle 2-core machine with SmolLM2-135M
-(rundemo's docstring has the measurements): DEMO_JOB_NOTES notes x the DEMO_TASKS (tasks with
-synthetic gold labels) = 30 AttnLRP prompts, DEMO_CHUNK_SIZE prompts a chunk, so maps reach
-Review every few seconds. It uses the default model version, whatever its path.
+The first job is sized from this machine's measured rate (`first_job_size`, from the seconds a
+prompt `python -m ml rate` measured, which rundemo runs): as many notes x the DEMO_TASKS (tasks
+with synthetic gold labels) as fit DEMO_JOB_SECONDS of AttnLRP prompts, at least 1 note and at
+most DEMO_JOB_NOTES (also the size when nothing was measured), in chunks of about
+DEMO_CHUNK_SECONDS, so maps reach Review every few seconds. It uses the default model version,
+whatever its path.
 """
+
+import math
+from dataclasses import dataclass
 
 from django.core.management import call_command
 
@@ -17,24 +22,51 @@ from webapp.pipeline.models import RelevanceJob
 
 DEMO_CORPUS = "demo-ed"
 DEMO_TASKS = ["heart-rate", "blood-pressure", "spo2", "anticoagulants-or-antiplatelet-drug-therapy", "chest-pain"]
-DEMO_JOB_NOTES = 6  # x 5 tasks = 30 prompts
-DEMO_CHUNK_SIZE = 2  # prompts a chunk: a chunk's maps are stored when it ends
+DEMO_JOB_SECONDS = 45  # the first job's prompts at the measured rate: done within a minute
+DEMO_JOB_NOTES = 6  # at most (x 5 tasks = 30 prompts); also the size when nothing was measured
+DEMO_CHUNK_SECONDS = 5  # a chunk's maps are stored when it ends
+DEMO_CHUNK_SIZE = 2  # prompts a chunk when nothing was measured
 
 
-def seed(*, notes: int, stdout, first_job: bool = True) -> RelevanceJob | None:
+@dataclass(frozen=True)
+class JobSize:
+    notes: int
+    chunk_size: int
+    seconds: float | None  # the prompts' projected time; None: not measured
+
+    @property
+    def prompts(self) -> int:
+        return self.notes * len(DEMO_TASKS)
+
+
+def first_job_size(seconds_per_prompt: float | None) -> JobSize:
+    """The first job for a machine that computes a demo prompt in `seconds_per_prompt` (None:
+    not measured, the fixed default)."""
+    if not seconds_per_prompt or seconds_per_prompt <= 0:
+        return JobSize(DEMO_JOB_NOTES, DEMO_CHUNK_SIZE, None)
+    fit = math.floor(DEMO_JOB_SECONDS / (seconds_per_prompt * len(DEMO_TASKS)))
+    notes = max(1, min(DEMO_JOB_NOTES, fit))
+    chunk = max(1, round(DEMO_CHUNK_SECONDS / seconds_per_prompt))
+    return JobSize(notes, chunk, notes * len(DEMO_TASKS) * seconds_per_prompt)
+
+
+def seed(*, notes: int, stdout, first_job: bool = True, size=None) -> RelevanceJob | None:
     """Load the catalog, the corpus and the users; queue the first job unless the corpus has one.
-    Returns the demo corpus's first job (None with first_job=False on a fresh database)."""
+    `size`: a JobSize, or a callable returning one, asked only when the job is queued (rundemo
+    measures the rate meanwhile); None: the unmeasured default. Returns the demo corpus's first
+    job (None with first_job=False on a fresh database)."""
     call_command("load_task_catalog", stdout=stdout)
     call_command("load_demo_corpus", corpus=DEMO_CORPUS, notes=notes, stdout=stdout)
     call_command("create_demo_users", stdout=stdout)
     if first_job and first_demo_job() is None:
+        size = size() if callable(size) else size or first_job_size(None)
         call_command(
             "launch_relevance_job",
             DEMO_CORPUS,
             tasks="list",
             task=DEMO_TASKS,
-            limit=DEMO_JOB_NOTES,
-            chunk_size=DEMO_CHUNK_SIZE,
+            limit=size.notes,
+            chunk_size=size.chunk_size,
             stdout=stdout,
         )
     return first_demo_job()

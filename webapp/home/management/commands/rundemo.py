@@ -1,18 +1,13 @@
 """`make demo`: prepare the embedded default and run the web app with real worker processes.
 
-The first relevance job is sized to finish in under 2 minutes on an idle 2-core machine, from the
-relevance worker's start to its last map: demo.DEMO_JOB_NOTES notes x 5 tasks = 30 AttnLRP prompts on
-SmolLM2-135M (bf16), in chunks of demo.DEMO_CHUNK_SIZE prompts, so maps reach Review every few seconds
-(the review pages read the maps from the database on each request). Measured with
-`benchmarks/demo.py` (this job's own prompts, one torch thread, as the relevance worker runs
-them here on 2 cores), while a CI run shared the machine:
-  * this job, 30 prompts: 69 s (2.3 s a prompt) + 6 s to load the model, load average 3.8-4.2;
-  * the first 4 notes, 20 prompts: 1.5 s a prompt at load average 1.0-1.6;
-  * 8 notes, 40 prompts: 123 s (3.1 s a prompt) at load average 4.0-5.4: too many.
-So about 45-75 s of prompts, plus the model and the worker's start: 1-1.5 minutes, under 2 even on
-a busy machine. End to end (a fresh DATA_DIR, venv and model present), this command took 71 s from
-its start to the job done, at load average 2.3-3.1: workers ready at 12 s, the model loaded at 19 s,
-a chunk's 2 maps every 2-4 s after. Rerun the script to check the figure on another machine.
+The first relevance job is sized from this machine's measured rate, not from a figure taken on
+other hardware: while the corpus is seeded, `python -m ml rate` computes a few of the job's own
+prompts with the relevance worker's torch threads (a CPU without native bf16 runs them in
+float32, about twice as slowly), and demo.first_job_size fits the job to demo.DEMO_JOB_SECONDS of
+prompts (1 to demo.DEMO_JOB_NOTES notes x 5 tasks) in chunks of about demo.DEMO_CHUNK_SECONDS, so
+maps reach Review every few seconds (the review pages read the maps from the database on each
+request). The command prints the measured rate with the hardware and load it comes from, and the
+size it chose. If the measurement fails, it says why and queues the default size.
 
 Workers: one process a queue (relevance, training, default), so an import never waits behind a
 training run. Relevance and training are the torch work and split the cores between them
@@ -28,6 +23,7 @@ prints one line when it ends, "First relevance job done in N s ..." (N: seconds 
 command started; no note text), the signal `scripts/time_demo.py` waits for.
 """
 
+import json
 import os
 import signal
 import socket
@@ -39,12 +35,14 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from ml.synthetic.tasks import CATALOG
 from webapp.home import demo
 
 # One worker process a queue: lxt patches a process for good, so relevance never shares one with
 # training, and an import or a dataset build never waits behind a training run.
 WORKER_QUEUES = {"relevance": "relevance", "training": "training", "default": "default"}
 LISTEN_TIMEOUT = 120  # seconds the web server may take to accept connections
+PROBE_TIMEOUT = 600  # seconds the rate measurement may take (a busy machine loads the model slowly)
 
 
 def worker_threads(cores: int | None = None) -> dict[str, int]:
@@ -80,6 +78,43 @@ def worker_processes(python: str, cores: int | None = None) -> list[tuple[list[s
         env = {**os.environ, "WORKER_TORCH_THREADS": str(threads[name]), "TOKENIZERS_PARALLELISM": "false"}
         processes.append((cmd, env))
     return processes
+
+
+def start_rate_probe(python: str) -> subprocess.Popen:
+    """`python -m ml rate` on the demo's own prompts, with the relevance worker's torch threads."""
+    threads = worker_threads()["relevance"]
+    cmd = [python, "-m", "ml", "rate", "--model-dir", str(settings.MODEL_DIR), "--threads", str(threads)]
+    for slug in demo.DEMO_TASKS:
+        cmd += ["--task", CATALOG[slug].description]
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false"}
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def read_rate_probe(probe: subprocess.Popen, timeout: float = PROBE_TIMEOUT) -> tuple[dict | None, str]:
+    """(the probe's JSON, "") or (None, why it gave none)."""
+    try:
+        out, err = probe.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        probe.kill()
+        probe.communicate()
+        return None, f"no answer within {timeout:.0f} s"
+    if probe.returncode != 0:
+        last = (err.strip().splitlines() or ["no output"])[-1]
+        return None, f"the measurement failed: {last[:300]}"
+    try:
+        return json.loads(out.strip().splitlines()[-1]), ""
+    except (IndexError, ValueError):
+        return None, "the measurement printed no result"
+
+
+def hardware(measured: dict) -> str:
+    """Which hardware a figure comes from, in words."""
+    bf16 = "native bf16" if measured.get("native_bf16") else "no native bf16"
+    return (
+        f"{measured['model']}, {measured['dtype']}, {measured['torch_threads']} torch thread(s) on "
+        f"{measured.get('cpu') or 'an unknown CPU'} ({measured['cores']} cores, {bf16}), "
+        f"load average {measured['load_average']}"
+    )
 
 
 def port_is_free(port: int) -> bool:
@@ -121,11 +156,35 @@ class Command(BaseCommand):
         settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write(f"Database ready ({settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}).")
-        # The first job is queued here and run by the relevance worker started below.
-        job = demo.seed(notes=notes, stdout=self.stdout, first_job=not no_job)
+        # The rate is measured while the corpus is seeded; the first job is sized from it, queued
+        # here and run by the relevance worker started below.
+        probe = start_rate_probe(sys.executable) if not no_job and demo.first_demo_job() is None else None
+        try:
+            job = demo.seed(notes=notes, stdout=self.stdout, first_job=not no_job, size=lambda: self._sized(probe))
+        finally:
+            if probe is not None and probe.poll() is None:  # the seeding failed before reading it
+                probe.kill()
+                probe.communicate()
         if no_serve:
             return
         self._serve(port, job if job is not None and not demo.job_ended(job) else None, started)
+
+    def _sized(self, probe) -> demo.JobSize:
+        """The first job's size from the probe's measurement, said with the hardware it belongs to."""
+        measured, problem = read_rate_probe(probe) if probe else (None, "not started")
+        size = demo.first_job_size(measured and measured["seconds_per_prompt"])
+        if measured is None:
+            self.stdout.write(
+                f"The relevance rate was not measured ({problem}): the first job has the default "
+                f"{size.notes} notes x {len(demo.DEMO_TASKS)} tasks."
+            )
+            return size
+        self.stdout.write(
+            f"Measured here: {measured['seconds_per_prompt']:.2f} s a prompt ({hardware(measured)}). First job: "
+            f"{size.notes} notes x {len(demo.DEMO_TASKS)} tasks = {size.prompts} prompts, about "
+            f"{size.seconds:.0f} s, {size.chunk_size} a chunk."
+        )
+        return size
 
     def _report_first_job(self, job, started):
         job.refresh_from_db()
