@@ -20,7 +20,7 @@ DEMO_OUTPUT = [
     (2.0, "Database ready (sqlite3).\n"),
     (9.5, "Job 1: 30 prompts in 15 chunks, queued (configuration attnlrp-next-4b92cd8a51).\n"),
     (10.0, "\x1b[32;1m\nDecSelfMask Studio is running at http://127.0.0.1:8123/  (Ctrl+C stops it)\n"),
-    (21.0, "[2026-12-02 07:00:01,000: INFO/MainProcess] cpu@host ready.\n"),
+    (21.0, "[2026-12-02 07:00:01,000: INFO/MainProcess] default@host ready.\n"),
     (22.0, "[2026-12-02 07:00:02,000: INFO/MainProcess] relevance@host ready.\n"),
     (29.0, "[2026-12-02 07:00:09,000: INFO/MainProcess] loaded model smollm2-135m-instruct on cpu (torch.bfloat16)\n"),
     (30.0, "[2026-12-02 07:00:10,000: INFO/MainProcess] relevance@host ready.\n"),  # a second one: the first counts
@@ -33,7 +33,7 @@ def test_it_reads_serving_worker_model_and_first_job_times_from_the_demos_output
     for seconds, line in DEMO_OUTPUT:
         timeline.see(seconds, line)
     assert (timeline.serving, timeline.first_job, timeline.first_job_status) == (10.0, 81.0, "done")
-    assert timeline.milestones == {"cpu_worker_ready": 21.0, "relevance_worker_ready": 22.0, "model_loaded": 29.0}
+    assert timeline.milestones == {"default_worker_ready": 21.0, "relevance_worker_ready": 22.0, "model_loaded": 29.0}
     assert timeline.ended
 
 
