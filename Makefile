@@ -51,15 +51,27 @@ demo: install model
 check-test-run:
 	@[[ "$(TEST_RUN)" =~ ^([0-9]|1[0-5])$$ ]] || { echo "TEST_RUN must be 0-15 (it is also the run's Redis database), not '$(TEST_RUN)'" >&2; exit 2; }
 
-# pytest exits 5 when it collected nothing: that is a failure here.
-test: check-test-run install model
+# Two runs: the whole suite on PostgreSQL and Redis, then the tests marked `embedded` (in the
+# modules of EMBEDDED_TESTS; tests/embedded/test_guard.py checks the list) on the embedded
+# default itself: no server named and a fresh DATA_DIR, so settings fall back to the SQLite file
+# and the filesystem broker of `make demo`. Either failing fails the target, and so does a run
+# that collected nothing (pytest's exit 5).
+EMBEDDED_TESTS := tests/embedded tests/webapp/corpus/test_search.py
+define two_runs
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-	  HF_HUB_OFFLINE=1 $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
-	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+	  HF_HUB_OFFLINE=1 $(PY) -m pytest $(1) $(PYTEST_ARGS); server=$$?; \
+	dir=$$(mktemp -d); env -u DATABASE_URL -u REDIS_URL -u CELERY_BROKER_URL DATA_DIR=$$dir HF_HUB_OFFLINE=1 \
+	  $(PY) -m pytest -m "embedded$(2)" $(EMBEDDED_TESTS) $(PYTEST_ARGS); embedded=$$?; rm -rf $$dir; \
+	for rc in $$server $$embedded; do \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; [ $$rc -eq 0 ] || exit $$rc; \
+	done
+endef
+
+test: check-test-run install model
+	$(call two_runs,,)
 
 test-fast: check-test-run install
-	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-	  HF_HUB_OFFLINE=1 $(PY) -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
+	$(call two_runs,-m "not slow and not browser", and not slow and not browser)
 
 # ruff's configuration is in pyproject.toml.
 lint: install

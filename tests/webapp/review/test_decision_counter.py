@@ -145,13 +145,9 @@ def test_the_migration_counts_the_decisions_already_stored(note, tasks, base, cl
     _assert_counts({"heart-rate": 4, "presence-of-pacemaker": 3})
 
 
-def test_the_summary_reads_the_counters_and_counting_gives_the_same(
-    note, tasks, base, clinician, monkeypatch, django_assert_num_queries
-):
+def test_the_summary_reads_the_counters(note, tasks, base, clinician, django_assert_num_queries):
     PeakDecision.objects.bulk_create(_rows(note, tasks["pacemaker"], base, clinician, SPANS[:3]))
     with django_assert_num_queries(1) as captured:
         read = [(s.task.slug, s.decisions) for s in task_summaries()]
     assert "review_peakdecision" not in captured.captured_queries[0]["sql"]
     assert read == [("heart-rate", 0), ("presence-of-pacemaker", 3)]
-    monkeypatch.setattr(connection, "vendor", "sqlite")  # the embedded database's path: counted
-    assert [(s.task.slug, s.decisions) for s in task_summaries()] == read
