@@ -1,5 +1,7 @@
+import logging
+
 from django.contrib.auth.decorators import login_not_required
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.http import JsonResponse
 from django.shortcuts import render
 
@@ -7,6 +9,8 @@ from webapp.accounts.roles import Capability, has_capability, require
 from webapp.audit.models import AuditEvent
 from webapp.corpus.stats import corpus_summaries, task_groups
 from webapp.review.waiting import waiting_for
+
+logger = logging.getLogger(__name__)
 
 
 def home(request):
@@ -35,7 +39,13 @@ def _reviews_only(user) -> bool:
 
 @login_not_required
 def healthz(request):
-    """For load balancers and compose: the app answers and the database is reachable."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
+    """For load balancers and compose: the app answers and the database is reachable. A database
+    that refuses or fails is a 503 with a short body (not the 500 error page), so a probe reads
+    "not ready" and the page costs nothing to render."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except DatabaseError as exc:
+        logger.warning("healthz: database unreachable (%s)", type(exc).__name__)
+        return JsonResponse({"ok": False, "database": "unreachable"}, status=503)
     return JsonResponse({"ok": True})
