@@ -45,7 +45,7 @@ class ImportStopped(Exception):
     """Raised from a progress report to roll the import back: cancel asked, or the job was lost."""
 
 
-def launch(uploaded, *, kind: str, corpus: str, language: str, update: bool, actor) -> ImportJob:
+def launch(uploaded, *, kind: str, corpus: str, language: str, update: bool, actor, ip: str | None = None) -> ImportJob:
     discard_leftovers()
     stored = uploads.store(uploaded)
     try:
@@ -62,7 +62,14 @@ def launch(uploaded, *, kind: str, corpus: str, language: str, update: bool, act
                 heartbeat=timezone.now(),  # when it was sent: the sweeper sends it again if the message is lost
             )
             record(
-                actor, AuditEvent.Action.LAUNCH_JOB, job, kind=kind, corpus=corpus, file=stored.name, size=stored.size
+                actor,
+                AuditEvent.Action.LAUNCH_JOB,
+                job,
+                ip=ip,
+                kind=kind,
+                corpus=corpus,
+                file=stored.name,
+                size=stored.size,
             )
             queue.send_on_commit(TASK, job.pk, on_error=partial(_queue_error, job.pk))
     except BaseException:

@@ -6,6 +6,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from webapp.accounts.client_ip import client_address
 from webapp.accounts.roles import Capability, capability_required, require
 from webapp.corpus import import_jobs, search
 from webapp.corpus.access import corpus_for, import_job_for, note_for
@@ -69,6 +70,7 @@ def upload(request):
             language=data["language"],
             update=data["update"],
             actor=request.user,
+            ip=client_address(request),
         )
         messages.info(
             request,

@@ -1,9 +1,12 @@
 from django import forms
 
 from ml.masking import DEFAULT_MASK_TOKEN
+from webapp.corpus.forms import visible_name
 from webapp.corpus.models import Corpus, Note, Task
 from webapp.datasets.building import BuildError, maps_matching, validation_note_ids
 from webapp.datasets.models import DatasetVersion
+from webapp.lib.seeds import MAX_SEED
+from webapp.lib.validators import SHOWN_CHARS, printable
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
 
 MAX_NOTE_IDS = 50_000
@@ -11,7 +14,11 @@ MAX_NOTE_IDS = 50_000
 
 class BuildForm(forms.Form):
     empty_selection = ""  # set by clean(): why the selection gives no example, for the live estimate
-    name = forms.CharField(max_length=200, help_text="A new name, or an existing one to make its next version")
+    name = forms.CharField(
+        max_length=200,
+        validators=[visible_name],
+        help_text="A new name, or an existing one to make its next version",
+    )
     corpus = forms.ModelChoiceField(Corpus.objects.all())
     model_version = forms.ModelChoiceField(ModelVersion.objects.all(), label="Model version")
     method = forms.ChoiceField(choices=RelevanceJob.Method.choices, initial=RelevanceJob.Method.ATTNLRP)
@@ -41,7 +48,7 @@ class BuildForm(forms.Form):
         label="Only these notes",
         help_text="Note ids of the corpus, separated by spaces, commas or new lines (optional)",
     )
-    seed = forms.IntegerField(initial=0, help_text="Seeds the random-mask ablation")
+    seed = forms.IntegerField(initial=0, min_value=0, max_value=MAX_SEED, help_text="Seeds the random-mask ablation")
     mask_token = forms.CharField(max_length=50, initial=DEFAULT_MASK_TOKEN, strip=False, label="Mask token")
 
     def __init__(self, *args, **kwargs):
@@ -135,7 +142,13 @@ class BuildForm(forms.Form):
         found = dict(notes.values_list("external_id", "pk"))
         missing = [w for w in wanted if w not in found]
         if missing:
-            shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+            shown = ", ".join(_shown(w) for w in missing[:5]) + (" ..." if len(missing) > 5 else "")
             self.add_error("notes", f"{len(missing)} note id(s) are not in this corpus: {shown}")
             return []
         return sorted(set(found.values()))
+
+
+def _shown(note_id: str) -> str:
+    """An unknown note id as the error quotes it: cut, its hidden characters escaped, so a pasted
+    page of text comes back as a short line."""
+    return printable(note_id[:SHOWN_CHARS]) + ("…" if len(note_id) > SHOWN_CHARS else "")

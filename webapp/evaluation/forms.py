@@ -5,6 +5,7 @@ from django import forms
 from ml.prompts import TEMPLATES
 from webapp.corpus.models import Corpus, Task
 from webapp.evaluation.evaluations import EvaluationSpec
+from webapp.lib.seeds import MAX_SEED
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
 
 TEMPLATE_CHOICES = [
@@ -49,7 +50,12 @@ class EvaluationForm(forms.Form):
         help_text="Annotated (note, task) pairs, drawn with the seed; empty: all of them. "
         "Each pair costs one prompt per configuration (~0.5-1.3 s on a CPU)",
     )
-    seed = forms.IntegerField(initial=0, help_text="Draws the pairs, the bootstrap resamples and the random baseline")
+    seed = forms.IntegerField(
+        initial=0,
+        min_value=0,
+        max_value=MAX_SEED,
+        help_text="Draws the pairs, the bootstrap resamples and the random baseline",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -4,6 +4,7 @@ from django import forms
 
 from ml.relevance import DTYPES, NORMALISE
 from webapp.corpus.models import Corpus, Note, Task
+from webapp.lib.seeds import MAX_SEED
 from webapp.pipeline.jobs import JobSpec
 from webapp.pipeline.models import ModelVersion, RelevanceJob
 from webapp.pipeline.sizing import CHUNK_SECONDS, MAX_CHUNK_SIZE, UNMEASURED_CHUNK
@@ -58,7 +59,9 @@ class LaunchForm(forms.Form):
         label="k (random tasks per note)",
         help_text="Random tasks per note from the task pool (the paper samples 9)",
     )
-    seed = forms.IntegerField(initial=0, help_text="The same seed gives every note the same tasks again")
+    seed = forms.IntegerField(
+        initial=0, min_value=0, max_value=MAX_SEED, help_text="The same seed gives every note the same tasks again"
+    )
     model_version = forms.ModelChoiceField(ModelVersion.objects.all(), empty_label=None, label="Model")
     method = forms.ChoiceField(choices=RelevanceJob.Method.choices, initial=RelevanceJob.Method.ATTNLRP)
     template_choice = forms.ChoiceField(

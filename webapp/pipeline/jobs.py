@@ -135,10 +135,11 @@ def normalise_template(text: str) -> str:
 
 
 @transaction.atomic
-def launch(spec: JobSpec, actor=None, *, enqueue: bool = True) -> RelevanceJob:
+def launch(spec: JobSpec, actor=None, *, ip: str | None = None, enqueue: bool = True) -> RelevanceJob:
     """Create the job (status planning) and, after the commit, send it to a planner. Answers at
     once whatever the size of the job. enqueue=False leaves the planning to the caller
-    (`planning.plan_now`: scripts and tests that run the job in-process)."""
+    (`planning.plan_now`: scripts and tests that run the job in-process). `ip`: the client's
+    address, for the audit log, when a page launched it."""
     problems = spec.problems()
     if problems:
         raise JobError(" ".join(problems.values()))
@@ -163,6 +164,7 @@ def launch(spec: JobSpec, actor=None, *, enqueue: bool = True) -> RelevanceJob:
         actor,
         AuditEvent.Action.LAUNCH_JOB,
         job,
+        ip=ip,
         corpus=spec.corpus.pk,
         model=spec.model_version.name,
         method=spec.method,

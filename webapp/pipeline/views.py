@@ -5,6 +5,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from webapp.accounts.client_ip import client_address
 from webapp.accounts.roles import Capability, capability_required, require
 from webapp.evaluation.recommendation import launch_initial
 from webapp.lifecycle.estimates import waits_for_confirmation
@@ -55,7 +56,7 @@ def job_launch(request):
         context["ask"] = True  # large: the same form again, with the estimate and a confirm button
     elif launching:
         try:
-            job = jobs.launch(form.spec(), actor=request.user)
+            job = jobs.launch(form.spec(), actor=request.user, ip=client_address(request))
         except jobs.JobError as exc:
             form.add_error(None, str(exc))
         else:

@@ -71,7 +71,8 @@ FIELD_KEYS = (
 
 
 class ParamsForm(forms.Form):
-    """The sliders. Every field is optional: a missing one takes the profile's value."""
+    """The sliders. Every field is optional: a missing one takes the value of `base` (the
+    profile's), so the thresholds are checked as they will be used, given or not."""
 
     k = forms.TypedChoiceField(
         choices=[(k, k) for k in KERNEL_CHOICES], coerce=int, required=False, label="Kernel size"
@@ -82,16 +83,21 @@ class ParamsForm(forms.Form):
     trim = forms.NullBooleanField(required=False, label="Trim punctuation off peaks")
     strict = forms.NullBooleanField(required=False, label="Strict > thresholds (reference code)")
 
-    def params(self, base: PeakParams) -> PeakParams:
-        """The effective parameters: `base` (the profile's) overridden by the valid fields given."""
+    def __init__(self, data=None, *, base: PeakParams):
+        super().__init__(data)
+        self.base = base
+
+    def params(self) -> PeakParams:
+        """The effective parameters: the base overridden by the valid fields given."""
         data = self.cleaned_data if self.is_valid() else {}
         changes = {key: data[field] for field, key in FIELD_KEYS if data.get(field) not in (None, "")}
-        return base.with_(**changes)
+        return self.base.with_(**changes)
 
     def clean(self):
         data = super().clean()
-        lower, upper = data.get("lower"), data.get("upper")
-        if lower is not None and upper is not None and lower > upper:
+        lower = self.base.lower if data.get("lower") is None else data["lower"]
+        upper = self.base.upper if data.get("upper") is None else data["upper"]
+        if lower > upper:
             raise forms.ValidationError("The lower threshold must not be above the upper one.")
         return data
 

@@ -109,11 +109,11 @@ def _profile(query, errors) -> PeakProfile | None:
 
 def _params(query, profile, errors) -> PeakParams:
     base = profile.params if profile else PAPER
-    form = ParamsForm(query)
+    form = ParamsForm(query, base=base)
     if not form.is_valid():
         errors.extend(f"{', '.join(m for m in messages)}" for messages in form.errors.values())
         return base
-    return form.params(base)
+    return form.params()
 
 
 def for_note(note, query) -> Selection:

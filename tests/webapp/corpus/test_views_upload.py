@@ -96,6 +96,26 @@ def test_a_researcher_imports_a_jsonl_file_into_a_new_corpus(
     assert job.upload == "" and not any((data_dir / "uploads").iterdir())  # the stored upload is removed
 
 
+def test_the_launch_is_audited_with_the_clients_address(client, researcher, sent, django_capture_on_commit_callbacks):
+    client.force_login(researcher)
+    upload = SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "PA 90/60"}))
+    post(client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it", file=upload)
+    assert AuditEvent.objects.get(action=AuditEvent.Action.LAUNCH_JOB).ip == "127.0.0.1"
+
+
+def test_a_finished_import_without_update_says_no_changed_record_was_met(
+    client, researcher, sent, django_capture_on_commit_callbacks
+):
+    client.force_login(researcher)
+    upload = SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "PA 90/60"}))
+    job, html = imported(
+        client, django_capture_on_commit_callbacks, kind="notes", corpus="ed", language="it", file=upload
+    )
+    assert job.status == JobStatus.DONE and not job.update
+    assert "<dt>Changed records</dt><dd>none (a record that differs" in html
+    assert "refused (a problem)" not in html
+
+
 def test_an_upload_spooled_to_disk_is_moved_into_its_private_folder(
     client, researcher, sent, settings, data_dir, django_capture_on_commit_callbacks
 ):

@@ -130,6 +130,33 @@ def test_unknown_note_ids_are_listed(client, researcher, corpus, model, sharp, m
     assert "1 note id(s) are not in this corpus: nope" in response.content.decode()
 
 
+def test_a_long_unknown_note_id_is_quoted_short(client, researcher, corpus, model, sharp, maps):
+    client.force_login(researcher)
+    pasted = "x" * 5000
+    response = client.post(reverse("datasets:new"), form_data(corpus, model, sharp, notes=f"n1 {pasted}"))
+    assert response.context["form"].errors["notes"] == ["1 note id(s) are not in this corpus: " + "x" * 40 + "…"]
+    assert pasted in response.content.decode()  # the field keeps what was pasted, to correct it
+    assert not DatasetVersion.objects.exists()
+
+
+@pytest.mark.parametrize("hidden", ["\u202e", "\u200b"])
+def test_a_dataset_name_with_a_hidden_character_is_refused(client, researcher, corpus, model, sharp, maps, hidden):
+    client.force_login(researcher)
+    response = client.post(reverse("datasets:new"), form_data(corpus, model, sharp, name=f"ward{hidden}gpj.exe"))
+    assert response.status_code == 200 and not DatasetVersion.objects.exists()
+    assert f"The name contains the invisible format character U+{ord(hidden):04X} at offset 4." in (
+        response.content.decode()
+    )
+
+
+@pytest.mark.parametrize("seed", ["-1", str(10**30)])
+def test_a_seed_outside_what_is_stored_is_refused(client, researcher, corpus, model, sharp, maps, seed):
+    client.force_login(researcher)
+    response = client.post(reverse("datasets:new"), form_data(corpus, model, sharp, seed=seed))
+    assert response.status_code == 200 and not DatasetVersion.objects.exists()
+    assert response.context["form"].errors["seed"]
+
+
 def test_a_clinician_cannot_post_the_build_form(client, clinician, corpus, model, sharp, maps):
     client.force_login(clinician)
     assert client.post(reverse("datasets:new"), form_data(corpus, model, sharp)).status_code == 403

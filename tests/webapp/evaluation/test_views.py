@@ -84,6 +84,14 @@ def test_the_form_shows_problems_in_plain_words(client, researcher, form_data, d
     assert "max_pairs" in response.context["form"].errors
 
 
+@pytest.mark.parametrize("seed", ["-1", str(10**30)])
+def test_a_seed_outside_what_is_stored_is_refused(client, researcher, form_data, seed):
+    client.force_login(researcher)
+    response = client.post("/evaluations/new/", {**form_data, "seed": seed})
+    assert response.status_code == 200 and not RelevanceEvaluation.objects.exists()
+    assert response.context["form"].errors["seed"]
+
+
 def test_the_list_shows_each_evaluation_with_its_recommendation(client, clinician, annotated, model_version):
     corpus, _ = annotated
     winner = group("attnlrp", "span", 0.71, 0.66, 0.76)

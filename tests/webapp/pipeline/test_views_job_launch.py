@@ -170,3 +170,22 @@ def test_the_k_help_counts_the_tasks_of_the_catalog_and_a_note_link_preselects(c
     form = response.context["form"]
     assert form.initial["external_ids"] == "n1" and form.initial["task_selection"] == "list"
     assert form.initial["tasks"] == [str(task.pk)]
+
+
+@pytest.mark.parametrize(
+    ("seed", "message"),
+    [("-1", "greater than or equal to 0"), (str(10**30), "less than or equal to 2147483647")],
+)
+def test_a_seed_outside_what_is_stored_is_refused_beside_its_field(client, researcher, form_data, seed, message):
+    client.force_login(researcher)
+    response = client.post(URL, {**form_data, "seed": seed})
+    assert response.status_code == 200 and not RelevanceJob.objects.exists()
+    assert message in " ".join(response.context["form"].errors["seed"])
+
+
+def test_the_launch_is_audited_with_the_clients_address(client, researcher, form_data):
+    client.force_login(researcher)
+    client.post(URL, form_data, REMOTE_ADDR="203.0.113.7")
+    job = RelevanceJob.objects.get()
+    event = AuditEvent.objects.get(action=AuditEvent.Action.LAUNCH_JOB, object_id=str(job.pk))
+    assert event.ip == "203.0.113.7"

@@ -82,6 +82,16 @@ def test_bad_slider_values_fall_back_to_the_profile_and_say_so(page):
     assert peak_texts(content) == ["130", "tachycardic"]
 
 
+def test_one_slider_moved_past_the_others_value_is_refused_not_a_server_error(page):
+    """The profile's upper threshold is 0.4: a lower one of 0.9 alone crosses it."""
+    for params in ({"lower": "0.9"}, {"upper": "0.05"}):
+        response = page(params=params, **HX)
+        content = response.content.decode()
+        assert response.status_code == 200, params
+        assert "must not be above" in content, params
+        assert peak_texts(content) == ["130", "tachycardic"], params
+
+
 def test_another_task_or_model_shows_its_own_map(page, tasks, dsm):
     assert peak_texts(page(params={"task": tasks["pacemaker"].pk}, **HX).content.decode()) == ["Pacemaker", "2019"]
     assert peak_texts(page(params={"model": dsm.pk}, **HX).content.decode()) == ["130", "tachycardic", "Pacemaker"]
