@@ -1,9 +1,9 @@
 """`python -m benchmarks NAME [options]`: run one benchmark; without NAME, list them.
 
 Every benchmark prints one JSON object with its figures, the same work done the simple way in
-the same process (the baseline its ratio is against), and the machine's load average, so a
-figure quoted in README can be re-run and checked. `python -m benchmarks NAME --help` shows a
-benchmark's options.
+the same process (the baseline its ratio is against), and the machine it ran on (CPU flags and
+load average, benchmarks.machine), so a figure quoted in README can be re-run and checked.
+`python -m benchmarks NAME --help` shows a benchmark's options.
 """
 
 from __future__ import annotations

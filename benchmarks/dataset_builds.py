@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 from benchmarks.database import PeakRss, database_for, drop_database, rss_mb, use_new_database  # noqa: E402
+from benchmarks.machine import describe  # noqa: E402
 
 PIECES = (
     "pa",
@@ -415,6 +416,7 @@ def main() -> None:
     finally:
         if not args.keep:
             drop_database(args.database_url)
+    result["machine"] = describe()
     print(json.dumps(result, indent=2))
 
 

@@ -28,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.machine import describe  # noqa: E402
+
 # The demo's job as webapp/home/demo.py queues it (kept here, not imported: that module imports Django).
 DEMO_TASKS = ["heart-rate", "blood-pressure", "spo2", "anticoagulants-or-antiplatelet-drug-therapy", "chest-pain"]
 
@@ -97,6 +99,7 @@ def main(argv=None) -> dict:
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
     }
+    result["machine"] = describe()
     print(json.dumps(result, indent=2))
     return result
 

@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.machine import describe
+
 
 def run(
     notes: int = 8,
@@ -198,38 +200,30 @@ def main(argv=None) -> int:
     parser.add_argument("--scoring-plain", action="store_true", help="with --scoring: also nothing shared")
     args = parser.parse_args(argv)
     if args.scoring:
-        print(
-            json.dumps(
-                run_scoring(
-                    args.notes,
-                    args.tasks,
-                    args.note_tokens,
-                    batch_size=args.batch_size,
-                    max_length=args.max_length,
-                    notes_file=args.notes_file,
-                    field=args.field,
-                    threads=args.threads,
-                    unshared=args.scoring_plain,
-                ),
-                indent=2,
-            )
+        result = run_scoring(
+            args.notes,
+            args.tasks,
+            args.note_tokens,
+            batch_size=args.batch_size,
+            max_length=args.max_length,
+            notes_file=args.notes_file,
+            field=args.field,
+            threads=args.threads,
+            unshared=args.scoring_plain,
         )
-        return 0
-    print(
-        json.dumps(
-            run(
-                args.notes,
-                args.tasks,
-                args.note_tokens,
-                batch_size=args.batch_size,
-                max_length=args.max_length,
-                notes_file=args.notes_file,
-                field=args.field,
-                threads=args.threads,
-            ),
-            indent=2,
+    else:
+        result = run(
+            args.notes,
+            args.tasks,
+            args.note_tokens,
+            batch_size=args.batch_size,
+            max_length=args.max_length,
+            notes_file=args.notes_file,
+            field=args.field,
+            threads=args.threads,
         )
-    )
+    result["machine"] = describe()
+    print(json.dumps(result, indent=2))
     return 0
 
 

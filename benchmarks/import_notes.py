@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
+from benchmarks.machine import describe  # noqa: E402
+
 
 def _generate_part(args) -> str:
     path, start, n, seed, language = args
@@ -191,6 +193,7 @@ def main() -> None:
         finally:
             delete_corpus(corpus.pk)
             delete_corpus(base_corpus.pk)
+    result["machine"] = describe()
     print(json.dumps(result, indent=2))
 
 

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.database import drop_database, use_new_database  # noqa: E402
+from benchmarks.machine import describe  # noqa: E402
 
 
 def _timed(fn, repeat: int) -> list[float]:
@@ -148,6 +149,7 @@ def main() -> None:
         }
     result["loadavg_before"] = [round(x, 2) for x in load_before]
     result["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+    result["machine"] = describe()
     print(json.dumps(result, indent=2))
     if not args.keep:
         drop_database(args.database_url)

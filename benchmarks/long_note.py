@@ -51,6 +51,7 @@ os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
 
 from benchmarks.database import PeakRss, database_for, drop_database, rss_mb, use_new_database  # noqa: E402
+from benchmarks.machine import describe  # noqa: E402
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 TARGET_MS, TARGET_MB = 1_000, 200  # target: the largest allowed note's review page in under 1 s and 200 MB
@@ -292,6 +293,7 @@ def main() -> None:
     finally:
         if not args.keep:
             drop_database(args.database_url)
+    result["machine"] = describe()
     print(json.dumps(result, indent=2))
 
 

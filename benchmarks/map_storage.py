@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from benchmarks.database import database_for, drop_database, use_new_database
+from benchmarks.machine import describe
 
 TASKS_PER_NOTE = 9
 TOKENIZER = Path(__file__).resolve().parents[1] / "var" / "models" / "smollm2-135m-instruct"
@@ -186,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             drop_database(args.database_url)
+    result["machine"] = describe()
     print(json.dumps(result, indent=2))
     return 0
 

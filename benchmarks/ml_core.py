@@ -14,6 +14,7 @@ import json
 import sys
 
 from benchmarks import peaks as peaks_benchmark
+from benchmarks.machine import describe
 
 TARGETS = {"relevance_speedup": 2.0, "peaks_speedup": 20.0, "rethreshold_ms": 5.0}
 
@@ -31,6 +32,7 @@ def main(argv=None) -> int:
         )
     )
     report["targets"] = targets(report)
+    report["machine"] = describe()
     print(json.dumps(report, indent=2))
     return 0
 

@@ -8,9 +8,12 @@ chunk holds them; `python -m benchmarks relevance`: 2 notes x 9 tasks, as the pa
   * ours: `ml.relevance.compute_relevance(method="attnlrp")` with its defaults
     (relevance dtype, logits_to_keep=1, length-bucketed batches, a note's prompts sharing
     their prefix); with several tasks per note, also the same without the sharing
-    (share_prefix=False: the product path before it), so "paths" holds all three with
-    prompts/s, wall and CPU seconds and the ratio to the baseline, and "load_average" the
-    machine's 1-minute load before and after (a busy machine measures slower).
+    (share_prefix=False: the product path before it).
+The paths run interleaved, A B C C B A, `--rounds` times (default 2), so load that comes and goes
+falls on every path alike; "paths" holds each one's best and median (prompts/s, seconds) and
+its ratios to the baseline's best and median, "load_average" the 1-minute load before and
+after, and "machine" the CPU's flags (ours runs in bf16 only where the CPU has native bf16,
+avx512_bf16 or amx_bf16; elsewhere in fp32, so the ratio depends on the hardware).
 Agreement is reported as the mean Pearson correlation of the two relevance vectors.
 
 `--variants`: instead, each `explain` variant of ml.relevance on the same notes x tasks (every
@@ -26,8 +29,11 @@ from __future__ import annotations
 import json
 import multiprocessing
 import random
+import statistics
 import sys
 import time
+
+from benchmarks.machine import describe
 
 SENTENCES = [
     "The patient is a {age}-year-old {sex} admitted through the emergency department with {complaint}.",
@@ -143,12 +149,21 @@ def naive_relevance(model, enc):
 
 
 def compare(
-    ours_model, base_model, n_prompts: int, note_tokens: int, *, batch_size: int | None = None, tasks_per_note: int = 1
+    ours_model,
+    base_model,
+    n_prompts: int,
+    note_tokens: int,
+    *,
+    batch_size: int | None = None,
+    tasks_per_note: int = 1,
+    rounds: int = 1,
 ) -> dict:
     """Ours (`ours_model` as loaded, compute_relevance's defaults) against the naive loop on
     `base_model` (the same weights in fp32) over the same synthetic prompts, in THIS process
     (it gets patched). Both models must be of the same family and tokenizer. With
-    tasks_per_note > 1, ours also runs with share_prefix=False ("product" in "paths")."""
+    tasks_per_note > 1, ours also runs with share_prefix=False ("product" in "paths"). The paths
+    run interleaved, `rounds` times A B C C B A; each path's best and median are reported, and
+    the headline ratios are of the bests (the least disturbed run of each)."""
     import os
 
     import numpy as np
@@ -184,31 +199,39 @@ def compare(
         p.requires_grad = False
     naive_relevance(base_model.model, encoded[0])
 
-    load_before = os.getloadavg()[0]
-    reference, base_s, base_cpu = timed(lambda: [naive_relevance(base_model.model, enc) for enc in encoded])
-    paths = {"naive_lxt_loop": (base_s, base_cpu)}
+    runs = {"naive_lxt_loop": lambda: [naive_relevance(base_model.model, enc) for enc in encoded]}
     if tasks_per_note > 1:
-        _, product_s, product_cpu = timed(
-            lambda: compute_relevance(ours_model, notes, tasks, batch_size=batch_size, share_prefix=False)
-        )
-        paths["product"] = (product_s, product_cpu)
-    ours, ours_s, ours_cpu = timed(lambda: compute_relevance(ours_model, notes, tasks, batch_size=batch_size))
-    paths["shared_prefix" if tasks_per_note > 1 else "ours"] = (ours_s, ours_cpu)
+        runs["product"] = lambda: compute_relevance(ours_model, notes, tasks, batch_size=batch_size, share_prefix=False)
+    ours_name = "shared_prefix" if tasks_per_note > 1 else "ours"
+    runs[ours_name] = lambda: compute_relevance(ours_model, notes, tasks, batch_size=batch_size)
+
+    load_before = os.getloadavg()[0]
+    times, outputs = interleaved(runs, rounds, timed)
     load_after = os.getloadavg()[0]
+    reference, ours = outputs["naive_lxt_loop"], outputs[ours_name]
+    best = {name: min(wall for wall, _ in runs_) for name, runs_ in times.items()}
+    median = {name: statistics.median(wall for wall, _ in runs_) for name, runs_ in times.items()}
+    base_s, ours_s = best["naive_lxt_loop"], best[ours_name]
 
     agreement = float(np.mean([np.corrcoef(r.raw_scores, b)[0, 1] for r, b in zip(ours, reference)]))
     return {
         "paths": {
             name: {
-                "prompts_per_s": round(n_prompts / wall, 3),
-                "seconds": round(wall, 2),
-                "cpu_seconds": round(cpu, 2),
-                "vs_naive": round(base_s / wall, 2),
+                "prompts_per_s": round(n_prompts / best[name], 3),
+                "prompts_per_s_median": round(n_prompts / median[name], 3),
+                "seconds": round(best[name], 2),
+                "seconds_median": round(median[name], 2),
+                "seconds_each": [round(wall, 2) for wall, _ in runs_],
+                "cpu_seconds": round(statistics.median(cpu for _, cpu in runs_), 2),
+                "vs_naive": round(base_s / best[name], 2),
+                "vs_naive_median": round(median["naive_lxt_loop"] / median[name], 2),
             }
-            for name, (wall, cpu) in paths.items()
+            for name, runs_ in times.items()
         },
+        "order_of_a_round": order(list(runs), 1),
+        "rounds": rounds,
         "load_average": {"before": round(load_before, 2), "after": round(load_after, 2), "cores": os.cpu_count()},
-        **({"shared_vs_product": round(paths["product"][0] / ours_s, 2)} if "product" in paths else {}),
+        **({"shared_vs_product": round(best["product"] / ours_s, 2)} if "product" in best else {}),
         "tasks_per_note": tasks_per_note,
         "device": str(device),
         "torch_threads": torch.get_num_threads(),
@@ -222,10 +245,28 @@ def compare(
         "ours_seconds": round(ours_s, 2),
         "baseline_seconds": round(base_s, 2),
         "agreement_pearson": round(agreement, 4),
+        "machine": describe(),
     }
 
 
-def _measure(n_prompts: int, note_tokens: int, model_dir, device, tasks_per_note: int = 1) -> dict:
+def order(names: list[str], rounds: int) -> list[str]:
+    """Each round runs the paths forwards then backwards (A B C C B A), so a burst of load that
+    lands on one part of the run is shared by every path instead of falling on one."""
+    return (names + names[::-1]) * max(1, rounds)
+
+
+def interleaved(runs: dict, rounds: int, timed) -> tuple[dict, dict]:
+    """Time each of `runs` (name -> callable) in `order`; -> ({name: [(wall, cpu), ...]},
+    {name: the output of its first run})."""
+    times, outputs = {name: [] for name in runs}, {}
+    for name in order(list(runs), rounds):
+        out, wall, cpu = timed(runs[name])
+        times[name].append((wall, cpu))
+        outputs.setdefault(name, out)
+    return times, outputs
+
+
+def _measure(n_prompts: int, note_tokens: int, model_dir, device, tasks_per_note: int = 1, rounds: int = 1) -> dict:
     from ml.models import DEFAULT_MODEL, load_model, pick_device
     from ml.relevance import preferred_dtype
 
@@ -234,7 +275,7 @@ def _measure(n_prompts: int, note_tokens: int, model_dir, device, tasks_per_note
     base_model = load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype="float32")
     return {
         "model": DEFAULT_MODEL,
-        **compare(ours_model, base_model, n_prompts, note_tokens, tasks_per_note=tasks_per_note),
+        **compare(ours_model, base_model, n_prompts, note_tokens, tasks_per_note=tasks_per_note, rounds=rounds),
     }
 
 
@@ -260,6 +301,7 @@ def _variants(n_notes: int, n_tasks: int, note_tokens: int, model_dir, device) -
         "notes": n_notes,
         "tasks": n_tasks,
         "note_tokens": note_tokens,
+        "machine": describe(),
         "variants": {},
     }
     for explain in EXPLAIN:
@@ -290,6 +332,7 @@ def run(
     note_tokens: int = 300,
     *,
     tasks_per_note: int = 9,
+    rounds: int = 2,
     quick: bool = False,
     model_dir=None,
     device=None,
@@ -297,11 +340,11 @@ def run(
 ) -> dict:
     """Measure relevance prompts/s (baseline, product path, shared prefix) -> JSON-able dict.
 
-    quick: 3 prompts of one note instead of n_prompts. isolate=True runs the measurement in a
+    quick: 3 prompts of one note instead of n_prompts, one round. isolate=True runs the measurement in a
     spawned child so this process stays free of lxt's process-global patches."""
     if quick:
-        n_prompts = min(n_prompts, 3)
-    args = (n_prompts, note_tokens, model_dir, device, tasks_per_note)
+        n_prompts, rounds = min(n_prompts, 3), 1
+    args = (n_prompts, note_tokens, model_dir, device, tasks_per_note, rounds)
     if not isolate:
         return _measure(*args)
     with multiprocessing.get_context("spawn").Pool(1) as pool:
@@ -315,6 +358,7 @@ def main(argv=None) -> int:
     parser.add_argument("--n-prompts", type=int, default=18)
     parser.add_argument("--tasks-per-note", type=int, default=9, help="prompts of one note, note by note")
     parser.add_argument("--note-tokens", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of A B C C B A (default 2)")
     parser.add_argument("--model-dir", default=None)
     parser.add_argument("--device", default=None)
     parser.add_argument("--variants", action="store_true", help="compare the explain variants instead")
@@ -327,7 +371,12 @@ def main(argv=None) -> int:
         print(
             json.dumps(
                 run(
-                    a.n_prompts, a.note_tokens, tasks_per_note=a.tasks_per_note, model_dir=a.model_dir, device=a.device
+                    a.n_prompts,
+                    a.note_tokens,
+                    tasks_per_note=a.tasks_per_note,
+                    rounds=a.rounds,
+                    model_dir=a.model_dir,
+                    device=a.device,
                 ),
                 indent=2,
             )

@@ -20,8 +20,9 @@ server's whole work for a request; no network):
    --requests requests after 3 warm-up requests; plus the panel-building time the page reports.
 2. corpus preview: the first request (draws and stores the sample of SAMPLE_SIZE maps, loads
    them), then warm requests with varied settings; median and p95.
-3. the note browser page, unfiltered (keyset page of 50) and with a review-state filter that
-   matches nothing here, so the page looks at its whole window (browse.SCAN notes).
+3. the note browser page, unfiltered (keyset page of 50); with the "partly reviewed" filter,
+   which matches nothing here (no decisions), so the page looks at its whole window
+   (browse.SCAN notes); and with the "undecided" filter, which nearly every note matches.
 4. baselines in the same process, on the same data:
    - re-highlight: the map as an ORM instance, scipy find_peaks on it, word extension, then a
      Python loop that checks every token against every peak and gold span and renders one
@@ -51,6 +52,7 @@ os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
 
 from benchmarks.database import PeakRss, database_for, drop_database, rss_mb, use_new_database  # noqa: E402
+from benchmarks.machine import describe  # noqa: E402
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 TASKS_PER_NOTE = 9
@@ -256,7 +258,11 @@ def bench_browser(client, objects, requests: int) -> dict:
     out = {}
     from webapp.review import browse
 
-    cases = (("unfiltered_page_of_50", {}), (f"state_filter_window_{browse.SCAN}_notes", {"state": "partly"}))
+    cases = (
+        ("unfiltered_page_of_50", {}),
+        (f"state_filter_window_{browse.SCAN}_notes", {"state": "partly"}),
+        ("state_undecided_page_of_50", {"state": "undecided"}),
+    )
     for name, extra in cases:
         times = []
         for _ in range(max(3, requests // 5)):
@@ -410,6 +416,7 @@ def main() -> None:
     finally:
         if not args.keep:
             drop_database(args.database_url)
+    result["machine"] = describe()
     print(json.dumps(result, indent=2))
 
 

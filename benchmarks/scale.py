@@ -81,6 +81,7 @@ from benchmarks.database import (  # noqa: E402
     use_database,
     use_new_database,
 )
+from benchmarks.machine import describe  # noqa: E402
 from benchmarks.review_pages import offsets_of, peaky_scores  # noqa: E402
 
 CORPUS = "bench-scale"
@@ -689,6 +690,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if not (args.keep or args.reuse):
             drop_database(args.database_url)
+    result["machine"] = describe()
     print(json.dumps(result, indent=2))
 
 

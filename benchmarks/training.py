@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 
+from benchmarks.machine import describe
+
 
 def run(
     steps: int = 6,
@@ -299,11 +301,9 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--model-dir", default=None)
     a = parser.parse_args(argv)
-    print(
-        json.dumps(
-            run(a.steps, a.seq_len, a.micro_batch, rounds=a.rounds, threads=a.threads, model_dir=a.model_dir), indent=2
-        )
-    )
+    result = run(a.steps, a.seq_len, a.micro_batch, rounds=a.rounds, threads=a.threads, model_dir=a.model_dir)
+    result["machine"] = describe()
+    print(json.dumps(result, indent=2))
     return 0
 
 
