@@ -12,6 +12,7 @@ import dj_database_url
 from csp.constants import NONE, SELF
 
 from webapp.env import ConfigError, env_bool, env_float, env_int, env_list, env_path, env_str
+from webapp.lifecycle import kinds as lifecycle_kinds
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -206,17 +207,11 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_IMPORTS = ["workers.relevance", "workers.evaluation", "workers.datasets", "workers.training", "workers.imports"]
+# Task modules and routes come from the one registry of kinds of long work (webapp.lifecycle.kinds).
 # relevance: model-holding processes that lxt patches (never train); training: never patched;
-# default: CPU work (peaks, dataset builds, exports).
-CELERY_TASK_ROUTES = {
-    "workers.relevance.plan_job": {"queue": "default"},  # planning is database work, no model
-    "workers.relevance.*": {"queue": "relevance"},
-    "workers.evaluation.*": {"queue": "relevance"},
-    "workers.training.*": {"queue": "training"},
-    "workers.datasets.*": {"queue": "default"},
-    "workers.imports.*": {"queue": "default"},
-}
+# default: CPU work (planning, dataset builds, exports, imports).
+CELERY_IMPORTS = lifecycle_kinds.task_modules()
+CELERY_TASK_ROUTES = lifecycle_kinds.task_routes()
 # A chunk of relevance prompts takes minutes on a CPU; these limits catch a stuck worker.
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 2 * 3600)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 2 * 3600 + 300)

@@ -1,7 +1,8 @@
 """The Celery app of the workers (defined in webapp.taskqueue) and what every worker process
 does beside its tasks: filter every log handler, refuse a visibility timeout that differs from
 the other workers', set torch's thread count (settings.WORKER_TORCH_THREADS) and run the
-recovery sweeper (webapp.lifecycle.recovery) in a thread."""
+recovery sweeper (webapp.lifecycle.recovery) in a thread; name its database sessions and record a
+unit whose task ended on an error it could not record."""
 
 import os
 import sys
@@ -46,6 +47,35 @@ def set_torch_threads(threads: int) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(threads)
+
+
+@signals.worker_init.connect
+def _name_database_sessions(sender=None, **kwargs):
+    """Every database session this worker's processes open carries their name (prefork children
+    inherit the hostname), so the sweeper can end a hung one's sessions (webapp.lifecycle.sessions)."""
+    from django.db.backends.signals import connection_created
+
+    from webapp.lifecycle import sessions
+
+    sessions.set_worker(getattr(sender, "hostname", "") or "")
+    connection_created.connect(sessions.name_session, weak=False, dispatch_uid="lifecycle-sessions")
+
+
+@signals.task_failure.connect
+def _record_a_task_ended_by_an_error(sender=None, args=None, exception=None, **kwargs):
+    """A task of long work that ended on an error it could not record itself (the database was
+    away when it tried) leaves its unit "running": record the failure now, once the database
+    answers again, rather than after a stall period (webapp.lifecycle.ended)."""
+    from webapp.lifecycle import ended
+
+    ended.record_task_error(getattr(sender, "name", ""), (args or [None])[0], exception)
+
+
+def worker_name(task) -> str:
+    """What a unit claimed by `task` records as its worker: this worker and this process."""
+    from webapp.lifecycle import sessions
+
+    return sessions.worker_name(task.request.hostname or "")
 
 
 @signals.worker_init.connect

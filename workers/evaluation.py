@@ -19,21 +19,18 @@ import traceback
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
 
-from workers.celery_app import app
+from workers import retrying
+from workers.celery_app import app, worker_name
 
 log = logging.getLogger(__name__)
 
-TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
-MAX_RETRIES = 3
 TIME_LIMIT = settings.EVALUATION_TIME_LIMIT
 
 
 @app.task(
     bind=True,
-    name="workers.evaluation.run_evaluation",
-    max_retries=MAX_RETRIES,
+    **retrying.options("workers.evaluation.run_evaluation"),
     soft_time_limit=TIME_LIMIT,
     time_limit=TIME_LIMIT + 600,
 )
@@ -42,9 +39,9 @@ def run_evaluation(self, evaluation_id: int) -> str:
     from webapp.pipeline.modelcache import loaded_model
 
     try:
-        evaluation = evaluations.claim(evaluation_id, worker=self.request.hostname or "")
-    except TRANSIENT as exc:
-        raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
+        evaluation = evaluations.claim(evaluation_id, worker=worker_name(self))
+    except retrying.TRANSIENT as exc:
+        retrying.retry(self, exc)
     if evaluation is None:
         log.info(
             "evaluation %s: not queued (held by a live worker, finished or cancelled); nothing to do", evaluation_id
@@ -55,9 +52,8 @@ def run_evaluation(self, evaluation_id: int) -> str:
     except evaluations.EvaluationError as exc:
         evaluations.fail(evaluation, str(exc))
         return "failed"
-    except TRANSIENT as exc:
-        if self.request.retries < MAX_RETRIES and evaluations.release(evaluation):
-            raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
+    except retrying.TRANSIENT as exc:
+        retrying.retry_released(self, exc, evaluation, release=lambda unit, message: evaluations.release(unit))
         return _failed(
             evaluation,
             exc,
@@ -90,7 +86,3 @@ def _failed(evaluation, exc: BaseException, message: str) -> str:
     log.error("evaluation %s failed: %s\n%s", evaluation.pk, message, where)
     evaluations.fail(evaluation, message)
     return "failed"
-
-
-def _backoff(retries: int) -> int:
-    return 5 * 2**retries

@@ -13,21 +13,17 @@ its type and stack frames only (a database error's message can quote the failing
 import logging
 import traceback
 
-from django.db import InterfaceError, OperationalError
-
-from workers.celery_app import app
+from workers import retrying
+from workers.celery_app import app, worker_name
 
 log = logging.getLogger(__name__)
 
-TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
-MAX_RETRIES = 3
 TIME_LIMIT = 24 * 3600  # a file of millions of notes; a lost worker is caught by its heartbeat, not this
 
 
 @app.task(
     bind=True,
-    name="workers.imports.run_import",
-    max_retries=MAX_RETRIES,
+    **retrying.options("workers.imports.run_import"),
     soft_time_limit=TIME_LIMIT,
     time_limit=TIME_LIMIT + 600,
 )
@@ -37,15 +33,18 @@ def run_import(self, job_id: int) -> str:
     from webapp.lifecycle import units
     from webapp.lifecycle.heartbeat import Heartbeat
 
-    job = units.claim(
-        ImportJob,
-        job_id,
-        worker=self.request.hostname or "",
-        select_related=("created_by",),
-        phase=ImportJob.Phase.VALIDATING,
-        records_done=0,
-        records_total=None,
-    )
+    try:
+        job = units.claim(
+            ImportJob,
+            job_id,
+            worker=worker_name(self),
+            select_related=("created_by",),
+            phase=ImportJob.Phase.VALIDATING,
+            records_done=0,
+            records_total=None,
+        )
+    except retrying.TRANSIENT as exc:
+        retrying.retry(self, exc)
     if job is None:
         log.info("import %s: not queued (taken, finished or cancelled); nothing to do", job_id)
         return "nothing to do"
@@ -53,11 +52,8 @@ def run_import(self, job_id: int) -> str:
     try:
         with Heartbeat(job) as heart:
             status = import_jobs.run(job, heart)
-    except TRANSIENT as exc:
-        if self.request.retries < MAX_RETRIES and units.release(
-            job, f"A temporary problem ({type(exc).__name__}); trying again."
-        ):
-            raise self.retry(exc=exc, countdown=5 * 2**self.request.retries) from exc
+    except retrying.TRANSIENT as exc:
+        retrying.retry_released(self, exc, job)
         status = _failed(job, exc)
     except Exception as exc:  # noqa: BLE001 - recorded in plain words; the transaction was rolled back
         status = _failed(job, exc)

@@ -19,25 +19,22 @@ import logging
 import time
 
 from celery.exceptions import SoftTimeLimitExceeded
-from django.db import InterfaceError, OperationalError
 
 from webapp.lifecycle.heartbeat import Heartbeat
 from webapp.pipeline import chunks, planning
 from webapp.pipeline.modelcache import loaded_model
-from workers.celery_app import app
+from workers import retrying
+from workers.celery_app import app, worker_name
 
 log = logging.getLogger(__name__)
 
-TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
-MAX_RETRIES = 3
 
-
-@app.task(bind=True, name="workers.relevance.plan_job", max_retries=MAX_RETRIES)
+@app.task(bind=True, **retrying.options("workers.relevance.plan_job"))
 def plan_job(self, job_id: int) -> str:
     try:
-        job = planning.claim(job_id, worker=self.request.hostname or "")
-    except TRANSIENT as exc:
-        raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
+        job = planning.claim(job_id, worker=worker_name(self))
+    except retrying.TRANSIENT as exc:
+        retrying.retry(self, exc)
     if job is None:
         return "nothing to do"
     try:
@@ -52,12 +49,12 @@ def plan_job(self, job_id: int) -> str:
     return f"planned {total} prompts"
 
 
-@app.task(bind=True, name="workers.relevance.run_chunk", max_retries=MAX_RETRIES)
+@app.task(bind=True, **retrying.options("workers.relevance.run_chunk"))
 def run_chunk(self, chunk_id: int) -> str:
     try:
-        chunk = chunks.claim(chunk_id, worker=self.request.hostname or "")
-    except TRANSIENT as exc:
-        raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
+        chunk = chunks.claim(chunk_id, worker=worker_name(self))
+    except retrying.TRANSIENT as exc:
+        retrying.retry(self, exc)
     if chunk is None:
         return "nothing to do"
     started = time.monotonic()
@@ -66,11 +63,9 @@ def run_chunk(self, chunk_id: int) -> str:
             outcome = chunks.run(
                 chunk, lambda: loaded_model(chunk.job.model_version, chunk.job.relevance_config.dtype), heart=heart
             )
-    except TRANSIENT as exc:
-        if self.request.retries < MAX_RETRIES:
-            chunks.release(chunk, f"A temporary problem ({type(exc).__name__}); retrying.")
-            raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
-        return _failed(chunk, exc, f"Failed {MAX_RETRIES + 1} times on a temporary problem ({type(exc).__name__}).")
+    except retrying.TRANSIENT as exc:
+        retrying.retry_released(self, exc, chunk, release=chunks.release)
+        return _failed(chunk, exc, retrying.failed_message(exc, self.request.retries))
     except SoftTimeLimitExceeded as exc:
         return _failed(chunk, exc, "The chunk took longer than the task time limit; launch with smaller chunks.")
     except Exception as exc:
@@ -92,7 +87,3 @@ def _failed(chunk, exc, message: str) -> str:
     chunks.log_failure(chunk.pk, exc, message)
     chunks.fail(chunk, message)
     return "failed"
-
-
-def _backoff(retries: int) -> int:
-    return 5 * 2**retries

@@ -71,6 +71,7 @@ from ml.peaks import peaks_of_rows
 from ml.relevance import default_config_key
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetVersion, MaskedExample
+from webapp.lib.disk import disk_full
 from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import Heartbeat
 from webapp.pipeline.models import MapConfiguration, MixedConfigurations, RelevanceMap, resolve_config_key
@@ -227,6 +228,11 @@ def fail(dataset: DatasetVersion, exc: BaseException) -> str:
 def plain_error(exc: BaseException, dataset_id: int) -> str:
     if isinstance(exc, BuildError):
         return str(exc)
+    if full := disk_full(exc):
+        return (
+            f"The build stopped: {full} ({type(exc).__name__}). No examples were kept. Free some space, "
+            "then build again."
+        )
     return (
         f"The build stopped because of an unexpected error ({type(exc).__name__}). No examples were kept. "
         f"The worker log has the details under dataset {dataset_id}; building again may work if the cause "

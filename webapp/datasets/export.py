@@ -58,6 +58,7 @@ from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
 from webapp.lib.code_version import code_version
+from webapp.lib.disk import disk_full
 from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import Heartbeat
 
@@ -444,6 +445,11 @@ def fail_export(export: DatasetExport, exc: BaseException) -> str:
     """Record a failed export in plain words (only while this attempt holds it). Returns the message."""
     if isinstance(exc, ExportError):
         message = str(exc)
+    elif full := disk_full(exc):
+        message = (
+            f"The export stopped: {full} ({type(exc).__name__}). Free some space under the data folder, "
+            "then prepare it again."
+        )
     else:
         message = (
             f"The export stopped because of an unexpected error ({type(exc).__name__}). "

@@ -1,12 +1,13 @@
 """Recovery of work whose worker or message was lost, without waiting for the broker.
 
 Every worker process runs `sweep()` every WORK_SWEEP_SECONDS in a thread (started when the
-worker is ready, see workers.celery_app), for every kind of work in KINDS:
+worker is ready, see workers.celery_app), for every kind of work in webapp.lifecycle.kinds.KINDS:
 
 1. lost workers: a unit held by a worker that has not beaten for WORK_STALL_SECONDS goes back to
    queued (one conditional UPDATE, so two sweepers never both take it) and is sent again; its
    `error` says which worker was lost and when. A lost unit that was being cancelled ends
-   cancelled.
+   cancelled. Either way the lost worker's database sessions are ended (a hung process's open
+   transaction would otherwise block the next attempt for ever: webapp.lifecycle.sessions).
 2. lost messages: a unit queued (or sent again) more than WORK_REQUEUE_GRACE_SECONDS ago while
    its queue holds no message at all was lost with its message (a broker restarted without
    persistence, a send that failed): it is sent again.
@@ -20,70 +21,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
 
-from django.apps import apps
 from django.conf import settings
 from django.db import connection
-from django.db.models.functions import Now
+from django.db.models import F, Value
+from django.db.models.functions import Concat, Now
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from webapp.lifecycle import queue, units
+from webapp.lifecycle import queue, sessions, units
+from webapp.lifecycle.kinds import KINDS, Kind  # noqa: F401 - Kind is named here by the sweeps of some kinds
 from webapp.lifecycle.status import JobStatus
 
 log = logging.getLogger(__name__)
 
 BATCH = 1000  # units handled per kind per sweep (a later sweep takes the rest)
-
-
-@dataclass(frozen=True)
-class Kind:
-    name: str
-    model: str  # "app_label.Model", a WorkUnit
-    task: str  # the Celery task name that runs one unit (args=[pk])
-    # "module:function(kind, now) -> (lost_workers, lost_messages)" for a kind whose statuses
-    # differ from the usual queued/running (relevance planning); empty: the generic sweep
-    sweep: str = ""
-    # "module:function(pks)": clean up after units that ended cancelled because their worker was
-    # lost while cancelling (a build's partial examples, an export's scratch folder)
-    on_cancelled: str = ""
-
-    def model_class(self):
-        return apps.get_model(self.model)
-
-    @property
-    def queue(self) -> str:
-        return queue.queue_of(self.task)
-
-
-#: Every kind of long work. A new kind of work adds one line here (docs/ARCHITECTURE.md).
-KINDS = (
-    Kind(
-        "relevance plan", "pipeline.RelevanceJob", "workers.relevance.plan_job", sweep="webapp.pipeline.planning:sweep"
-    ),
-    Kind(
-        "relevance chunk",
-        "pipeline.RelevanceChunk",
-        "workers.relevance.run_chunk",
-        sweep="webapp.pipeline.chunks:sweep",
-    ),
-    Kind(
-        "dataset build",
-        "datasets.DatasetVersion",
-        "workers.datasets.build_dataset",
-        on_cancelled="webapp.datasets.launch:builds_cancelled",
-    ),
-    Kind(
-        "export",
-        "datasets.DatasetExport",
-        "workers.datasets.export_dataset",
-        on_cancelled="webapp.datasets.launch:exports_cancelled",
-    ),
-    Kind("training run", "training.TrainingRun", "workers.training.run_training"),
-    Kind("evaluation", "evaluation.RelevanceEvaluation", "workers.evaluation.run_evaluation"),
-    Kind("import", "corpus.ImportJob", "workers.imports.run_import"),
-)
 
 
 def _kinds():
@@ -106,6 +58,7 @@ def requeue_lost_workers(kind: Kind, now=None) -> list[int]:
         if status == JobStatus.CANCELLING:
             if model.objects.filter(units.lost(now), pk=pk).update(status=JobStatus.CANCELLED, finished=Now()):
                 cancelled.append(pk)
+                sessions.end_sessions_of(worker)
             continue
         when = f" at {timezone.localtime(heartbeat):%H:%M:%S}" if heartbeat else ""
         moved = model.objects.filter(units.lost(now), pk=pk, status=JobStatus.RUNNING).update(
@@ -116,6 +69,11 @@ def requeue_lost_workers(kind: Kind, now=None) -> list[int]:
         )
         if moved:
             requeued.append(pk)
+            # a hung worker's open transaction would block the next attempt for ever: end it, and say so
+            if sessions.end_sessions_of(worker):
+                model.objects.filter(pk=pk).update(
+                    error=Concat(F("error"), Value(" Its open database sessions were ended."))
+                )
     if cancelled and kind.on_cancelled:
         import_string(kind.on_cancelled.replace(":", "."))(cancelled)
     if requeued:

@@ -1,0 +1,53 @@
+"""The one registry of kinds of long work, and everything derived from it: Celery's task modules
+and routes, the recovery sweeper's kinds and each task's retry limit."""
+
+from django.conf import settings
+
+from webapp.lifecycle import kinds, queue, recovery
+from webapp.lifecycle.models import WorkUnit
+
+
+def test_celery_imports_exactly_the_task_modules_of_the_kinds():
+    from workers.celery_app import app
+
+    assert list(app.conf.imports) == settings.CELERY_IMPORTS == kinds.task_modules()
+    assert sorted(settings.CELERY_IMPORTS) == sorted({kind.module for kind in kinds.KINDS})
+
+
+def test_every_kind_is_routed_to_its_queue_by_celery_and_by_the_web_app():
+    from workers.celery_app import app
+
+    app.loader.import_default_modules()
+    for kind in kinds.KINDS:
+        assert app.amqp.router.route({}, kind.task)["queue"].name == kind.queue, kind.name
+        assert queue.queue_of(kind.task) == kind.queue, kind.name
+
+
+def test_every_task_of_the_workers_is_a_kind_with_its_retry_policy():
+    from workers.celery_app import app
+
+    app.loader.import_default_modules()
+    ours = {name for name in app.tasks if name.startswith("workers.")}
+    assert ours == {kind.task for kind in kinds.KINDS}
+    for kind in kinds.KINDS:
+        assert app.tasks[kind.task].max_retries == kind.retry.max_retries, kind.name
+
+
+def test_recovery_sweeps_every_kind_of_the_registry_and_each_records_a_work_unit():
+    assert recovery.KINDS is kinds.KINDS
+    for kind in kinds.KINDS:
+        assert issubclass(kind.model_class(), WorkUnit), kind.name
+    assert len({kind.name for kind in kinds.KINDS}) == len({kind.task for kind in kinds.KINDS}) == len(kinds.KINDS)
+
+
+def test_a_task_that_is_no_kind_is_named_in_the_error():
+    try:
+        kinds.by_task("workers.nothing.here")
+    except LookupError as exc:
+        assert "workers.nothing.here" in str(exc) and "workers.datasets.build_dataset" in str(exc)
+    else:
+        raise AssertionError("an unknown task was accepted")
+
+
+def test_the_back_off_doubles_from_its_first_wait():
+    assert [kinds.RETRY.countdown(n) for n in range(3)] == [5, 10, 20]

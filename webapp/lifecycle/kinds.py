@@ -1,0 +1,105 @@
+"""Every kind of long work, registered once: its task, the queue it runs on, the WorkUnit model
+that records it and its retry policy. Celery's task modules (CELERY_IMPORTS) and routes
+(CELERY_TASK_ROUTES), the recovery sweeper (webapp.lifecycle.recovery) and the tasks' retries
+(workers.retrying) are all derived from KINDS, so they cannot disagree.
+
+Read by the settings module: imports nothing of Django here (models are looked up by name).
+A new kind of work adds one entry (docs/ARCHITECTURE.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Retry:
+    """What a task does on a temporary problem (the database or broker briefly away): its unit
+    goes back to the queue and the task is retried after `backoff_seconds` x 2^retry, at most
+    `max_retries` times; then the unit fails, saying so."""
+
+    max_retries: int = 3
+    backoff_seconds: int = 5  # 5, 10, 20 s: longer than a PostgreSQL or Redis restart
+
+    def countdown(self, retries: int) -> int:
+        return self.backoff_seconds * 2**retries
+
+
+RETRY = Retry()  # the one policy of every kind today
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    model: str  # "app_label.Model", a WorkUnit
+    task: str  # the Celery task that runs one unit (args=[pk]); its module is a task module
+    queue: str  # relevance (lxt-patched model holders), training (never patched), default (CPU, database)
+    # "module:function(kind, now) -> (lost_workers, lost_messages)" for a kind whose statuses
+    # differ from the usual queued/running (relevance planning); empty: the generic sweep
+    sweep: str = ""
+    # "module:function(pks)": clean up after units that ended cancelled because their worker was
+    # lost while cancelling (a build's partial examples, an export's scratch folder)
+    on_cancelled: str = ""
+    retry: Retry = RETRY
+
+    @property
+    def module(self) -> str:
+        return self.task.rsplit(".", 1)[0]
+
+    def model_class(self):
+        from django.apps import apps
+
+        return apps.get_model(self.model)
+
+
+KINDS = (
+    # planning is database work, no model: on default
+    Kind(
+        "relevance plan",
+        "pipeline.RelevanceJob",
+        "workers.relevance.plan_job",
+        "default",
+        "webapp.pipeline.planning:sweep",
+    ),
+    Kind(
+        "relevance chunk",
+        "pipeline.RelevanceChunk",
+        "workers.relevance.run_chunk",
+        "relevance",
+        "webapp.pipeline.chunks:sweep",
+    ),
+    Kind(
+        "dataset build",
+        "datasets.DatasetVersion",
+        "workers.datasets.build_dataset",
+        "default",
+        on_cancelled="webapp.datasets.launch:builds_cancelled",
+    ),
+    Kind(
+        "export",
+        "datasets.DatasetExport",
+        "workers.datasets.export_dataset",
+        "default",
+        on_cancelled="webapp.datasets.launch:exports_cancelled",
+    ),
+    Kind("training run", "training.TrainingRun", "workers.training.run_training", "training"),
+    Kind("evaluation", "evaluation.RelevanceEvaluation", "workers.evaluation.run_evaluation", "relevance"),
+    Kind("import", "corpus.ImportJob", "workers.imports.run_import", "default"),
+)
+
+
+def by_task(task_name: str) -> Kind:
+    for kind in KINDS:
+        if kind.task == task_name:
+            return kind
+    raise LookupError(f"{task_name} is no kind of long work; the kinds' tasks: {', '.join(k.task for k in KINDS)}")
+
+
+def task_modules() -> list[str]:
+    """CELERY_IMPORTS: every kind's task module, once, in registry order."""
+    return list(dict.fromkeys(kind.module for kind in KINDS))
+
+
+def task_routes() -> dict[str, dict[str, str]]:
+    """CELERY_TASK_ROUTES: each kind's task by its exact name."""
+    return {kind.task: {"queue": kind.queue} for kind in KINDS}
