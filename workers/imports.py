@@ -58,7 +58,7 @@ def run_import(self, job_id: int) -> str:
     except Exception as exc:  # noqa: BLE001 - recorded in plain words; the transaction was rolled back
         status = _failed(job, exc)
     if status is None:
-        log.warning("import %s: taken over by another attempt; this one wrote nothing", job.pk)
+        log.warning("import %s: %s; this attempt wrote nothing", job.pk, units.fate(job))
         return "lost"
     import_jobs.discard_upload(job)
     job.refresh_from_db()

@@ -20,6 +20,7 @@ import time
 
 from celery.exceptions import SoftTimeLimitExceeded
 
+from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import Heartbeat
 from webapp.pipeline import chunks, planning
 from webapp.pipeline.modelcache import loaded_model
@@ -71,7 +72,7 @@ def run_chunk(self, chunk_id: int) -> str:
     except Exception as exc:
         return _failed(chunk, exc, chunks.failure_message(exc, chunk))
     if outcome.taken_over or not chunks.finish(chunk, time.monotonic() - started, outcome):
-        log.info("chunk %s: taken over by another worker; this attempt stops", chunk_id)
+        log.info("chunk %s: %s; this attempt stops", chunk_id, units.fate(chunk))
         return "taken over"
     log.info(
         "chunk %s done (%s): %s maps computed, %s already stored",

@@ -6,6 +6,7 @@
     release(unit)              back to queued (a temporary problem; a retry follows)
     request_cancel(Model, pk)  queued -> cancelled at once; running -> cancelling
     requeue(Model, pk)         cancelled | failed | lost -> queued (Resume)
+    fate(unit)                 what became of a unit this attempt no longer holds, in words
 
 `owned(unit)` is the guard of every write a worker makes: the row, with this unit's attempt
 number, still held. A worker whose unit was taken over (its heartbeat went stale and another
@@ -66,6 +67,20 @@ def claim(model: type[WorkUnit], pk: int, worker: str = "", *, select_related=()
         return None
     queryset = model.objects.select_related(*select_related) if select_related else model.objects
     return queryset.get(pk=pk)
+
+
+def fate(unit: WorkUnit) -> str:
+    """What became of `unit` once this attempt lost it, for the stopping worker's log: only queued
+    again (the sweeper found its heartbeat stale; no worker holds it yet), taken over by a later
+    attempt, or ended (cancelled, failed, done)."""
+    row = type(unit).objects.filter(pk=unit.pk).values("status", "attempts", "worker").first()
+    if row is None:
+        return "deleted"
+    if row["attempts"] > unit.attempts:
+        return f"taken over by attempt {row['attempts']} ({row['worker'] or 'a worker'}), now {row['status']}"
+    if row["status"] == JobStatus.QUEUED:
+        return "queued again after its heartbeat went stale; no other worker holds it yet"
+    return f"ended {row['status']}"
 
 
 def owned(unit: WorkUnit, held=HELD):

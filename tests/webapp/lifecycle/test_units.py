@@ -44,6 +44,17 @@ def test_a_unit_whose_worker_is_silent_for_the_stall_time_is_lost_and_can_be_tak
     assert RelevanceChunk.objects.get(pk=chunk.pk).status == JobStatus.DONE
 
 
+def test_a_lost_attempt_is_told_whether_its_unit_was_only_queued_again_or_taken_over(job):
+    chunk = units.claim(RelevanceChunk, first_chunk(job).pk, "w1")
+    RelevanceChunk.objects.filter(pk=chunk.pk).update(status=JobStatus.QUEUED)  # as the sweeper does
+    assert units.beat(chunk) is None
+    assert units.fate(chunk) == "queued again after its heartbeat went stale; no other worker holds it yet"
+    units.claim(RelevanceChunk, chunk.pk, "w2")
+    assert units.fate(chunk) == "taken over by attempt 2 (w2), now running"
+    RelevanceChunk.objects.filter(pk=chunk.pk).update(status=JobStatus.CANCELLED, attempts=1)
+    assert units.fate(chunk) == "ended cancelled"
+
+
 def test_beat_says_when_a_cancel_was_asked_for(job):
     chunk = units.claim(RelevanceChunk, first_chunk(job).pk, "w1")
     assert units.beat(chunk) == JobStatus.RUNNING
