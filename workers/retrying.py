@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 
-from django.db import InterfaceError, OperationalError, close_old_connections
+from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
 from webapp.lifecycle import kinds, units
 
@@ -46,8 +46,10 @@ def retry_released(task, exc: BaseException, unit, release=None) -> None:
     policy = kinds.by_task(task.name).retry
     if task.request.retries >= policy.max_retries:
         return
-    # The error may have ended this process's connection: open a new one rather than fail on it.
-    close_old_connections()
+    # The error may have ended this process's connection: open a new one rather than fail on it
+    # (never inside a transaction: there the caller's rollback comes first).
+    if not connection.in_atomic_block:
+        close_old_connections()
     message = f"A temporary problem ({type(exc).__name__}); trying again."
     if (release or units.release)(unit, message):
         log.warning("%s %s: %s, retry %s", task.name, unit.pk, type(exc).__name__, task.request.retries + 1)
