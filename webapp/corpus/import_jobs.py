@@ -94,9 +94,14 @@ def run(job: ImportJob, heart) -> str | None:
             raise ImportStopped
 
     def finish(report) -> None:  # inside the write transaction: the job ends with its rows, or neither
+        # The last progress report rides on a beat that never comes once the job has ended: the
+        # end itself records that every record was written.
+        written = report.created + report.updated + report.unchanged
         if not units.finish(
             job,
             phase="",
+            records_done=written,
+            records_total=written,
             created_count=report.created,
             updated_count=report.updated,
             unchanged_count=report.unchanged,

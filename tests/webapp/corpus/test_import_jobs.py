@@ -57,6 +57,7 @@ def test_the_phase_and_records_go_to_the_heartbeat_then_the_counts_to_the_job(re
     ]
     job.refresh_from_db()
     assert job.status == JobStatus.DONE and job.phase == "" and job.created_count == 4500
+    assert (job.records_done, job.records_total) == (4500, 4500)  # the last report never beats: the end says it
     assert Note.objects.filter(corpus__name="ward").count() == 4500
 
 

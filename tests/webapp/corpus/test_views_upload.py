@@ -114,6 +114,7 @@ def test_a_finished_import_without_update_says_no_changed_record_was_met(
     assert job.status == JobStatus.DONE and not job.update
     assert "<dt>Changed records</dt><dd>none (a record that differs" in html
     assert "refused (a problem)" not in html
+    assert "<dt>Records written</dt><dd>1 of 1</dd>" in html  # all of them, never the last beat's count
 
 
 def test_an_upload_spooled_to_disk_is_moved_into_its_private_folder(
