@@ -41,7 +41,7 @@ def test_the_demo_prepares_sqlite_users_catalog_corpus_and_queues_a_first_job(tm
     for role in ("clinician", "researcher", "admin"):
         assert f"  {role}" in out  # each demo user is printed with a password
     # sized from the rate measured here, and the figure says which hardware it comes from
-    measured = re.search(r"Measured here: ([\d.]+) s a prompt \((.+)\)\. First job: (\d+) notes x 5 tasks", out)
+    measured = re.search(r"Measured here: ([\d.]+) s a prompt \((.+)\)\. First job: (\d+) notes? x 5 tasks", out)
     assert measured, out
     assert "cores" in measured[2] and "bf16" in measured[2] and "load average" in measured[2]
     size = demo.first_job_size(float(measured[1]))

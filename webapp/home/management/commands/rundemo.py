@@ -181,8 +181,8 @@ class Command(BaseCommand):
             return size
         self.stdout.write(
             f"Measured here: {measured['seconds_per_prompt']:.2f} s a prompt ({hardware(measured)}). First job: "
-            f"{size.notes} notes x {len(demo.DEMO_TASKS)} tasks = {size.prompts} prompts, about "
-            f"{size.seconds:.0f} s, {size.chunk_size} a chunk."
+            f"{size.notes} note{'' if size.notes == 1 else 's'} x {len(demo.DEMO_TASKS)} tasks = {size.prompts} "
+            f"prompts, about {size.seconds:.0f} s, {size.chunk_size} a chunk."
         )
         return size
 
