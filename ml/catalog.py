@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,6 +116,7 @@ def _parse_entry(entry, where: str) -> TaskSpec:
     for option in options:
         if not isinstance(option, str) or not option.strip():
             raise CatalogError(f"{where}: every option must be a non-empty string, got {option!r}")
+    options = [_nfc(option) for option in options]  # one label however its accents are composed
     duplicates = sorted({o for o in options if options.count(o) > 1})
     if duplicates:
         raise CatalogError(f"{where}: duplicate option(s) {', '.join(map(repr, duplicates))}")
@@ -127,7 +129,12 @@ def _parse_entry(entry, where: str) -> TaskSpec:
     aliases = entry.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
         raise CatalogError(f"{where}: 'aliases' must be a list of non-empty strings")
-    return TaskSpec(slug, description, tuple(options), group, held_out, tuple(aliases))
+    return TaskSpec(slug, description, tuple(options), group, held_out, tuple(_nfc(a) for a in aliases))
+
+
+def _nfc(text: str) -> str:
+    """Labels and aliases in Unicode NFC form, as the importer reads annotation labels."""
+    return unicodedata.normalize("NFC", text)
 
 
 def _check_unique(tasks: list[TaskSpec], source: str) -> None:

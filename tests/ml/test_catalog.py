@@ -142,3 +142,11 @@ def test_it_refuses_a_file_that_is_not_json(tmp_path):
 def test_it_refuses_a_missing_file(tmp_path):
     with pytest.raises(CatalogError, match="cannot read the catalog"):
         load_catalog(tmp_path / "missing.json")
+
+
+def test_options_are_kept_in_nfc_and_both_forms_of_one_are_a_duplicate():
+    nfc, nfd = "s\u00ec", "si\u0300"  # "sì" composed, and i with a combining grave accent
+    [task] = parse_catalog([{"description": "fever", "options": [nfd, "no"], "aliases": [nfd]}])
+    assert task.options == (nfc, "no") and task.aliases == (nfc,)
+    with pytest.raises(CatalogError, match="duplicate option"):
+        parse_catalog([{"description": "fever", "options": [nfc, nfd]}])

@@ -153,7 +153,7 @@ def _import_notes(
         for rec in batch:
             first = seen.setdefault(rec.external_id, rec.line)
             if first != rec.line:
-                problems.add(rec.source, rec.line, f"duplicate id {rec.external_id!r} (first on line {first})")
+                problems.add(rec.source, rec.line, _duplicate_id(rec.external_id, first))
             else:
                 fresh.append(rec)
         plan.check(fresh)
@@ -700,6 +700,12 @@ def _failed(problems: Problems) -> ImportReport:
 
 def _succeeded(problems: Problems) -> ImportReport:
     return ImportReport(warnings=list(problems.warnings), warning_count=problems.warning_total)
+
+
+def _duplicate_id(external_id: str, first: int) -> str:
+    # Two forms of one accented id look identical: say why they count as one (import_sources.nfc).
+    hint = "" if external_id.isascii() else "; ids are compared in Unicode NFC form"
+    return f"duplicate id {external_id!r} (first on line {first}{hint})"
 
 
 def _caused_by_a_record(exc: DatabaseError) -> bool:

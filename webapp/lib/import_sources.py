@@ -24,6 +24,7 @@ that need the corpus, the task catalog or the whole file.
 import csv
 import json
 import math
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -163,7 +164,9 @@ def read_annotations(path: Path, problems: Problems, limits: ImportLimits) -> It
             problems.add(source, line, f"unknown field(s) {names} (allowed: {', '.join(ANNOTATION_FIELDS)})")
             ok = False
         if ok:
-            yield AnnotationRecord(source, line, note_id, obj["task"], obj["label"], [list(s) for s in evidence])
+            yield AnnotationRecord(
+                source, line, note_id, nfc(obj["task"]), nfc(obj["label"]), [list(s) for s in evidence]
+            )
 
 
 def _evidence_ok(evidence, source, line, problems, limits) -> bool:
@@ -354,7 +357,12 @@ def _notes_from_brat(folder: Path, problems: Problems, limits: ImportLimits) -> 
     if not texts and not problems:
         problems.add(folder.name, None, "the folder holds no .txt files")
     other_lines = other_files = 0
+    first_named: dict[str, str] = {}  # note id -> the .txt file that gave it
     for txt in texts:
+        first = first_named.setdefault(nfc(txt.stem), txt.name)
+        if first != txt.name:
+            problems.add(txt.name, None, f"names the same note as {first!r} (one id in two Unicode forms)")
+            continue
         ann = txt.with_suffix(".ann")
         if not ann.exists():
             problems.add(txt.name, None, "has no .ann file of the same name beside it")
@@ -428,11 +436,17 @@ def _note(source, line, raw_id, text, metadata, problems, limits) -> NoteRecord 
     return NoteRecord(source, line, external_id, text, metadata) if ok else None
 
 
+def nfc(text: str) -> str:
+    """Ids, task names and labels are compared in Unicode NFC form: "café" typed with a composed é or
+    with e and a combining accent looks the same to people, so it is the same id to us."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
 def _external_id(raw, name, source, line, problems) -> str | None:
     if isinstance(raw, bool) or not isinstance(raw, str | int):
         problems.add(source, line, f"field '{name}' must be a string or an integer, not {json_kind(raw)}")
         return None
-    value = str(raw)
+    value = nfc(str(raw))
     if not value.strip():
         problems.add(source, line, f"field '{name}' is empty")
     elif len(value) > MAX_ID_LENGTH:

@@ -27,7 +27,9 @@ No Django here.
 import bz2
 import gzip
 import lzma
+import re
 import shutil
+import stat
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -278,8 +280,9 @@ def declared_zip_entries(archive: Path) -> int | None:
 
 def unzip_brat(archive: Path, target: Path, problems, limits: ImportLimits) -> Path | None:
     """Unpack the .txt and .ann members of a zip into `target`, flattened (no path from the
-    archive reaches the disk), refusing archives that unpack too large or hold two files of one
-    name. Returns `target`, or None with the problem reported."""
+    archive reaches the disk), refusing archives that unpack too large, hold two files of one
+    name, an entry with an absolute or `..` path, or a symbolic link. Returns `target`, or None
+    with the problem reported."""
     shutil.rmtree(target, ignore_errors=True)  # left by an attempt whose worker was lost
     declared = declared_zip_entries(archive)
     if declared is not None and declared > MAX_ZIP_MEMBERS:  # before ZipFile builds an object per entry
@@ -297,6 +300,11 @@ def unzip_brat(archive: Path, target: Path, problems, limits: ImportLimits) -> P
             if unpacked > limits.unpacked_bytes:
                 problems.add(archive.name, None, _unpacked_too_large("zip", limits))
                 return None
+            for member in zf.infolist():
+                refusal = _entry_refusal(member)
+                if refusal:
+                    problems.add(archive.name, None, f"entry {member.filename!r} {refusal}; refused")
+                    return None
             brat = [m for m in members if _is_brat_member(m)]
             if members and not brat:
                 problems.add(
@@ -326,6 +334,23 @@ def unzip_brat(archive: Path, target: Path, problems, limits: ImportLimits) -> P
         problems.add(archive.name, None, "not a valid zip archive (truncated or corrupt)")
         return None
     return target
+
+
+def _entry_refusal(member: zipfile.ZipInfo) -> str:
+    """Why an entry is refused ("" if it is not). Members are unpacked flattened, so no path could
+    escape; but an entry that asks to (or a symbolic link, whose stored content is its target's
+    path, not a note) says the archive is not what its user thinks: refuse it, naming it."""
+    if member.create_system == 3 and stat.S_ISLNK(member.external_attr >> 16):  # 3: made on Unix
+        return "is a symbolic link"
+    name = member.filename.replace("\\", "/")
+    if name.startswith("/") or _DRIVE.match(name):
+        return "has an absolute path"
+    if ".." in name.split("/"):
+        return "has a path that leads out of the archive (..)"
+    return ""
+
+
+_DRIVE = re.compile(r"[A-Za-z]:")
 
 
 def _is_brat_member(member: zipfile.ZipInfo) -> bool:

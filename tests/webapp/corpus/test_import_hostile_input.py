@@ -16,8 +16,10 @@ import html
 import io
 import json
 import os
+import stat
 import subprocess
 import sys
+import unicodedata
 import zipfile
 from dataclasses import dataclass, field
 from io import StringIO
@@ -112,6 +114,21 @@ def utf8_flagged_zip(in_central_directory: bool) -> bytes:
 def brat_relation(relation: str) -> bytes:
     return brat_zip(f"T1\tDevice {PM[0]} {PM[1]}\tpacemaker\n{relation}\n")
 
+
+def zip_with_symlink(name: str, target: str) -> bytes:
+    """A brat zip whose `name` entry is a symbolic link to `target` (as Info-ZIP stores one)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("doc1.txt", TEXT)
+        zf.writestr("doc1.ann", "")
+        link = zipfile.ZipInfo(name)
+        link.create_system = 3  # Unix: the mode lies in the high bits of external_attr
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        zf.writestr(link, target)
+    return buffer.getvalue()
+
+
+CAFE_NFC, CAFE_NFD = unicodedata.normalize("NFC", "café-1"), unicodedata.normalize("NFD", "café-1")
 
 LONG_ID = "R" + SECRET.replace(" ", "_") * 10_000
 LATIN1_LINE = f'{{"id": "n3", "text": "{SECRET} caf\xe9"}}'.encode("latin-1")
@@ -410,6 +427,42 @@ CASES = {
         "notes.csv line 1: the first line must be a header naming the columns id and text "
         "(missing: id, text; it has 2 column(s))",
     ),
+    "both Unicode forms of one id (JSONL)": Case(
+        "notes",
+        "notes.jsonl",
+        notes({"id": CAFE_NFC, "text": TEXT}, {"id": CAFE_NFD, "text": TEXT}),
+        f"notes.jsonl line 3: duplicate id {CAFE_NFC!r} (first on line 2; ids are compared in Unicode NFC form)",
+    ),
+    "both Unicode forms of one id (CSV)": Case(
+        "notes",
+        "notes.csv",
+        f"id,text\n{CAFE_NFD},x\n{CAFE_NFC},y\n".encode(),
+        f"notes.csv line 3: duplicate id {CAFE_NFC!r} (first on line 2; ids are compared in Unicode NFC form)",
+    ),
+    "both Unicode forms of one id (brat files in a zip)": Case(
+        "notes",
+        "cases.zip",
+        zipped({f"{CAFE_NFD}.txt": TEXT, f"{CAFE_NFD}.ann": "", f"{CAFE_NFC}.txt": TEXT, f"{CAFE_NFC}.ann": ""}),
+        f"{CAFE_NFC}.txt: names the same note as {CAFE_NFD + '.txt'!r} (one id in two Unicode forms)",
+    ),
+    "a zip entry leading out of its folder": Case(
+        "notes",
+        "cases.zip",
+        zipped({"doc1.txt": TEXT, "doc1.ann": "", "../doc2.txt": TEXT, "../doc2.ann": ""}),
+        "cases.zip: entry '../doc2.txt' has a path that leads out of the archive (..); refused",
+    ),
+    "a zip entry with an absolute path": Case(
+        "notes",
+        "cases.zip",
+        zipped({"/tmp/doc2.txt": TEXT, "/tmp/doc2.ann": ""}),
+        "cases.zip: entry '/tmp/doc2.txt' has an absolute path; refused",
+    ),
+    "a zip entry that is a symbolic link": Case(
+        "notes",
+        "cases.zip",
+        zip_with_symlink("doc2.txt", "/etc/passwd"),
+        "cases.zip: entry 'doc2.txt' is a symbolic link; refused",
+    ),
 }
 
 
@@ -700,3 +753,16 @@ def test_a_refused_update_names_the_lines_of_its_batch(ward, tmp_path, monkeypat
     assert written() == before
     assert Note.objects.get(external_id="n1").metadata == {}
     assert SECRET not in str(info.value) and SECRET not in caplog.text
+
+
+def test_ids_and_labels_are_kept_in_nfc_and_found_in_either_form(ward, tmp_path):
+    Task.objects.create(slug="fever", description="fever", options=[unicodedata.normalize("NFC", "sì"), "no"])
+    path = tmp_path / "notes.jsonl"
+    path.write_bytes(jsonl({"id": CAFE_NFD, "text": TEXT}))
+    call_command("import_notes", str(path), "--corpus", "ward", stdout=StringIO())
+    assert Note.objects.filter(corpus=ward, external_id=CAFE_NFC).count() == 1
+    path = tmp_path / "gold.jsonl"
+    path.write_bytes(jsonl({"note_id": CAFE_NFD, "task": "fever", "label": unicodedata.normalize("NFD", "sì")}))
+    call_command("import_annotations", str(path), "--corpus", "ward", stdout=StringIO())
+    [annotation] = Annotation.objects.filter(note__external_id=CAFE_NFC)
+    assert annotation.label == unicodedata.normalize("NFC", "sì")
