@@ -22,3 +22,21 @@ document.addEventListener("submit", function (event) {
     }
   } catch (e) { /* storage unavailable */ }
 });
+
+// A launch form's live estimate (hx-post on change, after a delay) never races the launch: once
+// the form is submitted, a pending estimate is aborted and none starts, so the click on Launch
+// always ends in the launch (or the form again, saying why not). A page restored from the
+// back/forward cache estimates again.
+document.addEventListener("submit", function (event) {
+  var form = event.target;
+  if (!form || !form.hasAttribute || !form.hasAttribute("hx-post") || event.defaultPrevented) { return; }
+  form.setAttribute("data-submitted", "");
+  if (window.htmx) { window.htmx.trigger(form, "htmx:abort"); }
+});
+document.addEventListener("htmx:confirm", function (event) {
+  if (event.target && event.target.hasAttribute && event.target.hasAttribute("data-submitted")) { event.preventDefault(); }
+});
+window.addEventListener("pageshow", function () {
+  var forms = document.querySelectorAll("form[data-submitted]");
+  for (var i = 0; i < forms.length; i++) { forms[i].removeAttribute("data-submitted"); }
+});
