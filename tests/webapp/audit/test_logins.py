@@ -125,3 +125,13 @@ def test_a_password_typed_as_the_username_is_never_recorded(client, admin_user, 
     exported = b"".join(client.get(reverse("audit:export")).streaming_content).decode()
     page = client.get(reverse("audit:list")).content.decode()
     assert PASSWORD not in exported and PASSWORD not in page and UNKNOWN_USERNAME in exported
+
+
+def test_axes_keeps_a_digest_of_a_username_no_account_has_and_still_locks_it_out(client, clinician, limit):
+    fail_until_locked(client, PASSWORD, limit, "192.0.2.9")
+    [attempt] = AccessAttempt.objects.all()
+    assert attempt.username.startswith("unknown:") and PASSWORD not in attempt.username
+    assert attempt.failures_since_start == limit
+    assert post_login(client, "clara", PASSWORD, "192.0.2.9").status_code == 302  # another name: not locked
+    fail_until_locked(client, "clara", limit, "192.0.2.10")
+    assert AccessAttempt.objects.filter(username="clara").exists()  # an account's name is kept as typed
