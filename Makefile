@@ -17,7 +17,7 @@ TEST_RUN ?= 15
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/decselfmask_$(TEST_RUN)
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/$(TEST_RUN)
 
-.PHONY: help install model demo test test-fast lint format check-test-run check-deploy bench bench-app drill clean
+.PHONY: help install model demo test test-fast test-kernels lint format check-test-run check-deploy bench bench-app drill clean
 
 help:
 	@echo "make demo   - set up everything and run the web app + a worker on the embedded default"
@@ -72,6 +72,13 @@ test: check-test-run install model
 
 test-fast: check-test-run install
 	$(call two_runs,-m "not slow and not browser", and not slow and not browser)
+
+# The ML tests again on torch's plain kernels and MKL's SSE4.2 path: their tolerances must hold
+# whatever blocking of reductions a CPU's kernels (AVX2, AVX-512, AMX) choose, and this is the
+# one other kernel set any x86 machine can run. Not part of make test (about 10 minutes).
+test-kernels: install model
+	ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 MKL_CBWR=COMPATIBLE HF_HUB_OFFLINE=1 \
+	  $(PY) -m pytest -m "not browser" tests/ml $(PYTEST_ARGS)
 
 # ruff's configuration is in pyproject.toml.
 lint: install
