@@ -17,13 +17,14 @@ Multi-GPU: with TRAINING_LAUNCHER set (e.g. "accelerate launch --multi_gpu --num
 "torchrun --nproc-per-node 4"), the task claims a dsm / cpt / sft run and starts
 `<launcher> manage.py train_run <id> --claimed` as a child process instead of training here
 (the other kinds run here); this process keeps beating for the run while the children train.
+A launcher killed by a signal takes its ranks with it (train_run) and the run is queued again;
+one that exits with an error fails the run (Resume continues from the last checkpoint).
 """
 
 import logging
 import os
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 from django.conf import settings
@@ -72,16 +73,23 @@ def _launch_distributed(run, launcher: str) -> str:
 
     command = [*shlex.split(launcher), str(ROOT / "manage.py"), "train_run", str(run.pk), "--claimed"]
     log.info("run %s: %s", run.pk, " ".join(command))
-    with Heartbeat(run):
-        completed = subprocess.run(
-            command,
-            cwd=ROOT,
-            env={**os.environ, "DSM_RUN_ATTEMPT": str(run.attempts)},
-            check=False,
-            stdout=sys.stdout,
-            stderr=sys.stderr,
+    try:
+        with Heartbeat(run):
+            # The ranks write to this process's own stdout/stderr (file descriptors 1 and 2, the worker's
+            # log): Celery replaces sys.stdout with a logging proxy that has no file descriptor.
+            completed = subprocess.run(
+                command, cwd=ROOT, env={**os.environ, "DSM_RUN_ATTEMPT": str(run.attempts)}, check=False
+            )
+    except OSError as exc:  # no such launcher: a setting to fix, not a lost worker to retry forever
+        runs.fail(run, f"TRAINING_LAUNCHER could not be started ({type(exc).__name__}: {exc.strerror}).")
+        return "failed"
+    # Both guarded by this attempt's number: a run taken over meanwhile is left alone.
+    if completed.returncode < 0:  # the launcher was killed (an operator, the OOM killer); its ranks died with it
+        runs.requeue(
+            run,
+            f"The distributed launch was stopped by signal {-completed.returncode}; queued again automatically.",
         )
-    if completed.returncode != 0:  # guarded by this attempt's number: a run taken over meanwhile is left alone
+    elif completed.returncode != 0:
         runs.fail(
             run,
             f"The distributed launch exited with code {completed.returncode}; see the worker log. "

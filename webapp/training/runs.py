@@ -321,6 +321,16 @@ def cancelled(run: TrainingRun) -> bool:
     return done
 
 
+def requeue(run: TrainingRun, message: str) -> bool:
+    """Back to queued and sent again: this attempt's processes are gone though the run did not fail
+    (a killed launcher). The next claim continues from the last checkpoint; `message` goes to the
+    run's log then."""
+    if not units.release(run, message):
+        return False
+    send_on_commit(run.pk)
+    return True
+
+
 def fail(run: TrainingRun, message: str) -> bool:
     done = units.fail(run, message, eta_s=None)
     if done:

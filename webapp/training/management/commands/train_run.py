@@ -11,9 +11,13 @@ A Celery training worker with TRAINING_LAUNCHER set does this itself for those k
 the run, passes --claimed and keeps beating for it too). Distributed launches support the kinds
 dsm, cpt and sft (the causal-LM trainer); CH, prompting and self-learning runs are refused under
 a launcher (run them in one process: their training is small, or made of several trainings).
+Under a launcher every rank ends when the launcher ends, even by SIGKILL (see die_with_launcher).
 """
 
+import ctypes
 import os
+import signal
+import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -31,6 +35,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, run_id, claimed, **options):
+        if "LOCAL_RANK" in os.environ:  # started by a launcher
+            die_with_launcher()
         main = execution.is_main_process()
         world = int(os.environ.get("WORLD_SIZE", "1"))
         run = TrainingRun.objects.select_related("model_version", "dataset", "split__corpus").filter(pk=run_id).first()
@@ -54,3 +60,19 @@ class Command(BaseCommand):
             self.stdout.write(f"run {run_id}: {outcome}")
             if outcome != "done":
                 raise CommandError(f"run {run_id} ended {outcome}")
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_launcher() -> None:
+    """Have the kernel SIGKILL this rank when its launcher dies. torchrun starts each rank in a
+    session of its own, so a launcher killed outright would leave its ranks training on, beside
+    the attempt that takes the run over (the Celery worker queues the run again at once)."""
+    if not sys.platform.startswith("linux"):
+        return
+    launcher = os.getppid()
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+        raise CommandError(f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(ctypes.get_errno())}")
+    if os.getppid() != launcher:  # it died before prctl took effect
+        os._exit(1)
