@@ -16,6 +16,7 @@ COMMANDS = {
     "localisation": "measure how relevance localises gold evidence spans",
     "synth": "generate a synthetic emergency-department corpus with gold labels",
     "train": "fine-tune a causal LM on prompt/answer pairs (DSM, continual pretraining)",
+    "agreement": "inter-reviewer agreement (alpha, kappa, AC1, observed) of a judgements CSV, with CIs",
     "rate": "measure this machine's relevance rate on a few prompts (sizes the demo's first job)",
 }
 

@@ -1,0 +1,346 @@
+"""Inter-reviewer agreement a study can report: Krippendorff's alpha, mean pairwise Cohen's
+kappa, Gwet's AC1 and observed agreement, each with a 95% percentile bootstrap CI over items,
+plus the diagnostics that say when a coefficient misleads.
+
+The input is an ITEMS x REVIEWERS table of nominal labels, a missing judgement being None, ""
+or NaN (`table_from_judgements` builds one from (item, reviewer, label) triples). An item with
+at least two judgements is PAIRABLE; only pairable items carry agreement.
+
+* `observed`: mean over pairable items of the share of agreeing reviewer pairs,
+  sum_k n_ik (n_ik - 1) / (m_i (m_i - 1)), n_ik the judgements of label k on item i, m_i all
+  judgements of item i.
+* `alpha`: Krippendorff's nominal alpha, 1 - D_o / D_e from the coincidence matrix
+  (Krippendorff 2011, "Computing Krippendorff's Alpha-Reliability"); with n pairable values
+  and n_k of label k: alpha = 1 - (n - 1) sum_i (m_i^2 - sum_k n_ik^2) / (m_i - 1) / (n^2 -
+  sum_k n_k^2). Equal to the `krippendorff` package's `alpha(..., "nominal")` (tests check).
+* `kappa`: Cohen's kappa of each reviewer pair on the items both judged, (p_o - p_e) /
+  (1 - p_e), averaged over the pairs where it is defined (equal to scikit-learn's
+  `cohen_kappa_score` per pair).
+* `ac1`: Gwet's AC1 for any number of raters with missing ratings (Gwet 2008, "Computing
+  inter-rater reliability and its variance in the presence of high agreement", eq. 18-19):
+  (p_a - p_e) / (1 - p_e), p_a = `observed`, p_e = sum_k pi_k (1 - pi_k) / (q - 1), pi_k the
+  mean over items with a judgement of n_ik / m_i, q the number of categories. On two raters
+  who judged every item it is Gwet's two-rater formula (tests check).
+
+Every coefficient is NaN where undefined (no pairable item; one category: alpha's and
+kappa's chance agreement is 1). The bootstrap draws items with replacement (numpy Generator
+seeded by `seed`) and ignores resamples where a coefficient is undefined. Each block of
+resamples holds at most RESAMPLE_BLOCK weight cells, which bounds memory.
+`reviewer_accuracy`: each reviewer against the consensus of the OTHER reviewers (the strict
+majority label of the others on the item; items where the others tie are not counted), so a
+reviewer never agrees with a consensus they made.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import combinations
+
+import numpy as np
+
+#: Weight cells (resamples x items) drawn per block of the bootstrap (float64: 16 MB).
+RESAMPLE_BLOCK = 2_000_000
+
+
+@dataclass(frozen=True)
+class AgreementSettings:
+    n_resamples: int = 1000  # bootstrap resamples of the items
+    seed: int = 0  # seed of the bootstrap
+    confidence: float = 0.95  # level of the percentile intervals
+    min_items: int = 30  # fewer pairable items than this: intervals are wide (warned)
+    skew: float = 0.8  # majority label's share above this: the kappa paradox (warned)
+    min_judgements: int = 10  # a reviewer with fewer judgements than this is named (warned)
+
+
+@dataclass
+class PairKappa:
+    first: str
+    second: str
+    items: int  # items both judged
+    observed: float
+    kappa: float
+
+
+@dataclass
+class ReviewerAccuracy:
+    reviewer: str
+    judgements: int
+    compared: int  # items where the other reviewers have a strict majority label
+    accuracy: float
+
+
+@dataclass
+class Agreement:
+    alpha: float
+    alpha_ci: tuple[float, float]
+    kappa: float
+    kappa_ci: tuple[float, float]
+    ac1: float
+    ac1_ci: tuple[float, float]
+    observed: float
+    observed_ci: tuple[float, float]
+    items: int  # items with at least one judgement
+    pairable_items: int  # items with at least two
+    reviewers: int
+    judgements: int
+    labels: dict[str, int] = field(default_factory=dict)
+    pairs: list[PairKappa] = field(default_factory=list)
+    reviewer_accuracy: list[ReviewerAccuracy] = field(default_factory=list)
+    diagnostics: list[str] = field(default_factory=list)
+    n_resamples: int = 0
+    seed: int = 0
+    confidence: float = 0.95
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready dict; NaN becomes None."""
+        return _nan_to_none(asdict(self))
+
+
+def table_from_judgements(triples: Iterable[tuple[Hashable, Hashable, Hashable]]):
+    """(item, reviewer, label) triples -> (item ids, reviewer ids, items x reviewers table),
+    ids in first-seen order, None where a reviewer did not judge an item. A later triple for
+    the same (item, reviewer) replaces an earlier one (callers that must refuse duplicates
+    check before)."""
+    items: dict = {}
+    reviewers: dict = {}
+    cells: dict = {}
+    for item, reviewer, label in triples:
+        i = items.setdefault(item, len(items))
+        j = reviewers.setdefault(reviewer, len(reviewers))
+        cells[(i, j)] = label
+    table = [[None] * len(reviewers) for _ in items]
+    for (i, j), label in cells.items():
+        table[i][j] = label
+    return list(items), list(reviewers), table
+
+
+def agreement(
+    table: Sequence[Sequence],
+    reviewers: Sequence | None = None,
+    *,
+    categories: Sequence | None = None,
+    settings: AgreementSettings = AgreementSettings(),
+) -> Agreement:
+    """Every coefficient, its bootstrap CI, the counts and the diagnostics of `table`
+    (items x reviewers). `categories`: the label set (AC1's q); default the labels used."""
+    codes, names, reviewer_names = _encode(table, reviewers, categories)
+    q = len(names)
+    parts = _Parts(codes, q)
+    point = parts.coefficients(np.ones((1, codes.shape[0])))
+    cis = _bootstrap(parts, settings)
+    counts = Counter(int(c) for c in codes[codes >= 0])
+    result = Agreement(
+        alpha=float(point["alpha"][0]),
+        alpha_ci=cis["alpha"],
+        kappa=float(point["kappa"][0]),
+        kappa_ci=cis["kappa"],
+        ac1=float(point["ac1"][0]),
+        ac1_ci=cis["ac1"],
+        observed=float(point["observed"][0]),
+        observed_ci=cis["observed"],
+        items=int((parts.m >= 1).sum()),
+        pairable_items=int(parts.pairable.sum()),
+        reviewers=len(reviewer_names),
+        judgements=int((codes >= 0).sum()),
+        labels={names[k]: counts[k] for k in range(q)},
+        pairs=_pair_kappas(codes, reviewer_names),
+        reviewer_accuracy=_reviewer_accuracy(codes, reviewer_names),
+        n_resamples=settings.n_resamples,
+        seed=settings.seed,
+        confidence=settings.confidence,
+    )
+    result.diagnostics = diagnostics(result, settings)
+    return result
+
+
+def diagnostics(result: Agreement, settings: AgreementSettings = AgreementSettings()) -> list[str]:
+    """Plain sentences saying where a coefficient of `result` misleads."""
+    out = []
+    used = {label: n for label, n in result.labels.items() if n}
+    if result.pairable_items == 0:
+        out.append("No item was judged by two or more reviewers: agreement is undefined.")
+    elif result.pairable_items < settings.min_items:
+        out.append(
+            f"Only {result.pairable_items} items were judged by two or more reviewers (fewer than "
+            f"{settings.min_items}): the intervals are wide and one item can move a coefficient."
+        )
+    if len(used) == 1:
+        (label,) = used
+        out.append(
+            f"Every judgement is {label!r}: there is no variation to agree on, so alpha, kappa and "
+            "AC1 are undefined; only observed agreement means anything."
+        )
+    elif result.judgements:
+        label, n = max(used.items(), key=lambda kv: kv[1])
+        share = n / result.judgements
+        if share > settings.skew:
+            out.append(
+                f"{label!r} is {share:.0%} of the judgements (above {settings.skew:.0%}): kappa and "
+                "alpha fall toward 0 on such skewed labels even when reviewers agree (the kappa "
+                "paradox); read AC1 and observed agreement beside them."
+            )
+    for acc in result.reviewer_accuracy:
+        if acc.judgements < settings.min_judgements:
+            out.append(
+                f"Reviewer {acc.reviewer!r} made {acc.judgements} judgements (fewer than "
+                f"{settings.min_judgements}): the kappas of their pairs rest on few items."
+            )
+    return out
+
+
+class _Parts:
+    """Per-item terms; every coefficient is a ratio of weighted sums of them, so a resample is
+    a weight per item (how often it was drawn) and a block of resamples is one matrix product."""
+
+    def __init__(self, codes: np.ndarray, q: int):
+        n_items = codes.shape[0]
+        self.q = q
+        self.counts = np.zeros((n_items, q))
+        rows, cols = np.nonzero(codes >= 0)
+        np.add.at(self.counts, (rows, codes[rows, cols]), 1)
+        self.m = self.counts.sum(axis=1)
+        self.pairable = (self.m >= 2).astype(float)
+        m1 = np.where(self.m >= 2, self.m - 1, 1)
+        sq = (self.counts**2).sum(axis=1)
+        self.do = np.where(self.m >= 2, (self.m**2 - sq) / m1, 0.0)
+        self.n_pair = self.counts * self.pairable[:, None]
+        self.agree = np.where(self.m >= 2, (sq - self.m) / (np.maximum(self.m, 1) * m1), 0.0)
+        self.rated = (self.m >= 1).astype(float)
+        self.share = self.counts / np.where(self.m >= 1, self.m, 1)[:, None]
+        self.pairs = []  # (items both judged, their confusion-cell one-hot)
+        for j, k in combinations(range(codes.shape[1]), 2):
+            both = np.nonzero((codes[:, j] >= 0) & (codes[:, k] >= 0))[0]
+            if both.size:
+                onehot = np.zeros((both.size, q * q))
+                onehot[np.arange(both.size), codes[both, j] * q + codes[both, k]] = 1
+                self.pairs.append((both, onehot))
+
+    def coefficients(self, w: np.ndarray) -> dict[str, np.ndarray]:
+        """Each coefficient for each row of weights `w` (resamples x items)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            n = w @ (self.m * self.pairable)
+            n_k = w @ self.n_pair
+            alpha = 1 - (n - 1) * (w @ self.do) / (n**2 - (n_k**2).sum(axis=1))
+            observed = (w @ self.agree) / (w @ self.pairable)
+            pi = (w @ self.share) / (w @ self.rated)[:, None]
+            pe = (pi * (1 - pi)).sum(axis=1) / (self.q - 1) if self.q > 1 else np.full(len(w), np.nan)
+            ac1 = (observed - pe) / (1 - pe)
+            kappas = [_kappa((w[:, both] @ onehot).reshape(len(w), self.q, self.q)) for both, onehot in self.pairs]
+            kappa = _nanmean_rows(np.array(kappas).T) if kappas else np.full(len(w), np.nan)
+        clean = {"alpha": alpha, "kappa": kappa, "ac1": ac1, "observed": observed}
+        return {name: np.where(np.isfinite(v), v, np.nan) for name, v in clean.items()}
+
+
+def _kappa(confusion: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of each confusion matrix in a (resamples, q, q) stack; NaN where undefined."""
+    n = confusion.sum(axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _kappa_of(confusion, n)
+
+
+def _kappa_of(confusion: np.ndarray, n: np.ndarray) -> np.ndarray:
+    po = np.trace(confusion, axis1=1, axis2=2) / n
+    pe = (confusion.sum(axis=2) * confusion.sum(axis=1)).sum(axis=1) / n**2
+    return np.where(np.isclose(pe, 1), np.nan, (po - pe) / (1 - pe))
+
+
+def _nanmean_rows(values: np.ndarray) -> np.ndarray:
+    defined = ~np.isnan(values)
+    total = np.where(defined, values, 0).sum(axis=1)
+    return np.where(defined.any(axis=1), total / np.maximum(defined.sum(axis=1), 1), np.nan)
+
+
+def _bootstrap(parts: _Parts, settings: AgreementSettings) -> dict[str, tuple[float, float]]:
+    if not 0 < settings.confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {settings.confidence}")
+    names = ("alpha", "kappa", "ac1", "observed")
+    n_items = parts.m.size
+    if n_items == 0 or settings.n_resamples < 1:
+        return {name: (math.nan, math.nan) for name in names}
+    rng = np.random.default_rng(settings.seed)
+    block = max(1, RESAMPLE_BLOCK // n_items)
+    values: dict[str, list] = {name: [] for name in names}
+    done = 0
+    while done < settings.n_resamples:
+        size = min(block, settings.n_resamples - done)
+        drawn = rng.integers(0, n_items, size=(size, n_items)) + (np.arange(size) * n_items)[:, None]
+        w = np.bincount(drawn.ravel(), minlength=size * n_items).reshape(size, n_items).astype(float)
+        for name, v in parts.coefficients(w).items():
+            values[name].append(v)
+        done += size
+    tail = (1 - settings.confidence) / 2
+    out = {}
+    for name in names:
+        v = np.concatenate(values[name])
+        v = v[~np.isnan(v)]
+        low, high = np.quantile(v, [tail, 1 - tail]) if v.size else (math.nan, math.nan)
+        out[name] = (float(low), float(high))
+    return out
+
+
+def _pair_kappas(codes: np.ndarray, names: list[str]) -> list[PairKappa]:
+    q = int(codes.max()) + 1 if (codes >= 0).any() else 1
+    out = []
+    for j, k in combinations(range(codes.shape[1]), 2):
+        both = (codes[:, j] >= 0) & (codes[:, k] >= 0)
+        if not both.any():
+            continue
+        a, b = codes[both, j], codes[both, k]
+        confusion = np.zeros((1, q, q))
+        np.add.at(confusion[0], (a, b), 1)
+        out.append(PairKappa(names[j], names[k], int(both.sum()), float((a == b).mean()), float(_kappa(confusion)[0])))
+    return out
+
+
+def _reviewer_accuracy(codes: np.ndarray, names: list[str]) -> list[ReviewerAccuracy]:
+    out = []
+    for j, name in enumerate(names):
+        hits = compared = 0
+        mine = np.nonzero(codes[:, j] >= 0)[0]
+        for i in mine:
+            others = Counter(int(c) for k, c in enumerate(codes[i]) if k != j and c >= 0)
+            top = others.most_common(2)
+            if not top or (len(top) == 2 and top[0][1] == top[1][1]):
+                continue
+            compared += 1
+            hits += top[0][0] == codes[i, j]
+        out.append(ReviewerAccuracy(name, int(mine.size), compared, float(hits / compared) if compared else math.nan))
+    return out
+
+
+def _encode(table, reviewers, categories):
+    """Integer codes (items x reviewers, -1 missing), the label names, the reviewer names."""
+    rows = [list(row) for row in table]
+    width = len(reviewers) if reviewers is not None else max((len(r) for r in rows), default=0)
+    if any(len(row) != width for row in rows):
+        raise ValueError(f"every row of the table needs one cell per reviewer ({width})")
+    used = {cell for row in rows for cell in row if not _missing(cell)}
+    if categories is None:
+        labels = sorted(used, key=lambda v: (str(type(v)), v))
+    else:
+        labels = list(categories)
+        unknown = used - set(labels)
+        if unknown:
+            raise ValueError(f"labels not among the categories: {sorted(map(str, unknown))}")
+    index = {label: k for k, label in enumerate(labels)}
+    codes = np.array([[-1 if _missing(c) else index[c] for c in row] for row in rows], dtype=np.int64)
+    codes = codes.reshape(len(rows), width)
+    names = [str(r) for r in (reviewers if reviewers is not None else range(width))]
+    return codes, [str(label) for label in labels], names
+
+
+def _missing(cell) -> bool:
+    return cell is None or cell == "" or (isinstance(cell, float) and math.isnan(cell))
+
+
+def _nan_to_none(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _nan_to_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_nan_to_none(v) for v in value]
+    return value
