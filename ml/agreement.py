@@ -34,12 +34,12 @@ reviewer never agrees with a consensus they made.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
 
 import numpy as np
+from scipy import sparse
 
 #: Weight cells (resamples x items) drawn per block of the bootstrap (float64: 16 MB).
 RESAMPLE_BLOCK = 2_000_000
@@ -131,7 +131,7 @@ def agreement(
     parts = _Parts(codes, q)
     point = parts.coefficients(np.ones((1, codes.shape[0])))
     cis = _bootstrap(parts, settings)
-    counts = Counter(int(c) for c in codes[codes >= 0])
+    counts = np.bincount(codes[codes >= 0], minlength=q)
     result = Agreement(
         alpha=float(point["alpha"][0]),
         alpha_ci=cis["alpha"],
@@ -145,9 +145,9 @@ def agreement(
         pairable_items=int(parts.pairable.sum()),
         reviewers=len(reviewer_names),
         judgements=int((codes >= 0).sum()),
-        labels={names[k]: counts[k] for k in range(q)},
+        labels={names[k]: int(counts[k]) for k in range(q)},
         pairs=_pair_kappas(codes, reviewer_names),
-        reviewer_accuracy=_reviewer_accuracy(codes, reviewer_names),
+        reviewer_accuracy=_reviewer_accuracy(codes, parts.counts, reviewer_names),
         n_resamples=settings.n_resamples,
         seed=settings.seed,
         confidence=settings.confidence,
@@ -169,9 +169,11 @@ def diagnostics(result: Agreement, settings: AgreementSettings = AgreementSettin
         )
     if len(used) == 1:
         (label,) = used
+        undefined = [name for name in ("alpha", "kappa", "AC1") if math.isnan(getattr(result, name.lower()))]
         out.append(
-            f"Every judgement is {label!r}: there is no variation to agree on, so alpha, kappa and "
-            "AC1 are undefined; only observed agreement means anything."
+            f"Every judgement is {label!r}: there is no variation to agree on, so "
+            f"{_and(undefined) or 'no coefficient'} {'is' if len(undefined) == 1 else 'are'} "
+            "undefined and only observed agreement means anything."
         )
     elif result.judgements:
         label, n = max(used.items(), key=lambda kv: kv[1])
@@ -189,6 +191,10 @@ def diagnostics(result: Agreement, settings: AgreementSettings = AgreementSettin
                 f"{settings.min_judgements}): the kappas of their pairs rest on few items."
             )
     return out
+
+
+def _and(words: list[str]) -> str:
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 2 else words)
 
 
 class _Parts:
@@ -210,13 +216,19 @@ class _Parts:
         self.agree = np.where(self.m >= 2, (sq - self.m) / (np.maximum(self.m, 1) * m1), 0.0)
         self.rated = (self.m >= 1).astype(float)
         self.share = self.counts / np.where(self.m >= 1, self.m, 1)[:, None]
-        self.pairs = []  # (items both judged, their confusion-cell one-hot)
-        for j, k in combinations(range(codes.shape[1]), 2):
+        # the reviewer pairs' confusion cells: column p * q * q + a * q + b is 1 on the items
+        # where the p-th pair (j, k) said (a, b); sparse, as most reviewers judge few items
+        rows, cols = [], []
+        pairs = list(combinations(range(codes.shape[1]), 2))
+        for p, (j, k) in enumerate(pairs):
             both = np.nonzero((codes[:, j] >= 0) & (codes[:, k] >= 0))[0]
-            if both.size:
-                onehot = np.zeros((both.size, q * q))
-                onehot[np.arange(both.size), codes[both, j] * q + codes[both, k]] = 1
-                self.pairs.append((both, onehot))
+            rows.append(both)
+            cols.append(p * q * q + codes[both, j] * q + codes[both, k])
+        self.n_pairs = len(pairs)
+        self.cells = sparse.csr_matrix(
+            (np.ones(sum(r.size for r in rows)), (np.concatenate(rows or [[]]), np.concatenate(cols or [[]]))),
+            shape=(n_items, max(1, self.n_pairs * q * q)),
+        )
 
     def coefficients(self, w: np.ndarray) -> dict[str, np.ndarray]:
         """Each coefficient for each row of weights `w` (resamples x items)."""
@@ -228,8 +240,11 @@ class _Parts:
             pi = (w @ self.share) / (w @ self.rated)[:, None]
             pe = (pi * (1 - pi)).sum(axis=1) / (self.q - 1) if self.q > 1 else np.full(len(w), np.nan)
             ac1 = (observed - pe) / (1 - pe)
-            kappas = [_kappa((w[:, both] @ onehot).reshape(len(w), self.q, self.q)) for both, onehot in self.pairs]
-            kappa = _nanmean_rows(np.array(kappas).T) if kappas else np.full(len(w), np.nan)
+            if self.n_pairs:
+                confusion = np.asarray((self.cells.T @ w.T).T).reshape(len(w) * self.n_pairs, self.q, self.q)
+                kappa = _nanmean_rows(_kappa(confusion).reshape(len(w), self.n_pairs))
+            else:
+                kappa = np.full(len(w), np.nan)
         clean = {"alpha": alpha, "kappa": kappa, "ac1": ac1, "observed": observed}
         return {name: np.where(np.isfinite(v), v, np.nan) for name, v in clean.items()}
 
@@ -261,7 +276,7 @@ def _bootstrap(parts: _Parts, settings: AgreementSettings) -> dict[str, tuple[fl
     if n_items == 0 or settings.n_resamples < 1:
         return {name: (math.nan, math.nan) for name in names}
     rng = np.random.default_rng(settings.seed)
-    block = max(1, RESAMPLE_BLOCK // n_items)
+    block = max(1, RESAMPLE_BLOCK // max(n_items, parts.n_pairs * parts.q**2))  # weights, pair cells
     values: dict[str, list] = {name: [] for name in names}
     done = 0
     while done < settings.n_resamples:
@@ -295,19 +310,18 @@ def _pair_kappas(codes: np.ndarray, names: list[str]) -> list[PairKappa]:
     return out
 
 
-def _reviewer_accuracy(codes: np.ndarray, names: list[str]) -> list[ReviewerAccuracy]:
+def _reviewer_accuracy(codes: np.ndarray, counts: np.ndarray, names: list[str]) -> list[ReviewerAccuracy]:
     out = []
     for j, name in enumerate(names):
-        hits = compared = 0
         mine = np.nonzero(codes[:, j] >= 0)[0]
-        for i in mine:
-            others = Counter(int(c) for k, c in enumerate(codes[i]) if k != j and c >= 0)
-            top = others.most_common(2)
-            if not top or (len(top) == 2 and top[0][1] == top[1][1]):
-                continue
-            compared += 1
-            hits += top[0][0] == codes[i, j]
-        out.append(ReviewerAccuracy(name, int(mine.size), compared, float(hits / compared) if compared else math.nan))
+        labels = codes[mine, j]
+        others = counts[mine].copy()
+        others[np.arange(mine.size), labels] -= 1  # the consensus of the OTHER reviewers
+        top = others.max(axis=1, initial=0)
+        strict = (top > 0) & ((others == top[:, None]).sum(axis=1) == 1)
+        compared = int(strict.sum())
+        hits = int((others.argmax(axis=1)[strict] == labels[strict]).sum()) if compared else 0
+        out.append(ReviewerAccuracy(name, int(mine.size), compared, hits / compared if compared else math.nan))
     return out
 
 

@@ -3,8 +3,12 @@ inter-reviewer agreement where two reviewers decided on the same peak.
 
 A peak is (note, model version, method, template, character span); agreement is Cohen's kappa
 on kept (accept or adjust) vs rejected, for each pair of reviewers over the peaks both decided
-(webapp.lib.agreement). Decisions are made by people, so there are at most some hundred
-thousand: they are read once and tallied in Python.
+(webapp.lib.agreement). Beside it, per task and over all tasks (a peak of each task is one
+item), `ml.agreement` gives Krippendorff's alpha, mean pairwise kappa, Gwet's AC1 and observed
+agreement on the same kept/rejected labels, each with a 95% bootstrap CI over peaks, and the
+diagnostics that say when a coefficient misleads (accept-heavy decisions make kappa and alpha
+collapse while reviewers agree). Decisions are made by people, so there are at most some
+hundred thousand: they are read once and tallied in Python.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from itertools import combinations
 
 from django.contrib.auth import get_user_model
 
+from ml.agreement import Agreement, AgreementSettings, agreement
 from webapp.corpus.models import Task
+from webapp.lib import csv_export
 from webapp.lib.agreement import cohen_kappa
 from webapp.review.models import PeakDecision
 
@@ -41,6 +47,14 @@ class TaskReport:
     reviewers: int = 0
     shared_peaks: int = 0
     agreements: list = field(default_factory=list)
+    study: Agreement | None = None  # alpha, kappa, AC1, observed with CIs and diagnostics
+    votes: dict = field(default_factory=dict, repr=False)  # peak -> reviewer -> kept
+
+
+#: Labels of a decision for the agreement coefficients (accept and adjust both keep a peak).
+KEPT, REJECTED = "kept", "rejected"
+CATEGORIES = (KEPT, REJECTED)
+SETTINGS = AgreementSettings()
 
 
 def task_reports(corpus=None, model=None, method: str | None = None) -> list[TaskReport]:
@@ -57,11 +71,7 @@ def task_reports(corpus=None, model=None, method: str | None = None) -> list[Tas
     ):
         by_task[row[0]].append(row)
     tasks = Task.objects.in_bulk(list(by_task))
-    names = dict(
-        get_user_model()
-        .objects.filter(pk__in={r[7] for rs in by_task.values() for r in rs})
-        .values_list("pk", "username")
-    )
+    names = _names({r[7] for rs in by_task.values() for r in rs})
     reports = []
     for task_id, task_rows in by_task.items():
         report = TaskReport(tasks[task_id])
@@ -78,8 +88,35 @@ def task_reports(corpus=None, model=None, method: str | None = None) -> list[Tas
         report.reviewers = len({r for votes in peaks.values() for r in votes})
         report.shared_peaks = sum(1 for votes in peaks.values() if len(votes) > 1)
         report.agreements = pair_agreements(peaks, names)
+        report.votes = dict(peaks)
+        report.study = study_agreement(peaks, names)
         reports.append(report)
     return sorted(reports, key=lambda r: r.task.slug)
+
+
+def overall_agreement(reports: list[TaskReport], names: dict | None = None) -> Agreement | None:
+    """The coefficients over every task's peaks together (one item per task and peak)."""
+    votes = {(report.task.pk, *peak): v for report in reports for peak, v in report.votes.items()}
+    if not votes:
+        return None
+    if names is None:
+        names = _names({r for v in votes.values() for r in v})
+    return study_agreement(votes, names)
+
+
+def study_agreement(votes: dict, names: dict) -> Agreement:
+    """`ml.agreement` on peaks x reviewers, kept or rejected."""
+    reviewers = sorted({r for v in votes.values() for r in v})
+    table = [[_label(v.get(r)) for r in reviewers] for v in votes.values()]
+    return agreement(table, [names.get(r, str(r)) for r in reviewers], categories=CATEGORIES, settings=SETTINGS)
+
+
+def _label(kept: bool | None) -> str | None:
+    return None if kept is None else KEPT if kept else REJECTED
+
+
+def _names(pks) -> dict:
+    return dict(get_user_model().objects.filter(pk__in=pks).values_list("pk", "username"))
 
 
 def pair_agreements(peaks: dict, names: dict) -> list[PairAgreement]:
@@ -94,3 +131,39 @@ def pair_agreements(peaks: dict, names: dict) -> list[PairAgreement]:
         observed = sum(x == y for x, y in zip(a, b)) / len(a)
         out.append(PairAgreement(names.get(r1, str(r1)), names.get(r2, str(r2)), len(a), observed, cohen_kappa(a, b)))
     return out
+
+
+COEFFICIENTS = ("alpha", "kappa", "ac1", "observed")
+CSV_COLUMNS = (
+    "task",
+    "peaks",
+    "peaks_seen_by_two",
+    "reviewers",
+    "judgements",
+    "kept",
+    "rejected",
+    *(f"{name}{part}" for name in COEFFICIENTS for part in ("", "_ci_low", "_ci_high")),
+    "diagnostics",
+)
+
+
+def agreement_csv(reports: list[TaskReport], overall: Agreement | None):
+    """CSV lines (webapp.lib.csv_export) of each task's coefficients and then the overall ones."""
+    rows = [(report.task.slug, report.study) for report in reports if report.study is not None]
+    if overall is not None:
+        rows.append(("(all tasks)", overall))
+    return csv_export.csv_lines(CSV_COLUMNS, (_csv_row(name, study) for name, study in rows))
+
+
+def _csv_row(name: str, study: Agreement) -> list:
+    figures = []
+    for coefficient in COEFFICIENTS:
+        low, high = getattr(study, f"{coefficient}_ci")
+        figures += [_figure(getattr(study, coefficient)), _figure(low), _figure(high)]
+    counts = [study.items, study.pairable_items, study.reviewers, study.judgements]
+    labels = [study.labels.get(KEPT, 0), study.labels.get(REJECTED, 0)]
+    return [name, *counts, *labels, *figures, " ".join(study.diagnostics)]
+
+
+def _figure(value: float):
+    return None if value != value else csv_export.figure(value, ".4f")

@@ -5,7 +5,7 @@ plain link or form without JavaScript.
 """
 
 from django.contrib import messages
-from django.http import Http404
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -380,12 +380,21 @@ def report(request):
     model = ModelVersion.objects.filter(pk=_int(request.GET.get("model"))).first()
     method = request.GET.get("method") or None
     rows = reports.task_reports(corpus, model, method)
+    overall = reports.overall_agreement(rows)
+    csv_query = request.GET.copy()
+    csv_query["format"] = "csv"
+    if request.GET.get("format") == "csv":
+        response = StreamingHttpResponse(reports.agreement_csv(rows, overall), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="review-agreement.csv"'
+        return response
     return render(
         request,
         "review/report.html",
         {
             "nav": "review",
             "rows": rows,
+            "overall": overall,
+            "csv_url": f"{reverse('review:report')}?{csv_query.urlencode()}",
             "corpus": corpus,
             "model": model,
             "method": method,

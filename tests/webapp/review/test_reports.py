@@ -37,6 +37,19 @@ def test_the_report_counts_decisions_and_kappa_per_task(note, tasks, base, maps,
     # clara kept 3 of 4, carl 2 of 4: p_e = .75*.5 + .25*.5 = .5; kappa = (.75 - .5) / .5
     assert pair.kappa == pytest.approx(0.5)
     assert rows["presence-of-pacemaker"].agreements == [] and rows["presence-of-pacemaker"].rejected == 1
+    # the study coefficients on the same kept/rejected labels: kappa as above, with intervals
+    study = heart.study
+    assert study.kappa == pytest.approx(0.5) and study.observed == pytest.approx(0.75)
+    assert study.alpha_ci[0] <= study.alpha <= study.alpha_ci[1]
+    assert study.pairable_items == 4 and study.labels == {"kept": 5, "rejected": 3}
+    assert any("fewer than 30" in line for line in study.diagnostics)
+    overall = reports.overall_agreement(list(rows.values()))
+    assert (overall.items, overall.pairable_items, overall.judgements) == (5, 4, 9)
+    csv = "".join(reports.agreement_csv(list(rows.values()), overall)).splitlines()
+    assert csv[0].startswith("task,peaks,peaks_seen_by_two,reviewers,judgements,kept,rejected,alpha,alpha_ci_low")
+    heart_line = next(line for line in csv if line.startswith("heart-rate,"))
+    assert heart_line.startswith("heart-rate,4,4,2,8,5,3,") and ",0.5000," in heart_line
+    assert csv[-1].startswith("(all tasks),5,4,2,9,")
 
 
 def test_the_report_filters_by_corpus_and_model(note, tasks, base, dsm, maps, clinician, corpus):

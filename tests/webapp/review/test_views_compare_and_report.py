@@ -43,6 +43,13 @@ def test_the_report_lists_tasks_with_decisions(client, researcher, clinician, no
     client.force_login(researcher)
     content = client.get(reverse("review:report"), {"corpus": note.corpus_id}).content.decode()
     assert "heart rate" in content and "no shared peak" in content
+    assert 'id="agreement"' in content and "All tasks" in content
+    assert "No item was judged by two or more reviewers" in content
+    response = client.get(reverse("review:report"), {"corpus": note.corpus_id, "format": "csv"})
+    assert response["Content-Type"].startswith("text/csv")
+    lines = b"".join(response.streaming_content).decode().splitlines()
+    assert lines[0].startswith("task,peaks,") and lines[1].startswith("heart-rate,1,0,1,1,0,1,")
+    assert lines[-1].startswith("(all tasks),")
 
 
 def test_with_maps_of_one_model_only_the_page_says_which_model_lacks_them(
