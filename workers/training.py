@@ -28,21 +28,21 @@ import subprocess
 from pathlib import Path
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
 
-from workers.celery_app import app
+from webapp.lib import processes
+from workers import retrying
+from workers.celery_app import app, worker_name
 
 log = logging.getLogger(__name__)
 
-TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
 TIME_LIMIT = settings.TRAINING_TIME_LIMIT
 ROOT = Path(__file__).resolve().parent.parent
+RANKS_EXIT_SECONDS = 60  # a killed launcher's ranks: how long to wait for them to be gone
 
 
 @app.task(
     bind=True,
-    name="workers.training.run_training",
-    max_retries=3,
+    **retrying.options("workers.training.run_training"),
     soft_time_limit=TIME_LIMIT,
     time_limit=TIME_LIMIT + 600,
 )
@@ -51,9 +51,9 @@ def run_training(self, run_id: int) -> str:
     from webapp.training.models import DISTRIBUTED_KINDS
 
     try:
-        run = runs.claim(run_id, worker=self.request.hostname or "")
-    except TRANSIENT as exc:
-        raise self.retry(exc=exc, countdown=5 * 2**self.request.retries) from exc
+        run = runs.claim(run_id, worker=worker_name(self))
+    except retrying.TRANSIENT as exc:
+        retrying.retry(self, exc)
     if run is None:
         log.info("run %s: not queued (held by a live worker, finished or cancelled); nothing to do", run_id)
         return "nothing to do"
@@ -73,6 +73,8 @@ def _launch_distributed(run, launcher: str) -> str:
 
     command = [*shlex.split(launcher), str(ROOT / "manage.py"), "train_run", str(run.pk), "--claimed"]
     log.info("run %s: %s", run.pk, " ".join(command))
+    processes.become_subreaper()  # a dead launcher's ranks are re-parented here (see below)
+    before = set(processes.children())
     try:
         with Heartbeat(run):
             # The ranks write to this process's own stdout/stderr (file descriptors 1 and 2, the worker's
@@ -83,8 +85,13 @@ def _launch_distributed(run, launcher: str) -> str:
     except OSError as exc:  # no such launcher: a setting to fix, not a lost worker to retry forever
         runs.fail(run, f"TRAINING_LAUNCHER could not be started ({type(exc).__name__}: {exc.strerror}).")
         return "failed"
+    # A launcher killed outright (an operator, the OOM killer) takes its ranks with it, but not in
+    # the same instant: the run goes back to the queue only once they are gone (and reaped).
+    left = processes.reap([pid for pid in processes.children() if pid not in before], timeout=RANKS_EXIT_SECONDS)
+    if left:
+        log.warning("run %s: ranks %s still exiting after %s s", run.pk, left, RANKS_EXIT_SECONDS)
     # Both guarded by this attempt's number: a run taken over meanwhile is left alone.
-    if completed.returncode < 0:  # the launcher was killed (an operator, the OOM killer); its ranks died with it
+    if completed.returncode < 0:
         runs.requeue(
             run,
             f"The distributed launch was stopped by signal {-completed.returncode}; queued again automatically.",

@@ -31,7 +31,12 @@ training_queue_empty, world = test_training.training_queue_empty, test_training.
 TORCHRUN = f"{Path(sys.executable).parent / 'torchrun'} --standalone --nproc-per-node 2"
 STEPS = 3
 # 4 examples a step: 1 a micro-batch, 2 micro-batches on each of 2 processes or 4 on one.
-CONFIG = {"train": {**SMALL, "max_steps": STEPS, "epochs": 2.0, "effective_batch_size": 4, "checkpoint_every": 1}}
+# One micro-batch per process per step (2 x 1 x 2 processes): one process adds the two
+# micro-batches' gradients (a + b), two processes all-reduce them (a + b or b + a), and the
+# loss scale differs by the factor 2 DDP's average takes back, exactly. So the weights are
+# bit-identical on any CPU. With more micro-batches per process the association differs
+# ((a + b) + c vs a + (b + c)) and equality would hold only by luck.
+CONFIG = {"train": {**SMALL, "max_steps": STEPS, "epochs": 2.0, "effective_batch_size": 2, "checkpoint_every": 1}}
 
 
 def launch(world, *, config=CONFIG, enqueue=True):
