@@ -25,6 +25,12 @@ def _evaluation(note):
     )
 
 
+def _task():
+    from webapp.corpus.models import Task
+
+    return Task.objects.create(slug="fever", description="fever", options=["yes", "no"], origin="app")
+
+
 def _import_job(note):
     from webapp.corpus.models import ImportJob
 
@@ -38,6 +44,8 @@ def _urls(note):
         "corpus-detail": (reverse("corpus:detail", args=[note.corpus_id]), VIEWERS),
         "note": (reverse("corpus:note", args=[note.corpus_id, note.pk]), VIEWERS),
         "tasks": (reverse("corpus:tasks"), VIEWERS),
+        "task-new": (reverse("corpus:task_new"), IMPORTERS),
+        "task-edit": (reverse("corpus:task_edit", args=[_task().pk]), IMPORTERS),
         "upload": (reverse("corpus:upload"), IMPORTERS),
         "imports": (reverse("corpus:import_list"), IMPORTERS),
         "import": (reverse("corpus:import_detail", args=[_import_job(note).pk]), IMPORTERS),
@@ -74,6 +82,8 @@ def user_for(request, clinician, researcher, admin_user, norole_user):
         "corpus-detail",
         "note",
         "tasks",
+        "task-new",
+        "task-edit",
         "upload",
         "imports",
         "import",

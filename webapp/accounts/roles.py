@@ -1,8 +1,8 @@
 """Who may do what. The one place that maps roles (auth groups) to capabilities.
 
-clinician: reviews peaks. researcher: imports, launches jobs, exports. admin: everything,
-including the audit log. Views enforce these with `require()`; templates only use them to hide
-buttons. A refusal (PermissionDenied, from here or an access helper) is answered by the 403
+clinician: reviews peaks. researcher: imports, launches jobs, exports, creates, edits and retires
+tasks. admin: everything, including the audit log. Views enforce these with `require()`; templates
+only use them to hide buttons. A refusal (PermissionDenied, from here or an access helper) is answered by the 403
 handler, which writes it to the audit log (webapp.audit.views.permission_denied).
 """
 
@@ -24,6 +24,7 @@ class Capability(StrEnum):
     IMPORT = "import"
     LAUNCH = "launch"
     EXPORT = "export"
+    MANAGE_TASKS = "manage_tasks"
     AUDIT = "audit"
 
 
@@ -33,6 +34,7 @@ CAPABILITIES: dict[Capability, frozenset[Role]] = {
     Capability.IMPORT: frozenset({Role.RESEARCHER, Role.ADMIN}),
     Capability.LAUNCH: frozenset({Role.RESEARCHER, Role.ADMIN}),
     Capability.EXPORT: frozenset({Role.RESEARCHER, Role.ADMIN}),
+    Capability.MANAGE_TASKS: frozenset({Role.RESEARCHER, Role.ADMIN}),
     Capability.AUDIT: frozenset({Role.ADMIN}),
 }
 

@@ -39,6 +39,10 @@ class AuditEvent(models.Model):
         LOCKED_OUT = "locked_out", "Login locked out"
         PERMISSION_DENIED = "permission_denied", "Permission refused"
         EXPORT_AUDIT = "export_audit", "Exported the audit log"
+        CREATE_TASK = "create_task", "Created a task"
+        EDIT_TASK = "edit_task", "Edited a task"
+        RETIRE_TASK = "retire_task", "Retired a task"
+        RESTORE_TASK = "restore_task", "Brought back a retired task"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"

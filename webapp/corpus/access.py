@@ -3,7 +3,8 @@
 from django.shortcuts import get_object_or_404
 
 from webapp.accounts.roles import Capability, require
-from webapp.corpus.models import Corpus, ImportJob, Note
+from webapp.corpus.models import Corpus, ImportJob, Note, Task
+from webapp.corpus.tasks import manageable_tasks
 
 
 def corpus_for(user, corpus_id: int, capability: Capability = Capability.VIEW) -> Corpus:
@@ -19,3 +20,8 @@ def note_for(user, corpus_id: int, note_id: int) -> Note:
 def import_job_for(user, job_id: int) -> ImportJob:
     require(user, Capability.IMPORT)
     return get_object_or_404(ImportJob.objects.select_related("created_by"), pk=job_id)
+
+
+def task_for(user, task_id: int, capability: Capability = Capability.MANAGE_TASKS) -> Task:
+    require(user, capability)
+    return get_object_or_404(manageable_tasks(), pk=task_id)

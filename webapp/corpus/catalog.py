@@ -1,4 +1,8 @@
-"""Load the task catalog (`ml.catalog`) into Task rows: idempotent, all or nothing, audited."""
+"""Load the task catalog (`ml.catalog`) into Task rows: idempotent, all or nothing, audited.
+
+Tasks made in the app (origin "app", webapp.corpus.tasks) are never overwritten: a catalog entry
+with an app task's slug or description is skipped and reported as kept. A task's guideline and
+retired flag belong to the app, so a load keeps them too."""
 
 from dataclasses import dataclass, field
 
@@ -18,6 +22,7 @@ class CatalogReport:
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # entries skipped: an app-made task has their slug or description
 
 
 def sync_catalog(specs, *, actor=None, source: str = "") -> CatalogReport:
@@ -29,7 +34,18 @@ def sync_catalog(specs, *, actor=None, source: str = "") -> CatalogReport:
     try:
         with transaction.atomic():
             existing = {t.slug: t for t in Task.objects.select_for_update().filter(slug__in=[s.slug for s in specs])}
+            app_descriptions = set(
+                Task.objects.filter(origin=Task.Origin.APP, description__in=[s.description for s in specs]).values_list(
+                    "description", flat=True
+                )
+            )
             for spec in specs:
+                task = existing.get(spec.slug)
+                if (task is not None and task.origin == Task.Origin.APP) or (
+                    task is None and spec.description in app_descriptions
+                ):
+                    report.kept.append(spec.slug)
+                    continue
                 values = {
                     "description": spec.description,
                     "options": list(spec.options),
@@ -37,9 +53,8 @@ def sync_catalog(specs, *, actor=None, source: str = "") -> CatalogReport:
                     "held_out": spec.held_out,
                     "aliases": list(spec.aliases),
                 }
-                task = existing.get(spec.slug)
                 if task is None:
-                    Task.objects.create(slug=spec.slug, **values)
+                    Task.objects.create(slug=spec.slug, origin=Task.Origin.CATALOG, **values)
                     report.created.append(spec.slug)
                 elif all(getattr(task, name) == value for name, value in values.items()):
                     report.unchanged.append(spec.slug)
@@ -57,6 +72,7 @@ def sync_catalog(specs, *, actor=None, source: str = "") -> CatalogReport:
                 created=len(report.created),
                 updated=len(report.updated),
                 unchanged=len(report.unchanged),
+                kept=len(report.kept),
             )
     except IntegrityError as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else "integrity error"

@@ -125,7 +125,24 @@ class Note(models.Model):
             raise ValidationError({"text": "The note text is empty."})
 
 
+class TaskQuerySet(models.QuerySet):
+    """The one place task lists are chosen from, so scoping (per project) can be added here."""
+
+    def active(self):
+        """Tasks offered for new work (launch forms, the review queue): not retired."""
+        return self.filter(retired=False)
+
+
 class Task(TriggerCounters):
+    """A classification task. Catalog tasks (`load_task_catalog`) have their description, options,
+    group, held-out flag and aliases from the catalog file; app tasks are made on the Tasks page and
+    a catalog load never touches them (webapp.corpus.catalog). Either kind can be retired: hidden
+    from new work, kept with its data (webapp.corpus.tasks)."""
+
+    class Origin(models.TextChoices):
+        CATALOG = "catalog", "Catalog"
+        APP = "app", "Made in the app"
+
     counter_fields = ("decision_count",)
 
     slug = models.SlugField(max_length=100, unique=True)
@@ -140,6 +157,13 @@ class Task(TriggerCounters):
     # Review decisions (review.PeakDecision rows, one per reviewer and peak) of this task, kept by
     # PostgreSQL triggers (review migration 0004_task_decision_count); see webapp.corpus.stats.
     decision_count = models.BigIntegerField(default=0, db_default=0, editable=False)
+    origin = models.CharField(
+        max_length=10, choices=Origin.choices, default=Origin.CATALOG, help_text="Who owns the task's definition"
+    )
+    guideline = models.TextField(blank=True, help_text="Evidence guideline for annotators and reviewers (plain text)")
+    retired = models.BooleanField(default=False, help_text="Hidden from new jobs and the review queue; data kept")
+
+    objects = TaskQuerySet.as_manager()
 
     class Meta:
         ordering = ["slug"]

@@ -1,4 +1,5 @@
-"""Corpus pages: browse corpora and notes, the task catalog, and imports (uploaded files run as
+"""Corpus pages: browse corpora and notes, the tasks (made, edited and retired here:
+webapp.corpus.tasks), and imports (uploaded files run as
 background import jobs, webapp.corpus.import_jobs; their page polls until the job ends)."""
 
 from django.contrib import messages
@@ -8,12 +9,13 @@ from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.client_ip import client_address
 from webapp.accounts.roles import Capability, capability_required, require
-from webapp.corpus import import_jobs, search
-from webapp.corpus.access import corpus_for, import_job_for, note_for
+from webapp.corpus import import_jobs, search, tasks
+from webapp.corpus.access import corpus_for, import_job_for, note_for, task_for
 from webapp.corpus.browse import NOTES_PER_PAGE, note_page
 from webapp.corpus.forms import UploadForm
 from webapp.corpus.models import Corpus
 from webapp.corpus.stats import corpus_summaries, task_summaries
+from webapp.corpus.task_forms import TaskForm
 from webapp.lib import windows
 from webapp.lifecycle.status import JobStatus
 
@@ -56,6 +58,43 @@ def note_detail(request, corpus_id, note_id):
 @capability_required(Capability.VIEW)
 def task_list(request):
     return render(request, "corpus/task_list.html", {"nav": "tasks", "tasks": task_summaries()})
+
+
+def task_new(request):
+    require(request.user, Capability.MANAGE_TASKS)
+    form = TaskForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        task = tasks.create_task(**form.cleaned_data, actor=request.user, ip=client_address(request))
+        messages.success(request, f"Task {task.slug} created.")
+        return redirect("corpus:tasks")
+    return render(request, "corpus/task_form.html", {"nav": "tasks", "form": form, "task": None})
+
+
+def task_edit(request, task_id):
+    task = task_for(request.user, task_id)
+    form = TaskForm(request.POST or None, task=task)
+    if request.method == "POST" and form.is_valid():
+        try:
+            changed = tasks.edit_task(task, form.cleaned_data, actor=request.user, ip=client_address(request))
+        except tasks.TaskEditRefused as refused:
+            for problem in refused.problems:
+                form.add_error("options", f"Not saved: {problem}.")
+        else:
+            saved = f"Task {task.slug}: {', '.join(changed)} saved." if changed else "Nothing changed."
+            messages.success(request, saved)
+            return redirect("corpus:tasks")
+    context = {"nav": "tasks", "form": form, "task": task, "use": tasks.use_of(task)}
+    return render(request, "corpus/task_form.html", context)
+
+
+@require_POST
+def task_retire(request, task_id):
+    task = task_for(request.user, task_id)
+    retire = request.POST.get("retired") == "1"
+    if tasks.set_retired(task, retire, actor=request.user, ip=client_address(request)):
+        done = "retired: hidden from new jobs and the review queue, its data kept" if retire else "back in use"
+        messages.success(request, f"Task {task.slug} {done}.")
+    return redirect("corpus:tasks")
 
 
 def upload(request):

@@ -35,7 +35,7 @@ class BuildForm(forms.Form):
     profile = forms.ModelChoiceField(PeakProfile.objects.all(), label="Peak profile")
     mode = forms.ChoiceField(choices=DatasetVersion.Mode.choices, initial=DatasetVersion.Mode.DSM)
     tasks = forms.ModelMultipleChoiceField(
-        Task.objects.order_by("slug"), required=False, help_text="None chosen: every task that has maps"
+        Task.objects.active().order_by("slug"), required=False, help_text="None chosen: every task that has maps"
     )
     include_held_out = forms.BooleanField(
         required=False,

@@ -31,7 +31,7 @@ class EvaluationForm(forms.Form):
     )
     template = forms.ChoiceField(choices=TEMPLATE_CHOICES, initial="auto", label="Prompt template")
     tasks = forms.ModelMultipleChoiceField(
-        Task.objects.order_by("slug"),
+        Task.objects.active().order_by("slug"),
         required=False,
         widget=forms.SelectMultiple(attrs={"size": 6}),
         help_text="None chosen: every task with evidence annotations",

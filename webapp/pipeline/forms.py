@@ -43,7 +43,7 @@ class LaunchForm(forms.Form):
         label="Tasks per note",
     )
     tasks = forms.ModelMultipleChoiceField(
-        Task.objects.order_by("slug"),
+        Task.objects.active().order_by("slug"),
         required=False,
         widget=forms.SelectMultiple(attrs={"size": 8}),
         label="Task pool",
@@ -118,7 +118,7 @@ class LaunchForm(forms.Form):
         # the catalog's size, not the paper's (136): imported catalogs differ
         self.fields["sample_k"].help_text = (
             f"Random tasks per note, drawn from the pool (none chosen: the "
-            f"{Task.objects.count()} tasks in the catalog); the paper samples 9"
+            f"{Task.objects.active().count()} tasks in the catalog); the paper samples 9"
         )
 
     def clean_external_ids(self):

@@ -79,7 +79,7 @@ class JobSpec:
     def task_pool(self) -> list[Task]:
         if self.tasks:
             return sorted(self.tasks, key=lambda t: t.slug)
-        pool = Task.objects.order_by("slug")
+        pool = Task.objects.active().order_by("slug")
         return list(pool if self.include_held_out else pool.filter(held_out=False))
 
     def config(self) -> RelevanceConfig:

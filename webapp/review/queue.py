@@ -1,8 +1,8 @@
 """The review queue: the next (note, task) pair the reviewer has not finished.
 
 Order: maps of the corpus for the chosen model version, method and template (and task, if one
-is chosen), by (note id, task id), starting after the pair the reviewer is on. A pair is served
-when it has at least one peak (under the parameters in effect) that THIS reviewer has not
+is chosen; retired tasks never), by (note id, task id), starting after the pair the reviewer is
+on. A pair is served when it has at least one peak (under the parameters in effect) that THIS reviewer has not
 decided on; pairs with no peak, and pairs whose every peak the reviewer decided, are skipped.
 Each request looks at no more than SCAN maps, in keyset batches (one find_peaks_many call a
 batch), so its cost is bounded however large the corpus and however much was already reviewed;
@@ -32,7 +32,7 @@ class QueueResult:
 
 
 def selection_maps(corpus, selection):
-    maps = selection.maps().filter(note__corpus=corpus, model_version=selection.model)
+    maps = selection.maps().filter(note__corpus=corpus, model_version=selection.model, task__retired=False)
     if selection.task is not None:
         maps = maps.filter(task=selection.task)
     return maps

@@ -217,7 +217,7 @@ def for_corpus(corpus, query) -> Selection:
         _params(query, profile, errors),
         errors,
         config_key=config,
-        tasks=list(Task.objects.order_by("slug")),
+        tasks=list(Task.objects.active().order_by("slug")),
         models=models,
         methods=methods,
         templates=templates,

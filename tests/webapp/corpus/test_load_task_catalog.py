@@ -60,7 +60,7 @@ def test_it_updates_changed_tasks_by_slug(db, tmp_path):
 def test_loading_is_audited(db, tmp_path):
     load("--file", catalog_file(tmp_path, SMALL))
     event = AuditEvent.objects.get(action=AuditEvent.Action.LOAD_CATALOG)
-    assert event.details == {"file": "catalog.json", "created": 2, "updated": 0, "unchanged": 0}
+    assert event.details == {"file": "catalog.json", "created": 2, "updated": 0, "unchanged": 0, "kept": 0}
 
 
 def test_a_bad_catalog_file_is_refused(db, tmp_path):
@@ -80,3 +80,26 @@ def test_it_refuses_options_that_drop_a_label_in_use(db, tmp_path, corpus):
         load("--file", catalog_file(tmp_path, changed))
     assert Task.objects.get(slug="troponin").group == ""  # all or nothing
     assert AuditEvent.objects.filter(action=AuditEvent.Action.LOAD_CATALOG).count() == 1
+
+
+def test_a_reload_never_overwrites_a_task_made_in_the_app(db, tmp_path):
+    mine = Task.objects.create(
+        slug="heart-rate", description="frequenza cardiaca", options=["alta", "bassa"], origin=Task.Origin.APP
+    )
+    twin = Task.objects.create(slug="my-troponin", description="troponin", options=["yes", "no"], origin="app")
+    out = load("--file", catalog_file(tmp_path, SMALL))
+    assert "0 created, 0 updated, 0 unchanged, 2 kept (made in the app: heart-rate, troponin)" in out
+    mine.refresh_from_db()
+    twin.refresh_from_db()
+    assert (mine.description, mine.options, mine.origin) == ("frequenza cardiaca", ["alta", "bassa"], "app")
+    assert twin.slug == "my-troponin" and Task.objects.count() == 2
+
+
+def test_a_reload_keeps_a_catalog_tasks_guideline_and_retirement(db, tmp_path):
+    load("--file", catalog_file(tmp_path, SMALL))
+    Task.objects.filter(slug="troponin").update(guideline="any value", retired=True)
+    changed = [dict(SMALL[0]), {**SMALL[1], "options": ["measured", "not measured", "unknown"]}]
+    load("--file", catalog_file(tmp_path, changed))
+    task = Task.objects.get(slug="troponin")
+    assert (task.guideline, task.retired, task.origin) == ("any value", True, "catalog")
+    assert task.options == ["measured", "not measured", "unknown"]

@@ -72,3 +72,11 @@ def test_a_chosen_task_limits_the_queue(corpus, sel, notes, tasks, clinician):
     sel.task = tasks["pacemaker"]
     assert queue.next_pair(corpus, sel, clinician).pair == (notes[0].pk, tasks["pacemaker"].pk)
     assert queue.next_pair(corpus, sel, clinician, after=(notes[0].pk, tasks["pacemaker"].pk)).pair is None
+
+
+def test_a_retired_tasks_pairs_are_left_out_of_the_queue(corpus, sel, notes, tasks, clinician):
+    tasks["heart"].retired = True
+    tasks["heart"].save()
+    first = queue.next_pair(corpus, sel, clinician)
+    assert first.pair == (notes[0].pk, tasks["pacemaker"].pk)
+    assert queue.next_pair(corpus, sel, clinician, after=first.pair).pair is None

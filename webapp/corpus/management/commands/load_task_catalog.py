@@ -22,7 +22,8 @@ class Command(BaseCommand):
             report = sync_catalog(specs, source=source)
         except CatalogConflict as exc:
             raise CommandError(str(exc)) from exc
+        kept = f", {len(report.kept)} kept (made in the app: {', '.join(report.kept)})" if report.kept else ""
         self.stdout.write(
             f"Task catalog {source}: {len(report.created)} created, {len(report.updated)} updated, "
-            f"{len(report.unchanged)} unchanged."
+            f"{len(report.unchanged)} unchanged{kept}."
         )

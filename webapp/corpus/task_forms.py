@@ -1,0 +1,124 @@
+"""The task form of the Tasks page: what a researcher types, normalised and checked.
+
+Text is read in Unicode NFC and trimmed, as the importer reads task names and labels, and refused
+when it holds a character the importer refuses (control, invisible format, bidi control)."""
+
+import unicodedata
+
+from django import forms
+
+from ml.catalog import MAX_SLUG_LENGTH, SLUG_RE, slugify
+from webapp.corpus.models import Task
+from webapp.corpus.tasks import editable_fields, manageable_tasks
+from webapp.lib.validators import MAX_LABEL_LENGTH, hidden_character
+
+MIN_OPTIONS = 2
+
+
+def _normal(value: str, what: str) -> str:
+    value = unicodedata.normalize("NFC", value).strip()
+    hidden = hidden_character(value)
+    if hidden:
+        raise forms.ValidationError(f"The {what} contains {hidden}.")
+    return value
+
+
+class TaskForm(forms.Form):
+    description = forms.CharField(
+        max_length=500,
+        label="Description (s_T)",
+        help_text="The short description used in prompts, in the language of the corpora it runs on, e.g. 'heart rate'",
+    )
+    slug = forms.CharField(
+        max_length=MAX_SLUG_LENGTH,
+        required=False,
+        help_text="Stable id: lower-case letters, digits and hyphens; empty: made from the description",
+    )
+    options = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 5}),
+        label="Label options",
+        help_text=f"One per line, at least {MIN_OPTIONS}, in the order prompts list them",
+    )
+    group = forms.CharField(max_length=100, required=False, help_text="Clinical group, e.g. 'vital signs'")
+    held_out = forms.BooleanField(required=False, help_text="Kept out of training, evaluated separately")
+    guideline = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 6}),
+        required=False,
+        label="Evidence guideline",
+        help_text="What counts as evidence for this task; plain text, shown with its line breaks",
+    )
+
+    def __init__(self, *args, task: Task | None = None, **kwargs):
+        self.task = task
+        if task is not None:
+            kwargs.setdefault(
+                "initial",
+                {
+                    "description": task.description,
+                    "slug": task.slug,
+                    "options": "\n".join(task.options),
+                    "group": task.group,
+                    "held_out": task.held_out,
+                    "guideline": task.guideline,
+                },
+            )
+        super().__init__(*args, **kwargs)
+        if task is not None:
+            self.fields["slug"].disabled = True  # jobs, splits and exports name tasks by slug
+            self.fields["slug"].help_text = "Stable id: it cannot change"
+            for name in ("description", "options", "group", "held_out"):
+                if name not in editable_fields(task):
+                    self.fields[name].disabled = True
+                    self.fields[name].help_text = "From the task catalog: change it in the catalog file"
+
+    def _others(self):
+        tasks = manageable_tasks()
+        return tasks.exclude(pk=self.task.pk) if self.task is not None else tasks
+
+    def clean_description(self):
+        description = _normal(self.cleaned_data["description"], "description")
+        if not description:
+            raise forms.ValidationError("Write the description.")
+        if self._others().filter(description__iexact=description).exists():
+            raise forms.ValidationError(f"A task already has the description {description!r}.")
+        return description
+
+    def clean_slug(self):
+        if self.task is not None:
+            return self.task.slug
+        slug = _normal(self.cleaned_data["slug"], "slug")
+        if slug and not SLUG_RE.match(slug):
+            raise forms.ValidationError("Use lower-case letters, digits and single hyphens, e.g. 'heart-rate'.")
+        return slug
+
+    def clean_options(self):
+        options = []
+        for line in self.cleaned_data["options"].splitlines():
+            option = _normal(line, "option")
+            if not option:
+                continue
+            if len(option) > MAX_LABEL_LENGTH:
+                shown = option[:40]
+                raise forms.ValidationError(f"The option {shown!r}… is longer than {MAX_LABEL_LENGTH} characters.")
+            if option.casefold() in (o.casefold() for o in options):
+                raise forms.ValidationError(f"The option {option!r} is listed twice.")
+            options.append(option)
+        if len(options) < MIN_OPTIONS:
+            raise forms.ValidationError(f"Give at least {MIN_OPTIONS} label options, one per line.")
+        return options
+
+    def clean_group(self):
+        return _normal(self.cleaned_data["group"], "group")
+
+    def clean_guideline(self):
+        return unicodedata.normalize("NFC", self.cleaned_data["guideline"]).strip()
+
+    def clean(self):
+        data = super().clean()
+        if self.task is None and data.get("description") and not data.get("slug") and "slug" not in self.errors:
+            data["slug"] = slugify(data["description"])
+            if not data["slug"]:
+                self.add_error("slug", "The description gives no slug: write one.")
+        if self.task is None and data.get("slug") and self._others().filter(slug=data["slug"]).exists():
+            self.add_error("slug", f"A task already has the slug {data['slug']!r}.")
+        return data

@@ -1,0 +1,128 @@
+"""Tasks made, edited and retired in the app (the Tasks page), audited.
+
+Invariant: an edit never changes what a stored label means. Options that stored annotations use
+can be neither removed nor renamed (a rename is a removal plus an addition); options may be added
+or reordered, and the description, group, held-out flag and guideline edited (the audit row keeps
+the old and new description). A catalog task's definition belongs to its catalog file
+(webapp.corpus.catalog): in the app only its guideline changes. Retiring hides a task from new
+work (`Task.objects.active()`) and keeps every row that refers to it; it can be brought back.
+
+`manageable_tasks()` is the one queryset the pages choose from, so scoping (per project) goes there.
+"""
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Count
+
+from webapp.audit.log import record
+from webapp.audit.models import AuditEvent
+from webapp.corpus.models import Annotation, Task
+
+# The fields a task's definition is made of; only GUIDELINE_FIELDS change on a catalog task.
+DEFINITION_FIELDS = ("description", "options", "group", "held_out")
+GUIDELINE_FIELDS = ("guideline",)
+
+
+class TaskEditRefused(Exception):
+    """The edit would change the meaning of stored data; `problems` says what, nothing was saved."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class TaskUse:
+    """What refers to a task: annotations per label, review decisions, relevance maps."""
+
+    labels: dict[str, int]
+    decisions: int
+    maps: int
+
+    @property
+    def annotations(self) -> int:
+        return sum(self.labels.values())
+
+
+def manageable_tasks():
+    """Every task the Tasks page lists and edits (all of them, until tasks are scoped)."""
+    return Task.objects.all()
+
+
+def editable_fields(task: Task | None) -> tuple[str, ...]:
+    if task is None or task.origin == Task.Origin.APP:
+        return DEFINITION_FIELDS + GUIDELINE_FIELDS
+    return GUIDELINE_FIELDS
+
+
+def use_of(task: Task) -> TaskUse:
+    labels = dict(Annotation.objects.filter(task=task).order_by().values_list("label").annotate(n=Count("id")))
+    return TaskUse(labels=labels, decisions=task.peak_decisions.count(), maps=task.relevance_maps.count())
+
+
+def dropped_label_problems(task: Task, options: list[str]) -> list[str]:
+    """One problem per option that stored annotations use and `options` no longer holds."""
+    used = use_of(task).labels
+    return [
+        f"option {label!r} is used by {n} stored annotation{'s' if n != 1 else ''}: "
+        "it cannot be removed or renamed (add a new option instead)"
+        for label, n in sorted(used.items())
+        if label not in options
+    ]
+
+
+def create_task(*, slug, description, options, group="", held_out=False, guideline="", actor=None, ip=None) -> Task:
+    with transaction.atomic():
+        task = Task(
+            slug=slug,
+            description=description,
+            options=list(options),
+            group=group,
+            held_out=held_out,
+            guideline=guideline,
+            origin=Task.Origin.APP,
+        )
+        task.full_clean()
+        task.save()
+        record(
+            actor, AuditEvent.Action.CREATE_TASK, task, ip=ip, slug=slug, description=description, options=len(options)
+        )
+    return task
+
+
+def edit_task(task: Task, values: dict, *, actor=None, ip=None) -> list[str]:
+    """Apply `values` (field name -> value) within the task's editable fields; return the names of
+    the fields changed (none: nothing saved, nothing audited). Raises TaskEditRefused."""
+    allowed = editable_fields(task)
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=task.pk)
+        changed = [name for name in allowed if name in values and getattr(task, name) != values[name]]
+        if not changed:
+            return []
+        if "options" in changed:
+            problems = dropped_label_problems(task, values["options"])
+            if problems:
+                raise TaskEditRefused(problems)
+        details = {"slug": task.slug, "changed": changed}
+        if "description" in changed:
+            details["description"] = {"old": task.description, "new": values["description"]}
+        if "options" in changed:
+            details["options_added"] = [o for o in values["options"] if o not in task.options]
+        for name in changed:
+            setattr(task, name, values[name])
+        task.full_clean()
+        task.save()
+        record(actor, AuditEvent.Action.EDIT_TASK, task, ip=ip, **details)
+    return changed
+
+
+def set_retired(task: Task, retired: bool, *, actor=None, ip=None) -> bool:
+    """Retire (or bring back) the task; False if it already was so (nothing recorded)."""
+    with transaction.atomic():
+        if not Task.objects.filter(pk=task.pk, retired=not retired).update(retired=retired):
+            return False
+        task.retired = retired
+        action = AuditEvent.Action.RETIRE_TASK if retired else AuditEvent.Action.RESTORE_TASK
+        record(actor, action, task, ip=ip, slug=task.slug)
+    return True
