@@ -11,6 +11,7 @@ from pathlib import Path
 import dj_database_url
 from csp.constants import NONE, SELF
 
+from webapp.accounts.oidc_config import GroupRolesError, origin, parse_group_roles
 from webapp.env import ConfigError, env_bool, env_float, env_int, env_list, env_path, env_str
 from webapp.lifecycle import kinds as lifecycle_kinds
 
@@ -58,6 +59,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "webapp.accounts.oidc.SessionRefresh",  # re-checks IdP sign-ins (off while OIDC is off)
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -127,6 +129,48 @@ AXES_CLIENT_IP_CALLABLE = "webapp.accounts.client_ip.client_address"
 # A name no account has (a password typed as the username?) is kept as a keyed digest.
 AXES_USERNAME_CALLABLE = "webapp.accounts.lockout.lockout_username"
 
+# Sign-in through the hospital's identity provider (OpenID Connect, authorization code with PKCE;
+# mozilla-django-oidc; webapp/accounts/oidc.py), on when OIDC_RP_CLIENT_ID is set. The endpoints
+# are the provider's discovery document's (README "Sign-in through the identity provider").
+# OIDC_GROUP_ROLES maps IdP groups to roles, re-evaluated at every sign-in. Every
+# OIDC_RENEW_SECONDS the next GET re-checks the account at the provider (prompt=none): a disabled
+# IdP account loses its session there.
+OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID")
+OIDC_RP_CLIENT_SECRET = env_str("OIDC_RP_CLIENT_SECRET")
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "the hospital account")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_OP_AUTHORIZATION_ENDPOINT")
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT")
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT")
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT")
+OIDC_OP_LOGOUT_ENDPOINT = env_str("OIDC_OP_LOGOUT_ENDPOINT")  # end_session_endpoint; empty: ends our session only
+OIDC_RP_SIGN_ALGO = env_str("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("OIDC_RP_SCOPES", "openid email profile groups")
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+try:
+    OIDC_GROUP_ROLES = parse_group_roles(env_str("OIDC_GROUP_ROLES", "{}"))
+except GroupRolesError as exc:
+    raise ConfigError(str(exc)) from None
+OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS = env_int("OIDC_RENEW_SECONDS", 300)
+OIDC_USE_PKCE = True
+OIDC_STORE_ID_TOKEN = True  # the id_token_hint of the provider's logout
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10)
+OIDC_CALLBACK_CLASS = "webapp.accounts.oidc.CallbackView"
+OIDC_AUTHENTICATE_CLASS = "webapp.accounts.oidc.AuthenticateView"
+OIDC_OP_LOGOUT_URL_METHOD = "webapp.accounts.oidc.provider_logout_url"
+if OIDC_RP_CLIENT_ID:
+    _endpoints = {
+        "OIDC_OP_AUTHORIZATION_ENDPOINT": OIDC_OP_AUTHORIZATION_ENDPOINT,
+        "OIDC_OP_TOKEN_ENDPOINT": OIDC_OP_TOKEN_ENDPOINT,
+        "OIDC_OP_USER_ENDPOINT": OIDC_OP_USER_ENDPOINT,
+        # an HS256 token is checked with the client secret; RS256 and ES256 with the provider's keys
+        "OIDC_OP_JWKS_ENDPOINT": OIDC_OP_JWKS_ENDPOINT or OIDC_RP_SIGN_ALGO.startswith("HS"),
+    }
+    _missing = [name for name, value in _endpoints.items() if not value]
+    if _missing:
+        raise ConfigError(f"OIDC_RP_CLIENT_ID is set, so {', '.join(_missing)} must be too")
+    AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "webapp.accounts.oidc.OIDCBackend"]
+AXES_WHITELIST_CALLABLE = "webapp.accounts.oidc.is_provider_sign_in"  # the provider guards its own form
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
@@ -172,6 +216,9 @@ X_FRAME_OPTIONS = "DENY"
 # scripts and styles, no inline script, style attribute or eval. Charts are SVG drawn by the
 # server or uPlot's canvas; htmx is told not to inject its <style> nor eval (templates/base.html).
 # tests/webapp/test_content_security_policy.py scans the templates for what this would refuse.
+_FORM_ACTION = [SELF]  # and the provider's logout, where the logout form's redirect goes
+if OIDC_RP_CLIENT_ID and OIDC_OP_LOGOUT_ENDPOINT:
+    _FORM_ACTION.append(origin(OIDC_OP_LOGOUT_ENDPOINT))
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [SELF],
@@ -180,7 +227,7 @@ CONTENT_SECURITY_POLICY = {
         "connect-src": [SELF],  # htmx requests and the training charts' metrics
         "object-src": [NONE],
         "base-uri": [SELF],
-        "form-action": [SELF],
+        "form-action": _FORM_ACTION,
         "frame-ancestors": [NONE],
     },
 }

@@ -1,9 +1,11 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponsePermanentRedirect
 from django.templatetags.static import static
 from django.urls import include, path
+
+from webapp.accounts import oidc
+from webapp.accounts.views import LoginView
 
 
 @login_not_required
@@ -14,8 +16,10 @@ def favicon(request):
 
 urlpatterns = [
     path("favicon.ico", favicon, name="favicon"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", LoginView.as_view(), name="login"),
+    path("logout/", login_not_required(oidc.LogoutView.as_view()), name="logout"),
+    path("oidc/authenticate/", login_not_required(oidc.AuthenticateView.as_view()), name="oidc_authentication_init"),
+    path("oidc/callback/", login_not_required(oidc.CallbackView.as_view()), name="oidc_authentication_callback"),
     path("admin/", admin.site.urls),
     path("audit/", include("webapp.audit.urls")),
     path("corpora/", include("webapp.corpus.urls")),

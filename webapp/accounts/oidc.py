@@ -1,0 +1,220 @@
+"""Sign-in through the hospital's identity provider (OpenID Connect, authorization code with PKCE,
+through mozilla-django-oidc). On only when OIDC_RP_CLIENT_ID is set; local accounts (the embedded
+default's, a break-glass admin) keep the login form beside it.
+
+At every sign-in (and every silent re-check, SessionRefresh below) the user is found by the IdP
+account's issuer and subject (OIDCIdentity), created on the first one, and updated from the
+claims: email, names, and the role groups that OIDC_GROUP_ROLES grants from the groups claim,
+roles no longer granted removed. No granted role, or a username a local account already has,
+refuses the sign-in with a page that says why. Logins and logouts are audited by the signals in
+webapp.audit.signals; refusals, account creation and role changes here.
+
+A disabled IdP account: every OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS the next GET sends the browser
+to the provider with prompt=none; a provider that no longer knows the account answers with an
+error and the session ends there.
+"""
+
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.exceptions import SuspiciousOperation
+from django.db import transaction
+from django.http import Http404
+from django.shortcuts import render, resolve_url
+from django.urls import reverse
+from django.utils.deprecation import MiddlewareMixin
+from django.utils.functional import cached_property
+from mozilla_django_oidc import middleware, views
+from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+
+from webapp.accounts.models import OIDCIdentity
+from webapp.accounts.oidc_config import roles_for_groups
+from webapp.accounts.roles import Role
+from webapp.audit.log import client_ip, record, record_anonymous
+from webapp.audit.models import AuditEvent
+from webapp.audit.signals import MARK
+
+REFUSAL = "_oidc_refusal"  # the request attribute holding why a sign-in was refused
+
+
+def enabled() -> bool:
+    return bool(settings.OIDC_RP_CLIENT_ID)
+
+
+class SignInRefused(SuspiciousOperation):
+    """The provider vouched for the person, but this app does not let them in."""
+
+
+class OIDCBackend(OIDCAuthenticationBackend):
+    def get_or_create_user(self, access_token, id_token, payload):
+        userinfo = self.get_userinfo(access_token, id_token, payload)
+        if userinfo.get("sub") != payload.get("sub"):
+            raise SuspiciousOperation("userinfo is about another subject than the ID token")
+        claims = {**payload, **userinfo}  # Entra ID puts the groups in the ID token only
+        groups = claims.get(settings.OIDC_GROUPS_CLAIM) or []
+        roles = roles_for_groups(groups, settings.OIDC_GROUP_ROLES)
+        identity = (
+            OIDCIdentity.objects.select_related("user").filter(issuer=payload["iss"], subject=payload["sub"]).first()
+        )
+        user = identity.user if identity else None
+        if user is not None and not user.is_active:
+            self._refuse(user, "account disabled in this app", groups)
+        if user is None and roles and _taken(username_from(claims)):
+            self._refuse(username_from(claims), "username belongs to a local account", groups)
+        with transaction.atomic():
+            if user is None and roles:
+                user = self._create(claims, payload, groups)
+            if user is not None:
+                self._update(user, claims)
+                set_roles(user, roles, groups, ip=client_ip(self.request))
+        if not roles:
+            self._refuse(user or username_from(claims), "no role for these groups", groups)
+        return user
+
+    def _create(self, claims, payload, groups):
+        user = get_user_model().objects.create_user(username_from(claims))  # no usable password
+        OIDCIdentity.objects.create(user=user, issuer=payload["iss"], subject=payload["sub"])
+        record(user, AuditEvent.Action.ACCOUNT_CREATED, user, ip=client_ip(self.request), issuer=payload["iss"])
+        return user
+
+    def _update(self, user, claims):
+        fields = {
+            "email": claims.get("email") or "",
+            "first_name": (claims.get("given_name") or "")[:150],
+            "last_name": (claims.get("family_name") or "")[:150],
+        }
+        changed = [name for name, value in fields.items() if getattr(user, name) != value]
+        for name in changed:
+            setattr(user, name, fields[name])
+        if changed:
+            user.save(update_fields=changed)
+
+    def _refuse(self, who, reason: str, groups):
+        """Audit the refusal (marking the request, so the failed-login signal adds no second row)
+        and stop the sign-in; the callback shows `reason`."""
+        ip = client_ip(self.request)
+        details = {"via": "oidc", "reason": reason, "groups": _names(groups)}
+        if isinstance(who, str):
+            event = record_anonymous(who, AuditEvent.Action.LOGIN_REFUSED, ip=ip, **details)
+        else:
+            event = record(who, AuditEvent.Action.LOGIN_REFUSED, who, ip=ip, **details)
+        setattr(self.request, MARK, event)
+        setattr(self.request, REFUSAL, reason)
+        raise SignInRefused(reason)
+
+
+def is_provider_sign_in(request, credentials=None) -> bool:
+    """AXES_WHITELIST_CALLABLE: the provider's answer is no password tried here (the provider
+    guards its own form), so django-axes neither counts a refused one nor locks a ward's address
+    out of signing in."""
+    return request is not None and request.path == reverse("oidc_authentication_callback")
+
+
+def username_from(claims) -> str:
+    return str(claims.get("preferred_username") or claims["sub"])[:150]
+
+
+def _taken(username: str) -> bool:
+    return get_user_model().objects.filter(username__iexact=username).exists()
+
+
+def set_roles(user, roles: frozenset[str], groups, *, ip=None) -> None:
+    """Give `user` exactly the role groups in `roles` (admin also opens the Django admin), and
+    audit a change with the IdP groups it came from."""
+    current = set(user.groups.filter(name__in=[role.value for role in Role]).values_list("name", flat=True))
+    added, removed = sorted(set(roles) - current), sorted(current - set(roles))
+    if added:
+        user.groups.add(*[Group.objects.get_or_create(name=name)[0] for name in added])
+    if removed:
+        user.groups.remove(*Group.objects.filter(name__in=removed))
+    is_staff = Role.ADMIN.value in roles
+    if user.is_staff != is_staff:
+        user.is_staff = is_staff
+        user.save(update_fields=["is_staff"])
+    user.__dict__.pop("_dsm_roles", None)
+    if added or removed:
+        record(user, AuditEvent.Action.ROLES_CHANGED, user, ip=ip, added=added, removed=removed, groups=_names(groups))
+
+
+def _names(groups) -> list[str]:
+    groups = [groups] if isinstance(groups, str) else groups
+    return [str(group)[:100] for group in groups][:20] if isinstance(groups, list | tuple) else []
+
+
+class AuthenticateView(views.OIDCAuthenticationRequestView):
+    """Sends the browser to the provider (with a PKCE challenge); 404 while OIDC is off."""
+
+    def __init__(self, *args, **kwargs):
+        if not enabled():
+            raise Http404("Sign-in through an identity provider is not configured")
+        super().__init__(*args, **kwargs)
+
+
+class CallbackView(views.OIDCAuthenticationCallbackView):
+    """The provider's answer. A refusal or an error is a page that says why, not a bare redirect."""
+
+    def get(self, request):
+        if not enabled():
+            raise Http404("Sign-in through an identity provider is not configured")
+        return super().get(request)
+
+    def login_failure(self):
+        request = self.request
+        reason = getattr(request, REFUSAL, None)
+        error = request.GET.get("error", "")[:60]
+        if reason is None and error:
+            record_anonymous(
+                "(unknown username)", AuditEvent.Action.LOGIN_FAILED, ip=client_ip(request), via="oidc", error=error
+            )
+        context = {"provider": settings.OIDC_PROVIDER_NAME, "reason": reason, "error": error}
+        return render(request, "registration/oidc_refused.html", context, status=403)
+
+
+def provider_logout_url(request) -> str:
+    """Where logging out sends the browser (OIDC_OP_LOGOUT_URL_METHOD): the provider's
+    end_session endpoint for a user who signed in there, so their IdP session ends too; else the
+    login page."""
+    after = request.build_absolute_uri(resolve_url(settings.LOGOUT_REDIRECT_URL))
+    id_token = request.session.get("oidc_id_token")
+    if not (enabled() and settings.OIDC_OP_LOGOUT_ENDPOINT and id_token):
+        return resolve_url(settings.LOGOUT_REDIRECT_URL)
+    query = urlencode(
+        {"id_token_hint": id_token, "post_logout_redirect_uri": after, "client_id": settings.OIDC_RP_CLIENT_ID}
+    )
+    return f"{settings.OIDC_OP_LOGOUT_ENDPOINT}?{query}"
+
+
+class LogoutView(views.OIDCLogoutView):
+    """POST only, like Django's; ends the IdP session too where the provider supports it."""
+
+
+def _setting(name):
+    return property(lambda self: getattr(settings, name))
+
+
+class SessionRefresh(middleware.SessionRefresh):
+    """mozilla-django-oidc's silent re-check, reading the settings at each request (off while
+    OIDC is off), so sessions of local accounts are never touched."""
+
+    OIDC_EXEMPT_URLS = ()
+    OIDC_OP_AUTHORIZATION_ENDPOINT = _setting("OIDC_OP_AUTHORIZATION_ENDPOINT")
+    OIDC_RP_CLIENT_ID = _setting("OIDC_RP_CLIENT_ID")
+    OIDC_RP_SCOPES = _setting("OIDC_RP_SCOPES")
+    OIDC_STATE_SIZE = 32
+    OIDC_NONCE_SIZE = 32
+    OIDC_USE_NONCE = True
+    OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
+
+    def __init__(self, get_response):
+        MiddlewareMixin.__init__(self, get_response)
+
+    @cached_property
+    def exempt_urls(self):
+        return {reverse("oidc_authentication_init"), reverse("oidc_authentication_callback"), reverse("logout")}
+
+    def process_request(self, request):
+        if not enabled():
+            return None
+        return super().process_request(request)
