@@ -21,7 +21,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import SuspiciousOperation
 from django.db import transaction
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import render, resolve_url
 from django.urls import reverse
 from django.utils.deprecation import MiddlewareMixin
@@ -217,4 +217,9 @@ class SessionRefresh(middleware.SessionRefresh):
     def process_request(self, request):
         if not enabled():
             return None
-        return super().process_request(request)
+        response = super().process_request(request)
+        if response is not None and request.headers.get("HX-Request"):
+            # A poll or fragment cannot follow a redirect to the provider (another origin): the
+            # page reloads instead, and its own request makes the check.
+            return HttpResponse(status=204, headers={"HX-Refresh": "true"})
+        return response
