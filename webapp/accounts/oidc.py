@@ -37,6 +37,24 @@ from webapp.audit.models import AuditEvent
 from webapp.audit.signals import MARK
 
 REFUSAL = "_oidc_refusal"  # the request attribute holding why a sign-in was refused
+# Errors a provider answers with (OpenID Connect Core 3.1.2.6, RFC 6749 4.1.2.1); any other
+# text in the callback's URL is shown and recorded as "other", so a crafted link cannot put
+# words on our page.
+PROVIDER_ERRORS = frozenset(
+    {
+        "login_required",
+        "interaction_required",
+        "consent_required",
+        "account_selection_required",
+        "access_denied",
+        "invalid_request",
+        "unauthorized_client",
+        "unsupported_response_type",
+        "invalid_scope",
+        "server_error",
+        "temporarily_unavailable",
+    }
+)
 
 
 def enabled() -> bool:
@@ -163,7 +181,8 @@ class CallbackView(views.OIDCAuthenticationCallbackView):
     def login_failure(self):
         request = self.request
         reason = getattr(request, REFUSAL, None)
-        error = request.GET.get("error", "")[:60]
+        error = request.GET.get("error", "")
+        error = error if error in PROVIDER_ERRORS or not error else "other"
         if reason is None and error:
             record_anonymous(
                 "(unknown username)", AuditEvent.Action.LOGIN_FAILED, ip=client_ip(request), via="oidc", error=error

@@ -1,11 +1,14 @@
 """The re-check of a sign-in at the provider (SessionRefresh): when it is due, a page goes to the
 provider without a prompt, an htmx request reloads its page instead, and a local account's
-session is never sent there. (The whole round trip, with a real provider: tests/browser.)"""
+session is never sent there; the callback names a provider's error and nothing else. (The whole
+round trip, with a real provider: tests/browser/test_oidc_sign_in.py.)"""
 
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.urls import reverse
+
+from webapp.audit.models import AuditEvent
 
 IDP = "https://idp.hospital.example/realms/ward/protocol/openid-connect"
 OIDC_BACKEND = "webapp.accounts.oidc.OIDCBackend"
@@ -57,3 +60,14 @@ def test_logout_of_a_local_account_goes_to_the_login_page_not_the_provider(clien
     settings.OIDC_OP_LOGOUT_ENDPOINT = f"{IDP}/logout"
     client.force_login(clinician, backend="django.contrib.auth.backends.ModelBackend")
     assert client.post(reverse("logout"))["Location"] == reverse("login")
+
+
+def test_a_provider_error_in_the_callback_is_shown_by_name_and_any_other_text_is_not(client, oidc_on, db):
+    response = client.get(reverse("oidc_authentication_callback"), {"error": "login_required"})
+    assert response.status_code == 403
+    assert "(login_required)" in response.text
+    response = client.get(reverse("oidc_authentication_callback"), {"error": "Call 555-0100 to unlock"})
+    assert "555-0100" not in response.text
+    assert "(other)" in response.text
+    errors = AuditEvent.objects.filter(action="login_failed").values_list("details__error", flat=True)
+    assert sorted(errors) == ["login_required", "other"]
