@@ -7,10 +7,14 @@ The config is a JSON object of CausalLMConfig keys (default: the paper's DSM val
 The model is trained in fp32 weights (bf16 autocast where the precision resolves to it) and
 saved to OUT/final/; rerunning the same command resumes from OUT/checkpoint-last/.
 Multi-GPU: `accelerate launch --multi_gpu --num_processes N -m ml train ...`.
+`--plan` trains nothing: it prints, as JSON, whether the run fits on --gpus GPUs of --gpu-memory
+GB each and which setting to change (ml/training/memory.py); --model may also name one of the
+paper's models (llama3-1b, qwen3-1.7b, gemma3-4b, llama3-8b, qwen3-8b).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -23,8 +27,8 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--model-dir", default=None, help="folder of registered models (default $MODEL_DIR or var/models)"
     )
-    parser.add_argument("--pairs", required=True, help="JSONL of {prompt, answer} or of `ml examples` lines")
-    parser.add_argument("--out", required=True, help="output folder (final/ and checkpoint-last/ go there)")
+    parser.add_argument("--pairs", help="JSONL of {prompt, answer} or of `ml examples` lines (required to train)")
+    parser.add_argument("--out", help="output folder (final/ and checkpoint-last/ go there; required to train)")
     parser.add_argument("--config", default=None, help="JSON file with CausalLMConfig keys")
     parser.add_argument(
         "--mask-token",
@@ -32,6 +36,20 @@ def register(subparsers) -> None:
         help="mask token the prompts use; added to the tokenizer if missing (default: none)",
     )
     parser.add_argument("--no-resume", action="store_true", help="start over even if a checkpoint exists")
+    plan = parser.add_argument_group(
+        "memory plan (--plan; finetune, micro-batch, length, checkpointing default to --config)"
+    )
+    plan.add_argument(
+        "--plan", action="store_true", help="print whether the run fits in GPU memory (JSON), train nothing"
+    )
+    plan.add_argument("--finetune", choices=("full", "lora"), default=None)
+    plan.add_argument("--sharding", choices=("ddp", "zero2", "fsdp"), default="ddp")
+    plan.add_argument("--precision", choices=("bf16", "fp32", "bf16-master"), default=None)
+    plan.add_argument("--gpus", type=int, default=1)
+    plan.add_argument("--gpu-memory", type=float, default=141.0, help="GB per GPU (default: an H200's 141)")
+    plan.add_argument("--seq-len", type=int, default=None, help="tokens per example (default: max_length, else 2048)")
+    plan.add_argument("--micro-batch", type=int, default=None)
+    plan.add_argument("--checkpointing", action=argparse.BooleanOptionalAction, default=None)
     parser.set_defaults(func=run)
 
 
@@ -39,6 +57,10 @@ def run(args) -> int:
     from ml.commands.peaks import fail
     from ml.jsonl import JsonlError
 
+    if args.plan:
+        return _plan(args)
+    if not args.pairs or not args.out:
+        return fail(ValueError("--pairs and --out are required to train (or ask for --plan)"))
     try:
         config = _config(args.config)
         pairs = _pairs(args.pairs)
@@ -69,6 +91,34 @@ def run(args) -> int:
         file=sys.stderr,
     )
     print(result.final_dir)
+    return 0
+
+
+def _plan(args) -> int:
+    """Print the memory plan of this run as JSON (ml/training/memory.py)."""
+    from ml.commands.peaks import fail
+    from ml.training.memory import PlanError, PlanSettings, model_shape, plan
+
+    try:
+        config = _config(args.config)
+        settings = PlanSettings(
+            finetune=args.finetune or config.finetune,
+            sharding=args.sharding,
+            precision=args.precision or ("fp32" if config.precision == "fp32" else "bf16"),
+            gpus=args.gpus,
+            gpu_memory_gb=args.gpu_memory,
+            seq_len=args.seq_len or config.max_length or 2048,
+            micro_batch=args.micro_batch or (config.micro_batch_size if args.config else 1),
+            checkpointing=args.checkpointing
+            if args.checkpointing is not None
+            else (config.gradient_checkpointing if args.config else True),
+            lora_r=config.lora_r,
+            lora_targets=tuple(config.lora_target_modules) if config.lora_target_modules else None,
+        )
+        result = plan(model_shape(args.model), settings)
+    except (PlanError, ValueError, OSError) as exc:
+        return fail(exc)
+    print(json.dumps(result.to_dict(), indent=2))
     return 0
 
 

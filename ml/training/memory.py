@@ -1,0 +1,362 @@
+"""Training memory planner: will a run fit on N GPUs of a given memory, and if not, which
+setting to change. Pure arithmetic (no torch): the web app and `python -m ml train --plan`
+call it without loading a model.
+
+Per GPU, in bytes (P parameters, T trainable, N GPUs):
+
+* states, exact arithmetic (tests/ml/training/test_memory.py compares them with the tensors of
+  a trained tiny model):
+    - full fine-tuning, precision "bf16" (this trainer: fp32 weights, bf16 autocast) and
+      "fp32": weights 4P, gradients 4P, AdamW moments 8P (exp_avg + exp_avg_sq, fp32);
+      "bf16" also holds the autocast's bf16 copy of the weights during forward/backward, 2P;
+    - precision "bf16-master" (DeepSpeed bf16 / FSDP mixed precision): weights 2P, gradients 2P,
+      fp32 master weights 4P + AdamW moments 8P (counted as optimizer states);
+    - LoRA: the frozen base in its dtype (2 B a parameter in bf16, 4 in fp32) plus the adapter's
+      states as above (peft keeps adapters in fp32); T = r x (in + out) per targeted linear layer.
+      AdamW's per-tensor `step` scalars (4 B a tensor) are left out.
+* sharding: "ddp" replicates everything; "zero2" (ZeRO-2) shards gradients and optimizer states
+  (/N) and replicates the weights; "fsdp" (FSDP FULL_SHARD, ZeRO-3-like) shards all states (/N).
+* activations, ESTIMATES (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+  Transformer Models", eq. 1): a layer keeps s*b*h*(34 + 5*a*s/h) bytes of 16-bit activations
+  without recomputation (s sequence, b micro-batch, h hidden size, a heads); SDPA/flash attention
+  does not keep the s x s scores, so the 5as/h term counts only with `flash_attention=False`.
+  With full gradient checkpointing a layer keeps its input, ~2*s*b*h bytes, and one layer is
+  recomputed at a time (+ one layer's full activations). fp32 doubles them. The constant 34 was
+  derived for GPT's 4h MLP; SwiGLU models differ by some tens of percent.
+* logits: tokens x b x vocab x 4 B (fp32 for the loss), large for 150k-262k vocabularies. The
+  trainer computes logits only for the answer (`logits_to_keep`), so DSM's are far smaller;
+  `logit_tokens=None` counts the whole sequence (continual pretraining), an upper bound.
+* headroom: 10% of the above + 1 GiB (CUDA context, allocator fragmentation).
+
+A plan that does not fit names the first change, in this fixed order, that makes it fit
+(SUGGESTION_ORDER): gradient checkpointing; a smaller micro-batch (the largest that fits; the
+effective batch stays, by more accumulation); ZeRO-2; FSDP; more GPUs (doubling, up to 64); more
+GPUs with ZeRO-2; more GPUs with FSDP; LoRA (r from the settings). Each keeps the other settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+GB = 10**9  # GPU memory is sold in decimal GB (an H200: 141 GB)
+GIB = 2**30
+H200_GB = 141.0
+FINETUNE = ("full", "lora")
+SHARDING = ("ddp", "zero2", "fsdp")
+PRECISION = ("bf16", "fp32", "bf16-master")
+ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+HEADROOM_FRACTION = 0.10
+HEADROOM_BYTES = GIB
+MAX_GPUS = 64
+SUGGESTION_ORDER = (
+    "gradient checkpointing",
+    "smaller micro-batch",
+    "ZeRO-2",
+    "FSDP",
+    "more GPUs",
+    "more GPUs with ZeRO-2",
+    "more GPUs with FSDP",
+    "LoRA",
+)
+
+
+class PlanError(ValueError):
+    """Settings or a model config the planner cannot use."""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What memory depends on in a decoder-only transformer (Llama, Qwen2, Qwen3, Gemma 3)."""
+
+    name: str
+    hidden_size: int
+    num_hidden_layers: int
+    intermediate_size: int
+    vocab_size: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    tie_word_embeddings: bool
+    qkv_bias: bool = False  # Qwen2: biases on q, k and v
+    o_bias: bool = False  # Llama's attention_bias: biases on q, k, v and o
+    qk_norm: bool = False  # Qwen3, Gemma 3: RMSNorm over each head's q and k
+    norms_per_layer: int = 2  # Gemma 3: 4 (before and after attention and MLP)
+
+    @classmethod
+    def from_config(cls, config: dict, name: str = "") -> ModelShape:
+        """From a Hugging Face config.json dict (a multimodal one's text_config: the language
+        model only). The family's layout follows its model_type."""
+        if "text_config" in config and "hidden_size" not in config:
+            config = {**config["text_config"], "tie_word_embeddings": config.get("tie_word_embeddings", True)}
+        model_type = config.get("model_type", "")
+        try:
+            heads = config["num_attention_heads"]
+            bias = bool(config.get("attention_bias", model_type == "qwen2"))
+            return cls(
+                name=name or config.get("_name_or_path", "") or model_type,
+                hidden_size=config["hidden_size"],
+                num_hidden_layers=config["num_hidden_layers"],
+                intermediate_size=config["intermediate_size"],
+                vocab_size=config["vocab_size"],
+                num_attention_heads=heads,
+                num_key_value_heads=config.get("num_key_value_heads") or heads,
+                head_dim=config.get("head_dim") or config["hidden_size"] // heads,
+                tie_word_embeddings=bool(config.get("tie_word_embeddings", model_type.startswith("gemma"))),
+                qkv_bias=bias,
+                o_bias=bias and model_type != "qwen2",
+                qk_norm=model_type in ("qwen3", "gemma3", "gemma3_text"),
+                norms_per_layer=4 if model_type.startswith("gemma") else 2,
+            )
+        except KeyError as exc:
+            raise PlanError(f"the model config lacks {exc.args[0]!r}") from exc
+
+    def linear_layers(self) -> dict[str, tuple[int, int]]:
+        """{name: (in_features, out_features)} of one decoder layer's linear layers."""
+        h, i = self.hidden_size, self.intermediate_size
+        q, kv = self.num_attention_heads * self.head_dim, self.num_key_value_heads * self.head_dim
+        return {
+            "q_proj": (h, q),
+            "k_proj": (h, kv),
+            "v_proj": (h, kv),
+            "o_proj": (q, h),
+            "gate_proj": (h, i),
+            "up_proj": (h, i),
+            "down_proj": (i, h),
+        }
+
+    def parameters(self) -> int:
+        """Exact parameter count (tied embeddings counted once)."""
+        linear = self.linear_layers()
+        layer = sum(a * b for a, b in linear.values())
+        if self.qkv_bias:
+            layer += linear["q_proj"][1] + linear["k_proj"][1] + linear["v_proj"][1]
+        if self.o_bias:
+            layer += self.hidden_size
+        layer += self.norms_per_layer * self.hidden_size + (2 * self.head_dim if self.qk_norm else 0)
+        embeddings = self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+        return self.num_hidden_layers * layer + embeddings + self.hidden_size  # + the final norm
+
+    def lora_parameters(self, r: int, targets: tuple[str, ...] | None = None) -> int:
+        """Adapter parameters: r x (in + out) per targeted linear layer (None: all linear layers
+        but the output head, peft's "all-linear")."""
+        linear = self.linear_layers()
+        targets = ALL_LINEAR if targets is None else tuple(targets)
+        unknown = sorted(set(targets) - set(linear))
+        if unknown:
+            raise PlanError(f"unknown LoRA target module(s) {unknown}; known: {', '.join(linear)}")
+        return self.num_hidden_layers * sum(r * sum(linear[t]) for t in targets)
+
+
+# The paper's five models, from each model's published config.json on the Hugging Face hub
+# (meta-llama/Llama-3.2-1B, Qwen/Qwen3-1.7B, google/gemma-3-4b-pt text_config,
+# meta-llama/Llama-3.1-8B, Qwen/Qwen3-8B). Gemma 3 4B: the language model only (3.88B of 4.3B;
+# the vision tower is not trained on text).
+PAPER_MODELS = {
+    "llama3-1b": ModelShape("llama3-1b", 2048, 16, 8192, 128256, 32, 8, 64, True),
+    "qwen3-1.7b": ModelShape("qwen3-1.7b", 2048, 28, 6144, 151936, 16, 8, 128, True, qk_norm=True),
+    "gemma3-4b": ModelShape("gemma3-4b", 2560, 34, 10240, 262208, 8, 4, 256, True, qk_norm=True, norms_per_layer=4),
+    "llama3-8b": ModelShape("llama3-8b", 4096, 32, 14336, 128256, 32, 8, 128, False),
+    "qwen3-8b": ModelShape("qwen3-8b", 4096, 36, 12288, 151936, 32, 8, 128, False, qk_norm=True),
+}
+
+
+def model_shape(model: str) -> ModelShape:
+    """A paper model's name, or a folder holding a config.json."""
+    if model.lower() in PAPER_MODELS:
+        return PAPER_MODELS[model.lower()]
+    config = Path(model) / "config.json"
+    if not config.is_file():
+        raise PlanError(f"{model!r} is neither a model folder with a config.json nor one of {', '.join(PAPER_MODELS)}")
+    return ModelShape.from_config(json.loads(config.read_text(encoding="utf-8")), name=Path(model).name)
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """A training setup. Defaults: the paper's DSM on one H200 (full, bf16, micro-batch 1)."""
+
+    finetune: str = "full"  # "full" (paper, DSM) or "lora"
+    sharding: str = "ddp"  # "ddp" (replicated), "zero2" (grads + optimizer sharded), "fsdp" (all)
+    precision: str = "bf16"  # "bf16": fp32 weights + bf16 autocast (this trainer); "fp32"; "bf16-master"
+    gpus: int = 1
+    gpu_memory_gb: float = H200_GB  # per GPU, decimal GB
+    seq_len: int = 2048  # tokens per example (docs/METHOD.md gives no length; the GPU auto default is 8192)
+    micro_batch: int = 1  # examples per forward pass and GPU
+    checkpointing: bool = True  # full gradient checkpointing (one layer recomputed at a time)
+    lora_r: int = 32  # paper (SFT): r 32
+    lora_targets: tuple[str, ...] | None = None  # None: all linear layers but the output head
+    logit_tokens: int | None = None  # positions with logits; None: the whole sequence (upper bound)
+    flash_attention: bool = True  # SDPA / flash: no s x s attention scores kept
+
+    def __post_init__(self):
+        for value, allowed, what in (
+            (self.finetune, FINETUNE, "finetune"),
+            (self.sharding, SHARDING, "sharding"),
+            (self.precision, PRECISION, "precision"),
+        ):
+            if value not in allowed:
+                raise PlanError(f"{what} must be one of {allowed}, got {value!r}")
+        if self.gpus < 1 or self.micro_batch < 1 or self.seq_len < 1 or self.lora_r < 1:
+            raise PlanError("gpus, micro_batch, seq_len and lora_r must be >= 1")
+        if not self.gpu_memory_gb > 0:
+            raise PlanError(f"gpu_memory_gb must be > 0, got {self.gpu_memory_gb}")
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Bytes per GPU, broken down; `fits` when total <= capacity."""
+
+    model: str
+    parameters: int
+    trainable: int
+    settings: PlanSettings
+    weights: int  # trained weights and the frozen base, in their dtype
+    weight_casts: int  # bf16 autocast copies of fp32 weights
+    gradients: int
+    optimizer: int  # AdamW moments (+ fp32 master weights for bf16-master)
+    activations: int  # estimate
+    logits: int  # estimate
+    headroom: int
+    capacity: int
+    suggestion: str | None = None  # the first change (SUGGESTION_ORDER) that fits
+    suggested: PlanSettings | None = None
+
+    @property
+    def states(self) -> int:
+        return self.weights + self.gradients + self.optimizer
+
+    @property
+    def total(self) -> int:
+        return self.states + self.weight_casts + self.activations + self.logits + self.headroom
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.capacity
+
+    def to_dict(self) -> dict:
+        parts = ("weights", "weight_casts", "gradients", "optimizer", "activations", "logits", "headroom")
+        return {
+            "model": self.model,
+            "parameters": self.parameters,
+            "trainable": self.trainable,
+            "settings": dataclasses.asdict(self.settings),
+            "per_gpu_gb": {**{p: _gb(getattr(self, p)) for p in parts}, "total": _gb(self.total)},
+            "gpu_memory_gb": self.settings.gpu_memory_gb,
+            "fits": self.fits,
+            "suggestion": self.suggestion,
+            "suggested_settings": dataclasses.asdict(self.suggested) if self.suggested else None,
+        }
+
+    def summary(self) -> str:
+        """One line: 'memory: X GB per GPU of Y: fits' or '...: does not fit: <suggestion>'."""
+        head = f"memory: {_gb(self.total)} GB per GPU of {self.settings.gpu_memory_gb:g}"
+        if self.fits:
+            return f"{head}: fits"
+        return f"{head}: does not fit: {self.suggestion or 'no single change in the planner makes it fit'}"
+
+
+def _gb(n: int) -> float:
+    return round(n / GB, 1)
+
+
+def estimate(shape: ModelShape, settings: PlanSettings, *, parameters: int | None = None) -> MemoryPlan:
+    """The plan for these settings, without a suggestion. `parameters`: a loaded model's exact
+    count (sum of p.numel()), when it differs from the shape's (e.g. a resized vocabulary)."""
+    s = settings
+    n = s.gpus
+    total_params = shape.parameters() if parameters is None else parameters
+    half = s.precision != "fp32"
+    if s.finetune == "full":
+        trainable, frozen = total_params, 0
+    else:
+        trainable = shape.lora_parameters(s.lora_r, s.lora_targets)
+        frozen = total_params
+    if s.precision == "bf16-master":
+        w, g, o, casts = 2 * trainable, 2 * trainable, 12 * trainable, 0
+    else:  # fp32 weights (also under autocast), fp32 grads, fp32 AdamW moments
+        w, g, o = 4 * trainable, 4 * trainable, 8 * trainable
+        casts = 2 * trainable if s.precision == "bf16" else 0
+    w += frozen * (2 if half else 4)
+    if s.sharding == "zero2":
+        g, o = g // n, o // n
+    elif s.sharding == "fsdp":
+        w, g, o, casts = w // n, g // n, o // n, casts // n
+    act = _activations(shape, s)
+    tokens = s.seq_len if s.logit_tokens is None else s.logit_tokens
+    logits = tokens * s.micro_batch * shape.vocab_size * 4
+    headroom = int(HEADROOM_FRACTION * (w + casts + g + o + act + logits)) + HEADROOM_BYTES
+    return MemoryPlan(
+        shape.name, total_params, trainable, s, w, casts, g, o, act, logits, headroom, int(s.gpu_memory_gb * GB)
+    )
+
+
+def _activations(shape: ModelShape, s: PlanSettings) -> int:
+    sbh = s.seq_len * s.micro_batch * shape.hidden_size
+    full_layer = 34 * sbh
+    if not s.flash_attention:
+        full_layer += 5 * shape.num_attention_heads * s.seq_len * s.seq_len * s.micro_batch
+    if s.checkpointing:
+        per_model = shape.num_hidden_layers * 2 * sbh + full_layer
+    else:
+        per_model = shape.num_hidden_layers * full_layer
+    return per_model * (2 if s.precision == "fp32" else 1)
+
+
+def _candidates(s: PlanSettings):
+    """(description, settings) in SUGGESTION_ORDER; each changes the given settings only."""
+    replace = dataclasses.replace
+    if not s.checkpointing:
+        yield "enable gradient checkpointing", replace(s, checkpointing=True)
+    b = s.micro_batch // 2
+    while b >= 1:
+        yield f"micro-batch {b} (more accumulation steps, same effective batch)", replace(s, micro_batch=b)
+        b //= 2
+    if s.sharding == "ddp" and s.gpus > 1:
+        yield f"shard gradients and optimizer states with ZeRO-2 over the {s.gpus} GPUs", replace(s, sharding="zero2")
+    if s.sharding != "fsdp" and s.gpus > 1:
+        yield f"shard all states with FSDP over the {s.gpus} GPUs", replace(s, sharding="fsdp")
+    for sharding in dict.fromkeys((s.sharding, "zero2", "fsdp")):
+        if s.sharding == "fsdp" and sharding == "zero2":
+            continue
+        gpus = s.gpus * 2
+        while gpus <= MAX_GPUS:
+            how = "" if sharding == s.sharding else f" with {'ZeRO-2' if sharding == 'zero2' else 'FSDP'}"
+            yield f"{gpus} GPUs{how}", replace(s, gpus=gpus, sharding=sharding)
+            gpus *= 2
+    if s.finetune == "full":
+        yield f"LoRA (r {s.lora_r}) instead of full fine-tuning", replace(s, finetune="lora")
+
+
+def plan(shape: ModelShape, settings: PlanSettings, *, parameters: int | None = None) -> MemoryPlan:
+    """`estimate`, plus, when it does not fit, the first candidate change that fits."""
+    result = estimate(shape, settings, parameters=parameters)
+    if result.fits:
+        return result
+    for description, changed in _candidates(settings):
+        other = estimate(shape, changed, parameters=parameters)
+        if other.fits:
+            return dataclasses.replace(
+                result, suggestion=f"{description}: {_gb(other.total)} GB per GPU", suggested=changed
+            )
+    return result
+
+
+def paper_table(gpus=(1, 2, 8), gpu_memory_gb: float = H200_GB, seq_len: int = 2048) -> str:
+    """The README's Markdown table: the paper's five models, full DSM (bf16 autocast over fp32
+    weights, AdamW, gradient checkpointing, micro-batch 1), per-GPU GB by sharding."""
+    lines = [
+        "| model | parameters | GPUs | DDP | ZeRO-2 | FSDP |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, shape in PAPER_MODELS.items():
+        for n in gpus:
+            cells = []
+            for sharding in SHARDING:
+                p = estimate(
+                    shape, PlanSettings(sharding=sharding, gpus=n, gpu_memory_gb=gpu_memory_gb, seq_len=seq_len)
+                )
+                cells.append(f"{_gb(p.total)} {'fits' if p.fits else '**no**'}")
+            lines.append(f"| {name} | {shape.parameters() / 1e9:.2f}B | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
