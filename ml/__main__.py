@@ -14,6 +14,7 @@ COMMANDS = {
     "peaks": "find relevance peaks (groups) in relevance JSONL",
     "examples": "build masked training examples from peaks JSONL",
     "localisation": "measure how relevance localises gold evidence spans",
+    "faithfulness": "faithfulness of relevance maps without gold: AOPC, deletion/insertion, with CIs",
     "synth": "generate a synthetic emergency-department corpus with gold labels",
     "train": "fine-tune a causal LM on prompt/answer pairs (DSM, continual pretraining)",
     "agreement": "inter-reviewer agreement (alpha, kappa, AC1, observed) of a judgements CSV, with CIs",

@@ -1,0 +1,122 @@
+"""`python -m ml faithfulness`: how much hiding a map's top tokens changes the prediction (no gold).
+
+Reads notes JSONL as `python -m ml relevance` does (id, text, optional "tasks"), draws --pairs
+(note, task) pairs (seeded), computes each --method's map with ml.relevance and scores it with
+ml.faithfulness: comprehensiveness and sufficiency at each fraction and their AOPC, deletion and
+insertion curves, the random baseline, each with a 95% bootstrap CI over pairs, and the forward
+passes used. Prints one JSON object ("pairs" only with --per-pair).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+from ml.commands.relevance import read_notes, read_tasks
+from ml.faithfulness import FRACTIONS, NEUTRAL, QUANTITIES, FaithfulnessConfig
+from ml.relevance import DTYPES, EXPLAIN, METHODS, NORMALISE, TRUNCATE, ConfigError, RelevanceConfig
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "faithfulness", help="faithfulness of relevance maps (AOPC, deletion/insertion)", description=__doc__
+    )
+    p.add_argument("--notes", required=True, help="notes JSONL (id, text, optional tasks)")
+    p.add_argument("--model", default="smollm2-135m-instruct", help="registry name, model folder or cached hub id")
+    p.add_argument("--model-dir", default=None, help="where registry models live (default: $MODEL_DIR or var/models)")
+    p.add_argument("--task", action="append", default=[], help="task description s_T (repeatable)")
+    p.add_argument("--tasks-file", help="file with one task description per line")
+    p.add_argument(
+        "--method", action="append", choices=METHODS, default=None, help="repeatable (default attnlrp); compared"
+    )
+    p.add_argument("--explain", choices=[e for e in EXPLAIN if e != "contrastive"], default="next")
+    p.add_argument("--template", default="en")
+    p.add_argument("--normalise", choices=NORMALISE, default="abs", help="abs ranks |r|; clip ranks positive r")
+    p.add_argument("--truncate", choices=TRUNCATE, default="right")
+    p.add_argument("--max-note-tokens", type=int, default=None)
+    p.add_argument("--pairs", type=int, default=100, help="(note, task) pairs drawn (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="pair draw, random baseline and bootstrap (default 0)")
+    p.add_argument("--fractions", default=",".join(map(str, FRACTIONS)), help="comma-separated (default %(default)s)")
+    p.add_argument("--neutral", choices=NEUTRAL, default="pad", help="replacement token (default pad)")
+    p.add_argument("--quantity", choices=QUANTITIES, default="logprob")
+    p.add_argument("--n-resamples", type=int, default=1000)
+    p.add_argument("--batch-size", type=int, default=None, help="prompts per relevance pass (default: auto)")
+    p.add_argument("--per-pair", action="store_true", help="include every pair's values")
+    p.add_argument("--device", default=None)
+    p.add_argument("--dtype", default=None, choices=[d for d in DTYPES if d != "auto"])
+    p.add_argument("--allow-download", action="store_true")
+    p.set_defaults(func=run)
+
+
+def draw_pairs(notes: list[dict], tasks: list[str], n: int, seed: int) -> list[tuple[dict, str]]:
+    """Every (note, task) pair (a note's own tasks replace the given ones), then n drawn
+    without replacement (seeded), in file order."""
+    pairs = []
+    for note in notes:
+        if not note["text"].strip():
+            continue
+        for task in note["tasks"] if note["tasks"] is not None else tasks:
+            pairs.append((note, task))
+    if not pairs:
+        raise SystemExit("no (note, task) pair: give --task, --tasks-file or notes with tasks")
+    if n < len(pairs):
+        chosen = np.sort(np.random.default_rng(seed).choice(len(pairs), size=n, replace=False))
+        pairs = [pairs[i] for i in chosen]
+    return pairs
+
+
+def run(args) -> int:
+    from ml.faithfulness import faithfulness
+    from ml.models import load_model, pick_device
+    from ml.relevance import preferred_dtype
+
+    try:
+        relevance = RelevanceConfig(
+            method=(args.method or ["attnlrp"])[0],
+            explain=args.explain,
+            normalise=args.normalise,
+            template=args.template,
+            truncate=args.truncate,
+            max_note_tokens=args.max_note_tokens,
+            dtype=args.dtype or "auto",
+        )
+        config = FaithfulnessConfig(
+            fractions=tuple(float(f) for f in args.fractions.split(",") if f.strip()),
+            neutral=args.neutral,
+            quantity=args.quantity,
+            seed=args.seed,
+            n_resamples=args.n_resamples,
+        )
+    except ConfigError as exc:
+        print(f"--{exc.field.replace('_', '-')}: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"faithfulness: {exc}", file=sys.stderr)
+        return 2
+    pairs = draw_pairs(read_notes(args.notes), read_tasks(args), args.pairs, args.seed)
+    device = pick_device(args.device)
+    loaded = load_model(
+        args.model,
+        model_dir=args.model_dir,
+        device=device,
+        dtype=args.dtype or preferred_dtype(device),
+        allow_download=args.allow_download,
+    )
+    result = faithfulness(
+        loaded,
+        [n["text"] for n, _ in pairs],
+        [t for _, t in pairs],
+        [(n["id"], t) for n, t in pairs],
+        args.method or ["attnlrp"],
+        relevance,
+        config,
+        batch_size=args.batch_size,
+    ).as_dict()
+    if not args.per_pair:
+        result.pop("pairs")
+    result["model"] = loaded.label
+    result["relevance_config"] = {m: {**relevance.to_dict(), "method": m} for m in args.method or ["attnlrp"]}
+    print(json.dumps(result, allow_nan=True))
+    return 0

@@ -1,0 +1,225 @@
+"""ml.faithfulness: exact values on a linear toy, random maps at the random baseline, the batched
+model scorer against a plain loop, the forward-pass budget, and the command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ml.faithfulness import (
+    FRACTIONS,
+    FaithfulnessConfig,
+    ModelScorer,
+    PairInput,
+    evaluate,
+    model_pairs,
+    n_kept,
+    neutral_token_id,
+)
+from ml.relevance import RelevanceConfig, compute_relevance
+from tests.ml.conftest import build_loaded
+
+NOTES = [
+    "Vital signs: heart rate 130 bpm, tachycardic, blood pressure 110/70 mmHg.",
+    "He has a pacemaker since 2019 and takes amlodipine for hypertension.",
+    "The patient denies chest pain. Temperature 38.5 C, oxygen saturation 91%.",
+]
+
+
+class Linear:
+    """F = the sum of w over the tokens kept; counts its rows."""
+
+    def __init__(self, w):
+        self.w = np.asarray(w, dtype=np.float64)
+        self.rows = 0
+
+    def __call__(self, replace):
+        self.rows += len(replace)
+        return (~replace * self.w).sum(1)
+
+
+def toy_pairs(n_pairs=60, n_tokens=40, seed=1):
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for i in range(n_pairs):
+        w = rng.exponential(size=n_tokens)
+        maps = {"exact": w, "reversed": -w, "random": rng.random(n_tokens)}
+        pairs.append(PairInput((f"n{i}", "t"), Linear(w), maps))
+    return pairs
+
+
+def test_the_linear_toy_gives_the_hand_computed_values_and_its_own_weights_rank_best():
+    w = np.array([5.0, 1.0, 3.0, 0.5, 2.0, 4.0, 0.25, 1.5, 0.75, 6.0])
+    pair = PairInput(("n", "t"), Linear(w), {"exact": w, "reversed": -w})
+    record = evaluate([pair], FaithfulnessConfig(n_resamples=10)).pairs[0]
+    top = np.sort(w)[::-1]
+    ks = [n_kept(10, f) for f in FRACTIONS]
+    assert ks == [1, 1, 2, 3, 5]
+    comprehensiveness = [top[:k].sum() for k in ks]  # removing the top k loses exactly their weight
+    sufficiency = [top[k:].sum() for k in ks]  # keeping only them loses the rest
+    exact = record["methods"]["exact"]
+    assert record["full"] == w.sum()
+    assert exact["comprehensiveness"] == pytest.approx(comprehensiveness, abs=1e-12)
+    assert exact["sufficiency"] == pytest.approx(sufficiency, abs=1e-12)
+    assert exact["deletion"] == pytest.approx([w.sum() - c for c in comprehensiveness], abs=1e-12)
+    assert exact["insertion"] == pytest.approx([top[:k].sum() for k in ks], abs=1e-12)
+    assert exact["aopc_comprehensiveness"] == pytest.approx(np.mean(comprehensiveness), abs=1e-12)
+    reversed_ = record["methods"]["reversed"]
+    assert reversed_["comprehensiveness"] == pytest.approx([top[::-1][:k].sum() for k in ks], abs=1e-12)
+
+
+def test_the_exact_map_has_the_highest_comprehensiveness_above_random():
+    summary = evaluate(toy_pairs(), FaithfulnessConfig(n_resamples=300)).summary
+    exact, random_map = summary["methods"]["exact"], summary["methods"]["random"]
+    reversed_ = summary["methods"]["reversed"]
+    # For a linear F the top k by w is the k-subset of largest weight: no ranking removes more.
+    assert exact["aopc_comprehensiveness"] > random_map["aopc_comprehensiveness"] > reversed_["aopc_comprehensiveness"]
+    assert exact["aopc_comprehensiveness_ci"][0] > summary["random"]["aopc_comprehensiveness_ci"][1]
+    assert exact["aopc_sufficiency"] < random_map["aopc_sufficiency"] < reversed_["aopc_sufficiency"]
+    assert exact["aopc_sufficiency_ci"][1] < summary["random"]["aopc_sufficiency_ci"][0]
+
+
+def test_random_maps_score_like_the_random_baseline():
+    summary = evaluate(toy_pairs(n_pairs=200, seed=3), FaithfulnessConfig(n_resamples=500)).summary
+    random_map, baseline = summary["methods"]["random"], summary["random"]
+    for kind in ("aopc_comprehensiveness", "aopc_sufficiency"):
+        low, high = baseline[f"{kind}_ci"]
+        assert low <= random_map[kind] <= high
+        low, high = random_map[f"{kind}_ci"]
+        assert low <= baseline[kind] <= high
+    assert np.sum(baseline["pairs_per_cell"]) == 200 and np.ptp(baseline["pairs_per_cell"]) == 0
+
+
+def test_every_pair_costs_one_full_row_ten_per_method_and_one_random_row():
+    pairs = toy_pairs(n_pairs=100)
+    for p in pairs:
+        p.maps = {"exact": p.maps["exact"]}
+    result = evaluate(pairs, FaithfulnessConfig(n_resamples=10))
+    assert result.forward_passes == sum(p.scorer.rows for p in pairs) == 100 * 12
+    assert result.as_dict()["forward_passes_per_pair"] == 12
+
+
+# ---- a tiny language model ----
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    import torch
+
+    torch.set_num_threads(1)  # shared cores
+    return build_loaded("llama")
+
+
+def plain_value(loaded, enc, ids, explained):
+    """F of one prompt, the textbook way: the whole logits, log-softmax, the explained ids."""
+    import torch
+
+    with torch.no_grad():
+        logits = loaded.model(input_ids=torch.tensor([ids])).logits[0].double()
+    logp = torch.log_softmax(logits, dim=-1)
+    n = len(explained)
+    return float(sum(logp[len(ids) - n + j, t] for j, t in enumerate(explained)))
+
+
+@pytest.mark.parametrize("explain", ["next", "target", "span"])
+def test_the_batched_scorer_equals_a_plain_loop_one_perturbation_at_a_time(loaded, explain):
+    """Tolerance: the batched pass and the plain pass run the same fp32 arithmetic in a
+    different order (batched matmuls, logits_to_keep), so each logit may differ by a few
+    units of fp32 rounding of its magnitude; a log-probability adds the log-sum-exp, of the
+    same magnitude. 64 x eps(fp32) x (1 + max |logit|) per explained token bounds that with a
+    wide margin while a wrong token or position (differences >= 1e-2 here) cannot pass."""
+    import torch
+
+    config = RelevanceConfig(method="grad_input", explain=explain)
+    scorer = ModelScorer(loaded, NOTES[0], "heart rate", config, neutral_id=neutral_token_id(loaded.tokenizer))
+    n = scorer.n_tokens
+    rng = np.random.default_rng(0)
+    replace = rng.random((12, n)) < 0.3
+    replace[0] = False
+    batched = scorer(replace)
+    enc = scorer.enc
+    with torch.no_grad():
+        full_logits = loaded.model(input_ids=torch.tensor([enc.input_ids])).logits[0]
+    explained = enc.task_ids if explain == "span" else [enc.target_id]
+    if explain == "next":
+        explained = [int(full_logits[-1].argmax())]
+    scale = 1 + float(full_logits.abs().max())
+    tolerance = 64 * float(np.finfo(np.float32).eps) * scale * len(explained)
+    for row, value in zip(replace, batched):
+        ids = list(enc.input_ids)
+        for i in enc.note_index[row]:
+            ids[i] = scorer.neutral_id
+        assert abs(value - plain_value(loaded, enc, ids, explained)) <= tolerance
+
+
+def test_a_hundred_model_pairs_cost_at_most_twelve_forward_passes_each_beyond_the_map(loaded):
+    notes = [NOTES[i % 3] for i in range(100)]
+    tasks = [("heart rate", "presence of pacemaker", "body temperature", "clinical finding")[i % 4] for i in range(100)]
+    keys = [(f"n{i}", t) for i, t in enumerate(tasks)]
+    config = RelevanceConfig(method="grad_input")
+    maps = {"grad_input": compute_relevance(loaded, notes, tasks, config)}
+    rows = []
+    handle = loaded.model.register_forward_hook(
+        lambda _m, args, kwargs, _o: rows.append(len(kwargs["input_ids"])), with_kwargs=True
+    )
+    try:
+        result = evaluate(model_pairs(loaded, notes, tasks, keys, maps, config), FaithfulnessConfig(n_resamples=50))
+    finally:
+        handle.remove()
+    assert sum(rows) == result.forward_passes <= 12 * 100
+    assert len(rows) == result.forward_calls == 100  # one batched forward call per pair
+    summary = result.summary["methods"]["grad_input"]
+    assert np.isfinite(summary["aopc_comprehensiveness"]) and len(summary["deletion"]) == len(FRACTIONS)
+
+
+def attnlrp_faithfulness():
+    """In a spawned child: AttnLRP maps (patching the process) scored by the patched model."""
+    import torch
+
+    from ml.faithfulness import faithfulness
+
+    torch.set_num_threads(1)
+    loaded = build_loaded("llama")
+    tasks = ["heart rate", "body temperature"]
+    keys = [("a", t) for t in tasks]
+    result = faithfulness(loaded, NOTES[:2], tasks, keys, ["attnlrp", "grad_input"], RelevanceConfig(), None)
+    return result.forward_passes, result.summary["methods"]
+
+
+def test_attnlrp_maps_are_scored_beside_grad_input_in_a_patched_process(patched_child):
+    passes, methods = patched_child.apply(attnlrp_faithfulness)
+    assert passes == 2 * (1 + 2 * 10 + 1)
+    assert list(methods) == ["attnlrp", "grad_input"]
+    assert all(np.isfinite(m["aopc_comprehensiveness"]) for m in methods.values())
+
+
+def test_a_map_of_another_prompt_is_refused(loaded):
+    config = RelevanceConfig(method="grad_input")
+    maps = {"grad_input": compute_relevance(loaded, [NOTES[1]], ["heart rate"], config)}
+    with pytest.raises(ValueError, match="note tokens"):
+        model_pairs(loaded, [NOTES[0]], ["heart rate"], [("a", "heart rate")], maps, config)
+
+
+def test_the_command_prints_one_json_object(tmp_path, capsys):
+    import torch
+
+    from ml.__main__ import main
+
+    torch.set_num_threads(1)
+    tiny = build_loaded("llama")
+    folder = tmp_path / "tiny-llama"
+    tiny.model.save_pretrained(folder)
+    tiny.tokenizer.save_pretrained(folder)
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text("".join(json.dumps({"id": f"n{i}", "text": t}) + "\n" for i, t in enumerate(NOTES)))
+    argv = ["faithfulness", "--notes", str(notes), "--model", str(folder), "--task", "heart rate"]
+    argv += ["--task", "body temperature", "--method", "grad_input", "--method", "attention", "--dtype", "float32"]
+    argv += ["--pairs", "5", "--n-resamples", "50", "--device", "cpu"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"]["n_pairs"] == 5
+    assert set(out["summary"]["methods"]) == {"grad_input", "attention"}
+    assert out["forward_passes"] == 5 * (1 + 2 * 10 + 1)
+    assert "pairs" not in out and out["summary"]["random"]["aopc_comprehensiveness_ci"]
