@@ -272,6 +272,9 @@ CELERY_TASK_ALWAYS_EAGER = False
 TRAINING_POLL_SECONDS = env_float("TRAINING_POLL_SECONDS", 1.0)
 TRAINING_TIME_LIMIT = env_int("TRAINING_TIME_LIMIT", 14 * 24 * 3600)
 TRAINING_LAUNCHER = env_str("TRAINING_LAUNCHER", "").strip()
+# GB of memory per training GPU (an H200: 141); 0: unknown (CPU), and the launch form shows no
+# memory plan (ml/training/memory.py). The GPU count is TRAINING_LAUNCHER's process count.
+TRAINING_GPU_MEMORY_GB = env_float("TRAINING_GPU_MEMORY_GB", 0.0)
 EVALUATION_TIME_LIMIT = env_int("EVALUATION_TIME_LIMIT", 7 * 24 * 3600)
 # A Macro F1 (and its CI) measured on fewer test items than this carries a warning on the run
 # page and in the comparison: a few items make a noisy estimate. 0: never warn.

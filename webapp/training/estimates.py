@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
+from django.conf import settings
+
 from ml.training.schedule import plan_steps
 from webapp.lifecycle import queue
 from webapp.lifecycle.estimates import RATE_SAMPLE, Estimate, elapsed, from_rate
@@ -35,3 +40,45 @@ def training_run(spec) -> Estimate | None:
         .values_list("total_steps", "started", "finished")[:RATE_SAMPLE]
     )
     return from_rate(steps, "steps", elapsed(earlier), work=f"{spec.kind} run", queue_name=queue.queue_of(RUN_TASK))
+
+
+def memory_line(spec) -> str | None:
+    """'memory: X GB per GPU of Y: fits' (or '...: does not fit: <change>') for a DSM, CPT or SFT
+    run on TRAINING_GPU_MEMORY_GB GPUs, as many as TRAINING_LAUNCHER starts processes (plain DDP,
+    what the trainer runs); None on the CPU (no GPU memory set), or without a local model folder."""
+    from ml.training.memory import PlanError, PlanSettings, model_shape, plan
+
+    if settings.TRAINING_GPU_MEMORY_GB <= 0 or spec.model_version is None:
+        return None
+    config, problems = spec.full_config()
+    train = config.get("train") or {}
+    if problems or "finetune" not in train:
+        return None
+    folder = Path(spec.model_version.path)
+    if not (folder / "config.json").is_file():
+        folder = Path(settings.MODEL_DIR) / spec.model_version.path
+    try:
+        shape = model_shape(str(folder))
+        targets = train.get("lora_target_modules")
+        result = plan(
+            shape,
+            PlanSettings(
+                finetune=train["finetune"],
+                precision="fp32" if train.get("precision") == "fp32" else "bf16",
+                gpus=_launcher_processes(settings.TRAINING_LAUNCHER),
+                gpu_memory_gb=settings.TRAINING_GPU_MEMORY_GB,
+                seq_len=train.get("max_length") or 2048,
+                micro_batch=train.get("micro_batch_size") or 1,
+                checkpointing=bool(train.get("gradient_checkpointing")),
+                lora_r=train.get("lora_r") or 32,
+                lora_targets=tuple(targets) if targets else None,
+            ),
+        )
+    except (PlanError, ValueError, OSError):
+        return None
+    return result.summary()
+
+
+def _launcher_processes(launcher: str) -> int:
+    match = re.search(r"--(?:num_processes|num-processes|nproc[-_]per[-_]node)[ =](\d+)", launcher)
+    return int(match.group(1)) if match else 1

@@ -32,8 +32,13 @@ def run_new(request):
     )
     launching = request.method == "POST" and form.is_valid()
     estimate = estimates.training_run(form.spec()) if launching else None
+    memory = estimates.memory_line(form.spec()) if launching else None
     if request.htmx:  # the live estimate as the fields change; never a launch
-        return render(request, "training/run_form.html#estimate", {"estimate": estimate, "unestimated": launching})
+        return render(
+            request,
+            "training/run_form.html#estimate",
+            {"estimate": estimate, "unestimated": launching, "memory": memory},
+        )
     # large: the same form again, with the estimate and a confirm button
     ask = launching and waits_for_confirmation(estimate, request.POST)
     if launching and not ask:
@@ -51,6 +56,7 @@ def run_new(request):
             "nav": "training",
             "form": form,
             "estimate": estimate,
+            "memory": memory,
             "ask": ask,
             "unestimated": launching and estimate is None,
             "presets": presets.PRESETS.values(),
