@@ -28,6 +28,7 @@ from pathlib import Path
 from axes.helpers import get_client_ip_address
 
 from webapp.audit.models import AuditEvent
+from webapp.audit.request_context import current_address
 
 MAX_REASONS = 3
 MAX_REASON_WORDS = 7
@@ -38,7 +39,8 @@ _DETAIL = re.compile(r"[:(;]")
 
 def record(actor, action: str, obj=None, *, ip: str | None = None, **details) -> AuditEvent:
     """Record that `actor` (a User; None or a label for the command line or a worker) did
-    `action` to `obj`."""
+    `action` to `obj`. `ip`: the client's address; by default the address of the request
+    being served, if any (webapp.audit.request_context)."""
     user = actor if getattr(actor, "is_authenticated", False) else None
     if user is not None:
         name = user.get_username()
@@ -53,7 +55,7 @@ def record(actor, action: str, obj=None, *, ip: str | None = None, **details) ->
         action=action,
         object_type=obj._meta.label if obj is not None else "",
         object_id=str(obj.pk) if obj is not None else "",
-        ip=ip or None,
+        ip=ip or current_address(),
         details=details,
     )
 

@@ -97,3 +97,20 @@ def test_a_refused_import_keeps_counts_and_categories_only(researcher):
     assert event.action == AuditEvent.Action.IMPORT_REFUSED and event.actor == researcher
     assert event.details == {"corpus": "ward", "kind": "notes", "problems": 57, "reasons": ["duplicate id …"]}
     assert "Bianchi" not in str(event.details)
+
+
+def test_outside_a_request_a_row_keeps_no_address(researcher):
+    from webapp.audit.log import record
+
+    assert record(researcher, AuditEvent.Action.CANCEL_JOB).ip is None
+
+
+def test_the_middleware_gives_rows_the_request_s_address_and_forgets_it_after(researcher, rf):
+    from webapp.audit.log import record
+    from webapp.audit.request_context import RequestAddressMiddleware, current_address
+
+    seen = []
+    middleware = RequestAddressMiddleware(lambda request: seen.append(record(researcher, AuditEvent.Action.CANCEL_JOB)))
+    middleware(rf.post("/", REMOTE_ADDR="198.51.100.7"))
+    assert seen[0].ip == "198.51.100.7" and current_address() is None
+    assert record(researcher, AuditEvent.Action.CANCEL_JOB, ip="203.0.113.1").ip == "203.0.113.1"  # given wins

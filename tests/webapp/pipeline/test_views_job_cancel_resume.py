@@ -28,10 +28,11 @@ def test_cancel_stops_the_job_and_is_audited(client, request, launched, role, dj
     job = launched()
     client.force_login(user)
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(cancel(job), follow=True)
+        response = client.post(cancel(job), follow=True, REMOTE_ADDR="192.0.2.44")
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED and job.chunks.filter(status=Chunk.CANCELLED).count() == 6
-    assert AuditEvent.objects.filter(action=AuditEvent.Action.CANCEL_JOB, actor=user, object_id=str(job.pk)).exists()
+    event = AuditEvent.objects.get(action=AuditEvent.Action.CANCEL_JOB, actor=user, object_id=str(job.pk))
+    assert event.ip == "192.0.2.44"  # the request's address, though the domain code was given none
     assert "Cancelling" in response.content.decode()
 
 
@@ -46,11 +47,13 @@ def test_resume_queues_the_unfinished_chunks_and_is_audited(
     RelevanceJob.objects.filter(pk=job.pk).update(status=JobStatus.CANCELLED)
     client.force_login(user)
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(resume(job), follow=True)
+        response = client.post(resume(job), follow=True, REMOTE_ADDR="192.0.2.45")
     job.refresh_from_db()
     assert job.status == JobStatus.QUEUED and job.chunks.filter(status=Chunk.QUEUED).count() == 4
     assert "4 chunks queued again" in response.content.decode()
-    assert AuditEvent.objects.filter(action=AuditEvent.Action.LAUNCH_JOB, actor=user, details__resumed=True).exists()
+    assert AuditEvent.objects.get(action=AuditEvent.Action.LAUNCH_JOB, actor=user, details__resumed=True).ip == (
+        "192.0.2.45"
+    )
 
 
 @pytest.mark.parametrize("user_fixture", ["clinician", "norole_user"])
