@@ -1,6 +1,12 @@
-/* Review pages: keyboard review of peaks, live slider labels, help overlay.
+/* Review pages: keyboard review of peaks, live slider labels, help overlay, the guideline, and the
+   active-time clock of a decision.
    Everything here is a shortcut for buttons, links and selects that are on the page anyway;
-   the pages work without it. No key does anything while a text field has the focus. */
+   the pages work without it. No key does anything while a text field has the focus.
+   Active time (sent as `active_ms` with a decision): the clock starts when a peak is shown
+   (selected) and stops at the decision. Time between two signs of activity (a key, a mouse move,
+   click or wheel, a scroll, focus coming back to the page) counts only when the gap is at most
+   IDLE_MS (60 s); a longer gap is idle and counts nothing, and neither does time with the page
+   hidden. Without this script no time is sent and the decision stores none. */
 (function () {
   "use strict";
 
@@ -8,6 +14,23 @@
     "input[type=email], input[type=password], textarea, select, [contenteditable=''], [contenteditable=true]";
   var current = null;  // index in the note of the selected peak; null: none in this window
   var advanceAfterSwap = false;
+  var guidelineOpen = false;  // kept across swaps of the note panel (a task switch swaps it)
+  var IDLE_MS = 60000;
+  var clock = { peak: null, active: 0, last: null };  // last: time of the last activity; null: paused
+
+  function now() { return window.performance ? window.performance.now() : Date.now(); }
+  function tick() {
+    var t = now();
+    if (clock.last !== null) {
+      var gap = t - clock.last;
+      if (gap > 0 && gap <= IDLE_MS) { clock.active += gap; }
+    }
+    clock.last = document.hidden ? null : t;
+  }
+  function startClock(index) {
+    if (clock.peak === index) { return; }
+    clock = { peak: index, active: 0, last: document.hidden ? null : now() };
+  }
 
   function $(selector, root) { return (root || document).querySelector(selector); }
   function $$(selector, root) { return Array.prototype.slice.call((root || document).querySelectorAll(selector)); }
@@ -46,6 +69,7 @@
     var mark = markOf(index);
     if (!mark) { loadPeak(index); return; }
     current = index;
+    startClock(index);
     $$("#note-text mark.peak.current, #peak-list .peak-item.current").forEach(function (el) {
       el.classList.remove("current");
     });
@@ -111,6 +135,13 @@
     row.classList.add("adjusting");
   }
 
+  function guideline(open) {
+    var box = $("#guideline");
+    if (!box) { return; }
+    box.open = open === undefined ? !box.open : open;
+    guidelineOpen = box.open;
+  }
+
   function help(open) {
     var box = $("#help");
     if (!box) { return; }
@@ -133,6 +164,7 @@
     if (event.key === "?") { help(); event.preventDefault(); return; }
     if (helpBox && !helpBox.hidden) { return; }
 
+    if (event.key === "g" && !event.altKey && $("#guideline")) { guideline(); event.preventDefault(); return; }
     if ($("#validation-round")) {
       if (event.key === "y") { $("#answer-yes").click(); event.preventDefault(); }
       else if (event.key === "n") { $("#answer-no").click(); event.preventDefault(); }
@@ -185,6 +217,8 @@
     var active = document.activeElement;
     var typing = active && active.closest && (active.closest("#view-form") || active.closest(TEXT_FIELDS));
     current = null;
+    var box = $("#guideline");
+    if (box && guidelineOpen) { box.open = true; }
     if (wanted !== null && wanted >= range.first && wanted < range.end) { select(wanted, !typing); }
     else if (advance && wanted !== null && wanted < range.total) { select(wanted, !typing); }
     else if (range.first < range.end) { select(range.first, !typing); }
@@ -210,6 +244,26 @@
       { code: "40[09]", swap: true, error: false }, { code: "[45]..", swap: false, error: true }];
   }
 
+  // The decision carries the active time since the peak was shown (a decision with the mouse on
+  // another row than the selected one: since the selected one was); the next peak starts anew.
+  function sendActiveTime(event) {
+    var form = event.target;
+    if (!form.matches || !form.matches(".decide-form")) { return; }
+    var field = form.querySelector("input[name=active_ms]");
+    if (!field || clock.peak === null) { return; }
+    tick();
+    field.value = String(Math.round(clock.active));
+    clock.peak = null;
+  }
+
+  ["keydown", "mousemove", "mousedown", "wheel", "scroll", "focus"].forEach(function (name) {
+    window.addEventListener(name, tick, { capture: true, passive: true });
+  });
+  document.addEventListener("visibilitychange", tick);
+  document.addEventListener("submit", sendActiveTime, true);  // capture: before htmx reads the form
+  document.addEventListener("toggle", function (event) {
+    if (event.target.id === "guideline") { guidelineOpen = event.target.open; }
+  }, true);
   document.addEventListener("keydown", onKey);
   document.addEventListener("click", function (event) {
     if (event.target.closest("[data-open-help]")) { help(true); }

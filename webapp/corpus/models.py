@@ -25,6 +25,7 @@ from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, Les
 
 from webapp.corpus.expressions import JSONArrayLength, JSONType
 from webapp.lib import validators
+from webapp.lib.markdown_html import render_markdown
 from webapp.lifecycle.models import WorkUnit
 
 language_code = RegexValidator(r"^[a-z]{2,3}$", "Use a lower-case ISO 639 code such as 'it' or 'en'.")
@@ -160,7 +161,9 @@ class Task(TriggerCounters):
     origin = models.CharField(
         max_length=10, choices=Origin.choices, default=Origin.CATALOG, help_text="Who owns the task's definition"
     )
-    guideline = models.TextField(blank=True, help_text="Evidence guideline for annotators and reviewers (plain text)")
+    guideline = models.TextField(
+        blank=True, help_text="Evidence guideline for annotators and reviewers (Markdown); its versions: TaskGuideline"
+    )
     retired = models.BooleanField(default=False, help_text="Hidden from new jobs and the review queue; data kept")
 
     objects = TaskQuerySet.as_manager()
@@ -180,12 +183,43 @@ class Task(TriggerCounters):
     def __str__(self):
         return self.slug
 
+    @property
+    def guideline_html(self) -> str:
+        """The current guideline as sanitised HTML (webapp.lib.markdown_html)."""
+        return render_markdown(self.guideline)
+
     def clean(self):
         problems = validators.option_problems(self.options)
         if not isinstance(self.aliases, list) or not all(isinstance(a, str) and a for a in self.aliases):
             problems.append("aliases must be a list of non-empty strings")
         if problems:
             raise ValidationError({"options": problems})
+
+
+class TaskGuideline(models.Model):
+    """One version of a task's guideline, numbered 1, 2, ... per task; a new one is recorded each
+    time the text changes (webapp.corpus.tasks), never edited. Task.guideline holds the latest
+    text; a review decision names the version it was made under (PeakDecision.guideline_version)."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="guidelines")
+    version = models.PositiveIntegerField()
+    text = models.TextField(blank=True, help_text="Markdown, as written (empty: the guideline was cleared)")
+    created = models.DateTimeField(auto_now_add=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["task", "-version"]
+        constraints = [models.UniqueConstraint(fields=["task", "version"], name="corpus_taskguideline_unique")]
+
+    def __str__(self):
+        return f"{self.task_id} guideline v{self.version}"
+
+    @property
+    def html(self) -> str:
+        """The text as sanitised HTML (webapp.lib.markdown_html), safe to insert in a page."""
+        return render_markdown(self.text)
 
 
 class Annotation(models.Model):

@@ -45,7 +45,10 @@ class TaskForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 6}),
         required=False,
         label="Evidence guideline",
-        help_text="What counts as evidence for this task; plain text, shown with its line breaks",
+        help_text=(
+            "What counts as evidence for this task, shown to reviewers: Markdown (**bold**, _italic_, `code`, "
+            "lists, ### headings, https links), with its line breaks; each change is a new version"
+        ),
     )
 
     def __init__(self, *args, task: Task | None = None, **kwargs):

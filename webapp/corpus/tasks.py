@@ -7,6 +7,12 @@ the old and new description). A catalog task's definition belongs to its catalog
 (webapp.corpus.catalog): in the app only its guideline changes. Retiring hides a task from new
 work (`Task.objects.active()`) and keeps every row that refers to it; it can be brought back.
 
+Guideline versions: each save that changes a task's guideline text (creating a task with one
+included) records a TaskGuideline with the next version number (1, 2, ...); a save with the same
+text records none. `current_guideline(task)` is what the review pages show and what a decision
+records (PeakDecision.guideline_version); a cleared guideline is a version with empty text, and
+shown as none.
+
 `manageable_tasks()` is the one queryset the pages choose from, so scoping (per project) goes there.
 """
 
@@ -17,7 +23,7 @@ from django.db.models import Count
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
-from webapp.corpus.models import Annotation, Task
+from webapp.corpus.models import Annotation, Task, TaskGuideline
 
 # The fields a task's definition is made of; only GUIDELINE_FIELDS change on a catalog task.
 DEFINITION_FIELDS = ("description", "options", "group", "held_out")
@@ -85,6 +91,8 @@ def create_task(*, slug, description, options, group="", held_out=False, guideli
         )
         task.full_clean()
         task.save()
+        if guideline:
+            _record_guideline(task, actor)
         record(
             actor, AuditEvent.Action.CREATE_TASK, task, ip=ip, slug=slug, description=description, options=len(options)
         )
@@ -113,8 +121,24 @@ def edit_task(task: Task, values: dict, *, actor=None, ip=None) -> list[str]:
             setattr(task, name, values[name])
         task.full_clean()
         task.save()
+        if "guideline" in changed:
+            details["guideline_version"] = _record_guideline(task, actor).version
         record(actor, AuditEvent.Action.EDIT_TASK, task, ip=ip, **details)
     return changed
+
+
+def current_guideline(task) -> TaskGuideline | None:
+    """The task's latest guideline version, or None when it has no guideline (never had one, or
+    its latest version is empty)."""
+    latest = TaskGuideline.objects.filter(task=task).order_by("-version").first()
+    return latest if latest is not None and latest.text.strip() else None
+
+
+def _record_guideline(task: Task, actor) -> TaskGuideline:
+    """A new version holding the task's guideline text (the caller holds the task's row lock)."""
+    last = TaskGuideline.objects.filter(task=task).order_by("-version").values_list("version", flat=True).first()
+    author = actor if getattr(actor, "is_authenticated", False) else None
+    return TaskGuideline.objects.create(task=task, version=(last or 0) + 1, text=task.guideline, author=author)
 
 
 def set_retired(task: Task, retired: bool, *, actor=None, ip=None) -> bool:

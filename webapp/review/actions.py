@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from django.contrib import messages
 
-from webapp.corpus.models import Task
+from webapp.corpus.models import Task, TaskGuideline
+from webapp.corpus.tasks import current_guideline
 from webapp.pipeline.models import ModelVersion, PeakProfile
 from webapp.review import decisions
 from webapp.review.noteview import char_peaks, map_arrays
@@ -63,6 +64,8 @@ def submit(note, form, reviewer) -> Outcome:
             comment=data["comment"],
             profile=profile,
             params=form.params.to_dict(),
+            guideline_version=guideline_version_of(task, data.get("guideline")),
+            active_ms=data["active_ms"],
         )
     except decisions.StaleDecision as exc:
         return Outcome(str(exc), messages.WARNING, 409, exc.current)
@@ -72,6 +75,17 @@ def submit(note, form, reviewer) -> Outcome:
     if row.decision == row.Decision.ADJUST:
         what += f" to «{_snippet(note.text, row.adjusted_start, row.adjusted_end)}»"
     return Outcome(f"You {what} the peak «{_snippet(note.text, row.start, row.end)}».")
+
+
+def guideline_version_of(task, shown: int | None) -> int | None:
+    """The guideline version the page showed (0: it showed none), when it is one of the task's;
+    otherwise (no page value, or a made-up one) the task's current version; None: no guideline."""
+    if shown == 0:
+        return None
+    if shown is not None and TaskGuideline.objects.filter(task=task, version=shown).exists():
+        return shown
+    current = current_guideline(task)
+    return current.version if current is not None else None
 
 
 def undo(note, reviewer) -> Outcome:

@@ -84,8 +84,11 @@ def decide(
     comment: str = "",
     profile=None,
     params: dict | None = None,
+    guideline_version: int | None = None,
+    active_ms: int | None = None,
 ) -> PeakDecision:
-    """Store the reviewer's decision on the peak [start, end) (see module rules)."""
+    """Store the reviewer's decision on the peak [start, end) (see module rules), with the task's
+    guideline version it was made under and the active time it took (both None: not known)."""
     length = len(ctx.note.text)
     if not 0 <= start < end <= length:
         raise DecisionError(f"The peak [{start}, {end}) is not inside this {length}-character note.")
@@ -101,6 +104,8 @@ def decide(
         "comment": comment.strip(),
         "profile": profile,
         "params": params or {},
+        "guideline_version": guideline_version,
+        "active_ms": active_ms,
     }
     with transaction.atomic():
         row = (
@@ -168,6 +173,8 @@ def undo_last(reviewer, note) -> tuple[str, PeakDecision] | None:
             row.comment = state["comment"]
             row.profile_id = state.get("profile")
             row.params = state.get("params") or {}
+            row.guideline_version = state.get("guideline_version")
+            row.active_ms = state.get("active_ms")
             row.previous = None
             row.version += 1
             row.save()
@@ -191,6 +198,8 @@ def _audit(reviewer, row: PeakDecision, op: str) -> None:
         adjusted=[row.adjusted_start, row.adjusted_end] if row.adjusted_start is not None else None,
         version=row.version,
         profile=row.profile_id,
+        guideline_version=row.guideline_version,
+        active_ms=row.active_ms,
     )
 
 

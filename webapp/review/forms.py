@@ -6,6 +6,7 @@ from ml.peaks import PeakParams, check_params
 from webapp.review.models import PeakDecision
 
 KERNEL_CHOICES = (1, 3, 5, 7, 9)
+MAX_ACTIVE_MS = 3_600_000  # an hour on one peak is not review time: stored as not measured
 DEFAULT_GRID = (
     # The paper's grid (docs/METHOD.md, section Peaks): lower/upper x kernel sizes {1, 3}, sigma 1.0.
     {"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4},
@@ -124,6 +125,17 @@ class DecisionForm(forms.Form):
     adjusted_end = forms.IntegerField(min_value=1, required=False)
     comment = forms.CharField(required=False, max_length=2000, widget=forms.Textarea)
     version = forms.IntegerField(min_value=0)
+    guideline = forms.IntegerField(required=False)  # the TaskGuideline version the page showed
+    active_ms = forms.CharField(required=False, max_length=20)  # the page's clock; see clean_active_ms
+
+    def clean_active_ms(self) -> int | None:
+        """Milliseconds of active time on the peak, kept when 0 <= value <= MAX_ACTIVE_MS; anything
+        else (missing, not a number, implausible) is stored as not measured, never refused."""
+        try:
+            value = int(self.cleaned_data["active_ms"])
+        except (TypeError, ValueError):
+            return None
+        return value if 0 <= value <= MAX_ACTIVE_MS else None
 
     def clean(self):
         data = super().clean()

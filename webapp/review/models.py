@@ -6,8 +6,11 @@ exact peak parameters in effect are kept for provenance, not for identity (the s
 under two profiles is the same peak). Two reviewers never share a row, so neither overwrites
 the other; `version` counts a reviewer's changes to their row (optimistic concurrency: a form
 carries the version it was rendered with and a stale one is refused), `previous` keeps the row's
-state before its last change (one level of undo). Each task row counts its decisions
-(corpus.Task.decision_count, kept by the triggers of migration 0004_task_decision_count).
+state before its last change (one level of undo). `guideline_version` names the task's guideline
+(corpus.TaskGuideline) the decision was made under; `active_ms` is the page's measure of the time
+spent on the peak (static/review/review.js; null when not measured or implausible). Each task row
+counts its decisions (corpus.Task.decision_count, kept by the triggers of migration
+0004_task_decision_count).
 
 ValidationSet: N (note, task) items drawn with a seed, and a grid of candidate peak settings;
 ValidationJudgement: a reviewer's yes/no ("peaks semantically reasonable for s_T") for one item
@@ -65,6 +68,14 @@ class PeakDecision(ConfigKeyDefault, models.Model):
     adjusted_end = models.PositiveIntegerField(null=True, blank=True)
     comment = models.TextField(blank=True)
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="peak_decisions")
+    guideline_version = models.PositiveIntegerField(
+        null=True, blank=True, help_text="corpus.TaskGuideline version of the task shown when deciding; empty: none"
+    )
+    active_ms = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Active time from showing the peak to deciding, idle gaps cut; empty: not measured",
+    )
     version = models.PositiveIntegerField(default=1)
     previous = models.JSONField(null=True, blank=True, help_text="The row's state before its last change (undo)")
     created = models.DateTimeField(auto_now_add=True)
@@ -133,6 +144,8 @@ class PeakDecision(ConfigKeyDefault, models.Model):
             "comment": self.comment,
             "profile": self.profile_id,
             "params": self.params,
+            "guideline_version": self.guideline_version,
+            "active_ms": self.active_ms,
         }
 
 

@@ -13,9 +13,22 @@ from django.views.decorators.http import require_POST
 
 from webapp.accounts.roles import Capability, capability_required, has_capability
 from webapp.corpus.models import Corpus
+from webapp.corpus.tasks import current_guideline
 from webapp.lib import rendering
 from webapp.pipeline.models import ModelVersion, PeakProfile
-from webapp.review import access, actions, browse, comparison, noteview, queue, reports, selection, tuning, validation
+from webapp.review import (
+    access,
+    actions,
+    browse,
+    comparison,
+    noteview,
+    queue,
+    reports,
+    selection,
+    timing,
+    tuning,
+    validation,
+)
 from webapp.review.forms import AdoptForm, DecisionForm, SaveProfileForm, ValidationSetForm
 
 
@@ -37,6 +50,7 @@ def _note_context(request, note, sel, panel, notice=None) -> dict:
         "profiles": PeakProfile.objects.order_by("name", "-version"),
         "legend": rendering.legend(),
         "queue_query": sel.query(task=None),  # the queue goes over every task from the current pair on
+        "guideline": current_guideline(sel.task) if sel.task is not None else None,
     }
 
 
@@ -244,6 +258,7 @@ def validation_round(request, set_id):
         "settings": len(vset.grid),
         "legend": rendering.legend(),
         "window_url": window_url,
+        "guideline": current_guideline(item.task),
     }
     return render(request, "review/validation_round.html", context)
 
@@ -379,6 +394,7 @@ def report(request):
     corpus = Corpus.objects.filter(pk=_int(request.GET.get("corpus"))).first()
     model = ModelVersion.objects.filter(pk=_int(request.GET.get("model"))).first()
     method = request.GET.get("method") or None
+    reviewers = min(max(_int(request.GET.get("reviewers")) or 2, 1), 20)
     rows = reports.task_reports(corpus, model, method)
     overall = reports.overall_agreement(rows)
     csv_query = request.GET.copy()
@@ -400,6 +416,7 @@ def report(request):
             "method": method,
             "corpora": Corpus.objects.order_by("name"),
             "models": ModelVersion.objects.order_by("name"),
+            "time": timing.review_time(corpus, model, method, reviewers=reviewers),
         },
     )
 

@@ -155,12 +155,12 @@ def test_a_catalog_tasks_definition_stays_the_catalogs_but_its_guideline_changes
     assert (heart.description, heart.options[0], heart.guideline) == ("heart rate", "bradycardic", "Count beats.")
 
 
-def test_the_guideline_is_shown_escaped_with_its_line_breaks(client_for, clinician, app_task):
-    app_task.guideline = "<script>alert(1)</script>\nsecond line"
+def test_the_guideline_is_shown_as_sanitised_markdown_with_its_line_breaks(client_for, clinician, app_task):
+    app_task.guideline = "<script>alert(1)</script>\nfirst **line**\nsecond line"
     app_task.save()
     html = client_for(clinician).get(reverse("corpus:tasks")).content.decode()
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;<br>second line" in html
-    assert "<script>alert" not in html
+    assert "first <strong>line</strong><br>\nsecond line" in html
+    assert "<script>alert" not in html and "alert(1)" not in html
 
 
 def test_a_retired_task_leaves_new_work_keeps_its_data_and_can_come_back(client_for, researcher, labelled):

@@ -1,0 +1,77 @@
+"""Time per review on the report: median active seconds per reviewer and per task, and the
+estimate of what the undecided pairs would cost, on constructed decisions."""
+
+import pytest
+from django.urls import reverse
+
+from webapp.corpus.models import Note
+from webapp.review import timing
+from webapp.review.models import PeakDecision
+
+from .fabricate import TEXT, add_map, word_span
+
+
+@pytest.fixture
+def timed(note, tasks, base, maps, clinician, django_user_model):
+    """(n1, heart) decided by clara (60 s, 120 s) and bob (180 s, one untimed); n2 and n3 have heart
+    maps and no decision; (n1, pacemaker) has a map and no decision."""
+    bob = django_user_model.objects.create_user("bob")
+    for external_id in ("n2", "n3"):
+        add_map(Note.objects.create(corpus=note.corpus, external_id=external_id, text=TEXT), tasks["heart"], base, {})
+    spans = [word_span(TEXT, "130"), word_span(TEXT, "tachycardic")]
+    for reviewer, seconds in ((clinician, [60, 120]), (bob, [180, None])):
+        for (start, end), s in zip(spans, seconds):
+            PeakDecision.objects.create(
+                note=note,
+                task=tasks["heart"],
+                model_version=base,
+                method="attnlrp",
+                template="en",
+                start=start,
+                end=end,
+                decision="accept",
+                reviewer=reviewer,
+                active_ms=None if s is None else s * 1000,
+            )
+    return tasks
+
+
+def test_medians_per_reviewer_and_task_leave_untimed_decisions_out(timed):
+    time = timing.review_time()
+    assert [(r.name, r.timed, r.median_s) for r in time.reviewers] == [("bob", 1, 180), ("clara", 2, 90)]
+    heart = next(t for t in time.tasks if t.name == "heart rate")
+    assert (heart.timed, heart.median_s, heart.undecided_pairs, heart.peaks_per_pair) == (3, 120, 2, 2.0)
+
+
+def test_the_estimate_is_undecided_pairs_times_peaks_times_median_times_reviewers(timed):
+    time = timing.review_time(reviewers=3)
+    heart = next(t for t in time.tasks if t.name == "heart rate")
+    assert heart.hours == pytest.approx(2 * 2.0 * 120 * 3 / 3600)
+    pacemaker = next(t for t in time.tasks if t.name == "presence of pacemaker")
+    assert (pacemaker.undecided_pairs, pacemaker.hours) == (1, None)  # no timed decision: no estimate
+    assert time.hours == pytest.approx(0.4) and time.untimed_tasks == ["presence of pacemaker"]
+
+
+def test_estimate_hours():
+    assert timing.estimate_hours(100, 3.0, 12.0, 2) == pytest.approx(2.0)
+    assert timing.estimate_hours(0, 3.0, 12.0, 2) == 0
+
+
+def test_a_retired_task_has_no_undecided_pairs(timed):
+    timed["pacemaker"].retired = True
+    timed["pacemaker"].save()
+    assert "presence of pacemaker" not in [t.name for t in timing.review_time().tasks]
+
+
+def test_the_report_page_shows_the_figures_and_the_estimate(client, clinician, timed):
+    client.force_login(clinician)
+    content = client.get(reverse("review:report"), {"reviewers": 3}).content.decode()
+    assert "About 0.4 h of review for 3 reviewers" in content
+    assert "not counting presence of pacemaker" in content
+    assert '<td>clara</td><td class="num">2</td><td class="num">90.0</td>' in content
+    assert "median seconds per decision × reviewers per pair" in content
+
+
+def test_the_report_without_decisions_has_no_estimate(client, clinician):
+    client.force_login(clinician)
+    assert "No estimate yet" in client.get(reverse("review:report")).content.decode()

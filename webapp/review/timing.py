@@ -1,0 +1,114 @@
+"""Time per review: the active time reviewers spend per decision, and what the rest would cost.
+
+Each decision may carry `active_ms` (PeakDecision; the review page's clock, idle gaps over 60 s
+cut, see static/review/review.js); decisions without it are left out of the figures, never
+counted as zero. Reported: the median seconds per decision of each reviewer and of each task.
+
+Estimate, per task: undecided pairs x peaks per pair x median seconds per decision x reviewers,
+where
+- undecided pairs: the task's (note, task) pairs with relevance maps under the report's filters
+  on which no reviewer has decided any peak (not retired tasks);
+- peaks per pair: the mean number of decisions one reviewer made on a pair of the task (over the
+  reviewer-pairs with decisions), as a stand-in for its peaks (pairs with no peak under the
+  setting used are counted as pairs, so the figure errs high);
+- median seconds per decision of the task, and K reviewers each deciding every pair.
+The total is the sum over tasks with a median; a task with no timed decision has no estimate and
+is named. Rounds (a drawn set of pairs) will replace "every undecided pair" when they exist.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from statistics import median
+
+from django.db.models import Count, Exists, OuterRef
+
+from webapp.pipeline.models import RelevanceMap
+from webapp.review.models import PeakDecision
+
+
+@dataclass(frozen=True)
+class TimeFigure:
+    name: str
+    timed: int  # decisions with an active time
+    median_s: float | None
+
+
+@dataclass(frozen=True)
+class TaskEstimate:
+    name: str
+    timed: int
+    median_s: float | None
+    undecided_pairs: int
+    peaks_per_pair: float | None
+    hours: float | None  # for the report's number of reviewers; None: no timed decision
+
+
+@dataclass
+class ReviewTime:
+    reviewers: list[TimeFigure] = field(default_factory=list)
+    tasks: list[TaskEstimate] = field(default_factory=list)
+    reviewer_count: int = 2
+
+    @property
+    def hours(self) -> float:
+        return sum(t.hours for t in self.tasks if t.hours is not None)
+
+    @property
+    def untimed_tasks(self) -> list[str]:
+        return [t.name for t in self.tasks if t.hours is None and t.undecided_pairs]
+
+
+def estimate_hours(undecided_pairs: int, peaks_per_pair: float, median_s: float, reviewers: int) -> float:
+    """Hours of review for `reviewers` to each decide every peak of `undecided_pairs` pairs."""
+    return undecided_pairs * peaks_per_pair * median_s * reviewers / 3600
+
+
+def review_time(corpus=None, model=None, method: str | None = None, *, reviewers: int = 2) -> ReviewTime:
+    decisions = PeakDecision.objects.all()
+    maps = RelevanceMap.objects.filter(task__retired=False)
+    if corpus is not None:
+        decisions, maps = decisions.filter(note__corpus=corpus), maps.filter(note__corpus=corpus)
+    if model is not None:
+        decisions, maps = decisions.filter(model_version=model), maps.filter(model_version=model)
+    if method:
+        decisions, maps = decisions.filter(method=method), maps.filter(config__method=method)
+
+    by_reviewer, by_task = defaultdict(list), defaultdict(list)
+    per_pair: dict[tuple, int] = defaultdict(int)  # (task, note, reviewer) -> decisions
+    for task_id, note_id, reviewer, active_ms in decisions.values_list(
+        "task_id", "note_id", "reviewer__username", "active_ms"
+    ):
+        per_pair[(task_id, note_id, reviewer)] += 1
+        if active_ms is not None:
+            by_reviewer[reviewer].append(active_ms / 1000)
+            by_task[task_id].append(active_ms / 1000)
+    decisions_per_pair: dict[int, list[int]] = defaultdict(list)
+    for (task_id, _, _), n in per_pair.items():
+        decisions_per_pair[task_id].append(n)
+
+    undecided = (
+        maps.filter(~Exists(PeakDecision.objects.filter(note=OuterRef("note"), task=OuterRef("task"))))
+        .order_by()
+        .values("task_id", "task__description")
+        .annotate(pairs=Count("note_id", distinct=True))
+    )
+    undecided_count = {row["task_id"]: row["pairs"] for row in undecided}
+    names = {row["task_id"]: row["task__description"] for row in undecided}
+    names.update(dict(decisions.order_by().values_list("task_id", "task__description").distinct()))
+
+    out = ReviewTime(reviewer_count=reviewers)
+    out.reviewers = [
+        TimeFigure(name, len(seconds), median(seconds) if seconds else None)
+        for name, seconds in sorted(by_reviewer.items())
+    ]
+    for task_id in sorted(names, key=lambda pk: names[pk].casefold()):
+        seconds = by_task.get(task_id, [])
+        counts = decisions_per_pair.get(task_id, [])
+        median_s = median(seconds) if seconds else None
+        per = sum(counts) / len(counts) if counts else None
+        pairs = undecided_count.get(task_id, 0)
+        hours = estimate_hours(pairs, per, median_s, reviewers) if median_s is not None and per is not None else None
+        out.tasks.append(TaskEstimate(names[task_id], len(seconds), median_s, pairs, per, hours))
+    return out
