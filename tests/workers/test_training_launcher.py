@@ -30,7 +30,6 @@ training_queue_empty, world = test_training.training_queue_empty, test_training.
 # --standalone: a free rendezvous port, so runs on one host at the same time never meet.
 TORCHRUN = f"{Path(sys.executable).parent / 'torchrun'} --standalone --nproc-per-node 2"
 STEPS = 3
-# 4 examples a step: 1 a micro-batch, 2 micro-batches on each of 2 processes or 4 on one.
 # One micro-batch per process per step (2 x 1 x 2 processes): one process adds the two
 # micro-batches' gradients (a + b), two processes all-reduce them (a + b or b + a), and the
 # loss scale differs by the factor 2 DDP's average takes back, exactly. So the weights are
