@@ -112,6 +112,10 @@ def load(folder: Path, device: torch.device | str = "cpu") -> Checkpoint:
     from safetensors.torch import load_file
 
     folder = Path(folder)
+    device = torch.device(device)
+    # safetensors takes "cpu" but refuses "cpu:0", the device accelerate gives each rank of a
+    # process group on the CPU.
+    device = "cpu" if device.type == "cpu" else str(device)
     meta = json.loads((folder / "state.json").read_text())
     if meta.get("format") != FORMAT:
         raise TrainingInputError(f"{folder}: unknown checkpoint format {meta.get('format')!r}")
@@ -124,7 +128,7 @@ def load(folder: Path, device: torch.device | str = "cpu") -> Checkpoint:
         data_fingerprint=meta["data_fingerprint"],
         mask_token=meta["mask_token"],
         history=meta["history"],
-        trainable=load_file(folder / "trainable.safetensors", device=str(device)),
+        trainable=load_file(folder / "trainable.safetensors", device=device),
         optimizer=blobs["optimizer"],
         scheduler=blobs["scheduler"],
         rng=blobs["rng"],

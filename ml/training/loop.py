@@ -112,6 +112,10 @@ def train_causal_lm(
 
     def save_checkpoint(message: str):
         nonlocal saved_step
+        # Said before the files are written, so a listener can store what it holds for the steps
+        # up to here: a process killed after the save and before "checkpoint saved" would
+        # otherwise resume past steps whose figures it never stored.
+        emit(meter.event(step, total, steps_per_epoch, loss, None, "saving a checkpoint"))
         if acc.is_main_process:
             ckpt_io.save(
                 output_dir,

@@ -39,7 +39,9 @@ def make_accelerator():
     accelerate state is a process-wide singleton that cannot change precision between runs)."""
     from accelerate import Accelerator
 
-    accelerator = Accelerator()
+    # Without a GPU, accelerate joins a torchrun / accelerate launch group (gloo) only when told
+    # it runs on the CPU: otherwise every rank trains alone on all the data, as a process of one.
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
     # `prepare` would wrap forward in autocast if the (process-wide) state says bf16/fp16,
     # e.g. after a transformers Trainer ran in this process: precision is ours alone.
     accelerator.native_amp = False

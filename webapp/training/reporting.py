@@ -81,7 +81,9 @@ class Reporter:
                     tokens_per_s=_num(event.tokens_per_s),
                 )
             )
-        if "checkpoint" in message.lower():
+        if message.startswith("saving a checkpoint"):
+            pass  # flushed below: the rows up to this step are stored before the checkpoint is
+        elif "checkpoint" in message.lower():
             self._figures["checkpoint_step"] = step
             self.log(f"{self.phase}: {message} (step {step})")
         elif message and message != self._last_message:  # e.g. "head <task>" once, not every epoch

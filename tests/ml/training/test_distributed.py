@@ -23,6 +23,9 @@ from tests.ml.training.conftest import dsm_pairs, fast_config
 from ml.training import train_causal_lm
 loaded = build_loaded("llama")
 train_causal_lm(loaded, dsm_pairs(10), fast_config(epochs=2), output_dir=sys.argv[1])
+world = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
+with open(os.path.join(sys.argv[1], f"world-seen-by-rank-{os.environ['RANK']}"), "w") as seen:
+    seen.write(str(world))
 if os.environ["RANK"] == "0":
     torch.save(loaded.model.state_dict(), os.path.join(sys.argv[1], "weights.pt"))
 """
@@ -44,6 +47,9 @@ def test_two_processes_train_like_one(tmp_path):
         capture_output=True,
         timeout=600,
     )
+    # Both ranks trained as one group of two (not as two processes of one each, which would
+    # give the same weights too: each would train alone on all the data).
+    assert [(tmp_path / "two" / f"world-seen-by-rank-{rank}").read_text() for rank in (0, 1)] == ["2", "2"]
     two = torch.load(tmp_path / "two" / "weights.pt")
     for name, value in single.model.state_dict().items():
         assert torch.allclose(value, two[name], atol=1e-6), name

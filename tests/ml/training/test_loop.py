@@ -294,3 +294,21 @@ def test_the_weights_checksum_sees_a_change_of_one_element_by_one_ulp():
         p.view(-1)[0] = torch.nextafter(p.view(-1)[0], torch.tensor(float("inf")))
     after = weights_checksum(model)
     assert [k for k in before if before[k] != after[k]] == [name]
+
+
+def test_a_checkpoint_loads_onto_the_device_a_cpu_process_group_gives(tmp_path):
+    """accelerate gives each rank of a CPU process group the device cpu:0, which safetensors
+    refuses by that name: a resumed distributed run on the CPU failed on it."""
+    from ml.training import checkpoint as ckpt_io
+
+    calls = []
+    with pytest.raises(TrainingCancelled):
+        train_causal_lm(
+            build_loaded("llama"),
+            dsm_pairs(8),
+            fast_config(epochs=2, checkpoint_every=1),
+            output_dir=tmp_path,
+            should_stop=lambda: calls.append(1) or len(calls) == 3,
+        )
+    saved = ckpt_io.load(ckpt_io.find(tmp_path), device=torch.device("cpu", 0))
+    assert saved.step == 1 and saved.trainable

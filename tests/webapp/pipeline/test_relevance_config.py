@@ -150,10 +150,17 @@ def test_a_comparison_never_pairs_maps_of_two_configurations(two_configs):
 
 
 def test_a_dataset_selection_keeps_one_configuration(two_configs):
-    from webapp.datasets.building import maps_matching
+    """Never a mix of configurations: one named is kept alone, and with none named while maps of
+    two exist the selection is refused, naming both (a default would silently pick one)."""
+    from webapp.datasets.building import BuildError, maps_matching
 
     corpus, model = two_configs["corpus"], two_configs["base"]
-    assert set(maps_matching(corpus.pk, model.pk, "attnlrp", "en")) == {two_configs["base_next"]}
+    default, span = two_configs["base_next"], two_configs["base_span"]
+    assert set(maps_matching(corpus.pk, model.pk, "attnlrp", "en", config_key=default.config_key)) == {default}
+    assert set(maps_matching(corpus.pk, model.pk, "attnlrp", "en", config_key=span.config_key)) == {span}
+    with pytest.raises(BuildError, match="2 relevance configurations") as refused:
+        maps_matching(corpus.pk, model.pk, "attnlrp", "en")
+    assert default.config_key in str(refused.value) and span.config_key in str(refused.value)
 
 
 def test_the_job_choices_are_the_librarys_explain_variants_and_methods():

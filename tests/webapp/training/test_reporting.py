@@ -74,6 +74,45 @@ def test_a_checkpoint_message_records_the_step_and_a_log_line_but_no_curve_point
     assert list(RunMetric.objects.values_list("step", "lr")) == [(4, 1e-4)]
 
 
+def test_the_steps_before_a_checkpoint_are_stored_before_it_is_written(claimed):
+    """A process killed between writing a checkpoint and saying so resumes after that step:
+    the rows of the steps up to it must already be in the database by then."""
+    clock = Clock()
+    reporter = Reporter(claimed, clock=clock)
+    reporter.on_progress(event(1))
+    for step in (2, 3, 4):  # within the same second: buffered
+        reporter.on_progress(event(step))
+    assert list(RunMetric.objects.values_list("step", flat=True)) == [1]
+    reporter.on_progress(event(4, message="saving a checkpoint", lr=None))
+    assert list(RunMetric.objects.values_list("step", flat=True)) == [1, 2, 3, 4]
+    assert TrainingRun.objects.get(pk=claimed.pk).checkpoint_step is None  # not saved yet
+
+
+def test_a_checkpoint_is_announced_before_its_files_are_written(tmp_path):
+    from ml.training import train_causal_lm
+    from tests.ml.conftest import build_loaded
+    from tests.ml.training.conftest import dsm_pairs, fast_config
+
+    seen = []
+
+    def on_progress(event):
+        folder = tmp_path / "checkpoint-last"
+        seen.append((event.message, (folder / "state.json").is_file()))
+
+    train_causal_lm(
+        build_loaded("llama"),
+        dsm_pairs(8),
+        fast_config(epochs=2, checkpoint_every=1),
+        output_dir=tmp_path,
+        on_progress=on_progress,
+    )
+    announced = [written for message, written in seen if message == "saving a checkpoint"]
+    assert announced and announced[0] is False  # the first announcement comes before any file
+    assert [m for m, _ in seen if m.startswith("checkpoint saved")] and len(announced) == len(
+        [m for m, _ in seen if m.startswith("checkpoint saved")]
+    )
+
+
 def test_the_first_step_of_a_resumed_attempt_is_logged(claimed):
     reporter = Reporter(claimed, clock=Clock())
     reporter.on_progress(event(7, message="resumed at step 7", lr=None, loss=None))
