@@ -142,5 +142,8 @@ def config_changes(saved: dict, current: dict) -> list[str]:
 
 
 def remove(output_dir: Path) -> None:
-    for name in (CHECKPOINT, _ASIDE):
-        shutil.rmtree(Path(output_dir) / name, ignore_errors=True)
+    """The checkpoint, the moved-aside one, and the half-written folders of processes killed
+    while saving (an earlier attempt's: `save` clears only its own process's)."""
+    output_dir = Path(output_dir)
+    for folder in [output_dir / CHECKPOINT, output_dir / _ASIDE, *output_dir.glob(f".{CHECKPOINT}.tmp-*")]:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -312,3 +312,11 @@ def test_a_checkpoint_loads_onto_the_device_a_cpu_process_group_gives(tmp_path):
         )
     saved = ckpt_io.load(ckpt_io.find(tmp_path), device=torch.device("cpu", 0))
     assert saved.step == 1 and saved.trainable
+
+
+def test_a_finished_run_leaves_no_half_written_checkpoint_of_a_killed_attempt(tmp_path):
+    killed = tmp_path / ".checkpoint-last.tmp-999999"  # what a process killed while saving leaves
+    killed.mkdir()
+    (killed / "trainable.safetensors").write_bytes(b"partial")
+    train_causal_lm(build_loaded("llama"), dsm_pairs(4), fast_config(), output_dir=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["final"]
