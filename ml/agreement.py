@@ -249,6 +249,19 @@ class _Parts:
         return {name: np.where(np.isfinite(v), v, np.nan) for name, v in clean.items()}
 
 
+def cohen_kappa(a: Sequence, b: Sequence) -> float:
+    """Cohen's kappa of two raters' labels of the same items, in order; NaN when undefined (no
+    items, or one and the same label for everything)."""
+    if len(a) != len(b):
+        raise ValueError(f"{len(a)} labels from the first rater but {len(b)} from the second")
+    if not a:
+        return math.nan
+    index = {label: i for i, label in enumerate(dict.fromkeys([*a, *b]))}
+    confusion = np.zeros((1, len(index), len(index)))
+    np.add.at(confusion[0], ([index[x] for x in a], [index[y] for y in b]), 1)
+    return float(_kappa(confusion)[0])
+
+
 def _kappa(confusion: np.ndarray) -> np.ndarray:
     """Cohen's kappa of each confusion matrix in a (resamples, q, q) stack; NaN where undefined."""
     n = confusion.sum(axis=(1, 2))

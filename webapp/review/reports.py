@@ -3,7 +3,7 @@ inter-reviewer agreement where two reviewers decided on the same peak.
 
 A peak is (note, model version, method, template, character span); agreement is Cohen's kappa
 on kept (accept or adjust) vs rejected, for each pair of reviewers over the peaks both decided
-(webapp.lib.agreement). Beside it, per task and over all tasks (a peak of each task is one
+(ml.agreement.cohen_kappa). Beside it, per task and over all tasks (a peak of each task is one
 item), `ml.agreement` gives Krippendorff's alpha, mean pairwise kappa, Gwet's AC1 and observed
 agreement on the same kept/rejected labels, each with a 95% bootstrap CI over peaks, and the
 diagnostics that say when a coefficient misleads (accept-heavy decisions make kappa and alpha
@@ -19,10 +19,9 @@ from itertools import combinations
 
 from django.contrib.auth import get_user_model
 
-from ml.agreement import Agreement, AgreementSettings, agreement
+from ml.agreement import Agreement, AgreementSettings, agreement, cohen_kappa
 from webapp.corpus.models import Task
 from webapp.lib import csv_export
-from webapp.lib.agreement import cohen_kappa
 from webapp.review.models import PeakDecision
 
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from webapp.lib.agreement import cohen_kappa
+from ml.agreement import cohen_kappa
 
 
 def test_kappa_of_a_worked_example():
