@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import logging
 
-from django.db import InterfaceError, OperationalError, close_old_connections, connection
+from django.db import close_old_connections, connection
 
 from webapp.lifecycle import kinds, units
+from webapp.lifecycle.ended import TRANSIENT
 
 log = logging.getLogger(__name__)
 
-TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
+__all__ = ["TRANSIENT", "failed_message", "options", "retry", "retry_released"]
 
 
 def options(task_name: str) -> dict:
