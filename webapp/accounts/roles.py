@@ -1,6 +1,6 @@
 """Who may do what. The one place that maps roles (auth groups) to capabilities.
 
-clinician: reviews peaks. researcher: imports, launches jobs, exports, creates, edits and retires
+clinician: reviews peaks. curator: settles review conflicts (adjudication). researcher: imports, launches jobs, exports, creates, edits and retires
 tasks. admin: everything, including the audit log. Views enforce these with `require()`; templates
 only use them to hide buttons. A refusal (PermissionDenied, from here or an access helper) is answered by the 403
 handler, which writes it to the audit log (webapp.audit.views.permission_denied).
@@ -15,6 +15,7 @@ from django.core.exceptions import PermissionDenied
 class Role(StrEnum):
     CLINICIAN = "clinician"
     RESEARCHER = "researcher"
+    CURATOR = "curator"
     ADMIN = "admin"
 
 
@@ -25,16 +26,18 @@ class Capability(StrEnum):
     LAUNCH = "launch"
     EXPORT = "export"
     MANAGE_TASKS = "manage_tasks"
+    ADJUDICATE = "adjudicate"
     AUDIT = "audit"
 
 
 CAPABILITIES: dict[Capability, frozenset[Role]] = {
-    Capability.VIEW: frozenset({Role.CLINICIAN, Role.RESEARCHER, Role.ADMIN}),
+    Capability.VIEW: frozenset(Role),
     Capability.REVIEW: frozenset({Role.CLINICIAN, Role.ADMIN}),
     Capability.IMPORT: frozenset({Role.RESEARCHER, Role.ADMIN}),
     Capability.LAUNCH: frozenset({Role.RESEARCHER, Role.ADMIN}),
     Capability.EXPORT: frozenset({Role.RESEARCHER, Role.ADMIN}),
     Capability.MANAGE_TASKS: frozenset({Role.RESEARCHER, Role.ADMIN}),
+    Capability.ADJUDICATE: frozenset({Role.CURATOR, Role.ADMIN}),
     Capability.AUDIT: frozenset({Role.ADMIN}),
 }
 
