@@ -222,6 +222,67 @@ def summarise(records: Sequence[dict], methods: Sequence[str], config: Faithfuln
     return out
 
 
+def verdicts(summary: Mapping) -> dict[str, dict]:
+    """Per method, whether its AOPCs beat the random ranking's: comprehensiveness beats it when
+    the method's 95% CI lies wholly above the random baseline's, sufficiency when it lies wholly
+    below (lower is better); `faithful` needs both. Undefined intervals (too few pairs in a
+    random cell) beat nothing."""
+    random = summary.get("random") or {}
+    out = {}
+    for method, block in (summary.get("methods") or {}).items():
+        comp = _ci_apart(block.get("aopc_comprehensiveness_ci"), random.get("aopc_comprehensiveness_ci"), above=True)
+        suff = _ci_apart(block.get("aopc_sufficiency_ci"), random.get("aopc_sufficiency_ci"), above=False)
+        out[method] = {
+            "comprehensiveness_beats_random": comp,
+            "sufficiency_beats_random": suff,
+            "faithful": comp and suff,
+        }
+    return out
+
+
+def _ci_apart(ours, theirs, *, above: bool) -> bool:
+    values = [*(ours or []), *(theirs or [])]
+    if len(values) != 4 or not all(isinstance(v, (int, float)) and np.isfinite(v) for v in values):
+        return False
+    return ours[0] > theirs[1] if above else ours[1] < theirs[0]
+
+
+def markdown(summary: Mapping) -> str:
+    """The summary as a markdown table: one row per method, then the random ranking."""
+
+    def cell(block, name):
+        value, (low, high) = block.get(name), block.get(f"{name}_ci") or (None, None)
+        return f"{_fmt(value)} ({_fmt(low)}-{_fmt(high)})"
+
+    fractions = summary.get("fractions") or []
+    head = ["ranking", "AOPC comprehensiveness (95% CI)", "AOPC sufficiency (95% CI)"]
+    head += [f"deletion at {f:g}" for f in fractions] + ["beats random"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    verdict = verdicts(summary)
+    for method, block in (summary.get("methods") or {}).items():
+        v = verdict[method]
+        says = (
+            "both"
+            if v["faithful"]
+            else "comprehensiveness"
+            if v["comprehensiveness_beats_random"]
+            else ("sufficiency" if v["sufficiency_beats_random"] else "no")
+        )
+        cells = [method, cell(block, "aopc_comprehensiveness"), cell(block, "aopc_sufficiency")]
+        lines.append("| " + " | ".join([*cells, *(_fmt(d) for d in block.get("deletion", [])), says]) + " |")
+    random = summary.get("random") or {}
+    if random:
+        cells = ["random (baseline)", cell(random, "aopc_comprehensiveness"), cell(random, "aopc_sufficiency")]
+        lines.append("| " + " | ".join([*cells, *([""] * len(fractions)), ""]) + " |")
+    full = summary.get("full")
+    lines += ["", f"{summary.get('n_pairs', 0)} pairs; F(full prompt) mean {_fmt(full)}."]
+    return "\n".join(lines)
+
+
+def _fmt(value) -> str:
+    return "n/a" if not isinstance(value, (int, float)) or not np.isfinite(value) else f"{value:.3f}"
+
+
 # ---------------------------------------------------------------- a language model's scorer
 
 

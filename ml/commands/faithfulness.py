@@ -4,7 +4,8 @@ Reads notes JSONL as `python -m ml relevance` does (id, text, optional "tasks"),
 (note, task) pairs (seeded), computes each --method's map with ml.relevance and scores it with
 ml.faithfulness: comprehensiveness and sufficiency at each fraction and their AOPC, deletion and
 insertion curves, the random baseline, each with a 95% bootstrap CI over pairs, and the forward
-passes used. Prints one JSON object ("pairs" only with --per-pair).
+passes used. Prints one JSON object ("pairs" only with --per-pair; "verdicts": which
+methods beat the random ranking), then with --table the same as a markdown table.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import numpy as np
 
 from ml.commands.relevance import read_notes, read_tasks
-from ml.faithfulness import FRACTIONS, NEUTRAL, QUANTITIES, FaithfulnessConfig
+from ml.faithfulness import FRACTIONS, NEUTRAL, QUANTITIES, FaithfulnessConfig, markdown, verdicts
 from ml.relevance import DTYPES, EXPLAIN, METHODS, NORMALISE, TRUNCATE, ConfigError, RelevanceConfig
 
 
@@ -44,6 +45,7 @@ def register(subparsers) -> None:
     p.add_argument("--n-resamples", type=int, default=1000)
     p.add_argument("--batch-size", type=int, default=None, help="prompts per relevance pass (default: auto)")
     p.add_argument("--per-pair", action="store_true", help="include every pair's values")
+    p.add_argument("--table", action="store_true", help="after the JSON, the summary as a markdown table")
     p.add_argument("--device", default=None)
     p.add_argument("--dtype", default=None, choices=[d for d in DTYPES if d != "auto"])
     p.add_argument("--allow-download", action="store_true")
@@ -118,5 +120,9 @@ def run(args) -> int:
         result.pop("pairs")
     result["model"] = loaded.label
     result["relevance_config"] = {m: {**relevance.to_dict(), "method": m} for m in args.method or ["attnlrp"]}
+    result["verdicts"] = verdicts(result["summary"])
     print(json.dumps(result, allow_nan=True))
+    if args.table:
+        print()
+        print(markdown(result["summary"]))
     return 0
