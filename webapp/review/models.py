@@ -255,3 +255,12 @@ class MapSample(ConfigKeyDefault, models.Model):
 
     def __str__(self):
         return f"sample of {len(self.map_ids)} / {self.population} maps"
+
+
+from webapp.review.models_team import (  # noqa: E402, F401  (rounds and adjudication; they need ConfigKeyDefault)
+    Adjudication,
+    ReviewRound,
+    RoundClaim,
+    RoundPair,
+    RoundReviewer,
+)
