@@ -212,6 +212,9 @@ def import_annotations(
     *,
     annotator: str = "",
     update: bool = False,
+    read=None,
+    dry_run: bool = False,
+    audit: dict | None = None,
     actor=None,
     batch_size: int = BATCH_SIZE,
     progress=None,
@@ -222,6 +225,12 @@ def import_annotations(
     `task` is a task's slug, its description or one of its aliases. Imported annotations
     belong to the annotator name given, by default 'import:<file name>'. `progress(phase,
     records_done)` as for import_notes.
+
+    `read(problems, corpus)`, if given, gives the AnnotationRecords instead of the JSONL file
+    `path` (webapp.interchange.gold: annotation-tool formats with a mapping); it is called twice,
+    to validate and to write, and reports what it cannot read to `problems`. `dry_run`:
+    validate and count (created, unchanged, updated), write nothing. `audit`: more fields for
+    the audit entry.
     """
     path = Path(path)
     limits = import_limits()
@@ -230,7 +239,7 @@ def import_annotations(
     annotator = annotator or f"import:{name}"
     name_ok = _corpus_name_ok(corpus_name, name, problems)
     corpus = Corpus.objects.filter(name=corpus_name).first() if name_ok else None
-    if not path.is_file():
+    if not path.exists() or (read is None and not path.is_file()):
         problems.add(name, None, "no such file")
     else:
         _check_size(path, problems, limits)
@@ -245,7 +254,8 @@ def import_annotations(
 
     plan = _AnnotationPlan(corpus, annotator, update, problems)
     checked = 0
-    for batch in _batched(read_annotations(path, problems, limits), batch_size):
+    records = read or (lambda problems, corpus: read_annotations(path, problems, limits))
+    for batch in _batched(records(problems, corpus), batch_size):
         plan.check(batch)
         checked += len(batch)
         _report_progress(progress, "validate", checked)
@@ -254,6 +264,10 @@ def import_annotations(
     plan.forget_pairs()
     if problems:
         return _failed(problems)
+    if dry_run:
+        report = _succeeded(problems)
+        report.created, report.unchanged, report.updated = plan.counts()
+        return report
 
     report = _succeeded(problems)
     writer = None
@@ -263,7 +277,7 @@ def import_annotations(
             reread = Problems()
             _write_pass(
                 writer,
-                read_annotations(path, reread, limits),
+                records(reread, corpus),
                 reread,
                 plan,
                 report,
@@ -278,6 +292,7 @@ def import_annotations(
                 corpus,
                 file=name,
                 annotator=annotator,
+                **(audit or {}),
                 created=report.created,
                 unchanged=report.unchanged,
                 updated=report.updated,

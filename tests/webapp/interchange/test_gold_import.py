@@ -1,0 +1,213 @@
+"""Importing gold evidence from annotation-tool files through a mapping: written atomically or not
+at all, previewed without writing, offsets checked against the notes (UTF-16 ones converted)."""
+
+import json
+import zipfile
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tests.webapp.interchange.conftest import TEXTS
+from webapp.audit.models import AuditEvent
+from webapp.corpus.models import Annotation
+from webapp.interchange.gold import import_gold
+
+N1 = TEXTS["n1"]
+N2 = TEXTS["n2"]
+
+
+def _brat(folder, anns):
+    folder.mkdir(exist_ok=True)
+    for note_id, lines in anns.items():
+        (folder / f"{note_id}.txt").write_text(TEXTS[note_id], encoding="utf-8")
+        (folder / f"{note_id}.ann").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return folder
+
+
+def _entity(n, label, text, word, nth=0):
+    start = text.index(word) if not nth else text.index(word, text.index(word) + 1)
+    return f"T{n}\t{label} {start} {start + len(word)}\t{word}"
+
+
+def _good_brat(tmp_path):
+    return _brat(
+        tmp_path / "gold",
+        {
+            "n1": [
+                _entity(1, "TACHY", N1, "HR 120"),
+                _entity(2, "SYMPTOM", N1, "fever"),
+                _entity(3, "DEVICE", N1, "chest"),
+            ],
+            "n2": [_entity(1, "NORMO", N2, "HR 60"), _entity(2, "NOFEVER", N2, "No fever")],
+        },
+    )
+
+
+MAP = [
+    "TACHY=heart-rate:tachycardic",
+    "NORMO=heart rate:normocardic",
+    "SYMPTOM=fever:present",
+    "NOFEVER=fever:absent",
+    "DEVICE=-",
+]
+
+
+def _annotations():
+    return sorted(
+        (a.note.external_id, a.task.slug, a.label, a.evidence, a.annotator_name)
+        for a in Annotation.objects.select_related("note", "task")
+    )
+
+
+def test_it_imports_mapped_brat_spans_as_gold_evidence(ward, tasks, tmp_path):
+    gold = import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP)
+    assert gold.ok, gold.report.problem_lines()
+    hr = N1.index("HR 120")
+    assert _annotations() == [
+        ("n1", "fever", "present", [[N1.index("fever"), N1.index("fever") + 5]], "import:gold"),
+        ("n1", "heart-rate", "tachycardic", [[hr, hr + 6]], "import:gold"),
+        ("n2", "fever", "absent", [[0, 8]], "import:gold"),
+        ("n2", "heart-rate", "normocardic", [[10, 15]], "import:gold"),
+    ]
+    event = AuditEvent.objects.get(action=AuditEvent.Action.IMPORT_ANNOTATIONS)
+    assert event.details["format"] == "brat" and "DEVICE -> skipped" in event.details["mapping"]
+    again = import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP)
+    assert (again.report.created, again.report.unchanged) == (0, 4)
+
+
+def test_a_dry_run_previews_and_writes_nothing(ward, tasks, tmp_path):
+    gold = import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP, dry_run=True)
+    assert gold.ok
+    assert Annotation.objects.count() == 0
+    assert not AuditEvent.objects.filter(action=AuditEvent.Action.IMPORT_ANNOTATIONS).exists()
+    assert gold.preview == [
+        "2 document(s) read in brat standoff",
+        "DEVICE: 1 span(s) in 1 document(s) -> skipped",
+        "NOFEVER: 1 span(s) in 1 document(s) -> fever:absent",
+        "NORMO: 1 span(s) in 1 document(s) -> heart rate:normocardic",
+        "SYMPTOM: 1 span(s) in 1 document(s) -> fever:present",
+        "TACHY: 1 span(s) in 1 document(s) -> heart-rate:tachycardic",
+        "annotations: 4 to create, 0 unchanged, 0 to update",
+    ]
+
+
+def test_an_unmapped_label_stops_the_import(ward, tasks, tmp_path):
+    gold = import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP[:-1])
+    assert not gold.ok
+    assert gold.report.problem_lines() == [
+        "gold: no mapping for the label(s) 'DEVICE' (1 span): map each as LABEL=TASK:VALUE, LABEL=TASK "
+        "(evidence only) or LABEL=- (skip), or skip every other label with *=-"
+    ]
+    assert Annotation.objects.count() == 0
+    assert import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=[*MAP[:-1], "*=-"]).ok
+
+
+def test_one_bad_document_writes_nothing(ward, tasks, tmp_path):
+    folder = _good_brat(tmp_path)
+    (folder / "n3.txt").write_text("A note the corpus does not have.")
+    (folder / "n3.ann").write_text("T1\tTACHY 0 1\tA\n")
+    mapping = [*MAP, "EXTRA=heart-rate:fast"]
+    with (folder / "n2.ann").open("a") as f:
+        f.write(_entity(3, "EXTRA", N2, "pacemaker") + "\n")
+    gold = import_gold(folder, "ward", fmt="brat", mapping=mapping)
+    lines = gold.report.problem_lines()
+    assert "n3.ann: document 'n3': the corpus has no note with this id" in lines
+    assert any(line.startswith("n2.ann: task 'heart-rate': ") and "'fast'" in line for line in lines)
+    assert Annotation.objects.count() == 0
+
+
+def test_a_text_that_differs_from_the_note_is_refused(ward, tasks, tmp_path):
+    folder = _good_brat(tmp_path)
+    (folder / "n2.txt").write_text(N2.replace("No", "no"))
+    (folder / "n2.ann").write_text("")
+    gold = import_gold(folder, "ward", fmt="brat", mapping=MAP)
+    assert gold.report.problem_lines() == [
+        "n2.ann: the text of document 'n2' differs from note 'n2' of the corpus (content hash), so its offsets "
+        "would point at other words"
+    ]
+
+
+def test_label_studio_utf16_offsets_become_character_offsets(ward, tasks, tmp_path):
+    fever = N1.index("fever")  # after one emoji: one more UTF-16 unit than code points
+    task = {
+        "id": 9,
+        "data": {"text": N1, "note_id": "n1"},
+        "annotations": [
+            {
+                "result": [
+                    {"id": "a", "type": "labels", "value": {"start": fever + 1, "end": fever + 6, "labels": ["S"]}}
+                ]
+            }
+        ],
+        "predictions": [{"result": [{"id": "p", "type": "labels", "value": {"start": 0, "end": 2, "labels": ["S"]}}]}],
+    }
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps([task], ensure_ascii=False))
+    gold = import_gold(path, "ward", fmt="labelstudio", mapping=["S=fever:present"])
+    assert gold.ok, gold.report.problem_lines()
+    assert _annotations() == [("n1", "fever", "present", [[fever, fever + 5]], "import:export.json")]
+    assert "1 prediction span(s) skipped (only gold spans are evidence)" in gold.preview
+
+
+def _xmi_zip(tmp_path):
+    from cassis import Cas, TypeSystem
+
+    ts = TypeSystem()
+    event = ts.create_type("webanno.custom.EVENT", supertypeName="uima.tcas.Annotation")
+    ts.create_feature(event, "polarity", "uima.cas.String")
+    cas = Cas(typesystem=ts)
+    cas.sofa_string = N1
+    cas.add(event(begin=N1.index("fever"), end=N1.index("fever") + 5, polarity="POS"))
+    cas.add(event(begin=N1.index("chest"), end=N1.index("chest") + 10, polarity="NEG"))
+    archive = tmp_path / "e3c.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("export/n1.xml", cas.to_xmi())
+    return archive
+
+
+def test_xmi_evidence_only_takes_the_label_the_note_has(ward, tasks, tmp_path):
+    Annotation.objects.create(
+        note=ward.notes.get(external_id="n1"), task=tasks["fever"], label="present", annotator_name="x"
+    )
+    mapping = ["EVENT[polarity=POS]=fever", "EVENT=-"]
+    gold = import_gold(_xmi_zip(tmp_path), "ward", fmt="xmi", mapping=mapping, layer="EVENT", unpack_dir=tmp_path)
+    assert gold.ok, gold.report.problem_lines()
+    fever = N1.index("fever")
+    assert ("n1", "fever", "present", [[fever, fever + 5]], "import:e3c.zip") in _annotations()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e3c.zip"]  # the unpacked folder is gone
+
+
+def test_evidence_only_without_a_label_is_refused(ward, tasks, tmp_path):
+    gold = import_gold(_xmi_zip(tmp_path), "ward", fmt="xmi", mapping=["EVENT=fever"])
+    assert gold.report.problem_lines() == [
+        "n1.xml: document 'n1': task 'fever' is mapped as evidence only, but the note has no label for it; "
+        "map it as TASK:VALUE"
+    ]
+
+
+def test_an_unsupported_format_names_the_supported_ones(ward, tmp_path):
+    (tmp_path / "x.conll").write_text("x")
+    gold = import_gold(tmp_path / "x.conll", "ward", fmt="conll", mapping=[])
+    assert gold.report.problem_lines() == [
+        "x.conll: the format 'conll' is not supported; supported formats: brat, xmi, labelstudio, doccano, jsonl"
+    ]
+
+
+def test_the_command_previews_then_imports(ward, tasks, tmp_path):
+    folder = _good_brat(tmp_path)
+    maps = [arg for m in MAP for arg in ("--map", m)]
+    out = StringIO()
+    call_command(
+        "import_annotations", str(folder), "--corpus", "ward", "--format", "brat", *maps, "--dry-run", stdout=out
+    )
+    assert "TACHY: 1 span(s) in 1 document(s) -> heart-rate:tachycardic" in out.getvalue()
+    assert out.getvalue().endswith("Dry run: nothing was written to 'ward'.\n")
+    assert Annotation.objects.count() == 0
+    out = StringIO()
+    call_command("import_annotations", str(folder), "--corpus", "ward", "--format", "brat", *maps, stdout=out)
+    assert "4 created, 0 updated, 0 unchanged" in out.getvalue()
+    with pytest.raises(CommandError, match="doccano: no mapping for the label"):
+        path = tmp_path / "doccano"
+        path.write_text(json.dumps({"id": "n2", "text": N2, "label": [[0, 8, "NEG"]]}) + "\n")
+        call_command("import_annotations", str(path), "--corpus", "ward", "--format", "doccano", stdout=StringIO())

@@ -1,0 +1,323 @@
+"""Import gold evidence from an annotation tool's files: read them in any format of the table
+(webapp.interchange.formats), turn each document's gold spans into annotations through a mapping
+(webapp.interchange.mapping), and hand those to the annotation import (webapp.corpus.importing),
+which validates everything first and writes in one transaction, or nothing (a dry run never
+writes). Re-importing the same files changes nothing.
+
+Checked besides what every annotation import checks (note in the corpus, task, label value,
+spans inside the note, duplicates): each document's text must be its note's text (by content
+hash: offsets into other text would point at the wrong words); a document id appears once; every
+gold label is mapped (or skipped on purpose); in one document, one task gets one label value;
+"evidence only" needs the note to have exactly one label value for the task already.
+
+All spans of one document that map to one task become that annotation's evidence, in order
+(ranges of a discontinuous span each a range of evidence). Predictions and review decisions in a
+file are counted in the preview and skipped: only gold spans are evidence.
+
+`preview` (the same call with dry_run=True) says, for each label of the files, how many spans and
+documents carry it and what it maps to, then what would be created, unchanged or updated.
+"""
+
+from __future__ import annotations
+
+import inspect
+import tempfile
+from collections import Counter, defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from webapp.corpus.importing import ImportReport, _TaskResolver, import_annotations, import_limits
+from webapp.corpus.models import Annotation, Note, text_hash
+from webapp.interchange.formats import FormatError, ReadOptions, UnsupportedFormat, get_format
+from webapp.interchange.mapping import Mapping, MappingError, parse_mapping
+from webapp.interchange.unpack import unzip
+from webapp.lib.import_sources import AnnotationRecord, Problems, nfc
+from webapp.lib.input_files import sniff
+from webapp.lib.validators import printable
+
+BATCH = 500  # documents whose notes are looked up in one query
+
+
+@dataclass
+class GoldReport:
+    report: ImportReport
+    preview: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.report.ok
+
+
+def import_gold(
+    path,
+    corpus_name: str,
+    *,
+    fmt: str,
+    mapping: list[str] | Mapping,
+    layer: str = "",
+    feature: str = "",
+    annotator: str = "",
+    update: bool = False,
+    dry_run: bool = False,
+    actor=None,
+    progress=None,
+    on_written=None,
+    unpack_dir=None,
+    project=None,
+) -> GoldReport:
+    """Import (or with dry_run, preview) the gold spans of `path` (a file, a folder, or a zip of
+    brat or XMI files) in format `fmt` into corpus `corpus_name`; module docstring."""
+    path = Path(path)
+    name = printable(path.name)
+    problems = Problems()
+    try:
+        format_ = get_format(fmt)
+        plan = mapping if isinstance(mapping, Mapping) else parse_mapping(mapping)
+    except (UnsupportedFormat, MappingError) as exc:
+        problems.add(name, None, str(exc))
+        return GoldReport(_failed(problems), dry_run=dry_run)
+    with _readable(path, format_, unpack_dir, problems) as source:
+        if source is None:
+            return GoldReport(_failed(problems), dry_run=dry_run)
+        reading = _Reading(format_, source, ReadOptions(layer, feature), plan, name)
+        report = import_annotations(
+            path,
+            corpus_name,
+            annotator=annotator or f"import:{name}",
+            update=update,
+            read=reading,
+            dry_run=dry_run,
+            actor=actor,
+            progress=progress,
+            on_written=on_written,
+            audit={"format": format_.name, "mapping": plan.lines()[:50]},
+            **({"project": project} if project else {}),  # corpora owned by projects: the corpus's project
+        )
+    return GoldReport(report, reading.preview_lines(report, dry_run), dry_run=dry_run)
+
+
+@contextmanager
+def _readable(path: Path, format_, unpack_dir, problems: Problems):
+    if not path.exists():
+        problems.add(path.name, None, "no such file or folder")
+        yield None
+        return
+    is_zip = path.is_file() and sniff(path) == "zip"
+    if not is_zip:
+        if format_.writes_folder and not path.is_dir():
+            problems.add(path.name, None, f"{format_.label} needs a folder or a zip of its files")
+            yield None
+        else:
+            yield path
+        return
+    if not format_.writes_folder:
+        problems.add(path.name, None, f"{format_.label} is one file, not a zip archive")
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="gold-", dir=unpack_dir) as tmp:
+        try:
+            yield unzip(path, Path(tmp) / "files", format_.name, import_limits().unpacked_bytes)
+        except FormatError as exc:
+            problems.add(exc.source, None, exc.reason)
+            yield None
+
+
+class _Reading:
+    """The records of the files, read on each call (the import reads twice); counts for the
+    preview are kept from the first reading."""
+
+    def __init__(self, format_, source: Path, options: ReadOptions, mapping: Mapping, name: str):
+        self.format, self.source, self.options, self.mapping, self.name = format_, source, options, mapping, name
+        self.calls = 0
+        self.documents = 0
+        self.label_spans: Counter = Counter()
+        self.label_docs: Counter = Counter()
+        self.label_target: dict[str, str] = {}
+        self.other_sources: Counter = Counter()
+
+    def __call__(self, problems: Problems, corpus):
+        self.calls += 1
+        first = self.calls == 1
+        tasks = _task_resolver(corpus)
+        seen: dict[str, str] = {}
+        unmapped: Counter = Counter()
+        batch = []
+        for item in self.format.read(self.source, self.options):
+            if isinstance(item, FormatError):
+                where_line = _line(item.where)
+                if where_line is not None:
+                    problems.add(item.source, where_line, item.reason)
+                else:
+                    problems.add(item.source, None, f"{item.where}: {item.reason}" if item.where else item.reason)
+                continue
+            doc_id = nfc(item.id)
+            here = self._where(item)
+            first_at = seen.setdefault(doc_id, str(here[0]) + (f" line {here[1]}" if here[1] else ""))
+            if first_at != str(here[0]) + (f" line {here[1]}" if here[1] else ""):
+                problems.add(*here, f"document {doc_id!r} appears twice (first in {first_at})")
+                continue
+            batch.append(item)
+            if len(batch) >= BATCH:
+                yield from self._records(batch, corpus, tasks, problems, unmapped, first)
+                batch = []
+        if batch:
+            yield from self._records(batch, corpus, tasks, problems, unmapped, first)
+        if unmapped:
+            shown = ", ".join(f"{label!r} ({n} span{'s' if n != 1 else ''})" for label, n in unmapped.most_common(10))
+            more = f" and {len(unmapped) - 10} more" if len(unmapped) > 10 else ""
+            problems.add(
+                self.name,
+                None,
+                f"no mapping for the label(s) {shown}{more}: map each as LABEL=TASK:VALUE, LABEL=TASK "
+                "(evidence only) or LABEL=- (skip), or skip every other label with *=-",
+            )
+
+    def _where(self, doc) -> tuple[str, int | None]:
+        line = _line(doc.where)
+        if line is not None:
+            return self.name, line
+        if doc.where.startswith("task "):
+            return f"{self.name} {doc.where}", None
+        return doc.where or self.name, None
+
+    def _records(self, docs, corpus, tasks, problems, unmapped, first):
+        notes = {}
+        if corpus is not None:
+            rows = Note.objects.filter(corpus=corpus, external_id__in=[nfc(d.id) for d in docs]).values_list(
+                "external_id", "pk", "content_hash"
+            )
+            notes = {ext: (pk, digest) for ext, pk, digest in rows}
+        wanted = []  # (doc, note pk, {task name: (label or None, evidence)})
+        for doc in docs:
+            doc_id, (source, line) = nfc(doc.id), self._where(doc)
+            if first:
+                self.documents += 1
+            note = notes.get(doc_id)
+            if note is None:
+                problems.add(source, line, f"document {doc_id!r}: the corpus has no note with this id")
+                continue
+            if note[1] != text_hash(doc.text):
+                problems.add(
+                    source,
+                    line,
+                    f"the text of document {doc_id!r} differs from note {doc_id!r} of the corpus (content hash), so "
+                    "its offsets would point at other words",
+                )
+                continue
+            by_task: dict[str, list] = {}
+            labels_here = set()
+            for span in doc.spans:
+                if span.source != "gold":
+                    if first:
+                        self.other_sources[span.source] += 1
+                    continue
+                target = self.mapping.target(span.label, span.attrs)
+                if first:
+                    self.label_spans[span.label] += 1
+                    if span.label not in labels_here:
+                        self.label_docs[span.label] += 1
+                        labels_here.add(span.label)
+                    self.label_target.setdefault(
+                        span.label,
+                        "skipped" if target is None else "no mapping" if target == "unmapped" else str(target),
+                    )
+                if target == "unmapped":
+                    unmapped[span.label] += 1
+                    continue
+                if target is None:
+                    continue
+                entry = by_task.setdefault(target.task, [set(), []])
+                entry[0].add(target.label)
+                entry[1].extend([s, e] for s, e in span.ranges)
+            if by_task:
+                wanted.append((doc_id, source, line, note, by_task))
+        existing = self._existing_labels(wanted, tasks)
+        for doc_id, source, line, note, by_task in wanted:
+            for task_name, (labels, evidence) in by_task.items():
+                given = sorted(label for label in labels if label is not None)
+                if len(given) > 1:
+                    problems.add(
+                        source,
+                        line,
+                        f"document {doc_id!r}: task {task_name!r} gets the labels {', '.join(map(repr, given))}",
+                    )
+                    continue
+                label = given[0] if given else self._evidence_only_label(task_name, note, tasks, existing)
+                if isinstance(label, tuple):
+                    problems.add(
+                        source,
+                        line,
+                        f"document {doc_id!r}: task {task_name!r} is mapped as evidence only, but the note has "
+                        + (f"several labels for it ({', '.join(map(repr, label))})" if label else "no label for it")
+                        + "; map it as TASK:VALUE",
+                    )
+                    continue
+                yield AnnotationRecord(source, line, doc_id, nfc(task_name), nfc(label), _ordered(evidence))
+
+    def _existing_labels(self, wanted, tasks) -> dict[tuple[int, int], set[str]]:
+        needed = [
+            (note[0], name)
+            for _, _, _, note, by_task in wanted
+            if note
+            for name, (labels, _) in by_task.items()
+            if None in labels
+        ]
+        if not needed:
+            return {}
+        task_pks = {t.pk for _, name in needed if (t := tasks.by_name.get(name)) is not None}
+        out: dict[tuple[int, int], set[str]] = defaultdict(set)
+        rows = Annotation.objects.filter(note_id__in={n for n, _ in needed}, task_id__in=task_pks).values_list(
+            "note_id", "task_id", "label"
+        )
+        for note_id, task_id, label in rows:
+            out[(note_id, task_id)].add(label)
+        return out
+
+    def _evidence_only_label(self, task_name, note, tasks, existing) -> str | tuple:
+        """The one label value the note has for the task; a tuple of them when not exactly one.
+        An unknown task gives "" (the import names it)."""
+        task = tasks.by_name.get(task_name)
+        if task is None:
+            return ""
+        labels = existing.get((note[0], task.pk), set())
+        return next(iter(labels)) if len(labels) == 1 else tuple(sorted(labels))
+
+    def preview_lines(self, report: ImportReport, dry_run: bool) -> list[str]:
+        out = [f"{self.documents:,} document(s) read in {self.format.label}"]
+        for label, n in sorted(self.label_spans.items()):
+            out.append(
+                f"{label}: {n:,} span(s) in {self.label_docs[label]:,} document(s) -> {self.label_target[label]}"
+            )
+        for source, n in sorted(self.other_sources.items()):
+            out.append(f"{n:,} {source} span(s) skipped (only gold spans are evidence)")
+        if report.ok:
+            verbs = ("to create", "to update") if dry_run else ("created", "updated")
+            out.append(
+                f"annotations: {report.created:,} {verbs[0]}, {report.unchanged:,} unchanged, "
+                f"{report.updated:,} {verbs[1]}"
+            )
+        return out
+
+
+def _task_resolver(corpus) -> _TaskResolver:
+    """The import's task lookup, scoped to the corpus's project where tasks belong to projects."""
+    if inspect.signature(_TaskResolver).parameters:
+        return _TaskResolver(corpus.project_id)
+    return _TaskResolver()
+
+
+def _ordered(evidence: list) -> list:
+    """The evidence in text order, a range given twice (two spans over the same words) once."""
+    return [list(r) for r in sorted({tuple(r) for r in evidence})]
+
+
+def _line(where: str | None) -> int | None:
+    if where and where.startswith("line ") and where[5:].isdigit():
+        return int(where[5:])
+    return None
+
+
+def _failed(problems: Problems) -> ImportReport:
+    return ImportReport(problems=list(problems.kept), problem_count=problems.total)
