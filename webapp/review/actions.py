@@ -10,7 +10,7 @@ from django.contrib import messages
 from webapp.corpus.models import Task, TaskGuideline
 from webapp.corpus.tasks import current_guideline
 from webapp.pipeline.models import ModelVersion, PeakProfile
-from webapp.review import decisions
+from webapp.review import decisions, rounds
 from webapp.review.noteview import char_peaks, map_arrays
 from webapp.review.selection import Selection
 
@@ -71,6 +71,7 @@ def submit(note, form, reviewer) -> Outcome:
         return Outcome(str(exc), messages.WARNING, 409, exc.current)
     except decisions.DecisionError as exc:
         return Outcome(f"Nothing was saved: {exc}", messages.ERROR, 400)
+    rounds.sync_claims(reviewer, note.pk, task.pk, model.pk, data["method"], data["template"], sel.config)
     what = row.get_decision_display().lower()
     if row.decision == row.Decision.ADJUST:
         what += f" to «{_snippet(note.text, row.adjusted_start, row.adjusted_end)}»"
@@ -93,6 +94,7 @@ def undo(note, reviewer) -> Outcome:
     if result is None:
         return Outcome("You have no decision on this note to undo.", messages.INFO)
     op, row = result
+    rounds.sync_claims(reviewer, note.pk, row.task_id, row.model_version_id, row.method, row.template, row.config_key)
     piece = _snippet(note.text, row.start, row.end)
     if op == "undo-create":
         return Outcome(f"Undone: your decision on «{piece}» is removed.", messages.INFO)

@@ -18,7 +18,9 @@ Rules
   template or configuration it was made under (a span of the note is or is not evidence for the task, whichever
   model pointed at it). The span is rejected when rejects are at least half of those reviewers:
   a majority rejects, and a tie rejects too (a disputed peak stays out of training). Adjust
-  counts as keeping the peak. The builder then drops every group overlapping a rejected span.
+  counts as keeping the peak. A curator's decision on the span (webapp.review.adjudication) is
+  final: it replaces the majority, whatever the reviewers decided. The builder then drops every
+  group overlapping a rejected span.
 
 Audit: every change is an AuditEvent REVIEW_DECISION with ids, span offsets and the decision,
 never note text or the comment.
@@ -35,7 +37,7 @@ from django.db import IntegrityError, transaction
 from ml.relevance import default_config_key
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
-from webapp.review.models import PeakDecision
+from webapp.review.models import Adjudication, PeakDecision
 
 
 class DecisionError(Exception):
@@ -224,7 +226,8 @@ def is_conflict(decisions: Iterable[PeakDecision]) -> bool:
 
 
 def rejected_spans(note_ids, task_ids) -> dict[tuple[int, int], list[tuple[int, int]]]:
-    """{(note_id, task_id): [(start, end), ...]} of spans rejected under the module's rule."""
+    """{(note_id, task_id): [(start, end), ...]} of spans rejected under the module's rule, a
+    curator's decision (review.Adjudication) on a span replacing its reviewers' majority."""
     rows = (
         PeakDecision.objects.filter(note_id__in=list(note_ids), task_id__in=list(task_ids))
         .order_by("updated", "id")
@@ -233,9 +236,18 @@ def rejected_spans(note_ids, task_ids) -> dict[tuple[int, int], list[tuple[int, 
     latest: dict[tuple, dict[int, str]] = defaultdict(dict)
     for note_id, task_id, start, end, reviewer_id, decision in rows:
         latest[(note_id, task_id, start, end)][reviewer_id] = decision  # ordered by time: the last one stays
+    final = {  # a curator's decision on a span overrides its reviewers'
+        (note_id, task_id, start, end): decision == Adjudication.Decision.REJECT
+        for note_id, task_id, start, end, decision in Adjudication.objects.filter(
+            note_id__in=list(note_ids), task_id__in=list(task_ids)
+        ).values_list("note_id", "task_id", "start", "end", "decision")
+    }
     out: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
     for (note_id, task_id, start, end), by_reviewer in latest.items():
         rejects = sum(1 for d in by_reviewer.values() if d == PeakDecision.Decision.REJECT)
-        if rejects and 2 * rejects >= len(by_reviewer):
+        if (note_id, task_id, start, end) not in final and rejects and 2 * rejects >= len(by_reviewer):
+            out[(note_id, task_id)].append((start, end))
+    for (note_id, task_id, start, end), rejected in final.items():
+        if rejected:
             out[(note_id, task_id)].append((start, end))
     return {key: sorted(spans) for key, spans in out.items()}

@@ -206,3 +206,28 @@ class ValidationSetForm(forms.Form):
 class AdoptForm(forms.Form):
     name = forms.SlugField(max_length=100)
     setting = forms.IntegerField(min_value=0)
+
+
+class RoundForm(forms.Form):
+    """A review round: name, tasks, reviewers, k and its guideline; the map (model version,
+    method, template, configuration) and the peak profile come from the page's selection."""
+
+    name = forms.CharField(max_length=200)
+    tasks = forms.ModelMultipleChoiceField(queryset=None, widget=forms.CheckboxSelectMultiple)
+    reviewers = forms.ModelMultipleChoiceField(
+        queryset=None, widget=forms.CheckboxSelectMultiple, help_text="In the order of the rota"
+    )
+    k = forms.IntegerField(min_value=1, max_value=20, initial=2, label="Reviewers per pair (k)")
+    guideline = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 4}), help_text="Markdown, shown on every page of the round"
+    )
+
+    def __init__(self, *args, reviewers=(), **kwargs):
+        from django.contrib.auth import get_user_model
+
+        from webapp.corpus.models import Task
+
+        super().__init__(*args, **kwargs)
+        self.fields["tasks"].queryset = Task.objects.filter(retired=False).order_by("description")
+        self.fields["reviewers"].queryset = get_user_model().objects.filter(pk__in=[r.pk for r in reviewers])
+        self.fields["reviewers"].queryset = self.fields["reviewers"].queryset.order_by("username")

@@ -166,3 +166,48 @@ def _csv_row(name: str, study: Agreement) -> list:
 
 def _figure(value: float):
     return None if value != value else csv_export.figure(value, ".4f")
+
+
+@dataclass(frozen=True)
+class ReviewerAccuracy:
+    reviewer: str
+    peaks: int  # adjudicated peaks the reviewer decided
+    agreed: int  # of which their keep/reject matched the curator's
+
+    @property
+    def accuracy(self) -> float:
+        return self.agreed / self.peaks if self.peaks else float("nan")
+
+
+def reviewer_accuracy(corpus=None, model=None, method: str | None = None) -> list[ReviewerAccuracy]:
+    """Each reviewer against the adjudicated result (review.Adjudication, the curator's final
+    decision): over the adjudicated peaks (note, task, span) they decided, how often their latest
+    decision kept or rejected the peak as the curator did. Only disputed peaks are adjudicated, so
+    this is accuracy on the hard cases, lower than on all peaks."""
+    from webapp.review.models import Adjudication
+
+    adjudications = Adjudication.objects.all()
+    if corpus is not None:
+        adjudications = adjudications.filter(note__corpus=corpus)
+    final = {(a[0], a[1], a[2], a[3]): a[4] == "accept" for a in
+             adjudications.values_list("note_id", "task_id", "start", "end", "decision")}  # fmt: skip
+    if not final:
+        return []
+    rows = PeakDecision.objects.filter(note_id__in={k[0] for k in final}, task_id__in={k[1] for k in final})
+    if model is not None:
+        rows = rows.filter(model_version=model)
+    if method:
+        rows = rows.filter(method=method)
+    latest: dict[tuple, bool] = {}
+    for note_id, task_id, start, end, reviewer_id, decision in rows.order_by("updated", "id").values_list(
+        "note_id", "task_id", "start", "end", "reviewer_id", "decision"
+    ):
+        if (note_id, task_id, start, end) in final:
+            latest[(note_id, task_id, start, end, reviewer_id)] = decision != PeakDecision.Decision.REJECT
+    tally: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for (*peak, reviewer_id), kept in latest.items():
+        tally[reviewer_id][0] += 1
+        tally[reviewer_id][1] += kept == final[tuple(peak)]
+    names = _names(tally)
+    return sorted((ReviewerAccuracy(names.get(r, str(r)), n, ok) for r, (n, ok) in tally.items()),
+                  key=lambda a: a.reviewer)  # fmt: skip

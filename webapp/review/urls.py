@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.review import views
+from webapp.review import round_views, views
 
 app_name = "review"
 urlpatterns = [
@@ -22,4 +22,10 @@ urlpatterns = [
     path("validation/<int:set_id>/results/", views.validation_results, name="validation_results"),
     path("validation/<int:set_id>/adopt/", views.validation_adopt, name="validation_adopt"),
     path("validation/<int:set_id>/retire/", views.validation_retire, name="validation_retire"),
+    path("<int:corpus_id>/rounds/", round_views.round_list, name="rounds"),
+    path("rounds/<int:round_id>/", round_views.round_detail, name="round"),
+    path("rounds/<int:round_id>/queue/", round_views.round_queue, name="round_queue"),
+    path("rounds/<int:round_id>/reviewers/", round_views.round_reviewer, name="round_reviewer"),
+    path("rounds/<int:round_id>/adjudicate/", round_views.adjudicate, name="adjudicate"),
+    path("rounds/<int:round_id>/export.<str:fmt>", round_views.round_export, name="round_export"),
 ]

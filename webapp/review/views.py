@@ -51,7 +51,14 @@ def _note_context(request, note, sel, panel, notice=None) -> dict:
         "legend": rendering.legend(),
         "queue_query": sel.query(task=None),  # the queue goes over every task from the current pair on
         "guideline": current_guideline(sel.task) if sel.task is not None else None,
+        "round": _round_of(request),
     }
+
+
+def _round_of(request):
+    """The review round the page is reviewing in (`round` in the query or form), or None."""
+    round_id = _int(request.POST.get("round") or request.GET.get("round"))
+    return access.round_for(request.user, round_id) if round_id is not None else None
 
 
 # ---------------------------------------------------------------- browsing
@@ -417,6 +424,7 @@ def report(request):
             "corpora": Corpus.objects.order_by("name"),
             "models": ModelVersion.objects.order_by("name"),
             "time": timing.review_time(corpus, model, method, reviewers=reviewers),
+            "accuracy": reports.reviewer_accuracy(corpus, model, method),
         },
     )
 

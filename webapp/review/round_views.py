@@ -1,0 +1,194 @@
+"""Pages of review rounds: list and create, progress and reviewers, a reviewer's queue inside a
+round, the curator's adjudication of disputed peaks, and the export of the team's work. Each view:
+an access helper (403/404), one domain call, render or redirect."""
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from webapp.accounts.roles import Capability, has_capability
+from webapp.audit.log import record
+from webapp.audit.models import AuditEvent
+from webapp.corpus.tasks import current_guideline
+from webapp.review import access, adjudication, rounds, selection, team_export
+from webapp.review.forms import RoundForm
+
+
+def round_list(request, corpus_id):
+    corpus = access.corpus_for(request.user, corpus_id)
+    sel = selection.for_corpus(corpus, request.POST or request.GET)
+    can_create = has_capability(request.user, Capability.LAUNCH)
+    form = None
+    if request.method == "POST":
+        corpus = access.round_corpus_for(request.user, corpus_id)
+        form = RoundForm(request.POST, reviewers=rounds.reviewer_candidates())
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                rnd = rounds.create_round(
+                    corpus,
+                    name=data["name"],
+                    tasks=data["tasks"],
+                    model=sel.model,
+                    method=sel.method,
+                    template=sel.template,
+                    config_key=sel.config,
+                    profile=sel.profile,
+                    k=data["k"],
+                    reviewers=data["reviewers"],
+                    guideline=data["guideline"],
+                    actor=request.user,
+                )
+            except rounds.RoundError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Round {rnd.name}: {rnd.pairs.count()} pairs, each for {rnd.k} reviewers.")
+                return redirect("review:round", rnd.pk)
+    elif can_create:
+        form = RoundForm(initial={"name": f"{corpus.name} round"}, reviewers=rounds.reviewer_candidates())
+    context = {
+        "nav": "review",
+        "corpus": corpus,
+        "sel": sel,
+        "form": form,
+        "rounds": corpus.review_rounds.select_related("model_version", "profile"),
+    }
+    return render(request, "review/rounds.html", context)
+
+
+def round_detail(request, round_id):
+    rnd = access.round_for(request.user, round_id)
+    context = {
+        "nav": "review",
+        "round": rnd,
+        "corpus": rnd.corpus,
+        "progress": rounds.progress(rnd),
+        "summary": adjudication.summary(adjudication.round_peaks(rnd)),
+        "member": rounds.is_member(rnd, request.user),
+        "can_manage": has_capability(request.user, Capability.LAUNCH),
+        "can_adjudicate": has_capability(request.user, Capability.ADJUDICATE),
+        "can_export": has_capability(request.user, Capability.EXPORT),
+        "candidates": [u for u in rounds.reviewer_candidates() if not rounds.is_member(rnd, u)],
+    }
+    return render(request, "review/round.html", context)
+
+
+def round_queue(request, round_id):
+    rnd = access.round_for(request.user, round_id, Capability.REVIEW)
+    try:
+        claim = rounds.next_claim(rnd, request.user)
+    except rounds.RoundError as exc:
+        messages.error(request, str(exc))
+        return redirect("review:round", rnd.pk)
+    if claim is None:
+        return render(request, "review/round_queue.html", {"nav": "review", "round": rnd, "corpus": rnd.corpus,
+                                                           "progress": rounds.progress(rnd)})  # fmt: skip
+    return redirect(note_url(rnd, claim.pair))
+
+
+def note_url(rnd, pair) -> str:
+    """The note page of a round's pair, under the round's map and peak setting."""
+    query = {
+        "task": pair.task_id,
+        "model": rnd.model_version_id,
+        "method": rnd.method,
+        "template": rnd.template,
+        "config": rnd.config_key,
+        "round": rnd.pk,
+    }
+    if rnd.profile_id:
+        query["profile"] = rnd.profile_id
+    return reverse("review:note", args=[rnd.corpus_id, pair.note_id]) + "?" + urlencode(query)
+
+
+@require_POST
+def round_reviewer(request, round_id):
+    """Add or remove a reviewer (LAUNCH)."""
+    rnd = access.round_for(request.user, round_id, Capability.LAUNCH)
+    user = get_object_or_404(get_user_model(), pk=request.POST.get("reviewer") or 0)
+    try:
+        if request.POST.get("action") == "remove":
+            returned = rounds.remove_reviewer(rnd, user, actor=request.user)
+            messages.success(request, f"{user.get_username()} is off the round; {returned} open claim(s) went back.")
+        else:
+            rounds.add_reviewer(rnd, user, actor=request.user)
+            messages.success(request, f"{user.get_username()} now reviews in this round.")
+    except rounds.RoundError as exc:
+        messages.error(request, str(exc))
+    return redirect("review:round", rnd.pk)
+
+
+def adjudicate(request, round_id):
+    rnd = access.round_for(request.user, round_id, Capability.ADJUDICATE)
+    if request.method == "POST":
+        try:
+            adjudication.adjudicate(
+                rnd,
+                request.user,
+                note_id=int(request.POST["note"]),
+                task_id=int(request.POST["task"]),
+                start=int(request.POST["start"]),
+                end=int(request.POST["end"]),
+                decision=request.POST.get("decision", ""),
+                comment=request.POST.get("comment", ""),
+            )
+        except (KeyError, ValueError, adjudication.AdjudicationError) as exc:
+            messages.error(request, f"Not recorded: {exc}")
+            return redirect(f"{reverse('review:adjudicate', args=[rnd.pk])}?peak={request.POST.get('index', 0)}")
+        return redirect("review:adjudicate", rnd.pk)
+    peaks = adjudication.round_peaks(rnd)
+    disputed = [p for p in peaks if p.disputed]
+    index = _int(request.GET.get("peak"))
+    if index is None or not 0 <= index < len(disputed):
+        index = next((i for i, p in enumerate(disputed) if p.adjudication is None), 0)
+    peak = disputed[index] if disputed else None
+    context = {
+        "nav": "review",
+        "round": rnd,
+        "corpus": rnd.corpus,
+        "summary": adjudication.summary(peaks),
+        "disputed": disputed,
+        "index": index,
+        "peak": peak,
+        "excerpt": _excerpt(peak) if peak else None,
+        "guideline": current_guideline(peak.pair.task) if peak else None,
+    }
+    return render(request, "review/adjudicate.html", context)
+
+
+def round_export(request, round_id, fmt):
+    rnd = access.round_for(request.user, round_id, Capability.EXPORT)
+    record(request.user, AuditEvent.Action.EXPORT, rnd, kind="review_round", format=fmt)
+    if fmt == "csv":
+        response = StreamingHttpResponse(team_export.csv_lines(rnd), content_type="text/csv; charset=utf-8")
+    else:
+        response = StreamingHttpResponse(team_export.jsonl_lines(rnd), content_type="application/jsonl; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="review-round-{rnd.pk}.{fmt}"'
+    return response
+
+
+EXCERPT = 300  # characters of the note shown either side of a disputed peak
+
+
+def _excerpt(peak) -> dict:
+    text = peak.pair.note.text
+    a, b = max(0, peak.start - EXCERPT), min(len(text), peak.end + EXCERPT)
+    return {
+        "before": text[a : peak.start],
+        "peak": text[peak.start : peak.end],
+        "after": text[peak.end : b],
+        "cut_start": a > 0,
+        "cut_end": b < len(text),
+    }
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
