@@ -42,6 +42,7 @@ from ml.localisation import random_scores
 from ml.metrics import resample_indices
 
 FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5)  # <= 5 keeps a pair at 12 forward passes (module doc)
+PASSES_PER_PAIR = 1 + 2 * len(FRACTIONS) + 1  # one method: full row, deletions, insertions, random row
 NEUTRAL = ("pad", "space")
 QUANTITIES = ("logprob", "logit")
 KINDS = ("comprehensiveness", "sufficiency")
@@ -116,12 +117,22 @@ def random_cells(n_pairs: int, n_fractions: int, seed: int) -> list[tuple[int, i
     return [cells[int(i) % len(cells)] for i in order]
 
 
-def evaluate(pairs: Sequence[PairInput], config: FaithfulnessConfig | None = None) -> FaithfulnessResult:
-    """Per-pair deletion/insertion values of every map and the random row, then the summary."""
+def evaluate(
+    pairs: Sequence[PairInput],
+    config: FaithfulnessConfig | None = None,
+    *,
+    cells: Sequence[tuple[int, int]] | None = None,
+) -> FaithfulnessResult:
+    """Per-pair deletion/insertion values of every map and the random row, then the summary.
+    `cells`: each pair's random cell, when the pairs are one batch of a larger sample (the
+    caller deals `random_cells` over the whole sample and `summarise`s every batch's records)."""
     config = config or FaithfulnessConfig()
     fractions = config.fractions
     methods = list(pairs[0].maps) if pairs else []
-    cells = random_cells(len(pairs), len(fractions), config.seed)
+    if cells is None:
+        cells = random_cells(len(pairs), len(fractions), config.seed)
+    elif len(cells) != len(pairs):
+        raise ValueError("cells must give one random cell per pair")
     rows_out, passes, calls = [], 0, 0
     for pair, (kind, fi) in zip(pairs, cells):
         if list(pair.maps) != methods:

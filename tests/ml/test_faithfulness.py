@@ -223,3 +223,15 @@ def test_the_command_prints_one_json_object(tmp_path, capsys):
     assert set(out["summary"]["methods"]) == {"grad_input", "attention"}
     assert out["forward_passes"] == 5 * (1 + 2 * 10 + 1)
     assert "pairs" not in out and out["summary"]["random"]["aopc_comprehensiveness_ci"]
+
+
+def test_the_verdict_and_table_say_which_ranking_beats_random():
+    from ml.faithfulness import markdown, verdicts
+
+    summary = evaluate(toy_pairs(n_pairs=120), FaithfulnessConfig(n_resamples=200)).summary
+    verdict = verdicts(summary)
+    assert verdict["exact"]["faithful"] and not verdict["reversed"]["comprehensiveness_beats_random"]
+    table = markdown(summary)
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines() if line.startswith("| ")}
+    assert rows["exact"].endswith("| both |") and rows["reversed"].endswith("| no |")
+    assert "random (baseline)" in rows and "120 pairs" in table

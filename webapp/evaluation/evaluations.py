@@ -15,9 +15,14 @@ worker has taken over. The worker beats from a thread while it computes (webapp.
 one that stopped beating for WORK_STALL_SECONDS is lost: the evaluation is shown as stalled and
 the recovery sweeper of any live worker queues it again.
 
-The pairs are planned once, at launch: the distinct (note, task) pairs of the corpus with at
-least one annotation holding evidence spans (restricted to the chosen tasks), at most
-`max_pairs` of them drawn with `seed`, sorted. The configurations are method x explain variant,
+The pairs are planned once, at launch. `pairs_from="evidence"`: the distinct (note, task) pairs
+of the corpus with at least one annotation holding evidence spans (restricted to the chosen
+tasks), at most `max_pairs` of them drawn with `seed`, sorted. `pairs_from="notes"` (any
+corpus, gold or not): notes drawn with `seed` x EVERY chosen task, as many notes as keep the
+pairs within `max_pairs` (at least one), so each note is asked about all its tasks and
+task-specificity can compare them. Faithfulness (`faithfulness=True`) costs
+ml.faithfulness.PASSES_PER_PAIR forward passes per pair and configuration beyond the maps, and
+explains one prompt: not with the "contrastive" variant. The configurations are method x explain variant,
 one template, run in ORDER of method: AttnLRP patches its process with lxt for good, and gradient
 x input refuses a patched process, so AttnLRP comes last.
 """
@@ -37,7 +42,7 @@ from ml.prompts import TEMPLATES
 from ml.relevance import EXPLAIN, METHODS, ConfigError, RelevanceConfig
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
-from webapp.corpus.models import Annotation, Corpus, Task
+from webapp.corpus.models import Annotation, Corpus, Note, Task
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import JobStatus
@@ -45,6 +50,7 @@ from webapp.pipeline.models import ModelVersion, PeakProfile
 
 RUN_TASK = "workers.evaluation.run_evaluation"
 ORDER = ("attention", "grad_input", "attnlrp")  # AttnLRP last: it patches the process (lxt)
+PAIRS_FROM = ("evidence", "notes")
 
 
 class EvaluationError(Exception):
@@ -64,6 +70,8 @@ class EvaluationSpec:
     tasks: list[Task] = field(default_factory=list)  # empty: every task with evidence annotations
     max_pairs: int | None = None
     seed: int = 0
+    pairs_from: str = "evidence"  # or "notes": drawn notes x every chosen task, gold or not
+    faithfulness: bool = False  # also measure faithfulness (PASSES_PER_PAIR forward passes a pair and configuration)
 
     def resolved_template(self) -> str:
         if self.template == "auto":
@@ -98,7 +106,18 @@ class EvaluationSpec:
             problems["max_pairs"] = "The number of pairs must be at least 1."
         if self.resolved_profile() is None:
             problems["profile"] = "There is no peak profile: create one first."
-        if "max_pairs" not in problems and not annotated_pairs(self.corpus, self.tasks, limit=1):
+        if self.faithfulness and "contrastive" in self.explains:
+            problems["explains"] = (
+                "Faithfulness explains one prompt: leave out the contrastive variant, or faithfulness."
+            )
+        if self.pairs_from not in PAIRS_FROM:
+            problems["pairs_from"] = f"Pairs come from {' or '.join(PAIRS_FROM)}."
+        elif self.pairs_from == "notes":
+            if not self.tasks:
+                problems["tasks"] = "Choose the tasks to ask about each drawn note."
+            elif not Note.objects.filter(corpus=self.corpus).exists():
+                problems["corpus"] = f"Corpus {self.corpus.name} has no notes."
+        elif "max_pairs" not in problems and not annotated_pairs(self.corpus, self.tasks, limit=1):
             problems["corpus"] = (
                 f"Corpus {self.corpus.name} has no annotation with evidence spans"
                 f"{' for these tasks' if self.tasks else ''}: import annotations with evidence."
@@ -116,10 +135,38 @@ def annotated_pairs(corpus: Corpus, tasks=(), *, limit: int | None = None) -> li
 
 
 def plan_pairs(spec: EvaluationSpec) -> list[list[int]]:
+    if spec.pairs_from == "notes":
+        return [list(pair) for pair in note_pairs(spec.corpus, spec.tasks, spec.max_pairs, spec.seed)]
     pairs = annotated_pairs(spec.corpus, spec.tasks)
     if spec.max_pairs is not None and len(pairs) > spec.max_pairs:
         pairs = sorted(random.Random(spec.seed).sample(pairs, spec.max_pairs))
     return [list(pair) for pair in pairs]
+
+
+def note_pairs(corpus: Corpus, tasks, max_pairs: int | None, seed: int) -> list[tuple[int, int]]:
+    """Notes drawn with `seed` x every task, sorted: max(1, max_pairs // tasks) notes (all
+    without max_pairs). Reads note ids only."""
+    task_ids = sorted(t.pk for t in tasks)
+    note_ids = list(Note.objects.filter(corpus=corpus).order_by("pk").values_list("pk", flat=True))
+    if max_pairs is not None:
+        wanted = max(1, max_pairs // max(1, len(task_ids)))
+        if len(note_ids) > wanted:
+            note_ids = sorted(random.Random(seed).sample(note_ids, wanted))
+    return [(n, t) for n in note_ids for t in task_ids]
+
+
+def n_planned(spec: EvaluationSpec) -> int:
+    """How many pairs `plan_pairs` gives, counted in the database (for the estimate)."""
+    if spec.pairs_from == "notes":
+        notes = Note.objects.filter(corpus=spec.corpus).count()
+        if spec.max_pairs is not None:
+            notes = min(notes, max(1, spec.max_pairs // max(1, len(spec.tasks))))
+        return notes * len(spec.tasks)
+    annotated = Annotation.objects.filter(note__corpus=spec.corpus).exclude(evidence=[])
+    if spec.tasks:
+        annotated = annotated.filter(task__in=list(spec.tasks))
+    pairs = annotated.values("note_id", "task_id").distinct().count()
+    return pairs if spec.max_pairs is None else min(pairs, spec.max_pairs)
 
 
 @transaction.atomic
@@ -139,6 +186,8 @@ def launch(spec: EvaluationSpec, actor=None, *, enqueue: bool = True) -> Relevan
         max_pairs=spec.max_pairs,
         seed=spec.seed,
         pairs=pairs,
+        pairs_from=spec.pairs_from,
+        faithfulness=spec.faithfulness,
         total=len(pairs) * len(configs),
         created_by=_user(actor),
         heartbeat=timezone.now(),  # queued: when it was sent
@@ -153,6 +202,8 @@ def launch(spec: EvaluationSpec, actor=None, *, enqueue: bool = True) -> Relevan
         model=spec.model_version.name,
         configurations=len(configs),
         pairs=len(pairs),
+        pairs_from=spec.pairs_from,
+        faithfulness=spec.faithfulness,
     )
     if enqueue:
         send_on_commit(evaluation.pk)

@@ -1,12 +1,15 @@
 """Relevance evaluations: which relevance configuration localises a corpus's evidence best.
 
 A RelevanceEvaluation compares configurations (`configs`: RelevanceConfig dicts, method x
-explain x template ...) of one model version on the annotated (note, task) pairs of a corpus
-(annotations with evidence spans; `pairs`, planned once at launch, at most `max_pairs` of them,
-drawn with `seed`). One Celery task on the relevance queue (`workers.evaluation.run_evaluation`)
-computes the missing maps of every configuration into RelevanceMap (the same rows relevance
-jobs write, so nothing is computed twice), then scores them with ml.localisation under the peak
-profile and stores the result (`result`, see webapp.evaluation.running).
+explain x template ...) of one model version on (note, task) pairs of a corpus (`pairs`,
+planned once at launch, at most `max_pairs` of them, drawn with `seed`): the annotated pairs
+with evidence spans (`pairs_from="evidence"`), or drawn notes x the chosen tasks (`"notes"`: any
+corpus, gold or not; localisation is then measured only where gold exists). Task-specificity
+is always measured; faithfulness when `faithfulness` is set. One Celery task on the relevance
+queue (`workers.evaluation.run_evaluation`) computes the missing maps of every configuration
+into RelevanceMap (the same rows relevance jobs write, so nothing is computed twice), then
+scores them (ml.localisation, ml.specificity, ml.faithfulness) under the peak profile and
+stores the result (`result`, see webapp.evaluation.running).
 
 Progress lives in a few columns the worker updates: `done` of `total` prompts (pairs x
 configurations; maps already stored count as done), `phase`, and the status, attempts, worker
@@ -42,6 +45,17 @@ class RelevanceEvaluation(WorkUnit):
     max_pairs = models.PositiveIntegerField(null=True, blank=True, help_text="at most this many pairs (none: all)")
     seed = models.IntegerField(default=0, help_text="draws the pairs, the bootstrap and the random baseline")
     pairs = models.JSONField(default=list, help_text="[[note id, task id], ...] planned at launch, sorted")
+    pairs_from = models.CharField(
+        max_length=20,
+        choices=[("evidence", "annotated evidence pairs"), ("notes", "drawn notes x the chosen tasks")],
+        default="evidence",
+        help_text="evidence: the pairs with gold evidence spans; notes: any corpus, gold or not",
+    )
+    faithfulness = models.BooleanField(
+        default=False,
+        help_text="also measure faithfulness (ml.faithfulness: 12 forward passes per pair and configuration)",
+    )
+    seconds_per_pass = models.FloatField(null=True, blank=True, help_text="faithfulness: seconds per forward pass")
 
     phase = models.CharField(max_length=200, blank=True, help_text="what the worker is doing now")
     done = models.PositiveIntegerField(default=0, help_text="prompts processed (map stored, or skipped as unusable)")

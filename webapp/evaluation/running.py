@@ -16,7 +16,21 @@ taken for a lost worker. Then:
    of the group {method, explain, template, config_key}; ml.localisation.Evaluation scores them
    under the evaluation's peak profile, with the uniform and random baselines and the
    recommendation.
-3. The result is stored (NaN as null):
+   The same pass measures task-specificity (ml.specificity) per configuration: each note's
+   maps of its planned tasks, peaks under the profile, compared across the tasks (whole notes
+   per batch: webapp.pipeline.chunks.note_batches), and per task how its peak texts repeat
+   across notes (`specificity`: {config key: {...Summary, "tasks": {task: repetition}}}).
+2b. Faithfulness (evaluation.faithfulness): for batches of FAITH_BATCH pairs, each
+   configuration's STORED map is scored by ml.faithfulness (its ModelScorer on the same prompt;
+   a map whose tokens are not the prompt's, e.g. of an edited note, is skipped and listed),
+   PASSES_PER_PAIR forward passes a pair; the random cells are dealt over all planned pairs, the
+   summary is taken over every batch's records. Cancel is honoured between batches; progress
+   goes to `phase` and `seconds_per_pass`. `faithfulness`: {config key: summary + "verdict" +
+   "forward_passes"}.
+3. The recommendation (ml.choosing) weighs localisation (where gold exists), faithfulness (when
+   measured) and specificity, and says which it used; `localisation_recommended` keeps
+   ml.localisation's own.
+4. The result is stored (NaN as null):
    {"groups": [...], "baselines": {"uniform", "random"}, "recommended": {"choice", "reason"},
     "bootstrap": {...}, "configs": [{"key", ...RelevanceConfig fields}], "profile": "name vN",
     "peak_params": {...}, "n_pairs": planned pairs, "missing": {config key: pairs with no map},
@@ -32,9 +46,23 @@ import time
 from collections.abc import Callable, Sequence
 from itertools import islice
 
+import numpy as np
+
+from ml.choosing import choose
+from ml.faithfulness import (
+    FaithfulnessConfig,
+    ModelScorer,
+    PairInput,
+    neutral_token_id,
+    random_cells,
+    summarise,
+    verdicts,
+)
+from ml.faithfulness import evaluate as faithfulness_evaluate
 from ml.localisation import Evaluation, Pair, label, nan_to_none, peak_rule
-from ml.peaks import map_fits
+from ml.peaks import map_fits, peaks_of_arrays
 from ml.relevance import RelevanceConfig
+from ml.specificity import Summary, TaskMap, note_specificity, task_repetition
 from webapp.corpus.models import Annotation, Note, Task
 from webapp.evaluation import evaluations, maps
 from webapp.evaluation.evaluations import EvaluationError
@@ -43,6 +71,7 @@ from webapp.lifecycle.heartbeat import Heartbeat
 from webapp.pipeline.chunks import compute_pairs, note_batches, relevance_compute
 
 STORE_EVERY = 16  # prompts computed between two writes of maps (and of progress)
+FAITH_BATCH = 8  # pairs scored for faithfulness between two progress reports (and cancel checks)
 SCORE_BATCH = 1000  # pairs whose maps are read and scored at once
 MAX_PROBLEMS = 50
 
@@ -64,14 +93,21 @@ def _execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Call
     if not evaluations.report(evaluation, done=done, phase=f"{done} of {evaluation.total} prompts already stored"):
         return "lost"
     problems: list[str] = []
+    held = []
+
+    def model():
+        if not held:
+            try:
+                held.append(get_model())
+            except Exception as exc:  # a model that cannot be loaded: its own words (never note text)
+                raise EvaluationError(
+                    f"Could not load model {evaluation.model_version.name} ({type(exc).__name__}): {str(exc)[:300]}"
+                ) from exc
+        return held[0]
+
     if any(todo.values()):
         _check_process(configs, todo)
-        try:
-            loaded = get_model()
-        except Exception as exc:  # a model that cannot be loaded: its own words (never note text)
-            raise EvaluationError(
-                f"Could not load model {evaluation.model_version.name} ({type(exc).__name__}): {str(exc)[:300]}"
-            ) from exc
+        loaded = model()
         computing_seconds, computed = 0.0, 0
         for index, config in enumerate(configs):
             for batch in note_batches(todo[config.key], STORE_EVERY):
@@ -92,11 +128,21 @@ def _execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Call
                     return "lost"
     if evaluations.cancel_requested(evaluation):
         return "cancelled" if evaluations.cancelled(evaluation) else "lost"
+    faithful = {}
+    if evaluation.faithfulness:
+        faithful = faithfulness(evaluation, configs, pairs, model, problems)
+        if isinstance(faithful, str):
+            return faithful
     if not evaluations.report(evaluation, phase="scoring"):
         return "lost"
     result = score(evaluation, configs, pairs)
     if result is None:
         return "lost"
+    result["faithfulness"] = faithful
+    result["localisation_recommended"] = result["recommended"]
+    result["recommended"] = choose(
+        result["groups"], result["baselines"]["random"], faithful, result["specificity"]
+    ).as_dict()
     result["problems"] = problems[:MAX_PROBLEMS]
     return "done" if evaluations.finish(evaluation, nan_to_none(result)) else "lost"
 
@@ -107,9 +153,10 @@ def score(evaluation: RelevanceEvaluation, configs: Sequence[RelevanceConfig], p
     profile = evaluation.profile
     scorer = Evaluation(peak_rule(profile.params), seed=evaluation.seed)
     missing = {config.key: 0 for config in configs}
+    specific = {config.key: Summary() for config in configs}
+    repeats = {config.key: {} for config in configs}  # {task id: {note id: [peak texts]}}
     without_gold = stale = scored = 0
-    it = iter(pairs)
-    while batch := list(islice(it, SCORE_BATCH)):
+    for batch in note_batches(list(pairs), SCORE_BATCH):
         gold = _gold(batch)
         texts = dict(Note.objects.filter(pk__in={n for n, _ in batch}).values_list("pk", "text"))
         without_gold += sum(1 for pair in batch if not gold.get(pair) or pair[0] not in texts)
@@ -129,11 +176,22 @@ def score(evaluation: RelevanceEvaluation, configs: Sequence[RelevanceConfig], p
                     continue
                 items.append(Pair(note_id, task_id, texts[note_id], offsets, scores, gold[pair]))
             scorer.add(group_of(config), items)
+            _specificity(arrays, texts, profile.params, specific[config.key], repeats[config.key])
         scored += len(batch)
         if not evaluations.report(evaluation, phase=f"scoring: {scored} of {len(pairs)} pairs"):
             return None
+    descriptions = dict(
+        Task.objects.filter(pk__in={t for r in repeats.values() for t in r}).values_list("pk", "description")
+    )
     return {
         **scorer.result(),
+        "specificity": {
+            key: {
+                **specific[key].result(),
+                "tasks": {descriptions.get(t, str(t)): task_repetition(by_note) for t, by_note in repeats[key].items()},
+            }
+            for key in specific
+        },
         "configs": [{"key": config.key, **config.to_dict()} for config in configs],
         "profile": str(profile),
         "peak_params": profile.params.to_dict(),
@@ -142,6 +200,92 @@ def score(evaluation: RelevanceEvaluation, configs: Sequence[RelevanceConfig], p
         "pairs_without_gold": without_gold,
         "stale_maps": stale,
     }
+
+
+def _specificity(arrays: dict, texts: dict, params, summary: Summary, repeats: dict) -> None:
+    """Add a batch's notes (whole notes) to the specificity summary and the peak texts by task."""
+    keys = sorted(pair for pair in arrays if pair[0] in texts)
+    found = peaks_of_arrays([(None, n, t) for n, t in keys], [arrays[k] for k in keys], texts, params)
+    by_note: dict[int, list] = {}
+    for (note_id, task_id), result in zip(keys, found):
+        if not result.fits:
+            continue
+        spans = [tuple(s) for s in result.char_spans]
+        offsets, scores = arrays[(note_id, task_id)]
+        by_note.setdefault(note_id, []).append(TaskMap(task_id, offsets, scores, spans))
+        repeats.setdefault(task_id, {})[note_id] = [texts[note_id][a:b] for a, b in spans]
+    for maps_of_note in by_note.values():
+        summary.add(note_specificity(maps_of_note))
+
+
+def faithfulness(evaluation, configs, pairs, model: Callable, problems: list) -> dict | str:
+    """{config key: ml.faithfulness summary + verdict + forward passes} of the stored maps (see
+    the module doc), or "cancelled" / "lost"."""
+    fconfig = FaithfulnessConfig(seed=evaluation.seed)
+    cell_of = dict(zip(pairs, random_cells(len(pairs), len(fconfig.fractions), fconfig.seed)))
+    out: dict = {}
+    passes, seconds = 0, 0.0
+    for index, config in enumerate(configs):
+        if config.explain == "contrastive":
+            out[config.key] = {"n_pairs": 0, "skipped": "faithfulness explains one prompt, not a contrast"}
+            continue
+        loaded = model()
+        neutral = neutral_token_id(loaded.tokenizer, fconfig.neutral)
+        records, config_passes, done = [], 0, 0
+        for batch in note_batches(list(pairs), FAITH_BATCH):
+            if evaluations.cancel_requested(evaluation):
+                return "cancelled" if evaluations.cancelled(evaluation) else "lost"
+            arrays = maps.read(evaluation.model_version, config, batch)
+            texts = dict(Note.objects.filter(pk__in={n for n, _ in batch}).values_list("pk", "text"))
+            descriptions = dict(Task.objects.filter(pk__in={t for _, t in batch}).values_list("pk", "description"))
+            inputs, cells = [], []
+            for pair in batch:
+                note_id, task_id = pair
+                if pair not in arrays or note_id not in texts or task_id not in descriptions:
+                    continue
+                offsets, scores = arrays[pair]
+                try:
+                    scorer = ModelScorer(
+                        loaded,
+                        texts[note_id],
+                        descriptions[task_id],
+                        config,
+                        neutral_id=neutral,
+                        quantity=fconfig.quantity,
+                    )
+                except ValueError as exc:
+                    problems.append(f"Note {note_id} x task {task_id}: no faithfulness ({str(exc)[:120]}).")
+                    continue
+                if len(offsets) == 0 or not np.array_equal(scorer.enc.offsets, offsets):
+                    problems.append(
+                        f"Note {note_id} x task {task_id}: no faithfulness for {_config_label(config)} "
+                        "(the stored map is not over this prompt's tokens: the note changed since)."
+                    )
+                    continue
+                inputs.append(PairInput((str(note_id), str(task_id)), scorer, {config.method: np.asarray(scores)}))
+                cells.append(cell_of[pair])
+            started = time.perf_counter()
+            if inputs:
+                result = faithfulness_evaluate(inputs, fconfig, cells=cells)
+                records += result.pairs
+                config_passes += result.forward_passes
+                passes += result.forward_passes
+            seconds += time.perf_counter() - started
+            done += len(batch)
+            if not evaluations.report(
+                evaluation,
+                seconds_per_pass=seconds / passes if passes else None,
+                phase=f"faithfulness of {_config_label(config)} (configuration {index + 1} of {len(configs)}): "
+                f"{done} of {len(pairs)} pairs",
+            ):
+                return "lost"
+        summary = summarise(records, [config.method], fconfig)
+        out[config.key] = {
+            **summary,
+            "verdict": verdicts(summary)[config.method] if records else None,
+            "forward_passes": config_passes,
+        }
+    return out
 
 
 def group_of(config: RelevanceConfig) -> dict:

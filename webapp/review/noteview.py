@@ -12,6 +12,13 @@ numbers per peak and per decision, never an object per character or per word of 
 A map of a note longer than the model's context covers only the tokens the model saw
 (ml.relevance cuts the note's end, or its start with truncate "left"): `MapReach` says where it
 starts and ends; the rest is shown as written, with a marker where the map stops.
+
+Task-specificity (ml.specificity): the note's maps of the same model version and configuration
+for its OTHER tasks are read too (one query, the note's own maps only) and their peaks found
+under the same parameters; `Specificity` says whether this task's peaks are the same as every
+other task's (then they say little about this task) and which of them are. `view="sentences"`
+replaces the word heat of one window by the sentence view of the whole note
+(webapp.review.sentenceview); the window is then the one holding the chosen sentence.
 """
 
 from __future__ import annotations
@@ -25,8 +32,10 @@ from dataclasses import dataclass, field
 from django.db.models import Subquery
 
 from ml.peaks import peaks_of_arrays
+from ml.specificity import TaskMap, note_specificity
 from webapp.corpus.models import Annotation, Note
 from webapp.lib import rendering, windows
+from webapp.review import sentenceview
 from webapp.review.decisions import PeakContext, decisions_on, is_conflict, overlapping
 
 ADJUST_WORDS = 5  # how many words a boundary may move either way in the adjust form
@@ -71,6 +80,16 @@ class MapReach:
     cut_end: bool  # text after `end`: the model saw the note's start only
 
 
+@dataclass(frozen=True)
+class Specificity:
+    """This task's peaks against the note's other tasks' (same model version and configuration)."""
+
+    other_tasks: int  # other tasks of the note with a map
+    same_as_all: bool  # every peak of this task is a peak of every other task too
+    shared: tuple[int, ...]  # numbers (1-based) of this task's peaks that every other task shares
+    spearman: float | None  # mean rank correlation of this map with the others
+
+
 @dataclass
 class NotePanel:
     note: Note
@@ -92,6 +111,9 @@ class NotePanel:
     annotations: list = field(default_factory=list)
     prev_id: int | None = None
     next_id: int | None = None
+    specificity: Specificity | None = None
+    view: str = "words"  # or "sentences"
+    sentences: sentenceview.SentenceView | None = None
     millis: float = 0.0
 
 
@@ -128,9 +150,57 @@ def map_reach(text: str, offsets) -> MapReach | None:
     return MapReach(start, end, len(offsets), cut_start, cut_end) if cut_start or cut_end else None
 
 
-def build_panel(note, selection, reviewer, *, window=None, peak=None, window_chars: int | None = None) -> NotePanel:
+def specificity(note, selection, offsets, scores, spans) -> Specificity | None:
+    """This task's peaks (`spans`) against the peaks of the note's other tasks' maps of the same
+    model version and configuration, found under the same parameters; None when the note has
+    no other task with a map."""
+    rows = list(
+        selection.maps()
+        .filter(note=note, model_version=selection.model)
+        .exclude(task=selection.task)
+        .with_arrays("task_id")
+    )
+    if not rows:
+        return None
+    found = peaks_of_arrays(
+        [(None, note.pk, task_id) for task_id, _ in rows],
+        [arrays for _, arrays in rows],
+        {note.pk: note.text},
+        selection.params,
+    )
+    maps = [TaskMap("this", offsets, scores, spans)]
+    maps += [
+        TaskMap(task_id, arrays[0], arrays[1], [tuple(s) for s in result.char_spans])
+        for (task_id, arrays), result in zip(rows, found)
+        if result.fits
+    ]
+    if len(maps) < 2:
+        return None
+    mine = note_specificity(maps).of("this")
+    shared = {tuple(span) for span in mine.shared_peaks}
+    return Specificity(
+        other_tasks=len(maps) - 1,
+        same_as_all=mine.same_as_all,
+        shared=tuple(i + 1 for i, span in enumerate(spans) if tuple(span) in shared),
+        spearman=None if mine.spearman_mean != mine.spearman_mean else round(mine.spearman_mean, 2),
+    )
+
+
+def build_panel(
+    note,
+    selection,
+    reviewer,
+    *,
+    window=None,
+    peak=None,
+    window_chars: int | None = None,
+    view=None,
+    sentence=None,
+    by=None,
+) -> NotePanel:
     """The panel of one window of the note: `window` (an index) or the window holding peak
-    number `peak` (1-based); `window_chars` defaults to windows.WINDOW_CHARS."""
+    number `peak` (1-based); `window_chars` defaults to windows.WINDOW_CHARS. `view="sentences"`:
+    the sentence view (by "sentence" or "line", `sentence` the chosen one, 0-based)."""
     started = time.perf_counter()
     text = note.text
     parts = windows.windows(text, window_chars)
@@ -148,10 +218,17 @@ def build_panel(note, selection, reviewer, *, window=None, peak=None, window_cha
             offsets, scores = offsets[:0], scores[:0]
         panel.reach = map_reach(text, offsets)
     panel.n_peaks = len(spans)
+    if panel.found and panel.fits and spans:
+        panel.specificity = specificity(note, selection, offsets, scores, spans)
+    if view == "sentences":
+        panel.view = "sentences"
+        panel.sentences = sentenceview.build(text, offsets, scores, panel.gold, by=by or "sentence", chosen=sentence)
     asked = _int(peak)
     if asked is not None and 1 <= asked <= len(spans):
         panel.select = asked - 1
         panel.window = windows.holding(parts, spans[panel.select][0])
+    elif panel.sentences is not None and panel.sentences.chosen is not None and window is None:
+        panel.window = windows.holding(parts, panel.sentences.units[panel.sentences.chosen].start)
     else:
         panel.window = windows.pick(parts, window)
     win = panel.window

@@ -101,7 +101,14 @@ def note_view(request, corpus_id, note_id):
     note = access.note_for(request.user, corpus_id, note_id)
     sel = selection.for_note(note, request.GET)
     panel = noteview.build_panel(
-        note, sel, request.user, window=request.GET.get("window"), peak=request.GET.get("peak")
+        note,
+        sel,
+        request.user,
+        window=request.GET.get("window"),
+        peak=request.GET.get("peak"),
+        view=request.GET.get("view"),
+        sentence=request.GET.get("sentence"),
+        by=request.GET.get("by"),
     )
     template = "review/note.html#panel" if request.htmx and request.htmx.target == "note-panel" else "review/note.html"
     return render(request, template, _note_context(request, note, sel, panel))

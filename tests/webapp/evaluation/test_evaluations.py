@@ -59,6 +59,8 @@ def test_launch_plans_pairs_and_configurations_attnlrp_last_and_audits(
         "model": model_version.name,
         "configurations": 6,
         "pairs": n,
+        "pairs_from": "evidence",
+        "faithfulness": False,
     }
 
 
