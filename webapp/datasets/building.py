@@ -192,8 +192,9 @@ def rejected_char_spans(note_ids, task_ids) -> dict[tuple[int, int], list[tuple[
 
     The builder removes every group overlapping a rejected span BEFORE the two-peaks rule: a
     rejected peak is never masked and does not count as a peak. Called once per batch with the
-    batch's note and task ids. Which decisions make a span rejected (latest decision per
-    reviewer, majority, ties reject) is the review app's rule: webapp.review.decisions."""
+    batch's note and task ids. Which decisions make a span rejected (a curator's final decision
+    on the span, else the latest decision per reviewer, majority, ties reject) is the review
+    app's rule: webapp.review.decisions."""
     from webapp.review.decisions import rejected_spans
 
     return rejected_spans(note_ids, task_ids)
