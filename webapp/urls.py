@@ -28,6 +28,7 @@ urlpatterns = [
     path("review/", include("webapp.review.urls")),
     path("training/", include("webapp.training.urls")),
     path("evaluations/", include("webapp.evaluation.urls")),
+    path("interchange/", include("webapp.interchange.urls")),
     path("", include("webapp.home.urls")),
 ]
 

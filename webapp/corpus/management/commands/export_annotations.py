@@ -1,0 +1,52 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from webapp.corpus.models import Corpus
+from webapp.interchange.exporting import ExportChoice, ExportChoiceError, export_corpus, peak_source
+from webapp.interchange.formats import FORMATS, UnsupportedFormat, get_format
+
+
+class Command(BaseCommand):
+    help = (
+        "Export a corpus's notes with their gold spans, and optionally a model's peaks (as pre-annotations) and "
+        "the review decisions, in an annotation tool's format."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--corpus", required=True, help="corpus name")
+        parser.add_argument("--format", required=True, metavar="FORMAT", help=f"one of {', '.join(FORMATS)}")
+        parser.add_argument("--out", required=True, help="the file (or, for brat and xmi, the folder) to write")
+        parser.add_argument("--no-gold", action="store_true", help="leave the gold spans out")
+        parser.add_argument("--peaks", default="", metavar="MODEL_VERSION", help="add this model version's peaks")
+        parser.add_argument("--method", default="attnlrp", help="relevance method of the maps (with --peaks)")
+        parser.add_argument("--template", default="", help="prompt template of the maps (default: the language)")
+        parser.add_argument("--config", default="", help="relevance configuration key (default: the default one)")
+        parser.add_argument("--profile", default="", help="peak profile name (default: the default profile)")
+        parser.add_argument("--decisions", action="store_true", help="add the review decisions and adjudications")
+
+    def handle(self, *args, **options):
+        try:
+            get_format(options["format"])
+        except UnsupportedFormat as exc:
+            raise CommandError(str(exc)) from None
+        corpora = list(Corpus.objects.filter(name=options["corpus"])[:2])
+        if len(corpora) != 1:
+            raise CommandError(f"{'no' if not corpora else 'more than one'} corpus named {options['corpus']!r}")
+        corpus = corpora[0]
+        try:
+            peaks = (
+                peak_source(
+                    corpus,
+                    options["peaks"],
+                    method=options["method"],
+                    template=options["template"],
+                    config_key=options["config"],
+                    profile_name=options["profile"],
+                )
+                if options["peaks"]
+                else None
+            )
+        except ExportChoiceError as exc:
+            raise CommandError(str(exc)) from None
+        choice = ExportChoice(gold=not options["no_gold"], peaks=peaks, decisions=options["decisions"])
+        notes = export_corpus(corpus, options["format"], options["out"], choice)
+        self.stdout.write(f"{notes} note(s) of {corpus.name!r} written to {options['out']} ({options['format']}).")

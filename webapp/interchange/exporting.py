@@ -1,0 +1,247 @@
+"""A corpus's notes as neutral documents, for any format of the table (webapp.interchange.formats),
+and the export itself: to a folder or file (the command line) or a streamed zip (the corpus page).
+
+What a document holds, each part asked for:
+- gold: each imported or typed annotation's evidence ranges, one span each, labelled
+  `task-slug:label value` (so an export imports back with no mapping), reviewer = the
+  annotation's annotator name; an annotation without evidence has no span to show;
+- peaks: the peaks of one model version's relevance maps (method, template, configuration, and
+  the peak parameters of a profile) as predictions, labelled with the task's slug, reviewer = the
+  model version's name: pre-annotations for Label Studio (`predictions`), a layer of their own in
+  XMI (DsmPeak), AnnotatorNotes in brat;
+- decisions: each reviewer's decision on a peak, the span as decided (an adjusted span where
+  adjusted), labelled with the task's slug, attributes `decision` (accept / reject / adjust) and
+  `peak` (the span shown), reviewer = the reviewer's user name; a curator's adjudication is a
+  decision with the attribute `adjudicated` true.
+
+Notes are read by keyset, BATCH at a time, so memory stays bounded by a batch, whatever the
+corpus; the writers stream documents as they come. Every export is audited (corpus, format,
+what was included, notes written; never note text).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import zipfile
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from webapp.audit.log import record
+from webapp.audit.models import AuditEvent
+from webapp.corpus.models import Annotation, Note
+from webapp.interchange.formats import Document, Span, get_format
+
+BATCH = 500
+
+
+@dataclass(frozen=True)
+class PeakSource:
+    """Which maps' peaks to export: a model version, a relevance configuration and peak parameters."""
+
+    model_version: object
+    method: str
+    template: str
+    config_key: str
+    params: object  # ml.peaks.PeakParams
+    profile_name: str = ""
+
+
+@dataclass(frozen=True)
+class ExportChoice:
+    gold: bool = True
+    peaks: PeakSource | None = None
+    decisions: bool = False
+
+    def summary(self) -> dict:
+        return {
+            "gold": self.gold,
+            "peaks": self.peaks.model_version.name if self.peaks else None,
+            "decisions": self.decisions,
+        }
+
+
+class _Count:
+    notes = 0
+
+
+def corpus_documents(corpus, choice: ExportChoice, counter: _Count | None = None) -> Iterator[Document]:
+    after = 0
+    while True:
+        notes = list(
+            Note.objects.filter(corpus=corpus, pk__gt=after)
+            .order_by("pk")
+            .values_list("pk", "external_id", "text")[:BATCH]
+        )
+        if not notes:
+            return
+        after = notes[-1][0]
+        spans: dict[int, list[Span]] = defaultdict(list)
+        ids = [pk for pk, _, _ in notes]
+        if choice.gold:
+            _gold(ids, spans)
+        if choice.peaks is not None:
+            _peaks(ids, {pk: text for pk, _, text in notes}, choice.peaks, spans)
+        if choice.decisions:
+            _decisions(ids, spans)
+        for pk, external_id, text in notes:
+            if counter is not None:
+                counter.notes += 1
+            yield Document(external_id, text, sorted(spans[pk], key=_order))
+
+
+def _order(span: Span):
+    return ({"gold": 0, "prediction": 1, "decision": 2}[span.source], span.start, span.end, span.label, span.reviewer)
+
+
+def _gold(note_ids, spans) -> None:
+    rows = Annotation.objects.filter(note_id__in=note_ids).values_list(
+        "pk", "note_id", "task__slug", "label", "evidence", "annotator_name"
+    )
+    for pk, note_id, slug, label, evidence, annotator in rows:
+        for k, (start, end) in enumerate(evidence or [], 1):
+            spans[note_id].append(Span.of([[start, end]], f"{slug}:{label}", reviewer=annotator, id=f"g{pk}-{k}"))
+
+
+def _peaks(note_ids, texts, source: PeakSource, spans) -> None:
+    from ml.peaks import peaks_of_arrays
+    from webapp.pipeline.models import RelevanceMap
+
+    rows = list(
+        RelevanceMap.objects.filter(note_id__in=note_ids, model_version=source.model_version)
+        .for_config(source.method, source.template, source.config_key)
+        .with_arrays("note_id", "task_id", "task__slug")
+    )
+    if not rows:
+        return
+    keys = [(None, note_id, task_id) for note_id, task_id, _, _ in rows]
+    found = peaks_of_arrays(keys, [arrays for *_, arrays in rows], texts, source.params)
+    attributes = {"method": source.method, **({"profile": source.profile_name} if source.profile_name else {})}
+    for (note_id, _, slug, _), peaks in zip(rows, found):
+        for k, (start, end) in enumerate(peaks.char_spans, 1):
+            if start < end:
+                spans[note_id].append(
+                    Span.of(
+                        [[start, end]],
+                        slug,
+                        attributes,
+                        source="prediction",
+                        reviewer=source.model_version.name,
+                        id=f"p{note_id}-{slug}-{k}",
+                    )
+                )
+
+
+def _decisions(note_ids, spans) -> None:
+    from webapp.review.models import Adjudication, PeakDecision
+
+    rows = PeakDecision.objects.filter(note_id__in=note_ids).values_list(
+        "pk",
+        "note_id",
+        "task__slug",
+        "start",
+        "end",
+        "decision",
+        "adjusted_start",
+        "adjusted_end",
+        "reviewer__username",
+    )
+    for pk, note_id, slug, start, end, decision, a_start, a_end, reviewer in rows:
+        ranges = [[a_start, a_end]] if decision == "adjust" else [[start, end]]
+        attributes = {"decision": decision, "peak": f"{start}-{end}"}
+        spans[note_id].append(Span.of(ranges, slug, attributes, source="decision", reviewer=reviewer, id=f"d{pk}"))
+    rows = Adjudication.objects.filter(note_id__in=note_ids).values_list(
+        "pk", "note_id", "task__slug", "start", "end", "decision", "curator__username"
+    )
+    for pk, note_id, slug, start, end, decision, curator in rows:
+        attributes = {"decision": decision, "peak": f"{start}-{end}", "adjudicated": "true"}
+        spans[note_id].append(
+            Span.of([[start, end]], slug, attributes, source="decision", reviewer=curator, id=f"a{pk}")
+        )
+
+
+def export_corpus(corpus, fmt: str, out, choice: ExportChoice, *, actor=None, delivery: str = "file") -> int:
+    """Write the corpus's documents in format `fmt` to `out` (a folder for brat and XMI, else a
+    file); audited. Returns the notes written."""
+    format_ = get_format(fmt)
+    counter = _Count()
+    format_.write(corpus_documents(corpus, choice, counter), Path(out))
+    record(
+        actor,
+        AuditEvent.Action.EXPORT,
+        corpus,
+        name=corpus.name,
+        format=format_.name,
+        notes=counter.notes,
+        delivery=delivery,
+        **choice.summary(),
+    )
+    return counter.notes
+
+
+def download_name(corpus, fmt: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in corpus.name)
+    return f"{safe}-{fmt}.zip"
+
+
+def zip_export(corpus, fmt: str, choice: ExportChoice, *, actor=None) -> Iterator[bytes]:
+    """The export as a zip, written to a temporary folder, then streamed 1 MB at a time and
+    removed (the writers of brat and XMI make many files)."""
+    format_ = get_format(fmt)
+    tmp = Path(tempfile.mkdtemp(prefix="annotation-export-"))
+    try:
+        target = tmp / (fmt if format_.writes_folder else f"{fmt}{format_.suffix}")
+        export_corpus(corpus, fmt, target, choice, actor=actor, delivery="download")
+        archive = tmp / "export.zip"
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
+            files = sorted(p for p in target.rglob("*") if p.is_file()) if target.is_dir() else [target]
+            for path in files:
+                zf.write(path, path.relative_to(target.parent).as_posix())
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return _stream(archive, tmp)
+
+
+def _stream(archive: Path, tmp: Path) -> Iterator[bytes]:
+    try:
+        with archive.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                yield chunk
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+class ExportChoiceError(ValueError):
+    """A model version, profile or configuration that cannot be found; said as written."""
+
+
+def peak_source(
+    corpus,
+    model_name: str,
+    *,
+    method: str = "attnlrp",
+    template: str = "",
+    config_key: str = "",
+    profile_name: str = "",
+) -> PeakSource:
+    """The peaks of `model_name`'s maps of the corpus, under the named peak profile (its latest
+    version; default: the default profile, else the paper's parameters). `template` defaults
+    to the corpus's language."""
+    from ml.peaks import PAPER
+    from webapp.pipeline.models import ModelVersion, PeakProfile
+    from webapp.review.selection import default_profile
+
+    model = ModelVersion.objects.filter(name=model_name).first()
+    if model is None:
+        raise ExportChoiceError(f"no model version named {model_name!r}")
+    if profile_name:
+        profile = PeakProfile.objects.filter(name=profile_name).order_by("-version").first()
+        if profile is None:
+            raise ExportChoiceError(f"no peak profile named {profile_name!r}")
+    else:
+        profile = default_profile()
+    params = profile.params if profile is not None else PAPER
+    return PeakSource(model, method, template or corpus.language, config_key, params, str(profile) if profile else "")

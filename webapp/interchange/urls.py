@@ -1,0 +1,8 @@
+from django.urls import path
+
+from webapp.interchange import views
+
+app_name = "interchange"
+urlpatterns = [
+    path("corpora/<int:corpus_id>/export/", views.export, name="export"),
+]

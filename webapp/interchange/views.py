@@ -1,0 +1,27 @@
+"""The corpus's export page: a form, one button per format of the table; the download is a zip
+streamed while it is sent (webapp.interchange.exporting)."""
+
+from django.http import StreamingHttpResponse
+from django.shortcuts import render
+
+from webapp.accounts.roles import Capability
+from webapp.corpus.access import corpus_for
+from webapp.interchange.exporting import ExportChoice, download_name, peak_source, zip_export
+from webapp.interchange.formats import FORMATS
+from webapp.interchange.forms import ExportForm
+
+
+def export(request, corpus_id):
+    corpus = corpus_for(request.user, corpus_id, Capability.EXPORT)
+    form = ExportForm(request.GET if "format" in request.GET else None, initial={"gold": True})
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        model, profile = data["peaks"], data["profile"]
+        peaks = peak_source(corpus, model.name, profile_name=profile.name if profile else "") if model else None
+        choice = ExportChoice(gold=data["gold"], peaks=peaks, decisions=data["decisions"])
+        response = StreamingHttpResponse(zip_export(corpus, data["format"], choice, actor=request.user))
+        response["Content-Type"] = "application/zip"
+        response["Content-Disposition"] = f'attachment; filename="{download_name(corpus, data["format"])}"'
+        return response
+    context = {"nav": "corpora", "corpus": corpus, "form": form, "formats": FORMATS.values()}
+    return render(request, "interchange/export.html", context)
