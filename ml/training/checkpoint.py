@@ -2,6 +2,8 @@
 
     trainable.safetensors  the trainable parameters by name (all weights, or the LoRA adapter)
     training_state.pt      optimizer, scheduler, RNG states (torch CPU/CUDA, numpy, random)
+    sharded/               instead of the weights and the optimizer, for a sharded (fsdp) run:
+                           every process's shards (torch.distributed.checkpoint, sharding.py)
     state.json             step, tokens, seconds, history, the config, a fingerprint of the
                            encoded data, the mask token
 
@@ -26,11 +28,13 @@ import torch
 from ml.training.errors import TrainingInputError
 
 CHECKPOINT = "checkpoint-last"
+TRAINABLE = "trainable.safetensors"
 _ASIDE = ".checkpoint-previous"
 FORMAT = 1
 # Config keys that may change between a run and its resumption (they do not change numerics).
 # (max_steps is not one: it sets the length of the learning-rate schedule.)
-RESUMABLE_CHANGES = {"checkpoint_every", "gradient_checkpointing"}
+# (cpu_offload moves where a sharded run keeps its states, not their values.)
+RESUMABLE_CHANGES = {"checkpoint_every", "gradient_checkpointing", "cpu_offload"}
 
 
 @dataclass
@@ -71,14 +75,28 @@ def _numpy_state():
 
 
 def save(output_dir: Path, ckpt: Checkpoint) -> Path:
-    from safetensors.torch import save_file
+    """Write checkpoint-last atomically (one process: the weights are in `ckpt.trainable`)."""
+    tmp = staging(output_dir)
+    write(tmp, ckpt)
+    return publish(output_dir, tmp)
 
-    output_dir = Path(output_dir)
-    target = output_dir / CHECKPOINT
-    tmp = output_dir / f".{CHECKPOINT}.tmp-{os.getpid()}"
+
+def staging(output_dir: Path) -> Path:
+    """An empty temporary folder of this process to write a checkpoint into before `publish`.
+    (A sharded checkpoint: every process writes its shards into rank 0's, see sharding.py.)"""
+    tmp = Path(output_dir) / f".{CHECKPOINT}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    save_file({k: v.detach().contiguous().cpu() for k, v in ckpt.trainable.items()}, tmp / "trainable.safetensors")
+    return tmp
+
+
+def write(tmp: Path, ckpt: Checkpoint) -> None:
+    """state.json, training_state.pt and, when given, trainable.safetensors into `tmp`. A sharded
+    checkpoint has no trainable weights or optimizer here: they are in tmp/sharded/."""
+    from safetensors.torch import save_file
+
+    if ckpt.trainable is not None:
+        save_file({k: v.detach().contiguous().cpu() for k, v in ckpt.trainable.items()}, tmp / TRAINABLE)
     torch.save({"optimizer": ckpt.optimizer, "scheduler": ckpt.scheduler, "rng": ckpt.rng}, tmp / "training_state.pt")
     meta = {
         "format": FORMAT,
@@ -91,6 +109,12 @@ def save(output_dir: Path, ckpt: Checkpoint) -> Path:
         "history": ckpt.history,
     }
     (tmp / "state.json").write_text(json.dumps(meta, indent=1))
+
+
+def publish(output_dir: Path, tmp: Path) -> Path:
+    """Rename the written `tmp` into checkpoint-last (the previous one moved aside first)."""
+    output_dir = Path(output_dir)
+    target = output_dir / CHECKPOINT
     aside = output_dir / _ASIDE
     shutil.rmtree(aside, ignore_errors=True)
     if target.exists():
@@ -128,7 +152,7 @@ def load(folder: Path, device: torch.device | str = "cpu") -> Checkpoint:
         data_fingerprint=meta["data_fingerprint"],
         mask_token=meta["mask_token"],
         history=meta["history"],
-        trainable=load_file(folder / "trainable.safetensors", device=device),
+        trainable=load_file(folder / TRAINABLE, device=device) if (folder / TRAINABLE).is_file() else None,
         optimizer=blobs["optimizer"],
         scheduler=blobs["scheduler"],
         rng=blobs["rng"],

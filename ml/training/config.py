@@ -20,6 +20,7 @@ CPU_MAX_LENGTH = 512  # max_length=None on CPU (any device but CUDA): the CPU-sc
 GPU_MAX_LENGTH = 8192  # max_length=None on CUDA: the model's context, up to this many tokens
 PRECISIONS = ("auto", "bf16", "fp32")
 SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup")
+SHARDINGS = ("none", "fsdp")
 
 
 class _FromDict:
@@ -78,6 +79,11 @@ class CausalLMConfig(_FromDict):
     max_steps: int | None = None  # cap on optimizer steps, for smoke runs
     gradient_checkpointing: bool = False  # trade compute for activation memory
     max_grad_norm: float = 1.0  # gradient clipping
+    # "none": every process holds the whole model (DDP across processes, the paper's models up to
+    # ~4B on 141 GB); "fsdp": FSDP2, weights, gradients and optimizer states split over the
+    # processes (sharding.py; e.g. 8B full DSM on 2 x 141 GB, see memory.py)
+    sharding: str = "none"
+    cpu_offload: bool = False  # fsdp only: keep the sharded states in host memory (slower, less GPU memory)
 
     def __post_init__(self):
         _check(self.finetune in FINETUNE, f"finetune must be one of {FINETUNE}, got {self.finetune!r}")
@@ -102,6 +108,8 @@ class CausalLMConfig(_FromDict):
         _check(self.max_steps is None or self.max_steps >= 1, "max_steps must be None or >= 1")
         _check(self.lora_r >= 1 and self.lora_alpha > 0 and 0 <= self.lora_dropout < 1, "invalid LoRA settings")
         _check(self.max_grad_norm > 0, "max_grad_norm must be > 0")
+        _check(self.sharding in SHARDINGS, f"sharding must be one of {SHARDINGS}, got {self.sharding!r}")
+        _check(not self.cpu_offload or self.sharding == "fsdp", "cpu_offload needs sharding 'fsdp'")
 
     def accumulation_steps(self, processes: int = 1) -> int:
         """Micro-batches per optimizer step and process: effective = micro x this x processes."""

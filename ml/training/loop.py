@@ -27,6 +27,7 @@ step that warmup gives learning rate 0), so the caller can refuse to keep an unt
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import math
@@ -39,6 +40,7 @@ import torch
 
 from ml.lrp import assert_not_patched
 from ml.training import checkpoint as ckpt_io
+from ml.training import sharding
 from ml.training.batching import collate, loss_sum, pad_id, step_plan
 from ml.training.config import CausalLMConfig
 from ml.training.data import TextPair
@@ -75,6 +77,13 @@ def train_causal_lm(
     it with its tokenizer to `output_dir/final/`. `mask_token`: a token the prompts use,
     made a single special token first (added, embeddings resized, if the tokenizer lacks it).
     On return `loaded.model` is the trained (for LoRA: merged) model in eval mode."""
+    try:
+        return _train(loaded, pairs, config, output_dir, on_progress, should_stop, resume, mask_token)
+    finally:
+        sharding.release()  # the process group of one a sharded run without a launcher made, if any
+
+
+def _train(loaded, pairs, config, output_dir, on_progress, should_stop, resume, mask_token) -> TrainResult:
     assert_not_patched()
     if not isinstance(config, CausalLMConfig):
         raise TypeError(f"config must be a CausalLMConfig, got {type(config).__name__}")
@@ -93,18 +102,27 @@ def train_causal_lm(
     plan = plan_steps(config, len(examples))  # schedule.py: the same arithmetic the web app checks at launch
     total = plan.total
     original_dtype = loaded.model.dtype
+    amp = autocast_dtype(config.precision, acc.device)
+    sharded = sharding.enabled(config)
     model = prepare_model(loaded.model, config)
+    if sharded:  # FSDP2 (sharding.py): the optimizer is made over the shards, nothing for accelerate to wrap
+        model = sharding.shard(model, config, acc.device, amp)
+        if sharding.mixed_precision(amp, acc.device) is not None:
+            amp = None  # FSDP computes in bf16 itself; no autocast on top
+        checksum = sharding.checksum
+    else:
+        checksum = weights_checksum
     optimizer = make_optimizer(model, config)
     from transformers import get_scheduler
 
     scheduler = get_scheduler(config.scheduler, optimizer, num_warmup_steps=plan.warmup, num_training_steps=total)
-    starting_weights = weights_checksum(model)  # before a resume loads its checkpoint: the weights we began from
-    model, optimizer = acc.prepare(model, optimizer)
+    starting_weights = checksum(model)  # before a resume loads its checkpoint: the weights we began from
+    if not sharded:
+        model, optimizer = acc.prepare(model, optimizer)
     step, tokens_before, seconds, history = _resume(
         acc, model, optimizer, scheduler, config, fingerprint, mask_token, output_dir, resume
     )
     history = [ProgressEvent(**h) for h in history]
-    amp = autocast_dtype(config.precision, acc.device)
     pad = pad_id(loaded.tokenizer)
     meter, rng_at_step, plans = Meter(step), ckpt_io.capture_rng(), {}
     saved_step = step  # step 0 needs no checkpoint; a resumed step has one
@@ -116,24 +134,27 @@ def train_causal_lm(
         # up to here: a process killed after the save and before "checkpoint saved" would
         # otherwise resume past steps whose figures it never stored.
         emit(meter.event(step, total, steps_per_epoch, loss, None, "saving a checkpoint"))
-        if acc.is_main_process:
-            ckpt_io.save(
-                output_dir,
-                ckpt_io.Checkpoint(
-                    step,
-                    tokens_before + meter.tokens,
-                    seconds + meter.elapsed(),
-                    asdict(config),
-                    fingerprint,
-                    mask_token,
-                    [asdict(h) for h in history],
-                    trainable_parameters(acc.unwrap_model(model)),
-                    optimizer.state_dict(),
-                    scheduler.state_dict(),
-                    rng_at_step,
-                ),
-            )
-        acc.wait_for_everyone()
+        state = ckpt_io.Checkpoint(
+            step,
+            tokens_before + meter.tokens,
+            seconds + meter.elapsed(),
+            asdict(config),
+            fingerprint,
+            mask_token,
+            [asdict(h) for h in history],
+            rng=rng_at_step,
+        )
+        if sharded:  # every process writes its shards into rank 0's staging folder
+            tmp = sharding.broadcast(ckpt_io.staging(output_dir) if acc.is_main_process else None)
+            sharding.save(tmp, model, optimizer)
+            if acc.is_main_process:
+                ckpt_io.write(tmp, dataclasses.replace(state, scheduler=scheduler.state_dict()))
+                ckpt_io.publish(output_dir, tmp)
+        elif acc.is_main_process:
+            state.trainable = trainable_parameters(acc.unwrap_model(model))
+            state.optimizer, state.scheduler = optimizer.state_dict(), scheduler.state_dict()
+            ckpt_io.save(output_dir, state)
+        _barrier(acc, sharded)
         saved_step = step
         history.append(emit(meter.event(step, total, steps_per_epoch, loss, None, message)))
 
@@ -174,13 +195,19 @@ def train_causal_lm(
                 k: v.to(acc.device) if torch.is_tensor(v) else v
                 for k, v in collate([examples[j] for j in micro], pad).items()
             }
-            sync = contextlib.nullcontext() if i == len(mine) - 1 else acc.no_sync(model)
+            # FSDP reduce-scatters every micro-batch's gradients (no process holds whole ones)
+            last = i == len(mine) - 1
+            sync = contextlib.nullcontext() if last or sharded else acc.no_sync(model)
             with sync:
                 with autocast(acc.device, amp):
                     summed, _ = loss_sum(model, batch)
                 acc.backward(summed * (weight * world / step_tokens))
             step_loss += summed.detach() * weight
-        acc.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.max_grad_norm)
+        trained = [p for p in model.parameters() if p.requires_grad]
+        if sharded:  # the norm over every process's shards (a DTensor reduced across them)
+            torch.nn.utils.clip_grad_norm_(trained, config.max_grad_norm)
+        else:
+            acc.clip_grad_norm_(trained, config.max_grad_norm)
         lr = optimizer.param_groups[0]["lr"]
         optimizer.step()
         scheduler.step()
@@ -193,16 +220,20 @@ def train_causal_lm(
             save_checkpoint("checkpoint saved")
     # ----------------------------------------------------------------------------------- the end
     tokens, seconds = tokens_before + meter.tokens, seconds + meter.elapsed()
-    changed = weights_checksum(acc.unwrap_model(model)) != starting_weights
+    changed = checksum(model if sharded else acc.unwrap_model(model)) != starting_weights
     if not changed:
         log.warning("the trainable weights did not change in %d steps (learning rate 0 at every step?)", step)
     final_dir = output_dir / "final"
+    if sharded:  # every weight gathered, whole, on rank 0 (collective), then a plain model there
+        full = sharding.full_state_dict(model)
+        trained_model = sharding.rebuild(model, full, config) if acc.is_main_process else None
+        del full
+    else:
+        trained_model = acc.unwrap_model(model)
     if acc.is_main_process:
-        final_dir, loaded.model = save_final(
-            acc.unwrap_model(model), loaded.tokenizer, config, output_dir, dtype=original_dtype
-        )
+        final_dir, loaded.model = save_final(trained_model, loaded.tokenizer, config, output_dir, dtype=original_dtype)
         ckpt_io.remove(output_dir)
-    acc.wait_for_everyone()
+    _barrier(acc, sharded)
     history.append(emit(meter.event(step, total, steps_per_epoch, loss, None, "finished")))
     return TrainResult(output_dir, final_dir, step, tokens, seconds, loss, history, weights_changed=changed)
 
@@ -216,6 +247,14 @@ def _emitter(on_progress, is_main: bool):
         return event
 
     return emit
+
+
+def _barrier(acc, sharded: bool) -> None:
+    """Every process waits for the others (a sharded run of one process has its own group)."""
+    if sharded:
+        sharding.barrier()
+    else:
+        acc.wait_for_everyone()
 
 
 def _stop_everywhere(acc, should_stop) -> bool:
@@ -265,7 +304,8 @@ def _resume(acc, model, optimizer, scheduler, config, fingerprint, mask_token, o
             ckpt_io.remove(output_dir)
         return 0, 0, 0.0, []
     saved = ckpt_io.load(folder, device=acc.device)
-    changed = ckpt_io.config_changes(saved.config, asdict(config))
+    # Settings added since the checkpoint was written take their defaults.
+    changed = ckpt_io.config_changes({**asdict(type(config)()), **saved.config}, asdict(config))
     if changed:
         raise TrainingError(
             f"{folder} was written with another config ({', '.join(changed)} differ); "
@@ -273,8 +313,13 @@ def _resume(acc, model, optimizer, scheduler, config, fingerprint, mask_token, o
         )
     if saved.data_fingerprint != fingerprint or saved.mask_token != mask_token:
         raise TrainingError(f"{folder} was written for other training data; use resume=False to start over")
-    load_trainable(acc.unwrap_model(model), saved.trainable)
-    optimizer.load_state_dict(saved.optimizer)
+    if sharding.enabled(config):
+        sharding.load(folder, model, optimizer)
+    else:
+        if saved.trainable is None:
+            raise TrainingError(f"{folder} holds sharded state: resume it with sharding 'fsdp' or use resume=False")
+        load_trainable(acc.unwrap_model(model), saved.trainable)
+        optimizer.load_state_dict(saved.optimizer)
     scheduler.load_state_dict(saved.scheduler)
     ckpt_io.restore_rng(saved.rng)
     return saved.step, saved.tokens, saved.seconds, saved.history

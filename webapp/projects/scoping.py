@@ -1,0 +1,66 @@
+"""The one access layer: which rows a user may see, decided from their project memberships.
+
+Every model a project owns uses `ProjectScopedQuerySet` (directly or through its own queryset
+class) and says where its project is: `project_paths`, lookups from the model to a Project, any
+of which may match (a training run reaches its project through its dataset or its split), and
+`shared_when`, a lookup for rows that belong to no project and every member may see (the task
+catalog, base models). Pages, downloads, htmx fragments and commands acting for a user all fetch
+through `visible_to` or `get_or_404`, so:
+
+- another project's object is a 404 (its existence is not disclosed);
+- an object of the user's own project that their role may not act on is a 403.
+"""
+
+from django.core.exceptions import ObjectDoesNotExist
+from django.db import models
+from django.db.models import Q
+from django.shortcuts import get_object_or_404
+
+from webapp.accounts.roles import Capability, has_capability, projects_with, require
+
+
+class ProjectScopedQuerySet(models.QuerySet):
+    def visible_to(self, user, capability: Capability = Capability.VIEW):
+        """The rows of the projects where `user` has `capability` (and shared rows)."""
+        return self.filter(scope_filter(self.model, user, capability))
+
+
+def scope_filter(model, user, capability: Capability = Capability.VIEW) -> Q:
+    project_ids = projects_with(user, capability)
+    if project_ids is None:  # a site admin
+        return Q()
+    condition = Q(pk__in=[])
+    for path in model.project_paths:
+        condition |= Q(**{f"{path}__in": project_ids})
+    shared = getattr(model, "shared_when", None)
+    if shared and has_capability(user, capability):
+        condition |= Q(**shared)
+    return condition
+
+
+def project_id_of(obj) -> int | None:
+    """The id of the project `obj` belongs to, following its model's project_paths; None for a shared row."""
+    for path in type(obj).project_paths:
+        *hops, last = path.split("__")
+        target = obj
+        for hop in hops:
+            try:
+                target = getattr(target, hop)
+            except ObjectDoesNotExist:  # an absent reverse one-to-one (a base model has no run)
+                target = None
+            if target is None:
+                break
+        if target is not None:
+            project_id = getattr(target, f"{last}_id", None)
+            if project_id is not None:
+                return project_id
+    return None
+
+
+def get_or_404(user, queryset, capability: Capability = Capability.VIEW, **lookup):
+    """The object of `queryset` matching `lookup` that `user` may see, else 404; then 403 unless
+    their role in the object's project has `capability`."""
+    obj = get_object_or_404(queryset.visible_to(user, Capability.VIEW), **lookup)
+    if capability != Capability.VIEW:
+        require(user, capability, project_id_of(obj))
+    return obj
