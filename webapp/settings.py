@@ -276,6 +276,15 @@ TRAINING_LAUNCHER = env_str("TRAINING_LAUNCHER", "").strip()
 # GB of memory per training GPU (an H200: 141); 0: unknown (CPU), and the launch form shows no
 # memory plan (ml/training/memory.py). The GPU count is TRAINING_LAUNCHER's process count.
 TRAINING_GPU_MEMORY_GB = env_float("TRAINING_GPU_MEMORY_GB", 0.0)
+# Several machines (README "Beyond one machine"): TRAINING_LAUNCHER is torchrun's per-machine part
+# (--nproc-per-node); each of TRAINING_NNODES machines starts one agent, all meeting at the c10d
+# rendezvous TRAINING_RDZV_ENDPOINT (host:port on one of them); the others run `train_node`.
+TRAINING_NNODES = env_int("TRAINING_NNODES", 1)
+TRAINING_RDZV_ENDPOINT = env_str("TRAINING_RDZV_ENDPOINT", "").strip()
+if TRAINING_NNODES < 1 or (TRAINING_NNODES > 1 and not TRAINING_RDZV_ENDPOINT):
+    raise ConfigError(
+        f"TRAINING_NNODES={TRAINING_NNODES}: must be 1, or more with TRAINING_RDZV_ENDPOINT=host:port set"
+    )
 EVALUATION_TIME_LIMIT = env_int("EVALUATION_TIME_LIMIT", 7 * 24 * 3600)
 # A Macro F1 (and its CI) measured on fewer test items than this carries a warning on the run
 # page and in the comparison: a few items make a noisy estimate. 0: never warn.

@@ -19,11 +19,15 @@ Multi-GPU: with TRAINING_LAUNCHER set (e.g. "accelerate launch --multi_gpu --num
 (the other kinds run here); this process keeps beating for the run while the children train.
 A launcher killed by a signal takes its ranks with it (train_run) and the run is queued again;
 one that exits with an error fails the run (Resume continues from the last checkpoint).
+
+Several machines: with TRAINING_NNODES > 1 the launcher (torchrun) gets a c10d rendezvous at
+TRAINING_RDZV_ENDPOINT with the id `dsm-run-<id>-<attempt>` (`rendezvous_id`); this worker's agent
+is one node, and `manage.py train_node` on each other machine starts the same command for the run
+(its agent joins the rendezvous). The training starts once all TRAINING_NNODES agents have met.
 """
 
 import logging
 import os
-import shlex
 import subprocess
 from pathlib import Path
 
@@ -65,13 +69,33 @@ def run_training(self, run_id: int) -> str:
     return outcome
 
 
+def rendezvous_id(run) -> str:
+    """The rendezvous of one attempt of a run: every machine's agent derives the same one."""
+    return f"dsm-run-{run.pk}-{run.attempts}"
+
+
+def launch_command(run, launcher: str) -> list[str]:
+    """`<launcher> [rendezvous across TRAINING_NNODES machines] manage.py train_run <id> --claimed`."""
+    return processes.launch_command(
+        launcher,
+        [str(ROOT / "manage.py"), "train_run", str(run.pk), "--claimed"],
+        nnodes=settings.TRAINING_NNODES,
+        endpoint=settings.TRAINING_RDZV_ENDPOINT,
+        rdzv_id=rendezvous_id(run),
+    )
+
+
 def _launch_distributed(run, launcher: str) -> str:
     """Every rank runs `manage.py train_run`; rank 0 writes progress and results. This process
     beats for the run meanwhile (so does rank 0): the run looks lost only once both are gone."""
     from webapp.lifecycle.heartbeat import Heartbeat
     from webapp.training import runs
 
-    command = [*shlex.split(launcher), str(ROOT / "manage.py"), "train_run", str(run.pk), "--claimed"]
+    try:
+        command = launch_command(run, launcher)
+    except ValueError as exc:  # a multi-node setting the launcher cannot honour
+        runs.fail(run, f"TRAINING_LAUNCHER cannot be used: {exc}.")
+        return "failed"
     log.info("run %s: %s", run.pk, " ".join(command))
     processes.become_subreaper()  # a dead launcher's ranks are re-parented here (see below)
     before = set(processes.children())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -52,3 +53,22 @@ def reap(pids: list[int], timeout: float) -> list[int]:
         if left:
             time.sleep(0.05)
     return left
+
+
+def launch_command(
+    launcher: str, argv: list[str], *, nnodes: int = 1, endpoint: str = "", rdzv_id: str = ""
+) -> list[str]:
+    """`launcher` + `argv`; across `nnodes` machines (> 1) torchrun's c10d rendezvous options are
+    added: every machine's agent runs this same command and they meet at `endpoint` (host:port)
+    under `rdzv_id`. Raises ValueError for a launcher that cannot do that (accelerate launch, or
+    torchrun --standalone, which is one machine's rendezvous by definition)."""
+    words = shlex.split(launcher)
+    if nnodes > 1:
+        program = " ".join(words[:3])
+        if not ("torchrun" in Path(words[0]).name or "torch.distributed.run" in program):
+            raise ValueError(f"training on {nnodes} machines needs a torchrun launcher, not {words[0]!r}")
+        if "--standalone" in words:
+            raise ValueError("training on several machines: remove --standalone from TRAINING_LAUNCHER")
+        words += ["--nnodes", str(nnodes), "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint]
+        words += ["--rdzv-id", rdzv_id]
+    return [*words, *argv]
