@@ -45,6 +45,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 from benchmarks.database import PeakRss, database_for, drop_database, rss_mb, use_new_database  # noqa: E402
 from benchmarks.machine import describe  # noqa: E402
+from benchmarks.projects import default_project  # noqa: E402
 
 PIECES = (
     "pa",
@@ -137,7 +138,7 @@ def insert_inputs(args):
     from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceMap, StoredArrays
 
     rng = np.random.default_rng(args.seed)
-    corpus = Corpus.objects.create(name="bench-datasets", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="bench-datasets", language="en")
     tasks = [
         Task.objects.create(slug=f"bench-task-{i}", description=f"bench task {i}", options=["y", "n"])
         for i in range(args.tasks_per_note)

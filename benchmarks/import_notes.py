@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 from benchmarks.machine import describe  # noqa: E402
+from benchmarks.projects import default_project  # noqa: E402
 
 
 def _generate_part(args) -> str:
@@ -160,8 +161,10 @@ def main() -> None:
             "file_mb": round(path.stat().st_size / 2**20, 1),
             "generate_s": round(generate_s, 1),
         }
-        corpus = Corpus.objects.create(name=tag, language=args.language[:2] if args.language != "mixed" else "it")
-        base_corpus = Corpus.objects.create(name=f"{tag}-baseline", language=corpus.language)
+        corpus = Corpus.objects.create(
+            project=default_project(), name=tag, language=args.language[:2] if args.language != "mixed" else "it"
+        )
+        base_corpus = Corpus.objects.create(project=default_project(), name=f"{tag}-baseline", language=corpus.language)
         try:
             rss_start = rss_mb()
             report, marks, samples = timed_import(path, tag, args.n)

@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.database import drop_database, use_new_database  # noqa: E402
 from benchmarks.machine import describe  # noqa: E402
+from benchmarks.projects import default_project  # noqa: E402
 
 
 def _timed(fn, repeat: int) -> list[float]:
@@ -68,7 +69,7 @@ def main() -> None:
     from webapp.pipeline.progress import job_progress
 
     load_before = os.getloadavg()
-    corpus = Corpus.objects.create(name="bench", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="bench", language="en")
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO corpus_note (corpus_id, external_id, text, content_hash, metadata, created) "

@@ -52,6 +52,7 @@ os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
 
 from benchmarks.database import PeakRss, database_for, drop_database, rss_mb, use_new_database  # noqa: E402
 from benchmarks.machine import describe  # noqa: E402
+from benchmarks.projects import default_project  # noqa: E402
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 TARGET_MS, TARGET_MB = 1_000, 200  # target: the largest allowed note's review page in under 1 s and 200 MB
@@ -97,7 +98,7 @@ def make_inputs(args) -> dict:
 
     rng = np.random.default_rng(args.seed)
     text = long_record(args.chars, args.seed)
-    corpus = Corpus.objects.create(name="bench-long-note", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="bench-long-note", language="en")
     task = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"])
     model = ModelVersion.objects.create(name="bench-model", family="llama", path="bench-model")
     dsm = ModelVersion.objects.create(name="bench-dsm", family="llama", path="bench-dsm", parent=model)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from benchmarks.database import database_for, drop_database, use_new_database
 from benchmarks.machine import describe
+from benchmarks.projects import default_project  # noqa: E402
 
 TASKS_PER_NOTE = 9
 TOKENIZER = Path(__file__).resolve().parents[1] / "var" / "models" / "smollm2-135m-instruct"
@@ -74,7 +75,7 @@ def store_maps(notes, batch: int, seed: int) -> dict:
     from webapp.corpus.models import Corpus, Note, Task, text_hash
     from webapp.pipeline.models import ModelVersion, RelevanceMap, StoredArrays
 
-    corpus = Corpus.objects.create(name="bench-map-storage", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="bench-map-storage", language="en")
     tasks = [
         Task.objects.create(slug=f"bench-task-{i}", description=f"bench task {i}", options=["y", "n"])
         for i in range(TASKS_PER_NOTE)

@@ -53,6 +53,7 @@ os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
 
 from benchmarks.database import PeakRss, database_for, drop_database, rss_mb, use_new_database  # noqa: E402
 from benchmarks.machine import describe  # noqa: E402
+from benchmarks.projects import default_project  # noqa: E402
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 TASKS_PER_NOTE = 9
@@ -98,7 +99,7 @@ def insert_inputs(n_maps: int, seed: int) -> dict:
     from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceMap, StoredArrays
 
     rng = np.random.default_rng(seed)
-    corpus = Corpus.objects.create(name="bench-review", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="bench-review", language="en")
     tasks = [
         Task.objects.create(slug=f"bench-task-{i}", description=f"bench task {i}", options=["y", "n"])
         for i in range(TASKS_PER_NOTE)

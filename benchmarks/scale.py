@@ -82,6 +82,7 @@ from benchmarks.database import (  # noqa: E402
     use_new_database,
 )
 from benchmarks.machine import describe  # noqa: E402
+from benchmarks.projects import default_project  # noqa: E402
 from benchmarks.review_pages import offsets_of, peaky_scores  # noqa: E402
 
 CORPUS = "bench-scale"
@@ -182,7 +183,7 @@ def build(args, pool) -> dict:
     out = {}
     if not Task.objects.exists():
         call_command("load_task_catalog", stdout=io.StringIO())
-    corpus = Corpus.objects.create(name=CORPUS, language="en", source="benchmarks/scale.py")
+    corpus = Corpus.objects.create(project=default_project(), name=CORPUS, language="en", source="benchmarks/scale.py")
     out["notes"] = copy_notes(corpus, args.notes, args.seed, pool, args.workers)
     out["maps"] = store_maps(corpus, args, pool)
     started = time.perf_counter()
@@ -312,7 +313,7 @@ def import_slice(n: int, start: int, seed: int) -> dict:
     from webapp.corpus.importing import import_notes
     from webapp.corpus.models import Corpus
 
-    corpus = Corpus.objects.create(name=IMPORT_CORPUS, language="en")
+    corpus = Corpus.objects.create(project=default_project(), name=IMPORT_CORPUS, language="en")
     try:
         with tempfile.TemporaryDirectory(prefix="dsm-bench-scale-") as tmp:
             path = Path(tmp) / "slice.jsonl"

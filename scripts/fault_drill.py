@@ -498,10 +498,11 @@ class Drill:
     # ------------------------------------------------------------ relevance
 
     def launch_relevance_job(self):
+        from benchmarks.projects import default_project
         from webapp.corpus.models import Corpus, Note
         from webapp.pipeline import jobs
 
-        corpus = Corpus.objects.create(name=self.unique("drill-relevance"), language="en")
+        corpus = Corpus.objects.create(project=default_project(), name=self.unique("drill-relevance"), language="en")
         for i in range(self.sizes.relevance_notes):
             Note.objects.create(corpus=corpus, external_id=f"n{i:03d}", text=relevance_note(i))
         spec = jobs.JobSpec(
@@ -625,7 +626,9 @@ class Drill:
         from webapp.corpus.models import Corpus
 
         if self.bulk_corpus is None:
-            self.bulk_corpus = Corpus.objects.create(name="drill-bulk", language="en")
+            from benchmarks.projects import default_project
+
+            self.bulk_corpus = Corpus.objects.create(project=default_project(), name="drill-bulk", language="en")
             fabricate_notes_with_maps(self.bulk_corpus, self.map_tasks, self.model, self.sizes.bulk_notes)
         return self.bulk_corpus
 

@@ -2,17 +2,30 @@
 
 import pytest
 
+from tests.projects import default_project, make_member
+
+DATABASE_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
+
 PASSWORD = "correct-horse-battery-staple"
 
 
 def _make_user(django_user_model, username, role=None, **extra):
-    from django.contrib.auth.models import Group
-
+    """A user with `role` in the default test project (tests/projects.py)."""
     user = django_user_model.objects.create_user(username=username, password=PASSWORD, **extra)
     if role:
-        group, _ = Group.objects.get_or_create(name=role)
-        user.groups.add(group)
+        make_member(user, role)
     return user
+
+
+@pytest.fixture(autouse=True)
+def test_project(request):
+    """Every test with a database has the default test project (tests/projects.py): the only
+    project unless the test makes another, so imports and commands that take the only one work."""
+    wanted = DATABASE_FIXTURES & set(request.fixturenames)
+    if request.node.get_closest_marker("django_db") is None and not wanted:
+        return None
+    request.getfixturevalue(sorted(wanted)[0] if wanted else "_django_db_helper")
+    return default_project()
 
 
 @pytest.fixture
@@ -28,6 +41,12 @@ def researcher(db, django_user_model):
 @pytest.fixture
 def admin_user(db, django_user_model):
     return _make_user(django_user_model, "ada", "admin", is_staff=True)
+
+
+@pytest.fixture
+def site_admin(db, django_user_model):
+    """A superuser: manages projects and members, sees every project."""
+    return _make_user(django_user_model, "sam", is_staff=True, is_superuser=True)
 
 
 @pytest.fixture

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "csp",
     "axes",
     "webapp.accounts",
+    "webapp.projects",
     "webapp.audit",
     "webapp.corpus",
     "webapp.pipeline",

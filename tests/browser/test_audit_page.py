@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.projects import default_project
 from webapp.audit.log import record, record_anonymous
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus
@@ -14,7 +15,7 @@ AWKWARD_DETAILS = {"items": 40, "keys": 2, "values": 3, "get": 4}
 
 def test_the_audit_page_shows_an_event_of_every_kind(page, login, admin_user, researcher):
     page.set_default_timeout(30_000)  # the live server's first page can be slow on a busy machine
-    corpus = Corpus.objects.create(name="ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
     kinds = list(AuditEvent.Action)  # a kind added later is covered without touching this test
     for number, action in enumerate(kinds):
         if action in (AuditEvent.Action.LOGIN_FAILED, AuditEvent.Action.LOCKED_OUT):

@@ -3,6 +3,8 @@ pairs were left out: each reason with its count, adding up to the pairs read."""
 
 import pytest
 
+from tests.projects import default_project
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -15,7 +17,7 @@ def dataset(db):
     from webapp.pipeline.models import ModelVersion, PeakProfile
     from webapp.review.models import ValidationSet
 
-    corpus = Corpus.objects.create(name="ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
     model = ModelVersion.objects.create(name="tiny-test", family="llama", path="tiny-test")
     sharp = PeakProfile.objects.create(name="sharp", version=1, kernel_size=1, sigma=1.0, lower=0.2, upper=0.4)
     tasks = {

@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.projects import default_project
 from webapp.corpus.models import Corpus, ImportJob, Note
 from workers.imports import run_import
 
@@ -15,7 +16,7 @@ def test_an_anonymous_visitor_is_sent_to_the_login_page(page):
 
 
 def test_a_clinician_logs_in_and_sees_the_corpora_but_no_import(login, clinician):
-    corpus = Corpus.objects.create(name="ed-demo", language="it")
+    corpus = Corpus.objects.create(project=default_project(), name="ed-demo", language="it")
     Note.objects.create(corpus=corpus, external_id="n1", text="FC 130 bpm")
     page = login(clinician)
     assert page.locator("h1").inner_text() == "Welcome, clara"

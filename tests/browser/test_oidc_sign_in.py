@@ -10,6 +10,7 @@ from axes.models import AccessAttempt
 from django.contrib.auth import get_user_model
 
 from tests.oidc import provider as oidc_provider
+from tests.projects import default_project
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus
 
@@ -68,7 +69,7 @@ def actions_for(name):
 
 
 def test_a_clinician_signs_in_at_the_provider_logs_out_there_and_gets_a_new_role_at_the_next_sign_in(page, idp):
-    corpus = Corpus.objects.create(name="ed-demo", language="it")
+    corpus = Corpus.objects.create(project=default_project(), name="ed-demo", language="it")
 
     sign_in(page, idp, "u1")
     assert page.locator("h1").inner_text() == "Welcome, carla"

@@ -3,6 +3,7 @@ comparison; and cannot reach researcher-only pages."""
 
 import pytest
 
+from tests.projects import default_project
 from webapp.pipeline.models import ModelVersion, PeakProfile
 from webapp.review.models import PeakDecision, ValidationSet
 
@@ -14,7 +15,7 @@ def ward(db):
     from tests.webapp.review.fabricate import TEXT, add_map, word_span
     from webapp.corpus.models import Annotation, Corpus, Note, Task
 
-    corpus = Corpus.objects.create(name="ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
     note = Note.objects.create(corpus=corpus, external_id="n1", text=TEXT)
     other = Note.objects.create(corpus=corpus, external_id="n2", text=TEXT)
     heart = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"])
@@ -269,7 +270,7 @@ def test_heat_colours_whole_words_and_never_punctuation(login, clinician, db):
         offsets.append((position, position + len(piece)))
         position += len(piece)
     assert "".join(pieces) == text
-    corpus = Corpus.objects.create(name="heat", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="heat", language="en")
     note = Note.objects.create(corpus=corpus, external_id="h1", text=text)
     task = Task.objects.create(slug="gout-treatment", description="gout treatment", options=["y", "n"])
     model = ModelVersion.objects.create(name="heat-model", family="llama", path="heat-model")

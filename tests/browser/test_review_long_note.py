@@ -5,6 +5,7 @@ string is evaluated in the page, which the Content-Security-Policy forbids.)"""
 
 import pytest
 
+from tests.projects import default_project
 from webapp.lib import windows
 from webapp.review.models import PeakDecision
 
@@ -17,7 +18,7 @@ def long_note(db):
     from webapp.corpus.models import Corpus, Note, Task
     from webapp.pipeline.models import ModelVersion, PeakProfile
 
-    corpus = Corpus.objects.create(name="long-ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="long-ward", language="en")
     text = long_text(int(2.5 * windows.WINDOW_CHARS))
     note = Note.objects.create(corpus=corpus, external_id="long", text=text)
     task = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"])

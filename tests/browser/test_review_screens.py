@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.projects import default_project
+
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(not os.environ.get("DSM_SCREENSHOTS"), reason="set DSM_SCREENSHOTS=<folder>"),
@@ -49,7 +51,7 @@ def test_screenshots_of_the_note_and_comparison_views(login, clinician):
     out = Path(os.environ["DSM_SCREENSHOTS"])
     out.mkdir(parents=True, exist_ok=True)
     synthetic = make_note(3)
-    corpus = Corpus.objects.create(name="ed-synthetic", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ed-synthetic", language="en")
     note = Note.objects.create(corpus=corpus, external_id=synthetic.id, text=synthetic.text)
     base = ModelVersion.objects.create(name="smollm2-base", family="llama", path="base")
     dsm = ModelVersion.objects.create(name="smollm2-dsm", family="llama", path="dsm", parent=base)

@@ -3,6 +3,7 @@
 import pytest
 from django.urls import reverse
 
+from tests.projects import default_project
 from webapp.corpus.models import Corpus, Note
 
 ROLES = ["anonymous", "norole", "clinician", "researcher", "admin"]
@@ -12,7 +13,7 @@ IMPORTERS = {"researcher", "admin"}
 
 @pytest.fixture
 def note(db):
-    corpus = Corpus.objects.create(name="c1", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="c1", language="en")
     return Note.objects.create(corpus=corpus, external_id="n1", text="HR 120 bpm.")
 
 
@@ -34,7 +35,9 @@ def _task():
 def _import_job(note):
     from webapp.corpus.models import ImportJob
 
-    return ImportJob.objects.create(kind="notes", corpus_name=note.corpus.name, file_name="notes.jsonl")
+    return ImportJob.objects.create(
+        project=default_project(), kind="notes", corpus_name=note.corpus.name, file_name="notes.jsonl"
+    )
 
 
 def _urls(note):
@@ -135,7 +138,7 @@ def test_a_post_to_the_import_page_is_refused_without_the_role(client, user_for,
 
 
 def test_a_note_of_another_corpus_is_not_found(client, clinician, note):
-    other = Corpus.objects.create(name="c2", language="it")
+    other = Corpus.objects.create(project=default_project(), name="c2", language="it")
     client.force_login(clinician)
     response = client.get(reverse("corpus:note", args=[other.pk, note.pk]))
     assert response.status_code == 404

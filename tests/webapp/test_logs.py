@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.test import RequestFactory
 from django.urls import reverse
 
+from tests.projects import default_project
 from webapp.corpus.models import Corpus, Note
 from webapp.logs import WithholdRowContent
 
@@ -80,7 +81,7 @@ def test_a_database_error_is_logged_by_its_types_and_frames_without_the_row(logg
 
 @pytest.mark.django_db
 def test_a_real_unique_violation_from_postgresql_leaves_no_value_in_the_log(logged):
-    corpus = Corpus.objects.create(name="ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
     Note.objects.create(corpus=corpus, external_id=MARKER, text="a")
     with pytest.raises(IntegrityError) as caught, transaction.atomic():
         Note.objects.create(corpus=corpus, external_id=MARKER, text="b")

@@ -8,6 +8,7 @@ from django.db import connection
 from django.db.models import Count
 from django.urls import reverse
 
+from tests.projects import default_project
 from tests.webapp.datasets.fabricate import PEAKS, TEXT, add_map, add_notes_with_maps
 from tests.workers.conftest import wait_for
 from webapp.corpus.models import Corpus, Note, Task
@@ -24,7 +25,7 @@ BULK_NOTES = 30_000  # 90,000 maps: a build of several seconds, long enough to b
 @pytest.fixture
 def inputs():
     # transactional tests flush the data-migration rows: make what the build needs here
-    corpus = Corpus.objects.create(name="ward-worker", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward-worker", language="en")
     model = ModelVersion.objects.create(name="tiny-worker", family="llama", path="tiny-worker")
     profile = PeakProfile.objects.create(name="sharp-worker", kernel_size=1, sigma=1.0, lower=0.2, upper=0.4)
     note = Note.objects.create(corpus=corpus, external_id="n1", text=TEXT)

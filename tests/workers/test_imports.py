@@ -8,6 +8,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db.models import Count
 
+from tests.projects import default_project
 from tests.workers.conftest import wait_for
 from webapp.corpus import import_jobs
 from webapp.corpus.models import Corpus, ImportJob, Note
@@ -27,7 +28,9 @@ def notes_file(n: int, name="notes.jsonl") -> SimpleUploadedFile:
 
 
 def launch(file, researcher, corpus="ward-import"):
-    return import_jobs.launch(file, kind="notes", corpus=corpus, language="it", update=False, actor=researcher)
+    return import_jobs.launch(
+        file, project=default_project(), kind="notes", corpus=corpus, language="it", update=False, actor=researcher
+    )
 
 
 def ended(job_id):

@@ -31,6 +31,7 @@ from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 
+from tests.projects import default_project
 from tests.webapp.datasets.fabricate import PEAKS, TEXT, add_map
 from tests.webapp.pipeline.factories import make_model_version, make_tasks, spec
 from tests.workers.conftest import wait_for
@@ -140,7 +141,7 @@ def test_import_notes_on_the_command_line(refused_by_the_database, logs, tmp_pat
 
 
 def test_import_annotations_on_the_command_line(refused_by_the_database, logs, tmp_path):
-    corpus = Corpus.objects.create(name="ward", language="it")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="it")
     Note.objects.create(corpus=corpus, external_id="n1", text="FC 130 bpm")
     Task.objects.create(slug="heart-rate", description="heart rate", options=[MARKER, "normocardic"])
     path = tmp_path / "labels.jsonl"
@@ -196,7 +197,7 @@ def test_an_upload_imported_in_the_background(
 @pytest.fixture
 def chunk(db, researcher):
     """A queued chunk of a relevance job over notes that hold the marker."""
-    corpus = Corpus.objects.create(name="ward", language="it")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="it")
     for i in range(2):
         Note.objects.create(corpus=corpus, external_id=f"n{i}", text=f"{NOTE} Letto {i}.", metadata=METADATA)
     job = jobs.launch(
@@ -254,7 +255,7 @@ def test_a_relevance_chunk_whose_compute_error_quotes_one_word_of_the_note(chunk
 @pytest.fixture
 def dataset_inputs(db):
     """A note holding the marker, its hand-made maps (tests/webapp/datasets/fabricate.py)."""
-    corpus = Corpus.objects.create(name="ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
     model = make_model_version(path="tiny-test", name="tiny-test")
     profile = PeakProfile.objects.create(name="sharp-test", version=1, kernel_size=1, sigma=1.0, lower=0.2, upper=0.4)
     note = Note.objects.create(corpus=corpus, external_id="n1", text=f"{TEXT} {MARKER}", metadata=METADATA)
@@ -305,7 +306,10 @@ def insert_the_note(*args, **kwargs):
     """A write that the database refuses, quoting the row."""
     with transaction.atomic():
         Note.objects.create(
-            corpus=Corpus.objects.create(name="ward", language="it"), external_id="n1", text=NOTE, metadata=METADATA
+            corpus=Corpus.objects.create(project=default_project(), name="ward", language="it"),
+            external_id="n1",
+            text=NOTE,
+            metadata=METADATA,
         )
 
 
@@ -347,6 +351,7 @@ def test_a_real_worker_logs_no_note_text(refused_by_the_database, start_worker, 
     launched = [
         import_jobs.launch(
             SimpleUploadedFile(f"notes-{nul}.jsonl", notes_file(nul_in_metadata=nul)),
+            project=default_project(),
             kind="notes",
             corpus=f"ward-{nul}",
             language="it",

@@ -1,9 +1,15 @@
-"""Who may do what. The one place that maps roles (auth groups) to capabilities.
+"""Who may do what. The one place that maps roles to capabilities.
 
-clinician: reviews peaks. curator: settles review conflicts (adjudication). researcher: imports, launches jobs, exports, creates, edits and retires
-tasks. admin: everything, including the audit log. Views enforce these with `require()`; templates
-only use them to hide buttons. A refusal (PermissionDenied, from here or an access helper) is answered by the 403
-handler, which writes it to the audit log (webapp.audit.views.permission_denied).
+A role is held in a project (webapp.projects.models.Membership); which objects a user may see is
+decided by webapp.projects.scoping from the same memberships.
+
+clinician: reviews peaks. curator: settles review conflicts (adjudication). researcher: imports,
+launches jobs, exports, creates, edits and retires tasks. admin (of a project): everything in it,
+including its members and its audit rows. Views fetch objects through the access helpers
+(webapp.projects.scoping.get_or_404): another project's object is a 404, a capability the role
+lacks in the object's own project a 403. Templates only use roles to hide buttons. A refusal
+(PermissionDenied) is answered by the 403 handler, which writes it to the audit log
+(webapp.audit.views.permission_denied).
 """
 
 from enum import StrEnum
@@ -42,26 +48,60 @@ CAPABILITIES: dict[Capability, frozenset[Role]] = {
 }
 
 
-def roles_of(user) -> frozenset[Role]:
+def _memberships(user) -> dict[int, frozenset[Role]]:
+    """{project id: roles} of an active user, read once per request (cached on the user object)."""
+    cached = getattr(user, "_dsm_memberships", None)
+    if cached is None:
+        from webapp.projects.models import Membership  # roles are imported by the models' module
+
+        by_project: dict[int, set[Role]] = {}
+        for project_id, role in Membership.objects.filter(user=user).values_list("project_id", "role"):
+            by_project.setdefault(project_id, set()).add(Role(role))
+        cached = {project_id: frozenset(roles) for project_id, roles in by_project.items()}
+        user._dsm_memberships = cached
+    return cached
+
+
+def forget_roles(user) -> None:
+    """Drop the cached memberships after changing them."""
+    user.__dict__.pop("_dsm_memberships", None)
+
+
+def is_site_admin(user) -> bool:
+    """Site admins (superusers) manage projects and members and act in every project."""
+    return bool(user.is_authenticated and user.is_active and user.is_superuser)
+
+
+def roles_of(user, project=None) -> frozenset[Role]:
+    """The user's roles in `project` (a Project or its id), or in any project when it is None."""
     if not user.is_authenticated or not user.is_active:
         return frozenset()
     if user.is_superuser:
         return frozenset(Role)
-    cached = getattr(user, "_dsm_roles", None)
-    if cached is None:
-        names = set(user.groups.values_list("name", flat=True))
-        cached = frozenset(role for role in Role if role.value in names)
-        user._dsm_roles = cached
-    return cached
+    memberships = _memberships(user)
+    if project is None:
+        return frozenset().union(*memberships.values())
+    return memberships.get(getattr(project, "pk", project), frozenset())
 
 
-def has_capability(user, capability: Capability) -> bool:
-    return bool(roles_of(user) & CAPABILITIES[capability])
+def projects_with(user, capability: Capability) -> list[int] | None:
+    """Ids of the projects where the user has `capability`; None means every project (site admin)."""
+    if is_site_admin(user):
+        return None
+    if not user.is_authenticated or not user.is_active:
+        return []
+    allowed = CAPABILITIES[capability]
+    return sorted(pid for pid, roles in _memberships(user).items() if roles & allowed)
 
 
-def require(user, capability: Capability) -> None:
-    """Raise 403 unless the user has the capability."""
-    if not has_capability(user, capability):
+def has_capability(user, capability: Capability, project=None) -> bool:
+    """In `project`; with project None, in at least one project (what menus and lists need)."""
+    return bool(roles_of(user, project) & CAPABILITIES[capability])
+
+
+def require(user, capability: Capability, project=None) -> None:
+    """Raise 403 unless the user has the capability (in `project`, or in some project)."""
+    if not has_capability(user, capability, project):
         raise PermissionDenied(f"Your role does not allow: {capability.value}")
 
 

@@ -5,6 +5,7 @@ import datetime
 from django import forms
 from django.utils import timezone
 
+from webapp.accounts.roles import Capability
 from webapp.audit.models import AuditEvent
 
 
@@ -24,18 +25,23 @@ class AuditFilterForm(forms.Form):
             raise forms.ValidationError("The end date is before the start date.")
         return data
 
-    def events(self):
-        """The matching events, newest first (call after is_valid())."""
+    def events(self, user):
+        """The matching events `user` may audit (their projects'; every row for a site admin),
+        newest first (call after is_valid())."""
         data = self.cleaned_data
-        return AuditEvent.objects.matching(
-            action=data["action"],
-            actor=data["actor"].strip(),
-            object_type=data["object_type"].strip(),
-            since=_day_start(data["since"]),
-            until=_day_start(data["until"] + datetime.timedelta(days=1))
-            if data["until"] and data["until"] < datetime.date.max
-            else None,
-        ).order_by("-id")
+        return (
+            AuditEvent.objects.visible_to(user, Capability.AUDIT)
+            .matching(
+                action=data["action"],
+                actor=data["actor"].strip(),
+                object_type=data["object_type"].strip(),
+                since=_day_start(data["since"]),
+                until=_day_start(data["until"] + datetime.timedelta(days=1))
+                if data["until"] and data["until"] < datetime.date.max
+                else None,
+            )
+            .order_by("-id")
+        )
 
     def filters(self) -> dict:
         """The filters set, as text (for the export's own audit entry)."""

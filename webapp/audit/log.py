@@ -29,6 +29,7 @@ from axes.helpers import get_client_ip_address
 
 from webapp.audit.models import AuditEvent
 from webapp.audit.request_context import current_address
+from webapp.projects.scoping import project_id_of
 
 MAX_REASONS = 3
 MAX_REASON_WORDS = 7
@@ -53,11 +54,25 @@ def record(actor, action: str, obj=None, *, ip: str | None = None, **details) ->
         actor=user,
         actor_name=name[:150],
         action=action,
+        project_id=_project_id(obj),
         object_type=obj._meta.label if obj is not None else "",
         object_id=str(obj.pk) if obj is not None else "",
         ip=ip or current_address(),
         details=details,
     )
+
+
+def _project_id(obj) -> int | None:
+    """The project an audited object belongs to, so its project's admins see the row."""
+    if obj is None:
+        return None
+    if obj._meta.label == "projects.Project":
+        return obj.pk
+    if hasattr(obj, "project_id"):
+        return obj.project_id
+    if hasattr(type(obj), "project_paths"):
+        return project_id_of(obj)
+    return None
 
 
 def record_refused_import(actor, corpus: str, kind: str, problem_count: int, reasons: Iterable) -> AuditEvent:

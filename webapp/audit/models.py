@@ -1,8 +1,10 @@
 from django.conf import settings
 from django.db import models
 
+from webapp.projects.scoping import ProjectScopedQuerySet
 
-class AuditEventQuerySet(models.QuerySet):
+
+class AuditEventQuerySet(ProjectScopedQuerySet):
     def matching(self, *, action="", actor="", object_type="", since=None, until=None):
         """The events an admin filters for: `actor` is a case-insensitive prefix (so "cli:" finds every
         command-line action); `since` and `until` are aware datetimes, `until` exclusive."""
@@ -46,6 +48,10 @@ class AuditEvent(models.Model):
         EDIT_TASK = "edit_task", "Edited a task"
         RETIRE_TASK = "retire_task", "Retired a task"
         RESTORE_TASK = "restore_task", "Brought back a retired task"
+        CREATE_PROJECT = "create_project", "Created a project"
+        EDIT_PROJECT = "edit_project", "Edited a project"
+        ADD_MEMBER = "add_member", "Gave a role in a project"
+        REMOVE_MEMBER = "remove_member", "Took a role in a project away"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
@@ -56,6 +62,14 @@ class AuditEvent(models.Model):
         "for a failed login the username tried if an account has it, else '(unknown username)'",
     )
     action = models.CharField(max_length=40, choices=Action.choices)
+    project = models.ForeignKey(
+        "projects.Project",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The project of the object acted on; none for sign-ins and site administration",
+    )
     object_type = models.CharField(max_length=60, blank=True)
     object_id = models.CharField(max_length=64, blank=True)
     ip = models.GenericIPAddressField(null=True, blank=True, help_text="The client's address, for web requests")
@@ -63,6 +77,8 @@ class AuditEvent(models.Model):
     created = models.DateTimeField(auto_now_add=True, db_index=True)
 
     objects = AuditEventQuerySet.as_manager()
+
+    project_paths = ("project",)  # webapp.projects.scoping
 
     class Meta:
         ordering = ["-created", "-id"]

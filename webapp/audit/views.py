@@ -22,7 +22,7 @@ def event_list(request):
     form = AuditFilterForm(request.GET)
     if not form.is_valid():
         return render(request, "audit/event_list.html", {"nav": "audit", "form": form}, status=400)
-    events, more = _page(form.events(), before=form.cleaned_data["before"])
+    events, more = _page(form.events(request.user), before=form.cleaned_data["before"])
     return render(
         request,
         "audit/event_list.html",
@@ -45,7 +45,7 @@ def event_export(request):
         return render(request, "audit/event_list.html", {"nav": "audit", "form": form}, status=400)
     # The rows as they stand now: not the export's own entry, nor what comes while it streams.
     newest = AuditEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
-    events = form.events().filter(id__lte=newest)
+    events = form.events(request.user).filter(id__lte=newest)
     record(
         request.user, AuditEvent.Action.EXPORT_AUDIT, ip=client_ip(request), filters=form.filters(), rows=events.count()
     )

@@ -3,9 +3,14 @@ from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 
 from ml.prompts import TEMPLATES
+from webapp.accounts.roles import Capability
 from webapp.corpus.models import Corpus, ImportJob
+from webapp.interchange.formats import FORMATS
+from webapp.interchange.mapping import MappingError, parse_mapping
 from webapp.lib.import_limits import over_limit
 from webapp.lib.validators import hidden_character
+from webapp.projects.forms import only_choice_when_blank
+from webapp.projects.models import Project
 
 
 def visible_name(value: str) -> None:
@@ -23,6 +28,9 @@ NEW_CORPUS_NEEDS_LANGUAGE = "This corpus does not exist yet: choose its language
 
 
 class UploadForm(forms.Form):
+    project = forms.ModelChoiceField(
+        Project.objects.none(), required=False, empty_label=None, help_text="Who may see the notes"
+    )
     kind = forms.ChoiceField(choices=ImportJob.Kind.choices)
     corpus = forms.CharField(
         max_length=200, validators=[visible_name], help_text="An existing corpus, or a new name (notes only)"
@@ -36,10 +44,59 @@ class UploadForm(forms.Form):
         help_text="JSONL or CSV (optionally gzip, bz2 or xz compressed); a .zip of brat .txt/.ann files for notes"
     )
     update = forms.BooleanField(required=False, help_text="Replace notes or labels that changed")
+    # Gold evidence from an annotation tool's files (webapp.interchange.gold): gold labels only.
+    annotation_format = forms.ChoiceField(
+        choices=[("", "Gold labels JSONL (note_id, task, label, evidence)")]
+        + [(f.name, f.label) for f in FORMATS.values()],
+        required=False,
+        label="Gold labels from",
+        help_text="brat and XMI: a .zip of their files; Label Studio: its JSON export; doccano and ours: JSONL",
+    )
+    mapping = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}),
+        required=False,
+        help_text="One a line: LABEL=TASK:VALUE, LABEL[attr=value]=TASK:VALUE, LABEL=TASK (evidence only), "
+        "LABEL=- (skip), *=- (skip every other label); a label task:value maps to itself",
+    )
+    layer = forms.CharField(
+        required=False, max_length=200, help_text="XMI: the layer to read (default: every custom one)"
+    )
+    feature = forms.CharField(required=False, max_length=200, help_text="XMI: the feature holding the label")
+    preview = forms.BooleanField(
+        required=False, label="Preview only", help_text="Check and count what would be imported; write nothing"
+    )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["project"].queryset = Project.objects.where(user, Capability.IMPORT)
         self.fields["file"].help_text += f"; at most {filesizeformat(settings.IMPORT_MAX_UPLOAD_BYTES)}"
+
+    clean_project = only_choice_when_blank("project")
+
+    def clean_mapping(self):
+        try:
+            parse_mapping(self.cleaned_data["mapping"].splitlines())
+        except MappingError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return self.cleaned_data["mapping"]
+
+    def clean_preview(self):
+        """The last field: an annotation tool's options travel with the file, which
+        uploads.store keeps beside it for the worker (ImportJob has no field for them)."""
+        data = self.cleaned_data
+        if data.get("annotation_format") and data.get("kind") != ImportJob.Kind.ANNOTATIONS:
+            self.add_error("annotation_format", "Annotation-tool files hold gold labels: choose that kind.")
+        elif data.get("annotation_format") and data.get("file") is not None:
+            data["file"].import_options = {
+                "format": data["annotation_format"],
+                "mapping": data.get("mapping", "").splitlines(),
+                "layer": data.get("layer", ""),
+                "feature": data.get("feature", ""),
+                "dry_run": data["preview"],
+            }
+        elif data["preview"]:
+            self.add_error("preview", "A preview is for gold labels from an annotation tool's files.")
+        return data["preview"]
 
     def clean_file(self):
         """Refused here, the file is never stored (the import would refuse it too)."""
@@ -52,11 +109,18 @@ class UploadForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        if data.get("project") is None:
+            return data
+        named = Corpus.objects.filter(name=data.get("corpus", "")).first()
+        if named is not None and named.project_id != data["project"].pk:
+            # Corpus names are unique site-wide; say no more of the other corpus than that.
+            self.add_error("corpus", "This name is taken: choose another one.")
+            return data
         if data.get("kind") == ImportJob.Kind.ANNOTATIONS and data.get("corpus"):
-            if not Corpus.objects.filter(name=data["corpus"]).exists():
-                self.add_error("corpus", "No such corpus: import its notes first.")
+            if named is None:
+                self.add_error("corpus", "No such corpus in this project: import its notes first.")
         elif data.get("kind") == ImportJob.Kind.NOTES and data.get("corpus"):
-            existing = Corpus.objects.filter(name=data["corpus"]).first()
+            existing = named
             language = data.get("language", KEEP_LANGUAGE)
             if existing is None and language == KEEP_LANGUAGE and "language" not in self.errors:
                 self.add_error("language", NEW_CORPUS_NEEDS_LANGUAGE)

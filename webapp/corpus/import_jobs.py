@@ -29,6 +29,7 @@ from functools import partial
 from django.db import transaction
 from django.utils import timezone
 
+from webapp.accounts.roles import Capability
 from webapp.audit.log import record, record_refused_import
 from webapp.audit.models import AuditEvent
 from webapp.corpus import uploads
@@ -45,12 +46,15 @@ class ImportStopped(Exception):
     """Raised from a progress report to roll the import back: cancel asked, or the job was lost."""
 
 
-def launch(uploaded, *, kind: str, corpus: str, language: str, update: bool, actor, ip: str | None = None) -> ImportJob:
+def launch(
+    uploaded, *, project, kind: str, corpus: str, language: str, update: bool, actor, ip: str | None = None
+) -> ImportJob:
     discard_leftovers()
     stored = uploads.store(uploaded)
     try:
         with transaction.atomic():
             job = ImportJob.objects.create(
+                project=project,
                 kind=kind,
                 corpus_name=corpus,
                 language=language if kind == ImportJob.Kind.NOTES else "",
@@ -115,6 +119,7 @@ def run(job: ImportJob, heart) -> str | None:
         # database); only the write phase and the job's end are one transaction.
         report = uploads.import_stored(
             job.upload,
+            project=job.project,
             kind=job.kind,
             corpus=job.corpus_name,
             language=job.language,
@@ -181,8 +186,9 @@ def discard_leftovers() -> None:
         discard_upload(job)
 
 
-def recent():
-    return ImportJob.objects.select_related("created_by")[:RECENT]
+def recent(user):
+    """The latest imports into the projects where `user` may import."""
+    return ImportJob.objects.visible_to(user, Capability.IMPORT).select_related("created_by", "project")[:RECENT]
 
 
 def _queue_error(job_id: int, message: str) -> None:

@@ -38,7 +38,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, DataError, IntegrityError, connection, transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.db.models.functions import Length
 from django.utils import timezone
 
@@ -57,6 +57,7 @@ from webapp.lib.import_sources import (
 )
 from webapp.lib.input_files import input_size, name_mismatch, sniff, unzip_brat
 from webapp.lib.validators import hidden_character, label_problems, printable, span_problems
+from webapp.projects.models import Project, ProjectNotChosen, resolve_project
 
 log = logging.getLogger(__name__)
 
@@ -118,9 +119,10 @@ def import_notes(
     progress=None,
     unpack_dir=None,
     on_written=None,
+    project=None,
 ) -> ImportReport:
     """Import a JSONL or CSV file (plain or compressed), a brat folder or a zip of brat files
-    into the corpus `corpus_name`.
+    into the corpus `corpus_name` of `project` (a Project, or a slug; "" or None: the only project).
 
     `progress(phase, records_done)`, if given, is called after each batch with phase
     "validate" or "write". `on_written(report)`, if given, is called inside the write transaction
@@ -132,7 +134,8 @@ def import_notes(
     limits = import_limits()
     problems = Problems()
     fmt = fmt or detect_format(path) or ""
-    corpus = _corpus_for_notes(path, corpus_name, language, create, fmt, problems, limits)
+    project = _project(project, path, problems)
+    corpus = _corpus_for_notes(path, corpus_name, language, create, fmt, problems, limits, project)
     if problems:
         return _failed(problems)
     with _brat_folder_of(path, fmt, unpack_dir, problems, limits) as source:
@@ -219,6 +222,7 @@ def import_annotations(
     batch_size: int = BATCH_SIZE,
     progress=None,
     on_written=None,
+    project=None,
 ) -> ImportReport:
     """Import gold labels: JSONL lines {"note_id", "task", "label", "evidence": [[start, end], ...]}.
 
@@ -238,13 +242,14 @@ def import_annotations(
     name = printable(path.name)
     annotator = annotator or f"import:{name}"
     name_ok = _corpus_name_ok(corpus_name, name, problems)
-    corpus = Corpus.objects.filter(name=corpus_name).first() if name_ok else None
+    project = _project(project, path, problems)
+    corpus = Corpus.objects.filter(name=corpus_name, project=project).first() if name_ok and project else None
     if not path.exists() or (read is None and not path.is_file()):
         problems.add(name, None, "no such file")
     else:
         _check_size(path, problems, limits)
-    if name_ok and corpus is None:
-        problems.add(name, None, f"corpus {corpus_name!r} does not exist")
+    if name_ok and project and corpus is None:
+        problems.add(name, None, f"corpus {corpus_name!r} does not exist in project {project.slug!r}")
     if len(annotator) > 150:
         problems.add(name, None, "the annotator name is longer than 150 characters")
     elif hidden_character(annotator):
@@ -336,7 +341,18 @@ def _brat_folder_of(path: Path, fmt: str, unpack_dir, problems: Problems, limits
 # --- notes ----------------------------------------------------------------------------------
 
 
-def _corpus_for_notes(path, name, language, create, fmt, problems, limits) -> Corpus | None:
+def _project(project, path, problems: Problems):
+    """The Project to import into (see import_notes), or None with the reason in `problems`."""
+    if isinstance(project, Project):
+        return project
+    try:
+        return resolve_project(project or "")
+    except ProjectNotChosen as exc:
+        problems.add(Path(path).name, None, str(exc))
+        return None
+
+
+def _corpus_for_notes(path, name, language, create, fmt, problems, limits, project) -> Corpus | None:
     if not path.exists():
         problems.add(path.name, None, "no such file or folder")
     elif fmt not in FORMATS:
@@ -354,9 +370,13 @@ def _corpus_for_notes(path, name, language, create, fmt, problems, limits) -> Co
         problems.add(path.name, None, "JSONL and CSV need a file; a folder holds brat files")
     else:
         _check_size(path, problems, limits)
-    if not _corpus_name_ok(name, path.name, problems):
+    if not _corpus_name_ok(name, path.name, problems) or project is None:
         return None
     corpus = Corpus.objects.filter(name=name).first()
+    if corpus is not None and corpus.project_id != project.pk:
+        # Corpus names are unique site-wide; say no more of the other corpus than that.
+        problems.add(path.name, None, f"the corpus name {name!r} is taken: choose another name")
+        return None
     if corpus is not None:
         if language and language != corpus.language:
             problems.add(path.name, None, f"corpus {name!r} is in language {corpus.language!r}, not {language!r}")
@@ -372,7 +392,7 @@ def _corpus_for_notes(path, name, language, create, fmt, problems, limits) -> Co
         problems.add(
             path.name, None, f"creating a corpus needs --language, an ISO 639 code such as 'it' (got {language!r})"
         )
-    return Corpus(name=name, language=language, source=printable(path.name))
+    return Corpus(project=project, name=name, language=language, source=printable(path.name))
 
 
 def _corpus_name_ok(name: str, file_name: str, problems: Problems) -> bool:
@@ -503,7 +523,7 @@ def _insert_notes(corpus, items):
 class _AnnotationPlan:
     def __init__(self, corpus, annotator, update, problems):
         self.corpus, self.annotator, self.update, self.problems = corpus, annotator, update, problems
-        self.tasks = _TaskResolver()
+        self.tasks = _TaskResolver(corpus.project_id)
         self.pairs: dict[tuple[str, int], int] = {}  # (note id, task pk) -> first line
         self.created = self.unchanged = self.updated = 0
         self.pending = []  # as _NotePlan's
@@ -613,10 +633,11 @@ class _AnnotationPlan:
 
 
 class _TaskResolver:
-    """Finds a task by slug, then description, then alias (aliases only when unambiguous)."""
+    """Finds a task by slug, then description, then alias (aliases only when unambiguous), among
+    the catalog and the tasks of the corpus's project."""
 
-    def __init__(self):
-        tasks = list(Task.objects.all())
+    def __init__(self, project_id: int):
+        tasks = list(Task.objects.filter(Q(project__isnull=True) | Q(project_id=project_id)))
         self.by_name = {t.description: t for t in tasks}
         aliases: dict[str, list[Task]] = {}
         for t in tasks:

@@ -27,6 +27,7 @@ from webapp.corpus.expressions import JSONArrayLength, JSONType
 from webapp.lib import validators
 from webapp.lib.markdown_html import render_markdown
 from webapp.lifecycle.models import WorkUnit
+from webapp.projects.scoping import ProjectScopedQuerySet
 
 language_code = RegexValidator(r"^[a-z]{2,3}$", "Use a lower-case ISO 639 code such as 'it' or 'en'.")
 
@@ -57,6 +58,7 @@ class TriggerCounters(models.Model):
 class Corpus(TriggerCounters):
     counter_fields = ("note_count", "annotation_count")
 
+    project = models.ForeignKey("projects.Project", on_delete=models.PROTECT, related_name="corpora")
     name = models.CharField(max_length=200, unique=True)
     language = models.CharField(
         max_length=3, validators=[language_code], help_text="ISO 639 code of the notes' language, e.g. 'it', 'en'"
@@ -68,6 +70,9 @@ class Corpus(TriggerCounters):
     # 0005_corpus_counters), so no page counts a corpus's notes; see webapp.corpus.stats.
     note_count = models.BigIntegerField(default=0, db_default=0, editable=False)
     annotation_count = models.BigIntegerField(default=0, db_default=0, editable=False)
+
+    project_paths = ("project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
         verbose_name_plural = "corpora"
@@ -95,6 +100,9 @@ class Note(models.Model):
     content_hash = models.CharField(max_length=64, editable=False, help_text="SHA-256 of the text (hex)")
     metadata = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(auto_now_add=True)
+
+    project_paths = ("corpus__project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -126,7 +134,7 @@ class Note(models.Model):
             raise ValidationError({"text": "The note text is empty."})
 
 
-class TaskQuerySet(models.QuerySet):
+class TaskQuerySet(ProjectScopedQuerySet):
     """The one place task lists are chosen from, so scoping (per project) can be added here."""
 
     def active(self):
@@ -146,6 +154,14 @@ class Task(TriggerCounters):
 
     counter_fields = ("decision_count",)
 
+    project = models.ForeignKey(
+        "projects.Project",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="tasks",
+        help_text="The project that made it; none for the shared catalog every project may use",
+    )
     slug = models.SlugField(max_length=100, unique=True)
     description = models.CharField(
         max_length=500, unique=True, help_text="s_T, the short description used in prompts, e.g. 'heart rate'"
@@ -167,6 +183,9 @@ class Task(TriggerCounters):
     retired = models.BooleanField(default=False, help_text="Hidden from new jobs and the review queue; data kept")
 
     objects = TaskQuerySet.as_manager()
+
+    project_paths = ("project",)  # webapp.projects.scoping
+    shared_when = {"project__isnull": True}
 
     class Meta:
         ordering = ["slug"]
@@ -235,6 +254,9 @@ class Annotation(models.Model):
     )
     created = models.DateTimeField(auto_now_add=True)
 
+    project_paths = ("note__corpus__project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
+
     class Meta:
         constraints = [
             # The name, not the nullable user, identifies the annotator, so imports are unique too.
@@ -288,6 +310,7 @@ class ImportJob(WorkUnit):
         WRITING = "writing", "Writing"
 
     kind = models.CharField(max_length=12, choices=Kind.choices)
+    project = models.ForeignKey("projects.Project", on_delete=models.PROTECT, related_name="import_jobs")
     corpus_name = models.CharField(max_length=200)
     language = models.CharField(max_length=3, blank=True, help_text="set to create the corpus (notes only)")
     update = models.BooleanField(default=False, help_text="replace notes or labels that changed")
@@ -310,6 +333,9 @@ class ImportJob(WorkUnit):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="import_jobs"
     )
     created = models.DateTimeField(auto_now_add=True)
+
+    project_paths = ("project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created", "-id"]

@@ -17,14 +17,17 @@ class CorpusSummary:
     annotations: int
 
 
-def corpus_summaries() -> list[CorpusSummary]:
-    """Every corpus with its notes and annotations: on PostgreSQL the counters its triggers keep
+def corpus_summaries(user) -> list[CorpusSummary]:
+    """Every corpus the user may see, with its notes and annotations: on PostgreSQL the counters its triggers keep
     (one query, whatever the corpus sizes); elsewhere (SQLite, small corpora) counted."""
-    corpora = list(Corpus.objects.all())
+    corpora = list(Corpus.objects.visible_to(user).select_related("project"))
     if connection.vendor == "postgresql":
         return [CorpusSummary(c, c.note_count, c.annotation_count) for c in corpora]
-    notes = dict(Note.objects.order_by().values_list("corpus").annotate(n=Count("id")))
-    annotations = dict(Annotation.objects.order_by().values_list("note__corpus").annotate(n=Count("id")))
+    ids = [c.pk for c in corpora]
+    notes = dict(Note.objects.filter(corpus__in=ids).order_by().values_list("corpus").annotate(n=Count("id")))
+    annotations = dict(
+        Annotation.objects.filter(note__corpus__in=ids).order_by().values_list("note__corpus").annotate(n=Count("id"))
+    )
     return [CorpusSummary(c, notes.get(c.pk, 0), annotations.get(c.pk, 0)) for c in corpora]
 
 
@@ -34,10 +37,11 @@ class TaskSummary:
     decisions: int  # review decisions on record, one per reviewer and peak
 
 
-def task_summaries() -> list[TaskSummary]:
-    """Every task, by group and slug, with its review decisions: on PostgreSQL the counter the
-    review triggers keep (one query); elsewhere counted."""
-    tasks = Task.objects.order_by("group", "slug")
+def task_summaries(user) -> list[TaskSummary]:
+    """Every task the user may see (the catalog, their projects' own), by group and slug, with its
+    review decisions: on PostgreSQL the counter the review triggers keep (one query); elsewhere
+    counted."""
+    tasks = Task.objects.visible_to(user).select_related("project").order_by("group", "slug")
     if connection.vendor == "postgresql":
         return [TaskSummary(t, t.decision_count) for t in tasks]
     return [TaskSummary(t, t.counted) for t in tasks.annotate(counted=Count("peak_decisions"))]

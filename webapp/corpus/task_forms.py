@@ -8,9 +8,12 @@ import unicodedata
 from django import forms
 
 from ml.catalog import MAX_SLUG_LENGTH, SLUG_RE, slugify
+from webapp.accounts.roles import Capability
 from webapp.corpus.models import Task
 from webapp.corpus.tasks import editable_fields, manageable_tasks
 from webapp.lib.validators import MAX_LABEL_LENGTH, hidden_character
+from webapp.projects.forms import only_choice_when_blank
+from webapp.projects.models import Project
 
 MIN_OPTIONS = 2
 
@@ -24,6 +27,9 @@ def _normal(value: str, what: str) -> str:
 
 
 class TaskForm(forms.Form):
+    project = forms.ModelChoiceField(
+        Project.objects.none(), required=False, empty_label=None, help_text="The project whose corpora the task is for"
+    )
     description = forms.CharField(
         max_length=500,
         label="Description (s_T)",
@@ -51,7 +57,7 @@ class TaskForm(forms.Form):
         ),
     )
 
-    def __init__(self, *args, task: Task | None = None, **kwargs):
+    def __init__(self, *args, user, task: Task | None = None, **kwargs):
         self.task = task
         if task is not None:
             kwargs.setdefault(
@@ -66,7 +72,10 @@ class TaskForm(forms.Form):
                 },
             )
         super().__init__(*args, **kwargs)
-        if task is not None:
+        if task is None:
+            self.fields["project"].queryset = Project.objects.where(user, Capability.MANAGE_TASKS)
+        else:
+            del self.fields["project"]  # a task stays in its project (or in the shared catalog)
             self.fields["slug"].disabled = True  # jobs, splits and exports name tasks by slug
             self.fields["slug"].help_text = "Stable id: it cannot change"
             for name in ("description", "options", "group", "held_out"):
@@ -77,6 +86,8 @@ class TaskForm(forms.Form):
     def _others(self):
         tasks = manageable_tasks()
         return tasks.exclude(pk=self.task.pk) if self.task is not None else tasks
+
+    clean_project = only_choice_when_blank("project")
 
     def clean_description(self):
         description = _normal(self.cleaned_data["description"], "description")

@@ -13,7 +13,8 @@ text records none. `current_guideline(task)` is what the review pages show and w
 records (PeakDecision.guideline_version); a cleared guideline is a version with empty text, and
 shown as none.
 
-`manageable_tasks()` is the one queryset the pages choose from, so scoping (per project) goes there.
+A task made in the app belongs to a project (only its members see and use it); catalog tasks
+belong to none and every project may use them.
 """
 
 from dataclasses import dataclass
@@ -52,8 +53,9 @@ class TaskUse:
 
 
 def manageable_tasks():
-    """Every task the Tasks page lists and edits (all of them, until tasks are scoped)."""
-    return Task.objects.all()
+    """The tasks the Tasks page edits; the access layer (webapp.corpus.access.task_for) keeps a
+    user to the catalog and their own projects' tasks."""
+    return Task.objects.select_related("project")
 
 
 def editable_fields(task: Task | None) -> tuple[str, ...]:
@@ -78,9 +80,12 @@ def dropped_label_problems(task: Task, options: list[str]) -> list[str]:
     ]
 
 
-def create_task(*, slug, description, options, group="", held_out=False, guideline="", actor=None, ip=None) -> Task:
+def create_task(
+    *, project, slug, description, options, group="", held_out=False, guideline="", actor=None, ip=None
+) -> Task:
     with transaction.atomic():
         task = Task(
+            project=project,
             slug=slug,
             description=description,
             options=list(options),

@@ -13,6 +13,7 @@ under "upload" and its last recognised suffixes (`upload.jsonl.gz`: the importer
 from them). The job keeps the name sent, for its page (`StoredUpload.name`).
 """
 
+import json
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pathlib import Path
 from django.conf import settings
 
 from webapp.corpus.importing import ImportReport, import_annotations, import_notes
+from webapp.interchange.gold import import_gold
 from webapp.lib.import_sources import SUFFIX_FORMATS, Problems
 from webapp.lib.input_files import NAMED
 from webapp.lib.validators import printable
@@ -28,6 +30,7 @@ from webapp.lib.validators import printable
 MAX_STORED_NAME_BYTES = 200  # of 255 a file name may have on Linux
 MAX_SHOWN_NAME_CHARS = 255  # ImportJob.file_name
 KNOWN_SUFFIXES = {*NAMED, *SUFFIX_FORMATS}
+OPTIONS_FILE = ".import-options.json"  # an annotation tool's format and mapping (no upload starts with '.')
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,9 @@ def store(uploaded) -> StoredUpload:
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
+    options = getattr(uploaded, "import_options", None)  # set by forms.UploadForm for annotation-tool files
+    if options:
+        (workdir / OPTIONS_FILE).write_text(json.dumps(options), encoding="utf-8")
     return StoredUpload(path=str(path.relative_to(root)), name=name, size=path.stat().st_size)
 
 
@@ -69,7 +75,16 @@ def stored_name(name: str) -> str:
 
 
 def import_stored(
-    relative: str, *, kind: str, corpus: str, language: str, update: bool, actor, progress=None, on_written=None
+    relative: str,
+    *,
+    project,
+    kind: str,
+    corpus: str,
+    language: str,
+    update: bool,
+    actor,
+    progress=None,
+    on_written=None,
 ) -> ImportReport:
     """Import a stored upload (notes: JSONL, CSV or a zip of brat files; annotations: JSONL).
     Running it twice on one file is safe: the import is atomic and idempotent."""
@@ -78,11 +93,31 @@ def import_stored(
         problems = Problems()
         problems.add(Path(relative).name or "upload", None, "the uploaded file is no longer stored; upload it again")
         return ImportReport(problems=problems.kept, problem_count=problems.total)
+    options = stored_options(path)
+    if kind == "annotations" and options:
+        return import_gold(
+            path,
+            corpus,
+            fmt=options["format"],
+            mapping=options["mapping"],
+            layer=options["layer"],
+            feature=options["feature"],
+            dry_run=options["dry_run"],
+            update=update,
+            actor=actor,
+            progress=progress,
+            on_written=on_written,
+            unpack_dir=path.parent,
+            project=project,
+        ).report
     if kind == "annotations":
-        return import_annotations(path, corpus, update=update, actor=actor, progress=progress, on_written=on_written)
+        return import_annotations(
+            path, corpus, update=update, actor=actor, progress=progress, on_written=on_written, project=project
+        )
     return import_notes(
         path,
         corpus,
+        project=project,
         language=language,
         create=bool(language),
         update=update,
@@ -91,6 +126,12 @@ def import_stored(
         unpack_dir=path.parent,
         on_written=on_written,
     )
+
+
+def stored_options(path: Path) -> dict | None:
+    """The annotation-tool options stored beside an upload (webapp.interchange.gold), if any."""
+    options = path.parent / OPTIONS_FILE
+    return json.loads(options.read_text(encoding="utf-8")) if options.is_file() else None
 
 
 def discard(relative: str) -> None:

@@ -24,7 +24,8 @@ RECENT_ON_UPLOAD_PAGE = 5
 
 @capability_required(Capability.VIEW)
 def corpus_list(request):
-    return render(request, "corpus/corpus_list.html", {"nav": "corpora", "corpora": corpus_summaries()})
+    context = {"nav": "corpora", "corpora": corpus_summaries(request.user)}
+    return render(request, "corpus/corpus_list.html", context)
 
 
 def corpus_detail(request, corpus_id):
@@ -57,12 +58,12 @@ def note_detail(request, corpus_id, note_id):
 
 @capability_required(Capability.VIEW)
 def task_list(request):
-    return render(request, "corpus/task_list.html", {"nav": "tasks", "tasks": task_summaries()})
+    return render(request, "corpus/task_list.html", {"nav": "tasks", "tasks": task_summaries(request.user)})
 
 
 def task_new(request):
     require(request.user, Capability.MANAGE_TASKS)
-    form = TaskForm(request.POST or None)
+    form = TaskForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         task = tasks.create_task(**form.cleaned_data, actor=request.user, ip=client_address(request))
         messages.success(request, f"Task {task.slug} created.")
@@ -72,7 +73,7 @@ def task_new(request):
 
 def task_edit(request, task_id):
     task = task_for(request.user, task_id)
-    form = TaskForm(request.POST or None, task=task)
+    form = TaskForm(request.POST or None, task=task, user=request.user)
     if request.method == "POST" and form.is_valid():
         try:
             changed = tasks.edit_task(task, form.cleaned_data, actor=request.user, ip=client_address(request))
@@ -99,11 +100,12 @@ def task_retire(request, task_id):
 
 def upload(request):
     require(request.user, Capability.IMPORT)
-    form = UploadForm(request.POST or None, request.FILES or None)
+    form = UploadForm(request.POST or None, request.FILES or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         job = import_jobs.launch(
             data["file"],
+            project=data["project"],
             kind=data["kind"],
             corpus=data["corpus"],
             language=data["language"],
@@ -117,18 +119,18 @@ def upload(request):
             "this page follows it (you can leave it, the import goes on).",
         )
         return redirect("corpus:import_detail", job.pk)
-    recent = import_jobs.recent()[:RECENT_ON_UPLOAD_PAGE]
+    recent = import_jobs.recent(request.user)[:RECENT_ON_UPLOAD_PAGE]
     return render(request, "corpus/upload.html", {"nav": "import", "form": form, "recent": recent})
 
 
 def import_list(request):
     require(request.user, Capability.IMPORT)
-    return render(request, "corpus/import_list.html", {"nav": "import", "jobs": import_jobs.recent()})
+    return render(request, "corpus/import_list.html", {"nav": "import", "jobs": import_jobs.recent(request.user)})
 
 
 def import_detail(request, job_id):
     job = import_job_for(request.user, job_id)
-    corpus = Corpus.objects.filter(name=job.corpus_name).first() if job.is_done else None
+    corpus = Corpus.objects.filter(project=job.project, name=job.corpus_name).first() if job.is_done else None
     context = {"nav": "import", "job": job, "corpus": corpus}
     if not request.htmx:
         return render(request, "corpus/import_detail.html", context)

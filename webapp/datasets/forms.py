@@ -1,6 +1,7 @@
 from django import forms
 
 from ml.masking import DEFAULT_MASK_TOKEN
+from webapp.accounts.roles import Capability
 from webapp.corpus.forms import visible_name
 from webapp.corpus.models import Corpus, Note, Task
 from webapp.datasets.building import BuildError, maps_matching, validation_note_ids
@@ -8,11 +9,14 @@ from webapp.datasets.models import DatasetVersion
 from webapp.lib.seeds import MAX_SEED
 from webapp.lib.validators import SHOWN_CHARS, printable
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
+from webapp.projects.forms import ScopedChoicesForm
 
 MAX_NOTE_IDS = 50_000
 
 
-class BuildForm(forms.Form):
+class BuildForm(ScopedChoicesForm, forms.Form):
+    scope_capability = Capability.LAUNCH
+
     empty_selection = ""  # set by clean(): why the selection gives no example, for the live estimate
     name = forms.CharField(
         max_length=200,

@@ -21,6 +21,7 @@ from django.db import models
 from django.db.models import F, Max, Q
 
 from webapp.lifecycle.models import WorkUnit
+from webapp.projects.scoping import ProjectScopedQuerySet
 
 
 class DatasetVersion(WorkUnit):
@@ -58,6 +59,9 @@ class DatasetVersion(WorkUnit):
     stats = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
+
+    project_paths = ("corpus__project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created"]
@@ -151,6 +155,9 @@ class DatasetExport(WorkUnit):
     size_bytes = models.PositiveBigIntegerField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
+
+    project_paths = ("dataset__corpus__project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created"]

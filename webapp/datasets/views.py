@@ -21,13 +21,13 @@ LIST_SIZE = 200
 
 @capability_required(Capability.VIEW)
 def dataset_list(request):
-    datasets = DatasetVersion.objects.select_related("corpus").defer("stats")[:LIST_SIZE]
+    datasets = DatasetVersion.objects.visible_to(request.user).select_related("corpus").defer("stats")[:LIST_SIZE]
     return render(request, "datasets/dataset_list.html", {"nav": "datasets", "datasets": datasets})
 
 
 def dataset_new(request):
     require(request.user, Capability.LAUNCH)
-    form = BuildForm(request.POST or None)
+    form = BuildForm(request.POST or None, user=request.user)
     launching = request.method == "POST" and form.is_valid()
     estimate = estimates.dataset_build(form.cleaned_data["model_version"], form.maps.count()) if launching else None
     context = {"nav": "datasets", "form": form, "estimate": estimate}

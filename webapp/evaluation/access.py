@@ -1,12 +1,11 @@
-"""Fetch evaluations for views: 403 for what the role may not do, 404 for what does not exist."""
+"""Fetch evaluations for views through the access layer (webapp.projects.scoping): 404 for what
+does not exist or belongs to another project, 403 for what the role may not do."""
 
-from django.shortcuts import get_object_or_404
-
-from webapp.accounts.roles import Capability, require
+from webapp.accounts.roles import Capability
 from webapp.evaluation.models import RelevanceEvaluation
+from webapp.projects.scoping import get_or_404
 
 
 def evaluation_for(user, evaluation_id: int, capability: Capability = Capability.VIEW) -> RelevanceEvaluation:
-    require(user, capability)
     queryset = RelevanceEvaluation.objects.select_related("corpus", "model_version", "profile", "created_by")
-    return get_object_or_404(queryset, pk=evaluation_id)
+    return get_or_404(user, queryset, capability, pk=evaluation_id)

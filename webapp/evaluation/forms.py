@@ -3,10 +3,12 @@
 from django import forms
 
 from ml.prompts import TEMPLATES
+from webapp.accounts.roles import Capability
 from webapp.corpus.models import Corpus, Task
 from webapp.evaluation.evaluations import EvaluationSpec
 from webapp.lib.seeds import MAX_SEED
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
+from webapp.projects.forms import ScopedChoicesForm
 
 TEMPLATE_CHOICES = [
     ("auto", "The corpus's language (its built-in template; English otherwise)"),
@@ -14,7 +16,9 @@ TEMPLATE_CHOICES = [
 ]
 
 
-class EvaluationForm(forms.Form):
+class EvaluationForm(ScopedChoicesForm, forms.Form):
+    scope_capability = Capability.LAUNCH
+
     corpus = forms.ModelChoiceField(
         Corpus.objects.order_by("name"), empty_label=None, help_text="Its annotations with evidence spans are the gold"
     )

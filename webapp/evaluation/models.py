@@ -22,6 +22,7 @@ from django.db.models import F, Q
 
 from webapp.lifecycle.models import WorkUnit
 from webapp.lifecycle.status import JobStatus
+from webapp.projects.scoping import ProjectScopedQuerySet
 
 
 class RelevanceEvaluation(WorkUnit):
@@ -64,6 +65,9 @@ class RelevanceEvaluation(WorkUnit):
     result = models.JSONField(default=dict, blank=True, help_text="ml.localisation's result (see running.py)")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
+
+    project_paths = ("corpus__project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created"]

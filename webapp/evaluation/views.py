@@ -17,13 +17,14 @@ PER_PAGE = 100
 
 @capability_required(Capability.VIEW)
 def evaluation_list(request):
-    rows = RelevanceEvaluation.objects.select_related("corpus", "model_version").defer("pairs")[:PER_PAGE]
+    rows = RelevanceEvaluation.objects.visible_to(request.user)
+    rows = rows.select_related("corpus", "model_version").defer("pairs")[:PER_PAGE]
     return render(request, "evaluation/list.html", {"nav": "evaluation", "evaluations": rows})
 
 
 def evaluation_new(request):
     require(request.user, Capability.LAUNCH)
-    form = EvaluationForm(request.POST or None)
+    form = EvaluationForm(request.POST or None, user=request.user)
     launching = request.method == "POST" and form.is_valid()
     context = {"nav": "evaluation", "form": form, "estimate": estimates.evaluation(form.spec()) if launching else None}
     if request.htmx:  # the live estimate as the fields change; never a launch

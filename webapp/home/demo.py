@@ -21,6 +21,7 @@ from webapp.lifecycle.status import ENDED
 from webapp.pipeline.models import RelevanceJob
 
 DEMO_CORPUS = "demo-ed"
+DEMO_PROJECT = "demo"
 DEMO_TASKS = ["heart-rate", "blood-pressure", "spo2", "anticoagulants-or-antiplatelet-drug-therapy", "chest-pain"]
 DEMO_JOB_SECONDS = 45  # the first job's prompts at the measured rate: done within a minute
 DEMO_JOB_NOTES = 6  # at most (x 5 tasks = 30 prompts); also the size when nothing was measured
@@ -37,6 +38,13 @@ class JobSize:
     @property
     def prompts(self) -> int:
         return self.notes * len(DEMO_TASKS)
+
+
+def demo_project():
+    """The project the demo's corpus and users are in (made on first use)."""
+    from webapp.projects.models import Project
+
+    return Project.objects.get_or_create(slug=DEMO_PROJECT, defaults={"name": "Demo (synthetic notes)"})[0]
 
 
 def first_job_size(seconds_per_prompt: float | None) -> JobSize:

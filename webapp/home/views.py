@@ -2,12 +2,14 @@ import logging
 
 from django.contrib.auth.decorators import login_not_required
 from django.db import DatabaseError, connection
+from django.db.models import Q
 from django.http import JsonResponse
 from django.shortcuts import render
 
 from webapp.accounts.roles import Capability, has_capability, require
 from webapp.audit.models import AuditEvent
 from webapp.corpus.stats import corpus_summaries, task_groups
+from webapp.projects.scoping import scope_filter
 from webapp.review.waiting import waiting_for
 
 logger = logging.getLogger(__name__)
@@ -15,16 +17,16 @@ logger = logging.getLogger(__name__)
 
 def home(request):
     require(request.user, Capability.VIEW)
-    # Recent activity names objects by id only; admins and researchers see everyone's, others their own.
-    activity = AuditEvent.objects.all()
-    if not has_capability(request.user, Capability.LAUNCH):
-        activity = activity.filter(actor=request.user)
+    # Recent activity names objects by id only: the user's own, and for researchers and admins
+    # everyone's in the projects where they launch work.
+    mine = Q(actor=request.user)
+    activity = AuditEvent.objects.filter(mine | scope_filter(AuditEvent, request.user, Capability.LAUNCH))
     return render(
         request,
         "home/home.html",
         {
             "nav": "home",
-            "corpora": corpus_summaries(),
+            "corpora": corpus_summaries(request.user),
             "task_groups": task_groups(),
             "activity": activity[:12],
             # A clinician (reviews, launches nothing) is led straight to the notes waiting for review.

@@ -1,11 +1,11 @@
-"""Fetch relevance jobs for views: 403 for what the role may not do, 404 for what does not exist."""
+"""Fetch relevance jobs for views through the access layer (webapp.projects.scoping): 404 for what
+does not exist or belongs to another project, 403 for what the role may not do."""
 
-from django.shortcuts import get_object_or_404
-
-from webapp.accounts.roles import Capability, require
+from webapp.accounts.roles import Capability
 from webapp.pipeline.models import RelevanceJob
+from webapp.projects.scoping import get_or_404
 
 
 def job_for(user, job_id: int, capability: Capability = Capability.VIEW) -> RelevanceJob:
-    require(user, capability)
-    return get_object_or_404(RelevanceJob.objects.select_related("corpus", "model_version", "created_by"), pk=job_id)
+    queryset = RelevanceJob.objects.select_related("corpus", "model_version", "created_by")
+    return get_or_404(user, queryset, capability, pk=job_id)

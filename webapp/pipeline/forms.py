@@ -3,11 +3,13 @@ import re
 from django import forms
 
 from ml.relevance import DTYPES, NORMALISE
+from webapp.accounts.roles import Capability
 from webapp.corpus.models import Corpus, Note, Task
 from webapp.lib.seeds import MAX_SEED
 from webapp.pipeline.jobs import JobSpec
 from webapp.pipeline.models import ModelVersion, RelevanceJob
 from webapp.pipeline.sizing import CHUNK_SECONDS, MAX_CHUNK_SIZE, UNMEASURED_CHUNK
+from webapp.projects.forms import ScopedChoicesForm
 
 TEMPLATE_CHOICES = [
     ("en", "English (the paper's prompt)"),
@@ -25,7 +27,9 @@ DTYPE_LABELS = {
 MAX_LISTED = 5
 
 
-class LaunchForm(forms.Form):
+class LaunchForm(ScopedChoicesForm, forms.Form):
+    scope_capability = Capability.LAUNCH
+
     corpus = forms.ModelChoiceField(Corpus.objects.order_by("name"), empty_label=None)
     limit = forms.IntegerField(
         min_value=1, required=False, label="Only the first N notes", help_text="Empty: every note of the corpus"

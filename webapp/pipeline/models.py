@@ -26,6 +26,7 @@ from ml.relevance import RelevanceConfig, default_config_key
 from webapp.lifecycle.models import WorkUnit
 from webapp.lifecycle.status import HELD, JobStatus  # noqa: F401 - JobStatus is imported from here by the apps
 from webapp.lifecycle.units import lost, stale_before
+from webapp.projects.scoping import ProjectScopedQuerySet
 
 
 class ModelVersion(models.Model):
@@ -38,6 +39,11 @@ class ModelVersion(models.Model):
     produced_by = models.CharField(max_length=200, blank=True, help_text="The training run that produced it")
     is_default = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True)
+
+    # webapp.projects.scoping: a trained model belongs to its run's project; a base model to none
+    project_paths = ("produced_by_run__dataset__corpus__project", "produced_by_run__split__corpus__project")
+    shared_when = {"produced_by_run__isnull": True}
+    objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -153,6 +159,9 @@ class RelevanceJob(WorkUnit):
     notes_planned = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
+
+    project_paths = ("corpus__project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created"]
@@ -325,7 +334,7 @@ class _ArraysIterable(ValuesListIterable):
             yield (*row[:-2], decode_arrays(row[-1], row[-2]))
 
 
-class RelevanceMapQuerySet(models.QuerySet):
+class RelevanceMapQuerySet(ProjectScopedQuerySet):
     def for_config(self, method: str, template: str, config_key: str = "", *, jobs=()) -> "RelevanceMapQuerySet":
         """Maps made by ONE relevance configuration of this method and template, so that two
         configurations never mix in a comparison, a review page or a dataset.
@@ -452,6 +461,8 @@ class RelevanceMap(models.Model):
     data = models.BinaryField(help_text="float16 scores (ml.codec.encode_scores)")
 
     objects = RelevanceMapQuerySet.as_manager()
+
+    project_paths = ("note__corpus__project",)  # webapp.projects.scoping
 
     class Meta:
         constraints = [

@@ -20,7 +20,8 @@ JOBS_PER_PAGE = 100
 
 @capability_required(Capability.VIEW)
 def job_list(request):
-    job_rows = list(RelevanceJob.objects.select_related("corpus", "model_version")[:JOBS_PER_PAGE])
+    jobs = RelevanceJob.objects.visible_to(request.user).select_related("corpus", "model_version")
+    job_rows = list(jobs[:JOBS_PER_PAGE])
     # the list polls itself (htmx, the #job-list fragment) while any job is active, and stops after
     context = {"nav": "jobs", "jobs": job_rows, "any_active": any(job.is_active for job in job_rows)}
     if not request.htmx:
@@ -47,7 +48,7 @@ def job_launch(request):
         initial["external_ids"] = request.GET["external_ids"]
     if tasks := [pk for pk in request.GET.getlist("tasks") if pk.isdigit()]:
         initial.update(task_selection=RelevanceJob.TaskSelection.LIST, tasks=tasks)
-    form = LaunchForm(request.POST or None, initial=initial)
+    form = LaunchForm(request.POST or None, initial=initial, user=request.user)
     launching = request.method == "POST" and form.is_valid()
     context = {"nav": "jobs", "form": form, "estimate": estimates.relevance_job(form.spec()) if launching else None}
     if request.htmx:  # the live estimate as the fields change; never a launch

@@ -2,6 +2,8 @@
 act on: the access layer again, so a crafted POST naming another project's object fails
 validation like any unknown choice."""
 
+from django import forms
+
 from webapp.accounts.roles import Capability
 
 
@@ -18,3 +20,19 @@ class ScopedChoicesForm:
             queryset = getattr(field, "queryset", None)
             if queryset is not None and hasattr(queryset.model, "project_paths"):
                 field.queryset = queryset.visible_to(user, self.scope_capability)
+
+
+def only_choice_when_blank(field_name: str):
+    """A clean_<field> for a project choice: blank means the user's one project, when they have
+    exactly one (most users), so forms and scripts need not name it."""
+
+    def clean(self):
+        chosen = self.cleaned_data.get(field_name)
+        if chosen is None:
+            choices = list(self.fields[field_name].queryset[:2])
+            if len(choices) != 1:
+                raise forms.ValidationError("Choose the project.")
+            chosen = choices[0]
+        return chosen
+
+    return clean

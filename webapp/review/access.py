@@ -1,4 +1,5 @@
-"""Fetch objects for the review views: 403 for what the role may not do, 404 for what does not exist.
+"""Fetch objects for the review views through the access layer (webapp.projects.scoping): 404 for
+what does not exist or belongs to another project, 403 for what the role there may not do.
 
 Reading review pages needs VIEW (every role). Deciding on peaks and judging validation items
 needs REVIEW (clinicians, admins). Tuning decisions that change what datasets are built from
@@ -9,53 +10,53 @@ Retiring a validation set (its notes go back to dataset builds) is a research de
 """
 
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404
 
-from webapp.accounts.roles import Capability, has_capability, require
+from webapp.accounts.roles import Capability, has_capability
 from webapp.corpus.models import Corpus, Note
+from webapp.projects.scoping import get_or_404
 from webapp.review.models import ValidationSet
 
 TUNE = (Capability.REVIEW, Capability.LAUNCH)
 
 
-def require_any(user, capabilities) -> None:
-    if not any(has_capability(user, c) for c in capabilities):
+def require_any(user, capabilities, project=None) -> None:
+    if not any(has_capability(user, c, project) for c in capabilities):
         names = " or ".join(c.value for c in capabilities)
         raise PermissionDenied(f"Your role does not allow: {names}")
 
 
 def corpus_for(user, corpus_id: int, capability: Capability = Capability.VIEW) -> Corpus:
-    require(user, capability)
-    return get_object_or_404(Corpus, pk=corpus_id)
+    return get_or_404(user, Corpus.objects.all(), capability, pk=corpus_id)
 
 
 def note_for(user, corpus_id: int, note_id: int, capability: Capability = Capability.VIEW) -> Note:
-    require(user, capability)
-    return get_object_or_404(Note.objects.select_related("corpus"), pk=note_id, corpus_id=corpus_id)
+    return get_or_404(user, Note.objects.select_related("corpus"), capability, pk=note_id, corpus_id=corpus_id)
 
 
 def tuning_corpus_for(user, corpus_id: int) -> Corpus:
-    require_any(user, TUNE)
-    return get_object_or_404(Corpus, pk=corpus_id)
+    corpus = get_or_404(user, Corpus.objects.all(), pk=corpus_id)
+    require_any(user, TUNE, corpus.project_id)
+    return corpus
 
 
 def validation_set_for(user, set_id: int, capability: Capability = Capability.VIEW) -> ValidationSet:
-    require(user, capability)
-    return get_object_or_404(ValidationSet.objects.select_related("corpus", "model_version", "retired_by"), pk=set_id)
+    queryset = ValidationSet.objects.select_related("corpus", "model_version", "retired_by")
+    return get_or_404(user, queryset, capability, pk=set_id)
 
 
 def tuning_set_for(user, set_id: int) -> ValidationSet:
-    require_any(user, TUNE)
-    return get_object_or_404(ValidationSet.objects.select_related("corpus", "model_version"), pk=set_id)
+    vset = get_or_404(user, ValidationSet.objects.select_related("corpus", "model_version"), pk=set_id)
+    require_any(user, TUNE, vset.corpus.project_id)
+    return vset
 
 
 def may_retire(user, vset: ValidationSet) -> bool:
     """Researchers and admins, or the user who drew the set (if their role may still draw sets)."""
-    if has_capability(user, Capability.LAUNCH):
+    project = vset.corpus.project_id
+    if has_capability(user, Capability.LAUNCH, project):
         return True
-    return (
-        vset.created_by_id is not None and vset.created_by_id == user.pk and any(has_capability(user, c) for c in TUNE)
-    )
+    drew_it = vset.created_by_id is not None and vset.created_by_id == user.pk
+    return drew_it and any(has_capability(user, c, project) for c in TUNE)
 
 
 def retirable_set_for(user, set_id: int) -> ValidationSet:

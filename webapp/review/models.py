@@ -28,6 +28,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from ml.relevance import default_config_key
+from webapp.projects.scoping import ProjectScopedQuerySet
 
 
 class ConfigKeyDefault:
@@ -80,6 +81,9 @@ class PeakDecision(ConfigKeyDefault, models.Model):
     previous = models.JSONField(null=True, blank=True, help_text="The row's state before its last change (undo)")
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+
+    project_paths = ("note__corpus__project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["note", "task", "start", "reviewer"]
@@ -149,7 +153,7 @@ class PeakDecision(ConfigKeyDefault, models.Model):
         }
 
 
-class ValidationSetQuerySet(models.QuerySet):
+class ValidationSetQuerySet(ProjectScopedQuerySet):
     def holding_out(self):
         """Sets whose notes dataset builds leave out: those not retired."""
         return self.filter(retired__isnull=True)
@@ -179,6 +183,8 @@ class ValidationSet(ConfigKeyDefault, models.Model):
     )
 
     objects = ValidationSetQuerySet.as_manager()
+
+    project_paths = ("corpus__project",)  # webapp.projects.scoping
 
     class Meta:
         ordering = ["-created"]

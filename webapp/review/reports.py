@@ -56,8 +56,9 @@ CATEGORIES = (KEPT, REJECTED)
 SETTINGS = AgreementSettings()
 
 
-def task_reports(corpus=None, model=None, method: str | None = None) -> list[TaskReport]:
-    rows = PeakDecision.objects.all()
+def task_reports(user, corpus=None, model=None, method: str | None = None) -> list[TaskReport]:
+    """Per task, the decisions `user` may see (of one corpus, model and method when given)."""
+    rows = PeakDecision.objects.visible_to(user)
     if corpus is not None:
         rows = rows.filter(note__corpus=corpus)
     if model is not None:

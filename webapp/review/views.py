@@ -69,7 +69,11 @@ def index(request):
     return render(
         request,
         "review/index.html",
-        {"nav": "review", "corpora": Corpus.objects.order_by("name"), "mine": request.user.peak_decisions.count()},
+        {
+            "nav": "review",
+            "corpora": Corpus.objects.visible_to(request.user).order_by("name"),
+            "mine": request.user.peak_decisions.count(),
+        },
     )
 
 
@@ -353,7 +357,7 @@ def compare(request, corpus_id, note_id):
     to compute them."""
     note = access.note_for(request.user, corpus_id, note_id)
     sel = selection.for_note(note, request.GET)
-    first, second = _pair_of_models(sel, request.GET)
+    first, second = _pair_of_models(request.user, sel, request.GET)
     result = (
         comparison.compare_note(
             note, sel.task, first, second, sel.method, sel.template, sel.config, window=request.GET.get("window")
@@ -385,7 +389,7 @@ def compare(request, corpus_id, note_id):
 def compare_summary(request, corpus_id):
     corpus = access.corpus_for(request.user, corpus_id)
     sel = selection.for_corpus(corpus, request.GET)
-    first, second = _pair_of_models(sel, request.GET)
+    first, second = _pair_of_models(request.user, sel, request.GET)
     summary = comparison.corpus_summary(corpus, first, second, sel.method, sel.template, sel.config)
     template = "review/compare.html#summary" if request.htmx else "review/compare_summary.html"
     return render(
@@ -405,11 +409,11 @@ def compare_summary(request, corpus_id):
 
 @capability_required(Capability.VIEW)
 def report(request):
-    corpus = Corpus.objects.filter(pk=_int(request.GET.get("corpus"))).first()
-    model = ModelVersion.objects.filter(pk=_int(request.GET.get("model"))).first()
+    corpus = Corpus.objects.visible_to(request.user).filter(pk=_int(request.GET.get("corpus"))).first()
+    model = ModelVersion.objects.visible_to(request.user).filter(pk=_int(request.GET.get("model"))).first()
     method = request.GET.get("method") or None
     reviewers = min(max(_int(request.GET.get("reviewers")) or 2, 1), 20)
-    rows = reports.task_reports(corpus, model, method)
+    rows = reports.task_reports(request.user, corpus, model, method)
     overall = reports.overall_agreement(rows)
     csv_query = request.GET.copy()
     csv_query["format"] = "csv"
@@ -428,8 +432,8 @@ def report(request):
             "corpus": corpus,
             "model": model,
             "method": method,
-            "corpora": Corpus.objects.order_by("name"),
-            "models": ModelVersion.objects.order_by("name"),
+            "corpora": Corpus.objects.visible_to(request.user).order_by("name"),
+            "models": ModelVersion.objects.visible_to(request.user).order_by("name"),
             "time": timing.review_time(corpus, model, method, reviewers=reviewers),
             "accuracy": reports.reviewer_accuracy(corpus, model, method),
         },
@@ -489,10 +493,10 @@ def _with_profile(url: str, profile) -> str:
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
-def _pair_of_models(sel, query):
+def _pair_of_models(user, sel, query):
     """The two model versions to compare: ?a= and ?b=, else the selection's model and another
     model with maps for the note (its child first, e.g. the DSM model trained from it)."""
-    models = {m.pk: m for m in ModelVersion.objects.all()}
+    models = {m.pk: m for m in ModelVersion.objects.visible_to(user)}
     first = models.get(_int(query.get("a"))) or sel.model
     second = models.get(_int(query.get("b")))
     if second is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from webapp.accounts.roles import Capability
 from webapp.corpus.models import Corpus
 from webapp.review import selection
 from webapp.review.models import PeakDecision
@@ -36,7 +37,7 @@ class Waiting:
 def waiting_for(reviewer) -> list[Waiting]:
     """Corpora whose notes have maps, the one with most notes waiting first."""
     rows = []
-    for corpus in Corpus.objects.order_by("name"):
+    for corpus in Corpus.objects.visible_to(reviewer, Capability.REVIEW).order_by("name"):
         sel = selection.for_corpus(corpus, {})
         if sel.model is None:
             continue

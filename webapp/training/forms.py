@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from django import forms
 
+from webapp.accounts.roles import Capability
 from webapp.corpus.models import Corpus
 from webapp.datasets.models import DatasetVersion
 from webapp.pipeline.models import JobStatus, ModelVersion
+from webapp.projects.forms import ScopedChoicesForm
 from webapp.training import configs, presets
 from webapp.training.models import CAUSAL_KINDS, LabeledSplit
 from webapp.training.runs import RunSpec
@@ -20,7 +22,9 @@ from webapp.training.runs import RunSpec
 SEP = "__"
 
 
-class LaunchForm(forms.Form):
+class LaunchForm(ScopedChoicesForm, forms.Form):
+    scope_capability = Capability.LAUNCH
+
     preset = forms.ChoiceField(choices=[(key, p.label) for key, p in presets.PRESETS.items()], widget=forms.HiddenInput)
     name = forms.CharField(max_length=200, required=False, help_text="Optional; shown in lists and tables")
     model_version = forms.ModelChoiceField(
@@ -49,13 +53,14 @@ class LaunchForm(forms.Form):
     split_seed = forms.IntegerField(initial=0, label="Split seed")
     split_test_ratio = forms.FloatField(initial=0.15, label="Test share", help_text="The paper: 0.15")
 
-    def __init__(self, data=None, *, preset: str = "dsm-full", model_version=None):
+    def __init__(self, data=None, *, user, preset: str = "dsm-full", model_version=None):
         if data is not None:
             preset = data.get("preset", preset)
         self.preset_obj = presets.PRESETS.get(preset) or presets.PRESETS["dsm-full"]
-        super().__init__(data, initial={"preset": self.preset_obj.key})
+        super().__init__(data, initial={"preset": self.preset_obj.key}, user=user)
         self.kind = self.preset_obj.kind
-        chosen = ModelVersion.objects.filter(pk=model_version).first() if str(model_version or "").isdigit() else None
+        models = self.fields["model_version"].queryset
+        chosen = models.filter(pk=model_version).first() if str(model_version or "").isdigit() else None
         self.fields["model_version"].initial = chosen or ModelVersion.objects.filter(is_default=True).first()
         self.fields["model_version"].error_messages["required"] = "Choose the model to train or evaluate."
         if self.kind in CAUSAL_KINDS:

@@ -20,6 +20,7 @@ from django.db.models import F, Q
 
 from webapp.lifecycle.models import WorkUnit
 from webapp.lifecycle.status import JobStatus
+from webapp.projects.scoping import ProjectScopedQuerySet
 
 
 class RunKind(models.TextChoices):
@@ -50,6 +51,9 @@ class LabeledSplit(models.Model):
     test_count = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
+
+    project_paths = ("corpus__project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created"]
@@ -135,6 +139,9 @@ class TrainingRun(WorkUnit):
     code_version = models.CharField(max_length=64, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
+
+    project_paths = ("dataset__corpus__project", "split__corpus__project")  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created"]

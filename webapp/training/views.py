@@ -21,14 +21,18 @@ LOG_LINES = 60
 
 @capability_required(Capability.VIEW)
 def run_list(request):
-    rows = TrainingRun.objects.select_related("model_version", "dataset", "split__corpus")[:RUNS_PER_PAGE]
+    rows = TrainingRun.objects.visible_to(request.user)
+    rows = rows.select_related("model_version", "dataset", "split__corpus")[:RUNS_PER_PAGE]
     return render(request, "training/run_list.html", {"nav": "training", "runs": rows})
 
 
 def run_new(request):
     require(request.user, Capability.LAUNCH)
     form = LaunchForm(
-        request.POST or None, preset=request.GET.get("preset", "dsm-full"), model_version=request.GET.get("model")
+        request.POST or None,
+        user=request.user,
+        preset=request.GET.get("preset", "dsm-full"),
+        model_version=request.GET.get("model"),
     )
     launching = request.method == "POST" and form.is_valid()
     estimate = estimates.training_run(form.spec()) if launching else None

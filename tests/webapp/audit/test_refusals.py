@@ -10,6 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from tests.projects import default_project
 from webapp.audit.models import AuditEvent
 from webapp.corpus import import_jobs
 from webapp.corpus.models import Corpus, ImportJob, Note
@@ -56,7 +57,7 @@ def test_a_refused_post_is_audited_without_its_body(client, clinician):
 
 
 def test_a_refusal_from_an_access_helper_is_audited_too(client, researcher):
-    corpus = Corpus.objects.create(name="ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
     note = Note.objects.create(corpus=corpus, external_id="n1", text=f"{MARKER} HR 120")
     client.force_login(researcher)
     assert client.post(reverse("review:decide", args=[corpus.pk, note.pk]), {}).status_code == 403
@@ -71,7 +72,7 @@ def test_a_logged_in_user_without_a_role_is_refused_and_audited(client, norole_u
 
 
 def test_a_refused_command_line_import_is_audited_with_counts_and_categories(db, tmp_path, monkeypatch):
-    Corpus.objects.create(name="ward", language="en")
+    Corpus.objects.create(project=default_project(), name="ward", language="en")
     path = bad_notes(tmp_path / "notes.jsonl")
     monkeypatch.setattr(sys, "argv", ["manage.py", "import_notes", str(path), "--corpus", "ward"])
     with pytest.raises(CommandError, match="nothing imported, 2 problem"):
@@ -113,6 +114,7 @@ def import_job(researcher, settings, tmp_path, monkeypatch):
     body = bad_notes(tmp_path / "upload.jsonl").read_bytes()
     job = import_jobs.launch(
         SimpleUploadedFile("notes.jsonl", body),
+        project=default_project(),
         kind="notes",
         corpus="icu",
         language="en",

@@ -8,6 +8,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from tests.projects import default_project
 from webapp.audit import views
 from webapp.audit.log import record, record_anonymous
 from webapp.audit.models import AuditEvent
@@ -25,7 +26,7 @@ def admin_client(client, admin_user):
 @pytest.fixture
 def log(db, researcher, clinician):
     """A few events of several kinds and days (created set explicitly: auto_now_add fills it on insert)."""
-    corpus = Corpus.objects.create(name="ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
     AuditEvent.objects.all().delete()  # the fixtures' own logins are not part of this log
     rows = [
         (record(researcher, A.IMPORT_NOTES, corpus, created=3), datetime.datetime(2026, 3, 1, 9, 0)),

@@ -5,6 +5,7 @@ import json
 import pytest
 from django.db import connection
 
+from tests.projects import default_project
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Corpus, Note, Task
 
@@ -13,7 +14,7 @@ postgres_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="Po
 
 @pytest.fixture
 def corpus(db):
-    return Corpus.objects.create(name="ward", language="en")
+    return Corpus.objects.create(project=default_project(), name="ward", language="en")
 
 
 @pytest.fixture

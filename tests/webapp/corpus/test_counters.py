@@ -7,6 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from tests.projects import default_project
 from webapp.corpus.models import Annotation, Corpus, Note, text_hash
 from webapp.corpus.stats import corpus_summaries
 
@@ -54,8 +55,11 @@ def test_counters_follow_imports_deletes_and_reimports(tmp_path, tasks):
     assert counters == counts == (15, 3)
 
 
-def test_other_corpora_keep_their_counts_and_the_summary_reads_the_counters(django_assert_max_num_queries):
-    first, second = Corpus.objects.create(name="a", language="en"), Corpus.objects.create(name="b", language="en")
+def test_other_corpora_keep_their_counts_and_the_summary_reads_the_counters(django_assert_max_num_queries, site_admin):
+    first, second = (
+        Corpus.objects.create(project=default_project(), name="a", language="en"),
+        Corpus.objects.create(project=default_project(), name="b", language="en"),
+    )
     Note.objects.bulk_create(
         [
             Note(corpus=c, external_id=f"{c.name}{i}", text="x", content_hash=text_hash("x"))
@@ -66,7 +70,7 @@ def test_other_corpora_keep_their_counts_and_the_summary_reads_the_counters(djan
     Note.objects.filter(corpus=second, external_id="b0").delete()
     assert [_counted(c)[0] for c in (first, second)] == [(3, 0), (6, 0)]
     with django_assert_max_num_queries(1):
-        summaries = {s.corpus.name: s.notes for s in corpus_summaries()}
+        summaries = {s.corpus.name: s.notes for s in corpus_summaries(site_admin)}
     assert summaries == {"a": 3, "b": 6}
     assert connection.vendor == "postgresql"
 
@@ -74,7 +78,7 @@ def test_other_corpora_keep_their_counts_and_the_summary_reads_the_counters(djan
 def test_saving_a_corpus_read_before_an_import_keeps_the_counts(tmp_path):
     """The admin's change form reads the corpus, an import runs meanwhile, then the form saves:
     the edit lands and the counters stay the triggers' (webapp.corpus.models.TriggerCounters)."""
-    corpus = Corpus.objects.create(name="edited", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="edited", language="en")
     stale = Corpus.objects.get(pk=corpus.pk)
     notes = _write(tmp_path / "notes.jsonl", [{"id": f"n{i}", "text": f"Heart rate {60 + i} bpm."} for i in range(4)])
     call_command("import_notes", notes, "--corpus", "edited", stdout=StringIO())

@@ -3,6 +3,7 @@
 import pytest
 from django.urls import reverse
 
+from tests.projects import default_project
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Task, TaskGuideline
 from webapp.corpus.tasks import create_task, current_guideline, edit_task
@@ -16,19 +17,26 @@ def versions(task):
 
 def test_a_task_created_with_a_guideline_has_version_one(researcher):
     task = create_task(
-        slug="hr", description="heart rate", options=["y", "n"], guideline="Count **beats**.", actor=researcher
+        project=default_project(),
+        slug="hr",
+        description="heart rate",
+        options=["y", "n"],
+        guideline="Count **beats**.",
+        actor=researcher,
     )
     assert versions(task) == [(1, "Count **beats**.")]
     assert current_guideline(task).author == researcher
 
 
 def test_a_task_without_a_guideline_has_no_version():
-    task = create_task(slug="hr", description="heart rate", options=["y", "n"])
+    task = create_task(project=default_project(), slug="hr", description="heart rate", options=["y", "n"])
     assert versions(task) == [] and current_guideline(task) is None
 
 
 def test_the_version_increments_only_when_the_text_changes(researcher):
-    task = create_task(slug="hr", description="heart rate", options=["y", "n"], guideline="v1")
+    task = create_task(
+        project=default_project(), slug="hr", description="heart rate", options=["y", "n"], guideline="v1"
+    )
     edit_task(task, {"guideline": "v1"}, actor=researcher)  # same text: nothing
     edit_task(task, {"description": "heart rate (bpm)"}, actor=researcher)  # another field: nothing
     assert versions(task) == [(1, "v1")]
@@ -47,7 +55,9 @@ def test_the_version_increments_only_when_the_text_changes(researcher):
 
 def test_the_task_form_records_a_version_when_the_guideline_is_edited(client, researcher):
     client.force_login(researcher)
-    task = create_task(slug="hr", description="heart rate", options=["y", "n"], guideline="old")
+    task = create_task(
+        project=default_project(), slug="hr", description="heart rate", options=["y", "n"], guideline="old"
+    )
     data = {"description": task.description, "options": "y\nn", "group": "", "guideline": "new"}
     client.post(reverse("corpus:task_edit", args=[task.pk]), data)
     client.post(reverse("corpus:task_edit", args=[task.pk]), data)  # saved again unchanged

@@ -8,6 +8,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db.models import F
 
+from tests.projects import default_project
 from tests.webapp.corpus.conftest import notes
 from webapp.corpus import import_jobs
 from webapp.corpus.models import Corpus, ImportJob, Note
@@ -34,7 +35,13 @@ def quiet_queue(settings, tmp_path, monkeypatch):
 
 def launch(researcher, body: bytes, *, name="notes.jsonl", kind="notes", corpus="ward", language="en") -> ImportJob:
     job = import_jobs.launch(
-        SimpleUploadedFile(name, body), kind=kind, corpus=corpus, language=language, update=False, actor=researcher
+        SimpleUploadedFile(name, body),
+        project=default_project(),
+        kind=kind,
+        corpus=corpus,
+        language=language,
+        update=False,
+        actor=researcher,
     )
     return units.claim(ImportJob, job.pk, "test-worker", select_related=("created_by",))
 

@@ -6,6 +6,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from tests.projects import default_project
 from tests.webapp.corpus.conftest import notes, write_jsonl
 from webapp.audit.models import AuditEvent
 from webapp.corpus import importing
@@ -156,7 +157,7 @@ def test_it_imports_nothing_if_the_file_changes_between_passes(corpus, tmp_path,
 
 @pytest.mark.django_db(transaction=True)
 def test_a_large_import_writes_in_batches_and_reimports_unchanged(tmp_path):
-    Corpus.objects.create(name="big", language="en")
+    Corpus.objects.create(project=default_project(), name="big", language="en")
     path = write_jsonl(tmp_path / "notes.jsonl", notes(4500))
     phases = []
     report = import_notes(path, "big", progress=lambda phase, done: phases.append((phase, done)))

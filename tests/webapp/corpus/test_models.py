@@ -4,6 +4,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 
+from tests.projects import default_project
 from tests.webapp.corpus.conftest import postgres_only
 from webapp.corpus.models import Annotation, Corpus, Note, Task, text_hash
 
@@ -42,12 +43,12 @@ def test_note_save_with_update_fields_keeps_the_hash_in_step(corpus):
 def test_corpus_constraints(db, fields):
     values = {"name": "c", "language": "it", **fields}
     with refused(), transaction.atomic():
-        Corpus.objects.create(**values)
+        Corpus.objects.create(project=default_project(), **values)
 
 
 def test_corpus_name_is_unique(corpus):
     with refused(), transaction.atomic():
-        Corpus.objects.create(name="ward", language="it")
+        Corpus.objects.create(project=default_project(), name="ward", language="it")
 
 
 def test_corpus_language_validator_wants_letters(db):
@@ -59,7 +60,7 @@ def test_note_external_id_is_unique_within_a_corpus(corpus):
     make_note(corpus)
     with refused(), transaction.atomic():
         make_note(corpus)
-    other = Corpus.objects.create(name="other", language="en")
+    other = Corpus.objects.create(project=default_project(), name="other", language="en")
     make_note(other)  # the same id in another corpus is fine
 
 

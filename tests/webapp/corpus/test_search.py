@@ -7,6 +7,7 @@ from django.db import connection
 from django.urls import reverse
 from django.utils.html import escape
 
+from tests.projects import default_project
 from webapp.corpus import search
 from webapp.corpus.models import Corpus, Note
 
@@ -14,7 +15,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
 
 def _corpus(name, language, texts):
-    corpus = Corpus.objects.create(name=name, language=language)
+    corpus = Corpus.objects.create(project=default_project(), name=name, language=language)
     for i, text in enumerate(texts):
         Note.objects.create(corpus=corpus, external_id=f"{name}-{i:03d}", text=text)
     return corpus

@@ -1,10 +1,11 @@
 from django.urls import reverse
 
+from tests.projects import default_project
 from webapp.corpus.models import Corpus, Note, text_hash
 
 
 def make_notes(n, name="c"):
-    corpus = Corpus.objects.create(name=name, language="en")
+    corpus = Corpus.objects.create(project=default_project(), name=name, language="en")
     Note.objects.bulk_create(
         [
             Note(corpus=corpus, external_id=f"n{i:04d}", text="x" * (i + 1), content_hash=text_hash("x" * (i + 1)))
@@ -42,7 +43,7 @@ def test_search_by_id_prefix(client, clinician):
 
 
 def test_the_note_page_shows_the_text_exactly_as_written(client, clinician):
-    corpus = Corpus.objects.create(name="c", language="it")
+    corpus = Corpus.objects.create(project=default_project(), name="c", language="it")
     note = Note.objects.create(corpus=corpus, external_id="n1", text="PA 90/60 <b>  FC 130\nSat 92%")
     client.force_login(clinician)
     html = client.get(reverse("corpus:note", args=[corpus.pk, note.pk])).content.decode()
@@ -50,7 +51,7 @@ def test_the_note_page_shows_the_text_exactly_as_written(client, clinician):
 
 
 def test_the_note_browser_finds_notes_by_a_word_in_any_of_its_forms(client, researcher):
-    corpus = Corpus.objects.create(name="words", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="words", language="en")
     Note.objects.create(corpus=corpus, external_id="w-1", text="Fractured wrist after a fall.")
     Note.objects.create(corpus=corpus, external_id="w-2", text="Headache since morning.")
     client.force_login(researcher)

@@ -72,8 +72,10 @@ def test_only_task_managers_may_create_edit_or_retire(client, clinician, norole_
     client.force_login({"clinician": clinician, "norole": norole_user}[role])
     assert client.get(reverse("corpus:task_new")).status_code == 403
     assert post_new(client).status_code == 403
-    assert edit(client, app_task, description="changed").status_code == 403
-    assert client.post(reverse("corpus:task_retire", args=[app_task.pk]), {"retired": "1"}).status_code == 403
+    # A user of no project does not learn that the project's task exists.
+    hidden = 403 if role == "clinician" else 404
+    assert edit(client, app_task, description="changed").status_code == hidden
+    assert client.post(reverse("corpus:task_retire", args=[app_task.pk]), {"retired": "1"}).status_code == hidden
     app_task.refresh_from_db()
     assert (app_task.description, app_task.retired) == ("fever", False)
     assert not Task.objects.filter(slug="frequenza-cardiaca").exists()
@@ -169,11 +171,11 @@ def test_a_retired_task_leaves_new_work_keeps_its_data_and_can_come_back(client_
     assert response.status_code == 302
     labelled.refresh_from_db()
     assert labelled.retired and labelled.annotations.count() == 4
-    assert labelled not in LaunchForm().fields["tasks"].queryset
+    assert labelled not in LaunchForm(user=researcher).fields["tasks"].queryset
     assert "retired" in client.get(reverse("corpus:tasks")).content.decode()
     client.post(reverse("corpus:task_retire", args=[labelled.pk]), {"retired": "0"})
     labelled.refresh_from_db()
-    assert not labelled.retired and labelled in LaunchForm().fields["tasks"].queryset
+    assert not labelled.retired and labelled in LaunchForm(user=researcher).fields["tasks"].queryset
     tasks_events = AuditEvent.objects.filter(object_type="corpus.Task").order_by("id")
     assert [e.action for e in tasks_events] == ["retire_task", "restore_task"]
 

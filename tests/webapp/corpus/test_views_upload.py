@@ -13,6 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
+from tests.projects import default_project
 from webapp.audit.models import AuditEvent
 from webapp.corpus import uploads
 from webapp.corpus.models import Corpus, ImportJob, Note
@@ -202,7 +203,7 @@ def test_annotations_are_imported_into_an_existing_corpus(
     client, researcher, sent, tasks, django_capture_on_commit_callbacks
 ):
     client.force_login(researcher)
-    corpus = Corpus.objects.create(name="ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
     Note.objects.create(corpus=corpus, external_id="a", text="HR 130")
     upload = SimpleUploadedFile(
         "gold.jsonl", jsonl({"note_id": "a", "task": "heart rate", "label": "tachycardic", "evidence": [[0, 6]]})
@@ -356,7 +357,9 @@ def test_a_clinician_may_not_see_imports(client, clinician, name):
 
 
 def test_a_clinician_may_not_open_or_cancel_an_import(client, clinician, researcher):
-    job = ImportJob.objects.create(kind="notes", corpus_name="ed", file_name="n.jsonl", created_by=researcher)
+    job = ImportJob.objects.create(
+        project=default_project(), kind="notes", corpus_name="ed", file_name="n.jsonl", created_by=researcher
+    )
     client.force_login(clinician)
     assert client.get(reverse("corpus:import_detail", args=[job.pk])).status_code == 403
     assert client.post(reverse("corpus:import_cancel", args=[job.pk])).status_code == 403
@@ -365,7 +368,7 @@ def test_a_clinician_may_not_open_or_cancel_an_import(client, clinician, researc
 
 def test_a_stored_upload_outside_the_uploads_folder_is_never_read(data_dir):
     report = uploads.import_stored(
-        "../../etc/passwd", kind="notes", corpus="x", language="en", update=False, actor=None
+        "../../etc/passwd", project=None, kind="notes", corpus="x", language="en", update=False, actor=None
     )
     assert not report.ok and "no longer stored" in report.problem_lines()[0]
 
@@ -417,7 +420,7 @@ def test_an_existing_corpus_imports_without_a_language_choice(
     client, researcher, sent, django_capture_on_commit_callbacks
 ):
     client.force_login(researcher)
-    corpus = Corpus.objects.create(name="ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
     job, _ = imported(
         client,
         django_capture_on_commit_callbacks,
@@ -432,7 +435,7 @@ def test_an_existing_corpus_imports_without_a_language_choice(
 
 def test_an_existing_corpus_refuses_another_language_in_the_form(client, researcher, sent):
     client.force_login(researcher)
-    Corpus.objects.create(name="ward", language="en")
+    Corpus.objects.create(project=default_project(), name="ward", language="en")
     upload = SimpleUploadedFile("notes.jsonl", jsonl({"id": "a", "text": "HR 130"}))
     response = client.post(
         reverse("corpus:upload"), {"kind": "notes", "corpus": "ward", "language": "it", "file": upload}

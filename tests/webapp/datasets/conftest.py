@@ -3,6 +3,7 @@ maps of tests/webapp/datasets/fabricate.py."""
 
 import pytest
 
+from tests.projects import default_project
 from webapp.corpus.models import Corpus, Note, Task
 from webapp.datasets.models import DatasetVersion
 from webapp.pipeline.models import ModelVersion, PeakProfile
@@ -40,7 +41,7 @@ def tasks(db):
 
 @pytest.fixture
 def corpus(db):
-    return Corpus.objects.create(name="ward", language="en")
+    return Corpus.objects.create(project=default_project(), name="ward", language="en")
 
 
 @pytest.fixture

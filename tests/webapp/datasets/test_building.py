@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from tests.projects import default_project
 from webapp.corpus.models import Note, text_hash
 from webapp.datasets import building
 from webapp.datasets.models import DatasetVersion, MaskedExample
@@ -97,7 +98,9 @@ def test_notes_of_another_corpus_are_not_used(make_dataset, maps, tasks, model):
     from webapp.corpus.models import Corpus
 
     elsewhere = Note.objects.create(
-        corpus=Corpus.objects.create(name="other", language="en"), external_id="x", text="bp low and hr high today"
+        corpus=Corpus.objects.create(project=default_project(), name="other", language="en"),
+        external_id="x",
+        text="bp low and hr high today",
     )
     add_map(elsewhere, tasks["heart"], model, {1, 4})
     assert labels(build(make_dataset("a"))) == ["bp", "pacemaker"]
@@ -352,7 +355,7 @@ def test_only_notes_sharing_their_text_are_found(maps, corpus, note):
     Note.objects.create(corpus=corpus, external_id="other", text=TEXT + " other")
     from webapp.corpus.models import Corpus
 
-    elsewhere = Corpus.objects.create(name="elsewhere", language="en")
+    elsewhere = Corpus.objects.create(project=default_project(), name="elsewhere", language="en")
     Note.objects.create(corpus=elsewhere, external_id="n1", text=TEXT + " other")
     dataset = DatasetVersion(corpus=corpus)
     assert building.notes_sharing_text(dataset) == {str(note.pk), str(twin.pk)}

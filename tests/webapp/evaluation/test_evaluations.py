@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from tests.projects import default_project
 from tests.webapp.evaluation.factories import annotated_pairs_count, make_annotated_corpus, spec
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Corpus
@@ -95,7 +96,7 @@ def test_a_spec_lists_its_problems_in_plain_words(annotated, model_version, db):
     assert "Choose methods" in problems["methods"] and "Choose explain variants" in problems["explains"]
     custom = spec(corpus, model_version, explains=["contrastive"], template="{note} Seen: {task}").problems()
     assert "neutral description" in custom["template"]
-    empty = Corpus.objects.create(name="empty", language="en")
+    empty = Corpus.objects.create(project=default_project(), name="empty", language="en")
     assert "no annotation with evidence spans" in spec(empty, model_version).problems()["corpus"]
     with pytest.raises(EvaluationError, match="no annotation with evidence"):
         evaluations.launch(spec(empty, model_version))
@@ -189,5 +190,5 @@ def test_resume_queues_a_failed_or_cancelled_or_stalled_evaluation_but_not_a_liv
 
 def test_a_second_corpus_with_the_same_note_ids_does_not_leak_pairs(db, model_version):
     first, _ = make_annotated_corpus(name="a")
-    second = Corpus.objects.create(name="b", language="en")
+    second = Corpus.objects.create(project=default_project(), name="b", language="en")
     assert annotated_pairs(second) == [] and annotated_pairs(first)

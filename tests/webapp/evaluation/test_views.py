@@ -6,6 +6,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from tests.projects import default_project
 from tests.webapp.evaluation.factories import annotated_pairs_count, finished, group, spec
 from webapp.audit.models import AuditEvent
 from webapp.evaluation import evaluations
@@ -70,7 +71,7 @@ def test_others_may_not_launch(client, request, form_data, user_fixture):
 def test_the_form_shows_problems_in_plain_words(client, researcher, form_data, db):
     from webapp.corpus.models import Corpus
 
-    empty = Corpus.objects.create(name="empty", language="en")
+    empty = Corpus.objects.create(project=default_project(), name="empty", language="en")
     client.force_login(researcher)
     response = client.post("/evaluations/new/", {**form_data, "corpus": empty.pk, "methods": []})
     assert response.status_code == 200 and not RelevanceEvaluation.objects.exists()

@@ -1,5 +1,6 @@
 from django.urls import reverse
 
+from tests.projects import default_project
 from tests.webapp.review.fabricate import TEXT, add_map, word_span
 from webapp.audit.log import record
 from webapp.corpus.models import Annotation, Corpus, Note, Task
@@ -8,13 +9,13 @@ from webapp.review.models import PeakDecision
 
 
 def test_it_lists_corpora_with_note_and_label_counts(client, clinician):
-    corpus = Corpus.objects.create(name="ed-2026", language="it")
+    corpus = Corpus.objects.create(project=default_project(), name="ed-2026", language="it")
     task = Task.objects.create(
         slug="heart-rate", description="heart rate", options=["tachycardic", "unknown"], group="vital signs"
     )
     notes = [Note.objects.create(corpus=corpus, external_id=f"n{i}", text="FC 130 bpm") for i in range(3)]
     Annotation.objects.create(note=notes[0], task=task, label="tachycardic", evidence=[[0, 10]], annotator_name="gold")
-    Corpus.objects.create(name="empty", language="en")
+    Corpus.objects.create(project=default_project(), name="empty", language="en")
     client.force_login(clinician)
     html = client.get(reverse("home")).content.decode()
     assert f'<a href="/corpora/{corpus.pk}/">ed-2026</a>' in html
@@ -24,7 +25,7 @@ def test_it_lists_corpora_with_note_and_label_counts(client, clinician):
 
 
 def test_recent_activity_shows_ids_not_text_and_researchers_see_everyone(client, researcher, clinician):
-    corpus = Corpus.objects.create(name="c", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="c", language="en")
     record(clinician, "import_notes", corpus, file="x.jsonl", created=2)
     client.force_login(researcher)
     html = client.get(reverse("home")).content.decode()
@@ -33,7 +34,7 @@ def test_recent_activity_shows_ids_not_text_and_researchers_see_everyone(client,
 
 
 def test_clinicians_see_only_their_own_activity(client, researcher, clinician):
-    corpus = Corpus.objects.create(name="c", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="c", language="en")
     record(researcher, "import_notes", corpus, file="x.jsonl", created=2)
     client.force_login(clinician)
     html = client.get(reverse("home")).content.decode()
@@ -49,7 +50,7 @@ def test_navigation_offers_import_only_to_roles_that_may_import(client, clinicia
 
 def ward_with_maps(mapped: int, unmapped: int = 1):
     """A corpus whose first `mapped` notes have a heart-rate map of the default model version."""
-    corpus = Corpus.objects.create(name="ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
     task = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"])
     model = ModelVersion.objects.get(is_default=True)  # created by the migrations, as in a fresh install
     notes = [Note.objects.create(corpus=corpus, external_id=f"n{i}", text=TEXT) for i in range(mapped + unmapped)]

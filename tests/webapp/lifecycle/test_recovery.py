@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from tests.projects import default_project
 from webapp.lifecycle import queue, recovery, units
 from webapp.lifecycle.status import JobStatus
 from webapp.pipeline.models import RelevanceChunk, RelevanceJob
@@ -94,7 +95,7 @@ def test_a_unit_lost_while_cancelling_ends_cancelled_with_its_kinds_clean_up(db,
     from webapp.datasets.models import DatasetVersion, MaskedExample
     from webapp.pipeline.models import ModelVersion, PeakProfile
 
-    corpus = Corpus.objects.create(name="ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
     note = Note.objects.create(corpus=corpus, external_id="n1", text="HR 120.")
     dataset = DatasetVersion.objects.create(
         name="d",

@@ -2,6 +2,7 @@
 notes, a few tasks, a model version, a launched job. Note texts are ASCII, so the relevance
 token offsets of a byte-level tokenizer tile each note exactly."""
 
+from tests.projects import default_project
 from webapp.corpus.models import Corpus, Note, Task
 from webapp.pipeline import jobs
 from webapp.pipeline.models import ModelVersion
@@ -26,7 +27,7 @@ def note_text(i: int, sentences: int = 3) -> str:
 
 
 def make_corpus(n_notes: int = 6, name: str = "ward", sentences: int = 3) -> Corpus:
-    corpus = Corpus.objects.create(name=name, language="en")
+    corpus = Corpus.objects.create(project=default_project(), name=name, language="en")
     for i in range(n_notes):
         Note.objects.create(corpus=corpus, external_id=f"n{i:03d}", text=note_text(i, sentences))
     return corpus

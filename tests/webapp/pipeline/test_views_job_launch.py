@@ -1,6 +1,7 @@
 import pytest
 from django.urls import reverse
 
+from tests.projects import default_project
 from webapp.audit.models import AuditEvent
 from webapp.pipeline import planning
 from webapp.pipeline.models import ModelVersion, RelevanceJob
@@ -123,7 +124,7 @@ def test_the_form_explains_what_is_wrong(client, researcher, form_data, changes,
 def test_an_empty_corpus_is_refused(client, researcher, form_data):
     from webapp.corpus.models import Corpus
 
-    empty = Corpus.objects.create(name="empty", language="en")
+    empty = Corpus.objects.create(project=default_project(), name="empty", language="en")
     client.force_login(researcher)
     response = client.post(URL, {**form_data, "corpus": empty.pk})
     assert "No note of corpus empty matches" in response.content.decode()

@@ -3,6 +3,7 @@ versions (base and its DSM child), the `sharp` profile and gold evidence."""
 
 import pytest
 
+from tests.projects import default_project
 from webapp.corpus.models import Annotation, Corpus, Note, Task
 from webapp.pipeline.models import ModelVersion, PeakProfile
 
@@ -11,7 +12,7 @@ from .fabricate import TEXT, add_map, word_span
 
 @pytest.fixture
 def corpus(db):
-    return Corpus.objects.create(name="ward", language="en")
+    return Corpus.objects.create(project=default_project(), name="ward", language="en")
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from django.db import connection
 from django.db.models import ProtectedError
 
 from ml.relevance import default_config_key
+from tests.projects import default_project
 from webapp.corpus.models import Corpus, Note, Task
 from webapp.corpus.stats import task_summaries
 from webapp.review import decisions
@@ -92,7 +93,7 @@ def test_an_update_moving_decisions_to_another_task_moves_the_count(note, tasks,
 
 def test_deleting_notes_and_corpora_takes_their_decisions_off_the_count(note, tasks, base, clinician):
     other_note = Note.objects.create(corpus=note.corpus, external_id="n2", text=TEXT)
-    elsewhere = Corpus.objects.create(name="clinic", language="en")
+    elsewhere = Corpus.objects.create(project=default_project(), name="clinic", language="en")
     far_note = Note.objects.create(corpus=elsewhere, external_id="n1", text=TEXT)
     PeakDecision.objects.bulk_create(
         _rows(note, tasks["heart"], base, clinician, SPANS)
@@ -145,9 +146,9 @@ def test_the_migration_counts_the_decisions_already_stored(note, tasks, base, cl
     _assert_counts({"heart-rate": 4, "presence-of-pacemaker": 3})
 
 
-def test_the_summary_reads_the_counters(note, tasks, base, clinician, django_assert_num_queries):
+def test_the_summary_reads_the_counters(note, tasks, base, clinician, django_assert_num_queries, site_admin):
     PeakDecision.objects.bulk_create(_rows(note, tasks["pacemaker"], base, clinician, SPANS[:3]))
     with django_assert_num_queries(1) as captured:
-        read = [(s.task.slug, s.decisions) for s in task_summaries()]
+        read = [(s.task.slug, s.decisions) for s in task_summaries(site_admin)]
     assert "review_peakdecision" not in captured.captured_queries[0]["sql"]
     assert read == [("heart-rate", 0), ("presence-of-pacemaker", 3)]

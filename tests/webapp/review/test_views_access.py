@@ -4,6 +4,7 @@ anonymous visitors go to the login page."""
 import pytest
 from django.urls import reverse
 
+from tests.projects import default_project
 from webapp.review.models import PeakDecision, ValidationSet
 
 from .fabricate import TEXT, query, word_span
@@ -164,6 +165,6 @@ def test_drawing_a_validation_set_and_adopting_need_review_or_launch(client, use
 def test_a_note_of_another_corpus_is_not_found(client, clinician, note, corpus):
     from webapp.corpus.models import Corpus
 
-    other = Corpus.objects.create(name="other", language="en")
+    other = Corpus.objects.create(project=default_project(), name="other", language="en")
     client.force_login(clinician)
     assert client.get(reverse("review:note", args=[other.pk, note.pk])).status_code == 404

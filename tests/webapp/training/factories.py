@@ -7,6 +7,7 @@ import re
 from ml.catalog import catalog_index, load_catalog
 from ml.synthetic import generate_notes
 from ml.synthetic.tasks import HR, PMK, SPO2, TEMP
+from tests.projects import default_project
 from webapp.corpus.models import Annotation, Corpus, Note, Task
 from webapp.datasets.models import DatasetVersion, MaskedExample
 from webapp.pipeline.models import JobStatus, ModelVersion, PeakProfile
@@ -35,7 +36,7 @@ def make_labeled_corpus(
     """Notes with one gold annotation per (note, task) for `tasks`."""
     make_tasks(tasks)
     by_slug = {t.slug: t for t in Task.objects.filter(slug__in=tasks)}
-    corpus = Corpus.objects.create(name=name, language="en")
+    corpus = Corpus.objects.create(project=default_project(), name=name, language="en")
     for synthetic in generate_notes(n_notes, seed=seed, min_words=40, max_words=max_words, typo_rate=0):
         note = Note.objects.create(corpus=corpus, external_id=synthetic.id, text=synthetic.text)
         for gold in synthetic.annotations:

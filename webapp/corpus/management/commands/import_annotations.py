@@ -19,6 +19,7 @@ class Command(BaseCommand):
             "path", help="a .jsonl file (optionally gzip, bz2 or xz compressed); with --format its file, folder or zip"
         )
         parser.add_argument("--corpus", required=True, help="corpus name")
+        parser.add_argument("--project", default="", help="the project's slug (needed when there are several)")
         parser.add_argument("--annotator", default="", help="annotator name (default: import:<file name>)")
         parser.add_argument(
             "--update", action="store_true", help="replace the label and evidence of changed annotations"
@@ -51,6 +52,7 @@ class Command(BaseCommand):
             gold = import_gold(
                 options["path"],
                 options["corpus"],
+                project=options["project"],
                 fmt=options["format"],
                 mapping=options["map"],
                 layer=options["layer"],
@@ -64,7 +66,11 @@ class Command(BaseCommand):
             raise CommandError("--map, --dry-run, --layer and --feature go with --format")
         else:
             report = import_annotations(
-                options["path"], options["corpus"], annotator=options["annotator"], update=options["update"]
+                options["path"],
+                options["corpus"],
+                project=options["project"],
+                annotator=options["annotator"],
+                update=options["update"],
             )
         for line in preview:
             self.stdout.write(line)

@@ -18,6 +18,7 @@ class Command(BaseCommand):
             "path", help="a .jsonl/.csv file (optionally gzip, bz2 or xz compressed), a brat folder or a zip of one"
         )
         parser.add_argument("--corpus", required=True, help="corpus name")
+        parser.add_argument("--project", default="", help="the project's slug (needed when there are several)")
         parser.add_argument("--language", default="", help="ISO 639 code; required with --create")
         parser.add_argument("--create", action="store_true", help="create the corpus if it does not exist")
         parser.add_argument(
@@ -29,6 +30,7 @@ class Command(BaseCommand):
         report = import_notes(
             options["path"],
             options["corpus"],
+            project=options["project"],
             language=options["language"],
             create=options["create"],
             update=options["update"],

@@ -5,6 +5,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from ml.synthetic import write_corpus
+from webapp.home.demo import demo_project
 
 
 class Command(BaseCommand):
@@ -25,9 +26,21 @@ class Command(BaseCommand):
             write_corpus(notes_path, annotations_path, notes, seed=seed, language=language)
         # ISO 639-2 "mul" (multiple languages) for the mixed Italian/English corpus.
         corpus_language = "mul" if language == "mixed" else language
+        project = demo_project()
         call_command(
-            "import_notes", str(notes_path), corpus=corpus, language=corpus_language, create=True, stdout=self.stdout
+            "import_notes",
+            str(notes_path),
+            corpus=corpus,
+            project=project.slug,
+            language=corpus_language,
+            create=True,
+            stdout=self.stdout,
         )
         call_command(
-            "import_annotations", str(annotations_path), corpus=corpus, annotator="synthetic-gold", stdout=self.stdout
+            "import_annotations",
+            str(annotations_path),
+            corpus=corpus,
+            project=project.slug,
+            annotator="synthetic-gold",
+            stdout=self.stdout,
         )
