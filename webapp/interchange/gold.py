@@ -27,16 +27,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.db import transaction
+
 from webapp.corpus.importing import ImportReport, _TaskResolver, import_annotations, import_limits
 from webapp.corpus.models import Annotation, Note, text_hash
 from webapp.interchange.formats import FormatError, ReadOptions, UnsupportedFormat, get_format
 from webapp.interchange.mapping import Mapping, MappingError, parse_mapping
 from webapp.interchange.unpack import unzip
-from webapp.lib.import_sources import AnnotationRecord, Problems, nfc
+from webapp.lib.import_sources import AnnotationRecord, Problem, Problems, nfc
 from webapp.lib.input_files import sniff
 from webapp.lib.validators import printable
 
 BATCH = 500  # documents whose notes are looked up in one query
+PREVIEW_ONLY = "Preview only"
+PREVIEW_NOTE = "nothing was written; upload the file again without 'Preview only' to import it"
 
 
 @dataclass
@@ -95,7 +99,19 @@ def import_gold(
             audit={"format": format_.name, "mapping": plan.lines()[:50]},
             **({"project": project} if project else {}),  # corpora owned by projects: the corpus's project
         )
-    return GoldReport(report, reading.preview_lines(report, dry_run), dry_run=dry_run)
+    preview = reading.preview_lines(report, dry_run)
+    if dry_run and report.ok and on_written is not None:
+        _end_preview(report, preview, name, on_written)
+    return GoldReport(report, preview, dry_run=dry_run)
+
+
+def _end_preview(report: ImportReport, preview: list[str], name: str, on_written) -> None:
+    """A background preview ends like an import that wrote nothing: its counts 0, its preview
+    lines first among the warnings (the Import page's job shows them)."""
+    lines = [Problem(PREVIEW_ONLY, None, PREVIEW_NOTE), *(Problem(name, None, line) for line in preview)]
+    shown = ImportReport(warnings=lines + report.warnings, warning_count=len(lines) + report.warning_count)
+    with transaction.atomic():
+        on_written(shown)
 
 
 @contextmanager

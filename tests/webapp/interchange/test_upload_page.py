@@ -1,0 +1,86 @@
+"""The Import page with an annotation tool's files: a preview job shows each label and what it maps
+to and writes nothing; the same upload without "Preview only" imports the gold evidence."""
+
+import io
+import zipfile
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from tests.webapp.interchange.conftest import TEXTS
+from webapp.corpus.models import Annotation, ImportJob
+from workers.imports import run_import
+
+N1 = TEXTS["n1"]
+
+
+@pytest.fixture(autouse=True)
+def data_dir(settings, tmp_path):
+    settings.DATA_DIR = tmp_path
+    return tmp_path
+
+
+def _brat_zip() -> bytes:
+    fever = N1.index("fever")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("gold/n1.txt", N1)
+        zf.writestr("gold/n1.ann", f"T1\tSYMPTOM {fever} {fever + 5}\tfever\nT2\tWHO 0 2\tPt\n")
+    return buffer.getvalue()
+
+
+def _upload(client, capture, **extra):
+    data = {
+        "kind": "annotations",
+        "corpus": "ward",
+        "file": SimpleUploadedFile("gold.zip", _brat_zip()),
+        "annotation_format": "brat",
+        "mapping": "SYMPTOM=fever:present\r\nWHO=-",
+        **extra,
+    }
+    with capture(execute=True):
+        response = client.post(reverse("corpus:upload"), data)
+    assert response.status_code == 302, response.content.decode()
+    job = ImportJob.objects.latest("pk")
+    run_import(job.pk)
+    job.refresh_from_db()
+    return job, client.get(response["Location"]).content.decode()
+
+
+def test_a_preview_writes_nothing_then_the_import_writes(
+    ward, tasks, researcher, client_for, django_capture_on_commit_callbacks
+):
+    client = client_for(researcher)
+    job, page = _upload(client, django_capture_on_commit_callbacks, preview="on")
+    assert job.status == "done" and job.created_count == 0
+    assert Annotation.objects.count() == 0
+    assert "Preview of the import into ward: nothing was written." in page
+    assert "gold.zip: SYMPTOM: 1 span(s) in 1 document(s) -&gt; fever:present" in page
+    assert "gold.zip: annotations: 1 to create, 0 unchanged, 0 to update" in page
+    job, page = _upload(client, django_capture_on_commit_callbacks)
+    assert (job.status, job.created_count) == ("done", 1)
+    fever = N1.index("fever")
+    assert list(Annotation.objects.values_list("label", "evidence", "annotator_name")) == [
+        ("present", [[fever, fever + 5]], "import:gold.zip")
+    ]
+
+
+def test_a_bad_mapping_is_refused_by_the_form(ward, tasks, researcher, client_for):
+    data = {
+        "kind": "annotations",
+        "corpus": "ward",
+        "file": SimpleUploadedFile("gold.zip", _brat_zip()),
+        "annotation_format": "brat",
+        "mapping": "SYMPTOM fever",
+    }
+    response = client_for(researcher).post(reverse("corpus:upload"), data)
+    assert response.status_code == 200
+    assert "mapping entry 1 (&#x27;SYMPTOM fever&#x27;) must be LABEL=TASK:VALUE" in response.content.decode()
+    assert not ImportJob.objects.exists()
+
+
+def test_the_page_offers_every_format_of_the_table(researcher, client_for):
+    page = client_for(researcher).get(reverse("corpus:upload")).content.decode()
+    for value in ("brat", "xmi", "labelstudio", "doccano", "jsonl"):
+        assert f'<option value="{value}">' in page
