@@ -4,8 +4,8 @@ Units (`units(text, by)`), each a character span with its surrounding whitespace
 empty units (blank lines) are dropped, so the spans are ordered and disjoint:
 * "line": every line (split at "\\n"; "\\r\\n" counts as one break).
 * "sentence": every line, cut further after ".", "!", "?" or ";" followed by whitespace, unless
-  the dot ends a number ("3." before "5") or a single letter ("p. o.", "E. coli"), which are
-  read as abbreviations. Clinical notes break lines far more reliably than they punctuate, so a
+  the dot follows a single letter ("p. o.", "y.o.", "E. coli"), read as an abbreviation. ("3.5"
+  has no whitespace after its dot; "since 2019. BP" ends a sentence.) Clinical notes break lines far more reliably than they punctuate, so a
   line break always ends a sentence.
 
 Aggregation (`aggregate(units, offsets, scores, how)`): each token belongs to the unit holding
@@ -30,7 +30,7 @@ import numpy as np
 BY = ("sentence", "line")
 HOW = ("max", "mean", "sum")
 _END = re.compile(r"[.!?;]+(?=\s)")
-_ABBREVIATION = re.compile(r"(?:^|[\s(])(?:\w|\d+)$")
+_ABBREVIATION = re.compile(r"(?:^|[\s(.])[^\W\d]$")
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
     out, begin = [], start
     for m in _END.finditer(text, start, end):
         if m.group() == "." and _ABBREVIATION.search(text, begin, m.start()):
-            continue  # "p." or "3." is not the end of a sentence
+            continue  # "p." or "y.o." is not the end of a sentence
         out.append((begin, m.end()))
         begin = m.end()
     out.append((begin, end))

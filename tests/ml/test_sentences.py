@@ -7,7 +7,7 @@ import pytest
 
 from ml.sentences import aggregate, levels, units
 
-NOTE = "Vital signs: HR 130 bpm. BP 210/95.\n\nOn warfarin p. o. since 2019; INR 3.5!\r\nNo chest pain."
+NOTE = "Vital signs: HR 130 bpm. BP 210/95.\n\nOn warfarin p. o. since 2019; INR 3.5!\r\nNo chest pain, 67 y.o. Seen 2019. Fine."
 
 
 def texts(spans):
@@ -18,7 +18,7 @@ def test_lines_are_split_at_line_breaks_without_blank_lines_or_surrounding_space
     assert texts(units(NOTE, "line")) == [
         "Vital signs: HR 130 bpm. BP 210/95.",
         "On warfarin p. o. since 2019; INR 3.5!",
-        "No chest pain.",
+        "No chest pain, 67 y.o. Seen 2019. Fine.",
     ]
 
 
@@ -28,7 +28,8 @@ def test_sentences_end_at_punctuation_but_not_after_numbers_or_single_letters():
         "BP 210/95.",
         "On warfarin p. o. since 2019;",
         "INR 3.5!",
-        "No chest pain.",
+        "No chest pain, 67 y.o. Seen 2019.",
+        "Fine.",
     ]
 
 
