@@ -18,6 +18,7 @@ BENCHMARKS = {
     "features": ("benchmarks.features", "classification-head features: items/s"),
     "training": ("benchmarks.training", "DSM / SFT training steps: tokens/s"),
     "e3c-localisation": ("benchmarks.e3c_localisation", "relevance localisation on the E3C development data"),
+    "e3c-xmi": ("benchmarks.e3c_xmi", "E3C's original XMI files read as gold evidence, checked against its JSONL"),
     "import": ("benchmarks.import_notes", "importing notes into PostgreSQL: notes/s and memory"),
     "datasets": ("benchmarks.dataset_builds", "dataset builds from stored maps: maps/s and memory"),
     "review": ("benchmarks.review_pages", "review pages' server time at corpus scale"),
