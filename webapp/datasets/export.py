@@ -19,6 +19,9 @@ output), then `save_to_disk`. Downloads from the pages are zip files streamed as
 written (the zip format needs no seeking: sizes go in data descriptors); nothing is built in
 memory or on disk for JSONL and Parquet.
 
+The formats are one table, DATASET_FORMATS (a data file written batch by batch, or a folder a
+worker prepares); the dataset page's buttons and every writer below read it.
+
 Folder layout written by `write_export` (the command line and the export worker):
     jsonl:   examples.jsonl + manifest.json
     parquet: examples.parquet + manifest.json
@@ -62,9 +65,7 @@ from webapp.lib.disk import disk_full
 from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import Heartbeat
 
-FORMATS = tuple(DatasetExport.Format.values)
 EXPORT_BATCH = 2_000
-DATA_FILES = {"jsonl": "examples.jsonl", "parquet": "examples.parquet"}
 MANIFEST = "manifest.json"
 PARQUET_MANIFEST_KEY = "decselfmask.manifest"
 
@@ -214,6 +215,38 @@ class _Counter:
     rows = 0
 
 
+@dataclass(frozen=True)
+class DatasetFormat:
+    """One export format: a single data file written batch by batch (downloadable as it is made,
+    `steps(dataset, sink, counter, describe)` yielding after each batch), or, with no data file,
+    a folder a worker prepares (Hugging Face). The dataset page's buttons come from this table."""
+
+    name: str
+    label: str
+    data_file: str | None
+    deflate: bool = True  # compress the file in a zip (Parquet is compressed already)
+    steps: Callable | None = None
+
+
+DATASET_FORMATS = {
+    f.name: f
+    for f in (
+        DatasetFormat(
+            "jsonl",
+            "JSONL",
+            "examples.jsonl",
+            True,
+            lambda dataset, sink, counter, _: _write_jsonl(dataset, sink, counter),
+        ),
+        DatasetFormat("parquet", "Parquet", "examples.parquet", False, _write_parquet),
+        DatasetFormat("hf", "a Hugging Face dataset", None),
+    )
+}
+assert set(DATASET_FORMATS) == set(DatasetExport.Format.values), "one table entry per DatasetExport.Format"
+FORMATS = tuple(DATASET_FORMATS)
+DATA_FILES = {f.name: f.data_file for f in DATASET_FORMATS.values() if f.data_file}  # downloadable at once
+
+
 # ---------------------------------------------------------------- to a folder (command line, worker)
 
 
@@ -230,18 +263,12 @@ def write_export(
     counter = _Counter()
     progress = progress or (lambda rows: None)
     started = time.perf_counter()
-    if fmt == "jsonl":
-        with open(out / DATA_FILES["jsonl"], "wb") as f:
-            for _ in _write_jsonl(dataset, f, counter):
+    kind = DATASET_FORMATS[fmt]
+    if kind.data_file:
+        describe = lambda rows: manifest(dataset, fmt=fmt, rows=rows, actor=actor)  # noqa: E731
+        with open(out / kind.data_file, "wb") as f:
+            for _ in kind.steps(dataset, _Relay(f), counter, describe):
                 progress(counter.rows)
-    elif fmt == "parquet":
-        for _ in _write_parquet(
-            dataset,
-            str(out / DATA_FILES["parquet"]),
-            counter,
-            lambda rows: manifest(dataset, fmt=fmt, rows=rows, actor=actor),
-        ):
-            progress(counter.rows)
     else:
         _write_hf(dataset, out, counter, progress)
     files = sorted(p.name for p in out.iterdir()) + [MANIFEST]
@@ -321,16 +348,12 @@ def stream_download(dataset: DatasetVersion, fmt: str, actor) -> Iterator[bytes]
 def _zip_download(dataset, fmt, actor) -> Iterator[bytes]:
     counter = _Counter()
     pipe = _Pipe()
+    kind = DATASET_FORMATS[fmt]
+    describe = lambda rows: manifest(dataset, fmt=fmt, rows=rows, actor=actor)  # noqa: E731
     with zipfile.ZipFile(pipe, "w", allowZip64=True) as zf:
-        name = DATA_FILES[fmt]
-        with zf.open(_entry(name, fmt == "jsonl"), "w", force_zip64=True) as entry:
-            if fmt == "jsonl":
-                steps = _write_jsonl(dataset, entry, counter)
-            else:
-                steps = _write_parquet(
-                    dataset, _Relay(entry), counter, lambda rows: manifest(dataset, fmt=fmt, rows=rows, actor=actor)
-                )
-            for _ in steps:
+        name = kind.data_file
+        with zf.open(_entry(name, kind.deflate), "w", force_zip64=True) as entry:
+            for _ in kind.steps(dataset, _Relay(entry), counter, describe):
                 yield pipe.take()
         info = manifest(dataset, fmt=fmt, rows=counter.rows, actor=actor, files=[name, MANIFEST])
         zf.writestr(_entry(MANIFEST, True), json.dumps(info, indent=2, ensure_ascii=False))

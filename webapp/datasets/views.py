@@ -55,6 +55,7 @@ def dataset_detail(request, dataset_id):
         "nav": "datasets",
         "dataset": dataset,
         "exports": exports,
+        "export_formats": export.DATASET_FORMATS.values(),
         "polling": polling,
         "stats": present(dataset.stats) if dataset.is_done else {},
     }
