@@ -37,13 +37,16 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--no-resume", action="store_true", help="start over even if a checkpoint exists")
     plan = parser.add_argument_group(
-        "memory plan (--plan; finetune, micro-batch, length, checkpointing default to --config)"
+        "memory plan (--plan; finetune, sharding, offload, micro-batch, length, checkpointing default to --config)"
     )
     plan.add_argument(
         "--plan", action="store_true", help="print whether the run fits in GPU memory (JSON), train nothing"
     )
     plan.add_argument("--finetune", choices=("full", "lora"), default=None)
-    plan.add_argument("--sharding", choices=("ddp", "zero2", "fsdp"), default="ddp")
+    plan.add_argument(
+        "--sharding", choices=("ddp", "zero2", "fsdp"), default=None, help="default: the config's (none: ddp)"
+    )
+    plan.add_argument("--cpu-offload", action=argparse.BooleanOptionalAction, default=None)
     plan.add_argument("--precision", choices=("bf16", "fp32", "bf16-master"), default=None)
     plan.add_argument("--gpus", type=int, default=1)
     plan.add_argument("--gpu-memory", type=float, default=141.0, help="GB per GPU (default: an H200's 141)")
@@ -97,13 +100,14 @@ def run(args) -> int:
 def _plan(args) -> int:
     """Print the memory plan of this run as JSON (ml/training/memory.py)."""
     from ml.commands.peaks import fail
-    from ml.training.memory import PlanError, PlanSettings, model_shape, plan
+    from ml.training.memory import PlanError, PlanSettings, config_sharding, model_shape, plan
 
     try:
         config = _config(args.config)
         settings = PlanSettings(
             finetune=args.finetune or config.finetune,
-            sharding=args.sharding,
+            sharding=args.sharding or config_sharding(config.sharding),
+            cpu_offload=config.cpu_offload if args.cpu_offload is None else args.cpu_offload,
             precision=args.precision or ("fp32" if config.precision == "fp32" else "bf16"),
             gpus=args.gpus,
             gpu_memory_gb=args.gpu_memory,

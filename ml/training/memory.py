@@ -16,6 +16,12 @@ Per GPU, in bytes (P parameters, T trainable, N GPUs):
       AdamW's per-tensor `step` scalars (4 B a tensor) are left out.
 * sharding: "ddp" replicates everything; "zero2" (ZeRO-2) shards gradients and optimizer states
   (/N) and replicates the weights; "fsdp" (FSDP FULL_SHARD, ZeRO-3-like) shards all states (/N).
+  The trainer runs "ddp" (config `sharding: "none"`) and "fsdp" (sharding.py); "zero2" is planned
+  only, for comparison (the paper's DeepSpeed setting). `config_sharding` maps a run's config.
+  `cpu_offload` (fsdp only) keeps the sharded states in host memory: none of them on the GPU.
+  FSDP over several GPUs (or offloaded) also holds two units' whole weights while they run (the
+  one computing and the one prefetched; a unit: a decoder layer, or the root's embeddings and
+  output head, the largest for these vocabularies), in bf16 (fp32 for precision "fp32").
 * activations, ESTIMATES (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
   Transformer Models", eq. 1): a layer keeps s*b*h*(34 + 5*a*s/h) bytes of 16-bit activations
   without recomputation (s sequence, b micro-batch, h hidden size, a heads); SDPA/flash attention
@@ -189,6 +195,7 @@ class PlanSettings:
     lora_targets: tuple[str, ...] | None = None  # None: all linear layers but the output head
     logit_tokens: int | None = None  # positions with logits; None: the whole sequence (upper bound)
     flash_attention: bool = True  # SDPA / flash: no s x s attention scores kept
+    cpu_offload: bool = False  # fsdp only: weights, gradients and AdamW states live in host memory
 
     def __post_init__(self):
         for value, allowed, what in (
@@ -200,6 +207,8 @@ class PlanSettings:
                 raise PlanError(f"{what} must be one of {allowed}, got {value!r}")
         if self.gpus < 1 or self.micro_batch < 1 or self.seq_len < 1 or self.lora_r < 1:
             raise PlanError("gpus, micro_batch, seq_len and lora_r must be >= 1")
+        if self.cpu_offload and self.sharding != "fsdp":
+            raise PlanError("cpu_offload needs sharding 'fsdp'")
         if not self.gpu_memory_gb > 0:
             raise PlanError(f"gpu_memory_gb must be > 0, got {self.gpu_memory_gb}")
 
@@ -283,6 +292,11 @@ def estimate(shape: ModelShape, settings: PlanSettings, *, parameters: int | Non
         g, o = g // n, o // n
     elif s.sharding == "fsdp":
         w, g, o, casts = w // n, g // n, o // n, casts // n
+        if s.cpu_offload:
+            w, g, o = 0, 0, 0
+        # A unit's whole weights while it runs: the one computing and the one prefetched, each at
+        # most the largest unit (a decoder layer, or the root: embeddings, output head, final norm).
+        w += 2 * _largest_unit(shape, s) * (2 if half else 4) if n > 1 or s.cpu_offload else 0
     act = _activations(shape, s)
     tokens = s.seq_len if s.logit_tokens is None else s.logit_tokens
     logits = tokens * s.micro_batch * shape.vocab_size * 4
@@ -290,6 +304,15 @@ def estimate(shape: ModelShape, settings: PlanSettings, *, parameters: int | Non
     return MemoryPlan(
         shape.name, total_params, trainable, s, w, casts, g, o, act, logits, headroom, int(s.gpu_memory_gb * GB)
     )
+
+
+def _largest_unit(shape: ModelShape, s: PlanSettings) -> int:
+    """Parameters of FSDP's largest unit (sharding.py wraps each decoder layer, then the root)."""
+    embeddings = shape.vocab_size * shape.hidden_size * (1 if shape.tie_word_embeddings else 2)
+    layer = (shape.parameters() - embeddings - shape.hidden_size) // shape.num_hidden_layers
+    if s.finetune == "lora":
+        layer += shape.lora_parameters(s.lora_r, s.lora_targets) // shape.num_hidden_layers
+    return max(layer, embeddings + shape.hidden_size)
 
 
 def _activations(shape: ModelShape, s: PlanSettings) -> int:
@@ -329,6 +352,11 @@ def _candidates(s: PlanSettings):
         yield f"LoRA (r {s.lora_r}) instead of full fine-tuning", replace(s, finetune="lora")
 
 
+def config_sharding(sharding: str) -> str:
+    """The planner's name for a training config's `sharding` ("none" -> "ddp", "fsdp")."""
+    return {"none": "ddp", "fsdp": "fsdp"}.get(sharding, sharding)
+
+
 def plan(shape: ModelShape, settings: PlanSettings, *, parameters: int | None = None) -> MemoryPlan:
     """`estimate`, plus, when it does not fit, the first candidate change that fits."""
     result = estimate(shape, settings, parameters=parameters)
@@ -345,17 +373,21 @@ def plan(shape: ModelShape, settings: PlanSettings, *, parameters: int | None = 
 
 def paper_table(gpus=(1, 2, 8), gpu_memory_gb: float = H200_GB, seq_len: int = 2048) -> str:
     """The README's Markdown table: the paper's five models, full DSM (bf16 autocast over fp32
-    weights, AdamW, gradient checkpointing, micro-batch 1), per-GPU GB by sharding."""
+    weights, AdamW, gradient checkpointing, micro-batch 1), per-GPU GB by sharding, and FSDP with
+    the states offloaded to host memory (the host then holds 16 B a parameter, over all GPUs)."""
     lines = [
-        "| model | parameters | GPUs | DDP | ZeRO-2 | FSDP |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| model | parameters | GPUs | DDP | ZeRO-2 | FSDP | FSDP + CPU offload |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, shape in PAPER_MODELS.items():
         for n in gpus:
             cells = []
-            for sharding in SHARDING:
+            for sharding, offload in (*((sh, False) for sh in SHARDING), ("fsdp", True)):
                 p = estimate(
-                    shape, PlanSettings(sharding=sharding, gpus=n, gpu_memory_gb=gpu_memory_gb, seq_len=seq_len)
+                    shape,
+                    PlanSettings(
+                        sharding=sharding, cpu_offload=offload, gpus=n, gpu_memory_gb=gpu_memory_gb, seq_len=seq_len
+                    ),
                 )
                 cells.append(f"{_gb(p.total)} {'fits' if p.fits else '**no**'}")
             lines.append(f"| {name} | {shape.parameters() / 1e9:.2f}B | {n} | " + " | ".join(cells) + " |")

@@ -85,6 +85,7 @@ LABELS = {
     "lora_target_modules": "LoRA target modules",
     "max_grad_norm": "gradient clipping norm",
     "instruction_turn": "DSM instruction turn",
+    "cpu_offload": "CPU offload (fsdp)",
 }
 EMPTY_MEANS = {  # what an empty optional setting means, where it is not "no limit"
     "max_length": "Empty: auto (the model's context, up to 8,192 tokens, on a GPU; 512 on the CPU)",
@@ -94,6 +95,7 @@ CHOICES = {  # as ml.training.config accepts them
     "precision": ("auto", "bf16", "fp32"),
     "scheduler": ("cosine", "linear", "constant", "constant_with_warmup"),
     "instruction_turn": ("system", "user"),
+    "sharding": ("none", "fsdp"),  # none: DDP across processes; fsdp: FSDP2 (ml/training/sharding.py)
 }
 POSITIVE = {"epochs", "lr", "adam_eps", "lora_alpha", "max_grad_norm"}
 AT_LEAST_ONE = {
@@ -300,6 +302,8 @@ def _cross_checks(config: dict) -> dict[str, str]:
             f"The effective batch size ({train['effective_batch_size']}) must be a multiple of the micro-batch "
             f"size ({train['micro_batch_size']}): each optimizer step accumulates whole micro-batches."
         )
+    if train and train.get("cpu_offload") and train.get("sharding") != "fsdp":
+        problems["train.cpu_offload"] = "CPU offload keeps FSDP's shards in host memory: set the sharding to fsdp."
     prompting = config.get("prompting")
     if prompting and prompting.get("shots") == 0 and prompting.get("variants", 0) > ZERO_SHOT_PROMPTS:
         problems["prompting.variants"] = (

@@ -44,9 +44,10 @@ def training_run(spec) -> Estimate | None:
 
 def memory_line(spec) -> str | None:
     """'memory: X GB per GPU of Y: fits' (or '...: does not fit: <change>') for a DSM, CPT or SFT
-    run on TRAINING_GPU_MEMORY_GB GPUs, as many as TRAINING_LAUNCHER starts processes (plain DDP,
-    what the trainer runs); None on the CPU (no GPU memory set), or without a local model folder."""
-    from ml.training.memory import PlanError, PlanSettings, model_shape, plan
+    run on TRAINING_GPU_MEMORY_GB GPUs, as many as TRAINING_LAUNCHER starts processes on each of
+    TRAINING_NNODES machines, under the run's sharding (none: DDP; fsdp, with its CPU offload);
+    None on the CPU (no GPU memory set), or without a local model folder."""
+    from ml.training.memory import PlanError, PlanSettings, config_sharding, model_shape, plan
 
     if settings.TRAINING_GPU_MEMORY_GB <= 0 or spec.model_version is None:
         return None
@@ -64,8 +65,10 @@ def memory_line(spec) -> str | None:
             shape,
             PlanSettings(
                 finetune=train["finetune"],
+                sharding=config_sharding(train.get("sharding", "none")),
+                cpu_offload=bool(train.get("cpu_offload")),
                 precision="fp32" if train.get("precision") == "fp32" else "bf16",
-                gpus=_launcher_processes(settings.TRAINING_LAUNCHER),
+                gpus=_launcher_processes(settings.TRAINING_LAUNCHER) * settings.TRAINING_NNODES,
                 gpu_memory_gb=settings.TRAINING_GPU_MEMORY_GB,
                 seq_len=train.get("max_length") or 2048,
                 micro_batch=train.get("micro_batch_size") or 1,

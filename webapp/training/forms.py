@@ -117,7 +117,8 @@ class LaunchForm(ScopedChoicesForm, forms.Form):
 
 
 def _field(setting: str, types: set, initial) -> forms.Field:
-    label = configs.label(setting).capitalize()
+    label = configs.label(setting)
+    label = label[:1].upper() + label[1:]  # "LoRA r", "CPU offload": capitalize() would lower the rest
     optional = type(None) in types
     if list in types:
         return forms.CharField(

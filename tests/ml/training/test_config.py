@@ -71,6 +71,8 @@ def test_accumulation_times_micro_batch_times_processes_is_the_effective_batch()
         {"warmup_ratio": 1.0},
         {"max_steps": 0},
         {"scheduler": "nope"},
+        {"sharding": "zero3"},
+        {"cpu_offload": True},  # offload is FSDP's: sharding "none" has no shards to offload
     ],
 )
 def test_it_rejects_invalid_values(bad):

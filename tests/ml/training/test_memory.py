@@ -108,3 +108,29 @@ def test_the_readme_table_is_the_planners():
     table = paper_table()
     assert table in text
     assert re.search(r"\| qwen3-8b \| 8\.19B \| 2 \| [\d.]+ \*\*no\*\* \| [\d.]+ fits \| [\d.]+ fits \|", table)
+
+
+def test_fsdp_with_cpu_offload_keeps_only_two_running_units_on_the_gpu():
+    shape = PAPER_MODELS["qwen3-8b"]
+    sharded = estimate(shape, PlanSettings(gpus=2, sharding="fsdp"))
+    offloaded = estimate(shape, PlanSettings(gpus=2, sharding="fsdp", cpu_offload=True))
+    # The largest unit is the root: untied embeddings and output head (2 x 151936 x 4096) and the
+    # final norm, gathered whole in bf16, twice (the one running and the one prefetched).
+    gathered = 2 * (2 * 151936 * 4096 + 4096) * 2
+    assert offloaded.weights == gathered and offloaded.gradients == offloaded.optimizer == 0
+    assert sharded.weights == 4 * shape.parameters() // 2 + gathered
+    assert sharded.gradients == 4 * shape.parameters() // 2 and sharded.optimizer == 8 * shape.parameters() // 2
+    assert plan(shape, PlanSettings(gpus=1, sharding="fsdp", cpu_offload=True)).fits  # 8B full DSM on one H200
+    with pytest.raises(ValueError, match="cpu_offload needs sharding 'fsdp'"):
+        PlanSettings(cpu_offload=True)
+
+
+def test_plan_command_takes_sharding_and_offload_from_the_config(tmp_path, capsys):
+    config = tmp_path / "run.json"
+    config.write_text(json.dumps({"sharding": "fsdp", "cpu_offload": True, "gradient_checkpointing": True}))
+    code = main(["train", "--plan", "--model", "qwen3-8b", "--gpus", "2", "--config", str(config)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["fits"]
+    assert (out["settings"]["sharding"], out["settings"]["cpu_offload"]) == ("fsdp", True)
+    code = main(["train", "--plan", "--model", "qwen3-8b", "--gpus", "2"])  # the default config: none = DDP
+    assert json.loads(capsys.readouterr().out)["settings"]["sharding"] == "ddp"
