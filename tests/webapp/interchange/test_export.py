@@ -168,6 +168,8 @@ def test_the_command_exports_and_audits(gold, tmp_path):
 
 def test_the_corpus_page_downloads_an_export(gold, researcher, client_for, tmp_path):
     client = client_for(researcher)
+    corpus_page = client.get(reverse("corpus:detail", args=[gold.pk])).content.decode()
+    assert f'href="{reverse("interchange:export", args=[gold.pk])}"' in corpus_page
     page = client.get(reverse("interchange:export", args=[gold.pk]))
     assert page.status_code == 200
     for name in FORMATS:  # one button per format of the table
@@ -182,3 +184,14 @@ def test_the_corpus_page_downloads_an_export(gold, researcher, client_for, tmp_p
 def test_a_clinician_cannot_export(gold, clinician, client_for):
     response = client_for(clinician).get(reverse("interchange:export", args=[gold.pk]), {"format": "jsonl"})
     assert response.status_code == 403
+
+
+def test_another_projects_researcher_gets_not_found(gold, django_user_model, client_for):
+    from tests.projects import make_member
+    from webapp.projects.models import Project
+
+    elsewhere = Project.objects.create(slug="other", name="Other")
+    outsider = make_member(django_user_model.objects.create_user("otto", password="x"), "researcher", elsewhere)
+    response = client_for(outsider).get(reverse("interchange:export", args=[gold.pk]), {"format": "jsonl"})
+    assert response.status_code == 404
+    assert not AuditEvent.objects.filter(action=AuditEvent.Action.EXPORT).exists()
