@@ -39,6 +39,7 @@ class Choice:
 
 
 def choose(
+    configs: Sequence[Mapping],
     groups: Sequence[Mapping],
     random: Mapping | None,
     faithfulness: Mapping[str, Mapping] | None = None,
@@ -46,12 +47,16 @@ def choose(
     *,
     min_pairs: int = MIN_PAIRS,
 ) -> Choice:
-    """`groups`: ml.localisation groups (each with its `config_key`); `random`: its random
-    baseline; `faithfulness`: {config_key: ml.faithfulness summary}; `specificity`:
-    {config_key: ml.specificity.Summary result}. See the module doc."""
+    """`configs`: every configuration's own fields (with its `config_key`; the choice is one of
+    them); `groups`: ml.localisation groups of those with gold (each with its `config_key`;
+    none without gold); `random`: localisation's random baseline; `faithfulness`: {config_key:
+    ml.faithfulness summary}; `specificity`: {config_key: ml.specificity.Summary result}. See
+    the module doc."""
     faithfulness, specificity = faithfulness or {}, specificity or {}
-    keys = [g["config_key"] for g in groups]
-    by_key = {g["config_key"]: g for g in groups}
+    keys = [c["config_key"] for c in configs]
+    by_key = {c["config_key"]: dict(c) for c in configs}
+    groups = [g for g in groups if g.get("config_key") in by_key]
+    located = {g["config_key"]: g for g in groups}
     used: list[str] = []
     not_used: dict[str, str] = {}
     passes: dict[str, set[str]] = {}
@@ -125,8 +130,8 @@ def choose(
 
     best = min(eligible, key=lambda k: (rank_sum(k), label(by_key[k])))
     parts = []
-    if "localisation" in used:
-        g = by_key[best]
+    if "localisation" in used and best in located:
+        g = located[best]
         parts.append(f"localisation: AUC {g['auc']:.3f} ({g['auc_ci'][0]:.3f}-{g['auc_ci'][1]:.3f})")
     if "faithfulness" in used and best in measured:
         block = next(iter(measured[best]["methods"].values()))
@@ -146,7 +151,7 @@ def choose(
     )
     if not_used:
         reason += " Not used: " + "; ".join(f"{m} ({why})" for m, why in not_used.items()) + "."
-    return Choice(fields_of(by_key[best]), reason, used, not_used)
+    return Choice(fields_of(located.get(best, by_key[best])), reason, used, not_used)
 
 
 def _finite(value) -> bool:

@@ -1,4 +1,5 @@
-"""The launch form of a relevance evaluation: a corpus with evidence, a model, what to compare."""
+"""The launch form of a relevance evaluation: a corpus (with evidence, or any corpus with chosen
+tasks), a model, what to compare, and whether to measure faithfulness too."""
 
 from django import forms
 
@@ -20,7 +21,25 @@ class EvaluationForm(ScopedChoicesForm, forms.Form):
     scope_capability = Capability.LAUNCH
 
     corpus = forms.ModelChoiceField(
-        Corpus.objects.order_by("name"), empty_label=None, help_text="Its annotations with evidence spans are the gold"
+        Corpus.objects.order_by("name"),
+        empty_label=None,
+        help_text="Its annotations with evidence spans are the gold, where it has them",
+    )
+    pairs_from = forms.ChoiceField(
+        choices=[
+            ("evidence", "Annotated pairs with evidence spans (localisation against gold)"),
+            ("notes", "Drawn notes x every chosen task (any corpus, gold or not)"),
+        ],
+        initial="evidence",
+        label="Pairs",
+        widget=forms.RadioSelect,
+        help_text="Drawn notes are asked about every chosen task, so task-specificity compares them",
+    )
+    faithfulness = forms.BooleanField(
+        required=False,
+        label="Also measure faithfulness (no gold needed)",
+        help_text="Hide each map's top 5-50% tokens and re-score the prediction, against a random ranking: "
+        "12 forward passes per pair and configuration beyond the map",
     )
     model_version = forms.ModelChoiceField(ModelVersion.objects.all(), empty_label=None, label="Model")
     methods = forms.MultipleChoiceField(
@@ -38,7 +57,7 @@ class EvaluationForm(ScopedChoicesForm, forms.Form):
         Task.objects.active().order_by("slug"),
         required=False,
         widget=forms.SelectMultiple(attrs={"size": 6}),
-        help_text="None chosen: every task with evidence annotations",
+        help_text="None chosen: every task with evidence annotations (drawn notes need chosen tasks)",
     )
     profile = forms.ModelChoiceField(
         PeakProfile.objects.all(),
@@ -90,4 +109,6 @@ class EvaluationForm(ScopedChoicesForm, forms.Form):
             tasks=list(data.get("tasks") or []),
             max_pairs=data.get("max_pairs"),
             seed=data["seed"],
+            pairs_from=data.get("pairs_from") or "evidence",
+            faithfulness=bool(data.get("faithfulness")),
         )

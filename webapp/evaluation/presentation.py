@@ -121,3 +121,43 @@ def charts(result: dict) -> list[dict]:
 
 def _defined(value) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+# ---------------------------------------------------------------- faithfulness and specificity
+
+
+def _config_label(config: dict) -> str:
+    return label({k: config.get(k) for k in ("method", "explain", "template")})
+
+
+def faithfulness_rows(result: dict) -> list[dict]:
+    """One row per configuration measured (ml.faithfulness summary as stored), in result order."""
+    measured = result.get("faithfulness") or {}
+    out = []
+    for config in result.get("configs", []):
+        summary = measured.get(config["key"])
+        if summary is None:
+            continue
+        row = {"label": _config_label(config), "n_pairs": summary.get("n_pairs", 0), "skipped": summary.get("skipped")}
+        block = (summary.get("methods") or {}).get(config["method"])
+        if block:
+            random = summary.get("random") or {}
+            row.update(
+                block=block,
+                random=random,
+                verdict=summary.get("verdict") or {},
+                forward_passes=summary.get("forward_passes"),
+                deletion=list(zip(summary.get("fractions", []), block.get("deletion", []))),
+            )
+        out.append(row)
+    return out
+
+
+def specificity_rows(result: dict) -> list[dict]:
+    """One row per configuration: the ml.specificity summary and each task's repeated peaks."""
+    measured = result.get("specificity") or {}
+    return [
+        {"label": _config_label(config), **measured[config["key"]]}
+        for config in result.get("configs", [])
+        if config["key"] in measured
+    ]

@@ -141,7 +141,11 @@ def _execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Call
     result["faithfulness"] = faithful
     result["localisation_recommended"] = result["recommended"]
     result["recommended"] = choose(
-        result["groups"], result["baselines"]["random"], faithful, result["specificity"]
+        [group_of(config) for config in configs],
+        result["groups"],
+        result["baselines"]["random"],
+        faithful,
+        result["specificity"],
     ).as_dict()
     result["problems"] = problems[:MAX_PROBLEMS]
     return "done" if evaluations.finish(evaluation, nan_to_none(result)) else "lost"

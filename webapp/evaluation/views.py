@@ -67,6 +67,8 @@ def evaluation_detail(request, evaluation_id):
         rows=presentation.rows(evaluation.result),
         charts=presentation.charts(evaluation.result),
         recommendation=evaluation.recommendation,
+        faithfulness=presentation.faithfulness_rows(evaluation.result),
+        specificity=presentation.specificity_rows(evaluation.result),
     )
     return render(request, "evaluation/detail.html", context)
 

@@ -12,7 +12,8 @@ from webapp.pipeline.models import ModelVersion, PeakProfile
 
 class Command(BaseCommand):
     help = (
-        "Compare relevance configurations (methods x explain variants) on a corpus's annotated evidence: "
+        "Compare relevance configurations (methods x explain variants) on a corpus: localisation against annotated "
+        "evidence, task-specificity, and with --faithfulness faithfulness (no gold needed): "
         "queue the evaluation for the relevance workers, or run it here (--inline)."
     )
 
@@ -30,6 +31,17 @@ class Command(BaseCommand):
         parser.add_argument("--profile", help="peak profile name, its latest version (default: the default profile)")
         parser.add_argument("--max-pairs", type=int, help="at most N annotated pairs, drawn with --seed")
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--pairs-from",
+            choices=["evidence", "notes"],
+            default="evidence",
+            help="evidence: annotated pairs with evidence spans; notes: drawn notes x every --task (any corpus)",
+        )
+        parser.add_argument(
+            "--faithfulness",
+            action="store_true",
+            help="also measure faithfulness (no gold needed; 12 forward passes per pair and configuration)",
+        )
         how = parser.add_mutually_exclusive_group()
         how.add_argument("--wait", action="store_true", help="queue it, then print progress until it ends")
         how.add_argument(
@@ -49,6 +61,8 @@ class Command(BaseCommand):
             tasks=self._tasks(options["task"]),
             max_pairs=options["max_pairs"],
             seed=options["seed"],
+            pairs_from=options["pairs_from"],
+            faithfulness=options["faithfulness"],
         )
         try:
             evaluation = evaluations.launch(spec, actor="command line", enqueue=not options["inline"])
