@@ -18,6 +18,12 @@ nothing installed beyond the project's own setup (`make install model`). It meas
   tokens/s of each (benchmarks.training.run);
 * classification-head features items/s, note prefix shared vs one forward per item
   (benchmarks.features.run);
+* sharded training (FSDP2, `sharding: "fsdp"`) of a random Llama-3.2-1B-shaped model over 2 GPUs
+  (`torchrun --standalone --nproc-per-node 2` of this script's `--sharded-rank`): tokens/s, each
+  GPU's peak memory against the memory planner's estimate, a sharded checkpoint written, and the
+  final model gathered into a folder that loads; skipped with the reason on fewer than 2 GPUs,
+  and in the smoke run unless `--sharded` (then 2 CPU processes over gloo, a tiny Llama, ~20-40 s
+  of which most is starting the processes: tests/ml/training/test_sharding.py covers that path);
 * the peak GPU memory of each part.
 
 Relevance patches its process with lxt for good, and a patched process must never train: the
@@ -78,6 +84,9 @@ class Sizes:
     feature_tasks: int = 20
     feature_note_tokens: int = 400
     feature_batch: int = 16
+    sharded_steps: int = 4  # steps of the sharded (FSDP) training on 2 devices (a checkpoint halfway)
+    sharded_seq_len: int = 512
+    sharded_micro_batch: int = 4
 
 
 SMOKE = Sizes(
@@ -94,7 +103,11 @@ SMOKE = Sizes(
     feature_tasks=3,
     feature_note_tokens=40,
     feature_batch=4,
+    sharded_steps=2,
+    sharded_seq_len=48,
+    sharded_micro_batch=2,
 )
+SHARDED_SECONDS = 420  # the sharded part's launcher is stopped after this long
 
 
 def main(argv=None) -> int:
@@ -109,7 +122,13 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--model-dir", default=None, help="where the default model is converted (default: $MODEL_DIR, else var/models)"
     )
+    parser.add_argument(
+        "--sharded", action="store_true", help="with --smoke: run the sharded training step on 2 CPU processes too"
+    )
+    parser.add_argument("--sharded-rank", default=None, help=argparse.SUPPRESS)  # one rank of the sharded part
     args = parser.parse_args(argv)
+    if args.sharded_rank:
+        return _sharded_rank(Path(args.sharded_rank), SMOKE if args.smoke else Sizes())
     started = time.perf_counter()
     threads = args.threads or int(os.environ.get("WORKER_TORCH_THREADS") or 0) or os.cpu_count() or 1
 
@@ -140,6 +159,7 @@ def main(argv=None) -> int:
             report.update({key: {"error": _error(exc)} for key in RELEVANCE_KEYS})
     report["training"] = _part(_training, sizes, model_dir, args.smoke)
     report["features"] = _part(_features, sizes, model_dir, args.smoke)
+    report["sharded_training"] = _part(_sharded_training, sizes, args.smoke, args.sharded)
     report["seconds"] = round(time.perf_counter() - started, 1)
     report["all_checks_passed"] = _all_passed(report)
     print(json.dumps(report, indent=2))
@@ -345,6 +365,110 @@ def _training(sizes: Sizes, model_dir, smoke: bool) -> dict:
     }
 
 
+def _sharded_training(sizes: Sizes, smoke: bool, on_cpu: bool = False) -> dict:
+    """2 processes under torchrun, each running `_sharded_rank`; rank 0's JSON."""
+    import subprocess
+    import tempfile
+
+    import torch
+
+    gpus = torch.cuda.device_count()
+    if smoke and not on_cpu:
+        return {"skipped": "needs 2 GPUs; the smoke run is on the CPU (--smoke --sharded runs it there)", "pass": None}
+    if not smoke and gpus < 2:
+        return {"skipped": f"needs 2 GPUs, {gpus} visible", "pass": None}
+    with tempfile.TemporaryDirectory(prefix="gpu-check-sharded-") as out:
+        torchrun = Path(sys.executable).with_name("torchrun")
+        command = [str(torchrun), "--standalone", "--nproc-per-node", "2", __file__, "--sharded-rank", out]
+        done = subprocess.run(
+            command + (["--smoke"] if smoke else []),
+            capture_output=True,
+            text=True,
+            timeout=SHARDED_SECONDS,
+            env={**os.environ, "OMP_NUM_THREADS": "1"} if smoke else None,
+        )
+        result = Path(out) / "rank-0.json"
+        if done.returncode or not result.is_file():
+            raise RuntimeError(f"the sharded launch exited with {done.returncode}: {done.stderr[-800:]}")
+        report = json.loads(result.read_text())
+        other = json.loads((Path(out) / "rank-1.json").read_text())
+    report["peak_gpu_mem_mb_per_rank"] = [report.pop("peak_gpu_mem_mb"), other.get("peak_gpu_mem_mb")]
+    return report
+
+
+def _sharded_rank(out: Path, sizes: Sizes) -> int:
+    """One rank of the sharded part: train with sharding "fsdp", write rank-N.json into `out`."""
+    import torch
+    import torch.distributed as dist
+
+    from benchmarks.training import _pairs
+    from ml.training import CausalLMConfig, train_causal_lm
+    from ml.training.memory import ModelShape, PlanSettings, estimate
+    from ml.training.runtime import autocast_dtype
+
+    rank = int(os.environ["RANK"])
+    smoke = sizes == SMOKE
+    if smoke:
+        torch.set_num_threads(1)
+    device = torch.device("cpu") if smoke else torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    shape, name = (TINY_LLAMA, "tiny random Llama") if smoke else (LLAMA_1B, "random Llama-3.2-1B-shaped")
+    loaded = _random_llama(device, name, shape)
+    parameters = _parameters(loaded.model)
+    steps, micro = sizes.sharded_steps, sizes.sharded_micro_batch
+    config = CausalLMConfig(
+        sharding="fsdp",
+        effective_batch_size=micro * 2,
+        micro_batch_size=micro,
+        max_length=sizes.sharded_seq_len + 64,
+        max_steps=steps,
+        checkpoint_every=max(1, steps // 2),
+        gradient_checkpointing=not smoke,
+        warmup_ratio=0.0,
+    )
+    pairs = _pairs(loaded.tokenizer, steps * micro * 2, sizes.sharded_seq_len, 0)
+    checkpoints = []
+
+    def on_progress(event):  # rank 0 only
+        if event.message == "checkpoint saved":
+            checkpoints.append(event.step)
+
+    with _peak_memory(device) as peak:
+        result = train_causal_lm(loaded, pairs, config, output_dir=out / "run", on_progress=on_progress)
+    report = dict(peak)
+    if rank == 0:
+        from transformers import AutoModelForCausalLM
+
+        folder = AutoModelForCausalLM.from_pretrained(result.final_dir)
+        plan = estimate(
+            ModelShape.from_config(loaded.model.config.to_dict(), name=name),
+            PlanSettings(
+                sharding="fsdp",
+                gpus=2,
+                seq_len=config.max_length,
+                micro_batch=micro,
+                checkpointing=config.gradient_checkpointing,
+                precision="bf16" if autocast_dtype(config.precision, device) else "fp32",
+            ),
+        )
+        report.update(
+            model=name,
+            parameters=parameters,
+            processes=dist.get_world_size() if dist.is_initialized() else 2,
+            steps=result.steps,
+            tokens_per_s=round(result.tokens / max(result.seconds, 1e-9), 1),
+            final_loss=result.final_loss,
+            weights_changed=result.weights_changed,
+            checkpoints_saved_at=checkpoints,
+            final_folder_loads=_parameters(folder) == parameters,
+            planned_gb_per_gpu=round(plan.total / 1e9, 2),
+        )
+        report["pass"] = bool(result.weights_changed and checkpoints and report["final_folder_loads"])
+    (out / f"rank-{rank}.json").write_text(json.dumps(report))
+    return 0
+
+
 def _features(sizes: Sizes, model_dir, smoke: bool) -> dict:
     import torch
 
@@ -451,6 +575,8 @@ def _all_passed(report: dict) -> bool:
     if any(part.get("error") for part in parts):
         return False
     oom = report.get("oom_backoff", {})
+    if report.get("sharded_training", {}).get("pass") is False:
+        return False
     return report.get("maps_match_cpu", {}).get("pass") is not False and (
         oom.get("forced") is None or (oom["forced"] and oom["recovered"] and oom["maps_equal_uncapped"])
     )

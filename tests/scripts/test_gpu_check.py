@@ -75,3 +75,23 @@ def test_the_smoke_training_and_features_figures_are_sane(smoke):
     assert training["steps"] == 2 and training["ours_mean_loss"] > 0
     assert features["items_per_s"] > 0 and features["items"] == features["notes"] * features["tasks_per_note"]
     assert features["max_abs_difference"] < 1e-3  # shared prefix == one forward per item
+
+
+@pytest.mark.slow
+def test_the_smoke_run_skips_the_sharded_step_and_says_why(smoke):
+    _, report, _ = smoke
+    sharded = report["sharded_training"]
+    assert sharded["pass"] is None and "needs 2 GPUs" in sharded["skipped"] and "--sharded" in sharded["skipped"]
+
+
+@pytest.mark.slow
+def test_the_sharded_step_trains_on_two_cpu_processes_checkpoints_and_gathers_a_loadable_folder():
+    """The GPU machine's sharded step (`--smoke --sharded`): its ranks' code, on gloo."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import gpu_check
+
+    report = gpu_check._sharded_training(gpu_check.SMOKE, True, True)
+    assert report["pass"] and report["processes"] == 2 and report["steps"] == gpu_check.SMOKE.sharded_steps
+    assert report["checkpoints_saved_at"] == [1] and report["final_folder_loads"] and report["weights_changed"]
+    assert report["tokens_per_s"] > 0 and report["planned_gb_per_gpu"] > 0
+    assert report["peak_gpu_mem_mb_per_rank"] == [None, None]
