@@ -9,6 +9,7 @@
     loop.py        train_causal_lm: the training loop (accelerate, accumulation, checkpoints)
     finetune.py    full / LoRA, optimizer, the final folder
     checkpoint.py  checkpoint-last: atomic save, exact resume
+    sharding.py    FSDP2: wrapping, sharded checkpoints, the gathered final model
     sft.py         train_sft, predict_sft, self_label
     scoring.py     answers constrained to options by log-likelihood
     prompting.py   0-shot / 2-shot baselines

@@ -11,6 +11,8 @@ Multi-GPU: `accelerate launch --multi_gpu --num_processes N script.py` (or `torc
 --nproc_per_node N script.py`) where the script calls train_causal_lm; every process
 encodes the data, takes its share of each step's micro-batches, and DDP averages the
 gradients. Process 0 writes checkpoints and the final model.
+With `sharding: "fsdp"` (sharding.py) the model is sharded with FSDP2 instead of DDP-wrapped:
+every process writes its shards of a checkpoint, and the final model is gathered on process 0.
 
 Cancel: `should_stop()` is asked before every micro-batch; when True, the state at the last
 completed optimizer step (weights, optimizer, scheduler, RNG, step) is saved to
