@@ -71,6 +71,7 @@ from ml.peaks import peaks_of_rows
 from ml.relevance import default_config_key
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetVersion, MaskedExample
+from webapp.datasets.stats import SharedPeaks
 from webapp.lib.disk import disk_full
 from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import Heartbeat
@@ -283,6 +284,7 @@ def _build(dataset: DatasetVersion, heart: Heartbeat) -> dict:
             "task filter (held-out tasks are left out unless included), or run a relevance job first."
         )
     tally = _Tally(config_key)
+    shared = SharedPeaks()  # examples whose span peaked for every task of the note (webapp.datasets.stats)
     held_back = validation_note_ids(dataset.corpus_id)
     tally.held_out_task = _held_out_task_maps(dataset, config_key)
     tally.validation_set = maps.filter(note_id__in=held_back).count() if held_back else 0
@@ -294,7 +296,7 @@ def _build(dataset: DatasetVersion, heart: Heartbeat) -> dict:
     map_ids = _MapIds()
     build_stats = BuildStats()
     repeating = notes_sharing_text(dataset)
-    items = _peak_items(dataset, tally, map_ids, heart, held_back, config_key)
+    items = _peak_items(dataset, tally, map_ids, heart, held_back, config_key, shared)
     writer = _Writer(dataset)
     for example in build_examples(
         items,
@@ -319,9 +321,10 @@ def _build(dataset: DatasetVersion, heart: Heartbeat) -> dict:
             )
         )
         tally.example(example, task_ids)
+        shared.example(note_id, task_ids)
     writer.flush()
     refresh_planner_stats(MaskedExample, build_stats.examples)  # exports read them next, by keyset
-    return tally.result(build_stats, dataset, time.perf_counter() - started)
+    return {**tally.result(build_stats, dataset, time.perf_counter() - started), **shared.result()}
 
 
 def _held_out_task_maps(dataset, config_key: str) -> int:
@@ -360,7 +363,7 @@ def _stop(dataset: DatasetVersion, heart: Heartbeat) -> None:
     return None
 
 
-def _peak_items(dataset, tally, map_ids, heart, held_back=None, config_key=""):
+def _peak_items(dataset, tally, map_ids, heart, held_back=None, config_key="", shared=None):
     """PeakItems of every selected map in (note, task) order (see `_map_batches`); after each
     batch the progress goes to the heartbeat and the build stops if cancelled or taken over.
     Pairs the mode's rule leaves out are tallied here, by whether review rejections did it."""
@@ -383,6 +386,8 @@ def _peak_items(dataset, tally, map_ids, heart, held_back=None, config_key=""):
                 tally.peaks_rejected += len(groups) - len(kept)
                 groups = kept
             tally.pair(len(groups))
+            if shared is not None:
+                shared.pair(peaks.note_id)
             if not pair_is_used(len(groups), dataset.mode):
                 if pair_is_used(found, dataset.mode):
                     tally.pairs_rejected_by_review += 1

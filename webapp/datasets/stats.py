@@ -1,7 +1,44 @@
 """A dataset's stored statistics, shaped for its page: histograms as bars (percent of the
 largest bin), counts per task sorted, the funnel from maps to examples, and the builder's
 accounting of every note-task pair (kept or excluded by reason; webapp.datasets.building).
-Nothing is recomputed here: a figure the build did not store is not shown."""
+Nothing is recomputed here: a figure the build did not store is not shown.
+
+`SharedPeaks` is the one counter the build feeds from here (webapp.datasets.building): examples
+whose masked span was a peak for two or more tasks of its note, and those whose span was a peak
+for EVERY task of the note that had a map (two or more): such a peak says little about any one
+task (ml.specificity), e.g. the patient's age peaking for heart rate and chest pain alike.
+"""
+
+from collections import OrderedDict
+
+
+class SharedPeaks:
+    """Counts fed by the build: `pair(note_id)` for every (note, task) map whose peaks were found
+    (they come note by note), `example(note_id, task_ids)` for every example written. Memory: the
+    task counts of the last few notes only (examples of a note are written after its maps)."""
+
+    KEEP_NOTES = 4
+
+    def __init__(self):
+        self.tasks_of: OrderedDict = OrderedDict()
+        self.shared = 0  # examples whose span peaked for 2+ tasks of the note
+        self.every_task = 0  # ... for every task of the note with a map (2+)
+
+    def pair(self, note_id) -> None:
+        self.tasks_of[note_id] = self.tasks_of.get(note_id, 0) + 1
+        self.tasks_of.move_to_end(note_id)
+        while len(self.tasks_of) > self.KEEP_NOTES:
+            self.tasks_of.popitem(last=False)
+
+    def example(self, note_id, task_ids) -> None:
+        if len(task_ids) < 2:
+            return
+        self.shared += 1
+        if len(set(task_ids)) >= self.tasks_of.get(note_id, 0):
+            self.every_task += 1
+
+    def result(self) -> dict:
+        return {"examples_shared_across_tasks": self.shared, "examples_same_peak_every_task": self.every_task}
 
 
 def present(stats: dict) -> dict:
@@ -22,6 +59,17 @@ def present(stats: dict) -> dict:
             ("Examples before de-duplication", stats.get("candidates", 0)),
             ("Duplicates removed", stats.get("duplicates_removed", 0)),
             ("Examples", stats.get("examples", 0)),
+            *[
+                (label, stats[key])
+                for key, label in (
+                    ("examples_shared_across_tasks", "Examples whose span was a peak for 2+ tasks of its note"),
+                    (
+                        "examples_same_peak_every_task",
+                        "… for every task of its note (says little about any one task)",
+                    ),
+                )
+                if key in stats  # builds before this count was kept do not show it
+            ],
         ],
         "groups_per_pair": bars(stats.get("groups_per_pair", [])),
         "span_chars": bars(chars.get("histogram", [])),
