@@ -45,6 +45,7 @@ from django.utils import timezone
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Corpus, Note, Task, language_code, text_hash
+from webapp.interchange.formats import FORMATS as INTERCHANGE_FORMATS
 from webapp.lib.import_limits import ImportLimits, over_limit
 from webapp.lib.import_sources import (
     FORMATS,
@@ -360,9 +361,9 @@ def _corpus_for_notes(path, name, language, create, fmt, problems, limits, proje
         problems.add(
             path.name,
             None,
-            f"unknown format{'; it ' + mismatch if mismatch else ''}; name the file "
-            ".jsonl or .csv (optionally compressed with gzip, bz2 or xz), or give a brat "
-            "folder or a zip of one",
+            f"unsupported format{'; it ' + mismatch if mismatch else ''}; notes are read from .jsonl or .csv "
+            "files (optionally compressed with gzip, bz2 or xz), or a brat folder or a zip of one; gold labels "
+            f"from annotation tools ({', '.join(INTERCHANGE_FORMATS)}) are imported with import_annotations --format",
         )
     elif fmt == "brat" and not path.is_dir() and _kind_of(path) != "zip":
         problems.add(path.name, None, "the brat format needs a folder, or a zip archive of its .txt and .ann files")

@@ -140,6 +140,15 @@ def read_notes(path: Path, fmt: str, problems: Problems, limits: ImportLimits) -
 
 def read_annotations(path: Path, problems: Problems, limits: ImportLimits) -> Iterator[AnnotationRecord]:
     source = path.name
+    first = _first_line(path, limits)
+    if first is not None and first[1].lstrip().startswith("["):
+        problems.add(
+            source,
+            first[0],
+            "the file is one JSON array, not JSON lines (one object a line): a Label Studio export? Import it as "
+            "gold labels from Label Studio JSON (import_annotations --format labelstudio, with a mapping)",
+        )
+        return
     for line, obj in _json_lines(path, problems, limits):
         if not _has_fields(obj, ("note_id", "task", "label"), source, line, problems):
             continue
@@ -483,6 +492,15 @@ def _json_lines(path: Path, problems: Problems, limits: ImportLimits) -> Iterato
                 yield line_no, parse_line(line)
             except LineError as exc:
                 problems.add(source, line_no, str(exc))
+
+
+def _first_line(path: Path, limits: ImportLimits) -> tuple[int, str] | None:
+    """The first line that is not blank, read on its own (what it holds is reported by the reading)."""
+    try:
+        with open_lines(path, Problems(), limits) as lines:
+            return next(((number, line) for number, line in lines if line.strip()), None)
+    except OSError:
+        return None
 
 
 def _names(names: list[str]) -> list[str]:

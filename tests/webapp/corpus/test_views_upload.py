@@ -252,7 +252,7 @@ def test_a_file_named_zip_that_is_not_one_is_reported(client, researcher, sent, 
         file=SimpleUploadedFile("x.zip", b"not a zip"),
     )
     assert job.status == JobStatus.FAILED
-    assert "x.zip: unknown format; it is named .zip but holds plain text" in html
+    assert "x.zip: unsupported format; it is named .zip but holds plain text" in html
     assert not Corpus.objects.exists()
 
 

@@ -211,3 +211,28 @@ def test_the_command_previews_then_imports(ward, tasks, tmp_path):
         path = tmp_path / "doccano"
         path.write_text(json.dumps({"id": "n2", "text": N2, "label": [[0, 8, "NEG"]]}) + "\n")
         call_command("import_annotations", str(path), "--corpus", "ward", "--format", "doccano", stdout=StringIO())
+
+
+def test_a_label_studio_export_given_as_json_lines_says_what_it_is(ward, tasks, tmp_path):
+    from webapp.corpus.importing import import_annotations
+
+    path = tmp_path / "project-1.json"
+    path.write_text(json.dumps([{"data": {"text": N1}}], indent=2))
+    report = import_annotations(path, "ward")
+    assert report.problem_lines() == [
+        "project-1.json line 1: the file is one JSON array, not JSON lines (one object a line): a Label Studio "
+        "export? Import it as gold labels from Label Studio JSON (import_annotations --format labelstudio, with a "
+        "mapping)"
+    ]
+
+
+def test_notes_in_an_unsupported_format_name_the_supported_ones(ward, tmp_path):
+    from webapp.corpus.importing import import_notes
+
+    (tmp_path / "EN1.xmi").write_text("<xmi/>")
+    report = import_notes(tmp_path / "EN1.xmi", "ward")
+    assert report.problem_lines() == [
+        "EN1.xmi: unsupported format; notes are read from .jsonl or .csv files (optionally compressed with gzip, "
+        "bz2 or xz), or a brat folder or a zip of one; gold labels from annotation tools (brat, xmi, labelstudio, "
+        "doccano, jsonl) are imported with import_annotations --format"
+    ]
