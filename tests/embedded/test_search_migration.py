@@ -5,7 +5,7 @@ from django.core.management import call_command
 
 from tests.webapp.migrating import migrate
 from webapp.corpus import search
-from webapp.corpus.models import Note
+from webapp.corpus.models import Note, text_hash
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
@@ -15,7 +15,10 @@ def test_notes_already_stored_are_indexed_by_the_migration():
     try:
         corpus = old.get_model("corpus", "Corpus").objects.create(name="older", language="es")
         old.get_model("corpus", "Note").objects.create(
-            corpus=corpus, external_id="o1", text="Hipertensión arterial.", content_hash="0" * 64
+            corpus=corpus,
+            external_id="o1",
+            text="Hipertensión arterial.",
+            content_hash=text_hash("Hipertensión arterial."),
         )
     finally:
         call_command("migrate", verbosity=0)

@@ -14,7 +14,7 @@ from django.core.exceptions import PermissionDenied
 from webapp.accounts.roles import Capability, has_capability
 from webapp.corpus.models import Corpus, Note
 from webapp.projects.scoping import get_or_404
-from webapp.review.models import ValidationSet
+from webapp.review.models import ReviewRound, ValidationSet
 
 TUNE = (Capability.REVIEW, Capability.LAUNCH)
 
@@ -66,21 +66,16 @@ def retirable_set_for(user, set_id: int) -> ValidationSet:
     return vset
 
 
-# -- review rounds (fetched like the rest: the role's capability, then the object or 404)
-from django.shortcuts import get_object_or_404 as _object_or_404  # noqa: E402
-
-from webapp.accounts.roles import require as _require  # noqa: E402
-from webapp.review.models import ReviewRound  # noqa: E402
+# -- review rounds
 
 
 def round_for(user, round_id: int, capability: Capability = Capability.VIEW) -> ReviewRound:
     """A review round: VIEW to see its progress, REVIEW to work in its queue, LAUNCH to change its
     reviewers, ADJUDICATE to settle its disputed peaks, EXPORT to download the team's work."""
-    _require(user, capability)
-    return _object_or_404(ReviewRound.objects.select_related("corpus", "model_version", "profile"), pk=round_id)
+    queryset = ReviewRound.objects.select_related("corpus", "model_version", "profile")
+    return get_or_404(user, queryset, capability, pk=round_id)
 
 
 def round_corpus_for(user, corpus_id: int) -> Corpus:
     """The corpus a researcher (LAUNCH) creates a round over."""
-    _require(user, Capability.LAUNCH)
-    return _object_or_404(Corpus, pk=corpus_id)
+    return get_or_404(user, Corpus.objects.all(), Capability.LAUNCH, pk=corpus_id)

@@ -180,14 +180,14 @@ class ReviewerAccuracy:
         return self.agreed / self.peaks if self.peaks else float("nan")
 
 
-def reviewer_accuracy(corpus=None, model=None, method: str | None = None) -> list[ReviewerAccuracy]:
+def reviewer_accuracy(user, corpus=None, model=None, method: str | None = None) -> list[ReviewerAccuracy]:
     """Each reviewer against the adjudicated result (review.Adjudication, the curator's final
     decision): over the adjudicated peaks (note, task, span) they decided, how often their latest
     decision kept or rejected the peak as the curator did. Only disputed peaks are adjudicated, so
     this is accuracy on the hard cases, lower than on all peaks."""
     from webapp.review.models import Adjudication
 
-    adjudications = Adjudication.objects.all()
+    adjudications = Adjudication.objects.visible_to(user)
     if corpus is not None:
         adjudications = adjudications.filter(note__corpus=corpus)
     final = {(a[0], a[1], a[2], a[3]): a[4] == "accept" for a in

@@ -65,9 +65,10 @@ def estimate_hours(undecided_pairs: int, peaks_per_pair: float, median_s: float,
     return undecided_pairs * peaks_per_pair * median_s * reviewers / 3600
 
 
-def review_time(corpus=None, model=None, method: str | None = None, *, reviewers: int = 2) -> ReviewTime:
-    decisions = PeakDecision.objects.all()
-    maps = RelevanceMap.objects.filter(task__retired=False)
+def review_time(user, corpus=None, model=None, method: str | None = None, *, reviewers: int = 2) -> ReviewTime:
+    """Time per decision and the hours left, over what `user` may see."""
+    decisions = PeakDecision.objects.visible_to(user)
+    maps = RelevanceMap.objects.visible_to(user).filter(task__retired=False)
     if corpus is not None:
         decisions, maps = decisions.filter(note__corpus=corpus), maps.filter(note__corpus=corpus)
     if model is not None:

@@ -434,8 +434,8 @@ def report(request):
             "method": method,
             "corpora": Corpus.objects.visible_to(request.user).order_by("name"),
             "models": ModelVersion.objects.visible_to(request.user).order_by("name"),
-            "time": timing.review_time(corpus, model, method, reviewers=reviewers),
-            "accuracy": reports.reviewer_accuracy(corpus, model, method),
+            "time": timing.review_time(request.user, corpus, model, method, reviewers=reviewers),
+            "accuracy": reports.reviewer_accuracy(request.user, corpus, model, method),
         },
     )
 

@@ -13,7 +13,7 @@ def carl(django_user_model):
     return django_user_model.objects.create_user("carl", password="x" * 12)
 
 
-def test_the_report_counts_decisions_and_kappa_per_task(note, tasks, base, maps, clinician, carl):
+def test_the_report_counts_decisions_and_kappa_per_task(note, tasks, base, maps, clinician, carl, site_admin):
     ctx = PeakContext(note, tasks["heart"], base, "attnlrp", "en")
     # four fabricated spans (decisions are checked against the note only): clara keeps 1, 2, 3 and
     # rejects 4; carl keeps 1, 2 and rejects 3, 4 -> agree on 3 of 4.
@@ -26,7 +26,7 @@ def test_the_report_counts_decisions_and_kappa_per_task(note, tasks, base, maps,
         decisions.decide(ctx, carl, start=a, end=b, decision=his, expected_version=0)
     pm = PeakContext(note, tasks["pacemaker"], base, "attnlrp", "en")
     decisions.decide(pm, clinician, start=0, end=2, decision="reject", expected_version=0)
-    rows = {r.task.slug: r for r in reports.task_reports()}
+    rows = {r.task.slug: r for r in reports.task_reports(site_admin)}
     heart = rows["heart-rate"]
     assert (heart.notes, heart.peaks, heart.decisions) == (1, 4, 8)
     assert (heart.accepted, heart.rejected, heart.adjusted) == (4, 3, 1)
@@ -52,7 +52,7 @@ def test_the_report_counts_decisions_and_kappa_per_task(note, tasks, base, maps,
     assert csv[-1].startswith("(all tasks),5,4,2,9,")
 
 
-def test_the_report_filters_by_corpus_and_model(note, tasks, base, dsm, maps, clinician, corpus):
+def test_the_report_filters_by_corpus_and_model(note, tasks, base, dsm, maps, clinician, corpus, site_admin):
     span = word_span(TEXT, "130")
     decisions.decide(
         PeakContext(note, tasks["heart"], dsm, "attnlrp", "en"),
@@ -62,5 +62,5 @@ def test_the_report_filters_by_corpus_and_model(note, tasks, base, dsm, maps, cl
         decision="accept",
         expected_version=0,
     )
-    assert len(reports.task_reports(corpus=corpus, model=dsm)) == 1
-    assert reports.task_reports(model=base) == []
+    assert len(reports.task_reports(site_admin, corpus=corpus, model=dsm)) == 1
+    assert reports.task_reports(site_admin, model=base) == []

@@ -36,15 +36,15 @@ def timed(note, tasks, base, maps, clinician, django_user_model):
     return tasks
 
 
-def test_medians_per_reviewer_and_task_leave_untimed_decisions_out(timed):
-    time = timing.review_time()
+def test_medians_per_reviewer_and_task_leave_untimed_decisions_out(timed, site_admin):
+    time = timing.review_time(site_admin)
     assert [(r.name, r.timed, r.median_s) for r in time.reviewers] == [("bob", 1, 180), ("clara", 2, 90)]
     heart = next(t for t in time.tasks if t.name == "heart rate")
     assert (heart.timed, heart.median_s, heart.undecided_pairs, heart.peaks_per_pair) == (3, 120, 2, 2.0)
 
 
-def test_the_estimate_is_undecided_pairs_times_peaks_times_median_times_reviewers(timed):
-    time = timing.review_time(reviewers=3)
+def test_the_estimate_is_undecided_pairs_times_peaks_times_median_times_reviewers(timed, site_admin):
+    time = timing.review_time(site_admin, reviewers=3)
     heart = next(t for t in time.tasks if t.name == "heart rate")
     assert heart.hours == pytest.approx(2 * 2.0 * 120 * 3 / 3600)
     pacemaker = next(t for t in time.tasks if t.name == "presence of pacemaker")
@@ -57,10 +57,10 @@ def test_estimate_hours():
     assert timing.estimate_hours(0, 3.0, 12.0, 2) == 0
 
 
-def test_a_retired_task_has_no_undecided_pairs(timed):
+def test_a_retired_task_has_no_undecided_pairs(timed, site_admin):
     timed["pacemaker"].retired = True
     timed["pacemaker"].save()
-    assert "presence of pacemaker" not in [t.name for t in timing.review_time().tasks]
+    assert "presence of pacemaker" not in [t.name for t in timing.review_time(site_admin).tasks]
 
 
 def test_the_report_page_shows_the_figures_and_the_estimate(client, clinician, timed):

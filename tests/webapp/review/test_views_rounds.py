@@ -167,13 +167,13 @@ def test_the_export_holds_every_judgement_and_each_peaks_result(
     assert AuditEvent.objects.filter(action=AuditEvent.Action.EXPORT, details__kind="review_round").count() == 2
 
 
-def test_reviewer_accuracy_is_measured_against_the_curator(ward_round, clinician, second, curator, corpus):
+def test_reviewer_accuracy_is_measured_against_the_curator(ward_round, clinician, second, curator, corpus, site_admin):
     pair = ward_round.pairs.get(position=0)
     decide_pair(ward_round, pair, clinician, ["accept", "reject"])
     decide_pair(ward_round, pair, second, ["reject", "accept"])
     for (a, b), decision in zip(pair.peaks, ["accept", "reject"]):
         Adjudication.objects.create(note=pair.note, task=pair.task, start=a, end=b, decision=decision, curator=curator)
-    by_name = {a.reviewer: (a.peaks, a.agreed) for a in reports.reviewer_accuracy(corpus)}
+    by_name = {a.reviewer: (a.peaks, a.agreed) for a in reports.reviewer_accuracy(site_admin, corpus)}
     assert by_name == {"clara": (2, 2), "carl": (2, 0)}
 
 
