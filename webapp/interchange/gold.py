@@ -150,7 +150,7 @@ class _Reading:
         self.documents = 0
         self.label_spans: Counter = Counter()
         self.label_docs: Counter = Counter()
-        self.label_target: dict[str, str] = {}
+        self.label_target: dict[str, Counter] = defaultdict(Counter)  # label -> {what it maps to: spans}
         self.other_sources: Counter = Counter()
 
     def __call__(self, problems: Problems, corpus):
@@ -235,10 +235,9 @@ class _Reading:
                     if span.label not in labels_here:
                         self.label_docs[span.label] += 1
                         labels_here.add(span.label)
-                    self.label_target.setdefault(
-                        span.label,
-                        "skipped" if target is None else "no mapping" if target == "unmapped" else str(target),
-                    )
+                    self.label_target[span.label][
+                        "skipped" if target is None else "no mapping" if target == "unmapped" else str(target)
+                    ] += 1
                 if target == "unmapped":
                     unmapped[span.label] += 1
                     continue
@@ -303,9 +302,13 @@ class _Reading:
     def preview_lines(self, report: ImportReport, dry_run: bool) -> list[str]:
         out = [f"{self.documents:,} document(s) read in {self.format.label}"]
         for label, n in sorted(self.label_spans.items()):
-            out.append(
-                f"{label}: {n:,} span(s) in {self.label_docs[label]:,} document(s) -> {self.label_target[label]}"
+            targets = self.label_target[label]
+            shown = (
+                next(iter(targets))
+                if len(targets) == 1
+                else ", ".join(f"{target} ({count:,})" for target, count in sorted(targets.items()))
             )
+            out.append(f"{label}: {n:,} span(s) in {self.label_docs[label]:,} document(s) -> {shown}")
         for source, n in sorted(self.other_sources.items()):
             out.append(f"{n:,} {source} span(s) skipped (only gold spans are evidence)")
         if report.ok:
