@@ -34,9 +34,10 @@ from webapp.corpus.models import Annotation, Note, text_hash
 from webapp.interchange.formats import FormatError, ReadOptions, UnsupportedFormat, get_format
 from webapp.interchange.mapping import Mapping, MappingError, parse_mapping
 from webapp.interchange.unpack import unzip
+from webapp.lib.import_limits import over_limit
 from webapp.lib.import_sources import AnnotationRecord, Problem, Problems, nfc
 from webapp.lib.input_files import sniff
-from webapp.lib.validators import printable
+from webapp.lib.validators import overlapping_spans, printable
 
 BATCH = 500  # documents whose notes are looked up in one query
 PREVIEW_ONLY = "Preview only"
@@ -147,6 +148,7 @@ class _Reading:
     def __init__(self, format_, source: Path, options: ReadOptions, mapping: Mapping, name: str):
         self.format, self.source, self.options, self.mapping, self.name = format_, source, options, mapping, name
         self.calls = 0
+        self.limits = import_limits()
         self.documents = 0
         self.label_spans: Counter = Counter()
         self.label_docs: Counter = Counter()
@@ -269,7 +271,26 @@ class _Reading:
                         + "; map it as TASK:VALUE",
                     )
                     continue
-                yield AnnotationRecord(source, line, doc_id, nfc(task_name), nfc(label), _ordered(evidence))
+                evidence = _ordered(evidence)
+                most = self.limits.evidence_spans
+                if len(evidence) > most:
+                    what = f"document {doc_id!r}: the evidence of task {task_name!r}"
+                    problems.add(
+                        source,
+                        line,
+                        over_limit(
+                            what, len(evidence), self.limits.evidence_spans, "IMPORT_MAX_EVIDENCE_SPANS", "spans"
+                        ),
+                    )
+                    continue
+                if first and (overlap := overlapping_spans(evidence)):
+                    (a, b), (c, d) = overlap
+                    problems.warn(
+                        source,
+                        line,
+                        f"document {doc_id!r}, task {task_name!r}: spans [{a}, {b}) and [{c}, {d}) overlap",
+                    )
+                yield AnnotationRecord(source, line, doc_id, nfc(task_name), nfc(label), evidence)
 
     def _existing_labels(self, wanted, tasks) -> dict[tuple[int, int], set[str]]:
         needed = [

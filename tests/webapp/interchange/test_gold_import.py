@@ -236,3 +236,20 @@ def test_notes_in_an_unsupported_format_name_the_supported_ones(ward, tmp_path):
         "bz2 or xz), or a brat folder or a zip of one; gold labels from annotation tools (brat, xmi, labelstudio, "
         "doccano, jsonl) are imported with import_annotations --format"
     ]
+
+
+def test_evidence_over_the_span_limit_is_refused_and_overlaps_are_warned(ward, tasks, tmp_path, settings):
+    settings.IMPORT_MAX_EVIDENCE_SPANS = 2
+    lines = [_entity(1, "S", N1, "fever"), _entity(2, "S", N1, "chest"), _entity(3, "S", N1, "pain")]
+    gold = import_gold(_brat(tmp_path / "a", {"n1": lines}), "ward", fmt="brat", mapping=["S=fever:present"])
+    assert gold.report.problem_lines() == [
+        "n1.ann: document 'n1': the evidence of task 'fever' has 3 spans; the limit is 2 spans "
+        "(IMPORT_MAX_EVIDENCE_SPANS)"
+    ]
+    chest = N1.index("chest")
+    lines = [_entity(1, "S", N1, "chest pain"), f"T2\tS {chest} {chest + 5}\tchest"]
+    gold = import_gold(_brat(tmp_path / "b", {"n1": lines}), "ward", fmt="brat", mapping=["S=fever:present"])
+    assert gold.ok
+    assert gold.report.warning_lines() == [
+        f"n1.ann: document 'n1', task 'fever': spans [{chest}, {chest + 5}) and [{chest}, {chest + 10}) overlap"
+    ]
