@@ -31,6 +31,7 @@ class EvaluationForm(ScopedChoicesForm, forms.Form):
             ("notes", "Drawn notes x every chosen task (any corpus, gold or not)"),
         ],
         initial="evidence",
+        required=False,  # not posted: the annotated evidence pairs, as before this choice existed
         label="Pairs",
         widget=forms.RadioSelect,
         help_text="Drawn notes are asked about every chosen task, so task-specificity compares them",
