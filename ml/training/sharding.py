@@ -140,8 +140,8 @@ def checksum(model, chunk: int = 1 << 24) -> dict[str, int]:
         for name, p in model.named_parameters():
             if not p.requires_grad:
                 continue
-            shard = p.to_local() if hasattr(p, "to_local") else p
-            flat = shard.detach().reshape(-1).view(integer[shard.element_size()])
+            mine = p.to_local() if hasattr(p, "to_local") else p  # this process's shard
+            flat = mine.detach().reshape(-1).view(integer[mine.element_size()])
             total = 0
             for start in range(0, flat.numel(), chunk):
                 total += int(flat[start : start + chunk].to(torch.int64).sum())
