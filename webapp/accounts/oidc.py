@@ -4,10 +4,12 @@ default's, a break-glass admin) keep the login form beside it.
 
 At every sign-in (and every silent re-check, SessionRefresh below) the user is found by the IdP
 account's issuer and subject (OIDCIdentity), created on the first one, and updated from the
-claims: email, names, and the role groups that OIDC_GROUP_ROLES grants from the groups claim,
-roles no longer granted removed. No granted role, or a username a local account already has,
-refuses the sign-in with a page that says why. Logins and logouts are audited by the signals in
-webapp.audit.signals; refusals, account creation and role changes here.
+claims: email, names, and the project memberships that OIDC_GROUP_ROLES grants from the groups
+claim (memberships the provider no longer grants removed; those given in the app kept). No
+granted role in an existing project, or a username a local account already has, refuses the
+sign-in with a page that says why. Logins and logouts are audited by the signals in
+webapp.audit.signals; refusals and account creation here, membership changes in
+webapp.projects.membership.
 
 A disabled IdP account: every OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS the next GET sends the browser
 to the provider with prompt=none; a provider that no longer knows the account answers with an
@@ -18,7 +20,6 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.exceptions import SuspiciousOperation
 from django.db import transaction
 from django.http import Http404, HttpResponse
@@ -30,11 +31,12 @@ from mozilla_django_oidc import middleware, views
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from webapp.accounts.models import OIDCIdentity
-from webapp.accounts.oidc_config import roles_for_groups
-from webapp.accounts.roles import Role
+from webapp.accounts.oidc_config import grants_for_groups
 from webapp.audit.log import client_ip, record, record_anonymous
 from webapp.audit.models import AuditEvent
 from webapp.audit.signals import MARK
+from webapp.projects.membership import set_provider_memberships
+from webapp.projects.models import Membership, Project
 
 REFUSAL = "_oidc_refusal"  # the request attribute holding why a sign-in was refused
 # Errors a provider answers with (OpenID Connect Core 3.1.2.6, RFC 6749 4.1.2.1); any other
@@ -72,23 +74,24 @@ class OIDCBackend(OIDCAuthenticationBackend):
             raise SuspiciousOperation("userinfo is about another subject than the ID token")
         claims = {**payload, **userinfo}  # Entra ID puts the groups in the ID token only
         groups = claims.get(settings.OIDC_GROUPS_CLAIM) or []
-        roles = roles_for_groups(groups, settings.OIDC_GROUP_ROLES)
+        grants = _known(grants_for_groups(groups, settings.OIDC_GROUP_ROLES))
         identity = (
             OIDCIdentity.objects.select_related("user").filter(issuer=payload["iss"], subject=payload["sub"]).first()
         )
         user = identity.user if identity else None
         if user is not None and not user.is_active:
             self._refuse(user, "account disabled in this app", groups)
-        if user is None and roles and _taken(username_from(claims)):
+        if user is None and grants and _taken(username_from(claims)):
             self._refuse(username_from(claims), "username belongs to a local account", groups)
         with transaction.atomic():
-            if user is None and roles:
+            if user is None and grants:
                 user = self._create(claims, payload, groups)
             if user is not None:
                 self._update(user, claims)
-                set_roles(user, roles, groups, ip=client_ip(self.request))
-        if not roles:
-            self._refuse(user or username_from(claims), "no role for these groups", groups)
+                set_provider_memberships(user, grants, ip=client_ip(self.request), groups=_names(groups))
+        if not grants and (user is None or not Membership.objects.filter(user=user).exists()):
+            # Memberships a project admin gave in the app let a person in without a mapped group.
+            self._refuse(user or username_from(claims), "no project role for these groups", groups)
         return user
 
     def _create(self, claims, payload, groups):
@@ -138,22 +141,11 @@ def _taken(username: str) -> bool:
     return get_user_model().objects.filter(username__iexact=username).exists()
 
 
-def set_roles(user, roles: frozenset[str], groups, *, ip=None) -> None:
-    """Give `user` exactly the role groups in `roles` (admin also opens the Django admin), and
-    audit a change with the IdP groups it came from."""
-    current = set(user.groups.filter(name__in=[role.value for role in Role]).values_list("name", flat=True))
-    added, removed = sorted(set(roles) - current), sorted(current - set(roles))
-    if added:
-        user.groups.add(*[Group.objects.get_or_create(name=name)[0] for name in added])
-    if removed:
-        user.groups.remove(*Group.objects.filter(name__in=removed))
-    is_staff = Role.ADMIN.value in roles
-    if user.is_staff != is_staff:
-        user.is_staff = is_staff
-        user.save(update_fields=["is_staff"])
-    user.__dict__.pop("_dsm_roles", None)
-    if added or removed:
-        record(user, AuditEvent.Action.ROLES_CHANGED, user, ip=ip, added=added, removed=removed, groups=_names(groups))
+def _known(grants):
+    """The grants naming a project that exists (a site admin makes projects; a mapping may name
+    one before it is made)."""
+    slugs = set(Project.objects.filter(slug__in={slug for slug, _ in grants}).values_list("slug", flat=True))
+    return frozenset(grant for grant in grants if grant[0] in slugs)
 
 
 def _names(groups) -> list[str]:

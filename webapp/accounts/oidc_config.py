@@ -1,42 +1,64 @@
 """OpenID Connect settings that need more than a typed reader (no Django here, read by settings).
 
-OIDC_GROUP_ROLES is a JSON object mapping an identity-provider group to one of the app's roles:
-{"dsm-clinicians": "clinician", "dsm-admins": "admin"}. Today a role is global; when projects
-come, a value may name a project as well ({"group": {"project": "sepsis", "role": "clinician"}}),
-so the value's form is the one place that grows. Anything else fails loudly at start-up.
+OIDC_GROUP_ROLES is a JSON object mapping an identity-provider group to a role in a project, as
+"project-slug:role", or to a list of them:
+{"icu-doctors": "icu-sepsis:clinician", "dsm-research": ["icu-sepsis:researcher", "ed-triage:researcher"]}.
+Roles are clinician, curator, researcher, admin (a project's admin). Site admins are not granted
+by the provider: they are local accounts (the break-glass admin) or made by another site admin.
+Anything else fails loudly at start-up.
 """
 
 import json
+import re
 from urllib.parse import urlsplit
 
-ROLES = ("clinician", "researcher", "admin")  # webapp.accounts.roles.Role, without importing Django
+ROLES = ("clinician", "curator", "researcher", "admin")  # webapp.accounts.roles.Role, without Django
+GRANT = re.compile(r"^(?P<project>[-a-zA-Z0-9_]+):(?P<role>[a-z]+)$")
+
+Grant = tuple[str, str]  # (project slug, role)
 
 
 class GroupRolesError(ValueError):
     pass
 
 
-def parse_group_roles(raw: str) -> dict[str, str]:
-    """'{"idp-group": "role", ...}' -> {group: role}; an unknown role or shape raises GroupRolesError."""
+def parse_group_roles(raw: str) -> dict[str, tuple[Grant, ...]]:
+    """'{"idp-group": "project:role" or [...], ...}' -> {group: ((project, role), ...)}; an unknown
+    role or shape raises GroupRolesError saying which group and why."""
     try:
         mapping = json.loads(raw or "{}")
     except json.JSONDecodeError as exc:
         raise GroupRolesError(f"OIDC_GROUP_ROLES is not JSON: {exc.msg}") from None
     if not isinstance(mapping, dict):
-        raise GroupRolesError('OIDC_GROUP_ROLES must be a JSON object: {"idp-group": "role"}')
-    for group, role in mapping.items():
-        if role not in ROLES:
-            raise GroupRolesError(f"OIDC_GROUP_ROLES maps {group!r} to {role!r}: a role is one of {', '.join(ROLES)}")
-    return mapping
+        raise GroupRolesError('OIDC_GROUP_ROLES must be a JSON object: {"idp-group": "project:role"}')
+    parsed = {}
+    for group, value in mapping.items():
+        values = value if isinstance(value, list) else [value]
+        grants = []
+        for item in values:
+            match = GRANT.match(item) if isinstance(item, str) else None
+            if match is None:
+                raise GroupRolesError(
+                    f"OIDC_GROUP_ROLES maps {group!r} to {item!r}: a value is 'project-slug:role' (or a list of them)"
+                )
+            if match["role"] not in ROLES:
+                raise GroupRolesError(
+                    f"OIDC_GROUP_ROLES maps {group!r} to {item!r}: a role is one of {', '.join(ROLES)}"
+                )
+            grants.append((match["project"], match["role"]))
+        parsed[group] = tuple(grants)
+    return parsed
 
 
-def roles_for_groups(groups, mapping: dict[str, str]) -> frozenset[str]:
-    """The roles the IdP groups grant. `groups` is the claim's value: a list, or one name."""
+def grants_for_groups(groups, mapping: dict[str, tuple[Grant, ...]]) -> frozenset[Grant]:
+    """The (project, role) pairs the IdP groups grant. `groups` is the claim's value: a list, or one name."""
     if isinstance(groups, str):
         groups = [groups]
     if not isinstance(groups, list | tuple):
         return frozenset()
-    return frozenset(mapping[group] for group in groups if isinstance(group, str) and group in mapping)
+    return frozenset(
+        grant for group in groups if isinstance(group, str) and group in mapping for grant in mapping[group]
+    )
 
 
 def origin(url: str) -> str:

@@ -1,21 +1,30 @@
-"""The IdP-group to role mapping, as plain functions."""
+"""The IdP-group to project-role mapping, as plain functions."""
 
 import pytest
 
-from webapp.accounts.oidc_config import GroupRolesError, origin, parse_group_roles, roles_for_groups
+from webapp.accounts.oidc_config import GroupRolesError, grants_for_groups, origin, parse_group_roles
 
-MAPPING = {"ward-doctors": "clinician", "research-team": "researcher", "dsm-admins": "admin"}
+MAPPING = parse_group_roles(
+    '{"ward-doctors": "icu:clinician", "research-team": ["icu:researcher", "ed:researcher"], "dsm-admins": "icu:admin"}'
+)
 
 
-def test_groups_grant_the_roles_they_map_to_and_other_groups_nothing():
-    assert roles_for_groups(["all-staff", "ward-doctors", "dsm-admins"], MAPPING) == {"clinician", "admin"}
-    assert roles_for_groups(["all-staff"], MAPPING) == frozenset()
+def test_groups_grant_the_project_roles_they_map_to_and_other_groups_nothing():
+    assert grants_for_groups(["all-staff", "ward-doctors", "dsm-admins"], MAPPING) == {
+        ("icu", "clinician"),
+        ("icu", "admin"),
+    }
+    assert grants_for_groups(["all-staff"], MAPPING) == frozenset()
+
+
+def test_a_group_may_grant_roles_in_several_projects():
+    assert grants_for_groups(["research-team"], MAPPING) == {("icu", "researcher"), ("ed", "researcher")}
 
 
 def test_a_single_group_name_or_a_missing_claim_is_read_safely():
-    assert roles_for_groups("research-team", MAPPING) == {"researcher"}
-    assert roles_for_groups(None, MAPPING) == frozenset()
-    assert roles_for_groups([{"odd": 1}, 7], MAPPING) == frozenset()
+    assert grants_for_groups("ward-doctors", MAPPING) == {("icu", "clinician")}
+    assert grants_for_groups(None, MAPPING) == frozenset()
+    assert grants_for_groups([{"odd": 1}, 7], MAPPING) == frozenset()
 
 
 def test_an_empty_mapping_is_allowed_and_maps_nothing():
@@ -24,8 +33,13 @@ def test_an_empty_mapping_is_allowed_and_maps_nothing():
 
 
 def test_a_role_that_is_not_one_of_the_apps_is_refused_naming_the_group():
-    with pytest.raises(GroupRolesError, match="'ward' to 'superuser'"):
-        parse_group_roles('{"ward": "superuser"}')
+    with pytest.raises(GroupRolesError, match="'ward' to 'icu:superuser'"):
+        parse_group_roles('{"ward": "icu:superuser"}')
+
+
+def test_a_role_without_its_project_is_refused_saying_the_form():
+    with pytest.raises(GroupRolesError, match="a value is 'project-slug:role'"):
+        parse_group_roles('{"ward": "clinician"}')
 
 
 def test_origin_is_scheme_and_host():

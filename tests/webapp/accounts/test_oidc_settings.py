@@ -23,7 +23,7 @@ CONFIGURED = {
     "OIDC_OP_USER_ENDPOINT": f"{KEYCLOAK}/userinfo",
     "OIDC_OP_JWKS_ENDPOINT": f"{KEYCLOAK}/certs",
     "OIDC_OP_LOGOUT_ENDPOINT": f"{KEYCLOAK}/logout",
-    "OIDC_GROUP_ROLES": '{"ward-doctors": "clinician", "dsm-admins": "admin"}',
+    "OIDC_GROUP_ROLES": '{"ward-doctors": "icu:clinician", "dsm-admins": "icu:admin"}',
 }
 
 
@@ -42,7 +42,7 @@ def test_a_configured_provider_adds_its_backend_its_role_mapping_and_its_logout_
     conf = probe({**CONFIGURED, "OIDC_RENEW_SECONDS": "120"}, tmp_path)
     assert conf["backends"][-1] == "webapp.accounts.oidc.OIDCBackend"
     assert "django.contrib.auth.backends.ModelBackend" in conf["backends"]  # local accounts stay
-    assert conf["roles"] == {"ward-doctors": "clinician", "dsm-admins": "admin"}
+    assert conf["roles"] == {"ward-doctors": [["icu", "clinician"]], "dsm-admins": [["icu", "admin"]]}
     assert conf["form_action"] == ["'self'", "https://idp.hospital.example"]
     assert conf["renew"] == 120
 
@@ -56,7 +56,8 @@ def test_a_client_id_without_the_endpoints_stops_the_start_naming_them(tmp_path)
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ('{"ward-doctors": "doctor"}', "maps 'ward-doctors' to 'doctor'"),
+        ('{"ward-doctors": "icu:doctor"}', "maps 'ward-doctors' to 'icu:doctor'"),
+        ('{"ward-doctors": "clinician"}', "a value is 'project-slug:role'"),
         ('["ward-doctors"]', "must be a JSON object"),
         ("ward-doctors=clinician", "is not JSON"),
     ],
