@@ -22,6 +22,7 @@ urlpatterns = [
     path("oidc/callback/", login_not_required(oidc.CallbackView.as_view()), name="oidc_authentication_callback"),
     path("admin/", admin.site.urls),
     path("audit/", include("webapp.audit.urls")),
+    path("projects/", include("webapp.projects.urls")),
     path("corpora/", include("webapp.corpus.urls")),
     path("jobs/", include("webapp.pipeline.urls")),
     path("datasets/", include("webapp.datasets.urls")),

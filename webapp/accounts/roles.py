@@ -33,6 +33,7 @@ class Capability(StrEnum):
     EXPORT = "export"
     MANAGE_TASKS = "manage_tasks"
     ADJUDICATE = "adjudicate"
+    MANAGE_MEMBERS = "manage_members"
     AUDIT = "audit"
 
 
@@ -44,6 +45,7 @@ CAPABILITIES: dict[Capability, frozenset[Role]] = {
     Capability.EXPORT: frozenset({Role.RESEARCHER, Role.ADMIN}),
     Capability.MANAGE_TASKS: frozenset({Role.RESEARCHER, Role.ADMIN}),
     Capability.ADJUDICATE: frozenset({Role.CURATOR, Role.ADMIN}),
+    Capability.MANAGE_MEMBERS: frozenset({Role.ADMIN}),
     Capability.AUDIT: frozenset({Role.ADMIN}),
 }
 

@@ -32,7 +32,8 @@ def _patterns(patterns=None, prefix="", namespace=""):
 
 def _object_patterns():
     """(route, view name) of every app URL that takes an object's id."""
-    return [(route, name) for route, name in _patterns() if not route.startswith("admin/") and "<int:" in route]
+    named = ("<int:", "<slug:")
+    return [(r, name) for r, name in _patterns() if not r.startswith("admin/") and any(n in r for n in named)]
 
 
 @pytest.fixture
@@ -106,6 +107,8 @@ def other(db, django_user_model):
         "round_id": review_round.pk,
         "run_id": run.pk,
         "fmt": "jsonl",
+        "slug": project.slug,
+        "membership_id": Membership.objects.get(project=project).pk,
         "project": project,
     }
 
@@ -115,7 +118,7 @@ def _kwargs(route, name, ids):
     for part in route.split("<")[1:]:
         kind, key = part.split(">", 1)[0].split(":")
         scoped = f"{name.split(':', 1)[0]}:{key}"
-        kwargs[key] = ids.get(scoped, ids.get(key)) if kind == "int" else ids["fmt"]
+        kwargs[key] = ids.get(scoped, ids.get(key)) if kind in ("int", "slug") else ids["fmt"]
     return kwargs
 
 
@@ -144,6 +147,7 @@ def _state_of(project) -> list:
             else (model.objects.filter(split__corpus__project=project))
         )
         rows.append(sorted(map(repr, scoped.values())))
+    rows.append(sorted(map(repr, Membership.objects.filter(project=project).values())))
     return rows
 
 

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from webapp.projects import views
+
+app_name = "projects"
+
+urlpatterns = [
+    path("", views.project_list, name="list"),
+    path("new/", views.project_new, name="new"),
+    path("<slug:slug>/", views.project_detail, name="detail"),
+    path("<slug:slug>/members/", views.member_add, name="member_add"),
+    path("<slug:slug>/members/<int:membership_id>/remove/", views.member_remove, name="member_remove"),
+]
