@@ -20,3 +20,7 @@ class ExportForm(forms.Form):
         PeakProfile.objects.all(), required=False, label="Peak profile", empty_label="The default profile"
     )
     decisions = forms.BooleanField(required=False, label="Review decisions and adjudications")
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["peaks"].queryset = ModelVersion.objects.visible_to(user)  # base models and the user's projects'

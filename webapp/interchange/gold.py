@@ -20,7 +20,6 @@ documents carry it and what it maps to, then what would be created, unchanged or
 
 from __future__ import annotations
 
-import inspect
 import tempfile
 from collections import Counter, defaultdict
 from contextlib import contextmanager
@@ -342,10 +341,8 @@ class _Reading:
 
 
 def _task_resolver(corpus) -> _TaskResolver:
-    """The import's task lookup, scoped to the corpus's project where tasks belong to projects."""
-    if inspect.signature(_TaskResolver).parameters:
-        return _TaskResolver(corpus.project_id)
-    return _TaskResolver()
+    """The import's own task lookup: the catalog and the tasks of the corpus's project."""
+    return _TaskResolver(corpus.project_id)
 
 
 def _ordered(evidence: list) -> list:

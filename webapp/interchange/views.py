@@ -13,7 +13,7 @@ from webapp.interchange.forms import ExportForm
 
 def export(request, corpus_id):
     corpus = corpus_for(request.user, corpus_id, Capability.EXPORT)
-    form = ExportForm(request.GET if "format" in request.GET else None, initial={"gold": True})
+    form = ExportForm(request.GET if "format" in request.GET else None, initial={"gold": True}, user=request.user)
     if form.is_bound and form.is_valid():
         data = form.cleaned_data
         model, profile = data["peaks"], data["profile"]

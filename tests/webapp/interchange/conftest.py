@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.projects import default_project
 from webapp.corpus.models import Corpus, Note, Task
 
 TEXTS = {
@@ -11,12 +12,8 @@ TEXTS = {
 
 
 def make_corpus(**fields) -> Corpus:
-    """A corpus, in the default project where corpora belong to projects."""
-    if any(f.name == "project" for f in Corpus._meta.get_fields()):
-        from tests.projects import default_project
-
-        fields["project"] = default_project()
-    return Corpus.objects.create(**fields)
+    """A corpus of the project the test users belong to (tests/projects.py)."""
+    return Corpus.objects.create(project=default_project(), **fields)
 
 
 @pytest.fixture

@@ -195,3 +195,16 @@ def test_another_projects_researcher_gets_not_found(gold, django_user_model, cli
     response = client_for(outsider).get(reverse("interchange:export", args=[gold.pk]), {"format": "jsonl"})
     assert response.status_code == 404
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.EXPORT).exists()
+
+
+def test_the_page_offers_peaks_of_models_the_user_may_see_and_exports_them(reviewed, gold, researcher, client_for):
+    client = client_for(researcher)
+    page = client.get(reverse("interchange:export", args=[gold.pk])).content.decode()
+    assert '<option value="tiny-model">tiny-model</option>' in page
+    profile = PeakProfile.objects.get(name="sharp")
+    query = {"format": "jsonl", "gold": "", "peaks": "tiny-model", "profile": profile.pk, "decisions": "on"}
+    response = client.get(reverse("interchange:export", args=[gold.pk]), query)
+    archive = zipfile.ZipFile(BytesIO(b"".join(response.streaming_content)))
+    docs = [json.loads(line) for line in archive.read("jsonl.jsonl").decode().splitlines()]
+    sources = sorted({s["source"] for d in docs for s in d["spans"]})
+    assert sources == ["decision", "prediction"]
