@@ -109,7 +109,10 @@ CASES = {
     ),
     "non-UTF-8 byte": (non_utf8, ["notes.jsonl line 2: not UTF-8 (byte 0xe9 at column 26)"]),
     "empty file": (lambda p: write_jsonl(p / "notes.jsonl", []), ["notes.jsonl: the file holds no notes"]),
-    "unknown format": (lambda p: (p / "notes.txt").write_text("x") and p / "notes.txt", ["notes.txt: unsupported format"]),
+    "unknown format": (
+        lambda p: (p / "notes.txt").write_text("x") and p / "notes.txt",
+        ["notes.txt: unsupported format"],
+    ),
     "missing file": (lambda p: p / "nope.jsonl", ["nope.jsonl: no such file or folder"]),
     "CSV without a text column": (
         lambda p: csv_file(p, b"id,body\n1,x\n"),
