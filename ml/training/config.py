@@ -20,7 +20,7 @@ CPU_MAX_LENGTH = 512  # max_length=None on CPU (any device but CUDA): the CPU-sc
 GPU_MAX_LENGTH = 8192  # max_length=None on CUDA: the model's context, up to this many tokens
 PRECISIONS = ("auto", "bf16", "fp32")
 SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup")
-SHARDINGS = ("none", "fsdp")
+SHARDINGS = ("none", "fsdp", "zero2")
 
 
 class _FromDict:
@@ -81,7 +81,9 @@ class CausalLMConfig(_FromDict):
     max_grad_norm: float = 1.0  # gradient clipping
     # "none": every process holds the whole model (DDP across processes, the paper's models up to
     # ~4B on 141 GB); "fsdp": FSDP2, weights, gradients and optimizer states split over the
-    # processes (sharding.py; e.g. 8B full DSM on 2 x 141 GB, see memory.py)
+    # processes (sharding.py; e.g. 8B full DSM on 2 x 141 GB, see memory.py); "zero2": FSDP2 that
+    # keeps each layer's gathered weights from its forward to its backward (one all-gather a step
+    # instead of two; all weights whole during a micro-batch, like ZeRO-2), the paper's setting
     sharding: str = "none"
     cpu_offload: bool = False  # fsdp only: keep the sharded states in host memory (slower, less GPU memory)
 

@@ -16,8 +16,10 @@ Per GPU, in bytes (P parameters, T trainable, N GPUs):
       AdamW's per-tensor `step` scalars (4 B a tensor) are left out.
 * sharding: "ddp" replicates everything; "zero2" (ZeRO-2) shards gradients and optimizer states
   (/N) and replicates the weights; "fsdp" (FSDP FULL_SHARD, ZeRO-3-like) shards all states (/N).
-  The trainer runs "ddp" (config `sharding: "none"`) and "fsdp" (sharding.py); "zero2" is planned
-  only, for comparison (the paper's DeepSpeed setting). `config_sharding` maps a run's config.
+  The trainer runs "ddp" (config `sharding: "none"`), "fsdp" and "zero2" (sharding.py: FSDP2 that
+  keeps gathered weights from forward to backward; its fp32 shards at rest make it hold less than
+  the replicated weights counted here, so "zero2" is an upper bound for it). `config_sharding` maps
+  a run's config.
   `cpu_offload` (fsdp only) keeps the sharded states in host memory: none of them on the GPU.
   FSDP over several GPUs (or offloaded) also holds two units' whole weights while they run (the
   one computing and the one prefetched; a unit: a decoder layer, or the root's embeddings and
@@ -354,7 +356,7 @@ def _candidates(s: PlanSettings):
 
 def config_sharding(sharding: str) -> str:
     """The planner's name for a training config's `sharding` ("none" -> "ddp", "fsdp")."""
-    return {"none": "ddp", "fsdp": "fsdp"}.get(sharding, sharding)
+    return {"none": "ddp", "fsdp": "fsdp", "zero2": "zero2"}.get(sharding, sharding)
 
 
 def plan(shape: ModelShape, settings: PlanSettings, *, parameters: int | None = None) -> MemoryPlan:

@@ -3,8 +3,10 @@ their save and load. The loop (loop.py) calls these when `config.sharding == "fs
 
 Wrapping: every decoder layer (the classes the model lists in `_no_split_modules`, e.g.
 LlamaDecoderLayer) is one FSDP unit, then the root takes the rest (embeddings, final norm, output
-head). Each process holds 1/N of every trained state (weights, gradients, AdamW moments); a unit's
-full weights exist only while it runs (all-gathered before, freed after; ZeRO-3 / FULL_SHARD).
+head). Each process holds 1/N of every trained state (weights, gradients, AdamW moments); under
+"fsdp" a unit's full weights exist only while it runs (all-gathered before its forward and again
+before its backward, freed after; ZeRO-3 / FULL_SHARD); under "zero2" they stay from its forward
+to its backward (reshard_after_forward=False: one all-gather a micro-batch, more memory).
 Gradient checkpointing (prepare_model) composes with it; the optimizer is made after `shard`,
 over the sharded parameters. Gradients are reduce-scattered after each micro-batch's backward,
 so no process ever holds a whole model's gradients.
@@ -45,7 +47,7 @@ _OWN_GROUP = {"made": False}  # a process group of one made by `shard` (destroye
 
 
 def enabled(config) -> bool:
-    return getattr(config, "sharding", "none") == "fsdp"
+    return getattr(config, "sharding", "none") in ("fsdp", "zero2")
 
 
 def mixed_precision(amp: torch.dtype | None, device: torch.device):
@@ -113,6 +115,9 @@ def shard(model, config, device: torch.device, amp: torch.dtype | None):
     mesh = init_device_mesh(device.type, (dist.get_world_size(),))
     options = {
         "mesh": mesh,
+        # zero2: a layer's weights stay gathered from its forward to its backward (no second
+        # all-gather; the whole model's weights exist during a micro-batch, as under ZeRO-2)
+        "reshard_after_forward": config.sharding != "zero2",
         "mp_policy": mixed_precision(amp, device) or MixedPrecisionPolicy(),
         "offload_policy": (
             CPUOffloadPolicy(pin_memory=device.type == "cuda") if config.cpu_offload else OffloadPolicy()

@@ -95,7 +95,7 @@ CHOICES = {  # as ml.training.config accepts them
     "precision": ("auto", "bf16", "fp32"),
     "scheduler": ("cosine", "linear", "constant", "constant_with_warmup"),
     "instruction_turn": ("system", "user"),
-    "sharding": ("none", "fsdp"),  # none: DDP across processes; fsdp: FSDP2 (ml/training/sharding.py)
+    "sharding": ("none", "fsdp", "zero2"),  # none: DDP; fsdp, zero2: FSDP2 (ml/training/sharding.py)
 }
 POSITIVE = {"epochs", "lr", "adam_eps", "lora_alpha", "max_grad_norm"}
 AT_LEAST_ONE = {

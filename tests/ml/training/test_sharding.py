@@ -171,3 +171,26 @@ def test_one_sharded_process_trains_bit_for_bit_like_an_unsharded_one_and_resume
     assert weights_checksum(sharded.model) == weights_checksum(plain.model)
     assert type(sharded.model) is type(plain.model)  # rank 0 gets a plain transformers model back
     assert not torch.distributed.is_initialized()
+
+
+def test_zero2_keeps_gathered_weights_to_the_backward_and_trains_bit_for_bit_like_unsharded(tmp_path):
+    from torch.distributed.fsdp import FSDPModule
+    from torch.distributed.tensor import DTensor
+
+    from ml.training import sharding
+
+    plain, plain_losses = one_process(tmp_path / "plain", sharding="none", epochs=1, checkpoint_every=0)
+    zero2, zero2_losses = one_process(tmp_path / "zero2", sharding="zero2", epochs=1, checkpoint_every=0)
+    assert zero2_losses == plain_losses
+    assert weights_checksum(zero2.model) == weights_checksum(plain.model)
+
+    layers = []
+    for name in ("fsdp", "zero2"):  # what each setting asks of FSDP2, on a model sharded in a group of one
+        model = build_loaded("llama").model
+        sharding.shard(model, fast_config(sharding=name), torch.device("cpu"), None)
+        layer = model.model.layers[0]
+        assert isinstance(layer, FSDPModule)
+        model(input_ids=torch.tensor([[1, 2, 3]]))  # after a forward: resharded (fsdp) or still whole (zero2)
+        layers.append(isinstance(layer.self_attn.q_proj.weight, DTensor))  # a shard, or the whole weight
+        sharding.release()
+    assert layers == [True, False]
