@@ -99,6 +99,7 @@ def other(db, django_user_model):
         "note_id": note.pk,
         "task_id": task.pk,
         "corpus:job_id": imported.pk,
+        "interchange:job_id": imported.pk,
         "pipeline:job_id": job.pk,
         "dataset_id": dataset.pk,
         "export_id": export.pk,
@@ -119,6 +120,7 @@ def _kwargs(route, name, ids):
         kind, key = part.split(">", 1)[0].split(":")
         scoped = f"{name.split(':', 1)[0]}:{key}"
         kwargs[key] = ids.get(scoped, ids.get(key)) if kind in ("int", "slug") else ids["fmt"]
+        assert kwargs[key] is not None, f"the matrix has no object of project B for {scoped} in {route}: add one"
     return kwargs
 
 
