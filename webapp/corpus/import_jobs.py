@@ -24,8 +24,10 @@ evidence), with `problem_count` 0. Neither holds note text or metadata values.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import partial
 
+from django.core.files import File
 from django.db import transaction
 from django.utils import timezone
 
@@ -39,6 +41,7 @@ from webapp.lifecycle.status import ENDED, JobStatus
 
 TASK = "workers.imports.run_import"
 RECENT = 50
+PREVIEW_KEPT = timedelta(hours=24)  # a preview's upload, for "Import now"
 PHASES = {"validate": ImportJob.Phase.VALIDATING, "write": ImportJob.Phase.WRITING}
 
 
@@ -175,10 +178,54 @@ def resume(job: ImportJob, actor) -> bool:
     return True
 
 
-def discard_upload(job: ImportJob) -> None:
-    """Remove the stored upload of a job that has ended (it can no longer run)."""
+def discard_upload(job: ImportJob, *, keep_preview: bool = True) -> None:
+    """Remove the stored upload of a job that has ended (it can no longer run). A done preview's
+    (annotation-tool files checked with "Preview only") is kept PREVIEW_KEPT, for "Import now"."""
+    if keep_preview and _fresh_preview(job):
+        return
     if job.upload and ImportJob.objects.filter(pk=job.pk, status__in=ENDED).update(upload="") == 1:
         uploads.discard(job.upload)
+
+
+def _fresh_preview(job: ImportJob) -> bool:
+    """Read from the database: the worker's copy of its job is older than the job's end."""
+    row = ImportJob.objects.filter(pk=job.pk, status=JobStatus.DONE).exclude(upload="").values("upload", "finished")
+    row = row.first()
+    if row is None or (row["finished"] and row["finished"] < timezone.now() - PREVIEW_KEPT):
+        return False
+    path = uploads.stored_file(row["upload"])
+    options = uploads.stored_options(path) if path is not None else None
+    return bool(options and options.get("dry_run"))
+
+
+class NotPreviewed(Exception):
+    """Said to the user as written."""
+
+
+def import_previewed(job: ImportJob, *, actor, ip: str | None = None) -> ImportJob:
+    """Import, as a new job, the file a done preview checked: its stored upload is copied for the
+    new job (with the same format and mapping, for real), then the preview's is removed."""
+    path = uploads.stored_file(job.upload) if job.is_done else None
+    options = uploads.stored_options(path) if path is not None else None
+    if not options or not options.get("dry_run"):
+        raise NotPreviewed(
+            "Only a finished preview whose file is still kept can be imported from here; upload it again."
+        )
+    with path.open("rb") as stored:
+        uploaded = File(stored, name=job.file_name)
+        uploaded.import_options = {**options, "dry_run": False}  # kept beside the copy (uploads.store)
+        new = launch(
+            uploaded,
+            project=job.project,
+            kind=job.kind,
+            corpus=job.corpus_name,
+            language="",
+            update=job.update,
+            actor=actor,
+            ip=ip,
+        )
+    discard_upload(job, keep_preview=False)
+    return new
 
 
 def discard_leftovers() -> None:

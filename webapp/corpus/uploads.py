@@ -128,6 +128,12 @@ def import_stored(
     )
 
 
+def stored_file(relative: str) -> Path | None:
+    """The stored upload, if it is still there."""
+    path = _resolve(relative)
+    return path if path is not None and path.is_file() else None
+
+
 def stored_options(path: Path) -> dict | None:
     """The annotation-tool options stored beside an upload (webapp.interchange.gold), if any."""
     options = path.parent / OPTIONS_FILE

@@ -40,7 +40,7 @@ from webapp.lib.validators import overlapping_spans, printable
 
 BATCH = 500  # documents whose notes are looked up in one query
 PREVIEW_ONLY = "Preview only"
-PREVIEW_NOTE = "nothing was written; upload the file again without 'Preview only' to import it"
+PREVIEW_NOTE = "nothing was written; 'Import now' on this page imports the same file (kept 24 hours)"
 
 
 @dataclass

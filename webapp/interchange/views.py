@@ -1,11 +1,16 @@
 """The corpus's export page: a form, one button per format of the table; the download is a zip
-streamed while it is sent (webapp.interchange.exporting)."""
+streamed while it is sent (webapp.interchange.exporting). "Import now" after a preview of
+annotation-tool files (webapp.corpus.import_jobs.import_previewed)."""
 
+from django.contrib import messages
 from django.http import StreamingHttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
+from webapp.accounts.client_ip import client_address
 from webapp.accounts.roles import Capability
-from webapp.corpus.access import corpus_for
+from webapp.corpus import import_jobs
+from webapp.corpus.access import corpus_for, import_job_for
 from webapp.interchange.exporting import ExportChoice, download_name, peak_source, zip_export
 from webapp.interchange.formats import FORMATS
 from webapp.interchange.forms import ExportForm
@@ -25,3 +30,16 @@ def export(request, corpus_id):
         return response
     context = {"nav": "corpora", "corpus": corpus, "form": form, "formats": FORMATS.values()}
     return render(request, "interchange/export.html", context)
+
+
+@require_POST
+def import_previewed(request, job_id):
+    """The Import page's "Import now" after a preview of annotation-tool files."""
+    job = import_job_for(request.user, job_id)
+    try:
+        new = import_jobs.import_previewed(job, actor=request.user, ip=client_address(request))
+    except import_jobs.NotPreviewed as exc:
+        messages.error(request, str(exc))
+        return redirect("corpus:import_detail", job.pk)
+    messages.info(request, f"{new.file_name} is queued for import into {new.corpus_name}, as previewed.")
+    return redirect("corpus:import_detail", new.pk)

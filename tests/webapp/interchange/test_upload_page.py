@@ -84,3 +84,26 @@ def test_the_page_offers_every_format_of_the_table(researcher, client_for):
     page = client_for(researcher).get(reverse("corpus:upload")).content.decode()
     for value in ("brat", "xmi", "labelstudio", "doccano", "jsonl"):
         assert f'<option value="{value}">' in page
+
+
+def test_import_now_imports_the_previewed_file_once(
+    ward, tasks, researcher, client_for, django_capture_on_commit_callbacks, data_dir
+):
+    client = client_for(researcher)
+    preview, page = _upload(client, django_capture_on_commit_callbacks, preview="on")
+    assert preview.upload  # kept after the preview ended, for "Import now"
+    assert reverse("interchange:import_previewed", args=[preview.pk]) in page
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("interchange:import_previewed", args=[preview.pk]))
+    job = ImportJob.objects.latest("pk")
+    assert job.pk != preview.pk and response["Location"] == reverse("corpus:import_detail", args=[job.pk])
+    run_import(job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.created_count, job.file_name) == ("done", 1, "gold.zip")
+    assert Annotation.objects.get().annotator_name == "import:gold.zip"
+    preview.refresh_from_db()
+    assert preview.upload == ""
+    assert sorted(p.name for p in (data_dir / "uploads").iterdir()) == []  # both uploads removed
+    again = client.post(reverse("interchange:import_previewed", args=[preview.pk]), follow=True)
+    assert "Only a finished preview whose file is still kept can be imported from here" in again.content.decode()
+    assert ImportJob.objects.count() == 2
