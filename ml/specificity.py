@@ -168,47 +168,86 @@ def jaccard(a: Sequence[Span], b: Sequence[Span]) -> float:
 
 
 def note_specificity(maps: Sequence[TaskMap], params: SpecificityParams | None = None) -> NoteSpecificity:
-    """How a note's maps differ across its tasks (module doc); one TaskMap per task."""
+    """How a note's maps differ across its tasks (module doc); one TaskMap per task. Peak
+    overlaps are counted on one boolean character mask per task (numpy), so a note with many
+    peaks and tasks costs a few vector operations per pair of tasks, not a loop over peaks."""
     params = params or SpecificityParams()
     n = len(maps)
-    rho = np.full((n, n), np.nan)
-    share = np.full((n, n), np.nan)  # share[i, j]: of i's peak characters, shared with j
+    n_chars = max((int(e) for m in maps for _, e in m.peaks), default=0)
+    masks = np.zeros((n, n_chars), dtype=bool)
+    for i, m in enumerate(maps):
+        for a, b in m.peaks:
+            masks[i, int(a) : int(b)] = True
+    sizes = masks.sum(1)
+    both = masks.astype(np.int32) @ masks.T.astype(np.int32)  # shared peak characters of each pair
+    rho = _same_token_rho(maps)
     pairs = []
     for i in range(n):
         for j in range(i + 1, n):
-            rho[i, j] = rho[j, i] = spearman(*aligned(maps[i], maps[j]))
-            share[i, j] = peak_share(maps[i].peaks, maps[j].peaks)
-            share[j, i] = peak_share(maps[j].peaks, maps[i].peaks)
+            if rho[i, j] != rho[i, j] and not _same_tokens(maps[i], maps[j]):  # nan: other tokens
+                rho[i, j] = rho[j, i] = spearman(*aligned(maps[i], maps[j]))
+            union = sizes[i] + sizes[j] - both[i, j]
             pairs.append(
                 {
                     "a": maps[i].task,
                     "b": maps[j].task,
                     "spearman": _none(rho[i, j]),
-                    "jaccard": _none(jaccard(maps[i].peaks, maps[j].peaks)),
+                    "jaccard": float(both[i, j] / union) if union else None,
                 }
             )
     tasks = []
     for i, m in enumerate(maps):
         others = [j for j in range(n) if j != i]
-        shares = share[i, others] if others else np.array([])
-        same = bool(others) and bool(m.peaks) and bool(np.all(shares >= params.same_share))
-        shared = [
-            (int(s), int(e))
-            for s, e in m.peaks
-            if others and all(peak_share([(s, e)], maps[j].peaks) >= params.same_share for j in others)
-        ]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            shares = both[i, others] / sizes[i] if others and sizes[i] else np.array([])
+        same = bool(others) and bool(sizes[i]) and bool(np.all(shares >= params.same_share))
+        shared = []
+        if others and m.peaks:
+            everywhere = np.concatenate([[0], np.cumsum(masks[others].all(0))])  # peak chars of every other task
+            shared = [
+                (int(a), int(b))
+                for a, b in m.peaks
+                if b > a and (everywhere[int(b)] - everywhere[int(a)]) / (int(b) - int(a)) >= params.same_share
+            ]
         tasks.append(
             TaskSpecificity(
                 task=m.task,
                 n_peaks=len(m.peaks),
                 spearman_mean=_nanmean(rho[i, others]) if others else math.nan,
-                peak_share_min=float(np.min(shares)) if others and m.peaks else math.nan,
-                peak_share_mean=_nanmean(shares) if others and m.peaks else math.nan,
+                peak_share_min=float(np.min(shares)) if len(shares) else math.nan,
+                peak_share_mean=float(np.mean(shares)) if len(shares) else math.nan,
                 same_as_all=same,
                 shared_peaks=shared,
             )
         )
     return NoteSpecificity(tasks, pairs)
+
+
+def _same_tokens(a: TaskMap, b: TaskMap) -> bool:
+    oa, ob = np.asarray(a.offsets), np.asarray(b.offsets)
+    return oa.shape == ob.shape and np.array_equal(oa, ob)
+
+
+def _same_token_rho(maps: Sequence[TaskMap]) -> np.ndarray:
+    """Spearman's rho of every pair of maps over the same tokens, from each map's ranks computed
+    once (Pearson correlation of the centred ranks); nan for pairs over other tokens or with a
+    constant map (then `spearman` decides)."""
+    n = len(maps)
+    rho = np.full((n, n), np.nan)
+    ranked = {}
+    for i, m in enumerate(maps):
+        scores = np.asarray(m.scores, dtype=np.float64)
+        if len(scores) >= 2:
+            r = _ranks(scores)
+            r = r - r.mean()
+            norm = math.sqrt(float(r @ r))
+            if norm > 0:
+                ranked[i] = r / norm
+    for i in ranked:
+        for j in ranked:
+            if j > i and _same_tokens(maps[i], maps[j]):
+                rho[i, j] = rho[j, i] = float(ranked[i] @ ranked[j])
+    return rho
 
 
 # ---------------------------------------------------------------- across notes

@@ -125,3 +125,13 @@ def test_the_summary_counts_same_peaks_and_averages_correlations():
     assert result["notes"] == 2 and result["notes_with_one_task"] == 1 and result["pairs"] == 4
     assert result["same_for_every_task"] == 2 and result["same_share"] == pytest.approx(0.5)
     assert result["spearman_mean"] == pytest.approx(0.0, abs=1e-12)  # (1 + -1) / 2
+
+
+def test_maps_over_the_same_tokens_correlate_as_the_plain_spearman_says():
+    rng = np.random.default_rng(4)
+    maps = [TaskMap(t, OFFSETS, rng.random(10).round(1), [(0, 3)]) for t in "abcd"]  # ties included
+    result = note_specificity(maps)
+    for p in result.pairs:
+        a, b = (next(m for m in maps if m.task == t) for t in (p["a"], p["b"]))
+        # Same float64 ranks, another summation order: a few ulps of a value <= 1.
+        assert p["spearman"] == pytest.approx(spearman(a.scores, b.scores), abs=1e-12)
