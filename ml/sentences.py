@@ -5,8 +5,8 @@ empty units (blank lines) are dropped, so the spans are ordered and disjoint:
 * "line": every line (split at "\\n"; "\\r\\n" counts as one break).
 * "sentence": every line, cut further after ".", "!", "?" or ";" followed by whitespace, unless
   the dot follows a single letter ("p. o.", "y.o.", "E. coli"), read as an abbreviation. ("3.5"
-  has no whitespace after its dot; "since 2019. BP" ends a sentence.) Clinical notes break lines far more reliably than they punctuate, so a
-  line break always ends a sentence.
+  has no whitespace after its dot; "since 2019. BP" ends a sentence.) Clinical notes break lines
+  far more reliably than they punctuate, so a line break always ends a sentence.
 
 Aggregation (`aggregate(units, offsets, scores, how)`): each token belongs to the unit holding
 its last character (a token's leading space lies in the gap before a unit); tokens outside

@@ -7,7 +7,10 @@ import pytest
 
 from ml.sentences import aggregate, levels, units
 
-NOTE = "Vital signs: HR 130 bpm. BP 210/95.\n\nOn warfarin p. o. since 2019; INR 3.5!\r\nNo chest pain, 67 y.o. Seen 2019. Fine."
+NOTE = (
+    "Vital signs: HR 130 bpm. BP 210/95.\n\nOn warfarin p. o. since 2019; INR 3.5!\r\n"
+    "No chest pain, 67 y.o. Seen 2019. Fine."
+)
 
 
 def texts(spans):
