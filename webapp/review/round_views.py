@@ -15,18 +15,18 @@ from webapp.accounts.roles import Capability, has_capability
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.tasks import current_guideline
-from webapp.review import access, adjudication, rounds, selection, team_export
+from webapp.review import access, adjudication, rounds, selection, team_export, timing
 from webapp.review.forms import RoundForm
 
 
 def round_list(request, corpus_id):
     corpus = access.corpus_for(request.user, corpus_id)
     sel = selection.for_corpus(corpus, request.POST or request.GET)
-    can_create = has_capability(request.user, Capability.LAUNCH)
+    can_create = has_capability(request.user, Capability.LAUNCH, corpus.project_id)
     form = None
     if request.method == "POST":
         corpus = access.round_corpus_for(request.user, corpus_id)
-        form = RoundForm(request.POST, reviewers=rounds.reviewer_candidates())
+        form = RoundForm(request.POST, reviewers=rounds.reviewer_candidates(corpus.project_id))
         if form.is_valid():
             data = form.cleaned_data
             try:
@@ -50,7 +50,9 @@ def round_list(request, corpus_id):
                 messages.success(request, f"Round {rnd.name}: {rnd.pairs.count()} pairs, each for {rnd.k} reviewers.")
                 return redirect("review:round", rnd.pk)
     elif can_create:
-        form = RoundForm(initial={"name": f"{corpus.name} round"}, reviewers=rounds.reviewer_candidates())
+        form = RoundForm(
+            initial={"name": f"{corpus.name} round"}, reviewers=rounds.reviewer_candidates(corpus.project_id)
+        )
     context = {
         "nav": "review",
         "corpus": corpus,
@@ -63,6 +65,7 @@ def round_list(request, corpus_id):
 
 def round_detail(request, round_id):
     rnd = access.round_for(request.user, round_id)
+    project = rnd.corpus.project_id
     context = {
         "nav": "review",
         "round": rnd,
@@ -70,10 +73,11 @@ def round_detail(request, round_id):
         "progress": rounds.progress(rnd),
         "summary": adjudication.summary(adjudication.round_peaks(rnd)),
         "member": rounds.is_member(rnd, request.user),
-        "can_manage": has_capability(request.user, Capability.LAUNCH),
-        "can_adjudicate": has_capability(request.user, Capability.ADJUDICATE),
-        "can_export": has_capability(request.user, Capability.EXPORT),
-        "candidates": [u for u in rounds.reviewer_candidates() if not rounds.is_member(rnd, u)],
+        "can_manage": has_capability(request.user, Capability.LAUNCH, project),
+        "can_adjudicate": has_capability(request.user, Capability.ADJUDICATE, project),
+        "can_export": has_capability(request.user, Capability.EXPORT, project),
+        "candidates": [u for u in rounds.reviewer_candidates(project) if not rounds.is_member(rnd, u)],
+        "time": timing.round_time(rnd),
     }
     return render(request, "review/round.html", context)
 

@@ -39,7 +39,7 @@ from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
 from ml.peaks import peaks_of_rows
-from webapp.accounts.roles import Capability, has_capability
+from webapp.accounts.roles import CAPABILITIES, Capability, has_capability
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note
@@ -79,9 +79,9 @@ def create_round(
         raise RoundError("Give the round a name.")
     if not tasks:
         raise RoundError("Choose at least one task.")
-    refused = [r.get_username() for r in reviewers if not has_capability(r, Capability.REVIEW)]
+    refused = [r.get_username() for r in reviewers if not has_capability(r, Capability.REVIEW, corpus.project_id)]
     if refused:
-        raise RoundError(f"Only clinicians review peaks: {', '.join(refused)} may not.")
+        raise RoundError(f"Only the project's clinicians review peaks: {', '.join(refused)} may not.")
     if not 1 <= k <= len(reviewers):
         raise RoundError(f"k (reviewers per pair) must be between 1 and the {len(reviewers)} reviewers named.")
     with transaction.atomic():
@@ -290,8 +290,8 @@ def remove_reviewer(rnd: ReviewRound, reviewer, *, actor=None) -> int:
 
 def add_reviewer(rnd: ReviewRound, reviewer, *, actor=None) -> None:
     """Add (or bring back) a reviewer; the rota is re-dealt over the active reviewers."""
-    if not has_capability(reviewer, Capability.REVIEW):
-        raise RoundError(f"Only clinicians review peaks: {reviewer.get_username()} may not.")
+    if not has_capability(reviewer, Capability.REVIEW, rnd.corpus.project_id):
+        raise RoundError(f"Only the project's clinicians review peaks: {reviewer.get_username()} may not.")
     row, created = RoundReviewer.objects.get_or_create(round=rnd, reviewer=reviewer)
     if not created and row.removed is None:
         raise RoundError(f"{reviewer.get_username()} already reviews in this round.")
@@ -300,10 +300,13 @@ def add_reviewer(rnd: ReviewRound, reviewer, *, actor=None) -> None:
     record(actor, AuditEvent.Action.REVIEW_DECISION, rnd, kind="round_reviewer_added", reviewer=reviewer.pk)
 
 
-def reviewer_candidates():
-    """Users who may review (for the round form)."""
-    users = get_user_model().objects.filter(is_active=True).order_by("username")
-    return [u for u in users if has_capability(u, Capability.REVIEW)]
+def reviewer_candidates(project_id: int):
+    """The project's members who may review (for the round form)."""
+    from webapp.projects.models import Membership
+
+    reviewing = [role.value for role in CAPABILITIES[Capability.REVIEW]]
+    members = Membership.objects.filter(project_id=project_id, role__in=reviewing).values("user")
+    return list(get_user_model().objects.filter(is_active=True, pk__in=members).order_by("username"))
 
 
 # ---------------------------------------------------------------- progress

@@ -13,7 +13,11 @@ where
   setting used are counted as pairs, so the figure errs high);
 - median seconds per decision of the task, and K reviewers each deciding every pair.
 The total is the sum over tasks with a median; a task with no timed decision has no estimate and
-is named. Rounds (a drawn set of pairs) will replace "every undecided pair" when they exist.
+is named.
+
+A review round (`round_time`) knows exactly what is left: its judgements still to make (pairs x k
+minus those finished), each a pair's drawn peaks; the median seconds per decision are the round's
+own timed decisions, else those of its tasks on the corpus (said which), else none yet.
 """
 
 from __future__ import annotations
@@ -113,3 +117,49 @@ def review_time(user, corpus=None, model=None, method: str | None = None, *, rev
         hours = estimate_hours(pairs, per, median_s, reviewers) if median_s is not None and per is not None else None
         out.tasks.append(TaskEstimate(names[task_id], len(seconds), median_s, pairs, per, hours))
     return out
+
+
+@dataclass
+class RoundTime:
+    judgements_left: int
+    peaks_per_pair: float
+    median_s: float | None
+    timed_decisions: int
+    source: str  # "this round" | "these tasks on this corpus" | ""
+    reviewers: int
+
+    @property
+    def hours(self) -> float | None:
+        if self.median_s is None:
+            return None
+        return self.judgements_left * self.peaks_per_pair * self.median_s / 3600
+
+    @property
+    def hours_per_reviewer(self) -> float | None:
+        return None if self.hours is None or not self.reviewers else self.hours / self.reviewers
+
+
+def round_time(rnd) -> RoundTime:
+    """What the rest of round `rnd` would cost (module docstring)."""
+    from webapp.review.models import RoundClaim, RoundPair
+
+    pairs = list(RoundPair.objects.filter(round=rnd).values_list("note_id", "task_id", "peaks"))
+    peaks_per_pair = sum(len(p[2]) for p in pairs) / len(pairs) if pairs else 0.0
+    done = RoundClaim.objects.filter(round=rnd, done__isnull=False).count()
+    left = max(len(pairs) * rnd.k - done, 0)
+    timed = PeakDecision.objects.filter(
+        note__corpus=rnd.corpus_id,
+        model_version=rnd.model_version_id,
+        method=rnd.method,
+        template=rnd.template,
+        active_ms__isnull=False,
+    )
+    wanted = {(note, task) for note, task, _ in pairs}
+    mine = [ms for note, task, ms in timed.values_list("note_id", "task_id", "active_ms") if (note, task) in wanted]
+    source = "this round"
+    if not mine:
+        mine = list(timed.filter(task__in=rnd.tasks.all()).values_list("active_ms", flat=True))
+        source = "these tasks on this corpus"
+    reviewers = rnd.members.filter(removed__isnull=True).count()
+    median_s = median(mine) / 1000 if mine else None
+    return RoundTime(left, peaks_per_pair, median_s, len(mine), source if mine else "", reviewers)

@@ -45,8 +45,8 @@ def _note_context(request, note, sel, panel, notice=None) -> dict:
         "sel": sel,
         "panel": panel,
         "notice": notice,
-        "can_review": has_capability(request.user, Capability.REVIEW),
-        "can_tune": any(has_capability(request.user, c) for c in access.TUNE),
+        "can_review": has_capability(request.user, Capability.REVIEW, note.corpus.project_id),
+        "can_tune": any(has_capability(request.user, c, note.corpus.project_id) for c in access.TUNE),
         "profiles": PeakProfile.objects.order_by("name", "-version"),
         "legend": rendering.legend(),
         "queue_query": sel.query(task=None),  # the queue goes over every task from the current pair on
@@ -177,7 +177,7 @@ def preview(request, corpus_id):
             "corpus": corpus,
             "sel": sel,
             "preview": result,
-            "can_tune": any(has_capability(request.user, c) for c in access.TUNE),
+            "can_tune": any(has_capability(request.user, c, corpus.project_id) for c in access.TUNE),
         },
     )
 
@@ -257,7 +257,7 @@ def validation_list(request, corpus_id):
 
 def validation_round(request, set_id):
     vset = access.validation_set_for(request.user, set_id)
-    if not has_capability(request.user, Capability.REVIEW) or vset.is_retired:
+    if not has_capability(request.user, Capability.REVIEW, vset.corpus.project_id) or vset.is_retired:
         return redirect("review:validation_results", vset.pk)
     nxt = validation.next_item(vset, request.user)
     if nxt is None:
@@ -313,8 +313,8 @@ def validation_results(request, set_id):
             "done": done,
             "total": total,
             "adopt_form": adopt_form,
-            "can_tune": any(has_capability(request.user, c) for c in access.TUNE),
-            "can_review": has_capability(request.user, Capability.REVIEW),
+            "can_tune": any(has_capability(request.user, c, vset.corpus.project_id) for c in access.TUNE),
+            "can_review": has_capability(request.user, Capability.REVIEW, vset.corpus.project_id),
             "can_retire": access.may_retire(request.user, vset),
         },
     )
@@ -379,7 +379,7 @@ def compare(request, corpus_id, note_id):
             "partner": comparison.partner_for(first) if second is None else None,
             "result": result,
             "window_url": f"{reverse('review:compare', args=[note.corpus_id, note.pk])}?{query}&window=",
-            "can_launch": has_capability(request.user, Capability.LAUNCH),
+            "can_launch": has_capability(request.user, Capability.LAUNCH, note.corpus.project_id),
             "legend": rendering.legend(),
             "diff_legend": rendering.diff_legend(),
         },
@@ -402,7 +402,7 @@ def compare_summary(request, corpus_id):
             "first": first,
             "second": second,
             "summary": summary,
-            "can_launch": has_capability(request.user, Capability.LAUNCH),
+            "can_launch": has_capability(request.user, Capability.LAUNCH, corpus.project_id),
         },
     )
 

@@ -11,9 +11,9 @@ import pytest
 from tests.conftest import _make_user
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note
-from webapp.review import decisions, reports, rounds
+from webapp.review import decisions, reports, rounds, timing
 from webapp.review.decisions import PeakContext
-from webapp.review.models import Adjudication, ReviewRound, RoundClaim
+from webapp.review.models import Adjudication, PeakDecision, ReviewRound, RoundClaim
 
 from .fabricate import TEXT, add_map, word_span
 
@@ -185,3 +185,18 @@ def test_the_round_page_says_the_majority_rule_holds_until_a_curator_decides(cli
     page = client_for(clinician).get(f"/review/rounds/{ward_round.pk}/").content.decode()
     assert "1 disputed peak of 4: 0 settled by a curator, 1 follow the majority rule (a tie rejects)" in page
     assert word_span(TEXT, "130") == tuple(pair.peaks[0])
+
+
+def test_the_round_page_estimates_the_review_time_left_from_its_own_timed_decisions(client_for, ward_round, clinician):
+    page = client_for(clinician).get(f"/review/rounds/{ward_round.pk}/").content.decode()
+    assert "4 judgements left; no timed decision yet" in page
+    pair = ward_round.pairs.get(position=0)
+    decide_pair(ward_round, pair, clinician, ["accept", "accept"])
+    PeakDecision.objects.filter(reviewer=clinician).update(active_ms=6000)
+    time = timing.round_time(ward_round)
+    # 2 pairs x k=2 = 4 judgements, 2 peaks a pair, 6 s a decision (2 timed, this round's own).
+    assert (time.peaks_per_pair, time.median_s, time.timed_decisions, time.source) == (2.0, 6.0, 2, "this round")
+    assert time.judgements_left == 4  # decided outside the round's queue: no claim finished
+    assert time.hours == pytest.approx(4 * 2 * 6 / 3600)
+    page = client_for(clinician).get(f"/review/rounds/{ward_round.pk}/").content.decode()
+    assert "of review left" in page and "for each of 2 reviewers" in page
