@@ -5,6 +5,7 @@ under DATA_DIR, so one laptop runs the web app and a real worker with no servers
 Set DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL or REDIS_URL (Redis) for real deployments.
 """
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -307,6 +308,22 @@ if WORKER_TORCH_THREADS < 0:
 # Relevance workers run the common prefix of a note's prompts (the note) once for all its tasks
 # (ml.relevance_sharing): the same maps to float rounding, ~2x the prompts/s on 2 CPU cores.
 RELEVANCE_SHARE_PREFIX = env_bool("RELEVANCE_SHARE_PREFIX", True)
+# Artifacts every worker can reach (webapp.lib.storage, README "What must be shared"): where a
+# trained model is published (empty: registered where it was written, under DATA_DIR; a shared
+# path; file:// or s3://... for a copy each worker caches), fsspec options of that storage (JSON,
+# e.g. {"endpoint_url": "http://minio:9000"}), and each worker's cache of fetched model folders.
+ARTIFACT_STORAGE_URL = env_str("ARTIFACT_STORAGE_URL")
+try:
+    ARTIFACT_STORAGE_OPTIONS = json.loads(env_str("ARTIFACT_STORAGE_OPTIONS") or "{}")
+except ValueError as exc:
+    raise ConfigError(f"ARTIFACT_STORAGE_OPTIONS is not JSON ({exc})") from None
+ARTIFACT_CACHE_DIR = env_path("ARTIFACT_CACHE_DIR", DATA_DIR / "artifact-cache")
+ARTIFACT_CACHE_MAX_GB = env_float("ARTIFACT_CACHE_MAX_GB", 100.0)
+# A relevance worker that cannot load a job's model releases the chunk for another worker; a chunk
+# released this many times by every live worker fails. Each release resends it after
+# RELEVANCE_RELEASE_DELAY_SECONDS x the releasing worker's count (at most 60 s).
+RELEVANCE_RELEASE_LIMIT = env_int("RELEVANCE_RELEASE_LIMIT", 3)
+RELEVANCE_RELEASE_DELAY_SECONDS = env_float("RELEVANCE_RELEASE_DELAY_SECONDS", 5.0)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # Logging: never log note text. Loggers get ids and counts only; every record reaches the root

@@ -10,6 +10,11 @@ the model code for the whole process (lxt): it must never train. Run it alone on
 
     celery -A workers worker --queues relevance --pool solo     # or prefork, one model per child
 
+A worker that cannot load the job's model (not on its disk, its storage unreachable:
+webapp.pipeline.modelcache.ModelUnavailable) releases the chunk for another worker and sends it
+again after a back-off (webapp.pipeline.chunks.release_unloadable); the job page names the
+worker and the model. A chunk every live worker released RELEVANCE_RELEASE_LIMIT times fails.
+
 Recovery: a chunk whose worker stops beating is queued and sent again by the recovery sweeper
 that every worker runs (webapp.lifecycle.recovery), within WORK_STALL_SECONDS plus a sweep, on
 Redis and on the embedded filesystem broker alike; a redelivered message finds it taken.
@@ -23,7 +28,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import Heartbeat
 from webapp.pipeline import chunks, planning
-from webapp.pipeline.modelcache import loaded_model
+from webapp.pipeline.modelcache import ModelUnavailable, loaded_model
 from workers import retrying
 from workers.celery_app import app, worker_name
 
@@ -64,6 +69,8 @@ def run_chunk(self, chunk_id: int) -> str:
             outcome = chunks.run(
                 chunk, lambda: loaded_model(chunk.job.model_version, chunk.job.relevance_config.dtype), heart=heart
             )
+    except ModelUnavailable as exc:
+        return _released(chunk, exc)
     except retrying.TRANSIENT as exc:
         retrying.retry_released(self, exc, chunk, release=chunks.release)
         return _failed(chunk, exc, retrying.failed_message(exc, self.request.retries))
@@ -82,6 +89,24 @@ def run_chunk(self, chunk_id: int) -> str:
         outcome.already,
     )
     return "done"
+
+
+def _released(chunk, exc: ModelUnavailable) -> str:
+    """This worker cannot load the model: leave the chunk to another worker (or fail it once every
+    live worker has given it back often enough), and send it again after the back-off."""
+    released = chunks.release_unloadable(chunk, str(exc))
+    if released is None:
+        log.info("chunk %s: %s; this attempt stops", chunk.pk, units.fate(chunk))
+        return "taken over"
+    if released.failed:
+        log.error("chunk %s failed: %s", chunk.pk, released.message)
+        return "failed"
+    log.warning("chunk %s released: %s Sent again in %.1f s.", chunk.pk, released.message, released.delay)
+    try:
+        run_chunk.apply_async(args=[chunk.pk], countdown=released.delay)
+    except Exception as exc:  # noqa: BLE001 - the broker is away: the recovery sweeper sends it later
+        log.warning("chunk %s: could not send it again (%s); the recovery sweeper will", chunk.pk, type(exc).__name__)
+    return "released"
 
 
 def _failed(chunk, exc, message: str) -> str:

@@ -13,6 +13,12 @@ redelivers a message whose worker died; the recovery sweeper sends a lost chunk 
   Heartbeat and stops writing as soon as the chunk was taken over.
 * `finish()` / `fail()` / `release()` end the attempt (only the attempt that holds the chunk)
   and count it on the job in the same transaction (`jobs.count_chunk_end`, `jobs.settle`).
+* `release_unloadable()`: this worker cannot load the job's model (not on its disk, storage
+  unreachable: webapp.pipeline.modelcache.ModelUnavailable). The chunk goes back to queued for
+  another worker, the worker's name and reason recorded on the chunk and on the job (the job page
+  lists them); the released attempt does not count toward MAX_ATTEMPTS. Once every worker that
+  released it, and every other relevance worker busy now, has released it
+  RELEVANCE_RELEASE_LIMIT times, it fails with a reason that names them (never an endless loop).
 
 Nothing here logs or stores note text: problems name note and task ids only.
 """
@@ -29,17 +35,19 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
+from django.utils import timezone
 
 from webapp.corpus.models import Note, Task
 from webapp.lifecycle import units
 from webapp.logs import keeps_message
 from webapp.pipeline import jobs
-from webapp.pipeline.models import JobStatus, RelevanceChunk, RelevanceMap
+from webapp.pipeline.models import JobStatus, RelevanceChunk, RelevanceJob, RelevanceMap
 
 log = logging.getLogger(__name__)
 
 Chunk = RelevanceChunk.Status
 MAX_ATTEMPTS = 5  # a chunk whose worker dies this many times (out of memory?) fails
+RELEASE_DELAY_CAP = 60.0  # seconds: the longest wait before a released chunk is sent again
 STORE_EVERY = 16  # prompts computed between two writes of maps
 _TEXT_WINDOW = 16  # a message sharing this many consecutive characters with a note is withheld
 
@@ -181,6 +189,92 @@ def fail(chunk: RelevanceChunk, message: str) -> bool:
 def release(chunk: RelevanceChunk, message: str) -> bool:
     """A temporary problem: back to queued until the retry's message comes."""
     return units.release(chunk, message[:2000])
+
+
+@dataclass
+class Released:
+    failed: bool  # every live worker released it RELEVANCE_RELEASE_LIMIT times: it ended failed
+    delay: float  # seconds before sending it again (when not failed)
+    message: str
+
+
+def node_of(worker: str) -> str:
+    """The Celery worker of a unit's `worker` ("relevance@host pid 12" -> "relevance@host"): the
+    processes of one worker share its disk, its cache and so what it can load."""
+    return worker.split(" pid ", 1)[0]
+
+
+def busy_relevance_workers() -> set[str]:
+    """The Celery workers holding a unit of the relevance queue now (a live heartbeat): workers
+    alive that may be able to load a model another worker cannot. Idle workers need no list:
+    they wait on the queue and take a released chunk first."""
+    from webapp.lifecycle.kinds import KINDS
+
+    busy = set()
+    for kind in KINDS:
+        if kind.queue != "relevance":
+            continue
+        rows = kind.model_class().objects.filter(status=Chunk.RUNNING, heartbeat__gte=units.stale_before())
+        busy.update(node_of(w) for w in rows.exclude(worker="").values_list("worker", flat=True).distinct())
+    return busy
+
+
+def release_unloadable(chunk: RelevanceChunk, reason: str) -> Released | None:
+    """This attempt's worker cannot load the job's model: give the chunk back for another worker,
+    or fail it once every live worker has released it RELEVANCE_RELEASE_LIMIT times. None when
+    the attempt no longer held the chunk."""
+    node, limit = node_of(chunk.worker) or "?", settings.RELEVANCE_RELEASE_LIMIT
+    model = chunk.job.model_version.name
+    reason = reason.strip().splitlines()[0][:400] if reason.strip() else "the model could not be loaded"
+    with transaction.atomic():
+        jobs.lock_job(chunk.job_id)
+        row = units.owned(chunk).select_for_update().values("releases").first()
+        if row is None:
+            return None
+        releases = dict(row["releases"] or {})
+        releases[node] = releases.get(node, 0) + 1
+        _record_lacking(chunk.job_id, node, model, reason)
+        everyone = set(releases) | (busy_relevance_workers() - {node})
+        if all(releases.get(worker, 0) >= limit for worker in everyone):
+            message = (
+                f"No worker could load model {model}: released {limit} times by each of "
+                f"{', '.join(sorted(releases))} ({reason}). Make the model reachable by the relevance "
+                "workers (README: What must be shared), then Resume."
+            )[:2000]
+            ended = units.owned(chunk).update(
+                status=Chunk.FAILED, finished=Now(), heartbeat=Now(), error=message, releases=releases
+            )
+            if ended:
+                jobs.count_chunk_end(chunk, Chunk.FAILED)
+                jobs.settle(chunk.job_id)
+            return Released(True, 0.0, message)
+        message = (
+            f"Worker {node} cannot load model {model} ({reason}); released for another worker "
+            f"({releases[node]} of {limit} releases by this worker)."
+        )[:2000]
+        units.owned(chunk).update(
+            status=Chunk.QUEUED,
+            heartbeat=Now(),
+            error=message,
+            releases=releases,
+            # a released attempt is no worker death: it does not count toward MAX_ATTEMPTS
+            attempts_before_resume=F("attempts_before_resume") + 1,
+        )
+    delay = min(settings.RELEVANCE_RELEASE_DELAY_SECONDS * releases[node], RELEASE_DELAY_CAP)
+    return Released(False, delay, message)
+
+
+def _record_lacking(job_id: int, node: str, model: str, reason: str) -> None:
+    """The job page's list of workers that could not load its model (the job row is locked)."""
+    lacking = RelevanceJob.objects.filter(pk=job_id).values_list("lacking", flat=True).first() or {}
+    entry = lacking.get(node, {})
+    lacking[node] = {
+        "model": model,
+        "reason": reason,
+        "releases": int(entry.get("releases", 0)) + 1,
+        "at": timezone.now().isoformat(timespec="seconds"),
+    }
+    RelevanceJob.objects.filter(pk=job_id).update(lacking=lacking)
 
 
 def _end(chunk: RelevanceChunk, status: str, **fields) -> bool:

@@ -277,7 +277,12 @@ def resume(job: RelevanceJob, actor=None, *, enqueue: bool = True) -> int:
     for start in range(0, len(ids), SEND_BATCH):
         # attempts never go back (see RelevanceChunk): a new series of attempts starts here
         RelevanceChunk.objects.filter(pk__in=ids[start : start + SEND_BATCH]).update(
-            status=Chunk.QUEUED, heartbeat=Now(), error="", finished=None, attempts_before_resume=F("attempts")
+            status=Chunk.QUEUED,
+            heartbeat=Now(),
+            error="",
+            finished=None,
+            attempts_before_resume=F("attempts"),
+            releases={},  # every worker may give it back RELEVANCE_RELEASE_LIMIT times again
         )
     recount(job.pk)
     record(actor, AuditEvent.Action.LAUNCH_JOB, job, resumed=True, chunks=len(ids))

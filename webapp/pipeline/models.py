@@ -154,6 +154,12 @@ class RelevanceJob(WorkUnit):
     chunks_failed = models.PositiveIntegerField(default=0)
     chunks_cancelled = models.PositiveIntegerField(default=0)
     seconds_done = models.FloatField(default=0.0, help_text="seconds of computing of the finished chunks")
+    lacking = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="workers that could not load the job's model: {worker: {model, reason, releases, at}} "
+        "(webapp.pipeline.chunks.release_unloadable)",
+    )
     # Planning (by a worker, never in the web request): notes read so far of notes_total.
     notes_total = models.PositiveIntegerField(default=0)
     notes_planned = models.PositiveIntegerField(default=0)
@@ -226,6 +232,9 @@ class RelevanceChunk(WorkUnit):
     # attempts only grow (a worker writes only while the number is its own); Resume records where
     # the chunk's new series of attempts starts, for the give-up rule (chunks.MAX_ATTEMPTS)
     attempts_before_resume = models.PositiveSmallIntegerField(default=0)
+    # releases by workers that could not load the model since the last Resume: {worker: count}
+    # (chunks.release_unloadable; a released attempt does not count toward MAX_ATTEMPTS)
+    releases = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["job", "index"]

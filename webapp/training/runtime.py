@@ -8,6 +8,7 @@ import os
 
 from django.conf import settings
 
+from webapp.pipeline import modelcache
 from webapp.pipeline.models import ModelVersion
 from webapp.training.models import RunKind, TrainingRun
 from webapp.training.reporting import Reporter
@@ -46,6 +47,7 @@ def load(model_version: ModelVersion | str, *, training: bool):
     from ml.models import load_model, pick_device
 
     path = model_version.path if isinstance(model_version, ModelVersion) else str(model_version)
+    path = modelcache.model_folder(path)  # a published model (s3://, file://): this machine's cached copy
     local_rank = os.environ.get("LOCAL_RANK")
     device = torch.device(f"cuda:{local_rank}") if local_rank and torch.cuda.is_available() else pick_device()
     return load_model(path, model_dir=settings.MODEL_DIR, device=device, dtype=torch.float32 if training else None)
@@ -53,14 +55,19 @@ def load(model_version: ModelVersion | str, *, training: bool):
 
 def register(run: TrainingRun, final_dir, variant: str) -> ModelVersion:
     """The trained model as a ModelVersion (parent: the model it started from), usable at once
-    for relevance jobs and further runs. Idempotent for a run."""
+    for relevance jobs and further runs. Idempotent for a run. With ARTIFACT_STORAGE_URL the
+    final folder is published there first and registered under its storage URI, which every
+    worker can reach (webapp.pipeline.modelcache.publish_model)."""
     base = run.model_version
     name = f"{base.name}+{variant}-run{run.pk}"[-200:]
+    existing = ModelVersion.objects.filter(name=name).first()
+    if existing is not None:
+        return existing
     model, _ = ModelVersion.objects.get_or_create(
         name=name,
         defaults={
             "family": base.family,
-            "path": str(final_dir),
+            "path": modelcache.publish_model(final_dir, f"run{run.pk}-{variant}"),
             "parent": base,
             "produced_by": f"training run {run.pk}",
         },
