@@ -263,6 +263,7 @@ class MapSample(ConfigKeyDefault, models.Model):
         return f"sample of {len(self.map_ids)} / {self.population} maps"
 
 
+from webapp.review.models_peaks import MapPeaks, StoredPeak  # noqa: E402, F401  (peaks stored once: peakstore)
 from webapp.review.models_team import (  # noqa: E402, F401  (rounds and adjudication; they need ConfigKeyDefault)
     Adjudication,
     ReviewRound,

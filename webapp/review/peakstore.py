@@ -1,0 +1,135 @@
+"""Peaks of a (map, peak parameters) computed once and stored (review.MapPeaks, one StoredPeak
+row per peak), read by the review queue, the note page and the decisions.
+
+Key: `params_key(params)`, a digest of the parameters' values (kernel, sigma, thresholds, trim,
+strict), so a profile edited in place, another profile or moved sliders each have their own key.
+Only a profile's own parameters are stored (`store=True` by the callers when the sliders are
+not moved); a slider setting is computed for the request and not kept, so dragging a slider
+does not fill the table.
+
+Invalidation: a row holds for its map while the map's offsets row (`tokens_id`) and scores
+(`ScoresDigest`: md5 of the float16 scores on PostgreSQL, their hex on SQLite, which has no md5)
+are those it was computed from; RelevanceMap.objects.store replaces a recomputed map's scores in
+place, so its rows stop matching and the next reader recomputes and replaces them (`ensure`).
+Every query that uses rows (`valid`) checks this in SQL. A deleted map takes its rows with it.
+
+Concurrency: rows are written in one transaction with INSERT ... ON CONFLICT DO NOTHING on
+(map, params_key); two requests computing the same map write it once (the second waits for the
+first's commit, then keeps its rows).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.db import transaction
+from django.db.models import CharField, Exists, Func, OuterRef
+
+from ml.peaks import PeakParams, peaks_of_rows
+from webapp.corpus.models import Note
+from webapp.review.models import MapPeaks, PeakDecision, StoredPeak
+
+
+class ScoresDigest(Func):
+    """A fingerprint of a map's stored scores (its `data` column), computed by the database."""
+
+    function = "md5"
+    output_field = CharField()
+
+    def as_sqlite(self, compiler, conn, **extra):
+        return super().as_sql(compiler, conn, function="hex", **extra)
+
+
+def params_key(params: PeakParams) -> str:
+    return hashlib.sha256(json.dumps(params.to_dict(), sort_keys=True).encode()).hexdigest()
+
+
+def valid(key: str, map_ref="pk"):
+    """MapPeaks rows of the outer map (`map_ref`) under `key` that still match the map."""
+    return MapPeaks.objects.filter(
+        map=OuterRef(map_ref),
+        params_key=key,
+        tokens_id=OuterRef("tokens_id"),
+        digest=ScoresDigest(OuterRef("data")),
+    )
+
+
+def undecided_by(reviewer, selection):
+    """StoredPeak rows of the outer MapPeaks row that `reviewer` has not decided under the
+    selection's model version, method, template and configuration."""
+    decided = PeakDecision.objects.filter(
+        reviewer=reviewer,
+        note_id=OuterRef("note_id"),
+        task_id=OuterRef("task_id"),
+        model_version=selection.model,
+        method=selection.method,
+        template=selection.template,
+        config_key=selection.config,
+        start=OuterRef("start"),
+        end=OuterRef("end"),
+    )
+    return StoredPeak.objects.filter(peaks=OuterRef("pk")).filter(~Exists(decided))
+
+
+def missing(maps, key: str):
+    """The maps of `maps` without valid stored peaks under `key`."""
+    return maps.filter(~Exists(valid(key)))
+
+
+def ensure(maps, params: PeakParams) -> int:
+    """Compute and store the peaks of `maps` (a RelevanceMap queryset, already limited) under
+    `params` where no valid row exists; returns how many maps were computed."""
+    key = params_key(params)
+    rows = list(missing(maps, key).with_arrays("id", "note_id", "task_id", "tokens_id", ScoresDigest("data")))
+    if not rows:
+        return 0
+    texts = dict(Note.objects.filter(pk__in={r[1] for r in rows}).values_list("pk", "text"))
+    found = peaks_of_rows([(r[0], r[1], r[2], r[5]) for r in rows], texts, params)
+    made = [
+        MapPeaks(
+            map_id=r[0],
+            params_key=key,
+            tokens_id=r[3],
+            digest=r[4],
+            fits=bool(p.fits),
+            n_peaks=len(p.char_spans) if p.fits else 0,
+            spans=[[int(a), int(b)] for a, b in p.char_spans] if p.fits else [],
+        )
+        for r, p in zip(rows, found)
+    ]
+    ids = [r[0] for r in rows]
+    with transaction.atomic():
+        MapPeaks.objects.filter(map_id__in=ids, params_key=key).delete()  # stale rows of recomputed maps
+        MapPeaks.objects.bulk_create(made, ignore_conflicts=True)
+        mine = MapPeaks.objects.filter(map_id__in=ids, params_key=key, n_peaks__gt=0).exclude(
+            Exists(StoredPeak.objects.filter(peaks=OuterRef("pk")))
+        )
+        pairs = {r[0]: (r[1], r[2]) for r in rows}
+        StoredPeak.objects.bulk_create(
+            StoredPeak(peaks_id=pk, note_id=pairs[map_id][0], task_id=pairs[map_id][1], start=a, end=b)
+            for pk, map_id, spans in mine.values_list("pk", "map_id", "spans")
+            for a, b in spans
+        )
+    return len(rows)
+
+
+def spans_of(map_qs, params: PeakParams, note, *, store: bool) -> tuple[list[tuple[int, int]], bool] | None:
+    """(character spans of the peaks, whether the map fits the note) of the one map of
+    `map_qs` under `params`, from the stored row (computed and stored first when `store`);
+    None when there is no map."""
+    key = params_key(params)
+    if store:
+        ensure(map_qs, params)
+        row = (
+            MapPeaks.objects.filter(map__in=map_qs.values("pk"), params_key=key)
+            .values_list("spans", "fits")
+            .first()
+        )
+        if row is not None:
+            return [tuple(s) for s in row[0]], row[1]
+    row = map_qs.with_arrays("id", "note_id", "task_id").first()
+    if row is None:
+        return None
+    result = peaks_of_rows([row], {note.pk: note.text}, params)[0]
+    return [tuple(map(int, s)) for s in result.char_spans], bool(result.fits)
