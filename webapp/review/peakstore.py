@@ -121,11 +121,7 @@ def spans_of(map_qs, params: PeakParams, note, *, store: bool) -> tuple[list[tup
     key = params_key(params)
     if store:
         ensure(map_qs, params)
-        row = (
-            MapPeaks.objects.filter(map__in=map_qs.values("pk"), params_key=key)
-            .values_list("spans", "fits")
-            .first()
-        )
+        row = MapPeaks.objects.filter(map__in=map_qs.values("pk"), params_key=key).values_list("spans", "fits").first()
         if row is not None:
             return [tuple(s) for s in row[0]], row[1]
     row = map_qs.with_arrays("id", "note_id", "task_id").first()
