@@ -96,7 +96,7 @@ def test_a_refused_command_line_annotation_import_is_audited(db, tmp_path):
         call_command("import_annotations", str(path), "--corpus", "nowhere")
     [event] = refusals(AuditEvent.Action.IMPORT_REFUSED)
     assert event.details["kind"] == "annotations" and event.details["problems"] == 1
-    assert event.details["reasons"] == ["corpus … does not exist"]
+    assert event.details["reasons"] == ["corpus … does not exist in project"]  # names quoted in the reason are left out
 
 
 class FakeHeart:

@@ -1,4 +1,6 @@
-"""The audit page: admins only, filters, keyset pages, and the CSV export of the filtered rows."""
+"""The audit page: admins only, filters, keyset pages, and the CSV export of the filtered rows.
+The log below has sign-ins and commands (rows of no project), so most tests read it as a site
+admin, who sees every row; a project's admin sees the rows of their projects only."""
 
 import csv
 import datetime
@@ -13,13 +15,15 @@ from webapp.audit import views
 from webapp.audit.log import record, record_anonymous
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus
+from webapp.projects.models import Project
 
 A = AuditEvent.Action
 
 
 @pytest.fixture
-def admin_client(client, admin_user):
-    client.force_login(admin_user)
+def admin_client(client, site_admin):
+    """A site admin's client: every row of the log, whatever its project."""
+    client.force_login(site_admin)
     return client
 
 
@@ -98,7 +102,7 @@ def test_pages_go_back_by_id_with_the_filters_kept(admin_client, log, monkeypatc
     assert listed(third) == [log[0].pk] and third.context["older"] is None
 
 
-def test_the_export_holds_the_filtered_rows_and_is_audited(admin_client, admin_user, log):
+def test_the_export_holds_the_filtered_rows_and_is_audited(admin_client, site_admin, log):
     response = admin_client.get(reverse("audit:export"), {"action": "login_failed"}, REMOTE_ADDR="10.0.0.1")
     assert response.status_code == 200 and response["Content-Type"] == "text/csv; charset=utf-8"
     assert response["Content-Disposition"].startswith('attachment; filename="audit-')
@@ -108,7 +112,7 @@ def test_the_export_holds_the_filtered_rows_and_is_audited(admin_client, admin_u
     assert rows[0]["actor"] == '\'=HYPERLINK("http://x")'  # never a live formula in a spreadsheet
     [event] = AuditEvent.objects.filter(action=A.EXPORT_AUDIT)
     assert (event.actor, event.ip, event.details) == (
-        admin_user,
+        site_admin,
         "10.0.0.1",
         {"filters": {"action": "login_failed"}, "rows": 2},
     )
@@ -120,6 +124,15 @@ def test_the_export_of_every_row_includes_details_as_json(admin_client, log):
     by_id = {row["id"]: row for row in rows}
     assert by_id[str(log[0].pk)]["details"] == '{"created": 3}'
     assert by_id[str(log[0].pk)]["object_type"] == "corpus.Corpus"
+
+
+def test_a_project_admin_sees_and_exports_only_the_rows_of_their_projects(client, admin_user, log):
+    other = Project.objects.create(slug="other-ward", name="Other ward")
+    elsewhere = record(None, A.IMPORT_NOTES, Corpus.objects.create(project=other, name="icu", language="en"))
+    client.force_login(admin_user)
+    assert listed(client.get(reverse("audit:list"))) == [log[1].pk, log[0].pk]  # no sign-ins, commands, other project
+    assert [row["id"] for row in exported(client.get(reverse("audit:export")))] == [str(log[1].pk), str(log[0].pk)]
+    assert elsewhere.project == other
 
 
 @pytest.mark.parametrize("role", ["clinician", "researcher", "norole_user"])

@@ -195,13 +195,14 @@ def test_an_evaluation_whose_worker_was_lost_says_stalled_without_an_eta_and_off
     assert f"stalled: worker lost at {timezone.localtime(lost):%H:%M}" in listed
 
 
-@pytest.mark.parametrize("user_fixture", ["clinician", "norole_user"])
-def test_others_may_not_cancel_or_resume(client, request, annotated, model_version, user_fixture):
+@pytest.mark.parametrize("user_fixture, status", [("clinician", 403), ("norole_user", 404)])
+def test_others_may_not_cancel_or_resume(client, request, annotated, model_version, user_fixture, status):
+    """A clinician of the evaluation's project may not act on it (403); a non-member does not find it (404)."""
     corpus, _ = annotated
     evaluation = evaluations.launch(spec(corpus, model_version), enqueue=False)
     client.force_login(request.getfixturevalue(user_fixture))
-    assert client.post(f"/evaluations/{evaluation.pk}/cancel/").status_code == 403
-    assert client.post(f"/evaluations/{evaluation.pk}/resume/").status_code == 403
+    assert client.post(f"/evaluations/{evaluation.pk}/cancel/").status_code == status
+    assert client.post(f"/evaluations/{evaluation.pk}/resume/").status_code == status
     evaluation.refresh_from_db()
     assert evaluation.status == JobStatus.QUEUED
 

@@ -56,13 +56,14 @@ def test_resume_queues_the_unfinished_chunks_and_is_audited(
     )
 
 
-@pytest.mark.parametrize("user_fixture", ["clinician", "norole_user"])
-def test_others_may_neither_cancel_nor_resume(client, request, launched, user_fixture):
+@pytest.mark.parametrize("user_fixture, status", [("clinician", 403), ("norole_user", 404)])
+def test_others_may_neither_cancel_nor_resume(client, request, launched, user_fixture, status):
+    """A clinician of the job's project may not act on it (403); a non-member does not find it (404)."""
     job = launched()
     client.force_login(request.getfixturevalue(user_fixture))
-    assert client.post(cancel(job)).status_code == 403
+    assert client.post(cancel(job)).status_code == status
     RelevanceJob.objects.filter(pk=job.pk).update(status=JobStatus.CANCELLED)
-    assert client.post(resume(job)).status_code == 403
+    assert client.post(resume(job)).status_code == status
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED and not job.chunks.exclude(status=Chunk.QUEUED).exists()
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.CANCEL_JOB).exists()

@@ -73,7 +73,7 @@ def test_a_job_that_does_not_exist_is_not_found(client, clinician):
     assert client.get(reverse("pipeline:job_detail", args=[999999])).status_code == 404
 
 
-def test_the_detail_needs_a_role(client, norole_user, launched):
+def test_a_user_outside_the_jobs_project_does_not_find_it(client, norole_user, launched):
     job = launched()
     client.force_login(norole_user)
-    assert client.get(detail(job)).status_code == 403
+    assert client.get(detail(job)).status_code == 404  # its existence is not disclosed

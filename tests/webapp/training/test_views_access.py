@@ -1,4 +1,6 @@
-"""Every training page x every role: viewers see, researchers and admins launch, cancel, resume."""
+"""Every training page x every role: viewers see, researchers and admins launch, cancel, resume.
+A user with no membership is refused (403) on pages without an object and does not find (404) a
+run of a project they are not in (webapp.projects.scoping)."""
 
 import pytest
 from django.urls import reverse
@@ -8,6 +10,7 @@ from webapp.training.models import TrainingRun
 ROLES = ["anonymous", "norole", "clinician", "researcher", "admin"]
 VIEWERS = {"clinician", "researcher", "admin"}
 LAUNCHERS = {"researcher", "admin"}
+OBJECT_PAGES = {"detail", "metrics", "predictions"}  # fetch one run: another project's is not found
 
 
 def urls(run):
@@ -32,16 +35,19 @@ def test_each_page_answers_each_role(client, user_for, make_run, role, view):
     response = client.get(url)
     if role == "anonymous":
         assert response.status_code == 302 and "login" in response["Location"]
+    elif role == "norole" and view in OBJECT_PAGES:
+        assert response.status_code == 404
     else:
         assert response.status_code == (200 if role in allowed else 403)
 
 
-@pytest.mark.parametrize("role", ["clinician", "norole"])
+@pytest.mark.parametrize("role, status", [("clinician", 403), ("norole", 404)])
 @pytest.mark.parametrize("action", ["run_cancel", "run_resume"])
-def test_cancel_and_resume_are_refused_without_the_launch_role(client, user_for, make_run, role, action):
+def test_cancel_and_resume_are_refused_without_the_launch_role(client, user_for, make_run, role, status, action):
+    """A clinician of the run's project may not act on it (403); a non-member does not find it (404)."""
     run = make_run()
     client.force_login(user_for[role])
-    assert client.post(reverse(f"training:{action}", args=[run.pk])).status_code == 403
+    assert client.post(reverse(f"training:{action}", args=[run.pk])).status_code == status
     assert TrainingRun.objects.get(pk=run.pk).status == "queued"
 
 
