@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "template_partials",
     "csp",
     "axes",
+    "ninja",  # the API's docs page from its vendored Swagger UI (webapp.api)
     "webapp.accounts",
     "webapp.projects",
     "webapp.audit",
@@ -51,6 +52,7 @@ INSTALLED_APPS = [
     "webapp.evaluation",
     "webapp.review",
     "webapp.home",
+    "webapp.api",
 ]
 
 MIDDLEWARE = [

@@ -30,6 +30,7 @@ urlpatterns = [
     path("training/", include("webapp.training.urls")),
     path("evaluations/", include("webapp.evaluation.urls")),
     path("interchange/", include("webapp.interchange.urls")),
+    path("api/", include("webapp.api.urls")),
     path("", include("webapp.home.urls")),
 ]
 

@@ -1,0 +1,45 @@
+"""The NinjaAPI under /api/: token auth on every endpoint, the schema at /api/openapi.json and
+its docs page at /api/docs (ninja's Swagger UI from its vendored static files; no CDN).
+
+Refusals: 401 (no, unknown, revoked or expired token), 403 (a read-only token writing, or the
+role lacks the capability in the object's project: the pages' 403, audited), 404 (another
+project's object, or none), 429 with Retry-After (the token's rate limit)."""
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from ninja import NinjaAPI
+
+from webapp.api import tokens
+from webapp.api.auth import BearerToken
+from webapp.api.endpoints import router
+from webapp.audit.models import AuditEvent
+
+api = NinjaAPI(
+    title="DecSelfMask Studio API",
+    version="1",
+    description="Personal tokens (Authorization: Bearer dsm_...) act as their owner in the projects they name.",
+    auth=BearerToken(),
+    urls_namespace="api",
+)
+api.add_router("", router)
+
+
+@api.exception_handler(tokens.TokenRefused)
+def _refused(request, exc: tokens.TokenRefused):
+    response = api.create_response(request, {"detail": str(exc)}, status=exc.status)
+    if exc.retry_after:
+        response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
+@api.exception_handler(PermissionDenied)
+def _denied(request, exc):
+    from webapp.audit.log import record
+
+    record(request.user, AuditEvent.Action.PERMISSION_DENIED, None, path=request.path, reason=str(exc))
+    return api.create_response(request, {"detail": str(exc) or "Not allowed."}, status=403)
+
+
+@api.exception_handler(Http404)
+def _missing(request, exc):
+    return api.create_response(request, {"detail": "Not found."}, status=404)

@@ -1,0 +1,460 @@
+"""The API's endpoints: thin like the pages' views. Each fetches through the same access
+helpers as the pages (webapp/*/access.py, webapp.projects.scoping), with the request's user
+being the token's principal (webapp.api.tokens), then makes one domain call. Another project's
+object is a 404, a capability the token's role lacks a 403, a bad request a 400 saying why.
+No endpoint writes note text anywhere but into its own answer."""
+
+from django.http import StreamingHttpResponse
+from ninja import File, Form, Query, Router, Schema
+from ninja.errors import HttpError
+from ninja.files import UploadedFile
+
+from webapp.accounts.roles import Capability, require
+from webapp.api.pagination import PageQuery, page
+from webapp.corpus import import_jobs
+from webapp.corpus.access import corpus_for, import_job_for, note_for
+from webapp.corpus.models import Corpus, ImportJob, Note, Task
+from webapp.datasets import export as dataset_export
+from webapp.datasets import launch as dataset_launch
+from webapp.datasets.access import dataset_for, export_for
+from webapp.datasets.models import DatasetExport, DatasetVersion
+from webapp.evaluation.access import evaluation_for
+from webapp.evaluation.models import RelevanceEvaluation
+from webapp.pipeline import jobs
+from webapp.pipeline.access import job_for
+from webapp.pipeline.models import ModelVersion, RelevanceJob
+from webapp.projects.models import Project
+from webapp.projects.scoping import get_or_404
+from webapp.training import evaluation as run_evaluation
+from webapp.training import runs
+from webapp.training.access import run_for
+from webapp.training.models import TrainingRun
+
+router = Router()
+
+
+def _unit(unit) -> dict:
+    """What every unit of work shares (webapp.lifecycle.models.WorkUnit)."""
+    return {
+        "id": unit.pk,
+        "status": unit.status,
+        "error": unit.error,
+        "attempts": unit.attempts,
+        "started": unit.started,
+        "finished": unit.finished,
+    }
+
+
+def _corpus(corpus: Corpus) -> dict:
+    return {
+        "id": corpus.pk,
+        "name": corpus.name,
+        "project": corpus.project_id,
+        "language": corpus.language,
+        "description": corpus.description,
+        "note_count": corpus.note_count,
+        "annotation_count": corpus.annotation_count,
+        "created": corpus.created,
+    }
+
+
+def _job(job: RelevanceJob) -> dict:
+    return {
+        **_unit(job),
+        "corpus": job.corpus_id,
+        "model_version": job.model_version_id,
+        "method": job.method,
+        "template": job.template,
+        "total": job.total,
+        "done": job.done,
+        "chunk_count": job.chunk_count,
+        "chunks_done": job.chunks_done,
+        "chunks_failed": job.chunks_failed,
+        "chunks_cancelled": job.chunks_cancelled,
+        "created": job.created,
+    }
+
+
+def _import(job: ImportJob) -> dict:
+    return {
+        **_unit(job),
+        "project": job.project_id,
+        "kind": job.kind,
+        "corpus": job.corpus_name,
+        "phase": job.phase,
+        "records_done": job.records_done,
+        "records_total": job.records_total,
+        "created_count": job.created_count,
+        "updated_count": job.updated_count,
+        "unchanged_count": job.unchanged_count,
+        "problem_count": job.problem_count,
+        "problems": job.problems,
+    }
+
+
+def _dataset(dataset: DatasetVersion) -> dict:
+    return {
+        **_unit(dataset),
+        "name": dataset.name,
+        "version": dataset.version,
+        "corpus": dataset.corpus_id,
+        "model_version": dataset.model_version_id,
+        "mode": dataset.mode,
+        "maps_total": dataset.maps_total,
+        "maps_done": dataset.maps_done,
+        "stats": dataset.stats,
+    }
+
+
+def _export(job: DatasetExport) -> dict:
+    return {
+        **_unit(job),
+        "dataset": job.dataset_id,
+        "format": job.format,
+        "rows": job.rows,
+        "size_bytes": job.size_bytes,
+    }
+
+
+def _run(run: TrainingRun) -> dict:
+    return {
+        **_unit(run),
+        "name": run.name,
+        "kind": run.kind,
+        "model_version": run.model_version_id,
+        "dataset": run.dataset_id,
+        "phase": run.phase,
+        "step": run.step,
+        "total_steps": run.total_steps,
+        "loss": run.loss,
+        "produced_model": run.produced_model_id,
+        "results": run.results,
+        "code_version": run.code_version,
+    }
+
+
+def _evaluation(evaluation: RelevanceEvaluation) -> dict:
+    return {
+        **_unit(evaluation),
+        "corpus": evaluation.corpus_id,
+        "model_version": evaluation.model_version_id,
+        "phase": evaluation.phase,
+        "done": evaluation.done,
+        "total": evaluation.total,
+        "result": evaluation.result,
+    }
+
+
+def _refuse(exc: Exception):
+    raise HttpError(400, str(exc))
+
+
+# --- corpora and notes (read) ---------------------------------------------------------------
+
+
+@router.get("/projects", summary="The projects the token may act in")
+def list_projects(request):
+    ids = list(request.user._dsm_memberships)
+    return [{"id": p.pk, "slug": p.slug, "name": p.name} for p in Project.objects.filter(pk__in=ids)]
+
+
+@router.get("/corpora", summary="Corpora of the token's projects")
+def list_corpora(request, query: Query[PageQuery]):
+    return page(Corpus.objects.visible_to(request.user), query, _corpus)
+
+
+@router.get("/corpora/{corpus_id}")
+def get_corpus(request, corpus_id: int):
+    return _corpus(corpus_for(request.user, corpus_id))
+
+
+@router.get("/corpora/{corpus_id}/notes", summary="A corpus's notes (ids and sizes; the text is in a note's detail)")
+def list_notes(request, corpus_id: int, query: Query[PageQuery]):
+    corpus = corpus_for(request.user, corpus_id)
+    notes = Note.objects.visible_to(request.user).filter(corpus=corpus).only("pk", "external_id", "created")
+    return page(notes, query, lambda n: {"id": n.pk, "external_id": n.external_id, "created": n.created})
+
+
+@router.get("/corpora/{corpus_id}/notes/{note_id}")
+def get_note(request, corpus_id: int, note_id: int):
+    note = note_for(request.user, corpus_id, note_id)
+    annotations = [
+        {"task": a.task.slug, "label": a.label, "evidence": a.evidence, "annotator": a.annotator_name}
+        for a in note.annotations.select_related("task").order_by("pk")
+    ]
+    return {
+        "id": note.pk,
+        "corpus": note.corpus_id,
+        "external_id": note.external_id,
+        "text": note.text,
+        "metadata": note.metadata,
+        "annotations": annotations,
+    }
+
+
+# --- imports (background jobs) ----------------------------------------------------------------
+
+
+@router.get("/imports")
+def list_imports(request, query: Query[PageQuery]):
+    return page(ImportJob.objects.visible_to(request.user, Capability.IMPORT), query, _import)
+
+
+@router.get("/imports/{job_id}")
+def get_import(request, job_id: int):
+    return _import(import_job_for(request.user, job_id))
+
+
+@router.post("/imports", summary="Import notes or annotations (JSONL, CSV) as a background job", response={202: dict})
+def launch_import(
+    request,
+    file: File[UploadedFile],
+    project: Form[str],
+    kind: Form[str],
+    corpus: Form[str],
+    language: Form[str] = "",
+    update: Form[bool] = False,
+):
+    target = Project.objects.where(request.user, Capability.VIEW).filter(slug=project).first()
+    if target is None:
+        raise HttpError(404, "No such project.")
+    if kind not in ImportJob.Kind.values:
+        raise HttpError(400, f"kind must be one of {', '.join(ImportJob.Kind.values)}.")
+    require(request.user, Capability.IMPORT, target)
+    job = import_jobs.launch(
+        file, project=target, kind=kind, corpus=corpus, language=language, update=update, actor=request.user
+    )
+    return 202, _import(job)
+
+
+@router.post("/imports/{job_id}/cancel")
+def cancel_import(request, job_id: int):
+    job = import_job_for(request.user, job_id)
+    status = import_jobs.cancel(job, request.user)
+    if status is None:
+        raise HttpError(409, "This import has already ended.")
+    job.refresh_from_db()
+    return _import(job)
+
+
+# --- relevance jobs ------------------------------------------------------------------------------
+
+
+class JobIn(Schema):
+    corpus: int
+    model_version: int
+    method: str = RelevanceJob.Method.ATTNLRP
+    template: str = "en"
+    task_selection: str = RelevanceJob.TaskSelection.SAMPLE
+    tasks: list[str] = []  # task slugs; empty: the catalog
+    sample_k: int = 9
+    seed: int = 0
+    note_filter: dict = {}
+    chunk_size: int | None = None
+
+
+@router.get("/jobs", summary="Relevance jobs")
+def list_jobs(request, query: Query[PageQuery]):
+    return page(RelevanceJob.objects.visible_to(request.user), query, _job)
+
+
+@router.get("/jobs/{job_id}")
+def get_job(request, job_id: int):
+    return _job(job_for(request.user, job_id))
+
+
+@router.post("/jobs", response={202: dict}, summary="Launch a relevance job (as the Jobs page does)")
+def launch_job(request, body: JobIn):
+    corpus = corpus_for(request.user, body.corpus, Capability.LAUNCH)
+    model = get_or_404(request.user, ModelVersion.objects, pk=body.model_version)
+    tasks = list(Task.objects.visible_to(request.user).filter(slug__in=body.tasks))
+    if len(tasks) != len(set(body.tasks)):
+        missing = sorted(set(body.tasks) - {t.slug for t in tasks})
+        raise HttpError(400, f"Unknown task(s): {', '.join(missing)}.")
+    spec = jobs.JobSpec(
+        corpus=corpus,
+        model_version=model,
+        method=body.method,
+        template=body.template,
+        task_selection=body.task_selection,
+        tasks=tasks,
+        sample_k=body.sample_k,
+        seed=body.seed,
+        note_filter=body.note_filter,
+        chunk_size=body.chunk_size,
+    )
+    try:
+        job = jobs.launch(spec, actor=request.user)
+    except jobs.JobError as exc:
+        _refuse(exc)
+    return 202, _job(job)
+
+
+@router.post("/jobs/{job_id}/cancel")
+def cancel_job(request, job_id: int):
+    job = job_for(request.user, job_id, Capability.LAUNCH)
+    try:
+        job = jobs.cancel(job, actor=request.user)
+    except jobs.JobError as exc:
+        raise HttpError(409, str(exc)) from None
+    return _job(job)
+
+
+@router.post("/jobs/{job_id}/resume")
+def resume_job(request, job_id: int):
+    job = job_for(request.user, job_id, Capability.LAUNCH)
+    try:
+        jobs.resume(job, actor=request.user)
+    except jobs.JobError as exc:
+        raise HttpError(409, str(exc)) from None
+    job.refresh_from_db()
+    return _job(job)
+
+
+# --- datasets and exports ------------------------------------------------------------------------
+
+
+@router.get("/datasets")
+def list_datasets(request, query: Query[PageQuery]):
+    return page(DatasetVersion.objects.visible_to(request.user), query, _dataset)
+
+
+@router.get("/datasets/{dataset_id}")
+def get_dataset(request, dataset_id: int):
+    return _dataset(dataset_for(request.user, dataset_id))
+
+
+@router.post("/datasets/{dataset_id}/cancel")
+def cancel_dataset(request, dataset_id: int):
+    dataset = dataset_for(request.user, dataset_id, Capability.LAUNCH)
+    try:
+        dataset_launch.cancel_build(dataset, actor=request.user)
+    except dataset_launch.LaunchError as exc:
+        raise HttpError(409, str(exc)) from None
+    dataset.refresh_from_db()
+    return _dataset(dataset)
+
+
+@router.post("/datasets/{dataset_id}/rebuild", response={202: dict}, summary="Build the dataset again")
+def rebuild_dataset(request, dataset_id: int):
+    dataset = dataset_for(request.user, dataset_id, Capability.LAUNCH)
+    try:
+        again = dataset_launch.build_again(dataset, actor=request.user)
+    except dataset_launch.LaunchError as exc:
+        _refuse(exc)
+    return 202, _dataset(again)
+
+
+@router.get("/datasets/{dataset_id}/download/{fmt}", summary="The examples as a zip (jsonl or parquet)")
+def download_dataset(request, dataset_id: int, fmt: str):
+    dataset = dataset_for(request.user, dataset_id, Capability.EXPORT)
+    if fmt not in dataset_export.DATA_FILES:
+        raise HttpError(400, f"Download one of: {', '.join(dataset_export.DATA_FILES)}.")
+    try:
+        stream = dataset_export.stream_download(dataset, fmt, request.user)
+    except dataset_export.ExportError as exc:
+        _refuse(exc)
+    return _zip(stream, dataset_export.download_name(dataset, fmt))
+
+
+@router.post("/datasets/{dataset_id}/exports", response={202: dict}, summary="Export to a folder on the server")
+def request_export(request, dataset_id: int, fmt: str):
+    dataset = dataset_for(request.user, dataset_id, Capability.EXPORT)
+    if fmt not in DatasetExport.Format.values:
+        raise HttpError(400, f"fmt must be one of {', '.join(DatasetExport.Format.values)}.")
+    try:
+        job = dataset_launch.request_export(dataset, fmt, actor=request.user)
+    except dataset_launch.LaunchError as exc:
+        _refuse(exc)
+    return 202, _export(job)
+
+
+@router.get("/datasets/{dataset_id}/exports/{export_id}")
+def get_export(request, dataset_id: int, export_id: int):
+    return _export(export_for(request.user, dataset_id, export_id))
+
+
+@router.post("/datasets/{dataset_id}/exports/{export_id}/cancel")
+def cancel_export(request, dataset_id: int, export_id: int):
+    job = export_for(request.user, dataset_id, export_id)
+    dataset_launch.cancel_export(job, actor=request.user)
+    job.refresh_from_db()
+    return _export(job)
+
+
+@router.get("/datasets/{dataset_id}/exports/{export_id}/download", summary="A finished export's folder as a zip")
+def download_export(request, dataset_id: int, export_id: int):
+    job = export_for(request.user, dataset_id, export_id)
+    try:
+        stream = dataset_export.stream_folder(job, request.user)
+    except dataset_export.ExportError as exc:
+        _refuse(exc)
+    return _zip(stream, dataset_export.download_name(job.dataset, job.format))
+
+
+# --- training runs and evaluations ----------------------------------------------------------------
+
+
+@router.get("/training-runs")
+def list_runs(request, query: Query[PageQuery]):
+    return page(TrainingRun.objects.visible_to(request.user), query, _run)
+
+
+@router.get("/training-runs/{run_id}")
+def get_run(request, run_id: int):
+    return _run(run_for(request.user, run_id))
+
+
+@router.get("/training-runs/{run_id}/metrics", summary="Per-step loss, learning rate and throughput")
+def run_metrics(request, run_id: int, query: Query[PageQuery]):
+    run = run_for(request.user, run_id)
+    fields = ("phase", "step", "epoch", "loss", "lr", "tokens_per_s")
+    return page(run.metrics.all(), query, lambda m: {f: getattr(m, f) for f in fields})
+
+
+@router.post("/training-runs/{run_id}/cancel")
+def cancel_run(request, run_id: int):
+    run = run_for(request.user, run_id, Capability.LAUNCH)
+    try:
+        run = runs.cancel(run, actor=request.user)
+    except runs.RunError as exc:
+        raise HttpError(409, str(exc)) from None
+    return _run(run)
+
+
+@router.post("/training-runs/{run_id}/resume")
+def resume_run(request, run_id: int):
+    run = run_for(request.user, run_id, Capability.LAUNCH)
+    try:
+        run = runs.resume(run, actor=request.user)
+    except runs.RunError as exc:
+        raise HttpError(409, str(exc)) from None
+    return _run(run)
+
+
+@router.get("/training-runs/{run_id}/predictions/{fmt}", summary="The test set's predictions (csv or jsonl)")
+def run_predictions(request, run_id: int, fmt: str):
+    run = run_for(request.user, run_id)
+    if fmt not in ("csv", "jsonl"):
+        raise HttpError(400, "Download predictions as csv or jsonl.")
+    stream = run_evaluation.stream_csv(run) if fmt == "csv" else run_evaluation.stream_jsonl(run)
+    content_type = "text/csv" if fmt == "csv" else "application/x-ndjson"
+    response = StreamingHttpResponse(stream, content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-predictions.{fmt}"'
+    return response
+
+
+@router.get("/evaluations")
+def list_evaluations(request, query: Query[PageQuery]):
+    return page(RelevanceEvaluation.objects.visible_to(request.user), query, _evaluation)
+
+
+@router.get("/evaluations/{evaluation_id}")
+def get_evaluation(request, evaluation_id: int):
+    return _evaluation(evaluation_for(request.user, evaluation_id))
+
+
+def _zip(stream, filename: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(stream, content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

@@ -1,0 +1,30 @@
+from django import forms
+
+from webapp.api.models import ApiToken, Webhook
+from webapp.api.tokens import MAX_DAYS
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="What it is for, e.g. 'nightly import script'")
+    projects = forms.ModelMultipleChoiceField(
+        queryset=None, widget=forms.CheckboxSelectMultiple, help_text="It acts in these projects only"
+    )
+    ceiling = forms.ChoiceField(choices=ApiToken.Ceiling.choices, initial=ApiToken.Ceiling.READ, label="May")
+    days = forms.IntegerField(min_value=1, max_value=MAX_DAYS, initial=90, label="Expires after (days)")
+
+    def __init__(self, *args, projects, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["projects"].queryset = projects
+
+
+class WebhookForm(forms.Form):
+    url = forms.URLField(
+        max_length=500, assume_scheme="https", label="URL", help_text="Receives a POST with a JSON body per event"
+    )
+    secret = forms.CharField(max_length=100, min_length=16, help_text="At least 16 characters; signs each body")
+    events = forms.MultipleChoiceField(
+        choices=[c for c in Webhook.Event.choices if c[0] != Webhook.Event.TEST],
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text="None ticked: every event",
+    )

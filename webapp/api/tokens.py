@@ -1,0 +1,154 @@
+"""Personal API tokens: made, revoked, checked. The secret is `dsm_` + 40 random URL-safe
+characters; only its SHA-256 is stored, so a database copy cannot be replayed.
+
+A request with a token acts as the token's *principal*: the owner as seen through the token, whose
+memberships are the owner's roles in the token's projects only (a site admin's token: every role,
+in its projects only; never site-wide). The access layer (webapp.projects.scoping) reads those
+memberships like any user's, so another project's object is a 404 and a missing capability a 403,
+exactly as on the pages. A `read` token may only GET.
+
+Every creation, revocation and refusal (unknown, revoked or expired secret, a write with a read
+token, the rate limit) is audited; the secret itself never is.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import secrets
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from webapp.accounts.roles import Capability, Role, is_site_admin, roles_of
+from webapp.api.models import ApiToken
+from webapp.audit.log import record
+from webapp.projects.models import Project
+
+PREFIX = "dsm_"
+MAX_DAYS = 365
+
+CREATE = "create_api_token"
+REVOKE = "revoke_api_token"
+REFUSED = "api_token_refused"
+
+
+class TokenRefused(Exception):
+    """The request's token may not be used; `status` is the HTTP answer (401, 403 or 429)."""
+
+    def __init__(self, message: str, status: int = 401, retry_after: int | None = None):
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+def digest_of(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def rate_limit() -> int:
+    """Requests a token may make in one clock minute (settings.API_RATE_LIMIT_PER_MINUTE, default 120)."""
+    return int(getattr(settings, "API_RATE_LIMIT_PER_MINUTE", 120))
+
+
+def projects_for(user):
+    """The projects a user may give a token: those they are a member of (every one for a site admin)."""
+    return Project.objects.where(user, Capability.VIEW)
+
+
+@transaction.atomic
+def create(owner, *, name: str, projects, ceiling: str, days: int) -> tuple[ApiToken, str]:
+    """Make a token; returns it and its secret (shown once). Projects outside the owner's are refused."""
+    allowed = set(projects_for(owner).values_list("pk", flat=True))
+    chosen = [p.pk if hasattr(p, "pk") else int(p) for p in projects]
+    if not chosen or not set(chosen) <= allowed:
+        raise ValueError("Choose one or more of your own projects.")
+    if not 1 <= days <= MAX_DAYS:
+        raise ValueError(f"A token lasts between 1 and {MAX_DAYS} days.")
+    if ceiling not in ApiToken.Ceiling.values:
+        raise ValueError(f"Unknown ceiling {ceiling!r}.")
+    secret = PREFIX + secrets.token_urlsafe(30)
+    token = ApiToken.objects.create(
+        owner=owner,
+        name=name.strip()[:100] or "token",
+        prefix=secret[: len(PREFIX) + 4],
+        digest=digest_of(secret),
+        ceiling=ceiling,
+        expires=timezone.now() + timedelta(days=days),
+    )
+    token.projects.set(chosen)
+    for project in token.projects.all():  # one row per project, so each project's admins see it
+        record(owner, CREATE, project, token=token.pk, name=token.name, ceiling=ceiling, days=days)
+    return token, secret
+
+
+def revoke(token: ApiToken, actor) -> bool:
+    """Revoke a token of `actor` (False when it already was)."""
+    changed = ApiToken.objects.filter(pk=token.pk, revoked__isnull=True).update(revoked=timezone.now())
+    if changed:
+        for project in token.projects.all():
+            record(actor, REVOKE, project, token=token.pk, name=token.name)
+    return bool(changed)
+
+
+def authenticate(secret: str, method: str, *, now: float | None = None):
+    """The principal a request with `secret` acts as; raises TokenRefused (audited)."""
+    token = (
+        ApiToken.objects.select_related("owner").filter(digest=digest_of(secret or "")).first()
+        if (secret or "").startswith(PREFIX)
+        else None
+    )
+    if token is None:
+        return _refuse(None, "unknown token", 401)
+    if token.revoked is not None:
+        return _refuse(token, "revoked token", 401)
+    if token.expires <= timezone.now():
+        return _refuse(token, "expired token", 401)
+    if not token.owner.is_active:
+        return _refuse(token, "owner inactive", 401)
+    if token.ceiling == ApiToken.Ceiling.READ and method not in ("GET", "HEAD", "OPTIONS"):
+        return _refuse(token, "read-only token", 403)
+    wait = count_request(token, now=now)
+    if wait:
+        return _refuse(token, "rate limit", 429, retry_after=wait)
+    return principal(token)
+
+
+def count_request(token: ApiToken, *, now: float | None = None) -> int:
+    """Count one request in the token's current minute; returns 0 when allowed, else the seconds
+    until the next minute. The counter is on the token's row (locked), so every process agrees."""
+    now = time.time() if now is None else now
+    minute = int(now // 60)
+    with transaction.atomic():
+        row = ApiToken.objects.select_for_update().only("window_start", "window_count").get(pk=token.pk)
+        count = row.window_count + 1 if row.window_start == minute else 1
+        if count > rate_limit():
+            return max(1, 60 - int(now % 60))
+        ApiToken.objects.filter(pk=token.pk).update(window_start=minute, window_count=count, last_used=timezone.now())
+    return 0
+
+
+def principal(token: ApiToken):
+    """The owner as the token lets them act: their roles in the token's projects only."""
+    owner = token.owner
+    project_ids = list(token.projects.values_list("pk", flat=True))
+    if is_site_admin(owner):
+        memberships = {pid: frozenset(Role) for pid in project_ids}
+    else:
+        memberships = {pid: roles_of(owner, pid) for pid in project_ids}
+    acting = copy.copy(owner)  # never saved: a view of the owner, not a second account
+    acting.is_superuser = False
+    acting._dsm_memberships = {pid: roles for pid, roles in memberships.items() if roles}
+    acting.api_token = token
+    return acting
+
+
+def _refuse(token: ApiToken | None, reason: str, status: int, retry_after: int | None = None):
+    from django.contrib.auth.models import AnonymousUser
+
+    actor = token.owner if token is not None else AnonymousUser()
+    record(actor, REFUSED, None, reason=reason, token=token.pk if token else None)
+    raise TokenRefused(f"Token refused: {reason}.", status, retry_after)

@@ -1,0 +1,81 @@
+"""The token page (each user's own tokens) and a project's webhooks page (its admins)."""
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+
+from webapp.accounts.roles import Capability, require
+from webapp.api import tokens, webhooks
+from webapp.api.forms import TokenForm, WebhookForm
+from webapp.api.models import ApiToken, Webhook, WebhookDelivery
+from webapp.audit.log import record
+from webapp.projects.models import Project
+
+LOG_ROWS = 50
+
+
+def tokens_page(request):
+    """GET: the user's tokens and the form; POST: make a token, or revoke one (`revoke`=id)."""
+    choices = tokens.projects_for(request.user)
+    form = TokenForm(projects=choices)
+    secret = None
+    if request.method == "POST" and request.POST.get("revoke"):
+        token = get_object_or_404(ApiToken, pk=_int(request.POST["revoke"]), owner=request.user)
+        if tokens.revoke(token, request.user):
+            messages.success(request, f"Token {token.name} revoked.")
+        return redirect("api_tokens")
+    if request.method == "POST":
+        form = TokenForm(request.POST, projects=choices)
+        if form.is_valid():
+            data = form.cleaned_data
+            _, secret = tokens.create(
+                request.user, name=data["name"], projects=data["projects"], ceiling=data["ceiling"], days=data["days"]
+            )
+            form = TokenForm(projects=choices)
+    mine = ApiToken.objects.filter(owner=request.user).prefetch_related("projects")
+    status = 400 if form.errors else 200
+    return render(request, "api/tokens.html", {"form": form, "tokens": mine, "secret": secret}, status=status)
+
+
+def webhooks_page(request, slug):
+    """A project's webhooks and their delivery log; POST adds one, `delete`=id removes one,
+    `test`=id sends a test event."""
+    project = get_object_or_404(Project.objects.where(request.user), slug=slug)
+    require(request.user, Capability.MANAGE_MEMBERS, project)  # the project's admins
+    form = WebhookForm()
+    if request.method == "POST":
+        if request.POST.get("delete") or request.POST.get("test"):
+            pk = _int(request.POST.get("delete") or request.POST.get("test"))
+            webhook = get_object_or_404(Webhook, pk=pk, project=project)
+            if request.POST.get("delete"):
+                webhook.delete()
+                record(request.user, "delete_webhook", project, webhook=pk)
+                messages.success(request, "Webhook removed.")
+            else:
+                webhooks.send_test(webhook)
+                messages.success(request, "Test event queued: its delivery shows below.")
+            return redirect("api_webhooks", project.slug)
+        form = WebhookForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            webhook = Webhook.objects.create(
+                project=project, url=data["url"], secret=data["secret"], events=data["events"], created_by=request.user
+            )
+            record(request.user, "add_webhook", project, webhook=webhook.pk, events=data["events"])
+            messages.success(request, "Webhook added.")
+            return redirect("api_webhooks", project.slug)
+    context = {
+        "project": project,
+        "form": form,
+        "webhooks": Webhook.objects.filter(project=project),
+        "deliveries": WebhookDelivery.objects.filter(webhook__project=project)
+        .select_related("webhook")
+        .order_by("-created", "-id")[:LOG_ROWS],
+    }
+    return render(request, "api/webhooks.html", context, status=400 if form.errors else 200)
+
+
+def _int(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
