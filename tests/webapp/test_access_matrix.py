@@ -1,4 +1,6 @@
-"""Every view x every role: allowed, forbidden, or redirected to login."""
+"""Every view x every role: allowed, forbidden, or redirected to login. A user of no project does
+not find an object (404: another project's object is not disclosed) and is refused (403) on pages
+without one (webapp.projects.scoping)."""
 
 import pytest
 from django.urls import reverse
@@ -9,6 +11,7 @@ from webapp.corpus.models import Corpus, Note
 ROLES = ["anonymous", "norole", "clinician", "researcher", "admin"]
 VIEWERS = {"clinician", "researcher", "admin"}
 IMPORTERS = {"researcher", "admin"}
+OBJECT_VIEWS = {"corpus-detail", "note", "task-edit", "import", "review-notes", "review-note", "evaluation"}
 
 
 @pytest.fixture
@@ -29,7 +32,9 @@ def _evaluation(note):
 def _task():
     from webapp.corpus.models import Task
 
-    return Task.objects.create(slug="fever", description="fever", options=["yes", "no"], origin="app")
+    return Task.objects.create(
+        project=default_project(), slug="fever", description="fever", options=["yes", "no"], origin="app"
+    )
 
 
 def _import_job(note):
@@ -120,6 +125,8 @@ def test_each_view_answers_each_role_as_its_capabilities_say(client, note, user_
         assert response.status_code == 200
     elif view == "admin":
         assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    elif role == "norole" and view in OBJECT_VIEWS:
+        assert response.status_code == 404
     else:
         assert response.status_code == 403
 
