@@ -160,5 +160,6 @@ def test_the_clinician_who_drew_a_set_may_retire_it_another_clinician_may_not(
 def test_a_user_without_a_role_cannot_retire(client, norole_user, corpus, sel, notes, clinician):
     vset = validation.draw(corpus, sel, name="val", size=2, seed=0, grid=[SHARP], actor=clinician)
     client.force_login(norole_user)
-    assert client.post(reverse("review:validation_retire", args=[vset.pk])).status_code == 403
+    # Not a member of the set's project: the set is not found (its existence is not disclosed).
+    assert client.post(reverse("review:validation_retire", args=[vset.pk])).status_code == 404
     assert not ValidationSet.objects.get(pk=vset.pk).is_retired

@@ -1,5 +1,6 @@
-"""Every review page x every role: clinicians review, researchers read, norole users get 403,
-anonymous visitors go to the login page."""
+"""Every review page x every role: clinicians review, researchers read, anonymous visitors go to
+the login page. A user of no project gets 403 on pages without an object and 404 on pages of a
+corpus, note or validation set (another project's object is not disclosed: webapp.projects.scoping)."""
 
 import pytest
 from django.urls import reverse
@@ -13,6 +14,7 @@ ROLES = ["anonymous", "norole", "clinician", "researcher", "admin"]
 READERS = {"clinician", "researcher", "admin"}
 REVIEWERS = {"clinician", "admin"}
 TUNERS = {"clinician", "researcher", "admin"}  # REVIEW or LAUNCH
+PAGES_WITHOUT_OBJECT = {"index", "report"}
 
 
 @pytest.fixture
@@ -77,6 +79,8 @@ def test_each_page_answers_each_role(client, user_for, role, view, note, vset, t
         assert response.status_code == 302 and "/login/" in response["Location"]
     elif role in allowed:
         assert response.status_code in (200, 302)
+    elif role == "norole" and view not in PAGES_WITHOUT_OBJECT:
+        assert response.status_code == 404
     else:
         assert response.status_code == 403
 
@@ -103,25 +107,26 @@ def test_only_reviewers_can_decide_on_a_peak(client, user_for, role, note, tasks
     response = client.post(
         reverse("review:decide", args=[note.corpus_id, note.pk]), decision_post(note, tasks, base, sharp)
     )
-    expected = {"anonymous": 302, "norole": 403, "researcher": 403, "clinician": 302, "admin": 302}[role]
+    expected = {"anonymous": 302, "norole": 404, "researcher": 403, "clinician": 302, "admin": 302}[role]
     assert response.status_code == expected
     assert PeakDecision.objects.exists() == (role in REVIEWERS)
 
 
-@pytest.mark.parametrize("role", ["norole", "researcher"])
-def test_undo_and_judging_need_the_review_role(client, user_for, role, note, vset, tasks, base, sharp):
+@pytest.mark.parametrize("role, status", [("norole", 404), ("researcher", 403)])
+def test_undo_and_judging_need_the_review_role(client, user_for, role, status, note, vset, tasks, base, sharp):
+    """A researcher of the corpus's project is refused (403); a user of no project does not find it (404)."""
     client.force_login(user_for[role])
     assert (
         client.post(
             reverse("review:undo", args=[note.corpus_id, note.pk]), query(tasks["heart"], base, sharp)
         ).status_code
-        == 403
+        == status
     )
     assert (
         client.post(
             reverse("review:validation_judge", args=[vset.pk]), {"position": 0, "setting": 0, "answer": "yes"}
         ).status_code
-        == 403
+        == status
     )
 
 
@@ -141,6 +146,8 @@ def test_saving_a_profile_needs_review_or_launch(client, user_for, role, sharp):
 
 @pytest.mark.parametrize("role", ["norole"])
 def test_drawing_a_validation_set_and_adopting_need_review_or_launch(client, user_for, role, note, vset, base):
+    """Every project role has REVIEW or LAUNCH, so only a user of no project is refused: they do not
+    find the corpus or the validation set (404)."""
     client.force_login(user_for[role])
     assert (
         client.post(
@@ -155,11 +162,11 @@ def test_drawing_a_validation_set_and_adopting_need_review_or_launch(client, use
                 "grid": "1 1 0.2 0.4",
             },
         ).status_code
-        == 403
+        == 404
     )
     adopt = reverse("review:validation_adopt", args=[vset.pk])
-    assert client.post(adopt, {"name": "x", "setting": 0}).status_code == 403
-    assert client.post(reverse("review:redraw_sample", args=[note.corpus_id])).status_code == 403
+    assert client.post(adopt, {"name": "x", "setting": 0}).status_code == 404
+    assert client.post(reverse("review:redraw_sample", args=[note.corpus_id])).status_code == 404
 
 
 def test_a_note_of_another_corpus_is_not_found(client, clinician, note, corpus):
