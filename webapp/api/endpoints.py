@@ -5,7 +5,7 @@ object is a 404, a capability the token's role lacks a 403, a bad request a 400 
 No endpoint writes note text anywhere but into its own answer."""
 
 from django.http import StreamingHttpResponse
-from ninja import File, Form, Query, Router, Schema
+from ninja import File, Form, Query, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
 
@@ -224,7 +224,7 @@ def launch_import(
     job = import_jobs.launch(
         file, project=target, kind=kind, corpus=corpus, language=language, update=update, actor=request.user
     )
-    return 202, _import(job)
+    return Status(202, _import(job))
 
 
 @router.post("/imports/{job_id}/cancel")
@@ -287,7 +287,7 @@ def launch_job(request, body: JobIn):
         job = jobs.launch(spec, actor=request.user)
     except jobs.JobError as exc:
         _refuse(exc)
-    return 202, _job(job)
+    return Status(202, _job(job))
 
 
 @router.post("/jobs/{job_id}/cancel")
@@ -342,7 +342,7 @@ def rebuild_dataset(request, dataset_id: int):
         again = dataset_launch.build_again(dataset, actor=request.user)
     except dataset_launch.LaunchError as exc:
         _refuse(exc)
-    return 202, _dataset(again)
+    return Status(202, _dataset(again))
 
 
 @router.get("/datasets/{dataset_id}/download/{fmt}", summary="The examples as a zip (jsonl or parquet)")
@@ -366,7 +366,7 @@ def request_export(request, dataset_id: int, fmt: str):
         job = dataset_launch.request_export(dataset, fmt, actor=request.user)
     except dataset_launch.LaunchError as exc:
         _refuse(exc)
-    return 202, _export(job)
+    return Status(202, _export(job))
 
 
 @router.get("/datasets/{dataset_id}/exports/{export_id}")

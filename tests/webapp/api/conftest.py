@@ -62,7 +62,7 @@ def other(db, django_user_model):
     evaluation = RelevanceEvaluation.objects.create(corpus=corpus, model_version=model, profile=profile)
     split = LabeledSplit.objects.create(corpus=corpus, seed=0, test_ratio=0.5)
     run = TrainingRun.objects.create(name=f"{SECRET} run", kind="sft", model_version=model, split=split)
-    imported = ImportJob.objects.create(project=project, kind="notes", corpus_name=corpus.name, file_name="z.jsonl")
+    ImportJob.objects.create(project=project, kind="notes", corpus_name=corpus.name, file_name="z.jsonl")
     return {
         "project": project,
         "owner": owner,

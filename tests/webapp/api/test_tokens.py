@@ -109,9 +109,7 @@ def test_a_role_without_the_capability_is_403_and_audited(client, clinician, own
     assert AuditEvent.objects.filter(action=AuditEvent.Action.PERMISSION_DENIED, actor=clinician).exists()
 
 
-def test_a_token_of_an_owner_who_left_the_project_sees_nothing_there(
-    client, researcher, own, make_token, bearer
-):
+def test_a_token_of_an_owner_who_left_the_project_sees_nothing_there(client, researcher, own, make_token, bearer):
     _, secret = make_token(researcher, [own["project"]])
     Membership.objects.filter(user=researcher).delete()
     assert client.get(f"/api/corpora/{own['corpus'].pk}", headers=bearer(secret)).status_code == 404
