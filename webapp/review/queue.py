@@ -6,14 +6,15 @@ on. A pair is served when it has at least one peak (under the parameters in effe
 reviewer has not decided on; pairs with no peak, and pairs whose every peak the reviewer decided,
 are skipped.
 
-The next pair comes from one indexed query over the stored peaks (webapp.review.peakstore): the
-first map after the cursor, in the maps' (note, task) order, with a valid stored peak that has
-no decision of this reviewer (an anti-join against PeakDecision's unique index). Maps whose
-peaks under these parameters are not stored yet (never computed, or their map was recomputed)
-and that come before that pair are computed first, in keyset batches, at most SCAN maps a
-request: the first pass over a corpus costs what the scan cost before, once per peak setting;
-afterwards a request computes nothing. When the SCAN maps are spent, the page offers to continue
-from where it stopped. `scanned` counts the maps whose peaks the request computed.
+Each request walks the maps after the cursor in windows read by the maps' unique index (the
+first FIRST_BATCH maps, then BATCH at a time), at most SCAN maps a request. In a window, peaks
+come from the store (webapp.review.peakstore: computed once per map and peak setting, stale when
+the map is recomputed; the window's missing ones are computed and stored first), and one query
+finds the window's first pair with a stored peak that has no decision of this reviewer (an
+anti-join against PeakDecision's unique index). Once a corpus's peaks are stored, a request is
+three indexed queries over one window and computes nothing; its cost does not grow with the
+corpus or with what was reviewed. When SCAN maps were looked at without finding a pair, the
+page offers to continue from where the request stopped.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from django.db.models import Exists, Q
 
 from webapp.review import peakstore
 
+FIRST_BATCH = 25  # the first window: nearly always holds the next pair
 BATCH = 500
 SCAN = 5_000
 
@@ -31,9 +33,10 @@ SCAN = 5_000
 @dataclass(frozen=True)
 class QueueResult:
     pair: tuple[int, int] | None  # (note_id, task_id) to review next
-    scanned: int  # maps whose peaks were computed by this request
-    finished: bool  # True: no pair left after the cursor
-    cursor: tuple[int, int] | None  # where to continue from (the last map computed)
+    scanned: int  # maps looked at
+    finished: bool  # True: no map left after the last one looked at
+    cursor: tuple[int, int] | None  # the last (note_id, task_id) looked at
+    computed: int = 0  # maps whose peaks this request computed and stored
 
 
 def selection_maps(corpus, selection):
@@ -49,10 +52,6 @@ def _after(maps, cursor):
     return maps.filter(Q(note_id__gt=cursor[0]) | Q(note_id=cursor[0], task_id__gt=cursor[1]), note_id__gte=cursor[0])
 
 
-def _before(maps, pair):
-    return maps.filter(Q(note_id__lt=pair[0]) | Q(note_id=pair[0], task_id__lt=pair[1]), note_id__lte=pair[0])
-
-
 def first_undecided(maps, selection, reviewer):
     """The first (note, task) of `maps` whose stored peaks hold one the reviewer has not decided."""
     key = peakstore.params_key(selection.params)
@@ -65,17 +64,19 @@ def next_pair(
     corpus, selection, reviewer, after: tuple[int, int] | None = None, *, scan: int = SCAN, batch: int = BATCH
 ) -> QueueResult:
     maps = selection_maps(corpus, selection)
-    key = peakstore.params_key(selection.params)
-    pending, computed, last = _after(maps, after), 0, after
-    while True:
-        candidate = first_undecided(pending, selection, reviewer)
-        gap = peakstore.missing(pending if candidate is None else _before(pending, candidate), key)
-        todo = list(gap.order_by("note_id", "task_id").values_list("pk", "note_id", "task_id")[: max(1, batch)])
-        if not todo:
-            return QueueResult(candidate, computed, candidate is None, candidate or last)
-        if computed >= scan:
-            return QueueResult(None, computed, False, last)
-        todo = todo[: scan - computed]
-        # the first maps of the gap in order: after this, every map up to the last of them is stored
-        computed += peakstore.ensure(maps.filter(pk__in=[t[0] for t in todo]), selection.params)
-        last = (todo[-1][1], todo[-1][2])
+    cursor, scanned, computed = after, 0, 0
+    while scanned < scan:
+        size = min(batch, FIRST_BATCH if scanned == 0 else batch, scan - scanned)
+        ordered = _after(maps, cursor).order_by("note_id", "task_id")
+        window = list(ordered.values_list("pk", "note_id", "task_id")[:size])
+        if not window:
+            return QueueResult(None, scanned, True, cursor, computed)
+        in_window = maps.filter(pk__in=[w[0] for w in window])
+        computed += peakstore.ensure(in_window, selection.params)
+        pair = first_undecided(in_window, selection, reviewer)
+        if pair is not None:
+            position = next(i for i, w in enumerate(window) if (w[1], w[2]) == pair)
+            return QueueResult(pair, scanned + position + 1, False, pair, computed)
+        scanned += len(window)
+        cursor = (window[-1][1], window[-1][2])
+    return QueueResult(None, scanned, False, cursor, computed)
