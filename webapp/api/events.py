@@ -2,7 +2,8 @@
 (webapp.lifecycle.kinds) that ended (done, failed, cancelled) is announced once per status: the
 workers' Celery `task_postrun` signal looks at the unit its task held (a relevance chunk: its job,
 which ends with its last chunk); the API's cancel endpoints announce what they ended at once.
-Payloads hold ids, statuses and counts only."""
+Payloads hold ids, statuses and counts only. An ended training run is also logged to MLflow
+when MLFLOW_TRACKING_URI is set (webapp.api.mlflow_log)."""
 
 from __future__ import annotations
 
@@ -64,8 +65,12 @@ def _after_task(sender=None, args=None, **kwargs) -> None:
         unit = kind.model_class().objects.filter(pk=pk).first()
         if unit is not None:
             unit_ended(kind.name, unit)
-    except Exception:  # a webhook must never make work fail
-        log.exception("webhooks: could not queue the end of %s %s", kind.name, pk)
+            if kind.name == "training run":
+                from webapp.api import mlflow_log
+
+                mlflow_log.log_run(unit)  # nothing unless MLFLOW_TRACKING_URI is set
+    except Exception:  # a webhook or the tracking server must never make work fail
+        log.exception("webhooks/MLflow: could not announce the end of %s %s", kind.name, pk)
 
 
 def connect() -> None:

@@ -1,0 +1,92 @@
+"""A small client of MLflow's tracking REST API (/api/2.0/mlflow/...): enough to make an
+experiment, a run, log params, metrics and tags in batches and end the run. No Django, and no
+`mlflow` package: the full package pins versions that clash with ours (pyarrow, gunicorn), and
+these five calls are the whole of what the app sends. Errors are MlflowError with the server's
+message."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable
+
+# MLflow's limits for one log-batch request
+MAX_METRICS = 1000
+MAX_PARAMS = 100
+MAX_ENTITIES = 1000
+MAX_PARAM_VALUE = 6000
+TIMEOUT_SECONDS = 30
+
+
+class MlflowError(Exception):
+    """The tracking server refused a call or could not be reached."""
+
+
+class Client:
+    def __init__(self, tracking_uri: str):
+        self.base = tracking_uri.rstrip("/") + "/api/2.0/mlflow/"
+
+    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+        url = self.base + path
+        data = None
+        if method == "GET" and body:
+            url += "?" + urllib.parse.urlencode(body)
+        elif body is not None:
+            data = json.dumps(body).encode()
+        request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
+                return json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            detail = exc.read()[:300].decode(errors="replace")
+            raise MlflowError(f"MLflow answered {exc.code} to {path}: {detail}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise MlflowError(f"MLflow at {self.base} could not be reached ({type(exc).__name__})") from None
+
+    def experiment_id(self, name: str) -> str:
+        """The id of the experiment `name`, made when it does not exist yet."""
+        try:
+            return self._call("GET", "experiments/get-by-name", {"experiment_name": name})["experiment"][
+                "experiment_id"
+            ]
+        except MlflowError as exc:
+            if "RESOURCE_DOES_NOT_EXIST" not in str(exc):
+                raise
+        return self._call("POST", "experiments/create", {"name": name})["experiment_id"]
+
+    def create_run(self, experiment_id: str, name: str, tags: dict[str, str]) -> str:
+        body = {
+            "experiment_id": experiment_id,
+            "run_name": name,
+            "start_time": int(time.time() * 1000),
+            "tags": [{"key": k, "value": str(v)} for k, v in tags.items()],
+        }
+        return self._call("POST", "runs/create", body)["run"]["info"]["run_id"]
+
+    def log(self, run_id: str, *, params: dict[str, str] = None, metrics: Iterable[tuple] = ()) -> None:
+        """params {key: value}; metrics (key, value, step) in order; sent in batches within MLflow's limits."""
+        now = int(time.time() * 1000)
+        param_rows = [{"key": k, "value": str(v)[:MAX_PARAM_VALUE]} for k, v in (params or {}).items()]
+        for start in range(0, len(param_rows), MAX_PARAMS):
+            self._call("POST", "runs/log-batch", {"run_id": run_id, "params": param_rows[start : start + MAX_PARAMS]})
+        batch = []
+        for key, value, step in metrics:
+            batch.append({"key": key, "value": float(value), "timestamp": now, "step": int(step)})
+            if len(batch) == MAX_METRICS:
+                self._call("POST", "runs/log-batch", {"run_id": run_id, "metrics": batch})
+                batch = []
+        if batch:
+            self._call("POST", "runs/log-batch", {"run_id": run_id, "metrics": batch})
+
+    def end_run(self, run_id: str, status: str) -> None:
+        """status: FINISHED, FAILED or KILLED."""
+        self._call("POST", "runs/update", {"run_id": run_id, "status": status, "end_time": int(time.time() * 1000)})
+
+    def get_run(self, run_id: str) -> dict:
+        return self._call("GET", "runs/get", {"run_id": run_id})["run"]
+
+    def metric_history(self, run_id: str, key: str) -> list[dict]:
+        return self._call("GET", "metrics/get-history", {"run_id": run_id, "metric_key": key}).get("metrics", [])
