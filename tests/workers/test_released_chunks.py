@@ -81,7 +81,8 @@ def test_a_worker_lacking_the_model_releases_its_chunks_to_one_that_has_it(
 
     client.force_login(clinician)
     html = client.get(reverse("pipeline:job_detail", args=[job.pk])).content.decode()
-    assert f"<strong>{name}</strong> lacks model <strong>tiny-llama+remote</strong>" in html
+    shown = html[html.find('id="job-progress"') :][:3000]
+    assert f"<strong>{name}</strong> lacks model <strong>tiny-llama+remote</strong>" in html, shown
 
 
 @pytest.mark.slow
