@@ -220,6 +220,22 @@ def review_loop(host: str, reviewer: Reviewer, corpus_id: int, query: dict, unti
             reviewer.decisions += 1
 
 
+def static_caching(host: str, reviewer: Reviewer, page_path: str) -> dict:
+    """The Cache-Control of the static files a review page links (whitenoise, manifest names)."""
+    _, _, page = _request(host, reviewer, "GET", page_path)
+    out = {}
+    for path in sorted(set(re.findall(r'(?:src|href)="(/static/[^"]+)"', page))):
+        conn = http.client.HTTPConnection(host, timeout=REQUEST_TIMEOUT_S)
+        try:
+            conn.request("GET", path, headers={"X-Forwarded-Proto": "https", "Accept-Encoding": "gzip"})
+            response = conn.getresponse()
+            response.read()
+            out[path] = {"status": response.status, "cache_control": response.getheader("Cache-Control")}
+        finally:
+            conn.close()
+    return out
+
+
 def percentiles(seconds: list[float]) -> dict:
     if not seconds:
         return {"n": 0}
@@ -358,6 +374,9 @@ def main(argv: list[str] | None = None) -> int:
                      "profile": objects["profile"].pk}  # fmt: skip
             server = Server(env, args.workers, args.threads)
             server.wait_ready()
+            queue_path = f"/review/{objects['corpus'].pk}/queue/?{urlencode(query)}"
+            note_path = _request(server.host, reviewers[0], "GET", queue_path)[1]
+            result["static_files"] = static_caching(server.host, reviewers[0], note_path)
             result["baseline"] = run_load(
                 server, reviewers[: args.baseline_reviewers], objects["corpus"].pk, query, args.duration
             )

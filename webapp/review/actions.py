@@ -11,7 +11,7 @@ from webapp.corpus.models import Task, TaskGuideline
 from webapp.corpus.tasks import current_guideline
 from webapp.pipeline.models import ModelVersion, PeakProfile
 from webapp.review import decisions, rounds
-from webapp.review.noteview import char_peaks, map_arrays
+from webapp.review.noteview import stored_peaks
 from webapp.review.selection import Selection
 
 
@@ -41,8 +41,8 @@ def submit(note, form, reviewer) -> Outcome:
     sel = Selection(
         task, model, data["method"], data["template"], profile, form.params, config_key=data.get("config") or ""
     )
-    arrays = map_arrays(note, sel)
-    spans = char_peaks(note, arrays, form.params)[0] if arrays is not None else []
+    found = stored_peaks(note, sel, arrays=False)
+    spans = found[1] if found is not None and found[2] else []
     if (data["start"], data["end"]) not in spans:
         return Outcome(
             "Nothing was saved: this span is not a peak of the map under the parameters shown "

@@ -35,7 +35,7 @@ from ml.peaks import peaks_of_arrays
 from ml.specificity import TaskMap, note_specificity
 from webapp.corpus.models import Annotation, Note
 from webapp.lib import rendering, windows
-from webapp.review import sentenceview
+from webapp.review import peakstore, sentenceview
 from webapp.review.decisions import PeakContext, decisions_on, is_conflict, overlapping
 
 ADJUST_WORDS = 5  # how many words a boundary may move either way in the adjust form
@@ -134,6 +134,16 @@ def map_arrays(note, selection):
     return row[0] if row is not None else None
 
 
+def stored_peaks(note, selection, *, arrays: bool):
+    """(arrays or None, character spans of the peaks, fits) of the selection's map of the note,
+    its peaks from the store (webapp.review.peakstore; a profile's are stored on first use, moved
+    sliders' computed for the request); None without a map."""
+    if not selection.ready:
+        return None
+    maps = selection.maps().filter(note=note, task=selection.task, model_version=selection.model)
+    return peakstore.peaks_of_map(maps, note, selection.params, arrays=arrays, store=not selection.custom)
+
+
 def char_peaks(note, arrays, params) -> tuple[list, bool]:
     """(word-extended character spans of the peaks, whether the map fits the note)."""
     result = peaks_of_arrays([(None, note.pk, 0)], [arrays], {note.pk: note.text}, params)[0]
@@ -207,13 +217,12 @@ def build_panel(
     panel = NotePanel(note, selection, parts[0], n_chars=len(text))
     panel.annotations, panel.gold = gold_of(note, selection.task)
     panel.prev_id, panel.next_id = neighbours(note, selection)
-    arrays = map_arrays(note, selection)
+    found = stored_peaks(note, selection, arrays=True)
     offsets, scores, spans = (), (), []
-    if arrays is not None:
+    if found is not None:
         panel.found = True
-        offsets, scores = arrays
+        (offsets, scores), spans, panel.fits = found
         panel.n_tokens = len(offsets)
-        spans, panel.fits = char_peaks(note, arrays, selection.params)
         if not panel.fits:
             offsets, scores = offsets[:0], scores[:0]
         panel.reach = map_reach(text, offsets)

@@ -24,7 +24,7 @@ import hashlib
 import json
 
 from django.db import transaction
-from django.db.models import CharField, Exists, Func, OuterRef
+from django.db.models import CharField, Exists, Func, OuterRef, Subquery
 
 from ml.peaks import PeakParams, peaks_of_rows
 from webapp.corpus.models import Note
@@ -115,17 +115,37 @@ def ensure(maps, params: PeakParams) -> int:
 
 
 def spans_of(map_qs, params: PeakParams, note, *, store: bool) -> tuple[list[tuple[int, int]], bool] | None:
-    """(character spans of the peaks, whether the map fits the note) of the one map of
-    `map_qs` under `params`, from the stored row (computed and stored first when `store`);
-    None when there is no map."""
+    """(character spans of the peaks, whether the map fits the note) of the one map of `map_qs`
+    under `params` (peaks_of_map without the arrays); None when there is no map."""
+    found = peaks_of_map(map_qs, note, params, arrays=False, store=store)
+    return None if found is None else found[1:]
+
+
+def stored(key: str, field: str = "spans"):
+    """`field` of the outer map's valid stored peaks under `key` (None when there are none), to
+    annotate a map query with: the peaks come in the same query as the map."""
+    return Subquery(valid(key).values(field)[:1])
+
+
+def peaks_of_map(map_qs, note, params: PeakParams, *, arrays: bool, store: bool):
+    """((offsets, scores) when `arrays`, else None; [(start, end), ...] character spans of the
+    peaks; whether the map fits the note) of the one map of `map_qs` under `params`, or None when
+    there is no map. One query when the peaks are stored. Otherwise they are computed, and
+    stored when `store` (a profile's parameters; moved sliders are not kept)."""
     key = params_key(params)
-    if store:
-        ensure(map_qs, params)
-        row = MapPeaks.objects.filter(map__in=map_qs.values("pk"), params_key=key).values_list("spans", "fits").first()
-        if row is not None:
-            return [tuple(s) for s in row[0]], row[1]
-    row = map_qs.with_arrays("id", "note_id", "task_id").first()
+    rows = map_qs.annotate(stored_spans=stored(key), stored_fits=stored(key, "fits"))
+    fields = ("stored_spans", "stored_fits")
+    row = (rows.with_arrays(*fields) if arrays else rows.values_list(*fields)).first()
     if row is None:
         return None
-    result = peaks_of_rows([row], {note.pk: note.text}, params)[0]
-    return [tuple(map(int, s)) for s in result.char_spans], bool(result.fits)
+    spans, fits, found = row[0], row[1], (row[2] if arrays else None)
+    if spans is None and store:
+        ensure(map_qs, params)
+        kept = MapPeaks.objects.filter(map__in=map_qs.values("pk"), params_key=key)
+        spans, fits = kept.values_list("spans", "fits")[0]
+    elif spans is None:
+        if found is None:
+            found = map_qs.with_arrays().first()[0]
+        result = peaks_of_rows([(None, note.pk, 0, found)], {note.pk: note.text}, params)[0]
+        spans, fits = [[int(a), int(b)] for a, b in result.char_spans], bool(result.fits)
+    return found, [tuple(s) for s in spans], bool(fits)

@@ -1,0 +1,78 @@
+"""The review loop's pages run a bounded number of queries, however many notes, maps, peaks and
+decisions there are: the queue redirect, the note page, the htmx panel and a decision's htmx
+answer. Each bound is the count measured when peaks are stored (webapp.review.peakstore), and
+each test grows the data between two requests to show the count does not grow with it."""
+
+import pytest
+from django.urls import reverse
+
+from webapp.corpus.models import Note
+from webapp.review import peakstore, queue
+from webapp.review.selection import Selection
+
+from .fabricate import TEXT, add_map, query, word_span
+
+HX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "note-panel"}
+QUEUE_QUERIES = 14  # session, user, roles, corpus, selection (6), window, missing peaks, open pair
+NOTE_QUERIES = 17  # session, user, roles, note, selection (5), gold, neighbours, map + its peaks, ...
+DECIDE_QUERIES = 27  # the note page's, the form's lookups, the decision's transaction, audit, rounds
+
+
+@pytest.fixture
+def ward(corpus, tasks, base, note, maps):
+    """The fixture note plus `more(n)` notes with maps of both tasks."""
+
+    def more(n):
+        for i in range(n):
+            extra = Note.objects.create(corpus=corpus, external_id=f"more-{Note.objects.count()}-{i}", text=TEXT)
+            add_map(extra, tasks["heart"], base, {"130": 0.9, "febrile": 0.9})
+            add_map(extra, tasks["pacemaker"], base, {"Pacemaker": 0.9})
+
+    return more
+
+
+def store_all(corpus, base, sharp):
+    sel = Selection(None, base, "attnlrp", "en", sharp, sharp.params)
+    peakstore.ensure(queue.selection_maps(corpus, sel), sharp.params)
+
+
+def test_the_queue_redirect_runs_a_bounded_number_of_queries(
+    client, clinician, corpus, base, sharp, ward, django_assert_max_num_queries
+):
+    client.force_login(clinician)
+    url = reverse("review:queue", args=[corpus.pk])
+    for n in (2, 20):
+        ward(n)
+        store_all(corpus, base, sharp)
+        with django_assert_max_num_queries(QUEUE_QUERIES):
+            assert client.get(url, {"model": base.pk, "profile": sharp.pk}).status_code == 302
+
+
+def test_the_note_page_and_its_htmx_panel_run_a_bounded_number_of_queries(
+    client, clinician, note, corpus, tasks, base, sharp, ward, django_assert_max_num_queries
+):
+    client.force_login(clinician)
+    url = reverse("review:note", args=[note.corpus_id, note.pk])
+    client.get(url, query(tasks["heart"], base, sharp))  # stores the map's peaks (first use)
+    for n in (2, 20):
+        ward(n)
+        with django_assert_max_num_queries(NOTE_QUERIES):
+            assert client.get(url, query(tasks["heart"], base, sharp)).status_code == 200
+        with django_assert_max_num_queries(NOTE_QUERIES - 1):  # the panel lists no profiles
+            assert client.get(url, query(tasks["heart"], base, sharp), **HX).status_code == 200
+
+
+def test_a_decisions_htmx_answer_runs_a_bounded_number_of_queries(
+    client, clinician, admin_user, note, corpus, tasks, base, sharp, ward, django_assert_max_num_queries
+):
+    client.force_login(clinician)
+    url = reverse("review:decide", args=[note.corpus_id, note.pk])
+    client.get(reverse("review:note", args=[note.corpus_id, note.pk]), query(tasks["heart"], base, sharp))
+    ward(20)
+    for word in ("130", "tachycardic"):
+        a, b = word_span(TEXT, word)
+        data = {**query(tasks["heart"], base, sharp), "k": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4}
+        data |= {"start": a, "end": b, "decision": "accept", "version": 0}
+        with django_assert_max_num_queries(DECIDE_QUERIES):
+            response = client.post(url, {**data, "window": 0, "guideline": 0}, **HX)
+        assert response.status_code == 200 and "You accepted the peak" in response.content.decode()
