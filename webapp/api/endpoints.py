@@ -20,6 +20,9 @@ from webapp.datasets.access import dataset_for, export_for
 from webapp.datasets.models import DatasetExport, DatasetVersion
 from webapp.evaluation.access import evaluation_for
 from webapp.evaluation.models import RelevanceEvaluation
+from webapp.interchange.exporting import ExportChoice, ExportChoiceError, peak_source, zip_export
+from webapp.interchange.exporting import download_name as annotations_name
+from webapp.interchange.formats import FORMATS
 from webapp.pipeline import jobs
 from webapp.pipeline.access import job_for
 from webapp.pipeline.models import ModelVersion, RelevanceJob
@@ -190,6 +193,35 @@ def get_note(request, corpus_id: int, note_id: int):
         "metadata": note.metadata,
         "annotations": annotations,
     }
+
+
+@router.get(
+    "/corpora/{corpus_id}/annotations/{fmt}",
+    summary="Gold spans, a model's peaks (pre-annotations) and review decisions as a zip in an annotation format",
+)
+def export_annotations(
+    request,
+    corpus_id: int,
+    fmt: str,
+    gold: bool = True,
+    decisions: bool = True,
+    peaks_model: str = "",
+    profile: str = "",
+):
+    """The corpus page's annotation export (webapp.interchange), by API: `fmt` one of the
+    interchange formats; `peaks_model`: a model version's name to include its peaks."""
+    corpus = corpus_for(request.user, corpus_id, Capability.EXPORT)
+    if fmt not in FORMATS:
+        raise HttpError(400, f"fmt must be one of {', '.join(FORMATS)}.")
+    peaks = None
+    if peaks_model:
+        get_or_404(request.user, ModelVersion.objects, name=peaks_model)  # a model this token may see
+        try:
+            peaks = peak_source(corpus, peaks_model, profile_name=profile)
+        except ExportChoiceError as exc:
+            _refuse(exc)
+    choice = ExportChoice(gold=gold, peaks=peaks, decisions=decisions)
+    return _zip(zip_export(corpus, fmt, choice, actor=request.user), annotations_name(corpus, fmt))
 
 
 # --- imports (background jobs) ----------------------------------------------------------------
