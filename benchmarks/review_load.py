@@ -374,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
                      "profile": objects["profile"].pk}  # fmt: skip
             server = Server(env, args.workers, args.threads)
             server.wait_ready()
+            result["server"] = {"port": server.port, "pid": server.process.pid}
             queue_path = f"/review/{objects['corpus'].pk}/queue/?{urlencode(query)}"
             note_path = _request(server.host, reviewers[0], "GET", queue_path)[1]
             result["static_files"] = static_caching(server.host, reviewers[0], note_path)
