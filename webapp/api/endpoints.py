@@ -9,6 +9,7 @@ from ninja import File, Form, Query, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
 
+from ml.peaks import PAPER
 from webapp.accounts.roles import Capability, require
 from webapp.api.pagination import PageQuery, page
 from webapp.corpus import import_jobs
@@ -25,9 +26,11 @@ from webapp.interchange.exporting import download_name as annotations_name
 from webapp.interchange.formats import FORMATS
 from webapp.pipeline import jobs
 from webapp.pipeline.access import job_for
-from webapp.pipeline.models import ModelVersion, RelevanceJob
+from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
 from webapp.projects.models import Project
 from webapp.projects.scoping import get_or_404
+from webapp.review import peakstore
+from webapp.review.selection import default_profile
 from webapp.training import evaluation as run_evaluation
 from webapp.training import runs
 from webapp.training.access import run_for
@@ -193,6 +196,40 @@ def get_note(request, corpus_id: int, note_id: int):
         "metadata": note.metadata,
         "annotations": annotations,
     }
+
+
+@router.get("/corpora/{corpus_id}/notes/{note_id}/maps", summary="A note's relevance maps and their peaks")
+def note_maps(request, corpus_id: int, note_id: int, profile: str = "", arrays: bool = False):
+    """Each map of the note (task, model, configuration) with its peaks as character spans under
+    the named peak profile (default: the default profile, as on the review page); `arrays=true`
+    adds the tokens' character offsets and scores."""
+    note = note_for(request.user, corpus_id, note_id)
+    chosen = PeakProfile.objects.filter(name=profile).order_by("-version").first() if profile else default_profile()
+    if profile and chosen is None:
+        raise HttpError(400, f"No peak profile named {profile!r}.")
+    params = chosen.params if chosen else PAPER
+    maps = RelevanceMap.objects.visible_to(request.user).filter(note=note).select_related("task", "config", "tokens")
+    answer = []
+    for relevance_map in maps.order_by("pk"):
+        one = RelevanceMap.objects.filter(pk=relevance_map.pk)
+        spans, fits = peakstore.spans_of(one, params, note, store=False)
+        item = {
+            "id": relevance_map.pk,
+            "task": relevance_map.task.slug,
+            "model_version": relevance_map.model_version_id,
+            "method": relevance_map.method,
+            "template": relevance_map.template,
+            "config_key": relevance_map.config_key,
+            "job": relevance_map.job_id,
+            "n_tokens": relevance_map.n_tokens,
+            "peaks": [list(span) for span in spans],
+            "fits": fits,
+        }
+        if arrays:
+            offsets, scores = relevance_map.arrays()
+            item["offsets"], item["scores"] = offsets.tolist(), [float(x) for x in scores]
+        answer.append(item)
+    return {"note": note.pk, "profile": chosen.name if chosen else "paper", "maps": answer}
 
 
 @router.get(

@@ -52,3 +52,17 @@ def test_peaks_of_a_model_of_another_project_are_404(client, researcher, own, ot
     _, secret = make_token(researcher, [own["project"]])
     url = f"/api/corpora/{own['corpus'].pk}/annotations/jsonl?peaks_model=zebra%20dsm"
     assert client.get(url, headers=bearer(secret)).status_code == 404
+
+
+def test_a_notes_maps_and_peaks(client, clinician, own, make_token, bearer):
+    from webapp.pipeline.models import RelevanceMap
+
+    note = own["notes"][0]  # "HR 100 bpm."
+    offsets, scores = [[0, 2], [3, 6], [7, 10], [10, 11]], [0.05, 1.0, 0.1, 0.0]
+    RelevanceMap.objects.store_one(note, own["task"], own["model"], offsets, scores)
+    _, secret = make_token(clinician, [own["project"]], ceiling="read")
+    url = f"/api/corpora/{own['corpus'].pk}/notes/{note.pk}/maps?arrays=true"
+    (found,) = client.get(url, headers=bearer(secret)).json()["maps"]
+    assert found["task"] == "heart-rate" and found["offsets"] == offsets
+    assert found["scores"][1] == 1.0  # float16 stores 1.0 exactly
+    assert any(start <= 3 and 6 <= end for start, end in found["peaks"])  # the peak covers "100"

@@ -5,6 +5,7 @@ is skipped saying so (the app itself only speaks MLflow's REST API: webapp.lib.m
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -47,6 +48,7 @@ def mlflow_server(tmp_path_factory):
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: its server workers end with it
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -60,8 +62,12 @@ def mlflow_server(tmp_path_factory):
                 pytest.fail("mlflow server did not start")
             time.sleep(0.5)
     yield url
-    server.terminate()
-    server.wait(timeout=30)
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=10)
 
 
 @pytest.fixture
