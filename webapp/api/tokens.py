@@ -26,14 +26,15 @@ from django.utils import timezone
 from webapp.accounts.roles import Capability, Role, is_site_admin, roles_of
 from webapp.api.models import ApiToken
 from webapp.audit.log import record
+from webapp.audit.models import AuditEvent
 from webapp.projects.models import Project
 
 PREFIX = "dsm_"
 MAX_DAYS = 365
 
-CREATE = "create_api_token"
-REVOKE = "revoke_api_token"
-REFUSED = "api_token_refused"
+CREATE = AuditEvent.Action.CREATE_API_TOKEN
+REVOKE = AuditEvent.Action.REVOKE_API_TOKEN
+REFUSED = AuditEvent.Action.API_TOKEN_REFUSED
 
 
 class TokenRefused(Exception):

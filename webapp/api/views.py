@@ -8,6 +8,7 @@ from webapp.api import tokens, webhooks
 from webapp.api.forms import TokenForm, WebhookForm
 from webapp.api.models import ApiToken, Webhook, WebhookDelivery
 from webapp.audit.log import record
+from webapp.audit.models import AuditEvent
 from webapp.projects.models import Project
 
 LOG_ROWS = 50
@@ -48,7 +49,7 @@ def webhooks_page(request, slug):
             webhook = get_object_or_404(Webhook, pk=pk, project=project)
             if request.POST.get("delete"):
                 webhook.delete()
-                record(request.user, "delete_webhook", project, webhook=pk)
+                record(request.user, AuditEvent.Action.DELETE_WEBHOOK, project, webhook=pk)
                 messages.success(request, "Webhook removed.")
             else:
                 webhooks.send_test(webhook)
@@ -60,7 +61,7 @@ def webhooks_page(request, slug):
             webhook = Webhook.objects.create(
                 project=project, url=data["url"], secret=data["secret"], events=data["events"], created_by=request.user
             )
-            record(request.user, "add_webhook", project, webhook=webhook.pk, events=data["events"])
+            record(request.user, AuditEvent.Action.ADD_WEBHOOK, project, webhook=webhook.pk, events=data["events"])
             messages.success(request, "Webhook added.")
             return redirect("api_webhooks", project.slug)
     context = {

@@ -52,6 +52,11 @@ class AuditEvent(models.Model):
         EDIT_PROJECT = "edit_project", "Edited a project"
         ADD_MEMBER = "add_member", "Gave a role in a project"
         REMOVE_MEMBER = "remove_member", "Took a role in a project away"
+        CREATE_API_TOKEN = "create_api_token", "Made an API token"
+        REVOKE_API_TOKEN = "revoke_api_token", "Revoked an API token"
+        API_TOKEN_REFUSED = "api_token_refused", "Refused an API request"
+        ADD_WEBHOOK = "add_webhook", "Added a webhook"
+        DELETE_WEBHOOK = "delete_webhook", "Removed a webhook"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
