@@ -3,6 +3,7 @@ decision side by side, `x`/`a` decide, `k` goes back, `g` opens the task's guide
 
 import pytest
 
+from tests.projects import default_project
 from webapp.review.models import Adjudication
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -17,7 +18,7 @@ def disputed_round(db, clinician, django_user_model):
     from webapp.pipeline.models import ModelVersion, PeakProfile
     from webapp.review import decisions, rounds
 
-    corpus = Corpus.objects.create(name="ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
     heart = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"])
     edit_task(heart, {"guideline": "Count the **current** rate."})
     base = ModelVersion.objects.create(name="base-model", family="llama", path="base-model")

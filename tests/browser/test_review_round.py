@@ -3,6 +3,7 @@ their pair under the round's setting, the keyboard decides its peak, and `q` ser
 
 import pytest
 
+from tests.projects import default_project
 from webapp.review.models import RoundClaim
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -16,7 +17,7 @@ def ward_round(db, clinician, django_user_model):
     from webapp.pipeline.models import ModelVersion, PeakProfile
     from webapp.review import rounds
 
-    corpus = Corpus.objects.create(name="ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
     heart = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"])
     base = ModelVersion.objects.create(name="base-model", family="llama", path="base-model")
     sharp = PeakProfile.objects.create(name="sharp", kernel_size=1, sigma=1.0, lower=0.2, upper=0.4)
