@@ -3,9 +3,10 @@ row per peak), read by the review queue, the note page and the decisions.
 
 Key: `params_key(params)`, a digest of the parameters' values (kernel, sigma, thresholds, trim,
 strict), so a profile edited in place, another profile or moved sliders each have their own key.
-Only a profile's own parameters are stored (`store=True` by the callers when the sliders are
-not moved); a slider setting is computed for the request and not kept, so dragging a slider
-does not fill the table.
+The note page and the decisions store a profile's own parameters only (`store=True` when the
+sliders are not moved): a slider setting is computed for the request and not kept, so dragging a
+slider does not fill the table. The queue stores the setting it reviews under, whatever it is
+(its anti-join needs stored rows); rows of settings no longer used stay until their maps go.
 
 Invalidation: a row holds for its map while the map's offsets row (`tokens_id`) and scores
 (`ScoresDigest`: md5 of the float16 scores on PostgreSQL, their hex on SQLite, which has no md5)
