@@ -215,7 +215,8 @@ def busy_relevance_workers() -> set[str]:
         if kind.queue != "relevance":
             continue
         rows = kind.model_class().objects.filter(status=Chunk.RUNNING, heartbeat__gte=units.stale_before())
-        busy.update(node_of(w) for w in rows.exclude(worker="").values_list("worker", flat=True).distinct())
+        # named as release_unloadable names a releasing worker, so a worker is never two entries
+        busy.update(node_of(w) or "?" for w in rows.exclude(worker="").values_list("worker", flat=True).distinct())
     return busy
 
 
