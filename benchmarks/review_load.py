@@ -350,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["DJANGO_SETTINGS_MODULE"] = "webapp.settings"
     os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
     os.environ.setdefault("DSM_EMBEDDED", "0")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run still stops its server (finally)
     use_new_database(args.database_url)
     server = None
     result: dict = {"settings": {k: getattr(args, k) for k in ("maps", "reviewers", "baseline_reviewers",
