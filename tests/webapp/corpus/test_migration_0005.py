@@ -4,7 +4,7 @@ and the triggers it installs keep them equal afterwards (PostgreSQL only; SQLite
 import pytest
 from django.db import connection
 
-from tests.webapp.migrating import migrate, migrate_to_latest
+from tests.webapp.migrating import make_corpus, migrate, migrate_to_latest
 
 pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
 
@@ -23,7 +23,7 @@ def test_existing_corpora_are_counted_and_stay_counted():
     task = Task.objects.create(slug="fever", description="fever", options=["yes", "no"])
     sizes = {"ward-a": (3, 2), "ward-b": (1, 0), "ward-c": (0, 0)}  # corpus: notes, annotated notes
     for name, (notes, annotated) in sizes.items():
-        corpus = Corpus.objects.create(name=name, language="en")
+        corpus = make_corpus(old, name=name, language="en")
         for i in range(notes):
             text = f"{name} note {i}"
             note = Note.objects.create(corpus=corpus, external_id=f"n{i}", text=text, content_hash=text_hash(text))

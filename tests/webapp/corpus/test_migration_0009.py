@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.webapp.migrating import migrate, migrate_to_latest
+from tests.webapp.migrating import make_corpus, migrate, migrate_to_latest
 
 pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
 
@@ -15,7 +15,7 @@ def test_existing_tasks_and_their_annotations_are_kept():
     Corpus, Note, Task, Annotation = (old.get_model("corpus", n) for n in ("Corpus", "Note", "Task", "Annotation"))
     task = Task.objects.create(slug="fever", description="fever", options=["yes", "no"], held_out=True, group="v")
     note = Note.objects.create(
-        corpus=Corpus.objects.create(name="w", language="en"), external_id="n1", text="t", content_hash=text_hash("t")
+        corpus=make_corpus(old, name="w", language="en"), external_id="n1", text="t", content_hash=text_hash("t")
     )
     Annotation.objects.create(note=note, task=task, label="yes", annotator_name="gold")
 

@@ -5,7 +5,7 @@ none, so they look lost at once (their worker from before the upgrade is gone)."
 import pytest
 from django.utils import timezone
 
-from tests.webapp.migrating import database_now, migrate, migrate_to_latest
+from tests.webapp.migrating import database_now, make_corpus, migrate, migrate_to_latest
 
 pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
 
@@ -22,7 +22,7 @@ def test_queued_builds_and_exports_are_dated_and_running_ones_look_lost():
         for app, name in [("corpus", "Corpus"), ("pipeline", "ModelVersion"), ("pipeline", "PeakProfile")]
     )
     Version, Export = old.get_model("datasets", "DatasetVersion"), old.get_model("datasets", "DatasetExport")
-    corpus = Corpus.objects.create(name="old-ward", language="en")
+    corpus = make_corpus(old, name="old-ward", language="en")
     model = ModelVersion.objects.create(name="old-model", family="llama", path="old-model")
     profile = Profile.objects.create(name="old-profile")
     versions = {

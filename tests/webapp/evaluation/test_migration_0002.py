@@ -6,7 +6,7 @@ import datetime
 import pytest
 from django.utils import timezone
 
-from tests.webapp.migrating import database_now, migrate, migrate_to_latest
+from tests.webapp.migrating import database_now, make_corpus, migrate, migrate_to_latest
 
 pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
 
@@ -22,7 +22,7 @@ def test_queued_evaluations_without_a_heartbeat_are_dated_and_the_others_are_kep
         for app, name in [("corpus", "Corpus"), ("pipeline", "ModelVersion"), ("pipeline", "PeakProfile")]
     )
     Evaluation = old.get_model("evaluation", "RelevanceEvaluation")
-    corpus = Corpus.objects.create(name="old-ward", language="en")
+    corpus = make_corpus(old, name="old-ward", language="en")
     model = ModelVersion.objects.create(name="old-model", family="llama", path="old-model")
     profile = Profile.objects.create(name="old-profile")
     earlier = timezone.now() - datetime.timedelta(days=3)

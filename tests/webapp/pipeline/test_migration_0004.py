@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ml.relevance import RelevanceConfig, default_config_key
-from tests.webapp.migrating import migrate, migrate_to_latest
+from tests.webapp.migrating import make_corpus, migrate, migrate_to_latest
 
 pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
 
@@ -23,7 +23,7 @@ def test_existing_jobs_and_maps_get_the_default_configuration_and_stay_readable(
     ModelVersion, Job, Map = (
         old.get_model("pipeline", name) for name in ("ModelVersion", "RelevanceJob", "RelevanceMap")
     )
-    corpus = Corpus.objects.create(name="old-ward", language="en")
+    corpus = make_corpus(old, name="old-ward", language="en")
     text = "Heart rate 130 bpm."
     note = Note.objects.create(corpus=corpus, external_id="n1", text=text, content_hash=text_hash(text))
     task = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"])

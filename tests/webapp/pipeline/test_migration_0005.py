@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.webapp.migrating import migrate, migrate_to_latest
+from tests.webapp.migrating import make_corpus, migrate, migrate_to_latest
 
 pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
 
@@ -13,11 +13,10 @@ AFTER = [("pipeline", "0005_lifecycle")]
 @pytest.mark.django_db(transaction=True)
 def test_old_chunk_statuses_are_renamed_and_the_job_counts_its_ended_chunks():
     old = migrate(BEFORE)
-    Corpus = old.get_model("corpus", "Corpus")
     ModelVersion, Job, Chunk = (
         old.get_model("pipeline", name) for name in ("ModelVersion", "RelevanceJob", "RelevanceChunk")
     )
-    corpus = Corpus.objects.create(name="old-ward", language="en")
+    corpus = make_corpus(old, name="old-ward", language="en")
     model = ModelVersion.objects.create(name="old-model", family="llama", path="old-model")
     job = Job.objects.create(corpus=corpus, model_version=model, status="cancelled", total=10, done=0)
     for index, (status, size, seconds) in enumerate(

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ml.relevance import RelevanceConfig, default_config_key
-from tests.webapp.migrating import migrate, migrate_to_latest
+from tests.webapp.migrating import make_corpus, migrate, migrate_to_latest
 
 pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
 
@@ -30,7 +30,7 @@ def _old_maps():
     old = migrate(BEFORE)
     Corpus, Note, Task = (old.get_model("corpus", name) for name in ("Corpus", "Note", "Task"))
     ModelVersion, Map = (old.get_model("pipeline", name) for name in ("ModelVersion", "RelevanceMap"))
-    corpus = Corpus.objects.create(name="old-ward", language="en")
+    corpus = make_corpus(old, name="old-ward", language="en")
     notes = [
         Note.objects.create(
             corpus=corpus, external_id=f"n{i}", text=f"{i}" * 5000, content_hash=text_hash(f"{i}" * 5000)
