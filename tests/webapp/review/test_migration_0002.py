@@ -5,7 +5,7 @@ gave their maps), so they still find their maps."""
 import pytest
 
 from ml.relevance import default_config_key
-from tests.webapp.migrating import migrate, migrate_to_latest
+from tests.webapp.migrating import make_corpus, migrate, migrate_to_latest
 
 pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
 
@@ -21,7 +21,7 @@ def test_review_rows_get_the_default_configuration_key_of_their_method_and_templ
 
     old = migrate(BEFORE)
     get = old.get_model
-    corpus = get("corpus", "Corpus").objects.create(name="old-ward", language="en")
+    corpus = make_corpus(old, name="old-ward", language="en")
     text = "Heart rate 130 bpm."
     note = get("corpus", "Note").objects.create(
         corpus=corpus, external_id="n1", text=text, content_hash=text_hash(text)

@@ -6,7 +6,7 @@ import datetime
 import pytest
 from django.utils import timezone
 
-from tests.webapp.migrating import database_now, migrate, migrate_to_latest
+from tests.webapp.migrating import database_now, make_corpus, migrate, migrate_to_latest
 
 pytestmark = pytest.mark.slow  # migrating the schema back and forth takes tens of seconds
 
@@ -19,7 +19,7 @@ def test_queued_runs_without_a_heartbeat_are_dated_and_the_others_are_kept():
     old = migrate(BEFORE)
     ModelVersion, Run = old.get_model("pipeline", "ModelVersion"), old.get_model("training", "TrainingRun")
     model = ModelVersion.objects.create(name="old-model", family="llama", path="old-model")
-    corpus = old.get_model("corpus", "Corpus").objects.create(name="old-ward", language="en")
+    corpus = make_corpus(old, name="old-ward", language="en")
     split = old.get_model("training", "LabeledSplit").objects.create(corpus=corpus)
     earlier = timezone.now() - datetime.timedelta(days=3)
     runs = {
