@@ -52,7 +52,7 @@ os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
 
 from benchmarks.database import PeakRss, database_for, drop_database, rss_mb, use_new_database  # noqa: E402
 from benchmarks.machine import describe  # noqa: E402
-from benchmarks.projects import default_project  # noqa: E402
+from benchmarks.projects import default_project, member  # noqa: E402
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 TARGET_MS, TARGET_MB = 1_000, 200  # target: the largest allowed note's review page in under 1 s and 200 MB
@@ -243,7 +243,7 @@ def main() -> None:
 
     use_new_database(args.database_url)
     from django.conf import settings
-    from django.contrib.auth.models import Group, User
+    from django.contrib.auth.models import User
     from django.core.management import call_command
     from django.test import Client
 
@@ -259,7 +259,7 @@ def main() -> None:
         call_command("migrate", verbosity=0)
         objects = make_inputs(args)
         user = User.objects.create_user("bench-clinician", password="bench-password-123")
-        user.groups.add(Group.objects.get_or_create(name="clinician")[0])
+        member(user, "clinician")
         client = Client()
         client.force_login(user)
         client.user = user

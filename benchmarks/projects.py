@@ -8,3 +8,11 @@ def default_project():
     from webapp.projects.models import Project
 
     return Project.objects.get_or_create(slug=SLUG, defaults={"name": "Benchmarks and drills"})[0]
+
+
+def member(user, role: str):
+    """Give a benchmark's user `role` in the benchmark project (roles are per project)."""
+    from webapp.projects.membership import add_member
+
+    add_member(default_project(), user, role)
+    return user

@@ -53,7 +53,7 @@ os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
 
 from benchmarks.database import PeakRss, database_for, drop_database, rss_mb, use_new_database  # noqa: E402
 from benchmarks.machine import describe  # noqa: E402
-from benchmarks.projects import default_project  # noqa: E402
+from benchmarks.projects import default_project, member  # noqa: E402
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 TASKS_PER_NOTE = 9
@@ -383,7 +383,7 @@ def main() -> None:
     args = parser.parse_args()
 
     use_new_database(args.database_url)
-    from django.contrib.auth.models import Group, User
+    from django.contrib.auth.models import User
     from django.core.management import call_command
     from django.test import Client
 
@@ -395,7 +395,7 @@ def main() -> None:
         note, offsets = long_note(objects, args.note_tokens, args.seed)
         result["data"]["rehighlight_note"] = {"tokens": len(offsets), "characters": len(note.text)}
         user = User.objects.create_user("bench-clinician", password="bench-password-123")
-        user.groups.add(Group.objects.get_or_create(name="clinician")[0])
+        member(user, "clinician")
         client = Client()
         client.force_login(user)
         result["rehighlight"] = bench_rehighlight(client, note, objects, args.requests)

@@ -82,7 +82,7 @@ from benchmarks.database import (  # noqa: E402
     use_new_database,
 )
 from benchmarks.machine import describe  # noqa: E402
-from benchmarks.projects import default_project  # noqa: E402
+from benchmarks.projects import default_project, member  # noqa: E402
 from benchmarks.review_pages import offsets_of, peaky_scores  # noqa: E402
 
 CORPUS = "bench-scale"
@@ -482,11 +482,10 @@ def search_words(corpus, sample: int = 2_000) -> tuple[str, str]:
 
 
 def user(name: str, role: str):
-    from django.contrib.auth.models import Group, User
+    from django.contrib.auth.models import User
 
     account, _ = User.objects.get_or_create(username=name)
-    account.groups.add(Group.objects.get_or_create(name=role)[0])
-    return account
+    return member(account, role)
 
 
 def page_cases(corpus, job, dataset, args) -> list[tuple[str, str, str, dict, str]]:

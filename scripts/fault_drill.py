@@ -720,6 +720,7 @@ class Drill:
     def drill_import(self, tally: Tally) -> None:
         from django.core.files.uploadedfile import SimpleUploadedFile
 
+        from benchmarks.projects import default_project
         from webapp.corpus import import_jobs
         from webapp.corpus.models import ImportJob
 
@@ -735,6 +736,7 @@ class Drill:
         def launch():
             return import_jobs.launch(
                 SimpleUploadedFile("drill-notes.jsonl", content),
+                project=default_project(),
                 kind="notes",
                 corpus=self.unique("drill-import"),
                 language="en",

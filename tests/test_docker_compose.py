@@ -2,6 +2,7 @@
 (No Docker engine runs here, so the file is checked, not started.)"""
 
 import re
+import shlex
 from pathlib import Path
 
 import yaml
@@ -48,8 +49,14 @@ def test_workers_listen_on_the_documented_queues():
 
 
 def test_web_runs_gunicorn_against_the_wsgi_app():
-    command = COMPOSE["services"]["web"]["command"]
-    assert command[:2] == ["gunicorn", "webapp.wsgi:application"]
+    # A shell runs it so that WEB_WORKERS and WEB_THREADS from .env size it; `exec` leaves
+    # gunicorn as the container's main process, so a stop's SIGTERM reaches it.
+    shell, flag, line = COMPOSE["services"]["web"]["command"]
+    words = shlex.split(line)
+    assert (shell, flag) == ("sh", "-c") and words[:3] == ["exec", "gunicorn", "webapp.wsgi:application"]
+    # `$$` is compose's escape: the container's shell, not compose, reads the variables.
+    assert words[words.index("--workers") + 1] == "$${WEB_WORKERS:-3}"
+    assert words[words.index("--threads") + 1] == "$${WEB_THREADS:-1}"
     assert re.search(r"\b8000:8000\b", " ".join(COMPOSE["services"]["web"]["ports"]))
 
 
