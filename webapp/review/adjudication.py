@@ -1,7 +1,10 @@
 """Adjudication: a curator settles the peaks of a round on which its reviewers disagree.
 
 A peak of a round is disputed when at least two of the round's reviewers decided it (under the
-round's map) and their decisions differ on keeping it (accept or adjust keep, reject removes).
+round's map) and fewer of them than the round's `agreement_needed` percent agree on keeping it
+(accept or adjust keep, reject removes). At the default, 100, any disagreement sends the peak to a
+curator; a round of k=3 at 66 lets a 2-to-1 split stand by majority and sends only peaks whose
+reviewers are more divided (or a 1-to-1 split where a third judgement is still missing).
 Disputed peaks are served to curators in the round's pair order, each with every reviewer's
 decision side by side. The curator's decision (Adjudication: accept or reject, one row per (note,
 task, character span), a change counts `version` and keeps `previous`) is final: dataset builds use
@@ -35,14 +38,25 @@ class RoundPeak:
     end: int
     decisions: list = field(default_factory=list)  # PeakDecision of the round's reviewers
     adjudication: Adjudication | None = None
+    agreement_needed: int = 100  # percent (ReviewRound.agreement_needed)
 
     @property
     def key(self) -> tuple:
         return (self.pair.note_id, self.pair.task_id, self.start, self.end)
 
     @property
+    def agreement(self) -> float | None:
+        """The share of its reviewers on the most common side (keep or reject); None under two."""
+        if len(self.decisions) < 2:
+            return None
+        kept = sum(d.kept for d in self.decisions)
+        return max(kept, len(self.decisions) - kept) / len(self.decisions)
+
+    @property
     def disputed(self) -> bool:
-        return len(self.decisions) > 1 and len({d.kept for d in self.decisions}) > 1
+        # Integer percent against the share times 100, so 2 of 3 (66.67%) meets a rule of 66.
+        agreement = self.agreement
+        return agreement is not None and agreement * 100 < self.agreement_needed
 
     @property
     def majority_kept(self) -> bool | None:
@@ -87,7 +101,7 @@ def round_peaks(rnd: ReviewRound, pairs=None) -> list[RoundPeak]:
     for pair in pairs:
         for start, end in pair.peaks:
             key = (pair.note_id, pair.task_id, start, end)
-            out.append(RoundPeak(pair, start, end, by_peak.get(key, []), settled.get(key)))
+            out.append(RoundPeak(pair, start, end, by_peak.get(key, []), settled.get(key), rnd.agreement_needed))
     return out
 
 

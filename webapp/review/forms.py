@@ -218,6 +218,15 @@ class RoundForm(forms.Form):
         queryset=None, widget=forms.CheckboxSelectMultiple, help_text="In the order of the rota"
     )
     k = forms.IntegerField(min_value=1, max_value=20, initial=2, label="Reviewers per pair (k)")
+    agreement_needed = forms.IntegerField(
+        min_value=50,
+        max_value=100,
+        initial=100,
+        required=False,  # left out: 100, any disagreement goes to a curator
+        label="Agreement a peak needs (%)",
+        help_text="Below it the peak goes to a curator. 100: any disagreement does; 66 with k=3: a 2-to-1 split "
+        "stands by majority",
+    )
     guideline = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 4}), help_text="Markdown, shown on every page of the round"
     )
@@ -231,3 +240,7 @@ class RoundForm(forms.Form):
         self.fields["tasks"].queryset = Task.objects.filter(retired=False).order_by("description")
         self.fields["reviewers"].queryset = get_user_model().objects.filter(pk__in=[r.pk for r in reviewers])
         self.fields["reviewers"].queryset = self.fields["reviewers"].queryset.order_by("username")
+
+    def clean_agreement_needed(self) -> int:
+        value = self.cleaned_data.get("agreement_needed")
+        return 100 if value is None else value

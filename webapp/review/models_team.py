@@ -19,7 +19,8 @@ class ReviewRound(ConfigKeyDefault, models.Model):
     the corpus and the round's tasks with a map of the round's model version, method, template
     and configuration that has at least one peak under the round's profile (its peaks are stored
     with the pair). `k`: how many reviewers judge each pair. `guideline`: Markdown shown beside
-    each task's guideline on every page of the round (sanitised, webapp.lib.markdown_html)."""
+    each task's guideline on every page of the round (sanitised, webapp.lib.markdown_html).
+    `agreement_needed`: the confidence rule of adjudication (webapp.review.adjudication)."""
 
     corpus = models.ForeignKey("corpus.Corpus", on_delete=models.CASCADE, related_name="review_rounds")
     name = models.CharField(max_length=200)
@@ -37,6 +38,11 @@ class ReviewRound(ConfigKeyDefault, models.Model):
         help_text="The peak setting of the round; empty: the paper's",
     )
     k = models.PositiveSmallIntegerField(default=2, help_text="Reviewers judging each pair")
+    agreement_needed = models.PositiveSmallIntegerField(
+        default=100,
+        help_text="The confidence rule: the percent of a peak's reviewers who must agree on keeping or rejecting it; "
+        "below it the peak goes to a curator (100: any disagreement does)",
+    )
     guideline = models.TextField(blank=True, help_text="Markdown: what this round asks, beside the task guidelines")
     reviewers = models.ManyToManyField(settings.AUTH_USER_MODEL, through="RoundReviewer", related_name="+")
     created_by = models.ForeignKey(
@@ -52,6 +58,9 @@ class ReviewRound(ConfigKeyDefault, models.Model):
         constraints = [
             models.CheckConstraint(condition=~Q(name=""), name="review_round_name_not_blank"),
             models.CheckConstraint(condition=Q(k__gte=1), name="review_round_k_positive"),
+            models.CheckConstraint(
+                condition=Q(agreement_needed__gte=50, agreement_needed__lte=100), name="review_round_agreement_range"
+            ),
         ]
 
     def __str__(self):

@@ -42,6 +42,7 @@ def round_list(request, corpus_id):
                     k=data["k"],
                     reviewers=data["reviewers"],
                     guideline=data["guideline"],
+                    agreement_needed=data["agreement_needed"],
                     actor=request.user,
                 )
             except rounds.RoundError as exc:

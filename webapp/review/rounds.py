@@ -71,6 +71,7 @@ def create_round(
     k: int = 2,
     reviewers=(),
     guideline: str = "",
+    agreement_needed: int = 100,
     actor=None,
 ) -> ReviewRound:
     """Create a round and draw its pairs (module docstring); RoundError says what is wrong."""
@@ -84,6 +85,8 @@ def create_round(
         raise RoundError(f"Only the project's clinicians review peaks: {', '.join(refused)} may not.")
     if not 1 <= k <= len(reviewers):
         raise RoundError(f"k (reviewers per pair) must be between 1 and the {len(reviewers)} reviewers named.")
+    if not 50 <= agreement_needed <= 100:
+        raise RoundError("The agreement a peak needs must be between 50% (a majority) and 100% (everyone).")
     with transaction.atomic():
         rnd = ReviewRound.objects.create(
             corpus=corpus,
@@ -95,6 +98,7 @@ def create_round(
             profile=profile,
             k=k,
             guideline=guideline,
+            agreement_needed=agreement_needed,
             created_by=actor,
         )
         rnd.tasks.set(tasks)
@@ -106,7 +110,8 @@ def create_round(
                 "peak setting in this corpus: compute relevance first, or choose another setting."
             )
     record(actor, AuditEvent.Action.REVIEW_DECISION, rnd, kind="review_round", pairs=drawn, k=k,
-           reviewers=[r.pk for r in reviewers], tasks=[t.pk for t in tasks])  # fmt: skip
+           agreement_needed=agreement_needed, reviewers=[r.pk for r in reviewers],
+           tasks=[t.pk for t in tasks])  # fmt: skip
     return rnd
 
 

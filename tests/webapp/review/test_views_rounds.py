@@ -200,3 +200,32 @@ def test_the_round_page_estimates_the_review_time_left_from_its_own_timed_decisi
     assert time.hours == pytest.approx(4 * 2 * 6 / 3600)
     page = client_for(clinician).get(f"/review/rounds/{ward_round.pk}/").content.decode()
     assert "of review left" in page and "for each of 2 reviewers" in page
+
+
+def test_the_confidence_rule_sends_only_peaks_below_the_agreement_asked_to_the_curator(
+    client_for, corpus, tasks, base, sharp, clinician, second, curator, django_user_model
+):
+    third = _make_user(django_user_model, "cleo", "clinician")
+    note = Note.objects.create(corpus=corpus, external_id="r1", text=TEXT)
+    add_map(note, tasks["heart"], base, {"130": 0.9, "tachycardic": 0.9})
+    reviewers = [clinician, second, third]
+    common = dict(tasks=[tasks["heart"]], model=base, method="attnlrp", template="en", profile=sharp, k=3)
+    everyone = rounds.create_round(corpus, name="all agree", reviewers=reviewers, **common)
+    majority = rounds.create_round(corpus, name="two of three", reviewers=reviewers, agreement_needed=66, **common)
+    pair = everyone.pairs.get()
+    assert len(pair.peaks) == 2
+    decide_pair(everyone, pair, clinician, ["accept", "accept"])  # same map: both rounds see these decisions
+    decide_pair(everyone, pair, second, ["accept", "reject"])
+    from webapp.review import adjudication
+
+    # After two judgements: the second peak is split 1 to 1, under any rule.
+    assert [p.disputed for p in adjudication.round_peaks(majority)] == [False, True]
+    decide_pair(everyone, pair, third, ["reject", "accept"])  # each peak now 2 to 1
+    assert [p.disputed for p in adjudication.round_peaks(everyone)] == [True, True]
+    assert [p.disputed for p in adjudication.round_peaks(majority)] == [False, False]
+    page = client_for(curator).get(f"/review/rounds/{majority.pk}/").content.decode()
+    assert "fewer than 66% of its reviewers agree" in page and "0 disputed peaks of 2" in page
+    page = client_for(curator).get(f"/review/rounds/{everyone.pk}/adjudicate/").content.decode()
+    assert "its reviewers disagree on keeping it" in page
+    with pytest.raises(rounds.RoundError, match="between 50%"):
+        rounds.create_round(corpus, name="too lax", reviewers=reviewers, agreement_needed=40, **common)
