@@ -168,6 +168,8 @@
     if ($("#validation-round")) {
       if (event.key === "y") { $("#answer-yes").click(); event.preventDefault(); }
       else if (event.key === "n") { $("#answer-no").click(); event.preventDefault(); }
+      else if (event.key === "j" && $("#next-peak")) { $("#next-peak").click(); event.preventDefault(); }
+      else if (event.key === "k" && $("#prev-peak")) { $("#prev-peak").click(); event.preventDefault(); }
       return;
     }
     if (!$("#note-panel")) { return; }

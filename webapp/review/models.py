@@ -270,4 +270,5 @@ from webapp.review.models_team import (  # noqa: E402, F401  (rounds and adjudic
     RoundClaim,
     RoundPair,
     RoundReviewer,
+    ValidationVerdict,
 )

@@ -189,3 +189,35 @@ class Adjudication(models.Model):
     @property
     def kept(self) -> bool:
         return self.decision == self.Decision.ACCEPT
+
+
+class ValidationVerdict(models.Model):
+    """A curator's final answer for one note of a validation set under one setting of its grid,
+    where its reviewers split: reasonable or not. It replaces their majority in the set's tally
+    (webapp.review.validation.tally). One row per (set, note, task, setting); a change counts
+    `version` and keeps the previous answer in `previous`."""
+
+    validation_set = models.ForeignKey("review.ValidationSet", on_delete=models.CASCADE, related_name="verdicts")
+    note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="+")
+    setting = models.PositiveSmallIntegerField(help_text="Index into the set's grid")
+    reasonable = models.BooleanField()
+    curator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    version = models.PositiveIntegerField(default=1)
+    previous = models.BooleanField(null=True, blank=True, help_text="The answer this one replaced")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    project_paths = ("validation_set__corpus__project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["validation_set", "note", "setting"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["validation_set", "note", "task", "setting"], name="review_verdict_one_per_setting"
+            ),
+        ]
+
+    def __str__(self):
+        return f"set {self.validation_set_id} note {self.note_id} setting {self.setting}: {self.reasonable} (curator)"

@@ -20,6 +20,7 @@ urlpatterns = [
     path("validation/<int:set_id>/", views.validation_round, name="validation_round"),
     path("validation/<int:set_id>/judge/", views.validation_judge, name="validation_judge"),
     path("validation/<int:set_id>/results/", views.validation_results, name="validation_results"),
+    path("validation/<int:set_id>/settle/", views.validation_settle, name="validation_settle"),
     path("validation/<int:set_id>/adopt/", views.validation_adopt, name="validation_adopt"),
     path("validation/<int:set_id>/retire/", views.validation_retire, name="validation_retire"),
     path("<int:corpus_id>/rounds/", round_views.round_list, name="rounds"),

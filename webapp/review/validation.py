@@ -19,7 +19,11 @@ for s_T; the setting with the most reasonable notes is recommended.
   numbers). Settings whose peaks are identical on a note are judged once: the answer is recorded
   for each of them.
 - Tally: per (item, setting), the majority of the reviewers who judged it decides whether it is
-  reasonable (a tie is not reasonable). The recommended setting has the most reasonable notes;
+  reasonable (a tie is not reasonable), unless a curator settled it.
+- Settling (`disputes`, `settle`): an (item, setting) whose reviewers split (two or more answers,
+  not all alike) goes to the set's curators with every reviewer's answer beside the highlight; the
+  curator's answer (ValidationVerdict) is final and replaces the majority in the tally. Audited
+  (REVIEW_DECISION, kind "validation_verdict"). The recommended setting has the most reasonable notes;
   ties go to the setting listed first in the grid. Where the item has gold evidence spans, the
   automatic agreement is shown beside it: micro-averaged token F1 of the word-extended peaks
   against gold tokens (ml.metrics.peak_token_prf) and the mean relevance mass ratio on gold vs
@@ -49,7 +53,7 @@ from webapp.corpus.models import Annotation, Note, Task
 from webapp.lib import windows
 from webapp.pipeline.models import RelevanceMap
 from webapp.review import tuning
-from webapp.review.models import ValidationJudgement, ValidationSet
+from webapp.review.models import ValidationJudgement, ValidationSet, ValidationVerdict
 from webapp.review.noteview import MapReach, map_reach, reach_markers, window_html
 
 
@@ -301,25 +305,39 @@ class SettingTally:
     index: int
     params: dict
     judged: int = 0  # items with at least one judgement
-    reasonable: int = 0  # items the majority found reasonable
+    reasonable: int = 0  # items found reasonable: the curator's answer, else the majority's
+    settled: int = 0  # items a curator settled
     gold_items: int = 0
     f1: float = math.nan
     mass_ratio: float = math.nan
     recommended: bool = False
 
 
-def tally(vset) -> tuple[list[SettingTally], SettingTally | None]:
-    """Per setting: judged and reasonable notes, automatic agreement with gold; the recommendation."""
-    rows = [SettingTally(i, s) for i, s in enumerate(vset.grid)]
-    votes: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])  # (note, task, setting) -> [yes, no]
+def _votes(vset) -> dict[tuple, list[int]]:
+    """(note, task, setting) -> [yes, no] of the set's reviewers."""
+    votes: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
     for note_id, task_id, setting, reasonable in ValidationJudgement.objects.filter(validation_set=vset).values_list(
         "note_id", "task_id", "setting", "reasonable"
     ):
         votes[(note_id, task_id, setting)][0 if reasonable else 1] += 1
-    for (_, _, setting), (yes, no) in votes.items():
+    return votes
+
+
+def tally(vset) -> tuple[list[SettingTally], SettingTally | None]:
+    """Per setting: judged and reasonable notes, automatic agreement with gold; the recommendation."""
+    rows = [SettingTally(i, s) for i, s in enumerate(vset.grid)]
+    verdicts = dict(
+        ((n, t, s), r) for n, t, s, r in vset.verdicts.values_list("note_id", "task_id", "setting", "reasonable")
+    )
+    for key, (yes, no) in _votes(vset).items():
+        setting = key[2]
         if setting < len(rows):
             rows[setting].judged += 1
-            rows[setting].reasonable += yes > no
+            if key in verdicts:
+                rows[setting].settled += 1
+                rows[setting].reasonable += verdicts[key]
+            else:
+                rows[setting].reasonable += yes > no
     _agreement(vset, rows)
     best = None
     for row in rows:
@@ -328,6 +346,86 @@ def tally(vset) -> tuple[list[SettingTally], SettingTally | None]:
     if best is not None:
         best.recommended = True
     return rows, best
+
+
+# ---------------------------------------------------------------- settling split answers
+
+
+@dataclass
+class Dispute:
+    """An (item, setting) on which the set's reviewers split, with every answer and the verdict."""
+
+    position: int
+    note_id: int
+    task_id: int
+    setting: int
+    answers: list[tuple[str, bool]]  # (reviewer's username, reasonable), by username
+    verdict: ValidationVerdict | None = None
+
+    @property
+    def majority(self) -> bool:
+        yes = sum(answer for _, answer in self.answers)
+        return yes > len(self.answers) - yes
+
+
+def disputes(vset) -> list[Dispute]:
+    """The set's split (item, setting)s, in judging order then grid order, settled or not."""
+    answers: dict[tuple, list] = defaultdict(list)
+    for note_id, task_id, setting, username, reasonable in (
+        ValidationJudgement.objects.filter(validation_set=vset)
+        .order_by("reviewer__username")
+        .values_list("note_id", "task_id", "setting", "reviewer__username", "reasonable")
+    ):
+        answers[(note_id, task_id, setting)].append((username, reasonable))
+    verdicts = {(v.note_id, v.task_id, v.setting): v for v in vset.verdicts.select_related("curator")}
+    found = []
+    for position, (note_id, task_id) in enumerate(vset.items):
+        for setting in range(len(vset.grid)):
+            given = answers.get((note_id, task_id, setting), [])
+            if len(given) >= 2 and len({a for _, a in given}) > 1:
+                found.append(
+                    Dispute(position, note_id, task_id, setting, given, verdicts.get((note_id, task_id, setting)))
+                )
+    return found
+
+
+def settle(vset, curator, *, position: int, setting: int, reasonable: bool) -> ValidationVerdict:
+    """Record the curator's final answer on a split (item, setting); a change keeps the previous one."""
+    if vset.is_retired:
+        raise ValidationSetError("This validation set is retired: its tally is kept as it was.")
+    if not 0 <= position < len(vset.items) or not 0 <= setting < len(vset.grid):
+        raise ValidationSetError("No such item or setting in this validation set.")
+    note_id, task_id = vset.items[position]
+    yes, no = _votes(vset).get((note_id, task_id, setting), (0, 0))
+    if not (yes and no):
+        raise ValidationSetError(
+            f"Its reviewers did not split on note {position + 1} under setting {setting + 1} "
+            f"({yes} yes, {no} no): there is nothing to settle."
+        )
+    with transaction.atomic():
+        verdict, created = ValidationVerdict.objects.select_for_update().get_or_create(
+            validation_set=vset,
+            note_id=note_id,
+            task_id=task_id,
+            setting=setting,
+            defaults={"reasonable": reasonable, "curator": curator},
+        )
+        if not created and (verdict.reasonable != reasonable or verdict.curator_id != curator.pk):
+            verdict.previous, verdict.reasonable, verdict.curator = verdict.reasonable, reasonable, curator
+            verdict.version += 1
+            verdict.save()
+    record(
+        curator,
+        AuditEvent.Action.REVIEW_DECISION,
+        vset,
+        kind="validation_verdict",
+        note=note_id,
+        task=task_id,
+        setting=setting,
+        reasonable=reasonable,
+        version=verdict.version,
+    )
+    return verdict
 
 
 def _agreement(vset, rows: list[SettingTally]) -> None:

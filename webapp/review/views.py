@@ -316,8 +316,52 @@ def validation_results(request, set_id):
             "can_tune": any(has_capability(request.user, c, vset.corpus.project_id) for c in access.TUNE),
             "can_review": has_capability(request.user, Capability.REVIEW, vset.corpus.project_id),
             "can_retire": access.may_retire(request.user, vset),
+            "can_settle": has_capability(request.user, Capability.ADJUDICATE, vset.corpus.project_id),
+            "disputes": validation.disputes(vset),
         },
     )
+
+
+def validation_settle(request, set_id):
+    """Curators settle the (note, setting)s of a validation set on which its reviewers split."""
+    vset = access.validation_set_for(request.user, set_id, Capability.ADJUDICATE)
+    url = reverse("review:validation_settle", args=[vset.pk])
+    if request.method == "POST":
+        try:
+            validation.settle(
+                vset,
+                request.user,
+                position=int(request.POST["position"]),
+                setting=int(request.POST["setting"]),
+                reasonable=request.POST.get("answer") == "yes",
+            )
+        except (KeyError, ValueError, validation.ValidationSetError) as exc:
+            messages.error(request, f"Not recorded: {exc}")
+            return redirect(f"{url}?d={_int(request.POST.get('index')) or 0}")
+        return redirect(url)
+    found = validation.disputes(vset)
+    index = _int(request.GET.get("d"))
+    if index is None or not 0 <= index < len(found):
+        index = next((i for i, d in enumerate(found) if d.verdict is None), 0)
+    dispute = found[index] if found else None
+    item = None
+    if dispute is not None:
+        window = request.GET.get("window") if request.GET.get("note") == str(dispute.note_id) else None
+        item = validation.item(vset, dispute.position, dispute.setting, window=window)
+    context = {
+        "nav": "review",
+        "vset": vset,
+        "disputes": found,
+        "settled": sum(d.verdict is not None for d in found),
+        "unsettled": sum(d.verdict is None for d in found),
+        "index": index,
+        "dispute": dispute,
+        "item": item,
+        "legend": rendering.legend(),
+        "window_url": f"{url}?d={index}&note={dispute.note_id}&window=" if dispute else "",
+        "guideline": current_guideline(item.task) if item else None,
+    }
+    return render(request, "review/validation_settle.html", context)
 
 
 @require_POST
