@@ -61,3 +61,52 @@ def test_a_curator_adjudicates_by_keyboard(login, disputed_round):
     assert not page.locator("#guideline .guideline-text").is_visible()
     page.keyboard.press("g")
     assert page.locator("#guideline .guideline-text").is_visible()
+
+
+@pytest.fixture
+def split_validation_set(db, clinician, django_user_model):
+    from tests.conftest import _make_user
+    from tests.webapp.review.fabricate import TEXT, add_map
+    from webapp.corpus.models import Corpus, Note, Task
+    from webapp.pipeline.models import ModelVersion
+    from webapp.review.models import ValidationJudgement, ValidationSet
+
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
+    heart = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"])
+    base = ModelVersion.objects.create(name="base-model", family="llama", path="base-model")
+    notes = [Note.objects.create(corpus=corpus, external_id=f"v{i}", text=TEXT) for i in range(2)]
+    for note in notes:
+        add_map(note, heart, base, {"130": 0.9, "tachycardic": 0.45})
+    vset = ValidationSet.objects.create(
+        corpus=corpus, model_version=base, method="attnlrp", template="en", name="thresholds", size=2,
+        items=[[n.pk, heart.pk] for n in notes], notes_available=2,
+        grid=[{"kernel_size": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4}],
+    )  # fmt: skip
+    other = _make_user(django_user_model, "carl", "clinician")
+    for note in notes:  # both notes split: clara yes, carl no
+        for reviewer, answer in ((clinician, True), (other, False)):
+            ValidationJudgement.objects.create(
+                validation_set=vset, note=note, task=heart, setting=0, reviewer=reviewer, reasonable=answer
+            )
+    return {"set": vset, "curator": _make_user(django_user_model, "cora", "curator")}
+
+
+def test_a_curator_settles_split_validation_answers_by_keyboard(login, split_validation_set):
+    from webapp.review.models import ValidationVerdict
+
+    vset = split_validation_set["set"]
+    page = login(split_validation_set["curator"])
+    page.goto(f"/review/validation/{vset.pk}/results/")
+    page.click("#settle-link")
+    answers = page.locator("#reviewer-answers").inner_text()
+    assert "clara" in answers and "carl" in answers
+    assert page.locator("#note-text mark.peak").count() >= 1
+    page.keyboard.press("y")  # the first split: reasonable; the page moves on to the next unsettled
+    page.wait_for_selector("nav[aria-label='Split answers'] :text('Split 2 of 2')")
+    page.keyboard.press("n")
+    page.wait_for_selector("#settle-state:has-text('Settled')")
+    assert sorted(ValidationVerdict.objects.values_list("reasonable", flat=True)) == [False, True]
+    page.keyboard.press("k")
+    page.wait_for_selector("#settle-state:has-text('Settled: reasonable by cora')")
+    page.goto(f"/review/validation/{vset.pk}/results/")
+    assert page.locator("#recommendation").inner_text().endswith("1 of 2 judged notes reasonable.")
