@@ -15,6 +15,8 @@ import sys
 BENCHMARKS = {
     "ml": ("benchmarks.ml_core", "the ML core's targets: relevance, peaks, re-thresholding (make bench)"),
     "relevance": ("benchmarks.relevance", "relevance prompts/s: the product path against the naive lxt loop"),
+    "faithfulness": ("benchmarks.faithfulness", "faithfulness: forward passes and seconds a pair, vs the plain loop"),
+    "specificity": ("benchmarks.specificity", "task-specificity of a relevance configuration, against shuffled maps"),
     "features": ("benchmarks.features", "classification-head features: items/s"),
     "training": ("benchmarks.training", "DSM / SFT training steps: tokens/s"),
     "e3c-localisation": ("benchmarks.e3c_localisation", "relevance localisation on the E3C development data"),
