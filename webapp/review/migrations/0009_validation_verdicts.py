@@ -6,32 +6,51 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('corpus', '0012_project_required'),
-        ('review', '0008_round_agreement_rule'),
+        ("corpus", "0012_project_required"),
+        ("review", "0008_round_agreement_rule"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ValidationVerdict',
+            name="ValidationVerdict",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('setting', models.PositiveSmallIntegerField(help_text="Index into the set's grid")),
-                ('reasonable', models.BooleanField()),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('previous', models.BooleanField(blank=True, help_text='The answer this one replaced', null=True)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('updated', models.DateTimeField(auto_now=True)),
-                ('curator', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('note', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='corpus.note')),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='corpus.task')),
-                ('validation_set', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='verdicts', to='review.validationset')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("setting", models.PositiveSmallIntegerField(help_text="Index into the set's grid")),
+                ("reasonable", models.BooleanField()),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("previous", models.BooleanField(blank=True, help_text="The answer this one replaced", null=True)),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                ("updated", models.DateTimeField(auto_now=True)),
+                (
+                    "curator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "note",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="+", to="corpus.note"),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="corpus.task"),
+                ),
+                (
+                    "validation_set",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="verdicts", to="review.validationset"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['validation_set', 'note', 'setting'],
-                'constraints': [models.UniqueConstraint(fields=('validation_set', 'note', 'task', 'setting'), name='review_verdict_one_per_setting')],
+                "ordering": ["validation_set", "note", "setting"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("validation_set", "note", "task", "setting"), name="review_verdict_one_per_setting"
+                    )
+                ],
             },
         ),
     ]
