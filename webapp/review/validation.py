@@ -19,15 +19,15 @@ for s_T; the setting with the most reasonable notes is recommended.
   numbers). Settings whose peaks are identical on a note are judged once: the answer is recorded
   for each of them.
 - Tally: per (item, setting), the majority of the reviewers who judged it decides whether it is
-  reasonable (a tie is not reasonable), unless a curator settled it.
+  reasonable (a tie is not reasonable), unless a curator settled it. The recommended setting has
+  the most reasonable notes; ties go to the setting listed first in the grid. Where the item has
+  gold evidence spans, the automatic agreement is shown beside it: micro-averaged token F1 of the
+  word-extended peaks against gold tokens (ml.metrics.peak_token_prf) and the mean relevance mass
+  ratio on gold vs uniform (ml.metrics.relevance_mass_ratio) of the smoothed scores.
 - Settling (`disputes`, `settle`): an (item, setting) whose reviewers split (two or more answers,
   not all alike) goes to the set's curators with every reviewer's answer beside the highlight; the
   curator's answer (ValidationVerdict) is final and replaces the majority in the tally. Audited
-  (REVIEW_DECISION, kind "validation_verdict"). The recommended setting has the most reasonable notes;
-  ties go to the setting listed first in the grid. Where the item has gold evidence spans, the
-  automatic agreement is shown beside it: micro-averaged token F1 of the word-extended peaks
-  against gold tokens (ml.metrics.peak_token_prf) and the mean relevance mass ratio on gold vs
-  uniform (ml.metrics.relevance_mass_ratio) of the smoothed scores.
+  (REVIEW_DECISION, kind "validation_verdict").
 - Long notes: the round shows one window of the note at a time (webapp.lib.windows,
   `?window=K` as on the note page; the window is kept while the next question is on the same
   note). Peaks are found over the whole map under every setting (their count and "same
@@ -313,14 +313,26 @@ class SettingTally:
     recommended: bool = False
 
 
-def _votes(vset) -> dict[tuple, list[int]]:
-    """(note, task, setting) -> [yes, no] of the set's reviewers."""
-    votes: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
-    for note_id, task_id, setting, reasonable in ValidationJudgement.objects.filter(validation_set=vset).values_list(
-        "note_id", "task_id", "setting", "reasonable"
+def _answers(vset) -> dict[tuple, list[tuple[str, bool]]]:
+    """(note, task, setting) -> [(reviewer's username, reasonable)] of the set, by username."""
+    answers: dict[tuple, list] = defaultdict(list)
+    for note_id, task_id, setting, username, reasonable in (
+        ValidationJudgement.objects.filter(validation_set=vset)
+        .order_by("reviewer__username")
+        .values_list("note_id", "task_id", "setting", "reviewer__username", "reasonable")
     ):
-        votes[(note_id, task_id, setting)][0 if reasonable else 1] += 1
-    return votes
+        answers[(note_id, task_id, setting)].append((username, reasonable))
+    return answers
+
+
+def majority(answers: list[tuple[str, bool]]) -> bool:
+    """Reasonable when most reviewers said yes; a tie is not reasonable."""
+    yes = sum(answer for _, answer in answers)
+    return yes > len(answers) - yes
+
+
+def split(answers: list[tuple[str, bool]]) -> bool:
+    return len({answer for _, answer in answers}) > 1
 
 
 def tally(vset) -> tuple[list[SettingTally], SettingTally | None]:
@@ -329,7 +341,7 @@ def tally(vset) -> tuple[list[SettingTally], SettingTally | None]:
     verdicts = dict(
         ((n, t, s), r) for n, t, s, r in vset.verdicts.values_list("note_id", "task_id", "setting", "reasonable")
     )
-    for key, (yes, no) in _votes(vset).items():
+    for key, answers in _answers(vset).items():
         setting = key[2]
         if setting < len(rows):
             rows[setting].judged += 1
@@ -337,7 +349,7 @@ def tally(vset) -> tuple[list[SettingTally], SettingTally | None]:
                 rows[setting].settled += 1
                 rows[setting].reasonable += verdicts[key]
             else:
-                rows[setting].reasonable += yes > no
+                rows[setting].reasonable += majority(answers)
     _agreement(vset, rows)
     best = None
     for row in rows:
@@ -364,25 +376,18 @@ class Dispute:
 
     @property
     def majority(self) -> bool:
-        yes = sum(answer for _, answer in self.answers)
-        return yes > len(self.answers) - yes
+        return majority(self.answers)
 
 
 def disputes(vset) -> list[Dispute]:
     """The set's split (item, setting)s, in judging order then grid order, settled or not."""
-    answers: dict[tuple, list] = defaultdict(list)
-    for note_id, task_id, setting, username, reasonable in (
-        ValidationJudgement.objects.filter(validation_set=vset)
-        .order_by("reviewer__username")
-        .values_list("note_id", "task_id", "setting", "reviewer__username", "reasonable")
-    ):
-        answers[(note_id, task_id, setting)].append((username, reasonable))
+    answers = _answers(vset)
     verdicts = {(v.note_id, v.task_id, v.setting): v for v in vset.verdicts.select_related("curator")}
     found = []
     for position, (note_id, task_id) in enumerate(vset.items):
         for setting in range(len(vset.grid)):
             given = answers.get((note_id, task_id, setting), [])
-            if len(given) >= 2 and len({a for _, a in given}) > 1:
+            if split(given):
                 found.append(
                     Dispute(position, note_id, task_id, setting, given, verdicts.get((note_id, task_id, setting)))
                 )
@@ -396,8 +401,10 @@ def settle(vset, curator, *, position: int, setting: int, reasonable: bool) -> V
     if not 0 <= position < len(vset.items) or not 0 <= setting < len(vset.grid):
         raise ValidationSetError("No such item or setting in this validation set.")
     note_id, task_id = vset.items[position]
-    yes, no = _votes(vset).get((note_id, task_id, setting), (0, 0))
-    if not (yes and no):
+    given = _answers(vset).get((note_id, task_id, setting), [])
+    if not split(given):
+        yes = sum(answer for _, answer in given)
+        no = len(given) - yes
         raise ValidationSetError(
             f"Its reviewers did not split on note {position + 1} under setting {setting + 1} "
             f"({yes} yes, {no} no): there is nothing to settle."

@@ -285,13 +285,7 @@ def validation_round(request, set_id):
 def validation_judge(request, set_id):
     vset = access.validation_set_for(request.user, set_id, Capability.REVIEW)
     try:
-        validation.judge(
-            vset,
-            request.user,
-            position=int(request.POST["position"]),
-            setting=int(request.POST["setting"]),
-            reasonable=request.POST.get("answer") == "yes",
-        )
+        validation.judge(vset, request.user, **_validation_answer(request.POST))
     except (KeyError, ValueError, validation.ValidationSetError) as exc:
         messages.error(request, f"Not recorded: {exc}")
     return redirect(_round_url(vset, request.POST))
@@ -322,19 +316,22 @@ def validation_results(request, set_id):
     )
 
 
+def _validation_answer(form) -> dict:
+    """The position, setting and yes/no of a validation answer form (KeyError, ValueError)."""
+    return {
+        "position": int(form["position"]),
+        "setting": int(form["setting"]),
+        "reasonable": form.get("answer") == "yes",
+    }
+
+
 def validation_settle(request, set_id):
     """Curators settle the (note, setting)s of a validation set on which its reviewers split."""
     vset = access.validation_set_for(request.user, set_id, Capability.ADJUDICATE)
     url = reverse("review:validation_settle", args=[vset.pk])
     if request.method == "POST":
         try:
-            validation.settle(
-                vset,
-                request.user,
-                position=int(request.POST["position"]),
-                setting=int(request.POST["setting"]),
-                reasonable=request.POST.get("answer") == "yes",
-            )
+            validation.settle(vset, request.user, **_validation_answer(request.POST))
         except (KeyError, ValueError, validation.ValidationSetError) as exc:
             messages.error(request, f"Not recorded: {exc}")
             return redirect(f"{url}?d={_int(request.POST.get('index')) or 0}")
