@@ -280,9 +280,12 @@ TRAINING_LAUNCHER = env_str("TRAINING_LAUNCHER", "").strip()
 # GB of memory per training GPU (an H200: 141); 0: unknown (CPU), and the launch form shows no
 # memory plan (ml/training/memory.py). The GPU count is TRAINING_LAUNCHER's process count.
 TRAINING_GPU_MEMORY_GB = env_float("TRAINING_GPU_MEMORY_GB", 0.0)
-# Ended training runs are logged to this MLflow tracking server (webapp.api.mlflow_log); unset: never.
+# Ended training runs and evaluations are logged to this MLflow tracking server
+# (webapp.api.mlflow_log); unset: never. MLFLOW_UI_URL: the MLflow address the pages link to, when
+# browsers reach it elsewhere than the workers do (unset: the tracking URI).
 MLFLOW_TRACKING_URI = env_str("MLFLOW_TRACKING_URI", "").strip()
 MLFLOW_EXPERIMENT_NAME = env_str("MLFLOW_EXPERIMENT_NAME", "").strip()
+MLFLOW_UI_URL = env_str("MLFLOW_UI_URL", "").strip()
 # Several machines (README "Beyond one machine"): TRAINING_LAUNCHER is torchrun's per-machine part
 # (--nproc-per-node); each of TRAINING_NNODES machines starts one agent, all meeting at the c10d
 # rendezvous TRAINING_RDZV_ENDPOINT (host:port on one of them); the others run `train_node`.

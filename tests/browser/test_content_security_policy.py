@@ -3,8 +3,8 @@
 A script injected before any page script (through the driver, so the policy does not apply to it)
 records every `securitypolicyviolation` event; the console is read for "Content Security Policy"
 errors too. The pages are the ones with the most moving parts: htmx polling and fragments, the
-review page's preview, uPlot's training charts, and the server-drawn SVG histograms and interval
-charts that replaced inline style attributes.
+review page's preview, uPlot's training charts, the server-drawn SVG histograms and interval
+charts that replaced inline style attributes, and the API's Swagger UI.
 
 With DSM_SCREENSHOTS=<folder> each page is also saved as a PNG there, to compare by eye.
 """
@@ -124,6 +124,8 @@ def site(researcher):
         ("training-run", f"/training/{run.pk}/", "#chart-loss canvas"),
         ("evaluation", f"/evaluations/{evaluation.pk}/", ".intervals .track"),
         ("admin", "/admin/", "#content"),
+        # Swagger UI: its scripts from ninja's vendored static files, the schema fetched by them
+        ("api-docs", "/api/docs", ".swagger-ui .opblock"),
     ]
 
 

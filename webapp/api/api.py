@@ -1,5 +1,6 @@
 """The NinjaAPI under /api/: token auth on every endpoint, the schema at /api/openapi.json and
-its docs page at /api/docs (ninja's Swagger UI from its vendored static files; no CDN).
+its docs page at /api/docs (ninja's Swagger UI from its vendored static files; no CDN), both for
+a signed-in user or a token's holder.
 
 Refusals: 401 (no, unknown, revoked or expired token), 403 (a read-only token writing, or the
 role lacks the capability in the object's project: the pages' 403, audited), 404 (another
@@ -10,7 +11,7 @@ from django.http import Http404
 from ninja import NinjaAPI
 
 from webapp.api import tokens
-from webapp.api.auth import BearerToken
+from webapp.api.auth import BearerToken, signed_in_or_token
 from webapp.api.endpoints import router
 from webapp.audit.models import AuditEvent
 
@@ -19,6 +20,7 @@ api = NinjaAPI(
     version="1",
     description="Personal tokens (Authorization: Bearer dsm_...) act as their owner in the projects they name.",
     auth=BearerToken(),
+    docs_decorator=signed_in_or_token,
     urls_namespace="api",
 )
 api.add_router("", router)

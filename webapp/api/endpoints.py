@@ -9,6 +9,7 @@ from ninja import File, Form, Query, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
 
+from ml.masking import DEFAULT_MASK_TOKEN
 from ml.peaks import PAPER
 from webapp.accounts.roles import Capability, require
 from webapp.api.pagination import PageQuery, page
@@ -18,8 +19,11 @@ from webapp.corpus.models import Corpus, ImportJob, Note, Task
 from webapp.datasets import export as dataset_export
 from webapp.datasets import launch as dataset_launch
 from webapp.datasets.access import dataset_for, export_for
+from webapp.datasets.forms import BuildForm
 from webapp.datasets.models import DatasetExport, DatasetVersion
+from webapp.evaluation import evaluations
 from webapp.evaluation.access import evaluation_for
+from webapp.evaluation.forms import EvaluationForm
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.interchange.exporting import ExportChoice, ExportChoiceError, peak_source, zip_export
 from webapp.interchange.exporting import download_name as annotations_name
@@ -32,9 +36,9 @@ from webapp.projects.scoping import get_or_404
 from webapp.review import peakstore
 from webapp.review.selection import default_profile
 from webapp.training import evaluation as run_evaluation
-from webapp.training import runs
+from webapp.training import experiments, presets, runs
 from webapp.training.access import run_for
-from webapp.training.models import TrainingRun
+from webapp.training.models import LabeledSplit, TrainingRun
 
 router = Router()
 
@@ -153,6 +157,28 @@ def _evaluation(evaluation: RelevanceEvaluation) -> dict:
 
 def _refuse(exc: Exception):
     raise HttpError(400, str(exc))
+
+
+def _validated(form):
+    """The page's own form, filled from a JSON body: one validation for pages and API. Its
+    problems come back as one 400 naming each field, as the page shows them beside the fields."""
+    if not form.is_valid():
+        said = [
+            f"{field}: {message}" if field != "__all__" else message
+            for field, messages in form.errors.items()
+            for message in messages
+        ]
+        raise HttpError(400, " ".join(said))
+    return form
+
+
+def _task_ids(user, slugs: list[str]) -> list[int]:
+    """The ids of the tasks the user may see, by slug; an unknown slug is a 400 naming it."""
+    found = dict(Task.objects.visible_to(user).filter(slug__in=slugs).values_list("slug", "pk"))
+    missing = sorted(set(slugs) - set(found))
+    if missing:
+        raise HttpError(400, f"Unknown task(s): {', '.join(missing)}.")
+    return [found[slug] for slug in dict.fromkeys(slugs)]
 
 
 # --- corpora and notes (read) ---------------------------------------------------------------
@@ -393,6 +419,42 @@ def get_dataset(request, dataset_id: int):
     return _dataset(dataset_for(request.user, dataset_id))
 
 
+class DatasetIn(Schema):
+    """The fields of the New dataset page; tasks by slug, notes by their ids in the corpus."""
+
+    name: str
+    corpus: int
+    model_version: int
+    profile: int | None = None  # none: the default peak profile
+    method: str = RelevanceJob.Method.ATTNLRP
+    template: str = "en"
+    jobs: list[int] = []  # only maps written by these relevance jobs
+    mode: str = DatasetVersion.Mode.DSM
+    tasks: list[str] = []  # empty: every task that has maps
+    include_held_out: bool = False
+    notes: list[str] = []  # external ids; empty: every note
+    seed: int = 0
+    mask_token: str = DEFAULT_MASK_TOKEN
+
+
+@router.post("/datasets", response={202: dict}, summary="Build a new dataset (version) from relevance maps")
+def launch_dataset(request, body: DatasetIn):
+    corpus_for(request.user, body.corpus, Capability.LAUNCH)  # another project's corpus: 404, as for jobs
+    profile = body.profile if body.profile is not None else getattr(default_profile(), "pk", None)
+    data = {
+        **body.dict(exclude={"tasks", "notes", "profile"}),
+        "profile": profile,
+        "tasks": _task_ids(request.user, body.tasks),
+        "notes": " ".join(body.notes),
+    }
+    form = _validated(BuildForm(data, user=request.user))
+    try:
+        dataset = dataset_launch.launch_build(actor=request.user, **form.build_fields())
+    except dataset_launch.LaunchError as exc:
+        raise HttpError(409, str(exc)) from None
+    return Status(202, _dataset(dataset))
+
+
 @router.post("/datasets/{dataset_id}/cancel")
 def cancel_dataset(request, dataset_id: int):
     dataset = dataset_for(request.user, dataset_id, Capability.LAUNCH)
@@ -481,6 +543,54 @@ def run_metrics(request, run_id: int, query: Query[PageQuery]):
     return page(run.metrics.all(), query, lambda m: {f: getattr(m, f) for f in fields})
 
 
+class RunIn(Schema):
+    """A run as the New training run page asks for it: a preset, its inputs, and `config`
+    overrides by section over the preset's settings (e.g. {"train": {"max_steps": 20}})."""
+
+    preset: str
+    model_version: int
+    name: str = ""
+    dataset: int | None = None  # DSM, CPT and their ablations: a finished dataset version
+    split: int | None = None  # SFT, CH, prompting, self-learning: a stored labeled split...
+    split_corpus: int | None = None  # ...or the corpus to split (a split with this seed and share is reused)
+    split_seed: int = 0
+    split_test_ratio: float = 0.15
+    config: dict = {}
+
+
+@router.post("/training-runs", response={202: dict}, summary="Launch a training run from a preset")
+def launch_run(request, body: RunIn):
+    require(request.user, Capability.LAUNCH)
+    try:
+        preset = presets.get(body.preset)
+    except ValueError as exc:
+        _refuse(exc)
+    overrides, problems = experiments.run_settings({"config": body.config}, {}, preset.kind, preset)
+    if problems:
+        raise HttpError(400, " ".join(problems))
+    user, launch = request.user, Capability.LAUNCH
+    spec = runs.RunSpec(
+        kind=preset.kind,
+        preset=preset.key,
+        name=body.name,
+        model_version=get_or_404(user, ModelVersion.objects, launch, pk=body.model_version),
+        dataset=dataset_for(user, body.dataset, launch) if body.dataset is not None else None,
+        split=get_or_404(user, LabeledSplit.objects, launch, pk=body.split) if body.split is not None else None,
+        split_corpus=corpus_for(user, body.split_corpus, launch) if body.split_corpus is not None else None,
+        split_seed=body.split_seed,
+        split_test_ratio=body.split_test_ratio,
+        config=overrides,
+    )
+    problems = spec.problems()
+    if problems:
+        raise HttpError(400, " ".join(f"{key}: {problem}" for key, problem in problems.items()))
+    try:
+        run = runs.launch(spec, actor=request.user)
+    except runs.RunError as exc:
+        _refuse(exc)
+    return Status(202, _run(run))
+
+
 @router.post("/training-runs/{run_id}/cancel")
 def cancel_run(request, run_id: int):
     run = run_for(request.user, run_id, Capability.LAUNCH)
@@ -521,6 +631,60 @@ def list_evaluations(request, query: Query[PageQuery]):
 @router.get("/evaluations/{evaluation_id}")
 def get_evaluation(request, evaluation_id: int):
     return _evaluation(evaluation_for(request.user, evaluation_id))
+
+
+class EvaluationIn(Schema):
+    """The fields of the New evaluation page; tasks by slug."""
+
+    corpus: int
+    model_version: int
+    methods: list[str] = [RelevanceJob.Method.ATTNLRP]
+    explains: list[str] = ["next"]
+    template: str = "auto"  # the corpus language's template, or a template's name
+    profile: int | None = None  # none: the default peak profile
+    tasks: list[str] = []
+    pairs_from: str = "evidence"  # or "notes": drawn notes x every chosen task, gold or not
+    max_pairs: int | None = 200
+    seed: int = 0
+    faithfulness: bool = False
+
+
+@router.post("/evaluations", response={202: dict}, summary="Launch a relevance evaluation (localisation, faithfulness)")
+def launch_evaluation(request, body: EvaluationIn):
+    corpus_for(request.user, body.corpus, Capability.LAUNCH)  # another project's corpus: 404, as for jobs
+    profile = body.profile if body.profile is not None else getattr(default_profile(), "pk", None)
+    data = {**body.dict(exclude={"tasks", "profile"}), "profile": profile}
+    data["tasks"] = _task_ids(request.user, body.tasks)
+    if data["max_pairs"] is None:
+        data["max_pairs"] = ""  # the form's "empty: all of them"
+    form = _validated(EvaluationForm(data, user=request.user))
+    try:
+        evaluation = evaluations.launch(form.spec(), actor=request.user)
+    except evaluations.EvaluationError as exc:
+        _refuse(exc)
+    return Status(202, _evaluation(evaluation))
+
+
+@router.post("/evaluations/{evaluation_id}/cancel")
+def cancel_evaluation(request, evaluation_id: int):
+    evaluation = evaluation_for(request.user, evaluation_id, Capability.LAUNCH)
+    try:
+        evaluations.cancel(evaluation, actor=request.user)
+    except evaluations.EvaluationError as exc:
+        raise HttpError(409, str(exc)) from None
+    evaluation.refresh_from_db()
+    return _evaluation(evaluation)
+
+
+@router.post("/evaluations/{evaluation_id}/resume")
+def resume_evaluation(request, evaluation_id: int):
+    evaluation = evaluation_for(request.user, evaluation_id, Capability.LAUNCH)
+    try:
+        evaluations.resume(evaluation, actor=request.user)
+    except evaluations.EvaluationError as exc:
+        raise HttpError(409, str(exc)) from None
+    evaluation.refresh_from_db()
+    return _evaluation(evaluation)
 
 
 def _zip(stream, filename: str) -> StreamingHttpResponse:

@@ -1,9 +1,12 @@
 """Which ends of work are announced to webhooks, and with what. A unit of long work
 (webapp.lifecycle.kinds) that ended (done, failed, cancelled) is announced once per status: the
 workers' Celery `task_postrun` signal looks at the unit its task held (a relevance chunk: its job,
-which ends with its last chunk); the API's cancel endpoints announce what they ended at once.
-Payloads hold ids, statuses and counts only. An ended training run is also logged to MLflow
-when MLFLOW_TRACKING_URI is set (webapp.api.mlflow_log)."""
+which ends with its last chunk); a queued unit cancelled at once, by a page or the API, is
+announced through webapp.lifecycle.signals.unit_ended, since no task of its runs; a review round
+when the decision that gives its last pair its k-th judgement is committed
+(webapp.review.rounds.round_completed).
+Payloads hold ids, statuses and counts only. An ended training run or relevance evaluation is
+also logged to MLflow when MLFLOW_TRACKING_URI is set (webapp.api.mlflow_log)."""
 
 from __future__ import annotations
 
@@ -27,27 +30,35 @@ EVENTS = {
 
 def unit_ended(kind_name: str, unit) -> int:
     """Queue the deliveries for `unit` if it has ended; returns how many were made."""
-    from webapp.api import webhooks
-    from webapp.projects.models import Project
-    from webapp.projects.scoping import project_id_of
-
     if kind_name == "relevance chunk":
         kind_name, unit = "relevance plan", unit.job
     if kind_name not in EVENTS or unit.status not in ENDED:
         return 0
-    project_id = project_id_of(unit)
-    project = Project.objects.filter(pk=project_id).first()
+    event, fields = EVENTS[kind_name]
+    return _announce(event, unit, unit.status, {field: getattr(unit, field) for field in fields})
+
+
+def round_completed(rnd) -> int:
+    """A review round whose every pair has its k judgements; announced once."""
+    return _announce("review_round", rnd, "done", {"pairs": rnd.pairs.count(), "reviewers_per_pair": rnd.k})
+
+
+def _announce(event: str, obj, status: str, counts: dict) -> int:
+    from webapp.api import webhooks
+    from webapp.projects.models import Project
+    from webapp.projects.scoping import project_id_of
+
+    project = Project.objects.filter(pk=project_id_of(obj)).first()
     if project is None:
         return 0
-    event, fields = EVENTS[kind_name]
     payload = {
         "event": event,
         "project": {"id": project.pk, "slug": project.slug},
-        "object": {"type": unit._meta.label, "id": unit.pk},
-        "status": unit.status,
-        "counts": {field: getattr(unit, field) for field in fields},
+        "object": {"type": obj._meta.label, "id": obj.pk},
+        "status": status,
+        "counts": counts,
     }
-    key = f"{unit._meta.label}:{unit.pk}:{unit.status}"
+    key = f"{obj._meta.label}:{obj.pk}:{status}"
     return len(webhooks.queue_event(project, event, key, payload))
 
 
@@ -65,18 +76,42 @@ def _after_task(sender=None, args=None, **kwargs) -> None:
         unit = kind.model_class().objects.filter(pk=pk).first()
         if unit is not None:
             unit_ended(kind.name, unit)
-            if kind.name == "training run":
-                from webapp.api import mlflow_log
+            from webapp.api import mlflow_log
 
-                mlflow_log.log_run(unit)  # nothing unless MLFLOW_TRACKING_URI is set
+            # training runs and evaluations only, and nothing unless MLFLOW_TRACKING_URI is set
+            mlflow_log.log_unit(kind.name, unit)
     except Exception:  # a webhook or the tracking server must never make work fail
         log.exception("webhooks/MLflow: could not announce the end of %s %s", kind.name, pk)
 
 
+def _ended_outside_a_task(sender, pk=None, **kwargs) -> None:
+    from webapp.lifecycle import kinds
+
+    try:
+        unit = sender.objects.filter(pk=pk).first()
+        if unit is not None:
+            unit_ended(kinds.by_model(sender).name, unit)
+    except Exception:  # a webhook must never make a cancel fail
+        log.exception("webhooks: could not announce the end of %s %s", sender._meta.label, pk)
+
+
+def _round_completed(sender, round=None, **kwargs) -> None:
+    try:
+        round_completed(round)
+    except Exception:  # a webhook must never make a decision fail
+        log.exception("webhooks: could not announce the end of review round %s", getattr(round, "pk", None))
+
+
 def connect() -> None:
-    """Called by the app's ready(): every worker process announces the work its tasks ended."""
+    """Called by the app's ready(): every worker process announces the work its tasks ended, and
+    every process the work it cancelled before any task of it ran."""
     from celery import signals
 
+    from webapp.lifecycle.signals import unit_ended as ended_without_task
+    from webapp.review.rounds import round_completed as review_round_completed
+
+    ended_without_task.connect(_ended_outside_a_task, weak=False, dispatch_uid="api-webhook-cancels")
+    review_round_completed.connect(_round_completed, weak=False, dispatch_uid="api-webhook-rounds")
     signals.task_postrun.connect(_after_task, weak=False, dispatch_uid="api-webhook-events")
     signals.worker_init.connect(_load_delivery_task, weak=False, dispatch_uid="api-webhook-task")
 

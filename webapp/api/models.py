@@ -60,6 +60,7 @@ class Webhook(models.Model):
         EVALUATION = "evaluation", "Evaluation ended"
         TRAINING_RUN = "training_run", "Training run ended"
         IMPORT = "import", "Import ended"
+        REVIEW_ROUND = "review_round", "Review round complete"
         TEST = "test", "Test delivery"
 
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="webhooks")

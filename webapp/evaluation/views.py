@@ -6,6 +6,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.roles import Capability, capability_required, require
+from webapp.api import mlflow_log
 from webapp.evaluation import estimates, evaluations, presentation
 from webapp.evaluation.access import evaluation_for
 from webapp.evaluation.forms import EvaluationForm
@@ -69,6 +70,7 @@ def evaluation_detail(request, evaluation_id):
         recommendation=evaluation.recommendation,
         faithfulness=presentation.faithfulness_rows(evaluation.result),
         specificity=presentation.specificity_rows(evaluation.result),
+        mlflow_run_url=mlflow_log.run_url(evaluation.result.get("mlflow")),
     )
     return render(request, "evaluation/detail.html", context)
 

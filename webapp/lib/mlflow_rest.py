@@ -1,8 +1,8 @@
-"""A small client of MLflow's tracking REST API (/api/2.0/mlflow/...): enough to make an
-experiment, a run, log params, metrics and tags in batches and end the run. No Django, and no
-`mlflow` package: the full package pins versions that clash with ours (pyarrow, gunicorn), and
-these five calls are the whole of what the app sends. Errors are MlflowError with the server's
-message."""
+"""A small client of MLflow's tracking and model registry REST API (/api/2.0/mlflow/...): enough
+to make an experiment, a run, log params, metrics and tags in batches and end the run, and to
+register a model version under an alias. No Django, and no `mlflow` package: the full package
+pins versions that clash with ours (pyarrow, gunicorn), and these few calls are the whole of what
+the app sends. Errors are MlflowError with the server's message."""
 
 from __future__ import annotations
 
@@ -90,3 +90,31 @@ class Client:
 
     def metric_history(self, run_id: str, key: str) -> list[dict]:
         return self._call("GET", "metrics/get-history", {"run_id": run_id, "metric_key": key}).get("metrics", [])
+
+    def ensure_registered_model(self, name: str) -> None:
+        """Create the registered model `name` unless it exists (two runs ending at once both may try)."""
+        try:
+            self._call("POST", "registered-models/create", {"name": name})
+        except MlflowError as exc:
+            if "RESOURCE_ALREADY_EXISTS" not in str(exc):
+                raise
+
+    def registered_model(self, name: str) -> dict:
+        return self._call("GET", "registered-models/get", {"name": name})["registered_model"]
+
+    def create_model_version(self, name: str, source: str, run_id: str, tags: dict[str, str]) -> str:
+        """A new version of the registered model `name`; returns its number (MLflow counts from 1)."""
+        body = {
+            "name": name,
+            "source": source,
+            "run_id": run_id,
+            "tags": [{"key": k, "value": str(v)} for k, v in tags.items()],
+        }
+        return self._call("POST", "model-versions/create", body)["model_version"]["version"]
+
+    def set_alias(self, name: str, alias: str, version: str) -> None:
+        """Point `alias` of the registered model `name` at `version` (moved there if it pointed elsewhere)."""
+        self._call("POST", "registered-models/alias", {"name": name, "alias": alias, "version": str(version)})
+
+    def model_version_by_alias(self, name: str, alias: str) -> dict:
+        return self._call("GET", "registered-models/alias", {"name": name, "alias": alias})["model_version"]

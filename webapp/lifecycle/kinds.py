@@ -95,6 +95,14 @@ def by_task(task_name: str) -> Kind:
     raise LookupError(f"{task_name} is no kind of long work; the kinds' tasks: {', '.join(k.task for k in KINDS)}")
 
 
+def by_model(model) -> Kind:
+    """The first kind whose unit is `model` (a relevance job: its plan)."""
+    for kind in KINDS:
+        if kind.model == model._meta.label:
+            return kind
+    raise LookupError(f"{model._meta.label} is no unit of long work")
+
+
 def task_modules() -> list[str]:
     """CELERY_IMPORTS: every kind's task module, once, in registry order."""
     return list(dict.fromkeys(kind.module for kind in KINDS))

@@ -20,6 +20,7 @@ from datetime import timedelta
 from django.db.models import DateTimeField, ExpressionWrapper, F, Q
 from django.db.models.functions import Coalesce, Now
 
+from webapp.lifecycle import signals
 from webapp.lifecycle.models import WorkUnit, stall_seconds
 from webapp.lifecycle.status import HELD, RESUMABLE, JobStatus
 
@@ -121,6 +122,7 @@ def request_cancel(model: type[WorkUnit], pk: int, **changes) -> str | None:
     stops at its next safe point. Returns the new status, None if the unit could not be cancelled."""
     rows = model.objects.filter(pk=pk)
     if rows.filter(Q(status=JobStatus.QUEUED) | lost()).update(status=JobStatus.CANCELLED, finished=Now(), **changes):
+        signals.announce_after_commit(model, pk)  # no task of its will run to announce it
         return JobStatus.CANCELLED
     if rows.filter(status=JobStatus.RUNNING).update(status=JobStatus.CANCELLING, **changes):
         return JobStatus.CANCELLING

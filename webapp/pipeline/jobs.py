@@ -35,7 +35,7 @@ from ml.relevance import ConfigError, RelevanceConfig
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus, Note, Task
-from webapp.lifecycle import queue, units
+from webapp.lifecycle import queue, signals, units
 from webapp.lifecycle.status import RESUMABLE
 from webapp.pipeline.models import JobStatus, ModelVersion, RelevanceChunk, RelevanceJob
 from webapp.pipeline.sizing import MAX_CHUNK_SIZE, chunk_size_for
@@ -213,6 +213,7 @@ def cancel(job: RelevanceJob, actor=None) -> RelevanceJob:
         status=JobStatus.CANCELLED, finished=Now()
     ):
         job.chunks.all().delete()  # a partial plan (its planner stops at its next write)
+        signals.announce_after_commit(RelevanceJob, job.pk)
         record(actor, AuditEvent.Action.CANCEL_JOB, job, skipped_chunks=0, planning=True)
         job.status = JobStatus.CANCELLED
         return job
@@ -368,6 +369,8 @@ def settle(job_id: int) -> None:
         finished=Now(),
     )
     if ended:
+        # a cancel's settle runs in the web process, where no task ends: announce it here
+        signals.announce_after_commit(RelevanceJob, job_id)
         failed, total = RelevanceJob.objects.values_list("chunks_failed", "chunk_count").get(pk=job_id)
         if failed:
             RelevanceJob.objects.filter(pk=job_id, status=JobStatus.FAILED).update(

@@ -36,6 +36,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import BigIntegerField, Count, ExpressionWrapper, F, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Mod
+from django.dispatch import Signal
 from django.utils import timezone
 
 from ml.peaks import peaks_of_rows
@@ -49,6 +50,11 @@ from webapp.review.models import PeakDecision, ReviewRound, RoundClaim, RoundPai
 LEASE = timedelta(minutes=15)  # a claim's hold on its slot without a decision on the pair
 DRAW_BATCH = 500  # maps read (and their peaks found) at a time when a round is created
 HELP_SCAN = 2_000  # pairs looked at, at most, when helping out
+
+
+# Sent (after the commit) when a decision completes a round: every pair has k finished
+# judgements. sender: ReviewRound; keyword argument round. The webhooks listen (webapp.api.events).
+round_completed = Signal()
 
 
 class RoundError(Exception):
@@ -273,6 +279,15 @@ def sync_claims(reviewer, note_id: int, task_id: int, model_id: int, method: str
             if claim is None:
                 continue  # the pair is full: this decision is outside the round's k
         RoundClaim.objects.filter(pk=claim.pk).update(expires=now + LEASE, done=now if finished else None)
+        if finished and is_complete(pair.round):
+            rnd = pair.round
+            transaction.on_commit(lambda rnd=rnd: round_completed.send(sender=ReviewRound, round=rnd))
+
+
+def is_complete(rnd: ReviewRound) -> bool:
+    """Every pair of the round has k finished judgements (one query: the first pair short of k)."""
+    short = RoundPair.objects.filter(round=rnd).annotate(finished=Count("claims", filter=Q(claims__done__isnull=False)))
+    return not short.filter(finished__lt=rnd.k).exists()
 
 
 # ---------------------------------------------------------------- reviewers

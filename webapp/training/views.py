@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.roles import Capability, capability_required, require
+from webapp.api import mlflow_log
 from webapp.lifecycle.estimates import waits_for_confirmation
 from webapp.training import comparison, configs, estimates, evaluation, presets, runs
 from webapp.training.access import run_for, runs_for
@@ -81,6 +82,12 @@ def run_detail(request, run_id):
     }
     if not request.htmx:
         context["settings_rows"] = dict(sorted(configs.flatten(run.config).items()))
+        logged = (run.provenance or {}).get("mlflow")
+        context["mlflow"] = {
+            "run_url": mlflow_log.run_url(logged),
+            "model_url": mlflow_log.model_url(logged),
+            "model": (logged or {}).get("registered_model"),
+        }
         return render(request, "training/run_detail.html", context)
     fragment = render(request, "training/run_detail.html#live", context)
     return HttpResponseStopPolling(fragment.content) if context["ended"] else fragment

@@ -13,8 +13,9 @@ import pytest
 
 from webapp.api import events, webhooks
 from webapp.api.models import Webhook, WebhookDelivery
+from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lifecycle.status import JobStatus
-from webapp.pipeline.models import RelevanceJob
+from webapp.pipeline.models import PeakProfile, RelevanceJob
 
 SECRET = "a-webhook-secret-of-32-characters"
 
@@ -131,3 +132,37 @@ def test_the_celery_task_retries_while_the_receiver_fails(receiver, hook, own, s
     deliver.apply(args=[delivery.pk])
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts) == ("delivered", 3)
+
+
+def test_a_queued_unit_cancelled_by_the_api_is_announced(
+    client, researcher, receiver, hook, own, make_token, bearer, django_capture_on_commit_callbacks
+):
+    """No task of a queued unit runs once it is cancelled: the cancel itself announces it."""
+    profile = PeakProfile.objects.create(name="hook-profile")
+    evaluation = RelevanceEvaluation.objects.create(
+        corpus=own["corpus"], model_version=own["model"], profile=profile, total=3
+    )
+    _, secret = make_token(researcher, [own["project"]])
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.post(f"/api/evaluations/{evaluation.pk}/cancel", headers=bearer(secret))
+    assert answer.status_code == 200 and answer.json()["status"] == "cancelled"
+    delivery = WebhookDelivery.objects.get()
+    assert (delivery.event, delivery.payload["status"]) == ("evaluation", "cancelled")
+    assert delivery.payload["object"] == {"type": "evaluation.RelevanceEvaluation", "id": evaluation.pk}
+
+
+def test_a_relevance_job_whose_chunks_were_all_queued_is_announced_when_cancelled(
+    receiver, hook, own, django_capture_on_commit_callbacks
+):
+    from webapp.pipeline import jobs
+    from webapp.pipeline.models import RelevanceChunk
+
+    job = RelevanceJob.objects.create(
+        corpus=own["corpus"], model_version=own["model"], status=JobStatus.QUEUED, total=2, chunk_count=1
+    )
+    RelevanceChunk.objects.create(job=job, index=0, pairs=[[1, 1], [2, 1]], size=2)
+    with django_capture_on_commit_callbacks(execute=True):
+        jobs.cancel(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELLED
+    assert WebhookDelivery.objects.get().payload["status"] == "cancelled"

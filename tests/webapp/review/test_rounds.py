@@ -232,3 +232,26 @@ def test_ten_reviewers_at_once_judge_every_pair_exactly_k_times_and_evenly(
     assert all(len(ids) == k == len(set(ids)) for ids in per_pair.values())  # exactly k, no reviewer twice
     per_reviewer = [sum(r.pk in ids for ids in per_pair.values()) for r in reviewers]
     assert max(per_reviewer) - min(per_reviewer) <= 1 and sum(per_reviewer) == pairs * k
+
+
+def test_the_decision_that_completes_a_round_announces_it_once(
+    corpus, tasks, base, sharp, django_user_model, django_capture_on_commit_callbacks
+):
+    from webapp.api.models import Webhook, WebhookDelivery
+
+    Webhook.objects.create(project=corpus.project, url="http://127.0.0.1:9/hook", secret="s" * 32, events=[])
+    make_notes(corpus, tasks, base, 2)
+    a, b = make_reviewers(django_user_model, 2)
+    rnd = new_round(corpus, tasks, base, sharp, [a, b], k=1)
+    with django_capture_on_commit_callbacks(execute=True):
+        finish(rounds.next_claim(rnd, a), a)
+    assert not rounds.is_complete(rnd) and not WebhookDelivery.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        finish(rounds.next_claim(rnd, b), b)
+        pair = RoundClaim.objects.get(round=rnd, reviewer=b).pair  # seen complete again: announced once
+        rounds.sync_claims(b, pair.note_id, pair.task_id, base.pk, "attnlrp", "en", rnd.config_key)
+    assert rounds.is_complete(rnd)
+    delivery = WebhookDelivery.objects.get()
+    assert delivery.event == "review_round" and delivery.payload["status"] == "done"
+    assert delivery.payload["object"] == {"type": "review.ReviewRound", "id": rnd.pk}
+    assert delivery.payload["counts"] == {"pairs": 2, "reviewers_per_pair": 1}
