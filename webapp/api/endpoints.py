@@ -15,6 +15,7 @@ from webapp.accounts.roles import Capability, require
 from webapp.api.pagination import PageQuery, page
 from webapp.corpus import import_jobs
 from webapp.corpus.access import corpus_for, import_job_for, note_for
+from webapp.corpus.forms import UploadForm
 from webapp.corpus.models import Corpus, ImportJob, Note, Task
 from webapp.datasets import export as dataset_export
 from webapp.datasets import launch as dataset_launch
@@ -300,7 +301,11 @@ def get_import(request, job_id: int):
     return _import(import_job_for(request.user, job_id))
 
 
-@router.post("/imports", summary="Import notes or annotations (JSONL, CSV) as a background job", response={202: dict})
+@router.post(
+    "/imports",
+    summary="Import notes or gold labels (JSONL, CSV, or an annotation tool's files) as a background job",
+    response={202: dict},
+)
 def launch_import(
     request,
     file: File[UploadedFile],
@@ -309,17 +314,53 @@ def launch_import(
     corpus: Form[str],
     language: Form[str] = "",
     update: Form[bool] = False,
+    annotation_format: Form[str] = "",
+    mapping: Form[str] = "",
+    layer: Form[str] = "",
+    feature: Form[str] = "",
+    preview: Form[bool] = False,
 ):
+    """The Import page's form: `annotation_format` (brat, xmi, labelstudio, doccano, jsonl) reads
+    gold labels from an annotation tool's files, `mapping` one rule a line (LABEL=TASK:VALUE, ...);
+    `preview=true` checks and counts what would be imported and writes nothing (the job's
+    `problems` lines say what each label maps to), then POST /imports/ID/import imports it."""
     target = Project.objects.where(request.user, Capability.VIEW).filter(slug=project).first()
     if target is None:
         raise HttpError(404, "No such project.")
-    if kind not in ImportJob.Kind.values:
-        raise HttpError(400, f"kind must be one of {', '.join(ImportJob.Kind.values)}.")
     require(request.user, Capability.IMPORT, target)
+    fields = {
+        "project": target.pk,
+        "kind": kind,
+        "corpus": corpus,
+        "language": language,
+        "update": update,
+        "annotation_format": annotation_format,
+        "mapping": mapping,
+        "layer": layer,
+        "feature": feature,
+        "preview": preview,
+    }
+    data = _validated(UploadForm(fields, {"file": file}, user=request.user)).cleaned_data
     job = import_jobs.launch(
-        file, project=target, kind=kind, corpus=corpus, language=language, update=update, actor=request.user
+        data["file"],
+        project=data["project"],
+        kind=data["kind"],
+        corpus=data["corpus"],
+        language=data["language"],
+        update=data["update"],
+        actor=request.user,
     )
     return Status(202, _import(job))
+
+
+@router.post("/imports/{job_id}/import", response={202: dict}, summary="Import a finished preview's file, as previewed")
+def import_previewed(request, job_id: int):
+    job = import_job_for(request.user, job_id)
+    try:
+        new = import_jobs.import_previewed(job, actor=request.user)
+    except import_jobs.NotPreviewed as exc:
+        raise HttpError(409, str(exc)) from None
+    return Status(202, _import(new))
 
 
 @router.post("/imports/{job_id}/cancel")

@@ -107,3 +107,42 @@ def test_import_now_imports_the_previewed_file_once(
     again = client.post(reverse("interchange:import_previewed", args=[preview.pk]), follow=True)
     assert "Only a finished preview whose file is still kept can be imported from here" in again.content.decode()
     assert ImportJob.objects.count() == 2
+
+
+def test_the_api_previews_then_imports_an_annotation_tools_files(
+    ward, tasks, researcher, client, django_capture_on_commit_callbacks, data_dir
+):
+    """The same form by API: a preview job writes nothing and says what each label maps to, then
+    POST /api/imports/ID/import imports the kept file; a bad mapping is a 400 naming the field."""
+    from tests.projects import default_project
+    from webapp.api import tokens
+
+    _, secret = tokens.create(researcher, name="gold", projects=[default_project()], ceiling="roles", days=1)
+    auth = {"Authorization": f"Bearer {secret}"}
+    form = {
+        "project": default_project().slug,
+        "kind": "annotations",
+        "corpus": "ward",
+        "annotation_format": "brat",
+        "mapping": "SYMPTOM=fever:present\nWHO=-",
+    }
+    bad = client.post("/api/imports", {**form, "mapping": "SYMPTOM", "file": _brat_file()}, headers=auth)
+    assert bad.status_code == 400 and bad.json()["detail"].startswith("mapping: ")
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.post("/api/imports", {**form, "preview": "true", "file": _brat_file()}, headers=auth)
+    assert answer.status_code == 202, answer.json()
+    run_import(answer.json()["id"])
+    preview = client.get(f"/api/imports/{answer.json()['id']}", headers=auth).json()
+    assert preview["status"] == "done" and Annotation.objects.count() == 0
+    assert "gold.zip: SYMPTOM: 1 span(s) in 1 document(s) -> fever:present" in preview["problems"]
+    with django_capture_on_commit_callbacks(execute=True):
+        imported = client.post(f"/api/imports/{preview['id']}/import", headers=auth)
+    assert imported.status_code == 202
+    run_import(imported.json()["id"])
+    assert client.get(f"/api/imports/{imported.json()['id']}", headers=auth).json()["created_count"] == 1
+    assert Annotation.objects.get().label == "present"
+    assert client.post(f"/api/imports/{preview['id']}/import", headers=auth).status_code == 409
+
+
+def _brat_file():
+    return SimpleUploadedFile("gold.zip", _brat_zip())
