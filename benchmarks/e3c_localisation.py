@@ -23,6 +23,9 @@ import sys
 import time
 from pathlib import Path
 
+from ml.relevance import METHODS
+from ml.relevance.methods import run_order
+
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "e3c" / "english_layer1_train.jsonl"
 TYPE_TASKS = {
     "CLINENTITY": "clinical finding",
@@ -33,7 +36,7 @@ TYPE_TASKS = {
     "RML": "test result",
 }
 DEFAULT_TYPES = "CLINENTITY,BODYPART,EVENT,ACTOR,TIMEX3"
-ORDER = ("attention", "grad_input", "attnlrp")  # AttnLRP last: it patches the process
+ORDER = tuple(run_order(METHODS))  # AttnLRP last: it patches the process
 
 
 def load_pairs(path: Path, n_docs: int | None, types: list[str], seed: int) -> tuple[list[dict], int]:

@@ -445,12 +445,14 @@ def faithfulness(
     max_rows: int = 32,
 ) -> FaithfulnessResult:
     """Maps of each method (ml.relevance.compute_relevance with `relevance_config`, its method
-    replaced; "attnlrp" last, as it patches this process), then `evaluate` on the model."""
+    replaced; in ml.relevance.methods.run_order, since AttnLRP patches this process), then
+    `evaluate` on the model."""
     from dataclasses import replace
 
     from ml.relevance import compute_relevance
+    from ml.relevance.methods import run_order
 
-    ordered = sorted(dict.fromkeys(methods), key=lambda m: m == "attnlrp")
+    ordered = run_order(methods)
     maps = {
         m: compute_relevance(
             loaded, list(notes), list(tasks), replace(relevance_config, method=m), batch_size=batch_size

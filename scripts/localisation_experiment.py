@@ -43,8 +43,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 from codiesp import read_jsonl  # noqa: E402  (scripts/)
 
+from ml.relevance import METHODS  # noqa: E402
+from ml.relevance.methods import run_order  # noqa: E402
+
 DATA = ROOT.parent / "shared" / "data"
-ORDER = ("attention", "grad_input", "attnlrp")  # AttnLRP last: it patches the process
+ORDER = tuple(run_order(METHODS))  # AttnLRP last: it patches the process
 EXPLAINS = ("next", "max", "target", "span", "contrastive")
 BATCH = 16  # prompts per compute_relevance call (progress is printed after each)
 

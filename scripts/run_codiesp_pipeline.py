@@ -38,6 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from codiesp import Timer, write_notes  # noqa: E402  (scripts/, beside this file)
 
+from ml.relevance import METHODS  # noqa: E402
+from ml.relevance.methods import DEFAULT as DEFAULT_METHOD  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 SOURCE = Path("/work/shared/data/codiesp/background.jsonl")
@@ -50,7 +53,7 @@ def parse_args():
     parser.add_argument("--corpus", default="codiesp-background-en")
     parser.add_argument("--k", type=int, default=9, help="catalog tasks sampled per note (default 9)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--method", default="attnlrp", choices=["attnlrp", "grad_input", "attention"])
+    parser.add_argument("--method", default=DEFAULT_METHOD, choices=METHODS)
     parser.add_argument("--chunk-size", type=int, default=64)
     parser.add_argument(
         "--worker",

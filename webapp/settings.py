@@ -314,7 +314,7 @@ WORKER_TORCH_THREADS = env_int("WORKER_TORCH_THREADS", 0)
 if WORKER_TORCH_THREADS < 0:
     raise ConfigError(f"WORKER_TORCH_THREADS={WORKER_TORCH_THREADS} must be 0 (automatic) or a positive number")
 # Relevance workers run the common prefix of a note's prompts (the note) once for all its tasks
-# (ml.relevance_sharing): the same maps to float rounding, ~2x the prompts/s on 2 CPU cores.
+# (ml.relevance.sharing): the same maps to float rounding, ~2x the prompts/s on 2 CPU cores.
 RELEVANCE_SHARE_PREFIX = env_bool("RELEVANCE_SHARE_PREFIX", True)
 # Artifacts every worker can reach (webapp.lib.storage, README "What must be shared"): where a
 # trained model is published (empty: registered where it was written, under DATA_DIR; a shared

@@ -18,6 +18,7 @@ import numpy as np
 from ml.commands.relevance import read_notes, read_tasks
 from ml.faithfulness import FRACTIONS, NEUTRAL, QUANTITIES, FaithfulnessConfig, markdown, verdicts
 from ml.relevance import DTYPES, EXPLAIN, METHODS, NORMALISE, TRUNCATE, ConfigError, RelevanceConfig
+from ml.relevance.methods import DEFAULT as DEFAULT_METHOD
 
 
 def register(subparsers) -> None:
@@ -76,7 +77,7 @@ def run(args) -> int:
 
     try:
         relevance = RelevanceConfig(
-            method=(args.method or ["attnlrp"])[0],
+            method=(args.method or [DEFAULT_METHOD])[0],
             explain=args.explain,
             normalise=args.normalise,
             template=args.template,
@@ -111,7 +112,7 @@ def run(args) -> int:
         [n["text"] for n, _ in pairs],
         [t for _, t in pairs],
         [(n["id"], t) for n, t in pairs],
-        args.method or ["attnlrp"],
+        args.method or [DEFAULT_METHOD],
         relevance,
         config,
         batch_size=args.batch_size,
@@ -119,7 +120,7 @@ def run(args) -> int:
     if not args.per_pair:
         result.pop("pairs")
     result["model"] = loaded.label
-    result["relevance_config"] = {m: {**relevance.to_dict(), "method": m} for m in args.method or ["attnlrp"]}
+    result["relevance_config"] = {m: {**relevance.to_dict(), "method": m} for m in args.method or [DEFAULT_METHOD]}
     result["verdicts"] = verdicts(result["summary"])
     print(json.dumps(result, allow_nan=True))
     if args.table:

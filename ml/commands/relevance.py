@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ml.masking import sample_tasks
 from ml.relevance import DTYPES, EXPLAIN, METHODS, NORMALISE, TRUNCATE, ConfigError, RelevanceConfig, default_config_key
+from ml.relevance.methods import DEFAULT as DEFAULT_METHOD
 
 CHUNK = 32  # pairs per compute_relevance call; results are written after each chunk
 
@@ -34,7 +35,7 @@ def register(subparsers) -> None:
     p.add_argument("--tasks-file", help="file with one task description per line")
     p.add_argument("--sample", type=int, default=None, metavar="K", help="draw K tasks per note (seeded)")
     p.add_argument("--seed", type=int, default=0, help="seed for --sample (default 0)")
-    p.add_argument("--method", choices=METHODS, default="attnlrp")
+    p.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD)
     p.add_argument("--template", default="en", help='"en", "it", "es" or a custom "... {note} ... {task}"')
     p.add_argument("--batch-size", type=int, default=None, help="prompts per forward pass (default: auto)")
     p.add_argument("--max-note-tokens", type=int, default=None, help="truncate longer notes (never the task)")

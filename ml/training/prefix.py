@@ -14,7 +14,7 @@ The caller says how many LAST positions of each sequence it needs (`keep`) and r
 batch by batch, those positions' last-layer hidden states (after the final norm) or logits.
 A group shares at most up to where each member's kept positions start, so kept positions are
 always computed, never read from the cache. Relevance shares prefixes the same way, with
-gradients (ml.relevance_sharing): it reuses common_prefix_length, tail_batch and repeat_cache.
+gradients (ml.relevance.sharing): it reuses common_prefix_length, tail_batch and repeat_cache.
 """
 
 from __future__ import annotations

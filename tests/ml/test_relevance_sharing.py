@@ -1,4 +1,4 @@
-"""ml.relevance_sharing: a note's prompts share their prefix's forward pass, and every map
+"""ml.relevance.sharing: a note's prompts share their prefix's forward pass, and every map
 stays the one a full pass of its own prompt gives (to float rounding), in every family.
 
 AttnLRP runs only in the spawned `patched_child`; grad_input runs here (it patches nothing)."""
@@ -132,7 +132,7 @@ def test_attention_never_shares(tiny_llama):
 def test_a_group_out_of_memory_is_retried_with_half_the_rows(tiny_llama, monkeypatch):
     import torch
 
-    import ml.relevance_sharing as sharing
+    import ml.relevance.sharing as sharing
 
     real, asked = sharing.run_group, []
 

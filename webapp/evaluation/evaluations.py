@@ -23,7 +23,7 @@ pairs within `max_pairs` (at least one), so each note is asked about all its tas
 task-specificity can compare them. Faithfulness (`faithfulness=True`) costs
 ml.faithfulness.PASSES_PER_PAIR forward passes per pair and configuration beyond the maps, and
 explains one prompt: not with the "contrastive" variant. The configurations are method x explain variant,
-one template, run in ORDER of method: AttnLRP patches its process with lxt for good, and gradient
+one template, run in ml.relevance.methods.run_order: AttnLRP patches its process with lxt for good, and gradient
 x input refuses a patched process, so AttnLRP comes last.
 """
 
@@ -40,6 +40,7 @@ from django.utils import timezone
 
 from ml.prompts import TEMPLATES
 from ml.relevance import EXPLAIN, METHODS, ConfigError, RelevanceConfig
+from ml.relevance.methods import run_order
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Corpus, Note, Task
@@ -49,7 +50,6 @@ from webapp.lifecycle.status import JobStatus
 from webapp.pipeline.models import ModelVersion, PeakProfile
 
 RUN_TASK = "workers.evaluation.run_evaluation"
-ORDER = ("attention", "grad_input", "attnlrp")  # AttnLRP last: it patches the process (lxt)
 PAIRS_FROM = ("evidence", "notes")
 
 
@@ -83,7 +83,7 @@ class EvaluationSpec:
 
     def configs(self) -> list[RelevanceConfig]:
         """The configurations in run order (raises ConfigError for an unusable combination)."""
-        methods = sorted(dict.fromkeys(self.methods), key=lambda m: ORDER.index(m) if m in ORDER else len(ORDER))
+        methods = run_order(self.methods)
         explains = list(dict.fromkeys(self.explains))
         template = self.resolved_template()
         return [RelevanceConfig(method=m, explain=e, template=template) for m in methods for e in explains]

@@ -311,11 +311,14 @@ def _missing(evaluation, config, pairs) -> list[tuple[int, int]]:
 
 def _check_process(configs, todo) -> None:
     import ml.lrp
+    from ml.relevance import methods
 
-    if ml.lrp.is_patched() and any(c.method == "grad_input" and todo[c.key] for c in configs):
+    refused = [c for c in configs if methods.get(c.method).needs_unpatched and todo[c.key]]
+    if ml.lrp.is_patched() and refused:
         raise EvaluationError(
-            "Gradient x input needs a worker process that has not computed AttnLRP yet (lxt's patches stay in a "
-            "process for good). Restart the relevance worker, then press Resume: the maps already stored are kept."
+            f"{methods.get(refused[0].method).label} needs a worker process that has not computed AttnLRP yet "
+            "(lxt's patches stay in a process for good). Restart the relevance worker, then press Resume: the maps "
+            "already stored are kept."
         )
 
 

@@ -23,6 +23,7 @@ from django.utils import timezone
 from ml.codec import decode_arrays, encode_offsets, encode_scores, offsets_digest
 from ml.peaks import PAPER, PeakParams
 from ml.relevance import RelevanceConfig, default_config_key
+from ml.relevance import methods as relevance_methods
 from webapp.lifecycle.models import WorkUnit
 from webapp.lifecycle.status import HELD, JobStatus  # noqa: F401 - JobStatus is imported from here by the apps
 from webapp.lifecycle.units import lost, stale_before
@@ -115,10 +116,10 @@ class RelevanceJob(WorkUnit):
         LIST = "list", "Chosen tasks"
         SAMPLE = "sample", "Random k tasks per note"
 
-    class Method(models.TextChoices):
-        ATTNLRP = "attnlrp", "AttnLRP"
-        ATTENTION = "attention", "Mean attention"
-        GRAD_INPUT = "grad_input", "Gradient x input"
+    # One choice per registered method (ml.relevance.methods): RelevanceJob.Method.ATTNLRP, ...
+    Method = models.TextChoices(
+        "Method", [(m.name.upper(), (m.name, m.label)) for m in relevance_methods.REGISTRY.values()]
+    )
 
     class Explain(models.TextChoices):  # ml.relevance.EXPLAIN
         NEXT = "next", "Next token after the middle of s_T (reference code)"

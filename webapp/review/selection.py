@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 
 from ml.peaks import PAPER, PeakParams
 from ml.relevance import RelevanceConfig, default_config_key
+from ml.relevance.methods import DEFAULT
 from webapp.corpus.models import Task
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
 from webapp.review.forms import ParamsForm
@@ -137,7 +138,7 @@ def for_note(note, query) -> Selection:
     method = (
         query.get("method")
         if query.get("method") in methods
-        else ("attnlrp" if "attnlrp" in methods else (methods[0] if methods else query.get("method") or "attnlrp"))
+        else (DEFAULT if DEFAULT in methods else (methods[0] if methods else query.get("method") or DEFAULT))
     )
     templates = sorted({c[3] for c in of_model if c[2] == method})
     template = (
@@ -185,7 +186,7 @@ def for_corpus(corpus, query) -> Selection:
         or (models[0] if models else None)
     )
     methods = [value for value, _ in RelevanceJob.Method.choices]
-    method = query.get("method") if query.get("method") in methods else "attnlrp"
+    method = query.get("method") if query.get("method") in methods else DEFAULT
     templates = list(
         RelevanceJob.objects.filter(corpus=corpus).order_by("-created").values_list("template", flat=True)[:20]
     )

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from ml.relevance.targets import ExplainedTargets, input_relevance
 from ml.training.prefix import MIN_SHARED_TOKENS, common_prefix_length, repeat_cache, tail_batch
 
 __all__ = ["MIN_SHARED_TOKENS", "group_prefix", "run_group"]
@@ -63,11 +64,9 @@ def run_group(
 ) -> tuple[list[np.ndarray], list[list[int]]]:
     """-> (relevance of every position of each prompt, float32 arrays of len(prompt); the top
     predicted ids at each prompt's explained positions). The prompts share their first
-    `shared` tokens (group_prefix), and explained[i] is as for ml.relevance's batches: the
+    `shared` tokens (group_prefix), and explained[i] is as for ml.relevance.compute's batches: the
     ids whose logits prompt i explains at its last positions, None for its largest logit.
     Tails run `batch_size` rows at a time over the one prefix."""
-    from ml.relevance import ExplainedTargets, input_relevance
-
     device = model.device
     embed = model.get_input_embeddings()
     with torch.enable_grad():
