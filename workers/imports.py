@@ -1,7 +1,9 @@
 """Imports from the Import page, on the "default" queue (webapp.corpus.import_jobs).
 
 Thin: claim the job (webapp.lifecycle.units), run it under a heartbeat that carries its phase and
-records done, remove the stored upload once the job has ended. A worker killed mid-import leaves
+records done, remove the stored upload once the job has ended. With ARTIFACT_STORAGE_URL the
+upload is fetched from that storage into this machine's DATA_DIR first, and removed from both
+(webapp.corpus.uploads): this worker need not share DATA_DIR with the web app. A worker killed mid-import leaves
 its write transaction uncommitted; the sweeper queues the job again and the next worker imports
 again from the stored upload (atomic and idempotent: nothing lost, nothing twice). A temporary
 database problem puts the job back in the queue and retries the task.

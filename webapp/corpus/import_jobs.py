@@ -17,6 +17,12 @@
 The stored upload is removed once the job has ended (discard_upload; leftovers of a worker lost
 between its commit and the removal are removed at the next launch).
 
+With ARTIFACT_STORAGE_URL the upload is kept in that storage (webapp.corpus.uploads: web and
+workers need not share DATA_DIR). A storage out of reach fails the job in plain words, naming
+the storage: at launch (the job is created failed, never queued) or when the worker fetches the
+file; nothing is imported then. An upload the storage could not remove stays named by its job,
+and a later launch removes it (discard_leftovers).
+
 A failed job's `problems` are the import's problem lines; a done job's are its warnings (what
 was accepted but should be known: a byte order mark, fields kept as metadata, overlapping
 evidence), with `problem_count` 0. Neither holds note text or metadata values.
@@ -24,6 +30,8 @@ evidence), with `problem_count` 0. Neither holds note text or metadata values.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from datetime import timedelta
 from functools import partial
 
@@ -36,8 +44,11 @@ from webapp.audit.log import record, record_refused_import
 from webapp.audit.models import AuditEvent
 from webapp.corpus import uploads
 from webapp.corpus.models import ImportJob
+from webapp.lib.shared_files import StorageError
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import ENDED, JobStatus
+
+log = logging.getLogger(__name__)
 
 TASK = "workers.imports.run_import"
 RECENT = 50
@@ -54,6 +65,11 @@ def launch(
 ) -> ImportJob:
     discard_leftovers()
     stored = uploads.store(uploaded)
+    unshared = {}  # the fields of a job failed at once: its upload could not be put in the storage
+    try:
+        uploads.share(stored.path)
+    except StorageError as exc:
+        unshared = {"status": JobStatus.FAILED, "finished": timezone.now(), "error": _unreachable(exc)}
     try:
         with transaction.atomic():
             job = ImportJob.objects.create(
@@ -62,11 +78,12 @@ def launch(
                 corpus_name=corpus,
                 language=language if kind == ImportJob.Kind.NOTES else "",
                 update=update,
-                upload=stored.path,
+                upload="" if unshared else stored.path,
                 file_name=stored.name,
                 file_size=stored.size,
                 created_by=actor if getattr(actor, "is_authenticated", False) else None,
                 heartbeat=timezone.now(),  # when it was sent: the sweeper sends it again if the message is lost
+                **unshared,
             )
             record(
                 actor,
@@ -78,11 +95,20 @@ def launch(
                 file=stored.name,
                 size=stored.size,
             )
-            queue.send_on_commit(TASK, job.pk, on_error=partial(_queue_error, job.pk))
+            if not unshared:
+                queue.send_on_commit(TASK, job.pk, on_error=partial(_queue_error, job.pk))
     except BaseException:
-        uploads.discard(stored.path)
+        with contextlib.suppress(StorageError):  # the error to report is the one that got us here
+            uploads.discard(stored.path)
         raise
     return job
+
+
+def _unreachable(exc: StorageError) -> str:
+    return (
+        f"Nothing was imported: the shared storage of uploads failed ({exc}). "
+        "Upload the file again once the storage can be reached."
+    )
 
 
 def run(job: ImportJob, heart) -> str | None:
@@ -141,6 +167,8 @@ def run(job: ImportJob, heart) -> str | None:
             ):
                 return None
             record_refused_import(job.created_by, job.corpus_name, job.kind, report.problem_count, report.problems)
+    except StorageError as exc:  # raised before anything was written: the file could not be fetched
+        return JobStatus.FAILED if units.fail(job, _unreachable(exc), phase="") else None
     except ImportStopped:
         if heart.cancelling and units.cancelled(job, phase=""):
             return JobStatus.CANCELLED
@@ -180,11 +208,17 @@ def resume(job: ImportJob, actor) -> bool:
 
 def discard_upload(job: ImportJob, *, keep_preview: bool = True) -> None:
     """Remove the stored upload of a job that has ended (it can no longer run). A done preview's
-    (annotation-tool files checked with "Preview only") is kept PREVIEW_KEPT, for "Import now"."""
+    (annotation-tool files checked with "Preview only") is kept PREVIEW_KEPT, for "Import now"
+    (only in the storage, with ARTIFACT_STORAGE_URL: this machine's copy goes)."""
     if keep_preview and _fresh_preview(job):
+        uploads.release(job.upload)
         return
     if job.upload and ImportJob.objects.filter(pk=job.pk, status__in=ENDED).update(upload="") == 1:
-        uploads.discard(job.upload)
+        try:
+            uploads.discard(job.upload)
+        except StorageError as exc:  # named by its job again: a later launch removes it
+            ImportJob.objects.filter(pk=job.pk, upload="").update(upload=job.upload)
+            log.warning("import %s: its upload stays in storage for now: %s", job.pk, exc)
 
 
 def _fresh_preview(job: ImportJob) -> bool:
@@ -193,8 +227,10 @@ def _fresh_preview(job: ImportJob) -> bool:
     row = row.first()
     if row is None or (row["finished"] and row["finished"] < timezone.now() - PREVIEW_KEPT):
         return False
-    path = uploads.stored_file(row["upload"])
-    options = uploads.stored_options(path) if path is not None else None
+    try:
+        options = uploads.upload_options(row["upload"])
+    except StorageError:  # cannot tell: keep it (a later launch asks again)
+        return True
     return bool(options and options.get("dry_run"))
 
 
@@ -205,7 +241,10 @@ class NotPreviewed(Exception):
 def import_previewed(job: ImportJob, *, actor, ip: str | None = None) -> ImportJob:
     """Import, as a new job, the file a done preview checked: its stored upload is copied for the
     new job (with the same format and mapping, for real), then the preview's is removed."""
-    path = uploads.stored_file(job.upload) if job.is_done else None
+    try:
+        path = uploads.local_file(job.upload) if job.is_done else None
+    except StorageError as exc:
+        raise NotPreviewed(f"The previewed file could not be fetched ({exc}); try again later.") from None
     options = uploads.stored_options(path) if path is not None else None
     if not options or not options.get("dry_run"):
         raise NotPreviewed(

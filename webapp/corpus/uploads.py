@@ -11,6 +11,13 @@ A file is stored under the name the browser sent when that name is printable and
 MAX_STORED_NAME_BYTES in UTF-8 (import messages then name it as its user knows it); otherwise
 under "upload" and its last recognised suffixes (`upload.jsonl.gz`: the importer reads the format
 from them). The job keeps the name sent, for its page (`StoredUpload.name`).
+
+With ARTIFACT_STORAGE_URL set, web and workers need not share DATA_DIR (webapp.lib.shared_files):
+`share` publishes the upload's folder to `<storage>/uploads/<folder>/` and removes the web
+machine's copy (the storage holds it, and a copy left there would never be removed). A process
+that needs the file (the import worker; "Import now" in the web app) fetches it into the same
+private folder under its own DATA_DIR (`local_file`); `discard` removes it there and from the
+storage, `release` only there (a kept preview's, which the storage keeps).
 """
 
 import json
@@ -23,6 +30,7 @@ from django.conf import settings
 
 from webapp.corpus.importing import ImportReport, import_annotations, import_notes
 from webapp.interchange.gold import import_gold
+from webapp.lib import shared_files
 from webapp.lib.import_sources import SUFFIX_FORMATS, Problems
 from webapp.lib.input_files import NAMED
 from webapp.lib.validators import printable
@@ -62,6 +70,19 @@ def store(uploaded) -> StoredUpload:
     return StoredUpload(path=str(path.relative_to(root)), name=name, size=path.stat().st_size)
 
 
+def share(relative: str) -> None:
+    """With ARTIFACT_STORAGE_URL: publish a stored upload's folder for the workers, then remove
+    it from this machine (module docstring). Raises StorageError (nothing is left behind then,
+    here or in the storage, as far as the storage can be reached)."""
+    path = _resolve(relative)
+    if path is None or not shared_files.enabled():
+        return
+    try:
+        shared_files.put(path.parent, _shared_name(path))
+    finally:
+        shutil.rmtree(path.parent, ignore_errors=True)
+
+
 def stored_name(name: str) -> str:
     """The name to store an upload under (module docstring)."""
     if name.isprintable() and not name.startswith(".") and len(name.encode("utf-8")) <= MAX_STORED_NAME_BYTES:
@@ -87,9 +108,10 @@ def import_stored(
     on_written=None,
 ) -> ImportReport:
     """Import a stored upload (notes: JSONL, CSV or a zip of brat files; annotations: JSONL).
-    Running it twice on one file is safe: the import is atomic and idempotent."""
-    path = _resolve(relative)
-    if path is None or not path.is_file():
+    Running it twice on one file is safe: the import is atomic and idempotent. Raises StorageError
+    when the upload is kept in a storage that cannot be read."""
+    path = local_file(relative)
+    if path is None:
         problems = Problems()
         problems.add(Path(relative).name or "upload", None, "the uploaded file is no longer stored; upload it again")
         return ImportReport(problems=problems.kept, problem_count=problems.total)
@@ -128,10 +150,19 @@ def import_stored(
     )
 
 
-def stored_file(relative: str) -> Path | None:
-    """The stored upload, if it is still there."""
+def local_file(relative: str) -> Path | None:
+    """The stored upload on this machine's disk, if it is still stored; with ARTIFACT_STORAGE_URL
+    fetched from the storage first when it is not here. Raises StorageError when the storage
+    cannot be read."""
     path = _resolve(relative)
-    return path if path is not None and path.is_file() else None
+    if path is None:
+        return None
+    if not path.is_file() and shared_files.enabled():
+        try:
+            shared_files.get(_shared_name(path), path.parent)
+        except shared_files.NotPublished:
+            return None
+    return path if path.is_file() else None
 
 
 def stored_options(path: Path) -> dict | None:
@@ -140,10 +171,32 @@ def stored_options(path: Path) -> dict | None:
     return json.loads(options.read_text(encoding="utf-8")) if options.is_file() else None
 
 
+def upload_options(relative: str) -> dict | None:
+    """The options stored beside an upload, read from the storage when the upload is not on this
+    machine's disk (without fetching the upload itself). Raises StorageError."""
+    path = _resolve(relative)
+    if path is None:
+        return None
+    if path.is_file() or not shared_files.enabled():
+        return stored_options(path) if path.is_file() else None
+    options = shared_files.read(_shared_name(path), OPTIONS_FILE)
+    return json.loads(options.decode("utf-8")) if options is not None else None
+
+
 def discard(relative: str) -> None:
-    """Remove a stored upload's folder (and what was unpacked there)."""
+    """Remove a stored upload's folder (and what was unpacked there), from the storage too.
+    Raises StorageError when the storage cannot be reached (this machine's copy is gone then)."""
     path = _resolve(relative)
     if path is not None:
+        shutil.rmtree(path.parent, ignore_errors=True)
+        if shared_files.enabled():
+            shared_files.remove(_shared_name(path))
+
+
+def release(relative: str) -> None:
+    """Remove this machine's copy of an upload the storage keeps (none without ARTIFACT_STORAGE_URL)."""
+    path = _resolve(relative)
+    if path is not None and shared_files.enabled():
         shutil.rmtree(path.parent, ignore_errors=True)
 
 
@@ -160,3 +213,8 @@ def _resolve(relative: str) -> Path | None:
     root = upload_root().resolve()
     path = (root / relative).resolve()
     return path if path.parent.parent == root else None
+
+
+def _shared_name(path: Path) -> str:
+    """The upload's folder relative to DATA_DIR: its name in the storage as well."""
+    return f"uploads/{path.parent.name}"

@@ -34,6 +34,14 @@ taken over by another worker. Each attempt writes from scratch into a folder of 
 attempts of a killed worker left) and moves it to its place only while it still holds the
 export, its row locked: a worker presumed dead never overwrites the folder of the one that took
 over.
+
+With ARTIFACT_STORAGE_URL set, web and workers need not share DATA_DIR (webapp.lib.shared_files):
+the worker publishes its attempt's folder to `<storage>/exports/dataset-D/export-E-FMT/attempt-N/`
+(manifest last; an attempt's own name, so two attempts never write into one folder), removes its
+local copy, and ends the export DONE with that path while it still holds it (else it removes
+what it published). A download streams a folder found under the web machine's DATA_DIR as
+before, else file by file from the storage, each file's hash checked. A storage out of reach
+fails the export (or refuses the download) in plain words naming the storage.
 """
 
 from __future__ import annotations
@@ -60,6 +68,7 @@ from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
+from webapp.lib import shared_files
 from webapp.lib.code_version import code_version
 from webapp.lib.disk import disk_full
 from webapp.lifecycle import units
@@ -96,7 +105,7 @@ class ExportStopped(Exception):
 
 @dataclass
 class ExportResult:
-    path: Path
+    path: Path | str  # the folder written, or its URI in the storage once published there
     rows: int
     size_bytes: int
     manifest: dict
@@ -364,23 +373,40 @@ def stream_folder(export: DatasetExport, actor) -> Iterator[bytes]:
     """Audit now, then stream a finished export folder as a zip, 1 MB at a time."""
     if not export.is_done or not export.path:
         raise ExportError("This export is not ready yet.")
+    gone = ExportError("The files of this export are no longer on the server; prepare it again.")
     folder = export_folder(export)
-    if not folder.is_dir():
-        raise ExportError("The files of this export are no longer on the server; prepare it again.")
+    if folder.is_dir():
+        files = _local_files(folder)
+    elif shared_files.enabled():
+        try:
+            files = shared_files.files(export.path)
+        except shared_files.NotPublished:
+            raise gone from None
+        except shared_files.StorageError as exc:
+            raise ExportError(f"The files of this export could not be read from the shared storage ({exc}).") from None
+    else:
+        raise gone
     _audit(actor, export.dataset, export.format, export.rows or 0, delivery="download", export_id=export.pk)
-    return _zip_folder(folder)
+    return _zip_files(files)
 
 
-def _zip_folder(folder: Path) -> Iterator[bytes]:
+def _local_files(folder: Path) -> list[tuple[str, Iterator[bytes]]]:
+    def chunks(path: Path) -> Iterator[bytes]:
+        with open(path, "rb") as src:
+            while chunk := src.read(1 << 20):
+                yield chunk
+
+    paths = sorted(p for p in folder.rglob("*") if p.is_file())
+    return [(path.relative_to(folder).as_posix(), chunks(path)) for path in paths]
+
+
+def _zip_files(files: list[tuple[str, Iterator[bytes]]]) -> Iterator[bytes]:
+    """A zip of (name, its bytes in chunks), made as it is sent, a chunk at a time."""
     pipe = _Pipe()
     with zipfile.ZipFile(pipe, "w", allowZip64=True) as zf:
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            arcname = path.relative_to(folder).as_posix()
-            with (
-                zf.open(_entry(arcname, path.suffix == ".json"), "w", force_zip64=True) as entry,
-                open(path, "rb") as src,
-            ):
-                while chunk := src.read(1 << 20):
+        for arcname, chunks in files:
+            with zf.open(_entry(arcname, arcname.endswith(".json")), "w", force_zip64=True) as entry:
+                for chunk in chunks:
                     entry.write(chunk)
                     yield pipe.take()
     yield pipe.take()
@@ -468,6 +494,8 @@ def fail_export(export: DatasetExport, exc: BaseException) -> str:
     """Record a failed export in plain words (only while this attempt holds it). Returns the message."""
     if isinstance(exc, ExportError):
         message = str(exc)
+    elif isinstance(exc, shared_files.StorageError):
+        message = f"The export could not be put in the shared storage ({exc}); prepare it again once it can be reached."
     elif full := disk_full(exc):
         message = (
             f"The export stopped: {full} ({type(exc).__name__}). Free some space under the data folder, "
@@ -509,7 +537,24 @@ def run_export(export: DatasetExport) -> ExportResult | None:
             if not heart.lost and units.cancelled(export):
                 _remove_empty(scratch)
             return None
-        return _move_in_place(export, result)
+        return _publish(export, result) if shared_files.enabled() else _move_in_place(export, result)
+
+
+def _publish(export: DatasetExport, result: ExportResult) -> ExportResult | None:
+    """End the export with its folder published to the storage (module doc)."""
+    relative = (_place(export) / f"attempt-{export.attempts}").as_posix()
+    try:
+        if not units.owned(export).exists():  # taken over meanwhile: not worth the upload
+            return None
+        published = shared_files.put(result.path, relative)
+        if not units.finish(export, path=relative, rows=result.rows, size_bytes=result.size_bytes):
+            shared_files.remove(relative)  # taken over while publishing: its worker publishes its own
+            return None
+    finally:
+        shutil.rmtree(result.path, ignore_errors=True)
+        _remove_empty(Path(result.path).parent)
+    result.path = published
+    return result
 
 
 def _move_in_place(export: DatasetExport, result: ExportResult) -> ExportResult | None:

@@ -16,17 +16,24 @@ two processes fetching at once both end with one complete folder). The cache is 
 after a fetch, least recently used folders are removed until it holds at most `max_bytes`
 (never the folder just fetched).
 
+Folders that are not artifacts (an import's upload, a dataset export) use the same publish,
+and are read back with `get_folder` (into a given local folder, hash-checked, renamed into place),
+`open_folder` (streamed file by file, each file's hash checked as its last byte is read),
+`read_file` (one small file, e.g. an upload's options) and removed with `remove`.
+
 No Django here: callers pass the URI, the fsspec options and the cache folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 MANIFEST = "artifact-manifest.json"
@@ -36,6 +43,10 @@ _USED = ".last-used"  # touched in a cached folder on every use (the LRU order)
 
 class StorageError(Exception):
     """A storage URI could not be read or written; the message says which and why, in plain words."""
+
+
+class NotPublished(StorageError):
+    """The URI holds no complete published folder (never published, removed, or still being written)."""
 
 
 def scheme(uri: str) -> str:
@@ -134,6 +145,8 @@ def publish(folder: str | os.PathLike, uri: str, options: dict | None = None, ma
         fs.put_file(str(folder / MANIFEST), join(root, MANIFEST))
     except OSError as exc:
         raise StorageError(f"could not write {safe(uri)} ({type(exc).__name__}: {exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - connection errors of the object store's client
+        raise StorageError(f"storage unreachable while writing {safe(uri)} ({type(exc).__name__})") from exc
     return manifest
 
 
@@ -143,7 +156,7 @@ def read_manifest(uri: str, options: dict | None = None) -> dict:
         with fs.open(join(root, MANIFEST), "rb") as handle:
             manifest = json.loads(handle.read())
     except FileNotFoundError as exc:
-        raise StorageError(f"{safe(uri)} has no {MANIFEST}: not a published folder, or not complete yet") from exc
+        raise NotPublished(f"{safe(uri)} has no {MANIFEST}: not a published folder, or not complete yet") from exc
     except (OSError, ValueError) as exc:
         raise StorageError(f"could not read {safe(uri)} ({type(exc).__name__}: {exc})") from exc
     except Exception as exc:  # noqa: BLE001 - botocore and aiohttp raise their own connection errors
@@ -172,19 +185,39 @@ def fetch(uri: str, cache_dir: str | os.PathLike, options: dict | None = None, m
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = cache_dir / f".tmp-{manifest['digest'][:12]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    _download(uri, options, manifest, tmp, target)
+    _touch(target)
+    _remember(cache_dir, uri, target)
+    if max_bytes > 0:
+        evict(cache_dir, max_bytes, keep=target)
+    return target
+
+
+def get_folder(uri: str, target: str | os.PathLike, options: dict | None = None) -> Path:
+    """Copy a published folder into the local folder `target` (made private, mode 0700), every
+    file's hash checked, through a temporary folder beside it renamed into place: `target` is
+    complete or absent. A complete `target` already there is kept as it is.
+    Raises NotPublished when `uri` holds no published folder, StorageError when it cannot be read."""
+    target = Path(target)
+    if (target / MANIFEST).is_file():
+        return target
+    manifest = read_manifest(uri, options)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".tmp-{target.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp.mkdir(mode=0o700)
+    _download(uri, options, manifest, tmp, target)
+    return target
+
+
+def _download(uri: str, options: dict | None, manifest: dict, tmp: Path, target: Path) -> None:
+    """Fetch the files of `manifest` into `tmp`, check them, write the manifest, rename to `target`."""
     fs, root = _fs(uri, options)
     try:
         for rel, meta in manifest["files"].items():
             local = tmp / rel
             local.parent.mkdir(parents=True, exist_ok=True)
-            try:
+            with _listed_file(uri, rel, "fetch"):
                 fs.get_file(join(root, rel), str(local))
-            except FileNotFoundError as exc:
-                raise StorageError(f"{safe(uri)}: {rel} is listed in its manifest but missing") from exc
-            except OSError as exc:
-                raise StorageError(f"could not fetch {rel} of {safe(uri)} ({type(exc).__name__}: {exc})") from exc
-            except Exception as exc:  # noqa: BLE001 - connection errors of the object store's client
-                raise StorageError(f"storage unreachable while fetching {safe(uri)} ({type(exc).__name__})") from exc
             if local.stat().st_size != meta["size"] or file_digest(local) != meta["sha256"]:
                 raise StorageError(f"{safe(uri)}: {rel} does not match its manifest (changed or truncated)")
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
@@ -195,11 +228,66 @@ def fetch(uri: str, cache_dir: str | os.PathLike, options: dict | None = None, m
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    _touch(target)
-    _remember(cache_dir, uri, target)
-    if max_bytes > 0:
-        evict(cache_dir, max_bytes, keep=target)
-    return target
+
+
+@contextlib.contextmanager
+def _listed_file(uri: str, rel: str, verb: str):
+    """Say in plain words why a file listed in `uri`'s manifest could not be fetched or read."""
+    try:
+        yield
+    except FileNotFoundError as exc:
+        raise StorageError(f"{safe(uri)}: {rel} is listed in its manifest but missing") from exc
+    except OSError as exc:
+        raise StorageError(f"could not {verb} {rel} of {safe(uri)} ({type(exc).__name__}: {exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - connection errors of the object store's client
+        raise StorageError(f"storage unreachable: cannot {verb} {rel} of {safe(uri)} ({type(exc).__name__})") from exc
+
+
+def open_folder(uri: str, options: dict | None = None) -> list[tuple[str, Iterator[bytes]]]:
+    """[(relative path, its bytes in chunks)] of a published folder, sorted by path, read from the
+    storage only as each chunk is asked for (nothing copied to disk). The manifest is read now, so
+    a storage out of reach or an unpublished folder raises here, before any byte is handed out; a
+    file that does not match its manifest raises StorageError once its last chunk has been read."""
+    manifest = read_manifest(uri, options)
+    fs, root = _fs(uri, options)
+    return [(rel, _chunks(fs, root, uri, rel, meta)) for rel, meta in sorted(manifest["files"].items())]
+
+
+def _chunks(fs, root: str, uri: str, rel: str, meta: dict) -> Iterator[bytes]:
+    sha, size = hashlib.sha256(), 0
+    with _listed_file(uri, rel, "read"), fs.open(join(root, rel), "rb") as handle:
+        while block := handle.read(_CHUNK):
+            sha.update(block)
+            size += len(block)
+            yield block
+    if size != meta["size"] or sha.hexdigest() != meta["sha256"]:
+        raise StorageError(f"{safe(uri)}: {rel} does not match its manifest (changed or truncated)")
+
+
+def read_file(uri: str, rel: str, options: dict | None = None) -> bytes | None:
+    """One file of a folder under `uri` (a small one: it is read whole), None if there is none."""
+    fs, root = _fs(uri, options)
+    try:
+        with fs.open(join(root, rel), "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # noqa: BLE001 - OSError, or connection errors of the object store's client
+        raise StorageError(f"could not read {rel} of {safe(uri)} ({type(exc).__name__})") from exc
+
+
+def remove(uri: str, options: dict | None = None) -> None:
+    """Remove a published folder; one already gone is no error. Its manifest goes first, so a
+    reader never takes a half-removed folder for a complete one."""
+    fs, root = _fs(uri, options)
+    try:
+        for path in (join(root, MANIFEST), root):
+            try:
+                fs.rm(path, recursive=path == root)
+            except FileNotFoundError:
+                pass
+    except Exception as exc:  # noqa: BLE001 - OSError, or connection errors of the object store's client
+        raise StorageError(f"could not remove {safe(uri)} ({type(exc).__name__})") from exc
 
 
 def _uri_marker(cache_dir: Path, uri: str) -> Path:

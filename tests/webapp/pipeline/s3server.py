@@ -5,6 +5,7 @@ the client side: nothing of webapp.lib.storage is replaced."""
 from __future__ import annotations
 
 import socket
+import uuid
 from dataclasses import dataclass
 
 import pytest
@@ -65,3 +66,18 @@ def s3_server():
     running.client().create_bucket(Bucket=BUCKET)
     yield running
     server.stop()
+
+
+@pytest.fixture
+def s3_storage(settings, s3_server):
+    """ARTIFACT_STORAGE_URL and its options on the server, under a prefix of the test's own;
+    returns a function listing the keys stored under that prefix (relative to it)."""
+    prefix = f"test-{uuid.uuid4().hex[:12]}"
+    settings.ARTIFACT_STORAGE_URL = f"s3://{BUCKET}/{prefix}"
+    settings.ARTIFACT_STORAGE_OPTIONS = s3_server.options
+
+    def keys() -> set[str]:
+        listed = s3_server.client().list_objects_v2(Bucket=BUCKET, Prefix=f"{prefix}/")
+        return {o["Key"][len(prefix) + 1 :] for o in listed.get("Contents", [])}
+
+    return keys
