@@ -20,10 +20,12 @@ server's whole work for a request; no network):
    --requests requests after 3 warm-up requests; plus the panel-building time the page reports.
 2. corpus preview: the first request (draws and stores the sample of SAMPLE_SIZE maps, loads
    them), then warm requests with varied settings; median and p95.
-3. the note browser page, unfiltered (keyset page of 50); with the "partly reviewed" filter,
+3. the task-specificity note: the panel of a note with 9 tasks' maps, with and without the step
+   that compares this task's peaks with the other 8 (requests alternating, same process).
+4. the note browser page, unfiltered (keyset page of 50); with the "partly reviewed" filter,
    which matches nothing here (no decisions), so the page looks at its whole window
    (browse.SCAN notes); and with the "undecided" filter, which nearly every note matches.
-4. baselines in the same process, on the same data:
+5. baselines in the same process, on the same data:
    - re-highlight: the map as an ORM instance, scipy find_peaks on it, word extension, then a
      Python loop that checks every token against every peak and gold span and renders one
      Django-template fragment per token;
@@ -222,6 +224,49 @@ def bench_rehighlight(client, note, objects, requests: int) -> dict:
     }
 
 
+def bench_specificity_note(client, objects, requests: int) -> dict:
+    """The note panel of a note with maps for 9 tasks, with its task-specificity note (the other
+    8 maps read, their peaks found, ml.specificity) against the same panel with that step
+    skipped, in the same process, requests alternating between the two."""
+    from django.urls import reverse
+
+    from webapp.pipeline.models import RelevanceMap
+    from webapp.review import noteview
+
+    task = objects["tasks"][0]
+    row = RelevanceMap.objects.filter(task=task, model_version=objects["model"]).order_by("pk").first()
+    others = RelevanceMap.objects.filter(note_id=row.note_id, model_version=objects["model"]).count() - 1
+    url = reverse("review:note", args=[objects["corpus"].pk, row.note_id])
+    query = {"task": task.pk, "model": objects["model"].pk, "method": "attnlrp", "template": "en"}
+    query["profile"] = objects["profile"].pk
+    headers = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "note-panel"}
+    with_note, without, shown = [], [], None
+    measured = noteview.specificity
+    for k in range(2 * requests + 4):
+        skip = k % 2 == 1
+        noteview.specificity = (lambda *args: None) if skip else measured
+        try:
+            started = time.perf_counter()
+            response = client.get(url, query, **headers)
+            elapsed = time.perf_counter() - started
+        finally:
+            noteview.specificity = measured
+        if response.status_code != 200:
+            raise SystemExit(f"note panel request failed: {response.status_code}")
+        if not skip:
+            shown = b'id="specificity-note"' in response.content
+        if k >= 4:
+            (without if skip else with_note).append(elapsed)
+    a, b = summary(with_note), summary(without)
+    return {
+        "other_task_maps": others,
+        "note_shown": shown,
+        "with_specificity": a,
+        "without_specificity": b,
+        "added_median_ms": round(a["median_ms"] - b["median_ms"], 2),
+    }
+
+
 def bench_preview(client, objects, requests: int) -> dict:
     from django.urls import reverse
 
@@ -399,6 +444,7 @@ def main() -> None:
         client = Client()
         client.force_login(user)
         result["rehighlight"] = bench_rehighlight(client, note, objects, args.requests)
+        result["specificity_note"] = bench_specificity_note(client, objects, args.requests)
         result["preview"] = bench_preview(client, objects, args.preview_requests)
         result["note_browser"] = bench_browser(client, objects, args.requests)
         result["baseline_rehighlight"] = baseline_rehighlight(note, objects, max(10, args.requests // 3))
