@@ -327,8 +327,8 @@ except ValueError as exc:
     raise ConfigError(f"ARTIFACT_STORAGE_OPTIONS is not JSON ({exc})") from None
 ARTIFACT_CACHE_DIR = env_path("ARTIFACT_CACHE_DIR", DATA_DIR / "artifact-cache")
 ARTIFACT_CACHE_MAX_GB = env_float("ARTIFACT_CACHE_MAX_GB", 100.0)
-# A relevance worker that cannot load a job's model releases the chunk for another worker; a chunk
-# released this many times by every live worker fails. Each release resends it after
+# A relevance worker that cannot load the model of a job's chunk or of an evaluation releases it
+# for another worker; one released this many times by every live worker fails. Each release resends it after
 # RELEVANCE_RELEASE_DELAY_SECONDS x the releasing worker's count (at most 60 s).
 RELEVANCE_RELEASE_LIMIT = env_int("RELEVANCE_RELEASE_LIMIT", 3)
 RELEVANCE_RELEASE_DELAY_SECONDS = env_float("RELEVANCE_RELEASE_DELAY_SECONDS", 5.0)

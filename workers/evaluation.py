@@ -9,7 +9,10 @@ Recovery: the evaluation is computed inside a heartbeat (webapp.lifecycle.heartb
 dies stops beating; after WORK_STALL_SECONDS the recovery sweeper of any live worker queues the
 evaluation again, and the next claim skips the maps already stored. A message that finds it held
 by a live worker finds nothing to do. A temporary database or broker problem puts the evaluation
-back in the queue and retries the task.
+back in the queue and retries the task. A worker that cannot load the model
+(webapp.pipeline.modelcache.ModelUnavailable) releases the evaluation for another worker and sends
+it again after a back-off, as relevance chunks are (webapp.evaluation.evaluations.release_unloadable);
+the evaluation page names the worker and the model.
 The time limit (settings.EVALUATION_TIME_LIMIT, default a week) is far above Celery's default
 for chunks: an evaluation of many configurations runs for hours on a CPU.
 """
@@ -20,6 +23,7 @@ import traceback
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
+from webapp.lifecycle import units
 from workers import retrying
 from workers.celery_app import app, worker_name
 
@@ -36,7 +40,7 @@ TIME_LIMIT = settings.EVALUATION_TIME_LIMIT
 )
 def run_evaluation(self, evaluation_id: int) -> str:
     from webapp.evaluation import evaluations, running
-    from webapp.pipeline.modelcache import loaded_model
+    from webapp.pipeline.modelcache import ModelUnavailable, loaded_model
 
     try:
         evaluation = evaluations.claim(evaluation_id, worker=worker_name(self))
@@ -49,6 +53,8 @@ def run_evaluation(self, evaluation_id: int) -> str:
         return "nothing to do"
     try:
         outcome = running.execute(evaluation, lambda: loaded_model(evaluation.model_version))
+    except ModelUnavailable as exc:
+        return _released(evaluation, exc)
     except evaluations.EvaluationError as exc:
         evaluations.fail(evaluation, str(exc))
         return "failed"
@@ -76,6 +82,20 @@ def run_evaluation(self, evaluation_id: int) -> str:
         )
     log.info("evaluation %s: %s", evaluation_id, outcome)
     return outcome
+
+
+def _released(evaluation, exc: BaseException) -> str:
+    """This worker cannot load the model: leave the evaluation to another worker (or fail it once
+    every live worker has given it back often enough), and send it again after the back-off."""
+    from webapp.evaluation import evaluations
+
+    released = evaluations.release_unloadable(evaluation, str(exc))
+    if released is None:
+        if evaluations.cancelled(evaluation):  # cancel asked meanwhile: honoured, not queued again
+            return "cancelled"
+        log.info("evaluation %s: %s; this attempt stops", evaluation.pk, units.fate(evaluation))
+        return "taken over"
+    return retrying.send_released(run_evaluation, evaluation, released, "evaluation")
 
 
 def _failed(evaluation, exc: BaseException, message: str) -> str:

@@ -98,15 +98,7 @@ def _released(chunk, exc: ModelUnavailable) -> str:
     if released is None:
         log.info("chunk %s: %s; this attempt stops", chunk.pk, units.fate(chunk))
         return "taken over"
-    if released.failed:
-        log.error("chunk %s failed: %s", chunk.pk, released.message)
-        return "failed"
-    log.warning("chunk %s released: %s Sent again in %.1f s.", chunk.pk, released.message, released.delay)
-    try:
-        run_chunk.apply_async(args=[chunk.pk], countdown=released.delay)
-    except Exception as exc:  # noqa: BLE001 - the broker is away: the recovery sweeper sends it later
-        log.warning("chunk %s: could not send it again (%s); the recovery sweeper will", chunk.pk, type(exc).__name__)
-    return "released"
+    return retrying.send_released(run_chunk, chunk, released, "chunk")
 
 
 def _failed(chunk, exc, message: str) -> str:

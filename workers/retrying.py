@@ -26,7 +26,7 @@ from webapp.lifecycle.ended import TRANSIENT
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TRANSIENT", "failed_message", "options", "retry", "retry_released"]
+__all__ = ["TRANSIENT", "failed_message", "options", "retry", "retry_released", "send_released"]
 
 
 def options(task_name: str) -> dict:
@@ -55,6 +55,21 @@ def retry_released(task, exc: BaseException, unit, release=None) -> None:
     if (release or units.release)(unit, message):
         log.warning("%s %s: %s, retry %s", task.name, unit.pk, type(exc).__name__, task.request.retries + 1)
         retry(task, exc)
+
+
+def send_released(task, unit, released, what: str) -> str:
+    """After a worker that cannot load the model gave `unit` back (webapp.pipeline.chunks.Released):
+    "failed" when the release limit was reached, else "released" with the task sent again after
+    the back-off; a broker that is away leaves that to the recovery sweeper."""
+    if released.failed:
+        log.error("%s %s failed: %s", what, unit.pk, released.message)
+        return "failed"
+    log.warning("%s %s released: %s Sent again in %.1f s.", what, unit.pk, released.message, released.delay)
+    try:
+        task.apply_async(args=[unit.pk], countdown=released.delay)
+    except Exception as exc:  # noqa: BLE001 - the broker is away: the recovery sweeper sends it later
+        log.warning("%s %s: could not send it again (%s); the recovery sweeper will", what, unit.pk, type(exc).__name__)
+    return "released"
 
 
 def failed_message(exc: BaseException, retries: int) -> str:

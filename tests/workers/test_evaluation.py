@@ -134,15 +134,65 @@ def in_process(db, tiny_model_dir):
     return evaluations.launch(spec(corpus, make_model_version(str(tiny_model_dir))), enqueue=False)
 
 
-def test_a_model_that_cannot_be_loaded_fails_the_evaluation_in_plain_words(in_process, tiny_model_dir):
+def test_a_model_no_worker_can_load_fails_the_evaluation_in_plain_words(in_process, tiny_model_dir, settings):
     from workers.evaluation import run_evaluation
 
+    # A missing model is released for another worker first (test_released_evaluations); with a
+    # limit of one release, this only worker's first release ends the evaluation.
+    settings.RELEVANCE_RELEASE_LIMIT = 1
     in_process.model_version.path = str(tiny_model_dir / "missing")
     in_process.model_version.save()
     assert run_evaluation(in_process.pk) == "failed"
     evaluation = reload(in_process)
-    assert evaluation.status == JobStatus.FAILED and "Could not load model tiny-llama" in evaluation.error
+    assert evaluation.status == JobStatus.FAILED
+    assert evaluation.error.startswith("No worker could load model tiny-llama: released 1 times by each of")
     assert evaluation.resumable
+
+
+@pytest.fixture
+def missing_model(in_process, tiny_model_dir, settings, monkeypatch):
+    """The evaluation's model is not on this worker; its re-sends are recorded, not sent."""
+    from workers.evaluation import run_evaluation
+
+    settings.RELEVANCE_RELEASE_LIMIT, settings.RELEVANCE_RELEASE_DELAY_SECONDS = 3, 5.0
+    in_process.model_version.path = str(tiny_model_dir / "missing")
+    in_process.model_version.save()
+    sent = []
+    monkeypatch.setattr(run_evaluation, "apply_async", lambda args, countdown: sent.append((args, countdown)))
+    return sent
+
+
+def test_a_model_this_worker_cannot_load_releases_the_evaluation_for_another_worker(in_process, missing_model):
+    from workers.evaluation import run_evaluation
+
+    assert run_evaluation(in_process.pk) == "released"
+    evaluation = reload(in_process)
+    assert evaluation.status == JobStatus.QUEUED and evaluation.attempts == 1
+    [(worker, count)] = evaluation.releases.items()
+    assert count == 1 and evaluation.lacking[worker]["model"] == "tiny-llama"
+    assert f"Worker {worker} cannot load model tiny-llama" in evaluation.error
+    assert run_evaluation(in_process.pk) == "released"  # sent again, the back-off grows
+    assert missing_model == [([in_process.pk], 5.0), ([in_process.pk], 10.0)]
+    assert reload(in_process).lacking[worker]["releases"] == 2
+
+    RelevanceEvaluation.objects.filter(pk=in_process.pk).update(status=JobStatus.FAILED)
+    evaluations.resume(reload(in_process), enqueue=False)
+    resumed = reload(in_process)
+    assert resumed.releases == {} and resumed.lacking[worker]["releases"] == 2  # the page still names it
+
+
+def test_an_evaluation_cancelled_while_its_model_would_not_load_ends_cancelled(in_process, missing_model, monkeypatch):
+    from webapp.evaluation import running
+    from webapp.pipeline.modelcache import ModelUnavailable
+    from workers.evaluation import run_evaluation
+
+    def cancelled_then_unloadable(evaluation, get_model):
+        evaluations.cancel(evaluation)
+        raise ModelUnavailable("storage unreachable")
+
+    monkeypatch.setattr(running, "execute", cancelled_then_unloadable)
+    assert run_evaluation(in_process.pk) == "cancelled"
+    assert reload(in_process).status == JobStatus.CANCELLED and missing_model == []
 
 
 def test_a_temporary_database_problem_puts_the_evaluation_back_for_a_retry(in_process, monkeypatch):

@@ -82,6 +82,7 @@ def _job(job: RelevanceJob) -> dict:
         "chunks_done": job.chunks_done,
         "chunks_failed": job.chunks_failed,
         "chunks_cancelled": job.chunks_cancelled,
+        "lacking": job.lacking,  # workers that could not load the model: {worker: {model, reason, releases, at}}
         "created": job.created,
     }
 
@@ -152,6 +153,7 @@ def _evaluation(evaluation: RelevanceEvaluation) -> dict:
         "phase": evaluation.phase,
         "done": evaluation.done,
         "total": evaluation.total,
+        "lacking": evaluation.lacking,
         "result": evaluation.result,
     }
 

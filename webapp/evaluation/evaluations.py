@@ -8,6 +8,8 @@ conditional updates of webapp.lifecycle.units; this module adds its phase and re
     running --cancel--> cancelling --the worker stops between two batches--> cancelled
     cancelled | failed | held by a lost worker --resume--> queued
         --> the worker skips every map already stored
+    running --the worker cannot load the model--> queued for another worker (release_unloadable)
+        | failed once every live worker released it RELEVANCE_RELEASE_LIMIT times
 
 Each claim increments `attempts`; the worker writes progress and the end only while `attempts`
 is still its own, so a worker presumed dead that wakes up cannot overwrite an evaluation another
@@ -47,6 +49,7 @@ from webapp.corpus.models import Annotation, Corpus, Note, Task
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import JobStatus
+from webapp.pipeline.chunks import Released, release_unit_unloadable
 from webapp.pipeline.models import ModelVersion, PeakProfile
 
 RUN_TASK = "workers.evaluation.run_evaluation"
@@ -240,7 +243,8 @@ def cancel(evaluation: RelevanceEvaluation, actor=None) -> RelevanceEvaluation:
 @transaction.atomic
 def resume(evaluation: RelevanceEvaluation, actor=None, *, enqueue: bool = True) -> RelevanceEvaluation:
     """Queue the evaluation again; the maps already stored are not computed again."""
-    if not units.requeue(RelevanceEvaluation, evaluation.pk, phase="queued again"):
+    # releases={}: every worker may give it back RELEVANCE_RELEASE_LIMIT times again
+    if not units.requeue(RelevanceEvaluation, evaluation.pk, phase="queued again", releases={}):
         evaluation.refresh_from_db(fields=["status"])
         if evaluation.status == JobStatus.DONE:
             raise EvaluationError("This evaluation is done: there is nothing to resume.")
@@ -296,6 +300,21 @@ def release(evaluation: RelevanceEvaluation) -> bool:
         .filter(status=JobStatus.RUNNING)
         .update(status=JobStatus.QUEUED, heartbeat=Now(), phase="waiting to retry after a temporary problem")
         == 1
+    )
+
+
+def release_unloadable(evaluation: RelevanceEvaluation, reason: str) -> Released | None:
+    """This attempt's worker cannot load the model: give the evaluation back for another worker,
+    or fail it once every live worker has released it RELEVANCE_RELEASE_LIMIT times (the rule of
+    relevance chunks). None when the attempt no longer held it running (taken over, or
+    cancelling: the caller ends it cancelled)."""
+    return release_unit_unloadable(
+        evaluation,
+        reason,
+        model=evaluation.model_version.name,
+        lacking=RelevanceEvaluation.objects.filter(pk=evaluation.pk),
+        held=(JobStatus.RUNNING,),  # a cancel must not be lost to the queue
+        queued={"phase": "waiting for a worker that can load the model"},
     )
 
 

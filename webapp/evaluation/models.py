@@ -13,7 +13,9 @@ stores the result (`result`, see webapp.evaluation.running).
 
 Progress lives in a few columns the worker updates: `done` of `total` prompts (pairs x
 configurations; maps already stored count as done), `phase`, and the status, attempts, worker
-and heartbeat of every unit of long work (webapp.lifecycle.WorkUnit).
+and heartbeat of every unit of long work (webapp.lifecycle.WorkUnit). A worker that cannot load
+the model gives the evaluation back for another worker, as relevance chunks do: `releases` counts
+them towards the limit, `lacking` names them on the page.
 """
 
 from django.conf import settings
@@ -63,6 +65,15 @@ class RelevanceEvaluation(WorkUnit):
     total = models.PositiveIntegerField(default=0, help_text="pairs x configurations")
     seconds_per_prompt = models.FloatField(null=True, blank=True, help_text="measured by the current attempt")
     result = models.JSONField(default=dict, blank=True, help_text="ml.localisation's result (see running.py)")
+    # releases by workers that could not load the model since the last Resume: {worker: count}
+    # (evaluations.release_unloadable, with the release limit of relevance chunks)
+    releases = models.JSONField(default=dict, blank=True)
+    lacking = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="workers that could not load the model: {worker: {model, reason, releases, at}} "
+        "(webapp.evaluation.evaluations.release_unloadable)",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
 

@@ -69,6 +69,7 @@ from webapp.evaluation.evaluations import EvaluationError
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lifecycle.heartbeat import Heartbeat
 from webapp.pipeline.chunks import compute_pairs, note_batches, relevance_compute
+from webapp.pipeline.modelcache import ModelUnavailable
 
 STORE_EVERY = 16  # prompts computed between two writes of maps (and of progress)
 FAITH_BATCH = 8  # pairs scored for faithfulness between two progress reports (and cancel checks)
@@ -78,7 +79,8 @@ MAX_PROBLEMS = 50
 
 def execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Callable | None = None) -> str:
     """Run a claimed evaluation to its end: "done", "cancelled", or "lost" (another attempt
-    holds it now). Raises on failure; the caller records it (evaluations.fail)."""
+    holds it now). Raises on failure; the caller records it (evaluations.fail), or releases the
+    evaluation for another worker on ModelUnavailable from get_model (evaluations.release_unloadable)."""
     with Heartbeat(evaluation):
         return _execute(evaluation, get_model, compute)
 
@@ -99,6 +101,8 @@ def _execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Call
         if not held:
             try:
                 held.append(get_model())
+            except ModelUnavailable:  # another worker may load it: the caller releases the evaluation
+                raise
             except Exception as exc:  # a model that cannot be loaded: its own words (never note text)
                 raise EvaluationError(
                     f"Could not load model {evaluation.model_version.name} ({type(exc).__name__}): {str(exc)[:300]}"

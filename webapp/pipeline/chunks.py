@@ -19,6 +19,8 @@ redelivers a message whose worker died; the recovery sweeper sends a lost chunk 
   lists them); the released attempt does not count toward MAX_ATTEMPTS. Once every worker that
   released it, and every other relevance worker busy now, has released it
   RELEVANCE_RELEASE_LIMIT times, it fails with a reason that names them (never an endless loop).
+  `release_unit_unloadable()` is that rule for any unit of the relevance queue: relevance
+  evaluations are released the same way (webapp.evaluation.evaluations.release_unloadable).
 
 Nothing here logs or stores note text: problems name note and task ids only.
 """
@@ -39,6 +41,7 @@ from django.utils import timezone
 
 from webapp.corpus.models import Note, Task
 from webapp.lifecycle import units
+from webapp.lifecycle.status import HELD
 from webapp.logs import keeps_message
 from webapp.pipeline import jobs
 from webapp.pipeline.models import JobStatus, RelevanceChunk, RelevanceJob, RelevanceMap
@@ -224,17 +227,51 @@ def release_unloadable(chunk: RelevanceChunk, reason: str) -> Released | None:
     """This attempt's worker cannot load the job's model: give the chunk back for another worker,
     or fail it once every live worker has released it RELEVANCE_RELEASE_LIMIT times. None when
     the attempt no longer held the chunk."""
-    node, limit = node_of(chunk.worker) or "?", settings.RELEVANCE_RELEASE_LIMIT
-    model = chunk.job.model_version.name
+
+    def failed():
+        jobs.count_chunk_end(chunk, Chunk.FAILED)
+        jobs.settle(chunk.job_id)
+
+    return release_unit_unloadable(
+        chunk,
+        reason,
+        model=chunk.job.model_version.name,
+        lacking=RelevanceJob.objects.filter(pk=chunk.job_id),
+        lock=partial(jobs.lock_job, chunk.job_id),
+        on_failed=failed,
+        # a released attempt is no worker death: it does not count toward MAX_ATTEMPTS
+        queued={"attempts_before_resume": F("attempts_before_resume") + 1},
+    )
+
+
+def release_unit_unloadable(
+    unit,
+    reason: str,
+    *,
+    model: str,
+    lacking,
+    lock: Callable | None = None,
+    on_failed: Callable | None = None,
+    held=HELD,
+    queued: dict | None = None,
+) -> Released | None:
+    """Any unit of the relevance queue (a chunk, an evaluation: a WorkUnit with a `releases`
+    field) whose worker cannot load `model`: back to queued for another worker, or failed once
+    every live worker has released it RELEVANCE_RELEASE_LIMIT times. `lacking`: the row whose
+    `lacking` field the page lists the worker on; `lock()` first takes what the kind locks;
+    `on_failed()` counts the end (in the transaction); `held`: the statuses it may be released
+    from; `queued`: the kind's own fields when queued again. None when the attempt no longer held it."""
+    node, limit = node_of(unit.worker) or "?", settings.RELEVANCE_RELEASE_LIMIT
     reason = reason.strip().splitlines()[0][:400] if reason.strip() else "the model could not be loaded"
     with transaction.atomic():
-        jobs.lock_job(chunk.job_id)
-        row = units.owned(chunk).select_for_update().values("releases").first()
+        if lock is not None:
+            lock()
+        row = units.owned(unit, held).select_for_update().values("releases").first()
         if row is None:
             return None
         releases = dict(row["releases"] or {})
         releases[node] = releases.get(node, 0) + 1
-        _record_lacking(chunk.job_id, node, model, reason)
+        _record_lacking(lacking, node, model, reason)
         everyone = set(releases) | (busy_relevance_workers() - {node})
         if all(releases.get(worker, 0) >= limit for worker in everyone):
             message = (
@@ -242,32 +279,27 @@ def release_unloadable(chunk: RelevanceChunk, reason: str) -> Released | None:
                 f"{', '.join(sorted(releases))} ({reason}). Make the model reachable by the relevance "
                 "workers (README: What must be shared), then Resume."
             )[:2000]
-            ended = units.owned(chunk).update(
+            ended = units.owned(unit, held).update(
                 status=Chunk.FAILED, finished=Now(), heartbeat=Now(), error=message, releases=releases
             )
-            if ended:
-                jobs.count_chunk_end(chunk, Chunk.FAILED)
-                jobs.settle(chunk.job_id)
+            if ended and on_failed is not None:
+                on_failed()
             return Released(True, 0.0, message)
         message = (
             f"Worker {node} cannot load model {model} ({reason}); released for another worker "
             f"({releases[node]} of {limit} releases by this worker)."
         )[:2000]
-        units.owned(chunk).update(
-            status=Chunk.QUEUED,
-            heartbeat=Now(),
-            error=message,
-            releases=releases,
-            # a released attempt is no worker death: it does not count toward MAX_ATTEMPTS
-            attempts_before_resume=F("attempts_before_resume") + 1,
+        units.owned(unit, held).update(
+            status=Chunk.QUEUED, heartbeat=Now(), error=message, releases=releases, **(queued or {})
         )
     delay = min(settings.RELEVANCE_RELEASE_DELAY_SECONDS * releases[node], RELEASE_DELAY_CAP)
     return Released(False, delay, message)
 
 
-def _record_lacking(job_id: int, node: str, model: str, reason: str) -> None:
-    """The job page's list of workers that could not load its model (the job row is locked)."""
-    lacking = RelevanceJob.objects.filter(pk=job_id).values_list("lacking", flat=True).first() or {}
+def _record_lacking(rows, node: str, model: str, reason: str) -> None:
+    """The page's list of workers that could not load its model, on the one row of `rows` (locked
+    by the caller)."""
+    lacking = rows.values_list("lacking", flat=True).first() or {}
     entry = lacking.get(node, {})
     lacking[node] = {
         "model": model,
@@ -275,7 +307,7 @@ def _record_lacking(job_id: int, node: str, model: str, reason: str) -> None:
         "releases": int(entry.get("releases", 0)) + 1,
         "at": timezone.now().isoformat(timespec="seconds"),
     }
-    RelevanceJob.objects.filter(pk=job_id).update(lacking=lacking)
+    rows.update(lacking=lacking)
 
 
 def _end(chunk: RelevanceChunk, status: str, **fields) -> bool:
