@@ -466,6 +466,9 @@ def _sharded_rank(out: Path, sizes: Sizes) -> int:
         )
         report["pass"] = bool(result.weights_changed and checkpoints and report["final_folder_loads"])
     (out / f"rank-{rank}.json").write_text(json.dumps(report))
+    from ml.training.sharding import leave_group
+
+    leave_group()  # rank 1 waits for rank 0's checks: the ranks end together
     return 0
 
 

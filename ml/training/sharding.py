@@ -79,6 +79,17 @@ def release() -> None:
     _OWN_GROUP["made"] = False
 
 
+def leave_group() -> None:
+    """At the end of a launched process (torchrun): wait for every rank, then destroy the
+    launcher's group. A rank that exits with the group alive while another still works can be
+    aborted by gloo's threads at exit (SIGABRT), which the launcher reports as a failure."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def broadcast(value):
     """Rank 0's `value` on every process (a small picklable object)."""
     import torch.distributed as dist

@@ -21,6 +21,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from ml.training.sharding import leave_group
 from webapp.training import execution, runs
 from webapp.training.models import DISTRIBUTED_KINDS, TrainingRun
 
@@ -56,6 +57,8 @@ class Command(BaseCommand):
             if run is None:
                 raise CommandError(f"Run {run_id} is not queued (or it is held by a live worker).")
         outcome = execution.execute(run, write=main)
+        if world > 1:
+            leave_group()  # the ranks end together (one exiting early can be aborted by gloo)
         if main:
             self.stdout.write(f"run {run_id}: {outcome}")
             if outcome != "done":
