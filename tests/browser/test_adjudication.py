@@ -48,16 +48,20 @@ def test_a_curator_adjudicates_by_keyboard(login, disputed_round):
     assert page.locator("#excerpt mark.peak").inner_text() == "130"
     page.keyboard.press("x")  # reject the first disputed peak; the page moves on to the next unsettled
     page.wait_for_function("() => document.querySelector('#excerpt mark.peak').textContent === 'tachycardic'")
+    page.wait_for_load_state("load")  # its script listens: a key pressed before is lost
     page.keyboard.press("a")  # every peak settled: the page shows the first one again
     page.wait_for_selector("#adjudication-state:has-text('Rejected')")
+    page.wait_for_load_state("load")
     assert {(a.start, a.decision) for a in Adjudication.objects.all()} == {
         (pair.peaks[0][0], "reject"),
         (pair.peaks[1][0], "accept"),
     }
     page.keyboard.press("j")
     page.wait_for_selector("#adjudication-state:has-text('Accepted')")
+    page.wait_for_load_state("load")
     page.keyboard.press("k")
     page.wait_for_function("() => document.querySelector('#excerpt mark.peak').textContent === '130'")
+    page.wait_for_load_state("load")
     assert not page.locator("#guideline .guideline-text").is_visible()
     page.keyboard.press("g")
     assert page.locator("#guideline .guideline-text").is_visible()
@@ -98,15 +102,21 @@ def test_a_curator_settles_split_validation_answers_by_keyboard(login, split_val
     page = login(split_validation_set["curator"])
     page.goto(f"/review/validation/{vset.pk}/results/")
     page.click("#settle-link")
+    # Each key is pressed once the page's script listens (its load event): a key pressed while
+    # review.js is still loading is lost, as it would be for a person.
+    page.wait_for_load_state("load")
     answers = page.locator("#reviewer-answers").inner_text()
     assert "clara" in answers and "carl" in answers
     assert page.locator("#note-text mark.peak").count() >= 1
     page.keyboard.press("y")  # the first split: reasonable; the page moves on to the next unsettled
     page.wait_for_selector("nav[aria-label='Split answers'] :text('Split 2 of 2')")
+    page.wait_for_load_state("load")
     page.keyboard.press("n")
     page.wait_for_selector("#settle-state:has-text('Settled')")
     assert sorted(ValidationVerdict.objects.values_list("reasonable", flat=True)) == [False, True]
+    page.wait_for_load_state("load")
     page.keyboard.press("k")
     page.wait_for_selector("#settle-state:has-text('Settled: reasonable by cora')")
+    page.wait_for_load_state("load")
     page.goto(f"/review/validation/{vset.pk}/results/")
     assert page.locator("#recommendation").inner_text().endswith("1 of 2 judged notes reasonable.")
