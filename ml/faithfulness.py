@@ -333,7 +333,7 @@ class ModelScorer:
         chat=None,
     ):
         from ml.prompts import get_template
-        from ml.relevance import _context_limit, encode_pair
+        from ml.relevance import context_limit, encode_pair
 
         explain = relevance_config.explain
         if explain == "contrastive":
@@ -346,7 +346,7 @@ class ModelScorer:
             template=get_template(relevance_config.template),
             chat=chat,
             chat_template_kwargs=loaded.family.chat_template_kwargs,
-            max_note_tokens=limit if limit is not None else _context_limit(loaded.model),
+            max_note_tokens=limit if limit is not None else context_limit(loaded.model),
             truncate=relevance_config.truncate,
             include_target=explain == "next",
             whole_task=explain == "span",

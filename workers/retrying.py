@@ -58,7 +58,7 @@ def retry_released(task, exc: BaseException, unit, release=None) -> None:
 
 
 def send_released(task, unit, released, what: str) -> str:
-    """After a worker that cannot load the model gave `unit` back (webapp.pipeline.chunks.Released):
+    """After a worker that cannot load the model gave `unit` back (webapp.pipeline.releases.Released):
     "failed" when the release limit was reached, else "released" with the task sent again after
     the back-off; a broker that is away leaves that to the recovery sweeper."""
     if released.failed:

@@ -36,7 +36,7 @@ def run(args) -> int:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     from ml.models import DEFAULT_MODEL, load_model, pick_device
-    from ml.relevance import _cpu_has_native_bf16, compute_relevance, preferred_dtype
+    from ml.relevance import compute_relevance, cpu_has_native_bf16, preferred_dtype
     from ml.synthetic import make_note
 
     notes = [make_note(i, seed=0, language="mixed").text for i in range(args.notes)]
@@ -62,7 +62,7 @@ def run(args) -> int:
         "torch_threads": torch.get_num_threads(),
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
-        "native_bf16": _cpu_has_native_bf16(),
+        "native_bf16": cpu_has_native_bf16(),
         "load_average": round(os.getloadavg()[0], 2),
     }
     print(json.dumps(result))

@@ -70,8 +70,8 @@ The package, in the order a computation needs it:
 
 from ml.relevance.compute import (
     SHARE_PREFIX,
-    _cpu_has_native_bf16,
     compute_relevance,
+    cpu_has_native_bf16,
     normalise_scores,
     preferred_dtype,
 )
@@ -88,7 +88,7 @@ from ml.relevance.config import (
     config_key,
     default_config_key,
 )
-from ml.relevance.encoding import TEMPLATE_ROOM, EncodedPair, PromptError, _context_limit, encode_pair
+from ml.relevance.encoding import TEMPLATE_ROOM, EncodedPair, PromptError, context_limit, encode_pair
 from ml.relevance.targets import ExplainedTargets, input_relevance
 
 __all__ = [
@@ -106,8 +106,8 @@ __all__ = [
     "PromptError",
     "RelevanceConfig",
     "RelevanceResult",
-    "_context_limit",
-    "_cpu_has_native_bf16",
+    "context_limit",
+    "cpu_has_native_bf16",
     "compute_relevance",
     "config_key",
     "default_config_key",

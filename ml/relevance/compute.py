@@ -13,7 +13,7 @@ import numpy as np
 from ml.prompts import get_template
 from ml.relevance import methods
 from ml.relevance.config import RelevanceConfig, RelevanceResult
-from ml.relevance.encoding import EncodedPair, PromptError, _context_limit, _explained, encode_pair
+from ml.relevance.encoding import EncodedPair, PromptError, context_limit, encode_pair, explained_ids
 from ml.relevance.targets import ExplainedTargets
 
 if TYPE_CHECKING:
@@ -37,12 +37,12 @@ def preferred_dtype(device: torch.device | str) -> torch.dtype:
     device = torch.device(device)
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
-    if device.type == "cpu" and _cpu_has_native_bf16():
+    if device.type == "cpu" and cpu_has_native_bf16():
         return torch.bfloat16
     return torch.float32
 
 
-def _cpu_has_native_bf16() -> bool:
+def cpu_has_native_bf16() -> bool:
     import torch
 
     try:
@@ -105,7 +105,7 @@ def compute_relevance(
             f"{loaded.dtype}; load it with dtype={config.dtype!r}"
         )
     explain, method = config.explain, methods.get(config.method)
-    max_note_tokens = config.max_note_tokens if config.max_note_tokens is not None else _context_limit(model)
+    max_note_tokens = config.max_note_tokens if config.max_note_tokens is not None else context_limit(model)
     encode = dict(
         template=get_template(config.template),
         chat=chat,
@@ -120,7 +120,7 @@ def compute_relevance(
     pairs: list[tuple[int, int | None]] = []  # per pair: (its prompt, its neutral prompt or None)
     for note, task in zip(notes, task_descriptions):
         enc = encode_pair(tokenizer, note, task, include_target=explain == "next", whole_task=whole_task, **encode)
-        prompts.append((enc, _explained(enc, explain)))
+        prompts.append((enc, explained_ids(enc, explain)))
         prompt_notes.append(note)
         main = len(prompts) - 1
         if explain != "contrastive":

@@ -96,7 +96,7 @@ def encode_pair(
     return EncodedPair(list(ids[:end]), in_note, offsets, int(ids[target]), truncated, [int(ids[i]) for i in in_task])
 
 
-def _explained(enc: EncodedPair, explain: str) -> list[int] | None:
+def explained_ids(enc: EncodedPair, explain: str) -> list[int] | None:
     """Token ids whose logits a prompt explains, at its last len(ids) positions (None: the top
     logit at its last position)."""
     if explain in ("span", "contrastive"):
@@ -106,7 +106,7 @@ def _explained(enc: EncodedPair, explain: str) -> list[int] | None:
     return None  # "next", "max"
 
 
-def _context_limit(model) -> int | None:
+def context_limit(model) -> int | None:
     """Default note limit: the model's context minus room for the chat header and template."""
     positions = getattr(model.config, "max_position_embeddings", None)
     if positions is None:

@@ -175,9 +175,9 @@ def _validated(form):
     return form
 
 
-def _task_ids(user, slugs: list[str]) -> list[int]:
-    """The ids of the tasks the user may see, by slug; an unknown slug is a 400 naming it."""
-    found = dict(Task.objects.visible_to(user).filter(slug__in=slugs).values_list("slug", "pk"))
+def _tasks(user, slugs: list[str]) -> list[Task]:
+    """The tasks the user may see, by slug, in the order given; an unknown slug is a 400 naming it."""
+    found = {task.slug: task for task in Task.objects.visible_to(user).filter(slug__in=slugs)}
     missing = sorted(set(slugs) - set(found))
     if missing:
         raise HttpError(400, f"Unknown task(s): {', '.join(missing)}.")
@@ -342,16 +342,7 @@ def launch_import(
         "feature": feature,
         "preview": preview,
     }
-    data = _validated(UploadForm(fields, {"file": file}, user=request.user)).cleaned_data
-    job = import_jobs.launch(
-        data["file"],
-        project=data["project"],
-        kind=data["kind"],
-        corpus=data["corpus"],
-        language=data["language"],
-        update=data["update"],
-        actor=request.user,
-    )
+    job = _validated(UploadForm(fields, {"file": file}, user=request.user)).launch(request.user)
     return Status(202, _import(job))
 
 
@@ -405,10 +396,7 @@ def get_job(request, job_id: int):
 def launch_job(request, body: JobIn):
     corpus = corpus_for(request.user, body.corpus, Capability.LAUNCH)
     model = get_or_404(request.user, ModelVersion.objects, pk=body.model_version)
-    tasks = list(Task.objects.visible_to(request.user).filter(slug__in=body.tasks))
-    if len(tasks) != len(set(body.tasks)):
-        missing = sorted(set(body.tasks) - {t.slug for t in tasks})
-        raise HttpError(400, f"Unknown task(s): {', '.join(missing)}.")
+    tasks = _tasks(request.user, body.tasks)
     spec = jobs.JobSpec(
         corpus=corpus,
         model_version=model,
@@ -487,7 +475,7 @@ def launch_dataset(request, body: DatasetIn):
     data = {
         **body.dict(exclude={"tasks", "notes", "profile"}),
         "profile": profile,
-        "tasks": _task_ids(request.user, body.tasks),
+        "tasks": [task.pk for task in _tasks(request.user, body.tasks)],
         "notes": " ".join(body.notes),
     }
     form = _validated(BuildForm(data, user=request.user))
@@ -624,13 +612,11 @@ def launch_run(request, body: RunIn):
         split_test_ratio=body.split_test_ratio,
         config=overrides,
     )
-    problems = spec.problems()
-    if problems:
-        raise HttpError(400, " ".join(f"{key}: {problem}" for key, problem in problems.items()))
     try:
         run = runs.launch(spec, actor=request.user)
     except runs.RunError as exc:
-        _refuse(exc)
+        said = " ".join(f"{key}: {problem}" for key, problem in exc.problems.items())
+        raise HttpError(400, said or str(exc)) from None
     return Status(202, _run(run))
 
 
@@ -697,7 +683,7 @@ def launch_evaluation(request, body: EvaluationIn):
     corpus_for(request.user, body.corpus, Capability.LAUNCH)  # another project's corpus: 404, as for jobs
     profile = body.profile if body.profile is not None else getattr(default_profile(), "pk", None)
     data = {**body.dict(exclude={"tasks", "profile"}), "profile": profile}
-    data["tasks"] = _task_ids(request.user, body.tasks)
+    data["tasks"] = [task.pk for task in _tasks(request.user, body.tasks)]
     if data["max_pairs"] is None:
         data["max_pairs"] = ""  # the form's "empty: all of them"
     form = _validated(EvaluationForm(data, user=request.user))

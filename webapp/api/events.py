@@ -1,8 +1,9 @@
 """Which ends of work are announced to webhooks, and with what. A unit of long work
 (webapp.lifecycle.kinds) that ended (done, failed, cancelled) is announced once per status: the
-workers' Celery `task_postrun` signal looks at the unit its task held (a relevance chunk: its job,
-which ends with its last chunk); a queued unit cancelled at once, by a page or the API, is
-announced through webapp.lifecycle.signals.unit_ended, since no task of its runs; a review round
+workers' Celery `task_postrun` signal looks at the unit its task held; a unit that ends where no
+task of its ends is announced through webapp.lifecycle.signals.unit_ended (a queued unit
+cancelled at once by a page or the API; a relevance job, which ends when webapp.pipeline.jobs.settle
+counts its last chunk, in a chunk's task or in a cancel); a review round
 when the decision that gives its last pair its k-th judgement is committed
 (webapp.review.rounds.round_completed).
 Payloads hold ids, statuses and counts only. An ended training run or relevance evaluation is
@@ -19,7 +20,6 @@ log = logging.getLogger(__name__)
 # kind name (webapp.lifecycle.kinds) -> (event, counts read from the unit)
 EVENTS = {
     "relevance plan": ("relevance_job", ("total", "done", "chunks_done", "chunks_failed", "chunks_cancelled")),
-    "relevance chunk": ("relevance_job", ("total", "done", "chunks_done", "chunks_failed", "chunks_cancelled")),
     "dataset build": ("dataset_build", ("maps_total", "maps_done")),
     "export": ("export", ("rows", "size_bytes")),
     "training run": ("training_run", ("step", "total_steps")),
@@ -30,8 +30,6 @@ EVENTS = {
 
 def unit_ended(kind_name: str, unit) -> int:
     """Queue the deliveries for `unit` if it has ended; returns how many were made."""
-    if kind_name == "relevance chunk":
-        kind_name, unit = "relevance plan", unit.job
     if kind_name not in EVENTS or unit.status not in ENDED:
         return 0
     event, fields = EVENTS[kind_name]

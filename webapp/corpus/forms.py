@@ -4,6 +4,7 @@ from django.template.defaultfilters import filesizeformat
 
 from ml.prompts import TEMPLATES
 from webapp.accounts.roles import Capability
+from webapp.corpus import import_jobs
 from webapp.corpus.models import Corpus, ImportJob
 from webapp.interchange.formats import FORMATS
 from webapp.interchange.mapping import MappingError, parse_mapping
@@ -97,6 +98,20 @@ class UploadForm(forms.Form):
         elif data["preview"]:
             self.add_error("preview", "A preview is for gold labels from an annotation tool's files.")
         return data["preview"]
+
+    def launch(self, actor, ip: str | None = None):
+        """The import job of a valid form (the Import page and the API launch it alike)."""
+        data = self.cleaned_data
+        return import_jobs.launch(
+            data["file"],
+            project=data["project"],
+            kind=data["kind"],
+            corpus=data["corpus"],
+            language=data["language"],
+            update=data["update"],
+            actor=actor,
+            ip=ip,
+        )
 
     def clean_file(self):
         """Refused here, the file is never stored (the import would refuse it too)."""

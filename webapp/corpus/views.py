@@ -102,17 +102,7 @@ def upload(request):
     require(request.user, Capability.IMPORT)
     form = UploadForm(request.POST or None, request.FILES or None, user=request.user)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        job = import_jobs.launch(
-            data["file"],
-            project=data["project"],
-            kind=data["kind"],
-            corpus=data["corpus"],
-            language=data["language"],
-            update=data["update"],
-            actor=request.user,
-            ip=client_address(request),
-        )
+        job = form.launch(request.user, ip=client_address(request))
         messages.info(
             request,
             f"{job.file_name} is queued for import into {job.corpus_name}; "

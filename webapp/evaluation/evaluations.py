@@ -49,7 +49,7 @@ from webapp.corpus.models import Annotation, Corpus, Note, Task
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import JobStatus
-from webapp.pipeline.chunks import Released, release_unit_unloadable
+from webapp.pipeline import releases
 from webapp.pipeline.models import ModelVersion, PeakProfile
 
 RUN_TASK = "workers.evaluation.run_evaluation"
@@ -303,12 +303,12 @@ def release(evaluation: RelevanceEvaluation) -> bool:
     )
 
 
-def release_unloadable(evaluation: RelevanceEvaluation, reason: str) -> Released | None:
+def release_unloadable(evaluation: RelevanceEvaluation, reason: str) -> releases.Released | None:
     """This attempt's worker cannot load the model: give the evaluation back for another worker,
     or fail it once every live worker has released it RELEVANCE_RELEASE_LIMIT times (the rule of
     relevance chunks). None when the attempt no longer held it running (taken over, or
     cancelling: the caller ends it cancelled)."""
-    return release_unit_unloadable(
+    return releases.release_unloadable(
         evaluation,
         reason,
         model=evaluation.model_version.name,

@@ -19,8 +19,7 @@ redelivers a message whose worker died; the recovery sweeper sends a lost chunk 
   lists them); the released attempt does not count toward MAX_ATTEMPTS. Once every worker that
   released it, and every other relevance worker busy now, has released it
   RELEVANCE_RELEASE_LIMIT times, it fails with a reason that names them (never an endless loop).
-  `release_unit_unloadable()` is that rule for any unit of the relevance queue: relevance
-  evaluations are released the same way (webapp.evaluation.evaluations.release_unloadable).
+  The rule is webapp.pipeline.releases, which relevance evaluations share.
 
 Nothing here logs or stores note text: problems name note and task ids only.
 """
@@ -37,20 +36,17 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
-from django.utils import timezone
 
 from webapp.corpus.models import Note, Task
 from webapp.lifecycle import units
-from webapp.lifecycle.status import HELD
 from webapp.logs import keeps_message
-from webapp.pipeline import jobs
+from webapp.pipeline import jobs, releases
 from webapp.pipeline.models import JobStatus, RelevanceChunk, RelevanceJob, RelevanceMap
 
 log = logging.getLogger(__name__)
 
 Chunk = RelevanceChunk.Status
 MAX_ATTEMPTS = 5  # a chunk whose worker dies this many times (out of memory?) fails
-RELEASE_DELAY_CAP = 60.0  # seconds: the longest wait before a released chunk is sent again
 STORE_EVERY = 16  # prompts computed between two writes of maps
 _TEXT_WINDOW = 16  # a message sharing this many consecutive characters with a note is withheld
 
@@ -194,36 +190,7 @@ def release(chunk: RelevanceChunk, message: str) -> bool:
     return units.release(chunk, message[:2000])
 
 
-@dataclass
-class Released:
-    failed: bool  # every live worker released it RELEVANCE_RELEASE_LIMIT times: it ended failed
-    delay: float  # seconds before sending it again (when not failed)
-    message: str
-
-
-def node_of(worker: str) -> str:
-    """The Celery worker of a unit's `worker` ("relevance@host pid 12" -> "relevance@host"): the
-    processes of one worker share its disk, its cache and so what it can load."""
-    return worker.split(" pid ", 1)[0]
-
-
-def busy_relevance_workers() -> set[str]:
-    """The Celery workers holding a unit of the relevance queue now (a live heartbeat): workers
-    alive that may be able to load a model another worker cannot. Idle workers need no list:
-    they wait on the queue and take a released chunk first."""
-    from webapp.lifecycle.kinds import KINDS
-
-    busy = set()
-    for kind in KINDS:
-        if kind.queue != "relevance":
-            continue
-        rows = kind.model_class().objects.filter(status=Chunk.RUNNING, heartbeat__gte=units.stale_before())
-        # named as release_unloadable names a releasing worker, so a worker is never two entries
-        busy.update(node_of(w) or "?" for w in rows.exclude(worker="").values_list("worker", flat=True).distinct())
-    return busy
-
-
-def release_unloadable(chunk: RelevanceChunk, reason: str) -> Released | None:
+def release_unloadable(chunk: RelevanceChunk, reason: str) -> releases.Released | None:
     """This attempt's worker cannot load the job's model: give the chunk back for another worker,
     or fail it once every live worker has released it RELEVANCE_RELEASE_LIMIT times. None when
     the attempt no longer held the chunk."""
@@ -232,7 +199,7 @@ def release_unloadable(chunk: RelevanceChunk, reason: str) -> Released | None:
         jobs.count_chunk_end(chunk, Chunk.FAILED)
         jobs.settle(chunk.job_id)
 
-    return release_unit_unloadable(
+    return releases.release_unloadable(
         chunk,
         reason,
         model=chunk.job.model_version.name,
@@ -242,72 +209,6 @@ def release_unloadable(chunk: RelevanceChunk, reason: str) -> Released | None:
         # a released attempt is no worker death: it does not count toward MAX_ATTEMPTS
         queued={"attempts_before_resume": F("attempts_before_resume") + 1},
     )
-
-
-def release_unit_unloadable(
-    unit,
-    reason: str,
-    *,
-    model: str,
-    lacking,
-    lock: Callable | None = None,
-    on_failed: Callable | None = None,
-    held=HELD,
-    queued: dict | None = None,
-) -> Released | None:
-    """Any unit of the relevance queue (a chunk, an evaluation: a WorkUnit with a `releases`
-    field) whose worker cannot load `model`: back to queued for another worker, or failed once
-    every live worker has released it RELEVANCE_RELEASE_LIMIT times. `lacking`: the row whose
-    `lacking` field the page lists the worker on; `lock()` first takes what the kind locks;
-    `on_failed()` counts the end (in the transaction); `held`: the statuses it may be released
-    from; `queued`: the kind's own fields when queued again. None when the attempt no longer held it."""
-    node, limit = node_of(unit.worker) or "?", settings.RELEVANCE_RELEASE_LIMIT
-    reason = reason.strip().splitlines()[0][:400] if reason.strip() else "the model could not be loaded"
-    with transaction.atomic():
-        if lock is not None:
-            lock()
-        row = units.owned(unit, held).select_for_update().values("releases").first()
-        if row is None:
-            return None
-        releases = dict(row["releases"] or {})
-        releases[node] = releases.get(node, 0) + 1
-        _record_lacking(lacking, node, model, reason)
-        everyone = set(releases) | (busy_relevance_workers() - {node})
-        if all(releases.get(worker, 0) >= limit for worker in everyone):
-            message = (
-                f"No worker could load model {model}: released {limit} times by each of "
-                f"{', '.join(sorted(releases))} ({reason}). Make the model reachable by the relevance "
-                "workers (README: What must be shared), then Resume."
-            )[:2000]
-            ended = units.owned(unit, held).update(
-                status=Chunk.FAILED, finished=Now(), heartbeat=Now(), error=message, releases=releases
-            )
-            if ended and on_failed is not None:
-                on_failed()
-            return Released(True, 0.0, message)
-        message = (
-            f"Worker {node} cannot load model {model} ({reason}); released for another worker "
-            f"({releases[node]} of {limit} releases by this worker)."
-        )[:2000]
-        units.owned(unit, held).update(
-            status=Chunk.QUEUED, heartbeat=Now(), error=message, releases=releases, **(queued or {})
-        )
-    delay = min(settings.RELEVANCE_RELEASE_DELAY_SECONDS * releases[node], RELEASE_DELAY_CAP)
-    return Released(False, delay, message)
-
-
-def _record_lacking(rows, node: str, model: str, reason: str) -> None:
-    """The page's list of workers that could not load its model, on the one row of `rows` (locked
-    by the caller)."""
-    lacking = rows.values_list("lacking", flat=True).first() or {}
-    entry = lacking.get(node, {})
-    lacking[node] = {
-        "model": model,
-        "reason": reason,
-        "releases": int(entry.get("releases", 0)) + 1,
-        "at": timezone.now().isoformat(timespec="seconds"),
-    }
-    rows.update(lacking=lacking)
 
 
 def _end(chunk: RelevanceChunk, status: str, **fields) -> bool:

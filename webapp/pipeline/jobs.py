@@ -369,7 +369,7 @@ def settle(job_id: int) -> None:
         finished=Now(),
     )
     if ended:
-        # a cancel's settle runs in the web process, where no task ends: announce it here
+        # the one place a job ends once planned (a chunk's task, a cancel, the sweeper): announced here
         signals.announce_after_commit(RelevanceJob, job_id)
         failed, total = RelevanceJob.objects.values_list("chunks_failed", "chunk_count").get(pk=job_id)
         if failed:

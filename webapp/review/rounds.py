@@ -279,14 +279,28 @@ def sync_claims(reviewer, note_id: int, task_id: int, model_id: int, method: str
             if claim is None:
                 continue  # the pair is full: this decision is outside the round's k
         RoundClaim.objects.filter(pk=claim.pk).update(expires=now + LEASE, done=now if finished else None)
-        if finished and is_complete(pair.round):
-            rnd = pair.round
+        # A round can only have become complete when this pair just got its k-th finished
+        # judgement: the round-wide check runs once per pair, not after every decision.
+        rnd = pair.round
+        if finished and _finished_judgements(pair) >= rnd.k and is_complete(rnd):
             transaction.on_commit(lambda rnd=rnd: round_completed.send(sender=ReviewRound, round=rnd))
 
 
+def _finished_judgements(pair: RoundPair) -> int:
+    return RoundClaim.objects.filter(pair=pair, done__isnull=False).count()
+
+
 def is_complete(rnd: ReviewRound) -> bool:
-    """Every pair of the round has k finished judgements (one query: the first pair short of k)."""
-    short = RoundPair.objects.filter(round=rnd).annotate(finished=Count("claims", filter=Q(claims__done__isnull=False)))
+    """Every pair of the round has k finished judgements: no pair short of k (the database stops
+    at the first one it finds, rather than counting every pair's judgements)."""
+    finished = (
+        RoundClaim.objects.filter(pair=OuterRef("pk"), done__isnull=False)
+        .order_by()
+        .values("pair")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    short = RoundPair.objects.filter(round=rnd).annotate(finished=Coalesce(Subquery(finished), 0))
     return not short.filter(finished__lt=rnd.k).exists()
 
 

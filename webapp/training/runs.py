@@ -47,7 +47,12 @@ RUN_TASK = "workers.training.run_training"
 
 
 class RunError(Exception):
-    """A request the run cannot honour; the message is in plain words for the page."""
+    """A request the run cannot honour; the message is in plain words for the page. `problems`:
+    {setting: problem} when the run specification was refused (RunSpec.problems)."""
+
+    def __init__(self, message: str, problems: dict[str, str] | None = None):
+        super().__init__(message)
+        self.problems = problems or {}
 
 
 @dataclass
@@ -192,7 +197,7 @@ def launch(spec: RunSpec, actor=None, *, enqueue: bool = True) -> TrainingRun:
     enqueue=False leaves it queued for an in-process runner (run_experiment)."""
     problems = spec.problems()
     if problems:
-        raise RunError(" ".join(problems.values()))
+        raise RunError(" ".join(problems.values()), problems)
     config, _ = spec.full_config()
     if spec.kind in LABELED_KINDS and spec.split is None:
         try:

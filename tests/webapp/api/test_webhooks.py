@@ -166,3 +166,22 @@ def test_a_relevance_job_whose_chunks_were_all_queued_is_announced_when_cancelle
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED
     assert WebhookDelivery.objects.get().payload["status"] == "cancelled"
+
+
+def test_a_job_is_announced_when_its_last_chunk_is_settled(receiver, hook, own, django_capture_on_commit_callbacks):
+    """A job ends in webapp.pipeline.jobs.settle, called by its last chunk's task (or a cancel, or
+    the sweeper): the settle announces it, once however often it is called."""
+    from webapp.pipeline import jobs
+
+    job = RelevanceJob.objects.create(
+        corpus=own["corpus"], model_version=own["model"], status=JobStatus.RUNNING, total=2, chunk_count=1
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        jobs.settle(job.pk)  # its chunk still runs: nothing ends
+    assert not WebhookDelivery.objects.exists()
+    RelevanceJob.objects.filter(pk=job.pk).update(chunks_done=1, done=2)
+    with django_capture_on_commit_callbacks(execute=True):
+        jobs.settle(job.pk)
+        jobs.settle(job.pk)
+    delivery = WebhookDelivery.objects.get()
+    assert (delivery.event, delivery.payload["status"]) == ("relevance_job", "done")
