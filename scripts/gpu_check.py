@@ -125,6 +125,12 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--sharded", action="store_true", help="with --smoke: run the sharded training step on 2 CPU processes too"
     )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="also write the report so far to this file after every part (what a run stopped at a time "
+        "limit had measured survives; the relevance parts' go to <out>.relevance.json as they end)",
+    )
     parser.add_argument("--sharded-rank", default=None, help=argparse.SUPPRESS)  # one rank of the sharded part
     args = parser.parse_args(argv)
     if args.sharded_rank:
@@ -151,17 +157,24 @@ def main(argv=None) -> int:
         print(json.dumps(report, indent=2))
         return 2
     sizes = SMOKE if args.smoke else Sizes()
+    out = Path(args.out) if args.out else None
     model_dir = None if args.smoke else _default_model_dir(args.model_dir, report)
+    _save(out, report)
+    relevance_out = out.with_name(out.name + ".relevance.json") if out else None
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         try:
-            report.update(pool.apply(_relevance_checks, (sizes, model_dir, threads, args.smoke)))
+            report.update(pool.apply(_relevance_checks, (sizes, model_dir, threads, args.smoke, relevance_out)))
         except Exception as exc:  # noqa: BLE001 - the child died: say so, run the rest
             report.update({key: {"error": _error(exc)} for key in RELEVANCE_KEYS})
+    _save(out, report)
     report["training"] = _part(_training, sizes, model_dir, args.smoke)
+    _save(out, report)
     report["features"] = _part(_features, sizes, model_dir, args.smoke)
+    _save(out, report)
     report["sharded_training"] = _part(_sharded_training, sizes, args.smoke, args.sharded)
     report["seconds"] = round(time.perf_counter() - started, 1)
     report["all_checks_passed"] = _all_passed(report)
+    _save(out, report)
     print(json.dumps(report, indent=2))
     return 0 if report["all_checks_passed"] else 1
 
@@ -180,18 +193,22 @@ def _default_model_dir(model_dir, report) -> str:
 
 
 # ------------------------------------------------------------------ relevance (spawned child)
-def _relevance_checks(sizes: Sizes, model_dir, threads: int, smoke: bool) -> dict:
+def _relevance_checks(sizes: Sizes, model_dir, threads: int, smoke: bool, partial: Path | None = None) -> dict:
     import torch
 
     torch.set_num_threads(threads)
     device = torch.device("cpu" if smoke else "cuda")
     small = _default_models(model_dir, device, smoke)
     out = {"relevance_default_model": _part(_throughput, small, sizes.prompts, sizes.note_tokens)}
+    _save(partial, out)
     out["relevance_1b"] = _part(_throughput_1b, small, sizes, device, smoke)
+    _save(partial, out)
     out["maps_match_cpu"] = _part(_maps_match_cpu, small, sizes, model_dir, smoke)
+    _save(partial, out)
     out["oom_backoff"] = (
         _part(_oom_backoff, small[0], sizes) if not smoke else {"forced": None, "recovered": None, "reason": NOT_CUDA}
     )
+    _save(partial, out)
     return out
 
 
@@ -566,6 +583,15 @@ def _part(fn, *args) -> dict:
         flush=True,
     )  # progress; stdout holds only the JSON
     return {**result, "part_seconds": seconds}
+
+
+def _save(path: Path | None, report: dict) -> None:
+    """Write the report so far (atomically: a reader never sees half a file)."""
+    if path is None:
+        return
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(report, indent=2))
+    os.replace(tmp, path)
 
 
 def _error(exc: BaseException) -> str:

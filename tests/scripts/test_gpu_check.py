@@ -14,10 +14,15 @@ RELEVANCE_PARTS = ("relevance_default_model", "relevance_1b")
 
 
 @pytest.fixture(scope="module")
-def smoke():
+def saved(tmp_path_factory):
+    return tmp_path_factory.mktemp("gpu-check") / "gpu_check.json"
+
+
+@pytest.fixture(scope="module")
+def smoke(saved):
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     done = subprocess.run(
-        [sys.executable, "scripts/gpu_check.py", "--smoke", "--threads", "1"],
+        [sys.executable, "scripts/gpu_check.py", "--smoke", "--threads", "1", "--out", str(saved)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -95,3 +100,13 @@ def test_the_sharded_step_trains_on_two_cpu_processes_checkpoints_and_gathers_a_
     assert report["checkpoints_saved_at"] == [1] and report["final_folder_loads"] and report["weights_changed"]
     assert report["tokens_per_s"] > 0 and report["planned_gb_per_gpu"] > 0
     assert report["peak_gpu_mem_mb_per_rank"] == [None, None]
+
+
+@pytest.mark.slow
+def test_the_report_is_also_saved_whole_and_the_relevance_parts_as_they_end(smoke, saved):
+    _, report, _ = smoke
+    assert json.loads(saved.read_text()) == report
+    relevance = json.loads(saved.with_name(saved.name + ".relevance.json").read_text())
+    assert set(relevance) == {"relevance_default_model", "relevance_1b", "maps_match_cpu", "oom_backoff"}
+    assert relevance["maps_match_cpu"] == report["maps_match_cpu"]
+    assert not list(saved.parent.glob(".*.tmp"))  # written atomically, nothing left behind
