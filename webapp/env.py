@@ -27,6 +27,20 @@ def env_bool(name: str, default: bool) -> bool:
     raise ConfigError(f"{name}={raw!r} is not a boolean (use one of 1/0, true/false, yes/no, on/off)")
 
 
+def env_auto_bool(name: str) -> bool | None:
+    """A boolean, or None for "auto" (also when unset or empty): the code decides."""
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in ("", "auto"):
+        return None
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ConfigError(
+        f"{name}={os.environ[name]!r} is not auto or a boolean (use auto, 1/0, true/false, yes/no, on/off)"
+    )
+
+
 def env_int(name: str, default: int) -> int:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":

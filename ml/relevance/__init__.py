@@ -52,12 +52,14 @@ explained positions only (1, or s_T's tokens), prompts sorted by length and batc
 padding plus explicit position ids, so every prompt sees exactly the positions and keys it
 would see alone and its explained positions are the batch's last columns. On CUDA a batch that
 runs out of memory is halved and retried.
-Shared prefix (`share_prefix`, default SHARE_PREFIX): the prompts of one note begin alike (the
-note comes before s_T), so for the gradient methods a note's prompts run their common prefix
-forward once and only their tails, and backward, per prompt (ml.relevance.sharing); each
+Shared prefix (`share_prefix`, default `shares_prefix_by_default`: on the CPU, not on CUDA):
+the prompts of one note begin alike (the note comes before s_T), so for the gradient methods a
+note's prompts run their common prefix forward once and only their tails, and backward, per
+prompt (ml.relevance.sharing); each
 prompt's map stays its own, equal to a full pass to float rounding. Measured on SmolLM2-135M
 (bf16, 2 CPU threads, ~340-token prompts, 9 tasks a note): 1.9-2.2x the prompts/s of the
-same path without it (`python -m benchmarks relevance`, two runs on a shared machine).
+same path without it (`python -m benchmarks relevance`, two runs on a shared machine). On one H200
+the plain batched path was 2.6-4.1x faster than the shared one, so CUDA does not share by default.
 
 The package, in the order a computation needs it:
 * config    RelevanceConfig, its key, RelevanceResult, ConfigError (no torch)
@@ -69,11 +71,11 @@ The package, in the order a computation needs it:
 """
 
 from ml.relevance.compute import (
-    SHARE_PREFIX,
     compute_relevance,
     cpu_has_native_bf16,
     normalise_scores,
     preferred_dtype,
+    shares_prefix_by_default,
 )
 from ml.relevance.config import (
     DTYPES,
@@ -97,7 +99,6 @@ __all__ = [
     "KEY_DIGITS",
     "METHODS",
     "NORMALISE",
-    "SHARE_PREFIX",
     "TEMPLATE_ROOM",
     "TRUNCATE",
     "ConfigError",
@@ -115,4 +116,5 @@ __all__ = [
     "input_relevance",
     "normalise_scores",
     "preferred_dtype",
+    "shares_prefix_by_default",
 ]

@@ -19,7 +19,18 @@ from ml.relevance.targets import ExplainedTargets
 if TYPE_CHECKING:
     import torch
 
-SHARE_PREFIX = True  # compute_relevance's default: a note's prompts share their prefix's forward pass
+
+def shares_prefix_by_default(device: torch.device | str) -> bool:
+    """compute_relevance's `share_prefix` when not told: a note's prompts share their prefix's
+    forward pass on the CPU, and run whole on CUDA.
+
+    On the CPU sharing pays (~2x the prompts/s on 2 cores: the note's forward pass once, not
+    once a task). On one H200 it did not: batches of 16 whole prompts gave 4.1x (SmolLM2-135M)
+    and 2.6x (a 1B-shaped Llama) the prompts/s of the shared path, whose tails and backward
+    passes run in smaller batches (scripts/gpu_check.py, docs/benchmarks/gpu-check-h200.json)."""
+    import torch
+
+    return torch.device(device).type == "cpu"
 
 
 def preferred_dtype(device: torch.device | str) -> torch.dtype:
@@ -84,9 +95,9 @@ def compute_relevance(
     progress(done, total) is called after each batch, in prompts ("contrastive" adds one
     prompt per distinct note).
     share_prefix: run the common prefix of a note's prompts once (module doc; None:
-    SHARE_PREFIX). An execution detail like batch_size: maps equal to float rounding, the
-    configuration key unchanged; "attention" never shares. batch_size also bounds the rows
-    over one shared prefix (None: 16, on CPU too).
+    shares_prefix_by_default(the model's device)). An execution detail like batch_size: maps
+    equal to float rounding, the configuration key unchanged; "attention" never shares.
+    batch_size also bounds the rows over one shared prefix (None: 16, on CPU too).
     Notes longer than config.max_note_tokens are cut (the task part never is); None: the
     model's context (max_position_embeddings) minus TEMPLATE_ROOM tokens.
     """
@@ -145,7 +156,7 @@ def compute_relevance(
     if batch_size is None:
         batch_size = 16 if model.device.type == "cuda" else 1
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
-    share = SHARE_PREFIX if share_prefix is None else bool(share_prefix)
+    share = shares_prefix_by_default(model.device) if share_prefix is None else bool(share_prefix)
     groups, alone = ([], range(len(prompts)))
     if share and method.shares_prefix:
         groups, alone = _prefix_groups(prompts, prompt_notes)

@@ -22,6 +22,7 @@ def test_the_benchmark_reports_the_naive_loop_the_product_path_and_the_shared_pr
     assert result["shared_vs_product"] > 0 and result["tasks_per_note"] == 3
     assert result["load_average"]["before"] >= 0 and result["load_average"]["cores"] >= 1
     assert result["agreement_pearson"] > 0.999  # same weights, same dtype: the same maps
+    assert result["default_path"] == "shared_prefix"  # the CPU's default
     assert result["prompts_per_s"] == result["paths"]["shared_prefix"]["prompts_per_s"] and json.dumps(result)
 
 

@@ -33,6 +33,7 @@ CLEARED = [
     "SECURE_HSTS_SECONDS",
     "DJANGO_SETTINGS_MODULE",
     "DJANGO_ALLOW_ASYNC_UNSAFE",
+    "RELEVANCE_SHARE_PREFIX",
 ]
 
 
@@ -85,6 +86,24 @@ def test_a_bad_boolean_fails_loudly():
     result = run_with_env({"DEBUG": "maybe"})
     assert result.returncode != 0
     assert "DEBUG='maybe' is not a boolean" in result.stderr
+
+
+@pytest.mark.parametrize("value, expected", [(None, None), ("auto", None), ("1", True), ("off", False)])
+def test_the_share_prefix_setting_is_auto_unless_told(value, expected):
+    extra = {} if value is None else {"RELEVANCE_SHARE_PREFIX": value}
+    code = (
+        "import json, django; django.setup(); from django.conf import settings as s;"
+        "print(json.dumps(s.RELEVANCE_SHARE_PREFIX))"
+    )
+    result = run_with_env(extra, code)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) is expected
+
+
+def test_a_bad_share_prefix_setting_fails_loudly():
+    result = run_with_env({"RELEVANCE_SHARE_PREFIX": "sometimes"})
+    assert result.returncode != 0
+    assert "RELEVANCE_SHARE_PREFIX='sometimes' is not auto or a boolean" in result.stderr
 
 
 @pytest.mark.parametrize(

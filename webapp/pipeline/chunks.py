@@ -142,8 +142,9 @@ def run(chunk: RelevanceChunk, get_model: Callable, compute: Callable | None = N
 
 
 def relevance_compute() -> Callable:
-    """ml.relevance.compute_relevance with this deployment's execution options: a note's prompts
-    share their prefix's forward pass unless settings.RELEVANCE_SHARE_PREFIX is off."""
+    """ml.relevance.compute_relevance with this deployment's execution options: whether a note's
+    prompts share their prefix's forward pass (settings.RELEVANCE_SHARE_PREFIX; None: the
+    device decides)."""
     from ml.relevance import compute_relevance
 
     return partial(compute_relevance, share_prefix=settings.RELEVANCE_SHARE_PREFIX)

@@ -45,7 +45,7 @@ def test_a_chunk_sends_each_notes_tasks_in_one_call(launched, monkeypatch):
     assert all(not (a & b) for i, a in enumerate(seen) for b in seen[i + 1 :])  # no note split between calls
 
 
-@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.parametrize("enabled", [True, False, None])
 def test_the_workers_compute_follows_the_share_prefix_setting(settings, enabled):
     settings.RELEVANCE_SHARE_PREFIX = enabled
     compute = chunks.relevance_compute()
