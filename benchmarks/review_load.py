@@ -21,7 +21,7 @@ Each reviewer is a clinician of the benchmark's project with a session of its ow
 one loop a second (a loop that takes longer starts the next at once): 1. GET the queue with
 `after` = the pair it decided on last (the page's "Next in my queue"), which redirects to the
 next pair; 2. GET that note page; 3. POST a decision on its first peak the reviewer has not
-decided, as htmx sends it (HX-Request, target note-panel). Reviewers start at pairs spread over
+decided, as htmx sends it (HX-Request, the target the form names: its peak's row). Reviewers start at pairs spread over
 the corpus. Every request gets a new connection (gunicorn's sync workers close each one).
 
 Runs: the baseline (--baseline-reviewers, default 1) and then the load (--reviewers), each for
@@ -30,7 +30,8 @@ the two are taken under the same conditions. Per run: decisions/s (and the rate 
 latency p50/p95/p99 per step and over all requests, errors by kind, the server's CPU seconds
 per request (its workers' /proc counters: moves less with other work on the machine than wall
 time does) and the load average at its end; then `machine` (benchmarks.machine.describe()).
-The client runs in this process, on the same machine: its CPU seconds are reported too.
+The client runs in this process, on the same machine: its CPU seconds are reported too, and so
+are those of the local PostgreSQL processes.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ WARMUP_S = 3.0
 REQUEST_TIMEOUT_S = 30.0
 _FORM = re.compile(r'<form method="post" action="([^"]+/decide/)" class="decide-form".*?</form>', re.S)
 _INPUT = re.compile(r'<input type="hidden" name="([a-z_]+)" value="([^"]*)"')
+_TARGET = re.compile(r'hx-target="#([^"]+)"')
 
 
 @dataclass
@@ -147,7 +149,7 @@ class Server:
                 self.process.wait()
 
 
-def _request(host: str, reviewer: Reviewer, method: str, path: str, body: dict | None = None, htmx: bool = False):
+def _request(host: str, reviewer: Reviewer, method: str, path: str, body: dict | None = None, htmx: str = ""):
     headers = {
         "X-Forwarded-Proto": "https",  # as the TLS proxy in front of gunicorn says
         "Cookie": f"sessionid={reviewer.cookie}; csrftoken={reviewer.csrf}",
@@ -160,8 +162,8 @@ def _request(host: str, reviewer: Reviewer, method: str, path: str, body: dict |
             "X-CSRFToken": reviewer.csrf,
             "Origin": f"https://{host}",
         }
-    if htmx:
-        headers |= {"HX-Request": "true", "HX-Target": "note-panel"}
+    if htmx:  # the element the form targets, as htmx says it
+        headers |= {"HX-Request": "true", "HX-Target": htmx}
     conn = http.client.HTTPConnection(host, timeout=REQUEST_TIMEOUT_S)
     try:
         conn.request(method, path, body=data, headers=headers)
@@ -190,6 +192,7 @@ def _decision_form(page: str) -> dict | None:
     for match in _FORM.finditer(page):
         fields = dict(_INPUT.findall(match.group(0)))
         fields["action"] = match.group(1)
+        fields["hx_target"] = _TARGET.search(match.group(0)).group(1)
         forms.append(fields)
     return next((f for f in forms if f.get("version") == "0"), forms[0] if forms else None)
 
@@ -212,9 +215,9 @@ def review_loop(host: str, reviewer: Reviewer, corpus_id: int, query: dict, unti
         if form is None:
             reviewer.samples.append(Sample("note", time.perf_counter(), 0.0, "no decide form on the page"))
             continue
-        action = form.pop("action")
+        action, target = form.pop("action"), form.pop("hx_target")
         body = {**form, "decision": "accept", "active_ms": "900"}
-        got = _timed(reviewer, "decide", partial(_request, host, reviewer, "POST", action, body, htmx=True), (200,))
+        got = _timed(reviewer, "decide", partial(_request, host, reviewer, "POST", action, body, htmx=target), (200,))
         reviewer.after = f"{action.split('/')[-3]}:{form['task']}"  # .../notes/<note>/decide/
         if got is not None:
             reviewer.decisions += 1
@@ -262,10 +265,11 @@ def run_load(server: Server, reviewers: list[Reviewer], corpus_id: int, query: d
     for t in threads:
         t.start()
     time.sleep(max(0.0, measured_from - time.perf_counter()))
-    cpu_server, cpu_client = server.cpu_seconds(), time.process_time()
+    cpu_server, cpu_client, cpu_database = server.cpu_seconds(), time.process_time(), database_cpu_seconds()
     for t in threads:
         t.join(timeout=duration + WARMUP_S + REQUEST_TIMEOUT_S + 10)
     cpu_server, cpu_client = server.cpu_seconds() - cpu_server, time.process_time() - cpu_client
+    cpu_database = database_cpu_seconds() - cpu_database
     samples = [s for r in reviewers for s in r.samples if measured_from <= s.started < until]
     ok = [s for s in samples if s.error is None]
     errors: dict[str, int] = {}
@@ -287,8 +291,27 @@ def run_load(server: Server, reviewers: list[Reviewer], corpus_id: int, query: d
         "server_cpu_s": round(cpu_server, 2),
         "server_cpu_ms_per_request": round(1000 * cpu_server / len(samples), 1) if samples else None,
         "client_cpu_s": round(cpu_client, 2),
+        # every local PostgreSQL process (0 when the database is on another machine): the whole
+        # cluster's, so other work on it counts too
+        "database_cpu_s": round(cpu_database, 2),
+        "database_cpu_ms_per_request": round(1000 * cpu_database / len(samples), 1) if samples else None,
         "load_average_1_5_15_at_end": load_average(),
     }
+
+
+def database_cpu_seconds() -> float:
+    """User + system CPU seconds of this machine's PostgreSQL processes (named postgres) that are
+    alive now; their sum's difference over a run is the database's share of the machine."""
+    ticks, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            head, rest = stat.read_text().rsplit(")", 1)
+        except OSError:
+            continue  # ended meanwhile
+        if head.split("(", 1)[1] == "postgres":
+            fields = rest.split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
 
 
 def make_reviewers(n: int, objects: dict) -> list[Reviewer]:

@@ -318,6 +318,12 @@ if WORKER_TORCH_THREADS < 0:
 # where it gives ~2x the prompts/s on 2 cores, and not on CUDA, where whole prompts batched were
 # 2.6-4.1x faster on one H200 (ml.relevance.shares_prefix_by_default).
 RELEVANCE_SHARE_PREFIX = env_auto_bool("RELEVANCE_SHARE_PREFIX")
+# How long each process keeps the review pages' menus (model versions, tasks, peak profiles, a
+# corpus's job templates and configurations) before reading them again (webapp.review.catalog);
+# 0: read them on every request. A change made in the same process shows at once.
+REVIEW_CATALOG_SECONDS = env_int("REVIEW_CATALOG_SECONDS", 10)
+if REVIEW_CATALOG_SECONDS < 0:
+    raise ConfigError(f"REVIEW_CATALOG_SECONDS={REVIEW_CATALOG_SECONDS} must be 0 (no copy) or a number of seconds")
 # Artifacts every worker can reach (webapp.lib.storage, README "What must be shared"): where a
 # trained model is published (empty: registered where it was written, under DATA_DIR; a shared
 # path; file:// or s3://... for a copy each worker caches), fsspec options of that storage (JSON,

@@ -226,6 +226,26 @@
     else if (range.first < range.end) { select(range.first, !typing); }
   }
 
+  // A decision answers with its peak's row only (the notice and the counter come out of band):
+  // the row's state goes to the peak's mark in the text, then the peak that was selected stays
+  // selected, or after a key the next one is (another window loads past this one's end).
+  var ROW_STATES = ["undecided", "conflict", "mine-accept", "mine-reject", "mine-adjust"];
+  function afterDecision(row) {
+    var k = parseInt(row.dataset.peak, 10);
+    var mark = markOf(k);
+    if (mark) {
+      ROW_STATES.forEach(function (name) { mark.classList.remove(name); });
+      ROW_STATES.forEach(function (name) { if (row.classList.contains(name)) { mark.classList.add(name); } });
+    }
+    var advance = advanceAfterSwap;
+    advanceAfterSwap = false;
+    var active = document.activeElement;
+    var typing = active && active.closest && (active.closest("#view-form") || active.closest(TEXT_FIELDS));
+    var wanted = (current === null ? k : current) + (advance ? 1 : 0);
+    current = null;
+    select(wanted < peakRange().total ? wanted : k, !typing);
+  }
+
   function liveOutputs() {
     $$("output[data-for]").forEach(function (out) {
       var input = document.getElementById(out.dataset.for);
@@ -282,7 +302,9 @@
   });
   // htmx swaps the panel in place of #note-panel (outerHTML): the event's target is the old node
   document.addEventListener("htmx:afterSettle", function (event) {
-    if (event.detail && event.detail.elt && event.detail.elt.id === "note-panel") { restore(); }
+    var elt = event.detail && event.detail.elt;
+    if (elt && elt.id === "note-panel") { restore(); }
+    else if (elt && elt.id && elt.id.indexOf("peak-item-") === 0) { afterDecision(elt); }
   });
   document.addEventListener("htmx:responseError", function (event) {
     var panel = $("#note-panel");

@@ -93,11 +93,17 @@ def test_a_clinician_accepts_and_rejects_with_the_keyboard_and_it_persists(login
     page = login(clinician)
     page.goto(ward["url"])
     page.wait_for_selector("#note-text mark.peak.current")
+    page.evaluate("document.getElementById('note-panel').dataset.kept = 'yes'")  # gone if the panel is swapped
     page.keyboard.press("a")  # accept peak 1, move on to peak 2
     page.wait_for_selector("#peak-0.mine-accept")
     page.wait_for_selector("#peak-1.current")
     page.keyboard.press("x")  # reject peak 2
     page.wait_for_selector("#peak-1.mine-reject")
+    # a decision swapped in its row only; the notice and the counter came with it
+    assert page.locator("#note-panel").get_attribute("data-kept") == "yes"
+    assert page.locator("#decided-count").text_content() == "2 decided by you"
+    assert page.locator("#panel-notice").text_content().startswith("You rejected the peak")
+    assert page.locator("#peak-item-1.mine-reject").count() == 1
     page.keyboard.press("k")
     page.keyboard.press("k")
     page.wait_for_selector("#peak-0.current")

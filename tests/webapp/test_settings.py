@@ -34,6 +34,7 @@ CLEARED = [
     "DJANGO_SETTINGS_MODULE",
     "DJANGO_ALLOW_ASYNC_UNSAFE",
     "RELEVANCE_SHARE_PREFIX",
+    "REVIEW_CATALOG_SECONDS",
 ]
 
 
@@ -111,6 +112,7 @@ def test_a_bad_share_prefix_setting_fails_loudly():
     [
         ("LAUNCH_CONFIRM_SECONDS", "ten minutes", "LAUNCH_CONFIRM_SECONDS='ten minutes' is not an integer"),
         ("LAUNCH_CONFIRM_AMOUNT", "-1", "must be 0 (always confirm) or positive"),
+        ("REVIEW_CATALOG_SECONDS", "-1", "REVIEW_CATALOG_SECONDS=-1 must be 0 (no copy) or a number of seconds"),
     ],
 )
 def test_a_bad_launch_confirmation_threshold_fails_loudly(name, value, message):

@@ -73,6 +73,7 @@ from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetVersion, MaskedExample
 from webapp.datasets.stats import SharedPeaks
 from webapp.lib.disk import disk_full
+from webapp.lib.planner_stats import refresh_planner_stats
 from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import Heartbeat
 from webapp.pipeline.models import MapConfiguration, MixedConfigurations, RelevanceMap, resolve_config_key
@@ -433,21 +434,6 @@ def _map_batches(dataset, held_back=None, config_key=""):
             yield rows
         grow = BATCH_MAPS / len(rows) if rows else 4
         size = max(1, min(NOTE_BLOCK_MAX, int(size * min(grow, 4))))
-
-
-def refresh_planner_stats(model, at_least: int) -> None:
-    """ANALYZE the model's table when PostgreSQL's statistics say it holds fewer than `at_least`
-    rows (rows bulk-written moments ago, before autovacuum's analyze). With such statistics the
-    planner scans every map of the model version for each batch, or sorts every remaining example
-    for each export batch, instead of walking the selective index: the run becomes quadratic."""
-    if connection.vendor != "postgresql" or not at_least:
-        return
-    table = model._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
-        row = cursor.fetchone()
-        if row is None or row[0] < at_least:
-            cursor.execute(f"ANALYZE {table}")
 
 
 class _MapIds:

@@ -24,6 +24,7 @@ from ml.codec import decode_arrays, encode_offsets, encode_scores, offsets_diges
 from ml.peaks import PAPER, PeakParams
 from ml.relevance import RelevanceConfig, default_config_key
 from ml.relevance import methods as relevance_methods
+from webapp.lib.planner_stats import analyze
 from webapp.lifecycle.models import WorkUnit
 from webapp.lifecycle.status import HELD, JobStatus  # noqa: F401 - JobStatus is imported from here by the apps
 from webapp.lifecycle.units import lost, stale_before
@@ -291,8 +292,12 @@ class MapConfiguration(models.Model):
     def id_of(cls, method: str, template: str, config_key: str = "") -> int:
         """The id of this configuration's row, made if missing (safe under concurrent writers)."""
         config_key = config_key or default_config_key(method, template)
+        known = cls.objects.filter(method=method, template=template, config_key=config_key).values_list("pk", flat=True)
+        if (pk := known.first()) is not None:
+            return pk
         cls.objects.bulk_create([cls(method=method, template=template, config_key=config_key)], ignore_conflicts=True)
-        return cls.objects.get(method=method, template=template, config_key=config_key).pk
+        analyze(cls)  # too small a table for autovacuum ever to analyze it (webapp.lib.planner_stats)
+        return known.get()
 
 
 class NoteTokens(models.Model):

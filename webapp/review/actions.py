@@ -21,6 +21,11 @@ class Outcome:
     level: int = messages.SUCCESS
     status: int = 200
     current: object | None = None  # the reviewer's current decision, when a stale page was refused
+    # A recorded decision: its row, and the selection and peaks it was checked against (what
+    # its answer shows the peak's new state with).
+    decision: object | None = None
+    selection: Selection | None = None
+    spans: tuple = ()
 
 
 def _snippet(text: str, start: int, end: int) -> str:
@@ -75,7 +80,12 @@ def submit(note, form, reviewer) -> Outcome:
     what = row.get_decision_display().lower()
     if row.decision == row.Decision.ADJUST:
         what += f" to «{_snippet(note.text, row.adjusted_start, row.adjusted_end)}»"
-    return Outcome(f"You {what} the peak «{_snippet(note.text, row.start, row.end)}».")
+    return Outcome(
+        f"You {what} the peak «{_snippet(note.text, row.start, row.end)}».",
+        decision=row,
+        selection=sel,
+        spans=tuple(spans),
+    )
 
 
 def guideline_version_of(task, shown: int | None) -> int | None:

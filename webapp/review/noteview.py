@@ -248,19 +248,8 @@ def build_panel(
         decisions = decisions_on(ctx)
     mine = {(d.start, d.end): d for d in decisions if d.reviewer_id == reviewer.pk}
     panel.decided = sum(1 for span in spans if span in mine)
-    for d in overlapping(decisions, win.start, win.end):  # what each decision on the window covers
-        d.span_text = text[d.start : min(d.end, d.start + QUOTE_CHARS)]
-        d.adjusted_text = (
-            text[d.adjusted_start : min(d.adjusted_end, d.adjusted_start + QUOTE_CHARS)]
-            if d.adjusted_start is not None
-            else ""
-        )
-    for i in panel.shown:
-        a, b = spans[i]
-        near = overlapping(decisions, a, b)
-        row = PeakRow(i, a, b, text[a : min(b, a + QUOTE_CHARS)], mine.get((a, b)), near, is_conflict(near))
-        row.start_options, row.end_options = boundary_options(text, a, b, row.mine)
-        panel.peaks.append(row)
+    _quote(text, overlapping(decisions, win.start, win.end))
+    panel.peaks = [_peak_row(text, i, spans[i], decisions, mine) for i in panel.shown]
     panel.html = window_html(
         text,
         win,
@@ -277,6 +266,36 @@ def build_panel(
         panel.reach_window = windows.holding(parts, edge).index
     panel.millis = (time.perf_counter() - started) * 1000
     return panel
+
+
+def decided_row(note, selection, reviewer, spans, span) -> tuple[PeakRow, int]:
+    """After a decision on `span`, one of the map's peaks `spans`: its row as the panel shows it,
+    and how many of the peaks the reviewer has decided (what a decision's answer shows, without
+    building the whole panel)."""
+    ctx = PeakContext(note, selection.task, selection.model, selection.method, selection.template, selection.config)
+    decisions = decisions_on(ctx)
+    mine = {(d.start, d.end): d for d in decisions if d.reviewer_id == reviewer.pk}
+    _quote(note.text, overlapping(decisions, *span))
+    return _peak_row(note.text, spans.index(span), span, decisions, mine), sum(1 for s in spans if s in mine)
+
+
+def _peak_row(text: str, index: int, span, decisions, mine) -> PeakRow:
+    a, b = span
+    near = overlapping(decisions, a, b)
+    row = PeakRow(index, a, b, text[a : min(b, a + QUOTE_CHARS)], mine.get((a, b)), near, is_conflict(near))
+    row.start_options, row.end_options = boundary_options(text, a, b, row.mine)
+    return row
+
+
+def _quote(text: str, decisions) -> None:
+    """What each decision covers, and its adjusted span, as the page quotes them."""
+    for d in decisions:
+        d.span_text = text[d.start : min(d.end, d.start + QUOTE_CHARS)]
+        d.adjusted_text = (
+            text[d.adjusted_start : min(d.adjusted_end, d.adjusted_start + QUOTE_CHARS)]
+            if d.adjusted_start is not None
+            else ""
+        )
 
 
 def window_html(text, win, offsets, scores, peaks, gold, *, first_peak=0, peak_classes=(), markers=None) -> str:

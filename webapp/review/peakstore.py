@@ -29,6 +29,7 @@ from django.db.models import CharField, Exists, Func, OuterRef, Subquery
 
 from ml.peaks import PeakParams, peaks_of_rows
 from webapp.corpus.models import Note
+from webapp.lib.planner_stats import refresh_planner_stats
 from webapp.review.models import MapPeaks, PeakDecision, StoredPeak
 
 
@@ -112,6 +113,10 @@ def ensure(maps, params: PeakParams) -> int:
             for pk, map_id, spans in mine.values_list("pk", "map_id", "spans")
             for a, b in spans
         )
+    # The queue's anti-join reads these two tables by index only once their statistics say they
+    # hold rows; a new database's say nothing until autovacuum's next pass.
+    refresh_planner_stats(MapPeaks, len(made))
+    refresh_planner_stats(StoredPeak, len(made))
     return len(rows)
 
 

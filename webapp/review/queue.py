@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from django.db.models import Exists, Q
 
+from webapp.pipeline.models import RelevanceMap
 from webapp.review import peakstore
 
 FIRST_BATCH = 25  # the first window: nearly always holds the next pair
@@ -71,7 +72,10 @@ def next_pair(
         window = list(ordered.values_list("pk", "note_id", "task_id")[:size])
         if not window:
             return QueueResult(None, scanned, True, cursor, computed)
-        in_window = maps.filter(pk__in=[w[0] for w in window])
+        # By id alone: the window was read through the selection's joins (note, task,
+        # configuration), and repeating them made each of the next two queries plan a
+        # seven-table join.
+        in_window = RelevanceMap.objects.filter(pk__in=[w[0] for w in window])
         computed += peakstore.ensure(in_window, selection.params)
         pair = first_undecided(in_window, selection, reviewer)
         if pair is not None:

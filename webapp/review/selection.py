@@ -23,6 +23,7 @@ from ml.relevance import RelevanceConfig, default_config_key
 from ml.relevance.methods import DEFAULT
 from webapp.corpus.models import Task
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
+from webapp.review import catalog
 from webapp.review.forms import ParamsForm
 
 
@@ -101,11 +102,11 @@ def _int(value):
 def _profile(query, errors) -> PeakProfile | None:
     pk = _int(query.get("profile"))
     if pk is not None:
-        profile = PeakProfile.objects.filter(pk=pk).first()
+        profile = catalog.profile(pk)
         if profile is not None:
             return profile
         errors.append("That peak profile does not exist; the default is shown.")
-    return default_profile()
+    return catalog.default_profile()
 
 
 def _params(query, profile, errors) -> PeakParams:
@@ -125,8 +126,10 @@ def for_note(note, query) -> Selection:
         .values_list("task_id", "model_version_id", "config__method", "config__template", "config__config_key")
         .distinct()
     )
-    model_ids = sorted({c[1] for c in combos})
-    models = list(ModelVersion.objects.filter(pk__in=model_ids).order_by("name"))
+    model_ids = {c[1] for c in combos}
+    models = [m for m in catalog.model_versions() if m.pk in model_ids]
+    if len(models) < len(model_ids):  # a model version newer than this process's copy
+        models = list(ModelVersion.objects.filter(pk__in=model_ids).order_by("name"))
     by_pk = {m.pk: m for m in models}
     wanted = _int(query.get("model"))
     default = next((m for m in models if m.is_default), models[0] if models else None)
@@ -150,11 +153,11 @@ def for_note(note, query) -> Selection:
     keys = sorted({c[4] for c in of_model if c[2] == method and c[3] == template}, key=lambda k: (k != default_key, k))
     config = query.get("config") if query.get("config") in keys else (keys[0] if keys else default_key)
     task_ids = sorted({c[0] for c in of_model if c[2] == method and c[3] == template and c[4] == config})
-    tasks = list(Task.objects.filter(pk__in=task_ids).order_by("slug"))
+    tasks = catalog.tasks(task_ids)
     wanted_task = _int(query.get("task"))
     task = next((t for t in tasks if t.pk == wanted_task), None)
     if task is None and wanted_task is not None:
-        task = Task.objects.filter(pk=wanted_task).first()
+        task = catalog.task(wanted_task)
     if task is None and tasks:
         task = tasks[0]
     profile = _profile(query, errors)
@@ -178,7 +181,7 @@ def for_note(note, query) -> Selection:
 def for_corpus(corpus, query) -> Selection:
     """The selection of a corpus-level page (browser, queue, preview, validation)."""
     errors: list[str] = []
-    models = list(ModelVersion.objects.order_by("name"))
+    models = catalog.model_versions()
     wanted = _int(query.get("model"))
     model = (
         next((m for m in models if m.pk == wanted), None)
@@ -187,17 +190,14 @@ def for_corpus(corpus, query) -> Selection:
     )
     methods = [value for value, _ in RelevanceJob.Method.choices]
     method = query.get("method") if query.get("method") in methods else DEFAULT
-    templates = list(
-        RelevanceJob.objects.filter(corpus=corpus).order_by("-created").values_list("template", flat=True)[:20]
-    )
-    templates = list(dict.fromkeys(templates))
+    templates = list(catalog.corpus_templates(corpus.pk))
     default_template = (
         templates[0] if templates else (corpus.language if corpus.language in ("en", "it", "es") else "en")
     )
     template = query.get("template") or default_template
     if template not in templates:
         templates.append(template)
-    keys = corpus_config_keys(corpus, method, template)
+    keys = catalog.corpus_config_keys(corpus.pk, method, template)
     wanted_config = query.get("config") or ""
     if (
         wanted_config
@@ -207,7 +207,7 @@ def for_corpus(corpus, query) -> Selection:
         keys.append(wanted_config)  # maps of it exist (e.g. from another corpus's job): offer it too
     config = wanted_config if wanted_config in keys else keys[0]
     wanted_task = _int(query.get("task"))
-    task = Task.objects.filter(pk=wanted_task).first() if wanted_task is not None else None
+    task = catalog.task(wanted_task)
     profile = _profile(query, errors)
     return Selection(
         task,
@@ -218,7 +218,7 @@ def for_corpus(corpus, query) -> Selection:
         _params(query, profile, errors),
         errors,
         config_key=config,
-        tasks=list(Task.objects.active().order_by("slug")),
+        tasks=list(catalog.active_tasks()),
         models=models,
         methods=methods,
         templates=templates,
@@ -226,33 +226,10 @@ def for_corpus(corpus, query) -> Selection:
     )
 
 
-def corpus_config_keys(corpus, method: str, template: str) -> list[str]:
-    """Configuration keys of a corpus's relevance jobs and evaluations for the method and template,
-    the latest job's first; the default configuration's when there are none."""
-    from webapp.evaluation.models import RelevanceEvaluation
-
-    keys = list(
-        RelevanceJob.objects.filter(corpus=corpus, method=method, template=template)
-        .order_by("-created")
-        .values_list("config_key", flat=True)[:50]
-    )
-    for configs in (
-        RelevanceEvaluation.objects.filter(corpus=corpus).order_by("-created").values_list("configs", flat=True)[:20]
-    ):
-        for values in configs or ():
-            try:
-                config = RelevanceConfig.from_dict(values)
-            except (TypeError, ValueError):
-                continue
-            if (config.method, config.template) == (method, template):
-                keys.append(config.key)
-    return list(dict.fromkeys(k for k in keys if k)) or [default_config_key(method, template)]
-
-
 def config_choices(keys, method: str, template: str) -> list[tuple[str, str]]:
     """(key, label) of configuration keys: what differs from the default, from a job that stored it."""
     stored = {default_config_key(method, template): RelevanceConfig(method=method, template=template).to_dict()}
-    for key, config in RelevanceJob.objects.filter(config_key__in=list(keys)).values_list("config_key", "config"):
+    for key, config in catalog.stored_configs(keys).items():
         stored.setdefault(key, config)
     return [(key, config_label(stored.get(key), key)) for key in keys]
 

@@ -148,16 +148,51 @@ def undo(request, corpus_id, note_id):
 
 
 def _after_change(request, note, outcome):
-    """htmx: the panel with the outcome's message (409 for a stale page). Plain form: redirect
-    back to the note (or the full page with the message when refused)."""
-    sel = selection.for_note(note, request.POST)
+    """htmx: a decision's peak row when the form targets it (the notice and the counter out of
+    band), else the panel with the outcome's message (409 for a stale page, 400 for a refusal:
+    these replace the panel whatever the form targets). Plain form: redirect back to the note
+    (or the full page with the message when refused)."""
     window = _int(request.POST.get("window"))  # the window the form was on
+    if request.htmx and outcome.decision is not None and request.htmx.target == _row_id(outcome):
+        return _decided(request, note, outcome, window)
+    sel = selection.for_note(note, request.POST)
     if not request.htmx and outcome.status == 200:
         messages.add_message(request, outcome.level, outcome.message)
         return redirect(_note_url(note, sel, window=window or None))
     panel = noteview.build_panel(note, sel, request.user, window=window)
-    template = "review/note.html#panel" if request.htmx else "review/note.html"
-    return render(request, template, _note_context(request, note, sel, panel, outcome), status=outcome.status)
+    if not request.htmx:
+        return render(
+            request, "review/note.html", _note_context(request, note, sel, panel, outcome), status=outcome.status
+        )
+    response = render(
+        request, "review/note.html#panel", _note_context(request, note, sel, panel, outcome), status=outcome.status
+    )
+    response["HX-Retarget"], response["HX-Reswap"] = "#note-panel", "outerHTML"
+    return response
+
+
+def _row_id(outcome) -> str:
+    return f"peak-item-{outcome.spans.index((outcome.decision.start, outcome.decision.end))}"
+
+
+def _decided(request, note, outcome, window):
+    sel = outcome.selection
+    row, decided = noteview.decided_row(
+        note, sel, request.user, outcome.spans, (outcome.decision.start, outcome.decision.end)
+    )
+    context = {
+        "note": note,
+        "corpus": note.corpus,
+        "sel": sel,
+        "p": row,
+        "decided": decided,
+        "window_index": window or 0,
+        "notice": outcome,
+        "can_review": True,  # the decision was recorded: the reviewer may review
+        "guideline": current_guideline(sel.task),
+        "round": _round_of(request),
+    }
+    return render(request, "review/note.html#decided", context)
 
 
 # ---------------------------------------------------------------- tuning

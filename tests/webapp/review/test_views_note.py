@@ -135,7 +135,7 @@ def test_previous_and_next_notes_follow_the_task(client, clinician, note, corpus
 # ---------------------------------------------------------------- decisions
 
 
-def post(client, note, tasks, base, sharp, word="130", decision="accept", version=0, htmx=True, **extra):
+def post(client, note, tasks, base, sharp, word="130", decision="accept", version=0, htmx=True, headers=None, **extra):
     a, b = word_span(TEXT, word)
     data = {
         **query(tasks["heart"], base, sharp),
@@ -149,7 +149,7 @@ def post(client, note, tasks, base, sharp, word="130", decision="accept", versio
         "version": version,
         **extra,
     }
-    headers = HX if htmx else {}
+    headers = headers or (HX if htmx else {})
     return client.post(reverse("review:decide", args=[note.corpus_id, note.pk]), data, **headers)
 
 
@@ -191,6 +191,40 @@ def test_a_stale_page_is_refused_with_409_and_shows_the_current_decision(
     plain = post(client, note, tasks, base, sharp, decision="reject", version=1, htmx=False)
     assert plain.status_code == 409 and "<html" in plain.content.decode()
     assert PeakDecision.objects.get().decision == "accept"
+
+
+ROW = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "peak-item-0"}  # the page's decide form targets its row
+
+
+def test_a_decision_from_the_pages_form_answers_with_its_row_and_the_counters_out_of_band(
+    client, clinician, note, tasks, base, sharp, maps
+):
+    client.force_login(clinician)
+    data = {"k": 1, "sigma": 1.0, "lower": 0.2, "upper": 0.4}
+    page = client.get(url(note), query(tasks["heart"], base, sharp, **data)).content.decode()
+    assert 'hx-target="#peak-item-0"' in page and '<span id="decided-count">0 decided by you</span>' in page
+    response = post(client, note, tasks, base, sharp, decision="accept", comment="the rate", headers=ROW)
+    content = response.content.decode()
+    assert response.status_code == 200 and "note-panel" not in content and "<mark" not in content
+    assert content.lstrip().startswith('<li class="peak-item mine-accept" id="peak-item-0" data-peak="0">')
+    assert 'You: <strong class="state-word">Accept' in content and "the rate" in content
+    assert '<input type="hidden" name="version" value="1">' in content  # the next decision on it is version 1's
+    assert '<div id="panel-notice" hx-swap-oob="true"><p class="notice notice-25" role="status">You accepted' in content
+    assert '<span id="decided-count" hx-swap-oob="true">1 decided by you</span>' in content
+    full = client.get(url(note), query(tasks["heart"], base, sharp, **data)).content.decode()
+    assert '<span id="decided-count">1 decided by you</span>' in full  # the same as a fresh page says
+
+
+def test_a_refused_decision_replaces_the_panel_whatever_the_form_targets(
+    client, clinician, note, tasks, base, sharp, maps
+):
+    client.force_login(clinician)
+    post(client, note, tasks, base, sharp, decision="reject")
+    response = post(client, note, tasks, base, sharp, decision="accept", version=0, headers=ROW)  # stale
+    assert response.status_code == 409 and 'id="note-panel"' in response.content.decode()
+    assert (response["HX-Retarget"], response["HX-Reswap"]) == ("#note-panel", "outerHTML")
+    invalid = post(client, note, tasks, base, sharp, decision="maybe", headers=ROW)
+    assert invalid.status_code == 400 and invalid["HX-Retarget"] == "#note-panel"
 
 
 def test_a_span_that_is_not_a_peak_is_refused(client, clinician, note, tasks, base, sharp, maps):
