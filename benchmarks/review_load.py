@@ -265,11 +265,12 @@ def run_load(server: Server, reviewers: list[Reviewer], corpus_id: int, query: d
     for t in threads:
         t.start()
     time.sleep(max(0.0, measured_from - time.perf_counter()))
-    cpu_server, cpu_client, cpu_database = server.cpu_seconds(), time.process_time(), database_cpu_seconds()
+    cpu_server, cpu_client, database = server.cpu_seconds(), time.process_time(), DatabaseCPU()
+    database.start()
     for t in threads:
         t.join(timeout=duration + WARMUP_S + REQUEST_TIMEOUT_S + 10)
     cpu_server, cpu_client = server.cpu_seconds() - cpu_server, time.process_time() - cpu_client
-    cpu_database = database_cpu_seconds() - cpu_database
+    cpu_database = database.stop()
     samples = [s for r in reviewers for s in r.samples if measured_from <= s.started < until]
     ok = [s for s in samples if s.error is None]
     errors: dict[str, int] = {}
@@ -291,27 +292,56 @@ def run_load(server: Server, reviewers: list[Reviewer], corpus_id: int, query: d
         "server_cpu_s": round(cpu_server, 2),
         "server_cpu_ms_per_request": round(1000 * cpu_server / len(samples), 1) if samples else None,
         "client_cpu_s": round(cpu_client, 2),
-        # every local PostgreSQL process (0 when the database is on another machine): the whole
-        # cluster's, so other work on it counts too
         "database_cpu_s": round(cpu_database, 2),
         "database_cpu_ms_per_request": round(1000 * cpu_database / len(samples), 1) if samples else None,
         "load_average_1_5_15_at_end": load_average(),
     }
 
 
-def database_cpu_seconds() -> float:
-    """User + system CPU seconds of this machine's PostgreSQL processes (named postgres) that are
-    alive now; their sum's difference over a run is the database's share of the machine."""
-    ticks, total = os.sysconf("SC_CLK_TCK"), 0.0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            head, rest = stat.read_text().rsplit(")", 1)
-        except OSError:
-            continue  # ended meanwhile
-        if head.split("(", 1)[1] == "postgres":
-            fields = rest.split()
-            total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
+class DatabaseCPU:
+    """CPU seconds of this machine's PostgreSQL processes (named postgres) over a run, sampled
+    four times a second: a backend that ends during the run (the app's connections are renewed
+    every DB_CONN_MAX_AGE seconds) keeps what it used up to its last sample. The whole cluster's
+    processes: other work on it counts too; 0 when the database is on another machine."""
+
+    def __init__(self):
+        self._first: dict[int, float] = {}
+        self._last: dict[int, float] = {}
+        self._started = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _sample() -> dict[int, float]:
+        ticks, out = os.sysconf("SC_CLK_TCK"), {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                head, rest = stat.read_text().rsplit(")", 1)
+            except OSError:
+                continue  # ended meanwhile
+            if head.split("(", 1)[1] == "postgres":
+                fields = rest.split()
+                out[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) / ticks
+        return out
+
+    def _run(self):
+        while not self._stop.wait(0.25):
+            for pid, cpu in self._sample().items():
+                self._first.setdefault(pid, 0.0)  # born during the run: all of it counts
+                self._last[pid] = cpu
+
+    def start(self) -> None:
+        self._first = self._sample()
+        self._last = dict(self._first)
+        self._thread.start()
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        for pid, cpu in self._sample().items():
+            self._first.setdefault(pid, 0.0)
+            self._last[pid] = cpu
+        return sum(self._last[pid] - self._first[pid] for pid in self._last)
 
 
 def make_reviewers(n: int, objects: dict) -> list[Reviewer]:

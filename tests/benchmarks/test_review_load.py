@@ -42,6 +42,8 @@ def test_the_smoke_run_reviews_without_errors_and_stops_everything_it_started():
         )
         p = figures["all_requests"]
         assert p["p50_ms"] <= p["p95_ms"] <= p["p99_ms"] <= p["max_ms"]
+        # the database (on this machine in the tests) did work for the requests
+        assert figures["database_cpu_s"] > 0 and figures["database_cpu_ms_per_request"] > 0
     assert len(result["machine"]["load_average_1_5_15"]) == 3 and "cpu_flags" in result["machine"]
     # static files by their manifest (hashed) names, cached for ever by whitenoise
     assert result["static_files"]

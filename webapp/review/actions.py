@@ -7,10 +7,9 @@ from dataclasses import dataclass
 
 from django.contrib import messages
 
-from webapp.corpus.models import Task, TaskGuideline
+from webapp.corpus.models import TaskGuideline
 from webapp.corpus.tasks import current_guideline
-from webapp.pipeline.models import ModelVersion, PeakProfile
-from webapp.review import decisions, rounds
+from webapp.review import catalog, decisions, rounds
 from webapp.review.noteview import stored_peaks
 from webapp.review.selection import Selection
 
@@ -38,9 +37,8 @@ def submit(note, form, reviewer) -> Outcome:
         problems = "; ".join(m for errors in form.errors.values() for m in errors)
         return Outcome(f"Nothing was saved: {problems}", messages.ERROR, 400)
     data = form.cleaned_data
-    task = Task.objects.filter(pk=data["task"]).first()
-    model = ModelVersion.objects.filter(pk=data["model"]).first()
-    profile = PeakProfile.objects.filter(pk=data["profile"]).first() if data.get("profile") else None
+    task, model = catalog.task(data["task"]), catalog.model_version(data["model"])
+    profile = catalog.profile(data["profile"]) if data.get("profile") else None
     if task is None or model is None:
         return Outcome("Nothing was saved: unknown task or model version.", messages.ERROR, 400)
     sel = Selection(

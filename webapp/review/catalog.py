@@ -58,6 +58,11 @@ def model_versions() -> list[ModelVersion]:
     return remembered(("models",), lambda: list(ModelVersion.objects.order_by("name")))
 
 
+def model_version(pk: int) -> ModelVersion | None:
+    found = next((m for m in model_versions() if m.pk == pk), None)
+    return found if found is not None else ModelVersion.objects.filter(pk=pk).first()
+
+
 def active_tasks() -> list[Task]:
     return remembered(("tasks",), lambda: list(Task.objects.active().order_by("slug")))
 

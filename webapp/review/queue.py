@@ -7,13 +7,14 @@ reviewer has not decided on; pairs with no peak, and pairs whose every peak the 
 are skipped.
 
 Each request walks the maps after the cursor in windows read by the maps' unique index (the
-first FIRST_BATCH maps, then BATCH at a time), at most SCAN maps a request. In a window, peaks
-come from the store (webapp.review.peakstore: computed once per map and peak setting, stale when
-the map is recomputed; the window's missing ones are computed and stored first), and one query
-finds the window's first pair with a stored peak that has no decision of this reviewer (an
-anti-join against PeakDecision's unique index). Once a corpus's peaks are stored, a request is
-three indexed queries over one window and computes nothing; its cost does not grow with the
-corpus or with what was reviewed. When SCAN maps were looked at without finding a pair, the
+first FIRST_BATCH maps, then BATCH at a time, each map read with whether its stored peaks are
+valid), at most SCAN maps a request. In a window, peaks come from the store
+(webapp.review.peakstore: computed once per map and peak setting, stale when the map is
+recomputed; the window's missing ones are computed and stored first), and one query finds the
+window's first pair with a stored peak that has no decision of this reviewer (an anti-join
+against PeakDecision's unique index); the window's query asks that of each map too, so once a
+window's peaks are stored, a request is one indexed query over it and computes nothing; its
+cost does not grow with the corpus or with what was reviewed. When SCAN maps were looked at without finding a pair, the
 page offers to continue from where the request stopped.
 """
 
@@ -53,31 +54,41 @@ def _after(maps, cursor):
     return maps.filter(Q(note_id__gt=cursor[0]) | Q(note_id=cursor[0], task_id__gt=cursor[1]), note_id__gte=cursor[0])
 
 
-def first_undecided(maps, selection, reviewer):
-    """The first (note, task) of `maps` whose stored peaks hold one the reviewer has not decided."""
+def _open(selection, reviewer) -> Exists:
+    """Whether the outer map's valid stored peaks hold one the reviewer has not decided."""
     key = peakstore.params_key(selection.params)
     open_peaks = peakstore.valid(key).filter(fits=True, n_peaks__gt=0)
-    open_peaks = open_peaks.filter(Exists(peakstore.undecided_by(reviewer, selection)))
-    return maps.filter(Exists(open_peaks)).order_by("note_id", "task_id").values_list("note_id", "task_id").first()
+    return Exists(open_peaks.filter(Exists(peakstore.undecided_by(reviewer, selection))))
+
+
+def first_undecided(maps, selection, reviewer):
+    """The first (note, task) of `maps` whose stored peaks hold one the reviewer has not decided."""
+    return (
+        maps.filter(_open(selection, reviewer)).order_by("note_id", "task_id").values_list("note_id", "task_id").first()
+    )
 
 
 def next_pair(
     corpus, selection, reviewer, after: tuple[int, int] | None = None, *, scan: int = SCAN, batch: int = BATCH
 ) -> QueueResult:
     maps = selection_maps(corpus, selection)
+    stored, still_open = Exists(peakstore.valid(peakstore.params_key(selection.params))), _open(selection, reviewer)
     cursor, scanned, computed = after, 0, 0
     while scanned < scan:
         size = min(batch, FIRST_BATCH if scanned == 0 else batch, scan - scanned)
-        ordered = _after(maps, cursor).order_by("note_id", "task_id")
-        window = list(ordered.values_list("pk", "note_id", "task_id")[:size])
+        ordered = _after(maps, cursor).order_by("note_id", "task_id").annotate(stored=stored, open=still_open)
+        window = list(ordered.values_list("pk", "note_id", "task_id", "stored", "open")[:size])
         if not window:
             return QueueResult(None, scanned, True, cursor, computed)
-        # By id alone: the window was read through the selection's joins (note, task,
-        # configuration), and repeating them made each of the next two queries plan a
-        # seven-table join.
-        in_window = RelevanceMap.objects.filter(pk__in=[w[0] for w in window])
-        computed += peakstore.ensure(in_window, selection.params)
-        pair = first_undecided(in_window, selection, reviewer)
+        missing = [w[0] for w in window if not w[3]]  # no valid stored peaks yet: computed first
+        if missing:
+            computed += peakstore.ensure(RelevanceMap.objects.filter(pk__in=missing), selection.params)
+            # By id alone: the window was read through the selection's joins (note, task,
+            # configuration), and repeating them made this query plan a seven-table join.
+            in_window = RelevanceMap.objects.filter(pk__in=[w[0] for w in window])
+            pair = first_undecided(in_window, selection, reviewer)
+        else:  # every peak was stored: the window's own answer
+            pair = next(((w[1], w[2]) for w in window if w[4]), None)
         if pair is not None:
             position = next(i for i, w in enumerate(window) if (w[1], w[2]) == pair)
             return QueueResult(pair, scanned + position + 1, False, pair, computed)
