@@ -8,8 +8,9 @@ compose serves it; prints one JSON object.
 What it starts, and stops at the end (also on an error or Ctrl-C):
 - a DEDICATED PostgreSQL database (default `dsm_bench_review_load` on 127.0.0.1, or
   --database-url), migrated and filled with --maps maps over --maps / 9 synthetic notes
-  (benchmarks.review_pages.insert_inputs: words and punctuation tokens, peaky scores), then
-  dropped (--keep keeps it);
+  (benchmarks.review_pages.insert_inputs: words and punctuation tokens, peaky scores) and
+  vacuumed and analyzed as autovacuum would have been before a ward starts, then dropped
+  (--keep keeps it);
 - the static files collected into a temporary STATIC_ROOT (the manifest storage of production);
 - gunicorn as compose runs it (`gunicorn webapp.wsgi:application`, gunicorn.conf.py, production
   settings: DEBUG off, whitenoise, SSL redirect and secure cookies on) on a free loopback port,
@@ -39,6 +40,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import multiprocessing
 import os
 import random
 import re
@@ -255,6 +257,7 @@ def run_load(server: Server, reviewers: list[Reviewer], corpus_id: int, query: d
     """All reviewers at once for WARMUP_S + duration seconds; figures over the last `duration`."""
     for r in reviewers:
         r.samples, r.decisions = [], 0
+    database = DatabaseCPU()  # a process of its own, started before the clock
     start = time.perf_counter()
     measured_from, until = start + WARMUP_S, start + WARMUP_S + duration
     threads = [
@@ -265,7 +268,7 @@ def run_load(server: Server, reviewers: list[Reviewer], corpus_id: int, query: d
     for t in threads:
         t.start()
     time.sleep(max(0.0, measured_from - time.perf_counter()))
-    cpu_server, cpu_client, database = server.cpu_seconds(), time.process_time(), DatabaseCPU()
+    cpu_server, cpu_client = server.cpu_seconds(), time.process_time()
     database.start()
     for t in threads:
         t.join(timeout=duration + WARMUP_S + REQUEST_TIMEOUT_S + 10)
@@ -298,50 +301,59 @@ def run_load(server: Server, reviewers: list[Reviewer], corpus_id: int, query: d
     }
 
 
+def postgres_cpu() -> dict[int, float]:
+    """{pid: user + system CPU seconds} of this machine's processes named postgres."""
+    ticks, out = os.sysconf("SC_CLK_TCK"), {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            head, rest = stat.read_text().rsplit(")", 1)
+        except OSError:
+            continue  # ended meanwhile
+        if head.split("(", 1)[1] == "postgres":
+            fields = rest.split()
+            out[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    return out
+
+
+def _sample_database_cpu(begin, stop, result) -> None:
+    """In a process of its own (reading /proc in the client's process took its GIL from the
+    reviewers and showed in their latencies): from `begin` to `stop`, the CPU seconds of the
+    PostgreSQL processes, sampled twice a second so that a backend ending meanwhile (the app's
+    connections are renewed every DB_CONN_MAX_AGE seconds) keeps what it used to its last sample."""
+    begin.wait()
+    first = postgres_cpu()
+    last = dict(first)
+    while True:
+        stopping = stop.wait(0.5)
+        for pid, cpu in postgres_cpu().items():
+            first.setdefault(pid, 0.0)  # born during the run: all of it counts
+            last[pid] = cpu
+        if stopping:
+            break
+    result.value = sum(last[pid] - first[pid] for pid in last)
+
+
 class DatabaseCPU:
-    """CPU seconds of this machine's PostgreSQL processes (named postgres) over a run, sampled
-    four times a second: a backend that ends during the run (the app's connections are renewed
-    every DB_CONN_MAX_AGE seconds) keeps what it used up to its last sample. The whole cluster's
-    processes: other work on it counts too; 0 when the database is on another machine."""
+    """The whole local cluster's CPU over a run (other work on it counts too; 0 when the
+    database is on another machine): `ready()` before the run's threads start, `start()` when
+    measuring begins, `stop()` -> seconds."""
 
     def __init__(self):
-        self._first: dict[int, float] = {}
-        self._last: dict[int, float] = {}
-        self._started = False
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    @staticmethod
-    def _sample() -> dict[int, float]:
-        ticks, out = os.sysconf("SC_CLK_TCK"), {}
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                head, rest = stat.read_text().rsplit(")", 1)
-            except OSError:
-                continue  # ended meanwhile
-            if head.split("(", 1)[1] == "postgres":
-                fields = rest.split()
-                out[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) / ticks
-        return out
-
-    def _run(self):
-        while not self._stop.wait(0.25):
-            for pid, cpu in self._sample().items():
-                self._first.setdefault(pid, 0.0)  # born during the run: all of it counts
-                self._last[pid] = cpu
+        context = multiprocessing.get_context("spawn")
+        self._begin, self._stop, self._result = context.Event(), context.Event(), context.Value("d", 0.0)
+        self._process = context.Process(
+            target=_sample_database_cpu, args=(self._begin, self._stop, self._result), daemon=True
+        )
+        self._process.start()
 
     def start(self) -> None:
-        self._first = self._sample()
-        self._last = dict(self._first)
-        self._thread.start()
+        self._begin.set()
 
     def stop(self) -> float:
+        self._begin.set()
         self._stop.set()
-        self._thread.join()
-        for pid, cpu in self._sample().items():
-            self._first.setdefault(pid, 0.0)
-            self._last[pid] = cpu
-        return sum(self._last[pid] - self._first[pid] for pid in self._last)
+        self._process.join(timeout=30)
+        return self._result.value
 
 
 def make_reviewers(n: int, objects: dict) -> list[Reviewer]:
@@ -363,6 +375,15 @@ def make_reviewers(n: int, objects: dict) -> list[Reviewer]:
         start = note_ids[(i * len(note_ids)) // n] - 1
         out.append(Reviewer(i, client.cookies["sessionid"].value, secrets.token_hex(16), f"{start}:0"))
     return out
+
+
+def vacuum_analyze() -> None:
+    """VACUUM ANALYZE the new database, as autovacuum would have done before a ward starts
+    reviewing a corpus imported and computed earlier (benchmarks/scale.py does the same)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
 
 
 def server_env(database_url: str, static_root: str, data_dir: str) -> dict:
@@ -420,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
             result["data"] = {k: objects[k] for k in ("notes", "maps", "mean_tokens_per_map")}
             result["data"]["build_s"] = round(time.perf_counter() - started, 1)
             reviewers = make_reviewers(max(args.reviewers, args.baseline_reviewers), objects)
+            started = time.perf_counter()
+            vacuum_analyze()
+            result["data"]["vacuum_analyze_s"] = round(time.perf_counter() - started, 1)
             env = server_env(args.database_url, f"{tmp}/static", tmp)
             subprocess.run(
                 [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True

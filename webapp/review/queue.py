@@ -10,12 +10,13 @@ Each request walks the maps after the cursor in windows read by the maps' unique
 first FIRST_BATCH maps, then BATCH at a time, each map read with whether its stored peaks are
 valid), at most SCAN maps a request. In a window, peaks come from the store
 (webapp.review.peakstore: computed once per map and peak setting, stale when the map is
-recomputed; the window's missing ones are computed and stored first), and one query finds the
-window's first pair with a stored peak that has no decision of this reviewer (an anti-join
-against PeakDecision's unique index); the window's query asks that of each map too, so once a
-window's peaks are stored, a request is one indexed query over it and computes nothing; its
-cost does not grow with the corpus or with what was reviewed. When SCAN maps were looked at without finding a pair, the
-page offers to continue from where the request stopped.
+recomputed; the window's missing ones are computed and stored first, with those of the next
+AHEAD maps), and one query finds the window's first pair with a stored peak that has no
+decision of this reviewer (an anti-join against PeakDecision's unique index); the window's
+query asks that of each map too, so once a window's peaks are stored, a request is one indexed
+query over it and computes nothing; its cost does not grow with the corpus or with what was
+reviewed. When SCAN maps were looked at
+without finding a pair, the page offers to continue from where the request stopped.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from webapp.review import peakstore
 FIRST_BATCH = 25  # the first window: nearly always holds the next pair
 BATCH = 500
 SCAN = 5_000
+# Peaks stored ahead of the cursor when a window lacks some: the window moves on by a pair or so
+# a request, and storing only what it lacked had nearly every request compute a map and write
+# a transaction (1-reviewer queue step ~28 ms at p50 instead of ~17).
+AHEAD = 200
 
 
 @dataclass(frozen=True)
@@ -80,9 +85,10 @@ def next_pair(
         window = list(ordered.values_list("pk", "note_id", "task_id", "stored", "open")[:size])
         if not window:
             return QueueResult(None, scanned, True, cursor, computed)
-        missing = [w[0] for w in window if not w[3]]  # no valid stored peaks yet: computed first
-        if missing:
-            computed += peakstore.ensure(RelevanceMap.objects.filter(pk__in=missing), selection.params)
+        if any(not w[3] for w in window):  # maps without valid stored peaks: computed first, and ahead
+            ahead = _after(maps, cursor).order_by("note_id", "task_id").values_list("pk", flat=True)
+            ahead = [*(w[0] for w in window), *ahead[len(window) : max(len(window), AHEAD)]]
+            computed += peakstore.ensure(RelevanceMap.objects.filter(pk__in=ahead), selection.params)
             # By id alone: the window was read through the selection's joins (note, task,
             # configuration), and repeating them made this query plan a seven-table join.
             in_window = RelevanceMap.objects.filter(pk__in=[w[0] for w in window])
