@@ -6,9 +6,10 @@ chunk holds them; `python -m benchmarks relevance`: 2 notes x 9 tasks, as the pa
   * baseline: written like lxt's README: fp32 model, parameters frozen, one prompt at a
     time, full logits for every position, backward from the top logit at the last one;
   * ours: `ml.relevance.compute_relevance(method="attnlrp")` with its defaults
-    (relevance dtype, logits_to_keep=1, length-bucketed batches, a note's prompts sharing
-    their prefix); with several tasks per note, also the same without the sharing
-    (share_prefix=False: the product path before it).
+    (relevance dtype, logits_to_keep=1, length-bucketed batches); with several tasks per
+    note, both with a note's prompts sharing their prefix ("shared_prefix") and without
+    ("product"), the headline figures being the device's default of the two ("default_path":
+    shared on the CPU, not on CUDA; ml.relevance.shares_prefix_by_default).
 The paths run interleaved, A B C C B A, `--rounds` times (default 2), so load that comes and goes
 falls on every path alike; "paths" holds each one's best and median (prompts/s, seconds) and
 its ratios to the baseline's best and median, "load_average" the 1-minute load before and

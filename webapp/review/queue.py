@@ -15,8 +15,8 @@ AHEAD maps), and one query finds the window's first pair with a stored peak that
 decision of this reviewer (an anti-join against PeakDecision's unique index); the window's
 query asks that of each map too, so once a window's peaks are stored, a request is one indexed
 query over it and computes nothing; its cost does not grow with the corpus or with what was
-reviewed. When SCAN maps were looked at
-without finding a pair, the page offers to continue from where the request stopped.
+reviewed. When SCAN maps were looked at without finding a pair, the page offers to continue
+from where the request stopped.
 """
 
 from __future__ import annotations

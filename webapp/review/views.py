@@ -160,14 +160,10 @@ def _after_change(request, note, outcome):
         messages.add_message(request, outcome.level, outcome.message)
         return redirect(_note_url(note, sel, window=window or None))
     panel = noteview.build_panel(note, sel, request.user, window=window)
-    if not request.htmx:
-        return render(
-            request, "review/note.html", _note_context(request, note, sel, panel, outcome), status=outcome.status
-        )
-    response = render(
-        request, "review/note.html#panel", _note_context(request, note, sel, panel, outcome), status=outcome.status
-    )
-    response["HX-Retarget"], response["HX-Reswap"] = "#note-panel", "outerHTML"
+    template = "review/note.html#panel" if request.htmx else "review/note.html"
+    response = render(request, template, _note_context(request, note, sel, panel, outcome), status=outcome.status)
+    if request.htmx:  # the panel, whatever element the form targeted
+        response["HX-Retarget"], response["HX-Reswap"] = "#note-panel", "outerHTML"
     return response
 
 
