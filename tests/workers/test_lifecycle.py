@@ -39,8 +39,19 @@ def test_a_worker_with_another_visibility_timeout_refuses_to_start(start_worker,
             start_worker("default")  # this one is configured with 8 s (tests/workers/conftest.py)
         assert "REFUSING TO START" in str(refused.value) and "3600" in str(refused.value)
         redis_broker.set(visibility.VISIBILITY_KEY, 8, ex=60)
-        start_worker("default")  # the same value: it starts and keeps announcing it
+        start_worker("default")  # the same value: it starts and renews the announcement at once
         assert int(redis_broker.get(visibility.VISIBILITY_KEY)) == 8
         assert redis_broker.ttl(visibility.VISIBILITY_KEY) > 60
+    finally:
+        redis_broker.delete(visibility.VISIBILITY_KEY)
+
+
+def test_a_worker_that_agrees_renews_the_announcement_before_its_sweeper_runs(redis_broker):
+    mine = visibility.configured()
+    redis_broker.set(visibility.VISIBILITY_KEY, mine, ex=5)  # live workers' value, about to expire
+    try:
+        visibility.check_or_refuse()
+        assert int(redis_broker.get(visibility.VISIBILITY_KEY)) == mine
+        assert redis_broker.ttl(visibility.VISIBILITY_KEY) > 5  # renewed to VISIBILITY_KEY_TTL
     finally:
         redis_broker.delete(visibility.VISIBILITY_KEY)

@@ -56,6 +56,9 @@ def check_or_refuse(app=None) -> None:
         )
         log.critical(message)
         raise VisibilityTimeoutMismatch(message)
+    # The value agrees: renew it now rather than at the sweeper's first round, which starts only
+    # once the worker is ready (a worker would otherwise join with the key about to expire).
+    client.set(VISIBILITY_KEY, mine, ex=VISIBILITY_KEY_TTL)
 
 
 def announce() -> None:
