@@ -4,13 +4,16 @@ compose serves it; prints one JSON object.
     python -m benchmarks review-load                        # 18,000 maps, 20 reviewers, 60 s
     python -m benchmarks review-load --reviewers 50 --duration 30 --workers 3 --threads 2
     python -m benchmarks review-load --smoke                # a few seconds: the test's run
+    python -m benchmarks review-load --stored-peaks         # a ward deep into its review
 
 What it starts, and stops at the end (also on an error or Ctrl-C):
 - a DEDICATED PostgreSQL database (default `dsm_bench_review_load` on 127.0.0.1, or
   --database-url), migrated and filled with --maps maps over --maps / 9 synthetic notes
   (benchmarks.review_pages.insert_inputs: words and punctuation tokens, peaky scores) and
   vacuumed and analyzed as autovacuum would have been before a ward starts, then dropped
-  (--keep keeps it);
+  (--keep keeps it); with --stored-peaks, every map's peaks are computed and stored under the
+  benchmark's profile first, as they are once a ward's review has gone through the corpus (the
+  queue's cost must not grow with them);
 - the static files collected into a temporary STATIC_ROOT (the manifest storage of production);
 - gunicorn as compose runs it (`gunicorn webapp.wsgi:application`, gunicorn.conf.py, production
   settings: DEBUG off, whitenoise, SSL redirect and secure cookies on) on a free loopback port,
@@ -377,6 +380,20 @@ def make_reviewers(n: int, objects: dict) -> list[Reviewer]:
     return out
 
 
+def store_every_maps_peaks(objects: dict) -> int:
+    """Compute and store the peaks of every map under the benchmark's profile (the store the
+    review fills as it goes); returns the maps stored."""
+    from webapp.pipeline.models import RelevanceMap
+    from webapp.review import peakstore
+
+    ids = list(RelevanceMap.objects.filter(note__corpus=objects["corpus"]).order_by("pk").values_list("pk", flat=True))
+    params = objects["profile"].params
+    return sum(
+        peakstore.ensure(RelevanceMap.objects.filter(pk__in=ids[i : i + 1_000]), params)
+        for i in range(0, len(ids), 1_000)
+    )
+
+
 def vacuum_analyze() -> None:
     """VACUUM ANALYZE the new database, as autovacuum would have done before a ward starts
     reviewing a corpus imported and computed earlier (benchmarks/scale.py does the same)."""
@@ -417,6 +434,9 @@ def main(argv: list[str] | None = None) -> int:
         help="a database this benchmark creates and drops",
     )
     parser.add_argument("--keep", action="store_true", help="keep the benchmark database")
+    parser.add_argument(
+        "--stored-peaks", action="store_true", help="store every map's peaks before the runs (a ward deep into review)"
+    )
     args = parser.parse_args(argv)
     if args.smoke:
         args.maps, args.reviewers, args.duration = 90, 2, 2.0
@@ -428,7 +448,8 @@ def main(argv: list[str] | None = None) -> int:
     use_new_database(args.database_url)
     server = None
     result: dict = {"settings": {k: getattr(args, k) for k in ("maps", "reviewers", "baseline_reviewers",
-                                                               "duration", "workers", "threads")}}  # fmt: skip
+                                                               "duration", "workers", "threads",
+                                                               "stored_peaks")}}  # fmt: skip
     try:
         with tempfile.TemporaryDirectory(prefix="dsm-review-load-") as tmp:
             from django.core.management import call_command
@@ -441,6 +462,10 @@ def main(argv: list[str] | None = None) -> int:
             result["data"] = {k: objects[k] for k in ("notes", "maps", "mean_tokens_per_map")}
             result["data"]["build_s"] = round(time.perf_counter() - started, 1)
             reviewers = make_reviewers(max(args.reviewers, args.baseline_reviewers), objects)
+            if args.stored_peaks:
+                started = time.perf_counter()
+                result["data"]["stored_peak_maps"] = store_every_maps_peaks(objects)
+                result["data"]["store_peaks_s"] = round(time.perf_counter() - started, 1)
             started = time.perf_counter()
             vacuum_analyze()
             result["data"]["vacuum_analyze_s"] = round(time.perf_counter() - started, 1)

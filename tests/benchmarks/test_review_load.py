@@ -1,6 +1,7 @@
-"""The review-load benchmark (--smoke): it builds its own database, serves the app under gunicorn
-with production settings, runs simulated reviewers through queue -> note -> decide, prints one
-JSON object, and leaves nothing running: no server, no database."""
+"""The review-load benchmark (--smoke, with every map's peaks stored first): it builds its own
+database, serves the app under gunicorn with production settings, runs simulated reviewers
+through queue -> note -> decide, prints one JSON object, and leaves nothing running: no server,
+no database."""
 
 import json
 import os
@@ -24,7 +25,7 @@ def test_the_smoke_run_reviews_without_errors_and_stops_everything_it_started():
     parsed = urlparse(url)
     bench_url = urlunparse(parsed._replace(path=f"/{parsed.path.lstrip('/')}_bench_review_load"))
     run = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "review-load", "--smoke", "--database-url", bench_url],
+        [sys.executable, "-m", "benchmarks", "review-load", "--smoke", "--stored-peaks", "--database-url", bench_url],
         cwd=ROOT,
         env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"},
         capture_output=True,
@@ -33,6 +34,7 @@ def test_the_smoke_run_reviews_without_errors_and_stops_everything_it_started():
     )
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads(run.stdout)
+    assert result["data"]["stored_peak_maps"] == result["data"]["maps"] == 90  # every map's peaks, before the runs
     for name, reviewers in (("baseline", 1), ("load", 2)):
         figures = result[name]
         assert figures["reviewers"] == reviewers and figures["errors"] == 0, figures["errors_by_kind"]

@@ -14,16 +14,17 @@ recomputed; the window's missing ones are computed and stored first, with those 
 AHEAD maps), and one query finds the window's first pair with a stored peak that has no
 decision of this reviewer (an anti-join against PeakDecision's unique index); the window's
 query asks that of each map too, so once a window's peaks are stored, a request is one indexed
-query over it and computes nothing; its cost does not grow with the corpus or with what was
-reviewed. When SCAN maps were looked at without finding a pair, the page offers to continue
-from where the request stopped.
+query over it and computes nothing. Both questions are scalar subqueries
+(peakstore.first_of), looked up by index for the window's maps only, so the cost does not grow
+with the corpus, with the peaks stored or with what was reviewed. When SCAN maps were looked at
+without finding a pair, the page offers to continue from where the request stopped.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Exists, Q
+from django.db.models import Exists, Q, Subquery
 
 from webapp.pipeline.models import RelevanceMap
 from webapp.review import peakstore
@@ -59,25 +60,26 @@ def _after(maps, cursor):
     return maps.filter(Q(note_id__gt=cursor[0]) | Q(note_id=cursor[0], task_id__gt=cursor[1]), note_id__gte=cursor[0])
 
 
-def _open(selection, reviewer) -> Exists:
-    """Whether the outer map's valid stored peaks hold one the reviewer has not decided."""
+def _open(selection, reviewer) -> Subquery:
+    """A valid stored peaks row of the outer map holding a peak the reviewer has not decided
+    (NULL when none)."""
     key = peakstore.params_key(selection.params)
     open_peaks = peakstore.valid(key).filter(fits=True, n_peaks__gt=0)
-    return Exists(open_peaks.filter(Exists(peakstore.undecided_by(reviewer, selection))))
+    return peakstore.first_of(open_peaks.filter(Exists(peakstore.undecided_by(reviewer, selection))))
 
 
 def first_undecided(maps, selection, reviewer):
     """The first (note, task) of `maps` whose stored peaks hold one the reviewer has not decided."""
-    return (
-        maps.filter(_open(selection, reviewer)).order_by("note_id", "task_id").values_list("note_id", "task_id").first()
-    )
+    open_maps = maps.annotate(open=_open(selection, reviewer)).filter(open__isnull=False)
+    return open_maps.order_by("note_id", "task_id").values_list("note_id", "task_id").first()
 
 
 def next_pair(
     corpus, selection, reviewer, after: tuple[int, int] | None = None, *, scan: int = SCAN, batch: int = BATCH
 ) -> QueueResult:
     maps = selection_maps(corpus, selection)
-    stored, still_open = Exists(peakstore.valid(peakstore.params_key(selection.params))), _open(selection, reviewer)
+    stored = peakstore.first_of(peakstore.valid(peakstore.params_key(selection.params)))
+    still_open = _open(selection, reviewer)
     cursor, scanned, computed = after, 0, 0
     while scanned < scan:
         size = min(batch, FIRST_BATCH if scanned == 0 else batch, scan - scanned)
@@ -85,7 +87,7 @@ def next_pair(
         window = list(ordered.values_list("pk", "note_id", "task_id", "stored", "open")[:size])
         if not window:
             return QueueResult(None, scanned, True, cursor, computed)
-        if any(not w[3] for w in window):  # maps without valid stored peaks: computed first, and ahead
+        if any(w[3] is None for w in window):  # maps without valid stored peaks: computed first, and ahead
             ahead = _after(maps, cursor).order_by("note_id", "task_id").values_list("pk", flat=True)
             ahead = [*(w[0] for w in window), *ahead[len(window) : max(len(window), AHEAD)]]
             computed += peakstore.ensure(RelevanceMap.objects.filter(pk__in=ahead), selection.params)
@@ -94,7 +96,7 @@ def next_pair(
             in_window = RelevanceMap.objects.filter(pk__in=[w[0] for w in window])
             pair = first_undecided(in_window, selection, reviewer)
         else:  # every peak was stored: the window's own answer
-            pair = next(((w[1], w[2]) for w in window if w[4]), None)
+            pair = next(((w[1], w[2]) for w in window if w[4] is not None), None)
         if pair is not None:
             position = next(i for i, w in enumerate(window) if (w[1], w[2]) == pair)
             return QueueResult(pair, scanned + position + 1, False, pair, computed)

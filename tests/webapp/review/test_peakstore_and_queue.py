@@ -6,6 +6,8 @@ import random
 
 import numpy as np
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from ml.peaks import peaks_of_rows
 from webapp.corpus.models import Note
@@ -138,3 +140,32 @@ def test_a_recomputed_map_makes_its_stored_peaks_stale_and_they_are_recomputed(
     assert [list(s) for s in spans] == computed(m.get(), sel.params) != before
     assert stored(m.get(), sel.params).spans == computed(m.get(), sel.params)
     assert MapPeaks.objects.filter(map=m.get()).count() == 1
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the plan asked of is PostgreSQL's")
+@pytest.mark.parametrize("window", [queue.FIRST_BATCH, queue.BATCH])
+def test_the_window_query_reads_each_maps_stored_peaks_by_index_however_many_are_stored(
+    window, db, clinician, monkeypatch
+):
+    """With every map's peaks stored, the queue's window must still look up its own maps' rows:
+    asked as EXISTS, PostgreSQL hashed the whole store for each request (chosen for every map the
+    selection could return), so a ward's queue step slowed as its review went on."""
+    from benchmarks.review_pages import insert_inputs
+
+    objects = insert_inputs(3_000, seed=0)
+    profile = objects["profile"]
+    sel = Selection(None, objects["model"], "attnlrp", "en", profile, profile.params)
+    maps = queue.selection_maps(objects["corpus"], sel)
+    assert peakstore.ensure(maps, sel.params) == 3_000
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE review_mappeaks")
+        cursor.execute("ANALYZE review_storedpeak")
+    monkeypatch.setattr(queue, "FIRST_BATCH", window)
+    with CaptureQueriesContext(connection) as captured:
+        assert queue.next_pair(objects["corpus"], sel, clinician).pair is not None
+    (sql,) = [q["sql"] for q in captured.captured_queries if "review_storedpeak" in q["sql"]]
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + sql)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "hashed SubPlan" not in plan and "Seq Scan on review_mappeaks" not in plan, plan
+    assert "Seq Scan on review_storedpeak" not in plan, plan
