@@ -73,6 +73,17 @@ def database_exists(url: str) -> bool:
         return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is not None
 
 
+def serve_pages_as_the_tests_do() -> None:
+    """Plain HTTP and static files from the source folders (the test settings), so an in-process
+    test client sees exactly the pages a server would render, without HTTPS redirects or a manifest.
+
+    A benchmark's main() calls this, never its import: tests import benchmarks' helpers, and an
+    environment changed at import leaks into every later test of that process and the servers
+    it starts (an ALLOWED_HOSTS without 127.0.0.1 made the demo answer 400)."""
+    os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+    os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
+
+
 def use_new_database(url: str) -> None:
     """Create the benchmark's database, point Django at it and set Django up (migrate is the
     caller's: some benchmarks time it)."""

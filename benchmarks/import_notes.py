@@ -25,7 +25,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 from benchmarks.machine import describe  # noqa: E402
 from benchmarks.projects import default_project  # noqa: E402
@@ -145,6 +144,7 @@ def main() -> None:
 
     import django
 
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
     django.setup()
     from django.db import connection
 

@@ -46,11 +46,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-# Plain HTTP and static files from the source folders (the test settings), as benchmarks/review_pages.py.
-os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
-os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
 
-from benchmarks.database import PeakRss, database_for, drop_database, rss_mb, use_new_database  # noqa: E402
+from benchmarks.database import (  # noqa: E402
+    PeakRss,
+    database_for,
+    drop_database,
+    rss_mb,
+    serve_pages_as_the_tests_do,
+    use_new_database,
+)
 from benchmarks.machine import describe  # noqa: E402
 from benchmarks.projects import default_project, member  # noqa: E402
 
@@ -226,6 +230,7 @@ def pages(client, objects, requests: int) -> dict:
 
 
 def main() -> None:
+    serve_pages_as_the_tests_do()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chars", type=int, default=None, help="note length (default IMPORT_MAX_NOTE_CHARS)")
     parser.add_argument("--context", type=int, default=8_192, help="tokens of the cut map (default 8192)")

@@ -48,12 +48,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-# Plain HTTP and static files from the source folders (the test settings), so the in-process test
-# client sees exactly the pages a server would render, without HTTPS redirects or a manifest.
-os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
-os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
 
-from benchmarks.database import PeakRss, database_for, drop_database, rss_mb, use_new_database  # noqa: E402
+from benchmarks.database import (  # noqa: E402
+    PeakRss,
+    database_for,
+    drop_database,
+    rss_mb,
+    serve_pages_as_the_tests_do,
+    use_new_database,
+)
 from benchmarks.machine import describe  # noqa: E402
 from benchmarks.projects import default_project, member  # noqa: E402
 
@@ -412,6 +415,7 @@ def baseline_preview(objects, requests: int) -> dict:
 
 
 def main() -> None:
+    serve_pages_as_the_tests_do()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("n", type=int, nargs="?", default=100_000, help="number of maps (default 100000)")
     parser.add_argument("--note-tokens", type=int, default=1_000)

@@ -69,15 +69,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-# Plain HTTP and static files from the source folders (the test settings), as benchmarks/review_pages.py.
-os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
-os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
 
 from benchmarks.database import (  # noqa: E402
     PeakRss,
     database_exists,
     database_for,
     drop_database,
+    serve_pages_as_the_tests_do,
     use_database,
     use_new_database,
 )
@@ -622,6 +620,7 @@ def forget_earlier_runs(corpus) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    serve_pages_as_the_tests_do()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--notes", type=int, default=200_000, help="notes in the corpus (default 200000)")
     parser.add_argument("--maps", type=int, default=100_000, help="relevance maps, 9 a note (default 100000)")
