@@ -57,6 +57,7 @@ from webapp.lib.import_sources import (
     read_notes,
 )
 from webapp.lib.input_files import input_size, name_mismatch, sniff, unzip_brat
+from webapp.lib.postgres_copy import copy_rows
 from webapp.lib.validators import hidden_character, label_problems, printable, span_problems
 from webapp.projects.models import Project, ProjectNotChosen, resolve_project
 
@@ -500,7 +501,7 @@ def _insert_notes(corpus, items):
             (corpus.pk, rec.external_id, rec.text, digest, json.dumps(rec.metadata, ensure_ascii=False), now)
             for rec, digest in items
         )
-        _copy(Note, ["corpus_id", "external_id", "text", "content_hash", "metadata", "created"], rows)
+        copy_rows(Note, ["corpus_id", "external_id", "text", "content_hash", "metadata", "created"], rows)
     else:
         Note.objects.bulk_create(
             [
@@ -662,7 +663,7 @@ def _insert_annotations(annotations):
         rows = (
             (a.note_id, a.task_id, a.label, json.dumps(a.evidence), None, a.annotator_name, now) for a in annotations
         )
-        _copy(
+        copy_rows(
             Annotation, ["note_id", "task_id", "label", "evidence", "annotator_id", "annotator_name", "created"], rows
         )
     else:
@@ -672,16 +673,6 @@ def _insert_annotations(annotations):
 
 
 # --- shared ---------------------------------------------------------------------------------
-
-
-def _copy(model, columns: list[str], rows: Iterable[tuple]) -> None:
-    """Stream rows into the model's table with PostgreSQL COPY (psycopg 3). Triggers and constraints apply."""
-    table = connection.ops.quote_name(model._meta.db_table)
-    names = ", ".join(connection.ops.quote_name(c) for c in columns)
-    with connection.cursor() as cursor, connection.wrap_database_errors:  # psycopg's errors as Django's
-        with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
 
 
 def _write_pass(

@@ -57,6 +57,7 @@ examples after its claim, and no older attempt writes after that.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -74,6 +75,7 @@ from webapp.datasets.models import DatasetVersion, MaskedExample
 from webapp.datasets.stats import SharedPeaks
 from webapp.lib.disk import disk_full
 from webapp.lib.planner_stats import refresh_planner_stats
+from webapp.lib.postgres_copy import copy_rows
 from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import Heartbeat
 from webapp.pipeline.models import MapConfiguration, MixedConfigurations, RelevanceMap, resolve_config_key
@@ -476,22 +478,14 @@ class _Writer:
             if not units.owned(self.dataset).select_for_update().exists():
                 raise _Stopped
             if connection.vendor == "postgresql":
-                self._copy()
+                # tasks, a JSON column, goes to COPY as its JSON text
+                copy_rows(MaskedExample, list(self.COLUMNS), ((*r[:2], json.dumps(r[2]), *r[3:]) for r in self.rows))
             else:
                 MaskedExample.objects.bulk_create(
                     [MaskedExample(**dict(zip(self.COLUMNS, row))) for row in self.rows],
                     batch_size=500,
                 )
         self.rows.clear()
-
-    def _copy(self) -> None:
-        import json
-
-        table = MaskedExample._meta.db_table
-        sql = f"COPY {table} ({', '.join(self.COLUMNS)}) FROM STDIN"
-        with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
-            for row in self.rows:
-                copy.write_row((*row[:2], json.dumps(row[2]), *row[3:]))
 
 
 class _Tally:
