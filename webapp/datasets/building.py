@@ -479,7 +479,7 @@ class _Writer:
                 raise _Stopped
             if connection.vendor == "postgresql":
                 # tasks, a JSON column, goes to COPY as its JSON text
-                copy_rows(MaskedExample, list(self.COLUMNS), ((*r[:2], json.dumps(r[2]), *r[3:]) for r in self.rows))
+                copy_rows(MaskedExample, self.COLUMNS, ((*r[:2], json.dumps(r[2]), *r[3:]) for r in self.rows))
             else:
                 MaskedExample.objects.bulk_create(
                     [MaskedExample(**dict(zip(self.COLUMNS, row))) for row in self.rows],

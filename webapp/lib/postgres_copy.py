@@ -10,12 +10,12 @@ error wrapper translates them, as for every query Django runs itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from django.db import connection
 
 
-def copy_rows(model, columns: list[str], rows: Iterable[tuple]) -> None:
+def copy_rows(model, columns: Sequence[str], rows: Iterable[tuple]) -> None:
     """COPY `rows` (tuples in the order of `columns`) into the model's table, inside the caller's
     transaction. A database error is raised as Django's class (OperationalError, DataError, ...)."""
     table = connection.ops.quote_name(model._meta.db_table)

@@ -17,11 +17,20 @@ def rows(*names):
     return [(name, name.lower(), "", timezone.now()) for name in names]
 
 
+class Undone(Exception):
+    pass
+
+
 @pytest.mark.django_db
-def test_rows_are_written_in_the_callers_transaction():
+def test_rows_are_written_in_the_callers_transaction_and_undone_with_it():
     with transaction.atomic():
         copy_rows(Project, COLUMNS, rows("Cardiology", "Oncology"))
-    assert set(Project.objects.values_list("slug", flat=True)) >= {"cardiology", "oncology"}
+    with pytest.raises(Undone), transaction.atomic():
+        copy_rows(Project, COLUMNS, rows("Geriatrics"))
+        assert Project.objects.filter(slug="geriatrics").exists()  # visible inside the transaction
+        raise Undone
+    slugs = set(Project.objects.values_list("slug", flat=True))
+    assert {"cardiology", "oncology"} <= slugs and "geriatrics" not in slugs
 
 
 @pytest.mark.django_db
@@ -32,9 +41,10 @@ def test_a_value_the_column_refuses_is_djangos_data_error():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_server_ending_the_session_mid_copy_is_a_temporary_problem():
-    """What pg_terminate_backend (an admin, a failover, a restart) does to a worker mid-build:
-    psycopg raises AdminShutdown, which must reach the task as django.db.OperationalError."""
+def test_a_session_the_server_ended_is_a_temporary_problem_for_copy():
+    """A worker's session ended by the server (pg_terminate_backend: an admin, a failover, a
+    restart) between its queries: its next COPY must fail as django.db.OperationalError, the class
+    the retry policy knows, not as psycopg's own error."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pid = cursor.fetchone()[0]
