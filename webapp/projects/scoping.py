@@ -9,11 +9,17 @@ through `visible_to` or `get_or_404`, so:
 
 - another project's object is a 404 (its existence is not disclosed);
 - an object of the user's own project that their role may not act on is a 403.
+
+People are no project's rows, but a form that names one by id (a round's reviewer) resolves it
+through `member_or_404`: a user who is not a member of the project is an unknown id, so no pk
+answers with another project's username.
 """
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import models
 from django.db.models import Q
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from webapp.accounts.roles import Capability, has_capability, projects_with, require
@@ -64,3 +70,27 @@ def get_or_404(user, queryset, capability: Capability = Capability.VIEW, **looku
     if capability != Capability.VIEW:
         require(user, capability, project_id_of(obj))
     return obj
+
+
+def members_of(project_id: int):
+    """The active users with a membership (any role) in the project."""
+    from webapp.projects.models import Membership  # the models' module imports this one
+
+    members = Membership.objects.filter(project_id=project_id).values("user")
+    return get_user_model().objects.filter(is_active=True, pk__in=members)
+
+
+def member_or_404(project_id: int, user_id, *, also=None):
+    """The member of the project whose id is `user_id` (a value from a form: text or a number), or
+    a user of `also` (a queryset of users the form may still name, e.g. reviewers of a round who
+    have left the project); else 404, as for an id that does not exist."""
+    try:
+        pk = int(user_id)
+    except (TypeError, ValueError):
+        raise Http404("No such user.") from None
+    found = members_of(project_id).filter(pk=pk).first()
+    if found is None and also is not None:
+        found = also.filter(pk=pk).first()
+    if found is None:
+        raise Http404("No such user.")
+    return found

@@ -9,12 +9,13 @@ Retiring a validation set (its notes go back to dataset builds) is a research de
 (researchers, admins), or the clinician who drew the set.
 """
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 
 from webapp.accounts.roles import Capability, has_capability
 from webapp.corpus.models import Corpus, Note
-from webapp.projects.scoping import get_or_404
-from webapp.review.models import ReviewRound, ValidationSet
+from webapp.projects.scoping import get_or_404, member_or_404
+from webapp.review.models import ReviewRound, RoundReviewer, ValidationSet
 
 TUNE = (Capability.REVIEW, Capability.LAUNCH)
 
@@ -79,3 +80,10 @@ def round_for(user, round_id: int, capability: Capability = Capability.VIEW) -> 
 def round_corpus_for(user, corpus_id: int) -> Corpus:
     """The corpus a researcher (LAUNCH) creates a round over."""
     return get_or_404(user, Corpus.objects.all(), Capability.LAUNCH, pk=corpus_id)
+
+
+def round_reviewer_for(rnd: ReviewRound, user_id):
+    """The person a round's reviewer form names: a member of the round's project, or one of the
+    round's reviewers (to take off someone who has left the project); any other id is a 404."""
+    reviewers = RoundReviewer.objects.filter(round=rnd).values("reviewer")
+    return member_or_404(rnd.corpus.project_id, user_id, also=get_user_model().objects.filter(pk__in=reviewers))

@@ -5,9 +5,8 @@ an access helper (403/404), one domain call, render or redirect."""
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.http import StreamingHttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
@@ -113,9 +112,10 @@ def note_url(rnd, pair) -> str:
 
 @require_POST
 def round_reviewer(request, round_id):
-    """Add or remove a reviewer (LAUNCH)."""
+    """Add or remove a reviewer (LAUNCH); the reviewer is named by id, and an id outside the
+    round's project is unknown (404): no username of another project is ever printed."""
     rnd = access.round_for(request.user, round_id, Capability.LAUNCH)
-    user = get_object_or_404(get_user_model(), pk=request.POST.get("reviewer") or 0)
+    user = access.round_reviewer_for(rnd, request.POST.get("reviewer"))
     try:
         if request.POST.get("action") == "remove":
             returned = rounds.remove_reviewer(rnd, user, actor=request.user)
