@@ -47,10 +47,12 @@ def task_summaries(user) -> list[TaskSummary]:
     return [TaskSummary(t, t.counted) for t in tasks.annotate(counted=Count("peak_decisions"))]
 
 
-def task_groups() -> list[tuple[str, int, int]]:
-    """(group, tasks, held-out tasks), sorted by group name."""
+def task_groups(user) -> list[tuple[str, int, int]]:
+    """(group, tasks, held-out tasks) of the tasks the user may see (the catalog, their projects'
+    own), sorted by group name."""
     rows = (
-        Task.objects.order_by("group")
+        Task.objects.visible_to(user)
+        .order_by("group")
         .values("group")
         .annotate(n=Count("id"), held_out=Count("id", filter=Q(held_out=True)))
     )

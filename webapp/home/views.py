@@ -27,7 +27,7 @@ def home(request):
         {
             "nav": "home",
             "corpora": corpus_summaries(request.user),
-            "task_groups": task_groups(),
+            "task_groups": task_groups(request.user),
             "activity": activity[:12],
             # A clinician (reviews, launches nothing) is led straight to the notes waiting for review.
             "review_queue": waiting_for(request.user) if _reviews_only(request.user) else None,

@@ -21,6 +21,8 @@ class ExportForm(forms.Form):
     )
     decisions = forms.BooleanField(required=False, label="Review decisions and adjudications")
 
-    def __init__(self, *args, user, **kwargs):
+    def __init__(self, *args, project_id: int, **kwargs):
+        """`project_id`: the corpus's; base models and the project's own are offered (not another
+        project's, even to a member of both: a page of A names nothing of B)."""
         super().__init__(*args, **kwargs)
-        self.fields["peaks"].queryset = ModelVersion.objects.visible_to(user)  # base models and the user's projects'
+        self.fields["peaks"].queryset = ModelVersion.objects.of_project(project_id)

@@ -18,7 +18,8 @@ from webapp.interchange.forms import ExportForm
 
 def export(request, corpus_id):
     corpus = corpus_for(request.user, corpus_id, Capability.EXPORT)
-    form = ExportForm(request.GET if "format" in request.GET else None, initial={"gold": True}, user=request.user)
+    query = request.GET if "format" in request.GET else None
+    form = ExportForm(query, initial={"gold": True}, project_id=corpus.project_id)
     if form.is_bound and form.is_valid():
         data = form.cleaned_data
         model, profile = data["peaks"], data["profile"]

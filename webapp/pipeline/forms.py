@@ -122,7 +122,8 @@ class LaunchForm(ScopedChoicesForm, forms.Form):
         # the catalog's size, not the paper's (136): imported catalogs differ
         self.fields["sample_k"].help_text = (
             f"Random tasks per note, drawn from the pool (none chosen: the "
-            f"{Task.objects.active().count()} tasks in the catalog); the paper samples 9"
+            f"{Task.objects.visible_to(self.user).active().count()} tasks of the catalog and your projects); "
+            "the paper samples 9"
         )
 
     def clean_external_ids(self):

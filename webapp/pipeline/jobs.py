@@ -57,7 +57,8 @@ class JobError(Exception):
 
 @dataclass
 class JobSpec:
-    """What a researcher asks for. `tasks` is the pool (empty: every task in the catalog)."""
+    """What a researcher asks for. `tasks` is the pool (empty: every task of the catalog and of the
+    corpus's project)."""
 
     corpus: Corpus
     model_version: ModelVersion
@@ -79,7 +80,7 @@ class JobSpec:
     def task_pool(self) -> list[Task]:
         if self.tasks:
             return sorted(self.tasks, key=lambda t: t.slug)
-        pool = Task.objects.active().order_by("slug")
+        pool = Task.objects.of_project(self.corpus.project_id).active().order_by("slug")  # never another's
         return list(pool if self.include_held_out else pool.filter(held_out=False))
 
     def config(self) -> RelevanceConfig:

@@ -30,6 +30,11 @@ class ProjectScopedQuerySet(models.QuerySet):
         """The rows of the projects where `user` has `capability` (and shared rows)."""
         return self.filter(scope_filter(self.model, user, capability))
 
+    def of_project(self, project_id: int):
+        """The rows of one project and the shared rows: the choices a page of that project offers,
+        whoever looks (a member of several projects sees on A's pages only A's and shared rows)."""
+        return self.filter(project_filter(self.model, project_id))
+
 
 def scope_filter(model, user, capability: Capability = Capability.VIEW) -> Q:
     project_ids = projects_with(user, capability)
@@ -40,6 +45,16 @@ def scope_filter(model, user, capability: Capability = Capability.VIEW) -> Q:
         condition |= Q(**{f"{path}__in": project_ids})
     shared = getattr(model, "shared_when", None)
     if shared and has_capability(user, capability):
+        condition |= Q(**shared)
+    return condition
+
+
+def project_filter(model, project_id: int) -> Q:
+    condition = Q(pk__in=[])
+    for path in model.project_paths:
+        condition |= Q(**{path: project_id})
+    shared = getattr(model, "shared_when", None)
+    if shared:
         condition |= Q(**shared)
     return condition
 

@@ -37,7 +37,8 @@ def submit(note, form, reviewer) -> Outcome:
         problems = "; ".join(m for errors in form.errors.values() for m in errors)
         return Outcome(f"Nothing was saved: {problems}", messages.ERROR, 400)
     data = form.cleaned_data
-    task, model = catalog.task(data["task"]), catalog.model_version(data["model"])
+    project_id = note.corpus.project_id  # another project's task or model is an unknown id
+    task, model = catalog.task(data["task"], project_id), catalog.model_version(data["model"], project_id)
     profile = catalog.profile(data["profile"]) if data.get("profile") else None
     if task is None or model is None:
         return Outcome("Nothing was saved: unknown task or model version.", messages.ERROR, 400)

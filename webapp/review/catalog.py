@@ -1,6 +1,10 @@
 """What a review page's selection chooses from, kept by each process for a few seconds: model
 versions, tasks, peak profiles, and a corpus's relevance jobs' templates and configurations.
 
+Model versions and tasks are kept per project (the corpus's): a page of project A offers base
+models, catalog tasks and A's own, never B's trained models or tasks, whoever looks; a lookup by id
+of B's row answers None, as an unknown id does (webapp.projects.scoping `of_project`).
+
 Every review request asked the database for these (seven queries for the queue, four for a
 note), and they change seldom. A process keeps what it read for settings.REVIEW_CATALOG_SECONDS
 (default 10; 0 turns the copy off). Invalidation:
@@ -54,34 +58,44 @@ def clear(*_args, **_kwargs) -> None:
         _kept.clear()
 
 
-def model_versions() -> list[ModelVersion]:
-    return remembered(("models",), lambda: list(ModelVersion.objects.order_by("name")))
+def model_versions(project_id: int) -> list[ModelVersion]:
+    """The model versions a page of the project offers: base models and the project's own."""
+    return remembered(
+        ("models", project_id), lambda: list(ModelVersion.objects.of_project(project_id).order_by("name"))
+    )
 
 
-def model_version(pk: int) -> ModelVersion | None:
-    found = next((m for m in model_versions() if m.pk == pk), None)
-    return found if found is not None else ModelVersion.objects.filter(pk=pk).first()
-
-
-def active_tasks() -> list[Task]:
-    return remembered(("tasks",), lambda: list(Task.objects.active().order_by("slug")))
-
-
-def task(pk: int | None) -> Task | None:
-    """The task `pk`, active or retired; None when there is none."""
+def model_version(pk: int | None, project_id: int) -> ModelVersion | None:
+    """The model version `pk` if the project may use it; None otherwise, as for an unknown id."""
     if pk is None:
         return None
-    found = next((t for t in active_tasks() if t.pk == pk), None)
-    return found if found is not None else Task.objects.filter(pk=pk).first()
+    found = next((m for m in model_versions(project_id) if m.pk == pk), None)
+    return found if found is not None else ModelVersion.objects.of_project(project_id).filter(pk=pk).first()
 
 
-def tasks(pks) -> list[Task]:
-    """The tasks of `pks`, by slug (retired ones included)."""
+def active_tasks(project_id: int) -> list[Task]:
+    """The tasks a page of the project offers: the catalog's and the project's own, not retired."""
+    return remembered(
+        ("tasks", project_id), lambda: list(Task.objects.of_project(project_id).active().order_by("slug"))
+    )
+
+
+def task(pk: int | None, project_id: int) -> Task | None:
+    """The task `pk` of the project or the catalog, active or retired; None when there is none (or
+    it is another project's)."""
+    if pk is None:
+        return None
+    found = next((t for t in active_tasks(project_id) if t.pk == pk), None)
+    return found if found is not None else Task.objects.of_project(project_id).filter(pk=pk).first()
+
+
+def tasks(pks, project_id: int) -> list[Task]:
+    """The tasks of `pks` the project may see, by slug (retired ones included)."""
     wanted = set(pks)
-    found = [t for t in active_tasks() if t.pk in wanted]
+    found = [t for t in active_tasks(project_id) if t.pk in wanted]
     missing = wanted - {t.pk for t in found}
     if missing:
-        found += list(Task.objects.filter(pk__in=missing))
+        found += list(Task.objects.of_project(project_id).filter(pk__in=missing))
     return sorted(found, key=lambda t: t.slug)
 
 

@@ -340,12 +340,13 @@ def per_task_changes(gold_a: list[float], gold_b: list[float], task_ids: list[in
     return out
 
 
-def partner_for(model: ModelVersion | None) -> ModelVersion | None:
-    """The model version a comparison with `model` most likely wants: its latest child (the DSM
-    model trained from it), else its parent."""
+def partner_for(model: ModelVersion | None, project_id: int) -> ModelVersion | None:
+    """The model version a comparison with `model` most likely wants: its latest child of the
+    project (the DSM model trained from it; never another project's), else its parent."""
     if model is None:
         return None
-    return ModelVersion.objects.filter(parent=model).order_by("-created", "-pk").first() or model.parent
+    children = ModelVersion.objects.of_project(project_id).filter(parent=model)
+    return children.order_by("-created", "-pk").first() or model.parent
 
 
 def _change(gold_a, gold_b, *, ratio: bool = False) -> Change:

@@ -231,13 +231,15 @@ class RoundForm(forms.Form):
         required=False, widget=forms.Textarea(attrs={"rows": 4}), help_text="Markdown, shown on every page of the round"
     )
 
-    def __init__(self, *args, reviewers=(), **kwargs):
+    def __init__(self, *args, project_id: int, reviewers=(), **kwargs):
+        """`project_id`: the corpus's project; its own tasks and the catalog's are offered, so
+        another project's task id is an unknown choice."""
         from django.contrib.auth import get_user_model
 
         from webapp.corpus.models import Task
 
         super().__init__(*args, **kwargs)
-        self.fields["tasks"].queryset = Task.objects.filter(retired=False).order_by("description")
+        self.fields["tasks"].queryset = Task.objects.of_project(project_id).active().order_by("description")
         self.fields["reviewers"].queryset = get_user_model().objects.filter(pk__in=[r.pk for r in reviewers])
         self.fields["reviewers"].queryset = self.fields["reviewers"].queryset.order_by("username")
 

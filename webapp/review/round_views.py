@@ -25,7 +25,8 @@ def round_list(request, corpus_id):
     form = None
     if request.method == "POST":
         corpus = access.round_corpus_for(request.user, corpus_id)
-        form = RoundForm(request.POST, reviewers=rounds.reviewer_candidates(corpus.project_id))
+        project_id = corpus.project_id
+        form = RoundForm(request.POST, project_id=project_id, reviewers=rounds.reviewer_candidates(project_id))
         if form.is_valid():
             data = form.cleaned_data
             try:
@@ -51,7 +52,9 @@ def round_list(request, corpus_id):
                 return redirect("review:round", rnd.pk)
     elif can_create:
         form = RoundForm(
-            initial={"name": f"{corpus.name} round"}, reviewers=rounds.reviewer_candidates(corpus.project_id)
+            initial={"name": f"{corpus.name} round"},
+            project_id=corpus.project_id,
+            reviewers=rounds.reviewer_candidates(corpus.project_id),
         )
     context = {
         "nav": "review",

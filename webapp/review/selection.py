@@ -126,16 +126,17 @@ def for_note(note, query) -> Selection:
         .values_list("task_id", "model_version_id", "config__method", "config__template", "config__config_key")
         .distinct()
     )
+    project_id = note.corpus.project_id
     model_ids = {c[1] for c in combos}
-    models = [m for m in catalog.model_versions() if m.pk in model_ids]
+    models = [m for m in catalog.model_versions(project_id) if m.pk in model_ids]
     if len(models) < len(model_ids):  # a model version newer than this process's copy
-        models = list(ModelVersion.objects.filter(pk__in=model_ids).order_by("name"))
+        models = list(ModelVersion.objects.of_project(project_id).filter(pk__in=model_ids).order_by("name"))
     by_pk = {m.pk: m for m in models}
     wanted = _int(query.get("model"))
     default = next((m for m in models if m.is_default), models[0] if models else None)
     model = by_pk.get(wanted, default)
     if wanted is not None and wanted not in by_pk:
-        model = ModelVersion.objects.filter(pk=wanted).first() or default
+        model = catalog.model_version(wanted, project_id) or default
     of_model = [c for c in combos if model and c[1] == model.pk]
     methods = sorted({c[2] for c in of_model})
     method = (
@@ -153,11 +154,11 @@ def for_note(note, query) -> Selection:
     keys = sorted({c[4] for c in of_model if c[2] == method and c[3] == template}, key=lambda k: (k != default_key, k))
     config = query.get("config") if query.get("config") in keys else (keys[0] if keys else default_key)
     task_ids = sorted({c[0] for c in of_model if c[2] == method and c[3] == template and c[4] == config})
-    tasks = catalog.tasks(task_ids)
+    tasks = catalog.tasks(task_ids, project_id)
     wanted_task = _int(query.get("task"))
     task = next((t for t in tasks if t.pk == wanted_task), None)
     if task is None and wanted_task is not None:
-        task = catalog.task(wanted_task)
+        task = catalog.task(wanted_task, project_id)
     if task is None and tasks:
         task = tasks[0]
     profile = _profile(query, errors)
@@ -181,7 +182,7 @@ def for_note(note, query) -> Selection:
 def for_corpus(corpus, query) -> Selection:
     """The selection of a corpus-level page (browser, queue, preview, validation)."""
     errors: list[str] = []
-    models = catalog.model_versions()
+    models = catalog.model_versions(corpus.project_id)
     wanted = _int(query.get("model"))
     model = (
         next((m for m in models if m.pk == wanted), None)
@@ -207,7 +208,7 @@ def for_corpus(corpus, query) -> Selection:
         keys.append(wanted_config)  # maps of it exist (e.g. from another corpus's job): offer it too
     config = wanted_config if wanted_config in keys else keys[0]
     wanted_task = _int(query.get("task"))
-    task = catalog.task(wanted_task)
+    task = catalog.task(wanted_task, corpus.project_id)
     profile = _profile(query, errors)
     return Selection(
         task,
@@ -218,7 +219,7 @@ def for_corpus(corpus, query) -> Selection:
         _params(query, profile, errors),
         errors,
         config_key=config,
-        tasks=list(catalog.active_tasks()),
+        tasks=list(catalog.active_tasks(corpus.project_id)),
         models=models,
         methods=methods,
         templates=templates,

@@ -429,7 +429,7 @@ def compare(request, corpus_id, note_id):
     to compute them."""
     note = access.note_for(request.user, corpus_id, note_id)
     sel = selection.for_note(note, request.GET)
-    first, second = _pair_of_models(request.user, sel, request.GET)
+    first, second = _pair_of_models(note.corpus.project_id, sel, request.GET)
     result = (
         comparison.compare_note(
             note, sel.task, first, second, sel.method, sel.template, sel.config, window=request.GET.get("window")
@@ -448,7 +448,7 @@ def compare(request, corpus_id, note_id):
             "sel": sel,
             "first": first,
             "second": second,
-            "partner": comparison.partner_for(first) if second is None else None,
+            "partner": comparison.partner_for(first, note.corpus.project_id) if second is None else None,
             "result": result,
             "window_url": f"{reverse('review:compare', args=[note.corpus_id, note.pk])}?{query}&window=",
             "can_launch": has_capability(request.user, Capability.LAUNCH, note.corpus.project_id),
@@ -461,7 +461,7 @@ def compare(request, corpus_id, note_id):
 def compare_summary(request, corpus_id):
     corpus = access.corpus_for(request.user, corpus_id)
     sel = selection.for_corpus(corpus, request.GET)
-    first, second = _pair_of_models(request.user, sel, request.GET)
+    first, second = _pair_of_models(corpus.project_id, sel, request.GET)
     summary = comparison.corpus_summary(corpus, first, second, sel.method, sel.template, sel.config)
     template = "review/compare.html#summary" if request.htmx else "review/compare_summary.html"
     return render(
@@ -565,10 +565,11 @@ def _with_profile(url: str, profile) -> str:
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
-def _pair_of_models(user, sel, query):
-    """The two model versions to compare: ?a= and ?b=, else the selection's model and another
-    model with maps for the note (its child first, e.g. the DSM model trained from it)."""
-    models = {m.pk: m for m in ModelVersion.objects.visible_to(user)}
+def _pair_of_models(project_id, sel, query):
+    """The two model versions to compare: ?a= and ?b= (base models and the project's own), else the
+    selection's model and another model with maps for the note (its child first, e.g. the DSM model
+    trained from it)."""
+    models = {m.pk: m for m in ModelVersion.objects.of_project(project_id)}
     first = models.get(_int(query.get("a"))) or sel.model
     second = models.get(_int(query.get("b")))
     if second is None:

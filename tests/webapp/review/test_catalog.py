@@ -40,17 +40,17 @@ def test_a_change_saved_in_this_process_shows_at_once(kept, corpus, base):
 
 
 def test_a_change_from_another_process_shows_once_the_copy_is_old(kept, clock, corpus, base):
-    before = names(catalog.model_versions())
+    before = names(catalog.model_versions(corpus.project_id))
     # bulk_create sends no signal: as a training worker's registration looks from here
     ModelVersion.objects.bulk_create([ModelVersion(name="worker-made", family="llama", path="w")])
     clock[0] += 9.9
-    assert names(catalog.model_versions()) == before
+    assert names(catalog.model_versions(corpus.project_id)) == before
     clock[0] += 0.2
-    assert names(catalog.model_versions()) == sorted(before + ["worker-made"])
+    assert names(catalog.model_versions(corpus.project_id)) == sorted(before + ["worker-made"])
 
 
 def test_a_lookup_by_id_asks_the_database_when_the_copy_lacks_the_row(kept, corpus, tasks, sharp):
-    catalog.active_tasks(), catalog.profiles()  # kept: without the rows below
+    catalog.active_tasks(corpus.project_id), catalog.profiles()  # kept: without the rows below
     [task] = Task.objects.bulk_create([Task(slug="made-elsewhere", description="made elsewhere", options=["y"])])
     [profile] = PeakProfile.objects.bulk_create([PeakProfile(name="elsewhere", version=1)])
     sel = selection.for_corpus(corpus, {"task": task.pk, "profile": profile.pk})
@@ -61,8 +61,8 @@ def test_a_lookup_by_id_asks_the_database_when_the_copy_lacks_the_row(kept, corp
 def test_a_retired_task_is_not_offered_but_still_found(kept, corpus, tasks):
     tasks["heart"].retired = True
     tasks["heart"].save()
-    assert [t.slug for t in catalog.active_tasks()] == ["presence-of-pacemaker"]
-    assert catalog.task(tasks["heart"].pk) == tasks["heart"]
+    assert [t.slug for t in catalog.active_tasks(corpus.project_id)] == ["presence-of-pacemaker"]
+    assert catalog.task(tasks["heart"].pk, corpus.project_id) == tasks["heart"]
 
 
 def test_zero_seconds_reads_every_time(settings, corpus, base, django_assert_num_queries):

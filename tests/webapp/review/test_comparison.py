@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from ml.metrics import relative_change_bootstrap
+from tests.projects import default_project
 from webapp.corpus.models import Annotation, Note
 from webapp.review import comparison
 
@@ -113,5 +114,6 @@ def test_the_summary_counts_the_annotated_pairs_each_model_has_maps_for(corpus, 
 
 
 def test_the_partner_of_a_model_is_its_child_else_its_parent(base, dsm):
-    assert comparison.partner_for(base) == dsm and comparison.partner_for(dsm) == base
-    assert comparison.partner_for(None) is None
+    project = default_project().pk
+    assert comparison.partner_for(base, project) == dsm and comparison.partner_for(dsm, project) == base
+    assert comparison.partner_for(None, project) is None
