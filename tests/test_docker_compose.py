@@ -44,6 +44,15 @@ def test_workers_listen_on_the_documented_queues():
     assert queues("worker-cpu") == {"default"}
     assert queues("worker-gpu") == {"relevance"}
     assert queues("worker-train") == {"training"}
+    assert queues("worker-outbound") == {"webhooks"}  # no receiver delays the default queue
+
+
+def test_every_worker_is_restarted_when_it_dies():
+    """A worker that a broker outage or the OOM killer ends comes back by itself."""
+    workers = [name for name in COMPOSE["services"] if name.startswith("worker-")]
+    assert len(workers) == 4
+    for name in workers:
+        assert COMPOSE["services"][name]["restart"] == "unless-stopped", name
     gpu = COMPOSE["services"]["worker-gpu"]["deploy"]["resources"]["reservations"]["devices"][0]
     assert gpu["driver"] == "nvidia" and "gpu" in gpu["capabilities"]
 

@@ -14,6 +14,7 @@ from csp.constants import NONE, SELF
 
 from webapp.accounts.oidc_config import GroupRolesError, origin, parse_group_roles
 from webapp.env import ConfigError, env_auto_bool, env_bool, env_float, env_int, env_list, env_path, env_str
+from webapp.lib import outbound
 from webapp.lifecycle import kinds as lifecycle_kinds
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -341,6 +342,21 @@ ARTIFACT_CACHE_MAX_GB = env_float("ARTIFACT_CACHE_MAX_GB", 100.0)
 RELEVANCE_RELEASE_LIMIT = env_int("RELEVANCE_RELEASE_LIMIT", 3)
 RELEVANCE_RELEASE_DELAY_SECONDS = env_float("RELEVANCE_RELEASE_DELAY_SECONDS", 5.0)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# Outbound calls to URLs users enter (webhooks: webapp.lib.outbound): http(s) to public addresses
+# only. OUTBOUND_ALLOWED_NETWORKS (CIDR, comma-separated; empty by default) lets the server reach
+# networks it would otherwise refuse, e.g. a receiver inside the hospital ("10.20.0.0/24").
+try:
+    OUTBOUND_ALLOWED_NETWORKS = outbound.parse_networks(env_list("OUTBOUND_ALLOWED_NETWORKS", []))
+except ValueError as exc:
+    raise ConfigError(f"OUTBOUND_ALLOWED_NETWORKS: {exc}") from None
+# Webhook deliveries (webapp.api.webhooks) run on a queue of their own ("webhooks"), so a slow
+# receiver never delays imports, builds or exports. A failed attempt is tried again after
+# WEBHOOK_BACKOFF_SECONDS x 2^(attempt-1), WEBHOOK_MAX_ATTEMPTS attempts in all, each waiting at
+# most WEBHOOK_TIMEOUT_SECONDS for an answer.
+WEBHOOK_BACKOFF_SECONDS = env_float("WEBHOOK_BACKOFF_SECONDS", 10.0)
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5)
+WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0)
 
 # Logging: never log note text. Loggers get ids and counts only; every record reaches the root
 # handlers, whose filter withholds exception messages, requests and row content (webapp.logs).

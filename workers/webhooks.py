@@ -1,13 +1,12 @@
-"""Deliver one webhook event (webapp.api.webhooks.attempt), retrying with back-off while the
-receiver fails; the delivery row records every attempt."""
+"""Deliver one webhook event: one attempt (webapp.api.webhooks.attempt) on the `webhooks` queue.
+No retry is held in the broker: a failed attempt leaves the row due later, and the recovery
+sweeper queues it again then (webapp.api.webhooks, the outbox)."""
 
 from celery import shared_task
 
 
-@shared_task(name="workers.webhooks.deliver", bind=True, max_retries=None)
-def deliver(self, delivery_id: int) -> None:
+@shared_task(name="workers.webhooks.deliver")
+def deliver(delivery_id: int) -> None:
     from webapp.api import webhooks
 
-    wait = webhooks.attempt(delivery_id)
-    if wait is not None:
-        raise self.retry(countdown=wait)
+    webhooks.attempt(delivery_id)

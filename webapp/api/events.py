@@ -111,10 +111,3 @@ def connect() -> None:
     ended_without_task.connect(_ended_outside_a_task, weak=False, dispatch_uid="api-webhook-cancels")
     review_round_completed.connect(_round_completed, weak=False, dispatch_uid="api-webhook-rounds")
     signals.task_postrun.connect(_after_task, weak=False, dispatch_uid="api-webhook-events")
-    signals.worker_init.connect(_load_delivery_task, weak=False, dispatch_uid="api-webhook-task")
-
-
-def _load_delivery_task(**kwargs) -> None:
-    """Every worker knows the delivery task (CELERY_IMPORTS holds the kinds of long work only);
-    it runs on the default queue."""
-    import workers.webhooks  # noqa: F401

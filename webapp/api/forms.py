@@ -1,7 +1,9 @@
 from django import forms
 
+from webapp.api import webhooks
 from webapp.api.models import ApiToken, Webhook
 from webapp.api.tokens import MAX_DAYS
+from webapp.lib.outbound import OutboundRefused
 
 
 class TokenForm(forms.Form):
@@ -19,7 +21,10 @@ class TokenForm(forms.Form):
 
 class WebhookForm(forms.Form):
     url = forms.URLField(
-        max_length=500, assume_scheme="https", label="URL", help_text="Receives a POST with a JSON body per event"
+        max_length=500,
+        assume_scheme="https",
+        label="URL",
+        help_text="Receives a POST with a JSON body per event; http or https to a public address",
     )
     secret = forms.CharField(max_length=100, min_length=16, help_text="At least 16 characters; signs each body")
     events = forms.MultipleChoiceField(
@@ -28,3 +33,12 @@ class WebhookForm(forms.Form):
         required=False,
         help_text="None ticked: every event",
     )
+
+    def clean_url(self):
+        """The outbound policy, checked now (and again before every delivery)."""
+        url = self.cleaned_data["url"]
+        try:
+            webhooks.check_url(url)
+        except OutboundRefused as exc:
+            raise forms.ValidationError(str(exc), code="outbound") from None
+        return url

@@ -85,7 +85,12 @@ class Webhook(models.Model):
 
 
 class WebhookDelivery(models.Model):
-    """One event sent (or being sent) to one webhook; attempts and the last answer are kept."""
+    """One event sent (or being sent) to one webhook; attempts and the last answer are kept.
+
+    The row is the outbox (webapp.api.webhooks): a pending delivery is `due` at a time; a worker
+    takes it for one attempt by setting `claimed_until` (so two never send it at once), and
+    `sent` says when a message for it was last put on the queue, so the recovery sweeper can
+    send again one whose message was lost (a broker restart, a killed worker)."""
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -103,6 +108,9 @@ class WebhookDelivery(models.Model):
     error = models.CharField(max_length=300, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     delivered = models.DateTimeField(null=True, blank=True)
+    due = models.DateTimeField(null=True, blank=True, help_text="when the next attempt may run; empty once ended")
+    sent = models.DateTimeField(null=True, blank=True, help_text="when its message was last queued")
+    claimed_until = models.DateTimeField(null=True, blank=True, help_text="a worker attempts it until then")
 
     project_paths = ("webhook__project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()
@@ -114,3 +122,4 @@ class WebhookDelivery(models.Model):
                 fields=["webhook", "key"], condition=~Q(event="test"), name="api_delivery_once_per_event"
             )
         ]
+        indexes = [models.Index(fields=["due"], condition=Q(status="pending"), name="api_delivery_pending_due")]

@@ -2,6 +2,7 @@
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import never_cache
 
 from webapp.accounts.roles import Capability, require
 from webapp.api import tokens, webhooks
@@ -14,6 +15,7 @@ from webapp.projects.models import Project
 LOG_ROWS = 50
 
 
+@never_cache  # it shows a secret once: no browser or proxy may keep a copy of the page
 def tokens_page(request):
     """GET: the user's tokens and the form; POST: make a token, or revoke one (`revoke`=id)."""
     choices = tokens.projects_for(request.user)
@@ -39,21 +41,15 @@ def tokens_page(request):
 
 def webhooks_page(request, slug):
     """A project's webhooks and their delivery log; POST adds one, `delete`=id removes one,
-    `test`=id sends a test event."""
+    `test`=id sends a test event, `switch`=id with `active`=0/1 switches one off or on."""
     project = get_object_or_404(Project.objects.where(request.user), slug=slug)
     require(request.user, Capability.MANAGE_MEMBERS, project)  # the project's admins
     form = WebhookForm()
     if request.method == "POST":
-        if request.POST.get("delete") or request.POST.get("test"):
-            pk = _int(request.POST.get("delete") or request.POST.get("test"))
-            webhook = get_object_or_404(Webhook, pk=pk, project=project)
-            if request.POST.get("delete"):
-                webhook.delete()
-                record(request.user, AuditEvent.Action.DELETE_WEBHOOK, project, webhook=pk)
-                messages.success(request, "Webhook removed.")
-            else:
-                webhooks.send_test(webhook)
-                messages.success(request, "Test event queued: its delivery shows below.")
+        action = next((name for name in ("delete", "test", "switch") if request.POST.get(name)), None)
+        if action:
+            webhook = get_object_or_404(Webhook, pk=_int(request.POST[action]), project=project)
+            _act_on(request, project, webhook, action)
             return redirect("api_webhooks", project.slug)
         form = WebhookForm(request.POST)
         if form.is_valid():
@@ -73,6 +69,27 @@ def webhooks_page(request, slug):
         .order_by("-created", "-id")[:LOG_ROWS],
     }
     return render(request, "api/webhooks.html", context, status=400 if form.errors else 200)
+
+
+def _act_on(request, project, webhook: Webhook, action: str) -> None:
+    pk = webhook.pk
+    if action == "delete":
+        webhook.delete()
+        record(request.user, AuditEvent.Action.DELETE_WEBHOOK, project, webhook=pk)
+        messages.success(request, "Webhook removed.")
+    elif action == "test" and not webhook.active:
+        messages.error(request, "This webhook is switched off: switch it on to send a test.")
+    elif action == "test":
+        webhooks.send_test(webhook)
+        messages.success(request, "Test event queued: its delivery shows below.")
+    else:
+        active = request.POST.get("active") == "1"
+        stopped = webhooks.switch(webhook, active)
+        record(request.user, AuditEvent.Action.SWITCH_WEBHOOK, project, webhook=pk, active=active, stopped=stopped)
+        if active:
+            messages.success(request, "Webhook switched on.")
+        else:
+            messages.success(request, f"Webhook switched off; {stopped} pending deliveries stopped.")
 
 
 def _int(value) -> int:

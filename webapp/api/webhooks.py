@@ -1,13 +1,28 @@
-"""Webhook deliveries: what is sent, how it is signed, one attempt, and the back-off between
-attempts. The Celery task (workers.webhooks) only calls `attempt` and retries when told to.
+"""Webhook deliveries: what is sent, how it is signed, where it may go, one attempt, and the
+outbox that makes deliveries survive a broker outage or a worker's death.
 
 Body: JSON, `{"event", "delivery", "project": {"id", "slug"}, "object": {"type", "id"}, "status",
 "counts"}`: ids, statuses and counts only, never note text or error messages (which may quote a
 file). Headers: `X-DSM-Event`, `X-DSM-Delivery` (the delivery's id: the same on every retry, so a
 receiver can drop duplicates) and `X-DSM-Signature: sha256=<hex HMAC-SHA256 of the body with the
-webhook's secret>`. A 2xx answer delivers it; anything else (another status, a refused connection,
-a timeout) is tried again after BACKOFF_SECONDS x 2^(attempt-1), MAX_ATTEMPTS attempts in all,
-then the delivery is marked failed. Each attempt's outcome is kept on the row (the page's log).
+webhook's secret>`.
+
+Where: the URL is checked by the outbound policy (webapp.lib.outbound: http/https to public
+addresses, or OUTBOUND_ALLOWED_NETWORKS) when the webhook is added and again before every
+attempt, and the attempt connects to the address that was checked. A 2xx answer delivers it; a
+redirect is not followed and counts as a failed attempt; another status, a refused connection, a
+timeout or an unresolvable host is tried again after WEBHOOK_BACKOFF_SECONDS x 2^(attempt-1),
+WEBHOOK_MAX_ATTEMPTS attempts in all, then the delivery is failed. An address the policy refuses
+fails it at once. Each attempt's outcome is kept on the row (the page's log).
+
+The outbox: the row is the message. A delivery is `due` at a time; its task (workers.webhooks,
+queue "webhooks", never the queues of imports and builds) claims it for one attempt with a
+conditional UPDATE, so two workers never send it at once, and a webhook switched off is never
+claimed again. No retry waits in the broker: after a failed attempt the row is due later, and the
+recovery sweeper every worker runs (webapp.lifecycle.recovery, `send_due`) queues each due row
+that has no live message: a retry, one whose message was lost with Redis, one whose worker was
+killed mid-attempt (its claim expires). A duplicate message finds the row claimed or no longer
+due and does nothing.
 """
 
 from __future__ import annotations
@@ -16,25 +31,31 @@ import hashlib
 import hmac
 import json
 import logging
-import urllib.error
-import urllib.request
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from webapp.api.models import Webhook, WebhookDelivery
+from webapp.lib import outbound
 
 log = logging.getLogger(__name__)
 
 TASK = "workers.webhooks.deliver"
-MAX_ATTEMPTS = 5
-TIMEOUT_SECONDS = 10
+BATCH = 500  # deliveries queued per sweep (a later sweep takes the rest)
+Status = WebhookDelivery.Status
 
 
 def backoff_seconds() -> float:
-    """The first retry's wait (settings.WEBHOOK_BACKOFF_SECONDS, default 10: 10, 20, 40, 80 s)."""
-    return float(getattr(settings, "WEBHOOK_BACKOFF_SECONDS", 10))
+    """The first retry's wait (WEBHOOK_BACKOFF_SECONDS, default 10: 10, 20, 40, 80 s)."""
+    return settings.WEBHOOK_BACKOFF_SECONDS
+
+
+def check_url(url: str) -> outbound.Destination:
+    """Where `url` may be called, or outbound.OutboundRefused saying why not."""
+    return outbound.check(url, settings.OUTBOUND_ALLOWED_NETWORKS)
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -48,16 +69,15 @@ def body_of(delivery: WebhookDelivery) -> bytes:
 def queue_event(project, event: str, key: str, payload: dict) -> list[WebhookDelivery]:
     """One delivery per active webhook of `project` that wants `event`, once per `key` (an object
     that ended is announced once however many times its end is seen); sent after the commit."""
-    made = []
+    made, now = [], timezone.now()
     for webhook in Webhook.objects.filter(project=project, active=True):
         if not webhook.wants(event):
             continue
+        fields = {"event": event, "payload": payload, "due": now, "sent": now}
         if event == Webhook.Event.TEST:
-            delivery = WebhookDelivery.objects.create(webhook=webhook, event=event, key=key, payload=payload)
+            delivery = WebhookDelivery.objects.create(webhook=webhook, key=key, **fields)
         else:
-            delivery, created = WebhookDelivery.objects.get_or_create(
-                webhook=webhook, key=key, defaults={"event": event, "payload": payload}
-            )
+            delivery, created = WebhookDelivery.objects.get_or_create(webhook=webhook, key=key, defaults=fields)
             if not created:
                 continue
         made.append(delivery)
@@ -74,57 +94,117 @@ def send_test(webhook: Webhook) -> WebhookDelivery:
         "status": "test",
         "counts": {},
     }
-    delivery = WebhookDelivery.objects.create(webhook=webhook, event=Webhook.Event.TEST, key="test", payload=payload)
+    now = timezone.now()
+    delivery = WebhookDelivery.objects.create(
+        webhook=webhook, event=Webhook.Event.TEST, key="test", payload=payload, due=now, sent=now
+    )
     transaction.on_commit(lambda: _send([delivery.pk]))
     return delivery
 
 
-def attempt(delivery_id: int) -> float | None:
-    """Try to deliver once. Returns the seconds to wait before the next attempt, or None when
-    there is none (delivered, failed for good, or nothing to do)."""
-    delivery = WebhookDelivery.objects.select_related("webhook").filter(pk=delivery_id).first()
-    if delivery is None or delivery.status != WebhookDelivery.Status.PENDING:
-        return None
-    body = body_of(delivery)
-    request = urllib.request.Request(
-        delivery.webhook.url,
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "User-Agent": "DecSelfMask-Studio-Webhook/1",
-            "X-DSM-Event": delivery.event,
-            "X-DSM-Delivery": str(delivery.pk),
-            "X-DSM-Signature": sign(delivery.webhook.secret, body),
-        },
+def switch(webhook: Webhook, active: bool) -> int:
+    """Switch a webhook on or off. Off stops it at once: its pending deliveries fail, saying so
+    (a worker attempting one now finishes that attempt only). Returns how many were stopped."""
+    Webhook.objects.filter(pk=webhook.pk).update(active=active)
+    webhook.active = active
+    if active:
+        return 0
+    return WebhookDelivery.objects.filter(webhook=webhook, status=Status.PENDING).update(
+        status=Status.FAILED, due=None, sent=None, error="Stopped: the webhook was switched off."
     )
-    code, error = None, ""
+
+
+def claim(delivery_id: int, now=None) -> WebhookDelivery | None:
+    """Take a due delivery for one attempt (until the claim expires), or None when it is not
+    pending, not due, claimed by another worker, or its webhook is off."""
+    now = now or timezone.now()
+    lease = now + timedelta(seconds=3 * settings.WEBHOOK_TIMEOUT_SECONDS + 5)  # connect, send, answer
+    taken = (
+        _attemptable(now)
+        .filter(pk=delivery_id, due__lte=now)
+        .update(claimed_until=lease, sent=None)  # its message is used up: the sweeper may send another
+    )
+    return WebhookDelivery.objects.select_related("webhook").get(pk=delivery_id) if taken else None
+
+
+def attempt(delivery_id: int) -> float | None:
+    """Claim the delivery and try it once. Returns the seconds until its next attempt, or None
+    when there is none (delivered, failed for good, or nothing to do)."""
+    delivery = claim(delivery_id)
+    if delivery is None:
+        return None
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-            code = response.status
-    except urllib.error.HTTPError as exc:
-        code, error = exc.code, f"HTTP {exc.code}"
-    except (urllib.error.URLError, OSError) as exc:
-        error = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"[:300]
+        destination = check_url(delivery.webhook.url)
+    except outbound.HostUnresolved as exc:  # the name server may answer again later
+        return _record(delivery, None, str(exc))
+    except outbound.OutboundRefused as exc:
+        return _record(delivery, None, f"Refused by the outbound policy: {exc}", final=True)
+    body = body_of(delivery)
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "DecSelfMask-Studio-Webhook/1",
+        "X-DSM-Event": delivery.event,
+        "X-DSM-Delivery": str(delivery.pk),
+        "X-DSM-Signature": sign(delivery.webhook.secret, body),
+    }
+    try:
+        code = outbound.post(destination, body, headers, timeout=settings.WEBHOOK_TIMEOUT_SECONDS)
+    except OSError as exc:
+        return _record(delivery, None, f"{type(exc).__name__}: {exc}")
+    if 300 <= code < 400:
+        return _record(delivery, code, f"HTTP {code}: a redirect, not followed")
+    return _record(delivery, code, "" if 200 <= code < 300 else f"HTTP {code}")
+
+
+def send_due(now=None) -> list[int]:
+    """The sweeper's pass (webapp.lifecycle.kinds.OUTBOXES): queue every due delivery that no
+    worker holds and whose last message is gone (never sent since it fell due, or sent longer
+    ago than WORK_REQUEUE_GRACE_SECONDS). Each row is marked sent by a conditional UPDATE, so two
+    sweepers never both queue it. Returns the ids queued."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.WORK_REQUEUE_GRACE_SECONDS)
+    unsent = Q(sent__isnull=True) | Q(sent__lt=stale)
+    due = _attemptable(now).filter(unsent, due__lte=now).order_by("due")
+    taken = [
+        pk
+        for pk in due.values_list("pk", flat=True)[:BATCH]
+        if WebhookDelivery.objects.filter(unsent, pk=pk).update(sent=now)
+    ]
+    if taken:
+        log.info("webhooks: %s due deliveries queued (retries or lost messages)", len(taken))
+        _send(taken)
+    return taken
+
+
+def _attemptable(now):
+    """Pending deliveries of switched-on webhooks that no worker holds now."""
+    return WebhookDelivery.objects.filter(status=Status.PENDING, webhook__active=True).filter(
+        Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+    )
+
+
+def _record(delivery: WebhookDelivery, code: int | None, error: str, final: bool = False) -> float | None:
     attempts = delivery.attempts + 1
     delivered = code is not None and 200 <= code < 300
     if delivered:
-        status = WebhookDelivery.Status.DELIVERED
-    elif attempts >= MAX_ATTEMPTS:
-        status = WebhookDelivery.Status.FAILED
+        status = Status.DELIVERED
+    elif final or attempts >= settings.WEBHOOK_MAX_ATTEMPTS:
+        status = Status.FAILED
     else:
-        status = WebhookDelivery.Status.PENDING
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        status = Status.PENDING
+    wait = backoff_seconds() * 2 ** (attempts - 1) if status == Status.PENDING else None
+    now = timezone.now()
+    WebhookDelivery.objects.filter(pk=delivery.pk, status=Status.PENDING).update(
         attempts=attempts,
         response_code=code,
-        error=error,
+        error=error[:300],
         status=status,
-        delivered=timezone.now() if delivered else None,
+        delivered=now if delivered else None,
+        due=now + timedelta(seconds=wait) if wait is not None else None,
+        claimed_until=None,
     )
-    log.info("webhook delivery %s: attempt %s, answer %s", delivery.pk, attempts, code or error)
-    if status != WebhookDelivery.Status.PENDING:
-        return None
-    return backoff_seconds() * 2 ** (attempts - 1)
+    log.info("webhook delivery %s: attempt %s, answer %s", delivery.pk, attempts, code or error[:80])
+    return wait
 
 
 def _send(ids) -> None:
@@ -132,5 +212,6 @@ def _send(ids) -> None:
 
     try:
         queue.send(TASK, *ids)
-    except queue.QueueUnavailable as exc:
-        WebhookDelivery.objects.filter(pk__in=ids).update(error=str(exc)[:300])
+    except queue.QueueUnavailable:
+        # the rows stay due: the sweeper queues them once the broker is back
+        WebhookDelivery.objects.filter(pk__in=ids, status=Status.PENDING).update(sent=None)

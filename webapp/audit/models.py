@@ -57,6 +57,7 @@ class AuditEvent(models.Model):
         API_TOKEN_REFUSED = "api_token_refused", "Refused an API request"
         ADD_WEBHOOK = "add_webhook", "Added a webhook"
         DELETE_WEBHOOK = "delete_webhook", "Removed a webhook"
+        SWITCH_WEBHOOK = "switch_webhook", "Switched a webhook on or off"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"

@@ -85,7 +85,29 @@ KINDS = (
     Kind("training run", "training.TrainingRun", "workers.training.run_training", "training"),
     Kind("evaluation", "evaluation.RelevanceEvaluation", "workers.evaluation.run_evaluation", "relevance"),
     Kind("import", "corpus.ImportJob", "workers.imports.run_import", "default"),
+    Kind("erasure", "erasure.ErasureRequest", "workers.erasure.run_erasure", "default"),
 )
+
+
+@dataclass(frozen=True)
+class Outbox:
+    """Rows waiting to be sent somewhere outside (webhook deliveries): not units of long work,
+    but held to the same promise. The row is the message: its task (args=[pk]) runs on `queue`;
+    the recovery sweeper calls `send_due` ("module:function(now) -> [pks]") on every pass, which
+    sends again each row that is due and has no live message (lost with the broker or a killed
+    worker), so nothing waits in the broker for hours as a countdown message."""
+
+    name: str
+    task: str
+    queue: str
+    send_due: str
+
+    @property
+    def module(self) -> str:
+        return self.task.rsplit(".", 1)[0]
+
+
+OUTBOXES = (Outbox("webhook delivery", "workers.webhooks.deliver", "webhooks", "webapp.api.webhooks:send_due"),)
 
 
 def by_task(task_name: str) -> Kind:
@@ -104,10 +126,10 @@ def by_model(model) -> Kind:
 
 
 def task_modules() -> list[str]:
-    """CELERY_IMPORTS: every kind's task module, once, in registry order."""
-    return list(dict.fromkeys(kind.module for kind in KINDS))
+    """CELERY_IMPORTS: every kind's and outbox's task module, once, in registry order."""
+    return list(dict.fromkeys(entry.module for entry in (*KINDS, *OUTBOXES)))
 
 
 def task_routes() -> dict[str, dict[str, str]]:
-    """CELERY_TASK_ROUTES: each kind's task by its exact name."""
-    return {kind.task: {"queue": kind.queue} for kind in KINDS}
+    """CELERY_TASK_ROUTES: each kind's and outbox's task by its exact name."""
+    return {entry.task: {"queue": entry.queue} for entry in (*KINDS, *OUTBOXES)}

@@ -12,7 +12,10 @@ worker is ready, see workers.celery_app), for every kind of work in webapp.lifec
    its queue holds no message at all was lost with its message (a broker restarted without
    persistence, a send that failed): it is sent again.
 
-Both are harmless when wrong: a claim is atomic and a unit held by a live worker is never
+3. outboxes (webapp.lifecycle.kinds.OUTBOXES, webhook deliveries): each row that is due and
+   has no live message is sent again.
+
+All are harmless when wrong: a claim is atomic and a unit held by a live worker is never
 claimed twice (webapp.lifecycle.units.claim), so an extra message finds nothing to do.
 """
 
@@ -30,7 +33,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from webapp.lifecycle import queue, sessions, units
-from webapp.lifecycle.kinds import KINDS, Kind  # noqa: F401 - Kind is named here by the sweeps of some kinds
+from webapp.lifecycle.kinds import KINDS, OUTBOXES, Kind  # noqa: F401 - Kind is named here by the sweeps of some kinds
 from webapp.lifecycle.status import JobStatus
 
 log = logging.getLogger(__name__)
@@ -110,8 +113,13 @@ def send(kind: Kind, pks: list[int]) -> None:
 
 
 def sweep(now=None) -> dict[str, dict[str, list[int]]]:
-    """One pass over every kind: {kind: {"lost_workers": [ids], "lost_messages": [ids]}} (non-empty only)."""
+    """One pass over every kind: {kind: {"lost_workers": [ids], "lost_messages": [ids]}}, and over
+    every outbox: {outbox: {"sent": [ids]}} (non-empty only)."""
     report = {}
+    for outbox in OUTBOXES:
+        sent = import_string(outbox.send_due.replace(":", "."))(now)
+        if sent:
+            report[outbox.name] = {"sent": sent}
     for kind in _kinds():
         if kind.sweep:
             lost_workers, lost_messages = import_string(kind.sweep.replace(":", "."))(kind, now)

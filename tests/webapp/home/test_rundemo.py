@@ -125,7 +125,12 @@ def test_training_has_a_worker_of_its_own_so_imports_never_wait_behind_a_run():
         cmd[cmd.index("--hostname") + 1].split("@")[0]: cmd[cmd.index("--queues") + 1]
         for cmd, _ in rundemo.worker_processes("python", cores=2)
     }
-    assert queues == {"relevance": "relevance", "training": "training", "default": "default"}
+    assert queues == {"relevance": "relevance", "training": "training", "default": "default", "webhooks": "webhooks"}
+
+
+def test_webhook_deliveries_wait_on_threads_of_their_own():
+    (deliveries,) = [cmd for cmd, _ in rundemo.worker_processes("python", cores=2) if "webhooks@%h" in cmd]
+    assert deliveries[deliveries.index("--pool") + 1] == "threads"
 
 
 def test_the_torch_workers_split_the_cores_between_them():
@@ -135,7 +140,7 @@ def test_the_torch_workers_split_the_cores_between_them():
             cmd[cmd.index("--hostname") + 1].split("@")[0]: int(env["WORKER_TORCH_THREADS"]) for cmd, env in processes
         }
         # the default worker does database work only; the two torch workers never oversubscribe
-        assert threads == {"relevance": relevance, "training": training, "default": 1}
+        assert threads == {"relevance": relevance, "training": training, "default": 1, "webhooks": 1}
         assert cores == 1 or threads["relevance"] + threads["training"] <= cores
 
 

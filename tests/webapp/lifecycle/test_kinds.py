@@ -1,5 +1,5 @@
-"""The one registry of kinds of long work, and everything derived from it: Celery's task modules
-and routes, the recovery sweeper's kinds and each task's retry limit."""
+"""The one registry of kinds of long work and of outboxes, and everything derived from it: Celery's
+task modules and routes, the recovery sweeper's kinds and outboxes and each task's retry limit."""
 
 from django.conf import settings
 
@@ -11,31 +11,30 @@ def test_celery_imports_exactly_the_task_modules_of_the_kinds():
     from workers.celery_app import app
 
     assert list(app.conf.imports) == settings.CELERY_IMPORTS == kinds.task_modules()
-    assert sorted(settings.CELERY_IMPORTS) == sorted({kind.module for kind in kinds.KINDS})
+    assert sorted(settings.CELERY_IMPORTS) == sorted({entry.module for entry in (*kinds.KINDS, *kinds.OUTBOXES)})
 
 
-def test_every_kind_is_routed_to_its_queue_by_celery_and_by_the_web_app():
+def test_every_kind_and_outbox_is_routed_to_its_queue_by_celery_and_by_the_web_app():
     from workers.celery_app import app
 
     app.loader.import_default_modules()
-    for kind in kinds.KINDS:
+    for kind in (*kinds.KINDS, *kinds.OUTBOXES):
         assert app.amqp.router.route({}, kind.task)["queue"].name == kind.queue, kind.name
         assert queue.queue_of(kind.task) == kind.queue, kind.name
 
 
-def test_every_task_of_the_workers_is_a_kind_with_its_retry_policy():
-    from webapp.api import events, webhooks
+def test_every_task_of_the_workers_is_a_kind_with_its_retry_policy_or_an_outbox():
+    from webapp.api import webhooks
     from workers.celery_app import app
 
     app.loader.import_default_modules()
-    events._load_delivery_task()  # what every starting worker does (its worker_init handler)
     ours = {name for name in app.tasks if name.startswith("workers.")}
-    # The one task that is not long work: a webhook delivery is a message, its row records the
-    # attempts and webapp.api.webhooks decides when it stops retrying (hence no Celery limit).
-    assert ours == {kind.task for kind in kinds.KINDS} | {webhooks.TASK}
-    assert app.tasks[webhooks.TASK].max_retries is None
+    assert ours == {kind.task for kind in kinds.KINDS} | {outbox.task for outbox in kinds.OUTBOXES}
     for kind in kinds.KINDS:
         assert app.tasks[kind.task].max_retries == kind.retry.max_retries, kind.name
+    # A webhook delivery is one attempt a message; its row, not Celery, holds the retries.
+    assert [outbox.task for outbox in kinds.OUTBOXES] == [webhooks.TASK]
+    assert kinds.OUTBOXES[0].queue not in {kind.queue for kind in kinds.KINDS}  # no receiver delays long work
 
 
 def test_recovery_sweeps_every_kind_of_the_registry_and_each_records_a_work_unit():

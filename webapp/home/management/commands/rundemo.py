@@ -39,8 +39,10 @@ from ml.synthetic.tasks import CATALOG
 from webapp.home import demo
 
 # One worker process a queue: lxt patches a process for good, so relevance never shares one with
-# training, and an import or a dataset build never waits behind a training run.
-WORKER_QUEUES = {"relevance": "relevance", "training": "training", "default": "default"}
+# training, an import or a dataset build never waits behind a training run, and no webhook
+# receiver, however slow, holds up either (deliveries wait on the network: a few threads).
+WORKER_QUEUES = {"relevance": "relevance", "training": "training", "default": "default", "webhooks": "webhooks"}
+WORKER_POOLS = {"webhooks": ["--pool", "threads", "--concurrency", "4"]}  # the others: --pool solo
 LISTEN_TIMEOUT = 120  # seconds the web server may take to accept connections
 PROBE_TIMEOUT = 600  # seconds the rate measurement may take (a busy machine loads the model slowly)
 
@@ -51,7 +53,7 @@ def worker_threads(cores: int | None = None) -> dict[str, int]:
     the default worker's database work gets 1."""
     cores = cores or os.cpu_count() or 1
     training = max(1, cores // 2)
-    return {"relevance": max(1, cores - training), "training": training, "default": 1}
+    return {"relevance": max(1, cores - training), "training": training, "default": 1, "webhooks": 1}
 
 
 def worker_processes(python: str, cores: int | None = None) -> list[tuple[list[str], dict[str, str]]]:
@@ -68,8 +70,7 @@ def worker_processes(python: str, cores: int | None = None) -> list[tuple[list[s
             "worker",
             "--queues",
             queues,
-            "--pool",
-            "solo",
+            *WORKER_POOLS.get(name, ["--pool", "solo"]),
             "--hostname",
             f"{name}@%h",
             "--loglevel",
