@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "webapp.review",
     "webapp.home",
     "webapp.api",
+    "webapp.erasure",
 ]
 
 MIDDLEWARE = [
@@ -390,6 +391,9 @@ WORK_HEARTBEAT_SECONDS = env_float("WORK_HEARTBEAT_SECONDS", 5.0)
 WORK_STALL_SECONDS = env_int("WORK_STALL_SECONDS", 60)
 WORK_SWEEP_SECONDS = env_float("WORK_SWEEP_SECONDS", 10.0)
 WORK_REQUEUE_GRACE_SECONDS = env_int("WORK_REQUEUE_GRACE_SECONDS", 60)
+# Rows an erasure deletes per transaction (webapp.erasure.erasing): locks held briefly, and a
+# worker killed mid-erasure loses one batch.
+ERASURE_BATCH = env_int("ERASURE_BATCH", 1000)
 # Estimates before work (webapp.lifecycle.estimates): a launch estimated longer than
 # LAUNCH_CONFIRM_SECONDS on one worker, or, with no measured rate, larger than
 # LAUNCH_CONFIRM_AMOUNT units (prompts, maps, steps), is launched only once confirmed.

@@ -58,6 +58,8 @@ class AuditEvent(models.Model):
         ADD_WEBHOOK = "add_webhook", "Added a webhook"
         DELETE_WEBHOOK = "delete_webhook", "Removed a webhook"
         SWITCH_WEBHOOK = "switch_webhook", "Switched a webhook on or off"
+        ERASURE_REQUESTED = "erasure_requested", "Asked for an erasure"
+        ERASURE = "erasure", "Erased data (receipt)"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"

@@ -42,9 +42,15 @@ class ModelVersion(models.Model):
     is_default = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True)
 
-    # webapp.projects.scoping: a trained model belongs to its run's project; a base model to none
-    project_paths = ("produced_by_run__dataset__corpus__project", "produced_by_run__split__corpus__project")
-    shared_when = {"produced_by_run__isnull": True}
+    # webapp.projects.scoping: a trained model belongs to its run's project; a base model to none.
+    # A model listed as trained on erased data keeps its project once its run was erased with
+    # its corpus (webapp.erasure.models.TrainedOnErasedData), and is never taken for a base model.
+    project_paths = (
+        "produced_by_run__dataset__corpus__project",
+        "produced_by_run__split__corpus__project",
+        "erased_data__project",
+    )
+    shared_when = {"produced_by_run__isnull": True, "erased_data__isnull": True}
     objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ErasureConfig(AppConfig):
+    name = "webapp.erasure"
+    label = "erasure"

@@ -1,0 +1,335 @@
+"""Erasure requests: made (with their dry run), cancelled, resumed, and run by a worker.
+
+The work (`run`) goes through planning.STEPS in order. Each batch is one transaction that
+locks the request's row (only while this attempt still holds it: webapp.lifecycle.units.owned),
+deletes at most ERASURE_BATCH rows of one table (through Django's collector: a PROTECT left by
+a table missing from the plan fails the erasure instead of leaving rows behind) and adds the
+rows deleted to `erased`. A worker killed mid-batch loses that batch's transaction and nothing
+else; the next attempt starts again from the first step, finds done steps empty, and goes on
+(idempotent: nothing deleted twice, nothing counted twice). Cancel stops between batches; what
+was deleted stays deleted (Resume goes on).
+
+Before the rows: the files. Export folders of the dataset versions withdrawn or deleted, under
+DATA_DIR and in ARTIFACT_STORAGE_URL (webapp.lib.shared_files), and the stored uploads of the
+corpus's imports; removing a folder already gone is no error. The marks (planning's models and
+withdrawn versions) are written first, so an erasure cut short still lists them.
+
+The receipt, at the end, is an audit entry (action "erasure"): who asked, the target in words
+(a patient by a keyed hash of the value), the rows per table, the files, the versions withdrawn,
+the models listed. Never a note's text, external id or a patient's value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import shutil
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models.functions import Now
+
+from webapp.audit.log import record
+from webapp.audit.models import AuditEvent
+from webapp.corpus.models import Corpus, ImportJob
+from webapp.datasets.models import DatasetExport, DatasetVersion
+from webapp.erasure import planning
+from webapp.erasure.models import DatasetWithdrawal, ErasureRequest, TrainedOnErasedData
+from webapp.lib import shared_files
+from webapp.lifecycle import queue, units
+from webapp.lifecycle.heartbeat import Heartbeat
+from webapp.lifecycle.status import JobStatus
+from webapp.pipeline.models import ModelVersion
+from webapp.projects.models import Project
+from webapp.review.models import ValidationSet
+
+log = logging.getLogger(__name__)
+
+TASK = "workers.erasure.run_erasure"
+Scope = ErasureRequest.Scope
+
+
+class Stopped(Exception):
+    """Cancelled, or this attempt lost the request: stop between batches."""
+
+
+def patient_hash(key: str, value: str) -> str:
+    """A keyed hash of a patient's value (HMAC-SHA256 with SECRET_KEY, first 16 hex digits): the
+    receipt can be matched against a value someone holds, but a patient id, short and guessable,
+    cannot be recovered from it by hashing every candidate without the key."""
+    message = f"{key}={value.strip()}".encode()
+    return hmac.new(settings.SECRET_KEY.encode(), message, hashlib.sha256).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- the request
+
+
+def describe(scope: str, project: Project, corpus: Corpus | None, target: planning.Target, hashes=()) -> str:
+    where = f"corpus {corpus.name}" if corpus is not None else f"project {project.slug}"
+    if scope == Scope.NOTES:
+        return f"{len(target.note_ids)} note{'s' if len(target.note_ids) != 1 else ''} of {where}"
+    if scope == Scope.PATIENT:
+        patients = f"{len(hashes)} patient{'s' if len(hashes) != 1 else ''}"
+        return f"the {len(target.note_ids)} notes of {patients} ({', '.join(hashes)}) in {where}"
+    return f"the whole {where}"
+
+
+def plan(
+    project: Project,
+    scope: str,
+    *,
+    corpus: Corpus | None = None,
+    notes=(),
+    patient_key: str = "",
+    patients=(),
+) -> tuple[planning.Plan, list[str]]:
+    """The dry run: (counts, the patients' hashes). Raises planning.PlanError."""
+    target = planning.resolve(
+        project, scope, corpus=corpus, note_external_ids=notes, patient_key=patient_key, patient_values=patients
+    )
+    hashes = sorted({patient_hash(patient_key, str(v)) for v in patients if str(v).strip()})
+    return planning.count(target, describe(scope, project, corpus, target, hashes)), hashes
+
+
+def request(
+    project: Project,
+    scope: str,
+    *,
+    corpus: Corpus | None = None,
+    notes=(),
+    patient_key: str = "",
+    patients=(),
+    datasets: str = ErasureRequest.Datasets.WITHDRAW,
+    actor=None,
+    send: bool = True,
+) -> ErasureRequest:
+    """Make the request, with its dry run, audit it, and queue it (after the commit)."""
+    counted, hashes = plan(project, scope, corpus=corpus, notes=notes, patient_key=patient_key, patients=patients)
+    user = actor if getattr(actor, "is_authenticated", False) else None
+    with transaction.atomic():
+        erasure = ErasureRequest.objects.create(
+            scope=scope,
+            project=project,
+            project_slug=project.slug,
+            corpus_name=corpus.name if corpus else "",
+            described=counted.described[:300],
+            target=counted.target.as_json(),
+            patient_key=patient_key if scope == Scope.PATIENT else "",
+            patient_hashes=hashes if scope == Scope.PATIENT else [],
+            datasets=datasets,
+            planned=counted.as_json(),
+            requested_by=user,
+            requested_by_name=user.get_username() if user else str(actor or "command line"),
+            heartbeat=Now(),
+        )
+        record(actor, AuditEvent.Action.ERASURE_REQUESTED, erasure, target=erasure.described, rows=counted.rows)
+        if send:
+            _send(erasure.pk)
+    return erasure
+
+
+def cancel(erasure: ErasureRequest, actor=None) -> str | None:
+    status = units.request_cancel(ErasureRequest, erasure.pk)
+    if status is not None:
+        record(actor, AuditEvent.Action.CANCEL_JOB, erasure, what="erasure")
+    return status
+
+
+def resume(erasure: ErasureRequest) -> bool:
+    with transaction.atomic():
+        if not units.requeue(ErasureRequest, erasure.pk):
+            return False
+        _send(erasure.pk)
+    return True
+
+
+def _send(pk: int) -> None:
+    queue.send_on_commit(
+        TASK,
+        pk,
+        on_error=lambda message: ErasureRequest.objects.filter(pk=pk, status=JobStatus.QUEUED).update(error=message),
+    )
+
+
+# ---------------------------------------------------------------- the work
+
+
+def claim(pk: int, worker: str = "") -> ErasureRequest | None:
+    return units.claim(ErasureRequest, pk, worker, select_related=("requested_by",))
+
+
+def run(erasure: ErasureRequest, batch: int | None = None) -> str | None:
+    """Erase what the claimed request reaches, inside a Heartbeat, and end it: "done", or
+    "cancelled"; None when this attempt lost it (another worker goes on)."""
+    batch = batch or settings.ERASURE_BATCH
+    target = planning.Target.from_json(erasure.target)
+    with Heartbeat(erasure) as heart:
+        try:
+            mark(erasure, target)
+            remove_files(erasure, target, heart)
+            for step in planning.steps_for(target):
+                while _erase_batch(erasure, step, target, batch, heart):
+                    pass
+            forget_note_ids(target)
+        except Stopped:
+            if heart.lost:
+                return None
+            return "cancelled" if units.cancelled(erasure, step="") else None
+    if erasure.datasets == ErasureRequest.Datasets.REBUILD:
+        rebuild(erasure, target)
+    erasure.refresh_from_db()
+    if not units.finish(erasure, step=""):
+        return None
+    receipt(erasure)
+    return "done"
+
+
+def _check(heart: Heartbeat) -> None:
+    if heart.cancelling or heart.lost:
+        raise Stopped
+
+
+def _holding(erasure: ErasureRequest, heart: Heartbeat) -> dict:
+    """The request's counts, its row locked until the transaction ends; Stopped when this attempt
+    lost it or a cancel was asked for (read here, so it stops at once, not at the next beat)."""
+    row = units.owned(erasure).select_for_update().values_list("erased", "status").first()
+    if row is None:
+        heart.lost = True
+        raise Stopped
+    if row[1] == JobStatus.CANCELLING:
+        heart.cancelling = True
+        raise Stopped
+    return row[0]
+
+
+def _erase_batch(erasure, step: planning.Step, target, batch: int, heart: Heartbeat) -> int:
+    """Delete one batch of `step`'s rows and count them, in one transaction. Returns the rows
+    deleted (0: the step is done)."""
+    _check(heart)
+    model = step.rows(target).model
+    with transaction.atomic():
+        held = _holding(erasure, heart)
+        ids = list(step.queryset(target).values_list("pk", flat=True)[:batch])
+        if not ids:
+            return 0
+        _, per_table = model.objects.filter(pk__in=ids).only("pk").delete()  # never loads note text
+        erased = dict(held)
+        for table, rows in per_table.items():
+            if rows:
+                erased[table] = erased.get(table, 0) + rows
+        units.owned(erasure).update(erased=erased, step=model._meta.label, heartbeat=Now())
+    return len(ids)
+
+
+def mark(erasure: ErasureRequest, target: planning.Target) -> None:
+    """The trained models that saw the notes, and the versions that held them (withdrawn)."""
+    for model_version in ModelVersion.objects.filter(pk__in=target.model_ids):
+        listed, _ = TrainedOnErasedData.objects.get_or_create(
+            model_version=model_version, defaults={"project_id": target.project_id}
+        )
+        listed.erasures.add(erasure)
+    for dataset in target.datasets_withdrawn():
+        with transaction.atomic():
+            _, made = DatasetWithdrawal.objects.get_or_create(dataset=dataset, defaults={"erasure": erasure})
+            if made:
+                stats = {**dataset.stats, "examples": 0, "withdrawn_by_erasure": erasure.pk}
+                DatasetVersion.objects.filter(pk=dataset.pk).update(stats=stats)
+
+
+def remove_files(erasure: ErasureRequest, target: planning.Target, heart: Heartbeat) -> None:
+    """Export folders of the versions withdrawn or deleted, uploads of the corpus's imports:
+    under DATA_DIR and in the storage (a folder already gone is no error). Each is counted once:
+    its row forgets its path in the transaction that counts it, so a second attempt counts nothing."""
+    from webapp.corpus import uploads
+
+    for dataset_id in planning.withdrawn_or_deleted(target).values_list("pk", flat=True):
+        with transaction.atomic():
+            _holding(erasure, heart)
+        relative = f"exports/dataset-{dataset_id}"
+        shutil.rmtree(Path(settings.DATA_DIR) / relative, ignore_errors=True)
+        if shared_files.enabled():
+            shared_files.remove(relative)
+        _count_files(erasure, heart, "export folders", DatasetExport.objects.filter(dataset_id=dataset_id))
+    for job in planning.imports(target).exclude(upload=""):
+        with transaction.atomic():
+            _holding(erasure, heart)
+        uploads.discard(job.upload)
+        _count_files(erasure, heart, "uploads", ImportJob.objects.filter(pk=job.pk), field="upload")
+
+
+def _count_files(erasure: ErasureRequest, heart: Heartbeat, what: str, rows, field: str = "path") -> None:
+    key = f"files: {what}"
+    with transaction.atomic():
+        erased = _holding(erasure, heart)
+        removed = rows.exclude(**{field: ""}).update(**{field: ""})
+        if removed:
+            units.owned(erasure).update(erased={**erased, key: erased.get(key, 0) + removed})
+
+
+def forget_note_ids(target: planning.Target) -> None:
+    """Validation sets list their (note, task) items by id: an erased note's items go."""
+    if target.whole:
+        return
+    erased = set(target.note_ids)
+    for validation_set in ValidationSet.objects.filter(corpus_id=target.corpus_id):
+        kept = [item for item in validation_set.items if int(item[0]) not in erased]
+        if len(kept) != len(validation_set.items):
+            ValidationSet.objects.filter(pk=validation_set.pk).update(items=kept)
+
+
+def rebuild(erasure: ErasureRequest, target: planning.Target) -> None:
+    """Version + 1 of each withdrawn version that was finished, with the same settings: the
+    erased notes are gone, so the new build cannot hold them. Once per version (`rebuilt`)."""
+    from webapp.datasets import launch
+
+    for dataset in target.datasets_withdrawn().filter(status=JobStatus.DONE):
+        with transaction.atomic():
+            done = units.owned(erasure).select_for_update().values_list("rebuilt", flat=True).first()
+            if done is None or dataset.pk in done:
+                continue
+            launch.build_again(dataset, actor=erasure.requested_by)
+            units.owned(erasure).update(rebuilt=[*done, dataset.pk])
+
+
+def receipt(erasure: ErasureRequest) -> AuditEvent:
+    planned = erasure.planned
+    files = {k.removeprefix("files: "): v for k, v in erasure.erased.items() if k.startswith("files: ")}
+    tables = {k: v for k, v in erasure.erased.items() if not k.startswith("files: ")}
+    return record(
+        erasure.requested_by or f"erasure requested by {erasure.requested_by_name}",
+        AuditEvent.Action.ERASURE,
+        erasure,
+        erasure=erasure.pk,
+        project=erasure.project_slug,
+        target=erasure.described,
+        patient_key=erasure.patient_key,
+        patient_hashes=erasure.patient_hashes,
+        tables=tables,
+        rows=sum(tables.values()),
+        files=files,
+        datasets_withdrawn=planned.get("datasets withdrawn", []),
+        datasets_rebuilt=erasure.rebuilt,
+        models_trained_on_erased_data=planned.get("models trained on erased data", []),
+    )
+
+
+def fail(erasure: ErasureRequest, exc: BaseException) -> str:
+    from django.db.models import ProtectedError, RestrictedError
+
+    if isinstance(exc, ProtectedError | RestrictedError):
+        tables = sorted({o._meta.label for o in exc.protected_objects} if hasattr(exc, "protected_objects") else [])
+        message = (
+            f"The erasure stopped: rows of {', '.join(tables) or 'another table'} still refer to what it erases. "
+            "Nothing was left half-deleted; the rows deleted so far are counted."
+        )
+    elif isinstance(exc, shared_files.StorageError):
+        message = f"The erasure could not remove files from the storage ({exc}); resume it once it can be reached."
+    else:
+        message = (
+            f"The erasure stopped because of an unexpected error ({type(exc).__name__}); "
+            f"the worker log has the details under erasure {erasure.pk}. Resume goes on where it stopped."
+        )
+    units.fail(erasure, message, step="")
+    return message

@@ -1,0 +1,333 @@
+"""What an erasure reaches, table by table, and the dry run's counts.
+
+A target is resolved once to ids (`resolve`): the project, the corpus, the notes (notes and
+patient scopes; a corpus or project reaches its notes through its corpora), the dataset
+versions that held examples of those notes, and the trained models that saw them. Everything
+else is found again from those ids whenever it is asked for, so the same plan serves the dry
+run, the erasure, and a resumed erasure half of whose rows are gone.
+
+`STEPS` lists every table the erasure deletes from, in the order it deletes (a row before the
+rows it refers to: a PROTECT foreign key never blocks, no cascade deletes a row uncounted).
+Rows that refer to notes only indirectly are reached through what they refer to: stored peaks
+through their maps, round claims through their pairs, split items through annotations, a
+training run's metrics through the run. tests/webapp/erasure/test_planning.py checks that every
+model with a foreign key to a table erased here is itself erased (or is a mark of this app).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.db.models import Q, QuerySet
+
+from webapp.api.models import ApiToken, Webhook, WebhookDelivery
+from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, Task, TaskGuideline
+from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
+from webapp.erasure.models import DatasetWithdrawal, ErasureRequest
+from webapp.evaluation.models import RelevanceEvaluation
+from webapp.pipeline.models import ModelVersion, NoteTokens, RelevanceChunk, RelevanceJob, RelevanceMap
+from webapp.projects.models import Membership, Project
+from webapp.review.models import (
+    Adjudication,
+    MapPeaks,
+    MapSample,
+    PeakDecision,
+    ReviewRound,
+    RoundClaim,
+    RoundPair,
+    RoundReviewer,
+    StoredPeak,
+    ValidationJudgement,
+    ValidationSet,
+    ValidationVerdict,
+)
+from webapp.training.models import LabeledSplit, RunLog, RunMetric, RunPrediction, SplitItem, TrainingRun
+
+Scope = ErasureRequest.Scope
+WHOLE = frozenset({Scope.CORPUS, Scope.PROJECT})
+EVERY = frozenset(Scope)
+
+# A metadata key is used in a JSON lookup: letters, digits, "_" and "-" only, never "__".
+PATIENT_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
+
+
+class PlanError(ValueError):
+    """The target cannot be erased as asked; the message says why, in plain words."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """The ids an erasure works from (ErasureRequest.target)."""
+
+    scope: str
+    project_id: int
+    corpus_id: int | None = None
+    note_ids: tuple[int, ...] = ()
+    dataset_ids: tuple[int, ...] = ()  # versions that held examples of the notes when requested
+    model_ids: tuple[int, ...] = ()  # trained models that saw the notes
+
+    @property
+    def whole(self) -> bool:
+        return self.scope in WHOLE
+
+    def corpora(self) -> QuerySet:
+        if self.scope == Scope.PROJECT:
+            return Corpus.objects.filter(project_id=self.project_id)
+        if self.scope == Scope.CORPUS:
+            return Corpus.objects.filter(pk=self.corpus_id)
+        return Corpus.objects.none()
+
+    def notes(self) -> QuerySet:
+        if self.whole:
+            return Note.objects.filter(corpus__in=self.corpora())
+        return Note.objects.filter(pk__in=self.note_ids)
+
+    def datasets_deleted(self) -> QuerySet:
+        """Versions built on an erased corpus: deleted with it."""
+        return DatasetVersion.objects.filter(corpus__in=self.corpora())
+
+    def datasets_withdrawn(self) -> QuerySet:
+        """Versions that held examples of erased notes and stay, withdrawn."""
+        return DatasetVersion.objects.filter(pk__in=self.dataset_ids).exclude(corpus__in=self.corpora())
+
+    def runs_deleted(self) -> QuerySet:
+        corpora = self.corpora()
+        return TrainingRun.objects.filter(Q(dataset__corpus__in=corpora) | Q(split__corpus__in=corpora))
+
+    def as_json(self) -> dict:
+        return {
+            "scope": self.scope,
+            "project_id": self.project_id,
+            "corpus_id": self.corpus_id,
+            "note_ids": list(self.note_ids),
+            "dataset_ids": list(self.dataset_ids),
+            "model_ids": list(self.model_ids),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Target:
+        return cls(
+            scope=data["scope"],
+            project_id=data["project_id"],
+            corpus_id=data.get("corpus_id"),
+            note_ids=tuple(data.get("note_ids", ())),
+            dataset_ids=tuple(data.get("dataset_ids", ())),
+            model_ids=tuple(data.get("model_ids", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Step:
+    rows: Callable[[Target], QuerySet]
+    scopes: frozenset = EVERY
+
+    def queryset(self, target: Target) -> QuerySet:
+        return self.rows(target).order_by()
+
+    def table(self, target: Target) -> str:
+        return self.rows(target).model._meta.label
+
+
+def _through(model, field_name: str):
+    return getattr(model, field_name).through
+
+
+def withdrawn_or_deleted(t: Target) -> QuerySet:
+    return DatasetVersion.objects.filter(Q(pk__in=t.datasets_withdrawn()) | Q(pk__in=t.datasets_deleted()))
+
+
+def _rounds(t: Target) -> QuerySet:
+    return ReviewRound.objects.filter(corpus__in=t.corpora())
+
+
+def _validation_sets(t: Target) -> QuerySet:
+    return ValidationSet.objects.filter(corpus__in=t.corpora())
+
+
+def _jobs(t: Target) -> QuerySet:
+    return RelevanceJob.objects.filter(corpus__in=t.corpora())
+
+
+def imports(t: Target) -> QuerySet:
+    if t.scope == Scope.PROJECT:
+        return ImportJob.objects.filter(project_id=t.project_id)
+    if t.scope == Scope.CORPUS:
+        return ImportJob.objects.filter(project_id=t.project_id, corpus_name__in=t.corpora().values("name"))
+    return ImportJob.objects.none()
+
+
+def _project_tasks(t: Target) -> QuerySet:
+    return Task.objects.filter(project_id=t.project_id)
+
+
+STEPS: tuple[Step, ...] = (
+    # What a corpus's training runs and datasets hold (they PROTECT notes, annotations, corpora)
+    Step(lambda t: RunMetric.objects.filter(run__in=t.runs_deleted()), WHOLE),
+    Step(lambda t: RunLog.objects.filter(run__in=t.runs_deleted()), WHOLE),
+    Step(lambda t: RunPrediction.objects.filter(Q(run__in=t.runs_deleted()) | Q(note__in=t.notes()))),
+    Step(lambda t: t.runs_deleted(), WHOLE),
+    Step(lambda t: SplitItem.objects.filter(Q(split__corpus__in=t.corpora()) | Q(annotation__note__in=t.notes()))),
+    Step(lambda t: LabeledSplit.objects.filter(corpus__in=t.corpora()), WHOLE),
+    Step(lambda t: DatasetExport.objects.filter(dataset__in=withdrawn_or_deleted(t))),
+    Step(lambda t: MaskedExample.objects.filter(Q(dataset__in=withdrawn_or_deleted(t)) | Q(note__in=t.notes()))),
+    Step(lambda t: _through(DatasetVersion, "jobs").objects.filter(datasetversion__in=t.datasets_deleted()), WHOLE),
+    Step(lambda t: DatasetWithdrawal.objects.filter(dataset__in=t.datasets_deleted()), WHOLE),
+    Step(lambda t: t.datasets_deleted(), WHOLE),
+    # Peaks, review and relevance maps of the notes
+    Step(lambda t: StoredPeak.objects.filter(Q(note_id__in=t.notes()) | Q(peaks__map__note__in=t.notes()))),
+    Step(lambda t: MapPeaks.objects.filter(map__note__in=t.notes())),
+    Step(lambda t: RoundClaim.objects.filter(Q(pair__note__in=t.notes()) | Q(round__in=_rounds(t)))),
+    Step(lambda t: RoundPair.objects.filter(Q(note__in=t.notes()) | Q(round__in=_rounds(t)))),
+    Step(lambda t: PeakDecision.objects.filter(note__in=t.notes())),
+    Step(lambda t: Adjudication.objects.filter(note__in=t.notes())),
+    Step(
+        lambda t: ValidationJudgement.objects.filter(Q(note__in=t.notes()) | Q(validation_set__in=_validation_sets(t)))
+    ),
+    Step(lambda t: ValidationVerdict.objects.filter(Q(note__in=t.notes()) | Q(validation_set__in=_validation_sets(t)))),
+    Step(lambda t: RelevanceMap.objects.filter(note__in=t.notes())),
+    Step(lambda t: NoteTokens.objects.filter(note__in=t.notes())),
+    Step(lambda t: Annotation.objects.filter(note__in=t.notes())),
+    # the stored samples of map ids are caches: drawn again on their next use
+    Step(lambda t: MapSample.objects.filter(Q(corpus_id=t.corpus_id) | Q(corpus__in=t.corpora()))),
+    Step(lambda t: t.notes()),
+    # What else a corpus holds
+    Step(lambda t: RoundReviewer.objects.filter(round__in=_rounds(t)), WHOLE),
+    Step(lambda t: _through(ReviewRound, "tasks").objects.filter(reviewround__in=_rounds(t)), WHOLE),
+    Step(_rounds, WHOLE),
+    Step(_validation_sets, WHOLE),
+    Step(
+        lambda t: _through(RelevanceEvaluation, "tasks").objects.filter(relevanceevaluation__corpus__in=t.corpora()),
+        WHOLE,
+    ),
+    Step(lambda t: RelevanceEvaluation.objects.filter(corpus__in=t.corpora()), WHOLE),
+    Step(lambda t: RelevanceChunk.objects.filter(job__in=_jobs(t)), WHOLE),
+    Step(lambda t: _through(RelevanceJob, "tasks").objects.filter(relevancejob__in=_jobs(t)), WHOLE),
+    Step(_jobs, WHOLE),
+    Step(imports, WHOLE),
+    Step(lambda t: t.corpora(), WHOLE),
+    # What else a project holds
+    Step(lambda t: TaskGuideline.objects.filter(task__in=_project_tasks(t)), {Scope.PROJECT}),
+    Step(_project_tasks, {Scope.PROJECT}),
+    Step(lambda t: Membership.objects.filter(project_id=t.project_id), {Scope.PROJECT}),
+    Step(lambda t: WebhookDelivery.objects.filter(webhook__project_id=t.project_id), {Scope.PROJECT}),
+    Step(lambda t: Webhook.objects.filter(project_id=t.project_id), {Scope.PROJECT}),
+    Step(lambda t: _through(ApiToken, "projects").objects.filter(project_id=t.project_id), {Scope.PROJECT}),
+    Step(lambda t: Project.objects.filter(pk=t.project_id), {Scope.PROJECT}),
+)
+
+
+def steps_for(target: Target) -> list[Step]:
+    return [step for step in STEPS if target.scope in step.scopes]
+
+
+@dataclass
+class Plan:
+    """The dry run: rows per table (in deletion order, tables with none left out), the files,
+    the dataset versions withdrawn and the trained models listed. Ids and names only."""
+
+    target: Target
+    described: str
+    tables: dict[str, int] = field(default_factory=dict)
+    export_folders: int = 0
+    uploads: int = 0
+    withdrawn: list[str] = field(default_factory=list)
+    models_listed: list[str] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return sum(self.tables.values())
+
+    def as_json(self) -> dict:
+        return {
+            "target": self.described,
+            "tables": self.tables,
+            "rows": self.rows,
+            "files": {"export folders": self.export_folders, "uploads": self.uploads},
+            "datasets withdrawn": self.withdrawn,
+            "models trained on erased data": self.models_listed,
+        }
+
+
+def count(target: Target, described: str) -> Plan:
+    plan = Plan(target, described)
+    for step in steps_for(target):
+        rows = step.queryset(target).count()
+        if rows:
+            table = step.table(target)
+            plan.tables[table] = plan.tables.get(table, 0) + rows
+    plan.export_folders = (
+        DatasetExport.objects.filter(dataset__in=withdrawn_or_deleted(target)).exclude(path="").count()
+    )
+    plan.uploads = imports(target).exclude(upload="").count()
+    plan.withdrawn = [str(d) for d in target.datasets_withdrawn().order_by("name", "version")]
+    plan.models_listed = list(
+        ModelVersion.objects.filter(pk__in=target.model_ids).order_by("name").values_list("name", flat=True)
+    )
+    return plan
+
+
+# ---------------------------------------------------------------- resolving a target
+
+
+def resolve(
+    project: Project,
+    scope: str,
+    *,
+    corpus: Corpus | None = None,
+    note_external_ids=(),
+    patient_key: str = "",
+    patient_values=(),
+) -> Target:
+    """The ids of what an erasure of `scope` reaches now. Raises PlanError in plain words."""
+    if scope != Scope.PROJECT and corpus is None:
+        raise PlanError("Name the corpus.")
+    if corpus is not None and corpus.project_id != project.pk:
+        raise PlanError(f"Corpus {corpus.name} is not in project {project.slug}.")
+    if scope == Scope.NOTES:
+        wanted = {str(i) for i in note_external_ids if str(i).strip()}
+        if not wanted:
+            raise PlanError("Name at least one note.")
+        found = dict(corpus.notes.filter(external_id__in=wanted).values_list("external_id", "pk"))
+        if missing := len(wanted - found.keys()):
+            raise PlanError(f"{missing} of the {len(wanted)} notes named are not in corpus {corpus.name}.")
+        note_ids = tuple(sorted(found.values()))
+    elif scope == Scope.PATIENT:
+        note_ids = tuple(sorted(patient_notes(corpus, patient_key, patient_values).values_list("pk", flat=True)))
+        if not note_ids:
+            raise PlanError(f"No note of corpus {corpus.name} has one of these values under '{patient_key}'.")
+    elif scope in WHOLE:
+        note_ids = ()
+    else:
+        raise PlanError(f"Unknown scope {scope!r}; choose one of {', '.join(Scope.values)}.")
+    partial = Target(scope, project.pk, corpus.pk if corpus else None, note_ids)
+    notes = partial.notes()
+    dataset_ids = tuple(
+        sorted(set(MaskedExample.objects.filter(note__in=notes).values_list("dataset_id", flat=True).distinct()))
+    )
+    used = TrainingRun.objects.filter(
+        Q(dataset_id__in=dataset_ids)
+        | Q(dataset__corpus__in=partial.corpora())
+        | Q(split__items__annotation__note__in=notes)
+        | Q(split__corpus__in=partial.corpora()),
+        produced_model__isnull=False,
+    )
+    model_ids = tuple(sorted(set(used.values_list("produced_model_id", flat=True))))
+    return Target(scope, project.pk, partial.corpus_id, note_ids, dataset_ids, model_ids)
+
+
+def patient_notes(corpus: Corpus, key: str, values) -> QuerySet:
+    """The notes of `corpus` whose metadata[key] is one of `values` (a string or a number in the
+    metadata matches its text)."""
+    from django.db.models import TextField
+    from django.db.models.fields.json import KT
+    from django.db.models.functions import Cast
+
+    if not PATIENT_KEY.match(key or "") or "__" in key:
+        raise PlanError("The patient key is a metadata key: letters, digits, '_' and '-' only.")
+    wanted = [str(v).strip() for v in values if str(v).strip()]
+    if not wanted:
+        raise PlanError("Give at least one patient value.")
+    # cast: the value as plain text on both databases (SQLite's JSON "in" would read the values as JSON)
+    return corpus.notes.annotate(patient=Cast(KT(f"metadata__{key}"), TextField())).filter(patient__in=wanted)
