@@ -206,6 +206,11 @@ IMPORT_MAX_UNPACKED_BYTES = env_int("IMPORT_MAX_UNPACKED_BYTES", 8 * 1024**3)  #
 IMPORT_MAX_LINES = env_int("IMPORT_MAX_LINES", 10_000_000)  # lines of one file
 IMPORT_MAX_EVIDENCE_SPANS = env_int("IMPORT_MAX_EVIDENCE_SPANS", 100)  # per annotation (or brat entity)
 IMPORT_MAX_METADATA_BYTES = env_int("IMPORT_MAX_METADATA_BYTES", 256 * 1024)  # per note, as compact UTF-8 JSON
+# One file inside an input (a zip member, what a gzip/bz2/xz file unpacks to, a brat or XMI file)
+# or read whole (Label Studio JSON): refused before it is read, so a 1 MB zip declaring a 1 GiB
+# member never reaches a reader. A file parsed whole takes several times its size in memory;
+# E3C's largest XMI file is 108 KB, so this is room, not a fit.
+IMPORT_MAX_FILE_BYTES = env_int("IMPORT_MAX_FILE_BYTES", 512 * 1024**2)
 
 # Security: on unless DEBUG. `python manage.py check --deploy` is clean with DEBUG off.
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)

@@ -9,8 +9,9 @@
                any point leaves both or neither (a refused file writes nothing, then fails). The
                sweeper queues a job whose worker was lost, and the next worker imports again
                from the stored upload (atomic and idempotent: nothing lost, nothing twice). A
-               worker that lost its job, or was asked to cancel,
-               rolls its writes back at the next progress report.
+               worker that lost its job (taken over, or stopped and continued after its heartbeat
+               went stale), or was asked to cancel, stops before the next document it would read
+               (its reading's checkpoint) and rolls its writes back.
     cancel()   queued: cancelled at once; running: the worker rolls back and ends it cancelled.
     resume()   a job whose worker was lost is queued again at once (the sweeper does it anyway).
 
@@ -116,6 +117,10 @@ def run(job: ImportJob, heart) -> str | None:
     if another attempt holds it now (nothing was written)."""
     validated = 0
 
+    def checkpoint() -> None:  # between documents: the heartbeat's thread tells what became of the job
+        if heart.cancelling or heart.lost:
+            raise ImportStopped
+
     def progress(phase: str, done: int) -> None:
         nonlocal validated
         if phase == "validate":
@@ -123,8 +128,7 @@ def run(job: ImportJob, heart) -> str | None:
             heart.report(phase=PHASES[phase], records_done=done)
         else:
             heart.report(phase=PHASES[phase], records_done=done, records_total=validated)
-        if heart.cancelling or heart.lost:
-            raise ImportStopped
+        checkpoint()
 
     def finish(report) -> None:  # inside the write transaction: the job ends with its rows, or neither
         # The last progress report rides on a beat that never comes once the job has ended: the
@@ -156,6 +160,7 @@ def run(job: ImportJob, heart) -> str | None:
             actor=job.created_by,
             progress=progress,
             on_written=finish,
+            checkpoint=checkpoint,
         )
         if not report.ok:
             if not units.fail(

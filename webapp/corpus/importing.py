@@ -52,6 +52,7 @@ from webapp.lib.import_sources import (
     Problem,
     Problems,
     detect_format,
+    go_on,
     numbered_lines,
     read_annotations,
     read_notes,
@@ -105,6 +106,7 @@ def import_limits() -> ImportLimits:
         lines=settings.IMPORT_MAX_LINES,
         evidence_spans=settings.IMPORT_MAX_EVIDENCE_SPANS,
         metadata_bytes=settings.IMPORT_MAX_METADATA_BYTES,
+        file_bytes=settings.IMPORT_MAX_FILE_BYTES,
     )
 
 
@@ -122,6 +124,7 @@ def import_notes(
     unpack_dir=None,
     on_written=None,
     project=None,
+    checkpoint=go_on,
 ) -> ImportReport:
     """Import a JSONL or CSV file (plain or compressed), a brat folder or a zip of brat files
     into the corpus `corpus_name` of `project` (a Project, or a slug; "" or None: the only project).
@@ -131,6 +134,8 @@ def import_notes(
     once every row is written, so what it writes commits with the rows (a background job's end);
     it may raise to roll everything back. Validation runs outside any transaction. A zip is
     unpacked into a temporary folder under `unpack_dir` (default: the system's), removed at the end.
+    `checkpoint()` is called before each note is read, in both readings; it raises to stop the
+    import (a cancel, a job taken over), rolling back whatever was written.
     """
     path = Path(path)
     limits = import_limits()
@@ -143,17 +148,20 @@ def import_notes(
     with _brat_folder_of(path, fmt, unpack_dir, problems, limits) as source:
         if source is None:
             return _failed(problems)
+
+        def read(problems: Problems) -> Iterator:
+            return read_notes(source, fmt, problems, limits, checkpoint)
+
         return _import_notes(
-            source, printable(path.name), corpus, fmt, update, actor, batch_size, progress, problems, limits, on_written
+            read, printable(path.name), corpus, fmt, update, actor, batch_size, progress, problems, on_written
         )
 
 
-def _import_notes(
-    source, name, corpus, fmt, update, actor, batch_size, progress, problems, limits, on_written=None
-) -> ImportReport:
+def _import_notes(read, name, corpus, fmt, update, actor, batch_size, progress, problems, on_written) -> ImportReport:
+    """`read(problems)`: the notes of the file, read again on each call."""
     plan = _NotePlan(corpus, update, problems)
     seen: dict[str, int] = {}  # id -> first line; ids only, never text
-    for batch in _batched(read_notes(source, fmt, problems, limits), batch_size):
+    for batch in _batched(read(problems), batch_size):
         fresh = []
         for rec in batch:
             first = seen.setdefault(rec.external_id, rec.line)
@@ -180,7 +188,7 @@ def _import_notes(
             reread = Problems()  # the file is read again: its warnings were collected the first time
             _write_pass(
                 writer,
-                read_notes(source, fmt, reread, limits),
+                read(reread),
                 reread,
                 plan,
                 report,
@@ -225,6 +233,7 @@ def import_annotations(
     progress=None,
     on_written=None,
     project=None,
+    checkpoint=go_on,
 ) -> ImportReport:
     """Import gold labels: JSONL lines {"note_id", "task", "label", "evidence": [[start, end], ...]}.
 
@@ -236,7 +245,7 @@ def import_annotations(
     `path` (webapp.interchange.gold: annotation-tool formats with a mapping); it is called twice,
     to validate and to write, and reports what it cannot read to `problems`. `dry_run`:
     validate and count (created, unchanged, updated), write nothing. `audit`: more fields for
-    the audit entry.
+    the audit entry. `checkpoint()` as for import_notes (a `read` given calls its own).
     """
     path = Path(path)
     limits = import_limits()
@@ -261,7 +270,7 @@ def import_annotations(
 
     plan = _AnnotationPlan(corpus, annotator, update, problems)
     checked = 0
-    records = read or (lambda problems, corpus: read_annotations(path, problems, limits))
+    records = read or (lambda problems, corpus: read_annotations(path, problems, limits, checkpoint))
     for batch in _batched(records(problems, corpus), batch_size):
         plan.check(batch)
         checked += len(batch)

@@ -31,7 +31,7 @@ from django.conf import settings
 from webapp.corpus.importing import ImportReport, import_annotations, import_notes
 from webapp.interchange.gold import import_gold
 from webapp.lib import shared_files
-from webapp.lib.import_sources import SUFFIX_FORMATS, Problems
+from webapp.lib.import_sources import SUFFIX_FORMATS, Problems, go_on
 from webapp.lib.input_files import NAMED
 from webapp.lib.validators import printable
 
@@ -106,10 +106,12 @@ def import_stored(
     actor,
     progress=None,
     on_written=None,
+    checkpoint=go_on,
 ) -> ImportReport:
     """Import a stored upload (notes: JSONL, CSV or a zip of brat files; annotations: JSONL).
     Running it twice on one file is safe: the import is atomic and idempotent. Raises StorageError
-    when the upload is kept in a storage that cannot be read."""
+    when the upload is kept in a storage that cannot be read. `checkpoint()`: called between
+    documents, it raises to stop the import (webapp.corpus.importing.import_notes)."""
     path = local_file(relative)
     if path is None:
         problems = Problems()
@@ -131,10 +133,18 @@ def import_stored(
             on_written=on_written,
             unpack_dir=path.parent,
             project=project,
+            checkpoint=checkpoint,
         ).report
     if kind == "annotations":
         return import_annotations(
-            path, corpus, update=update, actor=actor, progress=progress, on_written=on_written, project=project
+            path,
+            corpus,
+            update=update,
+            actor=actor,
+            progress=progress,
+            on_written=on_written,
+            project=project,
+            checkpoint=checkpoint,
         )
     return import_notes(
         path,
@@ -147,6 +157,7 @@ def import_stored(
         progress=progress,
         unpack_dir=path.parent,
         on_written=on_written,
+        checkpoint=checkpoint,
     )
 
 

@@ -70,9 +70,12 @@ def import_gold(
     on_written=None,
     unpack_dir=None,
     project=None,
+    checkpoint=None,
 ) -> GoldReport:
     """Import (or with dry_run, preview) the gold spans of `path` (a file, a folder, or a zip of
-    brat or XMI files) in format `fmt` into corpus `corpus_name`; module docstring."""
+    brat or XMI files) in format `fmt` into corpus `corpus_name`; module docstring.
+    `checkpoint()`, if given, is called after each document read; it raises to stop the import
+    (a cancel, a job another worker took over), so one slow document is the most a stop waits."""
     path = Path(path)
     name = printable(path.name)
     problems = Problems()
@@ -85,7 +88,8 @@ def import_gold(
     with _readable(path, format_, unpack_dir, problems) as source:
         if source is None:
             return GoldReport(_failed(problems), dry_run=dry_run)
-        reading = _Reading(format_, source, ReadOptions(layer, feature), plan, name)
+        options = ReadOptions(layer, feature, file_bytes=import_limits().file_bytes)
+        reading = _Reading(format_, source, options, plan, name, checkpoint)
         report = import_annotations(
             path,
             corpus_name,
@@ -134,18 +138,23 @@ def _readable(path: Path, format_, unpack_dir, problems: Problems):
         return
     with tempfile.TemporaryDirectory(prefix="gold-", dir=unpack_dir) as tmp:
         try:
-            yield unzip(path, Path(tmp) / "files", format_.name, import_limits().unpacked_bytes)
+            yield unzip(path, Path(tmp) / "files", format_.name, import_limits())
         except FormatError as exc:
             problems.add(exc.source, None, exc.reason)
             yield None
+
+
+def _go_on() -> None:
+    """The checkpoint of an import nobody can stop (the command line: Ctrl-C does)."""
 
 
 class _Reading:
     """The records of the files, read on each call (the import reads twice); counts for the
     preview are kept from the first reading."""
 
-    def __init__(self, format_, source: Path, options: ReadOptions, mapping: Mapping, name: str):
+    def __init__(self, format_, source: Path, options: ReadOptions, mapping: Mapping, name: str, checkpoint=None):
         self.format, self.source, self.options, self.mapping, self.name = format_, source, options, mapping, name
+        self.checkpoint = checkpoint or _go_on
         self.calls = 0
         self.limits = import_limits()
         self.documents = 0
@@ -162,6 +171,7 @@ class _Reading:
         unmapped: Counter = Counter()
         batch = []
         for item in self.format.read(self.source, self.options):
+            self.checkpoint()
             if isinstance(item, FormatError):
                 where_line = _line(item.where)
                 if where_line is not None:

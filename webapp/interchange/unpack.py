@@ -1,7 +1,8 @@
 """A zip of annotation files (brat .txt/.ann, XMI files and their TypeSystem.xml), unpacked
 flattened into a folder, with the checks of the brat import (webapp.lib.input_files): no absolute
 or `..` entry, no symbolic link, at most MAX_ZIP_MEMBERS entries and `unpacked_bytes` in all, no
-two files of one name. No Django here."""
+member to unpack over `file_bytes` (IMPORT_MAX_FILE_BYTES: its declared size, checked before any
+member is unpacked), no two files of one name. No Django here."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from webapp.interchange.formats.document import FormatError
-from webapp.lib.input_files import MAX_ZIP_MEMBERS
+from webapp.lib.import_limits import ImportLimits
+from webapp.lib.input_files import MAX_ZIP_MEMBERS, members_too_large
 
 SUFFIXES = {"brat": (".txt", ".ann"), "xmi": (".xmi", ".xml")}
 
 
-def unzip(archive: Path, target: Path, fmt: str, unpacked_bytes: int) -> Path:
+def unzip(archive: Path, target: Path, fmt: str, limits: ImportLimits) -> Path:
     """The folder of the archive's files of format `fmt`; FormatError naming the archive."""
     suffixes = SUFFIXES[fmt]
     try:
@@ -26,11 +28,11 @@ def unzip(archive: Path, target: Path, fmt: str, unpacked_bytes: int) -> Path:
                 raise FormatError(
                     archive.name, None, f"the archive holds {len(members):,} files; the limit is {MAX_ZIP_MEMBERS:,}"
                 )
-            if sum(m.file_size for m in members) > unpacked_bytes:
+            if sum(m.file_size for m in members) > limits.unpacked_bytes:
                 raise FormatError(
                     archive.name,
                     None,
-                    f"the archive unpacks to more than {unpacked_bytes:,} bytes (IMPORT_MAX_UNPACKED_BYTES)",
+                    f"the archive unpacks to more than {limits.unpacked_bytes:,} bytes (IMPORT_MAX_UNPACKED_BYTES)",
                 )
             wanted = []
             for m in members:
@@ -45,6 +47,9 @@ def unzip(archive: Path, target: Path, fmt: str, unpacked_bytes: int) -> Path:
                     wanted.append(m)
             if not wanted:
                 raise FormatError(archive.name, None, f"the archive holds no {' or '.join(suffixes)} files")
+            too_large = members_too_large(wanted, limits.file_bytes)
+            if too_large:
+                raise FormatError(archive.name, None, too_large)
             shutil.rmtree(target, ignore_errors=True)
             target.mkdir(parents=True)
             for m in wanted:

@@ -1,6 +1,12 @@
 """The size limits of an import, each a setting (IMPORT_MAX_*, webapp/settings.py) named in the
 message that refuses an input over it, so whoever reads the message knows what to change.
 
+IMPORT_MAX_FILE_BYTES bounds one file inside an input (a zip member, what a gzip, bz2 or xz
+file unpacks to, a file of a folder) and any file a reader holds whole (Label Studio JSON, an
+XMI document): it is refused before it is read, naming the file and the setting, so an import's
+memory is bounded whatever the upload. A plain JSONL or CSV file given as such is read line by
+line and bounded by IMPORT_MAX_UPLOAD_BYTES.
+
 The readers take an `ImportLimits` (no Django here); `webapp.corpus.importing.import_limits()`
 reads the settings at the start of each import, so a changed setting applies to the next import.
 """
@@ -16,6 +22,7 @@ class ImportLimits:
     lines: int  # lines of one file (IMPORT_MAX_LINES)
     evidence_spans: int  # spans of one annotation's evidence, fragments of one brat entity (IMPORT_MAX_EVIDENCE_SPANS)
     metadata_bytes: int  # one note's metadata as compact UTF-8 JSON (IMPORT_MAX_METADATA_BYTES)
+    file_bytes: int  # one file inside an input, or one read whole (IMPORT_MAX_FILE_BYTES; file_too_large)
 
     @property
     def line_bytes(self) -> int:
@@ -30,6 +37,32 @@ class ImportLimits:
         ("" for each "), its metadata (its compact JSON is no shorter than its cells) doubled too,
         and room for the id and the separators."""
         return 2 * (self.note_chars + self.metadata_bytes) + 64 * 1024
+
+
+class FileTooLarge(Exception):
+    """Reading a stream passed IMPORT_MAX_FILE_BYTES (`input_files.BoundedReader`): the stream
+    stops there, and the message is the refusal."""
+
+
+def file_too_large(what: str, size: int, limit: int) -> str:
+    """The refusal of a file over IMPORT_MAX_FILE_BYTES, "" when it is within: the one check
+    every import makes, before reading, on a zip member's declared size (zipfile never unpacks
+    past it), a brat, XMI or Label Studio file's size on disk. `what` names the file: "entry
+    'big.ann'", "the file". A stream of unknown size (gzip, bz2, xz) is counted instead
+    (`input_files.BoundedReader`, with `stream_too_large`)."""
+    if size <= limit:
+        return ""
+    return (
+        f"{what} has {size:,} bytes, more than the {limit:,} one file may have (IMPORT_MAX_FILE_BYTES); it was not read"
+    )
+
+
+def stream_too_large(what: str, limit: int) -> str:
+    """The refusal of a stream found longer than IMPORT_MAX_FILE_BYTES while it was read."""
+    return (
+        f"{what} unpacks to more than the {limit:,} bytes one file may have (IMPORT_MAX_FILE_BYTES); "
+        "it was read no further"
+    )
 
 
 def over_limit(what: str, count: int, limit: int, setting: str, unit: str = "") -> str:

@@ -7,6 +7,10 @@ accepts but its user should hear about is a warning, collected beside the proble
 order mark (dropped), top-level fields of a notes line (kept in its metadata), overlapping
 evidence spans (kept as given), brat lines other than entities (checked, not imported).
 
+A reader given a `checkpoint` calls it before each document (a line, a CSV row, a brat note):
+it raises to stop the reading (an import cancelled, or taken over by another worker), so a stop
+never waits for the rest of a file.
+
 A problem line never holds a character that is not printable (`validators.printable`): it is
 shown on pages, stored in jsonb and audited, and PostgreSQL refuses a \\u0000 there.
 
@@ -127,18 +131,26 @@ def detect_format(path: Path) -> str | None:
     return SUFFIX_FORMATS.get(suffixes[-1] if suffixes else "")
 
 
-def read_notes(path: Path, fmt: str, problems: Problems, limits: ImportLimits) -> Iterator[NoteRecord]:
+def go_on() -> None:
+    """The checkpoint of a reading nobody stops."""
+
+
+def read_notes(
+    path: Path, fmt: str, problems: Problems, limits: ImportLimits, checkpoint=go_on
+) -> Iterator[NoteRecord]:
     if fmt == "jsonl":
-        yield from _notes_from_jsonl(path, problems, limits)
+        yield from _notes_from_jsonl(path, problems, limits, checkpoint)
     elif fmt == "csv":
-        yield from _notes_from_csv(path, problems, limits)
+        yield from _notes_from_csv(path, problems, limits, checkpoint)
     elif fmt == "brat":
-        yield from _notes_from_brat(path, problems, limits)
+        yield from _notes_from_brat(path, problems, limits, checkpoint)
     else:
         raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
-def read_annotations(path: Path, problems: Problems, limits: ImportLimits) -> Iterator[AnnotationRecord]:
+def read_annotations(
+    path: Path, problems: Problems, limits: ImportLimits, checkpoint=go_on
+) -> Iterator[AnnotationRecord]:
     source = path.name
     first = _first_line(path, limits)
     if first is not None and first[1].lstrip().startswith("["):
@@ -149,7 +161,7 @@ def read_annotations(path: Path, problems: Problems, limits: ImportLimits) -> It
             "gold labels from Label Studio JSON (import_annotations --format labelstudio, with a mapping)",
         )
         return
-    for line, obj in _json_lines(path, problems, limits):
+    for line, obj in _json_lines(path, problems, limits, checkpoint):
         if not _has_fields(obj, ("note_id", "task", "label"), source, line, problems):
             continue
         ok = True
@@ -202,13 +214,13 @@ def _evidence_ok(evidence, source, line, problems, limits) -> bool:
 # --- notes: JSONL and CSV -------------------------------------------------------------------
 
 
-def _notes_from_jsonl(path: Path, problems: Problems, limits: ImportLimits) -> Iterator[NoteRecord]:
+def _notes_from_jsonl(path: Path, problems: Problems, limits: ImportLimits, checkpoint) -> Iterator[NoteRecord]:
     """Fields besides id, text and metadata are kept in the metadata (a flat export needs no
     nesting), with one warning for the file."""
     source = path.name
     extra_names: set[str] = set()
     extra_lines, first_extra_line = 0, None
-    for line, obj in _json_lines(path, problems, limits):
+    for line, obj in _json_lines(path, problems, limits, checkpoint):
         if not _has_fields(obj, ("id", "text"), source, line, problems):
             continue
         metadata = obj.get("metadata")
@@ -266,7 +278,7 @@ class _CountedRows:
         return next(reader)
 
 
-def _notes_from_csv(path: Path, problems: Problems, limits: ImportLimits) -> Iterator[NoteRecord]:
+def _notes_from_csv(path: Path, problems: Problems, limits: ImportLimits, checkpoint) -> Iterator[NoteRecord]:
     source = path.name
     csv.field_size_limit(limits.line_bytes)  # a long note gets the clearer "has N characters" message
     with open_lines(path, problems, limits, keep_bad_lines=True) as numbered:
@@ -290,6 +302,7 @@ def _notes_from_csv(path: Path, problems: Problems, limits: ImportLimits) -> Ite
         id_at, text_at = header.index("id"), header.index("text")
         end_line = reader.line_num
         while True:
+            checkpoint()
             start_line = end_line + 1
             try:
                 row = rows.next_row(reader)
@@ -357,7 +370,7 @@ def _row_too_long(limits: ImportLimits) -> str:
 # --- notes: brat standoff -------------------------------------------------------------------
 
 
-def _notes_from_brat(folder: Path, problems: Problems, limits: ImportLimits) -> Iterator[NoteRecord]:
+def _notes_from_brat(folder: Path, problems: Problems, limits: ImportLimits, checkpoint) -> Iterator[NoteRecord]:
     """One note per X.txt (id X, text exactly the file's content) with its X.ann entities in metadata."""
     named = [p for p in sorted(folder.glob("*.txt")) + sorted(folder.glob("*.ann")) if _brat_name_ok(p, problems)]
     texts = [p for p in named if p.suffix == ".txt"]
@@ -368,6 +381,7 @@ def _notes_from_brat(folder: Path, problems: Problems, limits: ImportLimits) -> 
     other_lines = other_files = 0
     first_named: dict[str, str] = {}  # note id -> the .txt file that gave it
     for txt in texts:
+        checkpoint()
         first = first_named.setdefault(nfc(txt.stem), txt.name)
         if first != txt.name:
             problems.add(txt.name, None, f"names the same note as {first!r} (one id in two Unicode forms)")
@@ -481,11 +495,12 @@ def _has_fields(obj, required, source, line, problems) -> bool:
     return not missing
 
 
-def _json_lines(path: Path, problems: Problems, limits: ImportLimits) -> Iterator[tuple[int, dict]]:
+def _json_lines(path: Path, problems: Problems, limits: ImportLimits, checkpoint) -> Iterator[tuple[int, dict]]:
     """Every line that is a JSON object; each line that is not is a problem of the file."""
     source = path.name
     with open_lines(path, problems, limits) as lines:
         for line_no, line in lines:
+            checkpoint()
             if not line.strip():
                 continue
             try:

@@ -119,3 +119,38 @@ def test_leftover_uploads_of_ended_jobs_are_removed_at_the_next_launch(researche
     assert (tmp_path / "uploads" / job.upload).exists()
     launch(researcher, jsonl(notes(1)), corpus="other")
     assert not (tmp_path / "uploads" / job.upload).exists() and ImportJob.objects.get(pk=job.pk).upload == ""
+
+
+class StopsWhileReading:
+    """A heartbeat on which a cancel (or a takeover: `lost`) arrives while the file is read, once
+    the import has looked `after` times: it looks before each document."""
+
+    def __init__(self, after: int, why: str):
+        self.reports, self.after, self.why, self.looked = [], after, why, 0
+
+    def report(self, **fields):
+        self.reports.append(fields)
+
+    @property
+    def cancelling(self) -> bool:
+        return self._look("cancelling")
+
+    @property
+    def lost(self) -> bool:
+        return self._look("lost")
+
+    def _look(self, flag: str) -> bool:
+        if flag != self.why:
+            return False
+        self.looked += 1
+        return self.looked > self.after
+
+
+@pytest.mark.parametrize("why, ends", [("cancelling", JobStatus.CANCELLED), ("lost", None)])
+def test_a_cancel_or_a_takeover_stops_the_reading_between_documents(researcher, why, ends):
+    job = launch(researcher, jsonl(notes(5000)))  # progress is reported every 2,000 notes
+    heart = StopsWhileReading(after=10, why=why)
+    assert import_jobs.run(job, heart) == ends
+    assert heart.reports == []  # stopped before the first batch was done
+    assert heart.looked <= 12  # at the 11th note, not after all 5,000
+    assert not Corpus.objects.filter(name="ward").exists() and not Note.objects.exists()

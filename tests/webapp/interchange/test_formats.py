@@ -236,3 +236,29 @@ def test_format_modules_import_no_django():
     code = "import sys, webapp.interchange.formats as f; f.get_format('xmi'); print('django' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_a_file_over_the_file_limit_is_refused_before_it_is_read(name, tmp_path):
+    fmt = get_format(name)
+    out = tmp_path / ("out" + fmt.suffix)
+    fmt.write(_documents(), out)
+    items = list(fmt.read(out, ReadOptions(file_bytes=20)))
+    assert items and all(isinstance(item, FormatError) for item in items)
+    for error in items:  # brat: each .txt; XMI: its type system, first
+        assert (tmp_path / error.source).is_file() or (out / error.source).is_file()
+        assert error.reason.startswith("the file has ")
+        assert error.reason.endswith(
+            " bytes, more than the 20 one file may have (IMPORT_MAX_FILE_BYTES); it was not read"
+        )
+
+
+def test_brat_annotations_are_read_a_line_at_a_time_with_any_line_end(tmp_path):
+    fmt = get_format("brat")
+    fmt.write(_documents()[:1], tmp_path)
+    ann = tmp_path / "n1.ann"
+    ann.write_bytes(b"\xef\xbb\xbf" + ann.read_bytes().replace(b"\n", b"\r\n"))  # a byte order mark, CRLF
+    (doc,) = fmt.read(tmp_path, ReadOptions())
+    assert sorted((s.label, s.covered(doc.text)) for s in doc.spans) == sorted(
+        (s.label, s.covered(TEXT)) for s in _documents()[0].spans
+    )

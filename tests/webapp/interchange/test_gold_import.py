@@ -253,3 +253,48 @@ def test_evidence_over_the_span_limit_is_refused_and_overlaps_are_warned(ward, t
     assert gold.report.warning_lines() == [
         f"n1.ann: document 'n1', task 'fever': spans [{chest}, {chest + 5}) and [{chest}, {chest + 10}) overlap"
     ]
+
+
+def test_a_zip_member_over_the_file_limit_is_refused_before_it_is_unpacked(ward, tasks, tmp_path, settings):
+    settings.IMPORT_MAX_FILE_BYTES = 1000
+    archive = tmp_path / "gold.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("gold/n1.txt", N1)
+        zf.writestr("gold/n1.ann", "\n" * 5000)
+    gold = import_gold(archive, "ward", fmt="brat", mapping=MAP, unpack_dir=tmp_path)
+    assert gold.report.problem_lines() == [
+        "gold.zip: entry 'gold/n1.ann' has 5,000 bytes, more than the 1,000 one file may have "
+        "(IMPORT_MAX_FILE_BYTES); it was not read"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gold.zip"]  # nothing unpacked, nothing left
+
+
+def test_a_file_over_the_file_limit_is_refused_naming_it(ward, tasks, tmp_path, settings):
+    settings.IMPORT_MAX_FILE_BYTES = 20
+    gold = import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP)
+    assert gold.report.problem_lines() == [
+        f"{name}: the file has {len(TEXTS[name[:2]].encode())} bytes, more than the 20 one file may have "
+        "(IMPORT_MAX_FILE_BYTES); it was not read"
+        for name in ("n1.txt", "n2.txt")
+    ]
+
+
+def test_a_checkpoint_stops_the_reading_between_documents(ward, tasks, tmp_path):
+    folder = _good_brat(tmp_path)
+    for n in range(3, 10):  # documents the corpus lacks: read and refused, had the reading gone on
+        (folder / f"n{n}.txt").write_text("Another note.")
+        (folder / f"n{n}.ann").write_text("")
+    documents_read = []
+
+    class Cancelled(Exception):
+        pass
+
+    def checkpoint():  # as a worker's, once a cancel arrives while the second document is read
+        documents_read.append(1)
+        if len(documents_read) == 2:
+            raise Cancelled
+
+    with pytest.raises(Cancelled):
+        import_gold(folder, "ward", fmt="brat", mapping=MAP, checkpoint=checkpoint)
+    assert len(documents_read) == 2  # of 9
+    assert Annotation.objects.count() == 0

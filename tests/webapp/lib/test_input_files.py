@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from webapp.lib.import_limits import ImportLimits
+from webapp.lib.import_limits import FileTooLarge, ImportLimits
 from webapp.lib.import_sources import Problems
-from webapp.lib.input_files import open_lines, read_text_file, sniff, unzip_brat
+from webapp.lib.input_files import BoundedReader, open_lines, read_text_file, sniff, unzip_brat
 
 LIMITS = ImportLimits(
     note_chars=200_000,
@@ -21,6 +21,7 @@ LIMITS = ImportLimits(
     lines=10_000_000,
     evidence_spans=100,
     metadata_bytes=256 * 1024,
+    file_bytes=512 * 1024**2,
 )
 BODY = b'{"id": "a"}\n{"id": "b"}\n'
 
@@ -174,6 +175,57 @@ def test_a_zip_that_unpacks_too_large_is_refused_before_unpacking(tmp_path):
         "cases.zip: the zip data unpacks to more than 4,000 bytes, the limit (IMPORT_MAX_UNPACKED_BYTES)"
     ]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_zip_member_over_the_file_limit_is_refused_by_its_declared_size_before_anything_is_unpacked(tmp_path):
+    archive = tmp_path / "cases.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("doc1.txt", "a" * 100)
+        zf.writestr("gold/doc1.ann", "\n" * 5000)
+    problems = Problems()
+    assert unzip_brat(archive, tmp_path / "out", problems, replace(LIMITS, file_bytes=4000)) is None
+    assert [str(p) for p in problems.kept] == [
+        "cases.zip: entry 'gold/doc1.ann' has 5,000 bytes, more than the 4,000 one file may have "
+        "(IMPORT_MAX_FILE_BYTES); it was not read"
+    ]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("compress, kind", [(gzip.compress, "gzip"), (bz2.compress, "bz2"), (lzma.compress, "xz")])
+def test_a_compressed_file_stops_at_the_file_limit_however_it_is_cut_into_lines(tmp_path, compress, kind):
+    path = tmp_path / "bomb.jsonl.gz"
+    path.write_bytes(compress(BODY * 10_000))  # 240 kB from a few kB
+    lines, problems, _ = read(path, replace(LIMITS, file_bytes=1000))
+    assert sum(len(text) for _, text in lines) <= 1000
+    assert problems == [
+        f"bomb.jsonl.gz line {len(lines) + 1}: the {kind} data unpacks to more than the 1,000 bytes one file "
+        "may have (IMPORT_MAX_FILE_BYTES); it was read no further"
+    ]
+    path.write_bytes(compress(BODY + b"a" * 10_000_000))  # one line of 10 MB, no line end
+    lines, problems, _ = read(path, replace(SMALL, file_bytes=1_000_000))
+    assert [n for n, _ in lines] == [1, 2] and len(problems) == 1
+    assert problems[0].startswith(f"bomb.jsonl.gz line 3: the {kind} data unpacks to more than the 1,000,000 bytes")
+
+
+def test_a_brat_file_over_the_file_limit_is_refused_unread(tmp_path):
+    path = tmp_path / "doc1.ann"
+    path.write_bytes(b"\n" * 2000)
+    problems = Problems()
+    with open_lines(path, problems, replace(LIMITS, file_bytes=1000), text_only=True) as lines:
+        assert list(lines) == []
+    assert [str(p) for p in problems.kept] == [
+        "doc1.ann: the file has 2,000 bytes, more than the 1,000 one file may have (IMPORT_MAX_FILE_BYTES); "
+        "it was not read"
+    ]
+
+
+def test_a_bounded_stream_never_reads_more_than_one_byte_past_its_limit():
+    raw = io.BytesIO(b"x" * 10_000)
+    stream = BoundedReader(raw, "the gzip data", 100)
+    assert stream.read(60) == b"x" * 60
+    with pytest.raises(FileTooLarge, match="the gzip data unpacks to more than the 100 bytes one file may have"):
+        stream.read()  # everything: it asks for 41 bytes, not 9,940
+    assert raw.tell() == 101
 
 
 SMALL = replace(LIMITS, note_chars=100, metadata_bytes=100)  # lines of at most 6 x 200 + 64 KiB = 66,736 bytes

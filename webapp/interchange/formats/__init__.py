@@ -14,7 +14,9 @@ neutral `Document` (formats.document), and this table of them. No Django here.
 | doccano | JSONL `{"text", "label": [[s, e, "L"]]}` | code points | one span per range | labels only |
 | jsonl | JSONL, ours: the neutral document | code points | yes | all |
 
-Each module's docstring says how it carries what its format has no field for.
+Each module's docstring says how it carries what its format has no field for. No reader holds
+more than `ReadOptions.file_bytes` of one file (IMPORT_MAX_FILE_BYTES): a larger one is refused
+before it is read (`_files.check_size`).
 
 Adding a format: a module with `read(path, options)` and `write(documents, path)` and one
 `Format` entry below.
@@ -26,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from webapp.interchange.formats._files import FILE_BYTES
 from webapp.interchange.formats.document import (
     SOURCES,
     Document,
@@ -42,6 +45,7 @@ class ReadOptions:
         ""  # XMI: the annotation type to read (full name, or its last part: "CLINENTITY"); empty: every custom layer
     )
     feature: str = ""  # XMI: the feature whose value is the span's label; empty: the layer's short name
+    file_bytes: int = FILE_BYTES  # a larger file is refused unread (IMPORT_MAX_FILE_BYTES; the import passes it)
 
 
 @dataclass(frozen=True)

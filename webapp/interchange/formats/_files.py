@@ -1,5 +1,9 @@
 """Reading helpers shared by the format modules: UTF-8 text and JSON, with errors that name the
-file and the line or record (never the text). No Django here."""
+file and the line or record (never the text). No Django here.
+
+Every file is checked against `ReadOptions.file_bytes` (IMPORT_MAX_FILE_BYTES) before it is read
+(`check_size`, the import's one check, `webapp.lib.import_limits.file_too_large`): a reader then
+holds at most that much of it, and reads lines one at a time where the format allows."""
 
 from __future__ import annotations
 
@@ -8,11 +12,31 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from webapp.interchange.formats.document import Document, FormatError, check_spans
+from webapp.lib.import_limits import file_too_large
+
+FILE_BYTES = 512 * 1024**2  # IMPORT_MAX_FILE_BYTES's default, for a reader called without options
 
 
-def read_text(path: Path) -> str:
-    """A whole UTF-8 file (a byte order mark dropped); FormatError naming the byte otherwise."""
-    data = path.read_bytes()
+def file_limit(options) -> int:
+    """The most bytes one file may have: `options.file_bytes` (the import passes the setting)."""
+    return getattr(options, "file_bytes", None) or FILE_BYTES
+
+
+def check_size(path: Path, limit: int, size: int | None = None) -> None:
+    """FormatError naming the file and IMPORT_MAX_FILE_BYTES when it is larger (its size on disk,
+    or `size` read); nothing is read."""
+    refusal = file_too_large("the file", path.stat().st_size if size is None else size, limit)
+    if refusal:
+        raise FormatError(path.name, None, refusal)
+
+
+def read_text(path: Path, limit: int) -> str:
+    """A whole UTF-8 file of at most `limit` bytes (a byte order mark dropped); FormatError naming
+    the byte, or the size, otherwise."""
+    check_size(path, limit)
+    with path.open("rb") as f:
+        data = f.read(limit + 1)  # a file grown since its size was read is still cut at the limit
+    check_size(path, limit, len(data))
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
@@ -20,11 +44,29 @@ def read_text(path: Path) -> str:
         raise FormatError(path.name, f"line {line}", f"not UTF-8 (byte 0x{data[exc.start]:02x})") from None
 
 
-def json_lines(path: Path) -> Iterator[tuple[int, dict] | FormatError]:
-    """(line number, object) for each non-blank line; a FormatError (yielded, reading goes on) for
-    a line that is not a JSON object."""
+def text_lines(path: Path, limit: int) -> Iterator[tuple[int, str]]:
+    """(line number, line without its end) of a UTF-8 file of at most `limit` bytes, one line
+    held at a time; FormatError for the size or a line that is not UTF-8."""
+    check_size(path, limit)
     with path.open("rb") as f:
-        for number, raw in enumerate(f, 1):
+        for number, raw in enumerate(iter(lambda: f.readline(limit + 1), b""), 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise FormatError(path.name, f"line {number}", f"not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
+            yield number, (line.removeprefix("\ufeff") if number == 1 else line).rstrip("\r\n")
+
+
+def json_lines(path: Path, limit: int) -> Iterator[tuple[int, dict] | FormatError]:
+    """(line number, object) for each non-blank line of a file of at most `limit` bytes; a
+    FormatError (yielded, reading goes on) for a line that is not a JSON object."""
+    try:
+        check_size(path, limit)
+    except FormatError as exc:
+        yield exc
+        return
+    with path.open("rb") as f:
+        for number, raw in enumerate(iter(lambda: f.readline(limit + 1), b""), 1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

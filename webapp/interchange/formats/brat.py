@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from webapp.interchange.formats._files import checked, id_of_name, read_text, safe_name
+from webapp.interchange.formats._files import checked, file_limit, id_of_name, read_text, safe_name, text_lines
 from webapp.interchange.formats.document import SOURCES, Document, FormatError, Span
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
@@ -31,6 +31,7 @@ def read(path: Path, options=None) -> Iterator[Document | FormatError]:
     if not path.is_dir():
         yield FormatError(path.name, None, "brat needs a folder (or a zip) of .txt and .ann files")
         return
+    limit = file_limit(options)
     texts = sorted(path.glob("*.txt"))
     if not texts:
         yield FormatError(path.name, None, "the folder holds no .txt files")
@@ -40,17 +41,17 @@ def read(path: Path, options=None) -> Iterator[Document | FormatError]:
             yield FormatError(txt.name, None, "has no .ann file of the same name beside it")
             continue
         try:
-            text = read_text(txt)
-            doc = Document(id_of_name(txt.stem), text, spans=_spans(ann, text), where=ann.name)
+            text = read_text(txt, limit)
+            doc = Document(id_of_name(txt.stem), text, spans=_spans(ann, text, limit), where=ann.name)
         except FormatError as exc:
             yield exc
             continue
         yield checked(doc, ann.name, "")
 
 
-def _spans(ann: Path, text: str) -> list[Span]:
+def _spans(ann: Path, text: str, limit: int) -> list[Span]:
     entities: dict[str, dict] = {}
-    for number, line in enumerate(read_text(ann).splitlines(), 1):
+    for number, line in text_lines(ann, limit):
         if not line.strip():
             continue
         where = f"line {number}"

@@ -11,14 +11,14 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from webapp.interchange.formats._files import checked, json_lines, kind, note_id
+from webapp.interchange.formats._files import checked, file_limit, json_lines, kind, note_id
 from webapp.interchange.formats.document import SOURCES, Document, FormatError, Span
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
 
 
 def read(path: Path, options=None) -> Iterator[Document | FormatError]:
-    for item in json_lines(path):
+    for item in json_lines(path, file_limit(options)):
         if isinstance(item, FormatError):
             yield item
             continue

@@ -21,7 +21,7 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from webapp.interchange.formats._files import checked, kind, note_id, read_text
+from webapp.interchange.formats._files import checked, file_limit, kind, note_id, read_text
 from webapp.interchange.formats.document import Document, FormatError, Span
 from webapp.interchange.formats.offsets import Utf16Offsets
 
@@ -31,7 +31,7 @@ SPAN_TYPES = ("labels", "hypertextlabels")
 
 def read(path: Path, options=None) -> Iterator[Document | FormatError]:
     try:
-        data = json.loads(read_text(path))
+        data = json.loads(read_text(path, file_limit(options)))  # one array: held whole, at most the limit
     except FormatError as exc:
         yield exc
         return

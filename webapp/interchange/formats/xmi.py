@@ -13,7 +13,9 @@ last part, `CLINENTITY`); empty: every `webanno.custom.*` annotation layer (E3C'
 EVENT, BODYPART, ACTOR, TIMEX3, RML). `ReadOptions.feature` chooses the feature whose value is
 the label; empty: the layer's short name. The other string features become attributes.
 Zero-length annotations (E3C's METADATA) are not spans and are skipped. The document's id is the
-file's name without its suffix.
+file's name without its suffix. A file (or type system) over `ReadOptions.file_bytes`
+(IMPORT_MAX_FILE_BYTES) is refused before it is parsed: cassis holds a whole document, several
+times its size, and a parse cannot be stopped halfway, only between files.
 
 Writing. Our spans go to layers of their own, `webanno.custom.DsmGold`, `DsmPeak` (predictions)
 and `DsmDecision`, each with the features `label`, `reviewer`, `attributes` (JSON) and `group`
@@ -30,7 +32,7 @@ from pathlib import Path
 from cassis import Cas, TypeSystem, load_cas_from_xmi, load_typesystem
 from lxml import etree
 
-from webapp.interchange.formats._files import checked, id_of_name, safe_name
+from webapp.interchange.formats._files import check_size, checked, file_limit, id_of_name, safe_name
 from webapp.interchange.formats.document import Document, FormatError, Span
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
@@ -51,6 +53,7 @@ NOT_FEATURES = {"begin", "end", "sofa", f"{{{XMI_NS}}}id"}
 def read(path: Path, options=None) -> Iterator[Document | FormatError]:
     layer = getattr(options, "layer", "") or ""
     feature = getattr(options, "feature", "") or ""
+    limit = file_limit(options)
     files = _xmi_files(path)
     if not files:
         yield FormatError(path.name, None, "holds no .xmi or .xml files")
@@ -62,13 +65,18 @@ def read(path: Path, options=None) -> Iterator[Document | FormatError]:
     )
     if declared is not None:
         try:
+            check_size(declared, limit)
             with declared.open("rb") as f:
                 shared = load_typesystem(f)
+        except FormatError as exc:
+            yield exc
+            return
         except Exception as exc:  # cassis raises plain exceptions for a bad type system
             yield FormatError(declared.name, None, f"not a UIMA type system ({type(exc).__name__})")
             return
     for file in files:
         try:
+            check_size(file, limit)  # parsed whole, a document takes several times its size
             typesystem = shared or _inferred_typesystem(file)
             with file.open("rb") as f:
                 cas = load_cas_from_xmi(f, typesystem=typesystem, lenient=True)
