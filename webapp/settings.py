@@ -291,7 +291,19 @@ TRAINING_GPU_MEMORY_GB = env_float("TRAINING_GPU_MEMORY_GB", 0.0)
 # (webapp.api.mlflow_log); unset: never. MLFLOW_UI_URL: the MLflow address the pages link to, when
 # browsers reach it elsewhere than the workers do (unset: the tracking URI).
 MLFLOW_TRACKING_URI = env_str("MLFLOW_TRACKING_URI", "").strip()
-MLFLOW_EXPERIMENT_NAME = env_str("MLFLOW_EXPERIMENT_NAME", "").strip()
+# One experiment per project, named MLFLOW_EXPERIMENT_PREFIX + its slug, so each project's group
+# can be given access to its own experiment only (README, "MLflow"). A single experiment for every
+# project (the former MLFLOW_EXPERIMENT_NAME) would put all projects' runs behind one permission.
+if env_str("MLFLOW_EXPERIMENT_NAME"):
+    raise ConfigError(
+        "MLFLOW_EXPERIMENT_NAME is no longer read: each project logs to an experiment of its own "
+        "(MLFLOW_EXPERIMENT_PREFIX + the project's slug). Unset it; set MLFLOW_EXPERIMENT_PREFIX to rename them."
+    )
+MLFLOW_EXPERIMENT_PREFIX = env_str("MLFLOW_EXPERIMENT_PREFIX", "decselfmask-").strip()
+# MLflow's own variables for a tracking server with authentication on (its basic-auth app): the
+# account the workers log with. Unset: no Authorization header.
+MLFLOW_TRACKING_USERNAME = env_str("MLFLOW_TRACKING_USERNAME")
+MLFLOW_TRACKING_PASSWORD = env_str("MLFLOW_TRACKING_PASSWORD")
 MLFLOW_UI_URL = env_str("MLFLOW_UI_URL", "").strip()
 # Several machines (README "Beyond one machine"): TRAINING_LAUNCHER is torchrun's per-machine part
 # (--nproc-per-node); each of TRAINING_NNODES machines starts one agent, all meeting at the c10d

@@ -1,8 +1,11 @@
 """Training runs and relevance evaluations logged to an MLflow tracking server, when
 settings.MLFLOW_TRACKING_URI is set (unset: nothing is sent). When a run's or an evaluation's task
-ends (the workers' task_postrun, webapp.api.events: `log_unit`), it becomes one MLflow run in the
-experiment MLFLOW_EXPERIMENT_NAME (default `decselfmask-<project slug>`), status FINISHED, FAILED
-or KILLED:
+ends (the workers' task_postrun, webapp.api.events: `log_unit`), it becomes one MLflow run in its
+project's own experiment (`Project.mlflow_experiment`: MLFLOW_EXPERIMENT_PREFIX + slug, default
+`decselfmask-<project slug>`), status FINISHED, FAILED or KILLED, but only when the project's admin
+turned tracking on (`Project.mlflow_tracking`, off by default; `tracks`). With authentication on
+the server (MLflow's basic-auth app), the workers log as MLFLOW_TRACKING_USERNAME; each project's
+group is given access to its experiment and registered models with MLflow's own permissions:
 
 * a training run: its configuration as params (flattened `section.key`, plus kind, seed and
   model_version), its per-step metrics (RunMetric rows: `<phase>/loss`, `<phase>/lr`,
@@ -67,6 +70,16 @@ def tracking_uri() -> str:
     return getattr(settings, "MLFLOW_TRACKING_URI", "") or ""
 
 
+def client() -> Client:
+    return Client(tracking_uri(), settings.MLFLOW_TRACKING_USERNAME, settings.MLFLOW_TRACKING_PASSWORD)
+
+
+def tracks(project) -> bool:
+    """Whether anything of `project` may be sent: a tracking server is set and the project's admin
+    turned tracking on. A unit of no project is never sent."""
+    return bool(tracking_uri()) and project is not None and project.mlflow_tracking
+
+
 def log_unit(kind_name: str, unit) -> str | None:
     """Log an ended unit of long work of a kind MLflow records (webapp.lifecycle.kinds names);
     returns the MLflow run id, None for other kinds, unended units, MLflow off or refused."""
@@ -76,14 +89,16 @@ def log_unit(kind_name: str, unit) -> str | None:
 
 def log_run(run) -> str | None:
     """Log an ended training run (and register its trained model); returns the MLflow run id."""
-    if not tracking_uri() or run.status not in STATUS:
+    if run.status not in STATUS:
+        return None
+    project = _project(run)
+    if not tracks(project):
         return None
     from webapp.training.models import RunLog
 
     def warn(message: str) -> None:
         RunLog.objects.create(run=run, level="warning", message=message[:500])
 
-    project = _project(run)
     params = _params(run.config)
     params.update({"kind": run.kind, "seed": run.seed, "model_version": run.model_version_id})
     metrics = []
@@ -119,7 +134,10 @@ def log_run(run) -> str | None:
 
 def log_evaluation(evaluation) -> str | None:
     """Log an ended relevance evaluation; returns the MLflow run id."""
-    if not tracking_uri() or evaluation.status not in STATUS:
+    if evaluation.status not in STATUS:
+        return None
+    project = _project(evaluation)
+    if not tracks(project):
         return None
     from webapp.training.provenance import code_version
 
@@ -153,7 +171,7 @@ def log_evaluation(evaluation) -> str | None:
         "dsm.kind": "evaluation",
         "mlflow.source.git.commit": "" if version == "unknown" else version,
     }
-    logged = _send(evaluation, _project(evaluation), f"evaluation {evaluation.pk}", params, _results(result, 0), tags)
+    logged = _send(evaluation, project, f"evaluation {evaluation.pk}", params, _results(result, 0), tags)
     if logged is None:
         return None
     evaluation.result = {**(evaluation.result or {}), "mlflow": logged.record()}
@@ -186,13 +204,13 @@ def _ui_base() -> str:
 
 def _send(unit, project, name: str, params: dict, metrics: list, tags: dict, warn: Callable | None = None):
     """One MLflow run holding an ended unit; None (a warning) when the server is away or refuses."""
-    experiment = getattr(settings, "MLFLOW_EXPERIMENT_NAME", "") or f"decselfmask-{_slug(project)}"
-    client = Client(tracking_uri())
+    experiment = project.mlflow_experiment
+    server = client()
     try:
-        experiment_id = client.experiment_id(experiment)
-        run_id = client.create_run(experiment_id, name, {**tags, "dsm.project": project.slug if project else ""})
-        client.log(run_id, params=params, metrics=metrics)
-        client.end_run(run_id, STATUS[unit.status])
+        experiment_id = server.experiment_id(experiment)
+        run_id = server.create_run(experiment_id, name, {**tags, "dsm.project": project.slug})
+        server.log(run_id, params=params, metrics=metrics)
+        server.end_run(run_id, STATUS[unit.status])
     except MlflowError as exc:
         _warn(unit, f"Not logged to MLflow: {exc}", warn)
         return None
@@ -202,17 +220,17 @@ def _send(unit, project, name: str, params: dict, metrics: list, tags: dict, war
 def _register(run, project, logged: Logged, warn: Callable) -> dict | None:
     """The run's trained model as a new version of its registered model, under the alias run-<id>."""
     model = run.produced_model
-    name = _NAME.sub("-", f"decselfmask-{_slug(project)}-{run.kind}")[:MAX_NAME]
+    name = _NAME.sub("-", f"{project.mlflow_experiment}-{run.kind}")[:MAX_NAME]
     alias = f"run-{run.pk}"
     location = storage.safe(model.path)  # never a credential in MLflow
     # MLflow refuses a local path as a source outside the run's artifacts
     source = location if storage.scheme(model.path) not in ("", "file") else f"runs:/{logged.run_id}/model"
     tags = {"dsm.run_id": run.pk, "dsm.model_version_id": model.pk, "dsm.model_name": model.name, "dsm.path": location}
-    client = Client(tracking_uri())
+    server = client()
     try:
-        client.ensure_registered_model(name)
-        version = client.create_model_version(name, source, logged.run_id, tags)
-        client.set_alias(name, alias, version)
+        server.ensure_registered_model(name)
+        version = server.create_model_version(name, source, logged.run_id, tags)
+        server.set_alias(name, alias, version)
     except MlflowError as exc:
         _warn(run, f"Not registered in MLflow's model registry: {exc}", warn)
         return None
@@ -243,10 +261,6 @@ def _project(unit):
     from webapp.projects.scoping import project_id_of
 
     return Project.objects.filter(pk=project_id_of(unit)).first()
-
-
-def _slug(project) -> str:
-    return project.slug if project else "none"
 
 
 def _flat(value, prefix: str = "", sep: str = "."):

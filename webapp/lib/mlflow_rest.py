@@ -6,6 +6,7 @@ the app sends. Errors are MlflowError with the server's message."""
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import urllib.error
@@ -26,8 +27,14 @@ class MlflowError(Exception):
 
 
 class Client:
-    def __init__(self, tracking_uri: str):
+    def __init__(self, tracking_uri: str, username: str = "", password: str = ""):
+        """`username`/`password`: an account of a server whose authentication is on (MLflow's
+        basic-auth app); empty: no Authorization header."""
         self.base = tracking_uri.rstrip("/") + "/api/2.0/mlflow/"
+        self.headers = {"Content-Type": "application/json"}
+        if username:
+            token = base64.b64encode(f"{username}:{password}".encode()).decode()
+            self.headers["Authorization"] = f"Basic {token}"
 
     def _call(self, method: str, path: str, body: dict | None = None) -> dict:
         url = self.base + path
@@ -36,7 +43,7 @@ class Client:
             url += "?" + urllib.parse.urlencode(body)
         elif body is not None:
             data = json.dumps(body).encode()
-        request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(url, data=data, method=method, headers=self.headers)
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
                 return json.loads(response.read() or b"{}")

@@ -23,6 +23,11 @@ class Project(models.Model):
         max_length=100, unique=True, help_text="Stable name used by settings (OIDC_GROUP_ROLES) and the command line"
     )
     description = models.TextField(blank=True, help_text="The study or ward, and the approval its notes are used under")
+    mlflow_tracking = models.BooleanField(
+        default=False,
+        help_text="Log its training runs and evaluations to MLflow, in an experiment of its own; off until an admin"
+        " turns it on",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -39,6 +44,11 @@ class Project(models.Model):
 
     def __str__(self):
         return self.name
+
+    @property
+    def mlflow_experiment(self) -> str:
+        """Its MLflow experiment: one per project, so MLflow's permissions can follow projects."""
+        return f"{settings.MLFLOW_EXPERIMENT_PREFIX}{self.slug}"
 
 
 class Membership(models.Model):

@@ -9,6 +9,8 @@ from django.views.decorators.http import require_POST
 
 from webapp.accounts.client_ip import client_address
 from webapp.accounts.roles import Capability, has_capability, is_site_admin, require, roles_of
+from webapp.audit.log import record
+from webapp.audit.models import AuditEvent
 from webapp.projects import membership
 from webapp.projects.forms import MemberForm, ProjectForm
 from webapp.projects.models import Membership, Project
@@ -61,6 +63,7 @@ def _detail(request, project, form, status=200):
         "members": members,
         "form": form,
         "corpora": project.corpora.order_by("name"),
+        "mlflow_experiment": project.mlflow_experiment,
     }
     return render(request, "projects/project_detail.html", context, status=status)
 
@@ -85,4 +88,17 @@ def member_remove(request, slug, membership_id):
     found = get_object_or_404(Membership.objects.select_related("user"), pk=membership_id, project=project)
     membership.remove_member(project, found.user, found.role, actor=request.user, ip=client_address(request))
     messages.success(request, f"{found.user.get_username()} is no longer {found.role} in {project.name}.")
+    return redirect("projects:detail", project.slug)
+
+
+@require_POST
+def tracking_switch(request, slug):
+    """Turn the project's MLflow tracking on (`on`=1) or off: nothing of a project reaches the
+    tracking server until one of its admins decides so (audited)."""
+    project = _project_for(request.user, slug, Capability.MANAGE_MEMBERS)
+    on = request.POST.get("on") == "1"
+    if project.mlflow_tracking != on:
+        Project.objects.filter(pk=project.pk).update(mlflow_tracking=on)
+        record(request.user, AuditEvent.Action.EDIT_PROJECT, project, mlflow_tracking=on, ip=client_address(request))
+    messages.success(request, f"MLflow tracking is {'on' if on else 'off'} for {project.name}.")
     return redirect("projects:detail", project.slug)

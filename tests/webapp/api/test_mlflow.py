@@ -20,6 +20,7 @@ from webapp.api import events, mlflow_log
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lib.mlflow_rest import Client, MlflowError
 from webapp.pipeline.models import ModelVersion, PeakProfile
+from webapp.projects.models import Project
 from webapp.training.models import LabeledSplit, RunLog, RunMetric, TrainingRun
 
 
@@ -78,6 +79,12 @@ def mlflow_server(tmp_path_factory):
         server.wait(timeout=10)
 
 
+@pytest.fixture(autouse=True)
+def tracking_on(own):
+    """The project's admin turned tracking on (off by default: see the tests that say so)."""
+    Project.objects.filter(pk=own["project"].pk).update(mlflow_tracking=True)
+
+
 @pytest.fixture
 def ended_run(own):
     split = LabeledSplit.objects.create(corpus=own["corpus"], seed=0, test_ratio=0.5)
@@ -115,12 +122,24 @@ def test_a_tracking_server_away_is_a_warning_on_the_run(ended_run, settings):
     assert RunLog.objects.get(run=ended_run).level == "warning"
 
 
-def test_params_metrics_per_step_and_results_reach_mlflow(mlflow_server, ended_run, settings):
+def test_nothing_is_sent_until_the_projects_admin_turns_tracking_on(mlflow_server, ended_run, own, settings):
     settings.MLFLOW_TRACKING_URI = mlflow_server
-    settings.MLFLOW_EXPERIMENT_NAME = "api-test"
+    Project.objects.filter(pk=own["project"].pk).update(mlflow_tracking=False)
+    assert mlflow_log.log_run(ended_run) is None
+    assert not RunLog.objects.filter(run=ended_run).exists()
+    with pytest.raises(MlflowError, match="RESOURCE_DOES_NOT_EXIST"):  # not even its experiment was made
+        Client(mlflow_server)._call(
+            "GET", "experiments/get-by-name", {"experiment_name": own["project"].mlflow_experiment}
+        )
+
+
+def test_params_metrics_per_step_and_results_reach_mlflow(mlflow_server, ended_run, own, settings):
+    settings.MLFLOW_TRACKING_URI = mlflow_server
     run_id = mlflow_log.log_run(ended_run)
     client = Client(mlflow_server)
     logged = client.get_run(run_id)
+    experiment = client._call("GET", "experiments/get", {"experiment_id": logged["info"]["experiment_id"]})
+    assert experiment["experiment"]["name"] == f"decselfmask-{own['project'].slug}"  # the project's own
     params = {p["key"]: p["value"] for p in logged["data"]["params"]}
     assert params["optim.lr"] == "0.0002" and params["lora.r"] == "8" and params["kind"] == "sft"
     history = client.metric_history(run_id, "train/loss")

@@ -61,3 +61,23 @@ def test_an_admin_of_another_project_cannot_touch_this_ones_members(client_for, 
         == 404
     )
     assert Membership.objects.filter(user=clinician).exists()
+
+
+def test_only_a_project_admin_turns_mlflow_tracking_on_and_it_is_audited(client_for, admin_user, researcher):
+    url = reverse("projects:tracking", args=[DEFAULT_SLUG])
+    assert not default_project().mlflow_tracking  # off until an admin decides
+    assert client_for(researcher).post(url, {"on": "1"}).status_code == 403
+    assert client_for(admin_user).post(url, {"on": "1"}).status_code == 302
+    assert default_project().mlflow_tracking
+    page = client_for(researcher).get(reverse("projects:detail", args=[DEFAULT_SLUG])).content.decode()
+    assert f"decselfmask-{DEFAULT_SLUG}" in page and "Log to MLflow" not in page  # seen, not switched
+    client_for(admin_user).post(url, {"on": "0"})
+    assert not default_project().mlflow_tracking
+    assert [e.details["mlflow_tracking"] for e in AuditEvent.objects.filter(action="edit_project").order_by("id")] == [
+        True,
+        False,
+    ]
+    other = Project.objects.create(name="Other", slug="other")
+    assert client_for(admin_user).post(reverse("projects:tracking", args=["other"]), {"on": "1"}).status_code == 404
+    other.refresh_from_db()
+    assert not other.mlflow_tracking
