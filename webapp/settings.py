@@ -208,8 +208,8 @@ IMPORT_MAX_EVIDENCE_SPANS = env_int("IMPORT_MAX_EVIDENCE_SPANS", 100)  # per ann
 IMPORT_MAX_METADATA_BYTES = env_int("IMPORT_MAX_METADATA_BYTES", 256 * 1024)  # per note, as compact UTF-8 JSON
 # One file inside an input (a zip member, what a gzip/bz2/xz file unpacks to, a brat or XMI file)
 # or read whole (Label Studio JSON): refused before it is read, so a 1 MB zip declaring a 1 GiB
-# member never reaches a reader. A file parsed whole takes several times its size in memory;
-# E3C's largest XMI file is 108 KB, so this is room, not a fit.
+# member never reaches a reader. Formats parsed whole get a share (XMI a 24th: cassis holds ~23
+# times a file's size), so one file's reading stays near this; E3C's largest XMI file is 108 KB.
 IMPORT_MAX_FILE_BYTES = env_int("IMPORT_MAX_FILE_BYTES", 512 * 1024**2)
 
 # Security: on unless DEBUG. `python manage.py check --deploy` is clean with DEBUG off.

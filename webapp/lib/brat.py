@@ -18,8 +18,14 @@ Blank lines are allowed; any other line is a problem. An .ann file is plain UTF-
 compressed one is refused, like a compressed .txt). Messages show the file's ids quoted and cut
 (`validators.quoted`), so a long or odd id cannot flood a message, and the audit log's reason
 categories leave them out. Offsets have at most 18 digits. No Django here.
+
+Memory stays bounded whatever the file (IMPORT_MAX_FILE_BYTES bounds its bytes, not what they
+would become): reading stops at the line whose entities no longer fit in a note's metadata
+(IMPORT_MAX_METADATA_BYTES, where they go), or past MAX_OTHER_LINES lines of the other kinds
+(their ids are kept to check the references).
 """
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +59,7 @@ _OTHER = {
 }
 _OTHER["M"] = _OTHER["A"]
 MAX_OFFSET_DIGITS = 18  # int() of a few thousand digits is slow, then refused
+MAX_OTHER_LINES = 100_000  # relations, events...: E3C's notes have tens; their ids are kept to check references
 
 
 @dataclass
@@ -64,6 +71,7 @@ class AnnFile:
 def read_ann(ann: Path, text: str, problems, limits: ImportLimits) -> AnnFile | None:
     """The entities of a .ann file, checked against its note's text; None if any line is wrong."""
     entities, other_lines, ok = [], 0, True
+    metadata_bytes = len('{"brat":{"entities":[]}}')  # as validators.metadata_problems counts it
     defined: dict[str, int] = {}  # id -> line
     references: list[tuple[int, str, str]] = []  # (line, what refers, id referred to)
     before = problems.total
@@ -79,6 +87,16 @@ def read_ann(ann: Path, text: str, problems, limits: ImportLimits) -> AnnFile | 
                 if entity is not None:
                     ok &= _define(entity["id"], "entity", line_no, defined, ann, problems)
                     entities.append(entity)
+                    metadata_bytes += len(json.dumps(entity, ensure_ascii=False, separators=(",", ":")).encode())
+                    metadata_bytes += len(entities) > 1  # the comma before it
+                    if metadata_bytes > limits.metadata_bytes:
+                        problems.add(
+                            ann.name,
+                            line_no,
+                            f"the entities up to this line take more than the {limits.metadata_bytes:,} bytes of "
+                            "a note's metadata (IMPORT_MAX_METADATA_BYTES); nothing after it was read",
+                        )
+                        return None
                 continue
             if kind not in _OTHER:
                 problems.add(
@@ -95,6 +113,14 @@ def read_ann(ann: Path, text: str, problems, limits: ImportLimits) -> AnnFile | 
                 ok = False
                 continue
             other_lines += 1
+            if other_lines > MAX_OTHER_LINES:
+                problems.add(
+                    ann.name,
+                    line_no,
+                    f"more than {MAX_OTHER_LINES:,} relation, event, attribute, normalization, note or "
+                    "equivalence lines (MAX_OTHER_LINES in webapp/lib/brat.py); nothing after this one was read",
+                )
+                return None
             line_id = line.split("\t", 1)[0]
             if kind not in "#*":
                 ok &= _define(line_id, name, line_no, defined, ann, problems)

@@ -44,17 +44,16 @@ class FileTooLarge(Exception):
     stops there, and the message is the refusal."""
 
 
-def file_too_large(what: str, size: int, limit: int) -> str:
+def file_too_large(what: str, size: int, limit: int, setting: str = "IMPORT_MAX_FILE_BYTES") -> str:
     """The refusal of a file over IMPORT_MAX_FILE_BYTES, "" when it is within: the one check
     every import makes, before reading, on a zip member's declared size (zipfile never unpacks
     past it), a brat, XMI or Label Studio file's size on disk. `what` names the file: "entry
     'big.ann'", "the file". A stream of unknown size (gzip, bz2, xz) is counted instead
-    (`input_files.BoundedReader`, with `stream_too_large`)."""
+    (`input_files.BoundedReader`, with `stream_too_large`). `setting` says how `limit` follows
+    from the setting where it is a share of it (a file parsed whole)."""
     if size <= limit:
         return ""
-    return (
-        f"{what} has {size:,} bytes, more than the {limit:,} one file may have (IMPORT_MAX_FILE_BYTES); it was not read"
-    )
+    return f"{what} has {size:,} bytes, more than the {limit:,} one file may have ({setting}); it was not read"
 
 
 def stream_too_large(what: str, limit: int) -> str:

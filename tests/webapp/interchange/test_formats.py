@@ -3,6 +3,7 @@ are converted (emoji); bad input is refused naming the file, the record and why.
 tests: the format modules import no Django."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -247,10 +248,25 @@ def test_a_file_over_the_file_limit_is_refused_before_it_is_read(name, tmp_path)
     assert items and all(isinstance(item, FormatError) for item in items)
     for error in items:  # brat: each .txt; XMI: its type system, first
         assert (tmp_path / error.source).is_file() or (out / error.source).is_file()
-        assert error.reason.startswith("the file has ")
-        assert error.reason.endswith(
-            " bytes, more than the 20 one file may have (IMPORT_MAX_FILE_BYTES); it was not read"
-        )
+        assert re.fullmatch(
+            r"the file has [\d,]+ bytes, more than the \d+ one file may have \(IMPORT_MAX_FILE_BYTES( / \d+: .+)?\); "
+            "it was not read",
+            error.reason,
+        ), error.reason
+
+
+def test_a_file_parsed_whole_may_have_the_limit_divided_by_what_parsing_it_costs(tmp_path):
+    fmt = get_format("xmi")
+    fmt.write(_documents()[:1], tmp_path)
+    (tmp_path / "TypeSystem.xml").unlink()  # inferred from the file
+    size = (tmp_path / "n1.xmi").stat().st_size
+    (error,) = fmt.read(tmp_path, ReadOptions(file_bytes=24 * (size - 1)))
+    assert str(error) == (
+        f"n1.xmi: the file has {size:,} bytes, more than the {size - 1:,} one file may have "
+        "(IMPORT_MAX_FILE_BYTES / 24: an XMI file is parsed whole, at about 24 times its size); it was not read"
+    )
+    (doc,) = fmt.read(tmp_path, ReadOptions(file_bytes=24 * size))
+    assert doc.id == "n1"
 
 
 def test_brat_annotations_are_read_a_line_at_a_time_with_any_line_end(tmp_path):
@@ -262,3 +278,11 @@ def test_brat_annotations_are_read_a_line_at_a_time_with_any_line_end(tmp_path):
     assert sorted((s.label, s.covered(doc.text)) for s in doc.spans) == sorted(
         (s.label, s.covered(TEXT)) for s in _documents()[0].spans
     )
+
+
+def test_a_brat_file_of_too_many_lines_is_refused_at_the_first_past_the_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr("webapp.interchange.formats.brat.MAX_ANN_LINES", 3)
+    (tmp_path / "n1.txt").write_text(TEXT)
+    (tmp_path / "n1.ann").write_text("".join(f"T{n}\tX 0 2\tPt\n" for n in range(1, 6)))
+    (error,) = get_format("brat").read(tmp_path, ReadOptions())
+    assert str(error) == "n1.ann line 4: the file has more than 3 lines (MAX_ANN_LINES in formats/brat.py)"

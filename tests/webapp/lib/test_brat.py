@@ -116,3 +116,27 @@ def test_a_line_break_inside_an_entity_is_written_as_a_space(tmp_path):
     assert parsed.entities == [{"id": "T1", "type": "Vital", "spans": [[24, 32]]}] and not problems
     _, problems = parse(tmp_path, "T1\tVital 24 29\tFC 80 \n")  # one character too many
     assert problems == ["doc1.ann line 1: entity 'T1': the covered text differs from doc1.txt at [24, 29)"]
+
+
+def test_reading_stops_at_the_entity_that_no_longer_fits_in_the_notes_metadata(tmp_path):
+    one = '{"id":"T1","type":"Device","spans":[[13,22]]}'  # an entity as the metadata holds it
+    budget = len('{"brat":{"entities":[]}}') + 3 * len(one) + 2  # room for three entities exactly
+    ann = "".join(f"T{n}\tDevice 13 22\tpacemaker\n" for n in range(1, 4))
+    parsed, problems = parse(tmp_path, ann, replace(LIMITS, metadata_bytes=budget))
+    assert problems == [] and len(parsed.entities) == 3
+    parsed, problems = parse(tmp_path, ann * 10_000, replace(LIMITS, metadata_bytes=budget))
+    assert parsed is None
+    assert problems[-1] == (
+        f"doc1.ann line 4: the entities up to this line take more than the {budget:,} bytes of a note's "
+        "metadata (IMPORT_MAX_METADATA_BYTES); nothing after it was read"
+    )
+
+
+def test_reading_stops_past_the_most_lines_of_other_kinds(tmp_path, monkeypatch):
+    monkeypatch.setattr("webapp.lib.brat.MAX_OTHER_LINES", 3)
+    parsed, problems = parse(tmp_path, ENTITIES + "A1\tNegation T2\n" * 5)
+    assert parsed is None
+    assert problems[-1] == (
+        "doc1.ann line 6: more than 3 relation, event, attribute, normalization, note or equivalence lines "
+        "(MAX_OTHER_LINES in webapp/lib/brat.py); nothing after this one was read"
+    )

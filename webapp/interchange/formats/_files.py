@@ -3,12 +3,16 @@ file and the line or record (never the text). No Django here.
 
 Every file is checked against `ReadOptions.file_bytes` (IMPORT_MAX_FILE_BYTES) before it is read
 (`check_size`, the import's one check, `webapp.lib.import_limits.file_too_large`): a reader then
-holds at most that much of it, and reads lines one at a time where the format allows."""
+holds at most that much of it, and reads lines one at a time where the format allows. A format
+that parses a file whole (XMI, Label Studio) holds several times its bytes: it passes that
+factor (`file_limit(options, parsed_size=...)`), and its files may have that much less, so one
+file's reading takes about IMPORT_MAX_FILE_BYTES of memory whatever the format."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from webapp.interchange.formats.document import Document, FormatError, check_spans
@@ -17,25 +21,40 @@ from webapp.lib.import_limits import file_too_large
 FILE_BYTES = 512 * 1024**2  # IMPORT_MAX_FILE_BYTES's default, for a reader called without options
 
 
-def file_limit(options) -> int:
-    """The most bytes one file may have: `options.file_bytes` (the import passes the setting)."""
-    return getattr(options, "file_bytes", None) or FILE_BYTES
+@dataclass(frozen=True)
+class FileLimit:
+    """The most bytes one file of a format may have, and how it follows from the setting."""
+
+    bytes: int
+    setting: str = "IMPORT_MAX_FILE_BYTES"
 
 
-def check_size(path: Path, limit: int, size: int | None = None) -> None:
-    """FormatError naming the file and IMPORT_MAX_FILE_BYTES when it is larger (its size on disk,
-    or `size` read); nothing is read."""
-    refusal = file_too_large("the file", path.stat().st_size if size is None else size, limit)
+def file_limit(options, parsed_size: int = 1, what: str = "") -> FileLimit:
+    """`options.file_bytes` (the import passes IMPORT_MAX_FILE_BYTES), divided by `parsed_size`,
+    the times its bytes a file of `what` format takes once parsed whole."""
+    most = getattr(options, "file_bytes", None) or FILE_BYTES
+    if parsed_size == 1:
+        return FileLimit(most)
+    return FileLimit(
+        most // parsed_size,
+        f"IMPORT_MAX_FILE_BYTES / {parsed_size}: {what} is parsed whole, at about {parsed_size} times its size",
+    )
+
+
+def check_size(path: Path, limit: FileLimit, size: int | None = None) -> None:
+    """FormatError naming the file and the setting when it is larger (its size on disk, or
+    `size` read); nothing is read."""
+    refusal = file_too_large("the file", path.stat().st_size if size is None else size, limit.bytes, limit.setting)
     if refusal:
         raise FormatError(path.name, None, refusal)
 
 
-def read_text(path: Path, limit: int) -> str:
+def read_text(path: Path, limit: FileLimit) -> str:
     """A whole UTF-8 file of at most `limit` bytes (a byte order mark dropped); FormatError naming
     the byte, or the size, otherwise."""
     check_size(path, limit)
     with path.open("rb") as f:
-        data = f.read(limit + 1)  # a file grown since its size was read is still cut at the limit
+        data = f.read(limit.bytes + 1)  # a file grown since its size was read is still cut at the limit
     check_size(path, limit, len(data))
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
@@ -44,12 +63,12 @@ def read_text(path: Path, limit: int) -> str:
         raise FormatError(path.name, f"line {line}", f"not UTF-8 (byte 0x{data[exc.start]:02x})") from None
 
 
-def text_lines(path: Path, limit: int) -> Iterator[tuple[int, str]]:
+def text_lines(path: Path, limit: FileLimit) -> Iterator[tuple[int, str]]:
     """(line number, line without its end) of a UTF-8 file of at most `limit` bytes, one line
     held at a time; FormatError for the size or a line that is not UTF-8."""
     check_size(path, limit)
     with path.open("rb") as f:
-        for number, raw in enumerate(iter(lambda: f.readline(limit + 1), b""), 1):
+        for number, raw in enumerate(iter(lambda: f.readline(limit.bytes + 1), b""), 1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -57,7 +76,7 @@ def text_lines(path: Path, limit: int) -> Iterator[tuple[int, str]]:
             yield number, (line.removeprefix("\ufeff") if number == 1 else line).rstrip("\r\n")
 
 
-def json_lines(path: Path, limit: int) -> Iterator[tuple[int, dict] | FormatError]:
+def json_lines(path: Path, limit: FileLimit) -> Iterator[tuple[int, dict] | FormatError]:
     """(line number, object) for each non-blank line of a file of at most `limit` bytes; a
     FormatError (yielded, reading goes on) for a line that is not a JSON object."""
     try:
@@ -66,7 +85,7 @@ def json_lines(path: Path, limit: int) -> Iterator[tuple[int, dict] | FormatErro
         yield exc
         return
     with path.open("rb") as f:
-        for number, raw in enumerate(iter(lambda: f.readline(limit + 1), b""), 1):
+        for number, raw in enumerate(iter(lambda: f.readline(limit.bytes + 1), b""), 1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

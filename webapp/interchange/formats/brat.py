@@ -9,7 +9,9 @@ against the .txt (brat joins fragments with one space and writes a line break as
 The document's id is the file's name without .txt (%XX escapes undone: `_files.safe_name`).
 Relations, events, normalizations and other notes are skipped; a line that is none of these is
 an error naming the file and line. The source and reviewer of a span travel in an
-AnnotatorNotes line of the form above (other notes are skipped). No Django here."""
+AnnotatorNotes line of the form above (other notes are skipped). An .ann is read a line at a
+time, at most MAX_ANN_LINES of them (what they hold is kept until the document is done). No Django
+here."""
 
 from __future__ import annotations
 
@@ -17,7 +19,15 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from webapp.interchange.formats._files import checked, file_limit, id_of_name, read_text, safe_name, text_lines
+from webapp.interchange.formats._files import (
+    FileLimit,
+    checked,
+    file_limit,
+    id_of_name,
+    read_text,
+    safe_name,
+    text_lines,
+)
 from webapp.interchange.formats.document import SOURCES, Document, FormatError, Span
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
@@ -25,6 +35,7 @@ _ENTITY = re.compile(r"(T\S*)\t(\S+) (\d{1,18} \d{1,18}(?:;\d{1,18} \d{1,18})*)\
 _ATTRIBUTE = re.compile(r"[AM]\S*\t(\S+) (\S+)(?: (\S+))?[\t ]*")
 _NOTE = re.compile(r"#\S*\tAnnotatorNotes (\S+)\t(.*)")
 _SKIPPED = tuple("RENM#*")
+MAX_ANN_LINES = 100_000  # of one .ann: each line read is kept until its document is done; E3C's have tens
 
 
 def read(path: Path, options=None) -> Iterator[Document | FormatError]:
@@ -49,12 +60,16 @@ def read(path: Path, options=None) -> Iterator[Document | FormatError]:
         yield checked(doc, ann.name, "")
 
 
-def _spans(ann: Path, text: str, limit: int) -> list[Span]:
+def _spans(ann: Path, text: str, limit: FileLimit) -> list[Span]:
     entities: dict[str, dict] = {}
     for number, line in text_lines(ann, limit):
         if not line.strip():
             continue
         where = f"line {number}"
+        if number > MAX_ANN_LINES:
+            raise FormatError(
+                ann.name, where, f"the file has more than {MAX_ANN_LINES:,} lines (MAX_ANN_LINES in formats/brat.py)"
+            )
         if m := _ENTITY.fullmatch(line):
             tid, label, offsets, covered = m.groups()
             ranges = [tuple(map(int, part.split())) for part in offsets.split(";")]
