@@ -31,6 +31,7 @@ urlpatterns = [
     path("evaluations/", include("webapp.evaluation.urls")),
     path("interchange/", include("webapp.interchange.urls")),
     path("api/", include("webapp.api.urls")),
+    path("erasure/", include("webapp.erasure.urls")),
     path("", include("webapp.home.urls")),
 ]
 

@@ -294,9 +294,7 @@ def rebuild(erasure: ErasureRequest, target: planning.Target) -> None:
 
 
 def receipt(erasure: ErasureRequest) -> AuditEvent:
-    planned = erasure.planned
-    files = {k.removeprefix("files: "): v for k, v in erasure.erased.items() if k.startswith("files: ")}
-    tables = {k: v for k, v in erasure.erased.items() if not k.startswith("files: ")}
+    tables = erasure.tables_erased
     return record(
         erasure.requested_by or f"erasure requested by {erasure.requested_by_name}",
         AuditEvent.Action.ERASURE,
@@ -308,10 +306,10 @@ def receipt(erasure: ErasureRequest) -> AuditEvent:
         patient_hashes=erasure.patient_hashes,
         tables=tables,
         rows=sum(tables.values()),
-        files=files,
-        datasets_withdrawn=planned.get("datasets withdrawn", []),
+        files=erasure.files_erased,
+        datasets_withdrawn=erasure.withdrawn_names,
         datasets_rebuilt=erasure.rebuilt,
-        models_trained_on_erased_data=planned.get("models trained on erased data", []),
+        models_trained_on_erased_data=erasure.models_listed_names,
     )
 
 

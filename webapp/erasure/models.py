@@ -66,7 +66,23 @@ class ErasureRequest(WorkUnit):
 
     @property
     def rows_erased(self) -> int:
-        return sum(self.erased.values())
+        return sum(self.tables_erased.values())
+
+    @property
+    def tables_erased(self) -> dict[str, int]:
+        return {table: rows for table, rows in self.erased.items() if not table.startswith("files: ")}
+
+    @property
+    def files_erased(self) -> dict[str, int]:
+        return {k.removeprefix("files: "): n for k, n in self.erased.items() if k.startswith("files: ")}
+
+    @property
+    def withdrawn_names(self) -> list[str]:
+        return self.planned.get("datasets withdrawn", [])
+
+    @property
+    def models_listed_names(self) -> list[str]:
+        return self.planned.get("models trained on erased data", [])
 
     @property
     def percent(self) -> int:

@@ -239,12 +239,16 @@ class Plan:
     def rows(self) -> int:
         return sum(self.tables.values())
 
+    @property
+    def files(self) -> dict[str, int]:
+        return {"export folders": self.export_folders, "uploads": self.uploads}
+
     def as_json(self) -> dict:
         return {
             "target": self.described,
             "tables": self.tables,
             "rows": self.rows,
-            "files": {"export folders": self.export_folders, "uploads": self.uploads},
+            "files": self.files,
             "datasets withdrawn": self.withdrawn,
             "models trained on erased data": self.models_listed,
         }

@@ -23,7 +23,8 @@ LOG_LINES = 60
 @capability_required(Capability.VIEW)
 def run_list(request):
     rows = TrainingRun.objects.visible_to(request.user)
-    rows = rows.select_related("model_version", "dataset", "split__corpus")[:RUNS_PER_PAGE]
+    rows = rows.select_related("model_version", "dataset", "split__corpus", "produced_model__erased_data")
+    rows = rows[:RUNS_PER_PAGE]
     return render(request, "training/run_list.html", {"nav": "training", "runs": rows})
 
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 from webapp.accounts.roles import Role
 from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, Task
 from webapp.datasets.models import DatasetExport, DatasetVersion
+from webapp.erasure.models import ErasureRequest
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
 from webapp.projects.models import Membership, Project
@@ -95,6 +96,15 @@ def _one_of_everything(project, owner, prefix: str, base: ModelVersion) -> dict:
         k=1,
         created_by=owner,
     )
+    erasure = ErasureRequest.objects.create(
+        scope="notes",
+        project=project,
+        project_slug=slug,
+        corpus_name=corpus.name,
+        described=f"{prefix} erasure",
+        target={"scope": "notes", "project_id": project.pk, "corpus_id": corpus.pk, "note_ids": [note.pk]},
+        requested_by_name=owner.username,
+    )
     return {
         "corpus_id": corpus.pk,
         "note_id": note.pk,
@@ -109,6 +119,7 @@ def _one_of_everything(project, owner, prefix: str, base: ModelVersion) -> dict:
         "round_id": review_round.pk,
         "run_id": run.pk,
         "split_id": split.pk,
+        "erasure_id": erasure.pk,
         "fmt": "jsonl",
         "slug": project.slug,
         "membership_id": Membership.objects.get(project=project, user=owner).pk,

@@ -1,0 +1,74 @@
+"""The erasure form: what to erase, and what becomes of the dataset versions that held it."""
+
+from django import forms
+
+from webapp.accounts.roles import Capability
+from webapp.corpus.models import Corpus
+from webapp.erasure.models import ErasureRequest
+from webapp.projects.models import Project
+
+ERASE = Capability.MANAGE_MEMBERS  # project admins only (webapp.accounts.roles)
+
+
+class ErasureForm(forms.Form):
+    project = forms.ModelChoiceField(Project.objects.none(), empty_label=None)
+    scope = forms.ChoiceField(choices=ErasureRequest.Scope.choices, widget=forms.RadioSelect, label="Erase")
+    corpus = forms.ModelChoiceField(
+        Corpus.objects.none(), required=False, help_text="Every scope but a whole project names its corpus"
+    )
+    notes = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Notes: their ids in the corpus, one per line or separated by spaces",
+    )
+    patient_key = forms.CharField(
+        initial="patient_id", required=False, help_text="Patient: the notes' metadata key that names the patient"
+    )
+    patients = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Patient: the values, one per line (kept only as a keyed hash)",
+    )
+    datasets = forms.ChoiceField(
+        choices=ErasureRequest.Datasets.choices,
+        initial=ErasureRequest.Datasets.WITHDRAW,
+        widget=forms.RadioSelect,
+        label="Dataset versions that held erased notes",
+    )
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        projects = Project.objects.where(user, ERASE)
+        self.fields["project"].queryset = projects
+        self.fields["corpus"].queryset = Corpus.objects.filter(project__in=projects).select_related("project")
+
+    def clean(self):
+        data = super().clean()
+        project, corpus, scope = data.get("project"), data.get("corpus"), data.get("scope")
+        if scope and scope != ErasureRequest.Scope.PROJECT:
+            if corpus is None:
+                self.add_error("corpus", "Choose the corpus.")
+            elif project is not None and corpus.project_id != project.pk:
+                self.add_error("corpus", f"Corpus {corpus.name} is not in project {project.name}.")
+        return data
+
+    def target(self) -> dict:
+        """erasing.plan's and erasing.request's keyword arguments."""
+        data = self.cleaned_data
+        scope = data["scope"]
+        return {
+            "corpus": data["corpus"] if scope != ErasureRequest.Scope.PROJECT else None,
+            "notes": data["notes"].split() if scope == ErasureRequest.Scope.NOTES else (),
+            "patient_key": data["patient_key"].strip() if scope == ErasureRequest.Scope.PATIENT else "",
+            "patients": [v for v in data["patients"].splitlines() if v.strip()]
+            if scope == ErasureRequest.Scope.PATIENT
+            else (),
+        }
+
+    @property
+    def confirmation_word(self) -> str:
+        """What the admin types to confirm: the corpus's name, or the project's slug."""
+        data = self.cleaned_data
+        if data["scope"] == ErasureRequest.Scope.PROJECT:
+            return data["project"].slug
+        return data["corpus"].name

@@ -1,0 +1,79 @@
+"""Erasure pages, for project admins: the list, the form (a dry run first, then a confirmation
+naming the corpus or project), and a request's page with its live progress, Cancel and Resume."""
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from webapp.accounts.roles import require
+from webapp.erasure import erasing, planning
+from webapp.erasure.forms import ERASE, ErasureForm
+from webapp.erasure.models import ErasureRequest
+from webapp.projects.scoping import get_or_404
+
+
+def erasure_list(request):
+    require(request.user, ERASE)
+    erasures = ErasureRequest.objects.visible_to(request.user, ERASE)[:100]
+    return render(request, "erasure/list.html", {"nav": "erasure", "erasures": erasures})
+
+
+def erasure_new(request):
+    """GET: the form. POST: its dry run (counts per table) with a confirmation; POST with the
+    confirmation typed: the request, queued."""
+    require(request.user, ERASE)
+    form = ErasureForm(request.POST or None, user=request.user)
+    context = {"nav": "erasure", "form": form}
+    if request.method == "POST" and form.is_valid():
+        try:
+            counted, _ = erasing.plan(form.cleaned_data["project"], form.cleaned_data["scope"], **form.target())
+        except planning.PlanError as exc:
+            form.add_error(None, str(exc))
+            return render(request, "erasure/new.html", context)
+        confirmed = request.POST.get("confirm", "").strip() == form.confirmation_word
+        if "erase" in request.POST and confirmed:
+            erasure = erasing.request(
+                form.cleaned_data["project"],
+                form.cleaned_data["scope"],
+                datasets=form.cleaned_data["datasets"],
+                actor=request.user,
+                **form.target(),
+            )
+            messages.success(request, f"Erasure {erasure.pk} is queued; this page follows it.")
+            return redirect("erasure:detail", erasure.pk)
+        if "erase" in request.POST:
+            context["not_confirmed"] = True
+        context.update(plan=counted, confirmation_word=form.confirmation_word)
+    return render(request, "erasure/new.html", context)
+
+
+def erasure_detail(request, erasure_id):
+    """The page, or (htmx poll) its live part; the poll ends (286) once the erasure has ended."""
+    erasure = get_or_404(request.user, ErasureRequest.objects.all(), ERASE, pk=erasure_id)
+    context = {"nav": "erasure", "erasure": erasure, "polling": erasure.is_active}
+    if request.htmx:
+        status = 200 if erasure.is_active else HttpResponseStopPolling.status_code
+        return render(request, "erasure/detail.html#live", context, status=status)
+    return render(request, "erasure/detail.html", context)
+
+
+@require_POST
+def erasure_cancel(request, erasure_id):
+    erasure = get_or_404(request.user, ErasureRequest.objects.all(), ERASE, pk=erasure_id)
+    status = erasing.cancel(erasure, request.user)
+    if status is None:
+        messages.error(request, "This erasure has ended; there is nothing to cancel.")
+    else:
+        messages.success(request, "Cancelled." if status == "cancelled" else "Cancelling after the batch it is on.")
+    return redirect("erasure:detail", erasure.pk)
+
+
+@require_POST
+def erasure_resume(request, erasure_id):
+    erasure = get_or_404(request.user, ErasureRequest.objects.all(), ERASE, pk=erasure_id)
+    if erasing.resume(erasure):
+        messages.success(request, "Queued again: it goes on where it stopped.")
+    else:
+        messages.error(request, "Only a cancelled or failed erasure, or one whose worker was lost, can be resumed.")
+    return redirect("erasure:detail", erasure.pk)
