@@ -34,7 +34,7 @@ from webapp.interchange.formats import FormatError, ReadOptions, UnsupportedForm
 from webapp.interchange.mapping import Mapping, MappingError, parse_mapping
 from webapp.interchange.unpack import unzip
 from webapp.lib.import_limits import over_limit
-from webapp.lib.import_sources import AnnotationRecord, Problem, Problems, nfc
+from webapp.lib.import_sources import AnnotationRecord, Problem, Problems, go_on, nfc
 from webapp.lib.input_files import sniff
 from webapp.lib.validators import overlapping_spans, printable
 
@@ -70,7 +70,7 @@ def import_gold(
     on_written=None,
     unpack_dir=None,
     project=None,
-    checkpoint=None,
+    checkpoint=go_on,
 ) -> GoldReport:
     """Import (or with dry_run, preview) the gold spans of `path` (a file, a folder, or a zip of
     brat or XMI files) in format `fmt` into corpus `corpus_name`; module docstring.
@@ -144,17 +144,13 @@ def _readable(path: Path, format_, unpack_dir, problems: Problems):
             yield None
 
 
-def _go_on() -> None:
-    """The checkpoint of an import nobody can stop (the command line: Ctrl-C does)."""
-
-
 class _Reading:
     """The records of the files, read on each call (the import reads twice); counts for the
     preview are kept from the first reading."""
 
-    def __init__(self, format_, source: Path, options: ReadOptions, mapping: Mapping, name: str, checkpoint=None):
+    def __init__(self, format_, source: Path, options: ReadOptions, mapping: Mapping, name: str, checkpoint=go_on):
         self.format, self.source, self.options, self.mapping, self.name = format_, source, options, mapping, name
-        self.checkpoint = checkpoint or _go_on
+        self.checkpoint = checkpoint
         self.calls = 0
         self.limits = import_limits()
         self.documents = 0
