@@ -38,6 +38,18 @@ Two more rounds restart Redis (SIGKILL) while chunk messages wait in the queue: 
 again once the queue is found empty): redis_restart_persistent / redis_restart_volatile, where
 "killed" counts restarts and the recovery time runs until a chunk that was waiting is claimed.
 
+Three rounds drill webhook deliveries (an outbox the sweeper re-sends, on a queue of their own),
+against a receiver on loopback that the drill runs (OUTBOUND_ALLOWED_NETWORKS=127.0.0.0/8):
+* webhook_redis_restart: deliveries whose receiver failed once wait for their retry when Redis is
+  restarted without persistence; every one is delivered (lost: not delivered);
+* webhook_worker_kill: the `webhooks` workers are SIGKILLed while one attempt hangs on a receiver
+  that does not answer and the others' retries are pending; every one is delivered by the
+  replacements (duplicated: a delivery the receiver answered 2xx more than twice, once for the
+  attempt a kill interrupted and once for the one that recorded it);
+* webhook_slow_receiver: an import of DRILL_SLOW_IMPORT notes runs while every delivery worker
+  waits on a receiver that sleeps 30 s; it must end in its normal time (measured just before,
+  without deliveries: "recovered" when it took at most twice that plus 5 s).
+
 Output: {kind: {"killed", "recovered", "max_recovery_s", "lost", "duplicated"}, ..., "seed",
 "rounds", "loadavg", "seconds", "ok"}; a kind that could not be drilled has an "error". Exit status
 1 when anything was lost, duplicated or left unfinished (the worker logs' folder is printed).
@@ -86,7 +98,18 @@ KINDS = (
     "export",
     "training_run",
     "import",
+    "webhook_redis_restart",
+    "webhook_worker_kill",
+    "webhook_slow_receiver",
 )
+WEBHOOKS = {  # the drill's workers reach its receiver on loopback; retries come quickly
+    "OUTBOUND_ALLOWED_NETWORKS": "127.0.0.0/8",
+    "WEBHOOK_BACKOFF_SECONDS": "2",
+    "WEBHOOK_TIMEOUT_SECONDS": "3",
+}
+WEBHOOK_DELIVERIES = 6  # a round's deliveries
+SLOW_RECEIVER_SECONDS = 30
+DRILL_SLOW_IMPORT = 2_000  # notes of the import timed beside a sleeping receiver
 
 
 @dataclass(frozen=True)
@@ -792,8 +815,164 @@ class Drill:
             return None
         return Kill(worker.name, killed_at, {pk: row.attempts}, progress(row))
 
+    # ------------------------------------------------------------ webhook deliveries
+
+    def webhook(self):
+        """A webhook of the drill's project pointing at a fresh receiver (made per round)."""
+        from benchmarks.projects import default_project
+        from webapp.api.models import Webhook
+
+        self.receiver = Receiver()
+        return Webhook.objects.create(
+            project=default_project(), url=self.receiver.url, secret="drill-secret-of-some-length", events=[]
+        )
+
+    def send_deliveries(self, hook, count: int = WEBHOOK_DELIVERIES) -> list[int]:
+        from webapp.api import webhooks
+
+        return [webhooks.send_test(hook).pk for _ in range(count)]  # queued at once: no transaction here
+
+    def wait_delivered(self, pks: list[int]) -> None:
+        from webapp.api.models import WebhookDelivery
+
+        def ended():
+            return not WebhookDelivery.objects.filter(pk__in=pks, status="pending").exists()
+
+        self.wait(ended, f"deliveries {pks} to end", interval=0.1)
+
+    def drill_webhook_redis_restart(self, tally: Tally) -> None:
+        """Retries pending (the receiver failed each delivery once) when Redis restarts, volatile."""
+        from webapp.api.models import WebhookDelivery
+
+        hook = self.webhook()
+        self.receiver.script = [500] * WEBHOOK_DELIVERIES
+        pks = self.send_deliveries(hook)
+        self.wait(
+            lambda: WebhookDelivery.objects.filter(pk__in=pks, attempts__gte=1).count() == len(pks),
+            "every delivery's first (failed) attempt",
+        )
+        self.redis.crash_and_restart(persistent=False)
+        restarted_at = time.monotonic()
+        tally.killed += 1
+        self.wait_delivered(pks)
+        tally.add(check_deliveries(pks, self.receiver), time.monotonic() - restarted_at)
+        self.receiver.stop()
+
+    def drill_webhook_worker_kill(self, tally: Tally) -> None:
+        """One attempt hangs on the receiver, the others wait for their retry: every `webhooks`
+        worker is SIGKILLed and replaced."""
+        hook = self.webhook()
+        self.receiver.script = [("sleep", 3600)] + [500] * (WEBHOOK_DELIVERIES - 1)
+        pks = self.send_deliveries(hook)
+        self.wait(lambda: len(self.receiver.received) >= WEBHOOK_DELIVERIES, "every delivery's first attempt")
+        killed_at = None
+        for worker in [w for w in self.workers.all if w.queues == "webhooks" and w.alive]:
+            killed_at = self.workers.kill_and_replace(worker)
+        tally.killed += 1
+        self.wait_delivered(pks)
+        tally.add(check_deliveries(pks, self.receiver), time.monotonic() - killed_at)
+        self.receiver.stop()
+
+    def drill_webhook_slow_receiver(self, tally: Tally) -> None:
+        """An import beside deliveries that each wait SLOW_RECEIVER_SECONDS for their receiver."""
+        alone, _ = self.timed_import()
+        hook = self.webhook()
+        self.receiver.script = [("sleep", SLOW_RECEIVER_SECONDS)] * (2 * WEBHOOK_DELIVERIES)
+        self.send_deliveries(hook, 2 * WEBHOOK_DELIVERIES)
+        self.wait(lambda: self.receiver.received, "a delivery to wait on the receiver")
+        tally.killed += 1
+        beside, job = self.timed_import()
+        print(
+            f"  import of {DRILL_SLOW_IMPORT} notes: {alone:.1f} s alone, {beside:.1f} s while deliveries "
+            f"wait {SLOW_RECEIVER_SECONDS} s on their receiver",
+            file=sys.stderr,
+            flush=True,
+        )
+        lost, duplicated, problem = check_import(job, DRILL_SLOW_IMPORT)
+        if not problem and beside > 2 * alone + 5:
+            problem = f"the import took {beside:.1f} s beside waiting deliveries, {alone:.1f} s alone"
+        tally.add((lost, duplicated, problem), beside)
+        self.receiver.stop()
+
+    def timed_import(self):
+        """(seconds, job) of an import of DRILL_SLOW_IMPORT notes, from launch to its end."""
+        from django.core.files.uploadedfile import SimpleUploadedFile
+
+        from benchmarks.projects import default_project
+        from webapp.corpus import import_jobs
+        from webapp.corpus.models import ImportJob
+
+        content = "".join(
+            json.dumps({"id": f"n{i}", "text": f"Patient {i}: heart rate {60 + i % 90} bpm."}) + "\n"
+            for i in range(DRILL_SLOW_IMPORT)
+        ).encode()
+        started = time.monotonic()
+        job = import_jobs.launch(
+            SimpleUploadedFile("drill-slow.jsonl", content),
+            project=default_project(),
+            kind="notes",
+            corpus=self.unique("drill-slow"),
+            language="en",
+            update=False,
+            actor=None,
+        )
+        job = self.wait_ended(ImportJob, job.pk)
+        return time.monotonic() - started, job
+
+
+class Receiver:
+    """A webhook receiver on loopback in the drill's process: answers in turn what `script` holds
+    (a status, or ("sleep", s) then 200), then 200; keeps each request's (delivery id, status)."""
+
+    def __init__(self):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                step = receiver.script.pop(0) if receiver.script else 200
+                receiver.received.append((self.headers["X-DSM-Delivery"], step))
+                if isinstance(step, tuple):
+                    time.sleep(step[1])
+                    step = 200
+                try:
+                    self.send_response(step)
+                    self.end_headers()
+                except OSError:  # the worker gave up or was killed
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.script: list = []
+        self.received: list[tuple[str, object]] = []
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
 
 # ---------------------------------------------------------------- checks: (lost, duplicated, problem)
+
+
+def check_deliveries(pks: list[int], receiver: Receiver) -> tuple[int, int, str]:
+    """A delivery not delivered is lost; one answered 2xx more than twice by the receiver (once for
+    an attempt a kill cut short, once for the attempt that recorded it) is duplicated."""
+    from webapp.api.models import WebhookDelivery
+
+    statuses = dict(WebhookDelivery.objects.filter(pk__in=pks).values_list("pk", "status"))
+    answered = Counter(delivery for delivery, step in receiver.received if isinstance(step, tuple) or 200 <= step < 300)
+    lost = sum(1 for pk in pks if statuses.get(pk) != "delivered")
+    duplicated = sum(1 for pk in pks if answered[str(pk)] > 2)
+    problem = "" if lost == 0 else f"deliveries not delivered: {[pk for pk in pks if statuses.get(pk) != 'delivered']}"
+    return lost, duplicated, problem
 
 
 def check_relevance_job(job) -> tuple[int, int, str]:
@@ -955,6 +1134,7 @@ def drill_environment(database_url: str, broker_url: str, folder: Path) -> dict:
     env = {key: value for key, value in os.environ.items() if key not in ("REDIS_URL", "PYTEST_CURRENT_TEST")}
     env.update(
         LIFECYCLE,
+        **WEBHOOKS,
         DJANGO_SETTINGS_MODULE="webapp.settings",
         DATABASE_URL=database_url,
         CELERY_BROKER_URL=broker_url,
@@ -996,6 +1176,9 @@ QUEUE_OF_KIND = {
     "redis_restart_persistent": "relevance",
     "redis_restart_volatile": "relevance",
     "training_run": "training",
+    "webhook_redis_restart": "webhooks",
+    "webhook_worker_kill": "webhooks",
+    "webhook_slow_receiver": "webhooks",
 }  # the others: default
 
 
@@ -1006,7 +1189,7 @@ def drill_every_kind(args, sizes: Sizes, redis_server: RedisServer, workers: Wor
     tallies = {kind: Tally() for kind in kinds}
     for position, kind in enumerate(kinds):
         queue = QUEUE_OF_KIND.get(kind)
-        rounds = 1 if kind.startswith("redis_restart") else args.rounds
+        rounds = 1 if kind.startswith(("redis_restart", "webhook_")) else args.rounds
         started = time.monotonic()
         try:
             for _ in range(rounds):

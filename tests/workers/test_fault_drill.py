@@ -1,6 +1,7 @@
 """The fault drill (scripts/fault_drill.py) in its short form, so CI kills a worker in the middle of
-each kind of long work and restarts Redis with and without persistence, and fails if anything was
-lost, duplicated or left unfinished.
+each kind of long work, restarts Redis with and without persistence, and drills webhook deliveries
+(Redis restarted and their workers killed while retries are pending, an import beside a receiver
+that sleeps 30 s), and fails if anything was lost, duplicated or left unfinished.
 
 The drill brings its own redis-server and its own database on this run's PostgreSQL server (named
 after the run's database, so two runs on one host stay apart), and drops it at the end.
@@ -24,6 +25,9 @@ KINDS = (
     "export",
     "training_run",
     "import",
+    "webhook_redis_restart",
+    "webhook_worker_kill",
+    "webhook_slow_receiver",
 )
 STALL = 5  # WORK_STALL_SECONDS of the drill's workers
 
@@ -50,5 +54,6 @@ def test_the_short_fault_drill_recovers_every_kind_of_work_with_nothing_lost_or_
         figures = result[kind]
         assert figures["killed"] == figures["recovered"] == 1, (kind, figures)
         assert figures["lost"] == figures["duplicated"] == 0, (kind, figures)
-        # claimed again within the stall time, a sweep and a worker's pick-up (slack for a loaded host)
+        # claimed again within the stall time (a delivery's claim, 14 s), a sweep and a worker's
+        # pick-up (slack for a loaded host); for the slow receiver, the import's whole time
         assert figures["max_recovery_s"] < STALL + 25, (kind, figures)
