@@ -21,3 +21,26 @@ def import_job_for(user, job_id: int) -> ImportJob:
 
 def task_for(user, task_id: int, capability: Capability = Capability.MANAGE_TASKS) -> Task:
     return get_or_404(user, manageable_tasks(), capability, pk=task_id)
+
+
+class CorpusNotFound(ValueError):
+    """No corpus of that name (in that project), or one in several projects and none named."""
+
+
+def corpus_named(name: str, project=None) -> Corpus:
+    """The corpus a command or an experiment file names (site-wide reach, no user). Names are unique
+    within a project: `project` (a Project, its id or its slug) picks one when the name is in several
+    projects. Raises CorpusNotFound with a message saying what to do."""
+    found = Corpus.objects.filter(name=name)
+    if project is not None and project != "":
+        if isinstance(project, str):
+            found = found.filter(project__slug=project)
+        else:
+            found = found.filter(project_id=getattr(project, "pk", project))
+    found = list(found[:2])
+    if not found:
+        where = f" in project {getattr(project, 'slug', project)!r}" if project not in (None, "") else ""
+        raise CorpusNotFound(f"no corpus named {name!r}{where}")
+    if len(found) > 1:
+        raise CorpusNotFound(f"a corpus named {name!r} is in several projects: name the project (--project SLUG)")
+    return found[0]

@@ -126,11 +126,8 @@ class UploadForm(forms.Form):
         data = super().clean()
         if data.get("project") is None:
             return data
-        named = Corpus.objects.filter(name=data.get("corpus", "")).first()
-        if named is not None and named.project_id != data["project"].pk:
-            # Corpus names are unique site-wide; say no more of the other corpus than that.
-            self.add_error("corpus", "This name is taken: choose another one.")
-            return data
+        # Names are unique within a project: another project's corpus of this name is no concern here.
+        named = Corpus.objects.filter(name=data.get("corpus", ""), project=data["project"]).first()
         if data.get("kind") == ImportJob.Kind.ANNOTATIONS and data.get("corpus"):
             if named is None:
                 self.add_error("corpus", "No such corpus in this project: import its notes first.")

@@ -383,11 +383,7 @@ def _corpus_for_notes(path, name, language, create, fmt, problems, limits, proje
         _check_size(path, problems, limits)
     if not _corpus_name_ok(name, path.name, problems) or project is None:
         return None
-    corpus = Corpus.objects.filter(name=name).first()
-    if corpus is not None and corpus.project_id != project.pk:
-        # Corpus names are unique site-wide; say no more of the other corpus than that.
-        problems.add(path.name, None, f"the corpus name {name!r} is taken: choose another name")
-        return None
+    corpus = Corpus.objects.filter(name=name, project=project).first()  # names are unique per project
     if corpus is not None:
         if language and language != corpus.language:
             problems.add(path.name, None, f"corpus {name!r} is in language {corpus.language!r}, not {language!r}")

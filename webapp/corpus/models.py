@@ -59,7 +59,7 @@ class Corpus(TriggerCounters):
     counter_fields = ("note_count", "annotation_count")
 
     project = models.ForeignKey("projects.Project", on_delete=models.PROTECT, related_name="corpora")
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200, help_text="Unique within its project")
     language = models.CharField(
         max_length=3, validators=[language_code], help_text="ISO 639 code of the notes' language, e.g. 'it', 'en'"
     )
@@ -78,6 +78,8 @@ class Corpus(TriggerCounters):
         verbose_name_plural = "corpora"
         ordering = ["name"]
         constraints = [
+            # Per project, so "this name is taken" speaks of one's own project only.
+            models.UniqueConstraint(fields=["project", "name"], name="corpus_corpus_name_per_project"),
             models.CheckConstraint(condition=~Q(name=""), name="corpus_corpus_name_not_blank"),
             models.CheckConstraint(
                 condition=Q(

@@ -71,6 +71,7 @@ def seed(*, notes: int, stdout, first_job: bool = True, size=None) -> RelevanceJ
         call_command(
             "launch_relevance_job",
             DEMO_CORPUS,
+            project=DEMO_PROJECT,
             tasks="list",
             task=DEMO_TASKS,
             limit=size.notes,
@@ -81,7 +82,8 @@ def seed(*, notes: int, stdout, first_job: bool = True, size=None) -> RelevanceJ
 
 
 def first_demo_job() -> RelevanceJob | None:
-    return RelevanceJob.objects.filter(corpus__name=DEMO_CORPUS).order_by("pk").first()
+    demo = RelevanceJob.objects.filter(corpus__name=DEMO_CORPUS, corpus__project__slug=DEMO_PROJECT)
+    return demo.order_by("pk").first()
 
 
 def job_ended(job: RelevanceJob) -> bool:

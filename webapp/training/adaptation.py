@@ -182,7 +182,8 @@ def _synthetic_items(run, reporter, teacher_final, mask, options, self_label) ->
     """The teacher's labels for the unlabeled items, cached as {item_id: label} (labels only)."""
     from webapp.corpus.models import Corpus
 
-    corpus = Corpus.objects.get(name=options["corpus"]) if options.get("corpus") else run.split.corpus
+    own = run.split.corpus
+    corpus = Corpus.objects.get(name=options["corpus"], project_id=own.project_id) if options.get("corpus") else own
     unlabeled = splits.unlabeled_items(
         run.split, corpus=corpus, notes=options["notes"], tasks_per_note=options["tasks_per_note"], seed=options["seed"]
     )

@@ -12,7 +12,8 @@
      ]}
 
 A run names a `preset` (see webapp.training.presets) or a `kind`; `dataset` is {"name", "version"}
-(version omitted: the latest finished one) or a dataset id; `split` may be given per run too.
+(version omitted: the latest finished one) or a dataset id; `split` may be given per run too, with
+the corpus's `project` (its slug) when a corpus of that name is in several projects.
 Everything is checked before the first run starts; the runs are then executed in file order,
 in this process (`run_sync`) or through the training queue (`run_enqueued`). A run whose input
 model comes from a run that did not finish is skipped.
@@ -25,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from webapp.corpus.models import Corpus
+from webapp.corpus.access import CorpusNotFound, corpus_named
 from webapp.datasets.models import DatasetVersion
 from webapp.pipeline.models import JobStatus, ModelVersion
 from webapp.training import configs, execution, presets, runs, splits
@@ -33,7 +34,7 @@ from webapp.training.models import CAUSAL_KINDS, RunKind, TrainingRun
 
 TOP_KEYS = {"name", "description", "model", "split", "defaults", "runs"}
 RUN_KEYS = {"id", "name", "preset", "kind", "model", "dataset", "split", "config"}
-SPLIT_KEYS = {"corpus", "seed", "test_ratio", "tasks"}
+SPLIT_KEYS = {"corpus", "project", "seed", "test_ratio", "tasks"}  # project: its slug, when the name is in several
 
 
 class ExperimentError(Exception):
@@ -183,8 +184,10 @@ def _check_split(split, where, problems) -> None:
         problems.append(f'{where}: give a "split" with at least a "corpus" (here or at the top).')
         return
     _unknown(problems, f"{where} split", split, SPLIT_KEYS)
-    if not Corpus.objects.filter(name=split["corpus"]).exists():
-        problems.append(f"{where}: there is no corpus {split['corpus']!r}.")
+    try:
+        corpus_named(split["corpus"], split.get("project"))
+    except CorpusNotFound as exc:
+        problems.append(f"{where}: {exc}.")
 
 
 def _unknown(problems, where, data, allowed) -> None:
@@ -208,7 +211,7 @@ def launch_one(planned: PlannedRun, done: dict[str, PlannedRun], *, enqueue: boo
         model = ModelVersion.objects.get(name=planned.model)
     split = None
     if planned.split:
-        corpus = Corpus.objects.get(name=planned.split["corpus"])
+        corpus = corpus_named(planned.split["corpus"], planned.split.get("project"))
         split, _ = splits.get_or_create_split(
             corpus,
             seed=planned.split.get("seed", 0),

@@ -74,14 +74,23 @@ class RunSpec:
     def full_config(self) -> tuple[dict, dict[str, str]]:
         return configs.build_config(self.kind, self.config)
 
+    @property
+    def project_id(self) -> int | None:
+        """The project the run belongs to: its dataset's, its split's or the corpus to split."""
+        corpus = self.dataset.corpus if self.dataset else self.split.corpus if self.split else self.split_corpus
+        return corpus.project_id if corpus is not None else None
+
     def problems(self) -> dict[str, str]:
         """{field: plain-words problem}; empty when the run can be launched."""
         if self.kind not in RunKind.values:
             return {"kind": f"Unknown run kind {self.kind!r}; the kinds are {', '.join(RunKind.values)}."}
         config, problems = self.full_config()
         unlabeled = (config.get("unlabeled") or {}).get("corpus")
-        if unlabeled and not Corpus.objects.filter(name=unlabeled).exists():
-            problems["unlabeled.corpus"] = f"There is no corpus {unlabeled!r} to take unlabeled notes from."
+        if unlabeled and not Corpus.objects.filter(name=unlabeled, project_id=self.project_id).exists():
+            # names are unique per project: another project's corpus is no source of notes here
+            problems["unlabeled.corpus"] = (
+                f"There is no corpus {unlabeled!r} in this project to take unlabeled notes from."
+            )
         if self.preset:
             try:
                 preset = presets.get(self.preset)

@@ -57,7 +57,7 @@ def test_every_problem_is_reported_before_anything_runs(dataset, model_version):
         "id is used twice",
         "@later must name an earlier run",
         "Unknown preset 'warp-speed'",
-        "no corpus 'elsewhere'",
+        "no corpus named 'elsewhere'",
         "unknown key(s) colour",
     ):
         assert words in message, message

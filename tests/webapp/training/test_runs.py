@@ -210,9 +210,26 @@ def test_self_learning_needs_an_existing_unlabeled_corpus(corpus, model_version)
         split_corpus=corpus,
         config={"unlabeled": {"corpus": "nowhere"}},
     )
-    assert spec.problems() == {"unlabeled.corpus": "There is no corpus 'nowhere' to take unlabeled notes from."}
+    refused = {"unlabeled.corpus": "There is no corpus 'nowhere' in this project to take unlabeled notes from."}
+    assert spec.problems() == refused
     spec.config = {"unlabeled": {"corpus": corpus.name}}
     assert spec.problems() == {}
+
+
+def test_the_unlabeled_corpus_is_one_of_the_runs_project(corpus, model_version):
+    from webapp.corpus.models import Corpus
+    from webapp.projects.models import Project
+
+    theirs = Project.objects.create(name="Oncology", slug="onco")
+    Corpus.objects.create(project=theirs, name="nowhere", language="en")
+    spec = RunSpec(
+        kind=RunKind.SELF_LEARNING,
+        preset="self-learning",
+        model_version=model_version,
+        split_corpus=corpus,
+        config={"unlabeled": {"corpus": "nowhere"}},
+    )
+    assert "nowhere" in spec.problems()["unlabeled.corpus"]
 
 
 def test_a_dsm_run_whose_every_step_has_learning_rate_zero_is_refused_by_the_domain(dataset, model_version):

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from webapp.corpus.models import Corpus
+from webapp.corpus.access import CorpusNotFound, corpus_named
 from webapp.interchange.exporting import ExportChoice, ExportChoiceError, export_corpus, peak_source
 from webapp.interchange.formats import FORMATS, UnsupportedFormat, get_format
 
@@ -13,6 +13,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--corpus", required=True, help="corpus name")
+        parser.add_argument("--project", default="", help="the corpus's project (slug), when its name is in several")
         parser.add_argument("--format", required=True, metavar="FORMAT", help=f"one of {', '.join(FORMATS)}")
         parser.add_argument("--out", required=True, help="the file (or, for brat and xmi, the folder) to write")
         parser.add_argument("--no-gold", action="store_true", help="leave the gold spans out")
@@ -28,10 +29,10 @@ class Command(BaseCommand):
             get_format(options["format"])
         except UnsupportedFormat as exc:
             raise CommandError(str(exc)) from None
-        corpora = list(Corpus.objects.filter(name=options["corpus"])[:2])
-        if len(corpora) != 1:
-            raise CommandError(f"{'no' if not corpora else 'more than one'} corpus named {options['corpus']!r}")
-        corpus = corpora[0]
+        try:
+            corpus = corpus_named(options["corpus"], options["project"])
+        except CorpusNotFound as exc:
+            raise CommandError(str(exc)) from None
         try:
             peaks = (
                 peak_source(

@@ -4,7 +4,8 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from ml.relevance import EXPLAIN, METHODS
-from webapp.corpus.models import Corpus, Task
+from webapp.corpus.access import CorpusNotFound, corpus_named
+from webapp.corpus.models import Task
 from webapp.evaluation import evaluations, running
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.pipeline.models import ModelVersion, PeakProfile
@@ -19,6 +20,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--corpus", required=True, help="corpus name (its annotations with evidence are the gold)")
+        parser.add_argument("--project", default="", help="the corpus's project (slug), when its name is in several")
         parser.add_argument("--model", help="model version name (default: the default model)")
         parser.add_argument("--methods", default="attnlrp", help=f"comma-separated, of {', '.join(METHODS)}")
         parser.add_argument("--explain", default="next", help=f"comma-separated, of {', '.join(EXPLAIN)}")
@@ -52,7 +54,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         spec = evaluations.EvaluationSpec(
-            corpus=self._corpus(options["corpus"]),
+            corpus=self._corpus(options["corpus"], options["project"]),
             model_version=self._model(options["model"]),
             methods=_split(options["methods"]),
             explains=_split(options["explain"]),
@@ -121,11 +123,11 @@ class Command(BaseCommand):
                 return
             time.sleep(5)
 
-    def _corpus(self, name):
-        corpus = Corpus.objects.filter(name=name).first()
-        if corpus is None:
-            raise CommandError(f"no corpus named {name!r}")
-        return corpus
+    def _corpus(self, name, project=""):
+        try:
+            return corpus_named(name, project)
+        except CorpusNotFound as exc:
+            raise CommandError(str(exc)) from None
 
     def _model(self, name):
         models = ModelVersion.objects.all()

@@ -4,7 +4,8 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from ml.relevance import DTYPES, NORMALISE, TRUNCATE
-from webapp.corpus.models import Corpus, Task
+from webapp.corpus.access import CorpusNotFound, corpus_named
+from webapp.corpus.models import Task
 from webapp.pipeline import jobs, planning
 from webapp.pipeline.models import ModelVersion, RelevanceJob
 from webapp.pipeline.progress import job_progress
@@ -15,6 +16,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("corpus", help="corpus name")
+        parser.add_argument("--project", default="", help="the corpus's project (slug), when its name is in several")
         parser.add_argument("--model", help="model version name (default: the default model)")
         parser.add_argument("--method", default="attnlrp", choices=RelevanceJob.Method.values)
         parser.add_argument("--template", default="en", help="'en', 'it', 'es' or a custom text with {note} and {task}")
@@ -63,9 +65,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
-        corpus = Corpus.objects.filter(name=options["corpus"]).first()
-        if corpus is None:
-            raise CommandError(f"no corpus named {options['corpus']!r}")
+        try:
+            corpus = corpus_named(options["corpus"], options["project"])
+        except CorpusNotFound as exc:
+            raise CommandError(str(exc)) from None
         models = ModelVersion.objects.all()
         model = (
             models.filter(name=options["model"]).first() if options["model"] else models.filter(is_default=True).first()
