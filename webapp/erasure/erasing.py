@@ -37,13 +37,16 @@ from webapp.corpus.models import Corpus, ImportJob
 from webapp.datasets.models import DatasetExport, DatasetVersion
 from webapp.erasure import planning
 from webapp.erasure.models import DatasetWithdrawal, ErasureRequest, TrainedOnErasedData
+from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lib import shared_files
+from webapp.lib.mlflow_rest import MlflowError
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.heartbeat import Heartbeat
 from webapp.lifecycle.status import JobStatus
 from webapp.pipeline.models import ModelVersion
 from webapp.projects.models import Project
 from webapp.review.models import ValidationSet
+from webapp.training.models import TrainingRun
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +172,7 @@ def run(erasure: ErasureRequest, batch: int | None = None) -> str | None:
         try:
             mark(erasure, target)
             remove_files(erasure, target, heart)
+            forget_mlflow_runs(erasure, target, heart)
             for step in planning.steps_for(target):
                 while _erase_batch(erasure, step, target, batch, heart):
                     pass
@@ -251,19 +255,50 @@ def remove_files(erasure: ErasureRequest, target: planning.Target, heart: Heartb
         shutil.rmtree(Path(settings.DATA_DIR) / relative, ignore_errors=True)
         if shared_files.enabled():
             shared_files.remove(relative)
-        _count_files(erasure, heart, "export folders", DatasetExport.objects.filter(dataset_id=dataset_id))
+        exports = DatasetExport.objects.filter(dataset_id=dataset_id).exclude(path="")
+        _count_outside(erasure, heart, "export folders", exports, path="")
     for job in planning.imports(target).exclude(upload=""):
         with transaction.atomic():
             _holding(erasure, heart)
         uploads.discard(job.upload)
-        _count_files(erasure, heart, "uploads", ImportJob.objects.filter(pk=job.pk), field="upload")
+        stored = ImportJob.objects.filter(pk=job.pk).exclude(upload="")
+        _count_outside(erasure, heart, "uploads", stored, upload="")
 
 
-def _count_files(erasure: ErasureRequest, heart: Heartbeat, what: str, rows, field: str = "path") -> None:
+def forget_mlflow_runs(erasure: ErasureRequest, target: planning.Target, heart: Heartbeat) -> None:
+    """The MLflow runs of the training runs and evaluations erased with a corpus (params and
+    metrics, no text, but made from the erased notes) are deleted on the tracking server, which
+    keeps them until its `mlflow gc` removes them for good. With no tracking server set they are
+    counted as left there. A server that cannot be reached fails the erasure (MlflowError): Resume
+    once it answers."""
+    from webapp.api import mlflow_log
+
+    logged = (
+        (TrainingRun.objects.filter(pk__in=target.runs_deleted()), "provenance"),
+        (RelevanceEvaluation.objects.filter(corpus__in=target.corpora()), "result"),
+    )
+    for rows, field in logged:
+        for pk, logged_as in rows.filter(**{f"{field}__has_key": "mlflow"}).values_list("pk", field):
+            with transaction.atomic():
+                _holding(erasure, heart)
+            run_id = (logged_as.get("mlflow") or {}).get("run_id")
+            if run_id and mlflow_log.tracking_uri():
+                mlflow_log.client().delete_run(run_id)
+                what = "MLflow runs"
+            else:
+                what = "MLflow runs left on a tracking server no longer set"
+            rest = {key: value for key, value in logged_as.items() if key != "mlflow"}
+            row = rows.filter(pk=pk, **{f"{field}__has_key": "mlflow"})
+            _count_outside(erasure, heart, what, row, **{field: rest})
+
+
+def _count_outside(erasure: ErasureRequest, heart: Heartbeat, what: str, rows, **forget) -> None:
+    """Count what was removed outside the database under "files: <what>": the `rows` that named
+    it forget it (`forget`: the fields' new values) in the transaction that counts them."""
     key = f"files: {what}"
     with transaction.atomic():
         erased = _holding(erasure, heart)
-        removed = rows.exclude(**{field: ""}).update(**{field: ""})
+        removed = rows.update(**forget)
         if removed:
             units.owned(erasure).update(erased={**erased, key: erased.get(key, 0) + removed})
 
@@ -287,10 +322,10 @@ def rebuild(erasure: ErasureRequest, target: planning.Target) -> None:
     for dataset in target.datasets_withdrawn().filter(status=JobStatus.DONE):
         with transaction.atomic():
             done = units.owned(erasure).select_for_update().values_list("rebuilt", flat=True).first()
-            if done is None or dataset.pk in done:
+            if done is None or dataset.pk in {withdrawn for withdrawn, _ in done}:
                 continue
-            launch.build_again(dataset, actor=erasure.requested_by)
-            units.owned(erasure).update(rebuilt=[*done, dataset.pk])
+            new = launch.build_again(dataset, actor=erasure.requested_by)
+            units.owned(erasure).update(rebuilt=[*done, [dataset.pk, new.pk]])
 
 
 def receipt(erasure: ErasureRequest) -> AuditEvent:
@@ -322,6 +357,8 @@ def fail(erasure: ErasureRequest, exc: BaseException) -> str:
             f"The erasure stopped: rows of {', '.join(tables) or 'another table'} still refer to what it erases. "
             "Nothing was left half-deleted; the rows deleted so far are counted."
         )
+    elif isinstance(exc, MlflowError):
+        message = f"The erasure could not delete its MLflow runs ({exc}); resume it once the tracking server answers."
     elif isinstance(exc, shared_files.StorageError):
         message = f"The erasure could not remove files from the storage ({exc}); resume it once it can be reached."
     else:

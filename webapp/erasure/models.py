@@ -44,7 +44,7 @@ class ErasureRequest(WorkUnit):
     planned = models.JSONField(default=dict, blank=True, help_text="rows per table when requested (the dry run)")
     erased = models.JSONField(default=dict, blank=True, help_text="rows per table deleted so far")
     step = models.CharField(max_length=100, blank=True, help_text="the table being erased now")
-    rebuilt = models.JSONField(default=list, blank=True, help_text="ids of the dataset versions built anew")
+    rebuilt = models.JSONField(default=list, blank=True, help_text="[[withdrawn version id, its new version id], ...]")
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

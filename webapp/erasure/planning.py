@@ -232,6 +232,7 @@ class Plan:
     tables: dict[str, int] = field(default_factory=dict)
     export_folders: int = 0
     uploads: int = 0
+    mlflow_runs: int = 0
     withdrawn: list[str] = field(default_factory=list)
     models_listed: list[str] = field(default_factory=list)
 
@@ -241,7 +242,7 @@ class Plan:
 
     @property
     def files(self) -> dict[str, int]:
-        return {"export folders": self.export_folders, "uploads": self.uploads}
+        return {"export folders": self.export_folders, "uploads": self.uploads, "MLflow runs": self.mlflow_runs}
 
     def as_json(self) -> dict:
         return {
@@ -265,6 +266,10 @@ def count(target: Target, described: str) -> Plan:
         DatasetExport.objects.filter(dataset__in=withdrawn_or_deleted(target)).exclude(path="").count()
     )
     plan.uploads = imports(target).exclude(upload="").count()
+    plan.mlflow_runs = (
+        target.runs_deleted().filter(provenance__has_key="mlflow").count()
+        + RelevanceEvaluation.objects.filter(corpus__in=target.corpora(), result__has_key="mlflow").count()
+    )
     plan.withdrawn = [str(d) for d in target.datasets_withdrawn().order_by("name", "version")]
     plan.models_listed = list(
         ModelVersion.objects.filter(pk__in=target.model_ids).order_by("name").values_list("name", flat=True)

@@ -92,6 +92,10 @@ class Client:
         """status: FINISHED, FAILED or KILLED."""
         self._call("POST", "runs/update", {"run_id": run_id, "status": status, "end_time": int(time.time() * 1000)})
 
+    def delete_run(self, run_id: str) -> None:
+        """Mark the run deleted (the server keeps it until `mlflow gc` removes it for good)."""
+        self._call("POST", "runs/delete", {"run_id": run_id})
+
     def get_run(self, run_id: str) -> dict:
         return self._call("GET", "runs/get", {"run_id": run_id})["run"]
 

@@ -119,3 +119,26 @@ def test_a_cancelled_erasure_stops_between_batches_and_resumes(world, admin_user
     assert erasing.resume(erasure)
     assert erasing.run(erasing.claim(erasure.pk, worker="test")) == "done"
     assert not Note.objects.filter(corpus__name="ward").exists()
+
+
+def test_rebuild_makes_the_next_version_once_without_the_erased_notes(world, admin_user):
+    erasure, _, _ = erase_here(
+        world.project,
+        Scope.NOTES,
+        corpus=world.ward,
+        notes=["n1"],
+        datasets=ErasureRequest.Datasets.REBUILD,
+        actor=admin_user,
+    )
+    rebuilt = DatasetVersion.objects.get(name="e-ds", version=2)
+    assert erasure.rebuilt == [[world.dataset.pk, rebuilt.pk]] and rebuilt.status == "queued"
+    from django.utils import timezone
+
+    from webapp.datasets import building
+
+    ValidationSet.objects.update(retired=timezone.now())  # else its notes are held out of every build
+    building.build(building.claim(rebuilt.pk))
+    notes = set(MaskedExample.objects.filter(dataset=rebuilt).values_list("note__external_id", flat=True))
+    assert notes == {"n2", "n3"}
+    erasing.rebuild(erasure, planning.Target.from_json(erasure.target))  # ended: this attempt holds nothing
+    assert DatasetVersion.objects.filter(name="e-ds").count() == 2
