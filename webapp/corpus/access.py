@@ -1,7 +1,9 @@
 """Fetch objects for views through the access layer (webapp.projects.scoping): 404 for what does
 not exist or belongs to a project the user is not in, 403 for what their role there may not do."""
 
-from webapp.accounts.roles import Capability
+from django.core.exceptions import PermissionDenied
+
+from webapp.accounts.roles import Capability, is_site_admin
 from webapp.corpus.models import Corpus, ImportJob, Note, Task
 from webapp.corpus.tasks import manageable_tasks
 from webapp.projects.scoping import get_or_404
@@ -20,7 +22,13 @@ def import_job_for(user, job_id: int) -> ImportJob:
 
 
 def task_for(user, task_id: int, capability: Capability = Capability.MANAGE_TASKS) -> Task:
-    return get_or_404(user, manageable_tasks(), capability, pk=task_id)
+    """A task to read or, with MANAGE_TASKS, to edit or retire: a project's own task by that
+    project's researchers and admins; the shared catalog (a task of no project) by site admins
+    only, since every project's reviewers work under its state and guideline (403 otherwise)."""
+    task = get_or_404(user, manageable_tasks(), capability, pk=task_id)
+    if capability == Capability.MANAGE_TASKS and task.project_id is None and not is_site_admin(user):
+        raise PermissionDenied("Only a site admin changes the shared task catalog.")
+    return task
 
 
 class CorpusNotFound(ValueError):

@@ -3,6 +3,7 @@
 import pytest
 from django.urls import reverse
 
+from tests.projects import default_project
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Note, Task
 from webapp.pipeline.forms import LaunchForm
@@ -41,8 +42,14 @@ def edit(client, task, **values):
 
 @pytest.fixture
 def app_task(db):
+    """A task of the test project (a task made in the app belongs to a project)."""
     return Task.objects.create(
-        slug="fever", description="fever", options=["yes", "no"], origin=Task.Origin.APP, guideline="old"
+        project=default_project(),
+        slug="fever",
+        description="fever",
+        options=["yes", "no"],
+        origin=Task.Origin.APP,
+        guideline="old",
     )
 
 
@@ -149,9 +156,9 @@ def test_an_unused_option_can_be_removed(client_for, researcher, app_task):
     assert app_task.options == ["yes", "unknown"]
 
 
-def test_a_catalog_tasks_definition_stays_the_catalogs_but_its_guideline_changes(client_for, researcher, tasks):
+def test_a_catalog_tasks_definition_stays_the_catalogs_but_its_guideline_changes(client_for, site_admin, tasks):
     heart = tasks["heart"]
-    response = edit(client_for(researcher), heart, description="pulse rate", options="a\nb", guideline="Count beats.")
+    response = edit(client_for(site_admin), heart, description="pulse rate", options="a\nb", guideline="Count beats.")
     assert response.status_code == 302
     heart.refresh_from_db()
     assert (heart.description, heart.options[0], heart.guideline) == ("heart rate", "bradycardic", "Count beats.")
@@ -185,3 +192,22 @@ def test_retiring_a_retired_task_records_nothing_more(client_for, researcher, ap
     client.post(reverse("corpus:task_retire", args=[app_task.pk]), {"retired": "1"})
     client.post(reverse("corpus:task_retire", args=[app_task.pk]), {"retired": "1"})
     assert AuditEvent.objects.filter(action="retire_task").count() == 1
+
+
+def test_only_a_site_admin_retires_a_catalog_task_or_writes_its_guideline(client_for, researcher, site_admin, tasks):
+    """Every project's reviewers work under the catalog's state and guideline: one project's
+    researcher changes neither (issue 37: a cardiology researcher retired a catalog task for
+    oncology and wrote the guideline the demo project's clinicians then read)."""
+    heart = tasks["heart"]
+    client = client_for(researcher)
+    assert client.post(reverse("corpus:task_retire", args=[heart.pk]), {"retired": "1"}).status_code == 403
+    assert edit(client, heart, guideline="Cardiology team note: accept every highlight").status_code == 403
+    assert client.get(reverse("corpus:task_edit", args=[heart.pk])).status_code == 403
+    heart.refresh_from_db()
+    assert (heart.retired, heart.guideline, heart.guidelines.count()) == (False, "", 0)
+    page = client.get(reverse("corpus:tasks")).content.decode()
+    assert reverse("corpus:task_retire", args=[heart.pk]) not in page and "catalog: site admins" in page
+    admin = client_for(site_admin)
+    assert admin.post(reverse("corpus:task_retire", args=[heart.pk]), {"retired": "1"}).status_code == 302
+    heart.refresh_from_db()
+    assert heart.retired
