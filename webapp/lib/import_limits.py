@@ -1,11 +1,12 @@
 """The size limits of an import, each a setting (IMPORT_MAX_*, webapp/settings.py) named in the
 message that refuses an input over it, so whoever reads the message knows what to change.
 
-IMPORT_MAX_FILE_BYTES bounds one file inside an input (a zip member, what a gzip, bz2 or xz
-file unpacks to, a file of a folder) and any file a reader holds whole (Label Studio JSON, an
-XMI document): it is refused before it is read, naming the file and the setting, so an import's
-memory is bounded whatever the upload. A plain JSONL or CSV file given as such is read line by
-line and bounded by IMPORT_MAX_UPLOAD_BYTES.
+IMPORT_MAX_FILE_BYTES bounds one file inside an input (a zip member, a file of a folder) and any
+file a reader holds whole (Label Studio JSON, an XMI document): it is refused before it is read,
+naming the file and the setting, so an import's memory is bounded whatever the upload. A JSONL or
+CSV file, plain or compressed, is read a line at a time (memory: the longest allowed line) and
+bounded by IMPORT_MAX_UPLOAD_BYTES, and what a compressed one unpacks to by
+IMPORT_MAX_UNPACKED_BYTES: a corpus of two million notes is one such file.
 
 The readers take an `ImportLimits` (no Django here); `webapp.corpus.importing.import_limits()`
 reads the settings at the start of each import, so a changed setting applies to the next import.
@@ -39,29 +40,15 @@ class ImportLimits:
         return 2 * (self.note_chars + self.metadata_bytes) + 64 * 1024
 
 
-class FileTooLarge(Exception):
-    """Reading a stream passed IMPORT_MAX_FILE_BYTES (`input_files.BoundedReader`): the stream
-    stops there, and the message is the refusal."""
-
-
 def file_too_large(what: str, size: int, limit: int, setting: str = "IMPORT_MAX_FILE_BYTES") -> str:
     """The refusal of a file over IMPORT_MAX_FILE_BYTES, "" when it is within: the one check
     every import makes, before reading, on a zip member's declared size (zipfile never unpacks
     past it), a brat, XMI or Label Studio file's size on disk. `what` names the file: "entry
-    'big.ann'", "the file". A stream of unknown size (gzip, bz2, xz) is counted instead
-    (`input_files.BoundedReader`, with `stream_too_large`). `setting` says how `limit` follows
+    'big.ann'", "the file". `setting` says how `limit` follows
     from the setting where it is a share of it (a file parsed whole)."""
     if size <= limit:
         return ""
     return f"{what} has {size:,} bytes, more than the {limit:,} one file may have ({setting}); it was not read"
-
-
-def stream_too_large(what: str, limit: int) -> str:
-    """The refusal of a stream found longer than IMPORT_MAX_FILE_BYTES while it was read."""
-    return (
-        f"{what} unpacks to more than the {limit:,} bytes one file may have (IMPORT_MAX_FILE_BYTES); "
-        "it was read no further"
-    )
 
 
 def over_limit(what: str, count: int, limit: int, setting: str, unit: str = "") -> str:

@@ -11,15 +11,13 @@
       start is dropped, with a warning;
     * a line longer than `limits.line_bytes` is reported once, with its length, and skipped
       unread;
-    * the file stops at `limits.lines` lines, a compressed one at `limits.unpacked_bytes` or
-      `limits.file_bytes` (IMPORT_MAX_FILE_BYTES: what it unpacks to is one file, counted as it
-      is read; a line too long counts too: reading stops inside it); a brat file (`text_only`)
-      larger than `limits.file_bytes` is refused before it is read;
+    * the file stops at `limits.lines` lines, a compressed one at `limits.unpacked_bytes` (a line
+      too long counts too: reading stops inside it); a brat file (`text_only`), which is read
+      whole, larger than `limits.file_bytes` (IMPORT_MAX_FILE_BYTES) is refused before it is read;
     * a broken archive (truncated or corrupt) is reported at the line where reading stopped.
 - `read_text_file(path, ...)`: a whole small file (a brat .txt), with the same checks.
 - `unzip_brat(archive, target, ...)`: the .txt/.ann members of a zip, flattened into one folder;
   a member larger than `limits.file_bytes` (its declared size) refuses the archive unpacked.
-- `BoundedReader(stream, what, limit)`: a stream that stops with FileTooLarge past `limit` bytes.
 
 The files of brat notes (`text_only`, and every .txt) must be plain text: a compressed member
 would unpack past the one budget of the zip (whose members' declared sizes are checked together).
@@ -39,7 +37,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from webapp.lib.import_limits import FileTooLarge, ImportLimits, file_too_large, stream_too_large
+from webapp.lib.import_limits import ImportLimits, file_too_large
 
 BOM = b"\xef\xbb\xbf"
 UNICODE_BOMS = (  # UTF-32 first: its little-endian mark begins with UTF-16's
@@ -89,42 +87,6 @@ def input_size(path: Path) -> int:
     return path.stat().st_size
 
 
-class BoundedReader:
-    """A binary stream that raises FileTooLarge (the message: `stream_too_large`) as soon as more
-    than `limit` bytes were read from it: what a gzip, bz2 or xz stream unpacks to is only known
-    by reading it. A read never asks for more than one byte past the limit, so whoever reads the
-    rest of a stream holds at most `limit` + 1 bytes of it."""
-
-    def __init__(self, raw, what: str, limit: int):
-        self.raw, self.what, self.limit = raw, what, limit
-        self.count = 0
-
-    def read(self, size: int = -1) -> bytes:
-        return self._counted(self.raw.read(self._at_most(size)))
-
-    def readline(self, size: int = -1) -> bytes:
-        return self._counted(self.raw.readline(self._at_most(size)))
-
-    def close(self) -> None:
-        self.raw.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def _at_most(self, size: int | None) -> int:
-        room = self.limit - self.count + 1
-        return room if size is None or size < 0 else min(size, room)
-
-    def _counted(self, data: bytes) -> bytes:
-        self.count += len(data)
-        if self.count > self.limit:
-            raise FileTooLarge(stream_too_large(self.what, self.limit))
-        return data
-
-
 class open_lines:
     """`with open_lines(path, problems, limits) as lines: for line_no, text in lines: ...`
 
@@ -155,7 +117,9 @@ class open_lines:
                     self.problems.add(self.source, None, too_large)
                     return iter(())
             if kind in OPENERS:
-                self.raw = BoundedReader(OPENERS[kind](self.path, "rb"), f"the {kind} data", self.limits.file_bytes)
+                # read a line at a time: memory stays at the longest allowed line, and what it
+                # unpacks to is bounded by IMPORT_MAX_UNPACKED_BYTES (a large corpus is one file)
+                self.raw = OPENERS[kind](self.path, "rb")
             elif kind == "plain":
                 self.raw = open(self.path, "rb")  # noqa: SIM115 - closed by __exit__
         except OSError as exc:
@@ -183,9 +147,6 @@ class open_lines:
                 raw = self.raw.readline(limits.line_bytes + 1)
             except BROKEN_ARCHIVE:
                 problems.add(source, line_no + 1, _broken(kind, line_no))
-                return
-            except FileTooLarge as exc:
-                problems.add(source, line_no + 1, str(exc))
                 return
             if not raw:
                 return
@@ -216,9 +177,6 @@ class open_lines:
                     length, unpacked = self._skip_rest_of_line(len(raw), unpacked, compressed)
                 except BROKEN_ARCHIVE:
                     problems.add(source, line_no, _broken(kind, line_no - 1))
-                    return
-                except FileTooLarge as exc:  # stopped inside the line: one problem
-                    problems.add(source, line_no, str(exc))
                     return
                 if compressed and unpacked > limits.unpacked_bytes:  # stopped inside the line: one problem
                     problems.add(source, line_no, _unpacked_too_large(kind, limits))

@@ -25,6 +25,7 @@ class Project(models.Model):
     description = models.TextField(blank=True, help_text="The study or ward, and the approval its notes are used under")
     mlflow_tracking = models.BooleanField(
         default=False,
+        db_default=False,  # rows written without the ORM (COPY, SQL) are off too
         help_text="Log its training runs and evaluations to MLflow, in an experiment of its own; off until an admin"
         " turns it on",
     )

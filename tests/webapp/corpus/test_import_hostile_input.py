@@ -181,14 +181,6 @@ CASES = {
         "(IMPORT_MAX_FILE_BYTES); it was not read",
         {"IMPORT_MAX_FILE_BYTES": 1000},
     ),
-    "a compressed file that unpacks past the file limit": Case(
-        "notes",
-        "notes.jsonl.gz",
-        gzip.compress(notes(*(note(i) for i in range(2, 200)))),
-        "notes.jsonl.gz line 16: the gzip data unpacks to more than the 1,000 bytes one file may have "
-        "(IMPORT_MAX_FILE_BYTES); it was read no further",
-        {"IMPORT_MAX_FILE_BYTES": 1000},
-    ),
     "a broken zip of brat files": Case(
         "notes", "cases.zip", brat_zip("")[:-30], "cases.zip: not a valid zip archive (truncated or corrupt)"
     ),
