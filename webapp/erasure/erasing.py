@@ -110,6 +110,9 @@ def request(
 ) -> ErasureRequest:
     """Make the request, with its dry run, audit it, and queue it (after the commit)."""
     counted, hashes = plan(project, scope, corpus=corpus, notes=notes, patient_key=patient_key, patients=patients)
+    if counted.active:
+        busy = ", ".join(f"{n} {what}" for what, n in counted.active.items())
+        raise planning.PlanError(f"Work on this data is still running ({busy}): cancel it or let it end, then erase.")
     user = actor if getattr(actor, "is_authenticated", False) else None
     with transaction.atomic():
         erasure = ErasureRequest.objects.create(

@@ -233,6 +233,7 @@ class Plan:
     export_folders: int = 0
     uploads: int = 0
     mlflow_runs: int = 0
+    active: dict[str, int] = field(default_factory=dict)  # long work that must end first
     withdrawn: list[str] = field(default_factory=list)
     models_listed: list[str] = field(default_factory=list)
 
@@ -252,6 +253,7 @@ class Plan:
             "files": self.files,
             "datasets withdrawn": self.withdrawn,
             "models trained on erased data": self.models_listed,
+            "work still running": self.active,
         }
 
 
@@ -271,10 +273,33 @@ def count(target: Target, described: str) -> Plan:
         + RelevanceEvaluation.objects.filter(corpus__in=target.corpora(), result__has_key="mlflow").count()
     )
     plan.withdrawn = [str(d) for d in target.datasets_withdrawn().order_by("name", "version")]
+    plan.active = active_work(target)
     plan.models_listed = list(
         ModelVersion.objects.filter(pk__in=target.model_ids).order_by("name").values_list("name", flat=True)
     )
     return plan
+
+
+def active_work(target: Target) -> dict[str, int]:
+    """Long work that still reads or writes what the target reaches (queued, running, being
+    cancelled): an erasure waits until it has ended or been cancelled, or the work would write
+    rows of erased notes again, or fail on them."""
+    from webapp.lifecycle.status import ACTIVE
+
+    corpora = Corpus.objects.filter(Q(pk=target.corpus_id) | Q(pk__in=target.corpora()))
+    datasets = DatasetVersion.objects.filter(Q(corpus__in=corpora) | Q(pk__in=target.dataset_ids))
+    found = {
+        "relevance jobs": RelevanceJob.objects.filter(corpus__in=corpora),
+        "dataset builds": datasets,
+        "exports": DatasetExport.objects.filter(dataset__in=datasets),
+        "training runs": TrainingRun.objects.filter(Q(dataset__in=datasets) | Q(split__corpus__in=corpora)),
+        "evaluations": RelevanceEvaluation.objects.filter(corpus__in=corpora),
+        "imports": ImportJob.objects.filter(project_id=target.project_id, corpus_name__in=corpora.values("name"))
+        if target.scope != Scope.PROJECT
+        else ImportJob.objects.filter(project_id=target.project_id),
+    }
+    counts = {what: rows.filter(status__in=ACTIVE).count() for what, rows in found.items()}
+    return {what: n for what, n in counts.items() if n}
 
 
 # ---------------------------------------------------------------- resolving a target

@@ -114,3 +114,14 @@ def test_the_commands_dry_run_prints_counts_and_deletes_nothing(world):
     table = io.StringIO()
     call_command("erase", "--project", "erasure-study", "--corpus", "ward", "--whole-corpus", "--dry-run", stdout=table)
     assert "corpus.Corpus" in table.getvalue() and "dry run: nothing was erased" in table.getvalue()
+
+
+def test_an_erasure_waits_for_the_work_still_running_on_its_data(world, admin_user):
+    from webapp.datasets.models import DatasetExport
+
+    DatasetExport.objects.filter(pk=world.export.pk).update(status="running")
+    counted, _ = erasing.plan(world.project, Scope.NOTES, corpus=world.ward, notes=["n1"])
+    assert counted.active == {"exports": 1}  # the dry run says so
+    with pytest.raises(planning.PlanError, match=r"still running \(1 exports\)"):
+        erasing.request(world.project, Scope.NOTES, corpus=world.ward, notes=["n1"], actor=admin_user, send=False)
+    assert not ErasureRequest.objects.exists()

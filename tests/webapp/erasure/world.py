@@ -120,8 +120,10 @@ def make_world(user, data_dir=None) -> World:
     evaluation = RelevanceEvaluation.objects.create(corpus=ward, model_version=base, profile=sharp, status="done")
     evaluation.tasks.set([tasks["heart"]])
     trained = ModelVersion.objects.create(name="tiny-dsm", family="llama", path="trained/tiny-dsm")
-    run = TrainingRun.objects.create(kind="dsm", model_version=base, dataset=dataset, produced_model=trained)
-    heads = TrainingRun.objects.create(kind="heads", model_version=base, split=split)
+    run = TrainingRun.objects.create(
+        kind="dsm", model_version=base, dataset=dataset, produced_model=trained, status="done"
+    )
+    heads = TrainingRun.objects.create(kind="heads", model_version=base, split=split, status="done")
     RunMetric.objects.create(run=run, step=1, loss=1.0)
     RunLog.objects.create(run=run, message="step 1")
     now = timezone.now()
