@@ -187,9 +187,10 @@ def run(erasure: ErasureRequest, batch: int | None = None) -> str | None:
     if erasure.datasets == ErasureRequest.Datasets.REBUILD:
         rebuild(erasure, target)
     erasure.refresh_from_db()
-    if not units.finish(erasure, step=""):
-        return None
-    receipt(erasure)
+    with transaction.atomic():  # the receipt with the end, or neither (a later attempt ends it)
+        if not units.finish(erasure, step=""):
+            return None
+        receipt(erasure)
     return "done"
 
 

@@ -106,7 +106,9 @@ class Migration(migrations.Migration):
                 ("step", models.CharField(blank=True, help_text="the table being erased now", max_length=100)),
                 (
                     "rebuilt",
-                    models.JSONField(blank=True, default=list, help_text="[[withdrawn version id, its new version id], ...]"),
+                    models.JSONField(
+                        blank=True, default=list, help_text="[[withdrawn version id, its new version id], ...]"
+                    ),
                 ),
                 ("requested_by_name", models.CharField(max_length=150)),
                 ("created", models.DateTimeField(auto_now_add=True)),
