@@ -70,11 +70,12 @@ class ErasureRequest(WorkUnit):
 
     @property
     def tables_erased(self) -> dict[str, int]:
-        return {table: rows for table, rows in self.erased.items() if not table.startswith("files: ")}
+        """Rows deleted per table, by table name (PostgreSQL's jsonb keeps no order)."""
+        return {table: rows for table, rows in sorted(self.erased.items()) if not table.startswith("files: ")}
 
     @property
     def files_erased(self) -> dict[str, int]:
-        return {k.removeprefix("files: "): n for k, n in self.erased.items() if k.startswith("files: ")}
+        return {k.removeprefix("files: "): n for k, n in sorted(self.erased.items()) if k.startswith("files: ")}
 
     @property
     def withdrawn_names(self) -> list[str]:

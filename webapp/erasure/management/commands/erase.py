@@ -92,8 +92,11 @@ class Command(BaseCommand):
             "erasure": claimed.pk,
             "status": status or claimed.status,
             "target": claimed.described,
-            "erased": claimed.erased,
-            **{k: claimed.planned.get(k) for k in ("datasets withdrawn", "models trained on erased data")},
+            "tables": claimed.tables_erased,
+            "rows": claimed.rows_erased,
+            "files": claimed.files_erased,
+            "datasets withdrawn": claimed.withdrawn_names,
+            "models trained on erased data": claimed.models_listed_names,
         }
         self._print(report, as_json, f"erasure {claimed.pk}: {status}; the receipt is in the audit log")
 
@@ -103,7 +106,7 @@ class Command(BaseCommand):
             return
         for key, value in report.items():
             if isinstance(value, dict):
-                self.stdout.write(f"{key}:")
+                self.stdout.write(f"{key}:{'' if value else ' none'}")
                 width = max((len(k) for k in value), default=0)
                 for table, rows in value.items():
                     self.stdout.write(f"  {table:<{width}}  {rows:>9}")
