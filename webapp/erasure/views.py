@@ -13,9 +13,18 @@ from webapp.erasure.models import ErasureRequest
 from webapp.projects.scoping import get_or_404
 
 
+def _erasure_for(user, erasure_id: int) -> ErasureRequest:
+    """A request of a project where `user` may erase (404 / 403 as everywhere), or one of a whole
+    project that is gone now, to the admin who asked for it (no project says who may see it)."""
+    orphan = ErasureRequest.objects.filter(pk=erasure_id, project__isnull=True, requested_by=user).first()
+    return orphan or get_or_404(user, ErasureRequest.objects.all(), ERASE, pk=erasure_id)
+
+
 def erasure_list(request):
     require(request.user, ERASE)
-    erasures = ErasureRequest.objects.visible_to(request.user, ERASE)[:100]
+    visible = ErasureRequest.objects.visible_to(request.user, ERASE)
+    orphans = ErasureRequest.objects.filter(project__isnull=True, requested_by=request.user)
+    erasures = (visible | orphans).distinct()[:100]
     return render(request, "erasure/list.html", {"nav": "erasure", "erasures": erasures})
 
 
@@ -50,7 +59,7 @@ def erasure_new(request):
 
 def erasure_detail(request, erasure_id):
     """The page, or (htmx poll) its live part; the poll ends (286) once the erasure has ended."""
-    erasure = get_or_404(request.user, ErasureRequest.objects.all(), ERASE, pk=erasure_id)
+    erasure = _erasure_for(request.user, erasure_id)
     context = {"nav": "erasure", "erasure": erasure, "polling": erasure.is_active}
     if request.htmx:
         status = 200 if erasure.is_active else HttpResponseStopPolling.status_code
@@ -60,7 +69,7 @@ def erasure_detail(request, erasure_id):
 
 @require_POST
 def erasure_cancel(request, erasure_id):
-    erasure = get_or_404(request.user, ErasureRequest.objects.all(), ERASE, pk=erasure_id)
+    erasure = _erasure_for(request.user, erasure_id)
     status = erasing.cancel(erasure, request.user)
     if status is None:
         messages.error(request, "This erasure has ended; there is nothing to cancel.")
@@ -71,7 +80,7 @@ def erasure_cancel(request, erasure_id):
 
 @require_POST
 def erasure_resume(request, erasure_id):
-    erasure = get_or_404(request.user, ErasureRequest.objects.all(), ERASE, pk=erasure_id)
+    erasure = _erasure_for(request.user, erasure_id)
     if erasing.resume(erasure):
         messages.success(request, "Queued again: it goes on where it stopped.")
     else:

@@ -86,3 +86,16 @@ def test_runs_and_datasets_say_what_an_erasure_left(world, admin_user, client_fo
     assert "Trained on erased data" in client.get(reverse("training:run_detail", args=[world.run.pk])).content.decode()
     page = client.get(reverse("datasets:detail", args=[world.dataset.pk])).content.decode()
     assert f"by erasure {erasure.pk}" in page and "Withdrawn" in page
+
+
+def test_the_admin_who_erased_a_whole_project_still_sees_the_request(world, admin_user, researcher, client_for):
+    erasure = erasing.request(world.project, "project", actor=admin_user, send=False)
+    erasing.run(erasing.claim(erasure.pk))
+    client = client_for(admin_user)
+    poll = client.get(reverse("erasure:detail", args=[erasure.pk]), HTTP_HX_REQUEST="true")
+    assert poll.status_code == 286 and "projects.Project" in poll.content.decode()
+    assert "the whole project erasure-study" in client.get(reverse("erasure:list")).content.decode()
+    make_member(researcher, "admin")  # an admin of another project: nothing of it
+    other = client_for(researcher)
+    assert other.get(reverse("erasure:detail", args=[erasure.pk])).status_code == 404
+    assert "erasure-study" not in other.get(reverse("erasure:list")).content.decode()
