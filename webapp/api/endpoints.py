@@ -4,6 +4,7 @@ being the token's principal (webapp.api.tokens), then makes one domain call. Ano
 object is a 404, a capability the token's role lacks a 403, a bad request a 400 saying why.
 No endpoint writes note text anywhere but into its own answer."""
 
+from django.db.models import F
 from django.http import StreamingHttpResponse
 from ninja import File, Form, Query, Router, Schema, Status
 from ninja.errors import HttpError
@@ -233,7 +234,10 @@ def note_maps(request, corpus_id: int, note_id: int, profile: str = "", arrays: 
     the named peak profile (default: the default profile, as on the review page); `arrays=true`
     adds the tokens' character offsets and scores."""
     note = note_for(request.user, corpus_id, note_id)
-    chosen = PeakProfile.objects.filter(name=profile).order_by("-version").first() if profile else default_profile()
+    project_id = note.corpus.project_id  # its own profiles and the shared ones; another project's is unknown
+    named = PeakProfile.objects.of_project(project_id).filter(name=profile)
+    named = named.order_by(F("project").asc(nulls_last=True), "-version")  # its own before a shared one
+    chosen = named.first() if profile else default_profile(project_id)
     if profile and chosen is None:
         raise HttpError(400, f"No peak profile named {profile!r}.")
     params = chosen.params if chosen else PAPER
@@ -470,8 +474,8 @@ class DatasetIn(Schema):
 
 @router.post("/datasets", response={202: dict}, summary="Build a new dataset (version) from relevance maps")
 def launch_dataset(request, body: DatasetIn):
-    corpus_for(request.user, body.corpus, Capability.LAUNCH)  # another project's corpus: 404, as for jobs
-    profile = body.profile if body.profile is not None else getattr(default_profile(), "pk", None)
+    corpus = corpus_for(request.user, body.corpus, Capability.LAUNCH)  # another project's corpus: 404, as for jobs
+    profile = body.profile if body.profile is not None else getattr(default_profile(corpus.project_id), "pk", None)
     data = {
         **body.dict(exclude={"tasks", "notes", "profile"}),
         "profile": profile,
@@ -680,8 +684,8 @@ class EvaluationIn(Schema):
 
 @router.post("/evaluations", response={202: dict}, summary="Launch a relevance evaluation (localisation, faithfulness)")
 def launch_evaluation(request, body: EvaluationIn):
-    corpus_for(request.user, body.corpus, Capability.LAUNCH)  # another project's corpus: 404, as for jobs
-    profile = body.profile if body.profile is not None else getattr(default_profile(), "pk", None)
+    corpus = corpus_for(request.user, body.corpus, Capability.LAUNCH)  # another project's corpus: 404, as for jobs
+    profile = body.profile if body.profile is not None else getattr(default_profile(corpus.project_id), "pk", None)
     data = {**body.dict(exclude={"tasks", "profile"}), "profile": profile}
     data["tasks"] = [task.pk for task in _tasks(request.user, body.tasks)]
     if data["max_pairs"] is None:

@@ -230,18 +230,22 @@ def peak_source(
     """The peaks of `model_name`'s maps of the corpus, under the named peak profile (its latest
     version; default: the default profile, else the paper's parameters). `template` defaults
     to the corpus's language."""
+    from django.db.models import F
+
     from ml.peaks import PAPER
     from webapp.pipeline.models import ModelVersion, PeakProfile
     from webapp.review.selection import default_profile
 
-    model = ModelVersion.objects.filter(name=model_name).first()
+    # the corpus's project's and shared ones only: another project's is unknown here
+    model = ModelVersion.objects.of_project(corpus.project_id).filter(name=model_name).first()
     if model is None:
         raise ExportChoiceError(f"no model version named {model_name!r}")
     if profile_name:
-        profile = PeakProfile.objects.filter(name=profile_name).order_by("-version").first()
+        named = PeakProfile.objects.of_project(corpus.project_id).filter(name=profile_name)
+        profile = named.order_by(F("project").asc(nulls_last=True), "-version").first()  # its own before a shared one
         if profile is None:
             raise ExportChoiceError(f"no peak profile named {profile_name!r}")
     else:
-        profile = default_profile()
+        profile = default_profile(corpus.project_id)
     params = profile.params if profile is not None else PAPER
     return PeakSource(model, method, template or corpus.language, config_key, params, str(profile) if profile else "")

@@ -26,3 +26,4 @@ class ExportForm(forms.Form):
         project's, even to a member of both: a page of A names nothing of B)."""
         super().__init__(*args, **kwargs)
         self.fields["peaks"].queryset = ModelVersion.objects.of_project(project_id)
+        self.fields["profile"].queryset = PeakProfile.objects.of_project(project_id)

@@ -68,8 +68,18 @@ class ModelVersion(models.Model):
 
 
 class PeakProfile(models.Model):
-    """Named, versioned smoothing and threshold parameters (the paper's default: 3 / 1.0 / 0.2 / 0.4)."""
+    """Named, versioned smoothing and threshold parameters (the paper's default: 3 / 1.0 / 0.2 / 0.4).
+    A profile saved in a project is that project's (its name and versions are per project); one of
+    no project is shared by every project (the paper's, made by a migration)."""
 
+    project = models.ForeignKey(
+        "projects.Project",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="peak_profiles",
+        help_text="The project that saved it; none: shared by every project",
+    )
     name = models.CharField(max_length=100)
     version = models.PositiveIntegerField(default=1)
     # defaults: the paper's, from ml.peaks.PAPER (kernel 3, sigma 1.0, lower 0.2, upper 0.4)
@@ -87,10 +97,21 @@ class PeakProfile(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
 
+    project_paths = ("project",)  # webapp.projects.scoping
+    shared_when = {"project__isnull": True}
+    objects = ProjectScopedQuerySet.as_manager()
+
     class Meta:
         ordering = ["name", "-version"]
         constraints = [
-            models.UniqueConstraint(fields=["name", "version"], name="pipeline_peakprofile_name_version"),
+            models.UniqueConstraint(
+                fields=["project", "name", "version"],
+                condition=Q(project__isnull=False),
+                name="pipeline_peakprofile_name_version_per_project",
+            ),
+            models.UniqueConstraint(
+                fields=["name", "version"], condition=Q(project__isnull=True), name="pipeline_peakprofile_name_version"
+            ),
             models.UniqueConstraint(
                 fields=["is_default"], condition=Q(is_default=True), name="pipeline_peakprofile_one_default"
             ),

@@ -3,8 +3,10 @@ act on: the access layer again, so a crafted POST naming another project's objec
 validation like any unknown choice."""
 
 from django import forms
+from django.db.models import QuerySet
 
 from webapp.accounts.roles import Capability, Role
+from webapp.projects.scoping import project_id_of
 
 
 class ScopedChoicesForm:
@@ -20,6 +22,23 @@ class ScopedChoicesForm:
             queryset = getattr(field, "queryset", None)
             if queryset is not None and hasattr(queryset.model, "project_paths"):
                 field.queryset = queryset.visible_to(user, self.scope_capability)
+
+    def clean(self):
+        """With a `corpus` chosen, every other chosen object is of the corpus's project or shared:
+        a member of two projects does not build A's dataset with B's model, profile or tasks."""
+        data = super().clean()
+        corpus = data.get("corpus")
+        if corpus is None or not hasattr(corpus, "project_id"):
+            return data
+        for name, value in list(data.items()):
+            if name == "corpus":
+                continue
+            chosen = list(value) if isinstance(value, QuerySet | list | tuple) else [value]
+            for obj in chosen:
+                if hasattr(type(obj), "project_paths") and project_id_of(obj) not in (None, corpus.project_id):
+                    self.add_error(name, "Choose one of the corpus's project, or a shared one.")
+                    break
+        return data
 
 
 def only_choice_when_blank(field_name: str):

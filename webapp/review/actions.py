@@ -39,7 +39,7 @@ def submit(note, form, reviewer) -> Outcome:
     data = form.cleaned_data
     project_id = note.corpus.project_id  # another project's task or model is an unknown id
     task, model = catalog.task(data["task"], project_id), catalog.model_version(data["model"], project_id)
-    profile = catalog.profile(data["profile"]) if data.get("profile") else None
+    profile = catalog.profile(data["profile"], project_id) if data.get("profile") else None
     if task is None or model is None:
         return Outcome("Nothing was saved: unknown task or model version.", messages.ERROR, 400)
     sel = Selection(

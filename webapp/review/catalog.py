@@ -1,9 +1,10 @@
 """What a review page's selection chooses from, kept by each process for a few seconds: model
 versions, tasks, peak profiles, and a corpus's relevance jobs' templates and configurations.
 
-Model versions and tasks are kept per project (the corpus's): a page of project A offers base
-models, catalog tasks and A's own, never B's trained models or tasks, whoever looks; a lookup by id
-of B's row answers None, as an unknown id does (webapp.projects.scoping `of_project`).
+Model versions, tasks and peak profiles are kept per project (the corpus's): a page of project A
+offers base models, catalog tasks, shared profiles and A's own, never B's trained models, tasks or
+profiles, whoever looks; a lookup by id of B's row answers None, as an unknown id does
+(webapp.projects.scoping `of_project`).
 
 Every review request asked the database for these (seven queries for the queue, four for a
 note), and they change seldom. A process keeps what it read for settings.REVIEW_CATALOG_SECONDS
@@ -99,18 +100,20 @@ def tasks(pks, project_id: int) -> list[Task]:
     return sorted(found, key=lambda t: t.slug)
 
 
-def profiles() -> dict[int, PeakProfile]:
-    return remembered(("profiles",), lambda: {p.pk: p for p in PeakProfile.objects.all()})
+def profiles(project_id: int) -> dict[int, PeakProfile]:
+    """The peak profiles a page of the project offers: the shared ones and the project's own."""
+    return remembered(("profiles", project_id), lambda: {p.pk: p for p in PeakProfile.objects.of_project(project_id)})
 
 
-def profile(pk: int) -> PeakProfile | None:
-    found = profiles().get(pk)
-    return found if found is not None else PeakProfile.objects.filter(pk=pk).first()
+def profile(pk: int, project_id: int) -> PeakProfile | None:
+    """The profile `pk` if the project may use it; None otherwise, as for an unknown id."""
+    found = profiles(project_id).get(pk)
+    return found if found is not None else PeakProfile.objects.of_project(project_id).filter(pk=pk).first()
 
 
-def default_profile() -> PeakProfile | None:
-    """The profile marked default, else the latest made (as selection.default_profile)."""
-    kept = list(profiles().values())
+def default_profile(project_id: int) -> PeakProfile | None:
+    """The profile marked default, else the project's latest (as selection.default_profile)."""
+    kept = list(profiles(project_id).values())
     marked = [p for p in kept if p.is_default]
     if marked:
         return min(marked, key=lambda p: p.pk)

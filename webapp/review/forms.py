@@ -161,6 +161,7 @@ class DecisionForm(forms.Form):
 
 
 class SaveProfileForm(forms.Form):
+    corpus = forms.IntegerField(widget=forms.HiddenInput)  # the page's: the profile is its project's
     name = forms.SlugField(max_length=100, help_text="An existing name gets a new version")
     k = forms.TypedChoiceField(choices=[(k, k) for k in KERNEL_CHOICES], coerce=int)
     sigma = forms.FloatField(min_value=0.25, max_value=3.0)

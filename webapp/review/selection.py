@@ -88,8 +88,10 @@ class Selection:
         return urlencode(self.query_dict(params=params, **changes))
 
 
-def default_profile() -> PeakProfile | None:
-    return PeakProfile.objects.filter(is_default=True).first() or PeakProfile.objects.order_by("-created").first()
+def default_profile(project_id: int) -> PeakProfile | None:
+    """The profile marked default (shared), else the latest the project may use."""
+    usable = PeakProfile.objects.of_project(project_id)
+    return usable.filter(is_default=True).first() or usable.order_by("-created").first()
 
 
 def _int(value):
@@ -99,14 +101,14 @@ def _int(value):
         return None
 
 
-def _profile(query, errors) -> PeakProfile | None:
+def _profile(query, errors, project_id: int) -> PeakProfile | None:
     pk = _int(query.get("profile"))
     if pk is not None:
-        profile = catalog.profile(pk)
+        profile = catalog.profile(pk, project_id)
         if profile is not None:
             return profile
         errors.append("That peak profile does not exist; the default is shown.")
-    return catalog.default_profile()
+    return catalog.default_profile(project_id)
 
 
 def _params(query, profile, errors) -> PeakParams:
@@ -161,7 +163,7 @@ def for_note(note, query) -> Selection:
         task = catalog.task(wanted_task, project_id)
     if task is None and tasks:
         task = tasks[0]
-    profile = _profile(query, errors)
+    profile = _profile(query, errors, project_id)
     return Selection(
         task,
         model,
@@ -209,7 +211,7 @@ def for_corpus(corpus, query) -> Selection:
     config = wanted_config if wanted_config in keys else keys[0]
     wanted_task = _int(query.get("task"))
     task = catalog.task(wanted_task, corpus.project_id)
-    profile = _profile(query, errors)
+    profile = _profile(query, errors, corpus.project_id)
     return Selection(
         task,
         model,

@@ -167,14 +167,21 @@ def _cut_right(text: str) -> str:
     return text if len(text) <= SNIPPET else text[:SNIPPET] + "…"
 
 
-def save_profile(name: str, params: PeakParams, actor) -> PeakProfile:
-    """A new PeakProfile `name` with the parameters: version 1, or the next version of the name."""
+def save_profile(name: str, params: PeakParams, actor, *, project) -> PeakProfile:
+    """A new PeakProfile `name` of `project` with the parameters: version 1, or the next version of
+    the name among the profiles the project sees (its own and the shared ones)."""
     for attempt in range(3):
         try:
             with transaction.atomic():
-                last = PeakProfile.objects.filter(name=name).order_by("-version").values_list("version", flat=True)
-                version = (last.first() or 0) + 1
-                profile = PeakProfile.objects.create(name=name, version=version, created_by=actor, **params.to_dict())
+                seen = PeakProfile.objects.of_project(getattr(project, "pk", project)).filter(name=name)
+                version = (seen.order_by("-version").values_list("version", flat=True).first() or 0) + 1
+                profile = PeakProfile.objects.create(
+                    project_id=getattr(project, "pk", project),
+                    name=name,
+                    version=version,
+                    created_by=actor,
+                    **params.to_dict(),
+                )
             break
         except IntegrityError:
             if attempt == 2:

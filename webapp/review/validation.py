@@ -482,7 +482,7 @@ def adopt(vset, setting: int, name: str, actor):
     """Make a setting of the set a PeakProfile (a new version if the name exists)."""
     if not 0 <= setting < len(vset.grid):
         raise ValidationSetError("No such setting in this validation set.")
-    return tuning.save_profile(name, PeakParams.from_mapping(vset.grid[setting]), actor)
+    return tuning.save_profile(name, PeakParams.from_mapping(vset.grid[setting]), actor, project=vset.corpus.project_id)
 
 
 def progress(vset, reviewer) -> tuple[int, int]:

@@ -47,7 +47,7 @@ def _note_context(request, note, sel, panel, notice=None) -> dict:
         "notice": notice,
         "can_review": has_capability(request.user, Capability.REVIEW, note.corpus.project_id),
         "can_tune": any(has_capability(request.user, c, note.corpus.project_id) for c in access.TUNE),
-        "profiles": PeakProfile.objects.order_by("name", "-version"),
+        "profiles": PeakProfile.objects.of_project(note.corpus.project_id).order_by("name", "-version"),
         "legend": rendering.legend(),
         "queue_query": sel.query(task=None),  # the queue goes over every task from the current pair on
         "guideline": current_guideline(sel.task) if sel.task is not None else None,
@@ -91,7 +91,7 @@ def note_list(request, corpus_id):
         "states": browse.STATES,
         "scan": browse.SCAN,
         "query": _without(request.GET, "after"),
-        "profiles": PeakProfile.objects.order_by("name", "-version"),
+        "profiles": PeakProfile.objects.of_project(corpus.project_id).order_by("name", "-version"),
     }
     template = (
         "review/note_list.html#note-rows"
@@ -232,7 +232,8 @@ def save_profile(request):
             "The profile was not saved: " + "; ".join(message for errors in form.errors.values() for message in errors),
         )
         return redirect(back)
-    profile = tuning.save_profile(form.cleaned_data["name"], form.params, request.user)
+    corpus = access.tuning_corpus_for(request.user, form.cleaned_data["corpus"])  # another project's: 404
+    profile = tuning.save_profile(form.cleaned_data["name"], form.params, request.user, project=corpus.project_id)
     messages.success(
         request,
         f"Saved peak profile {profile} (kernel {profile.kernel_size}, σ {profile.sigma:g}, "

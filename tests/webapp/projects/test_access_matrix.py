@@ -52,7 +52,7 @@ def _one_of_everything(project, owner, prefix: str, base: ModelVersion) -> dict:
     Annotation.objects.create(note=note, task=task, label="y", annotator_name="gold", evidence=[[0, 4]])
     offsets, scores = np.array([[0, 4]], np.int32), np.array([0.9], np.float32)
     RelevanceMap.objects.store_one(note, task, base, offsets, scores, method="attnlrp", template="en")
-    profile = PeakProfile.objects.create(name=f"{slug}-profile")
+    profile = PeakProfile.objects.create(project=project, name=f"{prefix} profile")
     job = RelevanceJob.objects.create(corpus=corpus, model_version=base, created_by=owner)
     dataset = DatasetVersion.objects.create(
         name=f"{prefix} dataset", corpus=corpus, model_version=base, profile=profile, status="done"

@@ -4,6 +4,7 @@ seconds, and a lookup by id never misses a row the database has."""
 
 import pytest
 
+from tests.projects import default_project
 from webapp.corpus.models import Task
 from webapp.pipeline.models import ModelVersion, PeakProfile
 from webapp.review import catalog, selection
@@ -50,7 +51,7 @@ def test_a_change_from_another_process_shows_once_the_copy_is_old(kept, clock, c
 
 
 def test_a_lookup_by_id_asks_the_database_when_the_copy_lacks_the_row(kept, corpus, tasks, sharp):
-    catalog.active_tasks(corpus.project_id), catalog.profiles()  # kept: without the rows below
+    catalog.active_tasks(corpus.project_id), catalog.profiles(corpus.project_id)  # kept: without the rows below
     [task] = Task.objects.bulk_create([Task(slug="made-elsewhere", description="made elsewhere", options=["y"])])
     [profile] = PeakProfile.objects.bulk_create([PeakProfile(name="elsewhere", version=1)])
     sel = selection.for_corpus(corpus, {"task": task.pk, "profile": profile.pk})
@@ -73,10 +74,11 @@ def test_zero_seconds_reads_every_time(settings, corpus, base, django_assert_num
 
 
 def test_the_default_profile_is_the_marked_one_else_the_latest(kept, db):
+    project = default_project().pk
     marked = PeakProfile.objects.get(is_default=True)  # the paper's, made by a migration
     PeakProfile.objects.create(name="first", version=1)
     latest = PeakProfile.objects.create(name="latest", version=1)
-    assert catalog.default_profile() == marked == selection.default_profile()
+    assert catalog.default_profile(project) == marked == selection.default_profile(project)
     marked.is_default = False
     marked.save()
-    assert catalog.default_profile() == latest == selection.default_profile()
+    assert catalog.default_profile(project) == latest == selection.default_profile(project)

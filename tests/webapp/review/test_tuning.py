@@ -3,6 +3,7 @@
 import pytest
 
 from ml.peaks import PeakParams
+from tests.projects import default_project
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note
 from webapp.review import tuning
@@ -63,9 +64,9 @@ def test_moving_a_threshold_changes_the_preview(corpus, sel, many):
 
 def test_saving_a_profile_makes_a_new_version_of_an_existing_name(clinician, sharp):
     params = PeakParams(kernel_size=3, sigma=1.5, lower=0.3, upper=0.5, trim=False)
-    profile = tuning.save_profile("sharp", params, clinician)
+    profile = tuning.save_profile("sharp", params, clinician, project=default_project())
     assert (profile.name, profile.version, profile.created_by) == ("sharp", 2, clinician)
     assert profile.params == params and profile.trim is False
     event = AuditEvent.objects.get(object_id=str(profile.pk))
     assert event.details["kind"] == "peak_profile" and event.details["params"] == params.to_dict()
-    assert tuning.save_profile("fresh", params, clinician).version == 1
+    assert tuning.save_profile("fresh", params, clinician, project=default_project()).version == 1

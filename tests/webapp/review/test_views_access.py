@@ -131,11 +131,12 @@ def test_undo_and_judging_need_the_review_role(client, user_for, role, status, n
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_saving_a_profile_needs_review_or_launch(client, user_for, role, sharp):
+def test_saving_a_profile_needs_review_or_launch(client, user_for, role, sharp, corpus):
     if role != "anonymous":
         client.force_login(user_for[role])
     response = client.post(
-        reverse("review:save_profile"), {"name": "tuned", "k": 3, "sigma": 1, "lower": 0.2, "upper": 0.5}
+        reverse("review:save_profile"),
+        {"corpus": corpus.pk, "name": "tuned", "k": 3, "sigma": 1, "lower": 0.2, "upper": 0.5},
     )
     expected = 302 if role in TUNERS or role == "anonymous" else 403
     assert response.status_code == expected

@@ -8,7 +8,7 @@ import pytest
 from tests.conftest import _make_user
 from webapp.accounts.roles import Role
 from webapp.corpus.models import Corpus, Note, Task
-from webapp.pipeline.models import ModelVersion
+from webapp.pipeline.models import ModelVersion, PeakProfile
 from webapp.projects.models import Membership, Project
 from webapp.review import catalog, rounds
 from webapp.review.models import PeakDecision, ReviewRound
@@ -19,6 +19,7 @@ from .fabricate import TEXT, add_map, query, word_span
 B_MODEL = "aaa-oncology-dsm"  # sorts before every model of A: the old default
 B_TASK = "oncologia-only-task"
 B_GROUP = "oncología"
+B_PROFILE = "oncology-tuned"  # saved by a clinician of B
 
 
 @pytest.fixture
@@ -35,7 +36,8 @@ def project_b(db, base):
     run.save(update_fields=["produced_model"])
     note = Note.objects.create(corpus=corpus, external_id="b1", text=TEXT)
     add_map(note, task, run.produced_model, {"130": 0.9})
-    return {"project": project, "task": task, "model": run.produced_model}
+    profile = PeakProfile.objects.create(project=project, name=B_PROFILE, version=1)
+    return {"project": project, "task": task, "model": run.produced_model, "profile": profile, "corpus": corpus}
 
 
 @pytest.fixture
@@ -54,6 +56,8 @@ def _pages(corpus, note, rnd):
         f"/review/{corpus.pk}/preview/",
         f"/review/{corpus.pk}/validation/",
         f"/interchange/corpora/{corpus.pk}/export/",
+        "/datasets/new/",
+        "/evaluations/new/",
         "/",
         "/review/",
     ]
@@ -78,9 +82,11 @@ def test_no_page_of_project_a_names_project_bs_model_or_task(
         response = client.get(url)
         assert response.status_code == 200, url
         body = response.content.decode()
-        named = [name for name in (B_MODEL, B_TASK) if name in body]
-        if url == "/" and not also_in_b:
-            named += [B_GROUP] if B_GROUP in body else []
+        named = [name for name in (B_MODEL, B_TASK, B_PROFILE) if name in body]
+        if url in ("/", "/datasets/new/", "/evaluations/new/") and also_in_b:
+            named = []  # pages of no project list what the user may use in any of theirs
+        elif url == "/" and B_GROUP in body:
+            named.append(B_GROUP)
         if named:
             leaked[url] = named
     assert leaked == {}
@@ -157,3 +163,25 @@ def test_the_export_form_of_a_refuses_bs_model_by_name_even_to_a_member_of_both(
     response = client_for(researcher).get(f"/interchange/corpora/{corpus.pk}/export/?format=brat&peaks={B_MODEL}")
     assert response.status_code == 200 and not response.streaming
     assert B_MODEL not in response.content.decode()
+
+
+def test_a_profile_saved_on_as_note_is_as_and_bs_corpus_is_unknown(client_for, clinician, note, project_b):
+    client = client_for(clinician)
+    form = {"name": "ward-tuned", "k": 3, "sigma": 1, "lower": 0.2, "upper": 0.5}
+    assert client.post("/review/profiles/save/", {**form, "corpus": project_b["corpus"].pk}).status_code == 404
+    assert client.post("/review/profiles/save/", {**form, "corpus": note.corpus_id}).status_code == 302
+    saved = PeakProfile.objects.get(name="ward-tuned")
+    assert saved.project_id == note.corpus.project_id
+    assert saved not in PeakProfile.objects.of_project(project_b["project"].pk)
+
+
+def test_a_dataset_of_as_corpus_with_bs_profile_is_refused_even_to_a_member_of_both(
+    client_for, researcher, corpus, base, project_b
+):
+    from webapp.datasets.forms import BuildForm
+
+    Membership.objects.create(project=project_b["project"], user=researcher, role=Role.RESEARCHER)
+    researcher.__dict__.pop("_dsm_memberships", None)
+    data = {"name": "mixed", "corpus": corpus.pk, "model_version": base.pk, "profile": project_b["profile"].pk}
+    form = BuildForm(data, user=researcher)
+    assert not form.is_valid() and "corpus's project" in form.errors["profile"][0]

@@ -33,7 +33,8 @@ def test_a_clinician_saves_the_slider_setting_as_a_new_profile_version(client, c
     client.force_login(clinician)
     back = reverse("review:note", args=[note.corpus_id, note.pk]) + f"?task=1&profile={sharp.pk}&lower=0.3"
     response = client.post(
-        reverse("review:save_profile"), {"name": "sharp", "k": 1, "sigma": 1, "lower": 0.3, "upper": 0.4, "next": back}
+        reverse("review:save_profile"),
+        {"corpus": note.corpus_id, "name": "sharp", "k": 1, "sigma": 1, "lower": 0.3, "upper": 0.4, "next": back},
     )
     profile = PeakProfile.objects.get(name="sharp", version=2)
     assert profile.params == PeakParams(kernel_size=1, sigma=1.0, lower=0.3, upper=0.4)

@@ -2,6 +2,7 @@ import json
 import time
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import F
 
 from ml.relevance import EXPLAIN, METHODS
 from webapp.corpus.access import CorpusNotFound, corpus_named
@@ -53,13 +54,14 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        corpus = self._corpus(options["corpus"], options["project"])
         spec = evaluations.EvaluationSpec(
-            corpus=self._corpus(options["corpus"], options["project"]),
+            corpus=corpus,
             model_version=self._model(options["model"]),
             methods=_split(options["methods"]),
             explains=_split(options["explain"]),
             template=options["template"],
-            profile=self._profile(options["profile"]),
+            profile=self._profile(options["profile"], corpus.project_id),
             tasks=self._tasks(options["task"]),
             max_pairs=options["max_pairs"],
             seed=options["seed"],
@@ -136,10 +138,12 @@ class Command(BaseCommand):
             raise CommandError("no such model version (see `manage.py register_model`)")
         return model
 
-    def _profile(self, name):
+    def _profile(self, name, project_id):
+        """The corpus's project's profile of that name (its latest version), else a shared one."""
         if not name:
             return None
-        profile = PeakProfile.objects.filter(name=name).order_by("-version").first()
+        named = PeakProfile.objects.of_project(project_id).filter(name=name)
+        profile = named.order_by(F("project").asc(nulls_last=True), "-version").first()
         if profile is None:
             raise CommandError(f"no peak profile named {name!r}")
         return profile
