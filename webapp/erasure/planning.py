@@ -176,7 +176,8 @@ STEPS: tuple[Step, ...] = (
     Step(lambda t: DatasetWithdrawal.objects.filter(dataset__in=t.datasets_deleted()), WHOLE),
     Step(lambda t: t.datasets_deleted(), WHOLE),
     # Peaks, review and relevance maps of the notes
-    Step(lambda t: StoredPeak.objects.filter(Q(note_id__in=t.notes()) | Q(peaks__map__note__in=t.notes()))),
+    # through their maps (the peaks index), never by note: StoredPeak.note has no index
+    Step(lambda t: StoredPeak.objects.filter(peaks__map__note__in=t.notes())),
     Step(lambda t: MapPeaks.objects.filter(map__note__in=t.notes())),
     Step(lambda t: RoundClaim.objects.filter(Q(pair__note__in=t.notes()) | Q(round__in=_rounds(t)))),
     Step(lambda t: RoundPair.objects.filter(Q(note__in=t.notes()) | Q(round__in=_rounds(t)))),
