@@ -26,6 +26,8 @@ def test_each_profile_goes_to_the_projects_that_used_it():
     cardio_only = Profile.objects.create(name="cardio-only", version=1)
     unused = Profile.objects.create(name="clara-tuned", version=1, created_by=clara)
     nobody = Profile.objects.create(name="paper-ish", version=1)
+    default = Profile.objects.filter(is_default=True).first() or Profile.objects.create(name="paper", is_default=True)
+    Profile.objects.filter(pk=default.pk).update(created_by=clara)  # saved by a member, still shared
     Round = get("review", "ReviewRound")
     rounds = {
         slug: Round.objects.create(
@@ -50,4 +52,4 @@ def test_each_profile_goes_to_the_projects_that_used_it():
     assert PeakProfile.objects.get(pk=cardio_only.pk).project.slug == "cardio"
     assert PeakProfile.objects.get(pk=unused.pk).project.slug == "onco"
     assert PeakProfile.objects.get(pk=nobody.pk).project is None
-    assert PeakProfile.objects.get(is_default=True).project is None
+    assert PeakProfile.objects.get(pk=default.pk).project is None
