@@ -27,7 +27,14 @@ from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, Task, Task
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
 from webapp.erasure.models import DatasetWithdrawal, ErasureRequest
 from webapp.evaluation.models import RelevanceEvaluation
-from webapp.pipeline.models import ModelVersion, NoteTokens, RelevanceChunk, RelevanceJob, RelevanceMap
+from webapp.pipeline.models import (
+    ModelVersion,
+    NoteTokens,
+    PeakProfile,
+    RelevanceChunk,
+    RelevanceJob,
+    RelevanceMap,
+)
 from webapp.projects.models import Membership, Project
 from webapp.review.models import (
     Adjudication,
@@ -211,6 +218,7 @@ STEPS: tuple[Step, ...] = (
     # What else a project holds
     Step(lambda t: TaskGuideline.objects.filter(task__in=_project_tasks(t)), {Scope.PROJECT}),
     Step(_project_tasks, {Scope.PROJECT}),
+    Step(lambda t: PeakProfile.objects.filter(project_id=t.project_id), {Scope.PROJECT}),
     Step(lambda t: Membership.objects.filter(project_id=t.project_id), {Scope.PROJECT}),
     Step(lambda t: WebhookDelivery.objects.filter(webhook__project_id=t.project_id), {Scope.PROJECT}),
     Step(lambda t: Webhook.objects.filter(project_id=t.project_id), {Scope.PROJECT}),

@@ -97,6 +97,7 @@ def test_a_whole_project_reaches_everything_of_it(world):
     counted, _ = erasing.plan(world.project, Scope.PROJECT)
     assert counted.tables["corpus.Note"] == 4 and counted.tables["corpus.Corpus"] == 2
     assert counted.tables["projects.Project"] == 1 and counted.tables["corpus.Task"] == 3
+    assert counted.tables["pipeline.PeakProfile"] == 1
     assert every_table() == before  # a plan deletes nothing
 
 

@@ -68,7 +68,9 @@ def make_world(user, data_dir=None) -> World:
     ward = Corpus.objects.create(project=project, name="ward", language="en")
     other = Corpus.objects.create(project=project, name="other", language="en")
     base = ModelVersion.objects.create(name="tiny-base", family="llama", path="tiny-base")
-    sharp = PeakProfile.objects.create(name="sharp-e", version=1, kernel_size=1, sigma=1.0, lower=0.2, upper=0.4)
+    sharp = PeakProfile.objects.create(
+        project=project, name="sharp-e", version=1, kernel_size=1, sigma=1.0, lower=0.2, upper=0.4
+    )
     tasks = {
         slug: Task.objects.create(slug=f"e-{slug}", description=f"e {slug}", options=["y", "n"], project=project)
         for slug in ("heart", "pacemaker", "pressure")
