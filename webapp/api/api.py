@@ -2,13 +2,16 @@
 its docs page at /api/docs (ninja's Swagger UI from its vendored static files; no CDN), both for
 a signed-in user or a token's holder.
 
-Refusals: 401 (no, unknown, revoked or expired token), 403 (a read-only token writing, or the
-role lacks the capability in the object's project: the pages' 403, audited), 404 (another
-project's object, or none), 429 with Retry-After (the token's rate limit)."""
+Refusals: 400 (a body or a parameter that does not validate, each problem named by its field: an
+unknown field, a wrong type, a number out of range), 401 (no, unknown, revoked or expired token),
+403 (a read-only token writing, or the role lacks the capability in the object's project: the
+pages' 403, audited), 404 (another project's object, or none), 429 with Retry-After (the token's
+rate limit)."""
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from ninja import NinjaAPI
+from ninja.errors import ValidationError
 
 from webapp.api import tokens
 from webapp.api.auth import BearerToken, signed_in_or_token
@@ -32,6 +35,23 @@ def _refused(request, exc: tokens.TokenRefused):
     if exc.retry_after:
         response["Retry-After"] = str(exc.retry_after)
     return response
+
+
+@api.exception_handler(ValidationError)
+def _invalid(request, exc: ValidationError):
+    """A 400 like every other refusal of the API, its detail naming each field ("Unknown field
+    limit.", "note_filter.limit: Input should be greater than or equal to 1."); `errors` keeps
+    pydantic's own list for programs."""
+    said = []
+    for error in exc.errors:
+        source, *loc = error.get("loc") or ("body",)
+        loc = loc[1:] if source == "body" else loc  # ("body", the parameter's name, field, ...)
+        where = ".".join(str(part) for part in loc) or source
+        if error.get("type") == "extra_forbidden":
+            said.append(f"Unknown field {where}.")
+        else:
+            said.append(f"{where}: {error.get('msg', 'invalid')}.")
+    return api.create_response(request, {"detail": " ".join(said), "errors": exc.errors}, status=400)
 
 
 @api.exception_handler(PermissionDenied)

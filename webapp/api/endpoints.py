@@ -6,23 +6,27 @@ No endpoint writes note text anywhere but into its own answer."""
 
 from django.db.models import F
 from django.http import StreamingHttpResponse
-from ninja import File, Form, Query, Router, Schema, Status
+from ninja import File, Form, Query, Router, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
+from pydantic import Field
 
 from ml.masking import DEFAULT_MASK_TOKEN
 from ml.peaks import PAPER
 from webapp.accounts.roles import Capability, require
 from webapp.api.pagination import PageQuery, page
+from webapp.api.schemas import Body, LaunchBody
 from webapp.corpus import import_jobs
 from webapp.corpus.access import corpus_for, import_job_for, note_for
 from webapp.corpus.forms import UploadForm
 from webapp.corpus.models import Corpus, ImportJob, Note, Task
+from webapp.datasets import estimates as dataset_estimates
 from webapp.datasets import export as dataset_export
 from webapp.datasets import launch as dataset_launch
 from webapp.datasets.access import dataset_for, export_for
 from webapp.datasets.forms import BuildForm
 from webapp.datasets.models import DatasetExport, DatasetVersion
+from webapp.evaluation import estimates as evaluation_estimates
 from webapp.evaluation import evaluations
 from webapp.evaluation.access import evaluation_for
 from webapp.evaluation.forms import EvaluationForm
@@ -30,6 +34,9 @@ from webapp.evaluation.models import RelevanceEvaluation
 from webapp.interchange.exporting import ExportChoice, ExportChoiceError, peak_source, zip_export
 from webapp.interchange.exporting import download_name as annotations_name
 from webapp.interchange.formats import FORMATS
+from webapp.lib.seeds import MAX_SEED
+from webapp.lifecycle.estimates import Estimate, waits_for_confirmation
+from webapp.pipeline import estimates as job_estimates
 from webapp.pipeline import jobs
 from webapp.pipeline.access import job_for
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
@@ -37,6 +44,7 @@ from webapp.projects.models import Project
 from webapp.projects.scoping import get_or_404
 from webapp.review import peakstore
 from webapp.review.selection import default_profile
+from webapp.training import estimates as run_estimates
 from webapp.training import evaluation as run_evaluation
 from webapp.training import experiments, presets, runs
 from webapp.training.access import run_for
@@ -176,6 +184,29 @@ def _validated(form):
     return form
 
 
+def _unconfirmed(estimate: Estimate | None, confirm: bool) -> Status | None:
+    """The pages' rule (webapp.lifecycle.estimates.waits_for_confirmation, with nothing confirmed
+    yet): a launch they would ask to confirm needs `"confirm": true`; without it, a 409 that states
+    the question the page asks (the amount and the time) and the estimate, and nothing launched."""
+    if confirm or not waits_for_confirmation(estimate, {}):
+        return None
+    return Status(
+        409,
+        {
+            "detail": f'{estimate.question} Send the same request with "confirm": true to launch it.',
+            "estimate": {
+                "amount": estimate.amount,
+                "unit": estimate.unit,
+                "size": estimate.size,
+                "seconds": estimate.seconds,
+                "duration": estimate.duration,
+                "basis": estimate.basis,
+                "queue": estimate.queue,
+            },
+        },
+    )
+
+
 def _tasks(user, slugs: list[str]) -> list[Task]:
     """The tasks the user may see, by slug, in the order given; an unknown slug is a 400 naming it."""
     found = {task.slug: task for task in Task.objects.visible_to(user).filter(slug__in=slugs)}
@@ -307,6 +338,10 @@ def get_import(request, job_id: int):
     return _import(import_job_for(request.user, job_id))
 
 
+IMPORT_FIELDS = {"project", "kind", "corpus", "language", "update", "annotation_format", "mapping", "layer", "feature"}
+IMPORT_FIELDS |= {"preview"}  # a form's unknown field is refused by name, as a JSON body's is (webapp.api.schemas)
+
+
 @router.post(
     "/imports",
     summary="Import notes or gold labels (JSONL, CSV, or an annotation tool's files) as a background job",
@@ -324,12 +359,16 @@ def launch_import(
     mapping: Form[str] = "",
     layer: Form[str] = "",
     feature: Form[str] = "",
+    annotator: Form[str] = "",
     preview: Form[bool] = False,
 ):
     """The Import page's form: `annotation_format` (brat, xmi, labelstudio, doccano, jsonl) reads
-    gold labels from an annotation tool's files, `mapping` one rule a line (LABEL=TASK:VALUE, ...);
+    gold labels from an annotation tool's files, `mapping` one rule a line (LABEL=TASK:VALUE, ...),
+    `annotator` whose they are (left empty: the annotator each span carries in the file);
     `preview=true` checks and counts what would be imported and writes nothing (the job's
     `problems` lines say what each label maps to), then POST /imports/ID/import imports it."""
+    if unknown := sorted(set(request.POST) - IMPORT_FIELDS) + sorted(set(request.FILES) - {"file"}):
+        raise HttpError(400, " ".join(f"Unknown field {name}." for name in unknown))
     target = Project.objects.where(request.user, Capability.VIEW).filter(slug=project).first()
     if target is None:
         raise HttpError(404, "No such project.")
@@ -344,6 +383,7 @@ def launch_import(
         "mapping": mapping,
         "layer": layer,
         "feature": feature,
+        "annotator": annotator,
         "preview": preview,
     }
     job = _validated(UploadForm(fields, {"file": file}, user=request.user)).launch(request.user)
@@ -373,7 +413,19 @@ def cancel_import(request, job_id: int):
 # --- relevance jobs ------------------------------------------------------------------------------
 
 
-class JobIn(Schema):
+class NoteFilterIn(Body):
+    """Which notes of the corpus (all given: notes that match each); none given: every note."""
+
+    ids: list[int] | None = None  # the notes' ids
+    external_ids: list[str] | None = None  # the notes' ids as imported
+    limit: int | None = Field(None, ge=1)  # only the first N notes (in id order) of the selection
+
+    def selection(self) -> dict:
+        """As webapp.pipeline.jobs.JobSpec.note_filter takes it."""
+        return self.dict(exclude_none=True)
+
+
+class JobIn(LaunchBody):
     corpus: int
     model_version: int
     method: str = RelevanceJob.Method.ATTNLRP
@@ -381,8 +433,8 @@ class JobIn(Schema):
     task_selection: str = RelevanceJob.TaskSelection.SAMPLE
     tasks: list[str] = []  # task slugs; empty: the catalog
     sample_k: int = 9
-    seed: int = 0
-    note_filter: dict = {}
+    seed: int = Field(0, ge=0, le=MAX_SEED)
+    note_filter: NoteFilterIn = NoteFilterIn()
     chunk_size: int | None = None
 
 
@@ -396,7 +448,7 @@ def get_job(request, job_id: int):
     return _job(job_for(request.user, job_id))
 
 
-@router.post("/jobs", response={202: dict}, summary="Launch a relevance job (as the Jobs page does)")
+@router.post("/jobs", response={202: dict, 409: dict}, summary="Launch a relevance job (as the Jobs page does)")
 def launch_job(request, body: JobIn):
     corpus = corpus_for(request.user, body.corpus, Capability.LAUNCH)
     model = get_or_404(request.user, ModelVersion.objects, pk=body.model_version)
@@ -410,9 +462,13 @@ def launch_job(request, body: JobIn):
         tasks=tasks,
         sample_k=body.sample_k,
         seed=body.seed,
-        note_filter=body.note_filter,
+        note_filter=body.note_filter.selection(),
         chunk_size=body.chunk_size,
     )
+    if problems := spec.problems():
+        raise HttpError(400, " ".join(f"{field}: {problem}" for field, problem in problems.items()))
+    if refused := _unconfirmed(job_estimates.relevance_job(spec), body.confirm):
+        return refused
     try:
         job = jobs.launch(spec, actor=request.user)
     except jobs.JobError as exc:
@@ -454,7 +510,7 @@ def get_dataset(request, dataset_id: int):
     return _dataset(dataset_for(request.user, dataset_id))
 
 
-class DatasetIn(Schema):
+class DatasetIn(LaunchBody):
     """The fields of the New dataset page; tasks by slug, notes by their ids in the corpus."""
 
     name: str
@@ -472,17 +528,20 @@ class DatasetIn(Schema):
     mask_token: str = DEFAULT_MASK_TOKEN
 
 
-@router.post("/datasets", response={202: dict}, summary="Build a new dataset (version) from relevance maps")
+@router.post("/datasets", response={202: dict, 409: dict}, summary="Build a new dataset (version) from relevance maps")
 def launch_dataset(request, body: DatasetIn):
     corpus = corpus_for(request.user, body.corpus, Capability.LAUNCH)  # another project's corpus: 404, as for jobs
     profile = body.profile if body.profile is not None else getattr(default_profile(corpus.project_id), "pk", None)
     data = {
-        **body.dict(exclude={"tasks", "notes", "profile"}),
+        **body.dict(exclude={"tasks", "notes", "profile", "confirm"}),
         "profile": profile,
         "tasks": [task.pk for task in _tasks(request.user, body.tasks)],
         "notes": " ".join(body.notes),
     }
     form = _validated(BuildForm(data, user=request.user))
+    estimate = dataset_estimates.dataset_build(form.cleaned_data["model_version"], form.maps.count())
+    if refused := _unconfirmed(estimate, body.confirm):
+        return refused
     try:
         dataset = dataset_launch.launch_build(actor=request.user, **form.build_fields())
     except dataset_launch.LaunchError as exc:
@@ -578,7 +637,7 @@ def run_metrics(request, run_id: int, query: Query[PageQuery]):
     return page(run.metrics.all(), query, lambda m: {f: getattr(m, f) for f in fields})
 
 
-class RunIn(Schema):
+class RunIn(LaunchBody):
     """A run as the New training run page asks for it: a preset, its inputs, and `config`
     overrides by section over the preset's settings (e.g. {"train": {"max_steps": 20}})."""
 
@@ -593,7 +652,7 @@ class RunIn(Schema):
     config: dict = {}
 
 
-@router.post("/training-runs", response={202: dict}, summary="Launch a training run from a preset")
+@router.post("/training-runs", response={202: dict, 409: dict}, summary="Launch a training run from a preset")
 def launch_run(request, body: RunIn):
     require(request.user, Capability.LAUNCH)
     try:
@@ -616,6 +675,8 @@ def launch_run(request, body: RunIn):
         split_test_ratio=body.split_test_ratio,
         config=overrides,
     )
+    if refused := _unconfirmed(run_estimates.training_run(spec), body.confirm):
+        return refused
     try:
         run = runs.launch(spec, actor=request.user)
     except runs.RunError as exc:
@@ -666,7 +727,7 @@ def get_evaluation(request, evaluation_id: int):
     return _evaluation(evaluation_for(request.user, evaluation_id))
 
 
-class EvaluationIn(Schema):
+class EvaluationIn(LaunchBody):
     """The fields of the New evaluation page; tasks by slug."""
 
     corpus: int
@@ -682,17 +743,23 @@ class EvaluationIn(Schema):
     faithfulness: bool = False
 
 
-@router.post("/evaluations", response={202: dict}, summary="Launch a relevance evaluation (localisation, faithfulness)")
+@router.post(
+    "/evaluations",
+    response={202: dict, 409: dict},
+    summary="Launch a relevance evaluation (localisation, faithfulness)",
+)
 def launch_evaluation(request, body: EvaluationIn):
     corpus = corpus_for(request.user, body.corpus, Capability.LAUNCH)  # another project's corpus: 404, as for jobs
     profile = body.profile if body.profile is not None else getattr(default_profile(corpus.project_id), "pk", None)
-    data = {**body.dict(exclude={"tasks", "profile"}), "profile": profile}
+    data = {**body.dict(exclude={"tasks", "profile", "confirm"}), "profile": profile}
     data["tasks"] = [task.pk for task in _tasks(request.user, body.tasks)]
     if data["max_pairs"] is None:
         data["max_pairs"] = ""  # the form's "empty: all of them"
-    form = _validated(EvaluationForm(data, user=request.user))
+    spec = _validated(EvaluationForm(data, user=request.user)).spec()
+    if refused := _unconfirmed(evaluation_estimates.evaluation(spec), body.confirm):
+        return refused
     try:
-        evaluation = evaluations.launch(form.spec(), actor=request.user)
+        evaluation = evaluations.launch(spec, actor=request.user)
     except evaluations.EvaluationError as exc:
         _refuse(exc)
     return Status(202, _evaluation(evaluation))

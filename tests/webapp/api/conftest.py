@@ -4,6 +4,7 @@ them (webapp.api.tokens.create)."""
 
 import pytest
 
+from tests.webapp.datasets.fabricate import PEAKS, TEXT, add_map
 from webapp.accounts.roles import Role
 from webapp.api import tokens
 from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, Task
@@ -38,6 +39,25 @@ def own(db, test_project):
     task = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"], origin="catalog")
     model = ModelVersion.objects.create(name="base", family="llama", path="/nowhere")
     return {"project": test_project, "corpus": corpus, "notes": notes, "task": task, "model": model}
+
+
+@pytest.fixture
+def mapped(own):
+    """A note of project A with hand-made maps whose DSM build gives two examples."""
+    note = Note.objects.create(corpus=own["corpus"], external_id="mapped", text=TEXT)
+    tasks = {slug: Task.objects.create(slug=slug, description=slug, options=["y", "n"]) for slug in PEAKS}
+    for slug, peaked in PEAKS.items():
+        add_map(note, tasks[slug], own["model"], peaked)
+    profile = PeakProfile.objects.create(name="sharp-api", kernel_size=1, sigma=1.0, lower=0.2, upper=0.4)
+    return {**own, "note": note, "tasks": tasks, "profile": profile}
+
+
+@pytest.fixture
+def gold(own):
+    """Both notes of project A labeled for the heart-rate task, with evidence."""
+    for note, label in zip(own["notes"], ("y", "n")):
+        Annotation.objects.create(note=note, task=own["task"], label=label, annotator_name="gold", evidence=[[0, 2]])
+    return own
 
 
 @pytest.fixture

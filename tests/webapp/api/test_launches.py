@@ -2,33 +2,11 @@
 pages' own forms and domain checks (a problem is a 400 naming the field), another project's
 inputs a 404, a clinician's token a 403; evaluations cancel and resume like the other kinds."""
 
-import pytest
-
-from tests.webapp.datasets.fabricate import PEAKS, TEXT, add_map
-from webapp.corpus.models import Annotation, Note, Task
+from webapp.corpus.models import Task
 from webapp.datasets.models import DatasetVersion
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.pipeline.models import PeakProfile
 from webapp.training.models import TrainingRun
-
-
-@pytest.fixture
-def mapped(own):
-    """A note of project A with hand-made maps whose DSM build gives two examples."""
-    note = Note.objects.create(corpus=own["corpus"], external_id="mapped", text=TEXT)
-    tasks = {slug: Task.objects.create(slug=slug, description=slug, options=["y", "n"]) for slug in PEAKS}
-    for slug, peaked in PEAKS.items():
-        add_map(note, tasks[slug], own["model"], peaked)
-    profile = PeakProfile.objects.create(name="sharp-api", kernel_size=1, sigma=1.0, lower=0.2, upper=0.4)
-    return {**own, "note": note, "tasks": tasks, "profile": profile}
-
-
-@pytest.fixture
-def gold(own):
-    """Both notes of project A labeled for the heart-rate task, with evidence."""
-    for note, label in zip(own["notes"], ("y", "n")):
-        Annotation.objects.create(note=note, task=own["task"], label=label, annotator_name="gold", evidence=[[0, 2]])
-    return own
 
 
 def _post(client, url, body, secret, bearer):
