@@ -4,6 +4,8 @@ being the token's principal (webapp.api.tokens), then makes one domain call. Ano
 object is a 404, a capability the token's role lacks a 403, a bad request a 400 saying why.
 No endpoint writes note text anywhere but into its own answer."""
 
+import inspect
+
 from django.db.models import F
 from django.http import StreamingHttpResponse
 from ninja import File, Form, Query, Router, Status
@@ -207,6 +209,14 @@ def _unconfirmed(estimate: Estimate | None, confirm: bool) -> Status | None:
     )
 
 
+def _known_fields_only(request, endpoint):
+    """A form's field the endpoint does not take is a 400 naming it, as a JSON body's is
+    (webapp.api.schemas): the fields are the endpoint's own parameters, so a new one is known."""
+    known = set(inspect.signature(endpoint).parameters) - {"request"}
+    if unknown := sorted((set(request.POST) | set(request.FILES)) - known):
+        raise HttpError(400, " ".join(f"Unknown field {name}." for name in unknown))
+
+
 def _tasks(user, slugs: list[str]) -> list[Task]:
     """The tasks the user may see, by slug, in the order given; an unknown slug is a 400 naming it."""
     found = {task.slug: task for task in Task.objects.visible_to(user).filter(slug__in=slugs)}
@@ -338,10 +348,6 @@ def get_import(request, job_id: int):
     return _import(import_job_for(request.user, job_id))
 
 
-IMPORT_FIELDS = {"project", "kind", "corpus", "language", "update", "annotation_format", "mapping", "layer", "feature"}
-IMPORT_FIELDS |= {"preview"}  # a form's unknown field is refused by name, as a JSON body's is (webapp.api.schemas)
-
-
 @router.post(
     "/imports",
     summary="Import notes or gold labels (JSONL, CSV, or an annotation tool's files) as a background job",
@@ -367,8 +373,7 @@ def launch_import(
     `annotator` whose they are (left empty: the annotator each span carries in the file);
     `preview=true` checks and counts what would be imported and writes nothing (the job's
     `problems` lines say what each label maps to), then POST /imports/ID/import imports it."""
-    if unknown := sorted(set(request.POST) - IMPORT_FIELDS) + sorted(set(request.FILES) - {"file"}):
-        raise HttpError(400, " ".join(f"Unknown field {name}." for name in unknown))
+    _known_fields_only(request, launch_import)
     target = Project.objects.where(request.user, Capability.VIEW).filter(slug=project).first()
     if target is None:
         raise HttpError(404, "No such project.")
