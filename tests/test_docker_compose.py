@@ -47,6 +47,12 @@ def test_workers_listen_on_the_documented_queues():
     assert queues("worker-outbound") == {"webhooks"}  # no receiver delays the default queue
 
 
+def test_exactly_one_beat_sends_the_periodic_rounds():
+    beats = [name for name, service in COMPOSE["services"].items() if "beat" in service.get("command", [])]
+    assert beats == ["beat"]
+    assert "deploy" not in COMPOSE["services"]["beat"]  # never replicated: each replica would send them again
+
+
 def test_every_worker_is_restarted_when_it_dies():
     """A worker that a broker outage or the OOM killer ends comes back by itself."""
     workers = [name for name in COMPOSE["services"] if name.startswith("worker-")]

@@ -273,6 +273,12 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 # default: CPU work (planning, dataset builds, exports, imports).
 CELERY_IMPORTS = lifecycle_kinds.task_modules()
 CELERY_TASK_ROUTES = lifecycle_kinds.task_routes()
+# Periodic rounds (webapp.lifecycle.kinds.PERIODIC), sent by Celery beat: one `celery -A workers
+# beat` process per deployment (compose's `beat`; the demo's default worker runs it embedded).
+# RETENTION_INTERVAL_SECONDS: how often retention looks for notes and exports past their time
+# (webapp.erasure.retention); 0: never.
+RETENTION_INTERVAL_SECONDS = env_float("RETENTION_INTERVAL_SECONDS", 3600.0)
+CELERY_BEAT_SCHEDULE = lifecycle_kinds.beat_schedule({"RETENTION_INTERVAL_SECONDS": RETENTION_INTERVAL_SECONDS})
 # A chunk of relevance prompts takes minutes on a CPU; these limits catch a stuck worker.
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 2 * 3600)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 2 * 3600 + 300)

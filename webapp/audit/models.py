@@ -60,6 +60,7 @@ class AuditEvent(models.Model):
         SWITCH_WEBHOOK = "switch_webhook", "Switched a webhook on or off"
         ERASURE_REQUESTED = "erasure_requested", "Asked for an erasure"
         ERASURE = "erasure", "Erased data (receipt)"
+        EXPORT_EXPIRED = "export_expired", "Removed an export's files (retention)"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"

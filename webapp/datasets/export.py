@@ -371,6 +371,11 @@ def _zip_download(dataset, fmt, actor) -> Iterator[bytes]:
 
 def stream_folder(export: DatasetExport, actor) -> Iterator[bytes]:
     """Audit now, then stream a finished export folder as a zip, 1 MB at a time."""
+    if export.expired:
+        raise ExportError(
+            f"The files of this export were removed on {export.expired:%Y-%m-%d} under the project's retention; "
+            "prepare it again."
+        )
     if not export.is_done or not export.path:
         raise ExportError("This export is not ready yet.")
     gone = ExportError("The files of this export are no longer on the server; prepare it again.")

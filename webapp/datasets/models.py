@@ -155,6 +155,7 @@ class DatasetExport(WorkUnit):
     size_bytes = models.PositiveBigIntegerField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
+    expired = models.DateTimeField(null=True, blank=True, help_text="when retention removed its files")
 
     project_paths = ("dataset__corpus__project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()

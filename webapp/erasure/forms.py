@@ -72,3 +72,18 @@ class ErasureForm(forms.Form):
         if data["scope"] == ErasureRequest.Scope.PROJECT:
             return data["project"].slug
         return data["corpus"].name
+
+
+class RetentionForm(forms.ModelForm):
+    """A project's retention: empty keeps for good; at least a day, at most a century."""
+
+    retain_notes_days = forms.IntegerField(
+        required=False, min_value=1, max_value=36_500, label="Keep notes (days after their import)"
+    )
+    retain_exports_days = forms.IntegerField(
+        required=False, min_value=1, max_value=36_500, label="Keep exported files (days after they were made)"
+    )
+
+    class Meta:
+        model = Project
+        fields = ["retain_notes_days", "retain_exports_days"]

@@ -9,4 +9,5 @@ urlpatterns = [
     path("<int:erasure_id>/", views.erasure_detail, name="detail"),
     path("<int:erasure_id>/cancel/", views.erasure_cancel, name="cancel"),
     path("<int:erasure_id>/resume/", views.erasure_resume, name="resume"),
+    path("retention/<slug:slug>/", views.retention_page, name="retention"),
 ]

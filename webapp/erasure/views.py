@@ -2,14 +2,17 @@
 naming the corpus or project), and a request's page with its live progress, Cancel and Resume."""
 
 from django.contrib import messages
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.roles import require
-from webapp.erasure import erasing, planning
-from webapp.erasure.forms import ERASE, ErasureForm
+from webapp.audit.log import record
+from webapp.audit.models import AuditEvent
+from webapp.erasure import erasing, planning, retention
+from webapp.erasure.forms import ERASE, ErasureForm, RetentionForm
 from webapp.erasure.models import ErasureRequest
+from webapp.projects.models import Project
 from webapp.projects.scoping import get_or_404
 
 
@@ -86,3 +89,17 @@ def erasure_resume(request, erasure_id):
     else:
         messages.error(request, "Only a cancelled or failed erasure, or one whose worker was lost, can be resumed.")
     return redirect("erasure:detail", erasure.pk)
+
+
+def retention_page(request, slug):
+    """A project's retention (its admins): the two periods and what a round would remove now."""
+    project = get_object_or_404(Project.objects.where(request.user), slug=slug)
+    require(request.user, ERASE, project)
+    form = RetentionForm(request.POST or None, instance=project)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        record(request.user, AuditEvent.Action.EDIT_PROJECT, project, **form.cleaned_data)
+        messages.success(request, "Retention saved.")
+        return redirect("erasure:retention", project.slug)
+    context = {"nav": "erasure", "project": project, "form": form, "due": retention.report(project)}
+    return render(request, "erasure/retention.html", context, status=400 if form.errors else 200)

@@ -110,6 +110,25 @@ class Outbox:
 OUTBOXES = (Outbox("webhook delivery", "workers.webhooks.deliver", "webhooks", "webapp.api.webhooks:send_due"),)
 
 
+@dataclass(frozen=True)
+class Periodic:
+    """A task Celery beat sends every `every_setting` seconds (a setting's name): a round that
+    starts long work of the kinds above (retention requests erasures), idempotent, so a round
+    run twice or late does no harm."""
+
+    name: str
+    task: str
+    queue: str
+    every_setting: str
+
+    @property
+    def module(self) -> str:
+        return self.task.rsplit(".", 1)[0]
+
+
+PERIODIC = (Periodic("retention", "workers.retention.apply_retention", "default", "RETENTION_INTERVAL_SECONDS"),)
+
+
 def by_task(task_name: str) -> Kind:
     for kind in KINDS:
         if kind.task == task_name:
@@ -126,10 +145,20 @@ def by_model(model) -> Kind:
 
 
 def task_modules() -> list[str]:
-    """CELERY_IMPORTS: every kind's and outbox's task module, once, in registry order."""
-    return list(dict.fromkeys(entry.module for entry in (*KINDS, *OUTBOXES)))
+    """CELERY_IMPORTS: every kind's, outbox's and periodic task's module, once, in registry order."""
+    return list(dict.fromkeys(entry.module for entry in (*KINDS, *OUTBOXES, *PERIODIC)))
 
 
 def task_routes() -> dict[str, dict[str, str]]:
-    """CELERY_TASK_ROUTES: each kind's and outbox's task by its exact name."""
-    return {entry.task: {"queue": entry.queue} for entry in (*KINDS, *OUTBOXES)}
+    """CELERY_TASK_ROUTES: each kind's, outbox's and periodic task by its exact name."""
+    return {entry.task: {"queue": entry.queue} for entry in (*KINDS, *OUTBOXES, *PERIODIC)}
+
+
+def beat_schedule(seconds: dict[str, float]) -> dict[str, dict]:
+    """CELERY_BEAT_SCHEDULE from the periodic tasks, `seconds` mapping each one's every_setting to
+    its value (the settings module passes its own); a value of 0 or less leaves the task out."""
+    return {
+        entry.name: {"task": entry.task, "schedule": seconds[entry.every_setting]}
+        for entry in PERIODIC
+        if seconds[entry.every_setting] > 0
+    }

@@ -128,6 +128,11 @@ def test_training_has_a_worker_of_its_own_so_imports_never_wait_behind_a_run():
     assert queues == {"relevance": "relevance", "training": "training", "default": "default", "webhooks": "webhooks"}
 
 
+def test_one_worker_runs_celery_beat_for_the_periodic_rounds():
+    beats = [cmd for cmd, _ in rundemo.worker_processes("python", cores=2) if "--beat" in cmd]
+    assert len(beats) == 1 and "default@%h" in beats[0]
+
+
 def test_webhook_deliveries_wait_on_threads_of_their_own():
     (deliveries,) = [cmd for cmd, _ in rundemo.worker_processes("python", cores=2) if "webhooks@%h" in cmd]
     assert deliveries[deliveries.index("--pool") + 1] == "threads"

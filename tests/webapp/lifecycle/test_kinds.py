@@ -11,25 +11,26 @@ def test_celery_imports_exactly_the_task_modules_of_the_kinds():
     from workers.celery_app import app
 
     assert list(app.conf.imports) == settings.CELERY_IMPORTS == kinds.task_modules()
-    assert sorted(settings.CELERY_IMPORTS) == sorted({entry.module for entry in (*kinds.KINDS, *kinds.OUTBOXES)})
+    every = (*kinds.KINDS, *kinds.OUTBOXES, *kinds.PERIODIC)
+    assert sorted(settings.CELERY_IMPORTS) == sorted({entry.module for entry in every})
 
 
 def test_every_kind_and_outbox_is_routed_to_its_queue_by_celery_and_by_the_web_app():
     from workers.celery_app import app
 
     app.loader.import_default_modules()
-    for kind in (*kinds.KINDS, *kinds.OUTBOXES):
+    for kind in (*kinds.KINDS, *kinds.OUTBOXES, *kinds.PERIODIC):
         assert app.amqp.router.route({}, kind.task)["queue"].name == kind.queue, kind.name
         assert queue.queue_of(kind.task) == kind.queue, kind.name
 
 
-def test_every_task_of_the_workers_is_a_kind_with_its_retry_policy_or_an_outbox():
+def test_every_task_of_the_workers_is_a_kind_with_its_retry_policy_an_outbox_or_periodic():
     from webapp.api import webhooks
     from workers.celery_app import app
 
     app.loader.import_default_modules()
     ours = {name for name in app.tasks if name.startswith("workers.")}
-    assert ours == {kind.task for kind in kinds.KINDS} | {outbox.task for outbox in kinds.OUTBOXES}
+    assert ours == {entry.task for entry in (*kinds.KINDS, *kinds.OUTBOXES, *kinds.PERIODIC)}
     for kind in kinds.KINDS:
         assert app.tasks[kind.task].max_retries == kind.retry.max_retries, kind.name
     # A webhook delivery is one attempt a message; its row, not Celery, holds the retries.

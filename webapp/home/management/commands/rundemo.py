@@ -43,6 +43,7 @@ from webapp.home import demo
 # receiver, however slow, holds up either (deliveries wait on the network: a few threads).
 WORKER_QUEUES = {"relevance": "relevance", "training": "training", "default": "default", "webhooks": "webhooks"}
 WORKER_POOLS = {"webhooks": ["--pool", "threads", "--concurrency", "4"]}  # the others: --pool solo
+BEAT_WORKER = "default"  # runs Celery beat embedded (retention's rounds): one beat, no process more
 LISTEN_TIMEOUT = 120  # seconds the web server may take to accept connections
 PROBE_TIMEOUT = 600  # seconds the rate measurement may take (a busy machine loads the model slowly)
 
@@ -71,6 +72,7 @@ def worker_processes(python: str, cores: int | None = None) -> list[tuple[list[s
             "--queues",
             queues,
             *WORKER_POOLS.get(name, ["--pool", "solo"]),
+            *(["--beat", "--schedule", str(settings.DATA_DIR / "celerybeat-schedule")] if name == BEAT_WORKER else []),
             "--hostname",
             f"{name}@%h",
             "--loglevel",
