@@ -29,14 +29,14 @@ class Project(models.Model):
         help_text="Log its training runs and evaluations to MLflow, in an experiment of its own; off until an admin"
         " turns it on",
     )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     retain_notes_days = models.PositiveIntegerField(
         null=True, blank=True, help_text="Erase notes this many days after their import; empty: keep them"
     )
     retain_exports_days = models.PositiveIntegerField(
         null=True, blank=True, help_text="Remove exported files this many days after they were made; empty: keep them"
     )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created = models.DateTimeField(auto_now_add=True)
 
