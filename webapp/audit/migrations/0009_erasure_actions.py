@@ -4,15 +4,51 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('audit', '0008_switch_webhook'),
+        ("audit", "0008_switch_webhook"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('import_notes', 'Imported notes'), ('import_annotations', 'Imported annotations'), ('import_refused', 'Refused an import'), ('load_catalog', 'Loaded task catalog'), ('export', 'Exported a dataset'), ('review_decision', 'Review decision'), ('launch_job', 'Launched a job'), ('cancel_job', 'Cancelled a job'), ('login', 'Logged in'), ('logout', 'Logged out'), ('login_failed', 'Failed login'), ('locked_out', 'Login locked out'), ('login_refused', 'Login refused by role mapping'), ('account_created', 'Account created at sign-in'), ('roles_changed', 'Roles changed at sign-in'), ('permission_denied', 'Permission refused'), ('export_audit', 'Exported the audit log'), ('create_task', 'Created a task'), ('edit_task', 'Edited a task'), ('retire_task', 'Retired a task'), ('restore_task', 'Brought back a retired task'), ('create_project', 'Created a project'), ('edit_project', 'Edited a project'), ('add_member', 'Gave a role in a project'), ('remove_member', 'Took a role in a project away'), ('create_api_token', 'Made an API token'), ('revoke_api_token', 'Revoked an API token'), ('api_token_refused', 'Refused an API request'), ('add_webhook', 'Added a webhook'), ('delete_webhook', 'Removed a webhook'), ('switch_webhook', 'Switched a webhook on or off'), ('erasure_requested', 'Asked for an erasure'), ('erasure', 'Erased data (receipt)')], max_length=40),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("import_notes", "Imported notes"),
+                    ("import_annotations", "Imported annotations"),
+                    ("import_refused", "Refused an import"),
+                    ("load_catalog", "Loaded task catalog"),
+                    ("export", "Exported a dataset"),
+                    ("review_decision", "Review decision"),
+                    ("launch_job", "Launched a job"),
+                    ("cancel_job", "Cancelled a job"),
+                    ("login", "Logged in"),
+                    ("logout", "Logged out"),
+                    ("login_failed", "Failed login"),
+                    ("locked_out", "Login locked out"),
+                    ("login_refused", "Login refused by role mapping"),
+                    ("account_created", "Account created at sign-in"),
+                    ("roles_changed", "Roles changed at sign-in"),
+                    ("permission_denied", "Permission refused"),
+                    ("export_audit", "Exported the audit log"),
+                    ("create_task", "Created a task"),
+                    ("edit_task", "Edited a task"),
+                    ("retire_task", "Retired a task"),
+                    ("restore_task", "Brought back a retired task"),
+                    ("create_project", "Created a project"),
+                    ("edit_project", "Edited a project"),
+                    ("add_member", "Gave a role in a project"),
+                    ("remove_member", "Took a role in a project away"),
+                    ("create_api_token", "Made an API token"),
+                    ("revoke_api_token", "Revoked an API token"),
+                    ("api_token_refused", "Refused an API request"),
+                    ("add_webhook", "Added a webhook"),
+                    ("delete_webhook", "Removed a webhook"),
+                    ("switch_webhook", "Switched a webhook on or off"),
+                    ("erasure_requested", "Asked for an erasure"),
+                    ("erasure", "Erased data (receipt)"),
+                ],
+                max_length=40,
+            ),
         ),
     ]

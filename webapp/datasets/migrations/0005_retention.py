@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('datasets', '0004_lifecycle'),
+        ("datasets", "0004_lifecycle"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='datasetexport',
-            name='expired',
-            field=models.DateTimeField(blank=True, help_text='when retention removed its files', null=True),
+            model_name="datasetexport",
+            name="expired",
+            field=models.DateTimeField(blank=True, help_text="when retention removed its files", null=True),
         ),
     ]

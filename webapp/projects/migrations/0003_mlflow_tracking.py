@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('projects', '0002_existing_data'),
+        ("projects", "0002_existing_data"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='project',
-            name='mlflow_tracking',
-            field=models.BooleanField(db_default=False, default=False, help_text='Log its training runs and evaluations to MLflow, in an experiment of its own; off until an admin turns it on'),
+            model_name="project",
+            name="mlflow_tracking",
+            field=models.BooleanField(
+                db_default=False,
+                default=False,
+                help_text="Log its training runs and evaluations to MLflow, in an experiment of its own; off until an admin turns it on",
+            ),
         ),
     ]

@@ -4,20 +4,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('projects', '0003_mlflow_tracking'),
+        ("projects", "0003_mlflow_tracking"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='project',
-            name='retain_exports_days',
-            field=models.PositiveIntegerField(blank=True, help_text='Remove exported files this many days after they were made; empty: keep them', null=True),
+            model_name="project",
+            name="retain_exports_days",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="Remove exported files this many days after they were made; empty: keep them",
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='project',
-            name='retain_notes_days',
-            field=models.PositiveIntegerField(blank=True, help_text='Erase notes this many days after their import; empty: keep them', null=True),
+            model_name="project",
+            name="retain_notes_days",
+            field=models.PositiveIntegerField(
+                blank=True, help_text="Erase notes this many days after their import; empty: keep them", null=True
+            ),
         ),
     ]
