@@ -63,6 +63,13 @@ class UploadForm(forms.Form):
         required=False, max_length=200, help_text="XMI: the layer to read (default: every custom one)"
     )
     feature = forms.CharField(required=False, max_length=200, help_text="XMI: the feature holding the label")
+    annotator = forms.CharField(
+        required=False,
+        max_length=150,
+        validators=[visible_name],
+        help_text="Whose annotations these are, a person or a source; left empty, the annotator each span "
+        "carries in the file (as our exports write it)",
+    )
     preview = forms.BooleanField(
         required=False, label="Preview only", help_text="Check and count what would be imported; write nothing"
     )
@@ -93,6 +100,7 @@ class UploadForm(forms.Form):
                 "mapping": data.get("mapping", "").splitlines(),
                 "layer": data.get("layer", ""),
                 "feature": data.get("feature", ""),
+                "annotator": data.get("annotator", ""),
                 "dry_run": data["preview"],
             }
         elif data["preview"]:

@@ -238,7 +238,8 @@ def import_annotations(
     """Import gold labels: JSONL lines {"note_id", "task", "label", "evidence": [[start, end], ...]}.
 
     `task` is a task's slug, its description or one of its aliases. Imported annotations
-    belong to the annotator name given, by default 'import:<file name>'. `progress(phase,
+    belong to the annotator name given, by default 'import:<file name>' (records that name their own
+    annotator, as `read` may give, keep theirs unless one is given). `progress(phase,
     records_done)` as for import_notes.
 
     `read(problems, corpus)`, if given, gives the AnnotationRecords instead of the JSONL file
@@ -251,7 +252,7 @@ def import_annotations(
     limits = import_limits()
     problems = Problems()
     name = printable(path.name)
-    annotator = annotator or f"import:{name}"
+    annotator = annotator or ("" if read else f"import:{name}")  # `read`'s records name their own
     name_ok = _corpus_name_ok(corpus_name, name, problems)
     project = _project(project, path, problems)
     corpus = Corpus.objects.filter(name=corpus_name, project=project).first() if name_ok and project else None
@@ -531,7 +532,7 @@ class _AnnotationPlan:
     def __init__(self, corpus, annotator, update, problems):
         self.corpus, self.annotator, self.update, self.problems = corpus, annotator, update, problems
         self.tasks = _TaskResolver(corpus.project_id)
-        self.pairs: dict[tuple[str, int], int] = {}  # (note id, task pk) -> first line
+        self.pairs: dict[tuple[str, int, str], int] = {}  # (note id, task pk, annotator) -> first line
         self.created = self.unchanged = self.updated = 0
         self.pending = []  # as _NotePlan's
 
@@ -541,9 +542,13 @@ class _AnnotationPlan:
     def forget_pairs(self):
         self.pairs = {}
 
+    def annotator_of(self, rec) -> str:
+        """The import's annotator when one was given, else the one the record names."""
+        return self.annotator or rec.annotator
+
     def check(self, records):
         notes = self._notes(records)
-        existing = self._existing(notes.values())
+        existing = self._existing(notes.values(), records)
         for rec in records:
             task = self.tasks.resolve(rec, self.problems)
             note = notes.get(rec.note_id)
@@ -559,7 +564,8 @@ class _AnnotationPlan:
                 continue
             for message in span_problems(rec.evidence, note["length"]):
                 self.problems.add(rec.source, rec.line, f"note {rec.note_id!r}: {message}")
-            first = self.pairs.setdefault((rec.note_id, task.pk), rec.line)
+            annotator = self.annotator_of(rec)
+            first = self.pairs.setdefault((rec.note_id, task.pk, annotator), rec.line)
             if first != rec.line:
                 self.problems.add(
                     rec.source,
@@ -567,7 +573,7 @@ class _AnnotationPlan:
                     f"duplicate annotation of note {rec.note_id!r} for task {task.slug!r} (first on line {first})",
                 )
                 continue
-            old = existing.get((note["pk"], task.pk))
+            old = existing.get((note["pk"], task.pk, annotator))
             if old is None:
                 self.created += 1
             elif (old.label, old.evidence) == (rec.label, rec.evidence):
@@ -579,19 +585,20 @@ class _AnnotationPlan:
                     rec.source,
                     rec.line,
                     f"note {rec.note_id!r} already has a different "
-                    f"{task.slug!r} annotation by {self.annotator!r}; use --update to replace it",
+                    f"{task.slug!r} annotation by {annotator!r}; use --update to replace it",
                 )
 
     def write(self, records, report):
         notes = self._notes(records)
-        existing = self._existing(notes.values())
+        existing = self._existing(notes.values(), records)
         new, changed = [], []
         for rec in records:
             task, note = self.tasks.resolve(rec, self.problems), notes.get(rec.note_id)
             if task is None or note is None:
                 self.problems.add(rec.source, rec.line, "the note or task disappeared since validation")
                 continue
-            old = existing.get((note["pk"], task.pk))
+            annotator = self.annotator_of(rec)
+            old = existing.get((note["pk"], task.pk, annotator))
             if old is None:
                 new.append(
                     (
@@ -601,7 +608,7 @@ class _AnnotationPlan:
                             task=task,
                             label=rec.label,
                             evidence=rec.evidence,
-                            annotator_name=self.annotator,
+                            annotator_name=annotator,
                         ),
                     )
                 )
@@ -629,14 +636,16 @@ class _AnnotationPlan:
         )
         return {row["external_id"]: row for row in rows}
 
-    def _existing(self, notes) -> dict[tuple[int, int], Annotation]:
+    def _existing(self, notes, records) -> dict[tuple[int, int, str], Annotation]:
+        """The annotations of these notes by the records' annotators, by (note, task, annotator)."""
         pks = [n["pk"] for n in notes]
         if not pks:
             return {}
-        rows = Annotation.objects.filter(note_id__in=pks, annotator_name=self.annotator).only(
-            "pk", "note_id", "task_id", "label", "evidence"
+        annotators = {self.annotator_of(rec) for rec in records}
+        rows = Annotation.objects.filter(note_id__in=pks, annotator_name__in=annotators).only(
+            "pk", "note_id", "task_id", "label", "evidence", "annotator_name"
         )
-        return {(a.note_id, a.task_id): a for a in rows}
+        return {(a.note_id, a.task_id, a.annotator_name): a for a in rows}
 
 
 class _TaskResolver:

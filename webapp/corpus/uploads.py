@@ -126,6 +126,7 @@ def import_stored(
             mapping=options["mapping"],
             layer=options["layer"],
             feature=options["feature"],
+            annotator=options.get("annotator", ""),  # uploads stored before the field: the file's own
             dry_run=options["dry_run"],
             update=update,
             actor=actor,

@@ -10,9 +10,15 @@ hash: offsets into other text would point at the wrong words); a document id app
 gold label is mapped (or skipped on purpose); in one document, one task gets one label value;
 "evidence only" needs the note to have exactly one label value for the task already.
 
-All spans of one document that map to one task become that annotation's evidence, in order
-(ranges of a discontinuous span each a range of evidence). Predictions and review decisions in a
-file are counted in the preview and skipped: only gold spans are evidence.
+All spans of one document that map to one task, by one annotator, become that annotator's
+annotation's evidence, in order (ranges of a discontinuous span each a range of evidence).
+
+The annotator: the one the user names (a person or a source, e.g. "e3c"), else the one each span
+carries in the file (our exports write each gold span's annotator: an export imports back as
+"unchanged", never as a second annotator's copy). A gold span with neither stops the import: an
+annotator made up from the file name would turn each re-import under another name into a copy.
+Predictions and review decisions in a file are counted in the preview and skipped: only gold
+spans are evidence.
 
 `preview` (the same call with dry_run=True) says, for each label of the files, how many spans and
 documents carry it and what it maps to, then what would be created, unchanged or updated.
@@ -36,7 +42,7 @@ from webapp.interchange.unpack import unzip
 from webapp.lib.import_limits import over_limit
 from webapp.lib.import_sources import AnnotationRecord, Problem, Problems, go_on, nfc
 from webapp.lib.input_files import sniff
-from webapp.lib.validators import overlapping_spans, printable
+from webapp.lib.validators import hidden_character, overlapping_spans, printable
 
 BATCH = 500  # documents whose notes are looked up in one query
 PREVIEW_ONLY = "Preview only"
@@ -89,18 +95,18 @@ def import_gold(
         if source is None:
             return GoldReport(_failed(problems), dry_run=dry_run)
         options = ReadOptions(layer, feature, file_bytes=import_limits().file_bytes)
-        reading = _Reading(format_, source, options, plan, name, checkpoint)
+        reading = _Reading(format_, source, options, plan, name, checkpoint, nfc(annotator.strip()))
         report = import_annotations(
             path,
             corpus_name,
-            annotator=annotator or f"import:{name}",
+            annotator=reading.annotator,
             update=update,
             read=reading,
             dry_run=dry_run,
             actor=actor,
             progress=progress,
             on_written=on_written,
-            audit={"format": format_.name, "mapping": plan.lines()[:50]},
+            audit={"format": format_.name, "mapping": plan.lines()[:50], "annotators": reading.annotator_names()},
             **({"project": project} if project else {}),  # corpora owned by projects: the corpus's project
         )
     preview = reading.preview_lines(report, dry_run)
@@ -148,9 +154,14 @@ class _Reading:
     """The records of the files, read on each call (the import reads twice); counts for the
     preview are kept from the first reading."""
 
-    def __init__(self, format_, source: Path, options: ReadOptions, mapping: Mapping, name: str, checkpoint=go_on):
+    def __init__(
+        self, format_, source: Path, options: ReadOptions, mapping: Mapping, name: str, checkpoint=go_on, annotator=""
+    ):
         self.format, self.source, self.options, self.mapping, self.name = format_, source, options, mapping, name
         self.checkpoint = checkpoint
+        self.annotator = annotator  # named by the user; "" for each span's own
+        self.annotator_spans: Counter = Counter()  # annotator -> gold spans mapped to a task
+        self.unnamed_spans = 0  # gold spans mapped to a task with no annotator, none named
         self.calls = 0
         self.limits = import_limits()
         self.documents = 0
@@ -187,6 +198,14 @@ class _Reading:
                 batch = []
         if batch:
             yield from self._records(batch, corpus, tasks, problems, unmapped, first)
+        if self.unnamed_spans and first:
+            problems.add(
+                self.name,
+                None,
+                f"{self.unnamed_spans:,} gold span(s) name no annotator: name the annotator of this import "
+                "(a person or a source, e.g. the corpus's annotation project): --annotator, or Annotator on "
+                "the Import page",
+            )
         if unmapped:
             shown = ", ".join(f"{label!r} ({n} span{'s' if n != 1 else ''})" for label, n in unmapped.most_common(10))
             more = f" and {len(unmapped) - 10} more" if len(unmapped) > 10 else ""
@@ -250,14 +269,30 @@ class _Reading:
                     continue
                 if target is None:
                     continue
-                entry = by_task.setdefault(target.task, [set(), []])
+                annotator = self.annotator or nfc(span.reviewer.strip())
+                if first:
+                    if annotator:
+                        self.annotator_spans[annotator] += 1
+                    else:
+                        self.unnamed_spans += 1
+                if not annotator:
+                    continue
+                if len(annotator) > 150 or hidden_character(annotator):
+                    problems.add(
+                        source,
+                        line,
+                        f"document {doc_id!r}: the annotator name {annotator[:60]!r} is "
+                        "longer than 150 characters or holds a hidden character",
+                    )
+                    continue
+                entry = by_task.setdefault((target.task, annotator), [set(), []])
                 entry[0].add(target.label)
                 entry[1].extend([s, e] for s, e in span.ranges)
             if by_task:
                 wanted.append((doc_id, source, line, note, by_task))
         existing = self._existing_labels(wanted, tasks)
         for doc_id, source, line, note, by_task in wanted:
-            for task_name, (labels, evidence) in by_task.items():
+            for (task_name, annotator), (labels, evidence) in by_task.items():
                 given = sorted(label for label in labels if label is not None)
                 if len(given) > 1:
                     problems.add(
@@ -295,14 +330,14 @@ class _Reading:
                         line,
                         f"document {doc_id!r}, task {task_name!r}: spans [{a}, {b}) and [{c}, {d}) overlap",
                     )
-                yield AnnotationRecord(source, line, doc_id, nfc(task_name), nfc(label), evidence)
+                yield AnnotationRecord(source, line, doc_id, nfc(task_name), nfc(label), evidence, annotator)
 
     def _existing_labels(self, wanted, tasks) -> dict[tuple[int, int], set[str]]:
         needed = [
             (note[0], name)
             for _, _, _, note, by_task in wanted
             if note
-            for name, (labels, _) in by_task.items()
+            for (name, _), (labels, _) in by_task.items()
             if None in labels
         ]
         if not needed:
@@ -335,6 +370,8 @@ class _Reading:
                 else ", ".join(f"{target} ({count:,})" for target, count in sorted(targets.items()))
             )
             out.append(f"{label}: {n:,} span(s) in {self.label_docs[label]:,} document(s) -> {shown}")
+        if self.annotator_spans:
+            out.append(self._annotator_line())
         for source, n in sorted(self.other_sources.items()):
             out.append(f"{n:,} {source} span(s) skipped (only gold spans are evidence)")
         if report.ok:
@@ -344,6 +381,16 @@ class _Reading:
                 f"{report.updated:,} {verbs[1]}"
             )
         return out
+
+    def _annotator_line(self) -> str:
+        if self.annotator:
+            return f"annotator: {self.annotator} (named for this import)"
+        shown = ", ".join(f"{name} ({n:,})" for name, n in self.annotator_spans.most_common(10))
+        more = f" and {len(self.annotator_spans) - 10} more" if len(self.annotator_spans) > 10 else ""
+        return f"annotator(s) as written in the file, by gold spans: {shown}{more}"
+
+    def annotator_names(self) -> list[str]:
+        return [self.annotator] if self.annotator else sorted(self.annotator_spans)[:50]
 
 
 def _task_resolver(corpus) -> _TaskResolver:

@@ -115,6 +115,7 @@ class AnnotationRecord:
     task: str
     label: str
     evidence: list
+    annotator: str = ""  # whose annotation; "" for the import's annotator (annotation-tool files name their own)
 
 
 def detect_format(path: Path) -> str | None:

@@ -119,6 +119,35 @@ def test_an_export_imports_back_with_the_same_evidence(fmt, gold, tmp_path):
     assert after == before
 
 
+@pytest.mark.parametrize("fmt", sorted(name for name, f in FORMATS.items() if "reviewer" in f.carries))
+def test_a_round_trip_through_a_tool_leaves_the_gold_unchanged(fmt, gold, tmp_path):
+    """Export, re-import with no annotator named: each span's annotator comes from the file, so the
+    annotations it came from are found "unchanged", never copied under a name made of the file's."""
+    fmt_ = get_format(fmt)
+    out = tmp_path / (fmt if fmt_.writes_folder else f"export{fmt_.suffix}")
+    export_corpus(gold, fmt, out, ExportChoice())
+    preview = import_gold(out, "ward", fmt=fmt, mapping=[], dry_run=True)
+    assert (preview.report.created, preview.report.unchanged) == (0, 2), preview.report.problem_lines()
+    assert preview.preview[-1] == "annotations: 0 to create, 2 unchanged, 0 to update"
+    assert any(line.startswith("annotator(s) as written in the file, by gold spans: ann (") for line in preview.preview)
+    imported = import_gold(out, "ward", fmt=fmt, mapping=[])
+    assert (imported.report.created, imported.report.unchanged) == (0, 2)
+    assert set(Annotation.objects.values_list("annotator_name", flat=True)) == {"ann"}
+    assert Annotation.objects.count() == 3
+
+
+def test_a_file_that_names_no_annotator_needs_one_named(gold, tmp_path):
+    out = tmp_path / "export.jsonl"
+    export_corpus(gold, "doccano", out, ExportChoice())  # doccano carries labels only
+    refused = import_gold(out, "ward", fmt="doccano", mapping=[])
+    assert refused.report.problem_lines() == [
+        "export.jsonl: 3 gold span(s) name no annotator: name the annotator of this import (a person or a source, "
+        "e.g. the corpus's annotation project): --annotator, or Annotator on the Import page"
+    ]
+    named = import_gold(out, "ward", fmt="doccano", mapping=[], annotator="ann", dry_run=True)
+    assert (named.report.created, named.report.unchanged) == (0, 2)  # a span split in two is one evidence again
+
+
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_every_format_carries_peaks_and_decisions(fmt, reviewed, gold, tmp_path):
     fmt_ = get_format(fmt)

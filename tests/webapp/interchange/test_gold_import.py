@@ -53,6 +53,11 @@ MAP = [
 ]
 
 
+def _import_gold(*args, **kwargs):
+    """An import named for its annotator, as files without one (these hand-made ones) need."""
+    return import_gold(*args, **{"annotator": "ward-team", **kwargs})
+
+
 def _annotations():
     return sorted(
         (a.note.external_id, a.task.slug, a.label, a.evidence, a.annotator_name)
@@ -61,23 +66,23 @@ def _annotations():
 
 
 def test_it_imports_mapped_brat_spans_as_gold_evidence(ward, tasks, tmp_path):
-    gold = import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP)
+    gold = _import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP)
     assert gold.ok, gold.report.problem_lines()
     hr = N1.index("HR 120")
     assert _annotations() == [
-        ("n1", "fever", "present", [[N1.index("fever"), N1.index("fever") + 5]], "import:gold"),
-        ("n1", "heart-rate", "tachycardic", [[hr, hr + 6]], "import:gold"),
-        ("n2", "fever", "absent", [[0, 8]], "import:gold"),
-        ("n2", "heart-rate", "normocardic", [[10, 15]], "import:gold"),
+        ("n1", "fever", "present", [[N1.index("fever"), N1.index("fever") + 5]], "ward-team"),
+        ("n1", "heart-rate", "tachycardic", [[hr, hr + 6]], "ward-team"),
+        ("n2", "fever", "absent", [[0, 8]], "ward-team"),
+        ("n2", "heart-rate", "normocardic", [[10, 15]], "ward-team"),
     ]
     event = AuditEvent.objects.get(action=AuditEvent.Action.IMPORT_ANNOTATIONS)
     assert event.details["format"] == "brat" and "DEVICE -> skipped" in event.details["mapping"]
-    again = import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP)
+    again = _import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP)
     assert (again.report.created, again.report.unchanged) == (0, 4)
 
 
 def test_a_dry_run_previews_and_writes_nothing(ward, tasks, tmp_path):
-    gold = import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP, dry_run=True)
+    gold = _import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP, dry_run=True)
     assert gold.ok
     assert Annotation.objects.count() == 0
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.IMPORT_ANNOTATIONS).exists()
@@ -88,19 +93,20 @@ def test_a_dry_run_previews_and_writes_nothing(ward, tasks, tmp_path):
         "NORMO: 1 span(s) in 1 document(s) -> heart rate:normocardic",
         "SYMPTOM: 1 span(s) in 1 document(s) -> fever:present",
         "TACHY: 1 span(s) in 1 document(s) -> heart-rate:tachycardic",
+        "annotator: ward-team (named for this import)",
         "annotations: 4 to create, 0 unchanged, 0 to update",
     ]
 
 
 def test_an_unmapped_label_stops_the_import(ward, tasks, tmp_path):
-    gold = import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP[:-1])
+    gold = _import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP[:-1])
     assert not gold.ok
     assert gold.report.problem_lines() == [
         "gold: no mapping for the label(s) 'DEVICE' (1 span): map each as LABEL=TASK:VALUE, LABEL=TASK "
         "(evidence only) or LABEL=- (skip), or skip every other label with *=-"
     ]
     assert Annotation.objects.count() == 0
-    assert import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=[*MAP[:-1], "*=-"]).ok
+    assert _import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=[*MAP[:-1], "*=-"]).ok
 
 
 def test_one_bad_document_writes_nothing(ward, tasks, tmp_path):
@@ -110,7 +116,7 @@ def test_one_bad_document_writes_nothing(ward, tasks, tmp_path):
     mapping = [*MAP, "EXTRA=heart-rate:fast"]
     with (folder / "n2.ann").open("a") as f:
         f.write(_entity(3, "EXTRA", N2, "pacemaker") + "\n")
-    gold = import_gold(folder, "ward", fmt="brat", mapping=mapping)
+    gold = _import_gold(folder, "ward", fmt="brat", mapping=mapping)
     lines = gold.report.problem_lines()
     assert "n3.ann: document 'n3': the corpus has no note with this id" in lines
     assert any(line.startswith("n2.ann: task 'heart-rate': ") and "'fast'" in line for line in lines)
@@ -121,7 +127,7 @@ def test_a_text_that_differs_from_the_note_is_refused(ward, tasks, tmp_path):
     folder = _good_brat(tmp_path)
     (folder / "n2.txt").write_text(N2.replace("No", "no"))
     (folder / "n2.ann").write_text("")
-    gold = import_gold(folder, "ward", fmt="brat", mapping=MAP)
+    gold = _import_gold(folder, "ward", fmt="brat", mapping=MAP)
     assert gold.report.problem_lines() == [
         "n2.ann: the text of document 'n2' differs from note 'n2' of the corpus (content hash), so its offsets "
         "would point at other words"
@@ -144,9 +150,9 @@ def test_label_studio_utf16_offsets_become_character_offsets(ward, tasks, tmp_pa
     }
     path = tmp_path / "export.json"
     path.write_text(json.dumps([task], ensure_ascii=False))
-    gold = import_gold(path, "ward", fmt="labelstudio", mapping=["S=fever:present"])
+    gold = _import_gold(path, "ward", fmt="labelstudio", mapping=["S=fever:present"])
     assert gold.ok, gold.report.problem_lines()
-    assert _annotations() == [("n1", "fever", "present", [[fever, fever + 5]], "import:export.json")]
+    assert _annotations() == [("n1", "fever", "present", [[fever, fever + 5]], "ward-team")]
     assert "1 prediction span(s) skipped (only gold spans are evidence)" in gold.preview
 
 
@@ -171,15 +177,15 @@ def test_xmi_evidence_only_takes_the_label_the_note_has(ward, tasks, tmp_path):
         note=ward.notes.get(external_id="n1"), task=tasks["fever"], label="present", annotator_name="x"
     )
     mapping = ["EVENT[polarity=POS]=fever", "EVENT=-"]
-    gold = import_gold(_xmi_zip(tmp_path), "ward", fmt="xmi", mapping=mapping, layer="EVENT", unpack_dir=tmp_path)
+    gold = _import_gold(_xmi_zip(tmp_path), "ward", fmt="xmi", mapping=mapping, layer="EVENT", unpack_dir=tmp_path)
     assert gold.ok, gold.report.problem_lines()
     fever = N1.index("fever")
-    assert ("n1", "fever", "present", [[fever, fever + 5]], "import:e3c.zip") in _annotations()
+    assert ("n1", "fever", "present", [[fever, fever + 5]], "ward-team") in _annotations()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e3c.zip"]  # the unpacked folder is gone
 
 
 def test_evidence_only_without_a_label_is_refused(ward, tasks, tmp_path):
-    gold = import_gold(_xmi_zip(tmp_path), "ward", fmt="xmi", mapping=["EVENT=fever"])
+    gold = _import_gold(_xmi_zip(tmp_path), "ward", fmt="xmi", mapping=["EVENT=fever"])
     assert gold.report.problem_lines() == [
         "n1.xml: document 'n1': task 'fever' is mapped as evidence only, but the note has no label for it; "
         "map it as TASK:VALUE"
@@ -188,7 +194,7 @@ def test_evidence_only_without_a_label_is_refused(ward, tasks, tmp_path):
 
 def test_an_unsupported_format_names_the_supported_ones(ward, tmp_path):
     (tmp_path / "x.conll").write_text("x")
-    gold = import_gold(tmp_path / "x.conll", "ward", fmt="conll", mapping=[])
+    gold = _import_gold(tmp_path / "x.conll", "ward", fmt="conll", mapping=[])
     assert gold.report.problem_lines() == [
         "x.conll: the format 'conll' is not supported; supported formats: brat, xmi, labelstudio, doccano, jsonl"
     ]
@@ -197,20 +203,32 @@ def test_an_unsupported_format_names_the_supported_ones(ward, tmp_path):
 def test_the_command_previews_then_imports(ward, tasks, tmp_path):
     folder = _good_brat(tmp_path)
     maps = [arg for m in MAP for arg in ("--map", m)]
+    named = ("--annotator", "ward-team")
     out = StringIO()
     call_command(
-        "import_annotations", str(folder), "--corpus", "ward", "--format", "brat", *maps, "--dry-run", stdout=out
+        "import_annotations",
+        str(folder),
+        "--corpus",
+        "ward",
+        "--format",
+        "brat",
+        *maps,
+        "--dry-run",
+        *named,
+        stdout=out,
     )
     assert "TACHY: 1 span(s) in 1 document(s) -> heart-rate:tachycardic" in out.getvalue()
     assert out.getvalue().endswith("Dry run: nothing was written to 'ward'.\n")
     assert Annotation.objects.count() == 0
     out = StringIO()
-    call_command("import_annotations", str(folder), "--corpus", "ward", "--format", "brat", *maps, stdout=out)
+    call_command("import_annotations", str(folder), "--corpus", "ward", "--format", "brat", *maps, *named, stdout=out)
     assert "4 created, 0 updated, 0 unchanged" in out.getvalue()
     with pytest.raises(CommandError, match="doccano: no mapping for the label"):
         path = tmp_path / "doccano"
         path.write_text(json.dumps({"id": "n2", "text": N2, "label": [[0, 8, "NEG"]]}) + "\n")
-        call_command("import_annotations", str(path), "--corpus", "ward", "--format", "doccano", stdout=StringIO())
+        call_command(
+            "import_annotations", str(path), "--corpus", "ward", "--format", "doccano", *named, stdout=StringIO()
+        )
 
 
 def test_a_label_studio_export_given_as_json_lines_says_what_it_is(ward, tasks, tmp_path):
@@ -241,14 +259,14 @@ def test_notes_in_an_unsupported_format_name_the_supported_ones(ward, tmp_path):
 def test_evidence_over_the_span_limit_is_refused_and_overlaps_are_warned(ward, tasks, tmp_path, settings):
     settings.IMPORT_MAX_EVIDENCE_SPANS = 2
     lines = [_entity(1, "S", N1, "fever"), _entity(2, "S", N1, "chest"), _entity(3, "S", N1, "pain")]
-    gold = import_gold(_brat(tmp_path / "a", {"n1": lines}), "ward", fmt="brat", mapping=["S=fever:present"])
+    gold = _import_gold(_brat(tmp_path / "a", {"n1": lines}), "ward", fmt="brat", mapping=["S=fever:present"])
     assert gold.report.problem_lines() == [
         "n1.ann: document 'n1': the evidence of task 'fever' has 3 spans; the limit is 2 spans "
         "(IMPORT_MAX_EVIDENCE_SPANS)"
     ]
     chest = N1.index("chest")
     lines = [_entity(1, "S", N1, "chest pain"), f"T2\tS {chest} {chest + 5}\tchest"]
-    gold = import_gold(_brat(tmp_path / "b", {"n1": lines}), "ward", fmt="brat", mapping=["S=fever:present"])
+    gold = _import_gold(_brat(tmp_path / "b", {"n1": lines}), "ward", fmt="brat", mapping=["S=fever:present"])
     assert gold.ok
     assert gold.report.warning_lines() == [
         f"n1.ann: document 'n1', task 'fever': spans [{chest}, {chest + 5}) and [{chest}, {chest + 10}) overlap"
@@ -261,7 +279,7 @@ def test_a_zip_member_over_the_file_limit_is_refused_before_it_is_unpacked(ward,
     with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("gold/n1.txt", N1)
         zf.writestr("gold/n1.ann", "\n" * 5000)
-    gold = import_gold(archive, "ward", fmt="brat", mapping=MAP, unpack_dir=tmp_path)
+    gold = _import_gold(archive, "ward", fmt="brat", mapping=MAP, unpack_dir=tmp_path)
     assert gold.report.problem_lines() == [
         "gold.zip: entry 'gold/n1.ann' has 5,000 bytes, more than the 1,000 one file may have "
         "(IMPORT_MAX_FILE_BYTES); it was not read"
@@ -271,7 +289,7 @@ def test_a_zip_member_over_the_file_limit_is_refused_before_it_is_unpacked(ward,
 
 def test_a_file_over_the_file_limit_is_refused_naming_it(ward, tasks, tmp_path, settings):
     settings.IMPORT_MAX_FILE_BYTES = 20
-    gold = import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP)
+    gold = _import_gold(_good_brat(tmp_path), "ward", fmt="brat", mapping=MAP)
     assert gold.report.problem_lines() == [
         f"{name}: the file has {len(TEXTS[name[:2]].encode())} bytes, more than the 20 one file may have "
         "(IMPORT_MAX_FILE_BYTES); it was not read"
@@ -295,6 +313,6 @@ def test_a_checkpoint_stops_the_reading_between_documents(ward, tasks, tmp_path)
             raise Cancelled
 
     with pytest.raises(Cancelled):
-        import_gold(folder, "ward", fmt="brat", mapping=MAP, checkpoint=checkpoint)
+        _import_gold(folder, "ward", fmt="brat", mapping=MAP, checkpoint=checkpoint)
     assert len(documents_read) == 2  # of 9
     assert Annotation.objects.count() == 0

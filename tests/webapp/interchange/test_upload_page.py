@@ -37,6 +37,7 @@ def _upload(client, capture, **extra):
         "file": SimpleUploadedFile("gold.zip", _brat_zip()),
         "annotation_format": "brat",
         "mapping": "SYMPTOM=fever:present\r\nWHO=-",
+        "annotator": "ward-team",  # the file names none
         **extra,
     }
     with capture(execute=True):
@@ -62,7 +63,7 @@ def test_a_preview_writes_nothing_then_the_import_writes(
     assert (job.status, job.created_count) == ("done", 1)
     fever = N1.index("fever")
     assert list(Annotation.objects.values_list("label", "evidence", "annotator_name")) == [
-        ("present", [[fever, fever + 5]], "import:gold.zip")
+        ("present", [[fever, fever + 5]], "ward-team")
     ]
 
 
@@ -100,7 +101,7 @@ def test_import_now_imports_the_previewed_file_once(
     run_import(job.pk)
     job.refresh_from_db()
     assert (job.status, job.created_count, job.file_name) == ("done", 1, "gold.zip")
-    assert Annotation.objects.get().annotator_name == "import:gold.zip"
+    assert Annotation.objects.get().annotator_name == "ward-team"
     preview.refresh_from_db()
     assert preview.upload == ""
     assert sorted(p.name for p in (data_dir / "uploads").iterdir()) == []  # both uploads removed
@@ -125,6 +126,7 @@ def test_the_api_previews_then_imports_an_annotation_tools_files(
         "corpus": "ward",
         "annotation_format": "brat",
         "mapping": "SYMPTOM=fever:present\nWHO=-",
+        "annotator": "ward-team",
     }
     bad = client.post("/api/imports", {**form, "mapping": "SYMPTOM", "file": _brat_file()}, headers=auth)
     assert bad.status_code == 400 and bad.json()["detail"].startswith("mapping: ")

@@ -20,7 +20,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--corpus", required=True, help="corpus name")
         parser.add_argument("--project", default="", help="the project's slug (needed when there are several)")
-        parser.add_argument("--annotator", default="", help="annotator name (default: import:<file name>)")
+        parser.add_argument(
+            "--annotator",
+            default="",
+            help="whose annotations these are, a person or a source (default: JSONL, import:<file name>; "
+            "with --format, the annotator each span carries in the file, as our exports write it)",
+        )
         parser.add_argument(
             "--update", action="store_true", help="replace the label and evidence of changed annotations"
         )
