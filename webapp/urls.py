@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponsePermanentRedirect
 from django.templatetags.static import static
@@ -20,6 +21,9 @@ urlpatterns = [
     path("logout/", login_not_required(oidc.LogoutView.as_view()), name="logout"),
     path("oidc/authenticate/", login_not_required(oidc.AuthenticateView.as_view()), name="oidc_authentication_init"),
     path("oidc/callback/", login_not_required(oidc.CallbackView.as_view()), name="oidc_authentication_callback"),
+    path("reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(), name="password_reset_confirm"),
+    path("reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
+    path("users/", include("webapp.accounts.urls")),
     path("admin/", admin.site.urls),
     path("audit/", include("webapp.audit.urls")),
     path("projects/", include("webapp.projects.urls")),

@@ -61,6 +61,9 @@ class AuditEvent(models.Model):
         ERASURE_REQUESTED = "erasure_requested", "Asked for an erasure"
         ERASURE = "erasure", "Erased data (receipt)"
         EXPORT_EXPIRED = "export_expired", "Removed an export's files (retention)"
+        CREATE_USER = "create_user", "Made a local account"
+        DISABLE_USER = "disable_user", "Disabled an account"
+        ENABLE_USER = "enable_user", "Enabled an account again"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"

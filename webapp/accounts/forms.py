@@ -1,0 +1,27 @@
+from django import forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.validators import UnicodeUsernameValidator
+
+from webapp.accounts.local_users import ONE_TIME_PASSWORD, SET_PASSWORD_LINK
+
+
+class LocalUserForm(forms.Form):
+    username = forms.CharField(max_length=150, validators=[UnicodeUsernameValidator()])
+    first_name = forms.CharField(max_length=150, required=False)
+    last_name = forms.CharField(max_length=150, required=False)
+    email = forms.EmailField(required=False)
+    way = forms.ChoiceField(
+        label="How they get in",
+        choices=[
+            (SET_PASSWORD_LINK, "A set-password link (shown once; works until used, or for a few days)"),
+            (ONE_TIME_PASSWORD, "A one-time password (shown once)"),
+        ],
+        initial=SET_PASSWORD_LINK,
+        widget=forms.RadioSelect,
+    )
+
+    def clean_username(self):
+        username = self.cleaned_data["username"]
+        if get_user_model().objects.filter(username__iexact=username).exists():
+            raise forms.ValidationError("An account already has this username.")
+        return username
