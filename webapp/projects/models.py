@@ -4,10 +4,12 @@ Site admins (superusers) manage projects and memberships (webapp.projects.access
 see what, in one place)."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
 from webapp.accounts.roles import Capability, Role, projects_with
+from webapp.lib.validators import hidden_character
 
 
 class ProjectQuerySet(models.QuerySet):
@@ -51,6 +53,13 @@ class Project(models.Model):
 
     def __str__(self):
         return self.name
+
+    def clean(self):
+        """A name holds no control or invisible character (U+202E and the like), as task and
+        corpus names: two projects that look alike must be alike (webapp.lib.validators)."""
+        hidden = hidden_character(self.name)
+        if hidden:
+            raise ValidationError({"name": f"The name contains {hidden}."})
 
     @property
     def mlflow_experiment(self) -> str:

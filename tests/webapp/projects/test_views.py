@@ -81,3 +81,12 @@ def test_only_a_project_admin_turns_mlflow_tracking_on_and_it_is_audited(client_
     assert client_for(admin_user).post(reverse("projects:tracking", args=["other"]), {"on": "1"}).status_code == 404
     other.refresh_from_db()
     assert not other.mlflow_tracking
+
+
+def test_a_project_name_with_a_hidden_character_is_refused_as_task_and_corpus_names_are(client_for, site_admin):
+    response = client_for(site_admin).post(reverse("projects:new"), {"name": "ICU\u202esepsis", "slug": "icu"})
+    assert response.status_code == 400
+    assert "invisible format character U+202E at offset 3" in response.content.decode()
+    assert not Project.objects.filter(slug="icu").exists()
+    for hidden in ("a\u200bb", "a\u2028b", "a\x07b", "\ufeffname"):
+        assert client_for(site_admin).post(reverse("projects:new"), {"name": hidden, "slug": "x"}).status_code == 400
