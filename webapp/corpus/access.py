@@ -2,10 +2,13 @@
 not exist or belongs to a project the user is not in, 403 for what their role there may not do."""
 
 from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import get_object_or_404
 
 from webapp.accounts.roles import Capability, is_site_admin
 from webapp.corpus.models import Corpus, ImportJob, Note, Task
 from webapp.corpus.tasks import manageable_tasks
+from webapp.projects.models import Project
 from webapp.projects.scoping import get_or_404
 
 
@@ -23,12 +26,38 @@ def import_job_for(user, job_id: int) -> ImportJob:
 
 def task_for(user, task_id: int, capability: Capability = Capability.MANAGE_TASKS) -> Task:
     """A task to read or, with MANAGE_TASKS, to edit or retire: a project's own task by that
-    project's researchers and admins; the shared catalog (a task of no project) by site admins
-    only, since every project's reviewers work under its state and guideline (403 otherwise)."""
-    task = get_or_404(user, manageable_tasks(), capability, pk=task_id)
-    if capability == Capability.MANAGE_TASKS and task.project_id is None and not is_site_admin(user):
-        raise PermissionDenied("Only a site admin changes the shared task catalog.")
-    return task
+    project's researchers and admins; a catalog task (of no project) by them for their project
+    only (`adopting_project`), the catalog itself by site admins."""
+    return get_or_404(user, manageable_tasks(), capability, pk=task_id)
+
+
+class ProjectNotChosen(ValueError):
+    """A user who manages tasks in several projects named none."""
+
+
+def adopting_project(user, chosen) -> Project:
+    """The project a researcher retires a catalog task in or writes its guideline for: `chosen` (a
+    project id from the form) among the projects where they manage tasks, 404 for any other; none
+    chosen: their only such project (ProjectNotChosen when they have several, PermissionDenied when
+    none)."""
+    projects = Project.objects.where(user, Capability.MANAGE_TASKS)
+    if chosen not in (None, ""):
+        try:
+            return get_object_or_404(projects, pk=int(chosen))
+        except (TypeError, ValueError):
+            raise Http404("No such project.") from None
+    found = list(projects[:2])
+    if not found:
+        raise PermissionDenied("Your role does not allow: manage_tasks")
+    if len(found) > 1:
+        raise ProjectNotChosen("Choose the project this change is for.")
+    return found[0]
+
+
+def changes_the_catalog(user, task: Task, chosen) -> bool:
+    """True when a change to `task` is the catalog's own: a catalog task, by a site admin who named
+    no project. A project's member changing a catalog task changes it for their project."""
+    return task.project_id is None and is_site_admin(user) and chosen in (None, "")
 
 
 class CorpusNotFound(ValueError):

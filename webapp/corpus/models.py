@@ -139,9 +139,15 @@ class Note(models.Model):
 class TaskQuerySet(ProjectScopedQuerySet):
     """The one place task lists are chosen from, so scoping (per project) can be added here."""
 
-    def active(self):
-        """Tasks offered for new work (launch forms, the review queue): not retired."""
-        return self.filter(retired=False)
+    def active(self, project_id: int | None = None):
+        """Tasks offered for new work (launch forms, the review queue): not retired; with a project,
+        not retired in it either (a catalog task a project retired is retired there only)."""
+        active = self.filter(retired=False)
+        if project_id is None:
+            return active
+        return active.exclude(
+            pk__in=ProjectTaskState.objects.filter(project_id=project_id, retired=True).values("task")
+        )
 
 
 class Task(TriggerCounters):
@@ -220,9 +226,21 @@ class Task(TriggerCounters):
 class TaskGuideline(models.Model):
     """One version of a task's guideline, numbered 1, 2, ... per task; a new one is recorded each
     time the text changes (webapp.corpus.tasks), never edited. Task.guideline holds the latest
-    text; a review decision names the version it was made under (PeakDecision.guideline_version)."""
+    text; a review decision names the version it was made under (PeakDecision.guideline_version).
+
+    A catalog task's versions of no project are the catalog's (site admins write them); a project
+    that adopts the task writes its own (`project`), which its reviewers read instead. The numbers
+    run over every series of the task, so a decision's version names one row."""
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="guidelines")
+    project = models.ForeignKey(
+        "projects.Project",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="The project whose guideline of a catalog task this is; none: the task's own (the catalog's)",
+    )
     version = models.PositiveIntegerField()
     text = models.TextField(blank=True, help_text="Markdown, as written (empty: the guideline was cleared)")
     created = models.DateTimeField(auto_now_add=True)
@@ -241,6 +259,24 @@ class TaskGuideline(models.Model):
     def html(self) -> str:
         """The text as sanitised HTML (webapp.lib.markdown_html), safe to insert in a page."""
         return render_markdown(self.text)
+
+
+class ProjectTaskState(models.Model):
+    """A catalog task as one project uses it: retired there (hidden from the project's new work and
+    review queue) while every other project goes on using it (webapp.corpus.tasks.set_retired)."""
+
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="task_states")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="project_states")
+    retired = models.BooleanField(default=False)
+
+    project_paths = ("project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "task"], name="corpus_projecttaskstate_once")]
+
+    def __str__(self):
+        return f"{self.task_id} in project {self.project_id}{' (retired)' if self.retired else ''}"
 
 
 class Annotation(models.Model):

@@ -3,21 +3,33 @@ webapp.corpus.tasks), and imports (uploaded files run as
 background import jobs, webapp.corpus.import_jobs; their page polls until the job ends)."""
 
 from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.client_ip import client_address
-from webapp.accounts.roles import Capability, capability_required, require
+from webapp.accounts.roles import Capability, capability_required, is_site_admin, projects_with, require
 from webapp.corpus import import_jobs, search, tasks
-from webapp.corpus.access import corpus_for, import_job_for, note_for, task_for
+from webapp.corpus.access import (
+    ProjectNotChosen,
+    adopting_project,
+    changes_the_catalog,
+    corpus_for,
+    import_job_for,
+    note_for,
+    task_for,
+)
 from webapp.corpus.browse import NOTES_PER_PAGE, note_page
 from webapp.corpus.forms import UploadForm
 from webapp.corpus.models import Corpus
 from webapp.corpus.stats import corpus_summaries, task_summaries
 from webapp.corpus.task_forms import TaskForm
 from webapp.lib import windows
+from webapp.lib.import_sources import MAX_PROBLEMS as PROBLEMS_PER_PAGE
 from webapp.lifecycle.status import JobStatus
+from webapp.projects.models import Project
 
 RECENT_ON_UPLOAD_PAGE = 5
 
@@ -58,7 +70,15 @@ def note_detail(request, corpus_id, note_id):
 
 @capability_required(Capability.VIEW)
 def task_list(request):
-    return render(request, "corpus/task_list.html", {"nav": "tasks", "tasks": task_summaries(request.user)})
+    rows = task_summaries(request.user)
+    managed = list(Project.objects.where(request.user, Capability.MANAGE_TASKS).order_by("name"))
+    retired = tasks.retired_in([row.task for row in rows], projects_with(request.user, Capability.VIEW))
+    for row in rows:  # a catalog task's state in each project where the user manages tasks
+        here = retired.get(row.task.pk, set())
+        row.retired_in = [p for p in managed if p.pk in here]
+        row.states = [(p, p.pk in here) for p in managed] if row.task.project_id is None else []
+    context = {"nav": "tasks", "tasks": rows, "site_admin": is_site_admin(request.user)}
+    return render(request, "corpus/task_list.html", context)
 
 
 def task_new(request):
@@ -73,6 +93,9 @@ def task_new(request):
 
 def task_edit(request, task_id):
     task = task_for(request.user, task_id)
+    chosen = request.POST.get("project") or request.GET.get("project")
+    if task.project_id is None and not changes_the_catalog(request.user, task, chosen):
+        return _catalog_guideline_edit(request, task, chosen)
     form = TaskForm(request.POST or None, task=task, user=request.user)
     if request.method == "POST" and form.is_valid():
         try:
@@ -88,13 +111,42 @@ def task_edit(request, task_id):
     return render(request, "corpus/task_form.html", context)
 
 
+def _catalog_guideline_edit(request, task, chosen):
+    """A project's own guideline of a catalog task: only the guideline, for the chosen project."""
+    try:
+        project = adopting_project(request.user, chosen)
+    except ProjectNotChosen as exc:
+        messages.error(request, str(exc))
+        return redirect("corpus:tasks")
+    form = TaskForm(request.POST or None, task=task, user=request.user)
+    current = tasks.current_guideline(task, project)
+    form.initial["guideline"] = current.text if current else ""
+    if request.method == "POST" and form.is_valid():
+        text, ip = form.cleaned_data["guideline"], client_address(request)
+        saved = tasks.write_project_guideline(task, project, text, actor=request.user, ip=ip)
+        messages.success(
+            request, f"Task {task.slug}: guideline for {project.name} saved." if saved else "Nothing changed."
+        )
+        return redirect("corpus:tasks")
+    context = {"nav": "tasks", "form": form, "task": task, "use": tasks.use_of(task, project), "for_project": project}
+    return render(request, "corpus/task_form.html", context)
+
+
 @require_POST
 def task_retire(request, task_id):
     task = task_for(request.user, task_id)
     retire = request.POST.get("retired") == "1"
-    if tasks.set_retired(task, retire, actor=request.user, ip=client_address(request)):
+    chosen = request.POST.get("project")
+    project = None
+    if task.project_id is None and not changes_the_catalog(request.user, task, chosen):
+        try:
+            project = adopting_project(request.user, chosen)  # a catalog task: for this project only
+        except ProjectNotChosen as exc:
+            messages.error(request, str(exc))
+            return redirect("corpus:tasks")
+    if tasks.set_retired(task, retire, actor=request.user, ip=client_address(request), project=project):
         done = "retired: hidden from new jobs and the review queue, its data kept" if retire else "back in use"
-        messages.success(request, f"Task {task.slug} {done}.")
+        messages.success(request, f"Task {task.slug} {done}{f' in {project.name}' if project else ''}.")
     return redirect("corpus:tasks")
 
 
@@ -121,11 +173,20 @@ def import_list(request):
 def import_detail(request, job_id):
     job = import_job_for(request.user, job_id)
     corpus = Corpus.objects.filter(project=job.project, name=job.corpus_name).first() if job.is_done else None
-    context = {"nav": "import", "job": job, "corpus": corpus}
+    problems = Paginator(job.problems, PROBLEMS_PER_PAGE).get_page(request.GET.get("problems_page"))
+    context = {"nav": "import", "job": job, "corpus": corpus, "problems": problems}
     if not request.htmx:
         return render(request, "corpus/import_detail.html", context)
     fragment = render(request, "corpus/import_detail.html#progress", context)
     return HttpResponseStopPolling(fragment.content) if job.is_ended else fragment
+
+
+def import_problems(request, job_id):
+    """Every problem line of an import, as a text file."""
+    job = import_job_for(request.user, job_id)
+    response = HttpResponse(import_jobs.problem_text(job), content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="import-{job.pk}-problems.txt"'
+    return response
 
 
 @require_POST

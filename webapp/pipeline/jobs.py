@@ -80,7 +80,9 @@ class JobSpec:
     def task_pool(self) -> list[Task]:
         if self.tasks:
             return sorted(self.tasks, key=lambda t: t.slug)
-        pool = Task.objects.of_project(self.corpus.project_id).active().order_by("slug")  # never another's
+        pool = (
+            Task.objects.of_project(self.corpus.project_id).active(self.corpus.project_id).order_by("slug")
+        )  # never another's
         return list(pool if self.include_held_out else pool.filter(held_out=False))
 
     def config(self) -> RelevanceConfig:

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from django.contrib import messages
 
-from webapp.corpus.models import TaskGuideline
-from webapp.corpus.tasks import current_guideline
+from webapp.corpus.tasks import current_guideline, guideline_versions_for
 from webapp.review import catalog, decisions, rounds
 from webapp.review.noteview import stored_peaks
 from webapp.review.selection import Selection
@@ -68,7 +67,7 @@ def submit(note, form, reviewer) -> Outcome:
             comment=data["comment"],
             profile=profile,
             params=form.params.to_dict(),
-            guideline_version=guideline_version_of(task, data.get("guideline")),
+            guideline_version=guideline_version_of(task, data.get("guideline"), project_id),
             active_ms=data["active_ms"],
         )
     except decisions.StaleDecision as exc:
@@ -87,14 +86,15 @@ def submit(note, form, reviewer) -> Outcome:
     )
 
 
-def guideline_version_of(task, shown: int | None) -> int | None:
-    """The guideline version the page showed (0: it showed none), when it is one of the task's;
-    otherwise (no page value, or a made-up one) the task's current version; None: no guideline."""
+def guideline_version_of(task, shown: int | None, project_id: int) -> int | None:
+    """The guideline version the page showed (0: it showed none), when it is one the project's
+    reviewers may read (the task's own or the project's, never another project's); otherwise (no
+    page value, or a made-up one) the version they read now; None: no guideline."""
     if shown == 0:
         return None
-    if shown is not None and TaskGuideline.objects.filter(task=task, version=shown).exists():
+    if shown is not None and guideline_versions_for(task, project_id).filter(version=shown).exists():
         return shown
-    current = current_guideline(task)
+    current = current_guideline(task, project_id)
     return current.version if current is not None else None
 
 

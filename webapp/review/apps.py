@@ -9,12 +9,12 @@ class ReviewConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_delete, post_save
 
-        from webapp.corpus.models import Task
+        from webapp.corpus.models import ProjectTaskState, Task
         from webapp.evaluation.models import RelevanceEvaluation
         from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
         from webapp.review import catalog
 
         # A change made in this process clears its copy of the review menus at once.
-        for model in (ModelVersion, Task, PeakProfile, RelevanceJob, RelevanceEvaluation):
+        for model in (ModelVersion, Task, ProjectTaskState, PeakProfile, RelevanceJob, RelevanceEvaluation):
             for signal in (post_save, post_delete):
                 signal.connect(catalog.clear, sender=model, dispatch_uid=f"review-catalog-{model.__name__}")

@@ -77,7 +77,7 @@ def model_version(pk: int | None, project_id: int) -> ModelVersion | None:
 def active_tasks(project_id: int) -> list[Task]:
     """The tasks a page of the project offers: the catalog's and the project's own, not retired."""
     return remembered(
-        ("tasks", project_id), lambda: list(Task.objects.of_project(project_id).active().order_by("slug"))
+        ("tasks", project_id), lambda: list(Task.objects.of_project(project_id).active(project_id).order_by("slug"))
     )
 
 
@@ -88,6 +88,18 @@ def task(pk: int | None, project_id: int) -> Task | None:
         return None
     found = next((t for t in active_tasks(project_id) if t.pk == pk), None)
     return found if found is not None else Task.objects.of_project(project_id).filter(pk=pk).first()
+
+
+def retired_tasks(project_id: int) -> frozenset[int]:
+    """Ids of the catalog tasks the project retired for itself (corpus.ProjectTaskState)."""
+    from webapp.corpus.models import ProjectTaskState
+
+    return remembered(
+        ("retired", project_id),
+        lambda: frozenset(
+            ProjectTaskState.objects.filter(project_id=project_id, retired=True).values_list("task_id", flat=True)
+        ),
+    )
 
 
 def tasks(pks, project_id: int) -> list[Task]:

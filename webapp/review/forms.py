@@ -240,7 +240,7 @@ class RoundForm(forms.Form):
         from webapp.corpus.models import Task
 
         super().__init__(*args, **kwargs)
-        self.fields["tasks"].queryset = Task.objects.of_project(project_id).active().order_by("description")
+        self.fields["tasks"].queryset = Task.objects.of_project(project_id).active(project_id).order_by("description")
         self.fields["reviewers"].queryset = get_user_model().objects.filter(pk__in=[r.pk for r in reviewers])
         self.fields["reviewers"].queryset = self.fields["reviewers"].queryset.order_by("username")
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from django.db.models import Exists, Q, Subquery
 
 from webapp.pipeline.models import RelevanceMap
-from webapp.review import peakstore
+from webapp.review import catalog, peakstore
 
 FIRST_BATCH = 25  # the first window: nearly always holds the next pair
 BATCH = 500
@@ -49,6 +49,9 @@ class QueueResult:
 
 def selection_maps(corpus, selection):
     maps = selection.maps().filter(note__corpus=corpus, model_version=selection.model, task__retired=False)
+    retired_here = catalog.retired_tasks(corpus.project_id)  # catalog tasks the project retired for itself
+    if retired_here:
+        maps = maps.exclude(task_id__in=retired_here)  # a short list: no subquery for the planner to hash
     if selection.task is not None:
         maps = maps.filter(task=selection.task)
     return maps

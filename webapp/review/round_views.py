@@ -164,7 +164,7 @@ def adjudicate(request, round_id):
         "index": index,
         "peak": peak,
         "excerpt": _excerpt(peak) if peak else None,
-        "guideline": current_guideline(peak.pair.task) if peak else None,
+        "guideline": current_guideline(peak.pair.task, rnd.corpus.project_id) if peak else None,
     }
     return render(request, "review/adjudicate.html", context)
 

@@ -50,7 +50,7 @@ def _note_context(request, note, sel, panel, notice=None) -> dict:
         "profiles": PeakProfile.objects.of_project(note.corpus.project_id).order_by("name", "-version"),
         "legend": rendering.legend(),
         "queue_query": sel.query(task=None),  # the queue goes over every task from the current pair on
-        "guideline": current_guideline(sel.task) if sel.task is not None else None,
+        "guideline": current_guideline(sel.task, note.corpus.project_id) if sel.task is not None else None,
         "round": _round_of(request),
     }
 
@@ -185,7 +185,7 @@ def _decided(request, note, outcome, window):
         "window_index": window or 0,
         "notice": outcome,
         "can_review": True,  # the decision was recorded: the reviewer may review
-        "guideline": current_guideline(sel.task),
+        "guideline": current_guideline(sel.task, note.corpus.project_id),
         "round": _round_of(request),
     }
     return render(request, "review/note.html#decided", context)
@@ -308,7 +308,7 @@ def validation_round(request, set_id):
         "settings": len(vset.grid),
         "legend": rendering.legend(),
         "window_url": window_url,
-        "guideline": current_guideline(item.task),
+        "guideline": current_guideline(item.task, vset.corpus.project_id),
     }
     return render(request, "review/validation_round.html", context)
 
@@ -388,7 +388,7 @@ def validation_settle(request, set_id):
         "item": item,
         "legend": rendering.legend(),
         "window_url": f"{url}?d={index}&note={dispute.note_id}&window=" if dispute else "",
-        "guideline": current_guideline(item.task) if item else None,
+        "guideline": current_guideline(item.task, vset.corpus.project_id) if item else None,
     }
     return render(request, "review/validation_settle.html", context)
 
