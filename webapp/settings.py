@@ -212,6 +212,11 @@ IMPORT_MAX_METADATA_BYTES = env_int("IMPORT_MAX_METADATA_BYTES", 256 * 1024)  # 
 # times a file's size), so one file's reading stays near this; E3C's largest XMI file is 108 KB.
 IMPORT_MAX_FILE_BYTES = env_int("IMPORT_MAX_FILE_BYTES", 512 * 1024**2)
 
+# Task form limits (webapp.corpus.task_forms): a task's label options, and its evidence guideline
+# in characters (the Tasks and review pages show it; the catalog's longest is under 2,000).
+TASK_MAX_OPTIONS = env_int("TASK_MAX_OPTIONS", 200)
+TASK_MAX_GUIDELINE_CHARS = env_int("TASK_MAX_GUIDELINE_CHARS", 20_000)
+
 # Security: on unless DEBUG. `python manage.py check --deploy` is clean with DEBUG off.
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

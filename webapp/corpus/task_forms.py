@@ -6,6 +6,7 @@ when it holds a character the importer refuses (control, invisible format, bidi 
 import unicodedata
 
 from django import forms
+from django.conf import settings
 
 from ml.catalog import MAX_SLUG_LENGTH, SLUG_RE, slugify
 from webapp.accounts.roles import Capability
@@ -106,16 +107,23 @@ class TaskForm(forms.Form):
         return slug
 
     def clean_options(self):
-        options = []
-        for line in self.cleaned_data["options"].splitlines():
+        lines = [line for line in self.cleaned_data["options"].splitlines() if line.strip()]
+        if len(lines) > settings.TASK_MAX_OPTIONS:
+            raise forms.ValidationError(
+                f"A task has at most {settings.TASK_MAX_OPTIONS:,} label options (TASK_MAX_OPTIONS); "
+                f"this list has {len(lines):,}."
+            )
+        options, seen = [], set()
+        for line in lines:
             option = _normal(line, "option")
             if not option:
                 continue
             if len(option) > MAX_LABEL_LENGTH:
                 shown = option[:40]
                 raise forms.ValidationError(f"The option {shown!r}… is longer than {MAX_LABEL_LENGTH} characters.")
-            if option.casefold() in (o.casefold() for o in options):
+            if option.casefold() in seen:
                 raise forms.ValidationError(f"The option {option!r} is listed twice.")
+            seen.add(option.casefold())
             options.append(option)
         if len(options) < MIN_OPTIONS:
             raise forms.ValidationError(f"Give at least {MIN_OPTIONS} label options, one per line.")
@@ -125,7 +133,13 @@ class TaskForm(forms.Form):
         return _normal(self.cleaned_data["group"], "group")
 
     def clean_guideline(self):
-        return unicodedata.normalize("NFC", self.cleaned_data["guideline"]).strip()
+        guideline = unicodedata.normalize("NFC", self.cleaned_data["guideline"]).strip()
+        if len(guideline) > settings.TASK_MAX_GUIDELINE_CHARS:
+            raise forms.ValidationError(
+                f"A guideline has at most {settings.TASK_MAX_GUIDELINE_CHARS:,} characters (TASK_MAX_GUIDELINE_CHARS); "
+                f"this one has {len(guideline):,}."
+            )
+        return guideline
 
     def clean(self):
         data = super().clean()
