@@ -53,12 +53,29 @@ class TaskSpec:
     aliases: tuple[str, ...] = ()  # other names (corrected spellings, abbreviations)
 
 
-def slugify(text: str) -> str:
-    """A slug from free text: "Heart rate (bpm)" -> "heart-rate-bpm", cut to 80 characters."""
-    text = text.lower().replace("'", "").replace("\u2019", "")
+# Latin letters that Unicode does not decompose into a letter and its accents
+_UNDECOMPOSED = str.maketrans(
+    {"ø": "o", "Ø": "O", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ß": "ss", "đ": "d", "Đ": "D", "ð": "d"}
+    | {"Ð": "D", "ł": "l", "Ł": "L", "þ": "th", "Þ": "Th", "ħ": "h", "Ħ": "H", "ı": "i", "ŀ": "l", "Ŀ": "L"}
+)
+
+
+def transliterate(text: str) -> str:
+    """Latin letters without their accents: "diagnóstico" -> "diagnostico", "Ünïcødé" -> "Unicode"
+    (Unicode's compatibility decomposition, NFKD, less the combining marks, and a table of the
+    letters it does not decompose). Other scripts are left as they are."""
+    decomposed = unicodedata.normalize("NFKD", text.translate(_UNDECOMPOSED))
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def slugify(text: str, max_length: int = MAX_SLUG_LENGTH) -> str:
+    """A slug from free text: "Heart rate (bpm)" -> "heart-rate-bpm", "diagnóstico" -> "diagnostico"
+    (accents dropped, never the letter), cut at a hyphen to `max_length` (80) characters. Letters
+    with no Latin form (Greek, Cyrillic, CJK) give no slug: "" (the caller asks for one)."""
+    text = transliterate(text).lower().replace("'", "").replace("\u2019", "")
     slug = re.sub(r"[^a-z0-9]+", "-", text).strip("-")
-    if len(slug) > MAX_SLUG_LENGTH:
-        slug = slug[:MAX_SLUG_LENGTH].rsplit("-", 1)[0] or slug[:MAX_SLUG_LENGTH]
+    if len(slug) > max_length:
+        slug = slug[:max_length].rsplit("-", 1)[0] or slug[:max_length]
     return slug
 
 

@@ -150,3 +150,12 @@ def test_options_are_kept_in_nfc_and_both_forms_of_one_are_a_duplicate():
     assert task.options == (nfc, "no") and task.aliases == (nfc,)
     with pytest.raises(CatalogError, match="duplicate option"):
         parse_catalog([{"description": "fever", "options": [nfc, nfd]}])
+
+
+def test_slugify_transliterates_accents_instead_of_dropping_the_letters():
+    assert slugify("diagnóstico") == "diagnostico"  # was "diagn-stico"
+    assert slugify("Ünïcødé") == "unicode"
+    assert slugify("Straße, Æsir, Łódź") == "strasse-aesir-lodz"
+    assert slugify("diagno\u0301stico") == "diagnostico"  # the accent typed as a combining mark
+    assert slugify("Ελληνικά") == ""  # no Latin form: no slug (the form asks for one)
+    assert len(slugify("é" * 200, max_length=100)) == 100

@@ -5,8 +5,9 @@ object is a 404, a capability the token's role lacks a 403, a bad request a 400 
 No endpoint writes note text anywhere but into its own answer."""
 
 import inspect
+import unicodedata
 
-from django.db.models import F
+from django.db.models import F, Q
 from django.http import StreamingHttpResponse
 from ninja import File, Form, Query, Router, Status
 from ninja.errors import HttpError
@@ -217,13 +218,19 @@ def _known_fields_only(request, endpoint):
         raise HttpError(400, " ".join(f"Unknown field {name}." for name in unknown))
 
 
-def _tasks(user, slugs: list[str]) -> list[Task]:
-    """The tasks the user may see, by slug, in the order given; an unknown slug is a 400 naming it."""
-    found = {task.slug: task for task in Task.objects.visible_to(user).filter(slug__in=slugs)}
-    missing = sorted(set(slugs) - set(found))
+def _tasks(user, names: list[str]) -> list[Task]:
+    """The tasks the user may see, each named by its slug or its description (as a mapping names
+    them: "diagnóstico" for the task diagnostico), in the order given, once each; an unknown name
+    is a 400 naming it."""
+    names = [unicodedata.normalize("NFC", name) for name in names]  # descriptions are stored NFC
+    found = {}
+    for task in Task.objects.visible_to(user).filter(Q(slug__in=names) | Q(description__in=names)):
+        found.setdefault(task.description, task)
+        found[task.slug] = task  # a slug wins over another task's description
+    missing = sorted(set(names) - set(found))
     if missing:
         raise HttpError(400, f"Unknown task(s): {', '.join(missing)}.")
-    return [found[slug] for slug in dict.fromkeys(slugs)]
+    return list(dict.fromkeys(found[name] for name in names))
 
 
 # --- corpora and notes (read) ---------------------------------------------------------------

@@ -10,16 +10,18 @@ One entry a line (the Import page) or a `--map` each (the command line):
     ACTOR=-                              skipped
     *=-                                  every label no other entry names is skipped
 
-The task is a task's slug, description or alias, as in a JSONL label import. A label with no
-entry is an error, so nothing is imported by chance, except a label of the form `task:value`
-(what our exports write for gold spans), which stands for itself. An entry with attributes
-wins over one without. Only gold spans are imported: predictions and review decisions in a file
-are counted and skipped.
+The task is a task's slug, description or alias, as in a JSONL label import, in any Unicode
+normal form ("diagnóstico" typed with a combining accent names the task described "diagnóstico").
+A label with no entry is an error, so nothing is imported by chance, except a label of the form
+`task:value` (what our exports write for gold spans), which stands for itself. An entry with
+attributes wins over one without. Only gold spans are imported: predictions and review decisions
+in a file are counted and skipped.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 SKIP = "-"
@@ -96,5 +98,6 @@ def parse_mapping(items) -> Mapping:
         task, sep, label = target.partition(":")
         if not task.strip() or (sep and not label.strip()):
             raise MappingError(f"mapping entry {number}: the task, or the label value after ':', is empty")
-        mapping.entries[(key, attr, value)] = Target(task.strip(), label.strip() if sep else None)
+        task = unicodedata.normalize("NFC", task.strip())  # as descriptions are stored, however it was typed
+        mapping.entries[(key, attr, value)] = Target(task, label.strip() if sep else None)
     return mapping

@@ -3,8 +3,8 @@ members page), commands (create_project, add_member) and the sign-in through the
 provider (webapp.accounts.oidc) all come here."""
 
 from django.db import transaction
-from django.utils.text import slugify
 
+from ml.catalog import slugify
 from webapp.accounts.roles import Role, forget_roles
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
@@ -12,7 +12,7 @@ from webapp.projects.models import Membership, Project
 
 
 def create_project(*, name: str, slug: str = "", description: str = "", actor=None, ip=None) -> Project:
-    project = Project(name=name.strip(), slug=slug or slugify(name)[:100], description=description)
+    project = Project(name=name.strip(), slug=slug or slugify(name, max_length=100), description=description)
     project.full_clean()
     with transaction.atomic():
         project.created_by = actor if getattr(actor, "is_authenticated", False) else None

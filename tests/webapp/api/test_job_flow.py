@@ -51,3 +51,21 @@ def test_a_bad_launch_says_why(client, researcher, own, make_token, bearer):
     )
     assert bad_k.status_code == 400 and "k must be" in bad_k.json()["detail"]
     assert not RelevanceJob.objects.exists()
+
+
+def test_tasks_are_named_by_slug_or_by_description(client, researcher, own, make_token, bearer):
+    from webapp.corpus.models import Task
+
+    Task.objects.create(slug="diagn-stico", description="diagnóstico", options=["sì", "no"])  # an older slug
+    _, secret = make_token(researcher, [own["project"]])
+    for named in (["diagnóstico", "heart rate"], ["diagno\u0301stico", "heart-rate"], ["diagn-stico", "heart rate"]):
+        launched = client.post(
+            "/api/jobs", _body(own, tasks=named), content_type="application/json", headers=bearer(secret)
+        )
+        assert launched.status_code == 202, launched.json()
+        job = RelevanceJob.objects.get(pk=launched.json()["id"])
+        assert sorted(job.tasks.values_list("slug", flat=True)) == ["diagn-stico", "heart-rate"]
+    unknown = client.post(
+        "/api/jobs", _body(own, tasks=["diagnostic"]), content_type="application/json", headers=bearer(secret)
+    )
+    assert unknown.status_code == 400 and unknown.json()["detail"] == "Unknown task(s): diagnostic."

@@ -40,3 +40,8 @@ def test_a_bad_entry_is_refused_naming_it(entries, message):
     with pytest.raises(MappingError) as err:
         parse_mapping(entries)
     assert str(err.value).startswith(message)
+
+
+def test_a_task_is_named_as_its_description_is_stored_however_the_accent_was_typed():
+    typed = "DIAG=diagno\u0301stico:yes"  # o + combining acute, as some keyboards and files write it
+    assert parse_mapping([typed]).target("DIAG", {}) == Target("diagnóstico", "yes")

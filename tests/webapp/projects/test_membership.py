@@ -40,3 +40,8 @@ def test_provider_groups_change_only_the_memberships_they_gave(django_user_model
     assert set(Membership.objects.filter(user=user).values_list("project__slug", "role", "origin")) == {
         ("study", "curator", "app")
     }
+
+
+def test_a_projects_slug_keeps_its_letters_without_their_accents(site_admin):
+    assert create_project(name="Ünïcødé", actor=site_admin).slug == "unicode"  # was "unicde"
+    assert create_project(name="Cardiología Niños", actor=site_admin).slug == "cardiologia-ninos"
