@@ -4,14 +4,16 @@ Each decision may carry `active_ms` (PeakDecision; the review page's clock, idle
 cut, see static/review/review.js); decisions without it are left out of the figures, never
 counted as zero. Reported: the median seconds per decision of each reviewer and of each task.
 
-Estimate, per task: undecided pairs x peaks per pair x median seconds per decision x reviewers,
-where
-- undecided pairs: the task's (note, task) pairs with relevance maps under the report's filters
-  on which no reviewer has decided any peak (not retired tasks);
+Estimate, per task: judgements left x peaks per pair x median seconds per decision, where
+- judgements left: over the task's (note, task) pairs with relevance maps under the report's
+  filters (not retired tasks), K reviewers per pair less those who decided a peak of it already
+  (none below 0): on a round of 3 reviewers, a pair one of them decided still needs 2; K is the
+  report's choice, else the largest k of the review rounds under the filters, else 2;
+- undecided pairs (shown): those no reviewer has decided any peak of;
 - peaks per pair: the mean number of decisions one reviewer made on a pair of the task (over the
   reviewer-pairs with decisions), as a stand-in for its peaks (pairs with no peak under the
   setting used are counted as pairs, so the figure errs high);
-- median seconds per decision of the task, and K reviewers each deciding every pair.
+- median seconds per decision of the task.
 The total is the sum over tasks with a median; a task with no timed decision has no estimate and
 is named.
 
@@ -47,6 +49,7 @@ class TaskEstimate:
     undecided_pairs: int
     peaks_per_pair: float | None
     hours: float | None  # for the report's number of reviewers; None: no timed decision
+    judgements_left: int = 0  # pairs x reviewers, less the reviewers who decided each pair
 
 
 @dataclass
@@ -61,16 +64,53 @@ class ReviewTime:
 
     @property
     def untimed_tasks(self) -> list[str]:
-        return [t.name for t in self.tasks if t.hours is None and t.undecided_pairs]
+        return [t.name for t in self.tasks if t.hours is None and t.judgements_left]
+
+    @property
+    def shown(self) -> str:
+        """The total as the report says it: "1.5 h", or minutes under an hour ("0.0 h" said
+        nothing of 2 minutes left)."""
+        return duration_text(self.hours)
 
 
-def estimate_hours(undecided_pairs: int, peaks_per_pair: float, median_s: float, reviewers: int) -> float:
-    """Hours of review for `reviewers` to each decide every peak of `undecided_pairs` pairs."""
-    return undecided_pairs * peaks_per_pair * median_s * reviewers / 3600
+def duration_text(hours: float) -> str:
+    if hours >= 1 or hours == 0:
+        return f"{hours:.1f} h"
+    return f"{max(round(hours * 60), 1)} min"
 
 
-def review_time(user, corpus=None, model=None, method: str | None = None, *, reviewers: int = 2) -> ReviewTime:
-    """Time per decision and the hours left, over what `user` may see."""
+def estimate_hours(judgements: int, peaks_per_pair: float, median_s: float) -> float:
+    """Hours of review for `judgements` pair judgements of `peaks_per_pair` peaks each."""
+    return judgements * peaks_per_pair * median_s / 3600
+
+
+def judgements_left(pairs: int, reviewers_on_decided: list[int], reviewers: int) -> int:
+    """The judgements still to make on `pairs` pairs when each needs `reviewers`, given how many
+    reviewers decided each of the decided ones (the others have none)."""
+    return max(pairs * reviewers - sum(min(done, reviewers) for done in reviewers_on_decided), 0)
+
+
+def _reviewers_per_pair(user, corpus, model, method) -> int:
+    """The largest k of the review rounds `user` may see under the filters, else 2."""
+    from webapp.review.models import ReviewRound
+
+    rounds = ReviewRound.objects.visible_to(user)
+    if corpus is not None:
+        rounds = rounds.filter(corpus=corpus)
+    if model is not None:
+        rounds = rounds.filter(model_version=model)
+    if method:
+        rounds = rounds.filter(method=method)
+    return max(rounds.values_list("k", flat=True), default=2)
+
+
+def review_time(
+    user, corpus=None, model=None, method: str | None = None, *, reviewers: int | None = None
+) -> ReviewTime:
+    """Time per decision and the hours left, over what `user` may see; `reviewers` per pair, by
+    default those of the review rounds under the filters (module docstring)."""
+    if reviewers is None:
+        reviewers = _reviewers_per_pair(user, corpus, model, method)
     decisions = PeakDecision.objects.visible_to(user)
     maps = RelevanceMap.objects.visible_to(user).filter(task__retired=False)
     if corpus is not None:
@@ -90,8 +130,13 @@ def review_time(user, corpus=None, model=None, method: str | None = None, *, rev
             by_reviewer[reviewer].append(active_ms / 1000)
             by_task[task_id].append(active_ms / 1000)
     decisions_per_pair: dict[int, list[int]] = defaultdict(list)
-    for (task_id, _, _), n in per_pair.items():
+    reviewers_on: dict[tuple, int] = defaultdict(int)  # (task, note) -> reviewers who decided
+    for (task_id, note_id, _), n in per_pair.items():
         decisions_per_pair[task_id].append(n)
+        reviewers_on[(task_id, note_id)] += 1
+    done_by_task: dict[int, list[int]] = defaultdict(list)  # reviewers on each decided pair
+    for (task_id, _), n in reviewers_on.items():
+        done_by_task[task_id].append(n)
 
     undecided = (
         maps.filter(~Exists(PeakDecision.objects.filter(note=OuterRef("note"), task=OuterRef("task"))))
@@ -100,6 +145,12 @@ def review_time(user, corpus=None, model=None, method: str | None = None, *, rev
         .annotate(pairs=Count("note_id", distinct=True))
     )
     undecided_count = {row["task_id"]: row["pairs"] for row in undecided}
+    mapped_count = dict(
+        maps.order_by()
+        .values("task_id")
+        .annotate(pairs=Count("note_id", distinct=True))
+        .values_list("task_id", "pairs")
+    )
     names = {row["task_id"]: row["task__description"] for row in undecided}
     names.update(dict(decisions.order_by().values_list("task_id", "task__description").distinct()))
 
@@ -114,8 +165,10 @@ def review_time(user, corpus=None, model=None, method: str | None = None, *, rev
         median_s = median(seconds) if seconds else None
         per = sum(counts) / len(counts) if counts else None
         pairs = undecided_count.get(task_id, 0)
-        hours = estimate_hours(pairs, per, median_s, reviewers) if median_s is not None and per is not None else None
-        out.tasks.append(TaskEstimate(names[task_id], len(seconds), median_s, pairs, per, hours))
+        decided = done_by_task.get(task_id, []) if task_id in mapped_count else []
+        left = judgements_left(mapped_count.get(task_id, 0), decided, reviewers)
+        hours = estimate_hours(left, per, median_s) if median_s is not None and per is not None else None
+        out.tasks.append(TaskEstimate(names[task_id], len(seconds), median_s, pairs, per, hours, left))
     return out
 
 

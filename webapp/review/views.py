@@ -485,7 +485,8 @@ def report(request):
     corpus = Corpus.objects.visible_to(request.user).filter(pk=_int(request.GET.get("corpus"))).first()
     model = ModelVersion.objects.visible_to(request.user).filter(pk=_int(request.GET.get("model"))).first()
     method = request.GET.get("method") or None
-    reviewers = min(max(_int(request.GET.get("reviewers")) or 2, 1), 20)
+    given = _int(request.GET.get("reviewers"))
+    reviewers = min(max(given, 1), 20) if given else None  # None: as many as the rounds there have
     rows = reports.task_reports(request.user, corpus, model, method)
     overall = reports.overall_agreement(rows)
     csv_query = request.GET.copy()
