@@ -372,6 +372,8 @@ def launch_import(
     mapping: Form[str] = "",
     layer: Form[str] = "",
     feature: Form[str] = "",
+    missing_feature: Form[str] = "refuse",
+    feature_default: Form[str] = "",
     annotator: Form[str] = "",
     preview: Form[bool] = False,
 ):
@@ -395,6 +397,8 @@ def launch_import(
         "mapping": mapping,
         "layer": layer,
         "feature": feature,
+        "missing_feature": missing_feature,
+        "feature_default": feature_default,
         "annotator": annotator,
         "preview": preview,
     }

@@ -63,6 +63,20 @@ class UploadForm(forms.Form):
         required=False, max_length=200, help_text="XMI: the layer to read (default: every custom one)"
     )
     feature = forms.CharField(required=False, max_length=200, help_text="XMI: the feature holding the label")
+    missing_feature = forms.ChoiceField(
+        choices=[
+            ("refuse", "Refuse the file"),
+            ("skip", "Skip the span"),
+            ("default", "Give it the default label"),
+        ],
+        initial="refuse",
+        required=False,
+        label="Spans without the feature",
+        help_text="XMI: what becomes of an annotation that lacks the feature; the preview counts them",
+    )
+    feature_default = forms.CharField(
+        required=False, max_length=200, label="Default label", help_text="XMI: the label of spans without the feature"
+    )
     annotator = forms.CharField(
         required=False,
         max_length=150,
@@ -100,6 +114,8 @@ class UploadForm(forms.Form):
                 "mapping": data.get("mapping", "").splitlines(),
                 "layer": data.get("layer", ""),
                 "feature": data.get("feature", ""),
+                "missing_feature": data.get("missing_feature") or "refuse",
+                "feature_default": data.get("feature_default", ""),
                 "annotator": data.get("annotator", ""),
                 "dry_run": data["preview"],
             }

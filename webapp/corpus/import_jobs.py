@@ -277,6 +277,15 @@ def discard_leftovers() -> None:
         discard_upload(job)
 
 
+def problem_text(job: ImportJob) -> str:
+    """Every problem line the job keeps, one a line, for the download; then how many more were
+    counted than kept (webapp.lib.import_sources.KEPT_PROBLEMS), if any."""
+    lines = list(job.problems)
+    if job.more_problems:
+        lines.append(f"... and {job.more_problems:,} more problems ({job.problem_count:,} in all), not kept")
+    return "".join(f"{line}\n" for line in lines)
+
+
 def recent(user):
     """The latest imports into the projects where `user` may import."""
     return ImportJob.objects.visible_to(user, Capability.IMPORT).select_related("created_by", "project")[:RECENT]

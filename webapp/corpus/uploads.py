@@ -126,6 +126,8 @@ def import_stored(
             mapping=options["mapping"],
             layer=options["layer"],
             feature=options["feature"],
+            missing_feature=options.get("missing_feature", "refuse"),
+            feature_default=options.get("feature_default", ""),
             annotator=options.get("annotator", ""),  # uploads stored before the field: the file's own
             dry_run=options["dry_run"],
             update=update,

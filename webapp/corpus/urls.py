@@ -14,6 +14,7 @@ urlpatterns = [
     path("import/", views.upload, name="upload"),
     path("imports/", views.import_list, name="import_list"),
     path("imports/<int:job_id>/", views.import_detail, name="import_detail"),
+    path("imports/<int:job_id>/problems.txt", views.import_problems, name="import_problems"),
     path("imports/<int:job_id>/cancel/", views.import_cancel, name="import_cancel"),
     path("imports/<int:job_id>/resume/", views.import_resume, name="import_resume"),
 ]

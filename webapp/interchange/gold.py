@@ -36,7 +36,14 @@ from django.db import transaction
 
 from webapp.corpus.importing import ImportReport, _TaskResolver, import_annotations, import_limits
 from webapp.corpus.models import Annotation, Note, text_hash
-from webapp.interchange.formats import FormatError, ReadOptions, UnsupportedFormat, get_format
+from webapp.interchange.formats import (
+    MISSING_FEATURE,
+    WITHOUT_FEATURE,
+    FormatError,
+    ReadOptions,
+    UnsupportedFormat,
+    get_format,
+)
 from webapp.interchange.mapping import Mapping, MappingError, parse_mapping
 from webapp.interchange.unpack import unzip
 from webapp.lib.import_limits import over_limit
@@ -68,6 +75,8 @@ def import_gold(
     mapping: list[str] | Mapping,
     layer: str = "",
     feature: str = "",
+    missing_feature: str = "refuse",
+    feature_default: str = "",
     annotator: str = "",
     update: bool = False,
     dry_run: bool = False,
@@ -80,6 +89,8 @@ def import_gold(
 ) -> GoldReport:
     """Import (or with dry_run, preview) the gold spans of `path` (a file, a folder, or a zip of
     brat or XMI files) in format `fmt` into corpus `corpus_name`; module docstring.
+    `missing_feature` (XMI, with `feature`): what becomes of an annotation without that feature:
+    "refuse" (the file), "skip" (the span) or "default" (labelled `feature_default`).
     `checkpoint()`, if given, is called after each document read; it raises to stop the import
     (a cancel, a job another worker took over), so one slow document is the most a stop waits."""
     path = Path(path)
@@ -91,10 +102,19 @@ def import_gold(
     except (UnsupportedFormat, MappingError) as exc:
         problems.add(name, None, str(exc))
         return GoldReport(_failed(problems), dry_run=dry_run)
+    if reason := _missing_feature_problem(missing_feature, feature_default, feature):
+        problems.add(name, None, reason)
+        return GoldReport(_failed(problems), dry_run=dry_run)
     with _readable(path, format_, unpack_dir, problems) as source:
         if source is None:
             return GoldReport(_failed(problems), dry_run=dry_run)
-        options = ReadOptions(layer, feature, file_bytes=import_limits().file_bytes)
+        options = ReadOptions(
+            layer,
+            feature,
+            file_bytes=import_limits().file_bytes,
+            missing_feature=missing_feature,
+            feature_default=nfc(feature_default.strip()),
+        )
         reading = _Reading(format_, source, options, plan, name, checkpoint, nfc(annotator.strip()))
         report = import_annotations(
             path,
@@ -169,6 +189,7 @@ class _Reading:
         self.label_docs: Counter = Counter()
         self.label_target: dict[str, Counter] = defaultdict(Counter)  # label -> {what it maps to: spans}
         self.other_sources: Counter = Counter()
+        self.without_feature = 0  # XMI spans without the chosen feature, skipped or given the default
 
     def __call__(self, problems: Problems, corpus):
         self.calls += 1
@@ -236,6 +257,7 @@ class _Reading:
             doc_id, (source, line) = nfc(doc.id), self._where(doc)
             if first:
                 self.documents += 1
+                self.without_feature += doc.metadata.get(WITHOUT_FEATURE, 0)
             note = notes.get(doc_id)
             if note is None:
                 problems.add(source, line, f"document {doc_id!r}: the corpus has no note with this id")
@@ -370,6 +392,11 @@ class _Reading:
                 else ", ".join(f"{target} ({count:,})" for target, count in sorted(targets.items()))
             )
             out.append(f"{label}: {n:,} span(s) in {self.label_docs[label]:,} document(s) -> {shown}")
+        if self.options.missing_feature != "refuse":
+            treated = (
+                "skipped" if self.options.missing_feature == "skip" else f"labelled {self.options.feature_default!r}"
+            )
+            out.append(f"{self.without_feature:,} span(s) without the feature {self.options.feature!r}: {treated}")
         if self.annotator_spans:
             out.append(self._annotator_line())
         for source, n in sorted(self.other_sources.items()):
@@ -391,6 +418,18 @@ class _Reading:
 
     def annotator_names(self) -> list[str]:
         return [self.annotator] if self.annotator else sorted(self.annotator_spans)[:50]
+
+
+def _missing_feature_problem(missing: str, default: str, feature: str) -> str | None:
+    if missing not in MISSING_FEATURE:
+        return f"spans without the feature: {missing!r} is not one of {', '.join(MISSING_FEATURE)}"
+    if missing != "refuse" and not feature:
+        return "spans without the feature: choose the feature (XMI) first"
+    if missing == "default" and not default.strip():
+        return "spans without the feature are to be given a default label: give it"
+    if missing != "default" and default.strip():
+        return "a default label for spans without the feature goes with 'default' (or leave it empty)"
+    return None
 
 
 def _task_resolver(corpus) -> _TaskResolver:

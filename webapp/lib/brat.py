@@ -174,7 +174,23 @@ def _entity(line: str, line_no: int, ann: Path, text: str, problems, limits: Imp
         where = ", ".join(f"[{s}, {e})" for s, e in spans)
         problems.add(ann.name, line_no, f"{entity}: the covered text differs from {ann.stem}.txt at {where}")
         return None
+    spans, overlap = fragments_in_text_order(spans)
+    if overlap:
+        problems.add(ann.name, line_no, f"{entity}: {overlap}")
+        return None
     return {"id": entity_id, "type": kind, "spans": spans}
+
+
+def fragments_in_text_order(fragments: list) -> tuple[list, str | None]:
+    """The one verdict on a discontinuous entity's fragments, for the notes import and the gold
+    import alike (webapp.interchange.formats.brat): fragments out of text order are taken, in text
+    order (the covered text is checked in the file's order first: brat joins them as written);
+    fragments that share characters are refused, with the reason. Returns (fragments, reason)."""
+    ordered = sorted([int(s), int(e)] for s, e in fragments)
+    for (a, b), (c, d) in zip(ordered, ordered[1:]):
+        if c < b:
+            return ordered, f"its fragments [{a}, {b}) and [{c}, {d}) overlap"
+    return ordered, None
 
 
 def _covers(text: str, spans: list[list[int]], covered: str) -> bool:

@@ -41,7 +41,11 @@ from webapp.lib.import_limits import ImportLimits, over_limit
 from webapp.lib.input_files import NAMED, open_lines, read_text_file, sniff
 from webapp.lib.validators import hidden_character, printable
 
-MAX_PROBLEMS = 50
+MAX_PROBLEMS = 50  # problem lines shown at once (a command's output, a page of an import's problems)
+# Problems kept, and stored with a refused import's job: every one can be read (the import's
+# page, a page at a time; the API and a download, whole). The bound keeps memory and the job's row
+# small (~150 bytes a line) whatever the file; past it, the count says how many more there were.
+KEPT_PROBLEMS = 10_000
 MAX_ID_LENGTH = 200
 MAX_TASK_LENGTH = 200
 MAX_NAMES_SHOWN = 10
@@ -65,10 +69,10 @@ class Problem:
 
 @dataclass
 class Problems:
-    """Keeps the first `limit` problems and warnings and counts them all. Problems stop an
-    import; warnings are shown with its summary."""
+    """Keeps the first `limit` problems (and MAX_PROBLEMS warnings) and counts them all. Problems
+    stop an import; warnings are shown with its summary."""
 
-    limit: int = MAX_PROBLEMS
+    limit: int = KEPT_PROBLEMS
     kept: list[Problem] = field(default_factory=list)
     total: int = 0
     warnings: list[Problem] = field(default_factory=list)
@@ -84,7 +88,7 @@ class Problems:
 
     def warn(self, source: str, line: int | None, message: str) -> None:
         self.warning_total += 1
-        if len(self.warnings) < self.limit:
+        if len(self.warnings) < MAX_PROBLEMS:
             self.warnings.append(Problem(printable(source), line, printable(message)))
 
     def lines(self) -> list[str]:
@@ -92,6 +96,8 @@ class Problems:
 
 
 def numbered_lines(kept: list[Problem], total: int, what: str) -> list[str]:
+    """The first MAX_PROBLEMS lines, then how many more there are."""
+    kept = kept[:MAX_PROBLEMS]
     out = [str(p) for p in kept]
     if total > len(kept):
         out.append(f"... and {total - len(kept)} more {what} ({total} in all)")

@@ -162,11 +162,13 @@ def test_a_bad_file_lists_each_problem_with_its_line_and_imports_nothing(
     assert job.upload == "" and not any((data_dir / "uploads").iterdir())
 
 
-def test_only_the_first_problems_are_kept_and_the_rest_are_counted(
+def test_every_problem_can_be_read_a_page_at_a_time_whole_by_api_and_as_a_download(
     client, researcher, sent, django_capture_on_commit_callbacks
 ):
+    from webapp.api import tokens
+
     client.force_login(researcher)
-    body = b"".join(b"{broken\n" for _ in range(60))
+    body = b"".join(b"{broken\n" for _ in range(250))
     job, html = imported(
         client,
         django_capture_on_commit_callbacks,
@@ -175,8 +177,17 @@ def test_only_the_first_problems_are_kept_and_the_rest_are_counted(
         language="it",
         file=SimpleUploadedFile("n.jsonl", body),
     )
-    assert job.problem_count == 60 and len(job.problems) == 50 and job.more_problems == 10
-    assert "60 problems" in html and "and 10 more problems (60 in all)" in html
+    assert job.problem_count == 250 and len(job.problems) == 250 and job.more_problems == 0
+    assert "250 problems" in html and "Problems 1–50 of 250" in html and "n.jsonl line 50:" in html
+    assert "n.jsonl line 51:" not in html
+    last = client.get(reverse("corpus:import_detail", args=[job.pk]), {"problems_page": 5}).content.decode()
+    assert "Problems 201–250 of 250" in last and "n.jsonl line 250:" in last and "n.jsonl line 200:" not in last
+    download = client.get(reverse("corpus:import_problems", args=[job.pk]))
+    assert download["Content-Disposition"] == f'attachment; filename="import-{job.pk}-problems.txt"'
+    assert download.content.decode().splitlines() == job.problems
+    _, secret = tokens.create(researcher, name="problems", projects=[default_project()], ceiling="roles", days=1)
+    answer = client.get(f"/api/imports/{job.pk}", headers={"Authorization": f"Bearer {secret}"}).json()
+    assert answer["problem_count"] == 250 and answer["problems"] == job.problems
 
 
 def test_a_zip_of_brat_files_is_imported_as_notes(client, researcher, sent, django_capture_on_commit_callbacks):

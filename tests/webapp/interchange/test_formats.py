@@ -228,7 +228,11 @@ def test_xmi_layer_and_feature_are_chosen(tmp_path):
     (doc,) = get_format("xmi").read(_e3c_like_xmi(tmp_path), ReadOptions(layer="CLINENTITY", feature="entityID"))
     assert [(s.label, s.covered(doc.text)) for s in doc.spans] == [("C0008031", "chest pain")]
     (error,) = get_format("xmi").read(_e3c_like_xmi(tmp_path / "b"), ReadOptions(layer="EVENT", feature="entityID"))
-    assert str(error) == "EN1.xml: layer webanno.custom.EVENT has no feature 'entityID' (it has: polarity)"
+    assert str(error) == (
+        "EN1.xml: layer webanno.custom.EVENT has no feature 'entityID' (it has: polarity); skip such spans or give "
+        "them a default label (--missing-feature skip, or default with --feature-default; the Import page's 'Spans "
+        "without the feature')"
+    )
     (error,) = get_format("xmi").read(_e3c_like_xmi(tmp_path / "c"), ReadOptions(layer="TIMEX3"))
     assert "no annotation layer 'TIMEX3' (its custom layers: CLINENTITY, EVENT, METADATA)" in str(error)
 

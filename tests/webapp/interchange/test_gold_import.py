@@ -316,3 +316,75 @@ def test_a_checkpoint_stops_the_reading_between_documents(ward, tasks, tmp_path)
         _import_gold(folder, "ward", fmt="brat", mapping=MAP, checkpoint=checkpoint)
     assert len(documents_read) == 2  # of 9
     assert Annotation.objects.count() == 0
+
+
+def test_brat_fragments_out_of_text_order_get_the_notes_imports_verdict(ward, tasks, tmp_path):
+    """One file, one verdict: fragments out of order are read in text order by both imports;
+    overlapping ones are refused by both, for the same reason."""
+    from webapp.corpus.importing import import_notes
+
+    fever, chest = N1.index("fever"), N1.index("chest")
+    backwards = f"T1\tS {chest} {chest + 5};{fever} {fever + 5}\tchest fever"
+    gold = _import_gold(_brat(tmp_path / "a", {"n1": [backwards]}), "ward", fmt="brat", mapping=["S=fever:present"])
+    assert gold.ok, gold.report.problem_lines()
+    assert _annotations() == [("n1", "fever", "present", [[fever, fever + 5], [chest, chest + 5]], "ward-team")]
+    notes = import_notes(_brat(tmp_path / "b", {"n1": [backwards]}), "from-brat", language="en", create=True)
+    assert notes.ok, notes.problem_lines()
+
+    overlapping = f"T1\tS {chest} {chest + 5};{chest + 2} {chest + 5}\tchest est"
+    gold = _import_gold(_brat(tmp_path / "c", {"n1": [overlapping]}), "ward", fmt="brat", mapping=["S=fever:present"])
+    notes = import_notes(_brat(tmp_path / "d", {"n1": [overlapping]}), "from-brat-2", language="en", create=True)
+    reason = f"n1.ann line 1: entity 'T1': its fragments [{chest}, {chest + 5}) and [{chest + 2}, {chest + 5}) overlap"
+    assert gold.report.problem_lines() == [reason]
+    assert notes.problem_lines() == [reason]
+
+
+def _clinentity_zip(tmp_path):
+    """E3C's shape: CLINENTITY annotations of which only some carry entityID; no type system, so
+    n2's inferred one has no entityID feature at all."""
+    from cassis import Cas, TypeSystem
+
+    archive = tmp_path / "e3c.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for note_id, spans in {"n1": [("fever", "C1"), ("chest", None)], "n2": [("HR 60", None)]}.items():
+            ts = TypeSystem()
+            entity = ts.create_type("webanno.custom.CLINENTITY", supertypeName="uima.tcas.Annotation")
+            ts.create_feature(entity, "entityID", "uima.cas.String")
+            cas = Cas(typesystem=ts)
+            cas.sofa_string = TEXTS[note_id]
+            for word, entity_id in spans:
+                start = TEXTS[note_id].index(word)
+                cas.add(entity(begin=start, end=start + len(word), **({"entityID": entity_id} if entity_id else {})))
+            zf.writestr(f"{note_id}.xml", cas.to_xmi())
+    return archive
+
+
+def test_xmi_spans_without_the_chosen_feature_are_refused_skipped_or_given_a_default(ward, tasks, tmp_path):
+    read = {"fmt": "xmi", "layer": "CLINENTITY", "feature": "entityID", "unpack_dir": tmp_path}
+    refused = _import_gold(_clinentity_zip(tmp_path), "ward", mapping=["C1=fever:present"], **read)
+    lines = refused.report.problem_lines()
+    assert len(lines) == 2 and all("--missing-feature skip" in line for line in lines)
+    assert lines[1].startswith("n2.xml: layer webanno.custom.CLINENTITY has no feature 'entityID'")
+
+    skipped = _import_gold(
+        _clinentity_zip(tmp_path), "ward", mapping=["C1=fever:present"], missing_feature="skip", dry_run=True, **read
+    )
+    assert skipped.ok, skipped.report.problem_lines()
+    assert "2 span(s) without the feature 'entityID': skipped" in skipped.preview
+    assert skipped.preview[-1] == "annotations: 1 to create, 0 unchanged, 0 to update"
+
+    mapping = ["C1=fever:present", "unknown=heart-rate:normocardic"]
+    given = _import_gold(
+        _clinentity_zip(tmp_path), "ward", mapping=mapping, missing_feature="default", feature_default="unknown", **read
+    )
+    assert given.ok, given.report.problem_lines()
+    assert "2 span(s) without the feature 'entityID': labelled 'unknown'" in given.preview
+    assert [(note, task, label) for note, task, label, _, _ in _annotations()] == [
+        ("n1", "fever", "present"),
+        ("n1", "heart-rate", "normocardic"),
+        ("n2", "heart-rate", "normocardic"),
+    ]
+    unnamed = _import_gold(_clinentity_zip(tmp_path), "ward", mapping=mapping, missing_feature="default", **read)
+    assert unnamed.report.problem_lines() == [
+        "e3c.zip: spans without the feature are to be given a default label: give it"
+    ]

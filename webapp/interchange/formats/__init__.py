@@ -31,12 +31,15 @@ from pathlib import Path
 from webapp.interchange.formats._files import FILE_BYTES
 from webapp.interchange.formats.document import (
     SOURCES,
+    WITHOUT_FEATURE,
     Document,
     FormatError,
     Span,
     UnsupportedFormat,
     check_spans,
 )
+
+MISSING_FEATURE = ("refuse", "skip", "default")
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,11 @@ class ReadOptions:
         ""  # XMI: the annotation type to read (full name, or its last part: "CLINENTITY"); empty: every custom layer
     )
     feature: str = ""  # XMI: the feature whose value is the span's label; empty: the layer's short name
+    # XMI: an annotation without a value for `feature` (E3C: 13 of the 36 English files' CLINENTITY lack
+    # entityID): "refuse" the file, "skip" the span, or label it `feature_default` ("default").
+    # Documents count such spans in metadata[WITHOUT_FEATURE].
+    missing_feature: str = "refuse"
+    feature_default: str = ""
     file_bytes: int = FILE_BYTES  # a larger file is refused unread (IMPORT_MAX_FILE_BYTES; the import passes it)
 
 
@@ -111,7 +119,9 @@ __all__ = [
     "Document",
     "Format",
     "FormatError",
+    "MISSING_FEATURE",
     "ReadOptions",
+    "WITHOUT_FEATURE",
     "Span",
     "UnsupportedFormat",
     "check_spans",

@@ -6,6 +6,8 @@
 
 Offsets: code points (brat is written in Python), half-open; the covered text is checked
 against the .txt (brat joins fragments with one space and writes a line break as a space).
+Fragments out of text order are taken in text order, fragments that overlap are refused: the
+notes import's verdict on the same file (`webapp.lib.brat.fragments_in_text_order`).
 The document's id is the file's name without .txt (%XX escapes undone: `_files.safe_name`).
 Relations, events, normalizations and other notes are skipped; a line that is none of these is
 an error naming the file and line. The source and reviewer of a span travel in an
@@ -29,6 +31,8 @@ from webapp.interchange.formats._files import (
     text_lines,
 )
 from webapp.interchange.formats.document import SOURCES, Document, FormatError, Span
+from webapp.lib.brat import fragments_in_text_order
+from webapp.lib.validators import quoted
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
 _ENTITY = re.compile(r"(T\S*)\t(\S+) (\d{1,18} \d{1,18}(?:;\d{1,18} \d{1,18})*)\t(.*)")
@@ -80,6 +84,9 @@ def _spans(ann: Path, text: str, limit: FileLimit) -> list[Span]:
             joined = " ".join(text[s:e] for s, e in ranges)
             if covered not in (joined, joined.replace("\n", " ")):
                 raise FormatError(ann.name, where, f"entity {tid}: the covered text differs from {ann.stem}.txt")
+            ranges, overlap = fragments_in_text_order(ranges)  # the notes import's verdict too
+            if overlap:
+                raise FormatError(ann.name, where, f"entity {quoted(tid)}: {overlap}")
             if tid in entities:
                 raise FormatError(ann.name, where, f"entity {tid} is defined twice")
             entities[tid] = {"ranges": ranges, "label": label, "attributes": {}, "source": "gold", "reviewer": ""}

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SOURCES = ("gold", "prediction", "decision")
+WITHOUT_FEATURE = "spans_without_feature"  # a Document's metadata: spans read without the chosen feature (XMI)
 
 Range = tuple[int, int]
 

@@ -11,7 +11,11 @@ element names its type by its namespace and tag (`http:///webanno/custom.ecore` 
 are string features. `ReadOptions.layer` chooses the annotation type to read (its full name or its
 last part, `CLINENTITY`); empty: every `webanno.custom.*` annotation layer (E3C's CLINENTITY,
 EVENT, BODYPART, ACTOR, TIMEX3, RML). `ReadOptions.feature` chooses the feature whose value is
-the label; empty: the layer's short name. The other string features become attributes.
+the label; empty: the layer's short name. The other string features become attributes. An
+annotation without a value for that feature (or a file whose layer has no such feature at all:
+an inferred type system knows only the features its file uses) stops the reading of its file,
+unless `ReadOptions.missing_feature` says to skip it or to label it `feature_default`; the
+document counts those spans in `metadata["spans_without_feature"]`.
 Zero-length annotations (E3C's METADATA) are not spans and are skipped. The document's id is the
 file's name without its suffix. A file (or type system) over `ReadOptions.file_bytes`
 divided by PARSED_SIZE (IMPORT_MAX_FILE_BYTES / 24: 21 MiB by default; E3C's largest file is
@@ -34,7 +38,7 @@ from cassis import Cas, TypeSystem, load_cas_from_xmi, load_typesystem
 from lxml import etree
 
 from webapp.interchange.formats._files import check_size, checked, file_limit, id_of_name, safe_name
-from webapp.interchange.formats.document import Document, FormatError, Span
+from webapp.interchange.formats.document import WITHOUT_FEATURE, Document, FormatError, Span
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
 CUSTOM = "webanno.custom."
@@ -49,6 +53,10 @@ XMI_NS = "http://www.omg.org/XMI"
 SKIPPED_NS = (XMI_NS, "http:///uima/cas.ecore")
 TYPESYSTEM_NAMES = ("typesystem.xml",)
 NOT_FEATURES = {"begin", "end", "sofa", f"{{{XMI_NS}}}id"}
+_SKIP_OR_DEFAULT = (
+    "skip such spans or give them a default label (--missing-feature skip, or default with --feature-default; "
+    "the Import page's 'Spans without the feature')"
+)
 PARSED_SIZE = 24  # cassis holds a document at ~23 times its bytes (8.4 MiB -> +192 MiB, measured)
 
 
@@ -82,7 +90,7 @@ def read(path: Path, options=None) -> Iterator[Document | FormatError]:
             typesystem = shared or _inferred_typesystem(file)
             with file.open("rb") as f:
                 cas = load_cas_from_xmi(f, typesystem=typesystem, lenient=True)
-            doc = _document(cas, typesystem, file, layer, feature)
+            doc = _document(cas, typesystem, file, layer, feature, options)
         except FormatError as exc:
             yield exc
             continue
@@ -142,10 +150,12 @@ def _package(uri: str) -> str:
     return body.replace("/", ".") + "."
 
 
-def _document(cas: Cas, typesystem: TypeSystem, file: Path, layer: str, feature: str) -> Document:
+def _document(cas: Cas, typesystem: TypeSystem, file: Path, layer: str, feature: str, options=None) -> Document:
     text = cas.sofa_string or ""
     layers = _layers(typesystem, layer, file)
     doc = Document(id_of_name(file.stem), text, where=file.name)
+    missing = getattr(options, "missing_feature", "refuse")
+    without_feature = 0
     groups: dict[tuple[str, str], dict] = {}
     for type_name in layers:
         ours = type_name in LAYERS.values()
@@ -157,9 +167,12 @@ def _document(cas: Cas, typesystem: TypeSystem, file: Path, layer: str, feature:
             for f in t.all_features
             if f.name not in ("begin", "end", "sofa") and typesystem.is_primitive(f.rangeType)
         ]
-        if feature and not ours and feature not in names:
+        if feature and not ours and feature not in names and missing == "refuse":
             raise FormatError(
-                file.name, None, f"layer {type_name} has no feature {feature!r} (it has: {', '.join(names) or 'none'})"
+                file.name,
+                None,
+                f"layer {type_name} has no feature {feature!r} (it has: {', '.join(names) or 'none'}); "
+                f"{_SKIP_OR_DEFAULT}",
             )
         for ann in cas.select(type_name):
             if ann.begin is None or ann.end is None or ann.begin >= ann.end:
@@ -173,9 +186,16 @@ def _document(cas: Cas, typesystem: TypeSystem, file: Path, layer: str, feature:
                     raise FormatError(file.name, where, "feature 'attributes' is not JSON") from None
                 key = (type_name, ann.get("group") or str(ann.xmiID))
             else:
-                label = short if not feature else ann.get(feature)
+                label = short if not feature else (ann.get(feature) if feature in names else None)
                 if not label:
-                    raise FormatError(file.name, where, f"{short} has no value for feature {feature!r}")
+                    if missing == "refuse":
+                        raise FormatError(
+                            file.name, where, f"{short} has no value for feature {feature!r}; {_SKIP_OR_DEFAULT}"
+                        )
+                    without_feature += 1
+                    if missing == "skip":
+                        continue
+                    label = options.feature_default
                 reviewer = ""
                 attributes = {n: ann.get(n) for n in names if n != feature and ann.get(n) not in (None, "")}
                 key = (type_name, str(ann.xmiID))
@@ -191,6 +211,8 @@ def _document(cas: Cas, typesystem: TypeSystem, file: Path, layer: str, feature:
             )
         )
     doc.spans.sort(key=lambda s: (s.start, s.end, s.label))
+    if without_feature:
+        doc.metadata[WITHOUT_FEATURE] = without_feature
     return doc
 
 

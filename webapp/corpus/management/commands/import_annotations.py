@@ -46,6 +46,14 @@ class Command(BaseCommand):
         parser.add_argument("--layer", default="", help="XMI: the annotation layer to read (default: every custom one)")
         parser.add_argument("--feature", default="", help="XMI: the feature holding the label (default: the layer)")
         parser.add_argument(
+            "--missing-feature",
+            choices=["refuse", "skip", "default"],
+            default="refuse",
+            help="XMI: an annotation without the --feature: refuse the file (default), skip the span, or give it "
+            "--feature-default as its label; the preview counts them",
+        )
+        parser.add_argument("--feature-default", default="", help="XMI: the label of spans without the --feature")
+        parser.add_argument(
             "--dry-run",
             action="store_true",
             help="with --format: validate and show what would be imported; write nothing",
@@ -62,6 +70,8 @@ class Command(BaseCommand):
                 mapping=options["map"],
                 layer=options["layer"],
                 feature=options["feature"],
+                missing_feature=options["missing_feature"],
+                feature_default=options["feature_default"],
                 annotator=options["annotator"],
                 update=options["update"],
                 dry_run=options["dry_run"],
