@@ -1,5 +1,6 @@
-"""The corpus list and the task list on SQLite: no trigger keeps counters there, so the pages count
-notes, annotations and review decisions (webapp.corpus.stats), in a fixed number of queries."""
+"""The corpus list and the task list on SQLite, in a fixed number of queries (webapp.corpus.stats):
+the corpus counters are kept by SQLite's triggers too (corpus migration 0016); review decisions,
+whose task counter only PostgreSQL keeps, are counted."""
 
 import pytest
 from django.urls import reverse

@@ -66,8 +66,9 @@ class Corpus(TriggerCounters):
     description = models.TextField(blank=True)
     source = models.CharField(max_length=500, blank=True, help_text="Where the notes come from (site, export, licence)")
     created = models.DateTimeField(auto_now_add=True)
-    # Kept by PostgreSQL triggers on every insert and delete of notes and annotations (migration
-    # 0005_corpus_counters), so no page counts a corpus's notes; see webapp.corpus.stats.
+    # Kept by triggers on every insert and delete of notes and annotations (migrations
+    # 0005_corpus_counters on PostgreSQL, 0016_corpus_counters_sqlite on SQLite), so no page or
+    # API answer counts a corpus's notes; see webapp.corpus.stats.
     note_count = models.BigIntegerField(default=0, db_default=0, editable=False)
     annotation_count = models.BigIntegerField(default=0, db_default=0, editable=False)
 
