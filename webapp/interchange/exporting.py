@@ -188,17 +188,19 @@ def download_name(corpus, fmt: str) -> str:
 
 def zip_export(corpus, fmt: str, choice: ExportChoice, *, actor=None) -> Iterator[bytes]:
     """The export as a zip, written to a temporary folder, then streamed 1 MB at a time and
-    removed (the writers of brat and XMI make many files)."""
+    removed (the writers of brat and XMI make many files; Label Studio's writes its labeling
+    config beside the JSON: every file written goes in)."""
     format_ = get_format(fmt)
     tmp = Path(tempfile.mkdtemp(prefix="annotation-export-"))
     try:
-        target = tmp / (fmt if format_.writes_folder else f"{fmt}{format_.suffix}")
+        written = tmp / "written"
+        written.mkdir()
+        target = written / (fmt if format_.writes_folder else f"{fmt}{format_.suffix}")
         export_corpus(corpus, fmt, target, choice, actor=actor, delivery="download")
         archive = tmp / "export.zip"
         with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
-            files = sorted(p for p in target.rglob("*") if p.is_file()) if target.is_dir() else [target]
-            for path in files:
-                zf.write(path, path.relative_to(target.parent).as_posix())
+            for path in sorted(p for p in written.rglob("*") if p.is_file()):
+                zf.write(path, path.relative_to(written).as_posix())
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

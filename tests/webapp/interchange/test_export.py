@@ -186,7 +186,8 @@ def test_the_command_exports_and_audits(gold, tmp_path):
     out = StringIO()
     call_command("export_annotations", "--corpus", "ward", "--format", "brat", "--out", str(tmp_path / "b"), stdout=out)
     assert out.getvalue() == f"2 note(s) of 'ward' written to {tmp_path / 'b'} (brat).\n"
-    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["n1.ann", "n1.txt", "n2.ann", "n2.txt"]
+    written = sorted(p.name for p in (tmp_path / "b").iterdir())
+    assert written == ["annotation.conf", "n1.ann", "n1.txt", "n2.ann", "n2.txt"]
     event = AuditEvent.objects.get(action=AuditEvent.Action.EXPORT)
     assert event.details["format"] == "brat" and event.details["notes"] == 2 and event.details["gold"] is True
     with pytest.raises(CommandError, match="the format 'conll' is not supported; supported formats: brat, xmi"):

@@ -114,10 +114,13 @@ def _spans(ann: Path, text: str, limit: FileLimit) -> list[Span]:
 
 
 def write(documents: Iterable[Document], path: Path) -> None:
-    """X.txt and X.ann per document into the folder `path` (created). Labels and attribute names
+    """X.txt and X.ann per document into the folder `path` (created), and annotation.conf naming
+    the types and attributes used, so brat shows them configured. Labels and attribute names
     may not hold whitespace in brat: it is replaced by '_'."""
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
+    types: set[str] = set()
+    attributes: dict[str, set[str]] = {}
     for doc in documents:
         name = safe_name(doc.id)
         (folder / f"{name}.txt").write_text(doc.text, encoding="utf-8", newline="")
@@ -126,13 +129,24 @@ def write(documents: Iterable[Document], path: Path) -> None:
             offsets = ";".join(f"{s} {e}" for s, e in span.ranges)
             covered = " ".join(doc.text[s:e] for s, e in span.ranges).replace("\n", " ").replace("\r", " ")
             lines.append(f"T{t}\t{_token(span.label)} {offsets}\t{covered}")
+            types.add(_token(span.label))
             for key, value in span.attributes:
                 a += 1
                 lines.append(f"A{a}\t{_token(key)} T{t} {_token(value)}")
+                attributes.setdefault(_token(key), set()).add(_token(value))
             note = [f"source: {span.source}"] + ([f"reviewer: {span.reviewer}"] if span.reviewer else [])
             n += 1
             lines.append(f"#{n}\tAnnotatorNotes T{t}\t{'; '.join(note)}")
         (folder / f"{name}.ann").write_text("".join(line + "\n" for line in lines), encoding="utf-8", newline="")
+    (folder / "annotation.conf").write_text(annotation_conf(types, attributes), encoding="utf-8")
+
+
+def annotation_conf(types: Iterable[str], attributes: dict[str, set[str]]) -> str:
+    """brat's annotation.conf for what `write` wrote: every entity type, and every attribute with
+    every value it took (brat knows no free-text attribute, so a peak's "12-30" is listed too)."""
+    lines = ["[entities]", *sorted(types), "", "[relations]", "", "[events]", "", "[attributes]"]
+    lines += [f"{key}\tArg:<ENTITY>, Value:{'|'.join(sorted(values))}" for key, values in sorted(attributes.items())]
+    return "\n".join(lines) + "\n"
 
 
 def _token(value: str) -> str:

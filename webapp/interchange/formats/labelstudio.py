@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from xml.sax.saxutils import quoteattr
 
 from webapp.interchange.formats._files import checked, file_limit, kind, note_id, read_text
 from webapp.interchange.formats.document import Document, FormatError, Span
@@ -144,12 +145,30 @@ def _completed_by(value) -> str:
 
 def write(documents: Iterable[Document], path: Path) -> None:
     """One task per document; gold and decision spans in `annotations` (one per source and
-    reviewer), predictions in `predictions` (one per reviewer, usually the model)."""
-    with Path(path).open("w", encoding="utf-8") as f:
+    reviewer), predictions in `predictions` (one per reviewer, usually the model). Beside it,
+    `<name>.labeling-config.xml`: the project's labeling config naming every label used."""
+    path = Path(path)
+    labels: set[str] = set()
+    with path.open("w", encoding="utf-8") as f:
         f.write("[")
         for i, doc in enumerate(documents):
+            labels.update(span.label for span in doc.spans)
             f.write(("," if i else "") + "\n" + json.dumps(_task(doc), ensure_ascii=False))
         f.write("\n]\n")
+    config_path(path).write_text(labeling_config(labels), encoding="utf-8")
+
+
+def config_path(path: Path) -> Path:
+    return path.with_name(f"{path.stem}.labeling-config.xml")
+
+
+def labeling_config(labels: Iterable[str]) -> str:
+    """Label Studio's labeling config for the regions `write` makes (from_name "label", to_name
+    "text", the task's `data.text`): paste it into the project's Labeling Interface (Code)."""
+    lines = ["<View>", '  <Labels name="label" toName="text">']
+    lines += [f"    <Label value={quoteattr(label)}/>" for label in sorted(labels)]
+    lines += ["  </Labels>", '  <Text name="text" value="$text"/>', "</View>"]
+    return "\n".join(lines) + "\n"
 
 
 def _task(doc: Document) -> dict:
