@@ -23,20 +23,25 @@ class ScopedChoicesForm:
             if queryset is not None and hasattr(queryset.model, "project_paths"):
                 field.queryset = queryset.visible_to(user, self.scope_capability)
 
+    # The choice that decides the project the work is in (a corpus; a run's dataset or split).
+    anchors = ("corpus", "dataset", "split", "split_corpus")
+
     def clean(self):
-        """With a `corpus` chosen, every other chosen object is of the corpus's project or shared:
-        a member of two projects does not build A's dataset with B's model, profile or tasks."""
+        """Every chosen object is of the project of the first anchor chosen, or shared: a member of
+        two projects does not build A's dataset with B's model, profile or tasks, nor train on A's
+        dataset from B's model."""
         data = super().clean()
-        corpus = data.get("corpus")
-        if corpus is None or not hasattr(corpus, "project_id"):
+        anchor = next((data[name] for name in self.anchors if data.get(name) is not None), None)
+        if anchor is None or not hasattr(type(anchor), "project_paths"):
             return data
+        project_id = project_id_of(anchor)
         for name, value in list(data.items()):
-            if name == "corpus":
-                continue
             chosen = list(value) if isinstance(value, QuerySet | list | tuple) else [value]
             for obj in chosen:
-                if hasattr(type(obj), "project_paths") and project_id_of(obj) not in (None, corpus.project_id):
-                    self.add_error(name, "Choose one of the corpus's project, or a shared one.")
+                if hasattr(type(obj), "project_paths") and project_id_of(obj) not in (None, project_id):
+                    self.add_error(
+                        name, "Choose one of the project of the corpus (or dataset) chosen, or a shared one."
+                    )
                     break
         return data
 

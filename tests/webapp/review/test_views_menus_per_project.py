@@ -184,4 +184,4 @@ def test_a_dataset_of_as_corpus_with_bs_profile_is_refused_even_to_a_member_of_b
     researcher.__dict__.pop("_dsm_memberships", None)
     data = {"name": "mixed", "corpus": corpus.pk, "model_version": base.pk, "profile": project_b["profile"].pk}
     form = BuildForm(data, user=researcher)
-    assert not form.is_valid() and "corpus's project" in form.errors["profile"][0]
+    assert not form.is_valid() and "of the project of the corpus" in form.errors["profile"][0]
