@@ -81,8 +81,8 @@ class UploadForm(forms.Form):
         required=False,
         max_length=150,
         validators=[visible_name],
-        help_text="Whose annotations these are, a person or a source; left empty, the annotator each span "
-        "carries in the file (as our exports write it)",
+        help_text="Whose gold labels these are, a person or a source; left empty, the annotator each span "
+        "carries in an annotation tool's file (as our exports write it), or import:<file name> for JSONL",
     )
     preview = forms.BooleanField(
         required=False, label="Preview only", help_text="Check and count what would be imported; write nothing"
@@ -121,6 +121,8 @@ class UploadForm(forms.Form):
             }
         elif data["preview"]:
             self.add_error("preview", "A preview is for gold labels from an annotation tool's files.")
+        elif data.get("annotator") and data.get("kind") == ImportJob.Kind.ANNOTATIONS and data.get("file"):
+            data["file"].import_options = {"annotator": data["annotator"]}  # gold labels JSONL: whose they are
         return data["preview"]
 
     def launch(self, actor, ip: str | None = None):

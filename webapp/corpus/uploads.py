@@ -118,7 +118,7 @@ def import_stored(
         problems.add(Path(relative).name or "upload", None, "the uploaded file is no longer stored; upload it again")
         return ImportReport(problems=problems.kept, problem_count=problems.total)
     options = stored_options(path)
-    if kind == "annotations" and options:
+    if kind == "annotations" and options and options.get("format"):
         return import_gold(
             path,
             corpus,
@@ -142,6 +142,7 @@ def import_stored(
         return import_annotations(
             path,
             corpus,
+            annotator=(options or {}).get("annotator", ""),
             update=update,
             actor=actor,
             progress=progress,

@@ -225,6 +225,23 @@ def test_annotations_are_imported_into_an_existing_corpus(
     assert "1 created" in html
 
 
+def test_gold_labels_jsonl_belong_to_the_annotator_named_on_the_page(
+    client, researcher, sent, tasks, django_capture_on_commit_callbacks
+):
+    client.force_login(researcher)
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
+    Note.objects.create(corpus=corpus, external_id="a", text="HR 130")
+    line = {"note_id": "a", "task": "heart rate", "label": "tachycardic", "evidence": [[0, 6]]}
+    for name in ("gold.jsonl", "gold-renamed.jsonl"):  # a renamed file is the same annotator's
+        upload = SimpleUploadedFile(name, jsonl(line))
+        job, _ = imported(
+            client, django_capture_on_commit_callbacks, kind="annotations", corpus="ward", file=upload, annotator="rita"
+        )
+        assert job.status == JobStatus.DONE, job.problems
+    assert (job.created_count, job.unchanged_count) == (0, 1)
+    assert list(corpus.notes.get().annotations.values_list("annotator_name", flat=True)) == ["rita"]
+
+
 def test_annotations_need_an_existing_corpus(client, researcher, sent):
     client.force_login(researcher)
     upload = SimpleUploadedFile("a.jsonl", jsonl({"note_id": "a", "task": "heart rate", "label": "x", "evidence": []}))

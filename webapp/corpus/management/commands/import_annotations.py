@@ -77,8 +77,10 @@ class Command(BaseCommand):
                 dry_run=options["dry_run"],
             )
             report, preview = gold.report, gold.preview
-        elif options["map"] or options["dry_run"] or options["layer"] or options["feature"]:
-            raise CommandError("--map, --dry-run, --layer and --feature go with --format")
+        elif any(options[name] for name in ("map", "dry_run", "layer", "feature", "feature_default")) or (
+            options["missing_feature"] != "refuse"
+        ):
+            raise CommandError("--map, --dry-run, --layer, --feature and --missing-feature go with --format")
         else:
             report = import_annotations(
                 options["path"],
