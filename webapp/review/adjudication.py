@@ -18,11 +18,16 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import numpy as np
 from django.db import IntegrityError, transaction
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
+from webapp.lib import windows
+from webapp.pipeline.models import RelevanceMap
 from webapp.review.models import Adjudication, PeakDecision, ReviewRound, RoundPair
+
+EXCERPT = 300  # characters of the note shown either side of a disputed peak
 
 
 class AdjudicationError(Exception):
@@ -119,6 +124,27 @@ class Summary:
 def summary(peaks: list[RoundPeak]) -> Summary:
     disputed = [p for p in peaks if p.disputed]
     return Summary(len(peaks), len(disputed), sum(p.adjudication is not None for p in disputed))
+
+
+def excerpt_html(rnd: ReviewRound, peak: RoundPeak) -> str:
+    """The note around a disputed peak as its reviewers saw it: the round's map as heat (its
+    method, template and configuration), the task's gold evidence underlined, the peak outlined;
+    EXCERPT characters either side, "…" where the note goes on."""
+    from webapp.review.noteview import gold_of, window_html  # noteview reads decisions, as this module
+
+    note, task = peak.pair.note, peak.pair.task
+    text = note.text
+    window = windows.Window(0, max(0, peak.start - EXCERPT), min(len(text), peak.end + EXCERPT), 1)
+    row = (
+        RelevanceMap.objects.for_config(rnd.method, rnd.template, rnd.config_key)
+        .filter(note=note, task=task, model_version=rnd.model_version)
+        .with_arrays()
+        .first()
+    )
+    offsets, scores = row[0] if row is not None else (np.zeros((0, 2), np.int64), np.zeros(0, np.float32))
+    _, gold = gold_of(note, task)
+    body = window_html(text, window, offsets, scores, [(peak.start, peak.end)], gold, peak_classes=["current"])
+    return ("…" if window.start > 0 else "") + body + ("…" if window.end < len(text) else "")
 
 
 def disputed(rnd: ReviewRound) -> list[RoundPeak]:

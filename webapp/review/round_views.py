@@ -14,6 +14,7 @@ from webapp.accounts.roles import Capability, has_capability
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.tasks import current_guideline
+from webapp.lib import rendering
 from webapp.review import access, adjudication, rounds, selection, team_export, timing
 from webapp.review.forms import RoundForm
 
@@ -163,7 +164,8 @@ def adjudicate(request, round_id):
         "disputed": disputed,
         "index": index,
         "peak": peak,
-        "excerpt": _excerpt(peak) if peak else None,
+        "excerpt": adjudication.excerpt_html(rnd, peak) if peak else "",
+        "legend": rendering.legend(),
         "guideline": current_guideline(peak.pair.task, rnd.corpus.project_id) if peak else None,
     }
     return render(request, "review/adjudicate.html", context)
@@ -178,21 +180,6 @@ def round_export(request, round_id, fmt):
         response = StreamingHttpResponse(team_export.jsonl_lines(rnd), content_type="application/jsonl; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="review-round-{rnd.pk}.{fmt}"'
     return response
-
-
-EXCERPT = 300  # characters of the note shown either side of a disputed peak
-
-
-def _excerpt(peak) -> dict:
-    text = peak.pair.note.text
-    a, b = max(0, peak.start - EXCERPT), min(len(text), peak.end + EXCERPT)
-    return {
-        "before": text[a : peak.start],
-        "peak": text[peak.start : peak.end],
-        "after": text[peak.end : b],
-        "cut_start": a > 0,
-        "cut_end": b < len(text),
-    }
 
 
 def _int(value):
