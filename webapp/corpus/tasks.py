@@ -5,11 +5,11 @@ can be neither removed nor renamed (a rename is a removal plus an addition); opt
 or reordered, and the description, group, held-out flag and guideline edited (the audit row keeps
 the old and new description). A catalog task's definition belongs to its catalog file
 (webapp.corpus.catalog): in the app only its guideline changes. Retiring hides a task from new
-work (`Task.objects.active()`) and keeps every row that refers to it; it can be brought back.
+work (`Task.objects.active(project_id)`) and keeps every row that refers to it; it can be brought back.
 
 Guideline versions: each save that changes a task's guideline text (creating a task with one
 included) records a TaskGuideline with the next version number (1, 2, ...); a save with the same
-text records none. `current_guideline(task)` is what the review pages show and what a decision
+text records none. `current_guideline(task, project)` is what the review pages show and what a decision
 records (PeakDecision.guideline_version); a cleared guideline is a version with empty text, and
 shown as none.
 
