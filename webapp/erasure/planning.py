@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from django.db.models import Q, QuerySet
 
 from webapp.api.models import ApiToken, Webhook, WebhookDelivery
-from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, Task, TaskGuideline
+from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, ProjectTaskState, Task, TaskGuideline
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
 from webapp.erasure.models import DatasetWithdrawal, ErasureRequest
 from webapp.evaluation.models import RelevanceEvaluation
@@ -216,7 +216,12 @@ STEPS: tuple[Step, ...] = (
     Step(imports, WHOLE),
     Step(lambda t: t.corpora(), WHOLE),
     # What else a project holds
-    Step(lambda t: TaskGuideline.objects.filter(task__in=_project_tasks(t)), {Scope.PROJECT}),
+    # its tasks' guidelines, and its own guideline versions and state of catalog tasks
+    Step(
+        lambda t: TaskGuideline.objects.filter(Q(task__in=_project_tasks(t)) | Q(project_id=t.project_id)),
+        {Scope.PROJECT},
+    ),
+    Step(lambda t: ProjectTaskState.objects.filter(project_id=t.project_id), {Scope.PROJECT}),
     Step(_project_tasks, {Scope.PROJECT}),
     Step(lambda t: PeakProfile.objects.filter(project_id=t.project_id), {Scope.PROJECT}),
     Step(lambda t: Membership.objects.filter(project_id=t.project_id), {Scope.PROJECT}),

@@ -98,6 +98,8 @@ def test_a_whole_project_reaches_everything_of_it(world):
     assert counted.tables["corpus.Note"] == 4 and counted.tables["corpus.Corpus"] == 2
     assert counted.tables["projects.Project"] == 1 and counted.tables["corpus.Task"] == 3
     assert counted.tables["pipeline.PeakProfile"] == 1
+    # its guideline versions (of its own task and of the catalog task it adopted) and that task's state
+    assert counted.tables["corpus.TaskGuideline"] == 2 and counted.tables["corpus.ProjectTaskState"] == 1
     assert every_table() == before  # a plan deletes nothing
 
 

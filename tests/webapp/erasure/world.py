@@ -17,7 +17,7 @@ from django.apps import apps
 from django.utils import timezone
 
 from tests.webapp.datasets.fabricate import PEAKS, TEXT, add_map
-from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, Task, TaskGuideline
+from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, ProjectTaskState, Task, TaskGuideline
 from webapp.datasets import building
 from webapp.datasets.models import DatasetExport, DatasetVersion
 from webapp.evaluation.models import RelevanceEvaluation
@@ -76,6 +76,11 @@ def make_world(user, data_dir=None) -> World:
         for slug in ("heart", "pacemaker", "pressure")
     }
     TaskGuideline.objects.create(task=tasks["heart"], version=1, text="look for a rate")
+    # a catalog task the project adopted: retired there, with its own guideline (the catalog's stays)
+    catalog_task = Task.objects.create(slug="e-catalog", description="e catalog", options=["y", "n"])
+    ProjectTaskState.objects.create(project=project, task=catalog_task, retired=True)
+    TaskGuideline.objects.create(task=catalog_task, version=1, text="the catalog's")
+    TaskGuideline.objects.create(task=catalog_task, version=2, text="the project's", project=project)
     patients = {"n1": "P1", "n2": "P1", "n3": "P2"}
     notes = {
         name: Note.objects.create(
