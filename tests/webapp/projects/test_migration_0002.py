@@ -7,7 +7,8 @@ import pytest
 from tests.webapp.migrating import migrate, migrate_to_latest
 from webapp.corpus.models import text_hash
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# migrating the schema back and forth takes tens of seconds (61-64 s): slow, like the other migration tests
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 BEFORE_PROJECTS = [("projects", None)]
 
