@@ -165,6 +165,11 @@ def _evaluation(evaluation: RelevanceEvaluation) -> dict:
         "phase": evaluation.phase,
         "done": evaluation.done,
         "total": evaluation.total,
+        # the stage in hand (maps, faithfulness, scoring), its own done/total and time left
+        "stage": evaluation.stage,
+        "stage_done": evaluation.progress_done,
+        "stage_total": evaluation.progress_total,
+        "stage_seconds_left": evaluation.eta_seconds,
         "lacking": evaluation.lacking,
         "result": evaluation.result,
     }

@@ -87,9 +87,12 @@ class DatasetVersion(WorkUnit):
 
     @property
     def progress_percent(self) -> int:
+        """Of the maps read; at most 99 until the build has ended (the last examples and the
+        statistics are written after the last map)."""
         if not self.maps_total:
             return 0
-        return min(100, round(100 * self.maps_done / self.maps_total))
+        share = min(100, round(100 * self.maps_done / self.maps_total))
+        return min(share, 99) if self.is_active else share
 
     @property
     def example_count(self) -> int:

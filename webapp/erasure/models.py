@@ -87,8 +87,11 @@ class ErasureRequest(WorkUnit):
 
     @property
     def percent(self) -> int:
+        """Of the rows planned; at most 99 until the erasure has ended (after the last row come the
+        note ids forgotten, the rebuilds and the receipt)."""
         planned = self.rows_planned
-        return min(100, round(100 * self.rows_erased / planned)) if planned else (100 if self.is_done else 0)
+        share = min(100, round(100 * self.rows_erased / planned)) if planned else (100 if self.is_done else 0)
+        return min(share, 99) if self.is_active else share
 
 
 class DatasetWithdrawal(models.Model):

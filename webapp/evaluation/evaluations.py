@@ -54,6 +54,8 @@ from webapp.pipeline.models import ModelVersion, PeakProfile
 
 RUN_TASK = "workers.evaluation.run_evaluation"
 PAIRS_FROM = ("evidence", "notes")
+# an attempt starts from the maps: a stage left by an earlier attempt is not shown as this one's
+NO_STAGE = {"stage": "", "stage_done": 0, "stage_total": 0, "stage_seconds": None}
 
 
 class EvaluationError(Exception):
@@ -244,7 +246,7 @@ def cancel(evaluation: RelevanceEvaluation, actor=None) -> RelevanceEvaluation:
 def resume(evaluation: RelevanceEvaluation, actor=None, *, enqueue: bool = True) -> RelevanceEvaluation:
     """Queue the evaluation again; the maps already stored are not computed again."""
     # releases={}: every worker may give it back RELEVANCE_RELEASE_LIMIT times again
-    if not units.requeue(RelevanceEvaluation, evaluation.pk, phase="queued again", releases={}):
+    if not units.requeue(RelevanceEvaluation, evaluation.pk, phase="queued again", releases={}, **NO_STAGE):
         evaluation.refresh_from_db(fields=["status"])
         if evaluation.status == JobStatus.DONE:
             raise EvaluationError("This evaluation is done: there is nothing to resume.")
@@ -272,6 +274,7 @@ def claim(evaluation_id: int, worker: str = "") -> RelevanceEvaluation | None:
         select_related=("corpus", "model_version", "profile"),
         error="",
         phase="starting",
+        **NO_STAGE,
     )
 
 

@@ -13,7 +13,11 @@ stores the result (`result`, see webapp.evaluation.running).
 
 Progress lives in a few columns the worker updates: `done` of `total` prompts (pairs x
 configurations; maps already stored count as done), `phase`, and the status, attempts, worker
-and heartbeat of every unit of long work (webapp.lifecycle.WorkUnit). A worker that cannot load
+and heartbeat of every unit of long work (webapp.lifecycle.WorkUnit). The work runs in stages
+(`stage`: maps, then faithfulness when asked, then scoring), each with its own `stage_done` of
+`stage_total` (prompts, then pairs x configurations, then pairs) and `stage_seconds` (spent on it
+by this attempt), so the page shows the stage in hand and its own time left, never 100% while
+a stage still runs (the maps can be all done while the faithfulness passes take minutes). A worker that cannot load
 the model gives the evaluation back for another worker, as relevance chunks do: `releases` counts
 them towards the limit, `lacking` names them on the page.
 """
@@ -23,11 +27,20 @@ from django.db import models
 from django.db.models import F, Q
 
 from webapp.lifecycle.models import WorkUnit
+from webapp.lifecycle.progress import eta, rate
 from webapp.lifecycle.status import JobStatus
 from webapp.projects.scoping import ProjectScopedQuerySet
 
 
 class RelevanceEvaluation(WorkUnit):
+    class Stage(models.TextChoices):
+        MAPS = "maps", "Maps"
+        FAITHFULNESS = "faithfulness", "Faithfulness"
+        SCORING = "scoring", "Scoring"
+
+    # the unit each stage counts
+    STAGE_UNITS = {Stage.MAPS: "prompts", Stage.FAITHFULNESS: "pairs", Stage.SCORING: "pairs"}
+
     corpus = models.ForeignKey("corpus.Corpus", on_delete=models.PROTECT, related_name="relevance_evaluations")
     model_version = models.ForeignKey(
         "pipeline.ModelVersion", on_delete=models.PROTECT, related_name="relevance_evaluations"
@@ -61,6 +74,17 @@ class RelevanceEvaluation(WorkUnit):
     seconds_per_pass = models.FloatField(null=True, blank=True, help_text="faithfulness: seconds per forward pass")
 
     phase = models.CharField(max_length=200, blank=True, help_text="what the worker is doing now")
+    stage = models.CharField(
+        max_length=12, choices=Stage.choices, blank=True, help_text="the stage in hand (empty before the first)"
+    )
+    stage_done = models.PositiveIntegerField(default=0, help_text="units of the stage done")
+    stage_total = models.PositiveIntegerField(
+        default=0,
+        help_text="units of the stage: prompts (maps), pairs x configurations (faithfulness), pairs (scoring)",
+    )
+    stage_seconds = models.FloatField(
+        null=True, blank=True, help_text="seconds this attempt spent on the units of the stage it did (its rate)"
+    )
     done = models.PositiveIntegerField(default=0, help_text="prompts processed (map stored, or skipped as unusable)")
     total = models.PositiveIntegerField(default=0, help_text="pairs x configurations")
     seconds_per_prompt = models.FloatField(null=True, blank=True, help_text="measured by the current attempt")
@@ -94,16 +118,49 @@ class RelevanceEvaluation(WorkUnit):
         return f"relevance evaluation {self.pk} ({self.status})"
 
     @property
+    def stage_units(self) -> str:
+        return self.STAGE_UNITS.get(self.stage, "prompts")
+
+    @property
+    def progress_done(self) -> int:
+        """Done of the stage in hand (the prompts before any stage was reported)."""
+        return self.stage_done if self.stage else self.done
+
+    @property
+    def progress_total(self) -> int:
+        return self.stage_total if self.stage else self.total
+
+    @property
+    def stage_text(self) -> str:
+        """ "Faithfulness: 12 of 40 pairs" (the maps' prompts before any stage was reported)."""
+        label = self.get_stage_display() if self.stage else self.Stage.MAPS.label
+        return f"{label}: {self.progress_done} of {self.progress_total} {self.stage_units}"
+
+    @property
     def percent(self) -> int:
-        return min(100, int(100 * self.done / self.total)) if self.total else 0
+        """Of the stage in hand; at most 99 while the evaluation has not ended (a stage done is not
+        the evaluation done: the faithfulness passes and the scoring follow the maps)."""
+        total = self.progress_total
+        share = min(100, int(100 * self.progress_done / total)) if total else 0
+        if self.status == JobStatus.DONE:
+            return 100
+        return min(share, 99) if self.is_active else share
 
     @property
     def eta_seconds(self) -> float | None:
-        """Time left computing maps, at the current attempt's pace (None: not measured yet, or
-        nobody computing: never a live estimate for a lost worker)."""
-        if self.status != JobStatus.RUNNING or self.is_stalled or not self.seconds_per_prompt:
+        """Time left in the stage in hand, at this attempt's own rate in it: seconds per prompt for
+        the maps, the stage's seconds per unit for faithfulness and scoring (None: not measured
+        yet, or nobody computing: never a live estimate for a lost worker)."""
+        if self.status != JobStatus.RUNNING or self.is_stalled:
             return None
-        return (self.total - self.done) * self.seconds_per_prompt
+        if self.stage in ("", self.Stage.MAPS):
+            per_second = 1 / self.seconds_per_prompt if self.seconds_per_prompt else None
+            left = self.total - self.done
+        else:
+            per_second = rate(self.stage_done, self.stage_seconds)
+            left = self.stage_total - self.stage_done
+        left_time = eta(left, per_second)
+        return None if left_time is None else left_time.total_seconds()
 
     @property
     def n_pairs(self) -> int:

@@ -25,8 +25,8 @@ taken for a lost worker. Then:
    a map whose tokens are not the prompt's, e.g. of an edited note, is skipped and listed),
    PASSES_PER_PAIR forward passes a pair; the random cells are dealt over all planned pairs, the
    summary is taken over every batch's records. Cancel is honoured between batches; progress
-   goes to `phase` and `seconds_per_pass`. `faithfulness`: {config key: summary + "verdict" +
-   "forward_passes"}.
+   goes to `phase`, `seconds_per_pass` and the stage (below). `faithfulness`: {config key:
+   summary + "verdict" + "forward_passes"}.
 3. The recommendation (ml.choosing) weighs localisation (where gold exists), faithfulness (when
    measured) and specificity, and says which it used; `localisation_recommended` keeps
    ml.localisation's own.
@@ -35,6 +35,12 @@ taken for a lost worker. Then:
     "bootstrap": {...}, "configs": [{"key", ...RelevanceConfig fields}], "profile": "name vN",
     "peak_params": {...}, "n_pairs": planned pairs, "missing": {config key: pairs with no map},
     "pairs_without_gold": n, "stale_maps": n, "problems": ["note 3 x task 2 skipped (...)", ...]}
+
+Progress by stage (RelevanceEvaluation.stage): MAPS counts the prompts (`done` of `total`, timed
+by `seconds_per_prompt`), FAITHFULNESS the pairs x configurations scored, SCORING the pairs
+scored; each stage reports its `stage_done` of `stage_total` and the seconds it took this attempt
+(`stage_seconds`), so the page's time left is the stage's own and never "0 s left" while the
+faithfulness passes run after the last map.
 
 Memory: one batch of maps and texts at a time, plus five numbers per pair and configuration.
 Nothing here logs or stores note text; errors name ids only.
@@ -92,7 +98,14 @@ def _execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Call
     pairs = [(int(n), int(t)) for n, t in evaluation.pairs]
     todo = {config.key: _missing(evaluation, config, pairs) for config in configs}
     done = evaluation.total - sum(len(v) for v in todo.values())
-    if not evaluations.report(evaluation, done=done, phase=f"{done} of {evaluation.total} prompts already stored"):
+    maps_stage = {"stage": RelevanceEvaluation.Stage.MAPS, "stage_total": evaluation.total, "stage_seconds": None}
+    if not evaluations.report(
+        evaluation,
+        done=done,
+        stage_done=done,
+        **maps_stage,
+        phase=f"{done} of {evaluation.total} prompts already stored",
+    ):
         return "lost"
     problems: list[str] = []
     held = []
@@ -126,6 +139,8 @@ def _execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Call
                 if not evaluations.report(
                     evaluation,
                     done=done,
+                    stage_done=done,
+                    **maps_stage,
                     seconds_per_prompt=computing_seconds / computed,
                     phase=f"computing {_config_label(config)} (configuration {index + 1} of {len(configs)})",
                 ):
@@ -137,7 +152,14 @@ def _execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Call
         faithful = faithfulness(evaluation, configs, pairs, model, problems)
         if isinstance(faithful, str):
             return faithful
-    if not evaluations.report(evaluation, phase="scoring"):
+    if not evaluations.report(
+        evaluation,
+        phase="scoring",
+        stage=RelevanceEvaluation.Stage.SCORING,
+        stage_done=0,
+        stage_total=len(pairs),
+        stage_seconds=None,
+    ):
         return "lost"
     result = score(evaluation, configs, pairs)
     if result is None:
@@ -164,6 +186,7 @@ def score(evaluation: RelevanceEvaluation, configs: Sequence[RelevanceConfig], p
     specific = {config.key: Summary() for config in configs}
     repeats = {config.key: {} for config in configs}  # {task id: {note id: [peak texts]}}
     without_gold = stale = scored = 0
+    started = time.perf_counter()
     for batch in note_batches(list(pairs), SCORE_BATCH):
         gold = _gold(batch)
         texts = dict(Note.objects.filter(pk__in={n for n, _ in batch}).values_list("pk", "text"))
@@ -186,7 +209,12 @@ def score(evaluation: RelevanceEvaluation, configs: Sequence[RelevanceConfig], p
             scorer.add(group_of(config), items)
             _specificity(arrays, texts, profile.params, specific[config.key], repeats[config.key])
         scored += len(batch)
-        if not evaluations.report(evaluation, phase=f"scoring: {scored} of {len(pairs)} pairs"):
+        if not evaluations.report(
+            evaluation,
+            phase=f"scoring: {scored} of {len(pairs)} pairs",
+            stage_done=scored,
+            stage_seconds=time.perf_counter() - started,
+        ):
             return None
     descriptions = dict(
         Task.objects.filter(pk__in={t for r in repeats.values() for t in r}).values_list("pk", "description")
@@ -233,6 +261,17 @@ def faithfulness(evaluation, configs, pairs, model: Callable, problems: list) ->
     cell_of = dict(zip(pairs, random_cells(len(pairs), len(fconfig.fractions), fconfig.seed)))
     out: dict = {}
     passes, seconds = 0, 0.0
+    scored = [config for config in configs if config.explain != "contrastive"]
+    stage_total, stage_done, stage_seconds = len(pairs) * len(scored), 0, 0.0
+    if not evaluations.report(
+        evaluation,
+        phase=f"faithfulness: 0 of {stage_total} pairs",
+        stage=RelevanceEvaluation.Stage.FAITHFULNESS,
+        stage_done=0,
+        stage_total=stage_total,
+        stage_seconds=None,
+    ):
+        return "lost"
     for index, config in enumerate(configs):
         if config.explain == "contrastive":
             out[config.key] = {"n_pairs": 0, "skipped": "faithfulness explains one prompt, not a contrast"}
@@ -243,6 +282,7 @@ def faithfulness(evaluation, configs, pairs, model: Callable, problems: list) ->
         for batch in note_batches(list(pairs), FAITH_BATCH):
             if evaluations.cancel_requested(evaluation):
                 return "cancelled" if evaluations.cancelled(evaluation) else "lost"
+            batch_started = time.perf_counter()
             arrays = maps.read(evaluation.model_version, config, batch)
             texts = dict(Note.objects.filter(pk__in={n for n, _ in batch}).values_list("pk", "text"))
             descriptions = dict(Task.objects.filter(pk__in={t for _, t in batch}).values_list("pk", "description"))
@@ -280,9 +320,13 @@ def faithfulness(evaluation, configs, pairs, model: Callable, problems: list) ->
                 passes += result.forward_passes
             seconds += time.perf_counter() - started
             done += len(batch)
+            stage_done += len(batch)
+            stage_seconds += time.perf_counter() - batch_started
             if not evaluations.report(
                 evaluation,
                 seconds_per_pass=seconds / passes if passes else None,
+                stage_done=stage_done,
+                stage_seconds=stage_seconds,
                 phase=f"faithfulness of {_config_label(config)} (configuration {index + 1} of {len(configs)}): "
                 f"{done} of {len(pairs)} pairs",
             ):
