@@ -65,6 +65,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "webapp.accounts.password_change.PasswordChangeRequiredMiddleware",  # a one-time password, once
     "webapp.audit.request_context.RequestAddressMiddleware",  # the client address for audit rows
     "webapp.accounts.oidc.SessionRefresh",  # re-checks IdP sign-ins (off while OIDC is off)
     "django.contrib.auth.middleware.LoginRequiredMiddleware",

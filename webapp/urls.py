@@ -5,7 +5,7 @@ from django.http import HttpResponsePermanentRedirect
 from django.templatetags.static import static
 from django.urls import include, path
 
-from webapp.accounts import oidc
+from webapp.accounts import oidc, password_change
 from webapp.accounts.views import LoginView
 
 
@@ -23,6 +23,7 @@ urlpatterns = [
     path("oidc/callback/", login_not_required(oidc.CallbackView.as_view()), name="oidc_authentication_callback"),
     path("reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(), name="password_reset_confirm"),
     path("reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
+    path("password/", password_change.PasswordChangeView.as_view(), name="password_change"),
     path("users/", include("webapp.accounts.urls")),
     path("admin/", admin.site.urls),
     path("audit/", include("webapp.audit.urls")),

@@ -32,7 +32,12 @@ def test_a_user_made_with_a_one_time_password_signs_in(login, site_admin, browse
     other.fill("#id_username", "nina")
     other.fill("#id_password", password)
     other.click("button[type=submit]")
-    other.wait_for_url(lambda url: "/login/" not in url)
+    other.wait_for_url(lambda url: "/password/" in url)  # a one-time password: chosen anew first
+    other.fill("#id_old_password", password)
+    other.fill("#id_new_password1", "a-long-ward-password-42")
+    other.fill("#id_new_password2", "a-long-ward-password-42")
+    other.click("button:has-text('Set the password')")
+    other.wait_for_url(lambda url: "/password/" not in url)
     assert other.locator("h1").inner_text() == "Welcome, nina"
     context.close()
 

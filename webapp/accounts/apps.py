@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class AccountsConfig(AppConfig):
     name = "webapp.accounts"
     label = "accounts"
+
+    def ready(self):
+        from django.contrib.auth.signals import user_logged_in
+
+        from webapp.accounts.password_change import mark_session
+
+        user_logged_in.connect(mark_session, dispatch_uid="accounts-one-time-password")

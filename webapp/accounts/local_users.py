@@ -1,7 +1,8 @@
 """Local accounts made and disabled by site admins in the app: the one place, audited.
 
 A new account gets, once, either a one-time password (random, shown to the site admin on the
-page's answer and never stored in clear) or a set-password link (Django's password reset token:
+page's answer and never stored in clear; its person must choose their own at the first sign-in:
+webapp.accounts.password_change) or a set-password link (Django's password reset token:
 it stops working once the password is set, or after PASSWORD_RESET_TIMEOUT). Until then the
 account has an unusable password. Disabling keeps the account, its memberships and its audit
 rows, and ends its sign-ins: an inactive user's session and API tokens are refused.
@@ -17,6 +18,7 @@ from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
+from webapp.accounts.models import PasswordChangeRequired
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 
@@ -53,6 +55,7 @@ def create_local_user(
             password = secrets.token_urlsafe(12)
             user.set_password(password)
             user.save(update_fields=["password"])
+            PasswordChangeRequired.objects.create(user=user)  # used once: changed at the first sign-in
         record(actor, AuditEvent.Action.CREATE_USER, user, ip=ip, username=user.get_username(), way=way)
     return NewAccount(user=user, password=password, link_path="" if password else set_password_path(user))
 

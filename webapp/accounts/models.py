@@ -17,3 +17,15 @@ class OIDCIdentity(models.Model):
 
     def __str__(self):
         return f"{self.subject} at {self.issuer}"
+
+
+class PasswordChangeRequired(models.Model):
+    """A local account made with a one-time password: its person must choose their own password
+    at the first sign-in before anything else (webapp.accounts.password_change). The row goes once
+    they have."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"user {self.user_id} must change the one-time password"

@@ -6,7 +6,7 @@ import re
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from tests.projects import default_project
+from tests.projects import default_project, make_member
 from webapp.audit.models import AuditEvent
 
 
@@ -31,6 +31,29 @@ def test_a_site_admin_makes_an_account_with_a_one_time_password_shown_once(clien
     event = AuditEvent.objects.get(action="create_user")
     assert event.actor == site_admin and event.object_id == str(nina.pk) and event.details["way"] == "password"
     assert password not in str(event.details)
+
+
+def test_a_one_time_password_is_changed_at_the_first_sign_in_before_anything_else(client_for, site_admin, client):
+    response = client_for(site_admin).post(reverse("accounts:user_new"), {"username": "nina", "way": "password"})
+    password = re.search(r'id="one-time-password">([^<]+)<', response.content.decode()).group(1)
+    nina = get_user_model().objects.get(username="nina")
+    make_member(nina, "clinician")
+    client.logout()
+    assert client.post(reverse("login"), {"username": "nina", "password": password}).status_code == 302
+    for path in ("/", reverse("projects:list"), reverse("api_tokens")):  # no token can be made either
+        answer = client.get(path)
+        assert answer.status_code == 302 and answer.url == reverse("password_change"), path
+    new = "a-long-ward-password-42"
+    changed = client.post(
+        reverse("password_change"), {"old_password": password, "new_password1": new, "new_password2": new}
+    )
+    assert changed.status_code == 302 and changed.url == reverse("home")
+    assert client.get("/").status_code == 200  # signed in still, free to go on
+    nina.refresh_from_db()
+    assert nina.check_password(new) and not nina.check_password(password)  # the one-time one is spent
+    client.logout()
+    assert client.post(reverse("login"), {"username": "nina", "password": new}).status_code == 302
+    assert client.get("/").status_code == 200  # asked once only
 
 
 def test_a_set_password_link_works_once(client_for, site_admin, client):
