@@ -35,14 +35,18 @@ def evaluate_and_store(run: TrainingRun, items: list, predictions: list[list[str
     options = run.config.get("evaluation", {})
     n_resamples, seed = options.get("n_resamples", 1000), options.get("seed", 0)
     held_out = splits.held_out_tasks(run.split)
-    reporter.set_phase("evaluate", label="evaluating on the test items")
+    # two steps of its own (the scores with their bootstrap, then the stored predictions), so the
+    # run's page shows this phase's progress rather than the last phase's 100%
+    reporter.set_phase("evaluate", label="evaluating on the test items", total_steps=2)
     if len(predictions) == 1:
         result = evaluate(items, predictions[0], held_out=held_out, n_resamples=n_resamples, seed=seed)
     else:
         result = average_variants(items, predictions, held_out=held_out, n_resamples=n_resamples, seed=seed)
     summary = summarise(result, held_out)
     summary.update(n_test=len(items), n_resamples=n_resamples, ml=_jsonable(result.to_dict()))
+    reporter.count(1, 2)
     store_predictions(run, items, predictions)
+    reporter.count(2, 2)
     macro = summary["macro_f1"] or {}
     held = summary["held_out"]["macro_f1"] or {}
     reporter.log(

@@ -63,3 +63,23 @@ def test_evaluating_again_replaces_the_predictions(corpus, model_version):
     run, test = evaluated_run(corpus, model_version)
     evaluation.store_predictions(run, test, [[item.options[0] for item in test]])
     assert RunPrediction.objects.filter(run=run).count() == len(test)
+
+
+def test_the_evaluate_phase_reports_its_own_steps(corpus, model_version):
+    """Its page shows this phase's progress (issue 38: no phase without a bar of its own)."""
+
+    class Watching(Reporter):
+        seen = []
+
+        def count(self, done, total):
+            super().count(done, total)
+            run = TrainingRun.objects.get(pk=self.run.pk)
+            self.seen.append((run.phase, run.step, run.total_steps))
+
+    split, _ = splits.get_or_create_split(corpus)
+    run = runs.claim(runs.launch(runs.RunSpec(kind=RunKind.HEADS, model_version=model_version, split=split)).pk)
+    test = splits.labeled_items(split, "test")
+    evaluation.evaluate_and_store(run, test, [[item.label for item in test]], Watching(run))
+    # the phase is shown with its own total from its start (step 1 is written when FLUSH_SECONDS passed)
+    assert {(phase, total) for phase, _, total in Watching.seen} == {("evaluating on the test items", 2)}
+    assert Watching.seen[-1][1] == 2
