@@ -4,18 +4,12 @@ and the pages' links to them. The server needs the full `mlflow` package, whose 
 (pyarrow, gunicorn): it is found as MLFLOW_SERVER_BIN, else `mlflow` on the PATH, else the test
 is skipped saying so (the app itself only speaks MLflow's REST API: webapp.lib.mlflow_rest)."""
 
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import time
-import urllib.request
 from types import SimpleNamespace
 
 import pytest
 from django.urls import reverse
 
+from tests.webapp.api.mlflow_server import running_mlflow_server
 from webapp.api import events, mlflow_log
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lib.mlflow_rest import Client, MlflowError
@@ -24,59 +18,10 @@ from webapp.projects.models import Project
 from webapp.training.models import LabeledSplit, RunLog, RunMetric, TrainingRun
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def mlflow_server(tmp_path_factory):
-    binary = os.environ.get("MLFLOW_SERVER_BIN") or shutil.which("mlflow")
-    if not binary:
-        message = "no `mlflow` executable (set MLFLOW_SERVER_BIN to a full mlflow install's `mlflow`)"
-        if os.environ.get("DSM_REQUIRE_MLFLOW"):  # .ci/run installs one: there, missing is a failure
-            pytest.fail(message)
-        pytest.skip(message)
-    folder = tmp_path_factory.mktemp("mlflow")
-    port = _free_port()
-    server = subprocess.Popen(
-        [
-            binary,
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-            "--backend-store-uri",
-            f"sqlite:///{folder}/mlflow.db",
-            "--default-artifact-root",
-            str(folder / "artifacts"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group: its server workers end with it
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            urllib.request.urlopen(url + "/health", timeout=2)
-            break
-        except OSError:
-            if time.monotonic() > deadline or server.poll() is not None:
-                server.kill()
-                pytest.fail("mlflow server did not start")
-            time.sleep(0.5)
-    yield url
-    os.killpg(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(timeout=10)
+    with running_mlflow_server(tmp_path_factory.mktemp("mlflow")) as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)

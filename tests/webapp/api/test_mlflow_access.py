@@ -7,18 +7,13 @@ test_mlflow.py."""
 
 import base64
 import json
-import os
-import shutil
-import signal
-import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 
 import pytest
 
-from tests.webapp.api.test_mlflow import _free_port
+from tests.webapp.api.mlflow_server import running_mlflow_server
 from webapp.api import mlflow_log
 from webapp.corpus.models import Corpus
 from webapp.lib.mlflow_rest import Client
@@ -34,12 +29,6 @@ GRANT = "3.0/mlflow/users/permissions/grant"  # MLflow 3's per-user grant (READM
 
 @pytest.fixture(scope="module")
 def secured_mlflow(tmp_path_factory):
-    binary = os.environ.get("MLFLOW_SERVER_BIN") or shutil.which("mlflow")
-    if not binary:
-        message = "no `mlflow` executable (set MLFLOW_SERVER_BIN to a full mlflow install's `mlflow`)"
-        if os.environ.get("DSM_REQUIRE_MLFLOW"):
-            pytest.fail(message)
-        pytest.skip(message)
     folder = tmp_path_factory.mktemp("mlflow-auth")
     config = folder / "basic_auth.ini"
     config.write_text(
@@ -50,50 +39,12 @@ def secured_mlflow(tmp_path_factory):
         f"admin_password = {ADMIN[1]}\n"
         "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
     )
-    port = _free_port()
-    server = subprocess.Popen(
-        [
-            binary,
-            "server",
-            "--app-name",
-            "basic-auth",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-            "--backend-store-uri",
-            f"sqlite:///{folder}/mlflow.db",
-            "--default-artifact-root",
-            str(folder / "artifacts"),
-        ],
-        # the auth app's CSRF key must be set, and the same for every server process
-        env={**os.environ, "MLFLOW_AUTH_CONFIG_PATH": str(config), "MLFLOW_FLASK_SERVER_SECRET_KEY": "test-only-key"},
-        stdout=open(folder / "server.log", "wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            urllib.request.urlopen(url + "/health", timeout=2)
-            break
-        except OSError:
-            if time.monotonic() > deadline or server.poll() is not None:
-                server.kill()
-                pytest.fail(f"mlflow server (basic-auth) did not start: {(folder / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.5)
-    for username, password in (WORKERS, CARDIOLOGY):
-        _as(url, ADMIN, "POST", "users/create", {"username": username, "password": password})
-    yield url
-    os.killpg(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(timeout=10)
+    # the auth app's CSRF key must be set, and the same for every server process
+    env = {"MLFLOW_AUTH_CONFIG_PATH": str(config), "MLFLOW_FLASK_SERVER_SECRET_KEY": "test-only-key"}
+    with running_mlflow_server(folder, "--app-name", "basic-auth", env=env) as url:
+        for username, password in (WORKERS, CARDIOLOGY):
+            _as(url, ADMIN, "POST", "users/create", {"username": username, "password": password})
+        yield url
 
 
 def _as(url: str, account: tuple[str, str], method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
