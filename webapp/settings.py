@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "webapp.home",
     "webapp.api",
     "webapp.erasure",
+    "webapp.deid",
 ]
 
 MIDDLEWARE = [

@@ -64,6 +64,12 @@ class AuditEvent(models.Model):
         CREATE_USER = "create_user", "Made a local account"
         DISABLE_USER = "disable_user", "Disabled an account"
         ENABLE_USER = "enable_user", "Enabled an account again"
+        DEID_POLICY = "deid_policy", "Changed the de-identification policy"
+        DEIDENTIFY = "deidentify", "De-identified a corpus"
+        DEID_SCAN = "deid_scan", "Scanned for identifiers left"
+        MARK_DEIDENTIFIED = "mark_deidentified", "Marked a corpus de-identified"
+        RELEASE_IDENTIFIABLE = "release_identifiable", "Let data that is not de-identified leave"
+        MISSED_IDENTIFIER = "missed_identifier", "Marked a missed identifier"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"

@@ -71,6 +71,17 @@ class Corpus(TriggerCounters):
     # API answer counts a corpus's notes; see webapp.corpus.stats.
     note_count = models.BigIntegerField(default=0, db_default=0, editable=False)
     annotation_count = models.BigIntegerField(default=0, db_default=0, editable=False)
+    # De-identified: imported through the de-identifier, made by it from another corpus, or
+    # marked so by a project admin (audited). Only such a corpus passes the gate (webapp.deid.gate).
+    deidentified = models.BooleanField(default=False, db_default=False)
+    deidentified_from = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="deidentified_versions",
+        help_text="The corpus this one was de-identified from",
+    )
 
     project_paths = ("project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()
@@ -353,6 +364,9 @@ class ImportJob(WorkUnit):
     corpus_name = models.CharField(max_length=200)
     language = models.CharField(max_length=3, blank=True, help_text="set to create the corpus (notes only)")
     update = models.BooleanField(default=False, help_text="replace notes or labels that changed")
+    deidentify = models.BooleanField(
+        default=False, db_default=False, help_text="de-identify on the way in: the original text is never stored"
+    )
     upload = models.CharField(
         max_length=500, blank=True, help_text="the stored file, relative to DATA_DIR/uploads; empty once removed"
     )
