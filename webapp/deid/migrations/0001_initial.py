@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ("corpus", "0017_corpus_deidentified_corpus_deidentified_from_and_more"),
+        ("corpus", "0017_deidentified"),
         ("projects", "0004_retention"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
