@@ -38,6 +38,10 @@ class Finding:
     end: int
     score: float = 1.0
     recognizer: str = ""  # which recognizer found it (diagnostics, benchmarks)
+    # For a name: the known identity it is a variant of, normalised (the metadata value it
+    # matched, lower-cased, accents kept), so "ROSSI Mario" and "M. Rossi" share one surrogate.
+    # Empty when the finding stands alone (a titled name, a number).
+    canonical: str = ""
 
 
 @dataclass(frozen=True)
