@@ -301,7 +301,7 @@ TRAINING_LAUNCHER = env_str("TRAINING_LAUNCHER", "").strip()
 # memory plan (ml/training/memory.py). The GPU count is TRAINING_LAUNCHER's process count.
 TRAINING_GPU_MEMORY_GB = env_float("TRAINING_GPU_MEMORY_GB", 0.0)
 # Ended training runs and evaluations are logged to this MLflow tracking server
-# (webapp.api.mlflow_log); unset: never. MLFLOW_UI_URL: the MLflow address the pages link to, when
+# (webapp.integrations.mlflow_log); unset: never. MLFLOW_UI_URL: the MLflow address the pages link to, when
 # browsers reach it elsewhere than the workers do (unset: the tracking URI).
 MLFLOW_TRACKING_URI = env_str("MLFLOW_TRACKING_URI", "").strip()
 # One experiment per project, named MLFLOW_EXPERIMENT_PREFIX + its slug, so each project's group

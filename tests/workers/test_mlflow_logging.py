@@ -1,7 +1,7 @@
 """A real worker logs the run it ended to a real MLflow tracking server: a "training" worker
 process (tests/workers/conftest.py) trains a tiny random Llama (a 2-step LoRA SFT run, as in
 tests/workers/test_training.py) and, in its Celery `task_postrun` (webapp.api.events ->
-webapp.api.mlflow_log), logs it to the `mlflow server` of tests/webapp/api/test_mlflow.py: the
+webapp.integrations.mlflow_log), logs it to the `mlflow server` of tests/webapp/integrations/test_mlflow.py: the
 project's admin turned tracking on and MLFLOW_TRACKING_URI is set in the worker's environment only
 (this test process never sends anything). tests/webapp/api/test_mlflow.py drives the logging
 in-process; this is the path the product takes. (The webhook counterpart, a real worker delivering
@@ -10,7 +10,7 @@ skipped without one, a failure in CI (DSM_REQUIRE_MLFLOW=1)."""
 
 import pytest
 
-from tests.webapp.api.test_mlflow import mlflow_server  # noqa: F401 - the real server, a shared fixture
+from tests.webapp.integrations.test_mlflow import mlflow_server  # noqa: F401 - the real server, a shared fixture
 from tests.webapp.training.factories import make_labeled_corpus, make_model_version
 from tests.workers.conftest import wait_for
 from webapp.lib.mlflow_rest import Client

@@ -7,7 +7,7 @@ counts its last chunk, in a chunk's task or in a cancel); a review round
 when the decision that gives its last pair its k-th judgement is committed
 (webapp.review.rounds.round_completed).
 Payloads hold ids, statuses and counts only. An ended training run or relevance evaluation is
-also logged to MLflow when MLFLOW_TRACKING_URI is set (webapp.api.mlflow_log)."""
+also logged to MLflow when MLFLOW_TRACKING_URI is set (webapp.integrations.mlflow_log)."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def _after_task(sender=None, args=None, **kwargs) -> None:
         unit = kind.model_class().objects.filter(pk=pk).first()
         if unit is not None:
             unit_ended(kind.name, unit)
-            from webapp.api import mlflow_log
+            from webapp.integrations import mlflow_log
 
             # training runs and evaluations only, and nothing unless MLFLOW_TRACKING_URI is set
             mlflow_log.log_unit(kind.name, unit)

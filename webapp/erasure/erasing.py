@@ -275,7 +275,7 @@ def forget_mlflow_runs(erasure: ErasureRequest, target: planning.Target, heart: 
     keeps them until its `mlflow gc` removes them for good. With no tracking server set they are
     counted as left there. A server that cannot be reached fails the erasure (MlflowError): Resume
     once it answers."""
-    from webapp.api import mlflow_log
+    from webapp.integrations import mlflow_log
 
     logged = (
         (TrainingRun.objects.filter(pk__in=target.runs_deleted()), "provenance"),

@@ -1,6 +1,6 @@
 """Training runs and relevance evaluations logged to an MLflow tracking server, when
 settings.MLFLOW_TRACKING_URI is set (unset: nothing is sent). When a run's or an evaluation's task
-ends (the workers' task_postrun, webapp.api.events: `log_unit`), it becomes one MLflow run in its
+ends (the workers' task_postrun, webapp.integrations.events: `log_unit`), it becomes one MLflow run in its
 project's own experiment (`Project.mlflow_experiment`: MLFLOW_EXPERIMENT_PREFIX + slug, default
 `decselfmask-<project slug>`), status FINISHED, FAILED or KILLED, but only when the project's admin
 turned tracking on (`Project.mlflow_tracking`, off by default; `tracks`). With authentication on
@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from webapp.lib import storage
+from webapp.lib.code_version import code_version
 from webapp.lib.mlflow_rest import Client, MlflowError
 
 log = logging.getLogger(__name__)
@@ -94,10 +95,9 @@ def log_run(run) -> str | None:
     project = _project(run)
     if not tracks(project):
         return None
-    from webapp.training.models import RunLog
 
     def warn(message: str) -> None:
-        RunLog.objects.create(run=run, level="warning", message=message[:500])
+        run.logs.create(level="warning", message=message[:500])
 
     params = _params(run.config)
     params.update({"kind": run.kind, "seed": run.seed, "model_version": run.model_version_id})
@@ -113,16 +113,13 @@ def log_run(run) -> str | None:
     logged = _send(run, project, run.name or f"run {run.pk}", params, metrics, tags, warn)
     if logged is None:
         return None
-    RunLog.objects.create(
-        run=run, level="info", message=f"Logged to MLflow ({logged.experiment}): run {logged.run_id}"[:500]
-    )
+    run.logs.create(level="info", message=f"Logged to MLflow ({logged.experiment}): run {logged.run_id}"[:500])
     record = logged.record()
     if run.status == "done" and run.produced_model_id:
         registered = _register(run, project, logged, warn)
         if registered:
             record["registered_model"] = registered
-            RunLog.objects.create(
-                run=run,
+            run.logs.create(
                 level="info",
                 message=f"Registered in MLflow as {registered['name']} version {registered['version']} "
                 f"(alias {registered['alias']})"[:500],
@@ -139,8 +136,6 @@ def log_evaluation(evaluation) -> str | None:
     project = _project(evaluation)
     if not tracks(project):
         return None
-    from webapp.training.provenance import code_version
-
     configs = evaluation.configs or []
 
     def distinct(field: str) -> str:
@@ -165,7 +160,7 @@ def log_evaluation(evaluation) -> str | None:
     result["groups"] = {
         str(group.get("config_key") or index): group for index, group in enumerate(result.get("groups") or [])
     }
-    version = code_version()
+    version = code_version(settings.BASE_DIR, settings.CODE_VERSION)
     tags = {
         "dsm.evaluation_id": evaluation.pk,
         "dsm.kind": "evaluation",

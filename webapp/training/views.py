@@ -8,7 +8,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.roles import Capability, capability_required, require
-from webapp.api import mlflow_log
+from webapp.integrations import mlflow_log
 from webapp.lifecycle.estimates import waits_for_confirmation
 from webapp.training import comparison, configs, estimates, evaluation, presets, runs
 from webapp.training.access import run_for, runs_for

@@ -13,9 +13,9 @@ import urllib.request
 
 import pytest
 
-from tests.webapp.api.mlflow_server import running_mlflow_server
-from webapp.api import mlflow_log
+from tests.webapp.integrations.mlflow_server import running_mlflow_server
 from webapp.corpus.models import Corpus
+from webapp.integrations import mlflow_log
 from webapp.lib.mlflow_rest import Client
 from webapp.pipeline.models import ModelVersion
 from webapp.projects.models import Project
