@@ -820,7 +820,7 @@ class Drill:
     def webhook(self):
         """A webhook of the drill's project pointing at a fresh receiver (made per round)."""
         from benchmarks.projects import default_project
-        from webapp.api.models import Webhook
+        from webapp.integrations.models import Webhook
 
         self.receiver = Receiver()
         return Webhook.objects.create(
@@ -828,12 +828,12 @@ class Drill:
         )
 
     def send_deliveries(self, hook, count: int = WEBHOOK_DELIVERIES) -> list[int]:
-        from webapp.api import webhooks
+        from webapp.integrations import webhooks
 
         return [webhooks.send_test(hook).pk for _ in range(count)]  # queued at once: no transaction here
 
     def wait_delivered(self, pks: list[int]) -> None:
-        from webapp.api.models import WebhookDelivery
+        from webapp.integrations.models import WebhookDelivery
 
         def ended():
             return not WebhookDelivery.objects.filter(pk__in=pks, status="pending").exists()
@@ -842,7 +842,7 @@ class Drill:
 
     def drill_webhook_redis_restart(self, tally: Tally) -> None:
         """Retries pending (the receiver failed each delivery once) when Redis restarts, volatile."""
-        from webapp.api.models import WebhookDelivery
+        from webapp.integrations.models import WebhookDelivery
 
         hook = self.webhook()
         self.receiver.script = [500] * WEBHOOK_DELIVERIES
@@ -965,7 +965,7 @@ class Receiver:
 def check_deliveries(pks: list[int], receiver: Receiver) -> tuple[int, int, str]:
     """A delivery not delivered is lost; one answered 2xx more than twice by the receiver (once for
     an attempt a kill cut short, once for the attempt that recorded it) is duplicated."""
-    from webapp.api.models import WebhookDelivery
+    from webapp.integrations.models import WebhookDelivery
 
     statuses = dict(WebhookDelivery.objects.filter(pk__in=pks).values_list("pk", "status"))
     answered = Counter(delivery for delivery, step in receiver.received if isinstance(step, tuple) or 200 <= step < 300)

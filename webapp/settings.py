@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "webapp.accounts",
     "webapp.projects",
     "webapp.audit",
+    "webapp.integrations",
     "webapp.corpus",
     "webapp.pipeline",
     "webapp.datasets",
@@ -381,7 +382,7 @@ try:
     OUTBOUND_ALLOWED_NETWORKS = outbound.parse_networks(env_list("OUTBOUND_ALLOWED_NETWORKS", []))
 except ValueError as exc:
     raise ConfigError(f"OUTBOUND_ALLOWED_NETWORKS: {exc}") from None
-# Webhook deliveries (webapp.api.webhooks) run on a queue of their own ("webhooks"), so a slow
+# Webhook deliveries (webapp.integrations.webhooks) run on a queue of their own ("webhooks"), so a slow
 # receiver never delays imports, builds or exports. A failed attempt is tried again after
 # WEBHOOK_BACKOFF_SECONDS x 2^(attempt-1), WEBHOOK_MAX_ATTEMPTS attempts in all, each waiting at
 # most WEBHOOK_TIMEOUT_SECONDS for an answer.

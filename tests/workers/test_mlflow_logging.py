@@ -1,6 +1,6 @@
 """A real worker logs the run it ended to a real MLflow tracking server: a "training" worker
 process (tests/workers/conftest.py) trains a tiny random Llama (a 2-step LoRA SFT run, as in
-tests/workers/test_training.py) and, in its Celery `task_postrun` (webapp.api.events ->
+tests/workers/test_training.py) and, in its Celery `task_postrun` (webapp.integrations.events ->
 webapp.integrations.mlflow_log), logs it to the `mlflow server` of tests/webapp/integrations/test_mlflow.py: the
 project's admin turned tracking on and MLFLOW_TRACKING_URI is set in the worker's environment only
 (this test process never sends anything). tests/webapp/api/test_mlflow.py drives the logging

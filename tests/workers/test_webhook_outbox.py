@@ -15,8 +15,8 @@ from django.conf import settings
 
 from tests.projects import default_project
 from tests.workers.conftest import wait_for
-from webapp.api import webhooks
-from webapp.api.models import Webhook, WebhookDelivery
+from webapp.integrations import webhooks
+from webapp.integrations.models import Webhook, WebhookDelivery
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -1,8 +1,9 @@
 from django import forms
 
-from webapp.api import webhooks
-from webapp.api.models import ApiToken, Webhook
+from webapp.api.models import ApiToken
 from webapp.api.tokens import MAX_DAYS
+from webapp.integrations import webhooks
+from webapp.integrations.models import Webhook
 from webapp.lib.outbound import OutboundRefused
 
 

@@ -5,11 +5,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 
 from webapp.accounts.roles import Capability, require
-from webapp.api import tokens, webhooks
+from webapp.api import tokens
 from webapp.api.forms import TokenForm, WebhookForm
-from webapp.api.models import ApiToken, Webhook, WebhookDelivery
+from webapp.api.models import ApiToken
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
+from webapp.integrations import webhooks
+from webapp.integrations.models import Webhook, WebhookDelivery
 from webapp.projects.models import Project
 
 LOG_ROWS = 50

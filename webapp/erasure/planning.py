@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q, QuerySet
 
-from webapp.api.models import ApiToken, Webhook, WebhookDelivery
+from webapp.api.models import ApiToken
 from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, ProjectTaskState, Task, TaskGuideline
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
 from webapp.erasure.models import DatasetWithdrawal, ErasureRequest
 from webapp.evaluation.models import RelevanceEvaluation
+from webapp.integrations.models import Webhook, WebhookDelivery
 from webapp.pipeline.models import (
     ModelVersion,
     NoteTokens,

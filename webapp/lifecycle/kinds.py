@@ -107,7 +107,9 @@ class Outbox:
         return self.task.rsplit(".", 1)[0]
 
 
-OUTBOXES = (Outbox("webhook delivery", "workers.webhooks.deliver", "webhooks", "webapp.api.webhooks:send_due"),)
+OUTBOXES = (
+    Outbox("webhook delivery", "workers.webhooks.deliver", "webhooks", "webapp.integrations.webhooks:send_due"),
+)
 
 
 @dataclass(frozen=True)

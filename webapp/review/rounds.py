@@ -36,7 +36,6 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import BigIntegerField, Count, ExpressionWrapper, F, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Mod
-from django.dispatch import Signal
 from django.utils import timezone
 
 from ml.peaks import peaks_of_rows
@@ -44,17 +43,13 @@ from webapp.accounts.roles import CAPABILITIES, Capability, has_capability
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note
+from webapp.lifecycle.signals import round_completed
 from webapp.pipeline.models import RelevanceMap
 from webapp.review.models import PeakDecision, ReviewRound, RoundClaim, RoundPair, RoundReviewer
 
 LEASE = timedelta(minutes=15)  # a claim's hold on its slot without a decision on the pair
 DRAW_BATCH = 500  # maps read (and their peaks found) at a time when a round is created
 HELP_SCAN = 2_000  # pairs looked at, at most, when helping out
-
-
-# Sent (after the commit) when a decision completes a round: every pair has k finished
-# judgements. sender: ReviewRound; keyword argument round. The webhooks listen (webapp.api.events).
-round_completed = Signal()
 
 
 class RoundError(Exception):

@@ -4,8 +4,9 @@
 import pytest
 
 from webapp.api import tokens
-from webapp.api.models import ApiToken, Webhook, WebhookDelivery
+from webapp.api.models import ApiToken
 from webapp.audit.models import AuditEvent
+from webapp.integrations.models import Webhook, WebhookDelivery
 
 
 def test_a_token_is_made_shown_once_and_revoked(client_for, researcher, own):

@@ -10,9 +10,8 @@ import pytest
 from django.urls import reverse
 
 from tests.webapp.integrations.mlflow_server import running_mlflow_server
-from webapp.api import events
 from webapp.evaluation.models import RelevanceEvaluation
-from webapp.integrations import mlflow_log
+from webapp.integrations import events, mlflow_log
 from webapp.lib.mlflow_rest import Client, MlflowError
 from webapp.pipeline.models import ModelVersion, PeakProfile
 from webapp.projects.models import Project

@@ -25,7 +25,7 @@ def test_every_kind_and_outbox_is_routed_to_its_queue_by_celery_and_by_the_web_a
 
 
 def test_every_task_of_the_workers_is_a_kind_with_its_retry_policy_an_outbox_or_periodic():
-    from webapp.api import webhooks
+    from webapp.integrations import webhooks
     from workers.celery_app import app
 
     app.loader.import_default_modules()

@@ -237,7 +237,7 @@ def test_ten_reviewers_at_once_judge_every_pair_exactly_k_times_and_evenly(
 def test_the_decision_that_completes_a_round_announces_it_once(
     corpus, tasks, base, sharp, django_user_model, django_capture_on_commit_callbacks
 ):
-    from webapp.api.models import Webhook, WebhookDelivery
+    from webapp.integrations.models import Webhook, WebhookDelivery
 
     Webhook.objects.create(project=corpus.project, url="http://127.0.0.1:9/hook", secret="s" * 32, events=[])
     make_notes(corpus, tasks, base, 2)

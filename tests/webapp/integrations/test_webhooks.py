@@ -16,9 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.utils import timezone
 
-from webapp.api import events, webhooks
-from webapp.api.models import Webhook, WebhookDelivery
 from webapp.evaluation.models import RelevanceEvaluation
+from webapp.integrations import events, webhooks
+from webapp.integrations.models import Webhook, WebhookDelivery
 from webapp.lib import outbound
 from webapp.lifecycle.status import JobStatus
 from webapp.pipeline.models import PeakProfile, RelevanceJob

@@ -5,7 +5,7 @@ task of its ends is announced through webapp.lifecycle.signals.unit_ended (a que
 cancelled at once by a page or the API; a relevance job, which ends when webapp.pipeline.jobs.settle
 counts its last chunk, in a chunk's task or in a cancel); a review round
 when the decision that gives its last pair its k-th judgement is committed
-(webapp.review.rounds.round_completed).
+(webapp.lifecycle.signals.round_completed, sent by webapp.review.rounds).
 Payloads hold ids, statuses and counts only. An ended training run or relevance evaluation is
 also logged to MLflow when MLFLOW_TRACKING_URI is set (webapp.integrations.mlflow_log)."""
 
@@ -42,7 +42,7 @@ def round_completed(rnd) -> int:
 
 
 def _announce(event: str, obj, status: str, counts: dict) -> int:
-    from webapp.api import webhooks
+    from webapp.integrations import webhooks
     from webapp.projects.models import Project
     from webapp.projects.scoping import project_id_of
 
@@ -105,8 +105,8 @@ def connect() -> None:
     every process the work it cancelled before any task of it ran."""
     from celery import signals
 
+    from webapp.lifecycle.signals import round_completed as review_round_completed
     from webapp.lifecycle.signals import unit_ended as ended_without_task
-    from webapp.review.rounds import round_completed as review_round_completed
 
     ended_without_task.connect(_ended_outside_a_task, weak=False, dispatch_uid="api-webhook-cancels")
     review_round_completed.connect(_round_completed, weak=False, dispatch_uid="api-webhook-rounds")

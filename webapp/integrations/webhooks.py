@@ -38,7 +38,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from webapp.api.models import Webhook, WebhookDelivery
+from webapp.integrations.models import Webhook, WebhookDelivery
 from webapp.lib import outbound
 
 log = logging.getLogger(__name__)
