@@ -14,6 +14,10 @@ Per GPU, in bytes (P parameters, T trainable, N GPUs):
     - LoRA: the frozen base in its dtype (2 B a parameter in bf16, 4 in fp32) plus the adapter's
       states as above (peft keeps adapters in fp32); T = r x (in + out) per targeted linear layer.
       AdamW's per-tensor `step` scalars (4 B a tensor) are left out.
+    - P counts a decoder layer's linear weights from the config's sizes, and its biases, norms and
+      the tying of the output head from the model's family (`Layout` in ml/models/families/, one
+      per family file): nothing here branches on a model_type. A model type with no family is
+      refused (PlanError naming the supported families), not planned with another's layout.
 * sharding: "ddp" replicates everything; "zero2" (ZeRO-2) shards gradients and optimizer states
   (/N) and replicates the weights; "fsdp" (FSDP FULL_SHARD, ZeRO-3-like) shards all states (/N).
   The trainer runs "ddp" (config `sharding: "none"`), "fsdp" and "zero2" (sharding.py: FSDP2 that
@@ -49,13 +53,17 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ml.models.errors import UnsupportedFamilyError
+from ml.models.families import family_for
+from ml.models.families.base import LINEAR
+
 GB = 10**9  # GPU memory is sold in decimal GB (an H200: 141 GB)
 GIB = 2**30
 H200_GB = 141.0
 FINETUNE = ("full", "lora")
 SHARDING = ("ddp", "zero2", "fsdp")
 PRECISION = ("bf16", "fp32", "bf16-master")
-ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+ALL_LINEAR = LINEAR  # a decoder layer's linear layers: peft's "all-linear" but the output head
 HEADROOM_FRACTION = 0.10
 HEADROOM_BYTES = GIB
 MAX_GPUS = 64
@@ -77,7 +85,9 @@ class PlanError(ValueError):
 
 @dataclass(frozen=True)
 class ModelShape:
-    """What memory depends on in a decoder-only transformer (Llama, Qwen2, Qwen3, Gemma 3)."""
+    """What memory depends on in a decoder-only transformer (Llama, Qwen2, Qwen3, Gemma 3). The
+    layout fields (biases, norms, tying) come from the model's family (ml/models/families/*.py,
+    `Layout.facts`), never from its model_type here."""
 
     name: str
     hidden_size: int
@@ -88,23 +98,26 @@ class ModelShape:
     num_key_value_heads: int
     head_dim: int
     tie_word_embeddings: bool
-    qkv_bias: bool = False  # Qwen2: biases on q, k and v
-    o_bias: bool = False  # Llama's attention_bias: biases on q, k, v and o
-    qk_norm: bool = False  # Qwen3, Gemma 3: RMSNorm over each head's q and k
-    norms_per_layer: int = 2  # Gemma 3: 4 (before and after attention and MLP)
+    biased: tuple[str, ...] = ()  # linear layers with a bias (Qwen2: q, k, v)
+    hidden_norms: int = 2  # RMSNorms over the hidden size per layer (Gemma 3: 4)
+    head_norms: int = 0  # RMSNorms over one head per layer (qk-norm: 2)
 
     @classmethod
     def from_config(cls, config: dict, name: str = "") -> ModelShape:
         """From a Hugging Face config.json dict (a multimodal one's text_config: the language
-        model only). The family's layout follows its model_type."""
+        model only). Its family (by model_type) gives the layout; a model type with no family
+        is refused (PlanError) rather than planned with another family's layout."""
         if "text_config" in config and "hidden_size" not in config:
-            config = {**config["text_config"], "tie_word_embeddings": config.get("tie_word_embeddings", True)}
-        model_type = config.get("model_type", "")
+            tied = config.get("tie_word_embeddings", config["text_config"].get("tie_word_embeddings"))
+            config = {**config["text_config"], **({} if tied is None else {"tie_word_embeddings": tied})}
+        try:
+            family = family_for(config)
+        except UnsupportedFamilyError as exc:
+            raise PlanError(f"no memory plan: {exc}") from None
         try:
             heads = config["num_attention_heads"]
-            bias = bool(config.get("attention_bias", model_type == "qwen2"))
             return cls(
-                name=name or config.get("_name_or_path", "") or model_type,
+                name=name or config.get("_name_or_path", "") or family.name,
                 hidden_size=config["hidden_size"],
                 num_hidden_layers=config["num_hidden_layers"],
                 intermediate_size=config["intermediate_size"],
@@ -112,11 +125,7 @@ class ModelShape:
                 num_attention_heads=heads,
                 num_key_value_heads=config.get("num_key_value_heads") or heads,
                 head_dim=config.get("head_dim") or config["hidden_size"] // heads,
-                tie_word_embeddings=bool(config.get("tie_word_embeddings", model_type.startswith("gemma"))),
-                qkv_bias=bias,
-                o_bias=bias and model_type != "qwen2",
-                qk_norm=model_type in ("qwen3", "gemma3", "gemma3_text"),
-                norms_per_layer=4 if model_type.startswith("gemma") else 2,
+                **family.layout.facts(config),
             )
         except KeyError as exc:
             raise PlanError(f"the model config lacks {exc.args[0]!r}") from exc
@@ -138,12 +147,8 @@ class ModelShape:
     def parameters(self) -> int:
         """Exact parameter count (tied embeddings counted once)."""
         linear = self.linear_layers()
-        layer = sum(a * b for a, b in linear.values())
-        if self.qkv_bias:
-            layer += linear["q_proj"][1] + linear["k_proj"][1] + linear["v_proj"][1]
-        if self.o_bias:
-            layer += self.hidden_size
-        layer += self.norms_per_layer * self.hidden_size + (2 * self.head_dim if self.qk_norm else 0)
+        layer = sum(a * b for a, b in linear.values()) + sum(linear[name][1] for name in self.biased)
+        layer += self.hidden_norms * self.hidden_size + self.head_norms * self.head_dim
         embeddings = self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
         return self.num_hidden_layers * layer + embeddings + self.hidden_size  # + the final norm
 
@@ -158,16 +163,25 @@ class ModelShape:
         return self.num_hidden_layers * sum(r * sum(linear[t]) for t in targets)
 
 
+def _published(name: str, model_type: str, *sizes: int, tied: bool) -> ModelShape:
+    keys = ("hidden_size", "num_hidden_layers", "intermediate_size", "vocab_size")
+    keys += ("num_attention_heads", "num_key_value_heads", "head_dim")
+    return ModelShape.from_config(
+        {"model_type": model_type, **dict(zip(keys, sizes, strict=True)), "tie_word_embeddings": tied}, name=name
+    )
+
+
 # The paper's five models, from each model's published config.json on the Hugging Face hub
 # (meta-llama/Llama-3.2-1B, Qwen/Qwen3-1.7B, google/gemma-3-4b-pt text_config,
-# meta-llama/Llama-3.1-8B, Qwen/Qwen3-8B). Gemma 3 4B: the language model only (3.88B of 4.3B;
-# the vision tower is not trained on text).
+# meta-llama/Llama-3.1-8B, Qwen/Qwen3-8B): hidden, layers, intermediate, vocabulary, heads, key-value
+# heads, head_dim; biases and norms from their families. Gemma 3 4B: the language model only
+# (3.88B of 4.3B; the vision tower is not trained on text).
 PAPER_MODELS = {
-    "llama3-1b": ModelShape("llama3-1b", 2048, 16, 8192, 128256, 32, 8, 64, True),
-    "qwen3-1.7b": ModelShape("qwen3-1.7b", 2048, 28, 6144, 151936, 16, 8, 128, True, qk_norm=True),
-    "gemma3-4b": ModelShape("gemma3-4b", 2560, 34, 10240, 262208, 8, 4, 256, True, qk_norm=True, norms_per_layer=4),
-    "llama3-8b": ModelShape("llama3-8b", 4096, 32, 14336, 128256, 32, 8, 128, False),
-    "qwen3-8b": ModelShape("qwen3-8b", 4096, 36, 12288, 151936, 32, 8, 128, False, qk_norm=True),
+    "llama3-1b": _published("llama3-1b", "llama", 2048, 16, 8192, 128256, 32, 8, 64, tied=True),
+    "qwen3-1.7b": _published("qwen3-1.7b", "qwen3", 2048, 28, 6144, 151936, 16, 8, 128, tied=True),
+    "gemma3-4b": _published("gemma3-4b", "gemma3_text", 2560, 34, 10240, 262208, 8, 4, 256, tied=True),
+    "llama3-8b": _published("llama3-8b", "llama", 4096, 32, 14336, 128256, 32, 8, 128, tied=False),
+    "qwen3-8b": _published("qwen3-8b", "qwen3", 4096, 36, 12288, 151936, 32, 8, 128, tied=False),
 }
 
 

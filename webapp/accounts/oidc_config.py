@@ -1,18 +1,22 @@
-"""OpenID Connect settings that need more than a typed reader (no Django here, read by settings).
+"""OpenID Connect settings that need more than a typed reader (read by settings: nothing here
+needs Django's apps loaded; the Role enum imports only django.core.exceptions).
 
 OIDC_GROUP_ROLES is a JSON object mapping an identity-provider group to a role in a project, as
 "project-slug:role", or to a list of them:
 {"icu-doctors": "icu-sepsis:clinician", "dsm-research": ["icu-sepsis:researcher", "ed-triage:researcher"]}.
-Roles are clinician, curator, researcher, admin (a project's admin). Site admins are not granted
-by the provider: they are local accounts (the break-glass admin) or made by another site admin.
-Anything else fails loudly at start-up.
+The roles are the Role enum's (webapp.accounts.roles; clinician, researcher, curator, admin: a
+project's admin), read from it, not copied. Site admins are not granted by the provider: they are
+local accounts (the break-glass admin) or made by another site admin. Anything else fails loudly
+at start-up.
 """
 
 import json
 import re
 from urllib.parse import urlsplit
 
-ROLES = ("clinician", "curator", "researcher", "admin")  # webapp.accounts.roles.Role, without Django
+from webapp.accounts.roles import Role
+
+ROLES = tuple(role.value for role in Role)
 GRANT = re.compile(r"^(?P<project>[-a-zA-Z0-9_]+):(?P<role>[a-z]+)$")
 
 Grant = tuple[str, str]  # (project slug, role)

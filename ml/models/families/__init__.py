@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ml.models.errors import UnsupportedFamilyError
 from ml.models.families import gemma3, llama, qwen2, qwen3
-from ml.models.families.base import Family
+from ml.models.families.base import Family, Layout
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (llama.FAMILY, qwen2.FAMILY, qwen3.FAMILY, gemma3.FAMILY)}
 
@@ -14,12 +14,13 @@ def supported() -> str:
 
 
 def family_for(config) -> Family:
-    """The family of a transformers config (by `config.model_type`)."""
-    model_type = getattr(config, "model_type", None)
+    """The family of a transformers config or a config.json dict (by its `model_type`); the one
+    lookup by model_type outside the family files. UnsupportedFamilyError for any other."""
+    model_type = config.get("model_type") if isinstance(config, dict) else getattr(config, "model_type", None)
     for family in FAMILIES.values():
         if model_type in family.model_types:
             return family
     raise UnsupportedFamilyError(f"model type {model_type!r} is not supported; supported families: {supported()}")
 
 
-__all__ = ["FAMILIES", "Family", "family_for", "supported"]
+__all__ = ["FAMILIES", "Family", "Layout", "family_for", "supported"]

@@ -1,5 +1,7 @@
 """The IdP-group to project-role mapping, as plain functions."""
 
+import json
+
 import pytest
 
 from webapp.accounts.oidc_config import GroupRolesError, grants_for_groups, origin, parse_group_roles
@@ -45,3 +47,12 @@ def test_a_role_without_its_project_is_refused_saying_the_form():
 def test_origin_is_scheme_and_host():
     assert origin("https://login.microsoftonline.com/t/oauth2/v2.0/logout") == "https://login.microsoftonline.com"
     assert origin("") == ""
+
+
+def test_every_role_of_the_enum_may_be_granted_and_no_other():
+    from webapp.accounts.roles import Role
+
+    mapping = parse_group_roles(json.dumps({f"group-{role}": f"icu:{role}" for role in Role}))
+    assert {grant for grants in mapping.values() for grant in grants} == {("icu", role.value) for role in Role}
+    with pytest.raises(GroupRolesError, match="a role is one of " + ", ".join(Role)):
+        parse_group_roles('{"ward": "icu:owner"}')
