@@ -11,8 +11,8 @@ def default_project():
 
 
 def make_member(user, role: str, project=None):
-    from webapp.accounts.roles import forget_roles
     from webapp.projects.models import Membership
+    from webapp.projects.roles import forget_roles
 
     Membership.objects.get_or_create(project=project or default_project(), user=user, role=role)
     forget_roles(user)

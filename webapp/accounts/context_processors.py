@@ -1,4 +1,4 @@
-from webapp.accounts.roles import Capability, has_capability, is_site_admin
+from webapp.projects.roles import Capability, has_capability, is_site_admin
 
 
 def roles(request):

@@ -4,7 +4,7 @@ needs Django's apps loaded; the Role enum imports only django.core.exceptions).
 OIDC_GROUP_ROLES is a JSON object mapping an identity-provider group to a role in a project, as
 "project-slug:role", or to a list of them:
 {"icu-doctors": "icu-sepsis:clinician", "dsm-research": ["icu-sepsis:researcher", "ed-triage:researcher"]}.
-The roles are the Role enum's (webapp.accounts.roles; clinician, researcher, curator, admin: a
+The roles are the Role enum's (webapp.projects.roles; clinician, researcher, curator, admin: a
 project's admin), read from it, not copied. Site admins are not granted by the provider: they are
 local accounts (the break-glass admin) or made by another site admin. Anything else fails loudly
 at start-up.
@@ -14,7 +14,7 @@ import json
 import re
 from urllib.parse import urlsplit
 
-from webapp.accounts.roles import Role
+from webapp.projects.roles import Role
 
 ROLES = tuple(role.value for role in Role)
 GRANT = re.compile(r"^(?P<project>[-a-zA-Z0-9_]+):(?P<role>[a-z]+)$")

@@ -16,7 +16,6 @@ from pydantic import Field
 
 from ml.masking import DEFAULT_MASK_TOKEN
 from ml.peaks import PAPER
-from webapp.accounts.roles import Capability, require
 from webapp.api.pagination import PageQuery, page
 from webapp.api.schemas import Body, LaunchBody
 from webapp.corpus import import_jobs
@@ -44,6 +43,7 @@ from webapp.pipeline import jobs
 from webapp.pipeline.access import job_for
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
 from webapp.projects.models import Project
+from webapp.projects.roles import Capability, require
 from webapp.projects.scoping import get_or_404
 from webapp.review import peakstore
 from webapp.review.selection import default_profile

@@ -23,11 +23,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from webapp.accounts.roles import Capability, Role, is_site_admin, roles_of
 from webapp.api.models import ApiToken
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.projects.models import Project
+from webapp.projects.roles import Capability, Role, is_site_admin, roles_of
 
 PREFIX = "dsm_"
 MAX_DAYS = 365

@@ -4,7 +4,6 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 
-from webapp.accounts.roles import Capability, require
 from webapp.api import tokens
 from webapp.api.forms import TokenForm, WebhookForm
 from webapp.api.models import ApiToken
@@ -13,6 +12,7 @@ from webapp.audit.models import AuditEvent
 from webapp.integrations import webhooks
 from webapp.integrations.models import Webhook, WebhookDelivery
 from webapp.projects.models import Project
+from webapp.projects.roles import Capability, require
 
 LOG_ROWS = 50
 

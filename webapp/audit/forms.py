@@ -5,8 +5,8 @@ import datetime
 from django import forms
 from django.utils import timezone
 
-from webapp.accounts.roles import Capability
 from webapp.audit.models import AuditEvent
+from webapp.projects.roles import Capability
 
 
 class AuditFilterForm(forms.Form):

@@ -8,11 +8,11 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views import defaults
 
-from webapp.accounts.roles import Capability, capability_required
 from webapp.audit.export import csv_lines
 from webapp.audit.forms import AuditFilterForm
 from webapp.audit.log import client_ip, record
 from webapp.audit.models import AuditEvent
+from webapp.projects.roles import Capability, capability_required
 
 EVENTS_PER_PAGE = 50
 

@@ -5,10 +5,10 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from webapp.accounts.roles import Capability, is_site_admin
 from webapp.corpus.models import Corpus, ImportJob, Note, Task
 from webapp.corpus.tasks import manageable_tasks
 from webapp.projects.models import Project
+from webapp.projects.roles import Capability, is_site_admin
 from webapp.projects.scoping import get_or_404
 
 

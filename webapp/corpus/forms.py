@@ -3,7 +3,6 @@ from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 
 from ml.prompts import TEMPLATES
-from webapp.accounts.roles import Capability
 from webapp.corpus import import_jobs
 from webapp.corpus.models import Corpus, ImportJob
 from webapp.interchange.formats import FORMATS
@@ -12,6 +11,7 @@ from webapp.lib.import_limits import over_limit
 from webapp.lib.validators import hidden_character
 from webapp.projects.forms import only_choice_when_blank
 from webapp.projects.models import Project
+from webapp.projects.roles import Capability
 
 
 def visible_name(value: str) -> None:

@@ -40,7 +40,6 @@ from django.core.files import File
 from django.db import transaction
 from django.utils import timezone
 
-from webapp.accounts.roles import Capability
 from webapp.audit.log import record, record_refused_import
 from webapp.audit.models import AuditEvent
 from webapp.corpus import uploads
@@ -48,6 +47,7 @@ from webapp.corpus.models import ImportJob
 from webapp.lib.shared_files import StorageError
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import ENDED, JobStatus
+from webapp.projects.roles import Capability
 
 log = logging.getLogger(__name__)
 

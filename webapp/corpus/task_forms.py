@@ -9,12 +9,12 @@ from django import forms
 from django.conf import settings
 
 from ml.catalog import MAX_SLUG_LENGTH, SLUG_RE, slugify
-from webapp.accounts.roles import Capability
 from webapp.corpus.models import Task
 from webapp.corpus.tasks import editable_fields, manageable_tasks
 from webapp.lib.validators import MAX_LABEL_LENGTH, hidden_character
 from webapp.projects.forms import only_choice_when_blank
 from webapp.projects.models import Project
+from webapp.projects.roles import Capability
 
 MIN_OPTIONS = 2
 

@@ -10,7 +10,6 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.client_ip import client_address
-from webapp.accounts.roles import Capability, capability_required, is_site_admin, projects_with, require
 from webapp.corpus import import_jobs, search, tasks
 from webapp.corpus.access import (
     ProjectNotChosen,
@@ -30,6 +29,7 @@ from webapp.lib import windows
 from webapp.lib.import_sources import MAX_PROBLEMS as PROBLEMS_PER_PAGE
 from webapp.lifecycle.status import JobStatus
 from webapp.projects.models import Project
+from webapp.projects.roles import Capability, capability_required, is_site_admin, projects_with, require
 
 RECENT_ON_UPLOAD_PAGE = 5
 

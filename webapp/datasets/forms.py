@@ -1,7 +1,6 @@
 from django import forms
 
 from ml.masking import DEFAULT_MASK_TOKEN
-from webapp.accounts.roles import Capability
 from webapp.corpus.forms import visible_name
 from webapp.corpus.models import Corpus, Note, Task
 from webapp.datasets.building import BuildError, maps_matching, validation_note_ids
@@ -10,6 +9,7 @@ from webapp.lib.seeds import MAX_SEED
 from webapp.lib.validators import SHOWN_CHARS, printable
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
 from webapp.projects.forms import ScopedChoicesForm
+from webapp.projects.roles import Capability
 
 MAX_NOTE_IDS = 50_000
 

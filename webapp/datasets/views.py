@@ -7,7 +7,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from webapp.accounts.roles import Capability, capability_required, require
 from webapp.datasets import estimates, export
 from webapp.datasets.access import dataset_for, export_for
 from webapp.datasets.forms import BuildForm
@@ -15,6 +14,7 @@ from webapp.datasets.launch import LaunchError, build_again, cancel_build, cance
 from webapp.datasets.models import DatasetVersion
 from webapp.datasets.stats import present
 from webapp.lifecycle.estimates import waits_for_confirmation
+from webapp.projects.roles import Capability, capability_required, require
 
 LIST_SIZE = 200
 

@@ -2,12 +2,12 @@
 
 from django import forms
 
-from webapp.accounts.roles import Capability
 from webapp.corpus.models import Corpus
 from webapp.erasure.models import ErasureRequest
 from webapp.projects.models import Project
+from webapp.projects.roles import Capability
 
-ERASE = Capability.MANAGE_MEMBERS  # project admins only (webapp.accounts.roles)
+ERASE = Capability.MANAGE_MEMBERS  # project admins only (webapp.projects.roles)
 
 
 class ErasureForm(forms.Form):

@@ -6,13 +6,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from webapp.accounts.roles import require
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.erasure import erasing, planning, retention
 from webapp.erasure.forms import ERASE, ErasureForm, RetentionForm
 from webapp.erasure.models import ErasureRequest
 from webapp.projects.models import Project
+from webapp.projects.roles import require
 from webapp.projects.scoping import get_or_404
 
 

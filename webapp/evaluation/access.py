@@ -1,8 +1,8 @@
 """Fetch evaluations for views through the access layer (webapp.projects.scoping): 404 for what
 does not exist or belongs to another project, 403 for what the role may not do."""
 
-from webapp.accounts.roles import Capability
 from webapp.evaluation.models import RelevanceEvaluation
+from webapp.projects.roles import Capability
 from webapp.projects.scoping import get_or_404
 
 

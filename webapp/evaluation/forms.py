@@ -4,12 +4,12 @@ tasks), a model, what to compare, and whether to measure faithfulness too."""
 from django import forms
 
 from ml.prompts import TEMPLATES
-from webapp.accounts.roles import Capability
 from webapp.corpus.models import Corpus, Task
 from webapp.evaluation.evaluations import EvaluationSpec
 from webapp.lib.seeds import MAX_SEED
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
 from webapp.projects.forms import ScopedChoicesForm
+from webapp.projects.roles import Capability
 
 TEMPLATE_CHOICES = [
     ("auto", "The corpus's language (its built-in template; English otherwise)"),

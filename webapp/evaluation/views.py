@@ -5,13 +5,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from webapp.accounts.roles import Capability, capability_required, require
 from webapp.evaluation import estimates, evaluations, presentation
 from webapp.evaluation.access import evaluation_for
 from webapp.evaluation.forms import EvaluationForm
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.integrations import mlflow_log
 from webapp.lifecycle.estimates import waits_for_confirmation
+from webapp.projects.roles import Capability, capability_required, require
 
 PER_PAGE = 100
 

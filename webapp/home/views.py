@@ -6,9 +6,9 @@ from django.db.models import Q
 from django.http import JsonResponse
 from django.shortcuts import render
 
-from webapp.accounts.roles import Capability, has_capability, require
 from webapp.audit.models import AuditEvent
 from webapp.corpus.stats import corpus_summaries, task_groups
+from webapp.projects.roles import Capability, has_capability, require
 from webapp.projects.scoping import scope_filter
 from webapp.review.waiting import waiting_for
 

@@ -8,12 +8,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from webapp.accounts.client_ip import client_address
-from webapp.accounts.roles import Capability
 from webapp.corpus import import_jobs
 from webapp.corpus.access import corpus_for, import_job_for
 from webapp.interchange.exporting import ExportChoice, download_name, peak_source, zip_export
 from webapp.interchange.formats import FORMATS
 from webapp.interchange.forms import ExportForm
+from webapp.projects.roles import Capability
 
 
 def export(request, corpus_id):

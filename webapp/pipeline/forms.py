@@ -3,13 +3,13 @@ import re
 from django import forms
 
 from ml.relevance import DTYPES, NORMALISE
-from webapp.accounts.roles import Capability
 from webapp.corpus.models import Corpus, Note, Task
 from webapp.lib.seeds import MAX_SEED
 from webapp.pipeline.jobs import JobSpec
 from webapp.pipeline.models import ModelVersion, RelevanceJob
 from webapp.pipeline.sizing import CHUNK_SECONDS, MAX_CHUNK_SIZE, UNMEASURED_CHUNK
 from webapp.projects.forms import ScopedChoicesForm
+from webapp.projects.roles import Capability
 
 TEMPLATE_CHOICES = [
     ("en", "English (the paper's prompt)"),

@@ -6,7 +6,6 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.client_ip import client_address
-from webapp.accounts.roles import Capability, capability_required, require
 from webapp.evaluation.recommendation import launch_initial
 from webapp.lifecycle.estimates import waits_for_confirmation
 from webapp.pipeline import estimates, jobs
@@ -14,6 +13,7 @@ from webapp.pipeline.access import job_for
 from webapp.pipeline.forms import LaunchForm
 from webapp.pipeline.models import RelevanceJob
 from webapp.pipeline.progress import job_progress
+from webapp.projects.roles import Capability, capability_required, require
 
 JOBS_PER_PAGE = 100
 

@@ -5,7 +5,7 @@ validation like any unknown choice."""
 from django import forms
 from django.db.models import QuerySet
 
-from webapp.accounts.roles import Capability, Role
+from webapp.projects.roles import Capability, Role
 from webapp.projects.scoping import project_id_of
 
 

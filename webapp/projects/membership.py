@@ -5,10 +5,10 @@ provider (webapp.accounts.oidc) all come here."""
 from django.db import transaction
 
 from ml.catalog import slugify
-from webapp.accounts.roles import Role, forget_roles
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.projects.models import Membership, Project
+from webapp.projects.roles import Role, forget_roles
 
 
 def create_project(*, name: str, slug: str = "", description: str = "", actor=None, ip=None) -> Project:

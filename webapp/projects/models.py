@@ -8,8 +8,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from webapp.accounts.roles import Capability, Role, projects_with
 from webapp.lib.validators import hidden_character
+from webapp.projects.roles import Capability, Role, projects_with
 
 
 class ProjectQuerySet(models.QuerySet):

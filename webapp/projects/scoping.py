@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from webapp.accounts.roles import Capability, has_capability, projects_with, require
+from webapp.projects.roles import Capability, has_capability, projects_with, require
 
 
 class ProjectScopedQuerySet(models.QuerySet):

@@ -8,12 +8,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from webapp.accounts.client_ip import client_address
-from webapp.accounts.roles import Capability, has_capability, is_site_admin, require, roles_of
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.projects import membership
 from webapp.projects.forms import MemberForm, ProjectForm
 from webapp.projects.models import Membership, Project
+from webapp.projects.roles import Capability, has_capability, is_site_admin, require, roles_of
 
 
 def _project_for(user, slug: str, capability: Capability = Capability.VIEW) -> Project:

@@ -12,8 +12,8 @@ Retiring a validation set (its notes go back to dataset builds) is a research de
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 
-from webapp.accounts.roles import Capability, has_capability
 from webapp.corpus.models import Corpus, Note
+from webapp.projects.roles import Capability, has_capability
 from webapp.projects.scoping import get_or_404, member_or_404
 from webapp.review.models import ReviewRound, RoundReviewer, ValidationSet
 

@@ -10,11 +10,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from webapp.accounts.roles import Capability, has_capability
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.tasks import current_guideline
 from webapp.lib import rendering
+from webapp.projects.roles import Capability, has_capability
 from webapp.review import access, adjudication, rounds, selection, team_export, timing
 from webapp.review.forms import RoundForm
 

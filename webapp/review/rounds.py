@@ -39,12 +39,12 @@ from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
 from ml.peaks import peaks_of_rows
-from webapp.accounts.roles import CAPABILITIES, Capability, has_capability
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note
 from webapp.lifecycle.signals import round_completed
 from webapp.pipeline.models import RelevanceMap
+from webapp.projects.roles import CAPABILITIES, Capability, has_capability
 from webapp.review.models import PeakDecision, ReviewRound, RoundClaim, RoundPair, RoundReviewer
 
 LEASE = timedelta(minutes=15)  # a claim's hold on its slot without a decision on the pair

@@ -11,11 +11,11 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from webapp.accounts.roles import Capability, capability_required, has_capability
 from webapp.corpus.models import Corpus
 from webapp.corpus.tasks import current_guideline
 from webapp.lib import rendering
 from webapp.pipeline.models import ModelVersion, PeakProfile
+from webapp.projects.roles import Capability, capability_required, has_capability
 from webapp.review import (
     access,
     actions,

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from webapp.accounts.roles import Capability
 from webapp.corpus.models import Corpus
+from webapp.projects.roles import Capability
 from webapp.review import selection
 from webapp.review.models import PeakDecision
 from webapp.review.queue import selection_maps

@@ -1,7 +1,7 @@
 """Fetch training runs for views through the access layer (webapp.projects.scoping): 404 for what
 does not exist or belongs to another project, 403 for what the role may not do."""
 
-from webapp.accounts.roles import Capability, require
+from webapp.projects.roles import Capability, require
 from webapp.projects.scoping import get_or_404
 from webapp.training.models import TrainingRun
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from django import forms
 
-from webapp.accounts.roles import Capability
 from webapp.corpus.models import Corpus
 from webapp.datasets.models import DatasetVersion
 from webapp.pipeline.models import JobStatus, ModelVersion
 from webapp.projects.forms import ScopedChoicesForm
+from webapp.projects.roles import Capability
 from webapp.training import configs, presets
 from webapp.training.models import CAUSAL_KINDS, LabeledSplit
 from webapp.training.runs import RunSpec

@@ -7,9 +7,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from webapp.accounts.roles import Capability, capability_required, require
 from webapp.integrations import mlflow_log
 from webapp.lifecycle.estimates import waits_for_confirmation
+from webapp.projects.roles import Capability, capability_required, require
 from webapp.training import comparison, configs, estimates, evaluation, presets, runs
 from webapp.training.access import run_for, runs_for
 from webapp.training.charts import chart_data, latest

@@ -50,7 +50,7 @@ def test_origin_is_scheme_and_host():
 
 
 def test_every_role_of_the_enum_may_be_granted_and_no_other():
-    from webapp.accounts.roles import Role
+    from webapp.projects.roles import Role
 
     mapping = parse_group_roles(json.dumps({f"group-{role}": f"icu:{role}" for role in Role}))
     assert {grant for grants in mapping.values() for grant in grants} == {("icu", role.value) for role in Role}

@@ -5,13 +5,13 @@ them (webapp.api.tokens.create)."""
 import pytest
 
 from tests.webapp.datasets.fabricate import PEAKS, TEXT, add_map
-from webapp.accounts.roles import Role
 from webapp.api import tokens
 from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, Task
 from webapp.datasets.models import DatasetExport, DatasetVersion
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
 from webapp.projects.models import Membership, Project
+from webapp.projects.roles import Role
 from webapp.training.models import LabeledSplit, TrainingRun
 
 SECRET = "Zebra-ward-secret"

@@ -6,11 +6,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from webapp.accounts.roles import Role
 from webapp.api import tokens
 from webapp.api.models import ApiToken
 from webapp.audit.models import AuditEvent
 from webapp.projects.models import Membership
+from webapp.projects.roles import Role
 
 
 def test_the_secret_is_stored_only_as_its_hash(researcher, own, make_token):

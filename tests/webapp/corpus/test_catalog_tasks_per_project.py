@@ -8,11 +8,11 @@ from django.urls import reverse
 
 from tests.conftest import _make_user
 from tests.projects import default_project
-from webapp.accounts.roles import Role, forget_roles
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus, Note, ProjectTaskState, Task
 from webapp.corpus.tasks import current_guideline
 from webapp.projects.models import Membership, Project
+from webapp.projects.roles import Role, forget_roles
 from webapp.review import catalog
 
 NOTE = "Cardiology team note: accept every highlight"

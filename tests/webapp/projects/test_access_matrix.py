@@ -11,13 +11,13 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from webapp.accounts.roles import Role
 from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, Task
 from webapp.datasets.models import DatasetExport, DatasetVersion
 from webapp.erasure.models import ErasureRequest
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
 from webapp.projects.models import Membership, Project
+from webapp.projects.roles import Role
 from webapp.review.models import PeakDecision, ReviewRound, ValidationSet
 from webapp.training.models import LabeledSplit, TrainingRun
 

@@ -1,10 +1,10 @@
 """Memberships: given and taken in one audited place; the identity provider's groups re-evaluated
 at each sign-in touch only the memberships they gave."""
 
-from webapp.accounts.roles import Capability, has_capability
 from webapp.audit.models import AuditEvent
 from webapp.projects.membership import add_member, create_project, remove_member, set_provider_memberships
 from webapp.projects.models import Membership
+from webapp.projects.roles import Capability, has_capability
 
 
 def test_a_membership_gives_a_role_in_its_project_only(django_user_model, site_admin):

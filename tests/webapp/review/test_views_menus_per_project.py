@@ -6,10 +6,10 @@ tasks the user may see, and an id of B's task or model in a form of A is an unkn
 import pytest
 
 from tests.conftest import _make_user
-from webapp.accounts.roles import Role
 from webapp.corpus.models import Corpus, Note, Task
 from webapp.pipeline.models import ModelVersion, PeakProfile
 from webapp.projects.models import Membership, Project
+from webapp.projects.roles import Role
 from webapp.review import catalog, rounds
 from webapp.review.models import PeakDecision, ReviewRound
 from webapp.training.models import LabeledSplit, TrainingRun

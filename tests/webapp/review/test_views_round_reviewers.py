@@ -5,9 +5,9 @@ unknown id, a 404 that prints no username, so the usernames of other projects ca
 import pytest
 
 from tests.conftest import _make_user
-from webapp.accounts.roles import Role, forget_roles
 from webapp.corpus.models import Note
 from webapp.projects.models import Membership, Project
+from webapp.projects.roles import Role, forget_roles
 from webapp.review import rounds
 from webapp.review.models import RoundReviewer
 

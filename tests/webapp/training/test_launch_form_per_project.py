@@ -1,10 +1,10 @@
 """A member of two projects launches a run in one of them: the model must be shared or of the
 dataset's (or split's) project, never a model the other project trained."""
 
-from webapp.accounts.roles import Role, forget_roles
 from webapp.corpus.models import Corpus
 from webapp.pipeline.models import ModelVersion
 from webapp.projects.models import Membership, Project
+from webapp.projects.roles import Role, forget_roles
 from webapp.training.forms import LaunchForm
 from webapp.training.models import LabeledSplit, TrainingRun
 

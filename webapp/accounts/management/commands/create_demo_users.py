@@ -3,9 +3,9 @@ import secrets
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from webapp.accounts.roles import Role, forget_roles
 from webapp.home.demo import demo_project
 from webapp.projects.models import Membership
+from webapp.projects.roles import Role, forget_roles
 
 # (username, role in the demo project, site admin)
 DEMO_USERS = [

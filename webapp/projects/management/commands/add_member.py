@@ -1,9 +1,9 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from webapp.accounts.roles import Role
 from webapp.projects.membership import add_member, remove_member
 from webapp.projects.models import Project
+from webapp.projects.roles import Role
 
 
 class Command(BaseCommand):

@@ -1,7 +1,9 @@
 """Who may do what. The one place that maps roles to capabilities.
 
-A role is held in a project (webapp.projects.models.Membership); which objects a user may see is
-decided by webapp.projects.scoping from the same memberships.
+A role is held in a project (Membership, beside this module in webapp.projects.models); which
+objects a user may see is decided by webapp.projects.scoping from the same memberships. The
+memberships are read through the user's `memberships` relation, so this module imports no model
+and the models import the roles one way.
 
 clinician: reviews peaks. curator: settles review conflicts (adjudication). researcher: imports,
 launches jobs, exports, creates, edits and retires tasks. admin (of a project): everything in it,
@@ -54,10 +56,8 @@ def _memberships(user) -> dict[int, frozenset[Role]]:
     """{project id: roles} of an active user, read once per request (cached on the user object)."""
     cached = getattr(user, "_dsm_memberships", None)
     if cached is None:
-        from webapp.projects.models import Membership  # roles are imported by the models' module
-
         by_project: dict[int, set[Role]] = {}
-        for project_id, role in Membership.objects.filter(user=user).values_list("project_id", "role"):
+        for project_id, role in user.memberships.values_list("project_id", "role"):
             by_project.setdefault(project_id, set()).add(Role(role))
         cached = {project_id: frozenset(roles) for project_id, roles in by_project.items()}
         user._dsm_memberships = cached
