@@ -135,7 +135,7 @@ AXES_DISABLE_ACCESS_LOG = True  # successful logins are in the audit log; not a 
 # Behind reverse proxies, how many append to X-Forwarded-For (0: use the connection's address);
 # the lockout and the audit log then see the client's address, not the proxy's.
 TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0)
-AXES_CLIENT_IP_CALLABLE = "webapp.accounts.client_ip.client_address"
+AXES_CLIENT_IP_CALLABLE = "webapp.audit.client_ip.client_address"
 # A name no account has (a password typed as the username?) is kept as a keyed digest.
 AXES_USERNAME_CALLABLE = "webapp.accounts.lockout.lockout_username"
 

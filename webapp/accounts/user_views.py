@@ -10,8 +10,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from webapp.accounts import local_users
-from webapp.accounts.client_ip import client_address
 from webapp.accounts.forms import LocalUserForm
+from webapp.audit.client_ip import client_address
 from webapp.projects.models import Membership
 from webapp.projects.roles import is_site_admin
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
-from webapp.accounts.client_ip import client_address
+from webapp.audit.client_ip import client_address
 
 _address: ContextVar[str | None] = ContextVar("audit_client_address", default=None)
 

@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from webapp.accounts.client_ip import client_address
+from webapp.audit.client_ip import client_address
 from webapp.corpus import import_jobs, search, tasks
 from webapp.corpus.access import (
     ProjectNotChosen,

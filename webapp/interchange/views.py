@@ -7,7 +7,7 @@ from django.http import StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from webapp.accounts.client_ip import client_address
+from webapp.audit.client_ip import client_address
 from webapp.corpus import import_jobs
 from webapp.corpus.access import corpus_for, import_job_for
 from webapp.interchange.exporting import ExportChoice, download_name, peak_source, zip_export

@@ -5,7 +5,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from webapp.accounts.client_ip import client_address
+from webapp.audit.client_ip import client_address
 from webapp.evaluation.recommendation import launch_initial
 from webapp.lifecycle.estimates import waits_for_confirmation
 from webapp.pipeline import estimates, jobs

@@ -7,7 +7,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from webapp.accounts.client_ip import client_address
+from webapp.audit.client_ip import client_address
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.projects import membership

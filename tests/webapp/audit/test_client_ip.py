@@ -1,9 +1,9 @@
-"""The client's address for lockouts and the audit log (webapp.accounts.client_ip)."""
+"""The client's address for lockouts and the audit log (webapp.audit.client_ip)."""
 
 import pytest
 from django.test import RequestFactory
 
-from webapp.accounts.client_ip import client_address
+from webapp.audit.client_ip import client_address
 
 
 def request(remote="10.0.0.9", forwarded=None):
