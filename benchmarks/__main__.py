@@ -29,6 +29,7 @@ BENCHMARKS = {
     "demo": ("benchmarks.demo", "relevance rate of the demo's model, to size the demo's first job"),
     "map-storage": ("benchmarks.map_storage", "bytes a token of stored relevance maps, all in, in PostgreSQL"),
     "lifecycle": ("benchmarks.lifecycle", "claims, heartbeats and sweeps of long work on PostgreSQL"),
+    "deid": ("benchmarks.deid", "de-identification: recall and precision per type, notes/s, maps before/after"),
     "scale": ("benchmarks.scale", "the app over a large corpus: import, map storage, pages, planning, builds"),
 }
 

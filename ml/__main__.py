@@ -19,6 +19,7 @@ COMMANDS = {
     "train": "fine-tune a causal LM on prompt/answer pairs (DSM, continual pretraining)",
     "agreement": "inter-reviewer agreement (alpha, kappa, AC1, observed) of a judgements CSV, with CIs",
     "rate": "measure this machine's relevance rate on a few prompts (sizes the demo's first job)",
+    "deidentify": "de-identify notes JSONL: identifiers replaced by tags or per-patient surrogates",
 }
 
 

@@ -31,6 +31,8 @@ import string
 import unicodedata
 from datetime import date, timedelta
 
+import phonenumbers
+
 from ml.deid.types import LANGUAGES
 
 # --- lists ---------------------------------------------------------------------------------------
@@ -193,8 +195,8 @@ CITIES = {
         "Logroño Badajoz Huelva Cádiz Lleida Tarragona Jaén Cáceres"
     ).split(),
     "en": (
-        "London Manchester Birmingham Leeds Glasgow Liverpool Bristol Sheffield Edinburgh Cardiff "
-        "Leicester Nottingham Coventry Bradford Belfast Boston Chicago Denver Seattle Portland Austin "
+        "London Manchester Birmingham Leeds Liverpool Bristol Sheffield Edinburgh Cardiff "
+        "Leicester Nottingham Coventry Bradford Belfast Norwich Boston Chicago Denver Seattle Portland Austin "
         "Phoenix Atlanta Houston Dallas Columbus Memphis Baltimore Milwaukee Sacramento"
     ).split(),
 }
@@ -406,9 +408,46 @@ def group(value: str, size: int = 4) -> str:
     return " ".join(value[i : i + size] for i in range(0, len(value), size))
 
 
+US_AREA_CODES = (
+    "212",
+    "213",
+    "303",
+    "305",
+    "312",
+    "404",
+    "415",
+    "503",
+    "512",
+    "602",
+    "614",
+    "617",
+    "702",
+    "713",
+    "919",
+)
+COUNTRY_CODES = {"39": "IT", "34": "ES", "44": "GB", "1": "US"}
+
+
+def phone_is_valid(text: str, country: str) -> bool:
+    """Whether libphonenumber (the detector's own check) takes it for a valid number of the country
+    (a number written with its country code is checked against that country)."""
+    try:
+        return phonenumbers.is_valid_number(phonenumbers.parse(text, country.upper()))
+    except phonenumbers.NumberParseException:
+        return False
+
+
 def phone(rng: random.Random, country: str) -> str:
-    """A phone number as people write them in that country: "+39 347 123 4567", "06 1234 5678"..."""
-    country = country.upper()
+    """A valid phone number as people write them in the country: "+39 347 123 4567", "06 1234 5678",
+    "0161 496 0123", "(617) 555-0147"."""
+    for _ in range(200):
+        value = _phone_draw(rng, country.upper())
+        if phone_is_valid(value, country):
+            return value
+    return value  # not reached in practice: most draws are valid
+
+
+def _phone_draw(rng: random.Random, country: str) -> str:
     international = rng.random() < 0.3
     if country == "IT":
         if rng.random() < 0.6:
@@ -417,11 +456,13 @@ def phone(rng: random.Random, country: str) -> str:
                 [f"{national[:3]} {national[3:6]} {national[6:]}", national, f"{national[:3]} {national[3:]}"]
             )
         else:
-            national = "0" + rng.choice("2569") + _digits(rng, 8)
-            shown = rng.choice([f"{national[:2]} {national[2:6]} {national[6:]}", f"{national[:2]}-{national[2:]}"])
+            area = rng.choice(("02", "06", "011", "010", "051", "055", "081", "091", "0471", "0522"))
+            rest = _digits(rng, 10 - len(area))
+            shown = rng.choice([f"{area} {rest}", f"{area}-{rest}", f"{area} {rest[:-4]} {rest[-4:]}", area + rest])
         return f"+39 {shown}" if international else shown
     if country == "ES":
-        national = rng.choice("6789") + _digits(rng, 8)
+        national = rng.choice(["6", "6", "71", "72", "91", "93", "95", "96", "98", "88"])
+        national += _digits(rng, 9 - len(national))
         shown = rng.choice(
             [
                 f"{national[:3]} {national[3:6]} {national[6:]}",
@@ -432,10 +473,10 @@ def phone(rng: random.Random, country: str) -> str:
         return f"+34 {shown}" if international else shown
     if country == "GB":
         if rng.random() < 0.6:
-            national = "07" + rng.choice("456789") + _digits(rng, 8)
+            national = "07" + rng.choice(["4", "5", "7", "8", "9"]) + _digits(rng, 8)
             shown = f"{national[:5]} {national[5:]}"
         else:
-            national = "0" + rng.choice(["20", "161", "113", "131"])
+            national = "0" + rng.choice(["20", "161", "113", "131", "117", "121"])
             national += _digits(rng, 11 - len(national))
             shown = (
                 f"{national[:3]} {national[3:7]} {national[7:]}"
@@ -443,9 +484,7 @@ def phone(rng: random.Random, country: str) -> str:
                 else f"{national[:4]} {national[4:7]} {national[7:]}"
             )
         return f"+44 {shown[1:]}" if international else shown
-    area = f"{rng.randrange(2, 10)}{_digits(rng, 2)}"
-    while area[1:] == "11":
-        area = f"{rng.randrange(2, 10)}{_digits(rng, 2)}"
+    area = rng.choice(US_AREA_CODES)
     exchange, line = f"{rng.randrange(2, 10)}{_digits(rng, 2)}", _digits(rng, 4)
     shown = rng.choice([f"({area}) {exchange}-{line}", f"{area}-{exchange}-{line}", f"{area}.{exchange}.{line}"])
     return f"+1 {area} {exchange} {line}" if international else shown
@@ -536,26 +575,31 @@ def compact(value: str) -> str:
 
 
 def _phone_like(rng: random.Random, original: str, language: str) -> str:
-    """Another phone number in the original's shape: its country code and the first digit of the
-    national number (mobile or landline, area) kept, the rest drawn; US exchanges start 2-9."""
+    """Another valid phone number in the original's shape: its country code and the first digit of
+    the national number (mobile or landline; two after a leading 0) kept, the rest drawn until
+    libphonenumber takes it for a valid number (a shape it never takes: the last draw)."""
     digits = re.sub(r"\D", "", original)
     stripped = original.lstrip()
-    country = ""
+    country_code = ""
     if stripped.startswith("+") or stripped.startswith("00"):
         rest = digits[2:] if stripped.startswith("00") else digits
-        country = next((cc for cc in ("39", "34", "44", "1") if rest.startswith(cc)), rest[:2])
-        country_digits = len(digits) - len(rest) + len(country)
+        country_code = next((cc for cc in COUNTRY_CODES if rest.startswith(cc)), rest[:2])
+        country_digits = len(digits) - len(rest) + len(country_code)
     else:
         country_digits = 0
     national = digits[country_digits:]
     keep = country_digits + (2 if national.startswith("0") else 1)
-    north_american = country == "1" or (not country and language == "en" and len(national) == 10 and national[0] != "0")
-    new = list(digits[:keep]) + [rng.choice(string.digits) for _ in digits[keep:]]
-    if north_american and len(national) == 10:
-        for position in (country_digits, country_digits + 3):  # area code and exchange: 2-9
-            if position >= keep:
-                new[position] = rng.choice("23456789")
-    return reshape(original, "".join(new))
+    if country_code:
+        region = COUNTRY_CODES.get(country_code, "ZZ")
+    elif language == "en":
+        region = "GB" if national.startswith("0") else "US"
+    else:
+        region = COUNTRY[language]
+    for _ in range(100):
+        new = reshape(original, digits[:keep] + _digits(rng, len(digits) - keep))
+        if phone_is_valid(new, region):
+            break
+    return new
 
 
 def _iban_like(rng: random.Random, original: str) -> str:

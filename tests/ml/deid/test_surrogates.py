@@ -88,7 +88,7 @@ def test_iban_passes_mod_97_and_country_checks(country):
 @pytest.mark.parametrize(
     "country, pattern",
     [
-        ("IT", r"(\+39 )?(3\d\d[ ]?\d{3}[ ]?\d{4}|3\d{9}|3\d\d \d{7}|0\d[ -]\d{4}[ ]?\d{4}|0\d-\d{8})"),
+        ("IT", r"(\+39 )?(3\d\d ?\d{3} ?\d{4}|3\d\d \d{7}|0\d{1,3}[ -]?\d{2,8}( \d{4})?)"),
         ("ES", r"(\+34 )?[6-9][\d ]{8,11}"),
         ("GB", r"(\+44 |0)[1-9][\d ]{9,11}"),
         ("US", r"(\+1 [2-9]\d\d [2-9]\d\d \d{4}|\(?[2-9]\d\d\)?[ .-][2-9]\d\d[.-]\d{4})"),
@@ -98,7 +98,7 @@ def test_phone_numbers_of_each_country(country, pattern):
     for seed in SEEDS:
         value = s.phone(random.Random(seed), country)
         assert re.fullmatch(pattern, value), value
-        assert len(re.sub(r"\D", "", value)) >= 9
+        assert s.phone_is_valid(value, country), value  # libphonenumber, as the detector checks
 
 
 def test_email_url_ip_on_reserved_ranges():
@@ -160,14 +160,24 @@ class TestKeyedChoice:
             assert new != original
             assert [c.isalnum() for c in new] == [c.isalnum() for c in original]  # separators kept
 
-    def test_phone_keeps_prefix_and_shape(self):
+    def test_phone_keeps_prefix_and_shape_and_is_valid(self):
         for patient in ("P1", "P2", "P3"):
             new = self.surrogates.value("PHONE", "+39 347 123 4567", patient)
             assert re.fullmatch(r"\+39 3\d\d \d{3} \d{4}", new) and new != "+39 347 123 4567"
-        us = s.Surrogates("en", SECRET)
+            assert s.phone_is_valid(new, "IT")
+            new = self.surrogates.value("PHONE", "06 1234 5678", patient)
+            assert re.fullmatch(r"06 \d{4} \d{4}", new) and s.phone_is_valid(new, "IT")
+        en = s.Surrogates("en", SECRET)
         for patient in ("P1", "P2", "P3", "P4", "P5"):
-            new = us.value("PHONE", "(617) 555-0147", patient)
-            assert re.fullmatch(r"\(6\d\d\) [2-9]\d\d-\d{4}", new), new
+            new = en.value("PHONE", "(617) 555-0147", patient)
+            assert re.fullmatch(r"\(6\d\d\) [2-9]\d\d-\d{4}", new) and s.phone_is_valid(new, "US"), new
+            new = en.value("PHONE", "07911 575092", patient)
+            assert re.fullmatch(r"07\d{3} \d{6}", new) and s.phone_is_valid(new, "GB"), new
+            new = en.value("PHONE", "+44 161 496 0123", patient)
+            assert re.fullmatch(r"\+44 1\d\d \d{3} \d{4}", new) and s.phone_is_valid(new, "GB"), new
+        es = s.Surrogates("es", SECRET)
+        new = es.value("PHONE", "612 345 678", "P1")
+        assert re.fullmatch(r"6\d\d \d{3} \d{3}", new) and s.phone_is_valid(new, "ES")
 
     def test_record_number_keeps_letters_and_digits(self):
         new = self.surrogates.value("RECORD_NUMBER", "RIC-2024-000123", "P1")
