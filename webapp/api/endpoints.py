@@ -77,6 +77,7 @@ def _corpus(corpus: Corpus) -> dict:
         "description": corpus.description,
         "note_count": corpus.note_count,
         "annotation_count": corpus.annotation_count,
+        "deidentified_from": corpus.deidentified_from_id,  # the corpus it was de-identified from
         "created": corpus.created,
     }
 
@@ -113,6 +114,8 @@ def _import(job: ImportJob) -> dict:
         "unchanged_count": job.unchanged_count,
         "problem_count": job.problem_count,
         "problems": job.problems,
+        "deidentify": job.deidentify,  # de-identified on the way in
+        "deid_counts": job.deid_counts,  # identifiers replaced per type, never values
     }
 
 
@@ -373,6 +376,7 @@ def launch_import(
     corpus: Form[str],
     language: Form[str] = "",
     update: Form[bool] = False,
+    deidentify: Form[bool] = False,
     annotation_format: Form[str] = "",
     mapping: Form[str] = "",
     layer: Form[str] = "",
@@ -386,7 +390,10 @@ def launch_import(
     gold labels from an annotation tool's files, `mapping` one rule a line (LABEL=TASK:VALUE, ...),
     `annotator` whose they are (left empty: the annotator each span carries in the file);
     `preview=true` checks and counts what would be imported and writes nothing (the job's
-    `problems` lines say what each label maps to), then POST /imports/ID/import imports it."""
+    `problems` lines say what each label maps to), then POST /imports/ID/import imports it.
+    `deidentify=true` (notes): each note goes through the project's de-identification policy
+    before it is stored, as the page's "De-identify on the way in"; the job's `deid_counts` say how
+    many identifiers of each type were replaced."""
     _known_fields_only(request, launch_import)
     target = Project.objects.where(request.user, Capability.VIEW).filter(slug=project).first()
     if target is None:
@@ -398,6 +405,7 @@ def launch_import(
         "corpus": corpus,
         "language": language,
         "update": update,
+        "deidentify": deidentify,
         "annotation_format": annotation_format,
         "mapping": mapping,
         "layer": layer,

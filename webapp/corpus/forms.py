@@ -45,6 +45,13 @@ class UploadForm(forms.Form):
         help_text="JSONL or CSV (optionally gzip, bz2 or xz compressed); a .zip of brat .txt/.ann files for notes"
     )
     update = forms.BooleanField(required=False, help_text="Replace notes or labels that changed")
+    deidentify = forms.BooleanField(
+        required=False,
+        label="De-identify on the way in",
+        help_text="Notes: each note's text and metadata go through the project's de-identification policy before "
+        "they are stored (the original is never kept); a new corpus is made de-identified. A de-identified corpus "
+        "takes notes this way only",
+    )
     # Gold evidence from an annotation tool's files (webapp.interchange.gold): gold labels only.
     annotation_format = forms.ChoiceField(
         choices=[("", "Gold labels JSONL (note_id, task, label, evidence)")]
@@ -135,6 +142,7 @@ class UploadForm(forms.Form):
             corpus=data["corpus"],
             language=data["language"],
             update=data["update"],
+            deidentify=data.get("deidentify", False),
             actor=actor,
             ip=ip,
         )
@@ -170,4 +178,26 @@ class UploadForm(forms.Form):
                 )
         if data.get("kind") == ImportJob.Kind.ANNOTATIONS:
             data["language"] = KEEP_LANGUAGE  # gold labels never create a corpus
+        self._check_deidentify(data, named)
         return data
+
+    def _check_deidentify(self, data, corpus) -> None:
+        """De-identification on the way in is for notes; a de-identified corpus takes no other, and
+        a corpus that is not cannot become one; the project's policy must be usable for the language."""
+        from webapp.corpus.importing import deidentified_mismatch
+        from webapp.deid.policy import PolicyError, check
+
+        wanted = data.get("deidentify", False)
+        if data.get("kind") != ImportJob.Kind.NOTES:
+            if wanted:
+                self.add_error("deidentify", "De-identification on the way in is for notes.")
+            return
+        if corpus is not None and (reason := deidentified_mismatch(corpus, wanted)):
+            self.add_error("deidentify", reason[0].upper() + reason[1:] + ".")
+            return
+        language = corpus.language if corpus is not None else data.get("language")
+        if wanted and language:
+            try:
+                check(data["project"], language)
+            except PolicyError as exc:
+                self.add_error("deidentify", str(exc))

@@ -62,7 +62,16 @@ class ImportStopped(Exception):
 
 
 def launch(
-    uploaded, *, project, kind: str, corpus: str, language: str, update: bool, actor, ip: str | None = None
+    uploaded,
+    *,
+    project,
+    kind: str,
+    corpus: str,
+    language: str,
+    update: bool,
+    actor,
+    ip: str | None = None,
+    deidentify: bool = False,
 ) -> ImportJob:
     discard_leftovers()
     stored = uploads.store(uploaded)
@@ -79,6 +88,7 @@ def launch(
                 corpus_name=corpus,
                 language=language if kind == ImportJob.Kind.NOTES else "",
                 update=update,
+                deidentify=deidentify,
                 upload="" if unshared else stored.path,
                 file_name=stored.name,
                 file_size=stored.size,
@@ -95,6 +105,7 @@ def launch(
                 corpus=corpus,
                 file=stored.name,
                 size=stored.size,
+                **({"deidentify": True} if deidentify else {}),
             )
             if not unshared:
                 queue.send_on_commit(TASK, job.pk, on_error=partial(_queue_error, job.pk))
@@ -144,6 +155,7 @@ def run(job: ImportJob, heart) -> str | None:
             unchanged_count=report.unchanged,
             problems=report.warning_lines(),
             problem_count=0,
+            deid_counts=report.deid_counts,
         ):
             raise ImportStopped  # lost to another attempt: roll our writes back
 
@@ -157,6 +169,7 @@ def run(job: ImportJob, heart) -> str | None:
             corpus=job.corpus_name,
             language=job.language,
             update=job.update,
+            deidentify=job.deidentify,
             actor=job.created_by,
             progress=progress,
             on_written=finish,
@@ -265,6 +278,7 @@ def import_previewed(job: ImportJob, *, actor, ip: str | None = None) -> ImportJ
             corpus=job.corpus_name,
             language="",
             update=job.update,
+            deidentify=job.deidentify,
             actor=actor,
             ip=ip,
         )

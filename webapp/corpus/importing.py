@@ -49,6 +49,7 @@ from webapp.interchange.formats import FORMATS as INTERCHANGE_FORMATS
 from webapp.lib.import_limits import ImportLimits, over_limit
 from webapp.lib.import_sources import (
     FORMATS,
+    NoteRecord,
     Problem,
     Problems,
     detect_format,
@@ -81,6 +82,8 @@ class ImportReport:
     problem_count: int = 0
     warnings: list[Problem] = field(default_factory=list)
     warning_count: int = 0
+    # de-identified on the way in: identifiers replaced per type in the file's notes, never values
+    deid_counts: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -125,9 +128,16 @@ def import_notes(
     on_written=None,
     project=None,
     checkpoint=go_on,
+    deidentify: bool = False,
 ) -> ImportReport:
     """Import a JSONL or CSV file (plain or compressed), a brat folder or a zip of brat files
     into the corpus `corpus_name` of `project` (a Project, or a slug; "" or None: the only project).
+
+    `deidentify`: each note goes through the project's de-identification policy before it is
+    written (webapp.deid.policy): its text and metadata are replaced, brat entities' spans carried
+    into the new text, the original never stored. A new corpus is made de-identified; an existing
+    one must be de-identified already (and one that is can only take notes this way). The report's
+    `deid_counts` are the identifiers replaced per type.
 
     `progress(phase, records_done)`, if given, is called after each batch with phase
     "validate" or "write". `on_written(report)`, if given, is called inside the write transaction
@@ -142,7 +152,8 @@ def import_notes(
     problems = Problems()
     fmt = fmt or detect_format(path) or ""
     project = _project(project, path, problems)
-    corpus = _corpus_for_notes(path, corpus_name, language, create, fmt, problems, limits, project)
+    corpus = _corpus_for_notes(path, corpus_name, language, create, fmt, problems, limits, project, deidentify)
+    deid = _deidentifier(corpus, path, problems) if deidentify and corpus is not None else None
     if problems:
         return _failed(problems)
     with _brat_folder_of(path, fmt, unpack_dir, problems, limits) as source:
@@ -153,15 +164,21 @@ def import_notes(
             return read_notes(source, fmt, problems, limits, checkpoint)
 
         return _import_notes(
-            read, printable(path.name), corpus, fmt, update, actor, batch_size, progress, problems, on_written
+            read, printable(path.name), corpus, fmt, update, actor, batch_size, progress, problems, on_written, deid
         )
 
 
-def _import_notes(read, name, corpus, fmt, update, actor, batch_size, progress, problems, on_written) -> ImportReport:
-    """`read(problems)`: the notes of the file, read again on each call."""
+def _import_notes(
+    read, name, corpus, fmt, update, actor, batch_size, progress, problems, on_written, deid=None
+) -> ImportReport:
+    """`read(problems)`: the notes of the file, read again on each call. `deid`: a _Deidentifying
+    that replaces each note before it is checked against the corpus and written."""
     plan = _NotePlan(corpus, update, problems)
     seen: dict[str, int] = {}  # id -> first line; ids only, never text
-    for batch in _batched(read(problems), batch_size):
+    checked = read(problems)
+    if deid is not None and corpus.pk is not None:  # a new corpus has no note to compare texts with
+        checked = deid.records(checked)
+    for batch in _batched(checked, batch_size):
         fresh = []
         for rec in batch:
             first = seen.setdefault(rec.external_id, rec.line)
@@ -186,9 +203,12 @@ def _import_notes(read, name, corpus, fmt, update, actor, batch_size, progress, 
                 corpus.save()
             writer = _NotePlan(corpus, update, problems, corpus_is_new=corpus_is_new)
             reread = Problems()  # the file is read again: its warnings were collected the first time
+            records = read(reread)
+            if deid is not None:
+                records, writer = deid.records(records, tally=True), _DeidentifiedWriter(writer, deid)
             _write_pass(
                 writer,
-                read(reread),
+                records,
                 reread,
                 plan,
                 report,
@@ -197,6 +217,8 @@ def _import_notes(read, name, corpus, fmt, update, actor, batch_size, progress, 
                 batch_size,
                 progress,
             )
+            if deid is not None:
+                report.deid_counts = deid.tally.counts_dict()
             record(
                 actor,
                 AuditEvent.Action.IMPORT_NOTES,
@@ -206,6 +228,7 @@ def _import_notes(read, name, corpus, fmt, update, actor, batch_size, progress, 
                 created=report.created,
                 unchanged=report.unchanged,
                 updated=report.updated,
+                **({"deidentified": True, "identifiers": report.deid_counts} if deid is not None else {}),
             )
             if on_written is not None:
                 on_written(report)  # commits with the rows (it may raise to roll them back)
@@ -364,7 +387,7 @@ def _project(project, path, problems: Problems):
         return None
 
 
-def _corpus_for_notes(path, name, language, create, fmt, problems, limits, project) -> Corpus | None:
+def _corpus_for_notes(path, name, language, create, fmt, problems, limits, project, deidentify=False) -> Corpus | None:
     if not path.exists():
         problems.add(path.name, None, "no such file or folder")
     elif fmt not in FORMATS:
@@ -388,6 +411,8 @@ def _corpus_for_notes(path, name, language, create, fmt, problems, limits, proje
     if corpus is not None:
         if language and language != corpus.language:
             problems.add(path.name, None, f"corpus {name!r} is in language {corpus.language!r}, not {language!r}")
+        if reason := deidentified_mismatch(corpus, deidentify):
+            problems.add(path.name, None, reason)
         return corpus
     if not create:
         problems.add(path.name, None, f"corpus {name!r} does not exist (use --create to create it)")
@@ -400,7 +425,72 @@ def _corpus_for_notes(path, name, language, create, fmt, problems, limits, proje
         problems.add(
             path.name, None, f"creating a corpus needs --language, an ISO 639 code such as 'it' (got {language!r})"
         )
-    return Corpus(project=project, name=name, language=language, source=printable(path.name))
+    return Corpus(project=project, name=name, language=language, source=printable(path.name), deidentified=deidentify)
+
+
+def deidentified_mismatch(corpus: Corpus, deidentify: bool) -> str | None:
+    """Why notes may not go into an existing corpus de-identified (or not) as asked: a corpus is
+    de-identified only while every note of it went through the de-identifier."""
+    if corpus.deidentified and not deidentify:
+        return (
+            f"corpus {corpus.name!r} is de-identified: notes go into it de-identified only "
+            "(De-identify on the way in, --deidentify)"
+        )
+    if deidentify and not corpus.deidentified:
+        return (
+            f"corpus {corpus.name!r} holds notes that were not de-identified, so it would not be de-identified "
+            "even with these: import them into a new corpus, or de-identify this one into a new corpus first"
+        )
+    return None
+
+
+def _deidentifier(corpus: Corpus, path: Path, problems: Problems):
+    """The project's policy ready for this corpus's notes, or None with the reason in `problems`."""
+    from webapp.deid.policy import NoteDeidentifier, PolicyError
+
+    try:
+        return _Deidentifying(NoteDeidentifier(corpus.project, corpus.language))
+    except PolicyError as exc:
+        problems.add(path.name, None, f"cannot de-identify: {exc}")
+        return None
+
+
+class _Deidentifying:
+    """Notes replaced on the way in (import_notes(deidentify=True)): the records of a reading,
+    each with its de-identified text and metadata; with `tally`, counted (per type, never a value)
+    and their pairs gathered for the encrypted mapping when the policy keeps one."""
+
+    def __init__(self, deid):
+        from webapp.deid.policy import Tally
+
+        self.deid = deid
+        self.tally = Tally()
+
+    def records(self, records: Iterable[NoteRecord], tally: bool = False) -> Iterator[NoteRecord]:
+        for rec in records:
+            done = self.deid.note(rec.text, rec.metadata)
+            if tally:
+                self.tally.add(done, self.deid.keeps_mapping)
+            yield NoteRecord(rec.source, rec.line, rec.external_id, done.text, done.metadata)
+
+    def keep_pairs(self, project_id: int) -> None:
+        if self.deid.keeps_mapping:
+            self.tally.keep_pairs(project_id)
+
+
+class _DeidentifiedWriter:
+    """A _NotePlan whose batches also merge their pairs into the mapping, in the write transaction."""
+
+    def __init__(self, writer, deid: _Deidentifying):
+        self.writer, self.deid = writer, deid
+
+    @property
+    def pending(self):
+        return self.writer.pending
+
+    def write(self, records, report):
+        self.writer.write(records, report)
+        self.deid.keep_pairs(self.writer.corpus.project_id)
 
 
 def _corpus_name_ok(name: str, file_name: str, problems: Problems) -> bool:

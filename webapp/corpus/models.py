@@ -382,6 +382,9 @@ class ImportJob(WorkUnit):
     unchanged_count = models.PositiveBigIntegerField(default=0)
     problems = models.JSONField(default=list, blank=True, help_text="the first problem lines, never note text")
     problem_count = models.PositiveIntegerField(default=0)
+    deid_counts = models.JSONField(
+        default=dict, blank=True, help_text="de-identified on the way in: identifiers replaced per type, never values"
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="import_jobs"
     )

@@ -107,11 +107,13 @@ def import_stored(
     progress=None,
     on_written=None,
     checkpoint=go_on,
+    deidentify: bool = False,
 ) -> ImportReport:
     """Import a stored upload (notes: JSONL, CSV or a zip of brat files; annotations: JSONL).
     Running it twice on one file is safe: the import is atomic and idempotent. Raises StorageError
     when the upload is kept in a storage that cannot be read. `checkpoint()`: called between
-    documents, it raises to stop the import (webapp.corpus.importing.import_notes)."""
+    documents, it raises to stop the import (webapp.corpus.importing.import_notes). `deidentify`:
+    notes go through the project's de-identification policy on the way in."""
     path = local_file(relative)
     if path is None:
         problems = Problems()
@@ -162,6 +164,7 @@ def import_stored(
         unpack_dir=path.parent,
         on_written=on_written,
         checkpoint=checkpoint,
+        deidentify=deidentify,
     )
 
 

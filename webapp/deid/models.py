@@ -73,6 +73,9 @@ class DeidJob(WorkUnit):
     )
     target_name = models.CharField(max_length=200, blank=True)
     notes_done = models.PositiveBigIntegerField(default=0)
+    last_note = models.PositiveBigIntegerField(
+        default=0, help_text="the source note (by id) the last committed batch ended with; Resume goes on after it"
+    )
     notes_total = models.PositiveBigIntegerField(default=0)
     notes_with_findings = models.PositiveBigIntegerField(default=0)
     counts = models.JSONField(default=dict, blank=True, help_text="findings per identifier type, never values")

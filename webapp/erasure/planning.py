@@ -25,6 +25,7 @@ from django.db.models import Q, QuerySet
 from webapp.api.models import ApiToken
 from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, ProjectTaskState, Task, TaskGuideline
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
+from webapp.deid.models import DeidJob, DeidPolicy, SurrogateMapping
 from webapp.erasure.models import DatasetWithdrawal, ErasureRequest
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.integrations.models import Webhook, WebhookDelivery
@@ -75,6 +76,7 @@ class Target:
     note_ids: tuple[int, ...] = ()
     dataset_ids: tuple[int, ...] = ()  # versions that held examples of the notes when requested
     model_ids: tuple[int, ...] = ()  # trained models that saw the notes
+    mapping_ids: tuple[int, ...] = ()  # the patients' kept de-identification mappings (patient scope)
 
     @property
     def whole(self) -> bool:
@@ -112,6 +114,7 @@ class Target:
             "note_ids": list(self.note_ids),
             "dataset_ids": list(self.dataset_ids),
             "model_ids": list(self.model_ids),
+            "mapping_ids": list(self.mapping_ids),
         }
 
     @classmethod
@@ -123,6 +126,7 @@ class Target:
             note_ids=tuple(data.get("note_ids", ())),
             dataset_ids=tuple(data.get("dataset_ids", ())),
             model_ids=tuple(data.get("model_ids", ())),
+            mapping_ids=tuple(data.get("mapping_ids", ())),
         )
 
 
@@ -166,11 +170,34 @@ def imports(t: Target) -> QuerySet:
     return ImportJob.objects.none()
 
 
+def _deid_jobs(t: Target) -> QuerySet:
+    """De-identification jobs (and residual scans) of the erased corpora: those whose every corpus
+    still named is erased. A job that made a corpus that stays is kept (its source goes null)."""
+    if t.scope == Scope.PROJECT:
+        return DeidJob.objects.filter(project_id=t.project_id)
+    erased = t.corpora()
+    return DeidJob.objects.filter(
+        Q(source__in=erased) | Q(target__in=erased),
+        Q(source__in=erased) | Q(source__isnull=True),
+        Q(target__in=erased) | Q(target__isnull=True),
+    )
+
+
+def _mappings(t: Target) -> QuerySet:
+    """Kept original -> surrogate pairs (webapp.deid.mapping): the erased patients', or a whole
+    project's. A corpus's erasure keeps them: they are per patient, whose other notes may stay."""
+    if t.scope == Scope.PROJECT:
+        return SurrogateMapping.objects.filter(project_id=t.project_id)
+    return SurrogateMapping.objects.filter(pk__in=t.mapping_ids)
+
+
 def _project_tasks(t: Target) -> QuerySet:
     return Task.objects.filter(project_id=t.project_id)
 
 
 STEPS: tuple[Step, ...] = (
+    # A patient's kept de-identification mapping (no row refers to it)
+    Step(_mappings),
     # What a corpus's training runs and datasets hold (they PROTECT notes, annotations, corpora)
     Step(lambda t: RunMetric.objects.filter(run__in=t.runs_deleted()), WHOLE),
     Step(lambda t: RunLog.objects.filter(run__in=t.runs_deleted()), WHOLE),
@@ -215,6 +242,7 @@ STEPS: tuple[Step, ...] = (
     Step(lambda t: _through(RelevanceJob, "tasks").objects.filter(relevancejob__in=_jobs(t)), WHOLE),
     Step(_jobs, WHOLE),
     Step(imports, WHOLE),
+    Step(_deid_jobs, WHOLE),
     Step(lambda t: t.corpora(), WHOLE),
     # What else a project holds
     # its tasks' guidelines, and its own guideline versions and state of catalog tasks
@@ -225,6 +253,7 @@ STEPS: tuple[Step, ...] = (
     Step(lambda t: ProjectTaskState.objects.filter(project_id=t.project_id), {Scope.PROJECT}),
     Step(_project_tasks, {Scope.PROJECT}),
     Step(lambda t: PeakProfile.objects.filter(project_id=t.project_id), {Scope.PROJECT}),
+    Step(lambda t: DeidPolicy.objects.filter(project_id=t.project_id), {Scope.PROJECT}),
     Step(lambda t: Membership.objects.filter(project_id=t.project_id), {Scope.PROJECT}),
     Step(lambda t: WebhookDelivery.objects.filter(webhook__project_id=t.project_id), {Scope.PROJECT}),
     Step(lambda t: Webhook.objects.filter(project_id=t.project_id), {Scope.PROJECT}),
@@ -312,6 +341,10 @@ def active_work(target: Target) -> dict[str, int]:
         "imports": ImportJob.objects.filter(project_id=target.project_id, corpus_name__in=corpora.values("name"))
         if target.scope != Scope.PROJECT
         else ImportJob.objects.filter(project_id=target.project_id),
+        # a job copying a corpus de-identified would copy an erased note again
+        "de-identification jobs": DeidJob.objects.filter(Q(source__in=corpora) | Q(target__in=corpora))
+        if target.scope != Scope.PROJECT
+        else DeidJob.objects.filter(project_id=target.project_id),
     }
     counts = {what: rows.filter(status__in=ACTIVE).count() for what, rows in found.items()}
     return {what: n for what, n in counts.items() if n}
@@ -346,10 +379,19 @@ def resolve(
         note_ids = tuple(sorted(patient_notes(corpus, patient_key, patient_values).values_list("pk", flat=True)))
         if not note_ids:
             raise PlanError(f"No note of corpus {corpus.name} has one of these values under '{patient_key}'.")
+        mapping_ids = tuple(
+            sorted(
+                SurrogateMapping.objects.filter(
+                    project=project, patient_hash__in=_hashes(patient_key, patient_values)
+                ).values_list("pk", flat=True)
+            )
+        )
     elif scope in WHOLE:
         note_ids = ()
     else:
         raise PlanError(f"Unknown scope {scope!r}; choose one of {', '.join(Scope.values)}.")
+    if scope != Scope.PATIENT:
+        mapping_ids = ()
     partial = Target(scope, project.pk, corpus.pk if corpus else None, note_ids)
     notes = partial.notes()
     dataset_ids = tuple(
@@ -363,12 +405,21 @@ def resolve(
         produced_model__isnull=False,
     )
     model_ids = tuple(sorted(set(used.values_list("produced_model_id", flat=True))))
-    return Target(scope, project.pk, partial.corpus_id, note_ids, dataset_ids, model_ids)
+    return Target(scope, project.pk, partial.corpus_id, note_ids, dataset_ids, model_ids, mapping_ids)
+
+
+def _hashes(key: str, values) -> list[str]:
+    """The keyed hashes of a patient's values (webapp.erasure.erasing.patient_hash): what a
+    de-identified note's patient field and a kept mapping name the patient by."""
+    from webapp.erasure.erasing import patient_hash  # erasing imports this module
+
+    return [patient_hash(key, str(v)) for v in values if str(v).strip()]
 
 
 def patient_notes(corpus: Corpus, key: str, values) -> QuerySet:
     """The notes of `corpus` whose metadata[key] is one of `values` (a string or a number in the
-    metadata matches its text)."""
+    metadata matches its text); in a de-identified corpus, whose metadata[key] is the keyed hash of
+    one of them (the de-identifier writes the patient field so: webapp.deid.policy)."""
     from django.db.models import TextField
     from django.db.models.fields.json import KT
     from django.db.models.functions import Cast
@@ -378,5 +429,7 @@ def patient_notes(corpus: Corpus, key: str, values) -> QuerySet:
     wanted = [str(v).strip() for v in values if str(v).strip()]
     if not wanted:
         raise PlanError("Give at least one patient value.")
+    if corpus.deidentified:
+        wanted += _hashes(key, wanted)
     # cast: the value as plain text on both databases (SQLite's JSON "in" would read the values as JSON)
     return corpus.notes.annotate(patient=Cast(KT(f"metadata__{key}"), TextField())).filter(patient__in=wanted)

@@ -10,6 +10,14 @@ hash: offsets into other text would point at the wrong words); a document id app
 gold label is mapped (or skipped on purpose); in one document, one task gets one label value;
 "evidence only" needs the note to have exactly one label value for the task already.
 
+Into a de-identified corpus (webapp.deid), a document may hold the ORIGINAL text of its note (the
+tool was fed the notes before they were de-identified): its text is then de-identified the same
+way on the way in (webapp.deid.policy: the same patient, read from the note's stored metadata,
+gives the same surrogates; the known identifiers come from the document's own metadata, or from
+the project's kept mapping) and its spans carried into the new text (Replacement.map_span). If
+the result still differs from the note, the document is refused, the reason without its text.
+The original text is only held while it is read; nothing of it is stored.
+
 All spans of one document that map to one task, by one annotator, become that annotator's
 annotation's evidence, in order (ranges of a discontinuous span each a range of evidence).
 
@@ -190,6 +198,8 @@ class _Reading:
         self.label_target: dict[str, Counter] = defaultdict(Counter)  # label -> {what it maps to: spans}
         self.other_sources: Counter = Counter()
         self.without_feature = 0  # XMI spans without the chosen feature, skipped or given the default
+        self.deidentified_docs = 0  # documents of a de-identified corpus that held the original text
+        self._deid = None  # the project's de-identifier, made at the first such document
 
     def __call__(self, problems: Problems, corpus):
         self.calls += 1
@@ -237,6 +247,80 @@ class _Reading:
                 "(evidence only) or LABEL=- (skip), or skip every other label with *=-",
             )
 
+    def _deidentified(self, docs, notes, corpus, problems, first) -> list:
+        """The documents, each that holds its note's original text de-identified on the way in
+        with its spans carried (module docstring); one that cannot be is left out, with a problem."""
+        differing = [d for d in docs if (n := notes.get(nfc(d.id))) is not None and n[1] != text_hash(d.text)]
+        if not differing:
+            return docs
+        from webapp.deid.policy import NoteDeidentifier, PolicyError
+
+        stored = dict(
+            Note.objects.filter(pk__in=[notes[nfc(d.id)][0] for d in differing]).values_list("pk", "metadata")
+        )
+        out, refused = [], set()
+        for doc in differing:
+            doc_id, (source, line) = nfc(doc.id), self._where(doc)
+            note = notes[doc_id]
+            try:
+                self._deid = self._deid or NoteDeidentifier(corpus.project, corpus.language)
+                new = self._deid_document(doc, stored.get(note[0]) or {}, corpus.project_id)
+            except PolicyError as exc:
+                problems.add(source, line, f"document {doc_id!r}: its text is not its note's, and {exc}")
+                refused.add(id(doc))
+                continue
+            if text_hash(new.text) != note[1]:
+                problems.add(
+                    source,
+                    line,
+                    f"the text of document {doc_id!r} differs from note {doc_id!r} of this de-identified corpus, "
+                    "and de-identified with the project's policy it still does (content hash), so its offsets "
+                    "cannot be carried: give the note's metadata (its patient and known identifiers) with the "
+                    "document, or export the notes from this corpus to annotate them",
+                )
+                refused.add(id(doc))
+                continue
+            if first:
+                self.deidentified_docs += 1
+            out.append((id(doc), new))
+        replaced = dict(out)
+        return [replaced.get(id(d), d) for d in docs if id(d) not in refused]
+
+    def _deid_document(self, doc, metadata: dict, project_id: int):
+        """The document de-identified as its note was: its patient from the note's stored metadata
+        (the keyed hash), its known identifiers from the document's metadata or the kept mapping."""
+        from dataclasses import replace
+
+        from webapp.deid.policy import known_values, map_ranges, patient_key, stored_patient_key
+
+        policy = self._deid.policy
+        patient = patient_key(doc.metadata, policy) or stored_patient_key(metadata, policy)
+        known = known_values(doc.metadata, policy) or self._known_from_mapping(metadata, patient, project_id)
+        replacement = self._deid.text(doc.text, {}, patient=patient, known=known)
+        spans = [
+            replace(span, ranges=tuple(tuple(r) for r in map_ranges(replacement, span.ranges, merge=True)))
+            for span in doc.spans
+        ]
+        return replace(doc, text=replacement.text, spans=spans)
+
+    def _known_from_mapping(self, metadata: dict, patient: str, project_id: int) -> dict[str, str]:
+        """The known identifiers' originals, from the encrypted mapping the project keeps: each known
+        field's stored value is a surrogate, and the mapping says of which original (when one only)."""
+        from webapp.deid import mapping as kept
+
+        policy = self._deid.policy
+        if not (policy.keep_mapping and patient and kept.key_set()):
+            return {}
+        originals: dict[str, set] = defaultdict(set)
+        for original, surrogate in kept.pairs_of(project_id, patient):
+            originals[surrogate].add(original)
+        known = {}
+        for name in policy.known_fields:
+            found = originals.get(str(metadata.get(name, "")), set())
+            if len(found) == 1:
+                known[name] = next(iter(found))
+        return known
+
     def _where(self, doc) -> tuple[str, int | None]:
         line = _line(doc.where)
         if line is not None:
@@ -252,6 +336,8 @@ class _Reading:
                 "external_id", "pk", "content_hash"
             )
             notes = {ext: (pk, digest) for ext, pk, digest in rows}
+        if corpus is not None and corpus.deidentified:
+            docs = self._deidentified(docs, notes, corpus, problems, first)
         wanted = []  # (doc, note pk, {task name: (label or None, evidence)})
         for doc in docs:
             doc_id, (source, line) = nfc(doc.id), self._where(doc)
@@ -384,6 +470,11 @@ class _Reading:
 
     def preview_lines(self, report: ImportReport, dry_run: bool) -> list[str]:
         out = [f"{self.documents:,} document(s) read in {self.format.label}"]
+        if self.deidentified_docs:
+            out.append(
+                f"{self.deidentified_docs:,} document(s) held the original text of their note: de-identified "
+                "on the way in, their spans carried into the note's text"
+            )
         for label, n in sorted(self.label_spans.items()):
             targets = self.label_target[label]
             shown = (

@@ -86,6 +86,8 @@ KINDS = (
     Kind("evaluation", "evaluation.RelevanceEvaluation", "workers.evaluation.run_evaluation", "relevance"),
     Kind("import", "corpus.ImportJob", "workers.imports.run_import", "default"),
     Kind("erasure", "erasure.ErasureRequest", "workers.erasure.run_erasure", "default"),
+    # a corpus de-identified into a new one, or scanned for identifiers left (webapp.deid)
+    Kind("deidentify", "deid.DeidJob", "workers.deid.run_job", "default"),
 )
 
 

@@ -25,6 +25,11 @@ class Command(BaseCommand):
             "--update", action="store_true", help="replace the text and metadata of notes whose text changed"
         )
         parser.add_argument("--format", choices=FORMATS, default="", help="override the format guessed from the path")
+        parser.add_argument(
+            "--deidentify",
+            action="store_true",
+            help="de-identify each note with the project's policy before it is stored (the original is never kept)",
+        )
 
     def handle(self, *args, **options):
         report = import_notes(
@@ -35,6 +40,7 @@ class Command(BaseCommand):
             create=options["create"],
             update=options["update"],
             fmt=options["format"],
+            deidentify=options["deidentify"],
         )
         for line in report.warning_lines():
             self.stderr.write(self.style.WARNING(f"warning: {line}"))
@@ -47,3 +53,6 @@ class Command(BaseCommand):
             f"Notes imported into {options['corpus']!r}: {report.created} created, "
             f"{report.updated} updated, {report.unchanged} unchanged."
         )
+        if options["deidentify"]:
+            found = ", ".join(f"{kind} {n}" for kind, n in report.deid_counts.items()) or "none"
+            self.stdout.write(f"De-identified on the way in; identifiers replaced: {found}.")

@@ -1,0 +1,12 @@
+from django.urls import path
+
+from webapp.deid import views
+
+app_name = "deid"
+urlpatterns = [
+    path("policy/<slug:slug>/", views.policy_page, name="policy"),
+    path("corpora/<int:corpus_id>/deidentify/", views.corpus_deidentify, name="deidentify"),
+    path("jobs/<int:job_id>/", views.job_detail, name="job"),
+    path("jobs/<int:job_id>/cancel/", views.job_cancel, name="job_cancel"),
+    path("jobs/<int:job_id>/resume/", views.job_resume, name="job_resume"),
+]
