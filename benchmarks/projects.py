@@ -12,7 +12,7 @@ def default_project():
 
 def member(user, role: str):
     """Give a benchmark's user `role` in the benchmark project (roles are per project)."""
-    from webapp.projects.membership import add_member
+    from webapp.accounts.membership import add_member
 
     add_member(default_project(), user, role)
     return user

@@ -27,7 +27,7 @@ urlpatterns = [
     path("users/", include("webapp.accounts.urls")),
     path("admin/", admin.site.urls),
     path("audit/", include("webapp.audit.urls")),
-    path("projects/", include("webapp.projects.urls")),
+    path("projects/", include("webapp.accounts.project_urls")),
     path("corpora/", include("webapp.corpus.urls")),
     path("jobs/", include("webapp.pipeline.urls")),
     path("datasets/", include("webapp.datasets.urls")),

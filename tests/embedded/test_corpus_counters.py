@@ -9,10 +9,10 @@ import pytest
 from django.db import connection, transaction
 
 from tests.projects import default_project
+from webapp.accounts.membership import add_member
 from webapp.api import tokens
 from webapp.corpus.models import Annotation, Corpus, Note, text_hash
 from webapp.home.demo import DEMO_CORPUS, seed
-from webapp.projects.membership import add_member
 from webapp.projects.roles import Role
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]

@@ -3,6 +3,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.validators import UnicodeUsernameValidator
 
 from webapp.accounts.local_users import ONE_TIME_PASSWORD, SET_PASSWORD_LINK
+from webapp.projects.roles import Role
 
 
 class LocalUserForm(forms.Form):
@@ -25,3 +26,26 @@ class LocalUserForm(forms.Form):
         if get_user_model().objects.filter(username__iexact=username).exists():
             raise forms.ValidationError("An account already has this username.")
         return username
+
+
+class ProjectForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    slug = forms.SlugField(
+        max_length=100, required=False, help_text="Stable short name for settings and commands; empty: from the name"
+    )
+    description = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), required=False, help_text="The ward or study, and its approval"
+    )
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(
+        max_length=150, help_text="An existing account (identity-provider users exist after their first sign-in)"
+    )
+    role = forms.ChoiceField(choices=[(role.value, role.value) for role in Role])
+
+    def clean_username(self):
+        user = get_user_model().objects.filter(username=self.cleaned_data["username"], is_active=True).first()
+        if user is None:
+            raise forms.ValidationError("No active account has this username.")
+        return user

@@ -9,7 +9,7 @@ claim (memberships the provider no longer grants removed; those given in the app
 granted role in an existing project, or a username a local account already has, refuses the
 sign-in with a page that says why. Logins and logouts are audited by the signals in
 webapp.audit.signals; refusals and account creation here, membership changes in
-webapp.projects.membership.
+webapp.accounts.membership.
 
 A disabled IdP account: every OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS the next GET sends the browser
 to the provider with prompt=none; a provider that no longer knows the account answers with an
@@ -30,12 +30,12 @@ from django.utils.functional import cached_property
 from mozilla_django_oidc import middleware, views
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
+from webapp.accounts.membership import set_provider_memberships
 from webapp.accounts.models import OIDCIdentity
 from webapp.accounts.oidc_config import grants_for_groups
 from webapp.audit.log import client_ip, record, record_anonymous
 from webapp.audit.models import AuditEvent
 from webapp.audit.signals import MARK
-from webapp.projects.membership import set_provider_memberships
 from webapp.projects.models import Membership, Project
 
 REFUSAL = "_oidc_refusal"  # the request attribute holding why a sign-in was refused

@@ -5,7 +5,7 @@ validation like any unknown choice."""
 from django import forms
 from django.db.models import QuerySet
 
-from webapp.projects.roles import Capability, Role
+from webapp.projects.roles import Capability
 from webapp.projects.scoping import project_id_of
 
 
@@ -60,28 +60,3 @@ def only_choice_when_blank(field_name: str):
         return chosen
 
     return clean
-
-
-class ProjectForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    slug = forms.SlugField(
-        max_length=100, required=False, help_text="Stable short name for settings and commands; empty: from the name"
-    )
-    description = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3}), required=False, help_text="The ward or study, and its approval"
-    )
-
-
-class MemberForm(forms.Form):
-    username = forms.CharField(
-        max_length=150, help_text="An existing account (identity-provider users exist after their first sign-in)"
-    )
-    role = forms.ChoiceField(choices=[(role.value, role.value) for role in Role])
-
-    def clean_username(self):
-        from django.contrib.auth import get_user_model
-
-        user = get_user_model().objects.filter(username=self.cleaned_data["username"], is_active=True).first()
-        if user is None:
-            raise forms.ValidationError("No active account has this username.")
-        return user

@@ -1,5 +1,5 @@
 """Project pages: the projects a user belongs to; a project's members, managed by its admins and
-by site admins; new projects, made by site admins. Changes go through webapp.projects.membership
+by site admins; new projects, made by site admins. Changes go through webapp.accounts.membership
 (audited)."""
 
 from django.contrib import messages
@@ -7,11 +7,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from webapp.accounts import membership
+from webapp.accounts.forms import MemberForm, ProjectForm
 from webapp.audit.client_ip import client_address
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
-from webapp.projects import membership
-from webapp.projects.forms import MemberForm, ProjectForm
 from webapp.projects.models import Membership, Project
 from webapp.projects.roles import Capability, has_capability, is_site_admin, require, roles_of
 

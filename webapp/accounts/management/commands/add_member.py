@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from webapp.projects.membership import add_member, remove_member
+from webapp.accounts.membership import add_member, remove_member
 from webapp.projects.models import Project
 from webapp.projects.roles import Role
 

@@ -1,8 +1,8 @@
 """Memberships: given and taken in one audited place; the identity provider's groups re-evaluated
 at each sign-in touch only the memberships they gave."""
 
+from webapp.accounts.membership import add_member, create_project, remove_member, set_provider_memberships
 from webapp.audit.models import AuditEvent
-from webapp.projects.membership import add_member, create_project, remove_member, set_provider_memberships
 from webapp.projects.models import Membership
 from webapp.projects.roles import Capability, has_capability
 

@@ -1,7 +1,7 @@
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from webapp.projects.membership import create_project
+from webapp.accounts.membership import create_project
 
 
 class Command(BaseCommand):

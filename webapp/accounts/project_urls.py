@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.projects import views
+from webapp.accounts import project_views as views
 
 app_name = "projects"
 
