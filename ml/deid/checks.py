@@ -29,7 +29,8 @@ CODICE_FISCALE_RE = (
 )
 DNI_RE = r"(?<![\w-])\d{8}[\s-]?[A-Z](?![\w])"
 NIE_RE = r"(?<![\w-])[XYZ][\s-]?\d{7}[\s-]?[A-Z](?![\w])"
-NHS_RE = r"(?<![\w-])(?:\d{3} \d{3} \d{4}|\d{3}-\d{3}-\d{4}|\d{10})(?![\w]|[-/.]\d)"
+# not after a country code: "+1 212 207 0315" is a phone number
+NHS_RE = r"(?<![\w-])(?<!\+\d )(?<!\+\d\d )(?<!\+\d\d\d )(?:\d{3} \d{3} \d{4}|\d{3}-\d{3}-\d{4}|\d{10})(?![\w]|[-/.]\d)"
 SSN_RE = r"(?<![\w-])(?:\d{3}-\d{2}-\d{4}|\d{3} \d{2} \d{4})(?![\w]|[-/.]\d)"
 EMAIL_RE = (
     r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@"
@@ -155,6 +156,9 @@ def _valid_phone(s: str, regions: tuple[str, ...]) -> bool:
         return False
     if _IPV4_SHAPE.fullmatch(s) or _DATE_SHAPE.fullmatch(s):
         return False
+    groups = _DIGIT_RUN.findall(s)
+    if len(groups) >= 4 and all(len(g) <= 2 for g in groups):
+        return False  # "12 11 21 22 23": a list of small numbers (teeth, scores), not a phone
     for region in regions:
         try:
             number = phonenumbers.parse(s, region)

@@ -13,7 +13,7 @@ Known identities. A metadata value such as "Mario Rossi", "ROSSI MARIO", "Rossi,
     surname. When the order was guessed (the last two cases), both orders are matched.
 Then every occurrence is found whatever its case and accents (text and value NFD-folded), in
 either order, with or without a comma, with the given name(s) written out or as initials
-("M. Rossi", "Rossi M.", "M.G. Rossi"), and the surname alone when it is capitalised in the
+("M. Rossi", "Rossi M.", "M.G. Rossi"; an initial has its dot), and the surname alone when it is capitalised in the
 text ("Rossi", "ROSSI"; each of two Spanish surnames alone too). The given name alone is not
 matched (it is shared with too many other people in the same note: doctors, relatives).
 Values that are not names (a record number: they have a digit) match literally, whitespace-
@@ -69,11 +69,27 @@ def fold(s: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", s) if not unicodedata.combining(c)).lower()
 
 
-def fold_with_map(text: str) -> tuple[str, list[int]]:
+# one character -> its folded character where they differ, for the first 0x3000 code points
+# (Latin, Greek, Cyrillic, punctuation, symbols); a text whose every character folds to exactly
+# one character folds with str.translate, one character for one (the usual case)
+_FOLD_TABLE: dict[int, str] = {}
+_SLOW_CHARS: list[str] = []
+for _cp in range(0x3000):
+    _f = fold(chr(_cp))
+    if len(_f) != 1:
+        _SLOW_CHARS.append(chr(_cp))  # combining accents (fold to nothing), a few that widen
+    elif _f != chr(_cp):
+        _FOLD_TABLE[_cp] = _f
+_SLOW = re.compile("[" + "".join(re.escape(c) for c in _SLOW_CHARS) + "\u3000-\U0010ffff]")
+del _cp, _f, _SLOW_CHARS
+
+
+def fold_with_map(text: str) -> tuple[str, list[int] | None]:
     """fold(text) and, for each of its characters, the index of the character of `text` it
-    comes from (a combining accent in `text` folds to nothing, "ẞ".lower() to one letter, ...)."""
-    if text.isascii():
-        return text.lower(), list(range(len(text)))
+    comes from (a combining accent in `text` folds to nothing, ...); None when that is the
+    identity (the usual case: a text of Latin letters folds one character for one)."""
+    if _SLOW.search(text) is None:
+        return text.translate(_FOLD_TABLE), None
     out: list[str] = []
     index: list[int] = []
     for i, c in enumerate(text):
@@ -83,8 +99,10 @@ def fold_with_map(text: str) -> tuple[str, list[int]]:
     return "".join(out), index
 
 
-def _unfold_span(index: list[int], n: int, start: int, end: int) -> tuple[int, int]:
+def _unfold_span(index: list[int] | None, n: int, start: int, end: int) -> tuple[int, int]:
     """A [start, end) span of the folded text -> the span of the original text."""
+    if index is None:
+        return start, end
     s = index[start] if start < len(index) else n
     e = index[end - 1] + 1 if end > 0 else 0
     return s, e
@@ -184,8 +202,9 @@ def compile_known_name(value: str, language: str) -> KnownName | None:
             return []
         full = [_seq_rx(g)] + ([_seq_rx(g[:1])] if len(g) > 1 else [])
         inits = _initials_rx(g)
-        given_then = "|".join([rf"(?:{f})\s+" for f in full] + [rf"(?:{i})(?:\.\s*|\s+)" for i in inits])
-        then_given = "|".join([f"(?:{f})" for f in full] + [rf"(?:{i})\.?" for i in inits])
+        # an initial has its dot: "e Rossi", "Rossi e" are "and Rossi", "Rossi and" in Italian
+        given_then = "|".join([rf"(?:{f})\s+" for f in full] + [rf"(?:{i})\.\s*" for i in inits])
+        then_given = "|".join([f"(?:{f})" for f in full] + [rf"(?:{i})\." for i in inits])
         return [rf"(?:{given_then})(?:{s_rx})", rf"(?:{s_rx})(?:\s*,\s*|\s+)(?:{then_given})"]
 
     alts = pairs(given, surname_rx)
@@ -265,7 +284,7 @@ _CAP_WORD = rf"(?:[{_UP}]['’])?[{_UP}][{_LO}]+(?:[{_UP}][{_LO}]+)*(?:[-'’][{
 _UPPER_WORD = rf"(?:[{_UP}]['’])?[{_UP}]{{2,}}(?:[-'’][{_UP}]{{2,}})*"
 _PARTICLE = (
     r"(?:[Dd]e\s+[Ll]a|[Dd]e\s+[Ll]os|[Dd]e\s+[Ll]as|De|Di|Da|Del|Della|Dello|Dei|Dal|Dalla|de|di|da|del"
-    r"|van|von|Van|Von|La|Lo|Le|y|DE|DI|DA|DEL|DELLA)"
+    r"|van|von|Van|Von|La|Lo|Le|DE|DI|DA|DEL|DELLA)"
 )
 _INITIAL = rf"[{_UP}]\."
 
@@ -289,12 +308,11 @@ TITLES = {
             r"Prof\.",
             r"Prof",
             r"Professor(?:e|essa)",
-            r"Inf\.",
             r"Infermier[ae]",
             r"Ing\.",
             r"Avv\.",
         ],
-        [r"paziente", r"pz\.?", r"assistit[oa]", r"degente"],
+        [r"paziente", r"assistit[oa]", r"degente"],
     ),
     "es": (
         [
@@ -335,11 +353,15 @@ TITLES = {
             r"Nurse",
             r"Sister",
         ],
-        [r"patient", r"pt\.?"],
+        [r"patient"],
     ),
 }
 # titles written only with a capital ("D." is Spanish "Don" only so)
-CASED_TITLES = {"it": [], "es": [r"D\."], "en": []}
+# ("Inf." is the nurse, "inf." is "inferiore")
+CASED_TITLES = {"it": [r"Inf\."], "es": [r"D\."], "en": []}
+# titles that are also common abbreviations: a name after them has two words at least
+# ("D. Juan Pérez"; not "dímero D. Exámenes")
+TWO_WORD_TITLES = frozenset({"D."})
 
 # capitalised words that follow a title without being a name
 STOP_WORDS = {
@@ -347,12 +369,13 @@ STOP_WORDS = {
         "il", "lo", "la", "i", "gli", "le", "un", "una", "uno", "e", "è", "ed", "non", "si", "ha", "in", "con",
         "per", "nome", "cognome", "data", "età", "che", "al", "alla", "nel", "nella", "sul", "paziente",
         "ricoverato", "ricoverata", "riferisce", "presenta", "giunge", "viene", "dimesso", "dimessa", "affetto",
-        "affetta", "anni", "ore", "oggi", "ieri", "sig", "dott", "dr", "prof",
+        "affetta", "anni", "ore", "oggi", "ieri", "sig", "dott", "dr", "prof", "critico", "pediatrico",
     },
     "es": {
         "el", "la", "los", "las", "un", "una", "es", "se", "no", "con", "en", "por", "para", "nombre",
         "apellido", "apellidos", "fecha", "edad", "que", "y", "del", "al", "paciente", "refiere", "presenta",
-        "ingresa", "acude", "años", "hoy", "ayer", "sr", "sra", "dr", "dra",
+        "ingresa", "acude", "años", "hoy", "ayer", "sr", "sra", "dr", "dra", "crítico", "crítica", "critico",
+        "pediátrico", "ambulatorio", "ingresado", "ingresada",
     },
     "en": {
         "the", "a", "an", "is", "was", "has", "had", "name", "names", "number", "no", "id", "record", "presented",
@@ -375,8 +398,13 @@ def _titled_regex(language: str) -> re.Pattern:
         + r")"
     )
     word = rf"(?:{_CAP_WORD}|{_UPPER_WORD})"
-    name = rf"(?P<name>(?:{_INITIAL}\s*)?(?:{_PARTICLE}\s+)?{word}(?:\s+(?:{_INITIAL}\s*)?(?:{_PARTICLE}\s+)?{word}){{0,2}})"
-    return re.compile(rf"(?<!\w){title}(?:(?<=\.)\s*|\s+){name}")
+    # initials may come before any word ("J. Watson", "Hartmut P.H. Neumann"); a particle before
+    # any word but "y", which only joins two ("García y López")
+    lead = rf"(?:{_INITIAL}\s*)*(?:{_PARTICLE}\s+)?"
+    join = rf"\s+(?:{_INITIAL}\s*)*(?:(?:{_PARTICLE}|y)\s+)?"
+    name = rf"(?P<name>{lead}{word}(?:{join}{word}){{0,2}})"
+    # the title stands alone: not inside a word or a compound ("HLA-DR", "medi-inf.")
+    return re.compile(rf"(?<![\w\-./]){title}(?:(?<=\.)\s*|\s*:\s*|\s+){name}")
 
 
 _TITLED: dict[str, re.Pattern] = {}
@@ -397,17 +425,25 @@ def find_titled_names(text: str, language: str) -> list[tuple[int, int]]:
     for m in rx.finditer(text):
         is_role = any(k.startswith("role") and v for k, v in m.groupdict().items())
         start = m.start("name")
+        if not m.group("title").endswith(".") and m.group("name")[:1].islower():
+            continue  # "profesora de Educación Física"; but "Sra. de García"
         # the name, word by word, until a stop word (or, after a role, a word in capitals)
         end = None
+        words = 0
         for w in _WORD_IN_NAME.finditer(m.group("name")):
             token = w.group(0)
             letters = token.rstrip(".")
             low = fold(letters)
             if low in PARTICLES or low == "de la":
                 continue
+            if len(letters) == 1 and token.endswith("."):  # an initial ("Dr. A. Morris"): not a stop word
+                continue
             if low in stop or (is_role and len(letters) > 1 and letters.isupper()):
                 break
             end = start + w.end()
+            words += 1
+        if end is not None and m.group("title") in TWO_WORD_TITLES and words < 2:
+            end = None
         if end is not None:
             # a particle before the stop is not part of the name: the span ends at a word
             out.append((start, end))

@@ -31,6 +31,11 @@ SCORE_PHONE = 0.9
 SCORE_AGE = 0.9
 SCORE_DATE = 0.85
 SCORE_TITLED_NAME = 0.85
+# a known surname alone: above a titled name of the same span ("Sig.ra Rossi" is the patient
+# Maria Rossi), but the Detector lets a longer titled name that holds it win ("Dott. R. Rossi" is
+# someone else, and the whole name goes)
+SCORE_KNOWN_SURNAME = 0.86
+SURNAME_ALONE_KEY = "surname_alone"  # recognition_metadata key
 
 CANONICAL_KEY = "canonical"  # recognition_metadata key: Finding.canonical
 
@@ -259,7 +264,9 @@ class KnownIdentityRecognizer(EntityRecognizer):
         out = []
         for m in self.identities.find(text):
             entity = "NAME" if m.is_name else self._types.get(m.canonical, "RECORD_NUMBER")
-            out.append(_result(self, entity, m.start, m.end, SCORE_KNOWN, **{CANONICAL_KEY: m.canonical}))
+            score = SCORE_KNOWN_SURNAME if m.surname_alone else SCORE_KNOWN
+            meta = {CANONICAL_KEY: m.canonical, SURNAME_ALONE_KEY: m.surname_alone}
+            out.append(_result(self, entity, m.start, m.end, score, **meta))
         return out
 
 

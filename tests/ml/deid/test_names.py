@@ -76,6 +76,8 @@ def test_fold_with_map_points_back_into_the_text():
     folded, index = fold_with_map(text)
     assert folded == "perche nandu ok"
     assert len(index) == len(folded) and text[index[folded.index("nandu")]] == "N"
+    # composed text folds one character for one: no map needed
+    assert fold_with_map("Perché “Ñandú” İ") == ("perche “nandu” i", None)
 
 
 def test_the_surname_alone_must_be_capitalised(detectors):
@@ -95,8 +97,31 @@ def test_spanish_two_surnames(detectors):
     d = detectors("es")
     known = {"patient_name": "José García López"}
     text = "Paciente JOSE GARCIA LOPEZ; García López, José; J. García; la Sra. de García; López."
-    names = [t for t, f in [(text[f.start : f.end], f) for f in d.find(text, known=known)] if f.canonical]
-    assert names == ["JOSE GARCIA LOPEZ", "García López, José", "J. García", "García", "López"]
+    findings = d.find(text, known=known)
+    assert [(text[f.start : f.end], f.canonical) for f in findings] == [
+        ("JOSE GARCIA LOPEZ", "josé garcía lópez"),
+        ("García López, José", "josé garcía lópez"),
+        ("J. García", "josé garcía lópez"),
+        ("de García", ""),  # a titled name longer than the known surname: someone else (his wife)
+        ("López", "josé garcía lópez"),
+    ]
+
+
+def test_a_titled_name_that_is_the_known_one_keeps_its_identity(detectors):
+    d = detectors("it")
+    text = "La Sig.ra Rossi sta meglio; il Dott. R. Rossi e il Dott. Luigi Rossi la visitano."
+    findings = d.find(text, known={"patient_name": "Maria Rossi"})
+    assert [(text[f.start : f.end], f.canonical) for f in findings] == [
+        ("Rossi", "maria rossi"),  # the patient, after a title
+        ("R. Rossi", ""),  # other people sharing her surname: the whole name, not hers
+        ("Luigi Rossi", ""),
+    ]
+
+
+def test_a_lone_letter_is_not_an_initial(detectors):
+    # "e" is "and": "Rossi e Bianchi" holds no "Rossi E." of Elena Rossi
+    text = "Visitati Rossi e Bianchi."
+    assert found(detectors("it"), text, {"patient_name": "Elena Rossi"}) == [("NAME", "Rossi")]
 
 
 def test_particles_belong_to_the_surname(detectors):
@@ -145,6 +170,8 @@ def test_known_fiscal_code_keeps_its_type(detectors):
         ("en", "Mr John Smith and Dr. O'Brien", ["John Smith", "O'Brien"]),
         ("en", "Mrs. Jane Doe, Ms Brown, Prof McDonald", ["Jane Doe", "Brown", "McDonald"]),
         ("en", "the patient Smith; Dr J. Watson", ["Smith", "J. Watson"]),
+        ("en", "Signed: Dr. A. Morris", ["A. Morris"]),  # "A." is an initial, not the article
+        ("it", "la Sig.ra E. Mancini, vicina", ["E. Mancini"]),
     ],
 )
 def test_titled_names(language, text, names):
