@@ -182,3 +182,24 @@ def test_speed_many_notes_on_one_core():
     for _ in range(50):
         d.find(note, known=KNOWN["it"])
     assert time.perf_counter() - start < 5.0
+
+
+def test_a_local_spacy_ner_folder_adds_person_names(tmp_path):
+    """A spaCy pipeline in a folder (here a blank one with an entity ruler, made in the test:
+    nothing is downloaded) adds its PERSON entities as names; the allow-list still applies."""
+    nlp = spacy.blank("it")
+    ruler = nlp.add_pipe("entity_ruler")
+    ruler.add_patterns(
+        [
+            {"label": "PERSON", "pattern": [{"LOWER": "gianni"}, {"LOWER": "verdi"}]},
+            {"label": "PER", "pattern": "Parkinson"},
+            {"label": "LOC", "pattern": "Milano"},
+        ]
+    )
+    nlp.to_disk(tmp_path / "ner")
+    d = Detector(DeidConfig(language="it", ner_model_dir=str(tmp_path / "ner")))
+    text = "Gianni Verdi, di Milano, affetto da morbo di Parkinson."
+    findings = d.find(text)
+    assert [(f.type, text[f.start : f.end], f.recognizer) for f in findings] == [
+        ("NAME", "Gianni Verdi", "NerRecognizer")
+    ]
