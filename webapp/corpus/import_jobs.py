@@ -44,10 +44,10 @@ from webapp.audit.log import record, record_refused_import
 from webapp.audit.models import AuditEvent
 from webapp.corpus import uploads
 from webapp.corpus.models import ImportJob
-from webapp.lib.shared_files import StorageError
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import ENDED, JobStatus
 from webapp.projects.roles import Capability
+from webapp.shared_files import StorageError
 
 log = logging.getLogger(__name__)
 

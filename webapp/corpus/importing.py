@@ -45,6 +45,7 @@ from django.utils import timezone
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Corpus, Note, Task, language_code, text_hash
+from webapp.db.postgres_copy import copy_rows
 from webapp.interchange.formats import FORMATS as INTERCHANGE_FORMATS
 from webapp.lib.import_limits import ImportLimits, over_limit
 from webapp.lib.import_sources import (
@@ -59,7 +60,6 @@ from webapp.lib.import_sources import (
     read_notes,
 )
 from webapp.lib.input_files import input_size, name_mismatch, sniff, unzip_brat
-from webapp.lib.postgres_copy import copy_rows
 from webapp.lib.validators import hidden_character, label_problems, printable, span_problems
 from webapp.projects.models import Project, ProjectNotChosen, resolve_project
 

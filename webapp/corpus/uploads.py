@@ -12,7 +12,7 @@ MAX_STORED_NAME_BYTES in UTF-8 (import messages then name it as its user knows i
 under "upload" and its last recognised suffixes (`upload.jsonl.gz`: the importer reads the format
 from them). The job keeps the name sent, for its page (`StoredUpload.name`).
 
-With ARTIFACT_STORAGE_URL set, web and workers need not share DATA_DIR (webapp.lib.shared_files):
+With ARTIFACT_STORAGE_URL set, web and workers need not share DATA_DIR (webapp.shared_files):
 `share` publishes the upload's folder to `<storage>/uploads/<folder>/` and removes the web
 machine's copy (the storage holds it, and a copy left there would never be removed). A process
 that needs the file (the import worker; "Import now" in the web app) fetches it into the same
@@ -28,9 +28,9 @@ from pathlib import Path
 
 from django.conf import settings
 
+from webapp import shared_files
 from webapp.corpus.importing import ImportReport, import_annotations, import_notes
 from webapp.interchange.gold import import_gold
-from webapp.lib import shared_files
 from webapp.lib.import_sources import SUFFIX_FORMATS, Problems, go_on
 from webapp.lib.input_files import NAMED
 from webapp.lib.validators import printable

@@ -73,9 +73,9 @@ from ml.relevance import default_config_key
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetVersion, MaskedExample
 from webapp.datasets.stats import SharedPeaks
+from webapp.db.planner_stats import refresh_planner_stats
+from webapp.db.postgres_copy import copy_rows
 from webapp.lib.disk import disk_full
-from webapp.lib.planner_stats import refresh_planner_stats
-from webapp.lib.postgres_copy import copy_rows
 from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import Heartbeat
 from webapp.pipeline.models import MapConfiguration, MixedConfigurations, RelevanceMap, resolve_config_key

@@ -35,7 +35,7 @@ attempts of a killed worker left) and moves it to its place only while it still 
 export, its row locked: a worker presumed dead never overwrites the folder of the one that took
 over.
 
-With ARTIFACT_STORAGE_URL set, web and workers need not share DATA_DIR (webapp.lib.shared_files):
+With ARTIFACT_STORAGE_URL set, web and workers need not share DATA_DIR (webapp.shared_files):
 the worker publishes its attempt's folder to `<storage>/exports/dataset-D/export-E-FMT/attempt-N/`
 (manifest last; an attempt's own name, so two attempts never write into one folder), removes its
 local copy, and ends the export DONE with that path while it still holds it (else it removes
@@ -64,11 +64,11 @@ from django.utils import timezone
 
 from ml.masking import DSM_INSTRUCTION, format_dsm_prompt
 from ml.masking import MaskedExample as MlExample
+from webapp import shared_files
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
-from webapp.lib import shared_files
 from webapp.lib.code_version import code_version
 from webapp.lib.disk import disk_full
 from webapp.lifecycle import units

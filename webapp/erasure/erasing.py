@@ -10,7 +10,7 @@ else; the next attempt starts again from the first step, finds done steps empty,
 was deleted stays deleted (Resume goes on).
 
 Before the rows: the files. Export folders of the dataset versions withdrawn or deleted, under
-DATA_DIR and in ARTIFACT_STORAGE_URL (webapp.lib.shared_files), and the stored uploads of the
+DATA_DIR and in ARTIFACT_STORAGE_URL (webapp.shared_files), and the stored uploads of the
 corpus's imports; removing a folder already gone is no error. The marks (planning's models and
 withdrawn versions) are written first, so an erasure cut short still lists them.
 
@@ -31,6 +31,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models.functions import Now
 
+from webapp import shared_files
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus, ImportJob
@@ -38,7 +39,6 @@ from webapp.datasets.models import DatasetExport, DatasetVersion
 from webapp.erasure import planning
 from webapp.erasure.models import DatasetWithdrawal, ErasureRequest, TrainedOnErasedData
 from webapp.evaluation.models import RelevanceEvaluation
-from webapp.lib import shared_files
 from webapp.lib.mlflow_rest import MlflowError
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.heartbeat import Heartbeat

@@ -31,13 +31,13 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from webapp import shared_files
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus, Note
 from webapp.datasets.models import DatasetExport
 from webapp.erasure import erasing, planning
 from webapp.erasure.models import ErasureRequest
-from webapp.lib import shared_files
 from webapp.lifecycle.status import ENDED
 from webapp.projects.models import Project
 

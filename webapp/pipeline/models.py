@@ -24,7 +24,7 @@ from ml.codec import decode_arrays, encode_offsets, encode_scores, offsets_diges
 from ml.peaks import PAPER, PeakParams
 from ml.relevance import RelevanceConfig, default_config_key
 from ml.relevance import methods as relevance_methods
-from webapp.lib.planner_stats import analyze
+from webapp.db.planner_stats import analyze
 from webapp.lifecycle.models import WorkUnit
 from webapp.lifecycle.status import HELD, JobStatus  # noqa: F401 - JobStatus is imported from here by the apps
 from webapp.lifecycle.units import lost, stale_before
@@ -323,7 +323,7 @@ class MapConfiguration(models.Model):
         if (pk := known.first()) is not None:
             return pk
         cls.objects.bulk_create([cls(method=method, template=template, config_key=config_key)], ignore_conflicts=True)
-        analyze(cls)  # too small a table for autovacuum ever to analyze it (webapp.lib.planner_stats)
+        analyze(cls)  # too small a table for autovacuum ever to analyze it (webapp.db.planner_stats)
         return known.get()
 
 

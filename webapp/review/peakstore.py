@@ -29,7 +29,7 @@ from django.db.models import CharField, Exists, Func, OuterRef, Subquery
 
 from ml.peaks import PeakParams, peaks_of_rows
 from webapp.corpus.models import Note
-from webapp.lib.planner_stats import refresh_planner_stats
+from webapp.db.planner_stats import refresh_planner_stats
 from webapp.review.models import MapPeaks, PeakDecision, StoredPeak
 
 

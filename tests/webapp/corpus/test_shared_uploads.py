@@ -1,4 +1,4 @@
-"""Import uploads kept in ARTIFACT_STORAGE_URL (webapp.corpus.uploads, webapp.lib.shared_files):
+"""Import uploads kept in ARTIFACT_STORAGE_URL (webapp.corpus.uploads, webapp.shared_files):
 the web app and the import worker run with different DATA_DIRs, as on two machines.
 
 Two machines in one process: the "web" side stores the upload with DATA_DIR = web/, then the
@@ -18,9 +18,9 @@ from tests.webapp.interchange.conftest import TEXTS
 from tests.webapp.interchange.test_upload_page import _brat_zip
 from tests.webapp.pipeline import s3server
 from tests.webapp.pipeline.s3server import BUCKET, SECRET, unreachable_options
+from webapp import shared_files
 from webapp.corpus import import_jobs
 from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, Task
-from webapp.lib import shared_files
 from webapp.lifecycle import queue
 from webapp.lifecycle.status import JobStatus
 from workers.imports import run_import

@@ -1,4 +1,4 @@
-"""Dataset exports kept in ARTIFACT_STORAGE_URL (webapp.datasets.export, webapp.lib.shared_files):
+"""Dataset exports kept in ARTIFACT_STORAGE_URL (webapp.datasets.export, webapp.shared_files):
 the export worker and the web app run with different DATA_DIRs, as on two machines.
 
 Two machines in one process: the export task (workers.datasets.export_dataset, run in-process)

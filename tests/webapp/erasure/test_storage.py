@@ -6,9 +6,9 @@ import pytest
 
 from tests.webapp.erasure.helpers import erase_here
 from tests.webapp.pipeline import s3server
+from webapp import shared_files
 from webapp.corpus.models import ImportJob
 from webapp.erasure.models import ErasureRequest
-from webapp.lib import shared_files
 
 s3_server, s3_storage = s3server.s3_server, s3server.s3_storage  # the fixtures
 Scope = ErasureRequest.Scope

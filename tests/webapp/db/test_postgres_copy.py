@@ -1,4 +1,4 @@
-"""COPY into a table (webapp.lib.postgres_copy) on real PostgreSQL: rows land, and the database's
+"""COPY into a table (webapp.db.postgres_copy) on real PostgreSQL: rows land, and the database's
 errors come out as Django's classes, the ones the retry policy of long work tells apart."""
 
 import psycopg
@@ -6,7 +6,7 @@ import pytest
 from django.db import DataError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from webapp.lib.postgres_copy import copy_rows
+from webapp.db.postgres_copy import copy_rows
 from webapp.lifecycle.ended import TRANSIENT
 from webapp.projects.models import Project
 

@@ -1,10 +1,10 @@
-"""webapp.lib.planner_stats on PostgreSQL: the tables the app knows it just wrote get statistics
+"""webapp.db.planner_stats on PostgreSQL: the tables the app knows it just wrote get statistics
 at once, instead of waiting for an autovacuum that never comes for a table this small."""
 
 import pytest
 from django.db import connection
 
-from webapp.lib.planner_stats import analyze, refresh_planner_stats
+from webapp.db.planner_stats import analyze, refresh_planner_stats
 from webapp.pipeline.models import MapConfiguration
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's planner statistics")
