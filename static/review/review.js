@@ -150,8 +150,87 @@
     if (open) { $(".overlay-box", box).focus(); } else if (current !== null) { select(current, true); }
   }
 
+  // A missed identifier (`i`, webapp.deid.missed): the note's selected text, else the word at the
+  // caret (a click in the text puts it there), else the current peak; snapped to whole words as
+  // the server snaps it (missed.snap), shown in the chooser, posted as offsets in the note (in
+  // characters as Python counts them: code points), never as text.
+  var WORD_CHAR = /[\p{L}\p{N}_]/u;
+  var ALNUM = /[\p{L}\p{N}]/u;
+  var SPACE = /\s/u;
+
+  function offsetIn(box, node, offset) {
+    var range = document.createRange();
+    range.setStart(box, 0);
+    range.setEnd(node, offset);
+    return Array.from(range.toString()).length;
+  }
+
+  function pickedSpan(box) {
+    var chosen = window.getSelection ? window.getSelection() : null;
+    if (chosen && chosen.rangeCount) {
+      var r = chosen.getRangeAt(0);
+      if (box.contains(r.startContainer) && box.contains(r.endContainer)) {
+        return [offsetIn(box, r.startContainer, r.startOffset), offsetIn(box, r.endContainer, r.endOffset)];
+      }
+    }
+    var mark = current === null ? null : markOf(current);
+    return mark ? [offsetIn(box, mark, 0), offsetIn(box, mark, mark.childNodes.length)] : null;
+  }
+
+  function snapWords(text, a, b) {  // text: an array of characters
+    var n = text.length;
+    function word(i) { return WORD_CHAR.test(text[i]); }
+    if (a > b) { var swap = a; a = b; b = swap; }
+    if (a === b) {
+      if (a < n && word(a)) { b = a + 1; } else if (a > 0 && word(a - 1)) { a -= 1; } else { return null; }
+    }
+    while (a < b && SPACE.test(text[a])) { a += 1; }
+    while (b > a && SPACE.test(text[b - 1])) { b -= 1; }
+    if (a < b && word(a)) { while (a > 0 && word(a - 1)) { a -= 1; } }
+    if (a < b && word(b - 1)) { while (b < n && word(b)) { b += 1; } }
+    while (a < b && !ALNUM.test(text[a])) { a += 1; }
+    while (b > a && !ALNUM.test(text[b - 1])) { b -= 1; }
+    return a < b ? [a, b] : null;
+  }
+
+  function markMissed() {
+    var dialog = $("#missed-dialog");
+    var box = $("#note-text");
+    if (!dialog) { say("Your role cannot mark identifiers: clinicians and admins can."); return; }
+    if (!box) { say("Show the note's words (not its sentences) to mark an identifier."); return; }
+    var text = Array.from(box.textContent);
+    var picked = pickedSpan(box);
+    var span = picked && snapWords(text, picked[0], picked[1]);
+    if (!span) { say("Click a word of the note, or select its words, then press i to mark a missed identifier."); return; }
+    var base = parseInt(panel().dataset.windowStart, 10) || 0;  // the window's first character in the note
+    var form = $("#missed-form");
+    form.elements.start.value = String(base + span[0]);
+    form.elements.end.value = String(base + span[1]);
+    form.elements.hash.value = panel().dataset.contentHash || "";
+    $("#missed-value").textContent = text.slice(span[0], span[1]).join("");
+    dialog.showModal();
+    $("#missed-type").focus();
+  }
+
+  function closeMissed() {
+    var dialog = $("#missed-dialog");
+    if (dialog && dialog.open) { dialog.close(); }
+  }
+
+  // While the chooser is open: Enter replaces (on Cancel it cancels), Esc cancels, nothing else acts.
+  function onMissedKey(event) {
+    var target = event.target;
+    if (event.key === "Escape") { closeMissed(); event.preventDefault(); }
+    else if (event.key === "Enter" && !(target.closest && target.closest("button"))) {
+      $("#missed-form").requestSubmit();
+      event.preventDefault();
+    }
+  }
+
   function onKey(event) {
     var target = event.target;
+    var missedBox = $("#missed-dialog");
+    if (missedBox && missedBox.open) { onMissedKey(event); return; }
     var helpBox = $("#help");
     if (event.key === "Escape") {
       if (helpBox && !helpBox.hidden) { help(false); event.preventDefault(); }
@@ -193,6 +272,7 @@
       case "n": follow("a[rel=next]", "This is the last note (under this task and setting)."); break;
       case "p": follow("a[rel=prev]", "This is the first note (under this task and setting)."); break;
       case "q": follow("#queue-link"); break;
+      case "i": markMissed(); break;
       default: return;
     }
     event.preventDefault();
@@ -288,6 +368,7 @@
   }, true);
   document.addEventListener("keydown", onKey);
   document.addEventListener("click", function (event) {
+    if (event.target.closest("[data-close-missed]")) { closeMissed(); return; }
     if (event.target.closest("[data-open-help]")) { help(true); }
     else if (event.target.closest("[data-close-help]")) { help(false); }
     else if (event.target.id === "help") { help(false); }
@@ -305,6 +386,13 @@
     var elt = event.detail && event.detail.elt;
     if (elt && elt.id === "note-panel") { restore(); }
     else if (elt && elt.id && elt.id.indexOf("peak-item-") === 0) { afterDecision(elt); }
+  });
+  // The chooser's answer (the panel, with what was replaced or why not) closes it.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var elt = event.detail && event.detail.elt;
+    if (!elt || elt.id !== "missed-form") { return; }
+    closeMissed();
+    if (window.getSelection) { window.getSelection().removeAllRanges(); }
   });
   document.addEventListener("htmx:responseError", function (event) {
     var panel = $("#note-panel");

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.deid import views
+from webapp.deid import missed_views, views
 
 app_name = "deid"
 urlpatterns = [
@@ -9,4 +9,5 @@ urlpatterns = [
     path("jobs/<int:job_id>/", views.job_detail, name="job"),
     path("jobs/<int:job_id>/cancel/", views.job_cancel, name="job_cancel"),
     path("jobs/<int:job_id>/resume/", views.job_resume, name="job_resume"),
+    path("missed/", missed_views.missed_identifier, name="missed"),
 ]

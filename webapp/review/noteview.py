@@ -35,6 +35,8 @@ from ml.peaks import peaks_of_arrays
 from ml.specificity import TaskMap, note_specificity
 from webapp.corpus.models import Annotation, Note
 from webapp.lib import rendering, windows
+from webapp.lifecycle.status import ACTIVE
+from webapp.pipeline.models import RelevanceJob
 from webapp.review import peakstore, sentenceview
 from webapp.review.decisions import PeakContext, decisions_on, is_conflict, overlapping
 
@@ -114,6 +116,7 @@ class NotePanel:
     specificity: Specificity | None = None
     view: str = "words"  # or "sentences"
     sentences: sentenceview.SentenceView | None = None
+    recomputing: list = field(default_factory=list)  # jobs under way computing this note's maps (no map yet)
     millis: float = 0.0
 
 
@@ -148,6 +151,26 @@ def char_peaks(note, arrays, params) -> tuple[list, bool]:
     """(word-extended character spans of the peaks, whether the map fits the note)."""
     result = peaks_of_arrays([(None, note.pk, 0)], [arrays], {note.pk: note.text}, params)[0]
     return [tuple(span) for span in result.char_spans], result.fits
+
+
+def computing(note) -> list:
+    """The relevance jobs under way that name this note among their notes (note_filter "ids"):
+    its maps are being computed, e.g. again after a missed identifier changed its text
+    (webapp.deid.missed). One query over the corpus's unfinished jobs, read only for a page
+    without a map."""
+    jobs = RelevanceJob.objects.filter(corpus_id=note.corpus_id, status__in=ACTIVE).only("pk", "status", "note_filter")
+    return [job for job in jobs.order_by("pk") if note.pk in ((job.note_filter or {}).get("ids") or ())]
+
+
+def still_computing(note, selection) -> bool:
+    """The page has no map of its selection yet and a job is computing the note's maps (the poll
+    of the panel's "being recomputed" notice waits while this holds)."""
+    if (
+        selection.ready
+        and selection.maps().filter(note=note, task=selection.task, model_version=selection.model).exists()
+    ):
+        return False
+    return bool(computing(note))
 
 
 def map_reach(text: str, offsets) -> MapReach | None:
@@ -227,6 +250,8 @@ def build_panel(
             offsets, scores = offsets[:0], scores[:0]
         panel.reach = map_reach(text, offsets)
     panel.n_peaks = len(spans)
+    if not panel.found:
+        panel.recomputing = computing(note)
     if panel.found and panel.fits and spans:
         panel.specificity = specificity(note, selection, offsets, scores, spans)
     if view == "sentences":

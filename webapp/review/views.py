@@ -5,12 +5,13 @@ plain link or form without JavaScript.
 """
 
 from django.contrib import messages
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from ml.deid.types import TYPES as IDENTIFIER_TYPES
 from webapp.corpus.models import Corpus
 from webapp.corpus.tasks import current_guideline
 from webapp.lib import rendering
@@ -52,6 +53,7 @@ def _note_context(request, note, sel, panel, notice=None) -> dict:
         "queue_query": sel.query(task=None),  # the queue goes over every task from the current pair on
         "guideline": current_guideline(sel.task, note.corpus.project_id) if sel.task is not None else None,
         "round": _round_of(request),
+        "identifier_types": IDENTIFIER_TYPES,  # the missed-identifier dialog (webapp.deid.missed)
     }
 
 
@@ -104,6 +106,8 @@ def note_list(request, corpus_id):
 def note_view(request, corpus_id, note_id):
     note = access.note_for(request.user, corpus_id, note_id)
     sel = selection.for_note(note, request.GET)
+    if request.htmx and request.GET.get("waiting") == "maps" and noteview.still_computing(note, sel):
+        return HttpResponse(status=204)  # the panel's poll while its maps are computed: nothing yet
     panel = noteview.build_panel(
         note,
         sel,
@@ -149,12 +153,20 @@ def undo(request, corpus_id, note_id):
 
 def _after_change(request, note, outcome):
     """htmx: a decision's peak row when the form targets it (the notice and the counter out of
-    band), else the panel with the outcome's message (409 for a stale page, 400 for a refusal:
-    these replace the panel whatever the form targets). Plain form: redirect back to the note
-    (or the full page with the message when refused)."""
+    band), else `after_post` (409 for a stale page, 400 for a refusal: these replace the panel
+    whatever the form targets)."""
     window = _int(request.POST.get("window"))  # the window the form was on
     if request.htmx and outcome.decision is not None and request.htmx.target == _row_id(outcome):
         return _decided(request, note, outcome, window)
+    return after_post(request, note, outcome)
+
+
+def after_post(request, note, outcome):
+    """The answer to a POST from the note page that changed the note or its decisions (here, or a
+    missed identifier: webapp.deid.missed_views), under the selection and window the form carried:
+    htmx gets the panel (whatever element the form targeted) with the outcome's message; a plain
+    form a redirect back to the note (or the full page with the message when refused)."""
+    window = _int(request.POST.get("window"))
     sel = selection.for_note(note, request.POST)
     if not request.htmx and outcome.status == 200:
         messages.add_message(request, outcome.level, outcome.message)
