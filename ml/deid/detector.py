@@ -22,12 +22,15 @@ import re
 from collections import OrderedDict
 from collections.abc import Mapping
 
-import spacy
-from presidio_analyzer import AnalyzerEngine, RecognizerRegistry, RecognizerResult
-from presidio_analyzer.context_aware_enhancers import ContextAwareEnhancer
-from presidio_analyzer.nlp_engine import NlpArtifacts, SpacyNlpEngine
-
 from ml.deid import recognizers as rec
+from ml.deid._presidio import (
+    AnalyzerEngine,
+    ContextAwareEnhancer,
+    NlpArtifacts,
+    RecognizerRegistry,
+    RecognizerResult,
+    SpacyNlpEngine,
+)
 from ml.deid.allow_terms import default_allow_terms
 from ml.deid.names import fold
 from ml.deid.ner import load_person_ner
@@ -53,6 +56,8 @@ class BlankSpacyNlpEngine(SpacyNlpEngine):
         self.language = language
 
     def load(self) -> None:
+        import spacy
+
         self.nlp = {self.language: spacy.blank(self.language)}
 
 

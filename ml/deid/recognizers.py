@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 import regex
-from presidio_analyzer import EntityRecognizer, Pattern, PatternRecognizer, RecognizerResult
 
 from ml.deid import checks, dates, names
+from ml.deid._presidio import EntityRecognizer, Pattern, PatternRecognizer, RecognizerResult
 
 # how sure each kind of evidence is
 SCORE_CHECKSUM = 1.0  # fiscal code, DNI/NIE, NHS number, IBAN

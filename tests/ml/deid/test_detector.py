@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import inspect
 import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import spacy
@@ -203,3 +206,22 @@ def test_a_local_spacy_ner_folder_adds_person_names(tmp_path):
     assert [(f.type, text[f.start : f.end], f.recognizer) for f in findings] == [
         ("NAME", "Gianni Verdi", "NerRecognizer")
     ]
+
+
+def test_importing_the_detector_leaves_transformers_out():
+    """Presidio imports its optional Hugging Face engine, and with it transformers (10-15 s of a
+    process's start); ml.deid._presidio hides it for that import only."""
+    code = (
+        "import sys\n"
+        "from ml.deid.detector import Detector\n"
+        "from ml.deid.types import DeidConfig\n"
+        "Detector(DeidConfig(language='en')).find('Dr. Watson, 020 7946 0958')\n"
+        "assert sys.modules.get('transformers', 0) is not None, 'transformers was left hidden'\n"
+        "assert 'transformers' not in sys.modules, 'transformers was imported'\n"
+        "import importlib.util\n"
+        "assert importlib.util.find_spec('transformers') is not None  # importable afterwards\n"
+        "print('ok')\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
