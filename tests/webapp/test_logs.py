@@ -123,18 +123,18 @@ def test_a_celery_failure_line_loses_the_exception_text_and_its_structured_copy(
 
 
 def test_our_own_typed_errors_and_system_errors_keep_their_message(logged):
-    from webapp.datasets.building import BuildError
+    from webapp.datasets.models import BuildError
 
     own = raised(BuildError("dataset 4: no relevance maps match the filters"))
     text, _ = logged(lambda log: log.error("build failed", exc_info=own))
-    assert "webapp.datasets.building.BuildError: dataset 4: no relevance maps match the filters" in text
+    assert "webapp.datasets.models.BuildError: dataset 4: no relevance maps match the filters" in text
     missing = raised(FileNotFoundError(2, "No such file or directory", "/models/gone"))
     text, _ = logged(lambda log: log.error("load failed", exc_info=missing))
     assert "FileNotFoundError: [Errno 2] No such file or directory: '/models/gone'" in text
 
 
 def test_row_content_quoted_inside_our_own_error_is_cut(logged):
-    from webapp.datasets.building import BuildError
+    from webapp.datasets.models import BuildError
 
     own = raised(BuildError(f"dataset 4: the database refused a row: {ROW_ERROR}"))
     text, record = logged(lambda log: log.error("build failed", exc_info=own))

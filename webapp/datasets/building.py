@@ -69,16 +69,15 @@ from django.db.models import Count
 
 from ml.masking import BuildStats, Group, MaskingMode, PeakItem, build_examples, pair_is_used
 from ml.peaks import peaks_of_rows
-from ml.relevance import default_config_key
 from webapp.corpus.models import Note, Task
-from webapp.datasets.models import DatasetVersion, MaskedExample
+from webapp.datasets.models import BuildError, DatasetVersion, MaskedExample, config_key_of, dataset_config_key
 from webapp.datasets.stats import SharedPeaks
 from webapp.db.planner_stats import refresh_planner_stats
 from webapp.db.postgres_copy import copy_rows
 from webapp.lib.disk import disk_full
 from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import Heartbeat
-from webapp.pipeline.models import MapConfiguration, MixedConfigurations, RelevanceMap, resolve_config_key
+from webapp.pipeline.models import RelevanceMap
 
 logger = logging.getLogger(__name__)
 
@@ -91,10 +90,6 @@ _WORD = re.compile(r"\w+")
 GROUP_BINS = [(str(k), k) for k in range(10)] + [("10+", 10)]
 CHAR_BINS = [("1", 1), ("2", 2), ("3-4", 3), ("5-9", 5), ("10-19", 10), ("20-49", 20), ("50-99", 50), ("100+", 100)]
 WORD_BINS = [("0", 0), ("1", 1), ("2", 2), ("3", 3), ("4-5", 4), ("6-10", 6), ("11+", 11)]
-
-
-class BuildError(Exception):
-    """A problem the user can understand and fix; the message is shown as written."""
 
 
 class _Stopped(Exception):
@@ -124,35 +119,6 @@ def maps_matching(corpus_id, model_version_id, method: str, template: str, job_i
     config_key = config_key or config_key_of(corpus_id, model_version_id, method, template, job_ids)
     maps = _maps_of_any_corpus(model_version_id, method, template, job_ids, filters, config_key)
     return maps.filter(note__corpus_id=corpus_id)
-
-
-def config_key_of(corpus_id, model_version_id, method: str, template: str, job_ids=()) -> str:
-    """The ONE relevance configuration a dataset's maps come from, so a build is never ambiguous:
-    that of its jobs (BuildError if they differ); with no jobs, the configuration that has maps of
-    this corpus, model version, method and template (BuildError naming them if several have: the
-    jobs of one must be chosen); the default one when none has."""
-    if job_ids:
-        try:
-            return resolve_config_key(method, template, jobs=job_ids)
-        except MixedConfigurations as exc:
-            raise BuildError(f"{exc}.") from None
-    configs = list(MapConfiguration.objects.filter(method=method, template=template).values_list("pk", "config_key"))
-    if len(configs) > 1:  # rare: only then look for which of them have maps here
-        maps = RelevanceMap.objects.filter(model_version_id=model_version_id, note__corpus_id=corpus_id)
-        configs = [(pk, key) for pk, key in configs if maps.filter(config_id=pk).exists()]
-    if len(configs) > 1:
-        names = ", ".join(sorted(key for _, key in configs))
-        raise BuildError(
-            f"Maps of {len(configs)} relevance configurations match these choices ({names}): choose the relevance "
-            "jobs of the one to build from (e.g. the configuration an evaluation recommends)."
-        )
-    return configs[0][1] if configs else default_config_key(method, template)
-
-
-def dataset_config_key(dataset: DatasetVersion) -> str:
-    """The relevance configuration a dataset is built from (see `config_key_of`)."""
-    job_ids = list(dataset.jobs.values_list("pk", flat=True))
-    return config_key_of(dataset.corpus_id, dataset.model_version_id, dataset.method, dataset.template, job_ids)
 
 
 def _maps_of_any_corpus(model_version_id, method, template, job_ids, filters, config_key: str):

@@ -3,8 +3,8 @@ from django import forms
 from ml.masking import DEFAULT_MASK_TOKEN
 from webapp.corpus.forms import visible_name
 from webapp.corpus.models import Corpus, Note, Task
-from webapp.datasets.building import BuildError, maps_matching, validation_note_ids
-from webapp.datasets.models import DatasetVersion
+from webapp.datasets.building import maps_matching, validation_note_ids
+from webapp.datasets.models import BuildError, DatasetVersion
 from webapp.lib.seeds import MAX_SEED
 from webapp.lib.validators import SHOWN_CHARS, printable
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob

@@ -20,8 +20,14 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Max, Q
 
+from ml.relevance import default_config_key
 from webapp.lifecycle.models import WorkUnit
+from webapp.pipeline.models import MapConfiguration, MixedConfigurations, RelevanceMap, resolve_config_key
 from webapp.projects.scoping import ProjectScopedQuerySet
+
+
+class BuildError(Exception):
+    """A problem the user can understand and fix; the message is shown as written."""
 
 
 class DatasetVersion(WorkUnit):
@@ -41,7 +47,7 @@ class DatasetVersion(WorkUnit):
     template = models.CharField(max_length=500, default="en")
     profile = models.ForeignKey("pipeline.PeakProfile", on_delete=models.PROTECT, related_name="datasets")
     # No jobs: every map of its choices, which must come from one relevance configuration
-    # (webapp.datasets.building.config_key_of).
+    # (config_key_of, below).
     jobs = models.ManyToManyField(
         "pipeline.RelevanceJob",
         blank=True,
@@ -78,11 +84,9 @@ class DatasetVersion(WorkUnit):
     def config_key(self) -> str:
         """The relevance configuration of the maps it is (or was) built from: as its build recorded
         it, else its jobs', else the one configuration with maps for its choices (BuildError if
-        several: webapp.datasets.building.config_key_of)."""
+        several: config_key_of)."""
         if self.stats.get("config_key"):
             return self.stats["config_key"]
-        from webapp.datasets.building import dataset_config_key
-
         return dataset_config_key(self)
 
     @property
@@ -101,6 +105,35 @@ class DatasetVersion(WorkUnit):
     @classmethod
     def next_version(cls, name: str) -> int:
         return (cls.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0) + 1
+
+
+def config_key_of(corpus_id, model_version_id, method: str, template: str, job_ids=()) -> str:
+    """The ONE relevance configuration a dataset's maps come from, so a build is never ambiguous:
+    that of its jobs (BuildError if they differ); with no jobs, the configuration that has maps of
+    this corpus, model version, method and template (BuildError naming them if several have: the
+    jobs of one must be chosen); the default one when none has."""
+    if job_ids:
+        try:
+            return resolve_config_key(method, template, jobs=job_ids)
+        except MixedConfigurations as exc:
+            raise BuildError(f"{exc}.") from None
+    configs = list(MapConfiguration.objects.filter(method=method, template=template).values_list("pk", "config_key"))
+    if len(configs) > 1:  # rare: only then look for which of them have maps here
+        maps = RelevanceMap.objects.filter(model_version_id=model_version_id, note__corpus_id=corpus_id)
+        configs = [(pk, key) for pk, key in configs if maps.filter(config_id=pk).exists()]
+    if len(configs) > 1:
+        names = ", ".join(sorted(key for _, key in configs))
+        raise BuildError(
+            f"Maps of {len(configs)} relevance configurations match these choices ({names}): choose the relevance "
+            "jobs of the one to build from (e.g. the configuration an evaluation recommends)."
+        )
+    return configs[0][1] if configs else default_config_key(method, template)
+
+
+def dataset_config_key(dataset: DatasetVersion) -> str:
+    """The relevance configuration a dataset is built from (see `config_key_of`)."""
+    job_ids = list(dataset.jobs.values_list("pk", flat=True))
+    return config_key_of(dataset.corpus_id, dataset.model_version_id, dataset.method, dataset.template, job_ids)
 
 
 class MaskedExample(models.Model):

@@ -6,7 +6,7 @@ import pytest
 from tests.projects import default_project
 from webapp.corpus.models import Note, text_hash
 from webapp.datasets import building
-from webapp.datasets.models import DatasetVersion, MaskedExample
+from webapp.datasets.models import BuildError, DatasetVersion, MaskedExample
 from webapp.pipeline.models import JobStatus, RelevanceJob
 
 from .fabricate import PEAKS, TEXT, add_map, add_notes_with_maps, char_span
@@ -81,7 +81,7 @@ def test_held_out_tasks_are_left_out_unless_included(make_dataset, maps, tasks):
 
 def test_a_held_out_task_chosen_by_name_is_still_left_out_by_default(make_dataset, maps, tasks):
     dataset = make_dataset(filters={"tasks": [tasks["heldout"].pk]})
-    with pytest.raises(building.BuildError, match="No relevance maps match"):
+    with pytest.raises(BuildError, match="No relevance maps match"):
         building.build(building.claim(dataset.pk))
 
 
@@ -270,7 +270,7 @@ def test_a_map_that_does_not_fit_its_note_is_skipped_and_counted(make_dataset, m
 
 def test_no_matching_maps_is_said_in_plain_words(make_dataset, tasks):
     dataset = building.claim(make_dataset().pk)
-    with pytest.raises(building.BuildError) as error:
+    with pytest.raises(BuildError) as error:
         building.build(dataset)
     message = building.fail(dataset, error.value)
     dataset.refresh_from_db()

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from ml.relevance import RelevanceConfig, default_config_key
 from webapp.datasets import building
-from webapp.datasets.models import DatasetVersion, MaskedExample
+from webapp.datasets.models import BuildError, DatasetVersion, MaskedExample
 from webapp.pipeline.models import JobStatus, RelevanceJob, RelevanceMap
 
 from .fabricate import PEAKS, word_offsets
@@ -62,7 +62,7 @@ def test_with_no_job_chosen_maps_of_two_configurations_make_the_build_fail_namin
 ):
     add_span_maps(note, tasks, model)
     dataset = building.claim(make_dataset().pk)
-    with pytest.raises(building.BuildError) as error:
+    with pytest.raises(BuildError) as error:
         building.build(dataset)
     message = str(error.value)
     assert "2 relevance configurations" in message

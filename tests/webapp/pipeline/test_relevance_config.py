@@ -152,7 +152,8 @@ def test_a_comparison_never_pairs_maps_of_two_configurations(two_configs):
 def test_a_dataset_selection_keeps_one_configuration(two_configs):
     """Never a mix of configurations: one named is kept alone, and with none named while maps of
     two exist the selection is refused, naming both (a default would silently pick one)."""
-    from webapp.datasets.building import BuildError, maps_matching
+    from webapp.datasets.building import maps_matching
+    from webapp.datasets.models import BuildError
 
     corpus, model = two_configs["corpus"], two_configs["base"]
     default, span = two_configs["base_next"], two_configs["base_span"]
