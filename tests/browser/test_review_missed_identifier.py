@@ -37,8 +37,9 @@ def ward(db):
     return {"note": note, "later": later, "url": url}
 
 
-def click_word(page, word, nth=0):
-    """Click the middle of the nth occurrence of `word` in the note's text: the caret goes there."""
+def click_word(page, word, nth=0, *, double=False):
+    """Click the middle of the nth occurrence of `word` in the note's text: the caret goes there
+    (`double`: a double click, which selects the word)."""
     box = page.evaluate(
         """([word, nth]) => {
             const root = document.getElementById('note-text');
@@ -63,7 +64,7 @@ def click_word(page, word, nth=0):
         [word, nth],
     )
     assert box is not None, f"{word!r} is not in the note's text"
-    page.mouse.click(box["x"], box["y"])
+    (page.mouse.dblclick if double else page.mouse.click)(box["x"], box["y"])
 
 
 def test_a_clinician_marks_the_word_at_the_cursor_and_sees_it_replaced(login, clinician, ward):
@@ -86,6 +87,7 @@ def test_a_clinician_marks_the_word_at_the_cursor_and_sees_it_replaced(login, cl
     assert ward["later"].text == "Follow-up for [NAME]: stable."
     assert RelevanceJob.objects.filter(note_filter__ids=sorted([ward["note"].pk, ward["later"].pk])).exists()
     assert AuditEvent.objects.filter(action=AuditEvent.Action.MISSED_IDENTIFIER).count() == 1
+    page.goto("about:blank")  # the panel polls while the maps are recomputed: no request outlives the test
 
 
 def test_escape_cancels_and_nothing_changes(login, clinician, ward):
@@ -103,3 +105,26 @@ def test_escape_cancels_and_nothing_changes(login, clinician, ward):
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.MISSED_IDENTIFIER).exists()
     page.keyboard.press("j")  # the page's keys work again
     page.wait_for_selector("#peak-1.current")
+
+
+def test_in_a_later_part_of_a_long_note_the_word_selected_is_the_word_replaced(login, clinician, ward):
+    from tests.webapp.review.fabricate import long_text
+
+    head = long_text(30_000)
+    text = head + "Seen by Zanfrini, then Zanfrini again.\n" + long_text(5_000)
+    note = Note.objects.create(corpus=ward["note"].corpus, external_id="long", text=text, metadata={})
+    page = login(clinician)
+    page.goto(f"/review/{note.corpus_id}/notes/{note.pk}/?window=1")
+    page.wait_for_selector("#window-nav")
+    assert page.locator("#note-panel").get_attribute("data-window-start") != "0"
+    click_word(page, "Zanfrini", 1, double=True)  # a selection this time
+    assert page.evaluate("window.getSelection().toString()").strip() == "Zanfrini"
+    page.keyboard.press("i")
+    page.wait_for_selector("#missed-dialog[open]")
+    assert page.locator("#missed-value").inner_text() == "Zanfrini"
+    page.locator("#missed-type").select_option("RECORD_NUMBER")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('#panel-notice').textContent.includes('replaced 2 times')")
+    note.refresh_from_db()
+    assert note.text == head + "Seen by [RECORD_NUMBER], then [RECORD_NUMBER] again.\n" + long_text(5_000)
+    assert "[RECORD_NUMBER], then" in page.locator("#note-text").inner_text()
