@@ -21,7 +21,7 @@ A launcher killed by a signal takes its ranks with it (train_run) and the run is
 one that exits with an error fails the run (Resume continues from the last checkpoint).
 
 Several machines: with TRAINING_NNODES > 1 the launcher (torchrun) gets a c10d rendezvous at
-TRAINING_RDZV_ENDPOINT with the id `dsm-run-<id>-<attempt>` (`rendezvous_id`); this worker's agent
+TRAINING_RDZV_ENDPOINT with the id `dsm-run-<id>-<attempt>` (webapp.training.distributed); this worker's agent
 is one node, and `manage.py train_node` on each other machine starts the same command for the run
 (its agent joins the rendezvous). The training starts once all TRAINING_NNODES agents have met.
 """
@@ -29,7 +29,6 @@ is one node, and `manage.py train_node` on each other machine starts the same co
 import logging
 import os
 import subprocess
-from pathlib import Path
 
 from django.conf import settings
 
@@ -40,7 +39,6 @@ from workers.celery_app import app, worker_name
 log = logging.getLogger(__name__)
 
 TIME_LIMIT = settings.TRAINING_TIME_LIMIT
-ROOT = Path(__file__).resolve().parent.parent
 RANKS_EXIT_SECONDS = 60  # a killed launcher's ranks: how long to wait for them to be gone
 
 
@@ -69,27 +67,12 @@ def run_training(self, run_id: int) -> str:
     return outcome
 
 
-def rendezvous_id(run) -> str:
-    """The rendezvous of one attempt of a run: every machine's agent derives the same one."""
-    return f"dsm-run-{run.pk}-{run.attempts}"
-
-
-def launch_command(run, launcher: str) -> list[str]:
-    """`<launcher> [rendezvous across TRAINING_NNODES machines] manage.py train_run <id> --claimed`."""
-    return processes.launch_command(
-        launcher,
-        [str(ROOT / "manage.py"), "train_run", str(run.pk), "--claimed"],
-        nnodes=settings.TRAINING_NNODES,
-        endpoint=settings.TRAINING_RDZV_ENDPOINT,
-        rdzv_id=rendezvous_id(run),
-    )
-
-
 def _launch_distributed(run, launcher: str) -> str:
     """Every rank runs `manage.py train_run`; rank 0 writes progress and results. This process
     beats for the run meanwhile (so does rank 0): the run looks lost only once both are gone."""
     from webapp.lifecycle.heartbeat import Heartbeat
     from webapp.training import runs
+    from webapp.training.distributed import launch_command
 
     try:
         command = launch_command(run, launcher)
@@ -104,7 +87,7 @@ def _launch_distributed(run, launcher: str) -> str:
             # The ranks write to this process's own stdout/stderr (file descriptors 1 and 2, the worker's
             # log): Celery replaces sys.stdout with a logging proxy that has no file descriptor.
             completed = subprocess.run(
-                command, cwd=ROOT, env={**os.environ, "DSM_RUN_ATTEMPT": str(run.attempts)}, check=False
+                command, cwd=settings.BASE_DIR, env={**os.environ, "DSM_RUN_ATTEMPT": str(run.attempts)}, check=False
             )
     except OSError as exc:  # no such launcher: a setting to fix, not a lost worker to retry forever
         runs.fail(run, f"TRAINING_LAUNCHER could not be started ({type(exc).__name__}: {exc.strerror}).")

@@ -1,7 +1,7 @@
 """Be one more machine of multi-machine training runs: `python manage.py train_node`.
 
 With TRAINING_NNODES > 1, the Celery training worker on one machine claims a dsm / cpt / sft run
-and starts its torchrun agent with a c10d rendezvous (workers.training.launch_command). Each other
+and starts its torchrun agent with a c10d rendezvous (webapp.training.distributed). Each other
 machine runs this command instead of a training worker: it watches for runs in that state (running,
 phase "starting": claimed, the ranks not yet training) and starts the same command for each, so
 its agent joins the rendezvous and its ranks train with the others. Only global rank 0 (on the
@@ -22,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from webapp.lib import processes
 from webapp.pipeline.models import JobStatus
+from webapp.training.distributed import launch_command
 from webapp.training.models import DISTRIBUTED_KINDS, TrainingRun
 
 RANKS_EXIT_SECONDS = 60
@@ -35,8 +36,6 @@ class Command(BaseCommand):
         parser.add_argument("--wait", type=float, default=None, help="with --once: give up after this many seconds")
 
     def handle(self, *args, once, wait, **options):
-        from workers.training import ROOT, launch_command
-
         if settings.TRAINING_NNODES < 2 or not settings.TRAINING_LAUNCHER:
             raise CommandError("train_node needs TRAINING_LAUNCHER (torchrun) and TRAINING_NNODES of 2 or more.")
         processes.become_subreaper()
@@ -63,7 +62,7 @@ class Command(BaseCommand):
             self.stdout.flush()
             before = set(processes.children())
             done = subprocess.run(
-                command, cwd=ROOT, env={**os.environ, "DSM_RUN_ATTEMPT": str(run.attempts)}, check=False
+                command, cwd=settings.BASE_DIR, env={**os.environ, "DSM_RUN_ATTEMPT": str(run.attempts)}, check=False
             )
             processes.reap([pid for pid in processes.children() if pid not in before], timeout=RANKS_EXIT_SECONDS)
             self.stdout.write(f"run {run.pk}, attempt {run.attempts}: launcher exited with {done.returncode}")
