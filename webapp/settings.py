@@ -425,6 +425,32 @@ WORK_REQUEUE_GRACE_SECONDS = env_int("WORK_REQUEUE_GRACE_SECONDS", 60)
 # Rows an erasure deletes per transaction (webapp.erasure.erasing): locks held briefly, and a
 # worker killed mid-erasure loses one batch.
 ERASURE_BATCH = env_int("ERASURE_BATCH", 1000)
+# De-identification (webapp.deid, docs/deidentification-in-the-app.md). DEID_SECRET keys the
+# surrogates (which stand-in a name gets, how far a patient's dates move): unset, a key derived
+# from SECRET_KEY and the project's id. Changing it (or SECRET_KEY when it is unset) changes the
+# surrogates of notes de-identified afterwards; notes stored before keep theirs, so one patient's
+# notes de-identified before and after read different stand-ins. DEID_MAPPING_KEY (a Fernet key:
+# `python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"`)
+# encrypts the original -> surrogate pairs a project keeps when its policy asks; unset, no policy
+# may keep them. Several keys, comma-separated: the first encrypts, every one decrypts (rotation:
+# put the new key first, re-save nothing; pairs are encrypted again with it when next merged).
+DEID_SECRET = env_str("DEID_SECRET")
+DEID_MAPPING_KEY = env_str("DEID_MAPPING_KEY")
+if DEID_MAPPING_KEY:
+    from cryptography.fernet import Fernet
+
+    try:
+        [Fernet(key.strip()) for key in DEID_MAPPING_KEY.split(",") if key.strip()]
+    except ValueError:
+        raise ConfigError(
+            "DEID_MAPPING_KEY is not a Fernet key (32 url-safe base64-encoded bytes; make one with "
+            "cryptography's Fernet.generate_key())"
+        ) from None
+# Notes a de-identification job copies per transaction (webapp.deid.deidentifying): a worker
+# stopped mid-job loses one batch, and Resume goes on after the last batch committed.
+DEID_BATCH = env_int("DEID_BATCH", 200)
+if DEID_BATCH < 1:
+    raise ConfigError(f"DEID_BATCH={DEID_BATCH} must be at least 1")
 # Estimates before work (webapp.lifecycle.estimates): a launch estimated longer than
 # LAUNCH_CONFIRM_SECONDS on one worker, or, with no measured rate, larger than
 # LAUNCH_CONFIRM_AMOUNT units (prompts, maps, steps), is launched only once confirmed.

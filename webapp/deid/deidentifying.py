@@ -52,11 +52,11 @@ def run(job: DeidJob, batch: int | None = None) -> str | None:
     if job.source_id is None or job.target_id is None:
         gone = "corpus it reads" if job.source_id is None else "corpus it fills"
         return _fail(job, f"The {gone} was erased; nothing more can be copied.")
-    try:
-        deid = NoteDeidentifier(job.project, job.source.language)
-    except PolicyError as exc:
-        return _fail(job, f"{exc} Resume once it is corrected.")
-    with Heartbeat(job) as heart:
+    with Heartbeat(job) as heart:  # beating already while the detector is built (seconds)
+        try:
+            deid = NoteDeidentifier(job.project, job.source.language)
+        except PolicyError as exc:
+            return _fail(job, f"{exc} Resume once it is corrected.")
         try:
             while _copy_batch(job, deid, batch, heart):
                 pass
@@ -103,39 +103,47 @@ def _holding(job: DeidJob, heart: Heartbeat) -> dict:
 
 
 def _copy_batch(job: DeidJob, deid: NoteDeidentifier, batch: int, heart: Heartbeat) -> int:
-    """De-identify and write the next batch of source notes, in one transaction. Returns the
-    source notes read (0: every note is copied)."""
+    """De-identify the next batch of source notes, then write it in one transaction that first
+    locks the job's row (the de-identification itself runs outside it, so heartbeats are not kept
+    waiting on the lock). Returns the source notes read (0: every note is copied)."""
     if heart.cancelling or heart.lost:
         raise Stopped
+    cursor = units.owned(job).values_list("last_note", flat=True).first()
+    if cursor is None:
+        heart.lost = True
+        raise Stopped
+    notes = list(
+        Note.objects.filter(corpus_id=job.source_id, pk__gt=cursor)
+        .order_by("pk")
+        .values("pk", "external_id", "text", "metadata")[:batch]
+    )
+    if not notes:
+        return 0
+    made: dict[int, tuple[Note, object]] = {}  # source note id -> (new note, its DeidentifiedNote)
+    for note in notes:
+        done = deid.note(note["text"], note["metadata"])
+        new = Note(
+            corpus_id=job.target_id,
+            external_id=note["external_id"],
+            text=done.text,
+            content_hash=text_hash(done.text),
+            metadata=done.metadata,
+        )
+        made[note["pk"]] = (new, done)
     with transaction.atomic():
         held = _holding(job, heart)
-        notes = list(
-            Note.objects.filter(corpus_id=job.source_id, pk__gt=held["last_note"])
-            .order_by("pk")
-            .values("pk", "external_id", "text", "metadata")[:batch]
-        )
-        if not notes:
-            return 0
+        if held["last_note"] != cursor:  # another attempt moved on meanwhile: this one is stale
+            heart.lost = True
+            raise Stopped
         copied = set(
             Note.objects.filter(corpus_id=job.target_id, external_id__in=[n["external_id"] for n in notes]).values_list(
                 "external_id", flat=True
             )
         )
+        made = {pk: entry for pk, entry in made.items() if entry[0].external_id not in copied}
         tally = Tally()
-        made: dict[int, tuple[Note, object]] = {}  # source note id -> (new note, its Replacement)
-        for note in notes:
-            if note["external_id"] in copied:
-                continue
-            done = deid.note(note["text"], note["metadata"])
+        for _, done in made.values():
             tally.add(done, deid.keeps_mapping)
-            new = Note(
-                corpus_id=job.target_id,
-                external_id=note["external_id"],
-                text=done.text,
-                content_hash=text_hash(done.text),
-                metadata=done.metadata,
-            )
-            made[note["pk"]] = (new, done.replacement)
         Note.objects.bulk_create([new for new, _ in made.values()], batch_size=500)
         _copy_annotations(made)
         if deid.keeps_mapping:
@@ -159,13 +167,13 @@ def _copy_annotations(made: dict) -> None:
         return
     copies = []
     for annotation in Annotation.objects.filter(note_id__in=made).order_by("pk"):
-        new, replacement = made[annotation.note_id]
+        new, done = made[annotation.note_id]
         copies.append(
             Annotation(
                 note_id=new.pk,
                 task_id=annotation.task_id,
                 label=annotation.label,
-                evidence=map_ranges(replacement, annotation.evidence),
+                evidence=map_ranges(done.replacement, annotation.evidence),
                 annotator_id=annotation.annotator_id,
                 annotator_name=annotation.annotator_name,
             )

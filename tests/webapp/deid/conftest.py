@@ -11,6 +11,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from tests.projects import default_project
+from tests.workers.conftest import start_worker, worker_env  # noqa: F401 - a real worker's fixtures (test_worker)
 from webapp.corpus.models import Task
 from webapp.deid.models import DeidPolicy
 from webapp.deid.policy import forget_detectors

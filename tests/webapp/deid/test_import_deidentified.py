@@ -14,7 +14,6 @@ from django.urls import reverse
 from tests.webapp.deid.conftest import (
     DATE,
     DOCTOR,
-    FIRST,
     IDENTIFIERS,
     METADATA,
     MRN,
@@ -231,10 +230,3 @@ def test_metadata_values_that_are_not_text_are_redacted(project, policy, tmp_pat
     assert _import(project, _file(tmp_path, rows)).ok
     assert Note.objects.get().metadata["mrn"] == REDACTED
     assert not any(value in json.dumps(Note.objects.get().metadata) for value in IDENTIFIERS)
-
-
-def test_the_first_note_keeps_its_clinical_words(project, policy, tmp_path):
-    assert _import(project, _file(tmp_path)).ok
-    text = Note.objects.get(external_id="n1").text
-    assert FIRST.split(". Tel")[0] != text.split(". Tel")[0]
-    assert text.endswith("lamenta tachicardia, FC 130. Visto dal Dott. " + text.split("Dott. ")[1])
