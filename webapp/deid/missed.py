@@ -78,7 +78,7 @@ MAX_CHARS = 200  # a missed identifier is a word or a few: a longer span is refu
 PARK = 1_000_000_000  # added to spans while they move, so no row meets another's old span
 _WORD_CHAR = re.compile(r"\w")
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")  # a metadata key usable in a JSON lookup
-_HASHED = re.compile(r"[0-9a-f]{16}")  # webapp.erasure.erasing.patient_hash
+_HASHED = re.compile(r"[0-9a-f]{16}")  # webapp.deid.policy.patient_hash
 
 
 class MissedError(ValueError):

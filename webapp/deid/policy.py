@@ -159,10 +159,13 @@ def replacer_for(project, language: str, policy: DeidPolicy | None = None):
 
 
 def patient_hash(field_name: str, value) -> str:
-    """The keyed hash of a patient's value, as an erasure's receipt writes it."""
-    from webapp.erasure.erasing import patient_hash as keyed
-
-    return keyed(field_name, str(value))
+    """The keyed hash of a patient's value (HMAC-SHA256 with SECRET_KEY of `<field>=<value>`, first 16
+    hex digits): what a de-identified note's patient field, a kept mapping and an erasure's receipt
+    (webapp.erasure) name the patient by. It can be matched against a value someone holds, but a
+    patient id, short and guessable, cannot be recovered from it by hashing every candidate
+    without the key."""
+    message = f"{field_name}={str(value).strip()}".encode()
+    return hmac.new(settings.SECRET_KEY.encode(), message, hashlib.sha256).hexdigest()[:16]
 
 
 def patient_key(note_metadata: dict, policy: DeidPolicy) -> str:

@@ -21,8 +21,6 @@ the models listed. Never a note's text, external id or a patient's value.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import shutil
 from pathlib import Path
@@ -36,6 +34,7 @@ from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus, ImportJob
 from webapp.datasets.models import DatasetExport, DatasetVersion
+from webapp.deid.policy import patient_hash
 from webapp.erasure import planning
 from webapp.erasure.models import DatasetWithdrawal, ErasureRequest, TrainedOnErasedData
 from webapp.evaluation.models import RelevanceEvaluation
@@ -56,14 +55,6 @@ Scope = ErasureRequest.Scope
 
 class Stopped(Exception):
     """Cancelled, or this attempt lost the request: stop between batches."""
-
-
-def patient_hash(key: str, value: str) -> str:
-    """A keyed hash of a patient's value (HMAC-SHA256 with SECRET_KEY, first 16 hex digits): the
-    receipt can be matched against a value someone holds, but a patient id, short and guessable,
-    cannot be recovered from it by hashing every candidate without the key."""
-    message = f"{key}={value.strip()}".encode()
-    return hmac.new(settings.SECRET_KEY.encode(), message, hashlib.sha256).hexdigest()[:16]
 
 
 # ---------------------------------------------------------------- the request

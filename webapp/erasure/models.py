@@ -4,7 +4,7 @@ ErasureRequest is a unit of long work (webapp.lifecycle.WorkUnit). Its target is
 when it is made, to ids only (`target`: the project, the corpus, the notes, the dataset versions
 that hold examples of them, the trained models that saw them), so a resumed erasure deletes
 exactly what was asked even though half of it is gone already. A patient's value is never
-stored: `patient_hashes` holds a keyed hash of each (erasing.patient_hash). `planned` is the dry
+stored: `patient_hashes` holds a keyed hash of each (webapp.deid.policy.patient_hash). `planned` is the dry
 run's count per table when the request was made; `erased` the rows deleted so far, written in
 the same transaction as each batch it counts.
 

@@ -26,6 +26,7 @@ from webapp.api.models import ApiToken
 from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, ProjectTaskState, Task, TaskGuideline
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
 from webapp.deid.models import DeidJob, DeidPolicy, SurrogateMapping
+from webapp.deid.policy import patient_hash
 from webapp.erasure.models import DatasetWithdrawal, ErasureRequest
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.integrations.models import Webhook, WebhookDelivery
@@ -409,10 +410,8 @@ def resolve(
 
 
 def _hashes(key: str, values) -> list[str]:
-    """The keyed hashes of a patient's values (webapp.erasure.erasing.patient_hash): what a
+    """The keyed hashes of a patient's values (webapp.deid.policy.patient_hash): what a
     de-identified note's patient field and a kept mapping name the patient by."""
-    from webapp.erasure.erasing import patient_hash  # erasing imports this module
-
     return [patient_hash(key, str(v)) for v in values if str(v).strip()]
 
 

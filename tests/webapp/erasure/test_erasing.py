@@ -11,6 +11,7 @@ from tests.webapp.erasure.world import every_table
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note
 from webapp.datasets.models import DatasetVersion, MaskedExample
+from webapp.deid.policy import patient_hash
 from webapp.erasure import erasing, planning
 from webapp.erasure.models import ErasureRequest, TrainedOnErasedData
 from webapp.lifecycle import units
@@ -48,7 +49,7 @@ def test_a_patients_notes_go_with_every_row_made_from_them(world, admin_user, se
     assert receipt.actor == admin_user and receipt.project == world.project
     assert receipt.details["tables"] == {k: v for k, v in erasure.erased.items() if not k.startswith("files")}
     assert receipt.details["models_trained_on_erased_data"] == ["tiny-dsm"]
-    assert receipt.details["patient_hashes"] == [erasing.patient_hash("patient_id", "P1")]
+    assert receipt.details["patient_hashes"] == [patient_hash("patient_id", "P1")]
     text = json.dumps(receipt.details) + json.dumps(erasure.planned) + erasure.described
     assert "P1" not in text and "n1" not in text and "pacemaker in situ" not in text
 
