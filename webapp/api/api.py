@@ -5,8 +5,9 @@ a signed-in user or a token's holder.
 Refusals: 400 (a body or a parameter that does not validate, each problem named by its field: an
 unknown field, a wrong type, a number out of range), 401 (no, unknown, revoked or expired token),
 403 (a read-only token writing, or the role lacks the capability in the object's project: the
-pages' 403, audited), 404 (another project's object, or none), 429 with Retry-After (the token's
-rate limit)."""
+pages' 403, audited), 404 (another project's object, or none), 409 (data of a corpus that is not
+de-identified, unconfirmed: webapp.deid.gate; anyone but a project admin confirming it is a 403),
+429 with Retry-After (the token's rate limit)."""
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
@@ -17,6 +18,7 @@ from webapp.api import tokens
 from webapp.api.auth import BearerToken, signed_in_or_token
 from webapp.api.endpoints import router
 from webapp.audit.models import AuditEvent
+from webapp.deid import gate
 from webapp.deid.api import router as deid_router
 
 api = NinjaAPI(
@@ -54,6 +56,17 @@ def _invalid(request, exc: ValidationError):
         else:
             said.append(f"{where}: {error.get('msg', 'invalid')}.")
     return api.create_response(request, {"detail": " ".join(said), "errors": exc.errors}, status=400)
+
+
+@api.exception_handler(gate.Refused)
+def _not_deidentified(request, exc: gate.Refused):
+    """The gate's refusal (webapp.deid.gate): 409 with the reason and what a project admin sends to
+    let it leave; 403 for a confirmation from anyone else (audited by the gate)."""
+    detail = exc.reason
+    if exc.status == 409:
+        detail += f" A project admin sends the same request with {gate.CONFIRM_FIELD}=true to let it leave."
+    body = {"detail": detail, "corpora": [{"id": c.pk, "name": c.name} for c in exc.corpora]}
+    return api.create_response(request, body, status=exc.status)
 
 
 @api.exception_handler(PermissionDenied)

@@ -2,7 +2,10 @@
 helpers as the pages (webapp/*/access.py, webapp.projects.scoping), with the request's user
 being the token's principal (webapp.api.tokens), then makes one domain call. Another project's
 object is a 404, a capability the token's role lacks a 403, a bad request a 400 saying why.
-No endpoint writes note text anywhere but into its own answer."""
+No endpoint writes note text anywhere but into its own answer. Data leaves through the gate
+(webapp.deid.gate): downloads, exports and launches whose data comes from a corpus that is not
+de-identified take `confirm_identifiable` (a query parameter, or a launch body's field); the
+gate's refusal is a 409 (or a 403) naming the corpora (webapp.api.api)."""
 
 import inspect
 import unicodedata
@@ -17,7 +20,7 @@ from pydantic import Field
 from ml.masking import DEFAULT_MASK_TOKEN
 from ml.peaks import PAPER
 from webapp.api.pagination import PageQuery, page
-from webapp.api.schemas import Body, LaunchBody
+from webapp.api.schemas import Body, LaunchBody, ReleaseBody
 from webapp.corpus import import_jobs
 from webapp.corpus.access import corpus_for, import_job_for, note_for
 from webapp.corpus.forms import UploadForm
@@ -28,6 +31,7 @@ from webapp.datasets import launch as dataset_launch
 from webapp.datasets.access import dataset_for, export_for
 from webapp.datasets.forms import BuildForm
 from webapp.datasets.models import DatasetExport, DatasetVersion
+from webapp.deid import gate, scanning
 from webapp.evaluation import estimates as evaluation_estimates
 from webapp.evaluation import evaluations
 from webapp.evaluation.access import evaluation_for
@@ -77,6 +81,7 @@ def _corpus(corpus: Corpus) -> dict:
         "description": corpus.description,
         "note_count": corpus.note_count,
         "annotation_count": corpus.annotation_count,
+        "deidentified": corpus.deidentified,  # only then does its data leave without a confirmation
         "deidentified_from": corpus.deidentified_from_id,  # the corpus it was de-identified from
         "created": corpus.created,
     }
@@ -140,6 +145,7 @@ def _export(job: DatasetExport) -> dict:
         "format": job.format,
         "rows": job.rows,
         "size_bytes": job.size_bytes,
+        "residual": job.residual,  # the residual scan of the rows written: counts per type, never values
     }
 
 
@@ -333,9 +339,11 @@ def export_annotations(
     decisions: bool = True,
     peaks_model: str = "",
     profile: str = "",
+    confirm_identifiable: bool = False,
 ):
     """The corpus page's annotation export (webapp.interchange), by API: `fmt` one of the
-    interchange formats; `peaks_model`: a model version's name to include its peaks."""
+    interchange formats; `peaks_model`: a model version's name to include its peaks;
+    `confirm_identifiable`: a project admin lets a corpus that is not de-identified leave."""
     corpus = corpus_for(request.user, corpus_id, Capability.EXPORT)
     if fmt not in FORMATS:
         raise HttpError(400, f"fmt must be one of {', '.join(FORMATS)}.")
@@ -347,7 +355,34 @@ def export_annotations(
         except ExportChoiceError as exc:
             _refuse(exc)
     choice = ExportChoice(gold=gold, peaks=peaks, decisions=decisions)
-    return _zip(zip_export(corpus, fmt, choice, actor=request.user), annotations_name(corpus, fmt))
+    stream = zip_export(corpus, fmt, choice, actor=request.user, confirm_identifiable=confirm_identifiable)
+    return _zip(stream, annotations_name(corpus, fmt))
+
+
+# --- residual scans (webapp.deid.scanning) -----------------------------------------------------
+
+
+@router.post(
+    "/corpora/{corpus_id}/scans",
+    response={202: dict},
+    summary="Scan a corpus for identifiers left: counts per type, never values",
+)
+def launch_scan(request, corpus_id: int):
+    corpus = corpus_for(request.user, corpus_id, Capability.LAUNCH)
+    try:
+        job = scanning.launch(corpus, actor=request.user)
+    except scanning.ScanError as exc:
+        raise HttpError(409, str(exc)) from None
+    return Status(202, scanning.result(job))
+
+
+@router.get("/corpora/{corpus_id}/scans/latest", summary="The latest residual scan of a corpus, as it goes")
+def latest_scan(request, corpus_id: int):
+    corpus = corpus_for(request.user, corpus_id)
+    job = scanning.latest(corpus)
+    if job is None:
+        raise HttpError(404, "This corpus has not been scanned yet.")
+    return scanning.result(job)
 
 
 # --- imports (background jobs) ----------------------------------------------------------------
@@ -539,7 +574,7 @@ def get_dataset(request, dataset_id: int):
     return _dataset(dataset_for(request.user, dataset_id))
 
 
-class DatasetIn(LaunchBody):
+class DatasetIn(ReleaseBody):
     """The fields of the New dataset page; tasks by slug, notes by their ids in the corpus."""
 
     name: str
@@ -562,7 +597,7 @@ def launch_dataset(request, body: DatasetIn):
     corpus = corpus_for(request.user, body.corpus, Capability.LAUNCH)  # another project's corpus: 404, as for jobs
     profile = body.profile if body.profile is not None else getattr(default_profile(corpus.project_id), "pk", None)
     data = {
-        **body.dict(exclude={"tasks", "notes", "profile", "confirm"}),
+        **body.dict(exclude={"tasks", "notes", "profile", "confirm", "confirm_identifiable"}),
         "profile": profile,
         "tasks": [task.pk for task in _tasks(request.user, body.tasks)],
         "notes": " ".join(body.notes),
@@ -572,7 +607,9 @@ def launch_dataset(request, body: DatasetIn):
     if refused := _unconfirmed(estimate, body.confirm):
         return refused
     try:
-        dataset = dataset_launch.launch_build(actor=request.user, **form.build_fields())
+        dataset = dataset_launch.launch_build(
+            actor=request.user, confirm_identifiable=body.confirm_identifiable, **form.build_fields()
+        )
     except dataset_launch.LaunchError as exc:
         raise HttpError(409, str(exc)) from None
     return Status(202, _dataset(dataset))
@@ -590,34 +627,34 @@ def cancel_dataset(request, dataset_id: int):
 
 
 @router.post("/datasets/{dataset_id}/rebuild", response={202: dict}, summary="Build the dataset again")
-def rebuild_dataset(request, dataset_id: int):
+def rebuild_dataset(request, dataset_id: int, confirm_identifiable: bool = False):
     dataset = dataset_for(request.user, dataset_id, Capability.LAUNCH)
     try:
-        again = dataset_launch.build_again(dataset, actor=request.user)
+        again = dataset_launch.build_again(dataset, actor=request.user, confirm_identifiable=confirm_identifiable)
     except dataset_launch.LaunchError as exc:
         _refuse(exc)
     return Status(202, _dataset(again))
 
 
 @router.get("/datasets/{dataset_id}/download/{fmt}", summary="The examples as a zip (jsonl or parquet)")
-def download_dataset(request, dataset_id: int, fmt: str):
+def download_dataset(request, dataset_id: int, fmt: str, confirm_identifiable: bool = False):
     dataset = dataset_for(request.user, dataset_id, Capability.EXPORT)
     if fmt not in dataset_export.DATA_FILES:
         raise HttpError(400, f"Download one of: {', '.join(dataset_export.DATA_FILES)}.")
     try:
-        stream = dataset_export.stream_download(dataset, fmt, request.user)
+        stream = dataset_export.stream_download(dataset, fmt, request.user, confirm_identifiable=confirm_identifiable)
     except dataset_export.ExportError as exc:
         _refuse(exc)
     return _zip(stream, dataset_export.download_name(dataset, fmt))
 
 
 @router.post("/datasets/{dataset_id}/exports", response={202: dict}, summary="Export to a folder on the server")
-def request_export(request, dataset_id: int, fmt: str):
+def request_export(request, dataset_id: int, fmt: str, confirm_identifiable: bool = False):
     dataset = dataset_for(request.user, dataset_id, Capability.EXPORT)
     if fmt not in DatasetExport.Format.values:
         raise HttpError(400, f"fmt must be one of {', '.join(DatasetExport.Format.values)}.")
     try:
-        job = dataset_launch.request_export(dataset, fmt, actor=request.user)
+        job = dataset_launch.request_export(dataset, fmt, actor=request.user, confirm_identifiable=confirm_identifiable)
     except dataset_launch.LaunchError as exc:
         _refuse(exc)
     return Status(202, _export(job))
@@ -637,10 +674,10 @@ def cancel_export(request, dataset_id: int, export_id: int):
 
 
 @router.get("/datasets/{dataset_id}/exports/{export_id}/download", summary="A finished export's folder as a zip")
-def download_export(request, dataset_id: int, export_id: int):
+def download_export(request, dataset_id: int, export_id: int, confirm_identifiable: bool = False):
     job = export_for(request.user, dataset_id, export_id)
     try:
-        stream = dataset_export.stream_folder(job, request.user)
+        stream = dataset_export.stream_folder(job, request.user, confirm_identifiable=confirm_identifiable)
     except dataset_export.ExportError as exc:
         _refuse(exc)
     return _zip(stream, dataset_export.download_name(job.dataset, job.format))
@@ -666,7 +703,7 @@ def run_metrics(request, run_id: int, query: Query[PageQuery]):
     return page(run.metrics.all(), query, lambda m: {f: getattr(m, f) for f in fields})
 
 
-class RunIn(LaunchBody):
+class RunIn(ReleaseBody):
     """A run as the New training run page asks for it: a preset, its inputs, and `config`
     overrides by section over the preset's settings (e.g. {"train": {"max_steps": 20}})."""
 
@@ -707,7 +744,7 @@ def launch_run(request, body: RunIn):
     if refused := _unconfirmed(run_estimates.training_run(spec), body.confirm):
         return refused
     try:
-        run = runs.launch(spec, actor=request.user)
+        run = runs.launch(spec, actor=request.user, confirm_identifiable=body.confirm_identifiable)
     except runs.RunError as exc:
         said = " ".join(f"{key}: {problem}" for key, problem in exc.problems.items())
         raise HttpError(400, said or str(exc)) from None
@@ -735,10 +772,12 @@ def resume_run(request, run_id: int):
 
 
 @router.get("/training-runs/{run_id}/predictions/{fmt}", summary="The test set's predictions (csv or jsonl)")
-def run_predictions(request, run_id: int, fmt: str):
+def run_predictions(request, run_id: int, fmt: str, confirm_identifiable: bool = False):
     run = run_for(request.user, run_id)
     if fmt not in ("csv", "jsonl"):
         raise HttpError(400, "Download predictions as csv or jsonl.")
+    corpora = runs.run_corpora(run)  # the notes' ids and labels leave
+    gate.release(corpora, request.user, confirm_identifiable, what="predictions download", obj=run, format=fmt)
     stream = run_evaluation.stream_csv(run) if fmt == "csv" else run_evaluation.stream_jsonl(run)
     content_type = "text/csv" if fmt == "csv" else "application/x-ndjson"
     response = StreamingHttpResponse(stream, content_type=f"{content_type}; charset=utf-8")

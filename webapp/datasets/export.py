@@ -6,6 +6,14 @@ the build's account of the note-task pairs it read, kept and excluded by reason 
 `decselfmask.manifest`: `pyarrow.parquet.read_metadata(path).metadata`).
 Every export is audited (who, which dataset, format, row count; never note text).
 
+Data leaves only through the gate (webapp.deid.gate): a download, and a worker export when it is
+requested (webapp.datasets.launch.request_export), of a dataset whose corpus is not de-identified
+is refused unless a project admin confirmed (`confirm_identifiable`, audited). An export folder is
+scanned as it is written (webapp.deid.scanning.ExportScan: the masked input and the label of each
+row, with the project's detector): its counts per identifier type, never a value, are kept on the
+DatasetExport (`residual`) and in its audit row. A zip download made while it is sent is not
+scanned (it would go at the detector's pace): prepare an export folder to have its counts.
+
 One row per example, in example order:
     example_id, note_id (the note's external id), task_slugs, task_descriptions,
     input (the masked note), label (the masked text), char_start, char_end (null: unmasked),
@@ -69,6 +77,8 @@ from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
+from webapp.deid import gate
+from webapp.deid.scanning import ExportScan
 from webapp.lib.code_version import code_version
 from webapp.lib.disk import disk_full
 from webapp.lifecycle import units
@@ -109,6 +119,7 @@ class ExportResult:
     rows: int
     size_bytes: int
     manifest: dict
+    residual: dict | None = None  # the residual scan of the rows written (webapp.deid.scanning)
 
 
 # ---------------------------------------------------------------- rows and manifest
@@ -203,7 +214,7 @@ def pairs_accounting(stats: dict) -> dict | None:
 def _write_jsonl(dataset, fileobj, counter) -> Iterator[None]:
     for rows in iter_batches(dataset):
         fileobj.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8"))
-        counter.rows += len(rows)
+        counter.written(rows)
         yield
 
 
@@ -213,7 +224,7 @@ def _write_parquet(dataset, sink, counter, describe) -> Iterator[None]:
     try:
         for rows in iter_batches(dataset):
             writer.write_table(pa.Table.from_pylist(rows, schema=SCHEMA))
-            counter.rows += len(rows)
+            counter.written(rows)
             yield
         writer.add_key_value_metadata({PARQUET_MANIFEST_KEY: json.dumps(describe(counter.rows))})
     finally:
@@ -221,7 +232,17 @@ def _write_parquet(dataset, sink, counter, describe) -> Iterator[None]:
 
 
 class _Counter:
-    rows = 0
+    """The rows written so far, and the residual scan of an export folder (None: a download)."""
+
+    def __init__(self, scan: ExportScan | None = None, corpus_id: int | None = None):
+        self.rows = 0
+        self.scan = scan
+        self.corpus_id = corpus_id
+
+    def written(self, rows: list[dict]) -> None:
+        self.rows += len(rows)
+        if self.scan is not None:
+            self.scan.rows(rows, corpus_id=self.corpus_id)
 
 
 @dataclass(frozen=True)
@@ -269,7 +290,8 @@ def write_export(
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ExportError(f"{out} already exists and is not an empty folder; choose a new folder.")
     out.mkdir(parents=True, exist_ok=True)
-    counter = _Counter()
+    corpus = dataset.corpus
+    counter = _Counter(ExportScan(corpus.project, corpus.language), corpus.pk)
     progress = progress or (lambda rows: None)
     started = time.perf_counter()
     kind = DATASET_FORMATS[fmt]
@@ -284,13 +306,17 @@ def write_export(
     info = manifest(dataset, fmt=fmt, rows=counter.rows, actor=actor, files=files)
     (out / MANIFEST).write_text(json.dumps(info, indent=2, ensure_ascii=False), encoding="utf-8")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    _audit(actor, dataset, fmt, counter.rows, delivery="folder", seconds=round(time.perf_counter() - started, 2))
-    return ExportResult(out, counter.rows, size, info)
+    residual = counter.scan.summary()
+    seconds = round(time.perf_counter() - started, 2)
+    _audit(actor, dataset, fmt, counter.rows, delivery="folder", seconds=seconds, residual=residual)
+    return ExportResult(out, counter.rows, size, info, residual)
 
 
-# progress callbacks of the HF exports running in this process, by output folder: the generator
-# gets the key, not the callback, because datasets hashes (pickles) its arguments
+# progress callbacks and counters (with their scan) of the HF exports running in this process, by
+# output folder: the generator gets the key, not the callback, because datasets hashes (pickles) its
+# arguments
 _HF_PROGRESS: dict[str, Callable[[int], None]] = {}
+_HF_COUNTERS: dict[str, _Counter] = {}
 
 
 def _write_hf(dataset, out: Path, counter, progress) -> None:
@@ -304,6 +330,7 @@ def _write_hf(dataset, out: Path, counter, progress) -> None:
     datasets.disable_progress_bars()
     key = str(out)
     _HF_PROGRESS[key] = progress
+    _HF_COUNTERS[key] = counter
     try:
         with tempfile.TemporaryDirectory(prefix=".dsm-export-", dir=out.parent) as tmp:
             try:
@@ -324,16 +351,18 @@ def _write_hf(dataset, out: Path, counter, progress) -> None:
             del hf  # release the memory-mapped cache files before the folder is removed
     finally:
         del _HF_PROGRESS[key]
+        del _HF_COUNTERS[key]
 
 
 def _hf_rows(dataset_id: int, progress_key: str = ""):
     """The rows one by one, for datasets.Dataset.from_generator (module level: it is hashed by name)."""
     progress = _HF_PROGRESS.get(progress_key, lambda rows: None)
-    written = 0
+    counter = _HF_COUNTERS.get(progress_key) or _Counter()
+    counter.rows = 0
     for rows in iter_batches(DatasetVersion.objects.get(pk=dataset_id)):
         yield from rows
-        written += len(rows)
-        progress(written)
+        counter.written(rows)
+        progress(counter.rows)
 
 
 # ---------------------------------------------------------------- downloads (zip streams)
@@ -344,12 +373,14 @@ def download_name(dataset: DatasetVersion, fmt: str) -> str:
     return f"{safe}-v{dataset.version}-{fmt}.zip"
 
 
-def stream_download(dataset: DatasetVersion, fmt: str, actor) -> Iterator[bytes]:
+def stream_download(dataset: DatasetVersion, fmt: str, actor, *, confirm_identifiable: bool = False) -> Iterator[bytes]:
     """Audit now, then return the zip (data file + manifest.json) as a stream of bytes, made
-    from the database while it is sent. JSONL and Parquet only (HF folders: `stream_folder`)."""
+    from the database while it is sent. JSONL and Parquet only (HF folders: `stream_folder`).
+    Raises gate.Refused for a corpus that is not de-identified, unconfirmed."""
     _check(dataset, fmt)
     if fmt not in DATA_FILES:
         raise ExportError("A Hugging Face folder is prepared by a worker first, then downloaded.")
+    gate.release([dataset.corpus], actor, confirm_identifiable, what="dataset download", obj=dataset, format=fmt)
     _audit(actor, dataset, fmt, dataset.example_count, delivery="download")
     return _zip_download(dataset, fmt, actor)
 
@@ -369,8 +400,9 @@ def _zip_download(dataset, fmt, actor) -> Iterator[bytes]:
     yield pipe.take()
 
 
-def stream_folder(export: DatasetExport, actor) -> Iterator[bytes]:
-    """Audit now, then stream a finished export folder as a zip, 1 MB at a time."""
+def stream_folder(export: DatasetExport, actor, *, confirm_identifiable: bool = False) -> Iterator[bytes]:
+    """Audit now, then stream a finished export folder as a zip, 1 MB at a time. Raises
+    gate.Refused for a corpus that is not de-identified, unconfirmed."""
     if export.expired:
         raise ExportError(
             f"The files of this export were removed on {export.expired:%Y-%m-%d} under the project's retention; "
@@ -391,6 +423,8 @@ def stream_folder(export: DatasetExport, actor) -> Iterator[bytes]:
             raise ExportError(f"The files of this export could not be read from the shared storage ({exc}).") from None
     else:
         raise gone
+    what = "dataset export download"
+    gate.release([export.dataset.corpus], actor, confirm_identifiable, what=what, obj=export, format=export.format)
     _audit(actor, export.dataset, export.format, export.rows or 0, delivery="download", export_id=export.pk)
     return _zip_files(files)
 
@@ -491,7 +525,13 @@ def claim_export(export_id: int, worker: str = "") -> DatasetExport | None:
         rows=None,
         size_bytes=None,
         path="",
-        select_related=("dataset__profile", "dataset__corpus", "dataset__model_version", "created_by"),
+        residual=None,
+        select_related=(
+            "dataset__profile",
+            "dataset__corpus__project",
+            "dataset__model_version",
+            "created_by",
+        ),
     )
 
 
@@ -552,7 +592,10 @@ def _publish(export: DatasetExport, result: ExportResult) -> ExportResult | None
         if not units.owned(export).exists():  # taken over meanwhile: not worth the upload
             return None
         published = shared_files.put(result.path, relative)
-        if not units.finish(export, path=relative, rows=result.rows, size_bytes=result.size_bytes):
+        done = units.finish(
+            export, path=relative, rows=result.rows, size_bytes=result.size_bytes, residual=result.residual
+        )
+        if not done:
             shared_files.remove(relative)  # taken over while publishing: its worker publishes its own
             return None
     finally:
@@ -573,7 +616,9 @@ def _move_in_place(export: DatasetExport, result: ExportResult) -> ExportResult 
         if target.exists():
             shutil.rmtree(target)
         result.path.rename(target)
-        units.finish(export, path=str(relative), rows=result.rows, size_bytes=result.size_bytes)
+        units.finish(
+            export, path=str(relative), rows=result.rows, size_bytes=result.size_bytes, residual=result.residual
+        )
     _remove_empty(result.path.parent)
     result.path = target
     return result

@@ -1,5 +1,9 @@
 """Create dataset versions and exports, cancel them, and hand them to the workers by task name
-after the commit (webapp.lifecycle.queue: the web app never imports `workers/`)."""
+after the commit (webapp.lifecycle.queue: the web app never imports `workers/`).
+
+A build (and a build again) and an export pass the gate first (webapp.deid.gate): data of a corpus
+that is not de-identified is refused (gate.Refused) unless a project admin confirmed
+(`confirm_identifiable`), which is audited with the new version or export."""
 
 from __future__ import annotations
 
@@ -8,8 +12,10 @@ from django.db.models.functions import Now
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
+from webapp.corpus.models import Corpus
 from webapp.datasets import export
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
+from webapp.deid import gate
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import JobStatus
 
@@ -32,8 +38,15 @@ class LaunchError(Exception):
     """Said to the user as written."""
 
 
-def launch_build(*, name: str, jobs=(), actor=None, **fields) -> DatasetVersion:
-    """A new version of dataset `name` (version = the next free number), queued for building."""
+def launch_build(
+    *, name: str, jobs=(), actor=None, confirm_identifiable: bool = False, gated: bool = True, **fields
+) -> DatasetVersion:
+    """A new version of dataset `name` (version = the next free number), queued for building.
+    Raises gate.Refused for a corpus that is not de-identified, unconfirmed. `gated=False`: only
+    for a version that replaces one built already (an erasure's rebuild holds less, never more)."""
+    corpus = fields.get("corpus") or Corpus.objects.get(pk=fields["corpus_id"])
+    passage = gate.gate_for([corpus], actor)
+    confirmed = passage.check(actor, confirm_identifiable, "dataset build") if gated else False
     try:
         with transaction.atomic():
             dataset = DatasetVersion.objects.create(
@@ -41,6 +54,8 @@ def launch_build(*, name: str, jobs=(), actor=None, **fields) -> DatasetVersion:
             )
             if jobs:
                 dataset.jobs.set(jobs)
+            if confirmed:
+                passage.record(actor, "dataset build", dataset)
             _send(BUILD_TASK, DatasetVersion, dataset.pk)
     except IntegrityError:  # two launches of the same name at once took the same version number
         raise LaunchError(
@@ -58,14 +73,21 @@ def launch_build(*, name: str, jobs=(), actor=None, **fields) -> DatasetVersion:
     return dataset
 
 
-def build_again(dataset: DatasetVersion, actor=None) -> DatasetVersion:
+def build_again(
+    dataset: DatasetVersion, actor=None, *, confirm_identifiable: bool = False, gated: bool = True
+) -> DatasetVersion:
     """A failed or cancelled version, or one whose worker was lost, is queued again as it is (its
     examples are rebuilt from nothing); a finished one is never changed: version + 1 with the
-    same settings is created instead."""
+    same settings is created instead. Both pass the gate (`gated=False`: an erasure's rebuild of a
+    version it withdrew, which holds fewer notes than the version built before)."""
     was = dataset.status_text()
+    passage = gate.gate_for([dataset.corpus], actor)
+    confirmed = passage.check(actor, confirm_identifiable, "dataset build") if gated else False
     with transaction.atomic():
         requeued = units.requeue(DatasetVersion, dataset.pk, maps_done=0)
         if requeued:
+            if confirmed:
+                passage.record(actor, "dataset build", dataset, rebuild=True)
             _send(BUILD_TASK, DatasetVersion, dataset.pk)
     dataset.refresh_from_db()
     if not requeued:
@@ -75,6 +97,8 @@ def build_again(dataset: DatasetVersion, actor=None) -> DatasetVersion:
             name=dataset.name,
             jobs=list(dataset.jobs.all()),
             actor=actor,
+            confirm_identifiable=confirm_identifiable,
+            gated=gated,
             **{f: getattr(dataset, f) for f in COPIED_FIELDS},
         )
     record(
@@ -111,14 +135,21 @@ def cancel_build(dataset: DatasetVersion, actor=None) -> str:
     return status
 
 
-def request_export(dataset: DatasetVersion, fmt: str, actor=None) -> DatasetExport:
-    """Queue a worker export to a folder under DATA_DIR/exports (audited when it is written)."""
+def request_export(
+    dataset: DatasetVersion, fmt: str, actor=None, *, confirm_identifiable: bool = False
+) -> DatasetExport:
+    """Queue a worker export to a folder under DATA_DIR/exports (audited when it is written).
+    Raises gate.Refused for a corpus that is not de-identified, unconfirmed."""
     if not dataset.is_done:
         raise LaunchError("Only a finished dataset can be exported.")
     if not dataset.example_count:
         raise LaunchError("This dataset has 0 examples: there is nothing to export.")
+    passage = gate.gate_for([dataset.corpus], actor)
+    confirmed = passage.check(actor, confirm_identifiable, "dataset export")
     with transaction.atomic():
         job = DatasetExport.objects.create(dataset=dataset, format=fmt, created_by=_user(actor), heartbeat=Now())
+        if confirmed:
+            passage.record(actor, "dataset export", job, dataset=dataset.pk, format=fmt)
         _send(EXPORT_TASK, DatasetExport, job.pk)
     return job
 

@@ -192,6 +192,12 @@ class DatasetExport(WorkUnit):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
     expired = models.DateTimeField(null=True, blank=True, help_text="when retention removed its files")
+    residual = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="the residual scan of the rows written: findings per identifier type, never values "
+        "(webapp.deid.scanning.ExportScan)",
+    )
 
     project_paths = ("dataset__corpus__project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()

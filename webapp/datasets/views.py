@@ -1,5 +1,6 @@
 """Dataset pages: list, build form, detail with its live status and statistics, exports, and
-the actions on a build or an export: build again, cancel."""
+the actions on a build or an export: build again, cancel. Builds, downloads and exports pass the
+gate (webapp.deid.gate): its refusal is said on the page, with the project admin's checkbox."""
 
 from django.contrib import messages
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
@@ -13,6 +14,7 @@ from webapp.datasets.forms import BuildForm
 from webapp.datasets.launch import LaunchError, build_again, cancel_build, cancel_export, launch_build, request_export
 from webapp.datasets.models import DatasetVersion
 from webapp.datasets.stats import present
+from webapp.deid import gate
 from webapp.lifecycle.estimates import waits_for_confirmation
 from webapp.projects.roles import Capability, capability_required, require
 
@@ -33,11 +35,17 @@ def dataset_new(request):
     context = {"nav": "datasets", "form": form, "estimate": estimate}
     if request.htmx:  # the live estimate as the fields change; never a launch
         return render(request, "datasets/dataset_form.html#estimate", context)
+    if launching:
+        context["gate"] = gate.gate_for([form.cleaned_data["corpus"]], request.user)
     if launching and waits_for_confirmation(estimate, request.POST):
         context["ask"] = True  # large: the same form again, with the estimate and a confirm button
     elif launching:
         try:
-            dataset = launch_build(actor=request.user, **form.build_fields())
+            dataset = launch_build(
+                actor=request.user, confirm_identifiable=gate.confirmed(request.POST), **form.build_fields()
+            )
+        except gate.Refused as exc:
+            context["gate_refused"] = exc.reason
         except LaunchError as exc:
             form.add_error(None, str(exc))
         else:
@@ -58,6 +66,7 @@ def dataset_detail(request, dataset_id):
         "export_formats": export.DATASET_FORMATS.values(),
         "polling": polling,
         "stats": present(dataset.stats) if dataset.is_done else {},
+        "gate": gate.gate_for([dataset.corpus], request.user),
     }
     if request.htmx:
         status = 200 if polling else HttpResponseStopPolling.status_code
@@ -69,7 +78,10 @@ def dataset_detail(request, dataset_id):
 def dataset_build_again(request, dataset_id):
     dataset = dataset_for(request.user, dataset_id, Capability.LAUNCH)
     try:
-        queued = build_again(dataset, request.user)
+        queued = build_again(dataset, request.user, confirm_identifiable=gate.confirmed(request.POST))
+    except gate.Refused as exc:
+        messages.error(request, exc.reason)
+        return redirect("datasets:detail", dataset.pk)
     except LaunchError as exc:
         messages.error(request, str(exc))
         return redirect("datasets:detail", dataset.pk)
@@ -99,7 +111,10 @@ def dataset_download(request, dataset_id, fmt):
     if fmt not in export.DATA_FILES:
         return HttpResponseBadRequest("Download JSONL or Parquet here; a Hugging Face folder is prepared first.")
     try:
-        stream = export.stream_download(dataset, fmt, request.user)
+        stream = export.stream_download(dataset, fmt, request.user, confirm_identifiable=gate.confirmed(request.GET))
+    except gate.Refused as exc:
+        messages.error(request, exc.reason)
+        return redirect("datasets:detail", dataset.pk)
     except export.ExportError as exc:
         messages.error(request, str(exc))
         return redirect("datasets:detail", dataset.pk)
@@ -113,7 +128,9 @@ def dataset_export(request, dataset_id):
     if fmt not in export.FORMATS:
         return HttpResponseBadRequest("Unknown export format.")
     try:
-        request_export(dataset, fmt, request.user)
+        request_export(dataset, fmt, request.user, confirm_identifiable=gate.confirmed(request.POST))
+    except gate.Refused as exc:
+        messages.error(request, exc.reason)
     except LaunchError as exc:
         messages.error(request, str(exc))
     else:
@@ -141,7 +158,10 @@ def export_cancel(request, dataset_id, export_id):
 def export_download(request, dataset_id, export_id):
     job = export_for(request.user, dataset_id, export_id)
     try:
-        stream = export.stream_folder(job, request.user)
+        stream = export.stream_folder(job, request.user, confirm_identifiable=gate.confirmed(request.GET))
+    except gate.Refused as exc:
+        messages.error(request, exc.reason)
+        return redirect("datasets:detail", dataset_id)
     except export.ExportError as exc:
         messages.error(request, str(exc))
         return redirect("datasets:detail", dataset_id)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.deid import missed_views, views
+from webapp.deid import gate_views, missed_views, views
 
 app_name = "deid"
 urlpatterns = [
@@ -10,4 +10,6 @@ urlpatterns = [
     path("jobs/<int:job_id>/cancel/", views.job_cancel, name="job_cancel"),
     path("jobs/<int:job_id>/resume/", views.job_resume, name="job_resume"),
     path("missed/", missed_views.missed_identifier, name="missed"),
+    path("corpora/<int:corpus_id>/scan/", gate_views.corpus_scan, name="corpus_scan"),
+    path("corpora/<int:corpus_id>/mark/", gate_views.corpus_mark, name="corpus_mark"),
 ]

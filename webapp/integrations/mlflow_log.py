@@ -32,7 +32,11 @@ Where it went is kept for the pages' links (`run_url`, `model_url`): a run's
 provenance["mlflow"], an evaluation's result["mlflow"] ({experiment, experiment_id, run_id, and
 for a registered model registered_model: {name, version, alias}}); a run's log says it too.
 No note text: configurations, numbers and ids only. A tracking server that is away or refuses is
-a warning (on the run's log; for an evaluation in the workers' log), never a failure."""
+a warning (on the run's log; for an evaluation in the workers' log), never a failure.
+
+A training run whose corpora are not all de-identified is logged (and its model registered) only
+when a project admin confirmed its launch (webapp.deid.gate: the run's RELEASE_IDENTIFIABLE row);
+otherwise nothing is sent, and its log says why."""
 
 from __future__ import annotations
 
@@ -98,6 +102,10 @@ def log_run(run) -> str | None:
 
     def warn(message: str) -> None:
         run.logs.create(level="warning", message=message[:500])
+
+    if refused := _not_deidentified(run):
+        _warn(run, refused, warn)
+        return None
 
     params = _params(run.config)
     params.update({"kind": run.kind, "seed": run.seed, "model_version": run.model_version_id})
@@ -230,6 +238,21 @@ def _register(run, project, logged: Logged, warn: Callable) -> dict | None:
         _warn(run, f"Not registered in MLflow's model registry: {exc}", warn)
         return None
     return {"name": name, "version": str(version), "alias": alias}
+
+
+def _not_deidentified(run) -> str:
+    """Why a run may not be logged (webapp.deid.gate): its corpora are not all de-identified and no
+    project admin confirmed its launch (the run's RELEASE_IDENTIFIABLE row); "" when it may."""
+    from webapp.deid import gate
+    from webapp.training.runs import run_corpora
+
+    passage = gate.gate_for(run_corpora(run), None)
+    if passage.open or gate.released(run):
+        return ""
+    return (
+        f"Not logged to MLflow: {passage.reason} No project admin confirmed this run's launch, so nothing "
+        "of it leaves the server."
+    )
 
 
 def _warn(unit, message: str, warn: Callable | None) -> None:

@@ -17,6 +17,12 @@ What a document holds, each part asked for:
 Notes are read by keyset, BATCH at a time, so memory stays bounded by a batch, whatever the
 corpus; the writers stream documents as they come. Every export is audited (corpus, format,
 what was included, notes written; never note text).
+
+The notes leave only through the gate (webapp.deid.gate): a corpus that is not de-identified is
+refused unless a project admin (or the command line, with its flag) confirmed, audited. Each
+note's text is scanned as it is written (webapp.deid.scanning.ExportScan, the project's
+detector): the counts per identifier type, never a value, go in the export's audit row
+(details["residual"]), which the corpus's export page lists (`recent_exports`).
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from pathlib import Path
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Note
+from webapp.deid import gate
+from webapp.deid.scanning import ExportScan
 from webapp.interchange.formats import Document, Span, get_format
 
 BATCH = 500
@@ -64,31 +72,35 @@ class ExportChoice:
 
 
 class _Count:
-    notes = 0
+    """The notes written, and the residual scan of their text (None: not scanned)."""
+
+    def __init__(self, scan: ExportScan | None = None):
+        self.notes = 0
+        self.scan = scan
 
 
 def corpus_documents(corpus, choice: ExportChoice, counter: _Count | None = None) -> Iterator[Document]:
     after = 0
+    scan = counter.scan if counter is not None else None
+    fields = ("pk", "external_id", "text", "metadata") if scan is not None else ("pk", "external_id", "text")
     while True:
-        notes = list(
-            Note.objects.filter(corpus=corpus, pk__gt=after)
-            .order_by("pk")
-            .values_list("pk", "external_id", "text")[:BATCH]
-        )
+        notes = list(Note.objects.filter(corpus=corpus, pk__gt=after).order_by("pk").values_list(*fields)[:BATCH])
         if not notes:
             return
         after = notes[-1][0]
         spans: dict[int, list[Span]] = defaultdict(list)
-        ids = [pk for pk, _, _ in notes]
+        ids = [note[0] for note in notes]
         if choice.gold:
             _gold(ids, spans)
         if choice.peaks is not None:
-            _peaks(ids, {pk: text for pk, _, text in notes}, choice.peaks, spans)
+            _peaks(ids, {note[0]: note[2] for note in notes}, choice.peaks, spans)
         if choice.decisions:
             _decisions(ids, spans)
-        for pk, external_id, text in notes:
+        for pk, external_id, text, *metadata in notes:
             if counter is not None:
                 counter.notes += 1
+            if scan is not None:
+                scan.item([text], metadata[0] if metadata else None)
             yield Document(external_id, text, sorted(spans[pk], key=_order))
 
 
@@ -162,13 +174,25 @@ def _decisions(note_ids, spans) -> None:
         )
 
 
-def export_corpus(corpus, fmt: str, out, choice: ExportChoice, *, actor=None, delivery: str = "file") -> int:
+def export_corpus(
+    corpus,
+    fmt: str,
+    out,
+    choice: ExportChoice,
+    *,
+    actor=None,
+    delivery: str = "file",
+    confirm_identifiable: bool = False,
+) -> int:
     """Write the corpus's documents in format `fmt` to `out` (a folder for brat and XMI, else a
-    file); audited. Returns the notes written."""
+    file), scanning their text; audited. Returns the notes written. Raises gate.Refused for a
+    corpus that is not de-identified, unconfirmed (before anything is written)."""
     format_ = get_format(fmt)
-    counter = _Count()
+    passage = gate.gate_for([corpus], actor)
+    confirmed = passage.check(actor, confirm_identifiable, "annotation export")
+    counter = _Count(ExportScan(corpus.project, corpus.language, unit="notes"))
     format_.write(corpus_documents(corpus, choice, counter), Path(out))
-    record(
+    event = record(
         actor,
         AuditEvent.Action.EXPORT,
         corpus,
@@ -176,9 +200,21 @@ def export_corpus(corpus, fmt: str, out, choice: ExportChoice, *, actor=None, de
         format=format_.name,
         notes=counter.notes,
         delivery=delivery,
+        residual=counter.scan.summary(),
         **choice.summary(),
     )
+    if confirmed:
+        passage.record(actor, "annotation export", corpus, format=format_.name, export_event=event.pk)
     return counter.notes
+
+
+def recent_exports(corpus, limit: int = 10):
+    """The corpus's latest annotation-tool exports, from their audit rows (who, when, format,
+    notes, the residual scan's counts): what its export page lists."""
+    rows = AuditEvent.objects.filter(
+        action=AuditEvent.Action.EXPORT, object_type=corpus._meta.label, object_id=str(corpus.pk)
+    )
+    return list(rows.order_by("-created", "-id")[:limit])
 
 
 def download_name(corpus, fmt: str) -> str:
@@ -186,7 +222,9 @@ def download_name(corpus, fmt: str) -> str:
     return f"{safe}-{fmt}.zip"
 
 
-def zip_export(corpus, fmt: str, choice: ExportChoice, *, actor=None) -> Iterator[bytes]:
+def zip_export(
+    corpus, fmt: str, choice: ExportChoice, *, actor=None, confirm_identifiable: bool = False
+) -> Iterator[bytes]:
     """The export as a zip, written to a temporary folder, then streamed 1 MB at a time and
     removed (the writers of brat and XMI make many files; Label Studio's writes its labeling
     config beside the JSON: every file written goes in)."""
@@ -196,7 +234,9 @@ def zip_export(corpus, fmt: str, choice: ExportChoice, *, actor=None) -> Iterato
         written = tmp / "written"
         written.mkdir()
         target = written / (fmt if format_.writes_folder else f"{fmt}{format_.suffix}")
-        export_corpus(corpus, fmt, target, choice, actor=actor, delivery="download")
+        export_corpus(
+            corpus, fmt, target, choice, actor=actor, delivery="download", confirm_identifiable=confirm_identifiable
+        )
         archive = tmp / "export.zip"
         with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
             for path in sorted(p for p in written.rglob("*") if p.is_file()):

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.tasks import current_guideline
+from webapp.deid import gate
 from webapp.lib import rendering
 from webapp.projects.roles import Capability, has_capability
 from webapp.review import access, adjudication, rounds, selection, team_export, timing
@@ -80,6 +81,7 @@ def round_detail(request, round_id):
         "can_manage": has_capability(request.user, Capability.LAUNCH, project),
         "can_adjudicate": has_capability(request.user, Capability.ADJUDICATE, project),
         "can_export": has_capability(request.user, Capability.EXPORT, project),
+        "gate": gate.gate_for([rnd.corpus], request.user),
         "candidates": [u for u in rounds.reviewer_candidates(project) if not rounds.is_member(rnd, u)],
         "time": timing.round_time(rnd),
     }
@@ -172,7 +174,15 @@ def adjudicate(request, round_id):
 
 
 def round_export(request, round_id, fmt):
+    """The team's work as a file that leaves the server: note ids and reviewers' comments, so it
+    passes the gate (webapp.deid.gate) as the corpus's other exports do."""
     rnd = access.round_for(request.user, round_id, Capability.EXPORT)
+    try:
+        confirm = gate.confirmed(request.GET)
+        gate.release([rnd.corpus], request.user, confirm, what="review team export", obj=rnd, format=fmt)
+    except gate.Refused as exc:
+        messages.error(request, exc.reason)
+        return redirect("review:round", rnd.pk)
     record(request.user, AuditEvent.Action.EXPORT, rnd, kind="review_round", format=fmt)
     if fmt == "csv":
         response = StreamingHttpResponse(team_export.csv_lines(rnd), content_type="text/csv; charset=utf-8")

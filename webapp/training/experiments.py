@@ -199,8 +199,11 @@ def _unknown(problems, where, data, allowed) -> None:
 # ------------------------------------------------------------------------ running
 
 
-def launch_one(planned: PlannedRun, done: dict[str, PlannedRun], *, enqueue: bool, actor=None) -> TrainingRun | None:
-    """Create the run (None and outcome "skipped" when its input model was not produced)."""
+def launch_one(
+    planned: PlannedRun, done: dict[str, PlannedRun], *, enqueue: bool, actor=None, confirm_identifiable: bool = False
+) -> TrainingRun | None:
+    """Create the run (None and outcome "skipped" when its input model was not produced). Its
+    corpora pass the gate (webapp.deid.gate: gate.Refused) unless `confirm_identifiable`."""
     if planned.depends_on:
         source = done.get(planned.depends_on)
         model = source.run.produced_model if source and source.run and source.outcome == "done" else None
@@ -228,16 +231,18 @@ def launch_one(planned: PlannedRun, done: dict[str, PlannedRun], *, enqueue: boo
         preset=planned.preset,
         name=planned.name,
     )
-    planned.run = runs.launch(spec, actor=actor, enqueue=enqueue)
+    planned.run = runs.launch(spec, actor=actor, enqueue=enqueue, confirm_identifiable=confirm_identifiable)
     return planned.run
 
 
-def run_sync(experiment: Experiment, *, actor=None, on_event=None) -> list[PlannedRun]:
+def run_sync(
+    experiment: Experiment, *, actor=None, on_event=None, confirm_identifiable: bool = False
+) -> list[PlannedRun]:
     """Every run in this process, in file order (the worker's own code path, minus the queue)."""
     done: dict[str, PlannedRun] = {}
     for planned in experiment.runs:
         started = time.perf_counter()
-        run = launch_one(planned, done, enqueue=False, actor=actor)
+        run = launch_one(planned, done, enqueue=False, actor=actor, confirm_identifiable=confirm_identifiable)
         if run is not None:
             claimed = runs.claim(run.pk, worker="run_experiment")
             planned.outcome = execution.execute(claimed) if claimed else "not claimed"
@@ -250,7 +255,13 @@ def run_sync(experiment: Experiment, *, actor=None, on_event=None) -> list[Plann
 
 
 def run_enqueued(
-    experiment: Experiment, *, actor=None, poll: float = 5.0, timeout: float | None = None, on_event=None
+    experiment: Experiment,
+    *,
+    actor=None,
+    poll: float = 5.0,
+    timeout: float | None = None,
+    on_event=None,
+    confirm_identifiable: bool = False,
 ) -> list[PlannedRun]:
     """Send each run to the training queue as soon as the run it depends on has finished; wait
     until every run has ended (or `timeout` seconds)."""
@@ -261,7 +272,7 @@ def run_enqueued(
         for planned in list(waiting):
             dependency = done.get(planned.depends_on) if planned.depends_on else None
             if planned.run is None and (not planned.depends_on or dependency):
-                launch_one(planned, done, enqueue=True, actor=actor)
+                launch_one(planned, done, enqueue=True, actor=actor, confirm_identifiable=confirm_identifiable)
                 if planned.outcome == "skipped":
                     waiting.remove(planned)
                     done[planned.key] = planned

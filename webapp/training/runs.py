@@ -16,6 +16,11 @@ the run that another worker has taken over; `stop_reason` tells a training proce
 (a cancel, or the run taken over). Every transition is a function here; the executor
 (`webapp.training.execution`) only chooses which one a trainer's outcome calls for.
 
+The gate (webapp.deid.gate): a run learns from its corpora's notes (a model can memorise
+identifiers; its run and model may go to MLflow), so a launch whose corpora are not all
+de-identified is refused unless a project admin confirmed (`confirm_identifiable`), which is
+audited on the run itself: MLflow logging looks for that row (gate.released).
+
 Crash recovery: the worker beats from a thread while it trains (webapp.lifecycle.heartbeat,
 independent of optimizer steps, which can outlast WORK_STALL_SECONDS on a CPU). A run whose
 worker stopped beating for WORK_STALL_SECONDS is shown as stalled and queued again by the
@@ -37,6 +42,7 @@ from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Corpus
 from webapp.datasets.models import DatasetVersion
+from webapp.deid import gate
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import JobStatus
 from webapp.pipeline.models import ModelVersion
@@ -73,6 +79,12 @@ class RunSpec:
 
     def full_config(self) -> tuple[dict, dict[str, str]]:
         return configs.build_config(self.kind, self.config)
+
+    def corpora(self) -> list[Corpus]:
+        """The corpora whose notes the run learns from or is evaluated on: its dataset's, its split's
+        (or the corpus to split) and the corpus it takes unlabeled notes from (self-learning)."""
+        corpus = self.dataset.corpus if self.dataset else self.split.corpus if self.split else self.split_corpus
+        return _with_unlabeled([corpus] if corpus is not None else [], self.full_config()[0])
 
     @property
     def project_id(self) -> int | None:
@@ -200,13 +212,30 @@ def feature_cache_dir() -> Path:
     return Path(settings.DATA_DIR) / "training" / "features"
 
 
+def run_corpora(run: TrainingRun) -> list[Corpus]:
+    """The corpora a launched run learns from (as RunSpec.corpora): for the gate and MLflow."""
+    corpus = run.dataset.corpus if run.dataset_id else run.split.corpus if run.split_id else None
+    return _with_unlabeled([corpus] if corpus is not None else [], run.config or {})
+
+
+def _with_unlabeled(corpora: list[Corpus], config: dict) -> list[Corpus]:
+    """`corpora` and the corpus of the same project a self-learning run takes unlabeled notes from."""
+    unlabeled = (config.get("unlabeled") or {}).get("corpus")
+    if unlabeled and corpora:
+        corpora = corpora + list(Corpus.objects.filter(name=unlabeled, project_id=corpora[0].project_id))
+    return corpora
+
+
 @transaction.atomic
-def launch(spec: RunSpec, actor=None, *, enqueue: bool = True) -> TrainingRun:
+def launch(spec: RunSpec, actor=None, *, enqueue: bool = True, confirm_identifiable: bool = False) -> TrainingRun:
     """Create the run with its full configuration and, after the commit, enqueue it.
-    enqueue=False leaves it queued for an in-process runner (run_experiment)."""
+    enqueue=False leaves it queued for an in-process runner (run_experiment). Raises gate.Refused
+    when its corpora are not all de-identified, unconfirmed."""
     problems = spec.problems()
     if problems:
         raise RunError(" ".join(problems.values()), problems)
+    passage = gate.gate_for(spec.corpora(), actor)
+    confirmed = passage.check(actor, confirm_identifiable, "training launch")
     config, _ = spec.full_config()
     if spec.kind in LABELED_KINDS and spec.split is None:
         try:
@@ -232,6 +261,8 @@ def launch(spec: RunSpec, actor=None, *, enqueue: bool = True) -> TrainingRun:
     )
     run.output_dir = str(output_dir(run))
     run.save(update_fields=["output_dir"])
+    if confirmed:  # MLflow logging finds the run's own row (gate.released)
+        passage.record(actor, "training launch", run, kind=run.kind, dataset=run.dataset_id, split=run.split_id)
     RunLog.objects.create(
         run=run,
         message=f"Launched: {run.get_kind_display()}"

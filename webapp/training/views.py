@@ -1,5 +1,7 @@
 """Training pages: runs list, launch form with presets, run page with live progress, charts, logs,
-cancel / resume, predictions download, comparison tables (+ CSV) and the diff of two configurations."""
+cancel / resume, predictions download, comparison tables (+ CSV) and the diff of two configurations.
+A launch and a predictions download pass the gate (webapp.deid.gate): its refusal on the page, and the
+project admin's checkbox."""
 
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse, StreamingHttpResponse
@@ -7,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from webapp.deid import gate
 from webapp.integrations import mlflow_log
 from webapp.lifecycle.estimates import waits_for_confirmation
 from webapp.projects.roles import Capability, capability_required, require
@@ -47,27 +50,27 @@ def run_new(request):
         )
     # large: the same form again, with the estimate and a confirm button
     ask = launching and waits_for_confirmation(estimate, request.POST)
+    context = {
+        "nav": "training",
+        "form": form,
+        "estimate": estimate,
+        "memory": memory,
+        "ask": ask,
+        "unestimated": launching and estimate is None,
+        "presets": presets.PRESETS.values(),
+        "gate": gate.gate_for(form.spec().corpora(), request.user) if launching else None,
+    }
     if launching and not ask:
         try:
-            run = runs.launch(form.spec(), actor=request.user)
+            run = runs.launch(form.spec(), actor=request.user, confirm_identifiable=gate.confirmed(request.POST))
+        except gate.Refused as exc:
+            context["gate_refused"] = exc.reason
         except runs.RunError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"{run.title} is queued for the training workers.")
             return redirect("training:run_detail", run.pk)
-    return render(
-        request,
-        "training/run_form.html",
-        {
-            "nav": "training",
-            "form": form,
-            "estimate": estimate,
-            "memory": memory,
-            "ask": ask,
-            "unestimated": launching and estimate is None,
-            "presets": presets.PRESETS.values(),
-        },
-    )
+    return render(request, "training/run_form.html", context)
 
 
 def run_detail(request, run_id):
@@ -80,6 +83,7 @@ def run_detail(request, run_id):
         "stalled": run.is_stalled,
         "logs": _last_logs(run),
         "latest": latest(run),
+        "gate": gate.gate_for(runs.run_corpora(run), request.user),
     }
     if not request.htmx:
         context["settings_rows"] = dict(sorted(configs.flatten(run.config).items()))
@@ -132,6 +136,12 @@ def run_predictions(request, run_id, fmt):
     run = run_for(request.user, run_id)
     if fmt not in ("csv", "jsonl"):
         return HttpResponseBadRequest("Download predictions as csv or jsonl.")
+    try:  # the notes' ids and labels
+        confirm = gate.confirmed(request.GET)
+        gate.release(runs.run_corpora(run), request.user, confirm, what="predictions download", obj=run, format=fmt)
+    except gate.Refused as exc:
+        messages.error(request, exc.reason)
+        return redirect("training:run_detail", run.pk)
     stream = evaluation.stream_csv(run) if fmt == "csv" else evaluation.stream_jsonl(run)
     content_type = "text/csv" if fmt == "csv" else "application/x-ndjson"
     response = StreamingHttpResponse(stream, content_type=f"{content_type}; charset=utf-8")

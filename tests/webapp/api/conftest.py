@@ -34,7 +34,8 @@ def make_token():
 @pytest.fixture
 def own(db, test_project):
     """Project A's corpus with two notes, a catalog task and a base model."""
-    corpus = Corpus.objects.create(project=test_project, name="ward A", language="en")
+    # de-identified: its data may leave (the gate's API tests: tests/webapp/api/test_gate.py)
+    corpus = Corpus.objects.create(project=test_project, name="ward A", language="en", deidentified=True)
     notes = [Note.objects.create(corpus=corpus, external_id=f"a{i}", text=f"HR {100 + i} bpm.") for i in range(2)]
     task = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"], origin="catalog")
     model = ModelVersion.objects.create(name="base", family="llama", path="/nowhere")
@@ -66,7 +67,7 @@ def other(db, django_user_model):
     project = Project.objects.create(name=f"{SECRET} study", slug="zebra")
     owner = django_user_model.objects.create_user(username="zed")
     Membership.objects.create(project=project, user=owner, role=Role.RESEARCHER)
-    corpus = Corpus.objects.create(project=project, name=f"{SECRET} corpus", language="en")
+    corpus = Corpus.objects.create(project=project, name=f"{SECRET} corpus", language="en", deidentified=True)
     note = Note.objects.create(corpus=corpus, external_id="z1", text=f"{SECRET}: HR 130 bpm.")
     task = Task.objects.create(
         project=project, slug="zebra-task", description=f"{SECRET} task", options=["y", "n"], origin="app"

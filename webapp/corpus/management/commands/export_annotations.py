@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from webapp.corpus.access import CorpusNotFound, corpus_named
+from webapp.deid import gate
 from webapp.interchange.exporting import ExportChoice, ExportChoiceError, export_corpus, peak_source
 from webapp.interchange.formats import FORMATS, UnsupportedFormat, get_format
 
@@ -8,7 +9,8 @@ from webapp.interchange.formats import FORMATS, UnsupportedFormat, get_format
 class Command(BaseCommand):
     help = (
         "Export a corpus's notes with their gold spans, and optionally a model's peaks (as pre-annotations) and "
-        "the review decisions, in an annotation tool's format."
+        "the review decisions, in an annotation tool's format; its text is scanned for identifiers left (counts per "
+        "type, in the audit log). A corpus that is not de-identified is refused unless --confirm-identifiable."
     )
 
     def add_arguments(self, parser):
@@ -23,6 +25,11 @@ class Command(BaseCommand):
         parser.add_argument("--config", default="", help="relevance configuration key (default: the default one)")
         parser.add_argument("--profile", default="", help="peak profile name (default: the default profile)")
         parser.add_argument("--decisions", action="store_true", help="add the review decisions and adjudications")
+        parser.add_argument(
+            "--confirm-identifiable",
+            action="store_true",
+            help="let it be written although the corpus is not de-identified (recorded in the audit log)",
+        )
 
     def handle(self, *args, **options):
         try:
@@ -49,5 +56,10 @@ class Command(BaseCommand):
         except ExportChoiceError as exc:
             raise CommandError(str(exc)) from None
         choice = ExportChoice(gold=not options["no_gold"], peaks=peaks, decisions=options["decisions"])
-        notes = export_corpus(corpus, options["format"], options["out"], choice)
+        try:
+            notes = export_corpus(
+                corpus, options["format"], options["out"], choice, confirm_identifiable=options["confirm_identifiable"]
+            )
+        except gate.Refused as exc:
+            raise CommandError(f"{exc.reason} From the command line: --confirm-identifiable.") from None
         self.stdout.write(f"{notes} note(s) of {corpus.name!r} written to {options['out']} ({options['format']}).")

@@ -10,6 +10,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from webapp.deid import gate
 from webapp.training import experiments
 
 
@@ -23,6 +24,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--check", action="store_true", help="only validate the file")
         parser.add_argument("--timeout", type=float, default=None, help="with --enqueue: give up after N seconds")
+        parser.add_argument(
+            "--confirm-identifiable",
+            action="store_true",
+            help="train on corpora that are not de-identified all the same (recorded in the audit log per run)",
+        )
 
     def handle(self, *args, **options):
         try:
@@ -40,13 +46,18 @@ class Command(BaseCommand):
             run = planned.run
             self.stderr.write(f"  {planned.key}: {planned.outcome}" + (f" (run {run.pk})" if run else ""))
 
+        confirm = options["confirm_identifiable"]
         try:
             if options["enqueue"]:
-                done = experiments.run_enqueued(experiment, timeout=options["timeout"], on_event=said)
+                done = experiments.run_enqueued(
+                    experiment, timeout=options["timeout"], on_event=said, confirm_identifiable=confirm
+                )
             else:
-                done = experiments.run_sync(experiment, on_event=said)
+                done = experiments.run_sync(experiment, on_event=said, confirm_identifiable=confirm)
         except experiments.ExperimentError as exc:
             raise CommandError(str(exc)) from None
+        except gate.Refused as exc:
+            raise CommandError(f"{exc.reason} From the command line: --confirm-identifiable.") from None
         rows = experiments.summary(done)
         self.stdout.write(json.dumps({"experiment": experiment.name, "runs": rows}, indent=2, default=str))
         self.stdout.write(experiments.markdown(rows))
