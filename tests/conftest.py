@@ -37,6 +37,19 @@ def fresh_review_catalog():
     catalog.clear()
 
 
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    """One plain `mlflow server` for the whole run (tests/webapp/integrations/mlflow_server.py),
+    started by the first test that asks for it: the tests that log to it (in-process in
+    tests/webapp/integrations/test_mlflow.py, a real worker in tests/workers/test_mlflow_logging.py)
+    find what they logged by its run id and their models by the alias of their run, never by
+    counting, so one server serves them all. Skipped (failed in CI) without an `mlflow` executable."""
+    from tests.webapp.integrations.mlflow_server import running_mlflow_server
+
+    with running_mlflow_server(tmp_path_factory.mktemp("mlflow")) as url:
+        yield url
+
+
 @pytest.fixture
 def clinician(db, django_user_model):
     return _make_user(django_user_model, "clara", "clinician")

@@ -1,16 +1,16 @@
 """A real worker logs the run it ended to a real MLflow tracking server: a "training" worker
 process (tests/workers/conftest.py) trains a tiny random Llama (a 2-step LoRA SFT run, as in
 tests/workers/test_training.py) and, in its Celery `task_postrun` (webapp.integrations.events ->
-webapp.integrations.mlflow_log), logs it to the `mlflow server` of tests/webapp/integrations/test_mlflow.py: the
-project's admin turned tracking on and MLFLOW_TRACKING_URI is set in the worker's environment only
-(this test process never sends anything). tests/webapp/api/test_mlflow.py drives the logging
+webapp.integrations.mlflow_log), logs it to the run's one `mlflow server` (`mlflow_server` in
+tests/conftest.py, shared with tests/webapp/integrations/test_mlflow.py): the project's admin
+turned tracking on and MLFLOW_TRACKING_URI is set in the worker's environment only (this test
+process never sends anything). tests/webapp/integrations/test_mlflow.py drives the logging
 in-process; this is the path the product takes. (The webhook counterpart, a real worker delivering
 to a receiver, is tests/workers/test_webhook_outbox.py.) The server is found as MLFLOW_SERVER_BIN:
 skipped without one, a failure in CI (DSM_REQUIRE_MLFLOW=1)."""
 
 import pytest
 
-from tests.webapp.integrations.test_mlflow import mlflow_server  # noqa: F401 - the real server, a shared fixture
 from tests.webapp.training.factories import make_labeled_corpus, make_model_version
 from tests.workers.conftest import wait_for
 from webapp.lib.mlflow_rest import Client
@@ -28,7 +28,7 @@ def _logs(run) -> list[str]:
     return list(RunLog.objects.filter(run=run).values_list("message", flat=True))
 
 
-def test_a_real_worker_logs_the_run_it_ended_to_mlflow(start_worker, mlflow_server, tiny_model_dir, settings, tmp_path):  # noqa: F811
+def test_a_real_worker_logs_the_run_it_ended_to_mlflow(start_worker, mlflow_server, tiny_model_dir, settings, tmp_path):
     from workers.celery_app import app
 
     with app.connection_for_write() as connection:

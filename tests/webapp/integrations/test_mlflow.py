@@ -1,27 +1,21 @@
 """Training runs (and their trained models, registered with an alias) and relevance evaluations
-logged to a real `mlflow server` (SQLite backend store, local artifact folder) started by the test,
-and the pages' links to them. The server needs the full `mlflow` package, whose pins clash with ours
-(pyarrow, gunicorn): it is found as MLFLOW_SERVER_BIN, else `mlflow` on the PATH, else the test
-is skipped saying so (the app itself only speaks MLflow's REST API: webapp.lib.mlflow_rest)."""
+logged to a real `mlflow server` (SQLite backend store, local artifact folder; `mlflow_server` in
+tests/conftest.py, one for the whole run), and the pages' links to them. The server needs the full
+`mlflow` package, whose pins clash with ours (pyarrow, gunicorn): it is found as MLFLOW_SERVER_BIN,
+else `mlflow` on the PATH, else the test is skipped saying so (the app itself only speaks MLflow's
+REST API: webapp.lib.mlflow_rest)."""
 
 from types import SimpleNamespace
 
 import pytest
 from django.urls import reverse
 
-from tests.webapp.integrations.mlflow_server import running_mlflow_server
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.integrations import events, mlflow_log
 from webapp.lib.mlflow_rest import Client, MlflowError
 from webapp.pipeline.models import ModelVersion, PeakProfile
 from webapp.projects.models import Project
 from webapp.training.models import LabeledSplit, RunLog, RunMetric, TrainingRun
-
-
-@pytest.fixture(scope="module")
-def mlflow_server(tmp_path_factory):
-    with running_mlflow_server(tmp_path_factory.mktemp("mlflow")) as url:
-        yield url
 
 
 @pytest.fixture(autouse=True)
