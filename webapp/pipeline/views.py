@@ -6,11 +6,11 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.audit.client_ip import client_address
-from webapp.evaluation.recommendation import launch_initial
 from webapp.lifecycle.estimates import waits_for_confirmation
 from webapp.pipeline import estimates, jobs
 from webapp.pipeline.access import job_for
 from webapp.pipeline.forms import LaunchForm
+from webapp.pipeline.launch_initial import launch_initial
 from webapp.pipeline.models import RelevanceJob
 from webapp.pipeline.progress import job_progress
 from webapp.projects.roles import Capability, capability_required, require
@@ -41,7 +41,7 @@ def job_detail(request, job_id):
 
 def job_launch(request):
     require(request.user, Capability.LAUNCH)
-    # GET: the configuration the latest evaluation recommends for the corpus and model (?corpus=&model_version=)
+    # GET: the configuration suggested for the corpus and model (?corpus=&model_version=): the latest evaluation's
     initial = launch_initial(request.GET, LaunchForm)
     # from a note without maps (review pages): that note, and the task it was shown for
     if request.GET.get("external_ids"):

@@ -7,8 +7,9 @@ from django.utils import timezone
 from ml.relevance import RelevanceConfig
 from tests.webapp.evaluation.factories import finished, group
 from webapp.evaluation.models import RelevanceEvaluation
-from webapp.evaluation.recommendation import launch_initial, recommended_config
+from webapp.evaluation.recommendation import recommended_config
 from webapp.pipeline.forms import LaunchForm
+from webapp.pipeline.launch_initial import launch_initial
 from webapp.pipeline.models import ModelVersion
 
 
