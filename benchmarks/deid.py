@@ -29,12 +29,14 @@ language:
   apart); injected values still written verbatim in the de-identified text;
 - allow-listed clinical terms replaced (the target is 0);
 - notes/s on one core for find + replace (and each alone);
-- the method: on --relevance-notes demo notes, the relevance map (SmolLM2, AttnLRP, the paper's
-  template, task "heart rate") of the note with identifiers against the map of its de-identified
-  text (surrogates, and tags): Spearman's rho on the tokens both share (same characters, outside
-  replacements), and the Jaccard overlap of the peaks (the original's peaks carried into the new
-  text by Replacement.map_span). The baseline in the same process: the same note's map for
-  another task ("blood pressure"), the difference the method is meant to make.
+- the method: on the --relevance-notes shortest demo notes (no map cut at --max-note-tokens), the
+  relevance map (SmolLM2, AttnLRP, the template of the note's language, task "heart rate") of
+  the note with identifiers against the map of its de-identified text (surrogates, and tags):
+  Spearman's rho on the tokens both share (same characters, outside replacements), the Jaccard
+  overlap of the peaks (the original's peaks carried into the new text by
+  Replacement.map_span), and the share of the new peaks that sit on replacements. The baseline
+  in the same process: the same note's map for another task ("blood pressure"), the difference
+  the method is meant to make.
 Targets (issue 39): recall >= 0.99 for checksum and pattern types, >= 0.97 for names from
 metadata, >= 0.85 for titled names; no allow-listed term replaced; >= 50 notes/s on one core.
 """
@@ -217,13 +219,15 @@ class Tally:
 
 def relevance_effect(notes: list, replaced: dict, args) -> dict:
     """Maps of `notes` (InjectedNote) before and after replacement (replaced[mode][i]: Replacement)."""
+    import math
+
     import numpy as np
     import torch
 
     from ml.models import load_model
     from ml.peaks import PeakParams, peaks_of_arrays
     from ml.relevance import RelevanceConfig, compute_relevance
-    from ml.specificity import jaccard, spearman
+    from ml.specificity import covered, intersection, jaccard, spearman
 
     torch.set_num_threads(args.threads)
     loaded = load_model(args.model, model_dir=args.model_dir, device="cpu", dtype=torch.float32)
@@ -255,10 +259,13 @@ def relevance_effect(notes: list, replaced: dict, args) -> dict:
             if j is not None:
                 xs.append(float(map_a.scores[i]))
                 ys.append(float(map_b.scores[j]))
-        peaks_a = peaks(text_a, map_a)
+        peaks_a, peaks_b = peaks(text_a, map_a), peaks(text_b, map_b)
         if carry:
             peaks_a = [carry.map_span(s, e) for s, e in peaks_a]
-        return spearman(xs, ys), jaccard(peaks_a, peaks(text_b, map_b)), len(xs), len(map_a.offsets)
+        replaced = [(r.new_start, r.new_end) for r in carry.spans] if carry else []
+        on_replacements = intersection(peaks_b, replaced) / covered(peaks_b) if covered(peaks_b) else math.nan
+        truncated = bool(map_a.truncated or map_b.truncated)
+        return spearman(xs, ys), jaccard(peaks_a, peaks_b), len(xs), len(map_a.offsets), on_replacements, truncated
 
     templates = [n.language for n in notes]
     before = maps([n.text for n in notes], args.task, templates)
@@ -289,14 +296,21 @@ def _summary(rows) -> dict:
 
     import numpy as np
 
-    rho = [r[0] for r in rows if not math.isnan(r[0])]
-    jac = [r[1] for r in rows if not math.isnan(r[1])]
+    def stats(values, name):
+        values = [v for v in values if not math.isnan(v)]
+        if not values:
+            return {f"{name}_mean": None}
+        return {f"{name}_mean": round(float(np.mean(values)), 4), f"{name}_min": round(float(np.min(values)), 4)}
+
     return {
-        "spearman_mean": round(float(np.mean(rho)), 4) if rho else None,
-        "spearman_min": round(float(np.min(rho)), 4) if rho else None,
-        "peak_jaccard_mean": round(float(np.mean(jac)), 4) if jac else None,
-        "peak_jaccard_min": round(float(np.min(jac)), 4) if jac else None,
+        **stats([r[0] for r in rows], "spearman"),
+        **stats([r[1] for r in rows], "peak_jaccard"),
+        "per_note_spearman": [None if math.isnan(r[0]) else round(r[0], 3) for r in rows],
+        "per_note_peak_jaccard": [None if math.isnan(r[1]) else round(r[1], 3) for r in rows],
         "shared_token_share": round(sum(r[2] for r in rows) / max(1, sum(r[3] for r in rows)), 4),
+        # share of the new map's peak characters on replacements (tags and surrogates drawing relevance)
+        **stats([r[4] for r in rows], "new_peaks_on_replacements"),
+        "maps_truncated": sum(r[5] for r in rows),
     }
 
 
@@ -322,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--method", default="attnlrp")
     parser.add_argument("--task", default="heart rate")
     parser.add_argument("--baseline-task", default="blood pressure")
-    parser.add_argument("--max-note-tokens", type=int, default=256)
+    parser.add_argument("--max-note-tokens", type=int, default=512)
     parser.add_argument("--threads", type=int, default=2, help="torch threads for the maps only")
     args = parser.parse_args(argv)
     if args.notes_file and not args.language:
@@ -394,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "benchmark": "deid",
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "code": code_version(),
         "notes": n,
         "notes_by_source": dict(Counter(f"{s}:{note.language}" for s, note in notes)),
         "mean_chars": round(sum(len(note.text) for _, note in notes) / max(1, n)),
@@ -443,11 +458,28 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def code_version() -> dict:
+    """The commit measured, and the files of ml/deid that differed from it (a figure of a working
+    tree says so)."""
+    import subprocess
+
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+
+    changed = git("status", "--porcelain", "--", "ml/deid", "benchmarks/deid.py")
+    return {"commit": git("rev-parse", "HEAD"), "uncommitted": changed.splitlines() if changed else []}
+
+
 def _relevance_notes(results, k: int) -> list:
-    """k demo notes (half Italian, half English) where there are some, else the first k."""
+    """The k shortest demo notes (half Italian, half English) where there are some, else the k
+    shortest notes: short enough that no map is cut at --max-note-tokens, so the maps before and
+    after cover the same text."""
     demo = [r for r in results if r[0].id.startswith("demo-")] or results
     by_language = defaultdict(list)
-    for r in demo:
+    for r in sorted(demo, key=lambda r: len(r[0].text)):
         by_language[r[0].language].append(r)
     chosen, i = [], 0
     while len(chosen) < k and any(i < len(v) for v in by_language.values()):

@@ -49,15 +49,22 @@ _WORD = re.compile(r"[^\W\d_]+(?:['’\-][^\W\d_]+)*")
 _TAG = re.compile(r"\[[A-Z_]+\]")
 _DIGITS = re.compile(r"\d+")
 
-# Kept inside a name mention: titles and roles (normalised, without their dots), name particles.
-TITLES = frozenset(
-    "sig ra sigra signor signore signora signorina dott ssa dottor dottore dottoressa prof professor "
-    "professore professoressa ing avv inf paziente pz "
-    "sr sra srta dr dra don dona senor senora senorita doctor doctora paciente "
-    "mr mrs ms miss mx sir dame nurse patient pt".split()
-)
+# Kept inside a name mention: titles and roles of the note's language (normalised, without their
+# dots; "Sig.ra" is "sig" and "ra"), and name particles.
+TITLES = {
+    "it": frozenset(
+        "sig ra na sigg sigra signor signore signora signorina dott ssa dottor dottore dottoressa dr prof "
+        "professor professore professoressa ing avv inf infermiere infermiera paziente assistito assistita "
+        "degente pz".split()
+    ),
+    "es": frozenset(
+        "sr sra srta senor senora senorita dr dra doctor doctora dna don dona prof profa profesor profesora "
+        "enf enfermero enfermera paciente".split()
+    ),
+    "en": frozenset("mr mrs ms miss mx dr prof professor doctor nurse sister patient pt".split()),
+}
 PARTICLES = frozenset(
-    "de del della dello delle dei degli di da dal dalla van von der den la le lo los las y e du".split()
+    "de del della dello delle dei degli di da dal dalla van von der den la le lo los las y du".split()
 )
 
 AGE_OVER_89 = "90+"
@@ -181,7 +188,8 @@ class Replacer:
 
     def _name(self, original: str, canonical: str, patient: str) -> str:
         identity = [normalise(t) for t in _WORD.findall(canonical)]
-        identity = [t for t in identity if t not in TITLES and t not in PARTICLES]
+        titles = TITLES[self.language]
+        identity = [t for t in identity if t not in titles and t not in PARTICLES]
         pieces, pos, after_particle = [], 0, False
         for match in _WORD.finditer(original):
             token, suffix = match.group(), ""
@@ -190,7 +198,7 @@ class Replacer:
             key = normalise(token)
             pieces.append(original[pos : match.start()])
             pos = match.end()
-            if key in TITLES or key in PARTICLES:
+            if key in titles or key in PARTICLES:
                 pieces.append(match.group())
                 after_particle = key in PARTICLES
                 continue
