@@ -7,7 +7,7 @@ figure README quotes for `make demo`:
 What it measures: the prompts of the demo's first relevance job (demo.DEMO_TASKS on the first
 notes of the demo corpus: ml.synthetic notes, language "mixed", seed 0, as load_demo_corpus writes
 them), computed as the relevance worker computes them (ml.relevance.compute_relevance with the
-default RelevanceConfig, the default model in ml.relevance.preferred_dtype, one chunk of
+default RelevanceConfig, the default model in ml.models.preferred_dtype, one chunk of
 demo.DEMO_CHUNK_SIZE prompts at a time; `webapp/home/demo.py`), with torch's thread count set as
 rundemo sets it for the relevance worker (settings.WORKER_TORCH_THREADS rule: cores - 1, at least 1) unless --threads.
 
@@ -54,8 +54,8 @@ def main(argv=None) -> dict:
     import torch
 
     torch.set_num_threads(threads)
-    from ml.models import DEFAULT_MODEL, load_model, pick_device
-    from ml.relevance import compute_relevance, preferred_dtype
+    from ml.models import DEFAULT_MODEL, load_model, pick_device, preferred_dtype
+    from ml.relevance import compute_relevance
     from ml.synthetic import make_note
     from ml.synthetic.tasks import CATALOG
 

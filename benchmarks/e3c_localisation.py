@@ -110,8 +110,7 @@ def main(argv=None) -> int:
         print(f"E3C data not found at {args.data}; nothing to do", file=sys.stderr)
         return 0
 
-    from ml.models import load_model, pick_device
-    from ml.relevance import preferred_dtype
+    from ml.models import load_model, pick_device, preferred_dtype
 
     types = [t.strip() for t in args.types.split(",") if t.strip()]
     methods = [m for m in ORDER if m in args.methods.split(",")]

@@ -278,8 +278,7 @@ def interleaved(runs: dict, rounds: int, timed) -> tuple[dict, dict]:
 
 
 def _measure(n_prompts: int, note_tokens: int, model_dir, device, tasks_per_note: int = 1, rounds: int = 1) -> dict:
-    from ml.models import DEFAULT_MODEL, load_model, pick_device
-    from ml.relevance import preferred_dtype
+    from ml.models import DEFAULT_MODEL, load_model, pick_device, preferred_dtype
 
     device = pick_device(device)
     ours_model = load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype=preferred_dtype(device))
@@ -295,8 +294,8 @@ def _variants(n_notes: int, n_tasks: int, note_tokens: int, model_dir, device) -
 
     import numpy as np
 
-    from ml.models import DEFAULT_MODEL, load_model, pick_device
-    from ml.relevance import EXPLAIN, compute_relevance, preferred_dtype
+    from ml.models import DEFAULT_MODEL, load_model, pick_device, preferred_dtype
+    from ml.relevance import EXPLAIN, compute_relevance
 
     device = pick_device(device)
     loaded = load_model(DEFAULT_MODEL, model_dir=model_dir, device=device, dtype=preferred_dtype(device))

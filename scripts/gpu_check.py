@@ -215,8 +215,7 @@ def _relevance_checks(sizes: Sizes, model_dir, threads: int, smoke: bool, partia
 def _default_models(model_dir, device, smoke: bool):
     """(ours: the device's relevance dtype, base: float32) of the default model, or of a tiny
     random Llama in the smoke run."""
-    from ml.models import DEFAULT_MODEL, load_model
-    from ml.relevance import preferred_dtype
+    from ml.models import DEFAULT_MODEL, load_model, preferred_dtype
 
     if smoke:
         base = _random_llama(device, "tiny random Llama", TINY_LLAMA)
@@ -251,7 +250,7 @@ def _throughput(models, n_prompts: int, note_tokens: int) -> dict:
 
 def _throughput_1b(small, sizes: Sizes, device, smoke: bool) -> dict:
     """The ~1B model (smoke: a second tiny Llama) with the default model's tokenizer."""
-    from ml.relevance import preferred_dtype
+    from ml.models import preferred_dtype
 
     shape, name = (
         (dict(TINY_LLAMA, num_hidden_layers=3), "tiny random Llama (stands in for ~1B)")

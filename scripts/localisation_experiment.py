@@ -71,7 +71,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--dtype",
         default=None,
-        help="float32 or bfloat16 (default: ml.relevance.preferred_dtype; plain grad_input is noisy in bf16)",
+        help="float32 or bfloat16 (default: ml.models.preferred_dtype; plain grad_input is noisy in bf16)",
     )
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2, help="torch threads")
     parser.add_argument("--n-resamples", type=int, default=1000, help="bootstrap resamples")
@@ -190,8 +190,8 @@ def main(argv=None) -> int:
 
     from ml.commands.localisation import markdown
     from ml.localisation import Evaluation, peak_rule
-    from ml.models import load_model, pick_device
-    from ml.relevance import RelevanceConfig, preferred_dtype
+    from ml.models import load_model, pick_device, preferred_dtype
+    from ml.relevance import RelevanceConfig
 
     torch.set_num_threads(args.threads)
     methods = [m for m in ORDER if m in args.methods.split(",")]

@@ -72,8 +72,7 @@ def draw_pairs(notes: list[dict], tasks: list[str], n: int, seed: int) -> list[t
 
 def run(args) -> int:
     from ml.faithfulness import faithfulness
-    from ml.models import load_model, pick_device
-    from ml.relevance import preferred_dtype
+    from ml.models import load_model, pick_device, preferred_dtype
 
     try:
         relevance = RelevanceConfig(

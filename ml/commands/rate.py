@@ -35,8 +35,8 @@ def run(args) -> int:
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    from ml.models import DEFAULT_MODEL, load_model, pick_device
-    from ml.relevance import compute_relevance, cpu_has_native_bf16, preferred_dtype
+    from ml.models import DEFAULT_MODEL, cpu_has_native_bf16, load_model, pick_device, preferred_dtype
+    from ml.relevance import compute_relevance
     from ml.synthetic import make_note
 
     notes = [make_note(i, seed=0, language="mixed").text for i in range(args.notes)]

@@ -157,8 +157,8 @@ def plan(notes: list[dict], tasks: list[str], args, done: set, key: str = "") ->
 def run(args) -> int:
     from tqdm import tqdm
 
-    from ml.models import load_model, pick_device
-    from ml.relevance import compute_relevance, preferred_dtype
+    from ml.models import load_model, pick_device, preferred_dtype
+    from ml.relevance import compute_relevance
 
     config = relevance_config(args)
     out = Path(args.out)

@@ -1,7 +1,8 @@
 """Named models, model families and loading. See load_model().
 
-The loading names (load_model, LoadedModel, pick_device, pick_dtype) are imported lazily, so the
-families (and the memory planner that reads them) do not import torch.
+The loading names (load_model, LoadedModel, pick_device, pick_dtype, preferred_dtype,
+cpu_has_native_bf16) are imported lazily, so the families (and the memory planner that reads
+them) do not import torch.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from ml.models.errors import ModelError, ModelNotFoundError, UnsupportedFamilyEr
 from ml.models.families import FAMILIES, Family, family_for
 from ml.models.registry import DEFAULT_MODEL, REGISTRY, default_model_dir
 
-_LOADING = ("LoadedModel", "load_model", "pick_device", "pick_dtype")
+_LOADING = ("LoadedModel", "cpu_has_native_bf16", "load_model", "pick_device", "pick_dtype", "preferred_dtype")
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -26,11 +27,13 @@ __all__ = [
     "UnsupportedFamilyError",
     "convert_default_model",
     "convert_registered",
+    "cpu_has_native_bf16",
     "default_model_dir",
     "family_for",
     "load_model",
     "pick_device",
     "pick_dtype",
+    "preferred_dtype",
 ]
 
 

@@ -72,9 +72,7 @@ The package, in the order a computation needs it:
 
 from ml.relevance.compute import (
     compute_relevance,
-    cpu_has_native_bf16,
     normalise_scores,
-    preferred_dtype,
     shares_prefix_by_default,
 )
 from ml.relevance.config import (
@@ -108,13 +106,11 @@ __all__ = [
     "RelevanceConfig",
     "RelevanceResult",
     "context_limit",
-    "cpu_has_native_bf16",
     "compute_relevance",
     "config_key",
     "default_config_key",
     "encode_pair",
     "input_relevance",
     "normalise_scores",
-    "preferred_dtype",
     "shares_prefix_by_default",
 ]

@@ -44,7 +44,7 @@ class RelevanceConfig:
     template: str = "en"  # paper: "{note} Given the patient's medical history, the following is observed {task}"
     truncate: str = "right"  # reference code: text[:max_text_length] keeps the start; "left" keeps the end
     max_note_tokens: int | None = None  # None: the model's context minus TEMPLATE_ROOM tokens
-    dtype: str = "auto"  # "auto": as the model was loaded (ml.relevance.preferred_dtype by default)
+    dtype: str = "auto"  # "auto": as the model was loaded (ml.models.preferred_dtype by default)
     neutral: str = ""  # "contrastive" only: the neutral description; "" -> the template's ("the patient")
 
     def __post_init__(self):

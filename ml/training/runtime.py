@@ -11,7 +11,7 @@ from ml.training.errors import TrainingError
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     """bf16 autocast, or None for plain fp32. "auto": bf16 on CUDA with bf16 support and on
-    CPUs with native bf16 (AVX512-BF16 / AMX), the rule of ml.relevance.preferred_dtype.
+    CPUs with native bf16 (AVX512-BF16 / AMX), the rule of ml.models.preferred_dtype.
     Measured on this project's shared 2-core AVX512-BF16 CPU (SmolLM2-135M, 4 x 256 tokens,
     full parameters, forward + backward + AdamW, other jobs running): bf16 autocast steps
     took 21-34 s against 36-54 s in fp32 (with the answer-only output layer: 21-26 s against
@@ -22,7 +22,7 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
         if device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise TrainingError("precision 'bf16' asked for, but this GPU does not support bf16")
         return torch.bfloat16
-    from ml.relevance import preferred_dtype
+    from ml.models import preferred_dtype
 
     return torch.bfloat16 if preferred_dtype(device) == torch.bfloat16 else None
 

@@ -130,7 +130,7 @@ def test_default_dtype_is_fp32_on_cpu_and_explicit_dtype_wins():
 
 
 def test_preferred_relevance_dtype_is_bf16_or_fp32():
-    from ml.relevance import preferred_dtype
+    from ml.models import preferred_dtype
 
     assert preferred_dtype("cpu") in (torch.bfloat16, torch.float32)
 

@@ -678,8 +678,8 @@ REAL_PAIRS = [(EVIDENCE_NOTE, "heart rate"), (EVIDENCE_NOTE, "tachycardia"), (PA
 
 
 def child_real_relevance(model_dir, pairs, method):
-    from ml.models import DEFAULT_MODEL, load_model
-    from ml.relevance import compute_relevance, preferred_dtype
+    from ml.models import DEFAULT_MODEL, load_model, preferred_dtype
+    from ml.relevance import compute_relevance
 
     loaded = load_model(DEFAULT_MODEL, model_dir=model_dir, dtype=preferred_dtype("cpu"))
     return compute_relevance(loaded, [n for n, _ in pairs], [t for _, t in pairs], method=method)

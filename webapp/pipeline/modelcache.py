@@ -1,7 +1,7 @@
 """The model of a relevance worker process: loaded once, on first use, kept for later chunks.
 
 Keyed by the model version's path, MODEL_DIR (where registry names resolve) and the dtype asked
-for ("auto": ml.relevance.preferred_dtype of the device): a chunk of another model version or
+for ("auto": ml.models.preferred_dtype of the device): a chunk of another model version or
 dtype replaces it, so a process holds one model at a time.
 
 A model version whose path is a storage URI (file://, s3://: webapp.lib.storage) is fetched on
@@ -83,8 +83,7 @@ def clear() -> None:
 def _load(path: str, dtype: str):
     import torch
 
-    from ml.models import ModelNotFoundError, load_model, pick_device
-    from ml.relevance import preferred_dtype
+    from ml.models import ModelNotFoundError, load_model, pick_device, preferred_dtype
 
     folder = model_folder(path)
     device = pick_device()

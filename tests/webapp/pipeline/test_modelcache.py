@@ -19,7 +19,7 @@ def tiny_model_dir(tmp_path):
 
 
 def test_the_model_is_loaded_once_and_again_for_another_dtype(db, tiny_model_dir):
-    from ml.relevance import preferred_dtype
+    from ml.models import preferred_dtype
 
     version = make_model_version(str(tiny_model_dir))
     auto = modelcache.loaded_model(version)
