@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, Task
 from webapp.datasets.models import DatasetExport, DatasetVersion
+from webapp.deid.models import DeidJob
 from webapp.erasure.models import ErasureRequest
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
@@ -105,6 +106,9 @@ def _one_of_everything(project, owner, prefix: str, base: ModelVersion) -> dict:
         target={"scope": "notes", "project_id": project.pk, "corpus_id": corpus.pk, "note_ids": [note.pk]},
         requested_by_name=owner.username,
     )
+    deid_job = DeidJob.objects.create(
+        action="deidentify", project=project, source=corpus, target_name=f"{prefix} corpus (de-identified)"
+    )
     return {
         "corpus_id": corpus.pk,
         "note_id": note.pk,
@@ -120,6 +124,7 @@ def _one_of_everything(project, owner, prefix: str, base: ModelVersion) -> dict:
         "run_id": run.pk,
         "split_id": split.pk,
         "erasure_id": erasure.pk,
+        "deid:job_id": deid_job.pk,
         "fmt": "jsonl",
         "slug": project.slug,
         "membership_id": Membership.objects.get(project=project, user=owner).pk,
@@ -182,6 +187,7 @@ def _state_of(project) -> list:
         TrainingRun,
         PeakDecision,
         ReviewRound,
+        DeidJob,
     ):
         scoped = (
             model.objects.filter(**{f"{model.project_paths[0]}": project})
