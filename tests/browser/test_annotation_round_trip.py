@@ -15,7 +15,8 @@ TEXTS = {"n1": "Pt 😀 reports fever. HR 120.", "n2": "No fever. HR 60."}
 
 @pytest.fixture
 def annotated():
-    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
+    # de-identified, so its export may leave (the gate's own tests: tests/webapp/interchange/test_gate.py)
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en", deidentified=True)
     fever = Task.objects.create(slug="fever", description="fever", options=["present", "absent"])
     for external_id, text in TEXTS.items():
         note = Note.objects.create(corpus=corpus, external_id=external_id, text=text)

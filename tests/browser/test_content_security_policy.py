@@ -58,7 +58,7 @@ def site(researcher):
     from webapp.training import runs
     from webapp.training.models import RunMetric
 
-    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en")
+    corpus = Corpus.objects.create(project=default_project(), name="ward", language="en", deidentified=True)
     note = Note.objects.create(corpus=corpus, external_id="n1", text=TEXT)
     heart = Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"])
     pacemaker = Task.objects.create(

@@ -1,7 +1,8 @@
 """A researcher's automation by API only, through a REAL worker (queues default and relevance) on
 PostgreSQL + Redis: import notes, compute relevance with a tiny random Llama, build a dataset
 from the maps, download it; each step is launched by a POST and followed by GETs of its status,
-as a script would."""
+as a script would. The notes are not de-identified: the build is refused (409, webapp.deid.gate)
+until a project admin marks the corpus de-identified (its notes were, before the import)."""
 
 import io
 import json
@@ -14,7 +15,8 @@ from tests.projects import default_project
 from tests.webapp.pipeline.factories import make_model_version
 from tests.workers.conftest import wait_for
 from webapp.api import tokens
-from webapp.corpus.models import Task
+from webapp.corpus.models import Corpus, Task
+from webapp.deid.gate import mark_deidentified
 from webapp.pipeline.models import PeakProfile
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -26,7 +28,7 @@ NOTES = [
 ENDED = ("done", "failed", "cancelled")
 
 
-def test_import_job_dataset_and_download_by_api_only(start_worker, tiny_model_dir, researcher, client):
+def test_import_job_dataset_and_download_by_api_only(start_worker, tiny_model_dir, researcher, admin_user, client):
     start_worker("default,relevance")
     Task.objects.create(slug="heart-rate", description="heart rate", options=["y", "n"])
     model = make_model_version(str(tiny_model_dir), name="tiny-api")
@@ -61,6 +63,9 @@ def test_import_job_dataset_and_download_by_api_only(start_worker, tiny_model_di
         "profile": profile.pk,
         "mode": "one_peak",
     }
+    refused = client.post("/api/datasets", body, content_type="application/json", headers=auth)
+    assert refused.status_code == 409 and "Corpus api ward is not de-identified" in refused.json()["detail"]
+    mark_deidentified(Corpus.objects.get(pk=corpus["id"]), admin_user, confirm=True)
     built = client.post("/api/datasets", body, content_type="application/json", headers=auth)
     assert built.status_code == 202, built.json()
     dataset = follow(f"/api/datasets/{built.json()['id']}")

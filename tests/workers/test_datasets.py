@@ -25,7 +25,8 @@ BULK_NOTES = 30_000  # 90,000 maps: a build of several seconds, long enough to b
 @pytest.fixture
 def inputs():
     # transactional tests flush the data-migration rows: make what the build needs here
-    corpus = Corpus.objects.create(project=default_project(), name="ward-worker", language="en")
+    # de-identified: these are the workers' tests, the gate has its own (tests/webapp/datasets/test_gate.py)
+    corpus = Corpus.objects.create(project=default_project(), name="ward-worker", language="en", deidentified=True)
     model = ModelVersion.objects.create(name="tiny-worker", family="llama", path="tiny-worker")
     profile = PeakProfile.objects.create(name="sharp-worker", kernel_size=1, sigma=1.0, lower=0.2, upper=0.4)
     note = Note.objects.create(corpus=corpus, external_id="n1", text=TEXT)

@@ -35,15 +35,9 @@ def test_a_worker_killed_mid_scan_is_replaced_and_the_scan_counts_every_note_onc
     project = Project.objects.create(name="Killed scan", slug="killed-scan")
     DeidPolicy.objects.create(project=project, patient_field="patient_id", known_fields=["patient_name", "mrn"])
     corpus = Corpus.objects.create(project=project, name="scan-ward", language="it")
-    Note.objects.bulk_create(
-        Note(
-            corpus=corpus,
-            external_id=f"n{i}",
-            text=(FIRST, SECOND, "FC 80, nessuna tachicardia.")[i % 3],
-            metadata=METADATA,
-        )
-        for i in range(NOTES)
-    )
+    for i in range(NOTES):
+        text = (FIRST, SECOND, "FC 80, nessuna tachicardia.")[i % 3]
+        Note.objects.create(corpus=corpus, external_id=f"n{i}", text=text, metadata=METADATA)
     first = start_worker("default", DEID_BATCH=5, WORK_HEARTBEAT_SECONDS=0.2)
     job = scanning.launch(corpus, actor="test")
     wait_for(
