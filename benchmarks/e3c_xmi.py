@@ -1,7 +1,7 @@
 """E3C's original XMI files read by the XMI format, checked against the corpus's JSONL.
 
 `../shared/data/e3c/xmi/{english,italian}/*.xml` are INCEpTION/WebAnno exports published without a
-TypeSystem.xml (webapp.interchange.formats.xmi infers one from each file); `*_layer1_train.jsonl`
+TypeSystem.xml (webapp.lib.formats.xmi infers one from each file); `*_layer1_train.jsonl`
 holds the same documents' text and entities with code-point offsets. For every document the text
 must be equal and the set of (type, begin, end) entities of the custom layers equal. Prints one
 JSON object: documents, entities, mismatches, seconds and documents/s per language, the machine.
@@ -20,7 +20,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "e3c"
 
 
 def check(folder: Path, jsonl: Path) -> dict:
-    from webapp.interchange.formats import FormatError, ReadOptions, get_format
+    from webapp.lib.formats import FormatError, ReadOptions, get_format
 
     gold = {}
     for line in jsonl.open(encoding="utf-8"):

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "webapp.audit",
     "webapp.integrations",
     "webapp.corpus",
+    "webapp.interchange",
     "webapp.pipeline",
     "webapp.datasets",
     "webapp.training",

@@ -39,7 +39,7 @@ from webapp.evaluation.forms import EvaluationForm
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.interchange.exporting import ExportChoice, ExportChoiceError, peak_source, zip_export
 from webapp.interchange.exporting import download_name as annotations_name
-from webapp.interchange.formats import FORMATS
+from webapp.lib.formats import FORMATS
 from webapp.lib.seeds import MAX_SEED
 from webapp.lifecycle.estimates import Estimate, waits_for_confirmation
 from webapp.pipeline import estimates as job_estimates

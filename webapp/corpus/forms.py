@@ -5,8 +5,8 @@ from django.template.defaultfilters import filesizeformat
 from ml.prompts import TEMPLATES
 from webapp.corpus import import_jobs
 from webapp.corpus.models import Corpus, ImportJob
-from webapp.interchange.formats import FORMATS
-from webapp.interchange.mapping import MappingError, parse_mapping
+from webapp.lib.formats import FORMATS
+from webapp.lib.formats.mapping import MappingError, parse_mapping
 from webapp.lib.import_limits import over_limit
 from webapp.lib.validators import hidden_character
 from webapp.projects.forms import only_choice_when_blank
@@ -52,7 +52,7 @@ class UploadForm(forms.Form):
         "they are stored (the original is never kept); a new corpus is made de-identified. A de-identified corpus "
         "takes notes this way only",
     )
-    # Gold evidence from an annotation tool's files (webapp.interchange.gold): gold labels only.
+    # Gold evidence from an annotation tool's files (webapp.corpus.gold): gold labels only.
     annotation_format = forms.ChoiceField(
         choices=[("", "Gold labels JSONL (note_id, task, label, evidence)")]
         + [(f.name, f.label) for f in FORMATS.values()],

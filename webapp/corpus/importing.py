@@ -46,7 +46,7 @@ from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Corpus, Note, Task, language_code, text_hash
 from webapp.db.postgres_copy import copy_rows
-from webapp.interchange.formats import FORMATS as INTERCHANGE_FORMATS
+from webapp.lib.formats import FORMATS as INTERCHANGE_FORMATS
 from webapp.lib.import_limits import ImportLimits, over_limit
 from webapp.lib.import_sources import (
     FORMATS,
@@ -266,7 +266,7 @@ def import_annotations(
     records_done)` as for import_notes.
 
     `read(problems, corpus)`, if given, gives the AnnotationRecords instead of the JSONL file
-    `path` (webapp.interchange.gold: annotation-tool formats with a mapping); it is called twice,
+    `path` (webapp.corpus.gold: annotation-tool formats with a mapping); it is called twice,
     to validate and to write, and reports what it cannot read to `problems`. `dry_run`:
     validate and count (created, unchanged, updated), write nothing. `audit`: more fields for
     the audit entry. `checkpoint()` as for import_notes (a `read` given calls its own).

@@ -29,8 +29,8 @@ from pathlib import Path
 from django.conf import settings
 
 from webapp import shared_files
+from webapp.corpus.gold import import_gold
 from webapp.corpus.importing import ImportReport, import_annotations, import_notes
-from webapp.interchange.gold import import_gold
 from webapp.lib.import_sources import SUFFIX_FORMATS, Problems, go_on
 from webapp.lib.input_files import NAMED
 from webapp.lib.validators import printable
@@ -184,7 +184,7 @@ def local_file(relative: str) -> Path | None:
 
 
 def stored_options(path: Path) -> dict | None:
-    """The annotation-tool options stored beside an upload (webapp.interchange.gold), if any."""
+    """The annotation-tool options stored beside an upload (webapp.corpus.gold), if any."""
     options = path.parent / OPTIONS_FILE
     return json.loads(options.read_text(encoding="utf-8")) if options.is_file() else None
 

@@ -1,4 +1,4 @@
-"""A corpus's notes as neutral documents, for any format of the table (webapp.interchange.formats),
+"""A corpus's notes as neutral documents, for any format of the table (webapp.lib.formats),
 and the export itself: to a folder or file (the command line) or a streamed zip (the corpus page).
 
 What a document holds, each part asked for:
@@ -40,7 +40,7 @@ from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Note
 from webapp.deid import gate
 from webapp.deid.scanning import ExportScan
-from webapp.interchange.formats import Document, Span, get_format
+from webapp.lib.formats import Document, Span, get_format
 
 BATCH = 500
 

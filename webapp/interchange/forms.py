@@ -1,6 +1,6 @@
 from django import forms
 
-from webapp.interchange.formats import FORMATS
+from webapp.lib.formats import FORMATS
 from webapp.pipeline.models import ModelVersion, PeakProfile
 
 

@@ -14,8 +14,8 @@ from webapp.corpus import import_jobs
 from webapp.corpus.access import corpus_for, import_job_for
 from webapp.deid import gate
 from webapp.interchange.exporting import ExportChoice, download_name, peak_source, recent_exports, zip_export
-from webapp.interchange.formats import FORMATS
 from webapp.interchange.forms import ExportForm
+from webapp.lib.formats import FORMATS
 from webapp.projects.roles import Capability
 
 

@@ -183,7 +183,7 @@ def _entity(line: str, line_no: int, ann: Path, text: str, problems, limits: Imp
 
 def fragments_in_text_order(fragments: list) -> tuple[list, str | None]:
     """The one verdict on a discontinuous entity's fragments, for the notes import and the gold
-    import alike (webapp.interchange.formats.brat): fragments out of text order are taken, in text
+    import alike (webapp.lib.formats.brat): fragments out of text order are taken, in text
     order (the covered text is checked in the file's order first: brat joins them as written);
     fragments that share characters are refused, with the reason. Returns (fragments, reason)."""
     ordered = sorted([int(s), int(e)] for s, e in fragments)

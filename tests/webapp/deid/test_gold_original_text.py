@@ -1,5 +1,5 @@
 """Gold imported later from an annotation tool's file into a de-identified corpus
-(webapp.interchange.gold): a document that holds the ORIGINAL text of its note is de-identified
+(webapp.corpus.gold): a document that holds the ORIGINAL text of its note is de-identified
 the same way on the way in (the same patient gives the same surrogates) and its spans carried into
 the note's text (a span around an identifier, a span after it); one whose text still differs is
 refused with a reason that holds no text; the original text is stored nowhere."""
@@ -17,9 +17,9 @@ from tests.webapp.deid.conftest import (
     note_rows,
     places_holding,
 )
+from webapp.corpus.gold import import_gold
 from webapp.corpus.importing import import_notes
 from webapp.corpus.models import Annotation, Note
-from webapp.interchange.gold import import_gold
 
 AROUND = [FIRST.index("Paziente"), FIRST.index(NAME) + len(NAME) + 1]  # "Paziente Ottone Zanfrini,"
 AFTER = [FIRST.index("tachicardia"), FIRST.index("tachicardia") + len("tachicardia")]

@@ -12,10 +12,10 @@ from django.urls import reverse
 from tests.projects import DEFAULT_SLUG
 from tests.webapp.deid.conftest import FIRST, IDENTIFIERS, METADATA, NAME, SECOND, jsonl, note_rows
 from webapp.audit.models import AuditEvent
+from webapp.corpus.gold import import_gold
 from webapp.corpus.importing import import_notes
 from webapp.corpus.models import Annotation, Corpus, Note
 from webapp.deid import deidentifying, jobs
-from webapp.interchange.gold import import_gold
 from webapp.lifecycle import queue
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from webapp.interchange.formats import FormatError, ReadOptions, get_format
+from webapp.lib.formats import FormatError, ReadOptions, get_format
 
 E3C = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "e3c"
 LAYERS = {"CLINENTITY", "EVENT", "BODYPART", "ACTOR", "TIMEX3", "RML"}

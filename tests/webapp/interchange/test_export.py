@@ -14,10 +14,10 @@ from ml.peaks import PeakParams, note_peaks
 from tests.webapp.interchange.conftest import TEXTS
 from tests.webapp.review.fabricate import add_map, tokens
 from webapp.audit.models import AuditEvent
+from webapp.corpus.gold import import_gold
 from webapp.corpus.models import Annotation, Corpus
 from webapp.interchange.exporting import ExportChoice, corpus_documents, export_corpus, peak_source
-from webapp.interchange.formats import FORMATS, ReadOptions, get_format
-from webapp.interchange.gold import import_gold
+from webapp.lib.formats import FORMATS, ReadOptions, get_format
 from webapp.pipeline.models import ModelVersion, PeakProfile
 from webapp.review.models import Adjudication, PeakDecision
 

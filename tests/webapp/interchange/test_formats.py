@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from webapp.interchange.formats import FORMATS, Document, FormatError, ReadOptions, Span, UnsupportedFormat, get_format
+from webapp.lib.formats import FORMATS, Document, FormatError, ReadOptions, Span, UnsupportedFormat, get_format
 
 TEXT = "Pt 😀 had fever 🤒 and\nchest pain; café"  # two non-BMP characters, a line break, an accent
 
@@ -51,7 +51,7 @@ def _write_read(fmt, tmp_path, docs):
 
 
 def _projection(span: Span, carries) -> tuple:
-    """What a format can carry of a span (the table in webapp.interchange.formats)."""
+    """What a format can carry of a span (the table in webapp.lib.formats)."""
     return (
         span.ranges if "discontinuous" in carries else None,
         span.label,
@@ -238,7 +238,7 @@ def test_xmi_layer_and_feature_are_chosen(tmp_path):
 
 
 def test_format_modules_import_no_django():
-    code = "import sys, webapp.interchange.formats as f; f.get_format('xmi'); print('django' in sys.modules)"
+    code = "import sys, webapp.lib.formats as f; f.get_format('xmi'); print('django' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -285,7 +285,7 @@ def test_brat_annotations_are_read_a_line_at_a_time_with_any_line_end(tmp_path):
 
 
 def test_a_brat_file_of_too_many_lines_is_refused_at_the_first_past_the_limit(tmp_path, monkeypatch):
-    monkeypatch.setattr("webapp.interchange.formats.brat.MAX_ANN_LINES", 3)
+    monkeypatch.setattr("webapp.lib.formats.brat.MAX_ANN_LINES", 3)
     (tmp_path / "n1.txt").write_text(TEXT)
     (tmp_path / "n1.ann").write_text("".join(f"T{n}\tX 0 2\tPt\n" for n in range(1, 6)))
     (error,) = get_format("brat").read(tmp_path, ReadOptions())

@@ -10,8 +10,8 @@ from django.core.management import CommandError, call_command
 
 from tests.webapp.interchange.conftest import TEXTS
 from webapp.audit.models import AuditEvent
+from webapp.corpus.gold import import_gold
 from webapp.corpus.models import Annotation
-from webapp.interchange.gold import import_gold
 
 N1 = TEXTS["n1"]
 N2 = TEXTS["n2"]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from webapp.interchange.mapping import MappingError, Target, parse_mapping
+from webapp.lib.formats.mapping import MappingError, Target, parse_mapping
 
 
 def test_entries_map_labels_to_a_task_and_value_evidence_only_or_nothing():

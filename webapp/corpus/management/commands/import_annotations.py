@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from webapp.audit.log import record_refused_import
+from webapp.corpus.gold import import_gold
 from webapp.corpus.importing import import_annotations
-from webapp.interchange.formats import FORMATS
-from webapp.interchange.gold import import_gold
+from webapp.lib.formats import FORMATS
 from webapp.lib.validators import printable
 
 

@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from webapp.interchange.formats._files import FILE_BYTES
-from webapp.interchange.formats.document import (
+from webapp.lib.formats._files import FILE_BYTES
+from webapp.lib.formats.document import (
     SOURCES,
     WITHOUT_FEATURE,
     Document,
@@ -69,7 +69,7 @@ class Format:
 
 
 def _entries() -> dict[str, Format]:
-    from webapp.interchange.formats import brat, doccano, jsonl, labelstudio, xmi
+    from webapp.lib.formats import brat, doccano, jsonl, labelstudio, xmi
 
     return {
         f.name: f

@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from webapp.corpus.access import CorpusNotFound, corpus_named
 from webapp.deid import gate
 from webapp.interchange.exporting import ExportChoice, ExportChoiceError, export_corpus, peak_source
-from webapp.interchange.formats import FORMATS, UnsupportedFormat, get_format
+from webapp.lib.formats import FORMATS, UnsupportedFormat, get_format
 
 
 class Command(BaseCommand):

@@ -21,7 +21,8 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from webapp.interchange.formats._files import (
+from webapp.lib.brat import fragments_in_text_order
+from webapp.lib.formats._files import (
     FileLimit,
     checked,
     file_limit,
@@ -30,8 +31,7 @@ from webapp.interchange.formats._files import (
     safe_name,
     text_lines,
 )
-from webapp.interchange.formats.document import SOURCES, Document, FormatError, Span
-from webapp.lib.brat import fragments_in_text_order
+from webapp.lib.formats.document import SOURCES, Document, FormatError, Span
 from webapp.lib.validators import quoted
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")

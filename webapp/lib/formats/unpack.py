@@ -11,7 +11,7 @@ import stat
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from webapp.interchange.formats.document import FormatError
+from webapp.lib.formats.document import FormatError
 from webapp.lib.import_limits import ImportLimits
 from webapp.lib.input_files import MAX_ZIP_MEMBERS, members_too_large
 

@@ -1,6 +1,6 @@
 """Import gold evidence from an annotation tool's files: read them in any format of the table
-(webapp.interchange.formats), turn each document's gold spans into annotations through a mapping
-(webapp.interchange.mapping), and hand those to the annotation import (webapp.corpus.importing),
+(webapp.lib.formats), turn each document's gold spans into annotations through a mapping
+(webapp.lib.formats.mapping), and hand those to the annotation import (webapp.corpus.importing),
 which validates everything first and writes in one transaction, or nothing (a dry run never
 writes). Re-importing the same files changes nothing.
 
@@ -44,7 +44,7 @@ from django.db import transaction
 
 from webapp.corpus.importing import ImportReport, _TaskResolver, import_annotations, import_limits
 from webapp.corpus.models import Annotation, Note, text_hash
-from webapp.interchange.formats import (
+from webapp.lib.formats import (
     MISSING_FEATURE,
     WITHOUT_FEATURE,
     FormatError,
@@ -52,8 +52,8 @@ from webapp.interchange.formats import (
     UnsupportedFormat,
     get_format,
 )
-from webapp.interchange.mapping import Mapping, MappingError, parse_mapping
-from webapp.interchange.unpack import unzip
+from webapp.lib.formats.mapping import Mapping, MappingError, parse_mapping
+from webapp.lib.formats.unpack import unzip
 from webapp.lib.import_limits import over_limit
 from webapp.lib.import_sources import AnnotationRecord, Problem, Problems, go_on, nfc
 from webapp.lib.input_files import sniff

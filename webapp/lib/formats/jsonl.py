@@ -11,8 +11,8 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from webapp.interchange.formats._files import checked, file_limit, json_lines, kind, note_id
-from webapp.interchange.formats.document import SOURCES, Document, FormatError, Span
+from webapp.lib.formats._files import checked, file_limit, json_lines, kind, note_id
+from webapp.lib.formats.document import SOURCES, Document, FormatError, Span
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
 

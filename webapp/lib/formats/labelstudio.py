@@ -22,9 +22,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
-from webapp.interchange.formats._files import checked, file_limit, kind, note_id, read_text
-from webapp.interchange.formats.document import Document, FormatError, Span
-from webapp.interchange.formats.offsets import Utf16Offsets
+from webapp.lib.formats._files import checked, file_limit, kind, note_id, read_text
+from webapp.lib.formats.document import Document, FormatError, Span
+from webapp.lib.formats.offsets import Utf16Offsets
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
 SPAN_TYPES = ("labels", "hypertextlabels")

@@ -37,8 +37,8 @@ from pathlib import Path
 from cassis import Cas, TypeSystem, load_cas_from_xmi, load_typesystem
 from lxml import etree
 
-from webapp.interchange.formats._files import check_size, checked, file_limit, id_of_name, safe_name
-from webapp.interchange.formats.document import WITHOUT_FEATURE, Document, FormatError, Span
+from webapp.lib.formats._files import check_size, checked, file_limit, id_of_name, safe_name
+from webapp.lib.formats.document import WITHOUT_FEATURE, Document, FormatError, Span
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
 CUSTOM = "webanno.custom."

@@ -14,8 +14,8 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from webapp.interchange.formats._files import checked, file_limit, json_lines, kind, note_id
-from webapp.interchange.formats.document import Document, FormatError, Span
+from webapp.lib.formats._files import checked, file_limit, json_lines, kind, note_id
+from webapp.lib.formats.document import Document, FormatError, Span
 
 CARRIES = ()
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from webapp.interchange.formats.document import Document, FormatError, check_spans
+from webapp.lib.formats.document import Document, FormatError, check_spans
 from webapp.lib.import_limits import file_too_large
 
 FILE_BYTES = 512 * 1024**2  # IMPORT_MAX_FILE_BYTES's default, for a reader called without options
