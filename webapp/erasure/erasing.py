@@ -319,7 +319,8 @@ def rebuild(erasure: ErasureRequest, target: planning.Target) -> None:
             done = units.owned(erasure).select_for_update().values_list("rebuilt", flat=True).first()
             if done is None or dataset.pk in {withdrawn for withdrawn, _ in done}:
                 continue
-            new = launch.build_again(dataset, actor=erasure.requested_by)
+            # the version replaces one that was built already, less the erased notes: not gated again
+            new = launch.build_again(dataset, actor=erasure.requested_by, gated=False)
             units.owned(erasure).update(rebuilt=[*done, [dataset.pk, new.pk]])
 
 
