@@ -36,7 +36,9 @@ a warning (on the run's log; for an evaluation in the workers' log), never a fai
 
 A training run whose corpora are not all de-identified is logged (and its model registered) only
 when a project admin confirmed its launch (webapp.deid.gate: the run's RELEASE_IDENTIFIABLE row);
-otherwise nothing is sent, and its log says why."""
+otherwise nothing is sent, and its log says why. That check is the training app's
+(webapp.training.runs.mlflow_refusal), registered here when the app starts (`hold_back_when`):
+this module imports no app above it."""
 
 from __future__ import annotations
 
@@ -103,7 +105,7 @@ def log_run(run) -> str | None:
     def warn(message: str) -> None:
         run.logs.create(level="warning", message=message[:500])
 
-    if refused := _not_deidentified(run):
+    if refused := _held_back(run):
         _warn(run, refused, warn)
         return None
 
@@ -240,19 +242,20 @@ def _register(run, project, logged: Logged, warn: Callable) -> dict | None:
     return {"name": name, "version": str(version), "alias": alias}
 
 
-def _not_deidentified(run) -> str:
-    """Why a run may not be logged (webapp.deid.gate): its corpora are not all de-identified and no
-    project admin confirmed its launch (the run's RELEASE_IDENTIFIABLE row); "" when it may."""
-    from webapp.deid import gate
-    from webapp.training.runs import run_corpora
+# Checks `(run) -> reason` that keep an ended run (and its model) out of MLflow, registered by the
+# apps above when they start (webapp.training.apps: the de-identification gate).
+_HOLDS: list[Callable] = []
 
-    passage = gate.gate_for(run_corpora(run), None)
-    if passage.open or gate.released(run):
-        return ""
-    return (
-        f"Not logged to MLflow: {passage.reason} No project admin confirmed this run's launch, so nothing "
-        "of it leaves the server."
-    )
+
+def hold_back_when(check: Callable) -> None:
+    """Register a check: a run for which it gives a reason is not sent, and its log says why."""
+    if check not in _HOLDS:
+        _HOLDS.append(check)
+
+
+def _held_back(run) -> str:
+    """The first reason a registered check gives for keeping `run` out of MLflow; "" when it may go."""
+    return next((reason for check in _HOLDS if (reason := check(run))), "")
 
 
 def _warn(unit, message: str, warn: Callable | None) -> None:

@@ -218,6 +218,19 @@ def run_corpora(run: TrainingRun) -> list[Corpus]:
     return _with_unlabeled([corpus] if corpus is not None else [], run.config or {})
 
 
+def mlflow_refusal(run: TrainingRun) -> str:
+    """Why a run may not be logged to MLflow (webapp.deid.gate): its corpora are not all
+    de-identified and no project admin confirmed its launch (the run's RELEASE_IDENTIFIABLE row);
+    "" when it may. Registered with webapp.integrations.mlflow_log by the app's ready()."""
+    passage = gate.gate_for(run_corpora(run), None)
+    if passage.open or gate.released(run):
+        return ""
+    return (
+        f"Not logged to MLflow: {passage.reason} No project admin confirmed this run's launch, so nothing "
+        "of it leaves the server."
+    )
+
+
 def _with_unlabeled(corpora: list[Corpus], config: dict) -> list[Corpus]:
     """`corpora` and the corpus of the same project a self-learning run takes unlabeled notes from."""
     unlabeled = (config.get("unlabeled") or {}).get("corpus")
