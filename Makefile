@@ -22,7 +22,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/$(TEST_RUN)
 help:
 	@echo "make demo   - set up everything and run the web app + a worker on the embedded default"
 	@echo "make test   - run the whole test suite (PostgreSQL + Redis on localhost)"
-	@echo "make lint   - ruff: lint and formatting check, models without migrations (make format rewrites the files)"
+	@echo "make lint   - ruff: lint and formatting check, the import contracts, models without migrations (make format rewrites the files)"
 	@echo "make bench  - print the ML benchmark figures (relevance, peaks, re-thresholding); all: python -m benchmarks"
 	@echo "make bench-app - import, dataset-build and review-page benchmarks on PostgreSQL"
 	@echo "make drill  - the fault drill: workers SIGKILLed mid-work, Redis restarted (DRILL_ARGS=--short: CI size)"
@@ -84,6 +84,8 @@ test-kernels: install model
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	# The layers as contracts (.importlinter; docs/ARCHITECTURE.md, "The apps' order, enforced").
+	$(VENV)/bin/lint-imports --no-cache
 	# Models and migrations agree; an in-memory SQLite database, so lint needs no server.
 	DATABASE_URL=sqlite://:memory: $(PY) manage.py makemigrations --check --dry-run
 
