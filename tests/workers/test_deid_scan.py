@@ -20,16 +20,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 NOTES = 150  # batches of 5: 30 batches, some seconds of the real detector
 
 
-@pytest.fixture
-def detector_ready():
-    pytest.importorskip("workers.deid", reason="the de-identification task is not in this version")
-    try:
-        from ml.deid import Detector  # noqa: F401
-    except ImportError:
-        pytest.skip("ml.deid's detector is not exported yet")
-
-
-def test_a_worker_killed_mid_scan_is_replaced_and_the_scan_counts_every_note_once(start_worker, detector_ready):
+def test_a_worker_killed_mid_scan_is_replaced_and_the_scan_counts_every_note_once(start_worker):
     from webapp.deid import scanning
 
     project = Project.objects.create(name="Killed scan", slug="killed-scan")

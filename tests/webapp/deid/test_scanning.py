@@ -190,10 +190,6 @@ def test_a_corpus_in_a_language_the_policy_does_not_read_is_refused_at_launch(pr
 
 
 def test_the_real_detector_counts_without_a_value(ward, researcher, caplog):
-    try:
-        from ml.deid import Detector  # noqa: F401
-    except ImportError:
-        pytest.skip("ml.deid's detector is not exported yet")
     caplog.set_level(logging.DEBUG)
     job = launched(ward, researcher)
     assert scanning.run(claimed(job)) == "done"
