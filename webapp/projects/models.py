@@ -1,7 +1,7 @@
 """Projects: the unit of need-to-know. A project owns corpora and everything made from them;
 a user sees a project's objects only through a membership, which gives a role in that project.
-Site admins (superusers) manage projects and memberships (webapp.projects.access says who may
-see what, in one place)."""
+Site admins (superusers) manage projects and memberships (webapp.accounts.membership); who may
+see what is said in one place, webapp.projects.scoping."""
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
