@@ -291,10 +291,10 @@ class _Reading:
         (the keyed hash), its known identifiers from the document's metadata or the kept mapping."""
         from dataclasses import replace
 
-        from webapp.deid.policy import known_values, map_ranges, patient_key, stored_patient_key
+        from webapp.deid.policy import known_values, map_ranges, note_key, patient_key, stored_patient_key
 
         policy = self._deid.policy
-        patient = patient_key(doc.metadata, policy) or stored_patient_key(metadata, policy)
+        patient = patient_key(doc.metadata, policy) or stored_patient_key(metadata, policy) or note_key(nfc(doc.id))
         known = known_values(doc.metadata, policy) or self._known_from_mapping(metadata, patient, project_id)
         replacement = self._deid.text(doc.text, {}, patient=patient, known=known)
         spans = [

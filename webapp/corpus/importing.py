@@ -468,7 +468,7 @@ class _Deidentifying:
 
     def records(self, records: Iterable[NoteRecord], tally: bool = False) -> Iterator[NoteRecord]:
         for rec in records:
-            done = self.deid.note(rec.text, rec.metadata)
+            done = self.deid.note(rec.text, rec.metadata, rec.external_id)
             if tally:
                 self.tally.add(done, self.deid.keeps_mapping)
             yield NoteRecord(rec.source, rec.line, rec.external_id, done.text, done.metadata)

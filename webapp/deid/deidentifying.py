@@ -121,7 +121,7 @@ def _copy_batch(job: DeidJob, deid: NoteDeidentifier, batch: int, heart: Heartbe
         return 0
     made: dict[int, tuple[Note, object]] = {}  # source note id -> (new note, its DeidentifiedNote)
     for note in notes:
-        done = deid.note(note["text"], note["metadata"])
+        done = deid.note(note["text"], note["metadata"], note["external_id"])
         new = Note(
             corpus_id=job.target_id,
             external_id=note["external_id"],

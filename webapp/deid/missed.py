@@ -62,6 +62,7 @@ from webapp.deid import mapping
 from webapp.deid.policy import (
     PolicyError,
     map_ranges,
+    note_key,
     patient_key,
     policy_of,
     replacement_pairs,
@@ -163,6 +164,7 @@ def mark_missed(
         # the patient (metadata, which this never changes) first; then every note locked in id
         # order, the marked one among them, so two marks on one patient's notes never deadlock
         key, values = _patient(Note.objects.select_related("corpus").get(pk=note.pk), policy)
+        key = key or note_key(note.external_id)  # no patient: the note's own key, as at import
         notes = _locked_notes(note, project.pk, policy, values)
         marked = next(other for other in notes if other.pk == note.pk)
         if expected_hash and expected_hash != marked.content_hash:
@@ -203,7 +205,7 @@ def mark_missed(
             type=identifier_type,
             notes=len(changed),
             occurrences=sum(len(r.spans) for _, r in changed),
-            patient_scope=bool(key),
+            patient_scope=bool(values),
             maps=maps,
             jobs=tuple(launched),
             not_recomputed=not_recomputed,

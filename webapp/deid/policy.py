@@ -175,6 +175,13 @@ def patient_key(note_metadata: dict, policy: DeidPolicy) -> str:
     return patient_hash(policy.patient_field, value) if value else ""
 
 
+def note_key(external_id: str) -> str:
+    """The key of a note whose patient is unknown (no patient field, or no value there): its own,
+    so its surrogates and date shift are its alone. One key shared by every such note would give
+    them all one date shift, and one real date learnt would shift all of them back."""
+    return "note:" + patient_hash("note", external_id) if external_id else ""
+
+
 def stored_patient_key(note_metadata: dict, policy: DeidPolicy) -> str:
     """The same key read from a note already de-identified (its patient field holds the hash)."""
     value = _scalar((note_metadata or {}).get(policy.patient_field)) if policy.patient_field else None
@@ -284,11 +291,12 @@ class NoteDeidentifier:
         findings = self.detector.find(text, known=known)
         return self.replacer.replace(text, findings, patient=patient)
 
-    def note(self, text: str, metadata: dict) -> DeidentifiedNote:
-        """The note's new text and metadata (module docstring)."""
+    def note(self, text: str, metadata: dict, external_id: str = "") -> DeidentifiedNote:
+        """The note's new text and metadata (module docstring); a note with no patient value is
+        keyed by its `external_id` (note_key)."""
         metadata = metadata or {}
         known = known_values(metadata, self.policy)
-        patient = patient_key(metadata, self.policy)
+        patient = patient_key(metadata, self.policy) or note_key(external_id)
         replacement = self.text(text, metadata, patient=patient, known=known)
         value_pairs: list[tuple[str, str]] = []
         new_metadata = self._metadata(metadata, replacement, known, patient, value_pairs)

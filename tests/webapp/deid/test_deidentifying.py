@@ -190,3 +190,16 @@ def test_the_api_lists_launches_and_cancels_jobs(client, researcher, ward, polic
     assert cancelled["status"] == JobStatus.CANCELLED
     assert client.post(f"/api/deid-jobs/{body['id']}/resume", headers=auth).json()["status"] == JobStatus.QUEUED
     assert client.get(f"/api/corpora/{body['target']}", headers=auth).json()["deidentified_from"] == ward.pk
+
+
+def test_notes_without_a_patient_each_get_their_own_date_shift(project, policy):
+    """A note whose patient is unknown is keyed by its own id: one shared key would give every
+    such note one date shift, and one real date learnt would shift all of them back."""
+    from webapp.deid.policy import NoteDeidentifier
+
+    deid = NoteDeidentifier(project, "it")
+    text = "Ricoverato il 3 marzo 2024."
+    shifted = {deid.note(text, {}, f"n{i}").text for i in range(8)}
+    assert len(shifted) > 1  # 8 notes, 670 possible shifts: one shared shift is what this catches
+    assert deid.note(text, {}, "n1").text == deid.note(text, {}, "n1").text  # a note keeps its own
+    assert all("3 marzo 2024" not in new for new in shifted)
