@@ -25,8 +25,8 @@ language:
   injected or lies between injected identifiers, and `precision_strict` over all findings,
   also those in the real note's own text (`found_in_original_text` by type: the real notes hold
   dates and ages of their own that are rightly found, and some that are not identifiers);
-- notes with any identifier left (of the detector's types; ADDRESS, which no recognizer finds,
-  apart); injected values still written verbatim in the de-identified text;
+- notes with any identifier left (of the detector's types: all injected types since ADDRESS has
+  a recognizer); injected values still written verbatim in the de-identified text;
 - allow-listed clinical terms replaced (the target is 0);
 - notes/s on one core for find + replace (and each alone);
 - the method: on the --relevance-notes shortest demo notes (no map cut at --max-note-tokens), the
@@ -38,7 +38,8 @@ language:
   in the same process: the same note's map for another task ("blood pressure"), the difference
   the method is meant to make.
 Targets (issue 39): recall >= 0.99 for checksum and pattern types, >= 0.97 for names from
-metadata, >= 0.85 for titled names; no allow-listed term replaced; >= 50 notes/s on one core.
+metadata, >= 0.85 for titled names; and ours for addresses, >= 0.95; no allow-listed term
+replaced; >= 50 notes/s on one core.
 """
 
 from __future__ import annotations
@@ -73,7 +74,14 @@ CHECKSUM_AND_PATTERN = (
     "AGE",
     "RECORD_NUMBER",
 )
-TARGETS = {**dict.fromkeys(CHECKSUM_AND_PATTERN, 0.99), "NAME:metadata": 0.97, "NAME:titled": 0.85}
+# addresses: no checksum, shapes that vary by town and writer, and the clinical phrases that share
+# their words ("via orale") refused by rule; 0.95 (docs/deidentification.md)
+TARGETS = {
+    **dict.fromkeys(CHECKSUM_AND_PATTERN, 0.99),
+    "NAME:metadata": 0.97,
+    "NAME:titled": 0.85,
+    "ADDRESS": 0.95,
+}
 TARGET_NOTES_PER_SECOND = 50
 
 

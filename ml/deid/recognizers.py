@@ -2,7 +2,8 @@
 
 Shapes with a checksum or a validity rule are `PatternRecognizer`s whose validate_result /
 invalidate_result call ml.deid.checks (an invalid checksum scores 0, so Presidio drops it);
-identifiers that a regular expression can't delimit alone (phones, IBANs, dates, ages, names)
+identifiers that a regular expression can't delimit alone (phones, IBANs, dates, ages, names,
+addresses)
 are `EntityRecognizer`s around the finders of ml.deid.checks, ml.deid.dates and ml.deid.names.
 None of Presidio's predefined recognizers is used: their e-mail and URL recognizers call
 tldextract, which downloads the public suffix list.
@@ -17,7 +18,7 @@ from collections.abc import Callable, Iterable
 
 import regex
 
-from ml.deid import checks, dates, names
+from ml.deid import addresses, checks, dates, names
 from ml.deid._presidio import EntityRecognizer, Pattern, PatternRecognizer, RecognizerResult
 
 # how sure each kind of evidence is
@@ -30,6 +31,9 @@ SCORE_URL = 0.9
 SCORE_PHONE = 0.9
 SCORE_AGE = 0.9
 SCORE_DATE = 0.85
+# an address: above a titled name or a date inside it ("Calle Dr. Fleming 5", "Via 4 Novembre"),
+# so the whole address goes as one
+SCORE_ADDRESS = 0.87
 SCORE_TITLED_NAME = 0.85
 # a known surname alone: above a titled name of the same span ("Sig.ra Rossi" is the patient
 # Maria Rossi), but the Detector lets a longer titled name that holds it win ("Dott. R. Rossi" is
@@ -213,6 +217,12 @@ def age_recognizer(language: str) -> FinderRecognizer:
     return FinderRecognizer("AGE", "AgeRecognizer", language, lambda t: checks.find_ages(t, language), SCORE_AGE)
 
 
+def address_recognizer(language: str) -> FinderRecognizer:
+    return FinderRecognizer(
+        "ADDRESS", "AddressRecognizer", language, lambda t: addresses.find_addresses(t, language), SCORE_ADDRESS
+    )
+
+
 def titled_name_recognizer(language: str) -> FinderRecognizer:
     return FinderRecognizer(
         "NAME", "TitledNameRecognizer", language, lambda t: names.find_titled_names(t, language), SCORE_TITLED_NAME
@@ -289,6 +299,7 @@ def build_recognizers(
         phone_recognizer(language),
         date_recognizer(language),
         age_recognizer(language),
+        address_recognizer(language),
         titled_name_recognizer(language),
     ]
     if language == "en":

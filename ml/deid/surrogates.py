@@ -10,7 +10,10 @@ values that pass their checks: a codice fiscale with its check character, a DNI 
 check letter, an NHS number passing mod 11, a US SSN outside the never-issued ranges, an IBAN
 passing mod 97 (with the Italian CIN and the Spanish CCC check digits), Italian, Spanish, UK and
 US phone numbers, e-mail addresses and URLs on the reserved example domains (RFC 2606),
-IP addresses in the documentation ranges (RFC 5737, RFC 3849).
+IP addresses in the documentation ranges (RFC 5737, RFC 3849), postal addresses of the language
+(a street of the list, a number, a town with its own postcode: an Italian CAP and province, a
+Spanish código postal of the town's province, a UK postcode of the town's area in the official
+shape, a US ZIP after the town's state).
 
 `Surrogates(language, secret)` picks the surrogate of one value deterministically: a random
 stream seeded by HMAC-SHA256(secret, patient, type, canonical value), so one identity of one
@@ -527,12 +530,109 @@ def person(rng: random.Random, language: str, female: bool | None = None) -> tup
     return rng.choice((GIVEN_FEMALE if female else GIVEN_MALE)[language]), rng.choice(FAMILY[language]), female
 
 
+# Postcodes of the surrogate cities: the Italian CAP's first digits and province, the Spanish
+# province code, the UK postcode area, the US state: a surrogate address is consistent with its town
+IT_POSTAL = {
+    "Roma": ("001", "RM"), "Milano": ("201", "MI"), "Napoli": ("801", "NA"), "Torino": ("101", "TO"),
+    "Palermo": ("901", "PA"), "Genova": ("161", "GE"), "Bologna": ("401", "BO"), "Firenze": ("501", "FI"),
+    "Bari": ("701", "BA"), "Catania": ("951", "CT"), "Venezia": ("301", "VE"), "Verona": ("371", "VR"),
+    "Messina": ("981", "ME"), "Padova": ("351", "PD"), "Trieste": ("341", "TS"), "Brescia": ("251", "BS"),
+    "Parma": ("431", "PR"), "Modena": ("411", "MO"), "Perugia": ("061", "PG"), "Livorno": ("571", "LI"),
+    "Ravenna": ("481", "RA"), "Cagliari": ("091", "CA"), "Foggia": ("711", "FG"), "Rimini": ("479", "RN"),
+    "Salerno": ("841", "SA"), "Ferrara": ("441", "FE"), "Sassari": ("071", "SS"), "Latina": ("041", "LT"),
+    "Monza": ("209", "MB"), "Pescara": ("651", "PE"),
+}  # fmt: skip
+ES_PROVINCE = {
+    "Madrid": "28", "Barcelona": "08", "Valencia": "46", "Sevilla": "41", "Zaragoza": "50", "Málaga": "29",
+    "Murcia": "30", "Palma": "07", "Bilbao": "48", "Alicante": "03", "Córdoba": "14", "Valladolid": "47",
+    "Vigo": "36", "Gijón": "33", "Granada": "18", "Oviedo": "33", "Santander": "39", "Pamplona": "31",
+    "Almería": "04", "Burgos": "09", "Salamanca": "37", "Albacete": "02", "Logroño": "26", "Badajoz": "06",
+    "Huelva": "21", "Cádiz": "11", "Lleida": "25", "Tarragona": "43", "Jaén": "23", "Cáceres": "10",
+}  # fmt: skip
+UK_AREA = {
+    "London": "SE", "Manchester": "M", "Birmingham": "B", "Leeds": "LS", "Liverpool": "L", "Bristol": "BS",
+    "Sheffield": "S", "Edinburgh": "EH", "Cardiff": "CF", "Leicester": "LE", "Nottingham": "NG",
+    "Coventry": "CV", "Bradford": "BD", "Belfast": "BT", "Norwich": "NR",
+}  # fmt: skip
+US_STATE = {
+    "Boston": "MA", "Chicago": "IL", "Denver": "CO", "Seattle": "WA", "Portland": "OR", "Austin": "TX",
+    "Phoenix": "AZ", "Atlanta": "GA", "Houston": "TX", "Dallas": "TX", "Columbus": "OH", "Memphis": "TN",
+    "Baltimore": "MD", "Milwaukee": "WI", "Sacramento": "CA",
+}  # fmt: skip
+_UK_INWARD = "ABDEFGHJLNPQRSTUWXYZ"  # the letters of a postcode's inward code (no C I K M O V)
+
+
+def street_name(street: str) -> str:
+    """A surrogate street's name without its type: "Via dei Mille" -> "dei Mille"."""
+    words = street.split()
+    return " ".join(words[:-1]) if words[-1] in ("Street", "Road", "Avenue", "Lane", "Drive") else " ".join(words[1:])
+
+
+def postcode(rng: random.Random, language: str, city: str) -> str:
+    """A valid-shaped postcode of `city`: a CAP, a código postal, a UK postcode or a US ZIP."""
+    if language == "it":
+        prefix = IT_POSTAL.get(city, ("001", "RM"))[0]
+        return prefix + _digits(rng, 2)
+    if language == "es":
+        return ES_PROVINCE.get(city, "28") + "0" + _digits(rng, 2)
+    if city in US_STATE:
+        return f"{rng.randrange(10, 99)}{_digits(rng, 3)}"
+    return uk_postcode(rng, UK_AREA.get(city))
+
+
+def uk_postcode(rng: random.Random, area: str | None = None) -> str:
+    area = area or rng.choice(sorted(set(UK_AREA.values())))
+    return f"{area}{rng.randrange(1, 20)} {rng.randrange(10)}{rng.choice(_UK_INWARD)}{rng.choice(_UK_INWARD)}"
+
+
 def address(rng: random.Random, language: str) -> str:
+    """A whole address as notes write them, in one of the language's usual shapes."""
     street, city = rng.choice(STREETS[language]), rng.choice(CITIES[language])
-    number = rng.randrange(1, 200)
-    if language == "en":
-        return f"{number} {street}, {city}"
-    return f"{street} {number}, {city}" if language == "it" else f"{street}, {number}, {city}"
+    number = str(rng.randrange(1, 200))
+    if language == "it":
+        province = IT_POSTAL[city][1]
+        street = rng.choice(
+            [street, street.replace("Viale ", "V.le ").replace("Piazza ", "P.zza ").replace("Corso ", "C.so ")]
+        )
+        number = rng.choice(
+            [number, number, f"{number}/{rng.choice('ABC')}", f"n. {number}", f"{number}{rng.choice('ab')}"]
+        )
+        return rng.choice(
+            [
+                f"{street} {number}, {city}",
+                f"{street} {number}, {postcode(rng, language, city)} {city} ({province})",
+                f"{street}, {number} - {postcode(rng, language, city)} {city}",
+                f"{street} {number}",
+                f"{postcode(rng, language, city)} {city} ({province})",
+            ]
+        )
+    if language == "es":
+        street = rng.choice(
+            [street, street.replace("Calle ", "C/ ").replace("Avenida ", "Avda. ").replace("Plaza ", "Pza. ")]
+        )
+        floor = rng.choice(
+            ["", f", {rng.randrange(1, 9)}º {rng.randrange(1, 5)}ª", f" {rng.randrange(1, 9)}º {rng.choice('ABCD')}"]
+        )
+        number = rng.choice([number, number, f"nº {number}"])
+        return rng.choice(
+            [
+                f"{street}, {number}{floor}, {city}",
+                f"{street} {number}{floor}, {postcode(rng, language, city)} {city}",
+                f"{street}, {number}{floor}, {postcode(rng, language, city)} {city} ({city})",
+                f"{street} {number}",
+            ]
+        )
+    if city in US_STATE:
+        return f"{number} {street}, {city}, {US_STATE[city]} {postcode(rng, language, city)}"
+    short = street.replace("Street", "St").replace("Road", "Rd").replace("Avenue", "Ave").replace("Lane", "Ln")
+    return rng.choice(
+        [
+            f"{number} {street}, {city}",
+            f"{number} {street}, {city} {postcode(rng, language, city)}",
+            f"Flat {rng.randrange(1, 30)}, {number} {short}, {city}, {postcode(rng, language, city)}",
+            f"{number}{rng.choice('AB')} {street}",
+        ]
+    )
 
 
 # --- shape-keeping surrogates --------------------------------------------------------------------
@@ -631,6 +731,52 @@ def _url_like(rng: random.Random, original: str) -> str:
     return new
 
 
+def _address_like(rng: random.Random, original: str, language: str) -> str:
+    """Another address in the original's shape: the street type, the separators, the floor words
+    kept; the street's name, the numbers, the postcode, the town and its province drawn (a town
+    of the language's list, its postcode and province agreeing with it)."""
+    from ml.deid.addresses import address_matches
+
+    matches = address_matches(original, language)
+    if not matches:
+        return address(rng, language)
+    city = rng.choice(CITIES[language])
+    if language == "en" and any(m.groupdict().get("zip") for m in matches):
+        city = rng.choice(sorted(US_STATE))
+    elif language == "en":
+        city = rng.choice(sorted(UK_AREA))
+    pieces, pos = [], 0
+    for m in matches:
+        parts = sorted((m.start(g), g, v) for g, v in m.groupdict().items() if v and g != "type")
+        for start, group, value in parts:
+            end = start + len(value)
+            if group == "name":
+                new = street_name(rng.choice(STREETS[language]))
+                if value.isupper():
+                    new = new.upper()
+            elif group in ("num", "floor", "unit"):
+                new = value
+                while new == value and any(c.isdigit() for c in value):
+                    new = re.sub(r"\d", lambda d: rng.choice("123456789"), value)
+            elif group == "cap":
+                new = postcode(rng, language, city)
+            elif group == "postcode":
+                new = uk_postcode(rng, UK_AREA.get(city))
+                new = new if " " in value else new.replace(" ", "")
+            elif group == "zip":
+                new = postcode(rng, language, city) + ("-" + _digits(rng, 4) if "-" in value else "")
+            elif group == "city":
+                new = city.upper() if value.isupper() else city
+            elif group == "prov":
+                new = IT_POSTAL.get(city, ("", "RM"))[1] if language == "it" else city
+            else:  # state
+                new = US_STATE.get(city, value)
+            pieces += [original[pos:start], new]
+            pos = end
+    pieces.append(original[pos:])
+    return "".join(pieces)
+
+
 def _cf_like(rng: random.Random, original: str, language: str) -> str:
     given, family, female = person(rng, "it")
     return reshape(original, codice_fiscale(rng, family, given, female))
@@ -683,6 +829,7 @@ class Surrogates:
             "URL": lambda: _url_like(rng, original),
             "IP_ADDRESS": lambda: ip_address(rng, 6 if ":" in original else 4),
             "IBAN": lambda: _iban_like(rng, original),
+            "ADDRESS": lambda: _address_like(rng, original, self.language),
         }.get(type_, lambda: same_shape(rng, original))
         for _ in range(20):
             new = make()

@@ -19,8 +19,9 @@ sentences between its sentences, and a signature after it:
 - codice fiscale (it), DNI and NIE (es), NHS number and US SSN (en), all with valid checks;
   phone numbers of the country, e-mail, URL, IP address, IBAN, dates in the language's shapes,
   ages over 89, record numbers (the metadata's one, and the project's pattern `RECORD_PATTERNS`);
-- an address (street, number, city): kind "ADDRESS", a type the detector does not have (kept
-  in the benchmark to show what is not found);
+- an address in the language's shapes (ml.deid.surrogates.address: a street with its type and
+  civic number, a floor in Spanish, a postcode with its town and province, a UK postcode, a US
+  state and ZIP, or a postcode and town alone): type "ADDRESS";
 - and a sentence of clinical eponyms that must never be replaced (`ALLOW_TERMS`).
 
 Offsets are half-open [start, end) into the final text; `Gold.value` is the injected value (all
@@ -76,6 +77,7 @@ TEMPLATES = {
             "Paziente di {age} anni, vive con i figli.",
             "Indirizzo e-mail per il referto: {email}.",
             "Residente in {address}.",
+            "Soccorso dal 118 al domicilio in {address}.",
             "Accesso al fascicolo: {url} da {ip}.",
             "Rimborso del ticket su IBAN {iban}.",
             "Controllo ambulatoriale fissato per il {date}.",
@@ -101,6 +103,7 @@ TEMPLATES = {
             "Paciente de {age} años, vive sol{o}.",
             "Correo electrónico: {email}.",
             "Domicilio: {address}.",
+            "Vive en {address} con su pareja.",
             "Acceso al portal: {url} desde {ip}.",
             "Cuenta para el reembolso: IBAN {iban}.",
             "NIE del cuidador: {nie}.",
@@ -127,6 +130,7 @@ TEMPLATES = {
             "A {age}-year-old who lives alone.",
             "Email: {email}.",
             "Address: {address}.",
+            "Lives at {address} with family.",
             "Patient portal {url} accessed from {ip}.",
             "SSN {ssn} on file for US insurance.",
             "Refund to IBAN {iban}.",
@@ -159,7 +163,7 @@ SLOTS = {
     "mrn": ("RECORD_NUMBER", "metadata"),
     "address": ("ADDRESS", ""),
 }
-NOT_DETECTED = ("ADDRESS",)  # injected, but no recognizer exists for it
+NOT_DETECTED: tuple[str, ...] = ()  # injected types no recognizer finds (none since ADDRESS has one)
 
 # Spanish filler when no Spanish notes are at hand (CodiEsp absent): a short clinical course.
 SPANISH_FILLER = (

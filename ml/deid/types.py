@@ -20,6 +20,7 @@ TYPES = (
     "URL",
     "IP_ADDRESS",
     "IBAN",
+    "ADDRESS",
     "DATE",
     "AGE",
     "RECORD_NUMBER",
