@@ -30,7 +30,7 @@ from webapp.corpus import import_jobs
 from webapp.corpus.importing import import_notes
 from webapp.corpus.models import Corpus, ImportJob, Note
 from webapp.deid import mapping
-from webapp.deid.models import SurrogateMapping
+from webapp.deid.models import DeidPolicy, SurrogateMapping
 from webapp.deid.policy import REDACTED, patient_hash
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import JobStatus
@@ -108,8 +108,8 @@ def test_a_language_the_deidentifier_does_not_read_is_refused(project, policy, t
 
 
 def test_brat_entities_follow_the_new_text(project, tmp_path):
-    """No policy saved: the default one (tags). A span around an identifier grows to its tag; one
-    after it moves with the text."""
+    """A span around an identifier grows to its tag; one after it moves with the text."""
+    DeidPolicy.objects.create(project=project, mode=DeidPolicy.Mode.TAGS)
     folder = tmp_path / "brat"
     folder.mkdir()
     text = f"Visto dal Dott. {DOCTOR} il {DATE}: tachicardia, FC 130.\n"
