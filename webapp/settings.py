@@ -142,7 +142,7 @@ AXES_USERNAME_CALLABLE = "webapp.accounts.lockout.lockout_username"
 
 # Sign-in through the hospital's identity provider (OpenID Connect, authorization code with PKCE;
 # mozilla-django-oidc; webapp/accounts/oidc.py), on when OIDC_RP_CLIENT_ID is set. The endpoints
-# are the provider's discovery document's (README "Sign-in through the identity provider").
+# are the provider's discovery document's (docs/operations.md, the identity provider).
 # OIDC_GROUP_ROLES maps IdP groups to roles, re-evaluated at every sign-in. Every
 # OIDC_RENEW_SECONDS the next GET re-checks the account at the provider (prompt=none): a disabled
 # IdP account loses its session there.
@@ -307,7 +307,7 @@ TRAINING_GPU_MEMORY_GB = env_float("TRAINING_GPU_MEMORY_GB", 0.0)
 # browsers reach it elsewhere than the workers do (unset: the tracking URI).
 MLFLOW_TRACKING_URI = env_str("MLFLOW_TRACKING_URI", "").strip()
 # One experiment per project, named MLFLOW_EXPERIMENT_PREFIX + its slug, so each project's group
-# can be given access to its own experiment only (README, "MLflow"). A single experiment for every
+# can be given access to its own experiment only (docs/operations.md, "MLflow"). A single experiment for every
 # project (the former MLFLOW_EXPERIMENT_NAME) would put all projects' runs behind one permission.
 if env_str("MLFLOW_EXPERIMENT_NAME"):
     raise ConfigError(
@@ -320,7 +320,7 @@ MLFLOW_EXPERIMENT_PREFIX = env_str("MLFLOW_EXPERIMENT_PREFIX", "decselfmask-").s
 MLFLOW_TRACKING_USERNAME = env_str("MLFLOW_TRACKING_USERNAME")
 MLFLOW_TRACKING_PASSWORD = env_str("MLFLOW_TRACKING_PASSWORD")
 MLFLOW_UI_URL = env_str("MLFLOW_UI_URL", "").strip()
-# Several machines (README "Beyond one machine"): TRAINING_LAUNCHER is torchrun's per-machine part
+# Several machines (docs/operations.md, "Beyond one machine"): TRAINING_LAUNCHER is torchrun's per-machine part
 # (--nproc-per-node); each of TRAINING_NNODES machines starts one agent, all meeting at the c10d
 # rendezvous TRAINING_RDZV_ENDPOINT (host:port on one of them); the others run `train_node`.
 TRAINING_NNODES = env_int("TRAINING_NNODES", 1)
@@ -358,7 +358,7 @@ RELEVANCE_SHARE_PREFIX = env_auto_bool("RELEVANCE_SHARE_PREFIX")
 REVIEW_CATALOG_SECONDS = env_int("REVIEW_CATALOG_SECONDS", 10)
 if REVIEW_CATALOG_SECONDS < 0:
     raise ConfigError(f"REVIEW_CATALOG_SECONDS={REVIEW_CATALOG_SECONDS} must be 0 (no copy) or a number of seconds")
-# Artifacts every worker can reach (webapp.lib.storage, README "What must be shared"): where a
+# Artifacts every worker can reach (webapp.lib.storage, docs/operations.md "What must be shared"): where a
 # trained model is published (empty: registered where it was written, under DATA_DIR; a shared
 # path; file:// or s3://... for a copy each worker caches), fsspec options of that storage (JSON,
 # e.g. {"endpoint_url": "http://minio:9000"}), and each worker's cache of fetched model folders.

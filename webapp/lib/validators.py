@@ -7,7 +7,7 @@ these functions, called from `clean()` and the importer, are the only guard for 
 
 Note metadata (`metadata_problems`) is checked whole before an import writes anything, since
 the database refuses some of what JSON allows (PostgreSQL's jsonb cannot hold \\u0000) and a
-refused row must not reach a log. The rules (README, "Importing data"):
+refused row must not reach a log. The rules (docs/user-guide.md, "Importing data"):
 - a JSON object of at most `max_bytes` bytes, written as compact UTF-8 JSON;
 - keys: non-empty strings of at most 200 characters, without control characters;
 - values: strings, finite numbers, booleans, null, and arrays and objects of these nested at

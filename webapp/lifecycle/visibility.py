@@ -52,7 +52,7 @@ def check_or_refuse(app=None) -> None:
             f"REFUSING TO START: this worker's CELERY_VISIBILITY_TIMEOUT is {mine} s but the workers "
             f"already running on this broker use {int(theirs)} s. Workers share one Redis unacked store; "
             "a different value redelivers other workers' tasks while they run. Start every worker with "
-            "the same value (README, Configuration)."
+            "the same value (docs/operations.md, Configuration)."
         )
         log.critical(message)
         raise VisibilityTimeoutMismatch(message)

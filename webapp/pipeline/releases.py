@@ -86,7 +86,7 @@ def release_unloadable(
             message = (
                 f"No worker could load model {model}: released {limit} times by each of "
                 f"{', '.join(sorted(releases))} ({reason}). Make the model reachable by the relevance "
-                "workers (README: What must be shared), then Resume."
+                "workers (docs/operations.md: What must be shared), then Resume."
             )[:2000]
             ended = units.owned(unit, held).update(
                 status=JobStatus.FAILED, finished=Now(), heartbeat=Now(), error=message, releases=releases

@@ -43,7 +43,7 @@ def test_a_chunk_released_by_every_worker_limit_times_fails_with_a_clear_reason(
     chunk = RelevanceChunk.objects.get(pk=pk)
     assert chunk.status == Chunk.FAILED
     assert chunk.error.startswith("No worker could load model tiny-llama: released 2 times by each of relevance@host-a")
-    assert "README: What must be shared" in chunk.error
+    assert "docs/operations.md: What must be shared" in chunk.error
     assert RelevanceJob.objects.get(pk=job.pk).chunks_failed == 1
     assert chunks.claim(pk, A) is None  # ended: no further attempt, no loop
 

@@ -10,7 +10,7 @@ no rendezvous partner gives up after torchrun's join timeout (600 s) and this co
 
 Every machine needs the same settings (TRAINING_LAUNCHER, TRAINING_NNODES, TRAINING_RDZV_ENDPOINT,
 the database), the model folders and the run's output folder (a shared filesystem: sharded
-checkpoints are written by every machine into one folder), see README "Beyond one machine".
+checkpoints are written by every machine into one folder), see docs/operations.md "Beyond one machine".
 """
 
 import os
