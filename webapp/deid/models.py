@@ -21,8 +21,8 @@ class DeidPolicy(models.Model):
         SURROGATES = "surrogates", "Surrogates: one stand-in per patient, dates shifted per patient"
 
     project = models.OneToOneField("projects.Project", on_delete=models.CASCADE, related_name="deid_policy")
-    # Surrogates by default: they keep the relevance maps the method learns from (Spearman 0.96
-    # against the original text, tags 0.83: docs/benchmarks/deid.json) and hide a missed
+    # Surrogates by default: they keep the relevance maps the method learns from (Spearman 0.97
+    # against the original text, tags 0.84: docs/benchmarks/deid.json) and hide a missed
     # identifier among stand-ins; tags for a release that must show what was replaced.
     mode = models.CharField(max_length=12, choices=Mode.choices, default=Mode.SURROGATES)
     patient_field = models.CharField(
