@@ -35,6 +35,11 @@ class LaunchRefused(Exception):
     """Said to the user as written."""
 
 
+class JobError(Exception):
+    """A job's work cannot go on; the message says why in plain words (never a value) and is
+    shown as written (a residual scan's ScanError is one)."""
+
+
 def target_name(source: Corpus) -> str:
     """ "<name> (de-identified)", or with a number when that is taken in the project; cut to fit."""
     taken = set(Corpus.objects.filter(project_id=source.project_id).values_list("name", flat=True))
@@ -125,7 +130,7 @@ def fail_unexpectedly(job: DeidJob, exc: BaseException) -> bool:
     """Record why the work stopped: a policy that cannot be applied, or a scan's own error, as
     said (plain words, never a value); any other error by its type only (a database error's text
     can quote a row). The open batch was rolled back; what was committed stays."""
-    if isinstance(exc, _said_as_written()):
+    if isinstance(exc, (policy.PolicyError, JobError)):
         message = f"{exc} Resume once it is corrected."
     else:
         message = (
@@ -133,15 +138,6 @@ def fail_unexpectedly(job: DeidJob, exc: BaseException) -> bool:
             f"under deid job {job.pk}. Resume goes on where it stopped."
         )
     return units.fail(job, message)
-
-
-def _said_as_written() -> tuple[type[BaseException], ...]:
-    errors: tuple[type[BaseException], ...] = (policy.PolicyError,)
-    try:
-        from webapp.deid.scanning import ScanError
-    except ImportError:
-        return errors
-    return (*errors, ScanError)
 
 
 def claim(pk: int, worker: str = "") -> DeidJob | None:

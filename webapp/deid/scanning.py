@@ -36,6 +36,7 @@ from django.db.models.functions import Now
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note
+from webapp.deid.jobs import JobError
 from webapp.deid.models import DeidJob
 from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import Heartbeat
@@ -44,7 +45,7 @@ from webapp.lifecycle.status import ACTIVE, JobStatus
 log = logging.getLogger(__name__)
 
 
-class ScanError(Exception):
+class ScanError(JobError):
     """Said to the user as written."""
 
 
