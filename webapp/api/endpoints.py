@@ -19,7 +19,6 @@ from pydantic import Field
 
 from ml.masking import DEFAULT_MASK_TOKEN
 from ml.peaks import PAPER
-from webapp.api.pagination import PageQuery, page
 from webapp.api.schemas import Body, LaunchBody, ReleaseBody
 from webapp.corpus import import_jobs
 from webapp.corpus.access import corpus_for, import_job_for, note_for
@@ -31,6 +30,7 @@ from webapp.datasets import launch as dataset_launch
 from webapp.datasets.access import dataset_for, export_for
 from webapp.datasets.forms import BuildForm
 from webapp.datasets.models import DatasetExport, DatasetVersion
+from webapp.db.pagination import PageQuery, page
 from webapp.deid import gate, scanning
 from webapp.evaluation import estimates as evaluation_estimates
 from webapp.evaluation import evaluations

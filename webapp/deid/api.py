@@ -6,8 +6,8 @@ Counts per identifier type only, never a value."""
 from ninja import Query, Router, Status
 from ninja.errors import HttpError
 
-from webapp.api.pagination import PageQuery, page
 from webapp.corpus.access import corpus_for
+from webapp.db.pagination import PageQuery, page
 from webapp.deid import jobs
 from webapp.deid.access import job_for
 from webapp.deid.models import DeidJob

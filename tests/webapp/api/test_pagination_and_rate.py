@@ -1,10 +1,11 @@
 """Pages of at most MAX_LIMIT rows with the next offset; the per-token rate limit (per clock
 minute, counted on the token's row) answers 429 with Retry-After and is audited."""
 
-from webapp.api import pagination, tokens
+from webapp.api import tokens
 from webapp.api.models import ApiToken
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note
+from webapp.db import pagination
 
 
 def test_pages_walk_every_note_once(client, researcher, own, make_token, bearer):
