@@ -651,7 +651,11 @@ class Drill:
         if self.bulk_corpus is None:
             from benchmarks.projects import default_project
 
-            self.bulk_corpus = Corpus.objects.create(project=default_project(), name="drill-bulk", language="en")
+            # synthetic notes with no identifier: marked de-identified, so builds, exports and
+            # training pass the gate (webapp.deid.gate) as a hospital's de-identified corpus would
+            self.bulk_corpus = Corpus.objects.create(
+                project=default_project(), name="drill-bulk", language="en", deidentified=True
+            )
             fabricate_notes_with_maps(self.bulk_corpus, self.map_tasks, self.model, self.sizes.bulk_notes)
         return self.bulk_corpus
 
