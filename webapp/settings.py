@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "webapp.api",
     "webapp.erasure",
     "webapp.deid",
+    "webapp.deid_ops",
 ]
 
 MIDDLEWARE = [
@@ -447,7 +448,7 @@ if DEID_MAPPING_KEY:
             "DEID_MAPPING_KEY is not a Fernet key (32 url-safe base64-encoded bytes; make one with "
             "cryptography's Fernet.generate_key())"
         ) from None
-# Notes a de-identification job copies per transaction (webapp.deid.deidentifying): a worker
+# Notes a de-identification job copies per transaction (webapp.deid_ops.deidentifying): a worker
 # stopped mid-job loses one batch, and Resume goes on after the last batch committed.
 DEID_BATCH = env_int("DEID_BATCH", 200)
 if DEID_BATCH < 1:

@@ -37,7 +37,7 @@ urlpatterns = [
     path("interchange/", include("webapp.interchange.urls")),
     path("api/", include("webapp.api.urls")),
     path("erasure/", include("webapp.erasure.urls")),
-    path("deid/", include("webapp.deid.urls")),
+    path("deid/", include("webapp.deid_ops.urls")),
     path("", include("webapp.home.urls")),
 ]
 

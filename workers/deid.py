@@ -1,8 +1,8 @@
 """De-identification jobs (queue "default"): webapp.deid does the work, this only orchestrates.
 
 Claim the job (a queued one, or one whose worker was lost), hand it to its action's module
-(deidentify: webapp.deid.deidentifying, the corpus copied de-identified in batches, each its own
-transaction; scan: webapp.deid.scanning, a residual scan), each of which beats, reports progress
+(deidentify: webapp.deid_ops.deidentifying, the corpus copied de-identified in batches, each its own
+transaction; scan: webapp.deid_ops.scanning, a residual scan), each of which beats, reports progress
 and ends the job itself ("done", "cancelled", "failed", or None when this attempt lost it), and
 record a failure in plain words. A temporary problem puts the job back in the queue and retries
 (workers.retrying); a worker killed mid-job loses its open batch only, and the next attempt goes
@@ -30,7 +30,7 @@ TIME_LIMIT = 7 * 24 * 3600  # a corpus of millions of notes; a lost worker is ca
     time_limit=TIME_LIMIT + 600,
 )
 def run_job(self, job_id: int) -> str:
-    from webapp.deid import jobs
+    from webapp.deid_ops import jobs
 
     try:
         job = jobs.claim(job_id, worker=worker_name(self))
@@ -56,18 +56,18 @@ def _dispatch(job) -> str | None:
     from webapp.deid.models import DeidJob
 
     if job.action == DeidJob.Action.DEIDENTIFY:
-        from webapp.deid import deidentifying
+        from webapp.deid_ops import deidentifying
 
         return deidentifying.run(job)
     if job.action == DeidJob.Action.SCAN:
-        from webapp.deid import scanning
+        from webapp.deid_ops import scanning
 
         return scanning.run(job)
     raise ValueError(f"unknown action {job.action!r}")
 
 
 def _failed(job, exc: BaseException) -> str | None:
-    from webapp.deid import jobs
+    from webapp.deid_ops import jobs
 
     frames = "".join(traceback.format_tb(exc.__traceback__))
     log.error("deid job %s failed (%s)\n%s", job.pk, type(exc).__name__, frames)

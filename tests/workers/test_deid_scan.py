@@ -21,7 +21,7 @@ NOTES = 150  # batches of 5: 30 batches, some seconds of the real detector
 
 
 def test_a_worker_killed_mid_scan_is_replaced_and_the_scan_counts_every_note_once(start_worker):
-    from webapp.deid import scanning
+    from webapp.deid_ops import scanning
 
     project = Project.objects.create(name="Killed scan", slug="killed-scan")
     DeidPolicy.objects.create(project=project, patient_field="patient_id", known_fields=["patient_name", "mrn"])

@@ -19,7 +19,7 @@ from webapp.api.auth import BearerToken, signed_in_or_token
 from webapp.api.endpoints import router
 from webapp.audit.models import AuditEvent
 from webapp.deid import gate
-from webapp.deid.api import router as deid_router
+from webapp.deid_ops.api import router as deid_router
 
 api = NinjaAPI(
     title="DecSelfMask Studio API",
@@ -30,7 +30,7 @@ api = NinjaAPI(
     urls_namespace="api",
 )
 api.add_router("", router)
-api.add_router("", deid_router)  # de-identification jobs (webapp.deid.api)
+api.add_router("", deid_router)  # de-identification jobs (webapp.deid_ops.api)
 
 
 @api.exception_handler(tokens.TokenRefused)

@@ -31,7 +31,8 @@ from webapp.datasets.access import dataset_for, export_for
 from webapp.datasets.forms import BuildForm
 from webapp.datasets.models import DatasetExport, DatasetVersion
 from webapp.db.pagination import PageQuery, page
-from webapp.deid import gate, scanning
+from webapp.deid import gate
+from webapp.deid_ops import scanning
 from webapp.evaluation import estimates as evaluation_estimates
 from webapp.evaluation import evaluations
 from webapp.evaluation.access import evaluation_for
@@ -359,7 +360,7 @@ def export_annotations(
     return _zip(stream, annotations_name(corpus, fmt))
 
 
-# --- residual scans (webapp.deid.scanning) -----------------------------------------------------
+# --- residual scans (webapp.deid_ops.scanning) -----------------------------------------------------
 
 
 @router.post(

@@ -9,7 +9,7 @@ Every export is audited (who, which dataset, format, row count; never note text)
 Data leaves only through the gate (webapp.deid.gate): a download, and a worker export when it is
 requested (webapp.datasets.launch.request_export), of a dataset whose corpus is not de-identified
 is refused unless a project admin confirmed (`confirm_identifiable`, audited). An export folder is
-scanned as it is written (webapp.deid.scanning.ExportScan: the masked input and the label of each
+scanned as it is written (webapp.deid_ops.scanning.ExportScan: the masked input and the label of each
 row, with the project's detector): its counts per identifier type, never a value, are kept on the
 DatasetExport (`residual`) and in its audit row. A zip download made while it is sent is not
 scanned (it would go at the detector's pace): prepare an export folder to have its counts.
@@ -78,7 +78,7 @@ from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note, Task
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
 from webapp.deid import gate
-from webapp.deid.scanning import ExportScan
+from webapp.deid_ops.scanning import ExportScan
 from webapp.lib.code_version import code_version
 from webapp.lib.disk import disk_full
 from webapp.lifecycle import units
@@ -119,7 +119,7 @@ class ExportResult:
     rows: int
     size_bytes: int
     manifest: dict
-    residual: dict | None = None  # the residual scan of the rows written (webapp.deid.scanning)
+    residual: dict | None = None  # the residual scan of the rows written (webapp.deid_ops.scanning)
 
 
 # ---------------------------------------------------------------- rows and manifest

@@ -196,7 +196,7 @@ class DatasetExport(WorkUnit):
         null=True,
         blank=True,
         help_text="the residual scan of the rows written: findings per identifier type, never values "
-        "(webapp.deid.scanning.ExportScan)",
+        "(webapp.deid_ops.scanning.ExportScan)",
     )
 
     project_paths = ("dataset__corpus__project",)  # webapp.projects.scoping

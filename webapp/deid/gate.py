@@ -189,11 +189,13 @@ def mark_deidentified(corpus, actor, *, confirm: bool, deidentified: bool = True
             status=409,
             corpora=[corpus],
         )
-    from webapp.corpus.models import Corpus  # the corpus app's models import nothing of this app
-
     with transaction.atomic():
         changed = (
-            Corpus.objects.filter(pk=corpus.pk).exclude(deidentified=deidentified).update(deidentified=deidentified)
+            # The corpus's own class: this package sits below the corpus app and imports none of it
+            type(corpus)
+            .objects.filter(pk=corpus.pk)
+            .exclude(deidentified=deidentified)
+            .update(deidentified=deidentified)
         )
         if changed:
             record(actor, AuditEvent.Action.MARK_DEIDENTIFIED, corpus, deidentified=deidentified, name=corpus.name)

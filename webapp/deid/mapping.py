@@ -5,7 +5,7 @@ The pairs are one Fernet token per (project, patient hash) row (deid.SurrogateMa
 `{"pairs": [[original, surrogate], ...]}` encrypted with DEID_MAPPING_KEY; the patient is named
 by the keyed hash its notes' metadata carry (webapp.deid.policy.patient_hash), never by value.
 The key comes from the environment only: without it nothing is kept and a policy that asks to
-keep is refused (webapp.deid.forms). Several keys, comma-separated: the first encrypts, each
+keep is refused (webapp.deid_ops.forms). Several keys, comma-separated: the first encrypts, each
 decrypts (MultiFernet), so a key is rotated by putting the new one first; a row is encrypted
 with the new key the next time pairs are merged into it.
 

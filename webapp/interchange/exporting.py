@@ -20,7 +20,7 @@ what was included, notes written; never note text).
 
 The notes leave only through the gate (webapp.deid.gate): a corpus that is not de-identified is
 refused unless a project admin (or the command line, with its flag) confirmed, audited. Each
-note's text is scanned as it is written (webapp.deid.scanning.ExportScan, the project's
+note's text is scanned as it is written (webapp.deid_ops.scanning.ExportScan, the project's
 detector): the counts per identifier type, never a value, go in the export's audit row
 (details["residual"]), which the corpus's export page lists (`recent_exports`).
 """
@@ -39,7 +39,7 @@ from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Note
 from webapp.deid import gate
-from webapp.deid.scanning import ExportScan
+from webapp.deid_ops.scanning import ExportScan
 from webapp.lib.formats import Document, Span, get_format
 
 BATCH = 500

@@ -206,7 +206,7 @@ class FakeDetector:
 
 @pytest.fixture
 def fake_detector(monkeypatch):
-    monkeypatch.setattr("webapp.deid.scanning.detector_for", lambda project, language, policy=None: FakeDetector())
+    monkeypatch.setattr("webapp.deid_ops.scanning.detector_for", lambda project, language, policy=None: FakeDetector())
 
 
 def test_an_export_folder_keeps_its_residual_scan_and_the_page_shows_it(
@@ -240,7 +240,7 @@ def test_an_export_whose_detector_cannot_be_made_is_written_and_says_it_was_not_
     def broken(project, language, policy=None):
         raise RuntimeError("no detector here")
 
-    monkeypatch.setattr("webapp.deid.scanning.detector_for", broken)
+    monkeypatch.setattr("webapp.deid_ops.scanning.detector_for", broken)
     settings.DATA_DIR = tmp_path
     job = DatasetExport.objects.create(dataset=built, format="jsonl", created_by=researcher)
     export.run_export(export.claim_export(job.pk))

@@ -1,4 +1,4 @@
-"""A corpus de-identified into a new one (webapp.deid.jobs, webapp.deid.deidentifying), run in
+"""A corpus de-identified into a new one (webapp.deid_ops.jobs, webapp.deid_ops.deidentifying), run in
 process: the new corpus "<name> (de-identified)" holds every note under its external id, its text
 and metadata replaced, its annotations with their evidence carried into the new text (a span
 around an identifier, a span after it); relevance maps are not copied; batches resume after a
@@ -20,9 +20,9 @@ from tests.webapp.deid.conftest import (
 )
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Corpus, Note
-from webapp.deid import deidentifying, jobs
 from webapp.deid.models import DeidJob
 from webapp.deid.policy import patient_hash
+from webapp.deid_ops import deidentifying, jobs
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import JobStatus
 from webapp.pipeline.models import ModelVersion, RelevanceMap

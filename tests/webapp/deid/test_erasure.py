@@ -8,9 +8,9 @@ import pytest
 from tests.webapp.deid.conftest import METADATA, PATIENT, jsonl, note_rows
 from webapp.corpus.importing import import_notes
 from webapp.corpus.models import Corpus, Note
-from webapp.deid import jobs
 from webapp.deid.models import DeidJob, DeidPolicy, SurrogateMapping
 from webapp.deid.policy import patient_hash
+from webapp.deid_ops import jobs
 from webapp.erasure import erasing, planning
 from webapp.erasure.models import ErasureRequest
 from webapp.lifecycle import queue

@@ -1,4 +1,4 @@
-"""A missed identifier marked on the review page (webapp.deid.missed, webapp.deid.missed_views):
+"""A missed identifier marked on the review page (webapp.deid_ops.missed, webapp.deid_ops.missed_views):
 replaced in the note and the patient's other notes, never another patient's; every offset stored
 against those notes follows the text; their maps are deleted and computed again by relevance jobs
 for exactly those notes; audited without the value, which no log, message or answer holds."""
@@ -16,9 +16,9 @@ from tests.webapp.review.fabricate import add_map, scores_for, tokens, word_span
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Corpus, Note, Task, text_hash
 from webapp.corpus.search import matching
-from webapp.deid.missed import MissedError, StaleNote, mark_missed, snap
 from webapp.deid.models import DeidPolicy
 from webapp.deid.policy import patient_hash
+from webapp.deid_ops.missed import MissedError, StaleNote, mark_missed, snap
 from webapp.lifecycle.status import JobStatus
 from webapp.pipeline.models import (
     ModelVersion,

@@ -15,7 +15,7 @@ from webapp.audit.models import AuditEvent
 from webapp.corpus.gold import import_gold
 from webapp.corpus.importing import import_notes
 from webapp.corpus.models import Annotation, Corpus, Note
-from webapp.deid import deidentifying, jobs
+from webapp.deid_ops import deidentifying, jobs
 from webapp.lifecycle import queue
 
 

@@ -1,4 +1,4 @@
-"""A project's de-identification policy page (webapp.deid.views.policy_page): its admins only;
+"""A project's de-identification policy page (webapp.deid_ops.views.policy_page): its admins only;
 each list one entry a line; each record pattern checked, the error naming it; keeping the mapping
 refused without DEID_MAPPING_KEY; saved and audited with the fields changed and counts, never the
 lists' words."""

@@ -1,11 +1,11 @@
-"""Residual scans (webapp.deid.scanning): a corpus's notes scanned in batches with the project's
+"""Residual scans (webapp.deid_ops.scanning): a corpus's notes scanned in batches with the project's
 detector, counts per identifier type and the notes with findings kept on the DeidJob with its
 progress (one transaction a batch), cancel at a batch boundary, a killed attempt resumed without
 counting a note twice, one DEID_SCAN audit row; launched from the corpus page and the API by those
 who may launch work, shown to every member; never a value in a row, a log line, a page or an answer.
 
 `run` is called here as the de-identification task calls it (workers/deid.py: claim, then run),
-in this process, with a claimed unit (webapp.deid.jobs.claim). The worker's own path is in
+in this process, with a claimed unit (webapp.deid_ops.jobs.claim). The worker's own path is in
 tests/workers/test_deid_scan.py."""
 
 import json
@@ -22,8 +22,8 @@ from ml.deid.types import Finding
 from tests.projects import make_member
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus, Note
-from webapp.deid import jobs, scanning
 from webapp.deid.models import DeidJob
+from webapp.deid_ops import jobs, scanning
 from webapp.lifecycle.status import JobStatus
 from webapp.projects.models import Project
 

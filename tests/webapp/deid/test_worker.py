@@ -8,8 +8,8 @@ import pytest
 from tests.webapp.deid.conftest import FIRST, IDENTIFIERS, METADATA, NAME
 from tests.workers.conftest import wait_for
 from webapp.corpus.models import Annotation, Corpus, Note, text_hash
-from webapp.deid import jobs
 from webapp.deid.models import DeidJob
+from webapp.deid_ops import jobs
 from webapp.lifecycle.status import ENDED, JobStatus
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -29,7 +29,7 @@ class FakeDetector:
 
 @pytest.fixture(autouse=True)
 def fake_detector(monkeypatch):
-    monkeypatch.setattr("webapp.deid.scanning.detector_for", lambda project, language, policy=None: FakeDetector())
+    monkeypatch.setattr("webapp.deid_ops.scanning.detector_for", lambda project, language, policy=None: FakeDetector())
 
 
 def releases():

@@ -12,7 +12,7 @@ class Migration(migrations.Migration):
             name="residual",
             field=models.JSONField(
                 blank=True,
-                help_text="the residual scan of the rows written: findings per identifier type, never values (webapp.deid.scanning.ExportScan)",
+                help_text="the residual scan of the rows written: findings per identifier type, never values (webapp.deid_ops.scanning.ExportScan)",
                 null=True,
             ),
         ),

@@ -36,8 +36,8 @@ from django.db.models.functions import Now
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Note
-from webapp.deid.jobs import JobError
 from webapp.deid.models import DeidJob
+from webapp.deid_ops.jobs import JobError
 from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import Heartbeat
 from webapp.lifecycle.status import ACTIVE, JobStatus
@@ -164,10 +164,11 @@ def latest(corpus) -> DeidJob | None:
 
 
 def launch(corpus, actor=None) -> DeidJob:
-    """A residual scan of `corpus`, queued for the de-identification workers (webapp.deid.jobs:
+    """A residual scan of `corpus`, queued for the de-identification workers (webapp.deid_ops.jobs:
     audited, sent after the commit; cancelled and resumed there too). ScanError: one is under way
     already, or the project's policy cannot be applied to the corpus's language."""
-    from webapp.deid import jobs, policy
+    from webapp.deid import policy
+    from webapp.deid_ops import jobs
 
     if DeidJob.objects.filter(source=corpus, action=DeidJob.Action.SCAN, status__in=ACTIVE).exists():
         raise ScanError("A scan of this corpus is already queued or running; it shows here as it goes.")

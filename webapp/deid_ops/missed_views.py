@@ -1,5 +1,5 @@
 """The review page's missed identifier (key `i`): POST the note, the span's offsets, the type and
-the content hash of the text they were read from; webapp.deid.missed replaces it. The answer is
+the content hash of the text they were read from; webapp.deid_ops.missed replaces it. The answer is
 the review page's own (webapp.review.views.after_post): the note panel under the same selection
 and window for htmx, with a message that says how many notes and occurrences changed and that
 the maps are being recomputed; a redirect back to the note for a plain form.
@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 
 from ml.deid.types import TYPES
 from webapp.corpus.models import Note
-from webapp.deid.missed import MissedError, StaleNote, mark_missed
+from webapp.deid_ops.missed import MissedError, StaleNote, mark_missed
 from webapp.projects.roles import Capability
 from webapp.projects.scoping import get_or_404
 from webapp.review.actions import Outcome

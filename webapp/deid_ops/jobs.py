@@ -1,9 +1,9 @@
 """De-identification jobs (deid.DeidJob) as long work: launched, cancelled, resumed, claimed.
 
     launch_deidentify(corpus, actor)  in the web request: the new corpus "<name> (de-identified)"
-                                      and a queued job that fills it (webapp.deid.deidentifying),
+                                      and a queued job that fills it (webapp.deid_ops.deidentifying),
                                       sent to workers.deid.run_job after the commit
-    launch(project, action, source)   any action's job (a residual scan: webapp.deid.scanning)
+    launch(project, action, source)   any action's job (a residual scan: webapp.deid_ops.scanning)
     cancel(job, actor)                queued: cancelled at once; running: at the next batch
     resume(job, actor)                cancelled, failed, or lost: queued again; it goes on where
                                       it stopped (the notes copied stay, none is copied twice)

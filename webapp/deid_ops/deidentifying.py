@@ -1,6 +1,6 @@
 """De-identify a corpus into a new one: the work of a DeidJob (action deidentify), in a worker.
 
-The new corpus (made at launch, webapp.deid.jobs) has the source's project and language, the name
+The new corpus (made at launch, webapp.deid_ops.jobs) has the source's project and language, the name
 "<name> (de-identified)", `deidentified=True` and `deidentified_from` the source. Each source note
 becomes a note of the same external id whose text and metadata went through the project's policy
 (webapp.deid.policy.NoteDeidentifier); its annotations are copied with their evidence carried into

@@ -1,6 +1,6 @@
 """The API's de-identification jobs (mounted under /api/ by webapp.api.api): list and read them
 (every action: a corpus de-identified into a new one, a residual scan), launch a corpus's
-de-identification into a new corpus, cancel and resume, as the pages do (webapp.deid.jobs).
+de-identification into a new corpus, cancel and resume, as the pages do (webapp.deid_ops.jobs).
 Counts per identifier type only, never a value."""
 
 from ninja import Query, Router, Status
@@ -8,9 +8,9 @@ from ninja.errors import HttpError
 
 from webapp.corpus.access import corpus_for
 from webapp.db.pagination import PageQuery, page
-from webapp.deid import jobs
 from webapp.deid.access import job_for
 from webapp.deid.models import DeidJob
+from webapp.deid_ops import jobs
 from webapp.projects.roles import Capability
 
 router = Router(tags=["de-identification"])

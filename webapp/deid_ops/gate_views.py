@@ -1,4 +1,4 @@
-"""A corpus's gate and residual scan on its page (webapp.deid.gate, webapp.deid.scanning): whether
+"""A corpus's gate and residual scan on its page (webapp.deid.gate, webapp.deid_ops.scanning): whether
 its data may leave, the project admin's "mark de-identified" (confirmed, audited) and taking it
 back, and the residual scan: launched by those who may launch work, its latest result shown to
 every member, polled while it runs (the poll ends, 286, once it has ended)."""
@@ -9,7 +9,8 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.corpus.access import corpus_for
-from webapp.deid import gate, scanning
+from webapp.deid import gate
+from webapp.deid_ops import scanning
 from webapp.projects.roles import Capability, has_capability
 
 

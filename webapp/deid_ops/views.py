@@ -1,6 +1,6 @@
 """De-identification pages: a project's policy (its admins), launching a corpus's
 de-identification into a new corpus (whoever may launch work), and a job's page with its live
-progress, Cancel and Resume (webapp.deid.jobs)."""
+progress, Cancel and Resume (webapp.deid_ops.jobs)."""
 
 from django.conf import settings
 from django.contrib import messages
@@ -11,10 +11,11 @@ from django_htmx.http import HttpResponseStopPolling
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.access import corpus_for
-from webapp.deid import jobs, mapping
+from webapp.deid import mapping
 from webapp.deid.access import job_for, project_for_policy
-from webapp.deid.forms import PolicyForm
 from webapp.deid.policy import policy_of
+from webapp.deid_ops import jobs
+from webapp.deid_ops.forms import PolicyForm
 from webapp.projects.roles import Capability
 
 

@@ -1,9 +1,9 @@
-"""{% deid_gate_card corpus %}: a corpus page's gate and residual-scan card (webapp.deid.gate_views),
+"""{% deid_gate_card corpus %}: a corpus page's gate and residual-scan card (webapp.deid_ops.gate_views),
 without the corpus app importing this one."""
 
 from django import template
 
-from webapp.deid.gate_views import scan_card_context
+from webapp.deid_ops.gate_views import scan_card_context
 
 register = template.Library()
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.deid import gate_views, missed_views, views
+from webapp.deid_ops import gate_views, missed_views, views
 
 app_name = "deid"
 urlpatterns = [

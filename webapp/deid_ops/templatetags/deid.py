@@ -4,7 +4,7 @@ importing this one."""
 
 from django import template
 
-from webapp.deid import jobs
+from webapp.deid_ops import jobs
 from webapp.projects.roles import Capability, has_capability
 
 register = template.Library()

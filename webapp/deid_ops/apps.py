@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class DeidOpsConfig(AppConfig):
+    # No models of its own (de-identification jobs are webapp.deid's DeidJob); an app only so
+    # that its template tags load.
+    name = "webapp.deid_ops"
+    label = "deid_ops"
+    verbose_name = "De-identification jobs and pages"
