@@ -17,7 +17,7 @@ COMMANDS = {
     "faithfulness": "faithfulness of relevance maps without gold: AOPC, deletion/insertion, with CIs",
     "synth": "generate a synthetic emergency-department corpus with gold labels",
     "train": "fine-tune a causal LM on prompt/answer pairs (DSM, continual pretraining)",
-    "agreement": "inter-reviewer agreement (alpha, kappa, AC1, observed) of a judgements CSV, with CIs",
+    "agreement": "inter-reviewer agreement (alpha, kappa, AC1, observed) of a judgements CSV, or on spans, with CIs",
     "rate": "measure this machine's relevance rate on a few prompts (sizes the demo's first job)",
     "deidentify": "de-identify notes JSONL: identifiers replaced by tags or per-patient surrogates",
 }

@@ -7,6 +7,14 @@ checked before anything is computed: a missing column, a line with a blank item 
 or a reviewer judging the same item twice is reported with its line number (exit 2).
 Prints one JSON object: alpha, kappa (mean pairwise), ac1, observed, each with `_ci`, the
 counts, the reviewer pairs, each reviewer against the others' consensus, and diagnostics.
+
+`python -m ml agreement --spans FILE.jsonl`: agreement on spans (ml.span_agreement). One JSON
+object a line: `doc`, `annotator`, `label`, `start`, `end` (a half-open character range); a line
+with `doc` and `annotator` only says the annotator annotated the document and marked nothing
+there; an optional `text` on any line of a document gives its text (alpha then counts its tokens,
+and a span must lie within it). The whole file is checked first and every bad line is reported
+with its number and why (exit 2). Prints one JSON object: f1_exact, f1_overlap, alpha_tokens,
+each with `_ci`, per_label, the pairs of annotators, the counts and diagnostics.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ import json
 import sys
 
 from ml.agreement import AgreementSettings, agreement, table_from_judgements
+from ml.jsonl import JsonlError, LineError, json_kind, parse_line
+from ml.span_agreement import Span, SpanSettings, span_agreement
 
 REQUIRED = ("item", "reviewer", "label")
 MAX_PROBLEMS = 20
@@ -35,7 +45,10 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "agreement", help="inter-reviewer agreement of a judgements CSV", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("file", help="CSV with columns item, reviewer, label (and optionally task)")
+    parser.add_argument("file", nargs="?", help="CSV with columns item, reviewer, label (and optionally task)")
+    parser.add_argument(
+        "--spans", metavar="FILE.jsonl", help="agreement on spans: doc, annotator, label, start, end a line"
+    )
     defaults = AgreementSettings()
     parser.add_argument("--seed", type=int, default=defaults.seed, help="bootstrap seed (default 0)")
     parser.add_argument(
@@ -51,6 +64,11 @@ def run(args) -> int:
     if args.resamples < 1:
         print("error: --resamples must be at least 1", file=sys.stderr)
         return 2
+    if (args.file is None) == (args.spans is None):
+        print("error: give a judgements CSV or --spans FILE.jsonl (one of them)", file=sys.stderr)
+        return 2
+    if args.spans is not None:
+        return run_spans(args)
     try:
         rows, has_task = read_judgements(args.file)
     except (CsvProblems, OSError, UnicodeDecodeError, csv.Error) as exc:
@@ -108,3 +126,104 @@ def _compute(rows, settings: AgreementSettings) -> dict:
         ((task, item), reviewer, label) for task, item, reviewer, label in rows
     )
     return agreement(table, reviewers, settings=settings).to_dict()
+
+
+SPAN_FIELDS = ("label", "start", "end")
+
+
+def run_spans(args) -> int:
+    try:
+        spans, annotated, texts = read_spans(args.spans)
+    except (CsvProblems, JsonlError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    settings = SpanSettings(n_resamples=args.resamples, seed=args.seed)
+    print(json.dumps(span_agreement(spans, annotated, texts, settings).to_dict(), indent=2))
+    return 0
+
+
+def read_spans(path) -> tuple[list[Span], dict[str, set[str]], dict[str, str]]:
+    """The spans of a JSONL file, who annotated each document, and the documents' texts given;
+    raises CsvProblems naming every bad line (JsonlError when the file cannot be read)."""
+    spans, problems, annotated, texts = [], [], {}, {}
+    seen: dict[tuple, int] = {}
+    where: dict[str, int] = {}  # doc -> the line that gave its text
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise JsonlError(path, None, f"cannot open ({exc.strerror})") from None
+    with handle:
+        for line_no, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                problems.append(f"{path} line {line_no}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+                continue
+            if not line.strip():
+                continue
+            try:
+                obj = parse_line(line)
+            except LineError as exc:
+                problems.append(f"{path} line {line_no}: {exc}")
+                continue
+            why = _span_problem(obj)
+            if why:
+                problems.append(f"{path} line {line_no}: {why}")
+                continue
+            doc, annotator = str(obj["doc"]), obj["annotator"].strip()
+            annotated.setdefault(doc, set()).add(annotator)
+            if "text" in obj:
+                if doc in texts and texts[doc] != obj["text"]:
+                    problems.append(f"{path} line {line_no}: doc {doc!r} has another text on line {where[doc]}")
+                    continue
+                texts[doc], where[doc] = obj["text"], where.get(doc, line_no)
+            if "label" not in obj:
+                continue
+            span = Span(doc, annotator, obj["label"].strip(), obj["start"], obj["end"])
+            key = (doc, annotator, span.label, span.start, span.end)
+            if key in seen:
+                problems.append(f"{path} line {line_no}: the same span as line {seen[key]}")
+                continue
+            seen[key] = line_no
+            spans.append((line_no, span))
+    for line_no, span in spans:
+        if span.doc in texts and span.end > len(texts[span.doc]):
+            problems.append(
+                f"{path} line {line_no}: end {span.end} is past the end of doc {span.doc!r}'s text "
+                f"({len(texts[span.doc])} characters)"
+            )
+    if problems:
+        raise CsvProblems(problems)
+    if not annotated:
+        raise CsvProblems([f"{path}: no spans"])
+    return [span for _, span in spans], annotated, texts
+
+
+def _span_problem(obj: dict) -> str:
+    """Why a line is no span (or no 'annotated, nothing marked' line); "" when it is one."""
+    for name in ("doc", "annotator"):
+        if name not in obj:
+            return f"missing {name!r}"
+    if not isinstance(obj["doc"], (str, int)) or isinstance(obj["doc"], bool) or str(obj["doc"]).strip() == "":
+        return f"'doc' must be a non-empty string or an integer, got {json_kind(obj['doc'])}"
+    if not isinstance(obj["annotator"], str) or not obj["annotator"].strip():
+        return "'annotator' must be a non-empty string"
+    if "text" in obj and not isinstance(obj["text"], str):
+        return f"'text' must be a string, got {json_kind(obj['text'])}"
+    given = [name for name in SPAN_FIELDS if name in obj]
+    if not given:
+        return ""
+    if len(given) < len(SPAN_FIELDS):
+        missing = [name for name in SPAN_FIELDS if name not in obj]
+        return f"a span needs label, start and end: missing {', '.join(map(repr, missing))}"
+    if not isinstance(obj["label"], str) or not obj["label"].strip():
+        return "'label' must be a non-empty string"
+    for name in ("start", "end"):
+        value = obj[name]
+        if not isinstance(value, int) or isinstance(value, bool):
+            return f"{name!r} must be an integer, got {json_kind(value)}"
+    if obj["start"] < 0:
+        return f"'start' is negative ({obj['start']})"
+    if obj["end"] <= obj["start"]:
+        return f"'end' ({obj['end']}) must be greater than 'start' ({obj['start']})"
+    return ""
