@@ -11,11 +11,13 @@ Retiring a validation set (its notes go back to dataset builds) is a research de
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
+from django.http import Http404
 
 from webapp.corpus.models import Corpus, Note
 from webapp.projects.roles import Capability, has_capability
 from webapp.projects.scoping import get_or_404, member_or_404
-from webapp.review.models import ReviewRound, RoundReviewer, ValidationSet
+from webapp.review import catalog
+from webapp.review.models import AddedSpan, ReviewRound, RoundReviewer, ValidationSet
 
 TUNE = (Capability.REVIEW, Capability.LAUNCH)
 
@@ -87,3 +89,40 @@ def round_reviewer_for(rnd: ReviewRound, user_id):
     round's reviewers (to take off someone who has left the project); any other id is a 404."""
     reviewers = RoundReviewer.objects.filter(round=rnd).values("reviewer")
     return member_or_404(rnd.corpus.project_id, user_id, also=get_user_model().objects.filter(pk__in=reviewers))
+
+
+# -- spans the model missed (webapp.review.spans)
+
+
+def added_span_for(user, corpus_id: int, note_id: int, span_id: int):
+    """The user's own added span on the note: another project's note is a 404 (note_for), and so
+    is a span id of another note or another reviewer (REVIEW: only clinicians and admins change
+    spans)."""
+    note = note_for(user, corpus_id, note_id, Capability.REVIEW)
+    span = AddedSpan.objects.filter(pk=span_id, note=note, reviewer=user).select_related("task").first()
+    if span is None:
+        raise Http404("No such span of yours on this note.")
+    span.note = note
+    return span
+
+
+def task_for(note, task_id):
+    """The task a form names, when it is the note's project's (or the catalog's); else a 404."""
+    try:
+        pk = int(task_id)
+    except (TypeError, ValueError):
+        raise Http404("No such task.") from None
+    task = catalog.task(pk, note.corpus.project_id)
+    if task is None:
+        raise Http404("No such task.")
+    return task
+
+
+def round_of_form(user, value, capability: Capability = Capability.REVIEW):
+    """The review round a form names (`round`), through round_for (another project's: 404); None
+    when the form names none."""
+    try:
+        round_id = int(value)
+    except (TypeError, ValueError):
+        return None
+    return round_for(user, round_id, capability)

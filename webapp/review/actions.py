@@ -104,6 +104,10 @@ def undo(note, reviewer) -> Outcome:
         return Outcome("You have no decision on this note to undo.", messages.INFO)
     op, row = result
     rounds.sync_claims(reviewer, note.pk, row.task_id, row.model_version_id, row.method, row.template, row.config_key)
+    if op == "undo-accept-rest":  # webapp.review.bulk: the whole accept-the-rest at once
+        n = row.batch_count
+        return Outcome(f"Undone: the {n} peak{'s' if n != 1 else ''} you accepted together are undecided again.",
+                       messages.INFO)  # fmt: skip
     piece = _snippet(note.text, row.start, row.end)
     if op == "undo-create":
         return Outcome(f"Undone: your decision on «{piece}» is removed.", messages.INFO)

@@ -8,7 +8,8 @@ Rules
   (another tab, a second device): the change is refused with StaleDecision, which carries the
   current row so the page can show it.
 - Undo ("u") reverts the reviewer's most recent change on the note: a new decision is deleted,
-  a changed one goes back to its previous state (one level; `previous` keeps it).
+  a changed one goes back to its previous state (one level; `previous` keeps it); the rows of an
+  accept-the-rest (one `batch`, webapp.review.bulk) are deleted together.
 - Conflict: decisions of different reviewers on the same or overlapping spans of one (note,
   task, model version, method, template, relevance configuration) whose outcomes differ (accept / reject / adjust to a
   span). Both stay stored; the page shows all of them, who and when.
@@ -163,6 +164,8 @@ def undo_last(reviewer, note) -> tuple[str, PeakDecision] | None:
         )
         if row is None:
             return None
+        if row.batch is not None and row.previous is None:  # an accept-the-rest (webapp.review.bulk): undone as one
+            return "undo-accept-rest", _undo_batch(reviewer, note, row)
         if row.previous is None:
             row_id = row.pk
             row.delete()
@@ -183,6 +186,33 @@ def undo_last(reviewer, note) -> tuple[str, PeakDecision] | None:
             op = "undo-update"
     _audit(reviewer, row, op)
     return op, row
+
+
+def _undo_batch(reviewer, note, row: PeakDecision) -> PeakDecision:
+    """Delete the reviewer's rows of one accept-the-rest on the note, audited once; a row of it the
+    reviewer changed since (and did not undo) stays, as their own decision. `row` (one of them)
+    comes back with `batch_count`, how many were deleted."""
+    rows = list(
+        PeakDecision.objects.select_for_update().filter(
+            reviewer=reviewer, note=note, batch=row.batch, previous__isnull=True
+        )
+    )
+    PeakDecision.objects.filter(pk__in=[r.pk for r in rows]).delete()
+    record(
+        reviewer,
+        AuditEvent.Action.REVIEW_DECISION,
+        note,
+        op="undo-accept-rest",
+        batch=str(row.batch),
+        note=note.pk,
+        task=row.task_id,
+        model_version=row.model_version_id,
+        method=row.method,
+        count=len(rows),
+        spans=sorted([r.start, r.end] for r in rows),
+    )
+    row.batch_count = len(rows)
+    return row
 
 
 def _audit(reviewer, row: PeakDecision, op: str) -> None:

@@ -36,6 +36,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from ml.relevance import default_config_key
+from webapp.lifecycle.models import WorkUnit
 from webapp.projects.scoping import ProjectScopedQuerySet
 
 
@@ -87,6 +88,12 @@ class PeakDecision(ConfigKeyDefault, models.Model):
     )
     version = models.PositiveIntegerField(default=1)
     previous = models.JSONField(null=True, blank=True, help_text="The row's state before its last change (undo)")
+    batch = models.UUIDField(
+        null=True,
+        blank=True,
+        db_index=True,
+        help_text="Decisions made together by one action (accept the rest: webapp.review.bulk), undone together",
+    )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -533,3 +540,119 @@ class StoredPeak(models.Model):
 
     def __str__(self):
         return f"[{self.start}, {self.end}) of {self.peaks_id}"
+
+
+# ---------------------------------------------------------------- spans the model missed
+
+
+class AddedSpan(models.Model):
+    """Words a reviewer marked as evidence for a task where the model showed no peak
+    (webapp.review.spans holds the rules): a character span of the note snapped to whole words as
+    peaks are, by one reviewer, under the task's guideline version the page showed, with the active
+    time it took. `round`: the review round the page was reviewing in (its pair's judgement holds
+    the span; None outside rounds). A change counts `version`; removing deletes the row (audited)."""
+
+    note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="added_spans")
+    task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="+")
+    start = models.PositiveIntegerField(help_text="Character offset of the first word")
+    end = models.PositiveIntegerField(help_text="End of the last word (exclusive)")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="added_spans")
+    round = models.ForeignKey(ReviewRound, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    guideline_version = models.PositiveIntegerField(
+        null=True, blank=True, help_text="corpus.TaskGuideline version shown when the span was added; empty: none"
+    )
+    active_ms = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Active time spent marking the span, idle gaps cut; empty: not measured"
+    )
+    comment = models.TextField(blank=True)
+    version = models.PositiveIntegerField(default=1)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    project_paths = ("note__corpus__project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["note", "task", "start", "reviewer"]
+        constraints = [
+            models.UniqueConstraint(fields=["note", "task", "reviewer", "start", "end"], name="review_addedspan_once"),
+            models.CheckConstraint(condition=Q(start__lt=F("end")), name="review_addedspan_nonempty"),
+        ]
+        indexes = [models.Index(fields=["note", "task"], name="review_addedspan_pair")]
+
+    def __str__(self):
+        return f"span [{self.start}, {self.end}) note={self.note_id} task={self.task_id} by {self.reviewer_id}"
+
+
+class SpanAdjudication(models.Model):
+    """A curator's final choice on added spans of a round's pair on which its reviewers disagree
+    (webapp.review.span_rounds): the disputed group is named by its extent [start, end) (the union
+    of its overlapping spans); `decision` accept keeps [chosen_start, chosen_end) as gold evidence,
+    reject keeps none of it. One row per (round, note, task, extent); a change counts `version` and
+    keeps `previous`."""
+
+    class Decision(models.TextChoices):
+        ACCEPT = "accept", "Accepted"
+        REJECT = "reject", "Rejected"
+
+    round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="+")
+    note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="+")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    decision = models.CharField(max_length=10, choices=Decision.choices)
+    chosen_start = models.PositiveIntegerField(null=True, blank=True)
+    chosen_end = models.PositiveIntegerField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+    curator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    version = models.PositiveIntegerField(default=1)
+    previous = models.JSONField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    project_paths = ("note__corpus__project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["round", "note", "task", "start"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "note", "task", "start", "end"], name="review_spanadj_once"),
+            models.CheckConstraint(condition=Q(start__lt=F("end")), name="review_spanadj_nonempty"),
+            models.CheckConstraint(
+                condition=Q(decision="reject") | Q(chosen_start__isnull=False, chosen_end__isnull=False),
+                name="review_spanadj_accept_has_span",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.decision} added spans [{self.start}, {self.end}) note={self.note_id} round={self.round_id}"
+
+    @property
+    def kept(self) -> bool:
+        return self.decision == self.Decision.ACCEPT
+
+
+# ---------------------------------------------------------------- the stored review report
+
+
+class ReportSnapshot(WorkUnit):
+    """The review report's figures for one scope (the projects a reader sees, and the report's
+    corpus, model version and method filters), computed in the background once per change of
+    what they are computed from (webapp.review.report_store holds the rules) and read by the page
+    and its CSV. `stamp`: the fingerprint of the decisions, adjudications and spans the figures
+    came from; a page that finds another one shows these figures as stale and queues this unit."""
+
+    scope = models.CharField(max_length=600, unique=True, help_text="projects, corpus, model, method (report_store)")
+    project_ids = models.JSONField(null=True, blank=True, help_text="the projects' ids; empty: every project")
+    corpus = models.ForeignKey("corpus.Corpus", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    model_version = models.ForeignKey(
+        "pipeline.ModelVersion", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    method = models.CharField(max_length=40, blank=True)
+    stamp = models.CharField(max_length=300, blank=True, help_text="fingerprint of the inputs of `figures`")
+    figures = models.JSONField(null=True, blank=True)
+    computed = models.DateTimeField(null=True, blank=True, help_text="when `figures` were computed")
+    compute_seconds = models.FloatField(null=True, blank=True)
+
+    def __str__(self):
+        return f"report {self.scope} ({self.status})"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.review import round_views, views
+from webapp.review import round_views, span_views, views
 
 app_name = "review"
 urlpatterns = [
@@ -17,6 +17,10 @@ urlpatterns = [
     path("<int:corpus_id>/notes/<int:note_id>/decide/", views.decide, name="decide"),
     path("<int:corpus_id>/notes/<int:note_id>/undo/", views.undo, name="undo"),
     path("<int:corpus_id>/notes/<int:note_id>/compare/", views.compare, name="compare"),
+    path("<int:corpus_id>/notes/<int:note_id>/spans/add/", span_views.add_span, name="add_span"),
+    path("<int:corpus_id>/notes/<int:note_id>/spans/<int:span_id>/edit/", span_views.edit_span, name="edit_span"),
+    path("<int:corpus_id>/notes/<int:note_id>/spans/<int:span_id>/remove/", span_views.remove_span, name="remove_span"),
+    path("<int:corpus_id>/notes/<int:note_id>/accept-rest/", span_views.accept_rest, name="accept_rest"),
     path("validation/<int:set_id>/", views.validation_round, name="validation_round"),
     path("validation/<int:set_id>/judge/", views.validation_judge, name="validation_judge"),
     path("validation/<int:set_id>/results/", views.validation_results, name="validation_results"),

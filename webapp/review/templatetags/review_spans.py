@@ -1,0 +1,35 @@
+"""The note panel's spans the model missed and its accept-the-rest button: `{% added_spans %}`
+reads the panel's note, task and reviewer from the page's context (webapp.review.spans), so the
+note view stays as it is."""
+
+from django import template
+
+from webapp.review import spans
+
+register = template.Library()
+
+QUOTE_CHARS = 140
+
+
+@register.inclusion_tag("review/_added_spans.html", takes_context=True)
+def added_spans(context):
+    note, sel, panel = context["note"], context["sel"], context["panel"]
+    request = context["request"]
+    rows = list(spans.of_pair(note, sel.task))
+    for row in rows:
+        row.quote = " ".join(note.text[row.start : min(row.end, row.start + QUOTE_CHARS)].split())
+    mine = [row for row in rows if row.reviewer_id == request.user.pk]
+    return {
+        "request": request,
+        "csrf_token": context.get("csrf_token"),
+        "note": note,
+        "corpus": context["corpus"],
+        "sel": sel,
+        "panel": panel,
+        "round": context.get("round"),
+        "guideline": context.get("guideline"),
+        "can_review": context.get("can_review"),
+        "mine": mine,
+        "others": [row for row in rows if row.reviewer_id != request.user.pk],
+        "rest": max(0, panel.n_peaks - panel.decided) if panel.found and panel.fits else 0,
+    }
