@@ -56,7 +56,7 @@ check-test-run:
 # default itself: no server named and a fresh DATA_DIR, so settings fall back to the SQLite file
 # and the filesystem broker of `make demo`. Either failing fails the target, and so does a run
 # that collected nothing (pytest's exit 5).
-EMBEDDED_TESTS := tests/embedded tests/webapp/corpus/test_search.py
+EMBEDDED_TESTS := tests/embedded tests/webapp/corpus/test_search.py tests/webapp/db/test_pagination.py
 define two_runs
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 	  HF_HUB_OFFLINE=1 $(PY) -m pytest $(1) $(PYTEST_ARGS); server=$$?; \

@@ -259,7 +259,7 @@ def list_projects(request):
 
 @router.get("/corpora", summary="Corpora of the token's projects")
 def list_corpora(request, query: Query[PageQuery]):
-    return page(Corpus.objects.visible_to(request.user), query, _corpus)
+    return page(request, Corpus.objects.visible_to(request.user), query, _corpus)
 
 
 @router.get("/corpora/{corpus_id}")
@@ -271,7 +271,7 @@ def get_corpus(request, corpus_id: int):
 def list_notes(request, corpus_id: int, query: Query[PageQuery]):
     corpus = corpus_for(request.user, corpus_id)
     notes = Note.objects.visible_to(request.user).filter(corpus=corpus).only("pk", "external_id", "created")
-    return page(notes, query, lambda n: {"id": n.pk, "external_id": n.external_id, "created": n.created})
+    return page(request, notes, query, lambda n: {"id": n.pk, "external_id": n.external_id, "created": n.created})
 
 
 @router.get("/corpora/{corpus_id}/notes/{note_id}")
@@ -391,7 +391,7 @@ def latest_scan(request, corpus_id: int):
 
 @router.get("/imports")
 def list_imports(request, query: Query[PageQuery]):
-    return page(ImportJob.objects.visible_to(request.user, Capability.IMPORT), query, _import)
+    return page(request, ImportJob.objects.visible_to(request.user, Capability.IMPORT), query, _import)
 
 
 @router.get("/imports/{job_id}")
@@ -505,7 +505,7 @@ class JobIn(LaunchBody):
 
 @router.get("/jobs", summary="Relevance jobs")
 def list_jobs(request, query: Query[PageQuery]):
-    return page(RelevanceJob.objects.visible_to(request.user), query, _job)
+    return page(request, RelevanceJob.objects.visible_to(request.user), query, _job)
 
 
 @router.get("/jobs/{job_id}")
@@ -567,7 +567,7 @@ def resume_job(request, job_id: int):
 
 @router.get("/datasets")
 def list_datasets(request, query: Query[PageQuery]):
-    return page(DatasetVersion.objects.visible_to(request.user), query, _dataset)
+    return page(request, DatasetVersion.objects.visible_to(request.user), query, _dataset)
 
 
 @router.get("/datasets/{dataset_id}")
@@ -689,7 +689,7 @@ def download_export(request, dataset_id: int, export_id: int, confirm_identifiab
 
 @router.get("/training-runs")
 def list_runs(request, query: Query[PageQuery]):
-    return page(TrainingRun.objects.visible_to(request.user), query, _run)
+    return page(request, TrainingRun.objects.visible_to(request.user), query, _run)
 
 
 @router.get("/training-runs/{run_id}")
@@ -701,7 +701,7 @@ def get_run(request, run_id: int):
 def run_metrics(request, run_id: int, query: Query[PageQuery]):
     run = run_for(request.user, run_id)
     fields = ("phase", "step", "epoch", "loss", "lr", "tokens_per_s")
-    return page(run.metrics.all(), query, lambda m: {f: getattr(m, f) for f in fields})
+    return page(request, run.metrics.all(), query, lambda m: {f: getattr(m, f) for f in fields})
 
 
 class RunIn(ReleaseBody):
@@ -788,7 +788,7 @@ def run_predictions(request, run_id: int, fmt: str, confirm_identifiable: bool =
 
 @router.get("/evaluations")
 def list_evaluations(request, query: Query[PageQuery]):
-    return page(RelevanceEvaluation.objects.visible_to(request.user), query, _evaluation)
+    return page(request, RelevanceEvaluation.objects.visible_to(request.user), query, _evaluation)
 
 
 @router.get("/evaluations/{evaluation_id}")

@@ -39,7 +39,7 @@ def deid_job(job: DeidJob) -> dict:
 
 @router.get("/deid-jobs", summary="De-identification jobs and residual scans of the token's projects")
 def list_deid_jobs(request, query: Query[PageQuery]):
-    return page(DeidJob.objects.visible_to(request.user), query, deid_job)
+    return page(request, DeidJob.objects.visible_to(request.user), query, deid_job)
 
 
 @router.get("/deid-jobs/{job_id}")

@@ -214,6 +214,8 @@ class RunMetric(models.Model):
     class Meta:
         ordering = ["run", "phase", "step"]
         constraints = [models.UniqueConstraint(fields=["run", "phase", "step"], name="training_runmetric_unique")]
+        # The API's pages of a run's metrics (webapp.db.pagination): WHERE run_id = %s AND id > %s ORDER BY id.
+        indexes = [models.Index(fields=["run", "id"], name="training_runmetric_run_id_idx")]
 
     def __str__(self):
         return f"run {self.run_id} {self.phase} step {self.step}"

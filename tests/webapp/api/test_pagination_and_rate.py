@@ -1,10 +1,14 @@
-"""Pages of at most MAX_LIMIT rows with the next offset; the per-token rate limit (per clock
-minute, counted on the token's row) answers 429 with Retry-After and is audited."""
+"""Pages by cursor (webapp.db.pagination) through the API: every note once by following `next`,
+the cap, the refusals of an offset and of a cursor the list did not give, and no page of another
+project's rows whatever the cursor; the per-token rate limit (per clock minute, counted on the
+token's row) answers 429 with Retry-After and is audited."""
+
+from django.core import signing
 
 from webapp.api import tokens
 from webapp.api.models import ApiToken
 from webapp.audit.models import AuditEvent
-from webapp.corpus.models import Note
+from webapp.corpus.models import Corpus, Note
 from webapp.db import pagination
 
 
@@ -13,12 +17,12 @@ def test_pages_walk_every_note_once(client, researcher, own, make_token, bearer)
     for i in range(5):
         Note.objects.create(corpus=corpus, external_id=f"b{i}", text="x")
     _, secret = make_token(researcher, [own["project"]])
-    seen, offset = [], 0
-    while offset is not None:
-        page = client.get(f"/api/corpora/{corpus.pk}/notes?limit=3&offset={offset}", headers=bearer(secret)).json()
-        assert page["count"] == 7 and len(page["items"]) <= 3
+    seen, url = [], f"/api/corpora/{corpus.pk}/notes?limit=3"
+    while url is not None:
+        page = client.get(url, headers=bearer(secret)).json()
+        assert set(page) == {"items", "limit", "next"} and len(page["items"]) <= 3  # no count
         seen += [item["id"] for item in page["items"]]
-        offset = page["next_offset"]
+        url = page["next"]
     assert seen == sorted(Note.objects.filter(corpus=corpus).values_list("pk", flat=True))
 
 
@@ -26,6 +30,38 @@ def test_a_page_is_capped(client, researcher, own, make_token, bearer):
     _, secret = make_token(researcher, [own["project"]])
     page = client.get(f"/api/corpora/{own['corpus'].pk}/notes?limit=100000", headers=bearer(secret)).json()
     assert page["limit"] == pagination.MAX_LIMIT
+
+
+def test_an_offset_is_a_400_that_names_cursor(client, researcher, own, make_token, bearer):
+    _, secret = make_token(researcher, [own["project"]])
+    answer = client.get(f"/api/corpora/{own['corpus'].pk}/notes?limit=1&offset=1", headers=bearer(secret))
+    assert answer.status_code == 400
+    assert answer.json()["detail"].startswith("offset: ") and "cursor" in answer.json()["detail"]
+
+
+def test_a_cursor_the_api_did_not_give_is_a_400(client, researcher, own, make_token, bearer):
+    _, secret = make_token(researcher, [own["project"]])
+    url = f"/api/corpora/{own['corpus'].pk}/notes"
+    forged = signing.dumps({"o": "pk", "k": [0]}, salt="not the API's")
+    for cursor in ("garbage", forged):
+        answer = client.get(url, {"cursor": cursor}, headers=bearer(secret))
+        assert answer.status_code == 400
+        assert answer.json()["detail"].startswith("cursor: ")
+
+
+def test_a_cursor_pages_the_users_own_rows_only(client, researcher, own, other, make_token, bearer):
+    """Another project's corpus lies between two of A's in id order: a cursor past A's first
+    corpus leads to A's second, never to B's, and B's list answers 404 whatever the cursor."""
+    later = Corpus.objects.create(project=own["project"], name="ward A2", language="en", deidentified=True)
+    assert own["corpus"].pk < other["corpus_id"] < later.pk
+    _, secret = make_token(researcher, [own["project"]])
+    first = client.get("/api/corpora?limit=1", headers=bearer(secret)).json()
+    assert [c["id"] for c in first["items"]] == [own["corpus"].pk]
+    second = client.get(first["next"], headers=bearer(secret)).json()
+    assert [c["id"] for c in second["items"]] == [later.pk] and second["next"] is None
+    notes = client.get(f"/api/corpora/{own['corpus'].pk}/notes?limit=1", headers=bearer(secret)).json()
+    moved = notes["next"].replace(f"/corpora/{own['corpus'].pk}/", f"/corpora/{other['corpus_id']}/")
+    assert client.get(moved, headers=bearer(secret)).status_code == 404
 
 
 def test_the_rate_limit_refuses_the_request_past_it(client, researcher, own, make_token, bearer, settings):
