@@ -24,6 +24,10 @@ BENCHMARKS = {
     "import": ("benchmarks.import_notes", "importing notes into PostgreSQL: notes/s and memory"),
     "datasets": ("benchmarks.dataset_builds", "dataset builds from stored maps: maps/s and memory"),
     "review": ("benchmarks.review_pages", "review pages' server time at corpus scale"),
+    "review-report": (
+        "benchmarks.review_report",
+        "the review report's page and CSV from stored figures: p95, vs recomputing",
+    ),
     "review-load": ("benchmarks.review_load", "N reviewers against gunicorn as compose runs it: decisions/s, p95"),
     "long-note": ("benchmarks.long_note", "the review pages of one very long note"),
     "demo": ("benchmarks.demo", "relevance rate of the demo's model, to size the demo's first job"),

@@ -88,6 +88,8 @@ KINDS = (
     Kind("erasure", "erasure.ErasureRequest", "workers.erasure.run_erasure", "default"),
     # a corpus de-identified into a new one, or scanned for identifiers left (webapp.deid)
     Kind("deidentify", "deid.DeidJob", "workers.deid.run_job", "default"),
+    # the review report's figures, once per change of the decisions (webapp.review.report_store)
+    Kind("review report", "review.ReportSnapshot", "workers.reports.compute_report", "default"),
 )
 
 

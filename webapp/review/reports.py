@@ -58,7 +58,11 @@ SETTINGS = AgreementSettings()
 
 def task_reports(user, corpus=None, model=None, method: str | None = None) -> list[TaskReport]:
     """Per task, the decisions `user` may see (of one corpus, model and method when given)."""
-    rows = PeakDecision.objects.visible_to(user)
+    return reports_of(PeakDecision.objects.visible_to(user), corpus, model, method)
+
+
+def reports_of(rows, corpus=None, model=None, method: str | None = None) -> list[TaskReport]:
+    """Per task, the decisions of the queryset `rows` (of one corpus, model and method when given)."""
     if corpus is not None:
         rows = rows.filter(note__corpus=corpus)
     if model is not None:
@@ -187,7 +191,11 @@ def reviewer_accuracy(user, corpus=None, model=None, method: str | None = None) 
     this is accuracy on the hard cases, lower than on all peaks."""
     from webapp.review.models import Adjudication
 
-    adjudications = Adjudication.objects.visible_to(user)
+    return accuracy_of(Adjudication.objects.visible_to(user), corpus, model, method)
+
+
+def accuracy_of(adjudications, corpus=None, model=None, method: str | None = None) -> list[ReviewerAccuracy]:
+    """reviewer_accuracy over the queryset of adjudications `adjudications`."""
     if corpus is not None:
         adjudications = adjudications.filter(note__corpus=corpus)
     final = {(a[0], a[1], a[2], a[3]): a[4] == "accept" for a in

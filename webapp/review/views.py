@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseStopPolling
 
 from ml.deid.types import TYPES as IDENTIFIER_TYPES
 from webapp.corpus.models import Corpus
@@ -24,7 +25,7 @@ from webapp.review import (
     comparison,
     noteview,
     queue,
-    reports,
+    report_store,
     selection,
     timing,
     tuning,
@@ -499,29 +500,38 @@ def report(request):
     method = request.GET.get("method") or None
     given = _int(request.GET.get("reviewers"))
     reviewers = min(max(given, 1), 20) if given else None  # None: as many as the rounds there have
-    rows = reports.task_reports(request.user, corpus, model, method)
-    overall = reports.overall_agreement(rows)
+    state = report_store.current(request.user, corpus, model, method)  # stored figures; queued when stale
     csv_query = request.GET.copy()
     csv_query["format"] = "csv"
     if request.GET.get("format") == "csv":
-        response = StreamingHttpResponse(reports.agreement_csv(rows, overall), content_type="text/csv; charset=utf-8")
+        if state.figures is None:
+            response = HttpResponse("The report is being computed; try again in a moment.\n", status=503)
+            response["Retry-After"] = "5"
+            return response
+        lines = report_store.agreement_csv(state.figures)
+        response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="review-agreement.csv"'
         return response
+    context = {
+        "state": state,
+        "figures": state.figures,
+        "csv_url": f"{reverse('review:report')}?{csv_query.urlencode()}",
+    }
+    if request.htmx:  # the figures' poll: it stops once they are fresh
+        fragment = render(request, "review/report.html#figures", context)
+        return HttpResponseStopPolling(fragment.content) if state.fresh else fragment
     return render(
         request,
         "review/report.html",
         {
+            **context,
             "nav": "review",
-            "rows": rows,
-            "overall": overall,
-            "csv_url": f"{reverse('review:report')}?{csv_query.urlencode()}",
             "corpus": corpus,
             "model": model,
             "method": method,
             "corpora": Corpus.objects.visible_to(request.user).order_by("name"),
             "models": ModelVersion.objects.visible_to(request.user).order_by("name"),
             "time": timing.review_time(request.user, corpus, model, method, reviewers=reviewers),
-            "accuracy": reports.reviewer_accuracy(request.user, corpus, model, method),
         },
     )
 

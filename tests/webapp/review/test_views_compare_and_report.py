@@ -2,8 +2,10 @@
 
 from django.urls import reverse
 
-from webapp.review import decisions
+from webapp.lifecycle import units
+from webapp.review import decisions, report_store
 from webapp.review.decisions import PeakContext
+from webapp.review.models import ReportSnapshot
 
 from .fabricate import TEXT, query, word_span
 
@@ -41,6 +43,8 @@ def test_the_report_lists_tasks_with_decisions(client, researcher, clinician, no
         expected_version=0,
     )
     client.force_login(researcher)
+    assert "being computed" in client.get(reverse("review:report"), {"corpus": note.corpus_id}).content.decode()
+    report_store.run(units.claim(ReportSnapshot, ReportSnapshot.objects.get().pk))  # workers.reports' work
     content = client.get(reverse("review:report"), {"corpus": note.corpus_id}).content.decode()
     assert "heart rate" in content and "no shared peak" in content
     assert 'id="agreement"' in content and "All tasks" in content

@@ -1,0 +1,130 @@
+"""The review report served from storage (webapp.review.report_store): computed once per change
+of the decisions, queued when stale while the last figures stay on the page, read by the page and
+the CSV in a number of queries that does not grow with the decisions."""
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from webapp.lifecycle import units
+from webapp.lifecycle.status import JobStatus
+from webapp.review import decisions, report_store
+from webapp.review.decisions import PeakContext
+from webapp.review.models import ReportSnapshot
+
+from .fabricate import TEXT, word_span
+
+WORDS = ["130", "bpm"]
+
+
+def _compute():
+    """What the worker does (workers.reports.compute_report): claim the snapshot, run it."""
+    snapshot = ReportSnapshot.objects.get()
+    claimed = units.claim(ReportSnapshot, snapshot.pk, worker="test")
+    assert claimed is not None, f"the snapshot was not queued ({snapshot.status})"
+    report_store.run(claimed)
+
+
+def _decide(note, tasks, base, user, word, decision="accept", version=0):
+    a, b = word_span(TEXT, word)
+    ctx = PeakContext(note, tasks["heart"], base, "attnlrp", "en")
+    decisions.decide(ctx, user, start=a, end=b, decision=decision, expected_version=version)
+
+
+def _page(client, note, **extra):
+    return client.get(reverse("review:report"), {"corpus": note.corpus_id}, **extra)
+
+
+def test_a_report_never_computed_is_queued_once_and_the_page_polls_for_it(
+    client, researcher, clinician, note, tasks, base, maps
+):
+    _decide(note, tasks, base, clinician, "130")
+    client.force_login(researcher)
+    content = _page(client, note).content.decode()
+    assert "The figures are being computed" in content and 'hx-trigger="every 2s"' in content
+    snapshot = ReportSnapshot.objects.get()
+    assert snapshot.status == JobStatus.QUEUED and snapshot.figures is None and snapshot.corpus_id == note.corpus_id
+    assert not report_store.refresh(snapshot)  # queued already: a second page load queues nothing
+    poll = _page(client, note, HTTP_HX_REQUEST="true")
+    assert poll.status_code == 200 and "<html" not in poll.content.decode()
+    csv = client.get(reverse("review:report"), {"corpus": note.corpus_id, "format": "csv"})
+    assert csv.status_code == 503 and csv["Retry-After"] == "5"
+
+
+def test_the_report_is_served_from_storage_in_queries_that_do_not_grow_with_decisions(
+    client, researcher, clinician, note, tasks, base, maps, django_user_model
+):
+    client.force_login(researcher)
+    _decide(note, tasks, base, clinician, "130")
+    _page(client, note)
+    _compute()
+    with CaptureQueriesContext(connection) as few:
+        page = _page(client, note)
+    with CaptureQueriesContext(connection) as few_csv:
+        csv = client.get(reverse("review:report"), {"corpus": note.corpus_id, "format": "csv"})
+        lines = b"".join(csv.streaming_content).decode().splitlines()
+    assert "Figures computed" in page.content.decode() and 'hx-trigger="every 2s"' not in page.content.decode()
+    assert lines[1].startswith("heart-rate,1,0,1,1,1,0,")
+    for n in range(6):  # more reviewers, more decisions: the same queries
+        other = django_user_model.objects.create_user(f"rev{n}", password="x" * 12)
+        from webapp.accounts.membership import add_member
+
+        add_member(note.corpus.project, other, "clinician")
+        _decide(note, tasks, base, other, "130", "reject" if n % 2 else "accept")
+        _decide(note, tasks, base, other, "bpm")
+    _page(client, note)
+    _compute()
+    with CaptureQueriesContext(connection) as many:
+        page = _page(client, note)
+    with CaptureQueriesContext(connection) as many_csv:
+        csv = client.get(reverse("review:report"), {"corpus": note.corpus_id, "format": "csv"})
+        lines = b"".join(csv.streaming_content).decode().splitlines()
+    assert len(many) == len(few) <= 30 and len(many_csv) == len(few_csv) <= 12
+    assert lines[1].startswith("heart-rate,2,2,7,13,")
+    assert "rev0 &amp; rev1" in page.content.decode() or "rev0 & rev1" in page.content.decode()
+    poll = _page(client, note, HTTP_HX_REQUEST="true")
+    assert poll.status_code == 286  # fresh: the poll stops
+
+
+def test_a_decision_makes_the_report_stale_it_shows_the_last_figures_until_recomputed(
+    client, researcher, clinician, note, tasks, base, maps
+):
+    client.force_login(researcher)
+    _decide(note, tasks, base, clinician, "130")
+    _page(client, note)
+    _compute()
+    computed = ReportSnapshot.objects.get().computed
+    _decide(note, tasks, base, clinician, "bpm", "reject")
+    content = _page(client, note).content.decode()
+    assert f"Figures of {computed.astimezone().strftime('%Y-%m-%d')}" in content
+    assert "newer ones, with the latest decisions, are being computed" in content
+    assert 'hx-trigger="every 2s"' in content and "heart rate" in content
+    assert ReportSnapshot.objects.get().status == JobStatus.QUEUED
+    _compute()
+    content = _page(client, note).content.decode()
+    assert "Figures computed" in content and "being computed" not in content
+    csv = client.get(reverse("review:report"), {"corpus": note.corpus_id, "format": "csv"})
+    assert b"".join(csv.streaming_content).decode().splitlines()[1].startswith("heart-rate,2,0,1,2,1,1,")
+
+
+def test_a_changed_decision_and_an_undone_one_make_it_stale(client, researcher, clinician, note, tasks, base, maps):
+    client.force_login(researcher)
+    _decide(note, tasks, base, clinician, "130")
+    _page(client, note)
+    _compute()
+    snapshot = ReportSnapshot.objects.get()
+    assert snapshot.stamp == report_store.stamp(snapshot)
+    _decide(note, tasks, base, clinician, "130", "reject", version=1)
+    assert snapshot.stamp != report_store.stamp(snapshot)
+
+
+def test_readers_of_other_projects_get_their_own_snapshot(
+    client, researcher, site_admin, clinician, note, tasks, base, maps
+):
+    _decide(note, tasks, base, clinician, "130")
+    client.force_login(researcher)
+    _page(client, note)
+    client.force_login(site_admin)
+    _page(client, note)
+    scopes = sorted(ReportSnapshot.objects.values_list("scope", flat=True))
+    assert len(scopes) == 2 and any(s.startswith("projects=all|") for s in scopes)
