@@ -2,11 +2,14 @@
 access helper (404 outside the project, 403 for a role that may not review), one domain call, the
 note panel back (webapp.review.views.after_post: htmx gets the panel, a plain form a redirect)."""
 
-from django.shortcuts import render
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from webapp.corpus.tasks import current_guideline
 from webapp.projects.roles import Capability
-from webapp.review import access, selection, span_actions
+from webapp.review import access, selection, span_actions, span_rounds
 from webapp.review.views import after_post
 
 
@@ -49,3 +52,54 @@ def accept_rest(request, corpus_id, note_id):
         }
         return render(request, "review/accept_rest_confirm.html", context)
     return after_post(request, note, outcome)
+
+
+def adjudicate_spans(request, round_id):
+    """Curators settle the groups of added spans a round's reviewers disagree on, one at a time."""
+    rnd = access.round_for(request.user, round_id, Capability.ADJUDICATE)
+    url = reverse("review:adjudicate_spans", args=[rnd.pk])
+    if request.method == "POST":
+        try:
+            chosen = request.POST.get("chosen", "")
+            span_rounds.adjudicate(
+                rnd,
+                request.user,
+                note_id=int(request.POST["note"]),
+                task_id=int(request.POST["task"]),
+                start=int(request.POST["start"]),
+                end=int(request.POST["end"]),
+                decision=request.POST.get("decision", ""),
+                chosen=tuple(int(x) for x in chosen.split("-")) if chosen else None,
+                comment=request.POST.get("comment", ""),
+            )
+        except (KeyError, ValueError, span_rounds.SpanAdjudicationError) as exc:
+            messages.error(request, f"Not recorded: {exc}")
+            return redirect(f"{url}?span={request.POST.get('index', 0)}")
+        return redirect(url)
+    groups = span_rounds.disputed(rnd)
+    index = _int(request.GET.get("span"))
+    if index is None or not 0 <= index < len(groups):
+        index = next((i for i, g in enumerate(groups) if g.adjudication is None), 0)
+    group = groups[index] if groups else None
+    for span in group.spans if group else ():
+        span.quote = group.pair.note.text[span.start : span.end]
+    context = {
+        "nav": "review",
+        "round": rnd,
+        "corpus": rnd.corpus,
+        "groups": groups,
+        "settled": sum(g.adjudication is not None for g in groups),
+        "index": index,
+        "group": group,
+        "excerpt": span_rounds.excerpt(group) if group else "",
+        "variants": [(a, b, group.pair.note.text[a:b]) for a, b in group.variants] if group else [],
+        "guideline": current_guideline(group.pair.task, rnd.corpus.project_id) if group else None,
+    }
+    return render(request, "review/adjudicate_spans.html", context)
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
