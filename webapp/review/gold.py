@@ -1,0 +1,66 @@
+"""Gold evidence made in the app: the peaks reviewers kept and the spans they added, each with its
+origin, for the localisation evaluation and the annotation-tool exports.
+
+Rules
+- An accepted peak: a peak decision that keeps it (accept, or adjust: the adjusted span), of a
+  span not rejected under the rejected-spans rule (webapp.review.decisions.rejected_spans: a
+  curator's decision, else the reviewers' majority). Origin "accepted_peak", its reviewer.
+- An added span: a reviewer's span the model missed (webapp.review.spans). Where a curator settled
+  a round's group of added spans (SpanAdjudication), the group's spans give way to the curator's
+  choice: origin "curator" with the chosen span, or nothing on reject. Otherwise origin
+  "added_span", its reviewer.
+- Spans are character offsets of the note; the same words from two reviewers are two items (the
+  origin and who are kept), `spans_by_pair` merges them for a metric that wants a union.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from webapp.review.decisions import rejected_spans
+from webapp.review.models import AddedSpan, PeakDecision, SpanAdjudication
+
+
+@dataclass(frozen=True)
+class GoldSpan:
+    start: int
+    end: int
+    origin: str  # "accepted_peak", "added_span" or "curator"
+    annotator: str  # the reviewer's (or curator's) username
+
+
+def evidence(pairs) -> dict[tuple[int, int], list[GoldSpan]]:
+    """{(note_id, task_id): [GoldSpan, ...]} of the given (note_id, task_id) pairs, in order."""
+    pairs = set(pairs)
+    note_ids, task_ids = {n for n, _ in pairs}, {t for _, t in pairs}
+    out: dict[tuple[int, int], set[GoldSpan]] = defaultdict(set)
+    rejected = rejected_spans(note_ids, task_ids)
+    kept = PeakDecision.objects.filter(note_id__in=note_ids, task_id__in=task_ids).exclude(
+        decision=PeakDecision.Decision.REJECT
+    )
+    for d in kept.select_related("reviewer"):
+        key = (d.note_id, d.task_id)
+        if key not in pairs or (d.start, d.end) in rejected.get(key, ()):
+            continue
+        a, b = (d.adjusted_start, d.adjusted_end) if d.adjusted_start is not None else (d.start, d.end)
+        out[key].add(GoldSpan(a, b, "accepted_peak", d.reviewer.get_username()))
+    settled = list(
+        SpanAdjudication.objects.filter(note_id__in=note_ids, task_id__in=task_ids).select_related("curator")
+    )
+    for s in settled:
+        if (s.note_id, s.task_id) in pairs and s.kept:
+            out[(s.note_id, s.task_id)].add(GoldSpan(s.chosen_start, s.chosen_end, "curator", s.curator.get_username()))
+    for row in AddedSpan.objects.filter(note_id__in=note_ids, task_id__in=task_ids).select_related("reviewer"):
+        key = (row.note_id, row.task_id)
+        inside = any(
+            (s.note_id, s.task_id) == key and s.start <= row.start and row.end <= s.end for s in settled
+        )  # a curator's choice replaces the group's spans
+        if key in pairs and not inside:
+            out[key].add(GoldSpan(row.start, row.end, "added_span", row.reviewer.get_username()))
+    return {key: sorted(spans, key=lambda g: (g.start, g.end, g.origin, g.annotator)) for key, spans in out.items()}
+
+
+def spans_by_pair(pairs) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """The distinct character spans of `evidence`, per pair (what a localisation metric reads)."""
+    return {key: sorted({(g.start, g.end) for g in items}) for key, items in evidence(pairs).items()}
