@@ -4,8 +4,10 @@ Three measurements, each optional:
 * localisation (ml.localisation; needs gold evidence): a configuration passes when its token
   AUC's 95% CI lies above the random baseline's (and it has at least `min_pairs` pairs with a
   defined AUC); ranked by AUC.
-* faithfulness (ml.faithfulness; no gold): passes when its AOPC comprehensiveness CI lies above
-  the random ranking's; ranked by AOPC comprehensiveness.
+* faithfulness (ml.faithfulness; no gold): passes when the CI of its paired difference with the
+  random rankings (AOPC comprehensiveness, method - random on the same pair) lies above 0, or,
+  for a summary stored before paired differences, when its CI lies above the random ranking's;
+  ranked by AOPC comprehensiveness.
 * task-specificity (ml.specificity; no gold): no test against chance (maps can differ across
   tasks and still be noise), so it never makes a configuration eligible alone; ranked by the
   mean rank correlation of a note's maps across its tasks (lower first), when measured on
@@ -24,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ml.faithfulness import verdicts
 from ml.localisation import MIN_PAIRS, fields_of, label
 
 
@@ -86,9 +89,16 @@ def choose(
         ranked["faithfulness"] = {}
         for key, summary in measured.items():
             block = next(iter(summary["methods"].values()))
-            ours, theirs = block.get("aopc_comprehensiveness_ci"), summary["random"].get("aopc_comprehensiveness_ci")
-            if _finite_pair(ours) and _finite_pair(theirs) and ours[0] > theirs[1]:
-                passes["faithfulness"].add(key)
+            if "paired" in block:
+                if verdicts(summary)[next(iter(summary["methods"]))]["comprehensiveness_beats_random"]:
+                    passes["faithfulness"].add(key)
+            else:
+                ours, theirs = (
+                    block.get("aopc_comprehensiveness_ci"),
+                    summary["random"].get("aopc_comprehensiveness_ci"),
+                )
+                if _finite_pair(ours) and _finite_pair(theirs) and ours[0] > theirs[1]:
+                    passes["faithfulness"].add(key)
             if _finite(block.get("aopc_comprehensiveness")):
                 ranked["faithfulness"][key] = -block["aopc_comprehensiveness"]
     else:

@@ -14,21 +14,26 @@ AOPC = the mean over FRACTIONS. A faithful map has HIGH comprehensiveness (remov
 ranks first hurts) and LOW sufficiency (what it ranks first alone keeps the prediction); the
 deletion curve falls and the insertion curve rises faster than a random ranking's.
 
-Random baseline within the budget: each pair adds ONE random row, a stratified draw of one
-(kind, fraction) cell among 2 x len(FRACTIONS) (seeded permutation of the pairs, so every cell
-gets an equal share): the top k of a random ranking (ml.localisation.random_scores, seeded by
-`seed` and the pair) removed, or only those kept. The random curves are the cell means over
-pairs and the random AOPCs their means over fractions: unbiased, but from n / 10 pairs per
-cell, so their CIs are wider than the maps'. Maps of several methods on the same pairs share
-the full row and the random row.
+Random baseline with power: each pair draws R random rankings (`random_draws`, default 10;
+draw 0 is ml.localisation.random_scores seeded by `seed` and the pair, draw r > 0 adds r to the
+key), each scored at every fraction and kind like a map; the pair's random score is their mean,
+so every (kind, fraction) cell has a value on every pair. Verdicts come from the PAIRED
+difference, method - random on the same pair (`paired` in a method's summary), with a percentile
+bootstrap CI over pairs per measure: the pair-to-pair spread of F cancels, which is what lets
+100 pairs separate methods. Comprehensiveness beats random when the difference's CI lies above 0,
+sufficiency when below 0 (lower is better); an interval of zero width (every pair's difference
+equal, e.g. a constant F) or built on fewer than MIN_PAIRS pairs gives no verdict and says why.
+Maps of several methods on the same pairs share the full row and the random rows.
 
 Cost in forward passes (one pass = one prompt row through the model, no backward): per pair
-1 (full) + 2 x len(FRACTIONS) per method + 1 (random) = 12 with the default 5 fractions and
-one method, beyond the map itself; a pair's rows have the same length and run as one batch
-(one forward call; chunks of `max_rows` rows). `FaithfulnessResult.forward_passes` counts them.
+1 (full) + 2 x len(FRACTIONS) per method + 2 x len(FRACTIONS) x R (random) = 111 with the default
+5 fractions, 10 draws and one method, beyond the map itself; a pair's rows have the same length and
+run as one batch (one forward call per chunk of `max_rows` rows). `FaithfulnessResult.forward_passes`
+counts them.
 
 Summary: means over pairs with 95% percentile bootstrap CIs over pairs (the resamples of
-ml.metrics.bootstrap_ci, `resample_indices`). No gold is needed.
+ml.metrics.bootstrap_ci, `resample_indices`; the same resamples for every measure, so the paired
+differences' CIs are those of the difference itself). No gold is needed.
 """
 
 from __future__ import annotations
@@ -41,8 +46,11 @@ import numpy as np
 from ml.localisation import random_scores
 from ml.metrics import resample_indices
 
-FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5)  # <= 5 keeps a pair at 12 forward passes (module doc)
-PASSES_PER_PAIR = 1 + 2 * len(FRACTIONS) + 1  # one method: full row, deletions, insertions, random row
+FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5)
+RANDOM_DRAWS = 10  # random rankings per pair (module doc)
+MIN_PAIRS = 10  # fewer pairs give no verdict
+# one method: full row, its deletions and insertions, those of every random draw
+PASSES_PER_PAIR = 1 + 2 * len(FRACTIONS) + 2 * len(FRACTIONS) * RANDOM_DRAWS
 NEUTRAL = ("pad", "space")
 QUANTITIES = ("logprob", "logit")
 KINDS = ("comprehensiveness", "sufficiency")
@@ -53,7 +61,8 @@ class FaithfulnessConfig:
     fractions: tuple[float, ...] = FRACTIONS  # shares of the note's tokens hidden or kept
     neutral: str = "pad"  # replacement: the tokenizer's pad token (else eos, unk); "space": the " " token
     quantity: str = "logprob"  # F: log-probability of the explained token(s); "logit": the raw logit
-    seed: int = 0  # random ranking, random cells and bootstrap
+    seed: int = 0  # random rankings and bootstrap
+    random_draws: int = RANDOM_DRAWS  # random rankings per pair; the pair's random score is their mean
     n_resamples: int = 1000  # bootstrap resamples over pairs
     confidence: float = 0.95  # CI level
 
@@ -66,6 +75,8 @@ class FaithfulnessConfig:
             raise ValueError(f"neutral must be one of {', '.join(NEUTRAL)}")
         if self.quantity not in QUANTITIES:
             raise ValueError(f"quantity must be one of {', '.join(QUANTITIES)}")
+        if self.random_draws < 1:
+            raise ValueError("random_draws must be >= 1")
         if self.n_resamples < 1 or not 0 < self.confidence < 1:
             raise ValueError("n_resamples must be >= 1 and confidence in (0, 1)")
 
@@ -109,66 +120,64 @@ def ranking(scores: np.ndarray) -> np.ndarray:
     return np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
 
 
-def random_cells(n_pairs: int, n_fractions: int, seed: int) -> list[tuple[int, int]]:
-    """(kind index, fraction index) of each pair's random row: a seeded permutation of the
-    pairs dealt round the 2 x n_fractions cells."""
-    cells = [(kind, f) for kind in range(len(KINDS)) for f in range(n_fractions)]
-    order = np.random.default_rng([seed, 7]).permutation(n_pairs)
-    return [cells[int(i) % len(cells)] for i in order]
+def random_draw(n_tokens: int, key: tuple[str, str], seed: int, draw: int) -> np.ndarray:
+    """Scores of random ranking `draw` of a pair: draw 0 is ml.localisation's random baseline."""
+    return random_scores(n_tokens, key if draw == 0 else (*key, str(draw)), seed)
 
 
-def evaluate(
-    pairs: Sequence[PairInput],
-    config: FaithfulnessConfig | None = None,
-    *,
-    cells: Sequence[tuple[int, int]] | None = None,
-) -> FaithfulnessResult:
-    """Per-pair deletion/insertion values of every map and the random row, then the summary.
-    `cells`: each pair's random cell, when the pairs are one batch of a larger sample (the
-    caller deals `random_cells` over the whole sample and `summarise`s every batch's records)."""
+def _top_rows(order: np.ndarray, n: int, fractions: Sequence[float]) -> list[np.ndarray]:
+    """Deletion rows (top k replaced) then insertion rows (only the top k kept), per fraction."""
+    rows = []
+    for keep_top in (False, True):
+        for f in fractions:
+            row = np.zeros(n, dtype=bool)
+            row[order[: n_kept(n, f)]] = True
+            rows.append(~row if keep_top else row)
+    return rows
+
+
+def _curves(full: float, values: np.ndarray, m: int) -> dict:
+    """A ranking's deletion/insertion values (2m) as its curves and AOPCs."""
+    deletion, insertion = values[:m], values[m : 2 * m]
+    return {
+        "deletion": deletion.tolist(),
+        "insertion": insertion.tolist(),
+        "comprehensiveness": (full - deletion).tolist(),
+        "sufficiency": (full - insertion).tolist(),
+        "aopc_comprehensiveness": float(np.mean(full - deletion)),
+        "aopc_sufficiency": float(np.mean(full - insertion)),
+    }
+
+
+def evaluate(pairs: Sequence[PairInput], config: FaithfulnessConfig | None = None) -> FaithfulnessResult:
+    """Per-pair deletion/insertion values of every map and of the random draws (their mean),
+    then the summary. Pairs of a larger sample may be evaluated in batches: `summarise` takes
+    every batch's records (a pair's draws depend on its key and the seed only)."""
     config = config or FaithfulnessConfig()
-    fractions = config.fractions
+    fractions, m, draws = config.fractions, len(config.fractions), config.random_draws
     methods = list(pairs[0].maps) if pairs else []
-    if cells is None:
-        cells = random_cells(len(pairs), len(fractions), config.seed)
-    elif len(cells) != len(pairs):
-        raise ValueError("cells must give one random cell per pair")
     rows_out, passes, calls = [], 0, 0
-    for pair, (kind, fi) in zip(pairs, cells):
+    for pair in pairs:
         if list(pair.maps) != methods:
             raise ValueError("every pair needs maps of the same methods, in the same order")
         n = len(next(iter(pair.maps.values())))
-        if n == 0 or any(len(m) != n for m in pair.maps.values()):
+        if n == 0 or any(len(s) != n for s in pair.maps.values()):
             raise ValueError(f"pair {pair.key}: maps must cover the same, non-empty note tokens")
         replace = [np.zeros(n, dtype=bool)]  # row 0: the full note
         for method in methods:
-            order = ranking(pair.maps[method])
-            for keep_top in (False, True):  # deletion rows, then insertion rows
-                for f in fractions:
-                    row = np.zeros(n, dtype=bool)
-                    row[order[: n_kept(n, f)]] = True
-                    replace.append(~row if keep_top else row)
-        order = ranking(random_scores(n, pair.key, config.seed))
-        row = np.zeros(n, dtype=bool)
-        row[order[: n_kept(n, fractions[fi])]] = True
-        replace.append(~row if kind == 1 else row)
+            replace += _top_rows(ranking(pair.maps[method]), n, fractions)
+        for r in range(draws):
+            replace += _top_rows(ranking(random_draw(n, pair.key, config.seed, r)), n, fractions)
         values = np.asarray(pair.scorer(np.stack(replace)), dtype=np.float64)
         passes += len(replace)
         calls += getattr(pair.scorer, "calls", 1)
-        full, m = float(values[0]), len(fractions)
+        full = float(values[0])
         record = {"note_id": pair.key[0], "task": pair.key[1], "n_tokens": n, "full": full, "methods": {}}
         for j, method in enumerate(methods):
-            deletion = values[1 + 2 * m * j : 1 + 2 * m * j + m]
-            insertion = values[1 + 2 * m * j + m : 1 + 2 * m * (j + 1)]
-            record["methods"][method] = {
-                "deletion": deletion.tolist(),
-                "insertion": insertion.tolist(),
-                "comprehensiveness": (full - deletion).tolist(),
-                "sufficiency": (full - insertion).tolist(),
-                "aopc_comprehensiveness": float(np.mean(full - deletion)),
-                "aopc_sufficiency": float(np.mean(full - insertion)),
-            }
-        record["random"] = {"kind": KINDS[kind], "fraction": fractions[fi], "value": float(full - values[-1])}
+            record["methods"][method] = _curves(full, values[1 + 2 * m * j : 1 + 2 * m * (j + 1)], m)
+        start = 1 + 2 * m * len(methods)
+        random = values[start:].reshape(draws, 2 * m).mean(0)
+        record["random"] = {"draws": draws, **_curves(full, random, m)}
         rows_out.append(record)
     summary = summarise(rows_out, methods, config)
     return FaithfulnessResult(rows_out, summary, passes, calls)
@@ -176,9 +185,13 @@ def evaluate(
 
 # ---------------------------------------------------------------- summary
 
+MEASURES = ("aopc_comprehensiveness", "aopc_sufficiency")
+CURVES = ("comprehensiveness", "sufficiency", "deletion", "insertion")
+
 
 def summarise(records: Sequence[dict], methods: Sequence[str], config: FaithfulnessConfig) -> dict:
-    """Means over pairs with percentile bootstrap CIs; the random baseline from its cells."""
+    """Means over pairs with percentile bootstrap CIs, the random draws' likewise, and per method
+    the paired difference (method - random on the same pair) with its CI, on the same resamples."""
     n, fractions = len(records), list(config.fractions)
     out: dict = {"n_pairs": n, "fractions": fractions, "config": asdict(config), "methods": {}}
     if n == 0:
@@ -187,79 +200,105 @@ def summarise(records: Sequence[dict], methods: Sequence[str], config: Faithfuln
     counts = np.concatenate([np.apply_along_axis(np.bincount, 1, d, minlength=n) for d in draws]).astype(np.float64)
     alpha = (1 - config.confidence) / 2
 
-    def with_ci(name: str, estimate: np.ndarray, resampled: np.ndarray, into: dict) -> None:
-        """estimate (q,), resampled (R, q): resamples with an undefined value are ignored."""
-        low, high = [], []
-        for column in resampled.T:
-            column = column[np.isfinite(column)]
-            ci = np.quantile(column, [alpha, 1 - alpha]) if column.size else (np.nan, np.nan)
-            low.append(float(ci[0]))
-            high.append(float(ci[1]))
+    def with_ci(name: str, v: np.ndarray, into: dict) -> None:
+        """v (pairs, q): the mean over pairs and its percentile CI from the resamples."""
+        estimate, resampled = v.mean(0), counts @ v / n
+        low, high = np.quantile(resampled, [alpha, 1 - alpha], axis=0)
         scalar = estimate.shape == (1,)
         into[name] = float(estimate[0]) if scalar else estimate.tolist()
-        into[f"{name}_ci"] = [low[0], high[0]] if scalar else [list(p) for p in zip(low, high)]
+        into[f"{name}_ci"] = (
+            [float(low[0]), float(high[0])] if scalar else [[float(a), float(b)] for a, b in zip(low, high)]
+        )
 
-    full = np.array([r["full"] for r in records])
+    def block_of(per: Sequence[dict]) -> dict:
+        block: dict = {}
+        for name in MEASURES:
+            with_ci(name, np.array([[p[name]] for p in per]), block)
+        for name in CURVES:
+            with_ci(name, np.array([p[name] for p in per]), block)
+        return block
+
+    random = [r["random"] for r in records]
     for method in methods:
         per = [r["methods"][method] for r in records]
-        block = {}
-        for name in ("aopc_comprehensiveness", "aopc_sufficiency"):
-            v = np.array([[p[name]] for p in per])
-            with_ci(name, v.mean(0), counts @ v / n, block)
-        for name in ("comprehensiveness", "sufficiency", "deletion", "insertion"):
-            v = np.array([p[name] for p in per])
-            with_ci(name, v.mean(0), counts @ v / n, block)
+        block = block_of(per)
+        paired: dict = {}
+        for name in MEASURES:
+            with_ci(name, np.array([[p[name] - q[name]] for p, q in zip(per, random)]), paired)
+        for name in ("comprehensiveness", "sufficiency"):
+            with_ci(name, np.array([p[name] for p in per]) - np.array([q[name] for q in random]), paired)
+        block["paired"] = paired
         out["methods"][method] = block
-    v = full[:, None]
-    with_ci("full", v.mean(0), counts @ v / n, out)
-
-    # Random baseline: cell means (pairs drawn into the cell), AOPC = mean over fractions.
-    value = np.array([r["random"]["value"] for r in records])
-    cell = np.zeros((n, 2 * len(fractions)))
-    for i, r in enumerate(records):
-        cell[i, KINDS.index(r["random"]["kind"]) * len(fractions) + fractions.index(r["random"]["fraction"])] = 1
-
-    def cell_means(weights: np.ndarray) -> np.ndarray:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return (weights @ (cell * value[:, None])) / (weights @ cell)
-
-    estimate, resampled = cell_means(np.ones((1, n))), cell_means(counts)
-    random: dict = {"pairs_per_cell": cell.sum(0).astype(int).reshape(2, -1).tolist()}
-    for k, kind in enumerate(KINDS):
-        part = slice(k * len(fractions), (k + 1) * len(fractions))
-        with_ci(kind, estimate[0, part], resampled[:, part], random)
-        with_ci(f"aopc_{kind}", estimate[:, part].mean(1), resampled[:, part].mean(1)[:, None], random)
-    out["random"] = random
+    with_ci("full", np.array([[r["full"]] for r in records]), out)
+    out["random"] = {"draws": config.random_draws, **block_of(random)}
     return out
 
 
-def verdicts(summary: Mapping) -> dict[str, dict]:
-    """Per method, whether its AOPCs beat the random ranking's: comprehensiveness beats it when
-    the method's 95% CI lies wholly above the random baseline's, sufficiency when it lies wholly
-    below (lower is better); `faithful` needs both. Undefined intervals (too few pairs in a
-    random cell) beat nothing."""
-    random = summary.get("random") or {}
+#: what a paired difference's interval says: (verdict when it lies above 0, when below 0)
+_SIDES = {
+    "comprehensiveness": ("beats random", "worse than random"),
+    "sufficiency": ("worse than random", "beats random"),
+}
+
+
+def measure_verdict(n_pairs: int, ci, kind: str, *, min_pairs: int = MIN_PAIRS) -> dict:
+    """{"verdict": "beats random" | "worse than random" | "cannot tell" | None, "reason"} of one
+    paired difference (method - random) on `kind` ("comprehensiveness": higher is better,
+    "sufficiency": lower is better). None, with the reason, for fewer than `min_pairs` pairs, an
+    undefined interval or one of zero width (every resample's mean the same: no spread to judge)."""
+    if n_pairs < min_pairs:
+        return {"verdict": None, "reason": f"no verdict: {n_pairs} pairs, fewer than {min_pairs}"}
+    if not ci or len(ci) != 2 or not all(isinstance(v, (int, float)) and np.isfinite(v) for v in ci):
+        return {"verdict": None, "reason": "no verdict: the interval is undefined"}
+    low, high = ci
+    if not high > low:
+        return {
+            "verdict": None,
+            "reason": f"no verdict: the interval has zero width (every pair's difference is {low:.3g})",
+        }
+    above, below = _SIDES[kind]
+    if low > 0:
+        return {"verdict": above, "reason": f"the paired difference's CI ({low:.3f} to {high:.3f}) lies above 0"}
+    if high < 0:
+        return {"verdict": below, "reason": f"the paired difference's CI ({low:.3f} to {high:.3f}) lies below 0"}
+    return {"verdict": "cannot tell", "reason": f"the paired difference's CI ({low:.3f} to {high:.3f}) contains 0"}
+
+
+def verdicts(summary: Mapping, *, min_pairs: int = MIN_PAIRS) -> dict[str, dict]:
+    """Per method, whether its AOPCs beat the random rankings', from the paired differences
+    (`measure_verdict` per kind, with its reason); `faithful` needs both. A summary stored before
+    paired differences existed (no "paired") gets no verdict, saying so."""
+    n = int(summary.get("n_pairs") or 0)
     out = {}
     for method, block in (summary.get("methods") or {}).items():
-        comp = _ci_apart(block.get("aopc_comprehensiveness_ci"), random.get("aopc_comprehensiveness_ci"), above=True)
-        suff = _ci_apart(block.get("aopc_sufficiency_ci"), random.get("aopc_sufficiency_ci"), above=False)
-        out[method] = {
-            "comprehensiveness_beats_random": comp,
-            "sufficiency_beats_random": suff,
-            "faithful": comp and suff,
-        }
+        paired = block.get("paired")
+        v: dict = {}
+        for kind in ("comprehensiveness", "sufficiency"):
+            if paired is None:
+                v[kind] = {"verdict": None, "reason": "no verdict: measured before paired differences"}
+            else:
+                v[kind] = measure_verdict(n, paired.get(f"aopc_{kind}_ci"), kind, min_pairs=min_pairs)
+            v[f"{kind}_beats_random"] = v[kind]["verdict"] == "beats random"
+        v["faithful"] = v["comprehensiveness_beats_random"] and v["sufficiency_beats_random"]
+        out[method] = v
     return out
 
 
-def _ci_apart(ours, theirs, *, above: bool) -> bool:
-    values = [*(ours or []), *(theirs or [])]
-    if len(values) != 4 or not all(isinstance(v, (int, float)) and np.isfinite(v) for v in values):
-        return False
-    return ours[0] > theirs[1] if above else ours[1] < theirs[0]
+def verdict_text(v: Mapping) -> str:
+    """A method's verdicts in a few words: "both", the kind that beats random, "no", or why there
+    is no verdict (a verdict stored before paired differences has no reasons: its booleans only)."""
+    if v.get("faithful"):
+        return "both"
+    beats = [k for k in ("comprehensiveness", "sufficiency") if v.get(f"{k}_beats_random")]
+    if beats:
+        return beats[0]
+    reasons = {v[k]["reason"] for k in ("comprehensiveness", "sufficiency") if v.get(k) and v[k].get("verdict") is None}
+    return "; ".join(sorted(reasons)) if reasons else "no"
 
 
-def markdown(summary: Mapping) -> str:
-    """The summary as a markdown table: one row per method, then the random ranking."""
+def markdown(summary: Mapping, *, min_pairs: int = MIN_PAIRS) -> str:
+    """The summary as a markdown table: one row per method (its AOPCs and the paired differences
+    with the random rankings), then the random rankings."""
 
     def cell(block, name):
         value, (low, high) = block.get(name), block.get(f"{name}_ci") or (None, None)
@@ -267,24 +306,22 @@ def markdown(summary: Mapping) -> str:
 
     fractions = summary.get("fractions") or []
     head = ["ranking", "AOPC comprehensiveness (95% CI)", "AOPC sufficiency (95% CI)"]
+    head += ["comprehensiveness - random (paired, 95% CI)", "sufficiency - random (paired, 95% CI)"]
     head += [f"deletion at {f:g}" for f in fractions] + ["beats random"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    verdict = verdicts(summary)
+    verdict = verdicts(summary, min_pairs=min_pairs)
     for method, block in (summary.get("methods") or {}).items():
-        v = verdict[method]
-        says = (
-            "both"
-            if v["faithful"]
-            else "comprehensiveness"
-            if v["comprehensiveness_beats_random"]
-            else ("sufficiency" if v["sufficiency_beats_random"] else "no")
-        )
+        paired = block.get("paired") or {}
         cells = [method, cell(block, "aopc_comprehensiveness"), cell(block, "aopc_sufficiency")]
-        lines.append("| " + " | ".join([*cells, *(_fmt(d) for d in block.get("deletion", [])), says]) + " |")
+        cells += [cell(paired, "aopc_comprehensiveness"), cell(paired, "aopc_sufficiency")]
+        cells += [_fmt(d) for d in block.get("deletion", [])]
+        lines.append("| " + " | ".join([*cells, verdict_text(verdict[method])]) + " |")
     random = summary.get("random") or {}
     if random:
-        cells = ["random (baseline)", cell(random, "aopc_comprehensiveness"), cell(random, "aopc_sufficiency")]
-        lines.append("| " + " | ".join([*cells, *([""] * len(fractions)), ""]) + " |")
+        name = f"random ({random.get('draws', 1)} draws a pair)"
+        cells = [name, cell(random, "aopc_comprehensiveness"), cell(random, "aopc_sufficiency"), "", ""]
+        cells += [_fmt(d) for d in random.get("deletion", [])]
+        lines.append("| " + " | ".join([*cells, ""]) + " |")
     full = summary.get("full")
     lines += ["", f"{summary.get('n_pairs', 0)} pairs; F(full prompt) mean {_fmt(full)}."]
     return "\n".join(lines)

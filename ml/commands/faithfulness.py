@@ -3,9 +3,12 @@
 Reads notes JSONL as `python -m ml relevance` does (id, text, optional "tasks"), draws --pairs
 (note, task) pairs (seeded), computes each --method's map with ml.relevance and scores it with
 ml.faithfulness: comprehensiveness and sufficiency at each fraction and their AOPC, deletion and
-insertion curves, the random baseline, each with a 95% bootstrap CI over pairs, and the forward
-passes used. Prints one JSON object ("pairs" only with --per-pair; "verdicts": which
-methods beat the random ranking), then with --table the same as a markdown table.
+insertion curves, the random baseline (--random-draws random rankings a pair, their mean), the
+paired difference method - random on the same pair, each with a 95% bootstrap CI over pairs, and
+the forward passes used. Prints one JSON object ("pairs" only with --per-pair; "verdicts": per
+method and measure whether it beats the random rankings, from the paired difference's CI, or why
+there is no verdict: fewer than --min-pairs pairs or an interval of zero width), then with --table
+the same as a markdown table.
 """
 
 from __future__ import annotations
@@ -16,7 +19,16 @@ import sys
 import numpy as np
 
 from ml.commands.relevance import read_notes, read_tasks
-from ml.faithfulness import FRACTIONS, NEUTRAL, QUANTITIES, FaithfulnessConfig, markdown, verdicts
+from ml.faithfulness import (
+    FRACTIONS,
+    MIN_PAIRS,
+    NEUTRAL,
+    QUANTITIES,
+    RANDOM_DRAWS,
+    FaithfulnessConfig,
+    markdown,
+    verdicts,
+)
 from ml.relevance import DTYPES, EXPLAIN, METHODS, NORMALISE, TRUNCATE, ConfigError, RelevanceConfig
 from ml.relevance.methods import DEFAULT as DEFAULT_METHOD
 
@@ -39,7 +51,20 @@ def register(subparsers) -> None:
     p.add_argument("--truncate", choices=TRUNCATE, default="right")
     p.add_argument("--max-note-tokens", type=int, default=None)
     p.add_argument("--pairs", type=int, default=100, help="(note, task) pairs drawn (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="pair draw, random baseline and bootstrap (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="pair draw, random rankings and bootstrap (default 0)")
+    p.add_argument(
+        "--random-draws",
+        type=int,
+        default=RANDOM_DRAWS,
+        help="random rankings a pair, each scored at every fraction and kind; the pair's random score is "
+        "their mean (default %(default)s; 2 x fractions forward passes each)",
+    )
+    p.add_argument(
+        "--min-pairs",
+        type=int,
+        default=MIN_PAIRS,
+        help="fewer pairs give no verdict (default %(default)s)",
+    )
     p.add_argument("--fractions", default=",".join(map(str, FRACTIONS)), help="comma-separated (default %(default)s)")
     p.add_argument("--neutral", choices=NEUTRAL, default="pad", help="replacement token (default pad)")
     p.add_argument("--quantity", choices=QUANTITIES, default="logprob")
@@ -90,6 +115,7 @@ def run(args) -> int:
             quantity=args.quantity,
             seed=args.seed,
             n_resamples=args.n_resamples,
+            random_draws=args.random_draws,
         )
     except ConfigError as exc:
         print(f"--{exc.field.replace('_', '-')}: {exc}", file=sys.stderr)
@@ -120,9 +146,9 @@ def run(args) -> int:
         result.pop("pairs")
     result["model"] = loaded.label
     result["relevance_config"] = {m: {**relevance.to_dict(), "method": m} for m in args.method or [DEFAULT_METHOD]}
-    result["verdicts"] = verdicts(result["summary"])
+    result["verdicts"] = verdicts(result["summary"], min_pairs=args.min_pairs)
     print(json.dumps(result, allow_nan=True))
     if args.table:
         print()
-        print(markdown(result["summary"]))
+        print(markdown(result["summary"], min_pairs=args.min_pairs))
     return 0

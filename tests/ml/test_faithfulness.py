@@ -1,5 +1,6 @@
-"""ml.faithfulness: exact values on a linear toy, random maps at the random baseline, the batched
-model scorer against a plain loop, the forward-pass budget, and the command."""
+"""ml.faithfulness: exact values on a linear toy, random maps at the random baseline, the random
+draws and the paired CI where the answer is known, verdicts refused on a degenerate interval, the
+batched model scorer against a plain loop, the forward-pass budget, and the command."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from ml.faithfulness import (
     FRACTIONS,
+    PASSES_PER_PAIR,
     FaithfulnessConfig,
     ModelScorer,
     PairInput,
@@ -17,6 +19,9 @@ from ml.faithfulness import (
     model_pairs,
     n_kept,
     neutral_token_id,
+    random_draw,
+    ranking,
+    verdicts,
 )
 from ml.relevance import RelevanceConfig, compute_relevance
 from tests.ml.conftest import build_loaded
@@ -89,16 +94,88 @@ def test_random_maps_score_like_the_random_baseline():
         assert low <= random_map[kind] <= high
         low, high = random_map[f"{kind}_ci"]
         assert low <= baseline[kind] <= high
-    assert np.sum(baseline["pairs_per_cell"]) == 200 and np.ptp(baseline["pairs_per_cell"]) == 0
+    assert baseline["draws"] == 10 and all(np.isfinite(baseline["sufficiency"]))
 
 
-def test_every_pair_costs_one_full_row_ten_per_method_and_one_random_row():
+def test_every_pair_costs_one_full_row_ten_per_method_and_ten_per_random_draw():
     pairs = toy_pairs(n_pairs=100)
     for p in pairs:
         p.maps = {"exact": p.maps["exact"]}
     result = evaluate(pairs, FaithfulnessConfig(n_resamples=10))
-    assert result.forward_passes == sum(p.scorer.rows for p in pairs) == 100 * 12
-    assert result.as_dict()["forward_passes_per_pair"] == 12
+    assert PASSES_PER_PAIR == 1 + 10 + 10 * 10
+    assert result.forward_passes == sum(p.scorer.rows for p in pairs) == 100 * PASSES_PER_PAIR
+    assert result.as_dict()["forward_passes_per_pair"] == PASSES_PER_PAIR
+    few = toy_pairs(n_pairs=3)
+    assert evaluate(few, FaithfulnessConfig(n_resamples=10, random_draws=2)).forward_passes == 3 * (1 + 3 * 10 + 2 * 10)
+
+
+def test_a_pairs_random_score_is_the_mean_of_its_draws_each_at_every_fraction_and_kind():
+    w = np.random.default_rng(4).exponential(size=30)
+    pair = PairInput(("n7", "t"), Linear(w), {"exact": w})
+    record = evaluate([pair], FaithfulnessConfig(n_resamples=10, random_draws=6, seed=3)).pairs[0]
+    ks = [n_kept(30, f) for f in FRACTIONS]
+    orders = [ranking(random_draw(30, ("n7", "t"), 3, r)) for r in range(6)]
+    assert len({tuple(o) for o in orders}) == 6  # six different rankings
+    comprehensiveness = [np.mean([w[o[:k]].sum() for o in orders]) for k in ks]
+    sufficiency = [np.mean([w[o[k:]].sum() for o in orders]) for k in ks]
+    # sums of the same float64 weights in another order: a few ulps of W (< 1e2 here)
+    assert record["random"]["comprehensiveness"] == pytest.approx(comprehensiveness, abs=1e-12)
+    assert record["random"]["sufficiency"] == pytest.approx(sufficiency, abs=1e-12)
+    assert record["random"]["draws"] == 6
+    assert record["random"]["aopc_comprehensiveness"] == pytest.approx(np.mean(comprehensiveness), abs=1e-12)
+    # draw 0 is localisation's random baseline, so both measure the same ranking
+    from ml.localisation import random_scores
+
+    assert np.array_equal(random_draw(30, ("n7", "t"), 3, 0), random_scores(30, ("n7", "t"), 3))
+
+
+def test_the_paired_ci_covers_the_known_difference_on_a_linear_toy_and_is_narrower_than_the_unpaired():
+    """For F = sum of the kept weights, a random ranking's expected comprehensiveness at k of n
+    is k/n x W exactly, so the exact map's true paired difference on these pairs is known."""
+    pairs = toy_pairs(n_pairs=150, seed=5)
+    for i, p in enumerate(pairs):  # pairs of very different scale: what pairing cancels
+        p.scorer.w *= 1 + 3 * (i % 5)
+        p.maps["exact"] = p.scorer.w
+        p.maps["reversed"] = -p.scorer.w
+    summary = evaluate(pairs, FaithfulnessConfig(n_resamples=1000)).summary
+    truth = []
+    for p in pairs:
+        w, n = p.scorer.w, len(p.scorer.w)
+        top = np.sort(w)[::-1]
+        truth.append(np.mean([top[: n_kept(n, f)].sum() - n_kept(n, f) / n * w.sum() for f in FRACTIONS]))
+    paired = summary["methods"]["exact"]["paired"]
+    low, high = paired["aopc_comprehensiveness_ci"]
+    assert low <= np.mean(truth) <= high and low > 0
+    unpaired = summary["methods"]["exact"]["aopc_comprehensiveness_ci"]
+    assert high - low < 0.75 * (unpaired[1] - unpaired[0])  # the pairs' scale cancels in part
+    v = verdicts(summary)
+    assert v["exact"]["comprehensiveness"]["verdict"] == "beats random" and v["exact"]["faithful"]
+    assert v["reversed"]["comprehensiveness"]["verdict"] == "worse than random"
+    assert v["reversed"]["sufficiency"]["verdict"] == "worse than random"
+    assert v["random"]["comprehensiveness"]["verdict"] == "cannot tell"
+    assert "contains 0" in v["random"]["comprehensiveness"]["reason"]
+
+
+class Constant:
+    def __call__(self, replace):
+        return np.full(len(replace), -2.5)
+
+
+def test_a_zero_width_interval_or_too_few_pairs_give_no_verdict_and_say_why():
+    rng = np.random.default_rng(0)
+    flat = [PairInput((f"n{i}", "t"), Constant(), {"m": rng.random(20)}) for i in range(30)]
+    summary = evaluate(flat, FaithfulnessConfig(n_resamples=100)).summary
+    assert summary["methods"]["m"]["paired"]["aopc_comprehensiveness_ci"] == [0.0, 0.0]
+    v = verdicts(summary)["m"]
+    assert v["comprehensiveness"]["verdict"] is None and "zero width" in v["comprehensiveness"]["reason"]
+    assert not v["comprehensiveness_beats_random"] and not v["faithful"]
+    few = evaluate(toy_pairs(n_pairs=9), FaithfulnessConfig(n_resamples=100)).summary
+    v = verdicts(few)["exact"]
+    assert v["sufficiency"]["verdict"] is None and "9 pairs, fewer than 10" in v["sufficiency"]["reason"]
+    assert verdicts(few, min_pairs=5)["exact"]["comprehensiveness"]["verdict"] == "beats random"
+    from ml.faithfulness import markdown
+
+    assert "zero width" in markdown(summary)
 
 
 # ---- a tiny language model ----
@@ -154,7 +231,7 @@ def test_the_batched_scorer_equals_a_plain_loop_one_perturbation_at_a_time(loade
         assert abs(value - plain_value(loaded, enc, ids, explained)) <= tolerance
 
 
-def test_a_hundred_model_pairs_cost_at_most_twelve_forward_passes_each_beyond_the_map(loaded):
+def test_a_hundred_model_pairs_cost_the_map_rows_and_ten_random_draws_each_beyond_the_map(loaded):
     notes = [NOTES[i % 3] for i in range(100)]
     tasks = [("heart rate", "presence of pacemaker", "body temperature", "clinical finding")[i % 4] for i in range(100)]
     keys = [(f"n{i}", t) for i, t in enumerate(tasks)]
@@ -168,8 +245,9 @@ def test_a_hundred_model_pairs_cost_at_most_twelve_forward_passes_each_beyond_th
         result = evaluate(model_pairs(loaded, notes, tasks, keys, maps, config), FaithfulnessConfig(n_resamples=50))
     finally:
         handle.remove()
-    assert sum(rows) == result.forward_passes <= 12 * 100
-    assert len(rows) == result.forward_calls == 100  # one batched forward call per pair
+    assert sum(rows) == result.forward_passes == PASSES_PER_PAIR * 100
+    # one batched forward call per 32 rows of a pair
+    assert len(rows) == result.forward_calls == 100 * -(-PASSES_PER_PAIR // 32)
     summary = result.summary["methods"]["grad_input"]
     assert np.isfinite(summary["aopc_comprehensiveness"]) and len(summary["deletion"]) == len(FRACTIONS)
 
@@ -190,7 +268,7 @@ def attnlrp_faithfulness():
 
 def test_attnlrp_maps_are_scored_beside_grad_input_in_a_patched_process(patched_child):
     passes, methods = patched_child.apply(attnlrp_faithfulness)
-    assert passes == 2 * (1 + 2 * 10 + 1)
+    assert passes == 2 * (1 + 2 * 10 + 10 * 10)
     assert list(methods) == ["attnlrp", "grad_input"]
     assert all(np.isfinite(m["aopc_comprehensiveness"]) for m in methods.values())
 
@@ -216,13 +294,24 @@ def test_the_command_prints_one_json_object(tmp_path, capsys):
     notes.write_text("".join(json.dumps({"id": f"n{i}", "text": t}) + "\n" for i, t in enumerate(NOTES)))
     argv = ["faithfulness", "--notes", str(notes), "--model", str(folder), "--task", "heart rate"]
     argv += ["--task", "body temperature", "--method", "grad_input", "--method", "attention", "--dtype", "float32"]
-    argv += ["--pairs", "5", "--n-resamples", "50", "--device", "cpu"]
+    argv += ["--pairs", "5", "--n-resamples", "50", "--device", "cpu", "--random-draws", "2"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["summary"]["n_pairs"] == 5
     assert set(out["summary"]["methods"]) == {"grad_input", "attention"}
-    assert out["forward_passes"] == 5 * (1 + 2 * 10 + 1)
+    assert out["forward_passes"] == 5 * (1 + 2 * 10 + 2 * 10)
     assert "pairs" not in out and out["summary"]["random"]["aopc_comprehensiveness_ci"]
+    assert out["summary"]["random"]["draws"] == 2 and "paired" in out["summary"]["methods"]["attention"]
+    assert out["verdicts"]["attention"]["comprehensiveness"]["reason"] == "no verdict: 5 pairs, fewer than 10"
+
+
+def test_the_help_names_the_new_options(capsys):
+    from ml.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["faithfulness", "--help"])
+    out = capsys.readouterr().out
+    assert "--random-draws" in out and "--min-pairs" in out
 
 
 def test_the_verdict_and_table_say_which_ranking_beats_random():
@@ -234,4 +323,4 @@ def test_the_verdict_and_table_say_which_ranking_beats_random():
     table = markdown(summary)
     rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines() if line.startswith("| ")}
     assert rows["exact"].endswith("| both |") and rows["reversed"].endswith("| no |")
-    assert "random (baseline)" in rows and "120 pairs" in table
+    assert "random (10 draws a pair)" in rows and "120 pairs" in table

@@ -3,6 +3,7 @@ tasks), a model, what to compare, and whether to measure faithfulness too."""
 
 from django import forms
 
+from ml.faithfulness import PASSES_PER_PAIR
 from ml.prompts import TEMPLATES
 from webapp.corpus.models import Corpus, Task
 from webapp.evaluation.evaluations import EvaluationSpec
@@ -39,8 +40,8 @@ class EvaluationForm(ScopedChoicesForm, forms.Form):
     faithfulness = forms.BooleanField(
         required=False,
         label="Also measure faithfulness (no gold needed)",
-        help_text="Hide each map's top 5-50% tokens and re-score the prediction, against a random ranking: "
-        "12 forward passes per pair and configuration beyond the map",
+        help_text="Hide each map's top 5-50% tokens and re-score the prediction, against 10 random rankings "
+        f"of the same note: {PASSES_PER_PAIR} forward passes per pair and configuration beyond the map",
     )
     model_version = forms.ModelChoiceField(ModelVersion.objects.all(), empty_label=None, label="Model")
     methods = forms.MultipleChoiceField(

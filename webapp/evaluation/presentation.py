@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ml.faithfulness import verdict_text
 from ml.localisation import label
 
 STATS = ("auc", "mass_ratio", "peak_precision", "peak_recall", "peak_f1")
@@ -131,7 +132,9 @@ def _config_label(config: dict) -> str:
 
 
 def faithfulness_rows(result: dict) -> list[dict]:
-    """One row per configuration measured (ml.faithfulness summary as stored), in result order."""
+    """One row per configuration measured (ml.faithfulness summary as stored), in result order:
+    its AOPCs, the random rankings', the paired differences (method - random on the same pair;
+    absent from results stored before them) and the verdict in words, with why there is none."""
     measured = result.get("faithfulness") or {}
     out = []
     for config in result.get("configs", []):
@@ -142,10 +145,14 @@ def faithfulness_rows(result: dict) -> list[dict]:
         block = (summary.get("methods") or {}).get(config["method"])
         if block:
             random = summary.get("random") or {}
+            verdict = summary.get("verdict") or {}
             row.update(
                 block=block,
                 random=random,
-                verdict=summary.get("verdict") or {},
+                paired=block.get("paired") or {},
+                verdict=verdict,
+                says=verdict_text(verdict),
+                draws=random.get("draws", 1),
                 forward_passes=summary.get("forward_passes"),
                 deletion=list(zip(summary.get("fractions", []), block.get("deletion", []))),
             )

@@ -23,8 +23,9 @@ taken for a lost worker. Then:
 2b. Faithfulness (evaluation.faithfulness): for batches of FAITH_BATCH pairs, each
    configuration's STORED map is scored by ml.faithfulness (its ModelScorer on the same prompt;
    a map whose tokens are not the prompt's, e.g. of an edited note, is skipped and listed),
-   PASSES_PER_PAIR forward passes a pair; the random cells are dealt over all planned pairs, the
-   summary is taken over every batch's records. Cancel is honoured between batches; progress
+   PASSES_PER_PAIR forward passes a pair (the map's rows and RANDOM_DRAWS random rankings'); the
+   summary, with the paired differences method - random, is taken over every batch's records.
+   Cancel is honoured between batches; progress
    goes to `phase`, `seconds_per_pass` and the stage (below). `faithfulness`: {config key:
    summary + "verdict" + "forward_passes"}.
 3. The recommendation (ml.choosing) weighs localisation (where gold exists), faithfulness (when
@@ -60,7 +61,6 @@ from ml.faithfulness import (
     ModelScorer,
     PairInput,
     neutral_token_id,
-    random_cells,
     summarise,
     verdicts,
 )
@@ -258,7 +258,6 @@ def faithfulness(evaluation, configs, pairs, model: Callable, problems: list) ->
     """{config key: ml.faithfulness summary + verdict + forward passes} of the stored maps (see
     the module doc), or "cancelled" / "lost"."""
     fconfig = FaithfulnessConfig(seed=evaluation.seed)
-    cell_of = dict(zip(pairs, random_cells(len(pairs), len(fconfig.fractions), fconfig.seed)))
     out: dict = {}
     passes, seconds = 0, 0.0
     scored = [config for config in configs if config.explain != "contrastive"]
@@ -286,7 +285,7 @@ def faithfulness(evaluation, configs, pairs, model: Callable, problems: list) ->
             arrays = maps.read(evaluation.model_version, config, batch)
             texts = dict(Note.objects.filter(pk__in={n for n, _ in batch}).values_list("pk", "text"))
             descriptions = dict(Task.objects.filter(pk__in={t for _, t in batch}).values_list("pk", "description"))
-            inputs, cells = [], []
+            inputs = []
             for pair in batch:
                 note_id, task_id = pair
                 if pair not in arrays or note_id not in texts or task_id not in descriptions:
@@ -311,10 +310,9 @@ def faithfulness(evaluation, configs, pairs, model: Callable, problems: list) ->
                     )
                     continue
                 inputs.append(PairInput((str(note_id), str(task_id)), scorer, {config.method: np.asarray(scores)}))
-                cells.append(cell_of[pair])
             started = time.perf_counter()
             if inputs:
-                result = faithfulness_evaluate(inputs, fconfig, cells=cells)
+                result = faithfulness_evaluate(inputs, fconfig)
                 records += result.pairs
                 config_passes += result.forward_passes
                 passes += result.forward_passes

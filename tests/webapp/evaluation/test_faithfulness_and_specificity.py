@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+from ml.faithfulness import PASSES_PER_PAIR
 from ml.relevance import RelevanceResult
 from tests.webapp.evaluation.factories import make_annotated_corpus, spec
 from tests.webapp.pipeline.factories import make_corpus, make_model_version, make_tasks
@@ -67,13 +68,14 @@ def test_faithfulness_refuses_the_contrastive_variant(annotated, model_version):
     assert "Faithfulness explains one prompt" in problems["explains"]
 
 
-def test_the_estimate_adds_twelve_forward_passes_per_pair_and_configuration(unannotated, db):
+def test_the_estimate_adds_the_forward_passes_of_a_pair_and_configuration(unannotated, db):
     corpus, tasks = unannotated
     model = make_model_version(name="estimated")
     asked = spec(corpus, model, pairs_from="notes", tasks=tasks, methods=["grad_input", "attention"], faithfulness=True)
     estimate = estimates.evaluation(asked)
-    assert (estimate.prompts, estimate.passes) == (5 * 2 * 2, 5 * 2 * 2 * 12)
-    assert estimate.size == "20 prompts + 240 forward passes for faithfulness (12 a pair and configuration)"
+    assert PASSES_PER_PAIR == 1 + 10 + 100  # the full row, the map's 10 rows, 10 random rankings' 10 each
+    assert (estimate.prompts, estimate.passes) == (5 * 2 * 2, 5 * 2 * 2 * 111)
+    assert estimate.size == "20 prompts + 2,220 forward passes for faithfulness (111 a pair and configuration)"
     assert estimate.seconds is None
     profile = PeakProfile.objects.create(name="p", version=1)
     RelevanceEvaluation.objects.create(
@@ -86,7 +88,7 @@ def test_the_estimate_adds_twelve_forward_passes_per_pair_and_configuration(unan
         seconds_per_prompt=0.5,
         seconds_per_pass=0.05,
     )
-    assert estimates.evaluation(asked).seconds == pytest.approx(20 * 0.5 + 240 * 0.05)
+    assert estimates.evaluation(asked).seconds == pytest.approx(20 * 0.5 + 2220 * 0.05)
     assert estimates.evaluation(spec(corpus, model, pairs_from="notes", tasks=tasks)).size == "10 prompts"
 
 
@@ -113,7 +115,7 @@ def real_model():
 
 
 @pytest.mark.slow
-def test_faithfulness_without_gold_on_a_tiny_model_costs_twelve_passes_a_pair(unannotated, model_version, real_model):
+def test_faithfulness_without_gold_on_a_tiny_model_costs_its_passes_a_pair(unannotated, model_version, real_model):
     import torch
 
     torch.set_num_threads(1)
@@ -125,7 +127,9 @@ def test_faithfulness_without_gold_on_a_tiny_model_costs_twelve_passes_a_pair(un
     assert outcome == "done", evaluation.error
     (key,) = [c["key"] for c in evaluation.result["configs"]]
     faithful = evaluation.result["faithfulness"][key]
-    assert faithful["n_pairs"] == 6 and faithful["forward_passes"] == 6 * 12
+    assert faithful["n_pairs"] == 6 and faithful["forward_passes"] == 6 * PASSES_PER_PAIR
+    assert faithful["random"]["draws"] == 10 and "paired" in faithful["methods"]["grad_input"]
+    assert faithful["verdict"]["comprehensiveness"]["reason"] == "no verdict: 6 pairs, fewer than 10"
     assert len(faithful["methods"]["grad_input"]["deletion"]) == 5 and evaluation.seconds_per_pass > 0
     assert faithful["verdict"] is not None and evaluation.result["groups"] == []
     recommended = evaluation.result["recommended"]

@@ -51,13 +51,13 @@ def faithful_worker(monkeypatch):
     seen = SimpleNamespace(rows=[], pages=[], client=None)
     evaluate = running.faithfulness_evaluate
 
-    def snapshot(inputs, fconfig, cells):
+    def snapshot(inputs, fconfig):
         row = RelevanceEvaluation.objects.get(pk=seen.evaluation_id)
         seen.rows.append(row)
         if seen.client is not None:
             page = seen.client.get(f"/evaluations/{row.pk}/", HTTP_HX_REQUEST="true").content.decode()
             seen.pages.append(re.sub(r"\s+", " ", page))
-        return evaluate(inputs, fconfig, cells=cells)
+        return evaluate(inputs, fconfig)
 
     monkeypatch.setattr(running, "faithfulness_evaluate", snapshot)
     return seen

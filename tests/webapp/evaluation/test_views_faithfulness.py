@@ -11,7 +11,7 @@ from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lifecycle.status import JobStatus
 
 
-def done_without_gold(model_version):
+def done_without_gold(model_version, *, paired=None, verdict=None):
     corpus, tasks = make_corpus(3, name="no-gold"), make_tasks(2)
     evaluation = evaluations.launch(
         spec(corpus, model_version, pairs_from="notes", tasks=tasks, faithfulness=True), enqueue=False
@@ -19,6 +19,8 @@ def done_without_gold(model_version):
     config = RelevanceConfig(method="grad_input", explain="next", template="en")
     block = {"aopc_comprehensiveness": 0.42, "aopc_comprehensiveness_ci": [0.3, 0.55], "deletion": [1, 2, 3, 4, 5]}
     block |= {"aopc_sufficiency": 0.9, "aopc_sufficiency_ci": [0.8, 1.0]}
+    if paired is not None:
+        block["paired"] = paired
     random = {"aopc_comprehensiveness": 0.1, "aopc_comprehensiveness_ci": [0.0, 0.2]}
     random |= {"aopc_sufficiency": 1.1, "aopc_sufficiency_ci": [0.95, 1.3]}
     result = {
@@ -31,7 +33,7 @@ def done_without_gold(model_version):
                 "fractions": [0.05, 0.1, 0.2, 0.3, 0.5],
                 "methods": {"grad_input": block},
                 "random": random,
-                "verdict": {"comprehensiveness_beats_random": True, "sufficiency_beats_random": False},
+                "verdict": verdict or {"comprehensiveness_beats_random": True, "sufficiency_beats_random": False},
                 "forward_passes": 72,
             }
         },
@@ -71,3 +73,27 @@ def test_a_result_without_gold_shows_faithfulness_specificity_and_what_was_weigh
     assert "3 of 6 (50%)" in page and "“esi 2” in 3 notes" in page
     assert "Weighed: faithfulness, specificity. Not used: localisation (no gold evidence on these pairs)." in page
     assert "Use grad_input with the “next” variant" in page
+
+
+def test_the_page_shows_the_paired_differences_and_why_there_is_no_verdict(client, researcher, model_version):
+    from ml.faithfulness import measure_verdict
+
+    paired = {"aopc_comprehensiveness": 0.317, "aopc_comprehensiveness_ci": [0.25, 0.4]}
+    paired |= {"aopc_sufficiency": 0.0, "aopc_sufficiency_ci": [0.0, 0.0]}
+    comp = measure_verdict(6, paired["aopc_comprehensiveness_ci"], "comprehensiveness")
+    suff = measure_verdict(6, paired["aopc_sufficiency_ci"], "sufficiency")
+    verdict = {"comprehensiveness": comp, "sufficiency": suff, "faithful": False}
+    verdict |= {"comprehensiveness_beats_random": False, "sufficiency_beats_random": False}
+    evaluation = done_without_gold(model_version, paired=paired, verdict=verdict)
+    client.force_login(researcher)
+    page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
+    assert '<td class="num paired">0.317 <span class="ci">(0.250–0.400)</span></td>' in page
+    assert "no verdict: 6 pairs, fewer than 10" in page
+    assert "measured before paired differences" not in page
+
+
+def test_a_result_stored_before_paired_differences_says_so(client, researcher, model_version):
+    evaluation = done_without_gold(model_version)
+    client.force_login(researcher)
+    page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
+    assert "measured before paired differences" in page

@@ -4,6 +4,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import F
 
+from ml.faithfulness import PASSES_PER_PAIR
 from ml.relevance import EXPLAIN, METHODS
 from webapp.corpus.access import CorpusNotFound, corpus_named
 from webapp.corpus.models import Task
@@ -43,7 +44,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--faithfulness",
             action="store_true",
-            help="also measure faithfulness (no gold needed; 12 forward passes per pair and configuration)",
+            help=f"also measure faithfulness (no gold needed; {PASSES_PER_PAIR} forward passes per pair and "
+            "configuration)",
         )
         how = parser.add_mutually_exclusive_group()
         how.add_argument("--wait", action="store_true", help="queue it, then print progress until it ends")
