@@ -14,12 +14,20 @@ from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import ValidationError
 
-from webapp.api import tokens
+from webapp.api import tokens, work
 from webapp.api.auth import BearerToken, signed_in_or_token
-from webapp.api.endpoints import router
 from webapp.audit.models import AuditEvent
+from webapp.corpus import api as corpus
+from webapp.datasets import api as datasets
 from webapp.deid import gate
-from webapp.deid_ops.api import router as deid_router
+from webapp.deid_ops import api as deid_ops
+from webapp.evaluation import api as evaluation
+from webapp.interchange import api as interchange
+from webapp.lifecycle.schemas import Unconfirmed
+from webapp.pipeline import api as pipeline
+from webapp.projects import api as projects
+from webapp.review import api as review
+from webapp.training import api as training
 
 api = NinjaAPI(
     title="DecSelfMask Studio API",
@@ -29,8 +37,10 @@ api = NinjaAPI(
     docs_decorator=signed_in_or_token,
     urls_namespace="api",
 )
-api.add_router("", router)
-api.add_router("", deid_router)  # de-identification jobs (webapp.deid_ops.api)
+# Each app's own router (webapp/<app>/api.py: its operations and their schemas), all at /api/;
+# cancel and resume of every kind of long work in one place (webapp.api.work).
+for app in (projects, corpus, pipeline, review, evaluation, deid_ops, datasets, training, interchange, work):
+    api.add_router("", app.router)
 
 
 @api.exception_handler(tokens.TokenRefused)
@@ -56,6 +66,13 @@ def _invalid(request, exc: ValidationError):
         else:
             said.append(f"{where}: {error.get('msg', 'invalid')}.")
     return api.create_response(request, {"detail": " ".join(said), "errors": exc.errors}, status=400)
+
+
+@api.exception_handler(Unconfirmed)
+def _unconfirmed(request, exc: Unconfirmed):
+    """A launch the pages would ask to confirm, sent without `"confirm": true`: 409 with the
+    page's question and the estimate, nothing launched (webapp.lifecycle.schemas)."""
+    return api.create_response(request, exc.answer(), status=409)
 
 
 @api.exception_handler(gate.Refused)

@@ -67,6 +67,14 @@ class ModelVersion(models.Model):
         return self.name
 
 
+class PeakProfileQuerySet(ProjectScopedQuerySet):
+    def default_of(self, project_id: int) -> "PeakProfile | None":
+        """The profile a project's pages and API use when none is named: the one marked default
+        (shared), else the latest the project may use."""
+        usable = self.of_project(project_id)
+        return usable.filter(is_default=True).first() or usable.order_by("-created").first()
+
+
 class PeakProfile(models.Model):
     """Named, versioned smoothing and threshold parameters (the paper's default: 3 / 1.0 / 0.2 / 0.4).
     A profile saved in a project is that project's (its name and versions are per project); one of
@@ -99,7 +107,7 @@ class PeakProfile(models.Model):
 
     project_paths = ("project",)  # webapp.projects.scoping
     shared_when = {"project__isnull": True}
-    objects = ProjectScopedQuerySet.as_manager()
+    objects = PeakProfileQuerySet.as_manager()
 
     class Meta:
         ordering = ["name", "-version"]

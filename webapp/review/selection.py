@@ -90,8 +90,7 @@ class Selection:
 
 def default_profile(project_id: int) -> PeakProfile | None:
     """The profile marked default (shared), else the latest the project may use."""
-    usable = PeakProfile.objects.of_project(project_id)
-    return usable.filter(is_default=True).first() or usable.order_by("-created").first()
+    return PeakProfile.objects.default_of(project_id)
 
 
 def _int(value):

@@ -165,7 +165,7 @@ def test_resume_starts_again_from_the_maps_not_from_the_stage_an_earlier_attempt
 
 
 def test_the_api_gives_the_stage_its_progress_and_time_left(running_evaluation):
-    from webapp.api.endpoints import _evaluation
+    from webapp.evaluation.api import EvaluationOut
 
     evaluation = running_evaluation
     evaluation.stage, evaluation.stage_done, evaluation.stage_total, evaluation.stage_seconds = (
@@ -174,6 +174,6 @@ def test_the_api_gives_the_stage_its_progress_and_time_left(running_evaluation):
         40,
         60.0,
     )
-    body = _evaluation(evaluation)
+    body = EvaluationOut.from_orm(evaluation).dict()
     assert (body["stage"], body["stage_done"], body["stage_total"]) == ("faithfulness", 12, 40)
     assert body["stage_seconds_left"] == pytest.approx(140)
