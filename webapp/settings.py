@@ -257,6 +257,20 @@ CONTENT_SECURITY_POLICY = {
 # Celery: Redis when a URL is set; otherwise kombu's filesystem transport under DATA_DIR,
 # so a real worker process still runs the tasks with no server.
 REDIS_URL = env_str("REDIS_URL")
+# Django's cache: Redis when a URL is set (CACHE_URL, else REDIS_URL), shared by every web worker;
+# otherwise each process's memory. It keeps the review panel's decision-free part
+# (webapp.review.caching) and, in front of the database, the sessions (cached_db: a session is
+# read from the cache and written to both).
+CACHE_URL = env_str("CACHE_URL") or REDIS_URL
+if CACHE_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL,
+                          "KEY_PREFIX": "dsm", "TIMEOUT": 3600}}  # fmt: skip
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "dsm"}}
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+# The nice level the demo's workers start at (compose: WORKER_NICE in .env), so the web server
+# comes first when they share the cores; 0: the same priority.
+WORKER_NICE = env_int("WORKER_NICE", 10)
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or REDIS_URL or "filesystem://"
 BROKER_DIR = DATA_DIR / "broker"
 if CELERY_BROKER_URL.startswith("filesystem://"):

@@ -3,7 +3,7 @@
 from django import forms
 
 from ml.peaks import PeakParams, check_params
-from webapp.review.models import PeakDecision
+from webapp.review.models import PeakDecision, ReviewRound
 
 KERNEL_CHOICES = (1, 3, 5, 7, 9)
 MAX_ACTIVE_MS = 3_600_000  # an hour on one peak is not review time: stored as not measured
@@ -231,6 +231,10 @@ class RoundForm(forms.Form):
     guideline = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 4}), help_text="Markdown, shown on every page of the round"
     )
+    order = forms.ChoiceField(
+        choices=ReviewRound._meta.get_field("order").choices, initial="drawn", label="Review first"
+    )  # webapp.review.orders
+    order_seed = forms.IntegerField(min_value=0, initial=0, required=False, label="Seed (random order)")
 
     def __init__(self, *args, project_id: int, reviewers=(), **kwargs):
         """`project_id`: the corpus's project; its own tasks and the catalog's are offered, so
@@ -244,6 +248,16 @@ class RoundForm(forms.Form):
         self.fields["reviewers"].queryset = get_user_model().objects.filter(pk__in=[r.pk for r in reviewers])
         self.fields["reviewers"].queryset = self.fields["reviewers"].queryset.order_by("username")
 
+    def clean_order_seed(self) -> int:
+        return self.cleaned_data.get("order_seed") or 0
+
     def clean_agreement_needed(self) -> int:
         value = self.cleaned_data.get("agreement_needed")
         return 100 if value is None else value
+
+
+class RoundOrderForm(forms.Form):
+    """A round's order, changed on its page (webapp.review.orders)."""
+
+    order = forms.ChoiceField(choices=ReviewRound._meta.get_field("order").choices)
+    order_seed = forms.IntegerField(min_value=0, required=False)

@@ -314,6 +314,18 @@ class ReviewRound(ConfigKeyDefault, models.Model):
         "below it the peak goes to a curator (100: any disagreement does)",
     )
     guideline = models.TextField(blank=True, help_text="Markdown: what this round asks, beside the task guidelines")
+    order = models.CharField(
+        max_length=20,
+        choices=[
+            ("drawn", "as drawn (note, task)"),
+            ("disagreement", "disagreement so far first"),
+            ("uncertainty", "the model's uncertainty first (peaks nearest the threshold)"),
+            ("stratified", "random, stratified across tasks"),
+        ],
+        default="drawn",
+        help_text="Which pairs the round's queue serves first (webapp.review.orders)",
+    )
+    order_seed = models.PositiveIntegerField(default=0, help_text="The seed of the stratified random order")
     reviewers = models.ManyToManyField(settings.AUTH_USER_MODEL, through="RoundReviewer", related_name="+")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -37,7 +37,7 @@ from webapp.corpus.models import Annotation, Note
 from webapp.lib import rendering, windows
 from webapp.lifecycle.status import ACTIVE
 from webapp.pipeline.models import RelevanceJob
-from webapp.review import peakstore, sentenceview
+from webapp.review import caching, peakstore, sentenceview
 from webapp.review.decisions import PeakContext, decisions_on, is_conflict, overlapping
 
 ADJUST_WORDS = 5  # how many words a boundary may move either way in the adjust form
@@ -240,33 +240,26 @@ def build_panel(
     panel = NotePanel(note, selection, parts[0], n_chars=len(text))
     panel.annotations, panel.gold = gold_of(note, selection.task)
     panel.prev_id, panel.next_id = neighbours(note, selection)
-    found = stored_peaks(note, selection, arrays=True)
-    offsets, scores, spans = (), (), []
+    asked = {"window": window, "peak": peak, "view": view, "sentence": sentence, "by": by, "chars": window_chars}
+    base, key = None, None
+    found = caching.fingerprint(note, selection)  # webapp.review.caching: the decision-free part, kept
     if found is not None:
-        panel.found = True
-        (offsets, scores), spans, panel.fits = found
-        panel.n_tokens = len(offsets)
-        if not panel.fits:
-            offsets, scores = offsets[:0], scores[:0]
-        panel.reach = map_reach(text, offsets)
+        # what picks the window, as the window it picks: no window asked is the first one
+        given = {**asked, "window": windows.pick(parts, window).index, "peak": _int(peak)}
+        given["window_given"] = window is not None and view == "sentences"  # the sentence's window otherwise
+        key = caching.key_for(note, selection, found, panel.gold, given)
+        base = caching.get(key)
+    if base is None:
+        base = panel_base(note, selection, parts, panel.gold, **asked)
+        if key is not None and base.found:
+            caching.put(key, base)
+    for name in ("found", "fits", "n_tokens", "window", "shown", "select", "reach", "reach_window", "specificity"):
+        setattr(panel, name, getattr(base, name))
+    panel.view, panel.sentences, spans = base.view, base.sentences, base.spans
     panel.n_peaks = len(spans)
     if not panel.found:
         panel.recomputing = computing(note)
-    if panel.found and panel.fits and spans:
-        panel.specificity = specificity(note, selection, offsets, scores, spans)
-    if view == "sentences":
-        panel.view = "sentences"
-        panel.sentences = sentenceview.build(text, offsets, scores, panel.gold, by=by or "sentence", chosen=sentence)
-    asked = _int(peak)
-    if asked is not None and 1 <= asked <= len(spans):
-        panel.select = asked - 1
-        panel.window = windows.holding(parts, spans[panel.select][0])
-    elif panel.sentences is not None and panel.sentences.chosen is not None and window is None:
-        panel.window = windows.holding(parts, panel.sentences.units[panel.sentences.chosen].start)
-    else:
-        panel.window = windows.pick(parts, window)
     win = panel.window
-    panel.shown = windows.spans_in(spans, win)
     decisions = []
     if panel.found:
         ctx = PeakContext(note, selection.task, selection.model, selection.method, selection.template, selection.config)
@@ -274,23 +267,68 @@ def build_panel(
     mine = {(d.start, d.end): d for d in decisions if d.reviewer_id == reviewer.pk}
     panel.decided = sum(1 for span in spans if span in mine)
     _quote(text, overlapping(decisions, win.start, win.end))
-    panel.peaks = [_peak_row(text, i, spans[i], decisions, mine) for i in panel.shown]
-    panel.html = window_html(
+    panel.peaks = [_peak_row(text, i, spans[i], decisions, mine, base.options.get(i)) for i in panel.shown]
+    panel.html = caching.fill(base.html, {p.index: p.css for p in panel.peaks})
+    panel.millis = (time.perf_counter() - started) * 1000
+    return panel
+
+
+def panel_base(note, selection, parts, gold, *, window, peak, view, sentence, by, chars) -> caching.PanelBase:
+    """What the panel shows that no decision changes (webapp.review.caching keeps it): the
+    peaks, the window, the map's reach, the specificity, the sentence view, and the window's
+    HTML with a placeholder where each peak's review state goes."""
+    text = note.text
+    found = stored_peaks(note, selection, arrays=True)
+    offsets, scores, spans, fits, n_tokens, reach = (), (), [], True, 0, None
+    if found is not None:
+        (offsets, scores), spans, fits = found
+        n_tokens = len(offsets)
+        if not fits:
+            offsets, scores = offsets[:0], scores[:0]
+        reach = map_reach(text, offsets)
+    spec = specificity(note, selection, offsets, scores, spans) if found is not None and fits and spans else None
+    sentences = None
+    if view == "sentences":
+        sentences = sentenceview.build(text, offsets, scores, gold, by=by or "sentence", chosen=sentence)
+    asked, select = _int(peak), None
+    if asked is not None and 1 <= asked <= len(spans):
+        select = asked - 1
+        win = windows.holding(parts, spans[select][0])
+    elif sentences is not None and sentences.chosen is not None and window is None:
+        win = windows.holding(parts, sentences.units[sentences.chosen].start)
+    else:
+        win = windows.pick(parts, window)
+    shown = windows.spans_in(spans, win)
+    html_ = window_html(
         text,
         win,
         offsets,
         scores,
-        [spans[i] for i in panel.shown],
-        panel.gold,
-        first_peak=panel.shown.start,
-        peak_classes=[p.css for p in panel.peaks],
-        markers=reach_markers(panel.reach, win),
+        [spans[i] for i in shown],
+        gold,
+        first_peak=shown.start,
+        peak_classes=[caching.PLACEHOLDER.format(i) for i in shown],
+        markers=reach_markers(reach, win),
     )
-    if panel.reach is not None:
-        edge = panel.reach.end if panel.reach.cut_end else panel.reach.start
-        panel.reach_window = windows.holding(parts, edge).index
-    panel.millis = (time.perf_counter() - started) * 1000
-    return panel
+    reach_window = None
+    if reach is not None:
+        reach_window = windows.holding(parts, reach.end if reach.cut_end else reach.start).index
+    return caching.PanelBase(
+        found=found is not None,
+        fits=bool(fits),
+        n_tokens=n_tokens,
+        spans=list(spans),
+        html=html_,
+        window=win,
+        shown=shown,
+        select=select,
+        reach=reach,
+        reach_window=reach_window,
+        specificity=spec,
+        view="sentences" if view == "sentences" else "words",
+        sentences=sentences,
+        options={i: boundary_options(text, *spans[i]) for i in shown},
+    )
 
 
 def decided_row(note, selection, reviewer, spans, span) -> tuple[PeakRow, int]:
@@ -304,12 +342,27 @@ def decided_row(note, selection, reviewer, spans, span) -> tuple[PeakRow, int]:
     return _peak_row(note.text, spans.index(span), span, decisions, mine), sum(1 for s in spans if s in mine)
 
 
-def _peak_row(text: str, index: int, span, decisions, mine) -> PeakRow:
+def _peak_row(text: str, index: int, span, decisions, mine, options=None) -> PeakRow:
+    """`options`: the peak's boundary choices as panel_base found them (none selected), if kept."""
     a, b = span
     near = overlapping(decisions, a, b)
     row = PeakRow(index, a, b, text[a : min(b, a + QUOTE_CHARS)], mine.get((a, b)), near, is_conflict(near))
-    row.start_options, row.end_options = boundary_options(text, a, b, row.mine)
+    if options is None:
+        row.start_options, row.end_options = boundary_options(text, a, b, row.mine)
+    else:
+        row.start_options, row.end_options = _selected(options, a, b, row.mine)
     return row
+
+
+def _selected(options, start: int, end: int, mine) -> tuple[list, list]:
+    """Boundary choices with the reviewer's adjusted bounds (else the peak's own) selected."""
+    chosen_start = mine.adjusted_start if mine is not None and mine.adjusted_start is not None else start
+    chosen_end = mine.adjusted_end if mine is not None and mine.adjusted_end is not None else end
+    starts, ends = options
+    return (
+        [(o, label, o == chosen_start) for o, label, _ in starts],
+        [(o, label, o == chosen_end) for o, label, _ in ends],
+    )
 
 
 def _quote(text: str, decisions) -> None:

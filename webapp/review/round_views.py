@@ -16,8 +16,8 @@ from webapp.corpus.tasks import current_guideline
 from webapp.deid import gate
 from webapp.lib import rendering
 from webapp.projects.roles import Capability, has_capability
-from webapp.review import access, adjudication, rounds, selection, team_export, timing
-from webapp.review.forms import RoundForm
+from webapp.review import access, adjudication, orders, rounds, selection, team_export, timing
+from webapp.review.forms import RoundForm, RoundOrderForm
 
 
 def round_list(request, corpus_id):
@@ -45,6 +45,8 @@ def round_list(request, corpus_id):
                     reviewers=data["reviewers"],
                     guideline=data["guideline"],
                     agreement_needed=data["agreement_needed"],
+                    order=data["order"],
+                    order_seed=data["order_seed"],
                     actor=request.user,
                 )
             except rounds.RoundError as exc:
@@ -84,6 +86,8 @@ def round_detail(request, round_id):
         "gate": gate.gate_for([rnd.corpus], request.user),
         "candidates": [u for u in rounds.reviewer_candidates(project) if not rounds.is_member(rnd, u)],
         "time": timing.round_time(rnd),
+        "orders": list(orders.ORDERS.items()),
+        "order_changes": orders.changes(rnd),
     }
     return render(request, "review/round.html", context)
 
@@ -114,6 +118,19 @@ def note_url(rnd, pair) -> str:
     if rnd.profile_id:
         query["profile"] = rnd.profile_id
     return reverse("review:note", args=[rnd.corpus_id, pair.note_id]) + "?" + urlencode(query)
+
+
+@require_POST
+def round_order(request, round_id):
+    """Change what the round's queue serves first (LAUNCH); audited (webapp.review.orders)."""
+    rnd = access.round_for(request.user, round_id, Capability.LAUNCH)
+    form = RoundOrderForm(request.POST)
+    if form.is_valid():
+        orders.change(rnd, form.cleaned_data["order"], form.cleaned_data["order_seed"], actor=request.user)
+        messages.success(request, f"Round {rnd.name} now serves {rnd.get_order_display()}.")
+    else:
+        messages.error(request, "Choose one of the orders offered (and a seed of 0 or more).")
+    return redirect("review:round", rnd.pk)
 
 
 @require_POST

@@ -45,6 +45,7 @@ from webapp.corpus.models import Note
 from webapp.lifecycle.signals import round_completed
 from webapp.pipeline.models import RelevanceMap
 from webapp.projects.roles import CAPABILITIES, Capability, has_capability
+from webapp.review import orders
 from webapp.review.models import PeakDecision, ReviewRound, RoundClaim, RoundPair, RoundReviewer
 
 LEASE = timedelta(minutes=15)  # a claim's hold on its slot without a decision on the pair
@@ -73,6 +74,8 @@ def create_round(
     reviewers=(),
     guideline: str = "",
     agreement_needed: int = 100,
+    order: str = "drawn",
+    order_seed: int = 0,
     actor=None,
 ) -> ReviewRound:
     """Create a round and draw its pairs (module docstring); RoundError says what is wrong."""
@@ -88,6 +91,8 @@ def create_round(
         raise RoundError(f"k (reviewers per pair) must be between 1 and the {len(reviewers)} reviewers named.")
     if not 50 <= agreement_needed <= 100:
         raise RoundError("The agreement a peak needs must be between 50% (a majority) and 100% (everyone).")
+    if order not in orders.ORDERS:
+        raise RoundError(f"Unknown order {order!r}: choose one of {', '.join(orders.ORDERS)}.")
     with transaction.atomic():
         rnd = ReviewRound.objects.create(
             corpus=corpus,
@@ -100,6 +105,8 @@ def create_round(
             k=k,
             guideline=guideline,
             agreement_needed=agreement_needed,
+            order=order,
+            order_seed=order_seed,
             created_by=actor,
         )
         rnd.tasks.set(tasks)
@@ -110,8 +117,10 @@ def create_round(
                 "No (note, task) pair of these tasks has a peak under this model version, method, template and "
                 "peak setting in this corpus: compute relevance first, or choose another setting."
             )
+        if order != "drawn":
+            orders.arrange(rnd)  # webapp.review.orders: positions in the round's order
     record(actor, AuditEvent.Action.REVIEW_DECISION, rnd, kind="review_round", pairs=drawn, k=k,
-           agreement_needed=agreement_needed, reviewers=[r.pk for r in reviewers],
+           agreement_needed=agreement_needed, order=order, reviewers=[r.pk for r in reviewers],
            tasks=[t.pk for t in tasks])  # fmt: skip
     return rnd
 
@@ -202,14 +211,21 @@ def next_claim(rnd: ReviewRound, reviewer, *, now=None) -> RoundClaim | None:
     offset = R * k * (RoundPair.objects.filter(round=rnd).count() + 1)
     slot = ExpressionWrapper(Mod(Value(me + offset) - F("position") * k, Value(R)), output_field=BigIntegerField())
     mine, after = open_pairs.annotate(slot=slot).filter(slot__lt=k).order_by("position"), -1
-    while batch := list(mine.filter(position__gt=after)[:100]):
+    first = ("-disagreement",) if rnd.order == "disagreement" else ()  # webapp.review.orders
+    if first:
+        mine, open_pairs = (q.annotate(disagreement=orders.disagreement(rnd)) for q in (mine, open_pairs))
+        for pair in mine.order_by(*first, "position")[:HELP_SCAN]:
+            claim = _take(rnd, pair, reviewer, now)
+            if claim is not None:
+                return claim
+    while not first and (batch := list(mine.filter(position__gt=after)[:100])):
         for pair in batch:
             claim = _take(rnd, pair, reviewer, now)
             if claim is not None:
                 return claim
         after = batch[-1].position
     holders = {m.reviewer_id: i for i, m in enumerate(rota)}
-    for pair in open_pairs.order_by("-live", "position")[:HELP_SCAN]:
+    for pair in open_pairs.order_by(*first, "-live", "position")[:HELP_SCAN]:
         claim = _take(rnd, pair, reviewer, now, help_out=(holders, R))
         if claim is not None:
             return claim

@@ -1,7 +1,8 @@
 """Export of a round's work: every judgement of its reviewers and the result of each peak.
 
 JSONL: one object per peak of the round, in pair order:
-  {"round", "note_id", "external_id", "task", "start", "end",
+  {"round", "order" (which pairs the round's queue served first: webapp.review.orders),
+   "note_id", "external_id", "task", "start", "end",
    "judgements": [{"reviewer", "decision", "kept", "adjusted_start", "adjusted_end", "comment",
                    "decided_at", "guideline_version", "active_ms"}, ...],
    "result": {"kept", "by", "curator", "decided_at", "comment"}}
@@ -22,6 +23,7 @@ from webapp.review.adjudication import RoundPeak, round_peaks
 
 CSV_COLUMNS = (
     "round",
+    "order",
     "note_id",
     "external_id",
     "task",
@@ -51,6 +53,7 @@ def peak_record(rnd, peak: RoundPeak) -> dict:
     adj = peak.adjudication
     return {
         "round": rnd.name,
+        "order": rnd.order,  # what the queue served first (webapp.review.orders)
         "note_id": peak.pair.note_id,
         "external_id": peak.pair.note.external_id,
         "task": peak.pair.task.slug,
@@ -89,7 +92,7 @@ def csv_rows(rnd) -> Iterator[list]:
     for peak in round_peaks(rnd):
         record = peak_record(rnd, peak)
         result = record["result"]
-        head = [record[name] for name in ("round", "note_id", "external_id", "task", "start", "end")]
+        head = [record[name] for name in ("round", "order", "note_id", "external_id", "task", "start", "end")]
         tail = [result["kept"], result["by"], result["curator"], result["decided_at"]]
         for j in record["judgements"] or [None]:
             middle = [

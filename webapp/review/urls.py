@@ -31,6 +31,7 @@ urlpatterns = [
     path("rounds/<int:round_id>/", round_views.round_detail, name="round"),
     path("rounds/<int:round_id>/queue/", round_views.round_queue, name="round_queue"),
     path("rounds/<int:round_id>/reviewers/", round_views.round_reviewer, name="round_reviewer"),
+    path("rounds/<int:round_id>/order/", round_views.round_order, name="round_order"),
     path("rounds/<int:round_id>/adjudicate/", round_views.adjudicate, name="adjudicate"),
     path("rounds/<int:round_id>/adjudicate/spans/", span_views.adjudicate_spans, name="adjudicate_spans"),
     path("rounds/<int:round_id>/export.<str:fmt>", round_views.round_export, name="round_export"),

@@ -25,6 +25,7 @@ command started; no note text), the signal `scripts/time_demo.py` waits for.
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -57,12 +58,20 @@ def worker_threads(cores: int | None = None) -> dict[str, int]:
     return {"relevance": max(1, cores - training), "training": training, "default": 1, "webhooks": 1}
 
 
+def worker_nice() -> list[str]:
+    """The prefix that starts a worker at a lower CPU priority than the web server (nice
+    settings.WORKER_NICE, 10 by default; 0: none): reviewers first (docs/operations.md)."""
+    level = settings.WORKER_NICE
+    return ["nice", "-n", str(level)] if level and shutil.which("nice") else []
+
+
 def worker_processes(python: str, cores: int | None = None) -> list[tuple[list[str], dict[str, str]]]:
     """(command, environment) of each worker process."""
     threads = worker_threads(cores)
     processes = []
     for name, queues in WORKER_QUEUES.items():
         cmd = [
+            *worker_nice(),
             python,
             "-m",
             "celery",
