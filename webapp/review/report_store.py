@@ -31,16 +31,13 @@ from ml.span_agreement import Span, SpanSettings, span_agreement
 from webapp.corpus.models import Annotation, Note, Task
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import ACTIVE, JobStatus
+from webapp.pipeline.models import RelevanceMap
 from webapp.projects.roles import Capability, projects_with
-from webapp.review import reports
-from webapp.review.models import Adjudication, PeakDecision, ReportSnapshot
-
-try:  # spans reviewers add in the app (issue 41, item 1); the report compares them once they exist
-    from webapp.review.models import AddedSpan
-except ImportError:  # pragma: no cover - before that model lands
-    AddedSpan = None
+from webapp.review import reports, timing
+from webapp.review.models import AddedSpan, Adjudication, PeakDecision, ReportSnapshot
 
 TASK = "workers.reports.compute_report"
+VERSION = 2  # of the figures' layout: figures stored by another version are recomputed
 SPAN_SETTINGS = SpanSettings()
 
 
@@ -51,7 +48,9 @@ class ReportState:
 
     @property
     def figures(self) -> dict | None:
-        return self.snapshot.figures
+        """The last figures stored in this version's layout, None before any."""
+        figures = self.snapshot.figures
+        return figures if (figures or {}).get("version") == VERSION else None
 
     @property
     def coming(self) -> bool:
@@ -78,7 +77,7 @@ def current(user, corpus=None, model=None, method: str | None = None) -> ReportS
             "status": JobStatus.DONE,
         },
     )
-    fresh = snapshot.figures is not None and snapshot.stamp == stamp(snapshot)
+    fresh = (snapshot.figures or {}).get("version") == VERSION and snapshot.stamp == stamp(snapshot)
     if not fresh:
         refresh(snapshot)
     return ReportState(snapshot, fresh)
@@ -100,7 +99,7 @@ def refresh(snapshot: ReportSnapshot) -> bool:
     return bool(queued)
 
 
-def _scoped(model, snapshot: ReportSnapshot):
+def _in_projects(model, snapshot: ReportSnapshot):
     """The rows of `model` in the snapshot's projects (the scoping of webapp.projects.scoping)."""
     rows = model.objects.all()
     if snapshot.project_ids is not None:
@@ -108,6 +107,12 @@ def _scoped(model, snapshot: ReportSnapshot):
         for path in model.project_paths:
             condition |= Q(**{f"{path}__in": snapshot.project_ids})
         rows = rows.filter(condition)
+    return rows
+
+
+def _scoped(model, snapshot: ReportSnapshot):
+    """The rows of `model` in the snapshot's projects and corpus."""
+    rows = _in_projects(model, snapshot)
     if snapshot.corpus_id is not None:
         rows = rows.filter(note__corpus_id=snapshot.corpus_id)
     return rows
@@ -124,22 +129,24 @@ def _decisions(snapshot):
 
 def _inputs(snapshot) -> list[tuple[str, object, str]]:
     """(name, queryset, its latest-change field) of every table the figures come from."""
-    out = [
+    return [
         ("decisions", _decisions(snapshot), "updated"),
         ("adjudications", _scoped(Adjudication, snapshot), "updated"),
         ("gold", _scoped(Annotation, snapshot), "created"),
+        ("added", _scoped(AddedSpan, snapshot), "updated"),
     ]
-    if AddedSpan is not None:
-        out.append(("added", _scoped(AddedSpan, snapshot), "updated"))
-    return out
 
 
 def stamp(snapshot: ReportSnapshot) -> str:
-    """The fingerprint of the rows the figures come from: each table's count and latest change."""
+    """The fingerprint of the rows the figures come from: each table's count and latest change,
+    and the newest relevance map's id (maps are only added, or erased with their notes'
+    decisions; their count would cost a scan of the largest table)."""
     parts = []
     for name, rows, changed in _inputs(snapshot):
         got = rows.aggregate(n=Count("pk"), last=Max(changed))
         parts.append(f"{name}={got['n']}@{got['last'].timestamp() if got['last'] else ''}")
+    newest_map = _scoped(RelevanceMap, snapshot).aggregate(last=Max("pk"))["last"]
+    parts.append(f"maps={newest_map or ''}")
     return ";".join(parts)
 
 
@@ -166,6 +173,7 @@ def compute(snapshot: ReportSnapshot) -> dict:
         _scoped(Adjudication, snapshot), corpus, snapshot.model_version, snapshot.method or None
     )
     return {
+        "version": VERSION,
         "tasks": [_task(r) for r in task_rows],
         "overall": overall.to_dict() if overall is not None else None,
         "accuracy": [
@@ -174,8 +182,15 @@ def compute(snapshot: ReportSnapshot) -> dict:
         ],
         "spans": {
             "gold": gold_span_agreement(_scoped(Annotation, snapshot)),
-            "added": added_span_agreement(snapshot) if AddedSpan is not None else None,
+            "added": added_span_agreement(snapshot),
         },
+        "time": timing.time_parts(
+            _in_projects(PeakDecision, snapshot),
+            _in_projects(RelevanceMap, snapshot),
+            corpus,
+            snapshot.model_version,
+            snapshot.method or None,
+        ),
     }
 
 

@@ -112,7 +112,26 @@ def review_time(
     if reviewers is None:
         reviewers = _reviewers_per_pair(user, corpus, model, method)
     decisions = PeakDecision.objects.visible_to(user)
-    maps = RelevanceMap.objects.visible_to(user).filter(task__retired=False)
+    maps = RelevanceMap.objects.visible_to(user)
+    return time_from_parts(time_parts(decisions, maps, corpus, model, method), reviewers)
+
+
+def stored_review_time(
+    parts: dict, user, corpus=None, model=None, method: str | None = None, *, reviewers: int | None = None
+) -> ReviewTime:
+    """review_time from stored `time_parts` (the review report's): only the reviewers per pair by
+    default is read now (the review rounds under the filters)."""
+    if reviewers is None:
+        reviewers = _reviewers_per_pair(user, corpus, model, method)
+    return time_from_parts(parts, reviewers)
+
+
+def time_parts(decisions, maps, corpus=None, model=None, method: str | None = None) -> dict:
+    """What the time figures need whatever the number of reviewers per pair, as JSON (the review
+    report stores it, webapp.review.report_store): per reviewer the seconds' median; per task its
+    name, timed decisions, median, undecided pairs, peaks per pair, pairs with maps, and how many
+    pairs each number of reviewers decided. `decisions` and `maps`: the querysets to read."""
+    maps = maps.filter(task__retired=False)
     if corpus is not None:
         decisions, maps = decisions.filter(note__corpus=corpus), maps.filter(note__corpus=corpus)
     if model is not None:
@@ -134,9 +153,9 @@ def review_time(
     for (task_id, note_id, _), n in per_pair.items():
         decisions_per_pair[task_id].append(n)
         reviewers_on[(task_id, note_id)] += 1
-    done_by_task: dict[int, list[int]] = defaultdict(list)  # reviewers on each decided pair
+    done_by_task: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))  # reviewers -> pairs
     for (task_id, _), n in reviewers_on.items():
-        done_by_task[task_id].append(n)
+        done_by_task[task_id][n] += 1
 
     undecided = (
         maps.filter(~Exists(PeakDecision.objects.filter(note=OuterRef("note"), task=OuterRef("task"))))
@@ -153,22 +172,38 @@ def review_time(
     )
     names = {row["task_id"]: row["task__description"] for row in undecided}
     names.update(dict(decisions.order_by().values_list("task_id", "task__description").distinct()))
-
-    out = ReviewTime(reviewer_count=reviewers)
-    out.reviewers = [
-        TimeFigure(name, len(seconds), median(seconds) if seconds else None)
-        for name, seconds in sorted(by_reviewer.items())
-    ]
+    tasks = []
     for task_id in sorted(names, key=lambda pk: names[pk].casefold()):
         seconds = by_task.get(task_id, [])
         counts = decisions_per_pair.get(task_id, [])
-        median_s = median(seconds) if seconds else None
-        per = sum(counts) / len(counts) if counts else None
-        pairs = undecided_count.get(task_id, 0)
-        decided = done_by_task.get(task_id, []) if task_id in mapped_count else []
-        left = judgements_left(mapped_count.get(task_id, 0), decided, reviewers)
+        done = done_by_task.get(task_id, {}) if task_id in mapped_count else {}
+        tasks.append(
+            {
+                "name": names[task_id],
+                "timed": len(seconds),
+                "median_s": median(seconds) if seconds else None,
+                "undecided_pairs": undecided_count.get(task_id, 0),
+                "peaks_per_pair": sum(counts) / len(counts) if counts else None,
+                "mapped_pairs": mapped_count.get(task_id, 0),
+                "decided_pairs_by_reviewers": [[n, pairs] for n, pairs in sorted(done.items())],
+            }
+        )
+    reviewers = [
+        [name, len(seconds), median(seconds) if seconds else None] for name, seconds in sorted(by_reviewer.items())
+    ]
+    return {"reviewers": reviewers, "tasks": tasks}
+
+
+def time_from_parts(parts: dict, reviewers: int) -> ReviewTime:
+    """The time figures for `reviewers` per pair from `time_parts`."""
+    out = ReviewTime(reviewer_count=reviewers)
+    out.reviewers = [TimeFigure(name, timed, median_s) for name, timed, median_s in parts["reviewers"]]
+    for task in parts["tasks"]:
+        decided = [n for n, pairs in task["decided_pairs_by_reviewers"] for _ in range(pairs)]
+        left = judgements_left(task["mapped_pairs"], decided, reviewers)
+        median_s, per = task["median_s"], task["peaks_per_pair"]
         hours = estimate_hours(left, per, median_s) if median_s is not None and per is not None else None
-        out.tasks.append(TaskEstimate(names[task_id], len(seconds), median_s, pairs, per, hours, left))
+        out.tasks.append(TaskEstimate(task["name"], task["timed"], median_s, task["undecided_pairs"], per, hours, left))
     return out
 
 

@@ -516,6 +516,11 @@ def report(request):
         "state": state,
         "figures": state.figures,
         "csv_url": f"{reverse('review:report')}?{csv_query.urlencode()}",
+        "time": timing.stored_review_time(
+            state.figures["time"], request.user, corpus, model, method, reviewers=reviewers
+        )
+        if state.figures
+        else None,
     }
     if request.htmx:  # the figures' poll: it stops once they are fresh
         fragment = render(request, "review/report.html#figures", context)
@@ -531,7 +536,6 @@ def report(request):
             "method": method,
             "corpora": Corpus.objects.visible_to(request.user).order_by("name"),
             "models": ModelVersion.objects.visible_to(request.user).order_by("name"),
-            "time": timing.review_time(request.user, corpus, model, method, reviewers=reviewers),
         },
     )
 

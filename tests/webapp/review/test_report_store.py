@@ -2,6 +2,7 @@
 of the decisions, queued when stale while the last figures stay on the page, read by the page and
 the CSV in a number of queries that does not grow with the decisions."""
 
+import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -14,7 +15,14 @@ from webapp.review.models import ReportSnapshot
 
 from .fabricate import TEXT, word_span
 
-WORDS = ["130", "bpm"]
+
+@pytest.fixture
+def carl(django_user_model, note):
+    from webapp.accounts.membership import add_member
+
+    user = django_user_model.objects.create_user("carl", password="x" * 12)
+    add_member(note.corpus.project, user, "clinician")
+    return user
 
 
 def _compute():
@@ -81,7 +89,7 @@ def test_the_report_is_served_from_storage_in_queries_that_do_not_grow_with_deci
         lines = b"".join(csv.streaming_content).decode().splitlines()
     assert len(many) == len(few) <= 30 and len(many_csv) == len(few_csv) <= 12
     assert lines[1].startswith("heart-rate,2,2,7,13,")
-    assert "rev0 &amp; rev1" in page.content.decode() or "rev0 & rev1" in page.content.decode()
+    assert "rev0 & rev1: 2 peaks" in page.content.decode()
     poll = _page(client, note, HTTP_HX_REQUEST="true")
     assert poll.status_code == 286  # fresh: the poll stops
 
@@ -128,3 +136,26 @@ def test_readers_of_other_projects_get_their_own_snapshot(
     _page(client, note)
     scopes = sorted(ReportSnapshot.objects.values_list("scope", flat=True))
     assert len(scopes) == 2 and any(s.startswith("projects=all|") for s in scopes)
+
+
+def test_spans_added_by_two_reviewers_are_compared_and_a_new_one_makes_the_report_stale(
+    client, researcher, clinician, carl, note, tasks, base, maps
+):
+    from webapp.review import spans
+
+    client.force_login(researcher)
+    a, b = word_span(TEXT, "130")
+    c, d = word_span(TEXT, "bpm")
+    spans.add(note, tasks["heart"], clinician, start=a, end=d)  # "130 bpm"
+    spans.add(note, tasks["heart"], carl, start=a, end=b)  # "130": overlapping, not exact
+    _page(client, note)
+    _compute()
+    added = ReportSnapshot.objects.get().figures["spans"]["added"]
+    assert added["per_label"]["heart-rate"]["f1_exact"] == 0 and added["per_label"]["heart-rate"]["f1_overlap"] == 1
+    assert added["annotators"] == 2 and added["pairs"][0]["documents"] == 1
+    assert 'id="span-agreement-added"' in _page(client, note).content.decode()
+    spans.add(note, tasks["heart"], carl, start=c, end=d)
+    assert "being computed" in _page(client, note).content.decode()
+    _compute()
+    added = ReportSnapshot.objects.get().figures["spans"]["added"]
+    assert added["spans"] == 3 and added["per_label"]["heart-rate"]["f1_overlap"] == 1
