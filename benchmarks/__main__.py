@@ -34,6 +34,7 @@ BENCHMARKS = {
     "map-storage": ("benchmarks.map_storage", "bytes a token of stored relevance maps, all in, in PostgreSQL"),
     "lifecycle": ("benchmarks.lifecycle", "claims, heartbeats and sweeps of long work on PostgreSQL"),
     "deid": ("benchmarks.deid", "de-identification: recall and precision per type, notes/s, maps before/after"),
+    "api-pages": ("benchmarks.api_pages", "every page of a corpus's notes by API: cursor against offset and count"),
     "scale": ("benchmarks.scale", "the app over a large corpus: import, map storage, pages, planning, builds"),
 }
 
