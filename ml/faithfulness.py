@@ -45,6 +45,7 @@ import numpy as np
 
 from ml.localisation import random_scores
 from ml.metrics import resample_indices
+from ml.relevance.neutral import neutral_token_id  # noqa: F401  (the replacement token: faithfulness's API)
 
 FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5)
 RANDOM_DRAWS = 10  # random rankings per pair (module doc)
@@ -332,19 +333,6 @@ def _fmt(value) -> str:
 
 
 # ---------------------------------------------------------------- a language model's scorer
-
-
-def neutral_token_id(tokenizer, how: str = "pad") -> int:
-    """The replacement token: "pad" -> pad, else eos, else unk; "space" -> the single token of " "."""
-    if how == "space":
-        ids = tokenizer(" ", add_special_tokens=False)["input_ids"]
-        if len(ids) != 1:
-            raise ValueError('this tokenizer has no single-token " "; use neutral="pad"')
-        return int(ids[0])
-    for token_id in (tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id):
-        if token_id is not None:
-            return int(token_id)
-    raise ValueError("this tokenizer has no pad, eos or unk token; use neutral='space'")
 
 
 class ModelScorer:

@@ -113,6 +113,7 @@ def compute_relevance(
         pairs.append((main, neutral_prompt[note]))
 
     method.prepare(loaded.family)
+    method.prepare_tokenizer(tokenizer)
     # Rows per pass over a shared prefix: the whole group on CPU too, where its batched
     # backward through the prefix is what pays (see ml.relevance.sharing).
     group_rows = batch_size or 16

@@ -15,7 +15,7 @@ TASKS = ["heart rate", "fever"]
 
 
 def test_the_registry_holds_the_papers_methods_with_attnlrp_the_default():
-    assert registry.names() == ("attnlrp", "attention", "grad_input")
+    assert registry.names() == ("attnlrp", "attention", "grad_input", "integrated_gradients", "occlusion")
     assert registry.DEFAULT == "attnlrp" == RelevanceConfig().method
     assert registry.get("attention").eager_attention and not registry.get("attention").shares_prefix
     with pytest.raises(ValueError, match="unknown relevance method 'rollout'; choose one of attnlrp"):

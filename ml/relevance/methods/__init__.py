@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ml.relevance.methods import attention, attnlrp, grad_input
+from ml.relevance.methods import attention, attnlrp, grad_input, integrated_gradients, occlusion
 from ml.relevance.methods.base import GradientMethod, RelevanceMethod
 
 REGISTRY: dict[str, RelevanceMethod] = {
-    method.name: method for method in (attnlrp.METHOD, attention.METHOD, grad_input.METHOD)
+    method.name: method
+    for method in (attnlrp.METHOD, attention.METHOD, grad_input.METHOD, integrated_gradients.METHOD, occlusion.METHOD)
 }
 DEFAULT = attnlrp.METHOD.name  # the paper's
 

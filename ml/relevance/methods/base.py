@@ -32,6 +32,10 @@ class RelevanceMethod:
     def prepare(self, family) -> None:
         """Called once per computation, before any batch (family: ml.models' family of the model)."""
 
+    def prepare_tokenizer(self, tokenizer) -> None:
+        """Called once per computation with the model's tokenizer (a method that needs a token
+        of its own, e.g. a neutral baseline, takes it here)."""
+
     def batch(
         self, model, input_ids: torch.Tensor, kwargs: dict, targets: ExplainedTargets
     ) -> tuple[torch.Tensor, torch.Tensor]:
