@@ -18,8 +18,9 @@ one that stopped beating for WORK_STALL_SECONDS is lost: the evaluation is shown
 the recovery sweeper of any live worker queues it again.
 
 The pairs are planned once, at launch. `pairs_from="evidence"`: the distinct (note, task) pairs
-of the corpus with at least one annotation holding evidence spans (restricted to the chosen
-tasks), at most `max_pairs` of them drawn with `seed`, sorted. `pairs_from="notes"` (any
+of the corpus with gold evidence (restricted to the chosen tasks): an annotation holding evidence
+spans, or gold made in the app (webapp.evaluation.gold_sources: the peaks reviewers kept, the
+spans they added), at most `max_pairs` of them drawn with `seed`, sorted. `pairs_from="notes"` (any
 corpus, gold or not): notes drawn with `seed` x EVERY chosen task, as many notes as keep the
 pairs within `max_pairs` (at least one), so each note is asked about all its tasks and
 task-specificity can compare them. Faithfulness (`faithfulness=True`) costs
@@ -46,6 +47,7 @@ from ml.relevance.methods import run_order
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Corpus, Note, Task
+from webapp.evaluation import gold_sources
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import JobStatus
@@ -125,18 +127,16 @@ class EvaluationSpec:
         elif "max_pairs" not in problems and not annotated_pairs(self.corpus, self.tasks, limit=1):
             problems["corpus"] = (
                 f"Corpus {self.corpus.name} has no annotation with evidence spans"
-                f"{' for these tasks' if self.tasks else ''}: import annotations with evidence."
+                f"{' for these tasks' if self.tasks else ''}, nor peaks kept or spans added in review: "
+                "import annotations with evidence, or review the notes first."
             )
         return problems
 
 
 def annotated_pairs(corpus: Corpus, tasks=(), *, limit: int | None = None) -> list[tuple[int, int]]:
-    """Sorted distinct (note id, task id) of the corpus's annotations with evidence spans."""
-    rows = Annotation.objects.filter(note__corpus=corpus).exclude(evidence=[])
-    if tasks:
-        rows = rows.filter(task__in=list(tasks))
-    rows = rows.values_list("note_id", "task_id").distinct().order_by("note_id", "task_id")
-    return [tuple(pair) for pair in (rows[:limit] if limit else rows)]
+    """Sorted distinct (note id, task id) of the corpus with gold evidence: its annotations with
+    evidence spans and the registered sources' (webapp.evaluation.gold_sources)."""
+    return gold_sources.gold_pairs(corpus, tasks, limit=limit)
 
 
 def plan_pairs(spec: EvaluationSpec) -> list[list[int]]:
@@ -167,10 +167,13 @@ def n_planned(spec: EvaluationSpec) -> int:
         if spec.max_pairs is not None:
             notes = min(notes, max(1, spec.max_pairs // max(1, len(spec.tasks))))
         return notes * len(spec.tasks)
-    annotated = Annotation.objects.filter(note__corpus=spec.corpus).exclude(evidence=[])
-    if spec.tasks:
-        annotated = annotated.filter(task__in=list(spec.tasks))
-    pairs = annotated.values("note_id", "task_id").distinct().count()
+    if gold_sources.registered_pairs(spec.corpus, spec.tasks):  # gold made in the app: the union, read
+        pairs = len(annotated_pairs(spec.corpus, spec.tasks))
+    else:
+        annotated = Annotation.objects.filter(note__corpus=spec.corpus).exclude(evidence=[])
+        if spec.tasks:
+            annotated = annotated.filter(task__in=list(spec.tasks))
+        pairs = annotated.values("note_id", "task_id").distinct().count()
     return pairs if spec.max_pairs is None else min(pairs, spec.max_pairs)
 
 

@@ -12,7 +12,8 @@ taken for a lost worker. Then:
    Maps already stored (by an earlier attempt, or by relevance jobs of the same configuration)
    are not computed again: a crash, a cancel or a lost worker loses at most one batch.
 2. Scoring: for batches of SCORE_BATCH pairs, each configuration's maps, the note texts and the
-   gold evidence (the union of the spans of the pair's annotations) become ml.localisation pairs
+   gold evidence (the union of the pair's spans from every gold source, webapp.evaluation.gold_sources:
+   its annotations' evidence, and the peaks kept and spans added in review) become ml.localisation pairs
    of the group {method, explain, template, config_key}; ml.localisation.Evaluation scores them
    under the evaluation's peak profile, with the uniform and random baselines and the
    recommendation.
@@ -35,7 +36,9 @@ taken for a lost worker. Then:
    {"groups": [...], "baselines": {"uniform", "random"}, "recommended": {"choice", "reason"},
     "bootstrap": {...}, "configs": [{"key", ...RelevanceConfig fields}], "profile": "name vN",
     "peak_params": {...}, "n_pairs": planned pairs, "missing": {config key: pairs with no map},
-    "pairs_without_gold": n, "stale_maps": n, "problems": ["note 3 x task 2 skipped (...)", ...]}
+    "pairs_without_gold": n, "stale_maps": n, "problems": ["note 3 x task 2 skipped (...)", ...],
+    "gold_origins": {origin: {"spans", "pairs"}}: the planned pairs' gold by origin ("imported",
+    "accepted_peak", "added_span", "curator")}
 
 Progress by stage (RelevanceEvaluation.stage): MAPS counts the prompts (`done` of `total`, timed
 by `seconds_per_prompt`), FAITHFULNESS the pairs x configurations scored, SCORING the pairs
@@ -69,8 +72,8 @@ from ml.localisation import Evaluation, Pair, label, nan_to_none, peak_rule
 from ml.peaks import map_fits, peaks_of_arrays
 from ml.relevance import RelevanceConfig
 from ml.specificity import Summary, TaskMap, note_specificity, task_repetition
-from webapp.corpus.models import Annotation, Note, Task
-from webapp.evaluation import evaluations, maps
+from webapp.corpus.models import Note, Task
+from webapp.evaluation import evaluations, gold_sources, maps
 from webapp.evaluation.evaluations import EvaluationError
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lifecycle.heartbeat import Heartbeat
@@ -186,9 +189,10 @@ def score(evaluation: RelevanceEvaluation, configs: Sequence[RelevanceConfig], p
     specific = {config.key: Summary() for config in configs}
     repeats = {config.key: {} for config in configs}  # {task id: {note id: [peak texts]}}
     without_gold = stale = scored = 0
+    origins: dict = {}
     started = time.perf_counter()
     for batch in note_batches(list(pairs), SCORE_BATCH):
-        gold = _gold(batch)
+        gold = _gold(batch, origins)
         texts = dict(Note.objects.filter(pk__in={n for n, _ in batch}).values_list("pk", "text"))
         without_gold += sum(1 for pair in batch if not gold.get(pair) or pair[0] not in texts)
         for config in configs:
@@ -235,6 +239,7 @@ def score(evaluation: RelevanceEvaluation, configs: Sequence[RelevanceConfig], p
         "missing": missing,
         "pairs_without_gold": without_gold,
         "stale_maps": stale,
+        "gold_origins": origins,
     }
 
 
@@ -381,16 +386,10 @@ def _compute(loaded, compute, config, batch, problems) -> list:
     )
 
 
-def _gold(batch) -> dict[tuple[int, int], list[tuple[int, int]]]:
-    """The union of the evidence spans of each pair's annotations."""
-    gold: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    wanted = set(batch)
-    rows = (
-        Annotation.objects.filter(note_id__in={n for n, _ in batch}, task_id__in={t for _, t in batch})
-        .exclude(evidence=[])
-        .values_list("note_id", "task_id", "evidence")
-    )
-    for note_id, task_id, evidence in rows:
-        if (note_id, task_id) in wanted:
-            gold.setdefault((note_id, task_id), []).extend((int(a), int(b)) for a, b in evidence)
-    return gold
+def _gold(batch, origins: dict | None = None) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """The union of each pair's gold evidence spans from every source (webapp.evaluation.gold_sources);
+    the spans and pairs of each origin are counted into `origins`."""
+    found = gold_sources.evidence(batch)
+    if origins is not None:
+        gold_sources.count_origins(found, origins)
+    return {pair: sorted({(g.start, g.end) for g in items}) for pair, items in found.items()}

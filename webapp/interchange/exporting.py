@@ -4,7 +4,12 @@ and the export itself: to a folder or file (the command line) or a streamed zip 
 What a document holds, each part asked for:
 - gold: each imported or typed annotation's evidence ranges, one span each, labelled
   `task-slug:label value` (so an export imports back with no mapping), reviewer = the
-  annotation's annotator name; an annotation without evidence has no span to show;
+  annotation's annotator name; an annotation without evidence has no span to show. With them,
+  the spans reviewers added in review (webapp.review.gold; a curator's choice in place of its
+  round's group), each a gold span of its reviewer (the curator's for a choice), attribute
+  `origin` (added_span / curator), labelled `task-slug:value` with the note's label value for
+  the task (the reviewer's own annotation's, else the one value its annotations agree on; the
+  task's slug alone when there is none: a mapping `slug=slug` imports it as evidence only);
 - peaks: the peaks of one model version's relevance maps (method, template, configuration, and
   the peak parameters of a profile) as predictions, labelled with the task's slug, reviewer = the
   model version's name: pre-annotations for Label Studio (`predictions`), a layer of their own in
@@ -92,6 +97,7 @@ def corpus_documents(corpus, choice: ExportChoice, counter: _Count | None = None
         ids = [note[0] for note in notes]
         if choice.gold:
             _gold(ids, spans)
+            _added(ids, spans)
         if choice.peaks is not None:
             _peaks(ids, {note[0]: note[2] for note in notes}, choice.peaks, spans)
         if choice.decisions:
@@ -115,6 +121,40 @@ def _gold(note_ids, spans) -> None:
     for pk, note_id, slug, label, evidence, annotator in rows:
         for k, (start, end) in enumerate(evidence or [], 1):
             spans[note_id].append(Span.of([[start, end]], f"{slug}:{label}", reviewer=annotator, id=f"g{pk}-{k}"))
+
+
+def _added(note_ids, spans) -> None:
+    """The spans reviewers added to these notes, as gold spans of their reviewer (module doc)."""
+    from webapp.corpus.models import Task
+    from webapp.review import gold
+    from webapp.review.models import AddedSpan, SpanAdjudication
+
+    pairs = set(AddedSpan.objects.filter(note_id__in=note_ids).values_list("note_id", "task_id").order_by())
+    chosen = SpanAdjudication.objects.filter(note_id__in=note_ids, decision=SpanAdjudication.Decision.ACCEPT)
+    pairs |= set(chosen.values_list("note_id", "task_id").order_by())
+    if not pairs:
+        return
+    slugs = dict(Task.objects.filter(pk__in={t for _, t in pairs}).values_list("pk", "slug"))
+    own, values = {}, defaultdict(set)
+    labels = Annotation.objects.filter(note_id__in={n for n, _ in pairs}, task_id__in=set(slugs))
+    for note_id, task_id, annotator, label in labels.values_list("note_id", "task_id", "annotator_name", "label"):
+        own[(note_id, task_id, annotator)] = label
+        values[(note_id, task_id)].add(label)
+    for (note_id, task_id), items in gold.evidence(pairs).items():
+        added = [g for g in items if g.origin in ("added_span", "curator")]
+        for k, g in enumerate(added, 1):
+            agreed = values[(note_id, task_id)]
+            value = own.get((note_id, task_id, g.annotator)) or (next(iter(agreed)) if len(agreed) == 1 else "")
+            label = f"{slugs[task_id]}:{value}" if value else slugs[task_id]
+            spans[note_id].append(
+                Span.of(
+                    [[g.start, g.end]],
+                    label,
+                    {"origin": g.origin},
+                    reviewer=g.annotator,
+                    id=f"r{note_id}-{task_id}-{k}",
+                )
+            )
 
 
 def _peaks(note_ids, texts, source: PeakSource, spans) -> None:

@@ -10,9 +10,13 @@ class ReviewConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save
 
         from webapp.corpus.models import ProjectTaskState, Task
+        from webapp.evaluation.gold_sources import GoldSource, gold_from
         from webapp.evaluation.models import RelevanceEvaluation
         from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
-        from webapp.review import catalog
+        from webapp.review import catalog, gold
+
+        # the localisation evaluation scores against the gold made here too (evaluation imports no review)
+        gold_from(GoldSource("review", gold.pairs_of, gold.evidence))
 
         # A change made in this process clears its copy of the review menus at once.
         for model in (ModelVersion, Task, ProjectTaskState, PeakProfile, RelevanceJob, RelevanceEvaluation):

@@ -1,5 +1,7 @@
 """Gold evidence made in the app: the peaks reviewers kept and the spans they added, each with its
-origin, for the localisation evaluation and the annotation-tool exports.
+origin, for the localisation evaluation (registered as a gold source of
+webapp.evaluation.gold_sources in the app's ready: `pairs_of`, `evidence`) and the annotation-tool
+exports (webapp.interchange.exporting).
 
 Rules
 - An accepted peak: a peak decision that keeps it (accept, or adjust: the adjusted span), of a
@@ -59,6 +61,25 @@ def evidence(pairs) -> dict[tuple[int, int], list[GoldSpan]]:
         if key in pairs and not inside:
             out[key].add(GoldSpan(row.start, row.end, "added_span", row.reviewer.get_username()))
     return {key: sorted(spans, key=lambda g: (g.start, g.end, g.origin, g.annotator)) for key, spans in out.items()}
+
+
+def pairs_of(corpus, tasks=()) -> list[tuple[int, int]]:
+    """Sorted (note_id, task_id) pairs of the corpus (of these tasks or task ids; every task when
+    none) that hold gold made in the app: what the localisation evaluation plans its pairs from
+    (registered with webapp.evaluation.gold_sources in the app's ready)."""
+    task_ids = [getattr(t, "pk", t) for t in tasks]
+    kinds = (
+        PeakDecision.objects.exclude(decision=PeakDecision.Decision.REJECT),
+        AddedSpan.objects.all(),
+        SpanAdjudication.objects.filter(decision=SpanAdjudication.Decision.ACCEPT),
+    )
+    candidates: set[tuple[int, int]] = set()
+    for rows in kinds:
+        rows = rows.filter(note__corpus=corpus)
+        if task_ids:
+            rows = rows.filter(task_id__in=task_ids)
+        candidates.update(rows.values_list("note_id", "task_id").distinct().order_by())
+    return sorted(pair for pair, items in evidence(candidates).items() if items) if candidates else []
 
 
 def spans_by_pair(pairs) -> dict[tuple[int, int], list[tuple[int, int]]]:
