@@ -58,7 +58,8 @@ class JobIn(LaunchBody):
     tasks: list[str] = []  # task slugs; empty: the catalog
     sample_k: int = 9
     seed: int = Field(0, ge=0, le=MAX_SEED)
-    note_filter: NoteFilterIn = NoteFilterIn()
+    # a factory, not an instance: a schema's default object is one a generated client cannot read
+    note_filter: NoteFilterIn = Field(default_factory=NoteFilterIn)
     chunk_size: int | None = None
 
 
