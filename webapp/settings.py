@@ -373,6 +373,12 @@ RELEVANCE_SHARE_PREFIX = env_auto_bool("RELEVANCE_SHARE_PREFIX")
 REVIEW_CATALOG_SECONDS = env_int("REVIEW_CATALOG_SECONDS", 10)
 if REVIEW_CATALOG_SECONDS < 0:
     raise ConfigError(f"REVIEW_CATALOG_SECONDS={REVIEW_CATALOG_SECONDS} must be 0 (no copy) or a number of seconds")
+# How long the review report trusts its last look at whether the decisions changed (its stamp, in
+# the cache shared by web workers; webapp.review.report_store): a change shows as "newer figures
+# coming" at most this late; 0: look on every load (a count over the scope's decisions).
+REPORT_STAMP_SECONDS = env_int("REPORT_STAMP_SECONDS", 5)
+if REPORT_STAMP_SECONDS < 0:
+    raise ConfigError(f"REPORT_STAMP_SECONDS={REPORT_STAMP_SECONDS} must be 0 or a number of seconds")
 # Artifacts every worker can reach (webapp.lib.storage, docs/operations.md "What must be shared"): where a
 # trained model is published (empty: registered where it was written, under DATA_DIR; a shared
 # path; file:// or s3://... for a copy each worker caches), fsspec options of that storage (JSON,

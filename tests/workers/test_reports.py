@@ -24,7 +24,8 @@ def _done(stamp_before=""):
     return snapshot.status == JobStatus.DONE and snapshot.figures is not None and snapshot.stamp != stamp_before
 
 
-def test_the_page_queues_the_report_and_a_worker_computes_and_recomputes_it(start_worker, django_user_model):
+def test_the_page_queues_the_report_and_a_worker_computes_and_recomputes_it(start_worker, django_user_model, settings):
+    settings.REPORT_STAMP_SECONDS = 0  # every load looks at the decisions
     project = Project.objects.create(name="Report ward", slug="report-ward")
     corpus = Corpus.objects.create(project=project, name="report-ward", language="en")
     text = "HR 130 bpm, afebrile."

@@ -16,6 +16,12 @@ from webapp.review.models import ReportSnapshot
 from .fabricate import TEXT, word_span
 
 
+@pytest.fixture(autouse=True)
+def look_every_time(settings):
+    """Every load looks at the decisions (REPORT_STAMP_SECONDS=0); the test of the cache sets it."""
+    settings.REPORT_STAMP_SECONDS = 0
+
+
 @pytest.fixture
 def carl(django_user_model, note):
     from webapp.accounts.membership import add_member
@@ -159,3 +165,20 @@ def test_spans_added_by_two_reviewers_are_compared_and_a_new_one_makes_the_repor
     _compute()
     added = ReportSnapshot.objects.get().figures["spans"]["added"]
     assert added["spans"] == 3 and added["per_label"]["heart-rate"]["f1_overlap"] == 1
+
+
+def test_a_load_within_report_stamp_seconds_reads_the_stamp_from_the_cache(
+    client, researcher, clinician, note, tasks, base, maps, settings
+):
+    settings.REPORT_STAMP_SECONDS = 60
+    client.force_login(researcher)
+    _decide(note, tasks, base, clinician, "130")
+    _page(client, note)  # looks at the decisions once, and queues the figures
+    _compute()
+    _decide(note, tasks, base, clinician, "bpm")
+    with CaptureQueriesContext(connection) as cached:
+        content = _page(client, note).content.decode()
+    assert not [q for q in cached.captured_queries if 'COUNT("review_peakdecision"' in q["sql"]]
+    assert "Figures computed" in content  # the change is not seen yet: at most 60 s late
+    settings.REPORT_STAMP_SECONDS = 0  # looked at on every load: seen at once
+    assert "newer ones, with the latest decisions" in _page(client, note).content.decode()
