@@ -78,6 +78,7 @@ from ml.relevance.compute import (
 from ml.relevance.config import (
     DTYPES,
     EXPLAIN,
+    IMPORTED,
     KEY_DIGITS,
     METHODS,
     NORMALISE,
@@ -94,6 +95,7 @@ from ml.relevance.targets import ExplainedTargets, input_relevance
 __all__ = [
     "DTYPES",
     "EXPLAIN",
+    "IMPORTED",
     "KEY_DIGITS",
     "METHODS",
     "NORMALISE",

@@ -14,6 +14,9 @@ from ml.prompts import TEMPLATES, template_label
 from ml.relevance import methods
 
 METHODS = methods.names()  # the registry's, in the order users see (ml.relevance.methods)
+# Maps computed outside the product and imported (ml.relevance.imported): a configuration's method,
+# never computed here (not in the registry, so no command or job offers to compute it).
+IMPORTED = "imported"
 EXPLAIN = ("next", "max", "target", "span", "contrastive")
 NORMALISE = ("abs", "clip")
 TRUNCATE = ("left", "right")
@@ -52,7 +55,8 @@ class RelevanceConfig:
             if value not in allowed:
                 raise ConfigError(name, f"unknown {what} {value!r}; choose one of {', '.join(allowed)}")
 
-        choose("method", self.method, methods.names(), "method")  # read now: a method registered later counts
+        # read now: a method registered later counts
+        choose("method", self.method, (*methods.names(), IMPORTED), "method")
         choose("explain", self.explain, EXPLAIN, "explain")
         choose("normalise", self.normalise, NORMALISE, "normalise")
         choose("truncate", self.truncate, TRUNCATE, "truncate")

@@ -30,6 +30,7 @@ class AuditEvent(models.Model):
         IMPORT_NOTES = "import_notes", "Imported notes"
         IMPORT_ANNOTATIONS = "import_annotations", "Imported annotations"
         IMPORT_REFUSED = "import_refused", "Refused an import"
+        IMPORT_MAPS = "import_maps", "Imported relevance maps"
         LOAD_CATALOG = "load_catalog", "Loaded task catalog"
         EXPORT = "export", "Exported a dataset"
         REVIEW_DECISION = "review_decision", "Review decision"

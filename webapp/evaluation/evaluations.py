@@ -42,7 +42,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from ml.prompts import TEMPLATES
-from ml.relevance import EXPLAIN, METHODS, ConfigError, RelevanceConfig
+from ml.relevance import EXPLAIN, IMPORTED, METHODS, ConfigError, RelevanceConfig
 from ml.relevance.methods import run_order
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
@@ -98,9 +98,9 @@ class EvaluationSpec:
     def problems(self) -> dict[str, str]:
         """{field: plain-words problem}; empty when the spec can be launched."""
         problems = {}
-        unknown = [m for m in self.methods if m not in METHODS]
+        unknown = [m for m in self.methods if m not in (*METHODS, IMPORTED)]  # imported: maps stored, never computed
         if not self.methods or unknown:
-            problems["methods"] = f"Choose methods among {', '.join(METHODS)}."
+            problems["methods"] = f"Choose methods among {', '.join((*METHODS, IMPORTED))}."
         unknown = [e for e in self.explains if e not in EXPLAIN]
         if not self.explains or unknown:
             problems["explains"] = f"Choose explain variants among {', '.join(EXPLAIN)}."

@@ -5,6 +5,7 @@ from django import forms
 
 from ml.faithfulness import PASSES_PER_PAIR
 from ml.prompts import TEMPLATES
+from ml.relevance import IMPORTED
 from webapp.corpus.models import Corpus, Task
 from webapp.evaluation.evaluations import EvaluationSpec
 from webapp.lib.seeds import MAX_SEED
@@ -24,11 +25,11 @@ class EvaluationForm(ScopedChoicesForm, forms.Form):
     corpus = forms.ModelChoiceField(
         Corpus.objects.order_by("name"),
         empty_label=None,
-        help_text="Its annotations with evidence spans are the gold, where it has them",
+        help_text="Its annotations with evidence spans, and the peaks kept and spans added in review, are the gold",
     )
     pairs_from = forms.ChoiceField(
         choices=[
-            ("evidence", "Annotated pairs with evidence spans (localisation against gold)"),
+            ("evidence", "Pairs with gold evidence: annotations, or peaks kept and spans added in review"),
             ("notes", "Drawn notes x every chosen task (any corpus, gold or not)"),
         ],
         initial="evidence",
@@ -45,7 +46,10 @@ class EvaluationForm(ScopedChoicesForm, forms.Form):
     )
     model_version = forms.ModelChoiceField(ModelVersion.objects.all(), empty_label=None, label="Model")
     methods = forms.MultipleChoiceField(
-        choices=RelevanceJob.Method.choices, widget=forms.CheckboxSelectMultiple, initial=[RelevanceJob.Method.ATTNLRP]
+        # imported: maps computed elsewhere (manage.py import_maps), scored as they are, never computed
+        choices=[*RelevanceJob.Method.choices, (IMPORTED, "Imported maps (computed elsewhere)")],
+        widget=forms.CheckboxSelectMultiple,
+        initial=[RelevanceJob.Method.ATTNLRP],
     )
     explains = forms.MultipleChoiceField(
         choices=RelevanceJob.Explain.choices,

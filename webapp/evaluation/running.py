@@ -9,6 +9,8 @@ taken for a lost worker. Then:
    upserted every STORE_EVERY prompts, whole notes (webapp.evaluation.maps), with progress after each batch.
    A pair whose prompt cannot be built (ValueError: e.g. an empty note) is skipped and listed
    in the result's `problems` (ids only). Cancel is honoured between batches.
+   Imported maps (method "imported", webapp.pipeline.mapimport) are never computed: a planned pair
+   without one counts in `missing`.
    Maps already stored (by an earlier attempt, or by relevance jobs of the same configuration)
    are not computed again: a crash, a cancel or a lost worker loses at most one batch.
 2. Scoring: for batches of SCORE_BATCH pairs, each configuration's maps, the note texts and the
@@ -70,7 +72,7 @@ from ml.faithfulness import (
 from ml.faithfulness import evaluate as faithfulness_evaluate
 from ml.localisation import Evaluation, Pair, label, nan_to_none, peak_rule
 from ml.peaks import map_fits, peaks_of_arrays
-from ml.relevance import RelevanceConfig
+from ml.relevance import IMPORTED, RelevanceConfig
 from ml.specificity import Summary, TaskMap, note_specificity, task_repetition
 from webapp.corpus.models import Note, Task
 from webapp.evaluation import evaluations, gold_sources, maps
@@ -353,6 +355,8 @@ def _config_label(config: RelevanceConfig) -> str:
 
 
 def _missing(evaluation, config, pairs) -> list[tuple[int, int]]:
+    if config.method == IMPORTED:  # maps computed elsewhere are imported, never computed: missing ones stay missing
+        return []
     out, it = [], iter(pairs)
     while batch := list(islice(it, SCORE_BATCH)):
         have = maps.stored(evaluation.model_version, config, batch)
@@ -364,7 +368,7 @@ def _check_process(configs, todo) -> None:
     import ml.lrp
     from ml.relevance import methods
 
-    refused = [c for c in configs if methods.get(c.method).needs_unpatched and todo[c.key]]
+    refused = [c for c in configs if todo[c.key] and methods.get(c.method).needs_unpatched]
     if ml.lrp.is_patched() and refused:
         raise EvaluationError(
             f"{methods.get(refused[0].method).label} needs a worker process that has not computed AttnLRP yet "

@@ -1,13 +1,20 @@
 """Admin for model versions, peak profiles, relevance jobs and maps.
 
-Jobs and maps are written by the pipeline only: read-only here (a job is cancelled or resumed
+Jobs, maps and map imports are written by the pipeline only: read-only here (a job is cancelled or resumed
 from its page, which audits it). Map lists never load the binary data.
 """
 
 from django.contrib import admin
 from django.db.models.functions import Length
 
-from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceChunk, RelevanceJob, RelevanceMap
+from webapp.pipeline.models import (
+    MapImport,
+    ModelVersion,
+    PeakProfile,
+    RelevanceChunk,
+    RelevanceJob,
+    RelevanceMap,
+)
 
 
 @admin.register(ModelVersion)
@@ -101,3 +108,22 @@ class RelevanceMapAdmin(ReadOnlyAdmin):
     @admin.display(description="score bytes")
     def size(self, relevance_map):
         return relevance_map.size
+
+
+@admin.register(MapImport)
+class MapImportAdmin(ReadOnlyAdmin):
+    """Maps computed elsewhere (manage.py import_maps): their maps list under configuration method "imported"."""
+
+    list_display = [
+        "id",
+        "corpus",
+        "model_version",
+        "config_key",
+        "source",
+        "file_name",
+        "maps",
+        "created_by",
+        "created",
+    ]
+    list_filter = ["model_version", "corpus"]
+    list_select_related = ["corpus", "model_version", "created_by"]

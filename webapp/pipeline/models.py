@@ -537,3 +537,38 @@ class RelevanceMap(models.Model):
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(offsets int32 (n, 2), scores float32 (n,)); select_related("tokens") saves a query."""
         return decode_arrays(self.tokens.offsets, self.data)
+
+
+class MapImport(models.Model):
+    """One file of relevance maps computed outside the product, imported into a model version's
+    maps (webapp.pipeline.mapimport): its maps are stored under a configuration whose method is
+    "imported" (ml.relevance.IMPORTED), so every page and evaluation names their origin. The
+    file's SHA-256 makes a second import of the same file a no-op."""
+
+    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.CASCADE, related_name="map_imports")
+    model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="map_imports")
+    config = models.JSONField(
+        help_text="The ml.relevance.RelevanceConfig (method 'imported') its maps are stored under"
+    )
+    config_key = models.CharField(max_length=64, db_index=True, help_text="RelevanceConfig.key")
+    source = models.CharField(max_length=200, blank=True, help_text="Where the maps come from, e.g. 'captum IG'")
+    file_name = models.CharField(max_length=255, blank=True)
+    digest = models.CharField(max_length=64, help_text="SHA-256 of the file (hex)")
+    lines = models.PositiveIntegerField(default=0)
+    maps = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created = models.DateTimeField(auto_now_add=True)
+
+    project_paths = ("corpus__project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["corpus", "model_version", "config_key", "digest"], name="pipeline_mapimport_file_once"
+            ),
+        ]
+
+    def __str__(self):
+        return f"map import {self.pk} ({self.maps} maps)"
