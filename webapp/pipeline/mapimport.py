@@ -15,8 +15,8 @@ and returns the earlier import. Another file with maps of (note, task) pairs alr
 under this configuration is refused naming the lines, unless `replace` (then its maps replace
 them, as a relevance job's recomputed map does).
 
-Synchronous (a command, or a web request for small files): tokenizing is the cost, about
-0.2-1 ms a line on one CPU. The tokenizer alone is loaded (no weights). Nothing here logs note
+Synchronous (a command): tokenizing each line's prompt is the cost; the tokenizer alone is loaded
+(no weights), and the validated maps are held in memory until written. Nothing here logs note
 text or note ids; messages name line numbers, token positions and lengths.
 """
 
