@@ -5,3 +5,17 @@ class ProjectsConfig(AppConfig):
     name = "webapp.projects"
     label = "projects"
     verbose_name = "Projects and their members"
+
+    def ready(self):
+        from django.db.models.signals import post_delete, post_save
+
+        from webapp.projects.models import Membership
+        from webapp.projects.roles import roles_changed
+
+        # A membership saved or deleted (also by a project's or a user's cascade) renews the
+        # user's roles kept in the cache (webapp.projects.roles), so the change counts at once.
+        def changed(sender, instance, **kwargs):
+            roles_changed(instance.user_id)
+
+        post_save.connect(changed, sender=Membership, weak=False, dispatch_uid="projects-roles-changed-save")
+        post_delete.connect(changed, sender=Membership, weak=False, dispatch_uid="projects-roles-changed-delete")

@@ -14,10 +14,13 @@ lacks in the object's own project a 403. Templates only use roles to hide button
 (webapp.audit.views.permission_denied).
 """
 
+import secrets
 from enum import StrEnum
 from functools import wraps
 
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 
 
 class Role(StrEnum):
@@ -52,16 +55,54 @@ CAPABILITIES: dict[Capability, frozenset[Role]] = {
 }
 
 
+# The memberships of a user are also kept in Django's cache (Redis when set: shared by every web
+# worker), so a page reads no membership row. The entry's key holds a generation token of the
+# user: any change of one of their memberships (a save or a delete, also a project's cascade:
+# `roles_changed`, connected in the app's ready) sets a new token at once and again after the
+# transaction commits, so the next request reads the rows afresh; a reader that raced the change
+# stored what it read under the old token, which no one reads any more. Keys name the user's id
+# and when the user joined (a database made again reuses ids) only: no note text, no patient
+# identifier.
+ROLES_KEY = "projects:roles:{}:{}"
+GENERATION_KEY = "projects:roles-generation:{}"
+ROLES_TIMEOUT = 600  # seconds an entry is kept; a change never waits for it
+
+
+def _generation(user_id: int) -> str:
+    key = GENERATION_KEY.format(user_id)
+    token = cache.get(key)
+    if token is None:
+        cache.add(key, secrets.token_hex(8), None)
+        token = cache.get(key)
+    return token
+
+
 def _memberships(user) -> dict[int, frozenset[Role]]:
-    """{project id: roles} of an active user, read once per request (cached on the user object)."""
+    """{project id: roles} of an active user, read once per request (cached on the user object)
+    and kept in Django's cache until one of their memberships changes."""
     cached = getattr(user, "_dsm_memberships", None)
     if cached is None:
-        by_project: dict[int, set[Role]] = {}
-        for project_id, role in user.memberships.values_list("project_id", "role"):
-            by_project.setdefault(project_id, set()).add(Role(role))
-        cached = {project_id: frozenset(roles) for project_id, roles in by_project.items()}
+        key = ROLES_KEY.format(f"{user.pk}-{user.date_joined.timestamp()}", _generation(user.pk))
+        stored = cache.get(key)
+        if stored is None:
+            stored = {}
+            for project_id, role in user.memberships.values_list("project_id", "role"):
+                stored.setdefault(project_id, []).append(str(role))
+            cache.set(key, stored, ROLES_TIMEOUT)
+        cached = {project_id: frozenset(Role(r) for r in roles) for project_id, roles in stored.items()}
         user._dsm_memberships = cached
     return cached
+
+
+def roles_changed(user_id: int) -> None:
+    """A membership of the user was saved or deleted: their kept roles are read afresh by the next
+    request, now and once the transaction commits (the Membership signals call this)."""
+
+    def renew():
+        cache.set(GENERATION_KEY.format(user_id), secrets.token_hex(8), None)
+
+    renew()
+    transaction.on_commit(renew)
 
 
 def forget_roles(user) -> None:

@@ -14,9 +14,10 @@ from .fabricate import TEXT, add_map, query, word_span
 
 HX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "note-panel"}
 # With the review menus kept by the process (webapp.review.catalog; each test warms them first):
-QUEUE_QUERIES = 5  # session, user, roles, corpus, the window (with whether its peaks are stored and open)
-NOTE_QUERIES = 12  # session, user, roles, note, the note's maps (selection), gold, neighbours, map + its peaks, ...
-DECIDE_QUERIES = 20  # a decision answered with the whole panel: the note page's, the decision's transaction, ...
+# The user's roles are kept in the cache (webapp.projects.roles) until a membership changes: no query.
+QUEUE_QUERIES = 4  # session, user, corpus, the window (with whether its peaks are stored and open)
+NOTE_QUERIES = 11  # session, user, note, the note's maps (selection), gold, neighbours, map + its peaks, ...
+DECIDE_QUERIES = 19  # a decision answered with the whole panel: the note page's, the decision's transaction, ...
 
 
 @pytest.fixture
@@ -80,7 +81,7 @@ def test_a_decisions_htmx_answer_runs_a_bounded_number_of_queries(
         assert response.status_code == 200 and "You accepted the peak" in response.content.decode()
 
 
-DECIDE_ROW_QUERIES = 15  # session, user, roles, note, peaks, the transaction (6), audit,
+DECIDE_ROW_QUERIES = 14  # session, user, note, peaks, the transaction (6), audit,
 # rounds, the decisions on the note, the guideline: not the panel's map, gold, neighbours and selection
 
 
