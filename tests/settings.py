@@ -19,3 +19,11 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 from webapp.env import env_float  # noqa: E402
 
 WORK_HEARTBEAT_SECONDS = env_float("WORK_HEARTBEAT_SECONDS", 3600.0)
+
+# A toy kind of long work (tests/toykind): one module and this one registry entry, run through the
+# one runner by real workers (tests/workers/test_toy_kind.py). Celery's routes derive from KINDS.
+from webapp.lifecycle import kinds as lifecycle_kinds  # noqa: E402
+
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.toykind"]  # noqa: F405
+lifecycle_kinds.register(lifecycle_kinds.Kind("toy", "toykind.ToyUnit", "tests.toykind.models:work", "default"))
+CELERY_TASK_ROUTES = lifecycle_kinds.task_routes()

@@ -227,9 +227,9 @@ def test_a_relevance_chunk_whose_model_is_missing(chunk, logs, settings):
 @pytest.fixture
 def compute_fails(monkeypatch):
     """compute_fails(message(texts)) -> relevance computing raises RuntimeError(message)."""
-    import workers.relevance
+    from webapp.pipeline import chunks
 
-    monkeypatch.setattr(workers.relevance, "loaded_model", lambda *args: object())
+    monkeypatch.setattr(chunks, "loaded_model", lambda *args: object())
 
     def failing(message):
         def compute(loaded, texts, descriptions, config, **options):  # options: e.g. share_prefix

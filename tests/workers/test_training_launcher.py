@@ -166,10 +166,10 @@ def test_a_killed_launcher_takes_its_ranks_with_it_and_the_run_is_queued_again_a
 
 
 def test_a_launcher_that_cannot_start_fails_the_run_with_a_clear_error(world):
-    from workers.training import _launch_distributed
+    from webapp.training.distributed import launch as launch_distributed
 
     run = runs.claim(launch(world, enqueue=False).pk, worker="here")
-    assert _launch_distributed(run, "/nonexistent/torchrun --nproc-per-node 2") == "failed"
+    assert launch_distributed(run, "/nonexistent/torchrun --nproc-per-node 2") == "failed"
     run = reload(run)
     assert run.status == JobStatus.FAILED and run.attempts == 1
     assert run.error == "TRAINING_LAUNCHER could not be started (FileNotFoundError: No such file or directory)."

@@ -123,6 +123,43 @@ def _unreachable(exc: StorageError) -> str:
     )
 
 
+def claim(job_id: int, worker: str = "") -> ImportJob | None:
+    """Take a queued import, or one whose worker is lost (webapp.lifecycle.units.claim); it validates
+    and counts its records afresh. None: nothing to do for this message."""
+    return units.claim(
+        ImportJob,
+        job_id,
+        worker,
+        select_related=("created_by",),
+        phase=ImportJob.Phase.VALIDATING,
+        records_done=0,
+        records_total=None,
+    )
+
+
+def run_claimed(job: ImportJob, heart) -> str | None:
+    """The runner's work for a claimed import (kind "import", workers.runner): import it, then
+    remove the stored upload once it has ended (not when another attempt holds it now: that one
+    imports from it)."""
+    log.info("import %s: %s, %s bytes, attempt %s", job.pk, job.kind, job.file_size, job.attempts)
+    status = run(job, heart)
+    if status is None:
+        log.warning("import %s: %s; this attempt wrote nothing", job.pk, units.fate(job))
+        return None
+    discard_upload(job)
+    job.refresh_from_db()
+    log.info(
+        "import %s: %s (%s created, %s updated, %s unchanged, %s problems)",
+        job.pk,
+        status,
+        job.created_count,
+        job.updated_count,
+        job.unchanged_count,
+        job.problem_count,
+    )
+    return status
+
+
 def run(job: ImportJob, heart) -> str | None:
     """Import the job's upload (the worker holds the job). Returns the status it ended in, None
     if another attempt holds it now (nothing was written)."""
@@ -203,6 +240,14 @@ def fail_unexpectedly(job: ImportJob, exc: BaseException) -> bool:
         "imported. Try again, or import the file from the command line to see more.",
         phase="",
     )
+
+
+def fail_claimed(job: ImportJob, exc: BaseException) -> bool:
+    """The runner's record of an error: the import failed (fail_unexpectedly), its upload removed."""
+    failed = fail_unexpectedly(job, exc)
+    if failed:
+        discard_upload(job)
+    return failed
 
 
 def cancel(job: ImportJob, actor) -> str | None:
@@ -293,7 +338,7 @@ def discard_leftovers() -> None:
 
 def problem_text(job: ImportJob) -> str:
     """Every problem line the job keeps, one a line, for the download; then how many more were
-    counted than kept (webapp.lib.import_sources.KEPT_PROBLEMS), if any."""
+    counted than kept (webapp.lib.problems.KEPT_PROBLEMS), if any."""
     lines = list(job.problems)
     if job.more_problems:
         lines.append(f"... and {job.more_problems:,} more problems ({job.problem_count:,} in all), not kept")

@@ -82,7 +82,7 @@ from webapp.deid_ops.scanning import ExportScan
 from webapp.lib.code_version import code_version
 from webapp.lib.disk import disk_full
 from webapp.lifecycle import units
-from webapp.lifecycle.heartbeat import Heartbeat
+from webapp.lifecycle.heartbeat import beating
 
 EXPORT_BATCH = 2_000
 MANIFEST = "manifest.json"
@@ -556,10 +556,11 @@ def fail_export(export: DatasetExport, exc: BaseException) -> str:
     return message
 
 
-def run_export(export: DatasetExport) -> ExportResult | None:
-    """Write a claimed DatasetExport's folder under DATA_DIR/exports from scratch, inside a
-    Heartbeat, and end it DONE. None when it stopped early: cancelled (ended CANCELLED) or taken
-    over by another worker (nothing more written). See the module doc."""
+def run_export(export: DatasetExport, heart=None) -> ExportResult | None:
+    """Write a claimed DatasetExport's folder under DATA_DIR/exports from scratch, inside `heart`
+    (the runner's) or a Heartbeat of its own, and end it DONE. None when it stopped early:
+    cancelled (ended CANCELLED) or taken over by another worker (nothing more written). See the
+    module doc."""
     scratch = scratch_space(export)
     mine = scratch / f"attempt-{export.attempts}"
     if scratch.exists():  # what earlier attempts (a killed worker) left: start again from nothing
@@ -568,7 +569,7 @@ def run_export(export: DatasetExport) -> ExportResult | None:
                 shutil.rmtree(leftover, ignore_errors=True)
             else:
                 leftover.unlink(missing_ok=True)
-    with Heartbeat(export) as heart:
+    with beating(export, heart) as heart:
 
         def progress(rows: int) -> None:
             heart.report(rows=rows)

@@ -35,7 +35,7 @@ from webapp.corpus.models import Annotation, Note, text_hash
 from webapp.deid.models import DeidJob
 from webapp.deid.policy import NoteDeidentifier, PolicyError, Tally, map_ranges
 from webapp.lifecycle import units
-from webapp.lifecycle.heartbeat import Heartbeat
+from webapp.lifecycle.heartbeat import Heartbeat, beating
 from webapp.lifecycle.status import JobStatus
 
 log = logging.getLogger(__name__)
@@ -45,14 +45,15 @@ class Stopped(Exception):
     """Cancelled, or this attempt lost the job: stop between batches."""
 
 
-def run(job: DeidJob, batch: int | None = None) -> str | None:
-    """Copy the source's notes, de-identified, into the target, inside a Heartbeat, and end the
-    job: "done", "cancelled" or "failed"; None when this attempt lost it."""
+def run(job: DeidJob, batch: int | None = None, *, heart=None) -> str | None:
+    """Copy the source's notes, de-identified, into the target, inside `heart` (the runner's) or a
+    Heartbeat of its own, and end the job: "done", "cancelled" or "failed"; None when this attempt
+    lost it."""
     batch = batch or settings.DEID_BATCH
     if job.source_id is None or job.target_id is None:
         gone = "corpus it reads" if job.source_id is None else "corpus it fills"
         return _fail(job, f"The {gone} was erased; nothing more can be copied.")
-    with Heartbeat(job) as heart:  # beating already while the detector is built (seconds)
+    with beating(job, heart) as heart:  # beating already while the detector is built (seconds)
         try:
             deid = NoteDeidentifier(job.project, job.source.language)
         except PolicyError as exc:

@@ -39,7 +39,7 @@ from webapp.corpus.models import Note
 from webapp.deid.models import DeidJob
 from webapp.deid_ops.jobs import JobError
 from webapp.lifecycle import units
-from webapp.lifecycle.heartbeat import Heartbeat
+from webapp.lifecycle.heartbeat import Heartbeat, beating
 from webapp.lifecycle.status import ACTIVE, JobStatus
 
 log = logging.getLogger(__name__)
@@ -182,10 +182,10 @@ def launch(corpus, actor=None) -> DeidJob:
 # ---------------------------------------------------------------- a corpus's scan: the work
 
 
-def run(job: DeidJob, batch: int | None = None) -> str | None:
-    """Scan a claimed scan job's corpus inside a Heartbeat and end it: "done" (with its DEID_SCAN
-    audit row), "cancelled", or None when this attempt lost it (another worker goes on). Raises
-    ScanError (or the detector's error) for the task to fail the job with."""
+def run(job: DeidJob, batch: int | None = None, *, heart=None) -> str | None:
+    """Scan a claimed scan job's corpus inside `heart` (the runner's) or a Heartbeat and end it:
+    "done" (with its DEID_SCAN audit row), "cancelled", or None when this attempt lost it (another
+    worker goes on). Raises ScanError (or the detector's error) for the runner to fail the job with."""
     batch = batch or settings.DEID_BATCH
     corpus = job.source
     if corpus is None:
@@ -196,7 +196,7 @@ def run(job: DeidJob, batch: int | None = None) -> str | None:
     after = job.last_note  # 0, or where an earlier attempt's last committed batch ended
     units.owned(job).update(notes_total=max(total, job.notes_done))
     log.info("scan %s: corpus %s, %s notes, from note id %s", job.pk, corpus.pk, total, after)
-    with Heartbeat(job) as heart:
+    with beating(job, heart) as heart:
         try:
             while True:
                 if heart.cancelling or heart.lost:

@@ -40,7 +40,7 @@ from webapp.erasure.models import DatasetWithdrawal, ErasureRequest, TrainedOnEr
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lib.mlflow_rest import MlflowError
 from webapp.lifecycle import queue, units
-from webapp.lifecycle.heartbeat import Heartbeat
+from webapp.lifecycle.heartbeat import Heartbeat, beating
 from webapp.lifecycle.status import JobStatus
 from webapp.pipeline.models import ModelVersion
 from webapp.projects.models import Project
@@ -157,12 +157,12 @@ def claim(pk: int, worker: str = "") -> ErasureRequest | None:
     return units.claim(ErasureRequest, pk, worker, select_related=("requested_by",))
 
 
-def run(erasure: ErasureRequest, batch: int | None = None) -> str | None:
-    """Erase what the claimed request reaches, inside a Heartbeat, and end it: "done", or
-    "cancelled"; None when this attempt lost it (another worker goes on)."""
+def run(erasure: ErasureRequest, batch: int | None = None, *, heart=None) -> str | None:
+    """Erase what the claimed request reaches, inside `heart` (the runner's) or a Heartbeat of its
+    own, and end it: "done", or "cancelled"; None when this attempt lost it (another worker goes on)."""
     batch = batch or settings.ERASURE_BATCH
     target = planning.Target.from_json(erasure.target)
-    with Heartbeat(erasure) as heart:
+    with beating(erasure, heart) as heart:
         try:
             mark(erasure, target)
             remove_files(erasure, target, heart)

@@ -298,9 +298,9 @@ def cancelled(evaluation: RelevanceEvaluation) -> bool:
     return units.cancelled(evaluation, phase="cancelled: Resume continues where it stopped")
 
 
-def release(evaluation: RelevanceEvaluation) -> bool:
+def release(evaluation: RelevanceEvaluation, message: str = "") -> bool:
     """Back to the queue after a temporary problem (the task retries). Not while cancelling: the
-    retry would lose the cancel."""
+    retry would lose the cancel. (`message`: the runner's; the phase says it.)"""
     return (
         units.owned(evaluation)
         .filter(status=JobStatus.RUNNING)
@@ -326,6 +326,32 @@ def release_unloadable(evaluation: RelevanceEvaluation, reason: str) -> releases
 
 def fail(evaluation: RelevanceEvaluation, message: str) -> bool:
     return units.fail(evaluation, message[:2000])
+
+
+def fail_unexpectedly(evaluation: RelevanceEvaluation, exc: BaseException) -> bool:
+    """The runner's record of an error (workers.runner): maps already stored are kept."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from webapp.lifecycle.ended import TRANSIENT
+
+    if isinstance(exc, EvaluationError):
+        message = str(exc)
+    elif isinstance(exc, TRANSIENT):
+        message = (
+            f"Stopped by a temporary problem ({type(exc).__name__}) that did not go away. "
+            "Maps already stored are kept: press Resume."
+        )
+    elif isinstance(exc, SoftTimeLimitExceeded):
+        message = (
+            "The evaluation took longer than the task time limit. Maps already stored are kept: "
+            "press Resume to continue."
+        )
+    else:
+        message = (
+            f"Unexpected error ({type(exc).__name__}); the worker log has the details. "
+            "Maps already stored are kept: Resume continues from there."
+        )
+    return fail(evaluation, message)
 
 
 def _user(actor):

@@ -54,6 +54,7 @@ Nothing here logs or stores note text; errors name ids only.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from itertools import islice
@@ -78,9 +79,13 @@ from webapp.corpus.models import Note, Task
 from webapp.evaluation import evaluations, gold_sources, maps
 from webapp.evaluation.evaluations import EvaluationError
 from webapp.evaluation.models import RelevanceEvaluation
-from webapp.lifecycle.heartbeat import Heartbeat
+from webapp.lifecycle import units
+from webapp.lifecycle.heartbeat import beating
+from webapp.pipeline import releases
 from webapp.pipeline.chunks import compute_pairs, note_batches, relevance_compute
-from webapp.pipeline.modelcache import ModelUnavailable
+from webapp.pipeline.modelcache import ModelUnavailable, loaded_model
+
+log = logging.getLogger(__name__)
 
 STORE_EVERY = 16  # prompts computed between two writes of maps (and of progress)
 FAITH_BATCH = 8  # pairs scored for faithfulness between two progress reports (and cancel checks)
@@ -88,11 +93,28 @@ SCORE_BATCH = 1000  # pairs whose maps are read and scored at once
 MAX_PROBLEMS = 50
 
 
-def execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Callable | None = None) -> str:
+def run_claimed(evaluation: RelevanceEvaluation, heart) -> str | releases.Released:
+    """The runner's work for a claimed evaluation (kind "evaluation", workers.runner): execute with
+    the worker's model; a worker that cannot load it gives the evaluation back for another worker
+    (Released: sent again later), or ends it cancelled when a cancel was asked meanwhile."""
+    try:
+        return execute(evaluation, lambda: loaded_model(evaluation.model_version), heart=heart)
+    except ModelUnavailable as exc:
+        released = evaluations.release_unloadable(evaluation, str(exc))
+        if released is not None:
+            return released
+        if evaluations.cancelled(evaluation):  # cancel asked meanwhile: honoured, not queued again
+            return "cancelled"
+        log.info("evaluation %s: %s; this attempt stops", evaluation.pk, units.fate(evaluation))
+        return "taken over"
+
+
+def execute(evaluation: RelevanceEvaluation, get_model: Callable, compute: Callable | None = None, heart=None) -> str:
     """Run a claimed evaluation to its end: "done", "cancelled", or "lost" (another attempt
-    holds it now). Raises on failure; the caller records it (evaluations.fail), or releases the
-    evaluation for another worker on ModelUnavailable from get_model (evaluations.release_unloadable)."""
-    with Heartbeat(evaluation):
+    holds it now). Raises on failure; the caller records it (evaluations.fail_unexpectedly), or
+    releases the evaluation for another worker on ModelUnavailable from get_model
+    (evaluations.release_unloadable). Beats with `heart`, else a Heartbeat of its own."""
+    with beating(evaluation, heart):
         return _execute(evaluation, get_model, compute)
 
 

@@ -1,5 +1,5 @@
 """Which ends of work are announced to webhooks, and with what. A unit of long work
-(webapp.lifecycle.kinds) that ended (done, failed, cancelled) is announced once per status: the
+(webapp.lifecycle.kinds, as its `event`) that ended (done, failed, cancelled) is announced once per status: the
 workers' Celery `task_postrun` signal looks at the unit its task held; a unit that ends where no
 task of its ends is announced through webapp.lifecycle.signals.unit_ended (a queued unit
 cancelled at once by a page or the API; a relevance job, which ends when webapp.pipeline.jobs.settle
@@ -13,27 +13,18 @@ from __future__ import annotations
 
 import logging
 
+from webapp.lifecycle import kinds
 from webapp.lifecycle.status import ENDED
 
 log = logging.getLogger(__name__)
 
-# kind name (webapp.lifecycle.kinds) -> (event, counts read from the unit)
-EVENTS = {
-    "relevance plan": ("relevance_job", ("total", "done", "chunks_done", "chunks_failed", "chunks_cancelled")),
-    "dataset build": ("dataset_build", ("maps_total", "maps_done")),
-    "export": ("export", ("rows", "size_bytes")),
-    "training run": ("training_run", ("step", "total_steps")),
-    "evaluation": ("evaluation", ("done", "total")),
-    "import": ("import", ("records_total", "created_count", "updated_count", "unchanged_count", "problem_count")),
-}
-
 
 def unit_ended(kind_name: str, unit) -> int:
     """Queue the deliveries for `unit` if it has ended; returns how many were made."""
-    if kind_name not in EVENTS or unit.status not in ENDED:
+    event = kinds.by_name(kind_name).event
+    if event is None or unit.status not in ENDED:
         return 0
-    event, fields = EVENTS[kind_name]
-    return _announce(event, unit, unit.status, {field: getattr(unit, field) for field in fields})
+    return _announce(event.value, unit, unit.status, {field: getattr(unit, field) for field in event.counts})
 
 
 def round_completed(rnd) -> int:
@@ -61,8 +52,6 @@ def _announce(event: str, obj, status: str, counts: dict) -> int:
 
 
 def _after_task(sender=None, args=None, **kwargs) -> None:
-    from webapp.lifecycle import kinds
-
     try:
         kind = kinds.by_task(getattr(sender, "name", ""))
     except LookupError:
@@ -83,8 +72,6 @@ def _after_task(sender=None, args=None, **kwargs) -> None:
 
 
 def _ended_outside_a_task(sender, pk=None, **kwargs) -> None:
-    from webapp.lifecycle import kinds
-
     try:
         unit = sender.objects.filter(pk=pk).first()
         if unit is not None:

@@ -10,19 +10,21 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from webapp.lifecycle import kinds
 from webapp.projects.scoping import ProjectScopedQuerySet
 
 
 class Webhook(models.Model):
-    class Event(models.TextChoices):
-        RELEVANCE_JOB = "relevance_job", "Relevance job ended"
-        DATASET_BUILD = "dataset_build", "Dataset build ended"
-        EXPORT = "export", "Export ended"
-        EVALUATION = "evaluation", "Evaluation ended"
-        TRAINING_RUN = "training_run", "Training run ended"
-        IMPORT = "import", "Import ended"
-        REVIEW_ROUND = "review_round", "Review round complete"
-        TEST = "test", "Test delivery"
+    # Every kind of long work's event (webapp.lifecycle.kinds: each kind's `event`), then a review
+    # round's and a test delivery's: Event.TRAINING_RUN == "training_run".
+    Event = models.TextChoices(
+        "Event",
+        [
+            *((event.value.upper(), (event.value, event.label)) for event in kinds.events()),
+            ("REVIEW_ROUND", ("review_round", "Review round complete")),
+            ("TEST", ("test", "Test delivery")),
+        ],
+    )
 
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="webhooks")
     url = models.URLField(max_length=500)

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 RETRY_EVERY = 1.0  # seconds between tries while the database is away
 
 
-# The temporary problems of every kind of long work (workers.retrying retries on the same).
+# The temporary problems of every kind of long work (workers.runner retries on the same).
 TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.db import connection
@@ -81,3 +82,14 @@ class Heartbeat:
         self._thread.join(timeout=max(self.every, 1) * 2 + 30)
         if self._pending and not self.lost:
             self._beat()
+
+
+@contextmanager
+def beating(unit, heart: Heartbeat | None = None, held=HELD):
+    """`heart` when the caller beats for `unit` already (the runner, workers.runner), else a
+    Heartbeat of its own for the time of the block (a script or a test running the work in-process)."""
+    if heart is not None:
+        yield heart
+        return
+    with Heartbeat(unit, held=held) as own:
+        yield own

@@ -15,6 +15,7 @@ worker claimed it) or cancelled finds nothing to update and stops.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db.models import DateTimeField, ExpressionWrapper, F, Q
@@ -23,6 +24,17 @@ from django.db.models.functions import Coalesce, Now
 from webapp.lifecycle import signals
 from webapp.lifecycle.models import WorkUnit, stall_seconds
 from webapp.lifecycle.status import HELD, RESUMABLE, JobStatus
+
+
+@dataclass
+class Released:
+    """A unit its worker gave back because it cannot do it (a model it cannot load:
+    webapp.pipeline.releases), returned by a kind's function: the runner sends it again after
+    `delay` seconds, unless it `failed` (every live worker gave it back often enough)."""
+
+    failed: bool
+    delay: float  # seconds before sending it again (when not failed)
+    message: str
 
 
 def stale_before(now=None):

@@ -27,6 +27,7 @@ Nothing here logs or stores note text: problems name note and task ids only.
 from __future__ import annotations
 
 import logging
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,8 +40,11 @@ from django.db.models.functions import Now
 
 from webapp.corpus.models import Note, Task
 from webapp.lifecycle import units
+from webapp.lifecycle.ended import TRANSIENT
+from webapp.lifecycle.kinds import RETRY
 from webapp.logs import keeps_message
 from webapp.pipeline import jobs, releases
+from webapp.pipeline.modelcache import ModelUnavailable, loaded_model
 from webapp.pipeline.models import JobStatus, RelevanceChunk, RelevanceJob, RelevanceMap
 
 log = logging.getLogger(__name__)
@@ -179,6 +183,47 @@ def store(chunk: RelevanceChunk, computed: list) -> int:
 
 def finish(chunk: RelevanceChunk, seconds: float, outcome: Outcome) -> bool:
     return _end(chunk, Chunk.DONE, seconds=round(seconds, 3), error=" ".join(outcome.problems)[:2000])
+
+
+def run_claimed(chunk: RelevanceChunk, heart) -> str | releases.Released:
+    """The runner's work for a claimed chunk (kind "relevance chunk", workers.runner): the worker's
+    model, compute and store (run), and end it: "done", "taken over" (another attempt holds it), or
+    the chunk given back when this worker cannot load the model (Released: sent again later)."""
+    started = time.monotonic()
+    try:
+        outcome = run(
+            chunk, lambda: loaded_model(chunk.job.model_version, chunk.job.relevance_config.dtype), heart=heart
+        )
+    except ModelUnavailable as exc:
+        released = release_unloadable(chunk, str(exc))
+        if released is None:
+            log.info("chunk %s: %s; this attempt stops", chunk.pk, units.fate(chunk))
+            return "taken over"
+        return released
+    if outcome.taken_over or not finish(chunk, time.monotonic() - started, outcome):
+        log.info("chunk %s: %s; this attempt stops", chunk.pk, units.fate(chunk))
+        return "taken over"
+    log.info(
+        "chunk %s done (%s): %s maps computed, %s already stored",
+        chunk.pk,
+        chunk.job.config_key,
+        outcome.computed,
+        outcome.already,
+    )
+    return "done"
+
+
+def fail_unexpectedly(chunk: RelevanceChunk, exc: BaseException) -> bool:
+    """The runner's record of an error (its temporary problems' retries spent, or any other)."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    if isinstance(exc, SoftTimeLimitExceeded):
+        message = "The chunk took longer than the task time limit; launch with smaller chunks."
+    elif isinstance(exc, TRANSIENT):
+        message = RETRY.gave_up(exc)
+    else:
+        message = failure_message(exc, chunk)
+    return fail(chunk, message)
 
 
 def fail(chunk: RelevanceChunk, message: str) -> bool:

@@ -143,6 +143,13 @@ def _chunk(job, index, pairs) -> RelevanceChunk:
     return RelevanceChunk(job=job, index=index, pairs=pairs, size=len(pairs))
 
 
+def fail_unexpectedly(job: RelevanceJob, exc: BaseException) -> bool:
+    """Planning stopped on an error (the runner, workers.runner): said by its type only."""
+    return fail(
+        job, f"Planning failed ({type(exc).__name__}); the worker log has the details. Press Resume to plan again."
+    )
+
+
 def fail(job: RelevanceJob, message: str) -> bool:
     """Planning failed: the job says why and keeps no partial plan (Resume plans again)."""
     with transaction.atomic():

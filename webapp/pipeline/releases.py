@@ -5,13 +5,12 @@ the workers that lacked the model listed on the page's row (`lacking`); once eve
 released it, and every other relevance worker busy now, has released it RELEVANCE_RELEASE_LIMIT
 times, the unit fails with a reason naming them (never an endless loop). A released unit is sent
 again after RELEVANCE_RELEASE_DELAY_SECONDS x the releasing worker's count, at most
-RELEASE_DELAY_CAP (workers.retrying.send_released).
+RELEASE_DELAY_CAP (workers.runner.send_released).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
@@ -20,15 +19,9 @@ from django.utils import timezone
 
 from webapp.lifecycle import units
 from webapp.lifecycle.status import HELD, JobStatus
+from webapp.lifecycle.units import Released  # what release_unloadable returns
 
 RELEASE_DELAY_CAP = 60.0  # seconds: the longest wait before a released unit is sent again
-
-
-@dataclass
-class Released:
-    failed: bool  # every live worker released it RELEVANCE_RELEASE_LIMIT times: it ended failed
-    delay: float  # seconds before sending it again (when not failed)
-    message: str
 
 
 def node_of(worker: str) -> str:

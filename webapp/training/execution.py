@@ -22,7 +22,7 @@ import logging
 import time
 import traceback
 
-from webapp.lifecycle.heartbeat import Heartbeat
+from webapp.lifecycle.heartbeat import beating
 from webapp.training import adaptation, causal, provenance, runs
 from webapp.training.models import RunKind, TrainingRun
 from webapp.training.reporting import Reporter
@@ -31,12 +31,27 @@ from webapp.training.runtime import Cancelled, NothingLearned, is_main_process
 log = logging.getLogger(__name__)
 
 
-def execute(run: TrainingRun, *, write: bool | None = None) -> str:
-    """Run a claimed run to its end; returns its final status ("done", "cancelled", "failed")."""
+def run_claimed(run: TrainingRun, heart) -> str:
+    """The runner's work for a claimed run (kind "training run", workers.runner): with
+    TRAINING_LAUNCHER set, a dsm / cpt / sft run is trained by `<launcher> manage.py train_run`
+    child processes (webapp.training.distributed.launch) while this process beats; else here."""
+    from django.conf import settings
+
+    from webapp.training.distributed import launch
+    from webapp.training.models import DISTRIBUTED_KINDS
+
+    if settings.TRAINING_LAUNCHER and run.kind in DISTRIBUTED_KINDS:
+        return launch(run, settings.TRAINING_LAUNCHER, heart)
+    return execute(run, heart=heart)
+
+
+def execute(run: TrainingRun, *, write: bool | None = None, heart=None) -> str:
+    """Run a claimed run to its end; returns its final status ("done", "cancelled", "failed").
+    Beats with `heart` (the runner's), else a Heartbeat of its own."""
     write = is_main_process() if write is None else write
     if not write:
         return _execute(run, write=False)
-    with Heartbeat(run):
+    with beating(run, heart):
         return _execute(run, write=True)
 
 

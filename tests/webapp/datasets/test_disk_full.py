@@ -56,11 +56,11 @@ def test_a_full_disk_is_named_on_the_page_and_in_the_log(
 
     settings.DATA_DIR = full_disk
     job = DatasetExport.objects.create(dataset=large_dataset, format=fmt, created_by=researcher)
-    with caplog.at_level(logging.ERROR, logger="workers.datasets"):
+    with caplog.at_level(logging.ERROR, logger="workers.runner"):
         export_dataset(job.pk)  # the task itself, in this process
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and "no space left on device" in job.error
-    logged = [r.getMessage() for r in caplog.records if r.name == "workers.datasets"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "workers.runner"]
     assert any("no space left on device" in line for line in logged), logged
     client.force_login(researcher)
     page = client.get(reverse("datasets:detail", args=[large_dataset.pk])).content.decode()

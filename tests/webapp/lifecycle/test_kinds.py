@@ -56,3 +56,34 @@ def test_a_task_that_is_no_kind_is_named_in_the_error():
 
 def test_the_back_off_doubles_from_its_first_wait():
     assert [kinds.RETRY.countdown(n) for n in range(3)] == [5, 10, 20]
+    assert kinds.RETRY.gave_up(TimeoutError()) == (
+        "Stopped by a temporary problem (TimeoutError) that did not go away after 3 retries. Press Resume to try again."
+    )
+
+
+def test_every_function_schema_and_error_a_kind_names_exists():
+    from django.utils.module_loading import import_string
+
+    for kind in kinds.KINDS:
+        for field in ("function", "claim", "fail", "release", "api", "cancel", "resume", "refusal", "sweep"):
+            if path := getattr(kind, field):
+                assert callable(import_string(path.replace(":", "."))), (kind.name, field, path)
+        assert kind.module == "workers.runner", kind.name
+
+
+def test_the_webhook_events_are_the_kinds_events_then_a_review_round_and_a_test():
+    from webapp.integrations.models import Webhook
+
+    assert Webhook.Event.values == [kind.event.value for kind in kinds.KINDS if kind.event] + ["review_round", "test"]
+    assert Webhook.Event.TRAINING_RUN == "training_run" and Webhook.Event.TEST.label == "Test delivery"
+
+
+def test_a_kind_is_found_by_name_and_a_second_of_the_same_name_is_refused():
+    assert kinds.by_name("import").model == "corpus.ImportJob"
+    try:
+        kinds.register(kinds.Kind("import", "corpus.ImportJob", "x:y", "default"))
+    except ValueError as exc:
+        assert "import" in str(exc)
+    else:
+        raise AssertionError("a second kind named import was accepted")
+    assert kinds.Kind("a new one", "x.Y", "x:y", "default").task == "workers.runner.a_new_one"
