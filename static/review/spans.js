@@ -208,6 +208,7 @@
     var missed = $("#missed-dialog");
     if (missed && missed.open) { return; }
     if (target.closest && target.closest(TEXT_FIELDS)) { return; }
+    if (event.key.indexOf("Arrow") === 0 && target.tagName === "INPUT") { return; }  // a focused slider's, as in review.js
     if (event.ctrlKey || event.metaKey || event.altKey) { return; }
     var handled = true;
     if (pending && (event.key === "ArrowRight" || event.key === "ArrowLeft")) {

@@ -111,6 +111,20 @@ def test_a_span_added_by_keyboard_moves_by_whole_words(login, clinician, ward):
     assert not PeakDecision.objects.exists()
 
 
+def test_a_focused_slider_keeps_its_arrows_while_a_span_is_started(login, clinician, ward):
+    """The older rule of review.js (arrows move a focused slider) holds with a span started."""
+    page = login(clinician)
+    page.goto(ward["url"])
+    page.wait_for_selector("#note-text mark.peak.current")
+    click_word(page, "bpm")
+    page.keyboard.press("m")
+    assert page.locator("#span-preview").text_content() == "bpm"
+    before = page.locator("#id_upper").input_value()
+    page.focus("#id_upper")
+    page.keyboard.press("ArrowLeft")
+    assert page.locator("#id_upper").input_value() != before
+
+
 def test_accept_the_rest_asks_how_many_and_undo_takes_them_all_back(login, clinician, ward):
     page = login(clinician)
     page.goto(ward["url"])
@@ -130,8 +144,10 @@ def test_accept_the_rest_asks_how_many_and_undo_takes_them_all_back(login, clini
     page.reload()  # the panel's count follows the decision
     page.wait_for_selector("#note-text mark.peak.current")
     page.keyboard.press("Shift+A")
-    page.wait_for_function("() => document.querySelector('#key-status') && "
-                           "document.querySelector('#key-status').textContent.includes('Nothing accepted')")  # fmt: skip
+    page.wait_for_function(
+        "() => document.querySelector('#key-status') && "
+        "document.querySelector('#key-status').textContent.includes('Nothing accepted')"
+    )
     assert PeakDecision.objects.count() == 1
     page.keyboard.press("Shift+A")
     page.wait_for_selector("#peak-item-2.mine-accept")
