@@ -36,6 +36,15 @@ per request (its workers' /proc counters: moves less with other work on the mach
 time does) and the load average at its end; then `machine` (benchmarks.machine.describe()).
 The client runs in this process, on the same machine: its CPU seconds are reported too, and so
 are those of the local PostgreSQL processes.
+
+--with-job: then the same --reviewers load again while a relevance job runs on the same host
+(`with_job`): the demo's corpus and job are loaded into the benchmark's database (the real model
+of MODEL_DIR, webapp.home.demo.seed with --job-notes notes) and its workers are started exactly
+as rundemo starts them (webapp.home.management.commands.rundemo.worker_processes: the relevance
+and default queues, under `nice -n WORKER_NICE`, with their torch threads); measuring starts once
+a chunk runs. `job` says how many of its chunks ended during the run, the workers' CPU seconds
+and nice level. The `load` run just before it, without the job, is its baseline; WORKER_NICE=0
+gives the same without the nice level. Needs a broker both processes reach (REDIS_URL).
 """
 
 from __future__ import annotations
@@ -359,6 +368,92 @@ class DatabaseCPU:
         return self._result.value
 
 
+class RelevanceWorkers:
+    """The demo's relevance job and the workers computing it, started as rundemo starts them;
+    stopped (their process groups) by `stop`."""
+
+    NAMES = ("relevance", "default")  # the job's chunks, and its planning
+
+    def __init__(self, notes: int, env: dict):
+        import io
+
+        from webapp.home import demo
+        from webapp.home.management.commands.rundemo import worker_processes
+
+        self.job = demo.seed(notes=notes, stdout=io.StringIO(), size=demo.JobSize(notes, 2, None))
+        self.processes, self.commands = [], []
+        saved = dict(os.environ)
+        os.environ.update(env)  # worker_processes builds each worker's environment from this one's
+        try:
+            chosen = [
+                (cmd, wenv) for cmd, wenv in worker_processes(sys.executable) if cmd[-3].split("@")[0] in self.NAMES
+            ]
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        for cmd, wenv in chosen:
+            self.commands.append(" ".join(cmd[:3]) + " ... " + " ".join(cmd[-4:]))
+            self.processes.append(
+                subprocess.Popen(
+                    cmd,
+                    cwd=ROOT,
+                    env=wenv,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )  # fmt: skip
+            )
+
+    def chunks(self) -> dict:
+        from webapp.pipeline.models import RelevanceChunk
+
+        rows = RelevanceChunk.objects.filter(job_id=self.job.pk).values_list("status", flat=True)
+        out: dict[str, int] = {}
+        for status in rows:
+            out[status] = out.get(status, 0) + 1
+        return out
+
+    def wait_running(self, timeout: float = 600.0) -> float:
+        """Seconds until a chunk of the job runs or ended (the model is loaded)."""
+        started = time.perf_counter()
+        while time.perf_counter() - started < timeout:
+            counts = self.chunks()
+            if any(k not in ("queued", "planning") for k in counts):
+                return time.perf_counter() - started
+            if any(p.poll() is not None for p in self.processes):
+                raise SystemExit("a worker exited before the job ran")
+            time.sleep(1.0)
+        raise SystemExit("the relevance job did not start within ten minutes")
+
+    def cpu_seconds(self) -> float:
+        ticks, total = os.sysconf("SC_CLK_TCK"), 0.0
+        for p in self.processes:
+            for stat in Path("/proc").glob("[0-9]*/stat"):
+                try:
+                    head, rest = stat.read_text().rsplit(")", 1)
+                except OSError:
+                    continue
+                fields = rest.split()
+                if int(fields[3]) == p.pid or int(stat.parent.name) == p.pid:  # the worker and its children
+                    total += (int(fields[11]) + int(fields[12])) / ticks
+        return total
+
+    def nice_levels(self) -> list[int]:
+        return [int(Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()[16]) for p in self.processes
+                if p.poll() is None]  # fmt: skip
+
+    def stop(self) -> None:
+        for p in self.processes:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in self.processes:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
 def make_reviewers(n: int, objects: dict) -> list[Reviewer]:
     """n clinicians of the benchmark's project, each signed in (a session row) with a CSRF secret,
     starting at pairs spread over the corpus."""
@@ -437,6 +532,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--stored-peaks", action="store_true", help="store every map's peaks before the runs (a ward deep into review)"
     )
+    parser.add_argument(
+        "--with-job", action="store_true", help="then the load again while a relevance job runs (rundemo's workers)"
+    )
+    parser.add_argument("--job-notes", type=int, default=400, help="notes of that job (5 tasks each; default 400)")
     args = parser.parse_args(argv)
     if args.smoke:
         args.maps, args.reviewers, args.duration = 90, 2, 2.0
@@ -446,10 +545,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("DSM_EMBEDDED", "0")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run still stops its server (finally)
     use_new_database(args.database_url)
-    server = None
+    server = workers = None
     result: dict = {"settings": {k: getattr(args, k) for k in ("maps", "reviewers", "baseline_reviewers",
                                                                "duration", "workers", "threads",
-                                                               "stored_peaks")}}  # fmt: skip
+                                                               "stored_peaks", "with_job")}}  # fmt: skip
     try:
         with tempfile.TemporaryDirectory(prefix="dsm-review-load-") as tmp:
             from django.core.management import call_command
@@ -485,7 +584,26 @@ def main(argv: list[str] | None = None) -> int:
                 server, reviewers[: args.baseline_reviewers], objects["corpus"].pk, query, args.duration
             )
             result["load"] = run_load(server, reviewers[: args.reviewers], objects["corpus"].pk, query, args.duration)
+            if args.with_job:
+                workers = RelevanceWorkers(args.job_notes, env)
+                waited = workers.wait_running()
+                before, cpu = workers.chunks(), workers.cpu_seconds()
+                result["with_job"] = run_load(
+                    server, reviewers[: args.reviewers], objects["corpus"].pk, query, args.duration
+                )
+                after = workers.chunks()
+                result["job"] = {
+                    "notes": args.job_notes,
+                    "workers": workers.commands,
+                    "worker_nice": workers.nice_levels(),
+                    "seconds_until_a_chunk_ran": round(waited, 1),
+                    "chunks_before": before,
+                    "chunks_after": after,
+                    "worker_cpu_s_during_run": round(workers.cpu_seconds() - cpu, 2),
+                }
     finally:
+        if workers is not None:
+            workers.stop()
         if server is not None:
             server.stop()
         if not args.keep:
