@@ -11,9 +11,12 @@ probability 0.85 and follows the majority 80% of the time), written with bulk_cr
 
 Measured in this process through Django's test Client (middleware, session, view, template):
 1. the first computation: what the worker does once per change (report_store.run), seconds;
-2. page and CSV: --requests GETs each after the first computation; median and p95;
-3. stale: after one decision changes, the page still answers from the last figures (and queues
-   the new computation once); median and p95 of --requests GETs;
+2. page and CSV: --requests GETs each after the first computation; median and p95; the page looks
+   at whether the decisions changed once per REPORT_STAMP_SECONDS (printed); `page_looking_every_load`
+   is the page with REPORT_STAMP_SECONDS=0 (a count over the decisions on every load, the worst case);
+3. stale: after one decision changes, the page still answers from the last figures with the note
+   that newer ones are coming (and queues the new computation once); median and p95 of --requests
+   GETs, each looking at the decisions (REPORT_STAMP_SECONDS=0);
 4. baseline, in the same process on the same data: the report as it was computed on every load
    (reports.task_reports + overall_agreement + reviewer_accuracy, and the CSV), --baseline-requests
    times. The machine's load average is printed: on a shared machine times move with it.
@@ -103,7 +106,7 @@ def compute_once() -> float:
     return time.perf_counter() - started
 
 
-def timed_gets(client, query: dict, n: int, stream: bool = False) -> dict:
+def timed_gets(client, query: dict, n: int, stream: bool = False, expect: str = "") -> dict:
     from django.urls import reverse
 
     url = reverse("review:report")
@@ -114,6 +117,7 @@ def timed_gets(client, query: dict, n: int, stream: bool = False) -> dict:
         body = b"".join(response.streaming_content) if stream else response.content
         times.append(time.perf_counter() - started)
         assert response.status_code == 200, response.status_code
+        assert expect.encode() in body, f"no {expect!r} in the answer"
     return {**summary(times), "bytes": len(body)}
 
 
@@ -173,14 +177,20 @@ def main(argv: list[str]) -> int:
         client.get("/review/reports/", query)  # queues the first computation
         result["first_computation_s"] = round(compute_once(), 2)
         client.get("/review/reports/", query)
-        result["page"] = timed_gets(client, query, args.requests)
+        result["page"] = timed_gets(client, query, args.requests, expect="Figures computed")
         result["csv"] = timed_gets(client, {**query, "format": "csv"}, args.requests, stream=True)
+        from django.conf import settings
+
+        result["report_stamp_seconds"] = settings.REPORT_STAMP_SECONDS
+        stamp_seconds, settings.REPORT_STAMP_SECONDS = settings.REPORT_STAMP_SECONDS, 0
+        result["page_looking_every_load"] = timed_gets(client, query, args.requests)
         from webapp.review.models import PeakDecision
 
         changed = PeakDecision.objects.filter(note__corpus=data["corpus"]).first()
         changed.decision = "reject" if changed.decision == "accept" else "accept"
         changed.save()
-        result["stale_page"] = timed_gets(client, query, args.requests)
+        result["stale_page"] = timed_gets(client, query, args.requests, expect="newer ones")
+        settings.REPORT_STAMP_SECONDS = stamp_seconds
         result["recomputation_s"] = round(compute_once(), 2)
         result["baseline"] = baseline(reader, data["corpus"], args.baseline_requests)
         result["ratio_baseline_over_measured_page_median"] = round(
