@@ -19,7 +19,7 @@ from webapp.evaluation.models import RelevanceEvaluation
 from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
 from webapp.projects.models import Membership, Project
 from webapp.projects.roles import Role
-from webapp.review.models import PeakDecision, ReviewRound, ValidationSet
+from webapp.review.models import AddedSpan, PeakDecision, ReviewRound, ValidationSet
 from webapp.training.models import LabeledSplit, TrainingRun
 
 SECRET = "Zebra-ward-secret"  # in every name of project B, so a page that lists one shows it
@@ -97,6 +97,7 @@ def _one_of_everything(project, owner, prefix: str, base: ModelVersion) -> dict:
         k=1,
         created_by=owner,
     )
+    added_span = AddedSpan.objects.create(note=note, task=task, start=0, end=4, reviewer=owner)
     erasure = ErasureRequest.objects.create(
         scope="notes",
         project=project,
@@ -125,6 +126,7 @@ def _one_of_everything(project, owner, prefix: str, base: ModelVersion) -> dict:
         "split_id": split.pk,
         "erasure_id": erasure.pk,
         "deid:job_id": deid_job.pk,
+        "span_id": added_span.pk,
         "fmt": "jsonl",
         "slug": project.slug,
         "membership_id": Membership.objects.get(project=project, user=owner).pk,
@@ -317,7 +319,11 @@ FORMS = [(r, name) for r, name in _patterns() if not r.startswith(("admin/", "ap
 def own_admin(django_user_model, mine):
     from tests.projects import make_member
 
-    return make_member(django_user_model.objects.create_user(username="a-admin"), Role.ADMIN)
+    admin = make_member(django_user_model.objects.create_user(username="a-admin"), Role.ADMIN)
+    # A reviewer changes only their own added spans (another's is a 404 even in the project), so
+    # A's span is the admin's for the routes that edit and remove it.
+    AddedSpan.objects.filter(pk=mine["span_id"]).update(reviewer=admin)
+    return admin
 
 
 @pytest.mark.parametrize("route, name", ROUTES + FORMS, ids=[name for _, name in ROUTES + FORMS])
