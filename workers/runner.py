@@ -53,7 +53,7 @@ def run_unit(task, kind: kinds.Kind, pk: int):
     log.info("%s %s: attempt %s", kind.name, pk, unit.attempts)
     try:
         with Heartbeat(unit, held=kind.held) as heart:
-            outcome = _function(kind.function)(unit, heart)
+            outcome = _function(kind.function)(unit, heart=heart)
     except TRANSIENT as exc:
         retry_released(task, exc, unit, _function(kind.release) if kind.release else units.release)
         return _failed(kind, unit, exc)  # retries spent, or the unit is no longer this attempt's

@@ -67,7 +67,7 @@ class Kind:
 
     name: str
     model: str  # "app_label.Model", a WorkUnit
-    function: str  # "module:function(unit, heart) -> outcome": one claimed unit's work
+    function: str  # "module:function(unit, heart=...) -> outcome": one claimed unit's work (heart by keyword)
     queue: str  # relevance (lxt-patched model holders), training (never patched), default (CPU, database)
     # The Celery name of its messages (args=[pk]): the names of kinds older than the runner are kept,
     # so messages waiting in a broker and scripts that send them by name keep working.
