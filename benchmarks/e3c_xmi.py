@@ -20,7 +20,8 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "e3c"
 
 
 def check(folder: Path, jsonl: Path) -> dict:
-    from webapp.lib.formats import FormatError, ReadOptions, get_format
+    from webapp.lib.formats import ReadOptions, get_format
+    from webapp.lib.problems import Problems
 
     gold = {}
     for line in jsonl.open(encoding="utf-8"):
@@ -28,11 +29,8 @@ def check(folder: Path, jsonl: Path) -> dict:
         gold[doc["id"]] = (doc["text"], sorted((e["type"], e["begin"], e["end"]) for e in doc["entities"]))
     started = time.perf_counter()
     documents = entities = 0
-    mismatches, errors = [], []
-    for item in get_format("xmi").read(folder, ReadOptions()):
-        if isinstance(item, FormatError):
-            errors.append(str(item))
-            continue
+    mismatches, problems = [], Problems()
+    for item in get_format("xmi").read(folder, ReadOptions(), problems):
         documents += 1
         text, expected = gold.get(item.id, (None, None))
         found = sorted((s.label, s.start, s.end) for s in item.spans)
@@ -45,7 +43,7 @@ def check(folder: Path, jsonl: Path) -> dict:
         "in_jsonl": len(gold),
         "entities": entities,
         "mismatches": mismatches,
-        "errors": errors[:5],
+        "errors": problems.lines()[:5],
         "seconds": round(seconds, 2),
         "documents_per_s": round(documents / seconds, 1) if seconds else None,
     }

@@ -40,7 +40,7 @@ def test_an_xmi_export_imported_back_changes_nothing(login, researcher, annotate
     page.click("nav >> text=Import")
     page.select_option("#id_kind", "annotations")
     page.fill("#id_corpus", "ward")
-    page.select_option("#id_annotation_format", "xmi")
+    page.select_option("#id_format", "xmi")
     page.set_input_files("#id_file", str(exported))
     page.check("#id_preview")  # no mapping, no annotator: the file's labels and annotators stand
     page.click("button:has-text('Validate and import')")

@@ -155,6 +155,7 @@ def launch_import(
     language: Form[str] = "",
     update: Form[bool] = False,
     deidentify: Form[bool] = False,
+    format: Form[str] = "",
     annotation_format: Form[str] = "",
     mapping: Form[str] = "",
     layer: Form[str] = "",
@@ -164,8 +165,10 @@ def launch_import(
     annotator: Form[str] = "",
     preview: Form[bool] = False,
 ):
-    """The Import page's form: `annotation_format` (brat, xmi, labelstudio, doccano, jsonl) reads
-    gold labels from an annotation tool's files, `mapping` one rule a line (LABEL=TASK:VALUE, ...),
+    """The Import page's form: `format`, a name of the format table (webapp.lib.formats; the
+    Import page's Format lists them), reads notes in that format (empty: told from the file's
+    name) or gold labels from an annotation tool's files (`annotation_format`, its older name, is
+    still taken), `mapping` one rule a line (LABEL=TASK:VALUE, ...),
     `annotator` whose they are (left empty: the annotator each span carries in the file);
     `preview=true` checks and counts what would be imported and writes nothing (the job's
     `problems` lines say what each label maps to), then POST /imports/ID/import imports it.
@@ -184,7 +187,7 @@ def launch_import(
         "language": language,
         "update": update,
         "deidentify": deidentify,
-        "annotation_format": annotation_format,
+        "format": format or annotation_format,
         "mapping": mapping,
         "layer": layer,
         "feature": feature,

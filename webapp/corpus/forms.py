@@ -5,7 +5,7 @@ from django.template.defaultfilters import filesizeformat
 from ml.prompts import TEMPLATES
 from webapp.corpus import import_jobs
 from webapp.corpus.models import Corpus, ImportJob
-from webapp.lib.formats import FORMATS
+from webapp.lib.formats import FORMATS, readers
 from webapp.lib.formats.mapping import MappingError, parse_mapping
 from webapp.lib.import_limits import over_limit
 from webapp.lib.validators import hidden_character
@@ -42,7 +42,8 @@ class UploadForm(forms.Form):
         help_text="Needed to create a new corpus (notes); an existing corpus keeps its own",
     )
     file = forms.FileField(
-        help_text="JSONL or CSV (optionally gzip, bz2 or xz compressed); a .zip of brat .txt/.ann files for notes"
+        help_text="Notes: a file of any format below, JSONL and CSV optionally gzip, bz2 or xz compressed, brat "
+        "and XMI as a .zip of their files; gold labels: JSONL, or an annotation tool's files"
     )
     update = forms.BooleanField(required=False, help_text="Replace notes or labels that changed")
     deidentify = forms.BooleanField(
@@ -52,13 +53,15 @@ class UploadForm(forms.Form):
         "they are stored (the original is never kept); a new corpus is made de-identified. A de-identified corpus "
         "takes notes this way only",
     )
-    # Gold evidence from an annotation tool's files (webapp.corpus.gold): gold labels only.
-    annotation_format = forms.ChoiceField(
-        choices=[("", "Gold labels JSONL (note_id, task, label, evidence)")]
-        + [(f.name, f.label) for f in FORMATS.values()],
+    # The file's format, a name of the format table (webapp.lib.formats; choices set per form from
+    # the table): notes are read from any, gold labels from one with spans, with a mapping
+    # (webapp.corpus.gold). `annotation_format` is its older name (the API takes either).
+    format = forms.ChoiceField(
+        choices=[],
         required=False,
-        label="Gold labels from",
-        help_text="brat and XMI: a .zip of their files; Label Studio: its JSON export; doccano and ours: JSONL",
+        label="Format",
+        help_text="Empty: notes told from the file's name (JSONL, CSV, a zip of brat or XMI files), gold labels "
+        "JSONL (note_id, task, label, evidence). Gold labels from an annotation tool's files need a mapping",
     )
     mapping = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4}),
@@ -95,10 +98,16 @@ class UploadForm(forms.Form):
         required=False, label="Preview only", help_text="Check and count what would be imported; write nothing"
     )
 
-    def __init__(self, *args, user, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, data=None, *args, user, **kwargs):
+        if data is not None and not data.get("format") and data.get("annotation_format"):
+            data = data.copy()
+            data["format"] = data["annotation_format"]
+        super().__init__(data, *args, **kwargs)
         self.fields["project"].queryset = Project.objects.where(user, Capability.IMPORT)
         self.fields["file"].help_text += f"; at most {filesizeformat(settings.IMPORT_MAX_UPLOAD_BYTES)}"
+        self.fields["format"].choices = [("", "Told from the file (notes); gold labels JSONL")] + [
+            (f.name, f.label) for f in readers()
+        ]
 
     clean_project = only_choice_when_blank("project")
 
@@ -110,14 +119,22 @@ class UploadForm(forms.Form):
         return self.cleaned_data["mapping"]
 
     def clean_preview(self):
-        """The last field: an annotation tool's options travel with the file, which
-        uploads.store keeps beside it for the worker (ImportJob has no field for them)."""
+        """The last field: the file's format and an annotation tool's options travel with the file,
+        which uploads.store keeps beside it for the worker (ImportJob has no field for them)."""
         data = self.cleaned_data
-        if data.get("annotation_format") and data.get("kind") != ImportJob.Kind.ANNOTATIONS:
-            self.add_error("annotation_format", "Annotation-tool files hold gold labels: choose that kind.")
-        elif data.get("annotation_format") and data.get("file") is not None:
+        fmt, kind = data.get("format"), data.get("kind")
+        if kind == ImportJob.Kind.NOTES and data.get("mapping", "").strip():
+            self.add_error(
+                "mapping",
+                "A mapping makes an annotation tool's labels gold labels: import the notes first, then the same "
+                "file as gold labels with this mapping.",
+            )
+        elif fmt and kind == ImportJob.Kind.ANNOTATIONS and not FORMATS[fmt].spans:
+            label = FORMATS[fmt].label
+            self.add_error("format", f"{label} carries no spans: gold labels come from a format that does.")
+        elif fmt and kind == ImportJob.Kind.ANNOTATIONS and data.get("file") is not None:
             data["file"].import_options = {
-                "format": data["annotation_format"],
+                "format": fmt,
                 "mapping": data.get("mapping", "").splitlines(),
                 "layer": data.get("layer", ""),
                 "feature": data.get("feature", ""),
@@ -128,6 +145,8 @@ class UploadForm(forms.Form):
             }
         elif data["preview"]:
             self.add_error("preview", "A preview is for gold labels from an annotation tool's files.")
+        elif fmt and kind == ImportJob.Kind.NOTES and data.get("file") is not None:
+            data["file"].import_options = {"format": fmt}  # read with this format's reader, not by the name
         elif data.get("annotator") and data.get("kind") == ImportJob.Kind.ANNOTATIONS and data.get("file"):
             data["file"].import_options = {"annotator": data["annotator"]}  # gold labels JSONL: whose they are
         return data["preview"]

@@ -34,9 +34,7 @@ documents carry it and what it maps to, then what would be created, unchanged or
 
 from __future__ import annotations
 
-import tempfile
 from collections import Counter, defaultdict
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,17 +45,18 @@ from webapp.corpus.models import Annotation, Note, text_hash
 from webapp.lib.formats import (
     MISSING_FEATURE,
     WITHOUT_FEATURE,
-    FormatError,
     ReadOptions,
     UnsupportedFormat,
     get_format,
+    go_on,
+    position,
 )
 from webapp.lib.formats.mapping import Mapping, MappingError, parse_mapping
-from webapp.lib.formats.unpack import unzip
+from webapp.lib.formats.unpack import readable, shape_problem
 from webapp.lib.import_limits import over_limit
-from webapp.lib.import_sources import AnnotationRecord, Problem, Problems, go_on, nfc
-from webapp.lib.input_files import sniff
-from webapp.lib.validators import hidden_character, overlapping_spans, printable
+from webapp.lib.import_sources import AnnotationRecord
+from webapp.lib.problems import Problem, Problems
+from webapp.lib.validators import hidden_character, nfc, overlapping_spans, printable
 
 BATCH = 500  # documents whose notes are looked up in one query
 PREVIEW_ONLY = "Preview only"
@@ -113,17 +112,28 @@ def import_gold(
     if reason := _missing_feature_problem(missing_feature, feature_default, feature):
         problems.add(name, None, reason)
         return GoldReport(_failed(problems), dry_run=dry_run)
-    with _readable(path, format_, unpack_dir, problems) as source:
+    if not format_.spans:
+        problems.add(name, None, f"{format_.label} carries no spans: gold labels come from a format that has them")
+        return GoldReport(_failed(problems), dry_run=dry_run)
+    if not path.exists():
+        problems.add(name, None, "no such file or folder")
+        return GoldReport(_failed(problems), dry_run=dry_run)
+    if reason := shape_problem(path, format_):
+        problems.add(name, None, reason)
+        return GoldReport(_failed(problems), dry_run=dry_run)
+    limits = import_limits()
+    with readable(path, format_, problems, limits, unpack_dir) as source:
         if source is None:
             return GoldReport(_failed(problems), dry_run=dry_run)
         options = ReadOptions(
             layer,
             feature,
-            file_bytes=import_limits().file_bytes,
             missing_feature=missing_feature,
             feature_default=nfc(feature_default.strip()),
+            limits=limits,
+            checkpoint=checkpoint,
         )
-        reading = _Reading(format_, source, options, plan, name, checkpoint, nfc(annotator.strip()))
+        reading = _Reading(format_, source, options, plan, name, nfc(annotator.strip()))
         report = import_annotations(
             path,
             corpus_name,
@@ -152,41 +162,12 @@ def _end_preview(report: ImportReport, preview: list[str], name: str, on_written
         on_written(shown)
 
 
-@contextmanager
-def _readable(path: Path, format_, unpack_dir, problems: Problems):
-    if not path.exists():
-        problems.add(path.name, None, "no such file or folder")
-        yield None
-        return
-    is_zip = path.is_file() and sniff(path) == "zip"
-    if not is_zip:
-        if format_.writes_folder and not path.is_dir():
-            problems.add(path.name, None, f"{format_.label} needs a folder or a zip of its files")
-            yield None
-        else:
-            yield path
-        return
-    if not format_.writes_folder:
-        problems.add(path.name, None, f"{format_.label} is one file, not a zip archive")
-        yield None
-        return
-    with tempfile.TemporaryDirectory(prefix="gold-", dir=unpack_dir) as tmp:
-        try:
-            yield unzip(path, Path(tmp) / "files", format_.name, import_limits())
-        except FormatError as exc:
-            problems.add(exc.source, None, exc.reason)
-            yield None
-
-
 class _Reading:
     """The records of the files, read on each call (the import reads twice); counts for the
     preview are kept from the first reading."""
 
-    def __init__(
-        self, format_, source: Path, options: ReadOptions, mapping: Mapping, name: str, checkpoint=go_on, annotator=""
-    ):
+    def __init__(self, format_, source: Path, options: ReadOptions, mapping: Mapping, name: str, annotator=""):
         self.format, self.source, self.options, self.mapping, self.name = format_, source, options, mapping, name
-        self.checkpoint = checkpoint
         self.annotator = annotator  # named by the user; "" for each span's own
         self.annotator_spans: Counter = Counter()  # annotator -> gold spans mapped to a task
         self.unnamed_spans = 0  # gold spans mapped to a task with no annotator, none named
@@ -208,15 +189,7 @@ class _Reading:
         seen: dict[str, str] = {}
         unmapped: Counter = Counter()
         batch = []
-        for item in self.format.read(self.source, self.options):
-            self.checkpoint()
-            if isinstance(item, FormatError):
-                where_line = _line(item.where)
-                if where_line is not None:
-                    problems.add(item.source, where_line, item.reason)
-                else:
-                    problems.add(item.source, None, f"{item.where}: {item.reason}" if item.where else item.reason)
-                continue
+        for item in self.format.read(self.source, self.options, problems):
             doc_id = nfc(item.id)
             here = self._where(item)
             first_at = seen.setdefault(doc_id, str(here[0]) + (f" line {here[1]}" if here[1] else ""))
@@ -322,12 +295,7 @@ class _Reading:
         return known
 
     def _where(self, doc) -> tuple[str, int | None]:
-        line = _line(doc.where)
-        if line is not None:
-            return self.name, line
-        if doc.where.startswith("task "):
-            return f"{self.name} {doc.where}", None
-        return doc.where or self.name, None
+        return position(doc, self.name)
 
     def _records(self, docs, corpus, tasks, problems, unmapped, first):
         notes = {}
@@ -531,12 +499,6 @@ def _task_resolver(corpus) -> _TaskResolver:
 def _ordered(evidence: list) -> list:
     """The evidence in text order, a range given twice (two spans over the same words) once."""
     return [list(r) for r in sorted({tuple(r) for r in evidence})]
-
-
-def _line(where: str | None) -> int | None:
-    if where and where.startswith("line ") and where[5:].isdigit():
-        return int(where[5:])
-    return None
 
 
 def _failed(problems: Problems) -> ImportReport:

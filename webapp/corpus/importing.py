@@ -28,9 +28,7 @@ escaped (`validators.printable`).
 import json
 import logging
 import re
-import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 from pathlib import Path
@@ -46,20 +44,12 @@ from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Corpus, Note, Task, language_code, text_hash
 from webapp.db.postgres_copy import copy_rows
-from webapp.lib.formats import FORMATS as INTERCHANGE_FORMATS
+from webapp.lib.formats import FORMATS, folder_formats, go_on, readers
+from webapp.lib.formats.unpack import readable, shape_problem
 from webapp.lib.import_limits import ImportLimits, over_limit
-from webapp.lib.import_sources import (
-    FORMATS,
-    NoteRecord,
-    Problem,
-    Problems,
-    detect_format,
-    go_on,
-    numbered_lines,
-    read_annotations,
-    read_notes,
-)
-from webapp.lib.input_files import input_size, name_mismatch, sniff, unzip_brat
+from webapp.lib.import_sources import NoteRecord, guess_format, read_annotations, read_notes
+from webapp.lib.input_files import input_size, name_mismatch, sniff
+from webapp.lib.problems import Problem, Problems, numbered_lines
 from webapp.lib.validators import hidden_character, label_problems, printable, span_problems
 from webapp.projects.models import Project, ProjectNotChosen, resolve_project
 
@@ -130,8 +120,13 @@ def import_notes(
     checkpoint=go_on,
     deidentify: bool = False,
 ) -> ImportReport:
-    """Import a JSONL or CSV file (plain or compressed), a brat folder or a zip of brat files
-    into the corpus `corpus_name` of `project` (a Project, or a slug; "" or None: the only project).
+    """Import the notes of a file, a folder or a zip in format `fmt`, a name of the format table
+    (webapp.lib.formats: JSONL or CSV, plain or compressed; brat or XMI, a folder or a zip of one;
+    Label Studio; doccano; any format registered) or, when empty, the one its names tell
+    (import_sources.guess_format), into the corpus `corpus_name` of `project` (a Project, or a
+    slug; "" or None: the only project). Each document becomes a note: its id, its text, its
+    metadata; its spans are not gold labels yet (the gold import of the same file, with a mapping,
+    makes them so; webapp.corpus.gold).
 
     `deidentify`: each note goes through the project's de-identification policy before it is
     written (webapp.deid.policy): its text and metadata are replaced, brat entities' spans carried
@@ -150,13 +145,13 @@ def import_notes(
     path = Path(path)
     limits = import_limits()
     problems = Problems()
-    fmt = fmt or detect_format(path) or ""
+    fmt = fmt or (guess_format(path) if path.exists() else "") or ""
     project = _project(project, path, problems)
     corpus = _corpus_for_notes(path, corpus_name, language, create, fmt, problems, limits, project, deidentify)
     deid = _deidentifier(corpus, path, problems) if deidentify and corpus is not None else None
     if problems:
         return _failed(problems)
-    with _brat_folder_of(path, fmt, unpack_dir, problems, limits) as source:
+    with readable(path, FORMATS[fmt], problems, limits, unpack_dir) as source:
         if source is None:
             return _failed(problems)
 
@@ -174,15 +169,16 @@ def _import_notes(
     """`read(problems)`: the notes of the file, read again on each call. `deid`: a _Deidentifying
     that replaces each note before it is checked against the corpus and written."""
     plan = _NotePlan(corpus, update, problems)
-    seen: dict[str, int] = {}  # id -> first line; ids only, never text
+    seen: dict[str, int | str] = {}  # id -> its first line, or file (a folder's); ids only, never text
     checked = read(problems)
     if deid is not None and corpus.pk is not None:  # a new corpus has no note to compare texts with
         checked = deid.records(checked)
     for batch in _batched(checked, batch_size):
         fresh = []
         for rec in batch:
-            first = seen.setdefault(rec.external_id, rec.line)
-            if first != rec.line:
+            here = rec.source if rec.line is None else rec.line
+            first = seen.setdefault(rec.external_id, here)
+            if first != here:
                 problems.add(rec.source, rec.line, _duplicate_id(rec.external_id, first))
             else:
                 fresh.append(rec)
@@ -363,16 +359,6 @@ def _check_size(path: Path, problems: Problems, limits: ImportLimits) -> None:
         problems.add(path.name, None, over_limit(what, size, limits.upload_bytes, "IMPORT_MAX_UPLOAD_BYTES", "bytes"))
 
 
-@contextmanager
-def _brat_folder_of(path: Path, fmt: str, unpack_dir, problems: Problems, limits: ImportLimits):
-    """The folder to read: `path` itself, or a zip of brat files unpacked into a temporary folder."""
-    if fmt != "brat" or path.is_dir():
-        yield path
-        return
-    with tempfile.TemporaryDirectory(prefix="brat-", dir=unpack_dir) as tmp:
-        yield unzip_brat(path, Path(tmp) / path.name, problems, limits)  # messages name the archive
-
-
 # --- notes ----------------------------------------------------------------------------------
 
 
@@ -392,17 +378,9 @@ def _corpus_for_notes(path, name, language, create, fmt, problems, limits, proje
         problems.add(path.name, None, "no such file or folder")
     elif fmt not in FORMATS:
         mismatch = name_mismatch(path, _kind_of(path)) if path.is_file() else ""
-        problems.add(
-            path.name,
-            None,
-            f"unsupported format{'; it ' + mismatch if mismatch else ''}; notes are read from .jsonl or .csv "
-            "files (optionally compressed with gzip, bz2 or xz), or a brat folder or a zip of one; gold labels "
-            f"from annotation tools ({', '.join(INTERCHANGE_FORMATS)}) are imported with import_annotations --format",
-        )
-    elif fmt == "brat" and not path.is_dir() and _kind_of(path) != "zip":
-        problems.add(path.name, None, "the brat format needs a folder, or a zip archive of its .txt and .ann files")
-    elif fmt != "brat" and path.is_dir():
-        problems.add(path.name, None, "JSONL and CSV need a file; a folder holds brat files")
+        problems.add(path.name, None, f"unsupported format{'; it ' + mismatch if mismatch else ''}; {_formats_named()}")
+    elif reason := shape_problem(path, FORMATS[fmt]):
+        problems.add(path.name, None, reason)
     else:
         _check_size(path, problems, limits)
     if not _corpus_name_ok(name, path.name, problems) or project is None:
@@ -499,6 +477,16 @@ def _corpus_name_ok(name: str, file_name: str, problems: Problems) -> bool:
     if hidden:
         problems.add(file_name, None, f"the corpus name contains {hidden}")
     return not hidden
+
+
+def _formats_named() -> str:
+    """The formats notes are read in, for a message."""
+    return (
+        f"notes are read in these formats: {', '.join(f'{f.name} ({f.label})' for f in readers())}; "
+        f"JSONL and CSV files may be compressed with gzip, bz2 or xz, the files of "
+        f"{' or '.join(f.label for f in folder_formats())} may come in a folder or a zip; "
+        "name the format (--format, the Import page's Format) when the name of the file does not tell it"
+    )
 
 
 def _kind_of(path: Path) -> str:
@@ -834,10 +822,12 @@ def _succeeded(problems: Problems) -> ImportReport:
     return ImportReport(warnings=list(problems.warnings), warning_count=problems.warning_total)
 
 
-def _duplicate_id(external_id: str, first: int) -> str:
-    # Two forms of one accented id look identical: say why they count as one (import_sources.nfc).
+def _duplicate_id(external_id: str, first: int | str) -> str:
+    """`first`: the line of the file, or the file (or record) of a folder, where the id was first read."""
+    # Two forms of one accented id look identical: say why they count as one (validators.nfc).
     hint = "" if external_id.isascii() else "; ids are compared in Unicode NFC form"
-    return f"duplicate id {external_id!r} (first on line {first}{hint})"
+    where = f"on line {first}" if isinstance(first, int) else f"in {first}"
+    return f"duplicate id {external_id!r} (first {where}{hint})"
 
 
 def _caused_by_a_record(exc: DatabaseError) -> bool:

@@ -31,14 +31,14 @@ from django.conf import settings
 from webapp import shared_files
 from webapp.corpus.gold import import_gold
 from webapp.corpus.importing import ImportReport, import_annotations, import_notes
-from webapp.lib.import_sources import SUFFIX_FORMATS, Problems, go_on
+from webapp.lib.formats import FORMATS, go_on
 from webapp.lib.input_files import NAMED
+from webapp.lib.problems import Problems
 from webapp.lib.validators import printable
 
 MAX_STORED_NAME_BYTES = 200  # of 255 a file name may have on Linux
 MAX_SHOWN_NAME_CHARS = 255  # ImportJob.file_name
-KNOWN_SUFFIXES = {*NAMED, *SUFFIX_FORMATS}
-OPTIONS_FILE = ".import-options.json"  # an annotation tool's format and mapping (no upload starts with '.')
+OPTIONS_FILE = ".import-options.json"  # the file's format, an annotation tool's mapping (no upload starts with '.')
 
 
 @dataclass(frozen=True)
@@ -87,9 +87,10 @@ def stored_name(name: str) -> str:
     """The name to store an upload under (module docstring)."""
     if name.isprintable() and not name.startswith(".") and len(name.encode("utf-8")) <= MAX_STORED_NAME_BYTES:
         return name
+    known = {*NAMED, *(s for f in FORMATS.values() for s in f.detect)}
     suffixes = []
     for suffix in reversed(Path(name).suffixes):
-        if suffix.lower() not in KNOWN_SUFFIXES:
+        if suffix.lower() not in known:
             break
         suffixes.insert(0, suffix.lower())
     return "upload" + "".join(suffixes)
@@ -109,7 +110,9 @@ def import_stored(
     checkpoint=go_on,
     deidentify: bool = False,
 ) -> ImportReport:
-    """Import a stored upload (notes: JSONL, CSV or a zip of brat files; annotations: JSONL).
+    """Import a stored upload (notes: any format of webapp.lib.formats, the one stored with it or
+    else the one its name tells; annotations: gold labels JSONL, or an annotation tool's files with
+    the format and mapping stored with it).
     Running it twice on one file is safe: the import is atomic and idempotent. Raises StorageError
     when the upload is kept in a storage that cannot be read. `checkpoint()`: called between
     documents, it raises to stop the import (webapp.corpus.importing.import_notes). `deidentify`:
@@ -155,6 +158,7 @@ def import_stored(
     return import_notes(
         path,
         corpus,
+        fmt=(options or {}).get("format", ""),
         project=project,
         language=language,
         create=bool(language),
@@ -184,7 +188,7 @@ def local_file(relative: str) -> Path | None:
 
 
 def stored_options(path: Path) -> dict | None:
-    """The annotation-tool options stored beside an upload (webapp.corpus.gold), if any."""
+    """The options stored beside an upload (its format; an annotation tool's mapping...), if any."""
     options = path.parent / OPTIONS_FILE
     return json.loads(options.read_text(encoding="utf-8")) if options.is_file() else None
 

@@ -26,7 +26,7 @@ from webapp.corpus.models import Corpus
 from webapp.corpus.stats import corpus_summaries, task_summaries
 from webapp.corpus.task_forms import TaskForm
 from webapp.lib import windows
-from webapp.lib.import_sources import MAX_PROBLEMS as PROBLEMS_PER_PAGE
+from webapp.lib.problems import MAX_PROBLEMS as PROBLEMS_PER_PAGE
 from webapp.lifecycle.status import JobStatus
 from webapp.projects.models import Project
 from webapp.projects.roles import Capability, capability_required, is_site_admin, projects_with, require

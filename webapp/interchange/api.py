@@ -8,7 +8,7 @@ from ninja.errors import HttpError
 from webapp.corpus.access import corpus_for
 from webapp.db.api import Error, download, zip_download
 from webapp.interchange.exporting import ExportChoice, ExportChoiceError, download_name, peak_source, zip_export
-from webapp.lib.formats import FORMATS
+from webapp.lib.formats import writers
 from webapp.lifecycle.schemas import Conflict
 from webapp.pipeline.models import ModelVersion
 from webapp.projects.roles import Capability
@@ -37,8 +37,9 @@ def export_annotations(
     interchange formats; `peaks_model`: a model version's name to include its peaks;
     `confirm_identifiable`: a project admin lets a corpus that is not de-identified leave."""
     corpus = corpus_for(request.user, corpus_id, Capability.EXPORT)
-    if fmt not in FORMATS:
-        raise HttpError(400, f"fmt must be one of {', '.join(FORMATS)}.")
+    written = [f.name for f in writers()]
+    if fmt not in written:
+        raise HttpError(400, f"fmt must be one of {', '.join(written)}.")
     peaks = None
     if peaks_model:
         get_or_404(request.user, ModelVersion.objects, name=peaks_model)  # a model this token may see

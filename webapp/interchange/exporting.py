@@ -45,7 +45,7 @@ from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Annotation, Note
 from webapp.deid import gate
 from webapp.deid_ops.scanning import ExportScan
-from webapp.lib.formats import Document, Span, get_format
+from webapp.lib.formats import Document, Span, get_writer
 
 BATCH = 500
 
@@ -227,7 +227,7 @@ def export_corpus(
     """Write the corpus's documents in format `fmt` to `out` (a folder for brat and XMI, else a
     file), scanning their text; audited. Returns the notes written. Raises gate.Refused for a
     corpus that is not de-identified, unconfirmed (before anything is written)."""
-    format_ = get_format(fmt)
+    format_ = get_writer(fmt)
     passage = gate.gate_for([corpus], actor)
     confirmed = passage.check(actor, confirm_identifiable, "annotation export")
     counter = _Count(ExportScan(corpus.project, corpus.language, unit="notes"))
@@ -268,7 +268,7 @@ def zip_export(
     """The export as a zip, written to a temporary folder, then streamed 1 MB at a time and
     removed (the writers of brat and XMI make many files; Label Studio's writes its labeling
     config beside the JSON: every file written goes in)."""
-    format_ = get_format(fmt)
+    format_ = get_writer(fmt)
     tmp = Path(tempfile.mkdtemp(prefix="annotation-export-"))
     try:
         written = tmp / "written"

@@ -1,13 +1,13 @@
 from django import forms
 
-from webapp.lib.formats import FORMATS
+from webapp.lib.formats import writers
 from webapp.pipeline.models import ModelVersion, PeakProfile
 
 
 class ExportForm(forms.Form):
     """What to export; the format comes from the button pressed (one per format of the table)."""
 
-    format = forms.ChoiceField(choices=[(f.name, f.label) for f in FORMATS.values()])
+    format = forms.ChoiceField(choices=[])  # the table's formats that have a writer, set per form
     gold = forms.BooleanField(required=False, initial=True, label="Gold spans (annotations' evidence)")
     peaks = forms.ModelChoiceField(
         ModelVersion.objects.all(),
@@ -25,5 +25,6 @@ class ExportForm(forms.Form):
         """`project_id`: the corpus's; base models and the project's own are offered (not another
         project's, even to a member of both: a page of A names nothing of B)."""
         super().__init__(*args, **kwargs)
+        self.fields["format"].choices = [(f.name, f.label) for f in writers()]
         self.fields["peaks"].queryset = ModelVersion.objects.of_project(project_id)
         self.fields["profile"].queryset = PeakProfile.objects.of_project(project_id)

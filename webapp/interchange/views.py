@@ -15,7 +15,7 @@ from webapp.corpus.access import corpus_for, import_job_for
 from webapp.deid import gate
 from webapp.interchange.exporting import ExportChoice, download_name, peak_source, recent_exports, zip_export
 from webapp.interchange.forms import ExportForm
-from webapp.lib.formats import FORMATS
+from webapp.lib.formats import writers
 from webapp.projects.roles import Capability
 
 
@@ -27,7 +27,7 @@ def export(request, corpus_id):
         "nav": "corpora",
         "corpus": corpus,
         "form": form,
-        "formats": FORMATS.values(),
+        "formats": writers(),
         "gate": gate.gate_for([corpus], request.user),
     }
     if form.is_bound and form.is_valid():

@@ -40,6 +40,18 @@ class ImportLimits:
         return 2 * (self.note_chars + self.metadata_bytes) + 64 * 1024
 
 
+# The settings' defaults (webapp/settings.py): the limits of a reader called without an import's own.
+DEFAULT_LIMITS = ImportLimits(
+    note_chars=200_000,
+    upload_bytes=2 * 1024**3,
+    unpacked_bytes=8 * 1024**3,
+    lines=10_000_000,
+    evidence_spans=100,
+    metadata_bytes=256 * 1024,
+    file_bytes=512 * 1024**2,
+)
+
+
 def file_too_large(what: str, size: int, limit: int, setting: str = "IMPORT_MAX_FILE_BYTES") -> str:
     """The refusal of a file over IMPORT_MAX_FILE_BYTES, "" when it is within: the one check
     every import makes, before reading, on a zip member's declared size (zipfile never unpacks

@@ -16,8 +16,9 @@
       whole, larger than `limits.file_bytes` (IMPORT_MAX_FILE_BYTES) is refused before it is read;
     * a broken archive (truncated or corrupt) is reported at the line where reading stopped.
 - `read_text_file(path, ...)`: a whole small file (a brat .txt), with the same checks.
-- `unzip_brat(archive, target, ...)`: the .txt/.ann members of a zip, flattened into one folder;
-  a member larger than `limits.file_bytes` (its declared size) refuses the archive unpacked.
+- `unzip(archive, target, ..., members, what)`: the members of a zip that a folder format reads
+  (brat's .txt/.ann, XMI's .xmi/.xml), flattened into one folder; a member larger than
+  `limits.file_bytes` (its declared size) refuses the archive unpacked.
 
 The files of brat notes (`text_only`, and every .txt) must be plain text: a compressed member
 would unpack past the one budget of the zip (whose members' declared sizes are checked together).
@@ -81,9 +82,9 @@ def name_mismatch(path: Path, kind: str) -> str:
 
 
 def input_size(path: Path) -> int:
-    """Bytes of an input as given: a file, or the .txt and .ann files of a brat folder."""
+    """Bytes of an input as given: a file, or the files of a folder (brat's .txt and .ann files)."""
     if path.is_dir():
-        return sum(p.stat().st_size for pattern in ("*.txt", "*.ann") for p in path.glob(pattern))
+        return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
     return path.stat().st_size
 
 
@@ -215,6 +216,9 @@ def read_text_file(path: Path, problems, limits: ImportLimits) -> str | None:
     most = 4 * limits.note_chars + len(BOM)  # UTF-8 takes at most 4 bytes a character
     try:
         size = path.stat().st_size
+        if too_large := file_too_large("the file", size, limits.file_bytes):
+            problems.add(path.name, None, too_large)
+            return None
         if size > most:
             problems.add(
                 path.name,
@@ -289,11 +293,13 @@ def declared_zip_entries(archive: Path) -> int | None:
         return entries
 
 
-def unzip_brat(archive: Path, target: Path, problems, limits: ImportLimits) -> Path | None:
-    """Unpack the .txt and .ann members of a zip into `target`, flattened (no path from the
-    archive reaches the disk), refusing archives that unpack too large, hold two files of one
-    name, an entry with an absolute or `..` path, or a symbolic link. Returns `target`, or None
-    with the problem reported."""
+def unzip(
+    archive: Path, target: Path, problems, limits: ImportLimits, members: tuple[str, ...], what: str
+) -> Path | None:
+    """Unpack the members of a zip whose names end in `members` (".txt", ".ann": the files of the
+    folder format `what`, "brat") into `target`, flattened (no path from the archive reaches the
+    disk), refusing archives that unpack too large, hold two files of one name, an entry with an
+    absolute or `..` path, or a symbolic link. Returns `target`, or None with the problem reported."""
     shutil.rmtree(target, ignore_errors=True)  # left by an attempt whose worker was lost
     declared = declared_zip_entries(archive)
     if declared is not None and declared > MAX_ZIP_MEMBERS:  # before ZipFile builds an object per entry
@@ -301,11 +307,11 @@ def unzip_brat(archive: Path, target: Path, problems, limits: ImportLimits) -> P
         return None
     try:
         with zipfile.ZipFile(archive) as zf:
-            members = [m for m in zf.infolist() if not m.is_dir()]
-            unpacked = sum(m.file_size for m in members)  # zipfile never reads past a member's declared size
-            if len(members) > MAX_ZIP_MEMBERS:
+            entries = [m for m in zf.infolist() if not m.is_dir()]
+            unpacked = sum(m.file_size for m in entries)  # zipfile never reads past a member's declared size
+            if len(entries) > MAX_ZIP_MEMBERS:
                 problems.add(
-                    archive.name, None, f"the archive holds {len(members):,} files; the limit is {MAX_ZIP_MEMBERS:,}"
+                    archive.name, None, f"the archive holds {len(entries):,} files; the limit is {MAX_ZIP_MEMBERS:,}"
                 )
                 return None
             if unpacked > limits.unpacked_bytes:
@@ -316,21 +322,21 @@ def unzip_brat(archive: Path, target: Path, problems, limits: ImportLimits) -> P
                 if refusal:
                     problems.add(archive.name, None, f"entry {member.filename!r} {refusal}; refused")
                     return None
-            brat = [m for m in members if _is_brat_member(m)]
-            too_large = members_too_large(brat, limits.file_bytes)
+            wanted = [m for m in entries if _is_member(m, members)]
+            too_large = members_too_large(wanted, limits.file_bytes)
             if too_large:
                 problems.add(archive.name, None, too_large)
                 return None
-            if members and not brat:
+            if entries and not wanted:
                 problems.add(
                     archive.name,
                     None,
-                    "the archive holds no brat files (.txt and .ann); a JSONL or CSV "
+                    f"the archive holds no {what} files ({' and '.join(members)}); a JSONL or CSV "
                     "file may be compressed with gzip, bz2 or xz instead",
                 )
                 return None
             target.mkdir(parents=True)
-            for member in brat:
+            for member in wanted:
                 name = Path(member.filename).name
                 if (target / name).exists():
                     problems.add(archive.name, None, f"two files named {name!r} in the archive")
@@ -378,14 +384,14 @@ def _entry_refusal(member: zipfile.ZipInfo) -> str:
 _DRIVE = re.compile(r"[A-Za-z]:")
 
 
-def _is_brat_member(member: zipfile.ZipInfo) -> bool:
-    name = Path(member.filename).name
-    return name.endswith((".txt", ".ann")) and not name.startswith(".")
+def _is_member(member: zipfile.ZipInfo, suffixes: tuple[str, ...]) -> bool:
+    name = Path(member.filename.replace("\\", "/")).name
+    return name.lower().endswith(suffixes) and not name.startswith(".")
 
 
 def _unreadable_kind(kind: str) -> str:
     if kind == "zip":
-        return "is a zip archive: only notes in brat format (.txt and .ann files) can come in a zip"
+        return "is a zip archive: only the files of a folder format (brat, XMI) can come in a zip"
     return f"is {kind}-compressed, which is not supported; use gzip, bz2 or xz"
 
 

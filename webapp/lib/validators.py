@@ -195,3 +195,20 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def nfc(text: str) -> str:
+    """Ids, task names and labels are compared in Unicode NFC form: "café" typed with a composed é or
+    with e and a combining accent looks the same to people, so it is the same id to us."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
+MAX_NAMES_SHOWN = 10
+
+
+def shown_names(names: list[str]) -> list[str]:
+    """Field names fit to show: the first few, each short, control characters escaped."""
+    shown = [n if len(n) <= 40 and n.isprintable() else json.dumps(n[:40]) for n in names]
+    if len(shown) > MAX_NAMES_SHOWN:
+        shown = [*shown[:MAX_NAMES_SHOWN], f"and {len(shown) - MAX_NAMES_SHOWN} more"]
+    return shown

@@ -7,7 +7,7 @@ import pytest
 
 from webapp.audit.log import reason_categories, reason_category, record, record_refused_import
 from webapp.audit.models import AuditEvent
-from webapp.lib.import_sources import Problem
+from webapp.lib.problems import Problem
 
 OS_USER = getpass.getuser()
 

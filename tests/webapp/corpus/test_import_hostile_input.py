@@ -195,7 +195,7 @@ CASES = {
         "annotations",
         "gold.zip",
         zipped({"gold.jsonl": gold()}),
-        "gold.zip: is a zip archive: only notes in brat format (.txt and .ann files) can come in a zip",
+        "gold.zip: is a zip archive: only the files of a folder format (brat, XMI) can come in a zip",
     ),
     # metadata, validated whole
     "a NUL in metadata": Case(
@@ -426,7 +426,7 @@ CASES = {
         "notes.csv",
         ("id,text," + ",".join(f"c{i}" for i in range(1000)) + "\n").encode(),
         "notes.csv line 1: the CSV header has 1,002 columns; the limit is 1,000 columns (MAX_CSV_COLUMNS in "
-        "webapp/lib/import_sources.py)",
+        "webapp/lib/formats/csvfile.py)",
     ),
     "a CSV without a header": Case(
         "notes",
@@ -451,7 +451,7 @@ CASES = {
         "notes",
         "cases.zip",
         zipped({f"{CAFE_NFD}.txt": TEXT, f"{CAFE_NFD}.ann": "", f"{CAFE_NFC}.txt": TEXT, f"{CAFE_NFC}.ann": ""}),
-        f"{CAFE_NFC}.txt: names the same note as {CAFE_NFD + '.txt'!r} (one id in two Unicode forms)",
+        f"{CAFE_NFC}.txt: names the same document as {CAFE_NFD + '.txt'!r} (one id in two Unicode forms)",
     ),
     "a zip entry leading out of its folder": Case(
         "notes",
@@ -610,8 +610,12 @@ class Accepted:
     kind: str
     name: str
     body: bytes
-    warning: str
+    warning: str | tuple[str, ...]  # one or several
     created: int
+
+    @property
+    def warnings(self) -> list[str]:
+        return [self.warning] if isinstance(self.warning, str) and self.warning else list(self.warning or ())
 
 
 ACCEPTED = {
@@ -629,8 +633,8 @@ ACCEPTED = {
         "notes",
         "notes.jsonl",
         jsonl(note(1, ward="A"), note(2), note(3, mrn="123", ward="B")),
-        "notes.jsonl line 1: 2 line(s), this one first, have fields besides id, text and metadata (mrn, ward); they "
-        "were kept in each note's metadata",
+        "notes.jsonl line 1: 2 line(s), this one first, have fields besides id, text, metadata and spans (mrn, "
+        "ward); they were kept in each note's metadata",
         3,
     ),
     "overlapping evidence spans": Accepted(
@@ -643,9 +647,16 @@ ACCEPTED = {
     "brat relations and notes": Accepted(
         "notes",
         "cases.zip",
-        brat_zip(f"T1\tDevice {PM[0]} {PM[1]}\tpacemaker\nA1\tNegation T1\n#1\tAnnotatorNotes T1\tx\n"),
-        "cases.zip: 2 relation, event, attribute, normalization or note line(s) in 1 .ann file(s) were checked but "
-        "not imported (only entities are)",
+        brat_zip(
+            f"T1\tDevice {PM[0]} {PM[1]}\tpacemaker\nA1\tNegation T1\n#1\tAnnotatorNotes T1\tx\n"
+            "N1\tReference T1 Wikidata:Q372195\tpacemaker\n#2\tNote T1\tcheck\n"
+        ),
+        (
+            "cases.zip: 2 relation, event, normalization, equivalence or note line(s) in 1 .ann file(s) were "
+            "checked but not imported (only entities are, with their attributes)",
+            "cases.zip: 1 span(s) of 1 document(s) are not gold labels yet: import the same file as gold labels "
+            "from brat standoff, mapping its labels to tasks, once the notes are in",
+        ),
         1,
     ),
     "a note longer than the model's context, within the limit": Accepted(
@@ -662,7 +673,7 @@ def test_the_command_line_accepts_it_and_prints_the_warning(ward, tmp_path, case
     out, err = StringIO(), StringIO()
     call_command(f"import_{case.kind}", str(path), "--corpus", "ward", stdout=out, stderr=err)
     assert f"{case.created} created" in out.getvalue()
-    assert err.getvalue() == (f"warning: {case.warning}\n" if case.warning else "")
+    assert err.getvalue() == "".join(f"warning: {warning}\n" for warning in case.warnings)
 
 
 @pytest.mark.parametrize("case", ACCEPTED, ids=list(ACCEPTED))
@@ -671,10 +682,10 @@ def test_the_import_page_shows_the_warning(ward, client, researcher, django_capt
     client.force_login(researcher)
     job, page = uploaded(client, django_capture_on_commit_callbacks, case.kind, case.name, case.body)
     assert job.status == JobStatus.DONE and job.created_count == case.created and job.problem_count == 0
-    assert job.problems == ([case.warning] if case.warning else [])
-    assert (html.escape(case.warning) in page and "Warnings" in page) if case.warning else "Warnings" not in page
+    assert job.problems == case.warnings
+    assert all(html.escape(w) in page for w in case.warnings) and ("Warnings" in page) == bool(case.warnings)
     listing = client.get(reverse("corpus:import_list")).content.decode()
-    assert ("(with warnings)" in listing) == bool(case.warning)
+    assert ("(with warnings)" in listing) == bool(case.warnings)
 
 
 def test_the_longest_note_allowed_is_imported_whole(ward, tmp_path):

@@ -18,7 +18,7 @@ from tests.webapp.corpus.test_import_hostile_input import PM, TEXT, jsonl, notes
 from webapp.audit.models import AuditEvent
 from webapp.corpus import uploads
 from webapp.corpus.models import ImportJob, Note
-from webapp.lib.import_sources import Problems
+from webapp.lib.problems import Problems
 from webapp.lifecycle import queue
 from webapp.lifecycle.status import JobStatus
 from workers.imports import run_import

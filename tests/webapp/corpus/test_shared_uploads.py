@@ -154,7 +154,7 @@ def test_import_now_on_the_web_app_imports_a_preview_the_worker_checked(
         "kind": "annotations",
         "corpus": "ward",
         "file": SimpleUploadedFile("gold.zip", _brat_zip()),
-        "annotation_format": "brat",
+        "format": "brat",
         "mapping": "SYMPTOM=fever:present\r\nWHO=-",
         "annotator": "ward-team",  # the brat files name none
         "preview": "on",

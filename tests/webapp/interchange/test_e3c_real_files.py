@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from webapp.lib.formats import FormatError, ReadOptions, get_format
+from webapp.lib.formats import ReadOptions, get_format
+from webapp.lib.problems import Problems
 
 E3C = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "e3c"
 LAYERS = {"CLINENTITY", "EVENT", "BODYPART", "ACTOR", "TIMEX3", "RML"}
@@ -27,8 +28,9 @@ def test_e3c_xmi_files_hold_the_entities_of_e3cs_jsonl(language):
     for line in jsonl.open(encoding="utf-8"):
         doc = json.loads(line)
         expected[doc["id"]] = doc
-    read = list(get_format("xmi").read(folder, ReadOptions()))
-    assert [str(item) for item in read if isinstance(item, FormatError)] == []
+    problems = Problems()
+    read = list(get_format("xmi").read(folder, ReadOptions(), problems))
+    assert problems.lines() == []
     assert sorted(doc.id for doc in read) == sorted(expected)  # one document per file, none missing
     assert len(read) >= 30  # 36 in E3C's layer-1 train split
     entities = 0

@@ -6,11 +6,16 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from webapp.lib.formats import FORMATS, Document, FormatError, ReadOptions, Span, UnsupportedFormat, get_format
+from webapp.lib.formats import Document, ReadOptions, Span, UnsupportedFormat, get_format, writers
+from webapp.lib.import_limits import DEFAULT_LIMITS
+from webapp.lib.problems import Problems
+
+WRITTEN = [f.name for f in writers()]
 
 TEXT = "Pt 😀 had fever 🤒 and\nchest pain; café"  # two non-BMP characters, a line break, an accent
 
@@ -41,12 +46,18 @@ def _documents():
     ]
 
 
+def read(fmt, path, options=None) -> tuple[list[Document], list[str]]:
+    """The documents read, and the problems reported, as their lines."""
+    problems = Problems()
+    docs = list(fmt.read(path, options or ReadOptions(), problems))
+    return docs, problems.lines()
+
+
 def _write_read(fmt, tmp_path, docs):
     out = tmp_path / ("out" + fmt.suffix)
     fmt.write(docs, out)
-    items = list(fmt.read(out, ReadOptions()))
-    errors = [i for i in items if isinstance(i, FormatError)]
-    assert not errors, errors
+    items, problems = read(fmt, out)
+    assert not problems, problems
     return {d.id: d for d in items}
 
 
@@ -61,7 +72,7 @@ def _projection(span: Span, carries) -> tuple:
     )
 
 
-@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize("name", WRITTEN)
 def test_each_format_reads_back_the_spans_it_wrote(name, tmp_path):
     fmt = get_format(name)
     docs = _documents()
@@ -82,7 +93,7 @@ def test_each_format_reads_back_the_spans_it_wrote(name, tmp_path):
         assert got == want
 
 
-@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize("name", WRITTEN)
 def test_the_covered_text_survives_non_bmp_characters(name, tmp_path):
     back = _write_read(get_format(name), tmp_path, _documents())
     covered = sorted(s.covered(TEXT) for s in back["n1"].spans)
@@ -113,16 +124,16 @@ def test_label_studio_offset_inside_a_surrogate_pair_is_refused(tmp_path):
         "annotations": [{"result": [{"id": "a", "type": "labels", "value": {"start": 4, "end": 9, "labels": ["X"]}}]}],
     }
     (tmp_path / "ls.json").write_text(json.dumps([task]))
-    (error,) = get_format("labelstudio").read(tmp_path / "ls.json", ReadOptions())
-    assert isinstance(error, FormatError)
-    assert str(error).startswith("ls.json task 1 annotations[1] result 1: UTF-16 offset 4 falls inside")
+    docs, (problem,) = read(get_format("labelstudio"), tmp_path / "ls.json")
+    assert docs == []
+    assert problem.startswith("ls.json: task 1 annotations[1] result 1: UTF-16 offset 4 falls inside")
 
 
 def test_an_unsupported_format_lists_the_supported_ones():
     with pytest.raises(UnsupportedFormat) as err:
         get_format("conll")
     assert str(err.value) == (
-        "the format 'conll' is not supported; supported formats: brat, xmi, labelstudio, doccano, jsonl"
+        "the format 'conll' is not supported; supported formats: jsonl, csv, brat, xmi, labelstudio, doccano"
     )
 
 
@@ -134,20 +145,21 @@ def test_a_span_past_the_end_is_refused_with_its_line(tmp_path):
         + "\n"
         + "[1, 2]\n"
     )
-    items = list(get_format("doccano").read(tmp_path / "d.jsonl", ReadOptions()))
-    assert isinstance(items[0], Document)
-    assert (
-        str(items[1])
-        == "d.jsonl line 2: document '2': span 1: range [2, 9) ends past the end of the text (5 characters)"
-    )
-    assert str(items[2]) == "d.jsonl line 3: expected a JSON object, got an array"
+    docs, problems = read(get_format("doccano"), tmp_path / "d.jsonl")
+    assert [d.id for d in docs] == ["1"]
+    assert problems == [
+        "d.jsonl line 2: document '2': span 1: range [2, 9) ends past the end of the text (5 characters)",
+        "d.jsonl line 3: expected a JSON object, got an array",
+    ]
 
 
 def test_brat_covered_text_must_match(tmp_path):
     (tmp_path / "n1.txt").write_text("fever and cough")
     (tmp_path / "n1.ann").write_text("T1\tSYM 0 5\tfever\nT2\tSYM 10 15\tcouch\n")
-    (error,) = get_format("brat").read(tmp_path, ReadOptions())
-    assert str(error) == "n1.ann line 2: entity T2: the covered text differs from n1.txt"
+    assert read(get_format("brat"), tmp_path) == (
+        [],
+        ["n1.ann line 2: entity 'T2': the covered text differs from n1.txt at [10, 15)"],
+    )
 
 
 def test_label_studio_reads_a_real_export_shape(tmp_path):
@@ -186,7 +198,7 @@ def test_label_studio_reads_a_real_export_shape(tmp_path):
         }
     ]
     (tmp_path / "ls.json").write_text(json.dumps(tasks))
-    (doc,) = get_format("labelstudio").read(tmp_path / "ls.json", ReadOptions())
+    (doc,), _ = read(get_format("labelstudio"), tmp_path / "ls.json")
     assert doc.id == "41"
     assert [(s.ranges, s.label, s.source, s.reviewer) for s in doc.spans] == [
         (((3, 8),), "SYM", "gold", "3"),
@@ -216,7 +228,7 @@ def _e3c_like_xmi(tmp_path) -> Path:
 
 
 def test_xmi_without_a_type_system_reads_every_custom_layer(tmp_path):
-    (doc,) = get_format("xmi").read(_e3c_like_xmi(tmp_path), ReadOptions())
+    (doc,), _ = read(get_format("xmi"), _e3c_like_xmi(tmp_path))
     assert doc.id == "EN1"
     assert [(s.covered(doc.text), s.label, s.attrs) for s in doc.spans] == [
         ("fever", "EVENT", {"polarity": "NEG"}),
@@ -225,16 +237,17 @@ def test_xmi_without_a_type_system_reads_every_custom_layer(tmp_path):
 
 
 def test_xmi_layer_and_feature_are_chosen(tmp_path):
-    (doc,) = get_format("xmi").read(_e3c_like_xmi(tmp_path), ReadOptions(layer="CLINENTITY", feature="entityID"))
+    xmi = get_format("xmi")
+    (doc,), _ = read(xmi, _e3c_like_xmi(tmp_path), ReadOptions(layer="CLINENTITY", feature="entityID"))
     assert [(s.label, s.covered(doc.text)) for s in doc.spans] == [("C0008031", "chest pain")]
-    (error,) = get_format("xmi").read(_e3c_like_xmi(tmp_path / "b"), ReadOptions(layer="EVENT", feature="entityID"))
-    assert str(error) == (
+    [], (error,) = read(xmi, _e3c_like_xmi(tmp_path / "b"), ReadOptions(layer="EVENT", feature="entityID"))
+    assert error == (
         "EN1.xml: layer webanno.custom.EVENT has no feature 'entityID' (it has: polarity); skip such spans or give "
         "them a default label (--missing-feature skip, or default with --feature-default; the Import page's 'Spans "
         "without the feature')"
     )
-    (error,) = get_format("xmi").read(_e3c_like_xmi(tmp_path / "c"), ReadOptions(layer="TIMEX3"))
-    assert "no annotation layer 'TIMEX3' (its custom layers: CLINENTITY, EVENT, METADATA)" in str(error)
+    [], (error,) = read(xmi, _e3c_like_xmi(tmp_path / "c"), ReadOptions(layer="TIMEX3"))
+    assert "no annotation layer 'TIMEX3' (its custom layers: CLINENTITY, EVENT, METADATA)" in error
 
 
 def test_format_modules_import_no_django():
@@ -243,20 +256,25 @@ def test_format_modules_import_no_django():
     assert out.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize("name", list(FORMATS))
+def _file_bytes(most: int) -> ReadOptions:
+    return ReadOptions(limits=replace(DEFAULT_LIMITS, file_bytes=most))
+
+
+@pytest.mark.parametrize("name", ["brat", "xmi", "labelstudio"])  # read whole; JSONL: a line at a time
 def test_a_file_over_the_file_limit_is_refused_before_it_is_read(name, tmp_path):
     fmt = get_format(name)
     out = tmp_path / ("out" + fmt.suffix)
     fmt.write(_documents(), out)
-    items = list(fmt.read(out, ReadOptions(file_bytes=20)))
-    assert items and all(isinstance(item, FormatError) for item in items)
-    for error in items:  # brat: each .txt; XMI: its type system, first
-        assert (tmp_path / error.source).is_file() or (out / error.source).is_file()
+    problems = Problems()
+    assert list(fmt.read(out, _file_bytes(20), problems)) == []
+    assert problems.kept
+    for problem in problems.kept:  # brat: each .ann; XMI: its type system, first
+        assert (tmp_path / problem.source).is_file() or (out / problem.source).is_file()
         assert re.fullmatch(
             r"the file has [\d,]+ bytes, more than the \d+ one file may have \(IMPORT_MAX_FILE_BYTES( / \d+: .+)?\); "
             "it was not read",
-            error.reason,
-        ), error.reason
+            problem.message,
+        ), problem.message
 
 
 def test_a_file_parsed_whole_may_have_the_limit_divided_by_what_parsing_it_costs(tmp_path):
@@ -264,12 +282,12 @@ def test_a_file_parsed_whole_may_have_the_limit_divided_by_what_parsing_it_costs
     fmt.write(_documents()[:1], tmp_path)
     (tmp_path / "TypeSystem.xml").unlink()  # inferred from the file
     size = (tmp_path / "n1.xmi").stat().st_size
-    (error,) = fmt.read(tmp_path, ReadOptions(file_bytes=24 * (size - 1)))
-    assert str(error) == (
+    [], (error,) = read(fmt, tmp_path, _file_bytes(24 * (size - 1)))
+    assert error == (
         f"n1.xmi: the file has {size:,} bytes, more than the {size - 1:,} one file may have "
         "(IMPORT_MAX_FILE_BYTES / 24: an XMI file is parsed whole, at about 24 times its size); it was not read"
     )
-    (doc,) = fmt.read(tmp_path, ReadOptions(file_bytes=24 * size))
+    (doc,), _ = read(fmt, tmp_path, _file_bytes(24 * size))
     assert doc.id == "n1"
 
 
@@ -278,15 +296,7 @@ def test_brat_annotations_are_read_a_line_at_a_time_with_any_line_end(tmp_path):
     fmt.write(_documents()[:1], tmp_path)
     ann = tmp_path / "n1.ann"
     ann.write_bytes(b"\xef\xbb\xbf" + ann.read_bytes().replace(b"\n", b"\r\n"))  # a byte order mark, CRLF
-    (doc,) = fmt.read(tmp_path, ReadOptions())
+    (doc,), _ = read(fmt, tmp_path)
     assert sorted((s.label, s.covered(doc.text)) for s in doc.spans) == sorted(
         (s.label, s.covered(TEXT)) for s in _documents()[0].spans
     )
-
-
-def test_a_brat_file_of_too_many_lines_is_refused_at_the_first_past_the_limit(tmp_path, monkeypatch):
-    monkeypatch.setattr("webapp.lib.formats.brat.MAX_ANN_LINES", 3)
-    (tmp_path / "n1.txt").write_text(TEXT)
-    (tmp_path / "n1.ann").write_text("".join(f"T{n}\tX 0 2\tPt\n" for n in range(1, 6)))
-    (error,) = get_format("brat").read(tmp_path, ReadOptions())
-    assert str(error) == "n1.ann line 4: the file has more than 3 lines (MAX_ANN_LINES in formats/brat.py)"

@@ -118,8 +118,8 @@ def test_one_bad_document_writes_nothing(ward, tasks, tmp_path):
         f.write(_entity(3, "EXTRA", N2, "pacemaker") + "\n")
     gold = _import_gold(folder, "ward", fmt="brat", mapping=mapping)
     lines = gold.report.problem_lines()
-    assert "n3.ann: document 'n3': the corpus has no note with this id" in lines
-    assert any(line.startswith("n2.ann: task 'heart-rate': ") and "'fast'" in line for line in lines)
+    assert "n3.txt: document 'n3': the corpus has no note with this id" in lines
+    assert any(line.startswith("n2.txt: task 'heart-rate': ") and "'fast'" in line for line in lines)
     assert Annotation.objects.count() == 0
 
 
@@ -129,7 +129,7 @@ def test_a_text_that_differs_from_the_note_is_refused(ward, tasks, tmp_path):
     (folder / "n2.ann").write_text("")
     gold = _import_gold(folder, "ward", fmt="brat", mapping=MAP)
     assert gold.report.problem_lines() == [
-        "n2.ann: the text of document 'n2' differs from note 'n2' of the corpus (content hash), so its offsets "
+        "n2.txt: the text of document 'n2' differs from note 'n2' of the corpus (content hash), so its offsets "
         "would point at other words"
     ]
 
@@ -196,7 +196,7 @@ def test_an_unsupported_format_names_the_supported_ones(ward, tmp_path):
     (tmp_path / "x.conll").write_text("x")
     gold = _import_gold(tmp_path / "x.conll", "ward", fmt="conll", mapping=[])
     assert gold.report.problem_lines() == [
-        "x.conll: the format 'conll' is not supported; supported formats: brat, xmi, labelstudio, doccano, jsonl"
+        "x.conll: the format 'conll' is not supported; supported formats: jsonl, csv, brat, xmi, labelstudio, doccano"
     ]
 
 
@@ -247,12 +247,19 @@ def test_a_label_studio_export_given_as_json_lines_says_what_it_is(ward, tasks, 
 def test_notes_in_an_unsupported_format_name_the_supported_ones(ward, tmp_path):
     from webapp.corpus.importing import import_notes
 
-    (tmp_path / "EN1.xmi").write_text("<xmi/>")
+    (tmp_path / "EN1.conll").write_text("x")
+    report = import_notes(tmp_path / "EN1.conll", "ward")
+    assert report.problem_lines() == [
+        "EN1.conll: unsupported format; notes are read in these formats: jsonl (JSONL (this studio's)), csv (CSV "
+        "(columns id, text)), brat (brat standoff), xmi (UIMA CAS XMI (INCEpTION, WebAnno)), labelstudio (Label "
+        "Studio JSON), doccano (doccano JSONL); JSONL and CSV files may be compressed with gzip, bz2 or xz, the files "
+        "of brat standoff or UIMA CAS XMI (INCEpTION, WebAnno) may come in a folder or a zip; name the format "
+        "(--format, the Import page's Format) when the name of the file does not tell it"
+    ]
+    (tmp_path / "EN1.xmi").write_text("<xmi/>")  # one file of a folder format: told, and asked for whole
     report = import_notes(tmp_path / "EN1.xmi", "ward")
     assert report.problem_lines() == [
-        "EN1.xmi: unsupported format; notes are read from .jsonl or .csv files (optionally compressed with gzip, "
-        "bz2 or xz), or a brat folder or a zip of one; gold labels from annotation tools (brat, xmi, labelstudio, "
-        "doccano, jsonl) are imported with import_annotations --format"
+        "EN1.xmi: the xmi format needs a folder, or a zip archive of its .xmi and .xml files"
     ]
 
 
@@ -261,7 +268,7 @@ def test_evidence_over_the_span_limit_is_refused_and_overlaps_are_warned(ward, t
     lines = [_entity(1, "S", N1, "fever"), _entity(2, "S", N1, "chest"), _entity(3, "S", N1, "pain")]
     gold = _import_gold(_brat(tmp_path / "a", {"n1": lines}), "ward", fmt="brat", mapping=["S=fever:present"])
     assert gold.report.problem_lines() == [
-        "n1.ann: document 'n1': the evidence of task 'fever' has 3 spans; the limit is 2 spans "
+        "n1.txt: document 'n1': the evidence of task 'fever' has 3 spans; the limit is 2 spans "
         "(IMPORT_MAX_EVIDENCE_SPANS)"
     ]
     chest = N1.index("chest")
@@ -269,7 +276,7 @@ def test_evidence_over_the_span_limit_is_refused_and_overlaps_are_warned(ward, t
     gold = _import_gold(_brat(tmp_path / "b", {"n1": lines}), "ward", fmt="brat", mapping=["S=fever:present"])
     assert gold.ok
     assert gold.report.warning_lines() == [
-        f"n1.ann: document 'n1', task 'fever': spans [{chest}, {chest + 5}) and [{chest}, {chest + 10}) overlap"
+        f"n1.txt: document 'n1', task 'fever': spans [{chest}, {chest + 5}) and [{chest}, {chest + 10}) overlap"
     ]
 
 

@@ -35,7 +35,7 @@ def _upload(client, capture, **extra):
         "kind": "annotations",
         "corpus": "ward",
         "file": SimpleUploadedFile("gold.zip", _brat_zip()),
-        "annotation_format": "brat",
+        "format": "brat",
         "mapping": "SYMPTOM=fever:present\r\nWHO=-",
         "annotator": "ward-team",  # the file names none
         **extra,
@@ -72,7 +72,7 @@ def test_a_bad_mapping_is_refused_by_the_form(ward, tasks, researcher, client_fo
         "kind": "annotations",
         "corpus": "ward",
         "file": SimpleUploadedFile("gold.zip", _brat_zip()),
-        "annotation_format": "brat",
+        "format": "brat",
         "mapping": "SYMPTOM fever",
     }
     response = client_for(researcher).post(reverse("corpus:upload"), data)
@@ -124,7 +124,7 @@ def test_the_api_previews_then_imports_an_annotation_tools_files(
         "project": default_project().slug,
         "kind": "annotations",
         "corpus": "ward",
-        "annotation_format": "brat",
+        "annotation_format": "brat",  # the API's older name of `format`, still taken
         "mapping": "SYMPTOM=fever:present\nWHO=-",
         "annotator": "ward-team",
     }

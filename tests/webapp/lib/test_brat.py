@@ -1,12 +1,13 @@
-"""brat .ann files (webapp.lib.brat): every line parsed or reported with its line. Plain units."""
+"""brat .ann files (webapp.lib.formats.brat, the one brat reader): every line parsed or reported with its
+line. Plain units."""
 
 from dataclasses import replace
 
 import pytest
 
 from tests.webapp.lib.test_input_files import LIMITS
-from webapp.lib.brat import read_ann
-from webapp.lib.import_sources import Problems
+from webapp.lib.formats.brat import read_ann
+from webapp.lib.problems import Problems
 
 TEXT = "Paziente con pacemaker. FC 80 bpm."  # "pacemaker" at 13-22, "FC 80" at 24-29
 ENTITIES = "T1\tDevice 13 22\tpacemaker\nT2\tVital 24 26;27 29\tFC 80\n"
@@ -37,7 +38,11 @@ def test_every_kind_of_brat_line_is_parsed_and_only_entities_are_kept(tmp_path):
         {"id": "T1", "type": "Device", "spans": [[13, 22]]},
         {"id": "T2", "type": "Vital", "spans": [[24, 26], [27, 29]]},
     ]
-    assert parsed.other_lines == 7
+    assert parsed.other_lines == 4  # relation, event, normalization, equivalence: checked, not imported
+    assert [(s.id, s.label, s.attrs, s.source) for s in parsed.spans] == [
+        ("T1", "Device", {}, "gold"),
+        ("T2", "Vital", {"Negation": "true"}, "gold"),
+    ]
 
 
 BAD = {
@@ -133,10 +138,10 @@ def test_reading_stops_at_the_entity_that_no_longer_fits_in_the_notes_metadata(t
 
 
 def test_reading_stops_past_the_most_lines_of_other_kinds(tmp_path, monkeypatch):
-    monkeypatch.setattr("webapp.lib.brat.MAX_OTHER_LINES", 3)
+    monkeypatch.setattr("webapp.lib.formats.brat.MAX_OTHER_LINES", 3)
     parsed, problems = parse(tmp_path, ENTITIES + "A1\tNegation T2\n" * 5)
     assert parsed is None
     assert problems[-1] == (
         "doc1.ann line 6: more than 3 relation, event, attribute, normalization, note or equivalence lines "
-        "(MAX_OTHER_LINES in webapp/lib/brat.py); nothing after this one was read"
+        "(MAX_OTHER_LINES in webapp/lib/formats/brat.py); nothing after this one was read"
     )

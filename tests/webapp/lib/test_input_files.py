@@ -11,8 +11,8 @@ from dataclasses import replace
 import pytest
 
 from webapp.lib.import_limits import ImportLimits
-from webapp.lib.import_sources import Problems
-from webapp.lib.input_files import open_lines, read_text_file, sniff, unzip_brat
+from webapp.lib.input_files import open_lines, read_text_file, sniff, unzip
+from webapp.lib.problems import Problems
 
 LIMITS = ImportLimits(
     note_chars=200_000,
@@ -24,6 +24,10 @@ LIMITS = ImportLimits(
     file_bytes=512 * 1024**2,
 )
 BODY = b'{"id": "a"}\n{"id": "b"}\n'
+
+
+def unzip_brat(archive, target, problems, limits):
+    return unzip(archive, target, problems, limits, (".txt", ".ann"), "brat")
 
 
 def read(path, limits=LIMITS):
@@ -77,7 +81,7 @@ def test_zstd_and_zip_are_refused_as_text_files(tmp_path):
         zf.writestr("notes.jsonl", BODY)
     assert read(zst)[1] == ["notes.jsonl.zst: is zstd-compressed, which is not supported; use gzip, bz2 or xz"]
     assert read(archive)[1] == [
-        "notes.jsonl: is a zip archive: only notes in brat format (.txt and .ann files) can come in a zip"
+        "notes.jsonl: is a zip archive: only the files of a folder format (brat, XMI) can come in a zip"
     ]
 
 
@@ -272,8 +276,8 @@ def test_a_zip_declaring_too_many_entries_is_refused_before_its_directory_is_rea
 
     from webapp.corpus.importing import import_limits
     from webapp.lib import input_files
-    from webapp.lib.import_sources import Problems
-    from webapp.lib.input_files import declared_zip_entries, unzip_brat
+    from webapp.lib.input_files import declared_zip_entries
+    from webapp.lib.problems import Problems
 
     archive = tmp_path / "notes.zip"
     with zipfile.ZipFile(archive, "w") as zf:

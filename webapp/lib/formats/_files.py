@@ -1,24 +1,32 @@
-"""Reading helpers shared by the format modules: UTF-8 text and JSON, with errors that name the
-file and the line or record (never the text). No Django here.
+"""Reading helpers shared by the format modules: UTF-8 text and JSON lines, with problems that
+name the file and the line or record (never the text). No Django here.
 
-Every file is checked against `ReadOptions.file_bytes` (IMPORT_MAX_FILE_BYTES) before it is read
-(`check_size`, the import's one check, `webapp.lib.import_limits.file_too_large`): a reader then
-holds at most that much of it, and reads lines one at a time where the format allows. A format
-that parses a file whole (XMI, Label Studio) holds several times its bytes: it passes that
-factor (`file_limit(options, parsed_size=...)`), and its files may have that much less, so one
-file's reading takes about IMPORT_MAX_FILE_BYTES of memory whatever the format."""
+Every reader reports what it cannot read, and what it accepts but its user should hear about, to
+the import's `Problems` (webapp.lib.problems) and yields only the documents it could read. A
+format that parses a document at a time raises FormatError inside and turns it into a problem
+with `reported`.
+
+Every file read whole is checked against `ReadOptions.limits.file_bytes` (IMPORT_MAX_FILE_BYTES)
+before it is read (`check_size`, the import's one check, `webapp.lib.import_limits.file_too_large`):
+a reader then holds at most that much of it. A format that parses a file whole (XMI, Label
+Studio) holds several times its bytes: it passes that factor (`file_limit(options,
+parsed_size=...)`), and its files may have that much less, so one file's reading takes about
+IMPORT_MAX_FILE_BYTES of memory whatever the format. JSON lines are read a line at a time, plain
+or compressed (`webapp.lib.input_files.open_lines`: its limits and messages)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
+from ml.jsonl import LineError, json_kind, parse_line
 from webapp.lib.formats.document import Document, FormatError, check_spans
 from webapp.lib.import_limits import file_too_large
+from webapp.lib.input_files import open_lines
 
-FILE_BYTES = 512 * 1024**2  # IMPORT_MAX_FILE_BYTES's default, for a reader called without options
+kind = json_kind  # how a JSON value is named in a message: "an object", "an array", "a number"...
 
 
 @dataclass(frozen=True)
@@ -30,9 +38,9 @@ class FileLimit:
 
 
 def file_limit(options, parsed_size: int = 1, what: str = "") -> FileLimit:
-    """`options.file_bytes` (the import passes IMPORT_MAX_FILE_BYTES), divided by `parsed_size`,
-    the times its bytes a file of `what` format takes once parsed whole."""
-    most = getattr(options, "file_bytes", None) or FILE_BYTES
+    """`options.limits.file_bytes` (the import passes IMPORT_MAX_FILE_BYTES), divided by
+    `parsed_size`, the times its bytes a file of `what` format takes once parsed whole."""
+    most = options.limits.file_bytes
     if parsed_size == 1:
         return FileLimit(most)
     return FileLimit(
@@ -63,58 +71,66 @@ def read_text(path: Path, limit: FileLimit) -> str:
         raise FormatError(path.name, f"line {line}", f"not UTF-8 (byte 0x{data[exc.start]:02x})") from None
 
 
-def text_lines(path: Path, limit: FileLimit) -> Iterator[tuple[int, str]]:
-    """(line number, line without its end) of a UTF-8 file of at most `limit` bytes, one line
-    held at a time; FormatError for the size or a line that is not UTF-8."""
-    check_size(path, limit)
-    with path.open("rb") as f:
-        for number, raw in enumerate(iter(lambda: f.readline(limit.bytes + 1), b""), 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise FormatError(path.name, f"line {number}", f"not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
-            yield number, (line.removeprefix("\ufeff") if number == 1 else line).rstrip("\r\n")
-
-
-def json_lines(path: Path, limit: FileLimit) -> Iterator[tuple[int, dict] | FormatError]:
-    """(line number, object) for each non-blank line of a file of at most `limit` bytes; a
-    FormatError (yielded, reading goes on) for a line that is not a JSON object."""
-    try:
-        check_size(path, limit)
-    except FormatError as exc:
-        yield exc
-        return
-    with path.open("rb") as f:
-        for number, raw in enumerate(iter(lambda: f.readline(limit.bytes + 1), b""), 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield FormatError(path.name, f"line {number}", f"not UTF-8 (byte 0x{raw[exc.start]:02x})")
-                continue
-            if number == 1:
-                line = line.removeprefix("\ufeff")
+def json_objects(path: Path, options, problems) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line that is a JSON object, a line at a time, of a
+    plain or compressed file; each line that is not is a problem of the file."""
+    with open_lines(path, problems, options.limits) as lines:
+        for number, line in lines:
+            options.checkpoint()
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield FormatError(path.name, f"line {number}", f"not JSON ({exc.msg} at column {exc.colno})")
-                continue
-            if not isinstance(obj, dict):
-                yield FormatError(path.name, f"line {number}", f"expected a JSON object, got {kind(obj)}")
-                continue
-            yield number, obj
+                yield number, parse_line(line)
+            except LineError as exc:
+                problems.add(path.name, number, str(exc))
 
 
-def kind(value) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
+def reported(items: Iterable[Document | FormatError], problems, options) -> Iterator[Document]:
+    """The documents of a reading that yields FormatErrors among them, each error a problem;
+    `options.checkpoint()` before each one is read."""
+    iterator = iter(items)
+    while True:
+        options.checkpoint()
+        item = next(iterator, None)
+        if item is None:
+            return
+        if isinstance(item, FormatError):
+            report(item, problems)
+        else:
+            yield item
 
 
-def note_id(value, source: str, where: str) -> str:
+def report(error: FormatError, problems) -> None:
+    """A FormatError as a problem: "line N" its line, any other place ("task 3", "line 2 label 1")
+    before its reason."""
+    line = line_of(error.where)
+    if line is not None:
+        problems.add(error.source, line, error.reason)
+    else:
+        problems.add(error.source, None, f"{error.where}: {error.reason}" if error.where else error.reason)
+
+
+def line_of(where: str | None) -> int | None:
+    if where and where.startswith("line ") and where[5:].isdigit():
+        return int(where[5:])
+    return None
+
+
+def position(doc: Document, name: str) -> tuple[str, int | None]:
+    """Where a document was read, as a problem names it: (`name`, its line) for a line of the file
+    `name`, (`name` and its place, None) for a record of it ("export.json task 3"), (its own file,
+    None) for a document of a folder ("n1.txt", "EN1.xmi")."""
+    line = line_of(doc.where)
+    if line is not None:
+        return name, line
+    if doc.where.startswith("task "):
+        return f"{name} {doc.where}", None
+    return doc.where or name, None
+
+
+def note_id(value, source: str, where: str, name: str = "the document id") -> str:
     if isinstance(value, bool) or not isinstance(value, str | int) or not str(value).strip():
-        raise FormatError(source, where, f"the document id must be a non-empty string or integer, not {kind(value)}")
+        raise FormatError(source, where, f"{name} must be a non-empty string or integer, not {kind(value)}")
     return str(value)
 
 
@@ -125,13 +141,6 @@ def checked(doc: Document, source: str, where: str) -> Document | FormatError:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
         return FormatError(source, where, f"document {doc.id!r}: {'; '.join(problems[:3])}{more}")
     return doc
-
-
-def files_in(path: Path, suffixes: tuple[str, ...]) -> list[Path]:
-    """The files with these suffixes: `path` itself, or those directly in the folder `path`."""
-    if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
-    return [path]
 
 
 def safe_name(doc_id: str) -> str:
@@ -147,6 +156,4 @@ def safe_name(doc_id: str) -> str:
 
 
 def id_of_name(stem: str) -> str:
-    from urllib.parse import unquote
-
     return unquote(stem) if "%" in stem else stem

@@ -1,116 +1,331 @@
-"""brat standoff: a folder of X.txt (the text) and X.ann (the annotations) pairs.
+"""brat standoff: a folder (or a zip) of X.txt (the text) and X.ann (the annotations) pairs. The
+one brat reader: notes and gold labels are read from a brat folder alike, and a line either import
+refuses, the other refuses too, naming the file, the line and why.
 
-    T1<TAB>Type 0 4;9 12<TAB>covered text        an entity; several ranges: discontinuous
-    A1<TAB>Name T1 [Value]                      an attribute of T1 (no value: "true")
-    #1<TAB>AnnotatorNotes T1<TAB>source: prediction; reviewer: alice
+Every line of an .ann file is parsed, or reported with its line (https://brat.nlplab.org/standoff.html):
 
-Offsets: code points (brat is written in Python), half-open; the covered text is checked
-against the .txt (brat joins fragments with one space and writes a line break as a space).
-Fragments out of text order are taken in text order, fragments that overlap are refused: the
-notes import's verdict on the same file (`webapp.lib.brat.fragments_in_text_order`).
-The document's id is the file's name without .txt (%XX escapes undone: `_files.safe_name`).
-Relations, events, normalizations and other notes are skipped; a line that is none of these is
-an error naming the file and line. The source and reviewer of a span travel in an
-AnnotatorNotes line of the form above (other notes are skipped). An .ann is read a line at a
-time, at most MAX_ANN_LINES of them (what they hold is kept until the document is done). No Django
-here."""
+    T1<TAB>Type start end[;start end...]<TAB>covered text   entity
+    R1<TAB>Type Arg1:T1 Arg2:T2                             relation
+    E1<TAB>Type:T1 Role:T2 ...                              event
+    A1<TAB>Type T1 [value]   (M1: the older name)           attribute (no value: "true")
+    N1<TAB>Reference T1 Database:Id<TAB>text                normalization
+    #1<TAB>AnnotatorNotes T1<TAB>text                       note
+    *<TAB>Equiv T1 T2 ...                                   equivalence
+
+Blank lines are allowed; any other line is a problem, and so is a line that names an id the file
+does not define, or an id defined twice: the document is then not read (nothing of a bad file is
+half imported). Entities become the document's spans, with the attributes of their A lines and
+the source and reviewer of a span from an AnnotatorNotes line of the form
+`source: prediction; reviewer: alice` (as `write` puts them); relations, events, normalizations
+and other notes are checked, not imported (one warning says how many). Each entity is also kept in
+the document's metadata, `{"brat": {"entities": [{"id", "type", "spans"}]}}`, which a note keeps
+(the de-identifier carries those spans into the new text: webapp.deid.policy).
+
+Offsets: code points (brat is written in Python), half-open, at most 18 digits; the covered text
+is checked against the .txt (brat joins fragments with one space and writes a line break as a
+space). Fragments out of text order are taken in text order, fragments that overlap are refused.
+The document's id is the file's name without .txt (%XX escapes undone: `_files.safe_name`); a
+name that is not UTF-8 or holds an invisible character is refused, and so are two names of one
+id in two Unicode forms. Both files must be plain UTF-8 text (a compressed one is refused).
+Messages show the file's ids quoted and cut (`validators.quoted`), so a long or odd id cannot
+flood a message, and the audit log's reason categories leave them out.
+
+Memory stays bounded whatever the file (IMPORT_MAX_FILE_BYTES bounds its bytes, not what they
+would become): an .ann is read a line at a time, stopping at the line whose entities no longer fit
+in a note's metadata (IMPORT_MAX_METADATA_BYTES), or past MAX_OTHER_LINES lines of the other kinds
+(their ids are kept to check the references). No Django here.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from webapp.lib.brat import fragments_in_text_order
-from webapp.lib.formats._files import (
-    FileLimit,
-    checked,
-    file_limit,
-    id_of_name,
-    read_text,
-    safe_name,
-    text_lines,
-)
-from webapp.lib.formats.document import SOURCES, Document, FormatError, Span
-from webapp.lib.validators import quoted
+from webapp.lib import validators
+from webapp.lib.formats._files import id_of_name, safe_name
+from webapp.lib.formats.document import SOURCES, Document, Span
+from webapp.lib.import_limits import ImportLimits, over_limit
+from webapp.lib.input_files import open_lines, read_text_file
+from webapp.lib.validators import hidden_character, nfc, quoted
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
-_ENTITY = re.compile(r"(T\S*)\t(\S+) (\d{1,18} \d{1,18}(?:;\d{1,18} \d{1,18})*)\t(.*)")
+MEMBERS = (".txt", ".ann")
+_ENTITY_SHAPE = "entity line must be 'T<n><TAB><type> <start> <end>[;<start> <end>...]<TAB><text>'"
+# first character -> (what the line is, its whole-line pattern whose groups hold the ids it refers to, its shape)
+_OTHER = {
+    "R": (
+        "relation",
+        re.compile(r"R\S*\t[^\s:]+ [^\s:]+:(\S+) [^\s:]+:(\S+)[\t ]*"),
+        "'R<n><TAB><type> Arg1:<id> Arg2:<id>'",
+    ),
+    "E": (
+        "event",
+        re.compile(r"E\S*\t[^\s:]+:(\S+)((?: [^\s:]+:\S+)*)[\t ]*"),
+        "'E<n><TAB><type>:<id> [<role>:<id> ...]'",
+    ),
+    "A": ("attribute", re.compile(r"[AM]\S*\t\S+ (\S+)(?: \S+)?[\t ]*"), "'A<n><TAB><type> <id> [<value>]'"),
+    "N": (
+        "normalization",
+        re.compile(r"N\S*\t\S+ (\S+) [^\s:]+:\S+(?:\t.*)?"),
+        "'N<n><TAB><type> <id> <database>:<id><TAB><text>'",
+    ),
+    "#": ("note", re.compile(r"#\S*\t\S+ (\S+)(?:\t.*)?"), "'#<n><TAB><type> <id><TAB><text>'"),
+    "*": ("equivalence", re.compile(r"\*\t\S+((?: \S+)+)[\t ]*"), "'*<TAB><type> <id> <id> ...'"),
+}
+_OTHER["M"] = _OTHER["A"]
 _ATTRIBUTE = re.compile(r"[AM]\S*\t(\S+) (\S+)(?: (\S+))?[\t ]*")
-_NOTE = re.compile(r"#\S*\tAnnotatorNotes (\S+)\t(.*)")
-_SKIPPED = tuple("RENM#*")
-MAX_ANN_LINES = 100_000  # of one .ann: each line read is kept until its document is done; E3C's have tens
+_ANNOTATOR_NOTES = re.compile(r"#\S*\tAnnotatorNotes (\S+)\t(.*)")
+MAX_OFFSET_DIGITS = 18  # int() of a few thousand digits is slow, then refused
+MAX_OTHER_LINES = 100_000  # relations, events...: E3C's notes have tens; their ids are kept to check references
 
 
-def read(path: Path, options=None) -> Iterator[Document | FormatError]:
-    if not path.is_dir():
-        yield FormatError(path.name, None, "brat needs a folder (or a zip) of .txt and .ann files")
+@dataclass
+class AnnFile:
+    entities: list[dict]  # {"id", "type", "spans"}: what a note keeps in its metadata
+    spans: list[Span]
+    other_lines: int  # relations, events, normalizations, equivalences, other notes: checked, not read
+
+
+def read(path: Path, options, problems) -> Iterator[Document]:
+    """One document per X.txt (id X, text exactly the file's content) with its X.ann entities."""
+    folder, limits = path, options.limits
+    if not folder.is_dir():
+        problems.add(folder.name, None, "brat needs a folder (or a zip) of .txt and .ann files")
         return
-    limit = file_limit(options)
-    texts = sorted(path.glob("*.txt"))
-    if not texts:
-        yield FormatError(path.name, None, "the folder holds no .txt files")
+    named = [p for p in sorted(folder.glob("*.txt")) + sorted(folder.glob("*.ann")) if _name_ok(p, problems)]
+    texts = [p for p in named if p.suffix == ".txt"]
+    for orphan in sorted({p.stem for p in named if p.suffix == ".ann"} - {p.stem for p in texts}):
+        problems.add(f"{orphan}.ann", None, "has no .txt file of the same name beside it")
+    if not texts and not problems:
+        problems.add(folder.name, None, "the folder holds no .txt files")
+    other_lines = other_files = 0
+    first_named: dict[str, str] = {}  # document id -> the .txt file that gave it
     for txt in texts:
+        options.checkpoint()
+        first = first_named.setdefault(nfc(id_of_name(txt.stem)), txt.name)
+        if first != txt.name:
+            problems.add(txt.name, None, f"names the same document as {first!r} (one id in two Unicode forms)")
+            continue
         ann = txt.with_suffix(".ann")
-        if not ann.is_file():
-            yield FormatError(txt.name, None, "has no .ann file of the same name beside it")
+        if not ann.exists():
+            problems.add(txt.name, None, "has no .ann file of the same name beside it")
             continue
-        try:
-            text = read_text(txt, limit)
-            doc = Document(id_of_name(txt.stem), text, spans=_spans(ann, text, limit), where=ann.name)
-        except FormatError as exc:
-            yield exc
+        text = read_text_file(txt, problems, limits)
+        if text is None:
             continue
-        yield checked(doc, ann.name, "")
+        parsed = read_ann(ann, text, problems, limits)
+        if parsed is None:
+            continue
+        if parsed.other_lines:
+            other_lines += parsed.other_lines
+            other_files += 1
+        yield Document(
+            id_of_name(txt.stem),
+            text,
+            spans=parsed.spans,
+            metadata={"brat": {"entities": parsed.entities}},
+            where=txt.name,
+        )
+    if other_lines:
+        problems.warn(
+            folder.name,
+            None,
+            f"{other_lines:,} relation, event, normalization, equivalence or note line(s) in {other_files:,} "
+            ".ann file(s) were checked but not imported (only entities are, with their attributes)",
+        )
 
 
-def _spans(ann: Path, text: str, limit: FileLimit) -> list[Span]:
-    entities: dict[str, dict] = {}
-    for number, line in text_lines(ann, limit):
-        if not line.strip():
-            continue
-        where = f"line {number}"
-        if number > MAX_ANN_LINES:
-            raise FormatError(
-                ann.name, where, f"the file has more than {MAX_ANN_LINES:,} lines (MAX_ANN_LINES in formats/brat.py)"
-            )
-        if m := _ENTITY.fullmatch(line):
-            tid, label, offsets, covered = m.groups()
-            ranges = [tuple(map(int, part.split())) for part in offsets.split(";")]
-            if any(e > len(text) or s >= e for s, e in ranges):
-                raise FormatError(
-                    ann.name, where, f"entity {tid}: a range is empty or ends past the text ({len(text)} characters)"
+def _name_ok(path: Path, problems) -> bool:
+    """A brat file's name is its document's id: UTF-8 (Python gives the bytes of a name that is not
+    as surrogates, U+DC80-U+DCFF), without control or invisible characters."""
+    hidden = hidden_character(path.name)
+    if not hidden:
+        return True
+    byte = next((ord(c) - 0xDC00 for c in path.name if 0xDC80 <= ord(c) <= 0xDCFF), None)
+    if byte is not None:
+        problems.add(path.name, None, f"the file name is not UTF-8 (byte 0x{byte:02x}); rename the file")
+    else:
+        problems.add(path.name, None, f"the file name (the note's id) contains {hidden}; rename the file")
+    return False
+
+
+def read_ann(ann: Path, text: str, problems, limits: ImportLimits) -> AnnFile | None:
+    """The entities of a .ann file, checked against its document's text; None if any line is wrong
+    (each reported with its line)."""
+    entities, other_lines, unread, ok = [], 0, 0, True
+    metadata_bytes = len('{"brat":{"entities":[]}}')  # as validators.metadata_problems counts it
+    defined: dict[str, int] = {}  # id -> line
+    references: list[tuple[int, str, str]] = []  # (line, what refers, id referred to)
+    attributes: dict[str, dict[str, str]] = {}  # entity id -> {name: value}
+    notes: dict[str, tuple[str, str]] = {}  # entity id -> (source, reviewer)
+    before = problems.total
+    with open_lines(ann, problems, limits, text_only=True) as lines:
+        for line_no, line in lines:
+            line = line.removesuffix("\n").removesuffix("\r")
+            if not line.strip():
+                continue
+            kind = line[0]
+            if kind == "T":
+                entity = _entity(line, line_no, ann, text, problems, limits)
+                ok &= entity is not None
+                if entity is not None:
+                    ok &= _define(entity["id"], "entity", line_no, defined, ann, problems)
+                    entities.append(entity)
+                    metadata_bytes += len(json.dumps(entity, ensure_ascii=False, separators=(",", ":")).encode())
+                    metadata_bytes += len(entities) > 1  # the comma before it
+                    if metadata_bytes > limits.metadata_bytes:
+                        problems.add(
+                            ann.name,
+                            line_no,
+                            f"the entities up to this line take more than the {limits.metadata_bytes:,} bytes of "
+                            "a note's metadata (IMPORT_MAX_METADATA_BYTES); nothing after it was read",
+                        )
+                        return None
+                continue
+            if kind not in _OTHER:
+                problems.add(
+                    ann.name,
+                    line_no,
+                    "not a brat annotation line (a line starts with T, R, E, A, M, N, # or * and an id, then a tab)",
                 )
-            joined = " ".join(text[s:e] for s, e in ranges)
-            if covered not in (joined, joined.replace("\n", " ")):
-                raise FormatError(ann.name, where, f"entity {tid}: the covered text differs from {ann.stem}.txt")
-            ranges, overlap = fragments_in_text_order(ranges)  # the notes import's verdict too
-            if overlap:
-                raise FormatError(ann.name, where, f"entity {quoted(tid)}: {overlap}")
-            if tid in entities:
-                raise FormatError(ann.name, where, f"entity {tid} is defined twice")
-            entities[tid] = {"ranges": ranges, "label": label, "attributes": {}, "source": "gold", "reviewer": ""}
-        elif m := _ATTRIBUTE.fullmatch(line):
-            name, target, value = m.groups()
-            if target in entities:
-                entities[target]["attributes"][name] = value or "true"
-        elif m := _NOTE.fullmatch(line):
-            target, note = m.groups()
-            if target in entities:
-                for part in note.split("; "):
-                    key, sep, value = part.partition(": ")
-                    if sep and key == "source" and value in SOURCES:
-                        entities[target]["source"] = value
-                    elif sep and key == "reviewer":
-                        entities[target]["reviewer"] = value
-        elif not line.startswith(_SKIPPED):
-            raise FormatError(
-                ann.name, where, "not a brat annotation line (T, R, E, A, M, N, # or * and an id, then a tab)"
-            )
-    return [
-        Span.of(e["ranges"], e["label"], e["attributes"], source=e["source"], reviewer=e["reviewer"], id=tid)
-        for tid, e in entities.items()
+                ok = False
+                continue
+            name, pattern, shape = _OTHER[kind]
+            match = pattern.fullmatch(line)
+            if match is None:
+                problems.add(ann.name, line_no, f"{name} line must be {shape}")
+                ok = False
+                continue
+            other_lines += 1
+            if other_lines > MAX_OTHER_LINES:
+                problems.add(
+                    ann.name,
+                    line_no,
+                    f"more than {MAX_OTHER_LINES:,} relation, event, attribute, normalization, note or equivalence "
+                    "lines (MAX_OTHER_LINES in webapp/lib/formats/brat.py); nothing after this one was read",
+                )
+                return None
+            line_id = line.split("\t", 1)[0]
+            if kind not in "#*":
+                ok &= _define(line_id, name, line_no, defined, ann, problems)
+            for group in match.groups():
+                for ref in group.split():
+                    references.append((line_no, f"{name} {quoted(line_id)}", ref.rpartition(":")[2]))
+            if (attribute := _ATTRIBUTE.fullmatch(line)) is not None:
+                key, target, value = attribute.groups()
+                attributes.setdefault(target, {})[key] = value or "true"
+            elif (note := _ANNOTATOR_NOTES.fullmatch(line)) is not None:
+                notes[note.group(1)] = _source_and_reviewer(note.group(2), *notes.get(note.group(1), ("gold", "")))
+            else:
+                unread += 1
+    for line_no, what, ref in references:
+        if ref not in defined:
+            problems.add(ann.name, line_no, f"{what} refers to {quoted(ref)}, which the file does not define")
+            ok = False
+    if not ok or problems.total != before:
+        return None
+    spans = [
+        Span.of(e["spans"], e["type"], attributes.get(e["id"]), **_noted(notes.get(e["id"])), id=e["id"])
+        for e in entities
     ]
+    return AnnFile(entities, spans, unread)
+
+
+def _source_and_reviewer(note: str, source: str, reviewer: str) -> tuple[str, str]:
+    """`source: prediction; reviewer: alice` (as `write` puts them); other notes change nothing."""
+    for part in note.split("; "):
+        key, sep, value = part.partition(": ")
+        if sep and key == "source" and value in SOURCES:
+            source = value
+        elif sep and key == "reviewer":
+            reviewer = value
+    return source, reviewer
+
+
+def _noted(note: tuple[str, str] | None) -> dict:
+    source, reviewer = note or ("gold", "")
+    return {"source": source, "reviewer": reviewer}
+
+
+def _define(line_id: str, name: str, line_no: int, defined: dict, ann: Path, problems) -> bool:
+    first = defined.setdefault(line_id, line_no)
+    if first != line_no:
+        problems.add(ann.name, line_no, f"{name} {quoted(line_id)} is defined twice (first on line {first})")
+        return False
+    return True
+
+
+def _entity(line: str, line_no: int, ann: Path, text: str, problems, limits: ImportLimits) -> dict | None:
+    parts = line.split("\t", 2)
+    if len(parts) != 3 or " " not in parts[1]:
+        problems.add(ann.name, line_no, _ENTITY_SHAPE)
+        return None
+    entity_id, (kind, _, offsets), covered = parts[0], parts[1].partition(" "), parts[2]
+    entity = f"entity {quoted(entity_id)}"
+    spans = _offsets(offsets)
+    if spans is None:
+        problems.add(
+            ann.name,
+            line_no,
+            f"{entity}: offsets must be integer pairs 'start end' separated by ';', "
+            f"each of at most {MAX_OFFSET_DIGITS} digits",
+        )
+        return None
+    if len(spans) > limits.evidence_spans:
+        problems.add(
+            ann.name,
+            line_no,
+            over_limit(entity, len(spans), limits.evidence_spans, "IMPORT_MAX_EVIDENCE_SPANS", "fragments"),
+        )
+        return None
+    span_problems = validators.span_problems(spans, len(text))
+    for message in span_problems:
+        problems.add(ann.name, line_no, f"{entity}: {message} of {ann.stem}.txt")
+    if span_problems:
+        return None
+    if not _covers(text, spans, covered):
+        where = ", ".join(f"[{s}, {e})" for s, e in spans)
+        problems.add(ann.name, line_no, f"{entity}: the covered text differs from {ann.stem}.txt at {where}")
+        return None
+    spans, overlap = fragments_in_text_order(spans)
+    if overlap:
+        problems.add(ann.name, line_no, f"{entity}: {overlap}")
+        return None
+    return {"id": entity_id, "type": kind, "spans": spans}
+
+
+def fragments_in_text_order(fragments: list) -> tuple[list, str | None]:
+    """A discontinuous entity's fragments out of text order are taken, in text order (the covered
+    text is checked in the file's order first: brat joins them as written); fragments that share
+    characters are refused, with the reason. Returns (fragments, reason)."""
+    ordered = sorted([int(s), int(e)] for s, e in fragments)
+    for (a, b), (c, d) in zip(ordered, ordered[1:]):
+        if c < b:
+            return ordered, f"its fragments [{a}, {b}) and [{c}, {d}) overlap"
+    return ordered, None
+
+
+def _covers(text: str, spans: list[list[int]], covered: str) -> bool:
+    """brat joins the fragments of a discontinuous entity with one space (and writes a line
+    break inside a fragment as a space). The lengths are compared first: no copy of a long text
+    for a line that cannot match."""
+    if sum(e - s for s, e in spans) + len(spans) - 1 != len(covered):
+        return False
+    joined = " ".join(text[s:e] for s, e in spans)
+    return joined == covered or joined.replace("\n", " ") == covered
+
+
+def _offsets(offsets: str) -> list[list[int]] | None:
+    spans = []
+    for fragment in offsets.split(";"):
+        pieces = fragment.split()
+        if len(pieces) != 2 or not all(p.isascii() and p.isdigit() and len(p) <= MAX_OFFSET_DIGITS for p in pieces):
+            return None
+        spans.append([int(pieces[0]), int(pieces[1])])
+    return spans
 
 
 def write(documents: Iterable[Document], path: Path) -> None:

@@ -5,8 +5,8 @@
 
 The document's id is `note_id` when the line has one, else `id`. Offsets: code points (doccano is
 written in Python), half-open. doccano has neither discontinuous spans nor attributes: a
-discontinuous span is written as one span per range, and every span reads back as gold.
-No Django here."""
+discontinuous span is written as one span per range, and every span reads back as gold. The
+file may be compressed (gzip, bz2, xz) and is read a line at a time. No Django here."""
 
 from __future__ import annotations
 
@@ -14,23 +14,23 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from webapp.lib.formats._files import checked, file_limit, json_lines, kind, note_id
+from webapp.lib.formats._files import checked, json_objects, kind, note_id, report
 from webapp.lib.formats.document import Document, FormatError, Span
 
 CARRIES = ()
 
 
-def read(path: Path, options=None) -> Iterator[Document | FormatError]:
-    for item in json_lines(path, file_limit(options)):
-        if isinstance(item, FormatError):
-            yield item
-            continue
-        number, obj = item
+def read(path: Path, options, problems) -> Iterator[Document]:
+    for number, obj in json_objects(path, options, problems):
         where = f"line {number}"
         try:
-            yield checked(_document(obj, path.name, where), path.name, where)
+            item = checked(_document(obj, path.name, where), path.name, where)
         except FormatError as exc:
-            yield exc
+            item = exc
+        if isinstance(item, FormatError):
+            report(item, problems)
+        else:
+            yield item
 
 
 def _document(obj: dict, source: str, where: str) -> Document:

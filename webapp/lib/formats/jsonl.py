@@ -1,9 +1,13 @@
-"""This studio's JSONL: one document a line, every field of the neutral document.
+"""JSONL: one document a line, the notes import's file and this studio's own annotation format.
 
-    {"id": "n1", "text": "...", "spans": [{"ranges": [[0, 4], [9, 12]], "label": "L",
-     "attributes": {"k": "v"}, "source": "gold", "reviewer": "ann", "id": "T1"}]}
+    {"id": "n1", "text": "...", "metadata": {"ward": "ED"},
+     "spans": [{"ranges": [[0, 4], [9, 12]], "label": "L", "attributes": {"k": "v"},
+                "source": "gold", "reviewer": "ann", "id": "T1"}]}
 
-Offsets: code points, half-open. No Django here."""
+`id` (a string or an integer) and `text` are needed; `metadata` (an object) and `spans` are not.
+Other fields are kept in the document's metadata (a flat export needs no nesting), with one
+warning for the file. Offsets: code points, half-open. The file may be compressed (gzip, bz2, xz:
+told by its bytes) and is read a line at a time (webapp.lib.input_files). No Django here."""
 
 from __future__ import annotations
 
@@ -11,38 +15,71 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from webapp.lib.formats._files import checked, file_limit, json_lines, kind, note_id
+from webapp.lib.formats._files import checked, json_objects, kind, report
 from webapp.lib.formats.document import SOURCES, Document, FormatError, Span
+from webapp.lib.validators import shown_names
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
+FIELDS = ("id", "text", "metadata", "spans")
 
 
-def read(path: Path, options=None) -> Iterator[Document | FormatError]:
-    for item in json_lines(path, file_limit(options)):
-        if isinstance(item, FormatError):
-            yield item
-            continue
-        number, obj = item
+def read(path: Path, options, problems) -> Iterator[Document]:
+    source = path.name
+    extra_names: set[str] = set()
+    extra_lines, first_extra_line = 0, None
+    for number, obj in json_objects(path, options, problems):
         where = f"line {number}"
         try:
-            yield checked(_document(obj, path.name, where), path.name, where)
+            doc, extra = _document(obj, source, where)
         except FormatError as exc:
-            yield exc
+            report(exc, problems)
+            continue
+        item = checked(doc, source, where)
+        if isinstance(item, FormatError):
+            report(item, problems)
+            continue
+        if extra:
+            extra_lines += 1
+            first_extra_line = first_extra_line or number
+            if len(extra_names) <= 10:
+                extra_names.update(extra)
+        yield doc
+    if extra_lines:
+        problems.warn(
+            source,
+            first_extra_line,
+            f"{extra_lines:,} line(s), this one first, have fields besides {', '.join(FIELDS[:-1])} and "
+            f"{FIELDS[-1]} ({', '.join(shown_names(sorted(extra_names)))}); they were kept in each note's metadata",
+        )
 
 
-def _document(obj: dict, source: str, where: str) -> Document:
+def _document(obj: dict, source: str, where: str) -> tuple[Document, dict]:
     missing = [k for k in ("id", "text") if k not in obj]
     if missing:
         raise FormatError(source, where, f"missing field(s) {', '.join(missing)}")
-    if not isinstance(obj["text"], str):
-        raise FormatError(source, where, f"field 'text' must be a string, not {kind(obj['text'])}")
+    raw_id, text = obj["id"], obj["text"]
+    if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
+        raise FormatError(source, where, f"field 'id' must be a string or an integer, not {kind(raw_id)}")
+    if not isinstance(text, str):
+        raise FormatError(source, where, f"field 'text' must be a string, not {kind(text)}")
+    metadata = obj.get("metadata")
+    if metadata is None:
+        metadata = {}
+    elif not isinstance(metadata, dict):
+        raise FormatError(source, where, f"field 'metadata' must be an object, not {kind(metadata)}")
+    extra = {k: v for k, v in obj.items() if k not in FIELDS}
+    clash = sorted(set(extra) & set(metadata))
+    if clash:
+        raise FormatError(
+            source, where, f"field(s) {', '.join(shown_names(clash))} given both at top level and in 'metadata'"
+        )
     spans = obj.get("spans", [])
     if not isinstance(spans, list):
         raise FormatError(source, where, f"field 'spans' must be an array, not {kind(spans)}")
-    doc = Document(note_id(obj["id"], source, where), obj["text"], metadata=obj.get("metadata") or {}, where=where)
+    doc = Document(str(raw_id), text, metadata={**metadata, **extra}, where=where)
     for i, s in enumerate(spans, 1):
         doc.spans.append(_span(s, source, f"{where} span {i}"))
-    return doc
+    return doc, extra
 
 
 def _span(s, source: str, where: str) -> Span:

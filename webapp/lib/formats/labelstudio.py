@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
-from webapp.lib.formats._files import checked, file_limit, kind, note_id, read_text
+from webapp.lib.formats._files import checked, file_limit, kind, note_id, read_text, reported
 from webapp.lib.formats.document import Document, FormatError, Span
 from webapp.lib.formats.offsets import Utf16Offsets
 
@@ -33,7 +33,11 @@ PARSED_SIZE = (
 )
 
 
-def read(path: Path, options=None) -> Iterator[Document | FormatError]:
+def read(path: Path, options, problems) -> Iterator[Document]:
+    return reported(_documents(path, options), problems, options)
+
+
+def _documents(path: Path, options) -> Iterator[Document | FormatError]:
     try:
         data = json.loads(read_text(path, file_limit(options, PARSED_SIZE, "a Label Studio export")))
     except FormatError as exc:

@@ -1,63 +1,50 @@
-"""A zip of annotation files (brat .txt/.ann, XMI files and their TypeSystem.xml), unpacked
-flattened into a folder, with the checks of the brat import (webapp.lib.input_files): no absolute
-or `..` entry, no symbolic link, at most MAX_ZIP_MEMBERS entries and `unpacked_bytes` in all, no
-member to unpack over `file_bytes` (IMPORT_MAX_FILE_BYTES: its declared size, checked before any
-member is unpacked), no two files of one name. No Django here."""
+"""The input of a format as its reader takes it, for the notes import and the gold import alike:
+a file, a folder, or a zip of a folder format's files unpacked into a temporary folder (with the
+checks of `webapp.lib.input_files.unzip`: no absolute or `..` entry, no symbolic link, at most
+MAX_ZIP_MEMBERS entries and `unpacked_bytes` in all, no member over `file_bytes`
+(IMPORT_MAX_FILE_BYTES, its declared size, checked before any member is unpacked), no two files
+of one name), removed at the end. No Django here."""
 
 from __future__ import annotations
 
-import shutil
-import stat
-import zipfile
-from pathlib import Path, PurePosixPath
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
-from webapp.lib.formats.document import FormatError
 from webapp.lib.import_limits import ImportLimits
-from webapp.lib.input_files import MAX_ZIP_MEMBERS, members_too_large
-
-SUFFIXES = {"brat": (".txt", ".ann"), "xmi": (".xmi", ".xml")}
+from webapp.lib.input_files import sniff, unzip
 
 
-def unzip(archive: Path, target: Path, fmt: str, limits: ImportLimits) -> Path:
-    """The folder of the archive's files of format `fmt`; FormatError naming the archive."""
-    suffixes = SUFFIXES[fmt]
+def is_zip(path: Path) -> bool:
     try:
-        with zipfile.ZipFile(archive) as zf:
-            members = [m for m in zf.infolist() if not m.is_dir()]
-            if len(members) > MAX_ZIP_MEMBERS:
-                raise FormatError(
-                    archive.name, None, f"the archive holds {len(members):,} files; the limit is {MAX_ZIP_MEMBERS:,}"
-                )
-            if sum(m.file_size for m in members) > limits.unpacked_bytes:
-                raise FormatError(
-                    archive.name,
-                    None,
-                    f"the archive unpacks to more than {limits.unpacked_bytes:,} bytes (IMPORT_MAX_UNPACKED_BYTES)",
-                )
-            wanted = []
-            for m in members:
-                parts = PurePosixPath(m.filename.replace("\\", "/"))
-                if parts.is_absolute() or ".." in parts.parts:
-                    raise FormatError(
-                        archive.name, None, f"entry {m.filename[:80]!r} has an absolute or '..' path; refused"
-                    )
-                if stat.S_ISLNK(m.external_attr >> 16):
-                    raise FormatError(archive.name, None, f"entry {m.filename[:80]!r} is a symbolic link; refused")
-                if parts.suffix.lower() in suffixes and not parts.name.startswith("."):
-                    wanted.append(m)
-            if not wanted:
-                raise FormatError(archive.name, None, f"the archive holds no {' or '.join(suffixes)} files")
-            too_large = members_too_large(wanted, limits.file_bytes)
-            if too_large:
-                raise FormatError(archive.name, None, too_large)
-            shutil.rmtree(target, ignore_errors=True)
-            target.mkdir(parents=True)
-            for m in wanted:
-                name = PurePosixPath(m.filename.replace("\\", "/")).name
-                if (target / name).exists():
-                    raise FormatError(archive.name, None, f"two files named {name!r} in the archive")
-                with zf.open(m) as src, (target / name).open("wb") as dst:
-                    shutil.copyfileobj(src, dst)
-    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError):
-        raise FormatError(archive.name, None, "not a valid zip archive (truncated, encrypted or corrupt)") from None
-    return target
+        return path.is_file() and sniff(path) == "zip"
+    except OSError:
+        return False  # reported when the file is read
+
+
+def shape_problem(path: Path, format_) -> str | None:
+    """Why `path` cannot be read in `format_` as it is given (a file for a folder format, a folder
+    for a one-file format), None when it can."""
+    from webapp.lib.formats import folder_formats
+
+    if format_.members and not path.is_dir() and not is_zip(path):
+        return (
+            f"the {format_.name} format needs a folder, or a zip archive of its {' and '.join(format_.members)} files"
+        )
+    if not format_.members and path.is_dir():
+        folders = " or ".join(f.label for f in folder_formats())
+        return f"{format_.label} is one file; a folder holds the files of {folders}"
+    return None
+
+
+@contextmanager
+def readable(path: Path, format_, problems, limits: ImportLimits, unpack_dir=None) -> Iterator[Path | None]:
+    """`path` itself, or the folder a zip of `format_`'s files was unpacked into (in a temporary
+    folder under `unpack_dir`, the system's by default; its name the archive's, so messages name
+    the archive); None when the zip is refused, with the reason in `problems`."""
+    if not format_.members or path.is_dir() or not is_zip(path):
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix=f"{format_.name}-", dir=unpack_dir) as tmp:
+        yield unzip(path, Path(tmp) / path.name, problems, limits, format_.members, format_.name)

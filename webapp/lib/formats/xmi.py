@@ -37,10 +37,11 @@ from pathlib import Path
 from cassis import Cas, TypeSystem, load_cas_from_xmi, load_typesystem
 from lxml import etree
 
-from webapp.lib.formats._files import check_size, checked, file_limit, id_of_name, safe_name
+from webapp.lib.formats._files import check_size, checked, file_limit, id_of_name, reported, safe_name
 from webapp.lib.formats.document import WITHOUT_FEATURE, Document, FormatError, Span
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
+MEMBERS = (".xmi", ".xml")  # a folder's files; TypeSystem.xml among them
 CUSTOM = "webanno.custom."
 LAYERS = {
     "gold": "webanno.custom.DsmGold",
@@ -60,9 +61,12 @@ _SKIP_OR_DEFAULT = (
 PARSED_SIZE = 24  # cassis holds a document at ~23 times its bytes (8.4 MiB -> +192 MiB, measured)
 
 
-def read(path: Path, options=None) -> Iterator[Document | FormatError]:
-    layer = getattr(options, "layer", "") or ""
-    feature = getattr(options, "feature", "") or ""
+def read(path: Path, options, problems) -> Iterator[Document]:
+    return reported(_documents(path, options), problems, options)
+
+
+def _documents(path: Path, options) -> Iterator[Document | FormatError]:
+    layer, feature = options.layer, options.feature
     limit = file_limit(options, PARSED_SIZE, "an XMI file")
     files = _xmi_files(path)
     if not files:

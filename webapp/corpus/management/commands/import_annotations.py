@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from webapp.audit.log import record_refused_import
 from webapp.corpus.gold import import_gold
 from webapp.corpus.importing import import_annotations
-from webapp.lib.formats import FORMATS
+from webapp.lib.formats import span_readers
 from webapp.lib.validators import printable
 
 
@@ -33,7 +33,7 @@ class Command(BaseCommand):
             "--format",
             default="",
             metavar="FORMAT",
-            help=f"read gold evidence from an annotation tool's files: {', '.join(FORMATS)}",
+            help=f"read gold evidence from an annotation tool's files: {', '.join(f.name for f in span_readers())}",
         )
         parser.add_argument(
             "--map",

@@ -2,20 +2,23 @@ from django.core.management.base import BaseCommand, CommandError
 
 from webapp.audit.log import record_refused_import
 from webapp.corpus.importing import import_notes
-from webapp.lib.import_sources import FORMATS
+from webapp.lib.formats import readers
 from webapp.lib.validators import printable
 
 
 class Command(BaseCommand):
     help = (
-        "Import notes into a corpus from a JSONL file (id, text, metadata), a CSV file (id, text, other "
-        "columns -> metadata) or a brat folder (.txt + .ann) or a zip of one. The whole file is validated first; "
+        "Import notes into a corpus from a file of any format of the table (webapp.lib.formats): JSONL (id, "
+        "text, metadata), CSV (id, text, other columns -> metadata), a brat or XMI folder or a zip of one, "
+        "Label Studio JSON, doccano JSONL; each document becomes a note. The whole file is validated first; "
         "on any problem nothing is imported."
     )
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "path", help="a .jsonl/.csv file (optionally gzip, bz2 or xz compressed), a brat folder or a zip of one"
+            "path",
+            help="a file (JSONL and CSV optionally gzip, bz2 or xz compressed), or a folder of brat or XMI files "
+            "or a zip of one",
         )
         parser.add_argument("--corpus", required=True, help="corpus name")
         parser.add_argument("--project", default="", help="the project's slug (needed when there are several)")
@@ -24,7 +27,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--update", action="store_true", help="replace the text and metadata of notes whose text changed"
         )
-        parser.add_argument("--format", choices=FORMATS, default="", help="override the format guessed from the path")
+        parser.add_argument(
+            "--format",
+            choices=[f.name for f in readers()],
+            default="",
+            help="the format to read (default: the one the name of the file, or of the files in it, tells)",
+        )
         parser.add_argument(
             "--deidentify",
             action="store_true",

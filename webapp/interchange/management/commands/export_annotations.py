@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from webapp.corpus.access import CorpusNotFound, corpus_named
 from webapp.deid import gate
 from webapp.interchange.exporting import ExportChoice, ExportChoiceError, export_corpus, peak_source
-from webapp.lib.formats import FORMATS, UnsupportedFormat, get_format
+from webapp.lib.formats import UnsupportedFormat, get_writer, writers
 
 
 class Command(BaseCommand):
@@ -16,7 +16,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--corpus", required=True, help="corpus name")
         parser.add_argument("--project", default="", help="the corpus's project (slug), when its name is in several")
-        parser.add_argument("--format", required=True, metavar="FORMAT", help=f"one of {', '.join(FORMATS)}")
+        parser.add_argument(
+            "--format", required=True, metavar="FORMAT", help=f"one of {', '.join(f.name for f in writers())}"
+        )
         parser.add_argument("--out", required=True, help="the file (or, for brat and xmi, the folder) to write")
         parser.add_argument("--no-gold", action="store_true", help="leave the gold spans out")
         parser.add_argument("--peaks", default="", metavar="MODEL_VERSION", help="add this model version's peaks")
@@ -33,7 +35,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            get_format(options["format"])
+            get_writer(options["format"])
         except UnsupportedFormat as exc:
             raise CommandError(str(exc)) from None
         try:
