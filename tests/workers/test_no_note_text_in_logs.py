@@ -282,7 +282,7 @@ def test_a_dataset_build_refused_by_the_database(dataset_inputs, refused_by_the_
 
 
 def test_an_export_whose_writer_fails_quoting_an_example(dataset_inputs, logs, settings, tmp_path, monkeypatch):
-    from webapp.datasets import building, export
+    from webapp.datasets import building, rows
     from workers.datasets import export_dataset
 
     settings.DATA_DIR = tmp_path
@@ -293,7 +293,7 @@ def test_an_export_whose_writer_fails_quoting_an_example(dataset_inputs, logs, s
     def fails(example):
         raise ValueError(f"cannot format the prompt of {example.masked_text!r}")
 
-    monkeypatch.setattr(export, "format_dsm_prompt", fails)
+    monkeypatch.setattr(rows, "format_dsm_prompt", fails)
     job = DatasetExport.objects.create(dataset=dataset, format="jsonl")
     export_dataset.apply(args=[job.pk])
     job.refresh_from_db()

@@ -14,26 +14,18 @@ row, with the project's detector): its counts per identifier type, never a value
 DatasetExport (`residual`) and in its audit row. A zip download made while it is sent is not
 scanned (it would go at the detector's pace): prepare an export folder to have its counts.
 
-One row per example, in example order:
-    example_id, note_id (the note's external id), task_slugs, task_descriptions,
-    input (the masked note), label (the masked text), char_start, char_end (null: unmasked),
-    prompt, answer (ml.masking.format_dsm_prompt: the DSM training pair)
+The rows (one per example, in example order) are webapp.datasets.rows's. The formats are one
+table of writers, one module each (webapp.datasets.formats: JSONL, Parquet, a Hugging Face
+`datasets` folder; an unknown name is refused with the supported ones): a data file written
+batch by batch, or a folder a worker prepares; the dataset page's buttons, the command, the API
+and the writers here read it. Memory stays bounded whatever the size: rows are read
+EXPORT_BATCH at a time and written batch by batch. Downloads from the pages are zip files
+streamed as they are written (the zip format needs no seeking: sizes go in data descriptors);
+nothing is built in memory or on disk for a data file.
 
-Memory stays bounded whatever the size: examples are read by keyset, EXPORT_BATCH at a time;
-JSONL lines and Parquet row groups are written batch by batch (pyarrow ParquetWriter); the
-Hugging Face folder is made with `Dataset.from_generator` over the same batches (Arrow files
-written batch by batch and memory-mapped, in a cache inside a temporary folder beside the
-output), then `save_to_disk`. Downloads from the pages are zip files streamed as they are
-written (the zip format needs no seeking: sizes go in data descriptors); nothing is built in
-memory or on disk for JSONL and Parquet.
-
-The formats are one table, DATASET_FORMATS (a data file written batch by batch, or a folder a
-worker prepares); the dataset page's buttons and every writer below read it.
-
-Folder layout written by `write_export` (the command line and the export worker):
-    jsonl:   examples.jsonl + manifest.json
-    parquet: examples.parquet + manifest.json
-    hf:      the `datasets.save_to_disk` files + manifest.json (`datasets.load_from_disk(folder)`)
+Folder layout written by `write_export` (the command line and the export worker): the format's
+data file (examples.jsonl, examples.parquet) or folder (the `datasets.save_to_disk` files:
+`datasets.load_from_disk(folder)`), and manifest.json.
 
 A worker export (`run_export`) is a unit of long work (webapp.lifecycle): it runs inside a
 `Heartbeat` that carries the rows written so far, and stops after a batch when cancelled or
@@ -55,28 +47,25 @@ fails the export (or refuses the download) in plain words naming the storage.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from ml.masking import DSM_INSTRUCTION, format_dsm_prompt
-from ml.masking import MaskedExample as MlExample
+from ml.masking import DSM_INSTRUCTION
 from webapp import shared_files
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
-from webapp.corpus.models import Note, Task
-from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
+from webapp.datasets.formats import COLUMNS, EXPORT_BATCH, FORMATS, ExportStopped, Relay, UnknownFormat, get_format
+from webapp.datasets.formats.parquet import MANIFEST_KEY as PARQUET_MANIFEST_KEY
+from webapp.datasets.models import DatasetExport, DatasetVersion
+from webapp.datasets.rows import Counter, iter_batches
 from webapp.deid import gate
 from webapp.deid_ops.scanning import ExportScan
 from webapp.lib.code_version import code_version
@@ -84,33 +73,12 @@ from webapp.lib.disk import disk_full
 from webapp.lifecycle import units
 from webapp.lifecycle.heartbeat import beating
 
-EXPORT_BATCH = 2_000
 MANIFEST = "manifest.json"
-PARQUET_MANIFEST_KEY = "decselfmask.manifest"
-
-SCHEMA = pa.schema(
-    [
-        ("example_id", pa.int64()),
-        ("note_id", pa.string()),
-        ("task_slugs", pa.list_(pa.string())),
-        ("task_descriptions", pa.list_(pa.string())),
-        ("input", pa.string()),
-        ("label", pa.string()),
-        ("char_start", pa.int64()),
-        ("char_end", pa.int64()),
-        ("prompt", pa.string()),
-        ("answer", pa.string()),
-    ]
-)
-COLUMNS = SCHEMA.names
+__all__ = ["COLUMNS", "EXPORT_BATCH", "ExportStopped", "FORMATS", "PARQUET_MANIFEST_KEY", "iter_batches"]
 
 
 class ExportError(Exception):
     """Said to the user as written."""
-
-
-class ExportStopped(Exception):
-    """Raised by a `progress` callback to stop writing after a batch (cancelled, or taken over)."""
 
 
 @dataclass
@@ -123,44 +91,6 @@ class ExportResult:
 
 
 # ---------------------------------------------------------------- rows and manifest
-
-
-def iter_batches(dataset: DatasetVersion, batch: int = EXPORT_BATCH) -> Iterator[list[dict]]:
-    """The dataset's rows (see module doc), `batch` at a time, by keyset on the example id."""
-    tasks = {pk: (slug, desc) for pk, slug, desc in Task.objects.values_list("pk", "slug", "description")}
-    mode = dataset.mode
-    after = 0
-    while True:
-        rows = list(
-            MaskedExample.objects.filter(dataset=dataset, pk__gt=after)
-            .order_by("pk")
-            .values_list("pk", "note_id", "tasks", "masked_text", "label", "char_start", "char_end")[:batch]
-        )
-        if not rows:
-            return
-        # the notes' ids by a second small query: a join here can make PostgreSQL sort every remaining row
-        external = dict(Note.objects.filter(pk__in={row[1] for row in rows}).values_list("pk", "external_id"))
-        out = []
-        for pk, note_id, task_ids, masked, label, start, end in rows:
-            note = external[note_id]
-            span = (start, end) if start is not None else None
-            prompt, answer = format_dsm_prompt(MlExample(note, tuple(map(str, task_ids)), masked, label, span, mode))
-            out.append(
-                {
-                    "example_id": pk,
-                    "note_id": note,
-                    "task_slugs": [tasks[t][0] for t in task_ids],
-                    "task_descriptions": [tasks[t][1] for t in task_ids],
-                    "input": masked,
-                    "label": label,
-                    "char_start": start,
-                    "char_end": end,
-                    "prompt": prompt,
-                    "answer": answer,
-                }
-            )
-        yield out
-        after = rows[-1][0]
 
 
 def manifest(dataset: DatasetVersion, *, fmt: str, rows: int, actor=None, files=()) -> dict:
@@ -208,73 +138,23 @@ def pairs_accounting(stats: dict) -> dict | None:
     }
 
 
-# ---------------------------------------------------------------- writers (generators: yield after each batch)
+class _DataFiles(Mapping):
+    """The formats downloadable at once, and their data file, as the table has them now."""
+
+    def __getitem__(self, name: str) -> str:
+        data_file = FORMATS[name].data_file
+        if not data_file:
+            raise KeyError(name)
+        return data_file
+
+    def __iter__(self):
+        return (name for name, kind in FORMATS.items() if kind.data_file)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
-def _write_jsonl(dataset, fileobj, counter) -> Iterator[None]:
-    for rows in iter_batches(dataset):
-        fileobj.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8"))
-        counter.written(rows)
-        yield
-
-
-def _write_parquet(dataset, sink, counter, describe) -> Iterator[None]:
-    """`describe(rows)` -> the manifest, stored in the file's metadata when it is closed."""
-    writer = pq.ParquetWriter(sink, SCHEMA, compression="zstd")
-    try:
-        for rows in iter_batches(dataset):
-            writer.write_table(pa.Table.from_pylist(rows, schema=SCHEMA))
-            counter.written(rows)
-            yield
-        writer.add_key_value_metadata({PARQUET_MANIFEST_KEY: json.dumps(describe(counter.rows))})
-    finally:
-        writer.close()
-
-
-class _Counter:
-    """The rows written so far, and the residual scan of an export folder (None: a download)."""
-
-    def __init__(self, scan: ExportScan | None = None, corpus_id: int | None = None):
-        self.rows = 0
-        self.scan = scan
-        self.corpus_id = corpus_id
-
-    def written(self, rows: list[dict]) -> None:
-        self.rows += len(rows)
-        if self.scan is not None:
-            self.scan.rows(rows, corpus_id=self.corpus_id)
-
-
-@dataclass(frozen=True)
-class DatasetFormat:
-    """One export format: a single data file written batch by batch (downloadable as it is made,
-    `steps(dataset, sink, counter, describe)` yielding after each batch), or, with no data file,
-    a folder a worker prepares (Hugging Face). The dataset page's buttons come from this table."""
-
-    name: str
-    label: str
-    data_file: str | None
-    deflate: bool = True  # compress the file in a zip (Parquet is compressed already)
-    steps: Callable | None = None
-
-
-DATASET_FORMATS = {
-    f.name: f
-    for f in (
-        DatasetFormat(
-            "jsonl",
-            "JSONL",
-            "examples.jsonl",
-            True,
-            lambda dataset, sink, counter, _: _write_jsonl(dataset, sink, counter),
-        ),
-        DatasetFormat("parquet", "Parquet", "examples.parquet", False, _write_parquet),
-        DatasetFormat("hf", "a Hugging Face dataset", None),
-    )
-}
-assert set(DATASET_FORMATS) == set(DatasetExport.Format.values), "one table entry per DatasetExport.Format"
-FORMATS = tuple(DATASET_FORMATS)
-DATA_FILES = {f.name: f.data_file for f in DATASET_FORMATS.values() if f.data_file}  # downloadable at once
+DATA_FILES = _DataFiles()
 
 
 # ---------------------------------------------------------------- to a folder (command line, worker)
@@ -291,17 +171,10 @@ def write_export(
         raise ExportError(f"{out} already exists and is not an empty folder; choose a new folder.")
     out.mkdir(parents=True, exist_ok=True)
     corpus = dataset.corpus
-    counter = _Counter(ExportScan(corpus.project, corpus.language), corpus.pk)
-    progress = progress or (lambda rows: None)
+    counter = Counter(ExportScan(corpus.project, corpus.language), corpus.pk)
     started = time.perf_counter()
-    kind = DATASET_FORMATS[fmt]
-    if kind.data_file:
-        describe = lambda rows: manifest(dataset, fmt=fmt, rows=rows, actor=actor)  # noqa: E731
-        with open(out / kind.data_file, "wb") as f:
-            for _ in kind.steps(dataset, _Relay(f), counter, describe):
-                progress(counter.rows)
-    else:
-        _write_hf(dataset, out, counter, progress)
+    describe = lambda rows: manifest(dataset, fmt=fmt, rows=rows, actor=actor)  # noqa: E731
+    get_format(fmt).write_folder(iter_batches(dataset), out, counter, progress or (lambda rows: None), describe)
     files = sorted(p.name for p in out.iterdir()) + [MANIFEST]
     info = manifest(dataset, fmt=fmt, rows=counter.rows, actor=actor, files=files)
     (out / MANIFEST).write_text(json.dumps(info, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -310,59 +183,6 @@ def write_export(
     seconds = round(time.perf_counter() - started, 2)
     _audit(actor, dataset, fmt, counter.rows, delivery="folder", seconds=seconds, residual=residual)
     return ExportResult(out, counter.rows, size, info, residual)
-
-
-# progress callbacks and counters (with their scan) of the HF exports running in this process, by
-# output folder: the generator gets the key, not the callback, because datasets hashes (pickles) its
-# arguments
-_HF_PROGRESS: dict[str, Callable[[int], None]] = {}
-_HF_COUNTERS: dict[str, _Counter] = {}
-
-
-def _write_hf(dataset, out: Path, counter, progress) -> None:
-    """`Dataset.from_generator` over the rows (Arrow files written batch by batch into a cache
-    inside a temporary folder beside `out`), then `save_to_disk(out)`. (`Dataset.from_parquet`
-    is not used: with datasets 5.0.1 its memory grows with the dataset, about 0.6 GB for 1 GB.)"""
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import datasets
-
-    datasets.disable_progress_bars()
-    key = str(out)
-    _HF_PROGRESS[key] = progress
-    _HF_COUNTERS[key] = counter
-    try:
-        with tempfile.TemporaryDirectory(prefix=".dsm-export-", dir=out.parent) as tmp:
-            try:
-                hf = datasets.Dataset.from_generator(
-                    _hf_rows,
-                    gen_kwargs={"dataset_id": dataset.pk, "progress_key": key},
-                    features=datasets.Features.from_arrow_schema(SCHEMA),
-                    cache_dir=str(Path(tmp) / "cache"),
-                    keep_in_memory=False,
-                    writer_batch_size=EXPORT_BATCH,
-                )
-            except Exception as exc:  # datasets wraps what the generator raised
-                if isinstance(exc.__cause__, ExportStopped):
-                    raise exc.__cause__ from None
-                raise
-            counter.rows = hf.num_rows
-            hf.save_to_disk(str(out), max_shard_size="500MB")
-            del hf  # release the memory-mapped cache files before the folder is removed
-    finally:
-        del _HF_PROGRESS[key]
-        del _HF_COUNTERS[key]
-
-
-def _hf_rows(dataset_id: int, progress_key: str = ""):
-    """The rows one by one, for datasets.Dataset.from_generator (module level: it is hashed by name)."""
-    progress = _HF_PROGRESS.get(progress_key, lambda rows: None)
-    counter = _HF_COUNTERS.get(progress_key) or _Counter()
-    counter.rows = 0
-    for rows in iter_batches(DatasetVersion.objects.get(pk=dataset_id)):
-        yield from rows
-        counter.written(rows)
-        progress(counter.rows)
 
 
 # ---------------------------------------------------------------- downloads (zip streams)
@@ -379,21 +199,21 @@ def stream_download(dataset: DatasetVersion, fmt: str, actor, *, confirm_identif
     Raises gate.Refused for a corpus that is not de-identified, unconfirmed."""
     _check(dataset, fmt)
     if fmt not in DATA_FILES:
-        raise ExportError("A Hugging Face folder is prepared by a worker first, then downloaded.")
+        raise ExportError(f"{FORMATS[fmt].label} is a folder a worker prepares first, then downloaded.")
     gate.release([dataset.corpus], actor, confirm_identifiable, what="dataset download", obj=dataset, format=fmt)
     _audit(actor, dataset, fmt, dataset.example_count, delivery="download")
     return _zip_download(dataset, fmt, actor)
 
 
 def _zip_download(dataset, fmt, actor) -> Iterator[bytes]:
-    counter = _Counter()
+    counter = Counter()
     pipe = _Pipe()
-    kind = DATASET_FORMATS[fmt]
+    kind = get_format(fmt)
     describe = lambda rows: manifest(dataset, fmt=fmt, rows=rows, actor=actor)  # noqa: E731
     with zipfile.ZipFile(pipe, "w", allowZip64=True) as zf:
         name = kind.data_file
         with zf.open(_entry(name, kind.deflate), "w", force_zip64=True) as entry:
-            for _ in kind.steps(dataset, _Relay(entry), counter, describe):
+            for _ in kind.steps(iter_batches(dataset), Relay(entry), counter, describe):
                 yield pipe.take()
         info = manifest(dataset, fmt=fmt, rows=counter.rows, actor=actor, files=[name, MANIFEST])
         zf.writestr(_entry(MANIFEST, True), json.dumps(info, indent=2, ensure_ascii=False))
@@ -468,27 +288,6 @@ class _Pipe:
         data = b"".join(self.chunks)
         self.chunks.clear()
         return data
-
-
-class _Relay:
-    """Gives pyarrow the position it asks for while writing into a zip entry."""
-
-    def __init__(self, target):
-        self.target, self.position, self.closed = target, 0, False
-
-    def write(self, data) -> int:
-        self.target.write(data)
-        self.position += len(data)
-        return len(data)
-
-    def tell(self) -> int:
-        return self.position
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
 
 
 def _entry(name: str, deflate: bool) -> zipfile.ZipInfo:
@@ -641,8 +440,10 @@ def _remove_empty(folder: Path) -> None:
 
 
 def _check(dataset: DatasetVersion, fmt: str) -> None:
-    if fmt not in FORMATS:
-        raise ExportError(f"Unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}.")
+    try:
+        get_format(fmt)
+    except UnknownFormat as exc:
+        raise ExportError(str(exc)) from None
     if not dataset.is_done:
         raise ExportError(
             f"Only a finished dataset can be exported; this one is {dataset.get_status_display().lower()}."

@@ -14,6 +14,7 @@ from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus
 from webapp.datasets import export
+from webapp.datasets.formats import UnknownFormat, get_format
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
 from webapp.deid import gate
 from webapp.lifecycle import queue, units
@@ -139,7 +140,12 @@ def request_export(
     dataset: DatasetVersion, fmt: str, actor=None, *, confirm_identifiable: bool = False
 ) -> DatasetExport:
     """Queue a worker export to a folder under DATA_DIR/exports (audited when it is written).
-    Raises gate.Refused for a corpus that is not de-identified, unconfirmed."""
+    Raises gate.Refused for a corpus that is not de-identified, unconfirmed; LaunchError for a
+    format that is not in the table (webapp.datasets.formats), naming those that are."""
+    try:
+        get_format(fmt)
+    except UnknownFormat as exc:
+        raise LaunchError(str(exc)) from None
     if not dataset.is_done:
         raise LaunchError("Only a finished dataset can be exported.")
     if not dataset.example_count:

@@ -175,17 +175,20 @@ class MaskedExample(models.Model):
         return f"example {self.pk} of dataset {self.dataset_id}"
 
 
+def export_formats() -> list[tuple[str, str]]:
+    """The export formats, (name, label), from their table (webapp.datasets.formats), read when the
+    choices are asked for: a new writer needs no migration."""
+    from webapp.datasets.formats import choices
+
+    return choices()
+
+
 class DatasetExport(WorkUnit):
     """An export written to a folder under DATA_DIR/exports by a worker. `rows` counts the rows
     written so far while it runs, all of them once done."""
 
-    class Format(models.TextChoices):
-        JSONL = "jsonl", "JSON Lines"
-        PARQUET = "parquet", "Parquet"
-        HF = "hf", "Hugging Face datasets folder"
-
     dataset = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="exports")
-    format = models.CharField(max_length=10, choices=Format.choices)
+    format = models.CharField(max_length=10, choices=export_formats)
     path = models.CharField(max_length=1000, blank=True, help_text="the export folder, relative to DATA_DIR")
     rows = models.PositiveIntegerField(null=True, blank=True)
     size_bytes = models.PositiveBigIntegerField(null=True, blank=True)

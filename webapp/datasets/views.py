@@ -63,7 +63,7 @@ def dataset_detail(request, dataset_id):
         "nav": "datasets",
         "dataset": dataset,
         "exports": exports,
-        "export_formats": export.DATASET_FORMATS.values(),
+        "export_formats": export.FORMATS.values(),
         "polling": polling,
         "stats": present(dataset.stats) if dataset.is_done else {},
         "gate": gate.gate_for([dataset.corpus], request.user),
@@ -109,7 +109,9 @@ def dataset_cancel(request, dataset_id):
 def dataset_download(request, dataset_id, fmt):
     dataset = dataset_for(request.user, dataset_id, Capability.EXPORT)
     if fmt not in export.DATA_FILES:
-        return HttpResponseBadRequest("Download JSONL or Parquet here; a Hugging Face folder is prepared first.")
+        return HttpResponseBadRequest(
+            f"Download one of {', '.join(export.DATA_FILES)} here; the other formats are folders prepared first."
+        )
     try:
         stream = export.stream_download(dataset, fmt, request.user, confirm_identifiable=gate.confirmed(request.GET))
     except gate.Refused as exc:
@@ -126,7 +128,7 @@ def dataset_export(request, dataset_id):
     dataset = dataset_for(request.user, dataset_id, Capability.EXPORT)
     fmt = request.POST.get("format", "hf")
     if fmt not in export.FORMATS:
-        return HttpResponseBadRequest("Unknown export format.")
+        return HttpResponseBadRequest(f"Unknown export format; choose one of {', '.join(export.FORMATS)}.")
     try:
         request_export(dataset, fmt, request.user, confirm_identifiable=gate.confirmed(request.POST))
     except gate.Refused as exc:

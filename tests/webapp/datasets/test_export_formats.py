@@ -1,26 +1,38 @@
-"""The dataset export formats are one table: it matches DatasetExport.Format, every writer reads
-it, and the dataset page's buttons are its entries."""
+"""The dataset export formats are one table of writers (webapp.datasets.formats): the stored
+exports' choices, every writer and the dataset page's buttons read it; an unknown name is refused
+with the supported ones."""
 
 import io
 import json
 import zipfile
 
 import pyarrow.parquet as pq
+import pytest
 from django.urls import reverse
 
 from webapp.datasets import export
+from webapp.datasets.formats import FORMATS, DatasetFormat
+from webapp.datasets.launch import LaunchError, request_export
 from webapp.datasets.models import DatasetExport
 
 
-def test_the_table_has_one_entry_per_stored_format():
-    assert list(export.DATASET_FORMATS) == ["jsonl", "parquet", "hf"]
-    assert set(export.DATASET_FORMATS) == set(DatasetExport.Format.values)
+def test_the_table_is_the_stored_formats_choices():
+    assert list(FORMATS) == ["jsonl", "parquet", "hf"]
+    assert [name for name, _ in DatasetExport._meta.get_field("format").choices] == list(FORMATS)
     assert export.DATA_FILES == {"jsonl": "examples.jsonl", "parquet": "examples.parquet"}
 
 
+def test_an_unknown_format_is_refused_with_the_supported_ones(built, tmp_path):
+    with pytest.raises(export.ExportError, match=r"Unknown export format 'csv'; choose one of jsonl, parquet, hf\."):
+        export.write_export(built, "csv", tmp_path / "out")
+    with pytest.raises(LaunchError, match=r"Unknown export format 'csv'; choose one of jsonl, parquet, hf\."):
+        request_export(built, "csv")
+    assert not DatasetExport.objects.exists()
+
+
 def test_the_page_buttons_are_the_tables_entries(built, researcher, client_for, monkeypatch):
-    extra = export.DatasetFormat("csvish", "CSV-ish", "examples.csv")
-    monkeypatch.setitem(export.DATASET_FORMATS, "csvish", extra)
+    extra = DatasetFormat("csvish", "CSV-ish", "examples.csv")
+    monkeypatch.setitem(FORMATS, "csvish", extra)
     html = client_for(researcher).get(reverse("datasets:detail", args=[built.pk])).content.decode()
     assert "Download JSONL (.zip)" in html and "Download Parquet (.zip)" in html
     assert "Prepare a Hugging Face dataset" in html
@@ -28,7 +40,7 @@ def test_the_page_buttons_are_the_tables_entries(built, researcher, client_for, 
 
 
 def test_each_file_format_writes_the_same_rows_to_a_folder_and_a_download(built, tmp_path):
-    for name, kind in export.DATASET_FORMATS.items():
+    for name, kind in FORMATS.items():
         if not kind.data_file:
             continue
         folder = export.write_export(built, name, tmp_path / name).path

@@ -3,6 +3,7 @@ lost worker, cancel, build again, and a worker presumed dead that wakes up (in p
 same paths with real killed workers are in tests/workers/test_datasets.py)."""
 
 import json
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -10,6 +11,7 @@ from django.utils import timezone
 
 from webapp.audit.models import AuditEvent
 from webapp.datasets import building, export
+from webapp.datasets.formats import FORMATS
 from webapp.datasets.launch import LaunchError, build_again, cancel_build, cancel_export
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
 from webapp.lifecycle import queue
@@ -325,17 +327,17 @@ def test_a_late_export_worker_never_overwrites_the_folder_another_finished(built
 
 def test_a_cancelled_export_stops_after_a_batch_and_removes_its_files(built, exported_to, monkeypatch, researcher):
     monkeypatch.setattr(export.iter_batches, "__defaults__", (1,))  # one example a batch
-    monkeypatch.setattr(export, "Heartbeat", BeatOnReport)
+    monkeypatch.setattr("webapp.lifecycle.heartbeat.Heartbeat", BeatOnReport)  # run_export beats by it
     job = export.claim_export(DatasetExport.objects.create(dataset=built, format="jsonl").pk)
-    original = export._write_jsonl
+    original = FORMATS["jsonl"]
 
-    def cancel_after_the_first_batch(dataset, fileobj, counter):
-        for step in original(dataset, fileobj, counter):
+    def cancel_after_the_first_batch(batches, sink, counter, describe):
+        for step in original.steps(batches, sink, counter, describe):
             if counter.rows == 1:
                 assert cancel_export(job, researcher) == JobStatus.CANCELLING
             yield step
 
-    monkeypatch.setattr(export, "_write_jsonl", cancel_after_the_first_batch)
+    monkeypatch.setitem(FORMATS, "jsonl", replace(original, steps=cancel_after_the_first_batch))
     assert export.run_export(job) is None
     job.refresh_from_db()
     assert (job.status, job.path) == (JobStatus.CANCELLED, "")
@@ -345,7 +347,7 @@ def test_a_cancelled_export_stops_after_a_batch_and_removes_its_files(built, exp
 
 def test_a_cancel_stops_an_hf_export_too(built, exported_to, monkeypatch):
     monkeypatch.setattr(export.iter_batches, "__defaults__", (1,))
-    monkeypatch.setattr(export, "Heartbeat", BeatOnReport)
+    monkeypatch.setattr("webapp.lifecycle.heartbeat.Heartbeat", BeatOnReport)  # run_export beats by it
     job = export.claim_export(DatasetExport.objects.create(dataset=built, format="hf").pk)
     cancel_export(job)  # running: the worker notices at its first batch
     assert export.run_export(job) is None

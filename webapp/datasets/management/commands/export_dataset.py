@@ -7,15 +7,15 @@ from webapp.deid import gate
 
 class Command(BaseCommand):
     help = (
-        "Export a finished dataset version into a new folder: examples.jsonl or examples.parquet, or a "
-        "Hugging Face datasets folder (datasets.load_from_disk), each with a manifest.json, its text scanned for "
-        "identifiers left (counts per type). Audited. A dataset of a corpus that is not de-identified is refused "
-        "unless --confirm-identifiable (audited)."
+        "Export a finished dataset version into a new folder in a format of the table (webapp.datasets.formats): "
+        "examples.jsonl or examples.parquet, or a Hugging Face datasets folder (datasets.load_from_disk), each "
+        "with a manifest.json, its text scanned for identifiers left (counts per type). Audited. A dataset of a "
+        "corpus that is not de-identified is refused unless --confirm-identifiable (audited)."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("dataset_id", type=int)
-        parser.add_argument("--format", choices=FORMATS, required=True)
+        parser.add_argument("--format", required=True, help=f"one of {', '.join(FORMATS)}")
         parser.add_argument("--out", required=True, help="a folder that does not exist yet (or is empty)")
         parser.add_argument("--as-user", default="", help="name recorded in the audit log and manifest")
         parser.add_argument(
