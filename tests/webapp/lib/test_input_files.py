@@ -10,19 +10,11 @@ from dataclasses import replace
 
 import pytest
 
-from webapp.lib.import_limits import ImportLimits
+from webapp.lib.import_limits import DEFAULT_LIMITS
 from webapp.lib.input_files import open_lines, read_text_file, sniff, unzip
 from webapp.lib.problems import Problems
 
-LIMITS = ImportLimits(
-    note_chars=200_000,
-    upload_bytes=2 * 1024**3,
-    unpacked_bytes=8 * 1024**3,
-    lines=10_000_000,
-    evidence_spans=100,
-    metadata_bytes=256 * 1024,
-    file_bytes=512 * 1024**2,
-)
+LIMITS = DEFAULT_LIMITS  # the settings' defaults
 BODY = b'{"id": "a"}\n{"id": "b"}\n'
 
 
