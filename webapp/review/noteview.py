@@ -165,7 +165,7 @@ def char_peaks(note, arrays, params) -> tuple[list, bool]:
 def computing(note) -> list:
     """The relevance jobs under way that name this note among their notes (note_filter "ids"):
     its maps are being computed, e.g. again after a missed identifier changed its text
-    (webapp.deid.missed). One query over the corpus's unfinished jobs, read only for a page
+    (webapp.deid_ops.missed). One query over the corpus's unfinished jobs, read only for a page
     without a map."""
     jobs = RelevanceJob.objects.filter(corpus_id=note.corpus_id, status__in=ACTIVE).only("pk", "status", "note_filter")
     return [job for job in jobs.order_by("pk") if note.pk in ((job.note_filter or {}).get("ids") or ())]

@@ -54,7 +54,7 @@ def _note_context(request, note, sel, panel, notice=None) -> dict:
         "queue_query": sel.query(task=None),  # the queue goes over every task from the current pair on
         "guideline": current_guideline(sel.task, note.corpus.project_id) if sel.task is not None else None,
         "round": _round_of(request),
-        "identifier_types": IDENTIFIER_TYPES,  # the missed-identifier dialog (webapp.deid.missed)
+        "identifier_types": IDENTIFIER_TYPES,  # the missed-identifier dialog (webapp.deid_ops.missed)
     }
 
 
@@ -164,7 +164,7 @@ def _after_change(request, note, outcome):
 
 def after_post(request, note, outcome):
     """The answer to a POST from the note page that changed the note or its decisions (here, or a
-    missed identifier: webapp.deid.missed_views), under the selection and window the form carried:
+    missed identifier: webapp.deid_ops.missed_views), under the selection and window the form carried:
     htmx gets the panel (whatever element the form targeted) with the outcome's message; a plain
     form a redirect back to the note (or the full page with the message when refused)."""
     window = _int(request.POST.get("window"))
