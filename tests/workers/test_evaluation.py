@@ -186,7 +186,7 @@ def test_an_evaluation_cancelled_while_its_model_would_not_load_ends_cancelled(i
     from webapp.pipeline.modelcache import ModelUnavailable
     from workers.evaluation import run_evaluation
 
-    def cancelled_then_unloadable(evaluation, get_model):
+    def cancelled_then_unloadable(evaluation, get_model, **kwargs):  # kwargs: the runner's heart
         evaluations.cancel(evaluation)
         raise ModelUnavailable("storage unreachable")
 
