@@ -5,37 +5,96 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('corpus', '0018_import_deid_counts'),
-        ('pipeline', '0009_peak_profiles_to_projects'),
-        ('review', '0010_added_spans_and_batch_accept'),
+        ("corpus", "0018_import_deid_counts"),
+        ("pipeline", "0009_peak_profiles_to_projects"),
+        ("review", "0010_added_spans_and_batch_accept"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ReportSnapshot',
+            name="ReportSnapshot",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('planning', 'Planning'), ('queued', 'Queued'), ('running', 'Running'), ('cancelling', 'Cancelling'), ('cancelled', 'Cancelled'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='queued', max_length=12)),
-                ('attempts', models.PositiveSmallIntegerField(default=0, help_text='claims so far; a worker writes only its own')),
-                ('worker', models.CharField(blank=True, help_text='the worker that holds it (or held it last)', max_length=200)),
-                ('heartbeat', models.DateTimeField(blank=True, help_text='last sign of life of its worker (queued: when it was sent)', null=True)),
-                ('error', models.TextField(blank=True)),
-                ('started', models.DateTimeField(blank=True, null=True)),
-                ('finished', models.DateTimeField(blank=True, null=True)),
-                ('scope', models.CharField(help_text='projects, corpus, model, method (report_store)', max_length=600, unique=True)),
-                ('project_ids', models.JSONField(blank=True, help_text="the projects' ids; empty: every project", null=True)),
-                ('method', models.CharField(blank=True, max_length=40)),
-                ('stamp', models.CharField(blank=True, help_text='fingerprint of the inputs of `figures`', max_length=300)),
-                ('figures', models.JSONField(blank=True, null=True)),
-                ('computed', models.DateTimeField(blank=True, help_text='when `figures` were computed', null=True)),
-                ('compute_seconds', models.FloatField(blank=True, null=True)),
-                ('corpus', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='corpus.corpus')),
-                ('model_version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='pipeline.modelversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("planning", "Planning"),
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("cancelling", "Cancelling"),
+                            ("cancelled", "Cancelled"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "attempts",
+                    models.PositiveSmallIntegerField(
+                        default=0, help_text="claims so far; a worker writes only its own"
+                    ),
+                ),
+                (
+                    "worker",
+                    models.CharField(
+                        blank=True, help_text="the worker that holds it (or held it last)", max_length=200
+                    ),
+                ),
+                (
+                    "heartbeat",
+                    models.DateTimeField(
+                        blank=True, help_text="last sign of life of its worker (queued: when it was sent)", null=True
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("started", models.DateTimeField(blank=True, null=True)),
+                ("finished", models.DateTimeField(blank=True, null=True)),
+                (
+                    "scope",
+                    models.CharField(
+                        help_text="projects, corpus, model, method (report_store)", max_length=600, unique=True
+                    ),
+                ),
+                (
+                    "project_ids",
+                    models.JSONField(blank=True, help_text="the projects' ids; empty: every project", null=True),
+                ),
+                ("method", models.CharField(blank=True, max_length=40)),
+                (
+                    "stamp",
+                    models.CharField(blank=True, help_text="fingerprint of the inputs of `figures`", max_length=300),
+                ),
+                ("figures", models.JSONField(blank=True, null=True)),
+                ("computed", models.DateTimeField(blank=True, help_text="when `figures` were computed", null=True)),
+                ("compute_seconds", models.FloatField(blank=True, null=True)),
+                (
+                    "corpus",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="corpus.corpus",
+                    ),
+                ),
+                (
+                    "model_version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="pipeline.modelversion",
+                    ),
+                ),
             ],
             options={
-                'abstract': False,
+                "abstract": False,
             },
         ),
     ]
