@@ -68,13 +68,19 @@ GENERATION_KEY = "projects:roles-generation:{}"
 ROLES_TIMEOUT = 600  # seconds an entry is kept; a change never waits for it
 
 
-def _generation(user_id: int) -> str:
-    key = GENERATION_KEY.format(user_id)
+EVERYONE = "all"  # the generation every key also holds: renewed when a change names no user
+
+
+def _token(key: str) -> str:
     token = cache.get(key)
     if token is None:
         cache.add(key, secrets.token_hex(8), None)
         token = cache.get(key)
     return token
+
+
+def _generation(user_id: int) -> str:
+    return f"{_token(GENERATION_KEY.format(EVERYONE))}-{_token(GENERATION_KEY.format(user_id))}"
 
 
 def _memberships(user) -> dict[int, frozenset[Role]]:
@@ -94,12 +100,15 @@ def _memberships(user) -> dict[int, frozenset[Role]]:
     return cached
 
 
-def roles_changed(user_id: int) -> None:
+def roles_changed(user_id: int | None) -> None:
     """A membership of the user was saved or deleted: their kept roles are read afresh by the next
-    request, now and once the transaction commits (the Membership signals call this)."""
+    request, now and once the transaction commits (the Membership signals call this). None: a
+    membership whose user is not known any more (deleted by primary key alone, as an erasure
+    does), so everyone's kept roles are read afresh."""
+    key = GENERATION_KEY.format(EVERYONE if user_id is None else user_id)
 
     def renew():
-        cache.set(GENERATION_KEY.format(user_id), secrets.token_hex(8), None)
+        cache.set(key, secrets.token_hex(8), None)
 
     renew()
     transaction.on_commit(renew)

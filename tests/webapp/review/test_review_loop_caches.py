@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from webapp.accounts.membership import add_member, remove_member
-from webapp.projects.models import Project
+from webapp.projects.models import Membership, Project
 from webapp.projects.roles import Role, roles_of
 from webapp.review import decisions
 from webapp.review.decisions import PeakContext
@@ -52,6 +52,17 @@ def test_a_deleted_project_and_an_added_membership_take_effect_at_once(clinician
     fresh = django_user_model.objects.get(pk=clinician.pk)
     assert roles_of(fresh, other_id) == frozenset()
     assert Role.CURATOR not in roles_of(fresh)
+
+
+def test_a_membership_deleted_by_primary_key_alone_takes_effect_at_once(clinician, django_user_model):
+    """An erasure deletes rows by primary key alone (.only("pk")): the signal has no user to name,
+    so everyone's kept roles are read afresh, and the delete itself does not fail looking for the
+    row it removed."""
+    other = Project.objects.create(name="other", slug="other")
+    add_member(other, clinician, Role.CURATOR)
+    assert roles_of(django_user_model.objects.get(pk=clinician.pk), other) == {Role.CURATOR}  # now kept
+    Membership.objects.filter(project=other, user=clinician).only("pk").delete()
+    assert roles_of(django_user_model.objects.get(pk=clinician.pk), other) == frozenset()
 
 
 def _option(offset, label, selected) -> str:
