@@ -33,6 +33,7 @@ from ml.peaks.runs import BATCH_TOKENS, _gc_paused
 Span = tuple[int, int]
 
 _WORD = re.compile(r"\w+")
+_WORD_CHAR = re.compile(r"\w")
 
 
 # ---------------------------------------------------------------- words
@@ -432,3 +433,34 @@ def word_heat(text: str, offsets, scores, words: Sequence[Span] | None = None) -
     heat = np.maximum.reduceat(per_char, w.reshape(-1))[0::2]
     heat[~np.isfinite(heat)] = np.nan
     return list(words), heat
+
+
+def snap_to_words(text: str, start: int, end: int) -> tuple[int, int]:
+    """A span a person marked, [start, end) in characters, widened to the words it touches, then
+    trimmed to letters and digits at both ends, as a peak is; a caret (start == end) gives the
+    word at it. (a, a) when there is none. Reviewers' added spans and missed identifiers both
+    snap through it, so the two agree on what a word is."""
+    n = len(text)
+    a, b = sorted((max(0, min(int(start), n)), max(0, min(int(end), n))))
+    if a == b:
+        if a < n and _WORD_CHAR.match(text[a]):
+            b = a + 1
+        elif a > 0 and _WORD_CHAR.match(text[a - 1]):
+            a -= 1
+        else:
+            return a, a
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    if a < b and _WORD_CHAR.match(text[a]):
+        while a > 0 and _WORD_CHAR.match(text[a - 1]):
+            a -= 1
+    if a < b and _WORD_CHAR.match(text[b - 1]):
+        while b < n and _WORD_CHAR.match(text[b]):
+            b += 1
+    while a < b and not text[a].isalnum():
+        a += 1
+    while b > a and not text[b - 1].isalnum():
+        b -= 1
+    return (a, b) if a < b else (a, a)

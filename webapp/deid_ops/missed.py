@@ -54,6 +54,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from ml.deid.types import TYPES, Finding
+from ml.peaks.words import snap_to_words
 from ml.relevance import ConfigError, RelevanceConfig, default_config_key
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
@@ -77,7 +78,6 @@ log = logging.getLogger(__name__)
 
 MAX_CHARS = 200  # a missed identifier is a word or a few: a longer span is refused
 PARK = 1_000_000_000  # added to spans while they move, so no row meets another's old span
-_WORD_CHAR = re.compile(r"\w")
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")  # a metadata key usable in a JSON lookup
 _HASHED = re.compile(r"[0-9a-f]{16}")  # webapp.deid.policy.patient_hash
 
@@ -100,35 +100,6 @@ class MissedResult:
     maps: int  # relevance maps deleted
     jobs: tuple[int, ...]  # relevance jobs launched to compute them again
     not_recomputed: int  # deleted maps of a configuration no job records
-
-
-def snap(text: str, start: int, end: int) -> tuple[int, int]:
-    """[start, end) widened to the words it touches, then trimmed to letters and digits at both
-    ends, as a peak is; a caret (start == end) gives the word at it. (a, a) when there is none."""
-    n = len(text)
-    a, b = sorted((max(0, min(int(start), n)), max(0, min(int(end), n))))
-    if a == b:
-        if a < n and _WORD_CHAR.match(text[a]):
-            b = a + 1
-        elif a > 0 and _WORD_CHAR.match(text[a - 1]):
-            a -= 1
-        else:
-            return a, a
-    while a < b and text[a].isspace():
-        a += 1
-    while b > a and text[b - 1].isspace():
-        b -= 1
-    if a < b and _WORD_CHAR.match(text[a]):
-        while a > 0 and _WORD_CHAR.match(text[a - 1]):
-            a -= 1
-    if a < b and _WORD_CHAR.match(text[b - 1]):
-        while b < n and _WORD_CHAR.match(text[b]):
-            b += 1
-    while a < b and not text[a].isalnum():
-        a += 1
-    while b > a and not text[b - 1].isalnum():
-        b -= 1
-    return (a, b) if a < b else (a, a)
 
 
 def value_pattern(value: str) -> re.Pattern:
@@ -169,7 +140,7 @@ def mark_missed(
         marked = next(other for other in notes if other.pk == note.pk)
         if expected_hash and expected_hash != marked.content_hash:
             raise StaleNote("The note has changed since this page was shown; nothing was replaced. Look again.")
-        a, b = snap(marked.text, start, end)
+        a, b = snap_to_words(marked.text, start, end)
         if a == b:
             raise MissedError("There is no word there to mark: put the cursor in a word, or select it.")
         if b - a > MAX_CHARS:

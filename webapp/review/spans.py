@@ -1,7 +1,7 @@
 """Spans the model missed: words a reviewer marks as evidence for the task under review.
 
 Rules
-- A span is snapped to whole words as a peak is (`snap`): widened to the words it touches, then
+- A span is snapped to whole words as a peak is (`ml.peaks.words.snap_to_words`, shared with missed identifiers): widened to the words it touches, then
   trimmed to letters and digits at both ends; a caret gives the word at it. What is stored is
   always the snapped span, whatever offsets the page posted.
 - One row per (note, task, reviewer, span): adding the same words twice keeps one row. A
@@ -17,56 +17,25 @@ Rules
 
 from __future__ import annotations
 
-import re
-
 from django.db import transaction
 
+from ml.peaks.words import snap_to_words
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.review.models import AddedSpan
 
 MAX_SPAN_CHARS = 2_000  # a span longer than this is not evidence words but a paragraph
-_WORD_CHAR = re.compile(r"\w")
 
 
 class SpanError(Exception):
     """A span that cannot be stored; the message is shown as written."""
 
 
-def snap(text: str, start: int, end: int) -> tuple[int, int]:
-    """[start, end) widened to the words it touches, then trimmed to letters and digits at both
-    ends, as a peak is; a caret (start == end) gives the word at it. (a, a) when there is none."""
-    n = len(text)
-    a, b = sorted((max(0, min(int(start), n)), max(0, min(int(end), n))))
-    if a == b:
-        if a < n and _WORD_CHAR.match(text[a]):
-            b = a + 1
-        elif a > 0 and _WORD_CHAR.match(text[a - 1]):
-            a -= 1
-        else:
-            return a, a
-    while a < b and text[a].isspace():
-        a += 1
-    while b > a and text[b - 1].isspace():
-        b -= 1
-    if a < b and _WORD_CHAR.match(text[a]):
-        while a > 0 and _WORD_CHAR.match(text[a - 1]):
-            a -= 1
-    if a < b and _WORD_CHAR.match(text[b - 1]):
-        while b < n and _WORD_CHAR.match(text[b]):
-            b += 1
-    while a < b and not text[a].isalnum():
-        a += 1
-    while b > a and not text[b - 1].isalnum():
-        b -= 1
-    return (a, b) if a < b else (a, a)
-
-
 def _snapped(note, start: int, end: int) -> tuple[int, int]:
     length = len(note.text)
     if not (0 <= start <= length and 0 <= end <= length):
         raise SpanError(f"The span [{start}, {end}) is not inside this {length}-character note.")
-    a, b = snap(note.text, start, end)
+    a, b = snap_to_words(note.text, start, end)
     if a >= b:
         raise SpanError("There is no word there: select the words to add.")
     if b - a > MAX_SPAN_CHARS:

@@ -10,6 +10,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from ml.peaks.words import snap_to_words
 from ml.relevance import RelevanceConfig
 from tests.projects import default_project, make_member
 from tests.webapp.review.fabricate import add_map, scores_for, tokens, word_span
@@ -18,7 +19,7 @@ from webapp.corpus.models import Annotation, Corpus, Note, Task, text_hash
 from webapp.corpus.search import matching
 from webapp.deid.models import DeidPolicy
 from webapp.deid.policy import patient_hash
-from webapp.deid_ops.missed import MissedError, StaleNote, mark_missed, snap
+from webapp.deid_ops.missed import MissedError, StaleNote, mark_missed
 from webapp.lifecycle.status import JobStatus
 from webapp.pipeline.models import (
     ModelVersion,
@@ -105,7 +106,7 @@ def refreshed(note):
     ],
 )
 def test_a_span_snaps_to_whole_words_as_peaks_do(start, end, expected):
-    a, b = snap(FIRST, start, end)
+    a, b = snap_to_words(FIRST, start, end)
     assert FIRST[a:b] == expected
 
 

@@ -5,6 +5,7 @@ project (URL and form ids)."""
 import pytest
 from django.urls import reverse
 
+from ml.peaks.words import snap_to_words
 from tests.projects import make_member
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus, Note, Task
@@ -38,13 +39,13 @@ def form(tasks, base, sharp):
 )
 def test_it_snaps_a_selection_to_whole_words(picked, words):
     a = TEXT.index(picked[0])
-    start, end = spans.snap(TEXT, a, a + len(picked[0]))
+    start, end = snap_to_words(TEXT, a, a + len(picked[0]))
     assert TEXT[start:end] == words
 
 
 def test_a_caret_gives_the_word_at_it():
     a = TEXT.index("tachycardic") + 3
-    start, end = spans.snap(TEXT, a, a)
+    start, end = snap_to_words(TEXT, a, a)
     assert TEXT[start:end] == "tachycardic"
 
 
