@@ -192,6 +192,9 @@
     while (b > a && !ALNUM.test(text[b - 1])) { b -= 1; }
     return a < b ? [a, b] : null;
   }
+  // The one copy in the browser (spans.js, loaded after this file, snaps added spans with it), as
+  // ml.peaks.words.snap_to_words is on the server.
+  window.DSMReview = Object.assign(window.DSMReview || {}, { snapWords: snapWords });
 
   function markMissed() {
     var dialog = $("#missed-dialog");

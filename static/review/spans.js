@@ -15,7 +15,6 @@
     "textarea, select, [contenteditable=''], [contenteditable=true]";
   var WORD_CHAR = /[\p{L}\p{N}_]/u;
   var ALNUM = /[\p{L}\p{N}]/u;
-  var SPACE = /\s/u;
   var IDLE_MS = 60000;
   var pending = null;  // [a, b) in the window's characters while a span is being built by keys
   var clock = null;  // {active, last}
@@ -77,21 +76,7 @@
   }
 
   // -- words
-  function snap(text, a, b) {  // as webapp.review.spans.snap
-    var n = text.length;
-    function word(i) { return WORD_CHAR.test(text[i]); }
-    if (a > b) { var t = a; a = b; b = t; }
-    if (a === b) {
-      if (a < n && word(a)) { b = a + 1; } else if (a > 0 && word(a - 1)) { a -= 1; } else { return null; }
-    }
-    while (a < b && SPACE.test(text[a])) { a += 1; }
-    while (b > a && SPACE.test(text[b - 1])) { b -= 1; }
-    if (a < b && word(a)) { while (a > 0 && word(a - 1)) { a -= 1; } }
-    if (a < b && word(b - 1)) { while (b < n && word(b)) { b += 1; } }
-    while (a < b && !ALNUM.test(text[a])) { a += 1; }
-    while (b > a && !ALNUM.test(text[b - 1])) { b -= 1; }
-    return a < b ? [a, b] : null;
-  }
+  function snap(text, a, b) { return window.DSMReview.snapWords(text, a, b); }  // review.js's
   function words(text) {
     var out = [], i = 0, n = text.length;
     while (i < n) {
