@@ -31,6 +31,7 @@ from webapp.erasure.models import DatasetWithdrawal, ErasureRequest
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.integrations.models import Webhook, WebhookDelivery
 from webapp.pipeline.models import (
+    MapImport,
     ModelVersion,
     NoteTokens,
     PeakProfile,
@@ -40,14 +41,17 @@ from webapp.pipeline.models import (
 )
 from webapp.projects.models import Membership, Project
 from webapp.review.models import (
+    AddedSpan,
     Adjudication,
     MapPeaks,
     MapSample,
     PeakDecision,
+    ReportSnapshot,
     ReviewRound,
     RoundClaim,
     RoundPair,
     RoundReviewer,
+    SpanAdjudication,
     StoredPeak,
     ValidationJudgement,
     ValidationSet,
@@ -192,6 +196,21 @@ def _mappings(t: Target) -> QuerySet:
     return SurrogateMapping.objects.filter(pk__in=t.mapping_ids)
 
 
+def _report_snapshots(t: Target) -> QuerySet:
+    """The review report's stored figures of an erased corpus or project (counts and coefficients,
+    no note text: caches, computed again when next asked for). A note's or a patient's erasure
+    changes the decisions they counted, so they show as stale and are computed again."""
+    erased = set(t.corpora().values_list("pk", flat=True))
+    kept = ReportSnapshot.objects.only("pk", "corpus_id", "project_ids")
+    ids = [
+        row.pk
+        for row in kept
+        if row.corpus_id in erased
+        or (t.scope == Scope.PROJECT and row.corpus_id is None and t.project_id in (row.project_ids or ()))
+    ]
+    return ReportSnapshot.objects.filter(pk__in=ids)
+
+
 def _project_tasks(t: Target) -> QuerySet:
     return Task.objects.filter(project_id=t.project_id)
 
@@ -219,6 +238,9 @@ STEPS: tuple[Step, ...] = (
     Step(lambda t: RoundPair.objects.filter(Q(note__in=t.notes()) | Q(round__in=_rounds(t)))),
     Step(lambda t: PeakDecision.objects.filter(note__in=t.notes())),
     Step(lambda t: Adjudication.objects.filter(note__in=t.notes())),
+    # the spans reviewers added and a curator's choice among them (gold made in the app)
+    Step(lambda t: SpanAdjudication.objects.filter(Q(note__in=t.notes()) | Q(round__in=_rounds(t)))),
+    Step(lambda t: AddedSpan.objects.filter(note__in=t.notes())),
     Step(
         lambda t: ValidationJudgement.objects.filter(Q(note__in=t.notes()) | Q(validation_set__in=_validation_sets(t)))
     ),
@@ -232,6 +254,7 @@ STEPS: tuple[Step, ...] = (
     # What else a corpus holds
     Step(lambda t: RoundReviewer.objects.filter(round__in=_rounds(t)), WHOLE),
     Step(lambda t: _through(ReviewRound, "tasks").objects.filter(reviewround__in=_rounds(t)), WHOLE),
+    Step(_report_snapshots, WHOLE),
     Step(_rounds, WHOLE),
     Step(_validation_sets, WHOLE),
     Step(
@@ -242,6 +265,7 @@ STEPS: tuple[Step, ...] = (
     Step(lambda t: RelevanceChunk.objects.filter(job__in=_jobs(t)), WHOLE),
     Step(lambda t: _through(RelevanceJob, "tasks").objects.filter(relevancejob__in=_jobs(t)), WHOLE),
     Step(_jobs, WHOLE),
+    Step(lambda t: MapImport.objects.filter(corpus__in=t.corpora()), WHOLE),
     Step(imports, WHOLE),
     Step(_deid_jobs, WHOLE),
     Step(lambda t: t.corpora(), WHOLE),

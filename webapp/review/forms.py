@@ -232,7 +232,10 @@ class RoundForm(forms.Form):
         required=False, widget=forms.Textarea(attrs={"rows": 4}), help_text="Markdown, shown on every page of the round"
     )
     order = forms.ChoiceField(
-        choices=ReviewRound._meta.get_field("order").choices, initial="drawn", label="Review first"
+        choices=ReviewRound._meta.get_field("order").choices,
+        initial="drawn",
+        required=False,  # left out (a form or script from before orders): as drawn
+        label="Review first",
     )  # webapp.review.orders
     order_seed = forms.IntegerField(min_value=0, initial=0, required=False, label="Seed (random order)")
 
@@ -247,6 +250,9 @@ class RoundForm(forms.Form):
         self.fields["tasks"].queryset = Task.objects.of_project(project_id).active(project_id).order_by("description")
         self.fields["reviewers"].queryset = get_user_model().objects.filter(pk__in=[r.pk for r in reviewers])
         self.fields["reviewers"].queryset = self.fields["reviewers"].queryset.order_by("username")
+
+    def clean_order(self) -> str:
+        return self.cleaned_data.get("order") or "drawn"
 
     def clean_order_seed(self) -> int:
         return self.cleaned_data.get("order_seed") or 0
