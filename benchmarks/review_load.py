@@ -522,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=3, help="gunicorn workers (compose: 3)")
     parser.add_argument("--threads", type=int, default=1, help="threads a worker (1: sync workers, as compose)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--smoke", action="store_true", help="90 maps, 2 reviewers, 2 s: checks that it all runs")
+    parser.add_argument("--smoke", action="store_true", help="90 maps, 2 reviewers, 5 s: checks that it all runs")
     parser.add_argument(
         "--database-url",
         default="postgres://postgres@127.0.0.1:5432/dsm_bench_review_load",
@@ -538,7 +538,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--job-notes", type=int, default=400, help="notes of that job (5 tasks each; default 400)")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.maps, args.reviewers, args.duration = 90, 2, 2.0
+        # 5 s: a reviewer's first loop (queue, note, decision) fills the caches and can take a
+        # couple of seconds on a busy 2-core machine, and the run must see a decision
+        args.maps, args.reviewers, args.duration = 90, 2, 5.0
 
     os.environ["DJANGO_SETTINGS_MODULE"] = "webapp.settings"
     os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
