@@ -1,7 +1,8 @@
 """Spans the model missed: words a reviewer marks as evidence for the task under review.
 
 Rules
-- A span is snapped to whole words as a peak is (`ml.peaks.words.snap_to_words`, shared with missed identifiers): widened to the words it touches, then
+- A span is snapped to whole words as a peak is (`ml.peaks.words.snap_to_words`, shared with missed
+  identifiers): widened to the words it touches, then
   trimmed to letters and digits at both ends; a caret gives the word at it. What is stored is
   always the snapped span, whatever offsets the page posted.
 - One row per (note, task, reviewer, span): adding the same words twice keeps one row. A
