@@ -29,7 +29,6 @@ import traceback
 
 from django.conf import settings
 from django.db import close_old_connections, connection
-from django.utils.module_loading import import_string
 
 from webapp.lifecycle import kinds, units
 from webapp.lifecycle.ended import TRANSIENT
@@ -53,9 +52,9 @@ def run_unit(task, kind: kinds.Kind, pk: int):
     log.info("%s %s: attempt %s", kind.name, pk, unit.attempts)
     try:
         with Heartbeat(unit, held=kind.held) as heart:
-            outcome = _function(kind.function)(unit, heart=heart)
+            outcome = kinds.resolve(kind.function)(unit, heart=heart)
     except TRANSIENT as exc:
-        retry_released(task, exc, unit, _function(kind.release) if kind.release else units.release)
+        retry_released(task, exc, unit, kinds.resolve(kind.release) if kind.release else units.release)
         return _failed(kind, unit, exc)  # retries spent, or the unit is no longer this attempt's
     except Exception as exc:  # noqa: BLE001 - recorded in plain words; the open transaction was rolled back
         return _failed(kind, unit, exc)
@@ -69,7 +68,7 @@ def run_unit(task, kind: kinds.Kind, pk: int):
 
 def _claim(kind: kinds.Kind, pk: int, worker: str):
     if kind.claim:
-        return _function(kind.claim)(pk, worker)
+        return kinds.resolve(kind.claim)(pk, worker)
     return units.claim(kind.model_class(), pk, worker)
 
 
@@ -77,7 +76,7 @@ def _failed(kind: kinds.Kind, unit, exc: BaseException) -> str:
     """Record the failure (the kind's `fail`, else in words naming the error's type only) and log it:
     the type and the frames, and the plain words when the kind's `fail` returns them."""
     if kind.fail:
-        said = _function(kind.fail)(unit, exc)
+        said = kinds.resolve(kind.fail)(unit, exc)
     elif isinstance(exc, TRANSIENT):
         units.fail(unit, said := kind.retry.gave_up(exc))
     else:
@@ -90,10 +89,6 @@ def _failed(kind: kinds.Kind, unit, exc: BaseException) -> str:
     plain = f": {said}" if isinstance(said, str) else ""
     log.error("%s %s failed%s (%s)\n%s", kind.name, unit.pk, plain, type(exc).__name__, frames)
     return "failed"
-
-
-def _function(path: str):
-    return import_string(path.replace(":", "."))
 
 
 # ---------------------------------------------------------------- the one retry policy (kinds.Retry)

@@ -10,7 +10,6 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.utils.module_loading import import_string
 from ninja import Router
 from ninja.errors import HttpError
 
@@ -72,7 +71,7 @@ def _add(router: Router, row: Work, verb: str) -> None:
     operation.__signature__ = inspect.Signature(parameters)
     operation.__name__ = operation.__qualname__ = f"{verb}_{row.name}"
     summary = f"{verb.capitalize()} a{'n' if row.name[0] in 'aeiou' else ''} {row.name.replace('_', ' ')}"
-    answer = import_string(kinds.by_name(row.kind).api.replace(":", "."))
+    answer = kinds.resolve(kinds.by_name(row.kind).api)
     router.post(f"{row.path}/{verb}", response={200: answer, 404: Error, 409: Conflict}, summary=summary)(operation)
 
 

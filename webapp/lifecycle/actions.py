@@ -13,8 +13,6 @@ access helper, as for every page and API call.
 
 from __future__ import annotations
 
-from django.utils.module_loading import import_string
-
 from webapp.lifecycle import kinds
 
 
@@ -42,9 +40,9 @@ def _act(kind: kinds.Kind, action: str, unit, actor):
     path = getattr(kind, action)
     if not path:
         raise Refused(f"A {kind.name} cannot be {'cancelled' if action == 'cancel' else 'resumed'}.")
-    refusal = _lookup(kind.refusal) if kind.refusal else Refused
+    refusal = kinds.resolve(kind.refusal) if kind.refusal else Refused
     try:
-        outcome = _lookup(path)(unit, actor=actor)
+        outcome = kinds.resolve(path)(unit, actor=actor)
     except refusal as exc:
         raise Refused(str(exc)) from None
     ended = kind.cancel_ended if action == "cancel" else kind.resume_ended
@@ -52,7 +50,3 @@ def _act(kind: kinds.Kind, action: str, unit, actor):
         raise Refused(ended)
     unit.refresh_from_db()
     return unit
-
-
-def _lookup(path: str):
-    return import_string(path.replace(":", "."))

@@ -108,6 +108,14 @@ class Kind:
         return apps.get_model(self.model)
 
 
+def resolve(path: str):
+    """The object a registry entry names as "module:attribute" (a kind's function, claim, schema),
+    imported when first used, so this module imports nothing at settings time."""
+    from django.utils.module_loading import import_string
+
+    return import_string(path.replace(":", "."))
+
+
 KINDS: list[Kind] = [
     # planning is database work, no model: on default
     Kind(

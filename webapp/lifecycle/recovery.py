@@ -30,10 +30,9 @@ from django.db import connection
 from django.db.models import F, Value
 from django.db.models.functions import Concat, Now
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from webapp.lifecycle import queue, sessions, units
-from webapp.lifecycle.kinds import KINDS, OUTBOXES, Kind  # noqa: F401 - Kind is named here by the sweeps of some kinds
+from webapp.lifecycle.kinds import KINDS, OUTBOXES, Kind, resolve  # noqa: F401 - Kind is named here by the sweeps of some kinds
 from webapp.lifecycle.status import JobStatus
 
 log = logging.getLogger(__name__)
@@ -78,7 +77,7 @@ def requeue_lost_workers(kind: Kind, now=None) -> list[int]:
                     error=Concat(F("error"), Value(" Its open database sessions were ended."))
                 )
     if cancelled and kind.on_cancelled:
-        import_string(kind.on_cancelled.replace(":", "."))(cancelled)
+        resolve(kind.on_cancelled)(cancelled)
     if requeued:
         log.warning(
             "%s: %s units queued again after their worker was lost: %s", kind.name, len(requeued), requeued[:20]
@@ -117,12 +116,12 @@ def sweep(now=None) -> dict[str, dict[str, list[int]]]:
     every outbox: {outbox: {"sent": [ids]}} (non-empty only)."""
     report = {}
     for outbox in OUTBOXES:
-        sent = import_string(outbox.send_due.replace(":", "."))(now)
+        sent = resolve(outbox.send_due)(now)
         if sent:
             report[outbox.name] = {"sent": sent}
     for kind in _kinds():
         if kind.sweep:
-            lost_workers, lost_messages = import_string(kind.sweep.replace(":", "."))(kind, now)
+            lost_workers, lost_messages = resolve(kind.sweep)(kind, now)
         else:
             lost_workers = requeue_lost_workers(kind, now)
             lost_messages = resend_lost_messages(kind, now)

@@ -71,16 +71,16 @@ ROLES_TIMEOUT = 600  # seconds an entry is kept; a change never waits for it
 EVERYONE = "all"  # the generation every key also holds: renewed when a change names no user
 
 
-def _token(key: str) -> str:
-    token = cache.get(key)
-    if token is None:
-        cache.add(key, secrets.token_hex(8), None)
-        token = cache.get(key)
-    return token
-
-
 def _generation(user_id: int) -> str:
-    return f"{_token(GENERATION_KEY.format(EVERYONE))}-{_token(GENERATION_KEY.format(user_id))}"
+    """Everyone's token and the user's, read in one round trip; a missing one is set (add: two
+    requests that race keep the first)."""
+    names = (GENERATION_KEY.format(EVERYONE), GENERATION_KEY.format(user_id))
+    tokens = cache.get_many(names)
+    for name in names:
+        if name not in tokens:
+            cache.add(name, secrets.token_hex(8), None)
+            tokens[name] = cache.get(name)
+    return "-".join(tokens[name] for name in names)
 
 
 def _memberships(user) -> dict[int, frozenset[Role]]:

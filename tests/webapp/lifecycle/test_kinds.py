@@ -62,12 +62,10 @@ def test_the_back_off_doubles_from_its_first_wait():
 
 
 def test_every_function_schema_and_error_a_kind_names_exists():
-    from django.utils.module_loading import import_string
-
     for kind in kinds.KINDS:
         for field in ("function", "claim", "fail", "release", "api", "cancel", "resume", "refusal", "sweep"):
             if path := getattr(kind, field):
-                assert callable(import_string(path.replace(":", "."))), (kind.name, field, path)
+                assert callable(kinds.resolve(path)), (kind.name, field, path)
         assert kind.module == "workers.runner", kind.name
 
 
