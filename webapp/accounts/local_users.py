@@ -17,6 +17,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
+from django.utils.translation import gettext as _
 
 from webapp.accounts.models import PasswordChangeRequired
 from webapp.audit.log import record
@@ -63,7 +64,7 @@ def create_local_user(
 def set_active(user, active: bool, *, actor, ip=None) -> bool:
     """Enable or disable `user`; True if it changed (then audited). Nobody disables themselves."""
     if user.pk == getattr(actor, "pk", None) and not active:
-        raise ValueError("You cannot disable your own account.")
+        raise ValueError(_("You cannot disable your own account."))
     if user.is_active == active:
         return False
     with transaction.atomic():

@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.shortcuts import redirect
 from django.urls import reverse, reverse_lazy
+from django.utils.translation import gettext as _
 
 from webapp.accounts.models import PasswordChangeRequired
 
@@ -40,5 +41,5 @@ class PasswordChangeView(auth_views.PasswordChangeView):
         response = super().form_valid(form)  # keeps this session signed in
         PasswordChangeRequired.objects.filter(user=self.request.user).delete()
         self.request.session.pop(SESSION_KEY, None)
-        messages.success(self.request, "Your password is set.")
+        messages.success(self.request, _("Your password is set."))
         return response

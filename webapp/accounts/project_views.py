@@ -5,6 +5,7 @@ by site admins; new projects, made by site admins. Changes go through webapp.acc
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from webapp.accounts import membership
@@ -13,7 +14,7 @@ from webapp.audit.client_ip import client_address
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.projects.models import Membership, Project
-from webapp.projects.roles import Capability, has_capability, is_site_admin, require, roles_of
+from webapp.projects.roles import Capability, has_capability, is_site_admin, require, role_name, roles_of
 
 
 def _project_for(user, slug: str, capability: Capability = Capability.VIEW) -> Project:
@@ -24,10 +25,16 @@ def _project_for(user, slug: str, capability: Capability = Capability.VIEW) -> P
     return project
 
 
+def _projects(user) -> list:
+    """(project, the user's roles there by name, in the reader's language) for every project they see."""
+    return [(p, [role_name(r) for r in sorted(roles_of(user, p))]) for p in Project.objects.where(user)]
+
+
 def project_list(request):
-    projects = [(p, sorted(roles_of(request.user, p))) for p in Project.objects.where(request.user)]
     form = ProjectForm() if is_site_admin(request.user) else None
-    return render(request, "projects/project_list.html", {"nav": "projects", "projects": projects, "form": form})
+    return render(
+        request, "projects/project_list.html", {"nav": "projects", "projects": _projects(request.user), "form": form}
+    )
 
 
 @require_POST
@@ -42,10 +49,9 @@ def project_new(request):
             for field, problems in exc.message_dict.items():
                 form.add_error(field if field in form.fields else None, problems)
         else:
-            messages.success(request, f"Project {project.name} made; add its members here.")
+            messages.success(request, _("Project %(project)s made; add its members here.") % {"project": project.name})
             return redirect("projects:detail", project.slug)
-    projects = [(p, sorted(roles_of(request.user, p))) for p in Project.objects.where(request.user)]
-    context = {"nav": "projects", "projects": projects, "form": form}
+    context = {"nav": "projects", "projects": _projects(request.user), "form": form}
     return render(request, "projects/project_list.html", context, status=400)
 
 
@@ -75,10 +81,11 @@ def member_add(request, slug):
     if not form.is_valid():
         return _detail(request, project, form, status=400)
     user, role = form.cleaned_data["username"], form.cleaned_data["role"]
+    said = {"user": user.get_username(), "role": role_name(role), "project": project.name}
     if membership.add_member(project, user, role, actor=request.user, ip=client_address(request)):
-        messages.success(request, f"{user.get_username()} is now {role} in {project.name}.")
+        messages.success(request, _("%(user)s is now %(role)s in %(project)s.") % said)
     else:
-        messages.info(request, f"{user.get_username()} already was {role} in {project.name}.")
+        messages.info(request, _("%(user)s already was %(role)s in %(project)s.") % said)
     return redirect("projects:detail", project.slug)
 
 
@@ -87,7 +94,8 @@ def member_remove(request, slug, membership_id):
     project = _project_for(request.user, slug, Capability.MANAGE_MEMBERS)
     found = get_object_or_404(Membership.objects.select_related("user"), pk=membership_id, project=project)
     membership.remove_member(project, found.user, found.role, actor=request.user, ip=client_address(request))
-    messages.success(request, f"{found.user.get_username()} is no longer {found.role} in {project.name}.")
+    said = {"user": found.user.get_username(), "role": found.role_name, "project": project.name}
+    messages.success(request, _("%(user)s is no longer %(role)s in %(project)s.") % said)
     return redirect("projects:detail", project.slug)
 
 
@@ -100,5 +108,6 @@ def tracking_switch(request, slug):
     if project.mlflow_tracking != on:
         Project.objects.filter(pk=project.pk).update(mlflow_tracking=on)
         record(request.user, AuditEvent.Action.EDIT_PROJECT, project, mlflow_tracking=on, ip=client_address(request))
-    messages.success(request, f"MLflow tracking is {'on' if on else 'off'} for {project.name}.")
+    said = _("MLflow tracking is on for %(project)s.") if on else _("MLflow tracking is off for %(project)s.")
+    messages.success(request, said % {"project": project.name})
     return redirect("projects:detail", project.slug)

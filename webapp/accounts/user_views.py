@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
@@ -66,5 +67,6 @@ def user_active(request):
     except ValueError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"{user.get_username()} is {'enabled' if active else 'disabled'}.")
+        said = _("%(user)s is enabled.") if active else _("%(user)s is disabled.")
+        messages.success(request, said % {"user": user.get_username()})
     return redirect("accounts:users")

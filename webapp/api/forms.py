@@ -1,4 +1,5 @@
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from webapp.api.models import ApiToken
 from webapp.api.tokens import MAX_DAYS
@@ -8,12 +9,15 @@ from webapp.lib.outbound import OutboundRefused
 
 
 class TokenForm(forms.Form):
-    name = forms.CharField(max_length=100, help_text="What it is for, e.g. 'nightly import script'")
+    name = forms.CharField(label=_("Name"), max_length=100, help_text=_("What it is for, e.g. 'nightly import script'"))
     projects = forms.ModelMultipleChoiceField(
-        queryset=None, widget=forms.CheckboxSelectMultiple, help_text="It acts in these projects only"
+        queryset=None,
+        widget=forms.CheckboxSelectMultiple,
+        label=_("Projects"),
+        help_text=_("It acts in these projects only"),
     )
-    ceiling = forms.ChoiceField(choices=ApiToken.Ceiling.choices, initial=ApiToken.Ceiling.READ, label="May")
-    days = forms.IntegerField(min_value=1, max_value=MAX_DAYS, initial=90, label="Expires after (days)")
+    ceiling = forms.ChoiceField(choices=ApiToken.Ceiling.choices, initial=ApiToken.Ceiling.READ, label=_("May"))
+    days = forms.IntegerField(min_value=1, max_value=MAX_DAYS, initial=90, label=_("Expires after (days)"))
 
     def __init__(self, *args, projects, **kwargs):
         super().__init__(*args, **kwargs)
@@ -25,14 +29,17 @@ class WebhookForm(forms.Form):
         max_length=500,
         assume_scheme="https",
         label="URL",
-        help_text="Receives a POST with a JSON body per event; http or https to a public address",
+        help_text=_("Receives a POST with a JSON body per event; http or https to a public address"),
     )
-    secret = forms.CharField(max_length=100, min_length=16, help_text="At least 16 characters; signs each body")
+    secret = forms.CharField(
+        label=_("Secret"), max_length=100, min_length=16, help_text=_("At least 16 characters; signs each body")
+    )
     events = forms.MultipleChoiceField(
         choices=[c for c in Webhook.Event.choices if c[0] != Webhook.Event.TEST],
         widget=forms.CheckboxSelectMultiple,
         required=False,
-        help_text="None ticked: every event",
+        label=_("Events"),
+        help_text=_("None ticked: every event"),
     )
 
     def clean_url(self):

@@ -10,24 +10,25 @@ on the row, so every web process counts the same requests (webapp.api.tokens.cou
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 class ApiToken(models.Model):
     class Ceiling(models.TextChoices):
-        READ = "read", "Read only (GET requests)"
-        ROLES = "roles", "The owner's roles in each project"
+        READ = "read", _("Read only (GET requests)")
+        ROLES = "roles", _("The owner's roles in each project")
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'nightly import script'")
-    prefix = models.CharField(max_length=12, help_text="The secret's first characters, to recognise it in lists")
-    digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the secret (hex)")
+    name = models.CharField(max_length=100, help_text=_("What the token is for, e.g. 'nightly import script'"))
+    prefix = models.CharField(max_length=12, help_text=_("The secret's first characters, to recognise it in lists"))
+    digest = models.CharField(max_length=64, unique=True, help_text=_("SHA-256 of the secret (hex)"))
     projects = models.ManyToManyField("projects.Project", related_name="+")
     ceiling = models.CharField(max_length=5, choices=Ceiling.choices, default=Ceiling.READ)
     expires = models.DateTimeField()
     revoked = models.DateTimeField(null=True, blank=True)
     last_used = models.DateTimeField(null=True, blank=True)
-    window_start = models.BigIntegerField(default=0, help_text="the current rate window (unix minute)")
-    window_count = models.PositiveIntegerField(default=0, help_text="requests in the current rate window")
+    window_start = models.BigIntegerField(default=0, help_text=_("the current rate window (unix minute)"))
+    window_count = models.PositiveIntegerField(default=0, help_text=_("requests in the current rate window"))
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

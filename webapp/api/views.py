@@ -2,6 +2,8 @@
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 
 from webapp.api import tokens
@@ -26,13 +28,13 @@ def tokens_page(request):
     if request.method == "POST" and request.POST.get("revoke"):
         token = get_object_or_404(ApiToken, pk=_int(request.POST["revoke"]), owner=request.user)
         if tokens.revoke(token, request.user):
-            messages.success(request, f"Token {token.name} revoked.")
+            messages.success(request, _("Token %(name)s revoked.") % {"name": token.name})
         return redirect("api_tokens")
     if request.method == "POST":
         form = TokenForm(request.POST, projects=choices)
         if form.is_valid():
             data = form.cleaned_data
-            _, secret = tokens.create(
+            _made, secret = tokens.create(
                 request.user, name=data["name"], projects=data["projects"], ceiling=data["ceiling"], days=data["days"]
             )
             form = TokenForm(projects=choices)
@@ -60,7 +62,7 @@ def webhooks_page(request, slug):
                 project=project, url=data["url"], secret=data["secret"], events=data["events"], created_by=request.user
             )
             record(request.user, AuditEvent.Action.ADD_WEBHOOK, project, webhook=webhook.pk, events=data["events"])
-            messages.success(request, "Webhook added.")
+            messages.success(request, _("Webhook added."))
             return redirect("api_webhooks", project.slug)
     context = {
         "project": project,
@@ -78,20 +80,25 @@ def _act_on(request, project, webhook: Webhook, action: str) -> None:
     if action == "delete":
         webhook.delete()
         record(request.user, AuditEvent.Action.DELETE_WEBHOOK, project, webhook=pk)
-        messages.success(request, "Webhook removed.")
+        messages.success(request, _("Webhook removed."))
     elif action == "test" and not webhook.active:
-        messages.error(request, "This webhook is switched off: switch it on to send a test.")
+        messages.error(request, _("This webhook is switched off: switch it on to send a test."))
     elif action == "test":
         webhooks.send_test(webhook)
-        messages.success(request, "Test event queued: its delivery shows below.")
+        messages.success(request, _("Test event queued: its delivery shows below."))
     else:
         active = request.POST.get("active") == "1"
         stopped = webhooks.switch(webhook, active)
         record(request.user, AuditEvent.Action.SWITCH_WEBHOOK, project, webhook=pk, active=active, stopped=stopped)
         if active:
-            messages.success(request, "Webhook switched on.")
+            messages.success(request, _("Webhook switched on."))
         else:
-            messages.success(request, f"Webhook switched off; {stopped} pending deliveries stopped.")
+            said = ngettext(
+                "Webhook switched off; %(stopped)d pending delivery stopped.",
+                "Webhook switched off; %(stopped)d pending deliveries stopped.",
+                stopped,
+            )
+            messages.success(request, said % {"stopped": stopped})
 
 
 def _int(value) -> int:

@@ -9,6 +9,7 @@ api_webhookdelivery): migration integrations 0001 took them over without touchin
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from webapp.lifecycle import kinds
 from webapp.projects.scoping import ProjectScopedQuerySet
@@ -21,15 +22,15 @@ class Webhook(models.Model):
         "Event",
         [
             *((event.value.upper(), (event.value, event.label)) for event in kinds.events()),
-            ("REVIEW_ROUND", ("review_round", "Review round complete")),
-            ("TEST", ("test", "Test delivery")),
+            ("REVIEW_ROUND", ("review_round", _("Review round complete"))),
+            ("TEST", ("test", _("Test delivery"))),
         ],
     )
 
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="webhooks")
     url = models.URLField(max_length=500)
-    secret = models.CharField(max_length=100, help_text="Signs each body: X-DSM-Signature: sha256=<HMAC hex>")
-    events = models.JSONField(default=list, help_text="the Event values delivered; empty: every event")
+    secret = models.CharField(max_length=100, help_text=_("Signs each body: X-DSM-Signature: sha256=<HMAC hex>"))
+    events = models.JSONField(default=list, help_text=_("the Event values delivered; empty: every event"))
     active = models.BooleanField(default=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
@@ -57,9 +58,9 @@ class WebhookDelivery(models.Model):
     send again one whose message was lost (a broker restart, a killed worker)."""
 
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        DELIVERED = "delivered", "Delivered"
-        FAILED = "failed", "Failed after every retry"
+        PENDING = "pending", _("Pending")
+        DELIVERED = "delivered", _("Delivered")
+        FAILED = "failed", _("Failed after every retry")
 
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     event = models.CharField(max_length=20)
@@ -72,9 +73,9 @@ class WebhookDelivery(models.Model):
     error = models.CharField(max_length=300, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     delivered = models.DateTimeField(null=True, blank=True)
-    due = models.DateTimeField(null=True, blank=True, help_text="when the next attempt may run; empty once ended")
-    sent = models.DateTimeField(null=True, blank=True, help_text="when its message was last queued")
-    claimed_until = models.DateTimeField(null=True, blank=True, help_text="a worker attempts it until then")
+    due = models.DateTimeField(null=True, blank=True, help_text=_("when the next attempt may run; empty once ended"))
+    sent = models.DateTimeField(null=True, blank=True, help_text=_("when its message was last queued"))
+    claimed_until = models.DateTimeField(null=True, blank=True, help_text=_("a worker attempts it until then"))
 
     project_paths = ("webhook__project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()

@@ -1,10 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ProjectsConfig(AppConfig):
     name = "webapp.projects"
     label = "projects"
-    verbose_name = "Projects and their members"
+    verbose_name = _("Projects and their members")
 
     def ready(self):
         from django.db.models.signals import post_delete, post_save

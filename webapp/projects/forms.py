@@ -4,6 +4,7 @@ validation like any unknown choice."""
 
 from django import forms
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 
 from webapp.projects.roles import Capability
 from webapp.projects.scoping import project_id_of
@@ -40,7 +41,7 @@ class ScopedChoicesForm:
             for obj in chosen:
                 if hasattr(type(obj), "project_paths") and project_id_of(obj) not in (None, project_id):
                     self.add_error(
-                        name, "Choose one of the project of the corpus (or dataset) chosen, or a shared one."
+                        name, _("Choose one of the project of the corpus (or dataset) chosen, or a shared one.")
                     )
                     break
         return data
@@ -55,7 +56,7 @@ def only_choice_when_blank(field_name: str):
         if chosen is None:
             choices = list(self.fields[field_name].queryset[:2])
             if len(choices) != 1:
-                raise forms.ValidationError("Choose the project.")
+                raise forms.ValidationError(_("Choose the project."))
             chosen = choices[0]
         return chosen
 

@@ -7,9 +7,12 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from django.utils.text import capfirst
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from webapp.lib.validators import hidden_character
-from webapp.projects.roles import Capability, Role, projects_with
+from webapp.projects.roles import ROLE_NAMES, Capability, Role, projects_with, role_name
 
 
 class ProjectQuerySet(models.QuerySet):
@@ -22,20 +25,26 @@ class ProjectQuerySet(models.QuerySet):
 class Project(models.Model):
     name = models.CharField(max_length=200, unique=True)
     slug = models.SlugField(
-        max_length=100, unique=True, help_text="Stable name used by settings (OIDC_GROUP_ROLES) and the command line"
+        max_length=100, unique=True, help_text=_("Stable name used by settings (OIDC_GROUP_ROLES) and the command line")
     )
-    description = models.TextField(blank=True, help_text="The study or ward, and the approval its notes are used under")
+    description = models.TextField(
+        blank=True, help_text=_("The study or ward, and the approval its notes are used under")
+    )
     mlflow_tracking = models.BooleanField(
         default=False,
         db_default=False,  # rows written without the ORM (COPY, SQL) are off too
-        help_text="Log its training runs and evaluations to MLflow, in an experiment of its own; off until an admin"
-        " turns it on",
+        help_text=_(
+            "Log its training runs and evaluations to MLflow, in an experiment of its own; off until an admin"
+            " turns it on"
+        ),
     )
     retain_notes_days = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Erase notes this many days after their import; empty: keep them"
+        null=True, blank=True, help_text=_("Erase notes this many days after their import; empty: keep them")
     )
     retain_exports_days = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Remove exported files this many days after they were made; empty: keep them"
+        null=True,
+        blank=True,
+        help_text=_("Remove exported files this many days after they were made; empty: keep them"),
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -59,7 +68,7 @@ class Project(models.Model):
         corpus names: two projects that look alike must be alike (webapp.lib.validators)."""
         hidden = hidden_character(self.name)
         if hidden:
-            raise ValidationError({"name": f"The name contains {hidden}."})
+            raise ValidationError({"name": gettext("The name contains %(character)s.") % {"character": hidden}})
 
     @property
     def mlflow_experiment(self) -> str:
@@ -71,12 +80,12 @@ class Membership(models.Model):
     """One role of one user in one project; a user may hold several roles in a project."""
 
     class Origin(models.TextChoices):
-        APP = "app", "Given in the app"
-        IDP = "idp", "From the identity provider's groups"
+        APP = "app", _("Given in the app")
+        IDP = "idp", _("From the identity provider's groups")
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
-    role = models.CharField(max_length=20, choices=[(role.value, role.value.title()) for role in Role])
+    role = models.CharField(max_length=20, choices=[(role.value, capfirst(ROLE_NAMES[role])) for role in Role])
     # IdP memberships are re-evaluated at every sign-in (webapp.accounts.oidc); app ones are
     # changed only on the project's members page.
     origin = models.CharField(max_length=3, choices=Origin.choices, default=Origin.APP)
@@ -94,6 +103,11 @@ class Membership(models.Model):
 
     def __str__(self):
         return f"{self.user} is {self.role} in {self.project}"
+
+    @property
+    def role_name(self) -> str:
+        """The role as the pages name it, in the reader's language ("clinician")."""
+        return role_name(self.role)
 
 
 class ProjectNotChosen(ValueError):

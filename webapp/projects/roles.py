@@ -21,6 +21,7 @@ from functools import wraps
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.utils.translation import gettext_lazy
 
 
 class Role(StrEnum):
@@ -28,6 +29,24 @@ class Role(StrEnum):
     RESEARCHER = "researcher"
     CURATOR = "curator"
     ADMIN = "admin"
+
+
+# A role's name as the pages show it, in the reader's language (the value stays the stored key,
+# the one OIDC_GROUP_ROLES and the API use).
+ROLE_NAMES = {
+    Role.CLINICIAN: gettext_lazy("clinician"),
+    Role.RESEARCHER: gettext_lazy("researcher"),
+    Role.CURATOR: gettext_lazy("curator"),
+    Role.ADMIN: gettext_lazy("admin"),
+}
+
+
+def role_name(role) -> str:
+    """'clinician' -> its name in the active language; an unknown value as it is."""
+    try:
+        return str(ROLE_NAMES[Role(role)])
+    except ValueError:
+        return str(role)
 
 
 class Capability(StrEnum):
