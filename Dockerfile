@@ -10,7 +10,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     STATIC_ROOT=/app/staticfiles
 
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libpq5 tini \
+    && apt-get install -y --no-install-recommends libpq5 tini gettext \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --create-home --uid 1000 dsm
 
@@ -20,7 +20,9 @@ COPY requirements.txt requirements-nodeps.txt ./
 RUN pip install -r requirements.txt && pip install --no-deps -r requirements-nodeps.txt
 
 COPY . .
+# The translations' .mo files are built here (gettext's msgfmt), never copied from a checkout.
 RUN DEBUG=0 SECRET_KEY=build-only python manage.py collectstatic --noinput \
+    && DEBUG=0 SECRET_KEY=build-only python manage.py compilemessages --verbosity 0 --ignore staticfiles \
     && mkdir -p /data /models && chown -R dsm:dsm /data /models /app/staticfiles
 
 USER dsm

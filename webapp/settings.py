@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "webapp.accounts.language.UserLanguageMiddleware",  # profile, IdP claim, browser: the language
     "webapp.accounts.password_change.PasswordChangeRequiredMiddleware",  # a one-time password, once
     "webapp.audit.request_context.RequestAddressMiddleware",  # the client address for audit rows
     "webapp.accounts.oidc.SessionRefresh",  # re-checks IdP sign-ins (off while OIDC is off)
@@ -90,6 +91,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "webapp.accounts.context_processors.roles",
@@ -183,7 +185,16 @@ if OIDC_RP_CLIENT_ID:
     AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "webapp.accounts.oidc.OIDCBackend"]
 AXES_WHITELIST_CALLABLE = "webapp.accounts.oidc.is_provider_sign_in"  # the provider guards its own form
 
-LANGUAGE_CODE = "en-us"
+# The interface's languages (docs/i18n.md): a user's choice on their profile, else the identity
+# provider's locale claim, else the browser's Accept-Language, else LANGUAGE_CODE
+# (webapp.accounts.language). Each name in its own language: the menu is read by someone who
+# may not read the current one. Dates, times and numbers follow the language (Django's formats).
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("it", "Italiano"), ("es", "Español")]
+LOCALE_PATHS = [BASE_DIR / "locale"]  # compiled by `make messages` (no .mo in git)
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600  # the login page's choice, for the next sign-in on this browser
+LANGUAGE_COOKIE_HTTPONLY = True
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
@@ -227,6 +238,7 @@ SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+LANGUAGE_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 8 * 3600)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG

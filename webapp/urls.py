@@ -4,8 +4,9 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponsePermanentRedirect
 from django.templatetags.static import static
 from django.urls import include, path
+from django.views.i18n import JavaScriptCatalog
 
-from webapp.accounts import oidc, password_change
+from webapp.accounts import language, oidc, password_change
 from webapp.accounts.views import LoginView
 
 
@@ -18,6 +19,9 @@ def favicon(request):
 urlpatterns = [
     path("favicon.ico", favicon, name="favicon"),
     path("login/", LoginView.as_view(), name="login"),
+    path("language/", language.choose_language, name="set_language"),
+    # the strings of static/**/*.js in the request's language (gettext(), ngettext(), interpolate())
+    path("jsi18n/", login_not_required(JavaScriptCatalog.as_view(domain="djangojs")), name="javascript_catalog"),
     path("logout/", login_not_required(oidc.LogoutView.as_view()), name="logout"),
     path("oidc/authenticate/", login_not_required(oidc.AuthenticateView.as_view()), name="oidc_authentication_init"),
     path("oidc/callback/", login_not_required(oidc.CallbackView.as_view()), name="oidc_authentication_callback"),

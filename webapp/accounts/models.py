@@ -29,3 +29,23 @@ class PasswordChangeRequired(models.Model):
 
     def __str__(self):
         return f"user {self.user_id} must change the one-time password"
+
+
+def language_choices():
+    """The interface's languages, read when asked (not frozen into a migration): adding one to
+    settings.LANGUAGES needs no migration."""
+    return settings.LANGUAGES
+
+
+class Preference(models.Model):
+    """A user's own settings. The interface language they chose in the menu (blank: none chosen),
+    and apart from it the language their identity provider's `locale` claim named at their last
+    sign-in, so a choice of their own is never overwritten by the provider
+    (webapp.accounts.language)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preference")
+    language = models.CharField(max_length=16, blank=True, choices=language_choices)
+    claimed_language = models.CharField(max_length=16, blank=True, choices=language_choices)
+
+    def __str__(self):
+        return f"user {self.user_id}: {self.language or self.claimed_language or 'no'} language"

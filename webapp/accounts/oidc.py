@@ -4,12 +4,13 @@ default's, a break-glass admin) keep the login form beside it.
 
 At every sign-in (and every silent re-check, SessionRefresh below) the user is found by the IdP
 account's issuer and subject (OIDCIdentity), created on the first one, and updated from the
-claims: email, names, and the project memberships that OIDC_GROUP_ROLES grants from the groups
-claim (memberships the provider no longer grants removed; those given in the app kept). No
-granted role in an existing project, or a username a local account already has, refuses the
-sign-in with a page that says why. Logins and logouts are audited by the signals in
-webapp.audit.signals; refusals and account creation here, membership changes in
-webapp.accounts.membership.
+claims: email, names, the interface language the `locale` claim names (kept apart from one the
+user chose, which comes first: webapp.accounts.language), and the project memberships that
+OIDC_GROUP_ROLES grants from the groups claim (memberships the provider no longer grants
+removed; those given in the app kept). No granted role in an existing project, or a username a
+local account already has, refuses the sign-in with a page that says why. Logins and logouts are
+audited by the signals in webapp.audit.signals; refusals and account creation here, membership
+changes in webapp.accounts.membership.
 
 A disabled IdP account: every OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS the next GET sends the browser
 to the provider with prompt=none; a provider that no longer knows the account answers with an
@@ -30,6 +31,7 @@ from django.utils.functional import cached_property
 from mozilla_django_oidc import middleware, views
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
+from webapp.accounts.language import save_claimed
 from webapp.accounts.membership import set_provider_memberships
 from webapp.accounts.models import OIDCIdentity
 from webapp.accounts.oidc_config import grants_for_groups
@@ -111,6 +113,7 @@ class OIDCBackend(OIDCAuthenticationBackend):
             setattr(user, name, fields[name])
         if changed:
             user.save(update_fields=changed)
+        save_claimed(user, claims.get("locale"))
 
     def _refuse(self, who, reason: str, groups):
         """Audit the refusal (marking the request, so the failed-login signal adds no second row)
