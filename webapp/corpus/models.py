@@ -22,6 +22,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Length, Lower
 from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, LessThanOrEqual
+from django.utils.translation import gettext_lazy as _
 
 from webapp.corpus.expressions import JSONArrayLength, JSONType
 from webapp.lib import validators
@@ -169,8 +170,8 @@ class Task(TriggerCounters):
     from new work, kept with its data (webapp.corpus.tasks)."""
 
     class Origin(models.TextChoices):
-        CATALOG = "catalog", "Catalog"
-        APP = "app", "Made in the app"
+        CATALOG = "catalog", _("Catalog")
+        APP = "app", _("Made in the app")
 
     counter_fields = ("decision_count",)
 
@@ -352,12 +353,12 @@ class ImportJob(WorkUnit):
     `problems` holds the plain problem lines (file, line, reason), never note text."""
 
     class Kind(models.TextChoices):
-        NOTES = "notes", "Notes"
-        ANNOTATIONS = "annotations", "Annotations (gold labels)"
+        NOTES = "notes", _("Notes")
+        ANNOTATIONS = "annotations", _("Annotations (gold labels)")
 
     class Phase(models.TextChoices):
-        VALIDATING = "validating", "Validating"
-        WRITING = "writing", "Writing"
+        VALIDATING = "validating", _("Validating")
+        WRITING = "writing", _("Writing")
 
     kind = models.CharField(max_length=12, choices=Kind.choices)
     project = models.ForeignKey("projects.Project", on_delete=models.PROTECT, related_name="import_jobs")

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -86,7 +87,7 @@ def task_new(request):
     form = TaskForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         task = tasks.create_task(**form.cleaned_data, actor=request.user, ip=client_address(request))
-        messages.success(request, f"Task {task.slug} created.")
+        messages.success(request, _("Task %(task)s created.") % {"task": task.slug})
         return redirect("corpus:tasks")
     return render(request, "corpus/task_form.html", {"nav": "tasks", "form": form, "task": None})
 
@@ -102,9 +103,13 @@ def task_edit(request, task_id):
             changed = tasks.edit_task(task, form.cleaned_data, actor=request.user, ip=client_address(request))
         except tasks.TaskEditRefused as refused:
             for problem in refused.problems:
-                form.add_error("options", f"Not saved: {problem}.")
+                form.add_error("options", _("Not saved: %(problem)s.") % {"problem": problem})
         else:
-            saved = f"Task {task.slug}: {', '.join(changed)} saved." if changed else "Nothing changed."
+            saved = (
+                _("Task %(task)s: %(fields)s saved.") % {"task": task.slug, "fields": ", ".join(changed)}
+                if changed
+                else _("Nothing changed.")
+            )
             messages.success(request, saved)
             return redirect("corpus:tasks")
     context = {"nav": "tasks", "form": form, "task": task, "use": tasks.use_of(task)}
@@ -125,7 +130,10 @@ def _catalog_guideline_edit(request, task, chosen):
         text, ip = form.cleaned_data["guideline"], client_address(request)
         saved = tasks.write_project_guideline(task, project, text, actor=request.user, ip=ip)
         messages.success(
-            request, f"Task {task.slug}: guideline for {project.name} saved." if saved else "Nothing changed."
+            request,
+            _("Task %(task)s: guideline for %(project)s saved.") % {"task": task.slug, "project": project.name}
+            if saved
+            else _("Nothing changed."),
         )
         return redirect("corpus:tasks")
     context = {"nav": "tasks", "form": form, "task": task, "use": tasks.use_of(task, project), "for_project": project}
@@ -145,8 +153,16 @@ def task_retire(request, task_id):
             messages.error(request, str(exc))
             return redirect("corpus:tasks")
     if tasks.set_retired(task, retire, actor=request.user, ip=client_address(request), project=project):
-        done = "retired: hidden from new jobs and the review queue, its data kept" if retire else "back in use"
-        messages.success(request, f"Task {task.slug} {done}{f' in {project.name}' if project else ''}.")
+        names = {"task": task.slug, "project": project.name if project else ""}
+        if retire and project:
+            done = _("Task %(task)s retired: hidden from new jobs and the review queue, its data kept in %(project)s.")
+        elif retire:
+            done = _("Task %(task)s retired: hidden from new jobs and the review queue, its data kept.")
+        elif project:
+            done = _("Task %(task)s back in use in %(project)s.")
+        else:
+            done = _("Task %(task)s back in use.")
+        messages.success(request, done % names)
     return redirect("corpus:tasks")
 
 
@@ -157,8 +173,11 @@ def upload(request):
         job = form.launch(request.user, ip=client_address(request))
         messages.info(
             request,
-            f"{job.file_name} is queued for import into {job.corpus_name}; "
-            "this page follows it (you can leave it, the import goes on).",
+            _(
+                "%(file)s is queued for import into %(corpus)s; "
+                "this page follows it (you can leave it, the import goes on)."
+            )
+            % {"file": job.file_name, "corpus": job.corpus_name},
         )
         return redirect("corpus:import_detail", job.pk)
     recent = import_jobs.recent(request.user)[:RECENT_ON_UPLOAD_PAGE]
@@ -194,11 +213,11 @@ def import_cancel(request, job_id):
     job = import_job_for(request.user, job_id)
     outcome = import_jobs.cancel(job, actor=request.user)
     if outcome == JobStatus.CANCELLED:
-        messages.success(request, "Import cancelled: nothing was imported.")
+        messages.success(request, _("Import cancelled: nothing was imported."))
     elif outcome == JobStatus.CANCELLING:
-        messages.success(request, "Cancelling: the worker rolls the import back; nothing will be imported.")
+        messages.success(request, _("Cancelling: the worker rolls the import back; nothing will be imported."))
     else:
-        messages.error(request, "This import has already ended.")
+        messages.error(request, _("This import has already ended."))
     return redirect("corpus:import_detail", job.pk)
 
 
@@ -206,7 +225,7 @@ def import_cancel(request, job_id):
 def import_resume(request, job_id):
     job = import_job_for(request.user, job_id)
     if import_jobs.resume(job, actor=request.user):
-        messages.success(request, "Queued again: the import starts over from the stored file.")
+        messages.success(request, _("Queued again: the import starts over from the stored file."))
     else:
-        messages.error(request, "Only an import whose worker was lost can be resumed; upload the file again.")
+        messages.error(request, _("Only an import whose worker was lost can be resumed; upload the file again."))
     return redirect("corpus:import_detail", job.pk)

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
 from ml.faithfulness import PASSES_PER_PAIR
 from webapp.evaluation.evaluations import RUN_TASK, n_planned
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lifecycle import queue
-from webapp.lifecycle.estimates import RATE_SAMPLE, Estimate, from_rate
+from webapp.lifecycle.estimates import RATE_SAMPLE, Estimate, amount_in_words, decimal, from_rate, grouped
 
 
 @dataclass(frozen=True)
@@ -24,12 +27,14 @@ class EvaluationEstimate(Estimate):
 
     @property
     def size(self) -> str:
+        prompts = amount_in_words(self.prompts, "prompts")
         if not self.passes:
-            return f"{self.prompts:,} prompts"
-        return (
-            f"{self.prompts:,} prompts + {self.passes:,} forward passes for faithfulness "
-            f"({PASSES_PER_PAIR} a pair and configuration)"
-        )
+            return prompts
+        return ngettext(
+            "%(prompts)s + %(passes)s forward passes for faithfulness (%(per_pair)s a pair and configuration)",
+            "%(prompts)s + %(passes)s forward passes for faithfulness (%(per_pair)s a pair and configuration)",
+            self.passes,
+        ) % {"prompts": prompts, "passes": grouped(self.passes), "per_pair": PASSES_PER_PAIR}
 
 
 def evaluation(spec) -> Estimate:
@@ -56,9 +61,13 @@ def evaluation(spec) -> Estimate:
         if rates and seconds is not None:
             per_pass = sum(rates) / len(rates)
             seconds += passes * per_pass
-            basis += f"; forward passes at {per_pass:.3g} s each, measured on {len(rates)} earlier evaluation(s)"
+            basis += ngettext(
+                "; forward passes at %(seconds)s s each, measured on %(count)s earlier evaluation(s)",
+                "; forward passes at %(seconds)s s each, measured on %(count)s earlier evaluation(s)",
+                len(rates),
+            ) % {"seconds": decimal(f"{per_pass:.3g}"), "count": len(rates)}
         else:
             seconds = None
-            basis += "; no measured rate yet for faithfulness forward passes of this model"
+            basis += _("; no measured rate yet for faithfulness forward passes of this model")
     unit = "prompts and forward passes" if passes else "prompts"
     return EvaluationEstimate(prompts + passes, unit, seconds, basis, maps.queue, prompts=prompts, passes=passes)

@@ -2,6 +2,8 @@
 tasks), a model, what to compare, and whether to measure faithfulness too."""
 
 from django import forms
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from ml.faithfulness import PASSES_PER_PAIR
 from ml.prompts import TEMPLATES
@@ -14,7 +16,7 @@ from webapp.projects.forms import ScopedChoicesForm
 from webapp.projects.roles import Capability
 
 TEMPLATE_CHOICES = [
-    ("auto", "The corpus's language (its built-in template; English otherwise)"),
+    ("auto", gettext_lazy("The corpus's language (its built-in template; English otherwise)")),
     *[(name, f"{name}: “{template.text}”") for name, template in TEMPLATES.items()],
 ]
 
@@ -25,29 +27,34 @@ class EvaluationForm(ScopedChoicesForm, forms.Form):
     corpus = forms.ModelChoiceField(
         Corpus.objects.order_by("name"),
         empty_label=None,
-        help_text="Its annotations with evidence spans, and the peaks kept and spans added in review, are the gold",
+        label=gettext_lazy("Corpus"),
+        help_text=gettext_lazy(
+            "Its annotations with evidence spans, and the peaks kept and spans added in review, are the gold"
+        ),
     )
     pairs_from = forms.ChoiceField(
         choices=[
-            ("evidence", "Pairs with gold evidence: annotations, or peaks kept and spans added in review"),
-            ("notes", "Drawn notes x every chosen task (any corpus, gold or not)"),
+            (
+                "evidence",
+                gettext_lazy("Pairs with gold evidence: annotations, or peaks kept and spans added in review"),
+            ),
+            ("notes", gettext_lazy("Drawn notes x every chosen task (any corpus, gold or not)")),
         ],
         initial="evidence",
         required=False,  # not posted: the annotated evidence pairs, as before this choice existed
-        label="Pairs",
+        label=gettext_lazy("Pairs"),
         widget=forms.RadioSelect,
-        help_text="Drawn notes are asked about every chosen task, so task-specificity compares them",
+        help_text=gettext_lazy("Drawn notes are asked about every chosen task, so task-specificity compares them"),
     )
     faithfulness = forms.BooleanField(
         required=False,
-        label="Also measure faithfulness (no gold needed)",
-        help_text="Hide each map's top 5-50% tokens and re-score the prediction, against 10 random rankings "
-        f"of the same note: {PASSES_PER_PAIR} forward passes per pair and configuration beyond the map",
+        label=gettext_lazy("Also measure faithfulness (no gold needed)"),
     )
-    model_version = forms.ModelChoiceField(ModelVersion.objects.all(), empty_label=None, label="Model")
+    model_version = forms.ModelChoiceField(ModelVersion.objects.all(), empty_label=None, label=gettext_lazy("Model"))
     methods = forms.MultipleChoiceField(
         # imported: maps computed elsewhere (manage.py import_maps), scored as they are, never computed
-        choices=[*RelevanceJob.Method.choices, (IMPORTED, "Imported maps (computed elsewhere)")],
+        choices=[*RelevanceJob.Method.choices, (IMPORTED, gettext_lazy("Imported maps (computed elsewhere)"))],
+        label=gettext_lazy("Methods"),
         widget=forms.CheckboxSelectMultiple,
         initial=[RelevanceJob.Method.ATTNLRP],
     )
@@ -55,39 +62,47 @@ class EvaluationForm(ScopedChoicesForm, forms.Form):
         choices=RelevanceJob.Explain.choices,
         widget=forms.CheckboxSelectMultiple,
         initial=["next"],
-        label="Explain variants",
-        help_text="Every method is run with every variant chosen",
+        label=gettext_lazy("Explain variants"),
+        help_text=gettext_lazy("Every method is run with every variant chosen"),
     )
-    template = forms.ChoiceField(choices=TEMPLATE_CHOICES, initial="auto", label="Prompt template")
+    template = forms.ChoiceField(choices=TEMPLATE_CHOICES, initial="auto", label=gettext_lazy("Prompt template"))
     tasks = forms.ModelMultipleChoiceField(
         Task.objects.active().order_by("slug"),
         required=False,
         widget=forms.SelectMultiple(attrs={"size": 6}),
-        help_text="None chosen: every task with evidence annotations (drawn notes need chosen tasks)",
+        label=gettext_lazy("Tasks"),
+        help_text=gettext_lazy("None chosen: every task with evidence annotations (drawn notes need chosen tasks)"),
     )
     profile = forms.ModelChoiceField(
         PeakProfile.objects.all(),
         empty_label=None,
-        label="Peak profile",
-        help_text="The peak rule the peak precision and recall are measured with",
+        label=gettext_lazy("Peak profile"),
+        help_text=gettext_lazy("The peak rule the peak precision and recall are measured with"),
     )
     max_pairs = forms.IntegerField(
         min_value=1,
         required=False,
         initial=200,
-        label="At most N pairs",
-        help_text="Annotated (note, task) pairs, drawn with the seed; empty: all of them. "
-        "Each pair costs one prompt per configuration (~0.5-1.3 s on a CPU)",
+        label=gettext_lazy("At most N pairs"),
+        help_text=gettext_lazy(
+            "Annotated (note, task) pairs, drawn with the seed; empty: all of them. "
+            "Each pair costs one prompt per configuration (~0.5-1.3 s on a CPU)"
+        ),
     )
     seed = forms.IntegerField(
         initial=0,
         min_value=0,
         max_value=MAX_SEED,
-        help_text="Draws the pairs, the bootstrap resamples and the random baseline",
+        label=gettext_lazy("Seed"),
+        help_text=gettext_lazy("Draws the pairs, the bootstrap resamples and the random baseline"),
     )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["faithfulness"].help_text = _(
+            "Hide each map's top 5-50%% tokens and re-score the prediction, against 10 random rankings "
+            "of the same note: %(passes)s forward passes per pair and configuration beyond the map"
+        ) % {"passes": PASSES_PER_PAIR}
         default_model = ModelVersion.objects.filter(is_default=True).first()
         if default_model is not None:
             self.fields["model_version"].initial = default_model.pk

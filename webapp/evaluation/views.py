@@ -2,6 +2,7 @@
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -40,8 +41,8 @@ def evaluation_new(request):
         else:
             messages.success(
                 request,
-                f"Evaluation {evaluation.pk} queued: {evaluation.n_pairs} pairs x "
-                f"{len(evaluation.configs)} configurations.",
+                _("Evaluation %(id)s queued: %(pairs)s pairs x %(configs)s configurations.")
+                % {"id": evaluation.pk, "pairs": evaluation.n_pairs, "configs": len(evaluation.configs)},
             )
             return redirect("evaluation:detail", evaluation.pk)
     return render(request, "evaluation/new.html", context)
@@ -85,9 +86,9 @@ def evaluation_cancel(request, evaluation_id):
     else:
         messages.success(
             request,
-            "Cancel requested: the worker stops after its current batch."
+            _("Cancel requested: the worker stops after its current batch.")
             if evaluation.status == "cancelling"
-            else "The evaluation is cancelled.",
+            else _("The evaluation is cancelled."),
         )
     return redirect("evaluation:detail", evaluation.pk)
 
@@ -100,5 +101,5 @@ def evaluation_resume(request, evaluation_id):
     except evaluations.EvaluationError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, "Resumed: maps already stored are kept; the worker computes the rest.")
+        messages.success(request, _("Resumed: maps already stored are kept; the worker computes the rest."))
     return redirect("evaluation:detail", evaluation.pk)

@@ -32,6 +32,9 @@ import math
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.utils.formats import get_format, number_format
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext, npgettext, pgettext
 
 RATE_SAMPLE = 5  # most recent measured units of work a rate is taken from
 CONFIRM_FIELD = "confirmed"
@@ -53,25 +56,33 @@ class Estimate:
 
     @property
     def size(self) -> str:
-        """The amount in words ("12,400 prompts")."""
-        return f"{self.amount:,} {self.unit}"
+        """The amount in words ("12,400 prompts"), in the reader's language."""
+        return amount_in_words(self.amount, self.unit)
 
     @property
     def duration(self) -> str:
         """The time in words ("about 2 h 05 min"), "unknown" without a measured rate."""
-        return "unknown" if self.seconds is None else f"about {in_words(self.seconds)}"
+        if self.seconds is None:
+            return _("unknown")
+        return _("about %(time)s") % {"time": in_words(self.seconds)}
 
     @property
     def worker(self) -> str:
-        return f"one worker of the {self.queue} queue" if self.queue else "one worker"
+        return _("one worker of the %(queue)s queue") % {"queue": self.queue} if self.queue else _("one worker")
 
     @property
     def question(self) -> str:
         """The confirmation asked before a large launch."""
-        size = f"This is {self.size}"
         if self.seconds is None:
-            return f"{size}, and no time can be estimated yet ({self.basis}). Launch it?"
-        return f"{size}, {self.duration} on {self.worker}. Launch it?"
+            return _("This is %(size)s, and no time can be estimated yet (%(basis)s). Launch it?") % {
+                "size": self.size,
+                "basis": self.basis,
+            }
+        return _("This is %(size)s, %(duration)s on %(worker)s. Launch it?") % {
+            "size": self.size,
+            "duration": self.duration,
+            "worker": self.worker,
+        }
 
     def confirmed_by(self, posted) -> bool:
         """True when it needs no confirmation, or `posted` (request.POST) confirms at least this
@@ -90,17 +101,65 @@ def waits_for_confirmation(estimate: Estimate | None, posted) -> bool:
     return estimate is not None and not estimate.confirmed_by(posted)
 
 
+def grouped(number: int) -> str:
+    """A whole number with the reader's language's thousands separator ("12,400", "12.400")."""
+    return number_format(number, force_grouping=True)
+
+
+def decimal(text: str) -> str:
+    """A number already written ("2.5", "1.23e+04") with the reader's language's decimal mark."""
+    return text.replace(".", get_format("DECIMAL_SEPARATOR"))
+
+
+def amount_in_words(amount: int, unit: str) -> str:
+    """ "12,400 prompts": the English keeps its plural for 1 ("1 maps"), as it always did; the
+    translations say it their way. A unit not listed here keeps its English word."""
+    number = grouped(amount)
+    if unit == "prompts":
+        return ngettext("%(count)s prompts", "%(count)s prompts", amount) % {"count": number}
+    if unit == "maps":
+        return ngettext("%(count)s maps", "%(count)s maps", amount) % {"count": number}
+    if unit == "steps":
+        return ngettext("%(count)s steps", "%(count)s steps", amount) % {"count": number}
+    return f"{number} {unit}"
+
+
+def unit_name(unit: str) -> str:
+    """The unit's plural, in the reader's language, for a rate ("prompts/s")."""
+    names = {
+        "prompts": pgettext("unit of work", "prompts"),
+        "maps": pgettext("unit of work", "maps"),
+        "steps": pgettext("unit of work", "steps"),
+    }
+    return names.get(unit, unit)
+
+
+def work_in_words(work: str, count: int) -> str:
+    """Earlier work ("job", "build", "evaluation", "dsm run"), singular or plural, in the reader's
+    language; the kind of a run ("dsm") is a name and stays as it is."""
+    if work == "job":
+        return npgettext("earlier work", "job", "jobs", count)
+    if work == "build":
+        return npgettext("earlier work", "build", "builds", count)
+    if work == "evaluation":
+        return npgettext("earlier work", "evaluation", "evaluations", count)
+    if work.endswith(" run"):
+        kind = work.removesuffix(" run")
+        return npgettext("earlier work", "%(kind)s run", "%(kind)s runs", count) % {"kind": kind}
+    return f"{work}{'' if count == 1 else 's'}"
+
+
 def in_words(seconds: float) -> str:
     seconds = max(0, round(seconds))
     if seconds < 60:
-        return f"{seconds} s"
+        return _("%(seconds)s s") % {"seconds": seconds}
     minutes = math.ceil(seconds / 60)
     if minutes < 60:
-        return f"{minutes} min"
+        return _("%(minutes)s min") % {"minutes": minutes}
     hours, minutes = divmod(minutes, 60)
     if hours < 48:
-        return f"{hours} h {minutes:02d} min"
-    return f"{seconds / 86400:.1f} days"
+        return _("%(hours)s h %(minutes)s min") % {"hours": hours, "minutes": f"{minutes:02d}"}
+    return _("%(days)s days") % {"days": number_format(seconds / 86400, 1)}
 
 
 def from_rate(amount: int, unit: str, samples: list[tuple[float, float]], *, work: str, queue_name: str) -> Estimate:
@@ -108,15 +167,24 @@ def from_rate(amount: int, unit: str, samples: list[tuple[float, float]], *, wor
     model on the queue `queue_name`."""
     measured = [(done, seconds) for done, seconds in samples if done and seconds and seconds > 0]
     if not measured:
-        return Estimate(
-            amount, unit, None, f"no measured rate yet for {work}s of this model on the {queue_name} queue", queue_name
-        )
-    rate = sum(done for done, _ in measured) / sum(seconds for _, seconds in measured)
+        basis = _("no measured rate yet for %(work)s of this model on the %(queue)s queue") % {
+            "work": work_in_words(work, 2),
+            "queue": queue_name,
+        }
+        return Estimate(amount, unit, None, basis, queue_name)
+    rate = sum(done for done, _done in measured) / sum(seconds for _done, seconds in measured)
     count = len(measured)
-    basis = (
-        f"measured on {count} earlier {work}{'' if count == 1 else 's'} of this model on the {queue_name} "
-        f"queue ({rate:.3g} {unit}/s)"
-    )
+    basis = ngettext(
+        "measured on %(count)s earlier %(work)s of this model on the %(queue)s queue (%(rate)s %(unit)s/s)",
+        "measured on %(count)s earlier %(work)s of this model on the %(queue)s queue (%(rate)s %(unit)s/s)",
+        count,
+    ) % {
+        "count": count,
+        "work": work_in_words(work, count),
+        "queue": queue_name,
+        "rate": decimal(f"{rate:.3g}"),
+        "unit": unit_name(unit),
+    }
     return Estimate(amount, unit, amount / rate, basis, queue_name)
 
 

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from webapp.lifecycle.status import ACTIVE, ENDED, HELD, RESUMABLE, JobStatus
 
@@ -71,5 +72,5 @@ class WorkUnit(models.Model):
         """The status in words, honest about a lost worker: never "running" for a dead one."""
         lost = self.stalled_since(now)
         if lost is not None:
-            return f"stalled: worker lost at {timezone.localtime(lost):%H:%M}"
+            return _("stalled: worker lost at %(time)s") % {"time": f"{timezone.localtime(lost):%H:%M}"}
         return self.get_status_display()

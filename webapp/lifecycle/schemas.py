@@ -7,6 +7,7 @@ estimate (webapp.api.api), with nothing launched."""
 
 from datetime import datetime
 
+from django.utils import translation
 from ninja import Schema
 from pydantic import Field
 
@@ -55,8 +56,10 @@ class Unconfirmed(Exception):
         self.estimate = estimate
 
     def answer(self) -> dict:
-        detail = f'{self.estimate.question} Send the same request with "confirm": true to launch it.'
-        return {"detail": detail, "estimate": EstimateOut.from_orm(self.estimate).dict()}
+        """The API's body stays in English, whatever the request's language."""
+        with translation.override("en"):
+            detail = f'{self.estimate.question} Send the same request with "confirm": true to launch it.'
+            return {"detail": detail, "estimate": EstimateOut.from_orm(self.estimate).dict()}
 
 
 def must_confirm(estimate: Estimate | None, confirm: bool) -> None:

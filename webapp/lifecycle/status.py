@@ -1,16 +1,17 @@
 """The statuses every unit of work goes through (webapp.lifecycle)."""
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class JobStatus(models.TextChoices):
-    PLANNING = "planning", "Planning"  # relevance jobs only: chunks being written by a worker
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    CANCELLING = "cancelling", "Cancelling"
-    CANCELLED = "cancelled", "Cancelled"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
+    PLANNING = "planning", _("Planning")  # relevance jobs only: chunks being written by a worker
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    CANCELLING = "cancelling", _("Cancelling")
+    CANCELLED = "cancelled", _("Cancelled")
+    DONE = "done", _("Done")
+    FAILED = "failed", _("Failed")
 
 
 WAITING = (JobStatus.QUEUED,)

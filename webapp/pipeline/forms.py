@@ -1,6 +1,8 @@
 import re
 
 from django import forms
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from ml.relevance import DTYPES, NORMALISE
 from webapp.corpus.models import Corpus, Note, Task
@@ -12,17 +14,20 @@ from webapp.projects.forms import ScopedChoicesForm
 from webapp.projects.roles import Capability
 
 TEMPLATE_CHOICES = [
-    ("en", "English (the paper's prompt)"),
-    ("it", "Italian (the reference code's prompt)"),
-    ("es", "Spanish (the English prompt's structure)"),
-    ("custom", "Custom"),
+    ("en", gettext_lazy("English (the paper's prompt)")),
+    ("it", gettext_lazy("Italian (the reference code's prompt)")),
+    ("es", gettext_lazy("Spanish (the English prompt's structure)")),
+    ("custom", gettext_lazy("Custom")),
 ]
-NORMALISE_LABELS = {"abs": "|r| / max |r| (reference code)", "clip": "max(r, 0) / max r (positive relevance only)"}
+NORMALISE_LABELS = {
+    "abs": gettext_lazy("|r| / max |r| (reference code)"),
+    "clip": gettext_lazy("max(r, 0) / max r (positive relevance only)"),
+}
 DTYPE_LABELS = {
-    "auto": "Auto (bf16 where fast, else float32)",
+    "auto": gettext_lazy("Auto (bf16 where fast, else float32)"),
     "float32": "float32",
     "bfloat16": "bfloat16",
-    "float16": "float16 (GPU)",
+    "float16": gettext_lazy("float16 (GPU)"),
 }
 MAX_LISTED = 5
 
@@ -30,88 +35,107 @@ MAX_LISTED = 5
 class LaunchForm(ScopedChoicesForm, forms.Form):
     scope_capability = Capability.LAUNCH
 
-    corpus = forms.ModelChoiceField(Corpus.objects.order_by("name"), empty_label=None)
+    corpus = forms.ModelChoiceField(Corpus.objects.order_by("name"), empty_label=None, label=gettext_lazy("Corpus"))
     limit = forms.IntegerField(
-        min_value=1, required=False, label="Only the first N notes", help_text="Empty: every note of the corpus"
+        min_value=1,
+        required=False,
+        label=gettext_lazy("Only the first N notes"),
+        help_text=gettext_lazy("Empty: every note of the corpus"),
     )
     external_ids = forms.CharField(
         required=False,
-        label="Only these notes",
+        label=gettext_lazy("Only these notes"),
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="Note ids as imported, separated by commas, spaces or new lines",
+        help_text=gettext_lazy("Note ids as imported, separated by commas, spaces or new lines"),
     )
     task_selection = forms.ChoiceField(
         choices=RelevanceJob.TaskSelection.choices,
         widget=forms.RadioSelect,
         initial=RelevanceJob.TaskSelection.SAMPLE,
-        label="Tasks per note",
+        label=gettext_lazy("Tasks per note"),
     )
     tasks = forms.ModelMultipleChoiceField(
         Task.objects.active().order_by("slug"),
         required=False,
         widget=forms.SelectMultiple(attrs={"size": 8}),
-        label="Task pool",
-        help_text="Required for 'Chosen tasks'; otherwise the tasks to use or sample from (none chosen: every task)",
+        label=gettext_lazy("Task pool"),
+        help_text=gettext_lazy(
+            "Required for 'Chosen tasks'; otherwise the tasks to use or sample from (none chosen: every task)"
+        ),
     )
     include_held_out = forms.BooleanField(
         required=False,
-        label="Include held-out tasks",
-        help_text="Off by default: held-out tasks stay out of DSM training",
+        label=gettext_lazy("Include held-out tasks"),
+        help_text=gettext_lazy("Off by default: held-out tasks stay out of DSM training"),
     )
     sample_k = forms.IntegerField(
         initial=9,
-        label="k (random tasks per note)",
-        help_text="Random tasks per note from the task pool (the paper samples 9)",
+        label=gettext_lazy("k (random tasks per note)"),
+        help_text=gettext_lazy("Random tasks per note from the task pool (the paper samples 9)"),
     )
     seed = forms.IntegerField(
-        initial=0, min_value=0, max_value=MAX_SEED, help_text="The same seed gives every note the same tasks again"
+        initial=0,
+        min_value=0,
+        max_value=MAX_SEED,
+        label=gettext_lazy("Seed"),
+        help_text=gettext_lazy("The same seed gives every note the same tasks again"),
     )
-    model_version = forms.ModelChoiceField(ModelVersion.objects.all(), empty_label=None, label="Model")
-    method = forms.ChoiceField(choices=RelevanceJob.Method.choices, initial=RelevanceJob.Method.ATTNLRP)
+    model_version = forms.ModelChoiceField(ModelVersion.objects.all(), empty_label=None, label=gettext_lazy("Model"))
+    method = forms.ChoiceField(
+        choices=RelevanceJob.Method.choices, initial=RelevanceJob.Method.ATTNLRP, label=gettext_lazy("Method")
+    )
     template_choice = forms.ChoiceField(
-        choices=TEMPLATE_CHOICES, initial="en", widget=forms.RadioSelect, label="Prompt template"
+        choices=TEMPLATE_CHOICES, initial="en", widget=forms.RadioSelect, label=gettext_lazy("Prompt template")
     )
     custom_template = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="With {note} and {task}, the task last, e.g. “{note} In this patient we observe {task}”",
+        label=gettext_lazy("Custom template"),
+        help_text=gettext_lazy(
+            "With {note} and {task}, the task last, e.g. “{note} In this patient we observe {task}”"
+        ),
     )
     explain = forms.ChoiceField(
         choices=RelevanceJob.Explain.choices,
         initial=RelevanceJob.Explain.NEXT,
         required=False,
-        label="Prediction explained",
-        help_text="Next: the reference code's. Span: every token of the task description, "
-        "same cost. Contrastive: the task minus a neutral description, "
-        "up to twice the cost",
+        label=gettext_lazy("Prediction explained"),
+        help_text=gettext_lazy(
+            "Next: the reference code's. Span: every token of the task description, "
+            "same cost. Contrastive: the task minus a neutral description, "
+            "up to twice the cost"
+        ),
     )
     neutral = forms.CharField(
         required=False,
         max_length=200,
-        label="Neutral description",
-        help_text="Contrastive only. Empty: the template's (en “the patient”, "
-        "it “il paziente”, es “el paciente”); required with a custom template",
+        label=gettext_lazy("Neutral description"),
+        help_text=gettext_lazy(
+            "Contrastive only. Empty: the template's (en “the patient”, "
+            "it “il paziente”, es “el paciente”); required with a custom template"
+        ),
     )
     normalise = forms.ChoiceField(
         choices=[(n, NORMALISE_LABELS[n]) for n in NORMALISE],
         initial="abs",
         required=False,
-        label="Normalisation",
-        help_text="Clip suits contrastive maps: only what supports the task over the neutral description",
+        label=gettext_lazy("Normalisation"),
+        help_text=gettext_lazy("Clip suits contrastive maps: only what supports the task over the neutral description"),
     )
     dtype = forms.ChoiceField(
         choices=[(d, DTYPE_LABELS[d]) for d in DTYPES],
         initial="auto",
         required=False,
-        label="Precision",
-        help_text="Auto: bf16 where the worker computes it fast, else float32. Plain gradient x input needs float32",
+        label=gettext_lazy("Precision"),
+        help_text=gettext_lazy(
+            "Auto: bf16 where the worker computes it fast, else float32. Plain gradient x input needs float32"
+        ),
     )
     chunk_size = forms.IntegerField(
         required=False,
         min_value=1,
         max_value=MAX_CHUNK_SIZE,
-        help_text=f"Prompts per worker task; empty: about {CHUNK_SECONDS} s of work at this model's measured rate "
-        f"({UNMEASURED_CHUNK} until a job of it is measured), so progress and maps arrive that often",
+        label=gettext_lazy("Chunk size"),
     )
 
     def __init__(self, *args, **kwargs):
@@ -120,11 +144,18 @@ class LaunchForm(ScopedChoicesForm, forms.Form):
         if default is not None:
             self.fields["model_version"].initial = default.pk
         # the catalog's size, not the paper's (136): imported catalogs differ
-        self.fields["sample_k"].help_text = (
-            f"Random tasks per note, drawn from the pool (none chosen: the "
-            f"{Task.objects.visible_to(self.user).active().count()} tasks of the catalog and your projects); "
-            "the paper samples 9"
-        )
+        count = Task.objects.visible_to(self.user).active().count()
+        self.fields["sample_k"].help_text = ngettext(
+            "Random tasks per note, drawn from the pool (none chosen: the %(count)s tasks of the catalog and "
+            "your projects); the paper samples 9",
+            "Random tasks per note, drawn from the pool (none chosen: the %(count)s tasks of the catalog and "
+            "your projects); the paper samples 9",
+            count,
+        ) % {"count": count}
+        self.fields["chunk_size"].help_text = _(
+            "Prompts per worker task; empty: about %(seconds)s s of work at this model's measured rate "
+            "(%(unmeasured)s until a job of it is measured), so progress and maps arrive that often"
+        ) % {"seconds": CHUNK_SECONDS, "unmeasured": UNMEASURED_CHUNK}
 
     def clean_external_ids(self):
         return [part for part in re.split(r"[\s,]+", self.cleaned_data["external_ids"]) if part]
@@ -132,7 +163,7 @@ class LaunchForm(ScopedChoicesForm, forms.Form):
     def clean(self):
         data = super().clean()
         if data.get("template_choice") == "custom" and not (data.get("custom_template") or "").strip():
-            self.add_error("custom_template", "Write the custom template, with {note} and {task}.")
+            self.add_error("custom_template", _("Write the custom template, with {note} and {task}."))
         if "corpus" not in data or "model_version" not in data or self.errors:
             return data
         spec = self.spec()
@@ -178,10 +209,17 @@ class LaunchForm(ScopedChoicesForm, forms.Form):
         )
         missing = [i for i in wanted if i not in found]
         if missing:
-            listed = ", ".join(missing[:MAX_LISTED]) + (
-                f" and {len(missing) - MAX_LISTED} more" if len(missing) > MAX_LISTED else ""
+            listed = ", ".join(missing[:MAX_LISTED])
+            if len(missing) > MAX_LISTED:
+                more = len(missing) - MAX_LISTED
+                listed = ngettext("%(ids)s and %(count)s more", "%(ids)s and %(count)s more", more) % {
+                    "ids": listed,
+                    "count": more,
+                }
+            self.add_error(
+                "external_ids",
+                _("Corpus %(corpus)s has no note %(ids)s.") % {"corpus": spec.corpus.name, "ids": listed},
             )
-            self.add_error("external_ids", f"Corpus {spec.corpus.name} has no note {listed}.")
 
     def _field_for(self, problem_field):
         if problem_field == "template":

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Case, Count, F, Q, Sum, Value, When
 from django.db.models.functions import Now
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from ml.prompts import template_label
 from ml.relevance import ConfigError, RelevanceConfig
@@ -106,29 +108,63 @@ class JobSpec:
         """{field: plain-words problem}; empty when the spec can be launched."""
         problems = {}
         if self.method not in RelevanceJob.Method.values:
-            problems["method"] = f"Unknown method {self.method!r}."
+            problems["method"] = _("Unknown method %(method)s.") % {"method": repr(self.method)}
         try:
             self.config()
         except ConfigError as exc:
             if exc.field == "template":
-                problems["template"] = f"The template is not usable: {exc}."
+                problems["template"] = _("The template is not usable: %(reason)s.") % {"reason": ml_reason(exc)}
             elif exc.field != "method":
-                problems[exc.field] = f"{str(exc)[:1].upper()}{str(exc)[1:]}."
+                reason = ml_reason(exc)
+                problems[exc.field] = f"{reason[:1].upper()}{reason[1:]}."
         if self.chunk_size is not None and not 1 <= self.chunk_size <= MAX_CHUNK_SIZE:
-            problems["chunk_size"] = f"The chunk size must be between 1 and {MAX_CHUNK_SIZE} prompts."
+            problems["chunk_size"] = _("The chunk size must be between 1 and %(max)s prompts.") % {
+                "max": MAX_CHUNK_SIZE
+            }
         if self.task_selection == RelevanceJob.TaskSelection.LIST and not self.tasks:
-            problems["tasks"] = "Choose at least one task."
+            problems["tasks"] = _("Choose at least one task.")
         pool = self.task_pool()
         if not pool:
-            problems["tasks"] = "There are no tasks to use: load the task catalog first."
+            problems["tasks"] = _("There are no tasks to use: load the task catalog first.")
         elif self.task_selection == RelevanceJob.TaskSelection.SAMPLE and not 1 <= self.sample_k <= len(pool):
-            problems["sample_k"] = f"k must be between 1 and {len(pool)}, the number of tasks to sample from."
+            problems["sample_k"] = _("k must be between 1 and %(count)s, the number of tasks to sample from.") % {
+                "count": len(pool)
+            }
         note_problem = _note_filter_problem(self.note_filter)
         if note_problem:
             problems["note_filter"] = note_problem
         elif not selected_notes(self.corpus, self.note_filter).exists():
-            problems["note_filter"] = f"No note of corpus {self.corpus.name} matches this selection."
+            problems["note_filter"] = _("No note of corpus %(corpus)s matches this selection.") % {
+                "corpus": self.corpus.name
+            }
         return problems
+
+
+# ml.relevance's refusals (ml has no Django) in the reader's language; one not listed stays as ml wrote it
+ML_REASONS = {
+    "template: template must contain {note} and {task} exactly once each": gettext_lazy(
+        "template: template must contain {note} and {task} exactly once each"
+    ),
+    "template: {task} must come after {note} in the template": gettext_lazy(
+        "template: {task} must come after {note} in the template"
+    ),
+    "template: template needs some text between {note} and {task}": gettext_lazy(
+        "template: template needs some text between {note} and {task}"
+    ),
+    "the neutral description must be text": gettext_lazy("the neutral description must be text"),
+    "a neutral description applies only to explain='contrastive'": gettext_lazy(
+        "a neutral description applies only to explain='contrastive'"
+    ),
+    "explain='contrastive' with a custom template needs a neutral description (the built-in templates have one)": (
+        gettext_lazy(
+            "explain='contrastive' with a custom template needs a neutral description (the built-in templates have one)"
+        )
+    ),
+}
+
+
+def ml_reason(exc: Exception) -> str:
+    return str(ML_REASONS.get(str(exc), exc))
 
 
 def normalise_template(text: str) -> str:
@@ -223,7 +259,8 @@ def cancel(job: RelevanceJob, actor=None) -> RelevanceJob:
     if not _move(job.pk, (JobStatus.QUEUED, JobStatus.RUNNING), status=JobStatus.CANCELLING):
         job.refresh_from_db(fields=["status"])
         raise JobError(
-            f"Only a queued or running job can be cancelled; this one is {job.get_status_display().lower()}."
+            _("Only a queued or running job can be cancelled; this one is %(status)s.")
+            % {"status": job.get_status_display().lower()}
         )
     # waiting chunks, and chunks whose worker was lost (no worker may come back for them)
     skipped = job.chunks.filter(Q(status=Chunk.QUEUED) | units.lost()).update(status=Chunk.CANCELLED, finished=Now())
@@ -247,10 +284,13 @@ def resume(job: RelevanceJob, actor=None, *, enqueue: bool = True) -> int:
     job.refresh_from_db()
     if not can_resume(job):
         if job.status == JobStatus.DONE:
-            raise JobError("This job is done: there is nothing to resume.")
+            raise JobError(_("This job is done: there is nothing to resume."))
         raise JobError(
-            f"This job is {job.get_status_display().lower()} and its workers are alive; it can be "
-            "resumed once cancelled, failed, or when a worker is lost."
+            _(
+                "This job is %(status)s and its workers are alive; it can be "
+                "resumed once cancelled, failed, or when a worker is lost."
+            )
+            % {"status": job.get_status_display().lower()}
         )
     if not job.chunk_count:  # never planned to the end
         if not _move(
@@ -262,7 +302,7 @@ def resume(job: RelevanceJob, actor=None, *, enqueue: bool = True) -> int:
             finished=None,
             heartbeat=Now(),
         ):
-            raise JobError("This job changed meanwhile; reload the page.")
+            raise JobError(_("This job changed meanwhile; reload the page."))
         record(actor, AuditEvent.Action.LAUNCH_JOB, job, resumed=True, planning=True)
         if enqueue:
             queue.send_on_commit(PLAN_JOB, job.pk, on_error=_say_queue_error(job.pk))
@@ -275,7 +315,7 @@ def resume(job: RelevanceJob, actor=None, *, enqueue: bool = True) -> int:
         finished=None,
         error="",
     ):
-        raise JobError("This job changed meanwhile; reload the page.")
+        raise JobError(_("This job changed meanwhile; reload the page."))
     again = Q(status__in=(Chunk.CANCELLED, Chunk.FAILED)) | units.lost()
     ids = list(job.chunks.filter(again).select_for_update().values_list("pk", flat=True))
     for start in range(0, len(ids), SEND_BATCH):
@@ -393,21 +433,24 @@ def _user(actor):
 
 def _note_filter_problem(note_filter) -> str:
     if not isinstance(note_filter, dict):
-        return 'The note selection must be an object such as {"limit": 200}.'
+        return _('The note selection must be an object such as {"limit": 200}.')
     unknown = sorted(set(note_filter) - set(NOTE_FILTER_KEYS))
     if unknown:
-        return f"Unknown note selection {', '.join(unknown)}; use {', '.join(NOTE_FILTER_KEYS)}."
+        return _("Unknown note selection %(keys)s; use %(known)s.") % {
+            "keys": ", ".join(unknown),
+            "known": ", ".join(NOTE_FILTER_KEYS),
+        }
     if "ids" in note_filter and not (
         isinstance(note_filter["ids"], list) and all(isinstance(i, int) for i in note_filter["ids"])
     ):
-        return "Note ids must be a list of whole numbers."
+        return _("Note ids must be a list of whole numbers.")
     if "external_ids" in note_filter and not (
         isinstance(note_filter["external_ids"], list) and all(isinstance(i, str) for i in note_filter["external_ids"])
     ):
-        return "External note ids must be a list of texts."
+        return _("External note ids must be a list of texts.")
     limit = note_filter.get("limit")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        return "The note limit must be a whole number of at least 1."
+        return _("The note limit must be a whole number of at least 1.")
     return ""
 
 

@@ -19,6 +19,7 @@ from django.db import connection, models
 from django.db.models import F, Max, Q
 from django.db.models.query import ValuesListIterable
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from ml.codec import decode_arrays, encode_offsets, encode_scores, offsets_digest
 from ml.peaks import PAPER, PeakParams
@@ -146,23 +147,34 @@ class PeakProfile(models.Model):
         )
 
 
+# ml.relevance's method labels (ml has no Django), in the reader's language; a method not listed keeps its own
+METHOD_LABELS = {
+    "attnlrp": "AttnLRP",
+    "attention": _("Mean attention"),
+    "grad_input": _("Gradient x input"),
+    "integrated_gradients": _("Integrated Gradients"),
+    "occlusion": _("Occlusion (by word)"),
+}
+
+
 class RelevanceJob(WorkUnit):
     class TaskSelection(models.TextChoices):
-        ALL = "all", "All tasks"
-        LIST = "list", "Chosen tasks"
-        SAMPLE = "sample", "Random k tasks per note"
+        ALL = "all", _("All tasks")
+        LIST = "list", _("Chosen tasks")
+        SAMPLE = "sample", _("Random k tasks per note")
 
     # One choice per registered method (ml.relevance.methods): RelevanceJob.Method.ATTNLRP, ...
     Method = models.TextChoices(
-        "Method", [(m.name.upper(), (m.name, m.label)) for m in relevance_methods.REGISTRY.values()]
+        "Method",
+        [(m.name.upper(), (m.name, METHOD_LABELS.get(m.name, m.label))) for m in relevance_methods.REGISTRY.values()],
     )
 
     class Explain(models.TextChoices):  # ml.relevance.EXPLAIN
-        NEXT = "next", "Next token after the middle of s_T (reference code)"
-        MAX = "max", "Top logit before the middle of s_T"
-        TARGET = "target", "The middle token of s_T"
-        SPAN = "span", "Every token of s_T, summed"
-        CONTRASTIVE = "contrastive", "s_T minus a neutral description"
+        NEXT = "next", _("Next token after the middle of s_T (reference code)")
+        MAX = "max", _("Top logit before the middle of s_T")
+        TARGET = "target", _("The middle token of s_T")
+        SPAN = "span", _("Every token of s_T, summed")
+        CONTRASTIVE = "contrastive", _("s_T minus a neutral description")
 
     corpus = models.ForeignKey("corpus.Corpus", on_delete=models.PROTECT, related_name="relevance_jobs")
     model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="relevance_jobs")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from webapp.lifecycle import progress as rates
 from webapp.lifecycle.status import JobStatus
@@ -92,7 +93,7 @@ def job_progress(job: RelevanceJob, now=None) -> Progress:
         else rates.eta(job.total - job.done, rate, parallel=alive, stalled=stalled is not None)
     )
     errors = [
-        f"Chunk {index + 1}: {error}"
+        _("Chunk %(number)s: %(error)s") % {"number": index + 1, "error": error}
         for index, error in job.chunks.exclude(error="").order_by("index").values_list("index", "error")[:MAX_ERRORS]
     ]
     return Progress(

@@ -2,6 +2,8 @@
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -62,7 +64,9 @@ def job_launch(request):
             form.add_error(None, str(exc))
         else:
             messages.success(
-                request, f"Job {job.pk} launched: a worker is splitting it into chunks; its progress shows below."
+                request,
+                _("Job %(id)s launched: a worker is splitting it into chunks; its progress shows below.")
+                % {"id": job.pk},
             )
             return redirect("pipeline:job_detail", job.pk)
     return render(request, "pipeline/job_launch.html", context)
@@ -76,7 +80,7 @@ def job_cancel(request, job_id):
     except jobs.JobError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, "Cancelling: chunks already running finish, the others are skipped.")
+        messages.success(request, _("Cancelling: chunks already running finish, the others are skipped."))
     return redirect("pipeline:job_detail", job.pk)
 
 
@@ -88,5 +92,13 @@ def job_resume(request, job_id):
     except jobs.JobError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Resumed: {count} chunks queued again; maps already stored are kept.")
+        messages.success(
+            request,
+            ngettext(
+                "Resumed: %(count)s chunks queued again; maps already stored are kept.",
+                "Resumed: %(count)s chunks queued again; maps already stored are kept.",
+                count,
+            )
+            % {"count": count},
+        )
     return redirect("pipeline:job_detail", job.pk)
