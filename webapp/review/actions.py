@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib import messages
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from webapp.corpus.tasks import current_guideline, guideline_versions_for
 from webapp.review import catalog, decisions, rounds
@@ -34,13 +36,13 @@ def _snippet(text: str, start: int, end: int) -> str:
 def submit(note, form, reviewer) -> Outcome:
     if not form.is_valid():
         problems = "; ".join(m for errors in form.errors.values() for m in errors)
-        return Outcome(f"Nothing was saved: {problems}", messages.ERROR, 400)
+        return Outcome(_("Nothing was saved: %(problems)s") % {"problems": problems}, messages.ERROR, 400)
     data = form.cleaned_data
     project_id = note.corpus.project_id  # another project's task or model is an unknown id
     task, model = catalog.task(data["task"], project_id), catalog.model_version(data["model"], project_id)
     profile = catalog.profile(data["profile"], project_id) if data.get("profile") else None
     if task is None or model is None:
-        return Outcome("Nothing was saved: unknown task or model version.", messages.ERROR, 400)
+        return Outcome(_("Nothing was saved: unknown task or model version."), messages.ERROR, 400)
     sel = Selection(
         task, model, data["method"], data["template"], profile, form.params, config_key=data.get("config") or ""
     )
@@ -48,8 +50,10 @@ def submit(note, form, reviewer) -> Outcome:
     spans = found[1] if found is not None and found[2] else []
     if (data["start"], data["end"]) not in spans:
         return Outcome(
-            "Nothing was saved: this span is not a peak of the map under the parameters shown "
-            "(the page may be out of date; it has been refreshed).",
+            _(
+                "Nothing was saved: this span is not a peak of the map under the parameters shown "
+                "(the page may be out of date; it has been refreshed)."
+            ),
             messages.ERROR,
             409,
         )
@@ -73,13 +77,18 @@ def submit(note, form, reviewer) -> Outcome:
     except decisions.StaleDecision as exc:
         return Outcome(str(exc), messages.WARNING, 409, exc.current)
     except decisions.DecisionError as exc:
-        return Outcome(f"Nothing was saved: {exc}", messages.ERROR, 400)
+        return Outcome(_("Nothing was saved: %(reason)s") % {"reason": exc}, messages.ERROR, 400)
     rounds.sync_claims(reviewer, note.pk, task.pk, model.pk, data["method"], data["template"], sel.config)
-    what = row.get_decision_display().lower()
+    piece = _snippet(note.text, row.start, row.end)
     if row.decision == row.Decision.ADJUST:
-        what += f" to «{_snippet(note.text, row.adjusted_start, row.adjusted_end)}»"
+        adjusted = _snippet(note.text, row.adjusted_start, row.adjusted_end)
+        said = _("You adjusted to «%(adjusted)s» the peak «%(piece)s».") % {"adjusted": adjusted, "piece": piece}
+    elif row.decision == row.Decision.REJECT:
+        said = _("You rejected the peak «%(piece)s».") % {"piece": piece}
+    else:
+        said = _("You accepted the peak «%(piece)s».") % {"piece": piece}
     return Outcome(
-        f"You {what} the peak «{_snippet(note.text, row.start, row.end)}».",
+        said,
         decision=row,
         selection=sel,
         spans=tuple(spans),
@@ -101,16 +110,24 @@ def guideline_version_of(task, shown: int | None, project_id: int) -> int | None
 def undo(note, reviewer) -> Outcome:
     result = decisions.undo_last(reviewer, note)
     if result is None:
-        return Outcome("You have no decision on this note to undo.", messages.INFO)
+        return Outcome(_("You have no decision on this note to undo."), messages.INFO)
     op, row = result
     rounds.sync_claims(reviewer, note.pk, row.task_id, row.model_version_id, row.method, row.template, row.config_key)
     if op == "undo-accept-rest":  # webapp.review.bulk: the whole accept-the-rest at once
         n = row.batch_count
-        return Outcome(f"Undone: the {n} peak{'s' if n != 1 else ''} you accepted together are undecided again.",
-                       messages.INFO)  # fmt: skip
+        said = ngettext(
+            "Undone: the %(count)s peak you accepted together are undecided again.",
+            "Undone: the %(count)s peaks you accepted together are undecided again.",
+            n,
+        ) % {"count": n}
+        return Outcome(said, messages.INFO)
     piece = _snippet(note.text, row.start, row.end)
     if op == "undo-create":
-        return Outcome(f"Undone: your decision on «{piece}» is removed.", messages.INFO)
-    return Outcome(
-        f"Undone: your decision on «{piece}» is back to {row.get_decision_display().lower()}.", messages.INFO
-    )
+        return Outcome(_("Undone: your decision on «%(piece)s» is removed.") % {"piece": piece}, messages.INFO)
+    # one sentence per decision: a translation agrees the word with its sentence
+    back_to = {
+        "accept": _("Undone: your decision on «%(piece)s» is back to accepted."),
+        "reject": _("Undone: your decision on «%(piece)s» is back to rejected."),
+        "adjust": _("Undone: your decision on «%(piece)s» is back to adjusted."),
+    }
+    return Outcome(back_to[row.decision] % {"piece": piece}, messages.INFO)

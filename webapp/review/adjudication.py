@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
@@ -142,7 +143,7 @@ def excerpt_html(rnd: ReviewRound, peak: RoundPeak) -> str:
         .first()
     )
     offsets, scores = row[0] if row is not None else (np.zeros((0, 2), np.int64), np.zeros(0, np.float32))
-    _, gold = gold_of(note, task)
+    _annotations, gold = gold_of(note, task)
     body = window_html(text, window, offsets, scores, [(peak.start, peak.end)], gold, peak_classes=["current"])
     return ("…" if window.start > 0 else "") + body + ("…" if window.end < len(text) else "")
 
@@ -156,10 +157,10 @@ def adjudicate(
 ) -> Adjudication:
     """Store the curator's final decision on a peak of the round (audited)."""
     if decision not in Adjudication.Decision.values:
-        raise AdjudicationError("A curator accepts or rejects a peak.")
+        raise AdjudicationError(_("A curator accepts or rejects a peak."))
     pair = rnd.pairs.filter(note_id=note_id, task_id=task_id).first()
     if pair is None or [start, end] not in pair.peaks:
-        raise AdjudicationError("This span is not a peak of this round.")
+        raise AdjudicationError(_("This span is not a peak of this round."))
     values = {"decision": decision, "comment": comment.strip(), "curator": curator, "round": rnd}
     with transaction.atomic():
         row = (
@@ -172,7 +173,7 @@ def adjudicate(
                 with transaction.atomic():
                     row = Adjudication.objects.create(note_id=note_id, task_id=task_id, start=start, end=end, **values)
             except IntegrityError:
-                raise AdjudicationError("Another curator decided this peak a moment ago; it is shown.") from None
+                raise AdjudicationError(_("Another curator decided this peak a moment ago; it is shown.")) from None
             op = "create"
         else:
             row.previous = {"decision": row.decision, "comment": row.comment, "curator": row.curator_id}

@@ -1,10 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ReviewConfig(AppConfig):
     name = "webapp.review"
     label = "review"
-    verbose_name = "Peak review"
+    verbose_name = _("Peak review")
 
     def ready(self):
         from django.db.models.signals import post_delete, post_save

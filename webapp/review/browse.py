@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 
 from django.db.models import Exists, OuterRef
 from django.db.models.functions import Length
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from ml.peaks import peaks_of_rows
 from webapp.corpus import search
@@ -43,11 +45,11 @@ SCAN = 1_000
 CHUNK = 250
 TEXT_BUDGET = 2_000_000  # characters of note text (with their maps) summarised at once
 STATES = (
-    ("", "any"),
-    ("undecided", "undecided"),
-    ("partly", "partly reviewed"),
-    ("fully", "fully reviewed"),
-    ("none", "no peaks (or not computed yet)"),
+    ("", gettext_lazy("any")),
+    ("undecided", gettext_lazy("undecided")),
+    ("partly", gettext_lazy("partly reviewed")),
+    ("fully", gettext_lazy("fully reviewed")),
+    ("none", gettext_lazy("no peaks (or not computed yet)")),
 )
 REVIEWED = ("partly", "fully")  # states only a note with some decision under the selection can be in
 
@@ -110,7 +112,7 @@ class NoteRow:
     @property
     def state_label(self) -> str:
         if not self.maps:  # "no peaks" would read as computed and empty
-            return "not computed yet"
+            return _("not computed yet")
         return dict(STATES)[self.state]
 
 

@@ -17,7 +17,8 @@ The key names everything the base depends on, so nothing needs deleting when it 
 - the peak parameters (peakstore.params_key: a moved slider or an edited profile is a new key);
 - the task, model version, method, template, configuration, the window or peak asked for,
   the view, the chosen sentence and its unit;
-- the gold evidence spans (read per request; they are drawn in the HTML).
+- the gold evidence spans (read per request; they are drawn in the HTML);
+- the language of the request (the HTML's markers where a map stops are worded in it).
 Keys are digests: no note text and no identifier of a patient is in a key. An entry lives
 TIMEOUT seconds; a changed input makes a new key and the old entry ages out.
 
@@ -33,6 +34,7 @@ import json
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
+from django.utils.translation import get_language
 
 from webapp.review import peakstore
 
@@ -93,6 +95,7 @@ def key_for(note, selection, maps, gold, request: dict) -> str:
         "config": selection.config,
         "gold": gold,
         "request": request,
+        "language": get_language(),  # the HTML holds the map's edge markers in the reader's language
     }
     return f"review:panel:{VERSION}:{_digest(parts)}"
 

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.db.models.functions import Length
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from ml.metrics import (
     PairedDiff,
@@ -55,14 +57,14 @@ SUMMARY_RESAMPLES = 1_000
 MIN_PAIRS = 10
 ANNOTATION_SCAN = 20_000
 CHANGE_BINS = [
-    (-math.inf, -0.5, "below −50%"),
-    (-0.5, -0.2, "−50 to −20%"),
-    (-0.2, -0.05, "−20 to −5%"),
-    (-0.05, 0.05, "−5 to +5%"),
-    (0.05, 0.2, "+5 to +20%"),
-    (0.2, 0.5, "+20 to +50%"),
-    (0.5, 1.0, "+50 to +100%"),
-    (1.0, math.inf, "above +100%"),
+    (-math.inf, -0.5, gettext_lazy("below −50%")),
+    (-0.5, -0.2, gettext_lazy("−50 to −20%")),
+    (-0.2, -0.05, gettext_lazy("−20 to −5%")),
+    (-0.05, 0.05, gettext_lazy("−5 to +5%")),
+    (0.05, 0.2, gettext_lazy("+5 to +20%")),
+    (0.2, 0.5, gettext_lazy("+20 to +50%")),
+    (0.5, 1.0, gettext_lazy("+50 to +100%")),
+    (1.0, math.inf, gettext_lazy("above +100%")),
 ]
 
 
@@ -258,8 +260,18 @@ def _diff_markers(text, win, low: int, high: int, edges: list[MapEdge]) -> dict[
             if (e.reach.end if kind == "end" else e.reach.start) == offset
             and (e.reach.cut_end if kind == "end" else e.reach.cut_start)
         ]
-        whose = "both relevance maps" if len(names) > 1 else (f"{names[0]}'s relevance map" if names else "a map")
-        out[offset - win.start] = edge_marker(kind, f"difference {kind}s here, with {whose}", f"diff-map-{kind}")
+        if len(names) > 1:
+            whose = _("both relevance maps")
+        elif names:
+            whose = _("%(model)s's relevance map") % {"model": names[0]}
+        else:
+            whose = _("a map")
+        label = (
+            _("difference starts here, with %(whose)s")
+            if kind == "start"
+            else _("difference ends here, with %(whose)s")
+        )
+        out[offset - win.start] = edge_marker(kind, label % {"whose": whose}, f"diff-map-{kind}")
     return out
 
 

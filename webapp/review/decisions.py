@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from ml.relevance import default_config_key
 from webapp.audit.log import record
@@ -94,10 +95,13 @@ def decide(
     guideline version it was made under and the active time it took (both None: not known)."""
     length = len(ctx.note.text)
     if not 0 <= start < end <= length:
-        raise DecisionError(f"The peak [{start}, {end}) is not inside this {length}-character note.")
+        raise DecisionError(
+            _("The peak [%(start)s, %(end)s) is not inside this %(length)s-character note.")
+            % {"start": start, "end": end, "length": length}
+        )
     if decision == PeakDecision.Decision.ADJUST:
         if adjusted_start is None or adjusted_end is None or not 0 <= adjusted_start < adjusted_end <= length:
-            raise DecisionError("The adjusted boundaries must be a non-empty span inside the note.")
+            raise DecisionError(_("The adjusted boundaries must be a non-empty span inside the note."))
     else:
         adjusted_start = adjusted_end = None
     values = {
@@ -119,7 +123,10 @@ def decide(
         if row is None:
             if expected_version != 0:
                 raise StaleDecision(
-                    "Your earlier decision on this peak was undone in another window; nothing was saved. Decide again.",
+                    _(
+                        "Your earlier decision on this peak was undone in another window; nothing was saved. "
+                        "Decide again."
+                    ),
                     None,
                 )
             try:
@@ -130,17 +137,21 @@ def decide(
             except IntegrityError:
                 current = PeakDecision.objects.filter(**ctx.filter(), start=start, end=end, reviewer=reviewer).first()
                 raise StaleDecision(
-                    "You decided on this peak in another window a moment ago; nothing was saved. "
-                    "Your current decision is shown.",
+                    _(
+                        "You decided on this peak in another window a moment ago; nothing was saved. "
+                        "Your current decision is shown."
+                    ),
                     current,
                 ) from None
             op = "create"
         else:
             if row.version != expected_version:
                 raise StaleDecision(
-                    f"This page was out of date: you changed this decision elsewhere (now version {row.version}, "
-                    f"the page showed version {expected_version}). Nothing was saved; your current decision is "
-                    f"shown.",
+                    _(
+                        "This page was out of date: you changed this decision elsewhere (now version %(now)s, "
+                        "the page showed version %(shown)s). Nothing was saved; your current decision is shown."
+                    )
+                    % {"now": row.version, "shown": expected_version},
                     row,
                 )
             row.previous = row.state()

@@ -1,11 +1,14 @@
 """Forms of the review pages: peak parameters (the sliders), decisions, profiles, validation sets."""
 
 from django import forms
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from ml.peaks import PeakParams, check_params
 from webapp.review.models import PeakDecision, ReviewRound
 
 KERNEL_CHOICES = (1, 3, 5, 7, 9)
+MAX_GRID = 20  # candidate settings of a validation set
 MAX_ACTIVE_MS = 3_600_000  # an hour on one peak is not review time: stored as not measured
 DEFAULT_GRID = (
     # The paper's grid (docs/METHOD.md, section Peaks): lower/upper x kernel sizes {1, 3}, sigma 1.0.
@@ -34,7 +37,7 @@ def parse_grid(text: str) -> list[dict]:
         parts = line.replace(",", " ").replace("/", " ").split()
         try:
             if len(parts) != 4:
-                raise ValueError("give four values: kernel sigma lower upper")
+                raise ValueError(gettext("give four values: kernel sigma lower upper"))
             setting = {
                 "kernel_size": int(parts[0]),
                 "sigma": float(parts[1]),
@@ -43,20 +46,24 @@ def parse_grid(text: str) -> list[dict]:
             }
             check_params(**setting)
             if setting["upper"] > 1:
-                raise ValueError("upper must be at most 1")
+                raise ValueError(gettext("upper must be at most 1"))
         except ValueError as exc:
-            problems.append(f"line {number} ({line!r}): {exc}")
+            problems.append(
+                gettext("line %(line)s (%(text)s): %(reason)s") % {"line": number, "text": repr(line), "reason": exc}
+            )
             continue
         if setting in grid:
-            problems.append(f"line {number}: the same setting twice")
+            problems.append(gettext("line %(line)s: the same setting twice") % {"line": number})
             continue
         grid.append(setting)
     if problems:
         raise forms.ValidationError(problems)
     if not grid:
-        raise forms.ValidationError("Give at least one setting.")
-    if len(grid) > 20:
-        raise forms.ValidationError("At most 20 settings.")
+        raise forms.ValidationError(gettext("Give at least one setting."))
+    if len(grid) > MAX_GRID:
+        raise forms.ValidationError(
+            ngettext("At most %(count)s setting.", "At most %(count)s settings.", MAX_GRID) % {"count": MAX_GRID}
+        )
     return grid
 
 
@@ -76,13 +83,13 @@ class ParamsForm(forms.Form):
     profile's), so the thresholds are checked as they will be used, given or not."""
 
     k = forms.TypedChoiceField(
-        choices=[(k, k) for k in KERNEL_CHOICES], coerce=int, required=False, label="Kernel size"
+        choices=[(k, k) for k in KERNEL_CHOICES], coerce=int, required=False, label=_("Kernel size")
     )
-    sigma = forms.FloatField(min_value=0.25, max_value=3.0, required=False, label="Sigma")
-    lower = forms.FloatField(min_value=0.0, max_value=1.0, required=False, label="Lower threshold")
-    upper = forms.FloatField(min_value=0.0, max_value=1.0, required=False, label="Upper threshold")
-    trim = forms.NullBooleanField(required=False, label="Trim punctuation off peaks")
-    strict = forms.NullBooleanField(required=False, label="Strict > thresholds (reference code)")
+    sigma = forms.FloatField(min_value=0.25, max_value=3.0, required=False, label=_("Sigma"))
+    lower = forms.FloatField(min_value=0.0, max_value=1.0, required=False, label=_("Lower threshold"))
+    upper = forms.FloatField(min_value=0.0, max_value=1.0, required=False, label=_("Upper threshold"))
+    trim = forms.NullBooleanField(required=False, label=_("Trim punctuation off peaks"))
+    strict = forms.NullBooleanField(required=False, label=_("Strict > thresholds (reference code)"))
 
     def __init__(self, data=None, *, base: PeakParams):
         super().__init__(data)
@@ -99,7 +106,7 @@ class ParamsForm(forms.Form):
         lower = self.base.lower if data.get("lower") is None else data["lower"]
         upper = self.base.upper if data.get("upper") is None else data["upper"]
         if lower > upper:
-            raise forms.ValidationError("The lower threshold must not be above the upper one.")
+            raise forms.ValidationError(gettext("The lower threshold must not be above the upper one."))
         return data
 
 
@@ -142,11 +149,11 @@ class DecisionForm(forms.Form):
         if self.errors:
             return data
         if data["start"] >= data["end"]:
-            raise forms.ValidationError("The peak span is empty.")
+            raise forms.ValidationError(gettext("The peak span is empty."))
         if data["decision"] == PeakDecision.Decision.ADJUST:
             a, b = data.get("adjusted_start"), data.get("adjusted_end")
             if a is None or b is None or a >= b:
-                raise forms.ValidationError("Choose a new start before the new end to adjust a peak.")
+                raise forms.ValidationError(gettext("Choose a new start before the new end to adjust a peak."))
         else:
             data["adjusted_start"] = data["adjusted_end"] = None
         try:
@@ -162,7 +169,7 @@ class DecisionForm(forms.Form):
 
 class SaveProfileForm(forms.Form):
     corpus = forms.IntegerField(widget=forms.HiddenInput)  # the page's: the profile is its project's
-    name = forms.SlugField(max_length=100, help_text="An existing name gets a new version")
+    name = forms.SlugField(max_length=100, help_text=_("An existing name gets a new version"))
     k = forms.TypedChoiceField(choices=[(k, k) for k in KERNEL_CHOICES], coerce=int)
     sigma = forms.FloatField(min_value=0.25, max_value=3.0)
     lower = forms.FloatField(min_value=0.0, max_value=1.0)
@@ -174,7 +181,7 @@ class SaveProfileForm(forms.Form):
     def clean(self):
         data = super().clean()
         if data.get("lower") is not None and data.get("upper") is not None and data["lower"] > data["upper"]:
-            raise forms.ValidationError("The lower threshold must not be above the upper one.")
+            raise forms.ValidationError(gettext("The lower threshold must not be above the upper one."))
         return data
 
     @property
@@ -192,12 +199,12 @@ class ValidationSetForm(forms.Form):
     model = forms.IntegerField(widget=forms.HiddenInput)
     method = forms.CharField(max_length=20, widget=forms.HiddenInput)
     template = forms.CharField(max_length=500, strip=False, widget=forms.HiddenInput)
-    size = forms.IntegerField(min_value=1, max_value=1000, initial=100, label="Notes")
+    size = forms.IntegerField(min_value=1, max_value=1000, initial=100, label=_("Notes"))
     seed = forms.IntegerField(initial=0)
     grid = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 8}),
         initial=grid_text(DEFAULT_GRID),
-        help_text="One setting a line: kernel sigma lower upper",
+        help_text=_("One setting a line: kernel sigma lower upper"),
     )
 
     def clean_grid(self):
@@ -216,28 +223,32 @@ class RoundForm(forms.Form):
     name = forms.CharField(max_length=200)
     tasks = forms.ModelMultipleChoiceField(queryset=None, widget=forms.CheckboxSelectMultiple)
     reviewers = forms.ModelMultipleChoiceField(
-        queryset=None, widget=forms.CheckboxSelectMultiple, help_text="In the order of the rota"
+        queryset=None, widget=forms.CheckboxSelectMultiple, help_text=_("In the order of the rota")
     )
-    k = forms.IntegerField(min_value=1, max_value=20, initial=2, label="Reviewers per pair (k)")
+    k = forms.IntegerField(min_value=1, max_value=20, initial=2, label=_("Reviewers per pair (k)"))
     agreement_needed = forms.IntegerField(
         min_value=50,
         max_value=100,
         initial=100,
         required=False,  # left out: 100, any disagreement goes to a curator
-        label="Agreement a peak needs (%)",
-        help_text="Below it the peak goes to a curator. 100: any disagreement does; 66 with k=3: a 2-to-1 split "
-        "stands by majority",
+        label=_("Agreement a peak needs (%)"),
+        help_text=_(
+            "Below it the peak goes to a curator. 100: any disagreement does; 66 with k=3: a 2-to-1 split "
+            "stands by majority"
+        ),
     )
     guideline = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 4}), help_text="Markdown, shown on every page of the round"
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text=_("Markdown, shown on every page of the round"),
     )
     order = forms.ChoiceField(
         choices=ReviewRound._meta.get_field("order").choices,
         initial="drawn",
         required=False,  # left out (a form or script from before orders): as drawn
-        label="Review first",
+        label=_("Review first"),
     )  # webapp.review.orders
-    order_seed = forms.IntegerField(min_value=0, initial=0, required=False, label="Seed (random order)")
+    order_seed = forms.IntegerField(min_value=0, initial=0, required=False, label=_("Seed (random order)"))
 
     def __init__(self, *args, project_id: int, reviewers=(), **kwargs):
         """`project_id`: the corpus's project; its own tasks and the catalog's are offered, so

@@ -34,6 +34,8 @@ the rules, including when a row is stale).
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from ml.relevance import default_config_key
 from webapp.lifecycle.models import WorkUnit
@@ -52,47 +54,47 @@ class ConfigKeyDefault:
 
 class PeakDecision(ConfigKeyDefault, models.Model):
     class Decision(models.TextChoices):
-        ACCEPT = "accept", "Accepted"
-        REJECT = "reject", "Rejected"
-        ADJUST = "adjust", "Adjusted"
+        ACCEPT = "accept", _("Accepted")
+        REJECT = "reject", _("Rejected")
+        ADJUST = "adjust", _("Adjusted")
 
     note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="peak_decisions")
     task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="peak_decisions")
     model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT, related_name="peak_decisions")
     method = models.CharField(max_length=20)
     template = models.CharField(max_length=500)
-    config_key = models.CharField(max_length=64, help_text="RelevanceConfig.key of the map whose peak this is")
+    config_key = models.CharField(max_length=64, help_text=_("RelevanceConfig.key of the map whose peak this is"))
     profile = models.ForeignKey(
         "pipeline.PeakProfile",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="peak_decisions",
-        help_text="The profile the page was showing",
+        help_text=_("The profile the page was showing"),
     )
-    params = models.JSONField(default=dict, help_text="kernel_size, sigma, lower, upper in effect when deciding")
-    start = models.PositiveIntegerField(help_text="Peak start (character offset, as shown)")
-    end = models.PositiveIntegerField(help_text="Peak end (exclusive)")
+    params = models.JSONField(default=dict, help_text=_("kernel_size, sigma, lower, upper in effect when deciding"))
+    start = models.PositiveIntegerField(help_text=_("Peak start (character offset, as shown)"))
+    end = models.PositiveIntegerField(help_text=_("Peak end (exclusive)"))
     decision = models.CharField(max_length=10, choices=Decision.choices)
     adjusted_start = models.PositiveIntegerField(null=True, blank=True)
     adjusted_end = models.PositiveIntegerField(null=True, blank=True)
     comment = models.TextField(blank=True)
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="peak_decisions")
     guideline_version = models.PositiveIntegerField(
-        null=True, blank=True, help_text="corpus.TaskGuideline version of the task shown when deciding; empty: none"
+        null=True, blank=True, help_text=_("corpus.TaskGuideline version of the task shown when deciding; empty: none")
     )
     active_ms = models.PositiveIntegerField(
         null=True,
         blank=True,
-        help_text="Active time from showing the peak to deciding, idle gaps cut; empty: not measured",
+        help_text=_("Active time from showing the peak to deciding, idle gaps cut; empty: not measured"),
     )
     version = models.PositiveIntegerField(default=1)
-    previous = models.JSONField(null=True, blank=True, help_text="The row's state before its last change (undo)")
+    previous = models.JSONField(null=True, blank=True, help_text=_("The row's state before its last change (undo)"))
     batch = models.UUIDField(
         null=True,
         blank=True,
         db_index=True,
-        help_text="Decisions made together by one action (accept the rest: webapp.review.bulk), undone together",
+        help_text=_("Decisions made together by one action (accept the rest: webapp.review.bulk), undone together"),
     )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
@@ -179,20 +181,20 @@ class ValidationSet(ConfigKeyDefault, models.Model):
     model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT, related_name="+")
     method = models.CharField(max_length=20)
     template = models.CharField(max_length=500)
-    config_key = models.CharField(max_length=64, help_text="RelevanceConfig.key of the maps judged")
+    config_key = models.CharField(max_length=64, help_text=_("RelevanceConfig.key of the maps judged"))
     name = models.CharField(max_length=200)
     seed = models.IntegerField(default=0)
-    size = models.PositiveIntegerField(default=100, help_text="Notes asked for (items may hold fewer)")
-    items = models.JSONField(help_text="[[note_id, task_id], ...] in judging order")
+    size = models.PositiveIntegerField(default=100, help_text=_("Notes asked for (items may hold fewer)"))
+    items = models.JSONField(help_text=_("[[note_id, task_id], ...] in judging order"))
     notes_available = models.PositiveIntegerField(
         null=True,
         blank=True,
-        help_text="Notes of the corpus with maps of the selection, counted when the draw found fewer than asked",
+        help_text=_("Notes of the corpus with maps of the selection, counted when the draw found fewer than asked"),
     )
-    grid = models.JSONField(help_text="[{kernel_size, sigma, lower, upper}, ...] candidate settings")
+    grid = models.JSONField(help_text=_("[{kernel_size, sigma, lower, upper}, ...] candidate settings"))
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(auto_now_add=True)
-    retired = models.DateTimeField(null=True, blank=True, help_text="When its notes stopped being held out")
+    retired = models.DateTimeField(null=True, blank=True, help_text=_("When its notes stopped being held out"))
     retired_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -221,21 +223,27 @@ class ValidationSet(ConfigKeyDefault, models.Model):
         """Why the set holds fewer notes than asked, in words; empty when it holds them all."""
         if len(self.items) >= self.size:
             return ""
-        asked = f"{self.size} note{'s' if self.size != 1 else ''} asked for, {len(self.items)} drawn"
+        asked = ngettext(
+            "%(asked)s note asked for, %(drawn)s drawn", "%(asked)s notes asked for, %(drawn)s drawn", self.size
+        ) % {"asked": self.size, "drawn": len(self.items)}
         if self.notes_available is None:
-            return f"{asked}: fewer notes had maps for this model version, method and template when it was drawn."
-        some = f"only {self.notes_available} note{' has' if self.notes_available == 1 else 's have'}"
-        return (
-            f"{asked}: {some} relevance maps of {self.model_version.name} · {self.method} · this template "
-            f"and configuration in this corpus (a set holds each note once)."
-        )
+            return gettext(
+                "%(asked)s: fewer notes had maps for this model version, method and template when it was drawn."
+            ) % {"asked": asked}
+        return ngettext(
+            "%(asked)s: only %(available)s note has relevance maps of %(model)s · %(method)s · this template "
+            "and configuration in this corpus (a set holds each note once).",
+            "%(asked)s: only %(available)s notes have relevance maps of %(model)s · %(method)s · this template "
+            "and configuration in this corpus (a set holds each note once).",
+            self.notes_available,
+        ) % {"asked": asked, "available": self.notes_available, "model": self.model_version.name, "method": self.method}
 
 
 class ValidationJudgement(models.Model):
     validation_set = models.ForeignKey(ValidationSet, on_delete=models.CASCADE, related_name="judgements")
     note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="+")
     task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="+")
-    setting = models.PositiveSmallIntegerField(help_text="Index into the set's grid")
+    setting = models.PositiveSmallIntegerField(help_text=_("Index into the set's grid"))
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     reasonable = models.BooleanField()
     created = models.DateTimeField(auto_now_add=True)
@@ -259,10 +267,10 @@ class MapSample(ConfigKeyDefault, models.Model):
     model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.CASCADE, related_name="+")
     method = models.CharField(max_length=20)
     template = models.CharField(max_length=500)
-    config_key = models.CharField(max_length=64, help_text="RelevanceConfig.key of the maps sampled")
+    config_key = models.CharField(max_length=64, help_text=_("RelevanceConfig.key of the maps sampled"))
     seed = models.IntegerField(default=0)
     size = models.PositiveIntegerField()
-    population = models.PositiveIntegerField(help_text="Matching maps when the sample was drawn")
+    population = models.PositiveIntegerField(help_text=_("Matching maps when the sample was drawn"))
     map_ids = models.JSONField()
     created = models.DateTimeField(auto_now_add=True)
 
@@ -298,34 +306,36 @@ class ReviewRound(ConfigKeyDefault, models.Model):
     model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT, related_name="+")
     method = models.CharField(max_length=20)
     template = models.CharField(max_length=500)
-    config_key = models.CharField(max_length=64, help_text="RelevanceConfig.key of the maps reviewed")
+    config_key = models.CharField(max_length=64, help_text=_("RelevanceConfig.key of the maps reviewed"))
     profile = models.ForeignKey(
         "pipeline.PeakProfile",
         null=True,
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="The peak setting of the round; empty: the paper's",
+        help_text=_("The peak setting of the round; empty: the paper's"),
     )
-    k = models.PositiveSmallIntegerField(default=2, help_text="Reviewers judging each pair")
+    k = models.PositiveSmallIntegerField(default=2, help_text=_("Reviewers judging each pair"))
     agreement_needed = models.PositiveSmallIntegerField(
         default=100,
-        help_text="The confidence rule: the percent of a peak's reviewers who must agree on keeping or rejecting it; "
-        "below it the peak goes to a curator (100: any disagreement does)",
+        help_text=_(
+            "The confidence rule: the percent of a peak's reviewers who must agree on keeping or rejecting it; "
+            "below it the peak goes to a curator (100: any disagreement does)"
+        ),
     )
-    guideline = models.TextField(blank=True, help_text="Markdown: what this round asks, beside the task guidelines")
+    guideline = models.TextField(blank=True, help_text=_("Markdown: what this round asks, beside the task guidelines"))
     order = models.CharField(
         max_length=20,
         choices=[
-            ("drawn", "as drawn (note, task)"),
-            ("disagreement", "disagreement so far first"),
-            ("uncertainty", "the model's uncertainty first (peaks nearest the threshold)"),
-            ("stratified", "random, stratified across tasks"),
+            ("drawn", _("as drawn (note, task)")),
+            ("disagreement", _("disagreement so far first")),
+            ("uncertainty", _("the model's uncertainty first (peaks nearest the threshold)")),
+            ("stratified", _("random, stratified across tasks")),
         ],
         default="drawn",
-        help_text="Which pairs the round's queue serves first (webapp.review.orders)",
+        help_text=_("Which pairs the round's queue serves first (webapp.review.orders)"),
     )
-    order_seed = models.PositiveIntegerField(default=0, help_text="The seed of the stratified random order")
+    order_seed = models.PositiveIntegerField(default=0, help_text=_("The seed of the stratified random order"))
     reviewers = models.ManyToManyField(settings.AUTH_USER_MODEL, through="RoundReviewer", related_name="+")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -436,8 +446,8 @@ class Adjudication(models.Model):
     One row per peak; a change keeps the previous state (`previous`) and counts `version`."""
 
     class Decision(models.TextChoices):
-        ACCEPT = "accept", "Accepted"
-        REJECT = "reject", "Rejected"
+        ACCEPT = "accept", _("Accepted")
+        REJECT = "reject", _("Rejected")
 
     note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="+")
     task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="+")
@@ -482,11 +492,11 @@ class ValidationVerdict(models.Model):
     validation_set = models.ForeignKey("review.ValidationSet", on_delete=models.CASCADE, related_name="verdicts")
     note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="+")
     task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="+")
-    setting = models.PositiveSmallIntegerField(help_text="Index into the set's grid")
+    setting = models.PositiveSmallIntegerField(help_text=_("Index into the set's grid"))
     reasonable = models.BooleanField()
     curator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     version = models.PositiveIntegerField(default=1)
-    previous = models.BooleanField(null=True, blank=True, help_text="The answer this one replaced")
+    previous = models.BooleanField(null=True, blank=True, help_text=_("The answer this one replaced"))
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -566,15 +576,15 @@ class AddedSpan(models.Model):
 
     note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="added_spans")
     task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="+")
-    start = models.PositiveIntegerField(help_text="Character offset of the first word")
-    end = models.PositiveIntegerField(help_text="End of the last word (exclusive)")
+    start = models.PositiveIntegerField(help_text=_("Character offset of the first word"))
+    end = models.PositiveIntegerField(help_text=_("End of the last word (exclusive)"))
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="added_spans")
     round = models.ForeignKey(ReviewRound, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     guideline_version = models.PositiveIntegerField(
-        null=True, blank=True, help_text="corpus.TaskGuideline version shown when the span was added; empty: none"
+        null=True, blank=True, help_text=_("corpus.TaskGuideline version shown when the span was added; empty: none")
     )
     active_ms = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Active time spent marking the span, idle gaps cut; empty: not measured"
+        null=True, blank=True, help_text=_("Active time spent marking the span, idle gaps cut; empty: not measured")
     )
     comment = models.TextField(blank=True)
     version = models.PositiveIntegerField(default=1)
@@ -604,8 +614,8 @@ class SpanAdjudication(models.Model):
     keeps `previous`."""
 
     class Decision(models.TextChoices):
-        ACCEPT = "accept", "Accepted"
-        REJECT = "reject", "Rejected"
+        ACCEPT = "accept", _("Accepted")
+        REJECT = "reject", _("Rejected")
 
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="+")
     note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="+")
@@ -654,16 +664,16 @@ class ReportSnapshot(WorkUnit):
     and its CSV. `stamp`: the fingerprint of the decisions, adjudications and spans the figures
     came from; a page that finds another one shows these figures as stale and queues this unit."""
 
-    scope = models.CharField(max_length=600, unique=True, help_text="projects, corpus, model, method (report_store)")
-    project_ids = models.JSONField(null=True, blank=True, help_text="the projects' ids; empty: every project")
+    scope = models.CharField(max_length=600, unique=True, help_text=_("projects, corpus, model, method (report_store)"))
+    project_ids = models.JSONField(null=True, blank=True, help_text=_("the projects' ids; empty: every project"))
     corpus = models.ForeignKey("corpus.Corpus", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     model_version = models.ForeignKey(
         "pipeline.ModelVersion", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
     method = models.CharField(max_length=40, blank=True)
-    stamp = models.CharField(max_length=300, blank=True, help_text="fingerprint of the inputs of `figures`")
+    stamp = models.CharField(max_length=300, blank=True, help_text=_("fingerprint of the inputs of `figures`"))
     figures = models.JSONField(null=True, blank=True)
-    computed = models.DateTimeField(null=True, blank=True, help_text="when `figures` were computed")
+    computed = models.DateTimeField(null=True, blank=True, help_text=_("when `figures` were computed"))
     compute_seconds = models.FloatField(null=True, blank=True)
 
     def __str__(self):

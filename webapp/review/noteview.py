@@ -30,7 +30,9 @@ import time
 from dataclasses import dataclass, field
 
 from django.db.models import Subquery
+from django.utils.formats import number_format
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
 
 from ml.peaks import peaks_of_arrays
 from ml.specificity import TaskMap, note_specificity
@@ -411,15 +413,13 @@ def reach_markers(reach: MapReach | None, win, *, id_prefix: str = "") -> dict[i
     if reach is None:
         return {}
     out = {}
-    tokens = f"{reach.tokens:,}"
+    tokens = {"tokens": number_format(reach.tokens, force_grouping=True)}
     if reach.cut_start and win.holds(reach.start):
-        out[reach.start - win.start] = edge_marker(
-            "start", f"relevance map starts here: the model saw the last {tokens} tokens", f"{id_prefix}map-start"
-        )
+        label = _("relevance map starts here: the model saw the last %(tokens)s tokens") % tokens
+        out[reach.start - win.start] = edge_marker("start", label, f"{id_prefix}map-start")
     if reach.cut_end and win.holds(reach.end):
-        out[reach.end - win.start] = edge_marker(
-            "end", f"relevance map ends here: the model saw the first {tokens} tokens", f"{id_prefix}map-end"
-        )
+        label = _("relevance map ends here: the model saw the first %(tokens)s tokens") % tokens
+        out[reach.end - win.start] = edge_marker("end", label, f"{id_prefix}map-end")
     return out
 
 

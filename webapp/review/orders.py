@@ -29,6 +29,7 @@ import numpy as np
 from django.db import transaction
 from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Least
+from django.utils.translation import gettext as _
 
 from ml.peaks.runs import smooth
 from webapp.pipeline.models import RelevanceMap
@@ -145,7 +146,10 @@ def change(rnd: ReviewRound, order: str, seed: int | None = None, *, actor=None)
     from webapp.audit.models import AuditEvent
 
     if order not in ORDERS:
-        raise OrderError(f"Unknown order {order!r}: choose one of {', '.join(ORDERS)}.")
+        raise OrderError(
+            _("Unknown order %(order)s: choose one of %(orders)s.")
+            % {"order": repr(order), "orders": ", ".join(ORDERS)}
+        )
     rnd.order = order
     if seed is not None:
         rnd.order_seed = seed

@@ -8,6 +8,8 @@ from django.contrib import messages
 from django.http import StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from webapp.audit.log import record
@@ -52,11 +54,17 @@ def round_list(request, corpus_id):
             except rounds.RoundError as exc:
                 form.add_error(None, str(exc))
             else:
-                messages.success(request, f"Round {rnd.name}: {rnd.pairs.count()} pairs, each for {rnd.k} reviewers.")
+                pairs = rnd.pairs.count()
+                said = ngettext(  # the English says "pairs" for one too; a translation may agree with the count
+                    "Round %(name)s: %(pairs)s pairs, each for %(k)s reviewers.",
+                    "Round %(name)s: %(pairs)s pairs, each for %(k)s reviewers.",
+                    pairs,
+                )
+                messages.success(request, said % {"name": rnd.name, "pairs": pairs, "k": rnd.k})
                 return redirect("review:round", rnd.pk)
     elif can_create:
         form = RoundForm(
-            initial={"name": f"{corpus.name} round"},
+            initial={"name": _("%(corpus)s round") % {"corpus": corpus.name}},
             project_id=corpus.project_id,
             reviewers=rounds.reviewer_candidates(corpus.project_id),
         )
@@ -127,9 +135,10 @@ def round_order(request, round_id):
     form = RoundOrderForm(request.POST)
     if form.is_valid():
         orders.change(rnd, form.cleaned_data["order"], form.cleaned_data["order_seed"], actor=request.user)
-        messages.success(request, f"Round {rnd.name} now serves {rnd.get_order_display()}.")
+        said = _("Round %(name)s now serves %(order)s.") % {"name": rnd.name, "order": rnd.get_order_display()}
+        messages.success(request, said)
     else:
-        messages.error(request, "Choose one of the orders offered (and a seed of 0 or more).")
+        messages.error(request, _("Choose one of the orders offered (and a seed of 0 or more)."))
     return redirect("review:round", rnd.pk)
 
 
@@ -142,10 +151,15 @@ def round_reviewer(request, round_id):
     try:
         if request.POST.get("action") == "remove":
             returned = rounds.remove_reviewer(rnd, user, actor=request.user)
-            messages.success(request, f"{user.get_username()} is off the round; {returned} open claim(s) went back.")
+            said = ngettext(  # "claim(s)" in English either way; a translation may agree with the count
+                "%(reviewer)s is off the round; %(count)s open claim(s) went back.",
+                "%(reviewer)s is off the round; %(count)s open claim(s) went back.",
+                returned,
+            )
+            messages.success(request, said % {"reviewer": user.get_username(), "count": returned})
         else:
             rounds.add_reviewer(rnd, user, actor=request.user)
-            messages.success(request, f"{user.get_username()} now reviews in this round.")
+            messages.success(request, _("%(reviewer)s now reviews in this round.") % {"reviewer": user.get_username()})
     except rounds.RoundError as exc:
         messages.error(request, str(exc))
     return redirect("review:round", rnd.pk)
@@ -166,7 +180,7 @@ def adjudicate(request, round_id):
                 comment=request.POST.get("comment", ""),
             )
         except (KeyError, ValueError, adjudication.AdjudicationError) as exc:
-            messages.error(request, f"Not recorded: {exc}")
+            messages.error(request, _("Not recorded: %(reason)s") % {"reason": exc})
             return redirect(f"{reverse('review:adjudicate', args=[rnd.pk])}?peak={request.POST.get('index', 0)}")
         return redirect("review:adjudicate", rnd.pk)
     peaks = adjudication.round_peaks(rnd)

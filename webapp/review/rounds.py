@@ -37,6 +37,8 @@ from django.db import transaction
 from django.db.models import BigIntegerField, Count, ExpressionWrapper, F, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from ml.peaks import peaks_of_rows
 from webapp.audit.log import record
@@ -81,18 +83,31 @@ def create_round(
     """Create a round and draw its pairs (module docstring); RoundError says what is wrong."""
     tasks, reviewers = list(tasks), list(dict.fromkeys(reviewers))
     if not name.strip():
-        raise RoundError("Give the round a name.")
+        raise RoundError(_("Give the round a name."))
     if not tasks:
-        raise RoundError("Choose at least one task.")
+        raise RoundError(_("Choose at least one task."))
     refused = [r.get_username() for r in reviewers if not has_capability(r, Capability.REVIEW, corpus.project_id)]
     if refused:
-        raise RoundError(f"Only the project's clinicians review peaks: {', '.join(refused)} may not.")
+        raise RoundError(
+            _("Only the project's clinicians review peaks: %(names)s may not.") % {"names": ", ".join(refused)}
+        )
     if not 1 <= k <= len(reviewers):
-        raise RoundError(f"k (reviewers per pair) must be between 1 and the {len(reviewers)} reviewers named.")
+        named = len(reviewers)
+        raise RoundError(
+            ngettext(  # "reviewers" for one too, as before; a translation may agree with the count
+                "k (reviewers per pair) must be between 1 and the %(count)s reviewers named.",
+                "k (reviewers per pair) must be between 1 and the %(count)s reviewers named.",
+                named,
+            )
+            % {"count": named}
+        )
     if not 50 <= agreement_needed <= 100:
-        raise RoundError("The agreement a peak needs must be between 50% (a majority) and 100% (everyone).")
+        raise RoundError(_("The agreement a peak needs must be between 50% (a majority) and 100% (everyone)."))
     if order not in orders.ORDERS:
-        raise RoundError(f"Unknown order {order!r}: choose one of {', '.join(orders.ORDERS)}.")
+        raise RoundError(
+            _("Unknown order %(order)s: choose one of %(orders)s.")
+            % {"order": repr(order), "orders": ", ".join(orders.ORDERS)}
+        )
     with transaction.atomic():
         rnd = ReviewRound.objects.create(
             corpus=corpus,
@@ -114,8 +129,10 @@ def create_round(
         drawn = _draw_pairs(rnd, tasks)
         if not drawn:
             raise RoundError(
-                "No (note, task) pair of these tasks has a peak under this model version, method, template and "
-                "peak setting in this corpus: compute relevance first, or choose another setting."
+                _(
+                    "No (note, task) pair of these tasks has a peak under this model version, method, template and "
+                    "peak setting in this corpus: compute relevance first, or choose another setting."
+                )
             )
         if order != "drawn":
             orders.arrange(rnd)  # webapp.review.orders: positions in the round's order
@@ -197,7 +214,7 @@ def next_claim(rnd: ReviewRound, reviewer, *, now=None) -> RoundClaim | None:
     rota = members(rnd)
     me = next((i for i, m in enumerate(rota) if m.reviewer_id == reviewer.pk), None)
     if me is None:
-        raise RoundError("You are not a reviewer of this round.")
+        raise RoundError(_("You are not a reviewer of this round."))
     current = RoundClaim.objects.open(now).filter(round=rnd, reviewer=reviewer).order_by("claimed").first()
     if current is not None:
         RoundClaim.objects.filter(pk=current.pk).update(expires=now + LEASE)
@@ -326,8 +343,8 @@ def remove_reviewer(rnd: ReviewRound, reviewer, *, actor=None) -> int:
             removed=timezone.now()
         )
         if not updated:
-            raise RoundError(f"{reviewer.get_username()} is not a reviewer of this round.")
-        returned, _ = RoundClaim.objects.filter(round=rnd, reviewer=reviewer, done__isnull=True).delete()
+            raise RoundError(_("%(reviewer)s is not a reviewer of this round.") % {"reviewer": reviewer.get_username()})
+        returned, _per_model = RoundClaim.objects.filter(round=rnd, reviewer=reviewer, done__isnull=True).delete()
     record(actor, AuditEvent.Action.REVIEW_DECISION, rnd, kind="round_reviewer_removed", reviewer=reviewer.pk,
            claims_returned=returned)  # fmt: skip
     return returned
@@ -336,10 +353,12 @@ def remove_reviewer(rnd: ReviewRound, reviewer, *, actor=None) -> int:
 def add_reviewer(rnd: ReviewRound, reviewer, *, actor=None) -> None:
     """Add (or bring back) a reviewer; the rota is re-dealt over the active reviewers."""
     if not has_capability(reviewer, Capability.REVIEW, rnd.corpus.project_id):
-        raise RoundError(f"Only the project's clinicians review peaks: {reviewer.get_username()} may not.")
+        raise RoundError(
+            _("Only the project's clinicians review peaks: %(names)s may not.") % {"names": reviewer.get_username()}
+        )
     row, created = RoundReviewer.objects.get_or_create(round=rnd, reviewer=reviewer)
     if not created and row.removed is None:
-        raise RoundError(f"{reviewer.get_username()} already reviews in this round.")
+        raise RoundError(_("%(reviewer)s already reviews in this round.") % {"reviewer": reviewer.get_username()})
     if not created:
         RoundReviewer.objects.filter(pk=row.pk).update(removed=None)
     record(actor, AuditEvent.Action.REVIEW_DECISION, rnd, kind="round_reviewer_added", reviewer=reviewer.pk)

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
+from django.utils.translation import gettext as _
+
 from ml.peaks import PAPER, PeakParams
 from ml.relevance import RelevanceConfig, default_config_key
 from ml.relevance.methods import DEFAULT
@@ -106,7 +108,7 @@ def _profile(query, errors, project_id: int) -> PeakProfile | None:
         profile = catalog.profile(pk, project_id)
         if profile is not None:
             return profile
-        errors.append("That peak profile does not exist; the default is shown.")
+        errors.append(_("That peak profile does not exist; the default is shown."))
     return catalog.default_profile(project_id)
 
 
@@ -246,7 +248,7 @@ def config_label(config: dict | None, key: str) -> str:
         return key
     default = RelevanceConfig(method=cfg.method, template=cfg.template)
     if cfg.key == default.key:
-        return f"explain {cfg.explain} (default)"
+        return _("%(config)s (default)") % {"config": f"explain {cfg.explain}"}  # parameter names stay as written
     changed = [
         f"{name} {value}"
         for name, value in cfg.to_dict().items()

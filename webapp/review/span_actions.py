@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from webapp.review import bulk, catalog, rounds, spans
 from webapp.review.actions import Outcome, _snippet, guideline_version_of
@@ -37,7 +39,7 @@ class SpanForm(forms.Form):
 
 def _invalid(form) -> Outcome:
     problems = "; ".join(m for errors in form.errors.values() for m in errors)
-    return Outcome(f"Nothing was saved: {problems}", messages.ERROR, 400)
+    return Outcome(_("Nothing was saved: %(problems)s") % {"problems": problems}, messages.ERROR, 400)
 
 
 def add(note, task, reviewer, data, round=None) -> Outcome:
@@ -58,11 +60,11 @@ def add(note, task, reviewer, data, round=None) -> Outcome:
             comment=d["comment"],
         )
     except spans.SpanError as exc:
-        return Outcome(f"Nothing was saved: {exc}", messages.ERROR, 400)
+        return Outcome(_("Nothing was saved: %(reason)s") % {"reason": exc}, messages.ERROR, 400)
     piece = _snippet(note.text, row.start, row.end)
     if not created:
-        return Outcome(f"You had already added «{piece}».", messages.INFO)
-    return Outcome(f"You added «{piece}» as evidence the model missed.")
+        return Outcome(_("You had already added «%(piece)s».") % {"piece": piece}, messages.INFO)
+    return Outcome(_("You added «%(piece)s» as evidence the model missed.") % {"piece": piece})
 
 
 def edit(row, reviewer, data) -> Outcome:
@@ -75,14 +77,15 @@ def edit(row, reviewer, data) -> Outcome:
             row, reviewer, start=d["start"], end=d["end"], active_ms=d["active_ms"], comment=data.get("comment")
         )
     except spans.SpanError as exc:
-        return Outcome(f"Nothing was saved: {exc}", messages.ERROR, 400)
-    return Outcome(f"Your added span is now «{_snippet(row.note.text, row.start, row.end)}».")
+        return Outcome(_("Nothing was saved: %(reason)s") % {"reason": exc}, messages.ERROR, 400)
+    piece = _snippet(row.note.text, row.start, row.end)
+    return Outcome(_("Your added span is now «%(piece)s».") % {"piece": piece})
 
 
 def remove(row, reviewer) -> Outcome:
     piece = _snippet(row.note.text, row.start, row.end)
     spans.remove(row, reviewer)
-    return Outcome(f"Removed your added span «{piece}».", messages.INFO)
+    return Outcome(_("Removed your added span «%(piece)s».") % {"piece": piece}, messages.INFO)
 
 
 # ---------------------------------------------------------------- accept the rest
@@ -128,14 +131,15 @@ def accept_rest(note, data, reviewer) -> tuple[Outcome, int | None]:
     task, model = catalog.task(d["task"], project_id), catalog.model_version(d["model"], project_id)
     profile = catalog.profile(d["profile"], project_id) if d.get("profile") else None
     if task is None or model is None:
-        return Outcome("Nothing was saved: unknown task or model version.", messages.ERROR, 400), None
+        return Outcome(_("Nothing was saved: unknown task or model version."), messages.ERROR, 400), None
     sel = Selection(task, model, d["method"], d["template"], profile, form.params, config_key=d.get("config") or "")
     found = stored_peaks(note, sel, arrays=False)
     if found is None or not found[2]:
-        return Outcome("Nothing was saved: this note has no peaks under the setting shown.", messages.ERROR, 400), None
+        refusal = _("Nothing was saved: this note has no peaks under the setting shown.")
+        return Outcome(refusal, messages.ERROR, 400), None
     ctx = PeakContext(note, task, model, d["method"], d["template"], sel.config)
     if data.get("confirm") != "yes":
-        return Outcome("Confirm to accept the rest.", messages.INFO), len(bulk.undecided(ctx, reviewer, found[1]))
+        return Outcome(_("Confirm to accept the rest."), messages.INFO), len(bulk.undecided(ctx, reviewer, found[1]))
     try:
         rows = bulk.accept_rest(
             ctx,
@@ -148,13 +152,24 @@ def accept_rest(note, data, reviewer) -> tuple[Outcome, int | None]:
         )
     except bulk.StaleCount as exc:
         return Outcome(
-            f"Nothing was saved: the page was out of date ({exc.now} peaks are undecided now, the confirmation "
-            f"named {d.get('count')}). Look again and confirm.",
+            ngettext(  # the English says "peaks" for one too; a translation may agree with the count
+                "Nothing was saved: the page was out of date (%(now)s peaks are undecided now, the confirmation "
+                "named %(named)s). Look again and confirm.",
+                "Nothing was saved: the page was out of date (%(now)s peaks are undecided now, the confirmation "
+                "named %(named)s). Look again and confirm.",
+                exc.now,
+            )
+            % {"now": exc.now, "named": d.get("count")},
             messages.WARNING,
             409,
         ), None
     if not rows:
-        return Outcome("Every peak here is already decided by you: nothing to accept.", messages.INFO), None
+        return Outcome(_("Every peak here is already decided by you: nothing to accept."), messages.INFO), None
     rounds.sync_claims(reviewer, note.pk, task.pk, model.pk, d["method"], d["template"], sel.config)
     n = len(rows)
-    return Outcome(f"You accepted the {n} undecided peak{'s' if n != 1 else ''} (undo: u)."), None
+    said = ngettext(
+        "You accepted the %(count)s undecided peak (undo: u).",
+        "You accepted the %(count)s undecided peaks (undo: u).",
+        n,
+    ) % {"count": n}
+    return Outcome(said), None

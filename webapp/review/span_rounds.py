@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
 from django.utils.html import escape
+from django.utils.translation import gettext as _
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
@@ -161,7 +162,7 @@ def adjudicate(
 ) -> SpanAdjudication:
     """Store the curator's final choice on a group of added spans of the round (audited)."""
     if decision not in SpanAdjudication.Decision.values:
-        raise SpanAdjudicationError("A curator accepts or rejects added spans.")
+        raise SpanAdjudicationError(_("A curator accepts or rejects added spans."))
     group = next(
         (
             g
@@ -171,11 +172,11 @@ def adjudicate(
         None,
     )
     if group is None:
-        raise SpanAdjudicationError("These are not added spans of this round (they may have changed); look again.")
+        raise SpanAdjudicationError(_("These are not added spans of this round (they may have changed); look again."))
     if decision == SpanAdjudication.Decision.ACCEPT:
         chosen = tuple(chosen) if chosen else group.variants[0]
         if chosen not in group.variants:
-            raise SpanAdjudicationError("Keep one of the spans the reviewers added, or their extent.")
+            raise SpanAdjudicationError(_("Keep one of the spans the reviewers added, or their extent."))
     else:
         chosen = (None, None)
     values = {
@@ -193,7 +194,9 @@ def adjudicate(
                 with transaction.atomic():
                     row = SpanAdjudication.objects.create(**key, **values)
             except IntegrityError:
-                raise SpanAdjudicationError("Another curator decided these spans a moment ago; look again.") from None
+                raise SpanAdjudicationError(
+                    _("Another curator decided these spans a moment ago; look again.")
+                ) from None
             op = "create"
         else:
             row.previous = {

@@ -5,6 +5,7 @@ note panel back (webapp.review.views.after_post: htmx gets the panel, a plain fo
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from webapp.corpus.tasks import current_guideline
@@ -73,7 +74,7 @@ def adjudicate_spans(request, round_id):
                 comment=request.POST.get("comment", ""),
             )
         except (KeyError, ValueError, span_rounds.SpanAdjudicationError) as exc:
-            messages.error(request, f"Not recorded: {exc}")
+            messages.error(request, _("Not recorded: %(reason)s") % {"reason": exc})
             return redirect(f"{url}?span={request.POST.get('index', 0)}")
         return redirect(url)
     groups = span_rounds.disputed(rnd)

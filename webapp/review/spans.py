@@ -19,6 +19,8 @@ Rules
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
 
 from ml.peaks.words import snap_to_words
 from webapp.audit.log import record
@@ -35,12 +37,18 @@ class SpanError(Exception):
 def _snapped(note, start: int, end: int) -> tuple[int, int]:
     length = len(note.text)
     if not (0 <= start <= length and 0 <= end <= length):
-        raise SpanError(f"The span [{start}, {end}) is not inside this {length}-character note.")
+        raise SpanError(
+            _("The span [%(start)s, %(end)s) is not inside this %(length)s-character note.")
+            % {"start": start, "end": end, "length": length}
+        )
     a, b = snap_to_words(note.text, start, end)
     if a >= b:
-        raise SpanError("There is no word there: select the words to add.")
+        raise SpanError(_("There is no word there: select the words to add."))
     if b - a > MAX_SPAN_CHARS:
-        raise SpanError(f"A span is at most {MAX_SPAN_CHARS:,} characters; select fewer words.")
+        raise SpanError(
+            _("A span is at most %(count)s characters; select fewer words.")
+            % {"count": number_format(MAX_SPAN_CHARS, force_grouping=True)}
+        )
     return a, b
 
 
@@ -85,7 +93,7 @@ def edit(row: AddedSpan, reviewer, *, start: int, end: int, active_ms: int | Non
         row = AddedSpan.objects.select_for_update().select_related("note").get(pk=row.pk)
         clash = AddedSpan.objects.filter(note_id=row.note_id, task_id=row.task_id, reviewer=reviewer, start=a, end=b)
         if clash.exclude(pk=row.pk).exists():
-            raise SpanError("You already added a span on exactly these words.")
+            raise SpanError(_("You already added a span on exactly these words."))
         before = [row.start, row.end]
         row.start, row.end = a, b
         if comment is not None:

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from statistics import median
 
 from django.db.models import Count, Exists, OuterRef
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
 
 from webapp.pipeline.models import RelevanceMap
 from webapp.review.models import PeakDecision
@@ -75,8 +77,8 @@ class ReviewTime:
 
 def duration_text(hours: float) -> str:
     if hours >= 1 or hours == 0:
-        return f"{hours:.1f} h"
-    return f"{max(round(hours * 60), 1)} min"
+        return _("%(hours)s h") % {"hours": number_format(round(hours, 1), 1)}
+    return _("%(minutes)s min") % {"minutes": max(round(hours * 60), 1)}
 
 
 def estimate_hours(judgements: int, peaks_per_pair: float, median_s: float) -> float:
@@ -150,11 +152,11 @@ def time_parts(decisions, maps, corpus=None, model=None, method: str | None = No
             by_task[task_id].append(active_ms / 1000)
     decisions_per_pair: dict[int, list[int]] = defaultdict(list)
     reviewers_on: dict[tuple, int] = defaultdict(int)  # (task, note) -> reviewers who decided
-    for (task_id, note_id, _), n in per_pair.items():
+    for (task_id, note_id, _reviewer), n in per_pair.items():
         decisions_per_pair[task_id].append(n)
         reviewers_on[(task_id, note_id)] += 1
     done_by_task: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))  # reviewers -> pairs
-    for (task_id, _), n in reviewers_on.items():
+    for (task_id, _note_id), n in reviewers_on.items():
         done_by_task[task_id][n] += 1
 
     undecided = (
@@ -244,10 +246,10 @@ def round_time(rnd) -> RoundTime:
     )
     wanted = {(note, task) for note, task, _ in pairs}
     mine = [ms for note, task, ms in timed.values_list("note_id", "task_id", "active_ms") if (note, task) in wanted]
-    source = "this round"
+    source = _("this round")
     if not mine:
         mine = list(timed.filter(task__in=rnd.tasks.all()).values_list("active_ms", flat=True))
-        source = "these tasks on this corpus"
+        source = _("these tasks on this corpus")
     reviewers = rnd.members.filter(removed__isnull=True).count()
     median_s = median(mine) / 1000 if mine else None
     return RoundTime(left, peaks_per_pair, median_s, len(mine), source if mine else "", reviewers)

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from ml.metrics import PRF, peak_token_prf, relevance_mass_ratio
 from ml.peaks import PeakParams, peaks_of_arrays, smooth
@@ -73,7 +74,7 @@ def draw(corpus, selection, *, name: str, size: int, seed: int, grid: list[dict]
     """A new set of `size` notes, or fewer when fewer notes have maps (see module doc)."""
     sample = tuning.sample_for(corpus, selection, size=max(tuning.SAMPLE_SIZE, 4 * size), seed=seed)
     if sample is None:
-        raise ValidationSetError("No relevance maps for this model version, method and template in this corpus.")
+        raise ValidationSetError(_("No relevance maps for this model version, method and template in this corpus."))
     order = np.random.default_rng(seed).permutation(len(sample.map_ids)).tolist()
     pairs = dict(
         (pk, (n, t))
@@ -260,9 +261,9 @@ def judge(vset, reviewer, *, position: int, setting: int, reasonable: bool) -> l
     """Record the answer for the item under `setting` and every setting with identical peaks on
     that note not yet judged by the reviewer; returns the settings recorded."""
     if vset.is_retired:
-        raise ValidationSetError("This validation set is retired: it takes no more answers.")
+        raise ValidationSetError(_("This validation set is retired: it takes no more answers."))
     if not 0 <= position < len(vset.items) or not 0 <= setting < len(vset.grid):
-        raise ValidationSetError("No such item or setting in this validation set.")
+        raise ValidationSetError(_("No such item or setting in this validation set."))
     note_id, task_id = vset.items[position]
     note = Note.objects.get(pk=note_id)
     spans = spans_per_setting(vset, note, _arrays(vset, note_id, task_id))
@@ -397,17 +398,20 @@ def disputes(vset) -> list[Dispute]:
 def settle(vset, curator, *, position: int, setting: int, reasonable: bool) -> ValidationVerdict:
     """Record the curator's final answer on a split (item, setting); a change keeps the previous one."""
     if vset.is_retired:
-        raise ValidationSetError("This validation set is retired: its tally is kept as it was.")
+        raise ValidationSetError(_("This validation set is retired: its tally is kept as it was."))
     if not 0 <= position < len(vset.items) or not 0 <= setting < len(vset.grid):
-        raise ValidationSetError("No such item or setting in this validation set.")
+        raise ValidationSetError(_("No such item or setting in this validation set."))
     note_id, task_id = vset.items[position]
     given = _answers(vset).get((note_id, task_id, setting), [])
     if not split(given):
         yes = sum(answer for _, answer in given)
         no = len(given) - yes
         raise ValidationSetError(
-            f"Its reviewers did not split on note {position + 1} under setting {setting + 1} "
-            f"({yes} yes, {no} no): there is nothing to settle."
+            _(
+                "Its reviewers did not split on note %(note)s under setting %(setting)s "
+                "(%(yes)s yes, %(no)s no): there is nothing to settle."
+            )
+            % {"note": position + 1, "setting": setting + 1, "yes": yes, "no": no}
         )
     with transaction.atomic():
         verdict, created = ValidationVerdict.objects.select_for_update().get_or_create(
@@ -439,7 +443,7 @@ def _agreement(vset, rows: list[SettingTally]) -> None:
     items = {(n, t) for n, t in vset.items}
     gold: dict[tuple, set] = defaultdict(set)
     for note_id, task_id, evidence in (
-        Annotation.objects.filter(note_id__in={n for n, _ in items})
+        Annotation.objects.filter(note_id__in={n for n, _task in items})
         .exclude(evidence=[])
         .values_list("note_id", "task_id", "evidence")
     ):
@@ -481,7 +485,7 @@ def _agreement(vset, rows: list[SettingTally]) -> None:
 def adopt(vset, setting: int, name: str, actor):
     """Make a setting of the set a PeakProfile (a new version if the name exists)."""
     if not 0 <= setting < len(vset.grid):
-        raise ValidationSetError("No such setting in this validation set.")
+        raise ValidationSetError(_("No such setting in this validation set."))
     return tuning.save_profile(name, PeakParams.from_mapping(vset.grid[setting]), actor, project=vset.corpus.project_id)
 
 

@@ -9,6 +9,8 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -242,15 +244,22 @@ def save_profile(request):
     if not form.is_valid():
         messages.error(
             request,
-            "The profile was not saved: " + "; ".join(message for errors in form.errors.values() for message in errors),
+            _("The profile was not saved: %(problems)s")
+            % {"problems": "; ".join(message for errors in form.errors.values() for message in errors)},
         )
         return redirect(back)
     corpus = access.tuning_corpus_for(request.user, form.cleaned_data["corpus"])  # another project's: 404
     profile = tuning.save_profile(form.cleaned_data["name"], form.params, request.user, project=corpus.project_id)
     messages.success(
         request,
-        f"Saved peak profile {profile} (kernel {profile.kernel_size}, σ {profile.sigma:g}, "
-        f"lower {profile.lower:g}, upper {profile.upper:g}).",
+        _("Saved peak profile %(profile)s (kernel %(kernel)s, σ %(sigma)s, lower %(lower)s, upper %(upper)s).")
+        % {
+            "profile": profile,
+            "kernel": profile.kernel_size,
+            "sigma": f"{profile.sigma:g}",
+            "lower": f"{profile.lower:g}",
+            "upper": f"{profile.upper:g}",
+        },
     )
     return redirect(_with_profile(back, profile))
 
@@ -288,9 +297,17 @@ def validation_list(request, corpus_id):
                 form.add_error(None, str(exc))
             else:
                 if vset.shortfall:
-                    messages.warning(request, f"{vset.shortfall} They are held out of dataset builds.")
+                    messages.warning(
+                        request, _("%(shortfall)s They are held out of dataset builds.") % {"shortfall": vset.shortfall}
+                    )
                 else:
-                    messages.success(request, f"Drew {len(vset.items)} notes; they are held out of dataset builds.")
+                    drawn = len(vset.items)
+                    said = ngettext(  # "notes" for one too, as before; a translation may agree with the count
+                        "Drew %(count)s notes; they are held out of dataset builds.",
+                        "Drew %(count)s notes; they are held out of dataset builds.",
+                        drawn,
+                    )
+                    messages.success(request, said % {"count": drawn})
                 return redirect("review:validation_round", vset.pk)
     sets = corpus.validation_sets.select_related("model_version", "created_by", "retired_by")
     return render(
@@ -332,7 +349,7 @@ def validation_judge(request, set_id):
     try:
         validation.judge(vset, request.user, **_validation_answer(request.POST))
     except (KeyError, ValueError, validation.ValidationSetError) as exc:
-        messages.error(request, f"Not recorded: {exc}")
+        messages.error(request, _("Not recorded: %(reason)s") % {"reason": exc})
     return redirect(_round_url(vset, request.POST))
 
 
@@ -378,7 +395,7 @@ def validation_settle(request, set_id):
         try:
             validation.settle(vset, request.user, **_validation_answer(request.POST))
         except (KeyError, ValueError, validation.ValidationSetError) as exc:
-            messages.error(request, f"Not recorded: {exc}")
+            messages.error(request, _("Not recorded: %(reason)s") % {"reason": exc})
             return redirect(f"{url}?d={_int(request.POST.get('index')) or 0}")
         return redirect(url)
     found = validation.disputes(vset)
@@ -412,10 +429,11 @@ def validation_retire(request, set_id):
     if validation.retire(vset, request.user):
         messages.success(
             request,
-            f"{vset.name} is retired: its notes are no longer held out of new dataset builds. Its answers are kept.",
+            _("%(name)s is retired: its notes are no longer held out of new dataset builds. Its answers are kept.")
+            % {"name": vset.name},
         )
     else:
-        messages.info(request, f"{vset.name} was already retired.")
+        messages.info(request, _("%(name)s was already retired.") % {"name": vset.name})
     return redirect("review:validation_results", vset.pk)
 
 
@@ -424,14 +442,18 @@ def validation_adopt(request, set_id):
     vset = access.tuning_set_for(request.user, set_id)
     form = AdoptForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Give the profile a name (letters, digits, - and _).")
+        messages.error(request, _("Give the profile a name (letters, digits, - and _)."))
         return redirect("review:validation_results", vset.pk)
     try:
         profile = validation.adopt(vset, form.cleaned_data["setting"], form.cleaned_data["name"], request.user)
     except validation.ValidationSetError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Peak profile {profile} created from setting {form.cleaned_data['setting'] + 1}.")
+        setting = form.cleaned_data["setting"] + 1
+        messages.success(
+            request,
+            _("Peak profile %(profile)s created from setting %(setting)s.") % {"profile": profile, "setting": setting},
+        )
     return redirect("review:validation_results", vset.pk)
 
 
@@ -505,7 +527,7 @@ def report(request):
     csv_query["format"] = "csv"
     if request.GET.get("format") == "csv":
         if state.figures is None:
-            response = HttpResponse("The report is being computed; try again in a moment.\n", status=503)
+            response = HttpResponse(_("The report is being computed; try again in a moment.") + "\n", status=503)
             response["Retry-After"] = "5"
             return response
         lines = report_store.agreement_csv(state.figures)
