@@ -107,7 +107,7 @@ def test_the_menu_is_on_every_page_with_the_current_language_selected(client, cl
     assert 'name="csrfmiddlewaretoken"' in menu and 'name="next"' not in menu  # the Referer is where it goes back
     assert '<option value="it" lang="it" selected>Italiano</option>' in menu
     assert '<option value="es" lang="es">Español</option>' in menu and ">English</option>" in menu
-    assert '<button type="submit"' in menu  # sent by a button, keyboard first; no script needed
+    assert '<button class="link">Cambia lingua</button>' in menu  # sent by a button, keyboard first; no script
 
 
 def test_a_signed_in_choice_is_saved_on_the_profile_and_goes_back(client, clinician):
