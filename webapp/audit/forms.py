@@ -4,17 +4,32 @@ import datetime
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from webapp.audit.models import AuditEvent
 from webapp.projects.roles import Capability
 
 
 class AuditFilterForm(forms.Form):
-    action = forms.ChoiceField(choices=[("", "any action"), *AuditEvent.Action.choices], required=False)
-    actor = forms.CharField(max_length=150, required=False, help_text='username or its start, e.g. "cli:"')
-    object_type = forms.CharField(max_length=60, required=False, label="Object type", help_text="e.g. corpus.Corpus")
-    since = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
-    until = forms.DateField(required=False, label="To (inclusive)", widget=forms.DateInput(attrs={"type": "date"}))
+    action = forms.ChoiceField(
+        choices=[("", gettext_lazy("any action")), *AuditEvent.Action.choices],
+        required=False,
+        label=gettext_lazy("Action"),
+    )
+    actor = forms.CharField(
+        max_length=150,
+        required=False,
+        label=gettext_lazy("Actor"),
+        help_text=gettext_lazy('username or its start, e.g. "cli:"'),
+    )
+    object_type = forms.CharField(
+        max_length=60, required=False, label=gettext_lazy("Object type"), help_text=gettext_lazy("e.g. corpus.Corpus")
+    )
+    since = forms.DateField(required=False, label=gettext_lazy("From"), widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(
+        required=False, label=gettext_lazy("To (inclusive)"), widget=forms.DateInput(attrs={"type": "date"})
+    )
     before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 
     FILTERS = ("action", "actor", "object_type", "since", "until")
@@ -22,7 +37,7 @@ class AuditFilterForm(forms.Form):
     def clean(self):
         data = super().clean()
         if data.get("since") and data.get("until") and data["until"] < data["since"]:
-            raise forms.ValidationError("The end date is before the start date.")
+            raise forms.ValidationError(_("The end date is before the start date."))
         return data
 
     def events(self, user):

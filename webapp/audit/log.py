@@ -77,8 +77,8 @@ def _project_id(obj) -> int | None:
 
 def record_refused_import(actor, corpus: str, kind: str, problem_count: int, reasons: Iterable) -> AuditEvent:
     """Record that an import into `corpus` was refused: `kind` "notes" or "annotations", the number
-    of problems, and the categories of the first `reasons` (Problem objects, or bare messages
-    without the "file line N:" that str(problem) puts first)."""
+    of problems, and the categories of the first `reasons` (Problem objects, whose `text` is the
+    message without the "file line N:" that str(problem) puts first, or bare messages)."""
     return record(
         actor,
         AuditEvent.Action.IMPORT_REFUSED,
@@ -99,7 +99,7 @@ def reason_categories(reasons: Iterable, limit: int = MAX_REASONS) -> list[str]:
     """The first `limit` distinct reason categories, in order."""
     categories: list[str] = []
     for reason in reasons:
-        category = reason_category(getattr(reason, "message", reason))
+        category = reason_category(getattr(reason, "text", reason))  # a Problem's message, in English
         if category not in categories:
             categories.append(category)
             if len(categories) == limit:

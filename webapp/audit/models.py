@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from webapp.projects.scoping import ProjectScopedQuerySet
 
@@ -27,58 +28,60 @@ class AuditEvent(models.Model):
     counts, names and reason categories only."""
 
     class Action(models.TextChoices):
-        IMPORT_NOTES = "import_notes", "Imported notes"
-        IMPORT_ANNOTATIONS = "import_annotations", "Imported annotations"
-        IMPORT_REFUSED = "import_refused", "Refused an import"
-        IMPORT_MAPS = "import_maps", "Imported relevance maps"
-        LOAD_CATALOG = "load_catalog", "Loaded task catalog"
-        EXPORT = "export", "Exported a dataset"
-        REVIEW_DECISION = "review_decision", "Review decision"
-        LAUNCH_JOB = "launch_job", "Launched a job"
-        CANCEL_JOB = "cancel_job", "Cancelled a job"
-        LOGIN = "login", "Logged in"
-        LOGOUT = "logout", "Logged out"
-        LOGIN_FAILED = "login_failed", "Failed login"
-        LOCKED_OUT = "locked_out", "Login locked out"
-        LOGIN_REFUSED = "login_refused", "Login refused by role mapping"
-        ACCOUNT_CREATED = "account_created", "Account created at sign-in"
-        ROLES_CHANGED = "roles_changed", "Roles changed at sign-in"
-        PERMISSION_DENIED = "permission_denied", "Permission refused"
-        EXPORT_AUDIT = "export_audit", "Exported the audit log"
-        CREATE_TASK = "create_task", "Created a task"
-        EDIT_TASK = "edit_task", "Edited a task"
-        RETIRE_TASK = "retire_task", "Retired a task"
-        RESTORE_TASK = "restore_task", "Brought back a retired task"
-        CREATE_PROJECT = "create_project", "Created a project"
-        EDIT_PROJECT = "edit_project", "Edited a project"
-        ADD_MEMBER = "add_member", "Gave a role in a project"
-        REMOVE_MEMBER = "remove_member", "Took a role in a project away"
-        CREATE_API_TOKEN = "create_api_token", "Made an API token"
-        REVOKE_API_TOKEN = "revoke_api_token", "Revoked an API token"
-        API_TOKEN_REFUSED = "api_token_refused", "Refused an API request"
-        ADD_WEBHOOK = "add_webhook", "Added a webhook"
-        DELETE_WEBHOOK = "delete_webhook", "Removed a webhook"
-        SWITCH_WEBHOOK = "switch_webhook", "Switched a webhook on or off"
-        ERASURE_REQUESTED = "erasure_requested", "Asked for an erasure"
-        ERASURE = "erasure", "Erased data (receipt)"
-        EXPORT_EXPIRED = "export_expired", "Removed an export's files (retention)"
-        CREATE_USER = "create_user", "Made a local account"
-        DISABLE_USER = "disable_user", "Disabled an account"
-        ENABLE_USER = "enable_user", "Enabled an account again"
-        DEID_POLICY = "deid_policy", "Changed the de-identification policy"
-        DEIDENTIFY = "deidentify", "De-identified a corpus"
-        DEID_SCAN = "deid_scan", "Scanned for identifiers left"
-        MARK_DEIDENTIFIED = "mark_deidentified", "Marked a corpus de-identified"
-        RELEASE_IDENTIFIABLE = "release_identifiable", "Let data that is not de-identified leave"
-        MISSED_IDENTIFIER = "missed_identifier", "Marked a missed identifier"
+        IMPORT_NOTES = "import_notes", _("Imported notes")
+        IMPORT_ANNOTATIONS = "import_annotations", _("Imported annotations")
+        IMPORT_REFUSED = "import_refused", _("Refused an import")
+        IMPORT_MAPS = "import_maps", _("Imported relevance maps")
+        LOAD_CATALOG = "load_catalog", _("Loaded task catalog")
+        EXPORT = "export", _("Exported a dataset")
+        REVIEW_DECISION = "review_decision", _("Review decision")
+        LAUNCH_JOB = "launch_job", _("Launched a job")
+        CANCEL_JOB = "cancel_job", _("Cancelled a job")
+        LOGIN = "login", _("Logged in")
+        LOGOUT = "logout", _("Logged out")
+        LOGIN_FAILED = "login_failed", _("Failed login")
+        LOCKED_OUT = "locked_out", _("Login locked out")
+        LOGIN_REFUSED = "login_refused", _("Login refused by role mapping")
+        ACCOUNT_CREATED = "account_created", _("Account created at sign-in")
+        ROLES_CHANGED = "roles_changed", _("Roles changed at sign-in")
+        PERMISSION_DENIED = "permission_denied", _("Permission refused")
+        EXPORT_AUDIT = "export_audit", _("Exported the audit log")
+        CREATE_TASK = "create_task", _("Created a task")
+        EDIT_TASK = "edit_task", _("Edited a task")
+        RETIRE_TASK = "retire_task", _("Retired a task")
+        RESTORE_TASK = "restore_task", _("Brought back a retired task")
+        CREATE_PROJECT = "create_project", _("Created a project")
+        EDIT_PROJECT = "edit_project", _("Edited a project")
+        ADD_MEMBER = "add_member", _("Gave a role in a project")
+        REMOVE_MEMBER = "remove_member", _("Took a role in a project away")
+        CREATE_API_TOKEN = "create_api_token", _("Made an API token")
+        REVOKE_API_TOKEN = "revoke_api_token", _("Revoked an API token")
+        API_TOKEN_REFUSED = "api_token_refused", _("Refused an API request")
+        ADD_WEBHOOK = "add_webhook", _("Added a webhook")
+        DELETE_WEBHOOK = "delete_webhook", _("Removed a webhook")
+        SWITCH_WEBHOOK = "switch_webhook", _("Switched a webhook on or off")
+        ERASURE_REQUESTED = "erasure_requested", _("Asked for an erasure")
+        ERASURE = "erasure", _("Erased data (receipt)")
+        EXPORT_EXPIRED = "export_expired", _("Removed an export's files (retention)")
+        CREATE_USER = "create_user", _("Made a local account")
+        DISABLE_USER = "disable_user", _("Disabled an account")
+        ENABLE_USER = "enable_user", _("Enabled an account again")
+        DEID_POLICY = "deid_policy", _("Changed the de-identification policy")
+        DEIDENTIFY = "deidentify", _("De-identified a corpus")
+        DEID_SCAN = "deid_scan", _("Scanned for identifiers left")
+        MARK_DEIDENTIFIED = "mark_deidentified", _("Marked a corpus de-identified")
+        RELEASE_IDENTIFIABLE = "release_identifiable", _("Let data that is not de-identified leave")
+        MISSED_IDENTIFIER = "missed_identifier", _("Marked a missed identifier")
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
     )
     actor_name = models.CharField(
         max_length=150,
-        help_text="Kept when the user is deleted; 'cli:<os user>' for commands, 'worker:<os user>' for workers, "
-        "for a failed login the username tried if an account has it, else '(unknown username)'",
+        help_text=_(
+            "Kept when the user is deleted; 'cli:<os user>' for commands, 'worker:<os user>' for workers, "
+            "for a failed login the username tried if an account has it, else '(unknown username)'"
+        ),
     )
     action = models.CharField(max_length=40, choices=Action.choices)
     project = models.ForeignKey(
@@ -87,11 +90,11 @@ class AuditEvent(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        help_text="The project of the object acted on; none for sign-ins and site administration",
+        help_text=_("The project of the object acted on; none for sign-ins and site administration"),
     )
     object_type = models.CharField(max_length=60, blank=True)
     object_id = models.CharField(max_length=64, blank=True)
-    ip = models.GenericIPAddressField(null=True, blank=True, help_text="The client's address, for web requests")
+    ip = models.GenericIPAddressField(null=True, blank=True, help_text=_("The client's address, for web requests"))
     details = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(auto_now_add=True, db_index=True)
 

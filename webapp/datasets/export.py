@@ -57,6 +57,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from ml.masking import DSM_INSTRUCTION
 from webapp import shared_files
@@ -199,7 +200,9 @@ def stream_download(dataset: DatasetVersion, fmt: str, actor, *, confirm_identif
     Raises gate.Refused for a corpus that is not de-identified, unconfirmed."""
     _check(dataset, fmt)
     if fmt not in DATA_FILES:
-        raise ExportError(f"{FORMATS[fmt].label} is a folder a worker prepares first, then downloaded.")
+        raise ExportError(
+            _("%(format)s is a folder a worker prepares first, then downloaded.") % {"format": FORMATS[fmt].label}
+        )
     gate.release([dataset.corpus], actor, confirm_identifiable, what="dataset download", obj=dataset, format=fmt)
     _audit(actor, dataset, fmt, dataset.example_count, delivery="download")
     return _zip_download(dataset, fmt, actor)
@@ -225,12 +228,12 @@ def stream_folder(export: DatasetExport, actor, *, confirm_identifiable: bool = 
     gate.Refused for a corpus that is not de-identified, unconfirmed."""
     if export.expired:
         raise ExportError(
-            f"The files of this export were removed on {export.expired:%Y-%m-%d} under the project's retention; "
-            "prepare it again."
+            _("The files of this export were removed on %(date)s under the project's retention; prepare it again.")
+            % {"date": f"{export.expired:%Y-%m-%d}"}
         )
     if not export.is_done or not export.path:
-        raise ExportError("This export is not ready yet.")
-    gone = ExportError("The files of this export are no longer on the server; prepare it again.")
+        raise ExportError(_("This export is not ready yet."))
+    gone = ExportError(_("The files of this export are no longer on the server; prepare it again."))
     folder = export_folder(export)
     if folder.is_dir():
         files = _local_files(folder)
@@ -240,7 +243,9 @@ def stream_folder(export: DatasetExport, actor, *, confirm_identifiable: bool = 
         except shared_files.NotPublished:
             raise gone from None
         except shared_files.StorageError as exc:
-            raise ExportError(f"The files of this export could not be read from the shared storage ({exc}).") from None
+            raise ExportError(
+                _("The files of this export could not be read from the shared storage (%(error)s).") % {"error": exc}
+            ) from None
     else:
         raise gone
     what = "dataset export download"
@@ -446,10 +451,11 @@ def _check(dataset: DatasetVersion, fmt: str) -> None:
         raise ExportError(str(exc)) from None
     if not dataset.is_done:
         raise ExportError(
-            f"Only a finished dataset can be exported; this one is {dataset.get_status_display().lower()}."
+            _("Only a finished dataset can be exported; this one is %(status)s.")
+            % {"status": dataset.get_status_display().lower()}
         )
     if not dataset.example_count:
-        raise ExportError("This dataset has 0 examples: there is nothing to export.")
+        raise ExportError(_("This dataset has 0 examples: there is nothing to export."))
 
 
 def _audit(actor, dataset, fmt, rows, **details) -> None:

@@ -1,4 +1,6 @@
 from django import forms
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from ml.masking import DEFAULT_MASK_TOKEN
 from webapp.corpus.forms import visible_name
@@ -21,39 +23,60 @@ class BuildForm(ScopedChoicesForm, forms.Form):
     name = forms.CharField(
         max_length=200,
         validators=[visible_name],
-        help_text="A new name, or an existing one to make its next version",
+        label=gettext_lazy("Name"),
+        help_text=gettext_lazy("A new name, or an existing one to make its next version"),
     )
-    corpus = forms.ModelChoiceField(Corpus.objects.all())
-    model_version = forms.ModelChoiceField(ModelVersion.objects.all(), label="Model version")
-    method = forms.ChoiceField(choices=RelevanceJob.Method.choices, initial=RelevanceJob.Method.ATTNLRP)
+    corpus = forms.ModelChoiceField(Corpus.objects.all(), label=gettext_lazy("Corpus"))
+    model_version = forms.ModelChoiceField(ModelVersion.objects.all(), label=gettext_lazy("Model version"))
+    method = forms.ChoiceField(
+        choices=RelevanceJob.Method.choices, initial=RelevanceJob.Method.ATTNLRP, label=gettext_lazy("Method")
+    )
     template = forms.CharField(
-        max_length=500, initial="en", help_text="The relevance template of the maps: 'en', 'it' or the custom text"
+        max_length=500,
+        initial="en",
+        label=gettext_lazy("Template"),
+        help_text=gettext_lazy("The relevance template of the maps: 'en', 'it' or the custom text"),
     )
     jobs = forms.ModelMultipleChoiceField(
         RelevanceJob.objects.all(),
         required=False,
-        label="Relevance jobs",
-        help_text="Only maps written by these jobs. None chosen: every matching map, when they come from one "
-        "relevance configuration; where several configurations have maps, choose the jobs of the one to use",
+        label=gettext_lazy("Relevance jobs"),
+        help_text=gettext_lazy(
+            "Only maps written by these jobs. None chosen: every matching map, when they come from one "
+            "relevance configuration; where several configurations have maps, choose the jobs of the one to use"
+        ),
     )
-    profile = forms.ModelChoiceField(PeakProfile.objects.all(), label="Peak profile")
-    mode = forms.ChoiceField(choices=DatasetVersion.Mode.choices, initial=DatasetVersion.Mode.DSM)
+    profile = forms.ModelChoiceField(PeakProfile.objects.all(), label=gettext_lazy("Peak profile"))
+    mode = forms.ChoiceField(
+        choices=DatasetVersion.Mode.choices, initial=DatasetVersion.Mode.DSM, label=gettext_lazy("Mode")
+    )
     tasks = forms.ModelMultipleChoiceField(
-        Task.objects.active().order_by("slug"), required=False, help_text="None chosen: every task that has maps"
+        Task.objects.active().order_by("slug"),
+        required=False,
+        label=gettext_lazy("Tasks"),
+        help_text=gettext_lazy("None chosen: every task that has maps"),
     )
     include_held_out = forms.BooleanField(
         required=False,
-        label="Include held-out tasks",
-        help_text="Held-out tasks measure generalisation; leave them out of training",
+        label=gettext_lazy("Include held-out tasks"),
+        help_text=gettext_lazy("Held-out tasks measure generalisation; leave them out of training"),
     )
     notes = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
-        label="Only these notes",
-        help_text="Note ids of the corpus, separated by spaces, commas or new lines (optional)",
+        label=gettext_lazy("Only these notes"),
+        help_text=gettext_lazy("Note ids of the corpus, separated by spaces, commas or new lines (optional)"),
     )
-    seed = forms.IntegerField(initial=0, min_value=0, max_value=MAX_SEED, help_text="Seeds the random-mask ablation")
-    mask_token = forms.CharField(max_length=50, initial=DEFAULT_MASK_TOKEN, strip=False, label="Mask token")
+    seed = forms.IntegerField(
+        initial=0,
+        min_value=0,
+        max_value=MAX_SEED,
+        label=gettext_lazy("Seed"),
+        help_text=gettext_lazy("Seeds the random-mask ablation"),
+    )
+    mask_token = forms.CharField(
+        max_length=50, initial=DEFAULT_MASK_TOKEN, strip=False, label=gettext_lazy("Mask token")
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -63,7 +86,7 @@ class BuildForm(ScopedChoicesForm, forms.Form):
     def clean_mask_token(self):
         token = self.cleaned_data["mask_token"]
         if not token.strip():
-            raise forms.ValidationError("The mask token cannot be blank.")
+            raise forms.ValidationError(_("The mask token cannot be blank."))
         return token
 
     def clean(self):
@@ -75,8 +98,12 @@ class BuildForm(ScopedChoicesForm, forms.Form):
         if held and not include:
             self.add_error(
                 "tasks",
-                f"{', '.join(held)} {'is' if len(held) == 1 else 'are'} held out: tick "
-                "'Include held-out tasks' to use them.",
+                ngettext(
+                    "%(tasks)s is held out: tick 'Include held-out tasks' to use them.",
+                    "%(tasks)s are held out: tick 'Include held-out tasks' to use them.",
+                    len(held),
+                )
+                % {"tasks": ", ".join(held)},
             )
         data["note_ids"] = self._note_ids(data)
         if self.errors:
@@ -96,8 +123,10 @@ class BuildForm(ScopedChoicesForm, forms.Form):
             return data
         if not maps.exists():
             raise forms.ValidationError(
-                "No relevance maps match these choices (corpus, model version, method, template, jobs, tasks and "
-                "notes). Run a relevance job first, or check the template and the held-out setting."
+                _(
+                    "No relevance maps match these choices (corpus, model version, method, template, jobs, tasks "
+                    "and notes). Run a relevance job first, or check the template and the held-out setting."
+                )
             )
         # The build skips notes held back for threshold validation: counted out here, so the
         # estimate is of the maps it reads and an all-held-back selection is refused now, not
@@ -105,11 +134,11 @@ class BuildForm(ScopedChoicesForm, forms.Form):
         held_back = validation_note_ids(fields["corpus"].pk)
         self.maps = maps.exclude(note_id__in=held_back) if held_back else maps
         if held_back and not self.maps.exists():
-            self.empty_selection = (
-                f"This selection gives 0 examples: all {maps.count():,} of its relevance maps are on notes held "
+            self.empty_selection = _(
+                "This selection gives 0 examples: all %(count)s of its relevance maps are on notes held "
                 "back for threshold validation, which no dataset uses. Choose other notes or jobs, or retire the "
                 "validation set (Review, Validation) first."
-            )
+            ) % {"count": f"{maps.count():,}"}
             raise forms.ValidationError(self.empty_selection)
         return data
 
@@ -140,14 +169,21 @@ class BuildForm(ScopedChoicesForm, forms.Form):
         if not wanted:
             return []
         if len(wanted) > MAX_NOTE_IDS:
-            self.add_error("notes", f"At most {MAX_NOTE_IDS:,} notes can be listed; use a relevance job instead.")
+            self.add_error(
+                "notes",
+                _("At most %(count)s notes can be listed; use a relevance job instead.")
+                % {"count": f"{MAX_NOTE_IDS:,}"},
+            )
             return []
         notes = Note.objects.filter(corpus=data["corpus"], external_id__in=wanted)
         found = dict(notes.values_list("external_id", "pk"))
         missing = [w for w in wanted if w not in found]
         if missing:
             shown = ", ".join(_shown(w) for w in missing[:5]) + (" ..." if len(missing) > 5 else "")
-            self.add_error("notes", f"{len(missing)} note id(s) are not in this corpus: {shown}")
+            self.add_error(
+                "notes",
+                _("%(count)s note id(s) are not in this corpus: %(ids)s") % {"count": len(missing), "ids": shown},
+            )
             return []
         return sorted(set(found.values()))
 

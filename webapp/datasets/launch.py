@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
+from django.utils.translation import gettext as _
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
@@ -60,7 +61,7 @@ def launch_build(
             _send(BUILD_TASK, DatasetVersion, dataset.pk)
     except IntegrityError:  # two launches of the same name at once took the same version number
         raise LaunchError(
-            "Another version of this dataset was created at the same moment; please submit again."
+            _("Another version of this dataset was created at the same moment; please submit again.")
         ) from None
     record(
         actor,
@@ -93,7 +94,7 @@ def build_again(
     dataset.refresh_from_db()
     if not requeued:
         if not dataset.is_done:
-            raise LaunchError("This dataset is still being built.")
+            raise LaunchError(_("This dataset is still being built."))
         return launch_build(
             name=dataset.name,
             jobs=list(dataset.jobs.all()),
@@ -121,7 +122,7 @@ def cancel_build(dataset: DatasetVersion, actor=None) -> str:
     with transaction.atomic():
         status = units.request_cancel(DatasetVersion, dataset.pk)
         if status is None:
-            raise LaunchError("Only a queued or running build can be cancelled.")
+            raise LaunchError(_("Only a queued or running build can be cancelled."))
         if status == JobStatus.CANCELLED:
             MaskedExample.objects.filter(dataset_id=dataset.pk).delete()
     record(
@@ -147,9 +148,9 @@ def request_export(
     except UnknownFormat as exc:
         raise LaunchError(str(exc)) from None
     if not dataset.is_done:
-        raise LaunchError("Only a finished dataset can be exported.")
+        raise LaunchError(_("Only a finished dataset can be exported."))
     if not dataset.example_count:
-        raise LaunchError("This dataset has 0 examples: there is nothing to export.")
+        raise LaunchError(_("This dataset has 0 examples: there is nothing to export."))
     passage = gate.gate_for([dataset.corpus], actor)
     confirmed = passage.check(actor, confirm_identifiable, "dataset export")
     with transaction.atomic():
@@ -165,7 +166,7 @@ def cancel_export(job: DatasetExport, actor=None) -> str:
     the batch of rows being written. Returns the new status."""
     status = units.request_cancel(DatasetExport, job.pk)
     if status is None:
-        raise LaunchError("Only a queued or running export can be cancelled.")
+        raise LaunchError(_("Only a queued or running export can be cancelled."))
     if status == JobStatus.CANCELLED:
         export.discard_scratch(job)
     record(

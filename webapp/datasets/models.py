@@ -19,6 +19,8 @@ that holds them, its heartbeat, attempts, started/finished and the error in plai
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Max, Q
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from ml.relevance import default_config_key
 from webapp.lifecycle.models import WorkUnit
@@ -34,10 +36,10 @@ class DatasetVersion(WorkUnit):
     """Built from relevance maps x a peak profile x filters (x review decisions, once reviews exist)."""
 
     class Mode(models.TextChoices):
-        DSM = "dsm", "DecSelfMask (peaks masked)"
-        RANDOM = "random", "Random mask (ablation)"
-        ONE_PEAK = "one_peak", "One peak only (ablation)"
-        UNMASKED = "unmasked", "Unmasked notes (continual pretraining)"
+        DSM = "dsm", gettext_lazy("DecSelfMask (peaks masked)")
+        RANDOM = "random", gettext_lazy("Random mask (ablation)")
+        ONE_PEAK = "one_peak", gettext_lazy("One peak only (ablation)")
+        UNMASKED = "unmasked", gettext_lazy("Unmasked notes (continual pretraining)")
 
     name = models.CharField(max_length=200)
     version = models.PositiveIntegerField(default=1)
@@ -124,8 +126,11 @@ def config_key_of(corpus_id, model_version_id, method: str, template: str, job_i
     if len(configs) > 1:
         names = ", ".join(sorted(key for _, key in configs))
         raise BuildError(
-            f"Maps of {len(configs)} relevance configurations match these choices ({names}): choose the relevance "
-            "jobs of the one to build from (e.g. the configuration an evaluation recommends)."
+            _(
+                "Maps of %(count)s relevance configurations match these choices (%(names)s): choose the relevance "
+                "jobs of the one to build from (e.g. the configuration an evaluation recommends)."
+            )
+            % {"count": len(configs), "names": names}
         )
     return configs[0][1] if configs else default_config_key(method, template)
 

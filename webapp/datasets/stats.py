@@ -11,6 +11,8 @@ task (ml.specificity), e.g. the patient's age peaking for heart rate and chest p
 
 from collections import OrderedDict
 
+from django.utils.translation import gettext as _
+
 
 class SharedPeaks:
     """Counts fed by the build: `pair(note_id)` for every (note, task) map whose peaks were found
@@ -48,24 +50,24 @@ def present(stats: dict) -> dict:
     per_task = sorted(stats.get("examples_per_task", {}).items(), key=lambda kv: (-kv[1], kv[0]))
     return {
         "funnel": [
-            ("Relevance maps read (after held-out tasks and validation notes)", stats.get("maps", 0)),
-            ("Maps skipped (note changed since relevance)", stats.get("maps_not_fitting_note", 0)),
-            ("Note-task pairs", stats.get("pairs", 0)),
-            ("Pairs with two or more peaks", stats.get("pairs_two_or_more_peaks", 0)),
-            ("Pairs used by this mode", stats.get("pairs_used", 0)),
-            ("Peaks rejected by review", stats.get("peaks_rejected_by_review", 0)),
-            ("Notes read", stats.get("notes", 0)),
-            ("Notes used", stats.get("notes_used", 0)),
-            ("Examples before de-duplication", stats.get("candidates", 0)),
-            ("Duplicates removed", stats.get("duplicates_removed", 0)),
-            ("Examples", stats.get("examples", 0)),
+            (_("Relevance maps read (after held-out tasks and validation notes)"), stats.get("maps", 0)),
+            (_("Maps skipped (note changed since relevance)"), stats.get("maps_not_fitting_note", 0)),
+            (_("Note-task pairs"), stats.get("pairs", 0)),
+            (_("Pairs with two or more peaks"), stats.get("pairs_two_or_more_peaks", 0)),
+            (_("Pairs used by this mode"), stats.get("pairs_used", 0)),
+            (_("Peaks rejected by review"), stats.get("peaks_rejected_by_review", 0)),
+            (_("Notes read"), stats.get("notes", 0)),
+            (_("Notes used"), stats.get("notes_used", 0)),
+            (_("Examples before de-duplication"), stats.get("candidates", 0)),
+            (_("Duplicates removed"), stats.get("duplicates_removed", 0)),
+            (_("Examples"), stats.get("examples", 0)),
             *[
                 (label, stats[key])
                 for key, label in (
-                    ("examples_shared_across_tasks", "Examples whose span was a peak for 2+ tasks of its note"),
+                    ("examples_shared_across_tasks", _("Examples whose span was a peak for 2+ tasks of its note")),
                     (
                         "examples_same_peak_every_task",
-                        "… for every task of its note (says little about any one task)",
+                        _("… for every task of its note (says little about any one task)"),
                     ),
                 )
                 if key in stats  # builds before this count was kept do not show it

@@ -5,6 +5,7 @@ gate (webapp.deid.gate): its refusal is said on the page, with the project admin
 from django.contrib import messages
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -49,7 +50,7 @@ def dataset_new(request):
         except LaunchError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"{dataset} is queued; this page follows the build.")
+            messages.success(request, _("%(dataset)s is queued; this page follows the build.") % {"dataset": dataset})
             return redirect("datasets:detail", dataset.pk)
     return render(request, "datasets/dataset_form.html", context)
 
@@ -85,7 +86,7 @@ def dataset_build_again(request, dataset_id):
     except LaunchError as exc:
         messages.error(request, str(exc))
         return redirect("datasets:detail", dataset.pk)
-    messages.success(request, f"{queued} is queued.")
+    messages.success(request, _("%(dataset)s is queued.") % {"dataset": queued})
     return redirect("datasets:detail", queued.pk)
 
 
@@ -99,9 +100,9 @@ def dataset_cancel(request, dataset_id):
     else:
         messages.success(
             request,
-            "The build is cancelled."
+            _("The build is cancelled.")
             if status == "cancelled"
-            else "Cancelling: the build stops after the maps it is reading now; no examples are kept.",
+            else _("Cancelling: the build stops after the maps it is reading now; no examples are kept."),
         )
     return redirect("datasets:detail", dataset.pk)
 
@@ -136,7 +137,7 @@ def dataset_export(request, dataset_id):
     except LaunchError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, "The export is being prepared; it appears below when it is ready.")
+        messages.success(request, _("The export is being prepared; it appears below when it is ready."))
     return redirect("datasets:detail", dataset.pk)
 
 
@@ -150,9 +151,9 @@ def export_cancel(request, dataset_id, export_id):
     else:
         messages.success(
             request,
-            "The export is cancelled."
+            _("The export is cancelled.")
             if status == "cancelled"
-            else "Cancelling: the export stops after the rows it is writing now.",
+            else _("Cancelling: the export stops after the rows it is writing now."),
         )
     return redirect("datasets:detail", dataset_id)
 

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
@@ -92,20 +93,25 @@ class Gate:
         if self.open:
             return ""
         if len(self.pending) == 1:
-            return (
-                f"Corpus {self.names} is not de-identified: de-identify it, or a project admin may confirm "
+            return _(
+                "Corpus %(names)s is not de-identified: de-identify it, or a project admin may confirm "
                 "that its data may leave as it is."
-            )
-        return (
-            f"Corpora {self.names} are not de-identified: de-identify them, or a project admin may confirm "
+            ) % {"names": self.names}
+        return _(
+            "Corpora %(names)s are not de-identified: de-identify them, or a project admin may confirm "
             "that their data may leave as they are."
-        )
+        ) % {"names": self.names}
 
     @property
     def confirm_label(self) -> str:
         """The checkbox's words."""
-        subject = f"corpus {self.names} is" if len(self.pending) == 1 else f"corpora {self.names} are"
-        return f"Let it leave although {subject} not de-identified (recorded in the audit log)"
+        if len(self.pending) == 1:
+            return _("Let it leave although corpus %(names)s is not de-identified (recorded in the audit log)") % {
+                "names": self.names
+            }
+        return _("Let it leave although corpora %(names)s are not de-identified (recorded in the audit log)") % {
+            "names": self.names
+        }
 
     def check(self, actor, confirm: bool = False, what: str = "") -> bool:
         """Pass (True: only by the admin's confirmation, to be recorded) or raise Refused. A
@@ -124,7 +130,7 @@ class Gate:
                 corpora=[corpus.pk for corpus in self.pending],
             )
             raise Refused(
-                f"{self.reason} Only an admin of the project may confirm it; your confirmation was not taken.",
+                self.reason + " " + _("Only an admin of the project may confirm it; your confirmation was not taken."),
                 status=403,
                 corpora=self.pending,
             )
@@ -178,14 +184,18 @@ def mark_deidentified(corpus, actor, *, confirm: bool, deidentified: bool = True
     (MARK_DEIDENTIFIED). Returns whether the corpus changed; raises Refused."""
     if not is_operator(actor) and not is_project_admin(actor, corpus.project_id):
         raise Refused(
-            f"Only an admin of the project may mark corpus {corpus.name} as de-identified or not.",
+            _("Only an admin of the project may mark corpus %(corpus)s as de-identified or not.")
+            % {"corpus": corpus.name},
             status=403,
             corpora=[corpus],
         )
     if deidentified and not confirm:
         raise Refused(
-            f"Confirm that the notes of corpus {corpus.name} were de-identified before they were imported: "
-            "once marked, its data leaves without asking.",
+            _(
+                "Confirm that the notes of corpus %(corpus)s were de-identified before they were imported: "
+                "once marked, its data leaves without asking."
+            )
+            % {"corpus": corpus.name},
             status=409,
             corpora=[corpus],
         )

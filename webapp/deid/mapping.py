@@ -21,6 +21,7 @@ from collections.abc import Iterable
 
 from django.conf import settings
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from webapp.deid.models import SurrogateMapping
 
@@ -30,8 +31,10 @@ class MappingKeyMissing(RuntimeError):
 
     def __init__(self):
         super().__init__(
-            "DEID_MAPPING_KEY is not set: the original -> surrogate mapping cannot be encrypted. Set it (a Fernet "
-            "key) on the web app and every worker, or turn 'keep the mapping' off in the project's policy."
+            _(
+                "DEID_MAPPING_KEY is not set: the original -> surrogate mapping cannot be encrypted. Set it (a "
+                "Fernet key) on the web app and every worker, or turn 'keep the mapping' off in the project's policy."
+            )
         )
 
 

@@ -10,6 +10,7 @@ the environment (DEID_MAPPING_KEY); it never leaves with an export and is never 
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from webapp.lifecycle.models import WorkUnit
 from webapp.projects.scoping import ProjectScopedQuerySet
@@ -17,8 +18,8 @@ from webapp.projects.scoping import ProjectScopedQuerySet
 
 class DeidPolicy(models.Model):
     class Mode(models.TextChoices):
-        TAGS = "tags", "Category tags ([NAME], [DATE])"
-        SURROGATES = "surrogates", "Surrogates: one stand-in per patient, dates shifted per patient"
+        TAGS = "tags", _("Category tags ([NAME], [DATE])")
+        SURROGATES = "surrogates", _("Surrogates: one stand-in per patient, dates shifted per patient")
 
     project = models.OneToOneField("projects.Project", on_delete=models.CASCADE, related_name="deid_policy")
     # Surrogates by default: they keep the relevance maps the method learns from (Spearman 0.97
@@ -28,21 +29,23 @@ class DeidPolicy(models.Model):
     patient_field = models.CharField(
         max_length=100,
         blank=True,
-        help_text="The notes' metadata key naming the patient: surrogates and date shifts are kept per patient",
+        help_text=_("The notes' metadata key naming the patient: surrogates and date shifts are kept per patient"),
     )
     known_fields = models.JSONField(
-        default=list, blank=True, help_text="Metadata keys whose values are identifiers (patient name, record number)"
+        default=list,
+        blank=True,
+        help_text=_("Metadata keys whose values are identifiers (patient name, record number)"),
     )
     record_patterns = models.JSONField(
-        default=list, blank=True, help_text="Regular expressions of the project's record or accession numbers"
+        default=list, blank=True, help_text=_("Regular expressions of the project's record or accession numbers")
     )
-    allow_list = models.JSONField(default=list, blank=True, help_text="Words never replaced (eponyms, drug names)")
-    deny_list = models.JSONField(default=list, blank=True, help_text="Words always replaced (the ward's own)")
+    allow_list = models.JSONField(default=list, blank=True, help_text=_("Words never replaced (eponyms, drug names)"))
+    deny_list = models.JSONField(default=list, blank=True, help_text=_("Words always replaced (the ward's own)"))
     keep_mapping = models.BooleanField(
-        default=False, help_text="Keep the original -> surrogate pairs, encrypted with DEID_MAPPING_KEY"
+        default=False, help_text=_("Keep the original -> surrogate pairs, encrypted with DEID_MAPPING_KEY")
     )
     ner_model_dir = models.CharField(
-        max_length=500, blank=True, help_text="A local spaCy or transformers model folder on the workers (optional)"
+        max_length=500, blank=True, help_text=_("A local spaCy or transformers model folder on the workers (optional)")
     )
     updated = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(
@@ -58,8 +61,8 @@ class DeidPolicy(models.Model):
 
 class DeidJob(WorkUnit):
     class Action(models.TextChoices):
-        DEIDENTIFY = "deidentify", "De-identify into a new corpus"
-        SCAN = "scan", "Residual scan"
+        DEIDENTIFY = "deidentify", _("De-identify into a new corpus")
+        SCAN = "scan", _("Residual scan")
 
     action = models.CharField(max_length=12, choices=Action.choices)
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="deid_jobs")
@@ -72,7 +75,7 @@ class DeidJob(WorkUnit):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="deid_sources",
-        help_text="The de-identified corpus made (action deidentify)",
+        help_text=_("The de-identified corpus made (action deidentify)"),
     )
     target_name = models.CharField(max_length=200, blank=True)
     notes_done = models.PositiveBigIntegerField(default=0)

@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 
 import regex
 from django.conf import settings
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from ml.deid.types import LANGUAGES, DeidConfig
 from webapp.deid import mapping
@@ -51,7 +53,7 @@ from webapp.deid.models import DeidPolicy
 
 REDACTED = "[REDACTED]"
 MAX_CACHED = 16  # detectors kept per process (a Presidio analyzer holds its recognizers)
-LANGUAGE_NAMES = {"it": "Italian", "es": "Spanish", "en": "English"}
+LANGUAGE_NAMES = {"it": gettext_lazy("Italian"), "es": gettext_lazy("Spanish"), "en": gettext_lazy("English")}
 
 
 class PolicyError(ValueError):
@@ -67,7 +69,10 @@ def policy_of(project) -> DeidPolicy:
 def check_language(language: str) -> str:
     if language not in LANGUAGES:
         names = ", ".join(f"{LANGUAGE_NAMES[code]} ({code})" for code in LANGUAGES)
-        raise PolicyError(f"De-identification reads {names}; this corpus's language is {language!r}.")
+        raise PolicyError(
+            _("De-identification reads %(names)s; this corpus's language is %(language)s.")
+            % {"names": names, "language": repr(language)}
+        )
     return language
 
 
@@ -75,7 +80,10 @@ def config_for(project, language: str, policy: DeidPolicy | None = None) -> Deid
     policy = policy or policy_of(project)
     for pattern in policy.record_patterns:
         if problem := pattern_problem(pattern):
-            raise PolicyError(f"The record-number pattern {pattern!r} of the policy {problem}; correct it.")
+            raise PolicyError(
+                _("The record-number pattern %(pattern)s of the policy %(problem)s; correct it.")
+                % {"pattern": repr(pattern), "problem": problem}
+            )
     return DeidConfig(
         language=check_language(language),
         known_fields=tuple(policy.known_fields),
@@ -92,10 +100,15 @@ def pattern_problem(pattern: str) -> str | None:
     try:
         compiled = regex.compile(pattern, regex.MULTILINE)
     except (regex.error, TypeError, ValueError) as exc:
-        where = f" at position {exc.pos}" if getattr(exc, "pos", None) is not None else ""
-        return f"is not a regular expression ({getattr(exc, 'msg', None) or exc}{where})"
+        why = getattr(exc, "msg", None) or exc
+        if getattr(exc, "pos", None) is not None:
+            return _("is not a regular expression (%(why)s at position %(position)s)") % {
+                "why": why,
+                "position": exc.pos,
+            }
+        return _("is not a regular expression (%(why)s)") % {"why": why}
     if compiled.fullmatch(""):
-        return "matches empty text (it would find a record number everywhere)"
+        return _("matches empty text (it would find a record number everywhere)")
     return None
 
 

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class DeidOpsConfig(AppConfig):
@@ -6,4 +7,4 @@ class DeidOpsConfig(AppConfig):
     # that its template tags load.
     name = "webapp.deid_ops"
     label = "deid_ops"
-    verbose_name = "De-identification jobs and pages"
+    verbose_name = _("De-identification jobs and pages")

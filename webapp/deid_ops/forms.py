@@ -7,6 +7,8 @@ import re
 from pathlib import PurePosixPath
 
 from django import forms
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from webapp.deid import mapping
 from webapp.deid.models import DeidPolicy
@@ -42,9 +44,11 @@ class LinesField(forms.CharField):
             return list(value)
         lines = _lines(super().to_python(value))
         if len(lines) > MAX_LINES:
-            raise forms.ValidationError(f"At most {MAX_LINES:,} lines.")
+            raise forms.ValidationError(_("At most %(count)s lines.") % {"count": f"{MAX_LINES:,}"})
         if too_long := next((i for i, line in enumerate(lines, 1) if len(line) > MAX_LINE_CHARS), None):
-            raise forms.ValidationError(f"Line {too_long} is longer than {MAX_LINE_CHARS} characters.")
+            raise forms.ValidationError(
+                _("Line %(line)s is longer than %(limit)s characters.") % {"line": too_long, "limit": MAX_LINE_CHARS}
+            )
         return lines
 
     def has_changed(self, initial, data):
@@ -53,21 +57,26 @@ class LinesField(forms.CharField):
 
 class PolicyForm(forms.ModelForm):
     known_fields = LinesField(
-        label="Known identifiers (metadata fields)",
-        help_text="One metadata key a line whose value is an identifier the hospital knows (patient_name, mrn): "
-        "found wherever it occurs in the note, with case, accent, order and initial variants",
+        label=gettext_lazy("Known identifiers (metadata fields)"),
+        help_text=gettext_lazy(
+            "One metadata key a line whose value is an identifier the hospital knows (patient_name, mrn): "
+            "found wherever it occurs in the note, with case, accent, order and initial variants"
+        ),
     )
     record_patterns = LinesField(
-        label="Record and accession numbers (regular expressions)",
-        help_text=r"One Python regular expression a line, e.g. \bRIC-\d{6}\b",
+        label=gettext_lazy("Record and accession numbers (regular expressions)"),
+        help_text=gettext_lazy(r"One Python regular expression a line, e.g. \bRIC-\d{6}\b"),
     )
     allow_list = LinesField(
         rows=6,
-        label="Allow-list",
-        help_text="One word or term a line that is never replaced: eponyms (Parkinson, Crohn), drug names",
+        label=gettext_lazy("Allow-list"),
+        help_text=gettext_lazy(
+            "One word or term a line that is never replaced: eponyms (Parkinson, Crohn), drug names"
+        ),
     )
     deny_list = LinesField(
-        label="Deny-list", help_text="One word or term a line that is always replaced: the ward's own words"
+        label=gettext_lazy("Deny-list"),
+        help_text=gettext_lazy("One word or term a line that is always replaced: the ward's own words"),
     )
 
     class Meta:
@@ -84,16 +93,16 @@ class PolicyForm(forms.ModelForm):
         ]
         widgets = {"mode": forms.RadioSelect}
         labels = {
-            "mode": "Replace identifiers with",
-            "patient_field": "Patient field",
-            "keep_mapping": "Keep the mapping (original -> surrogate), encrypted",
-            "ner_model_dir": "NER model folder",
+            "mode": gettext_lazy("Replace identifiers with"),
+            "patient_field": gettext_lazy("Patient field"),
+            "keep_mapping": gettext_lazy("Keep the mapping (original -> surrogate), encrypted"),
+            "ner_model_dir": gettext_lazy("NER model folder"),
         }
 
     def clean_patient_field(self):
         value = self.cleaned_data["patient_field"].strip()
         if value and (not METADATA_KEY.match(value) or "__" in value):
-            raise forms.ValidationError("A metadata key: letters, digits, '_' and '-' only (no '__').")
+            raise forms.ValidationError(_("A metadata key: letters, digits, '_' and '-' only (no '__')."))
         return value
 
     def clean_known_fields(self):
@@ -101,12 +110,15 @@ class PolicyForm(forms.ModelForm):
         bad = [name for name in fields if not METADATA_KEY.match(name) or "__" in name]
         if bad:
             shown = ", ".join(repr(name[:40]) for name in bad[:5])
-            raise forms.ValidationError(f"Not a metadata key: {shown} (letters, digits, '_' and '-' only).")
+            raise forms.ValidationError(
+                _("Not a metadata key: %(keys)s (letters, digits, '_' and '-' only).") % {"keys": shown}
+            )
         return fields
 
     def clean_record_patterns(self):
         problems = [
-            f"Pattern {i} ({pattern!r}) {problem}."
+            _("Pattern %(number)s (%(pattern)s) %(problem)s.")
+            % {"number": i, "pattern": repr(pattern), "problem": problem}
             for i, pattern in enumerate(self.cleaned_data["record_patterns"], 1)
             if (problem := pattern_problem(pattern))
         ]
@@ -118,15 +130,17 @@ class PolicyForm(forms.ModelForm):
         keep = self.cleaned_data["keep_mapping"]
         if keep and not mapping.key_set():
             raise forms.ValidationError(
-                "The mapping cannot be kept: DEID_MAPPING_KEY is not set on this server. Set it (a Fernet key) "
-                "on the web app and every worker first; without it nothing could encrypt the pairs."
+                _(
+                    "The mapping cannot be kept: DEID_MAPPING_KEY is not set on this server. Set it (a Fernet key) "
+                    "on the web app and every worker first; without it nothing could encrypt the pairs."
+                )
             )
         return keep
 
     def clean_ner_model_dir(self):
         value = self.cleaned_data["ner_model_dir"].strip()
         if value and not PurePosixPath(value).is_absolute():
-            raise forms.ValidationError("An absolute path of a folder on the workers, e.g. /models/it_core_news_lg.")
+            raise forms.ValidationError(_("An absolute path of a folder on the workers, e.g. /models/it_core_news_lg."))
         return value
 
     def changes(self) -> dict:

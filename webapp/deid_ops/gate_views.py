@@ -5,6 +5,7 @@ every member, polled while it runs (the poll ends, 286, once it has ended)."""
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -41,7 +42,10 @@ def corpus_scan(request, corpus_id):
     except scanning.ScanError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Corpus {corpus.name} is queued for a residual scan; this page shows its counts.")
+        messages.success(
+            request,
+            _("Corpus %(corpus)s is queued for a residual scan; this page shows its counts.") % {"corpus": corpus.name},
+        )
     return redirect("corpus:detail", corpus.pk)
 
 
@@ -59,9 +63,13 @@ def corpus_mark(request, corpus_id):
         messages.error(request, exc.reason)
     else:
         if not changed:
-            messages.info(request, "Nothing changed.")
+            messages.info(request, _("Nothing changed."))
         elif deidentified:
-            messages.success(request, f"Corpus {corpus.name} is marked de-identified: its data may leave.")
+            messages.success(
+                request, _("Corpus %(corpus)s is marked de-identified: its data may leave.") % {"corpus": corpus.name}
+            )
         else:
-            messages.success(request, f"Corpus {corpus.name} is no longer marked de-identified.")
+            messages.success(
+                request, _("Corpus %(corpus)s is no longer marked de-identified.") % {"corpus": corpus.name}
+            )
     return redirect("corpus:detail", corpus.pk)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
+from django.utils.translation import gettext as _
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
@@ -57,9 +58,11 @@ def launch_deidentify(source: Corpus, actor=None) -> DeidJob:
     de-identified already, another de-identification of it is under way, or the project's policy
     cannot be applied to it (its language, a missing mapping key, a NER folder that will not load)."""
     if source.deidentified:
-        raise LaunchRefused(f"Corpus {source.name} is de-identified already.")
+        raise LaunchRefused(_("Corpus %(corpus)s is de-identified already.") % {"corpus": source.name})
     if DeidJob.objects.filter(source=source, action=DeidJob.Action.DEIDENTIFY, status__in=ACTIVE).exists():
-        raise LaunchRefused(f"Corpus {source.name} is being de-identified already; its job's page follows it.")
+        raise LaunchRefused(
+            _("Corpus %(corpus)s is being de-identified already; its job's page follows it.") % {"corpus": source.name}
+        )
     try:
         policy.check(source.project, source.language)
     except policy.PolicyError as exc:
@@ -79,7 +82,9 @@ def launch_deidentify(source: Corpus, actor=None) -> DeidJob:
                 source.project, DeidJob.Action.DEIDENTIFY, source, actor, target=target, target_name=target.name
             )
     except IntegrityError:  # another corpus took the name at the same moment
-        raise LaunchRefused("Another corpus of that name was made at the same moment; please launch again.") from None
+        raise LaunchRefused(
+            _("Another corpus of that name was made at the same moment; please launch again.")
+        ) from None
 
 
 def launch(project, action: str, source: Corpus | None, actor=None, **fields) -> DeidJob:

@@ -52,6 +52,7 @@ from django.db import transaction
 from django.db.models import F, Q, TextField
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
+from django.utils.translation import gettext as _
 
 from ml.deid.types import TYPES, Finding
 from ml.peaks.words import snap_to_words
@@ -126,7 +127,7 @@ def mark_missed(
     (module docstring). `expected_hash`: the content_hash of the text the offsets were read from
     (the page's); a note changed since raises StaleNote. Raises MissedError, nothing changed."""
     if identifier_type not in TYPES:
-        raise MissedError(f"Unknown identifier type; choose one of {', '.join(TYPES)}.")
+        raise MissedError(_("Unknown identifier type; choose one of %(types)s.") % {"types": ", ".join(TYPES)})
     project = note.corpus.project
     policy = policy_of(project)
     if policy.keep_mapping and not mapping.key_set():
@@ -139,12 +140,14 @@ def mark_missed(
         notes = _locked_notes(note, project.pk, policy, values)
         marked = next(other for other in notes if other.pk == note.pk)
         if expected_hash and expected_hash != marked.content_hash:
-            raise StaleNote("The note has changed since this page was shown; nothing was replaced. Look again.")
+            raise StaleNote(_("The note has changed since this page was shown; nothing was replaced. Look again."))
         a, b = snap_to_words(marked.text, start, end)
         if a == b:
-            raise MissedError("There is no word there to mark: put the cursor in a word, or select it.")
+            raise MissedError(_("There is no word there to mark: put the cursor in a word, or select it."))
         if b - a > MAX_CHARS:
-            raise MissedError(f"Mark a word or a few (at most {MAX_CHARS} characters), not a passage.")
+            raise MissedError(
+                _("Mark a word or a few (at most %(limit)s characters), not a passage.") % {"limit": MAX_CHARS}
+            )
         value = marked.text[a:b]
         pattern = value_pattern(value)
         canonical = " ".join(value.split()).lower()
@@ -164,7 +167,7 @@ def mark_missed(
                 changed.append((other, replacement))
                 pairs.extend(replacement_pairs(replacement))
         if not changed:
-            raise MissedError("Nothing to replace there: no word of its own, or a tag already.")
+            raise MissedError(_("Nothing to replace there: no word of its own, or a tag already."))
         for other, replacement in changed:
             _rewrite(other, replacement)
         if policy.keep_mapping and key and pairs:

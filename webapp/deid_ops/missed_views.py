@@ -12,6 +12,8 @@ Neither the value nor any part of the note's text is in a message of this view.
 
 from django import forms
 from django.contrib import messages
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from ml.deid.types import TYPES
@@ -38,14 +40,16 @@ def missed_identifier(request):
     form = MissedForm(request.POST)
     if not form.is_valid():
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
-        return after_post(request, note, Outcome(f"Nothing was replaced: {problems}", messages.ERROR, 400))
+        return after_post(
+            request, note, Outcome(_("Nothing was replaced: %(why)s") % {"why": problems}, messages.ERROR, 400)
+        )
     data = form.cleaned_data
     try:
         result = mark_missed(note, data["start"], data["end"], data["type"], request.user, expected_hash=data["hash"])
     except StaleNote as exc:
         outcome = Outcome(str(exc), messages.WARNING, 409)
     except MissedError as exc:
-        outcome = Outcome(f"Nothing was replaced: {exc}", messages.ERROR, 400)
+        outcome = Outcome(_("Nothing was replaced: %(why)s") % {"why": exc}, messages.ERROR, 400)
     else:
         outcome = Outcome(said(result))
     note.refresh_from_db()  # the panel shows the new text
@@ -54,17 +58,26 @@ def missed_identifier(request):
 
 def said(result) -> str:
     """What the page says of a replacement: type and counts, never the value."""
-    times = f"{result.occurrences} time{'s' if result.occurrences != 1 else ''}"
-    where = f"{result.notes} note{'s' if result.notes != 1 else ''}"
-    text = f"Missed identifier ({result.type}) replaced {times} in {where}"
+    times = ngettext("%(count)s time", "%(count)s times", result.occurrences) % {"count": result.occurrences}
+    where = ngettext("%(count)s note", "%(count)s notes", result.notes) % {"count": result.notes}
+    text = _("Missed identifier (%(type)s) replaced %(times)s in %(where)s") % {
+        "type": result.type,
+        "times": times,
+        "where": where,
+    }
     if not result.patient_scope:
-        text += " (only this note was searched: the policy names no patient field, or the note has no value there)"
-    text += "; relevance maps are being recomputed." if result.jobs else "."
-    if result.not_recomputed:
-        text += (
-            f" {result.not_recomputed} map{'s' if result.not_recomputed != 1 else ''} of a relevance configuration"
-            " no job records could not be launched again: launch them from the Jobs page."
+        text += " " + _(
+            "(only this note was searched: the policy names no patient field, or the note has no value there)"
         )
+    text += "; " + _("relevance maps are being recomputed.") if result.jobs else "."
+    if result.not_recomputed:
+        text += " " + ngettext(
+            "%(count)s map of a relevance configuration no job records could not be launched again: "
+            "launch them from the Jobs page.",
+            "%(count)s maps of a relevance configuration no job records could not be launched again: "
+            "launch them from the Jobs page.",
+            result.not_recomputed,
+        ) % {"count": result.not_recomputed}
     return text
 
 

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from django.conf import settings
 from django.db import transaction
 from django.db.models.functions import Now
+from django.utils.translation import gettext as _
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
@@ -171,7 +172,7 @@ def launch(corpus, actor=None) -> DeidJob:
     from webapp.deid_ops import jobs
 
     if DeidJob.objects.filter(source=corpus, action=DeidJob.Action.SCAN, status__in=ACTIVE).exists():
-        raise ScanError("A scan of this corpus is already queued or running; it shows here as it goes.")
+        raise ScanError(_("A scan of this corpus is already queued or running; it shows here as it goes."))
     try:
         policy.check(corpus.project, corpus.language)
     except policy.PolicyError as exc:

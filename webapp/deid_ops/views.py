@@ -5,6 +5,7 @@ progress, Cancel and Resume (webapp.deid_ops.jobs)."""
 from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -30,9 +31,9 @@ def policy_page(request, slug):
             policy.updated_by = request.user
             policy.save()
             record(request.user, AuditEvent.Action.DEID_POLICY, project, **form.changes())
-            messages.success(request, f"De-identification policy of {project.name} saved.")
+            messages.success(request, _("De-identification policy of %(project)s saved.") % {"project": project.name})
         else:
-            messages.info(request, "Nothing changed.")
+            messages.info(request, _("Nothing changed."))
         return redirect("deid:policy", project.slug)
     context = {
         "nav": "projects",
@@ -53,7 +54,7 @@ def corpus_deidentify(request, corpus_id):
     except jobs.LaunchRefused as exc:
         messages.error(request, str(exc))
         return redirect("corpus:detail", corpus.pk)
-    messages.success(request, f"Corpus {job.target_name} is being made; this page follows it.")
+    messages.success(request, _("Corpus %(corpus)s is being made; this page follows it.") % {"corpus": job.target_name})
     return redirect("deid:job", job.pk)
 
 
@@ -72,9 +73,11 @@ def job_cancel(request, job_id):
     job = job_for(request.user, job_id, Capability.LAUNCH)
     status = jobs.cancel(job, request.user)
     if status is None:
-        messages.error(request, "This job has ended; there is nothing to cancel.")
+        messages.error(request, _("This job has ended; there is nothing to cancel."))
     else:
-        messages.success(request, "Cancelled." if status == "cancelled" else "Cancelling after the batch it is on.")
+        messages.success(
+            request, _("Cancelled.") if status == "cancelled" else _("Cancelling after the batch it is on.")
+        )
     return redirect("deid:job", job.pk)
 
 
@@ -82,7 +85,7 @@ def job_cancel(request, job_id):
 def job_resume(request, job_id):
     job = job_for(request.user, job_id, Capability.LAUNCH)
     if jobs.resume(job, request.user):
-        messages.success(request, "Queued again: it goes on where it stopped.")
+        messages.success(request, _("Queued again: it goes on where it stopped."))
     else:
-        messages.error(request, "Only a cancelled or failed job, or one whose worker was lost, can be resumed.")
+        messages.error(request, _("Only a cancelled or failed job, or one whose worker was lost, can be resumed."))
     return redirect("deid:job", job.pk)

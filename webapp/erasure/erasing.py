@@ -28,6 +28,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 from django.db.models.functions import Now
+from django.utils.translation import gettext as _
 
 from webapp import shared_files
 from webapp.audit.log import record
@@ -103,7 +104,9 @@ def request(
     counted, hashes = plan(project, scope, corpus=corpus, notes=notes, patient_key=patient_key, patients=patients)
     if counted.active:
         busy = ", ".join(f"{n} {what}" for what, n in counted.active.items())
-        raise planning.PlanError(f"Work on this data is still running ({busy}): cancel it or let it end, then erase.")
+        raise planning.PlanError(
+            _("Work on this data is still running (%(busy)s): cancel it or let it end, then erase.") % {"busy": busy}
+        )
     user = actor if getattr(actor, "is_authenticated", False) else None
     with transaction.atomic():
         erasure = ErasureRequest.objects.create(

@@ -16,6 +16,7 @@ project it belonged to even once the run that produced it is gone (ModelVersion.
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from webapp.lifecycle.models import WorkUnit
 from webapp.projects.scoping import ProjectScopedQuerySet
@@ -23,14 +24,14 @@ from webapp.projects.scoping import ProjectScopedQuerySet
 
 class ErasureRequest(WorkUnit):
     class Scope(models.TextChoices):
-        NOTES = "notes", "Notes, by id"
-        PATIENT = "patient", "Every note of a patient"
-        CORPUS = "corpus", "A whole corpus"
-        PROJECT = "project", "A whole project"
+        NOTES = "notes", _("Notes, by id")
+        PATIENT = "patient", _("Every note of a patient")
+        CORPUS = "corpus", _("A whole corpus")
+        PROJECT = "project", _("A whole project")
 
     class Datasets(models.TextChoices):
-        WITHDRAW = "withdraw", "Withdraw them: their examples and exported files are removed"
-        REBUILD = "rebuild", "Withdraw them and build a new version without the erased notes"
+        WITHDRAW = "withdraw", _("Withdraw them: their examples and exported files are removed")
+        REBUILD = "rebuild", _("Withdraw them and build a new version without the erased notes")
 
     scope = models.CharField(max_length=10, choices=Scope.choices)
     project = models.ForeignKey("projects.Project", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -116,7 +117,7 @@ class TrainedOnErasedData(models.Model):
     listed = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        verbose_name_plural = "models trained on erased data"
+        verbose_name_plural = _("models trained on erased data")
 
     def __str__(self):
         return f"model {self.model_version_id} trained on erased data"

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db.models import Q, QuerySet
+from django.utils.translation import gettext as _
 
 from webapp.api.models import ApiToken
 from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, ProjectTaskState, Task, TaskGuideline
@@ -389,21 +390,29 @@ def resolve(
 ) -> Target:
     """The ids of what an erasure of `scope` reaches now. Raises PlanError in plain words."""
     if scope != Scope.PROJECT and corpus is None:
-        raise PlanError("Name the corpus.")
+        raise PlanError(_("Name the corpus."))
     if corpus is not None and corpus.project_id != project.pk:
-        raise PlanError(f"Corpus {corpus.name} is not in project {project.slug}.")
+        raise PlanError(
+            _("Corpus %(corpus)s is not in project %(project)s.") % {"corpus": corpus.name, "project": project.slug}
+        )
     if scope == Scope.NOTES:
         wanted = {str(i) for i in note_external_ids if str(i).strip()}
         if not wanted:
-            raise PlanError("Name at least one note.")
+            raise PlanError(_("Name at least one note."))
         found = dict(corpus.notes.filter(external_id__in=wanted).values_list("external_id", "pk"))
         if missing := len(wanted - found.keys()):
-            raise PlanError(f"{missing} of the {len(wanted)} notes named are not in corpus {corpus.name}.")
+            raise PlanError(
+                _("%(missing)s of the %(named)s notes named are not in corpus %(corpus)s.")
+                % {"missing": missing, "named": len(wanted), "corpus": corpus.name}
+            )
         note_ids = tuple(sorted(found.values()))
     elif scope == Scope.PATIENT:
         note_ids = tuple(sorted(patient_notes(corpus, patient_key, patient_values).values_list("pk", flat=True)))
         if not note_ids:
-            raise PlanError(f"No note of corpus {corpus.name} has one of these values under '{patient_key}'.")
+            raise PlanError(
+                _("No note of corpus %(corpus)s has one of these values under '%(key)s'.")
+                % {"corpus": corpus.name, "key": patient_key}
+            )
         mapping_ids = tuple(
             sorted(
                 SurrogateMapping.objects.filter(
@@ -414,7 +423,10 @@ def resolve(
     elif scope in WHOLE:
         note_ids = ()
     else:
-        raise PlanError(f"Unknown scope {scope!r}; choose one of {', '.join(Scope.values)}.")
+        raise PlanError(
+            _("Unknown scope %(scope)s; choose one of %(scopes)s.")
+            % {"scope": repr(scope), "scopes": ", ".join(Scope.values)}
+        )
     if scope != Scope.PATIENT:
         mapping_ids = ()
     partial = Target(scope, project.pk, corpus.pk if corpus else None, note_ids)
@@ -448,10 +460,10 @@ def patient_notes(corpus: Corpus, key: str, values) -> QuerySet:
     from django.db.models.functions import Cast
 
     if not PATIENT_KEY.match(key or "") or "__" in key:
-        raise PlanError("The patient key is a metadata key: letters, digits, '_' and '-' only.")
+        raise PlanError(_("The patient key is a metadata key: letters, digits, '_' and '-' only."))
     wanted = [str(v).strip() for v in values if str(v).strip()]
     if not wanted:
-        raise PlanError("Give at least one patient value.")
+        raise PlanError(_("Give at least one patient value."))
     if corpus.deidentified:
         wanted += _hashes(key, wanted)
     # cast: the value as plain text on both databases (SQLite's JSON "in" would read the values as JSON)

@@ -3,6 +3,7 @@ naming the corpus or project), and a request's page with its live progress, Canc
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -39,7 +40,7 @@ def erasure_new(request):
     context = {"nav": "erasure", "form": form}
     if request.method == "POST" and form.is_valid():
         try:
-            counted, _ = erasing.plan(form.cleaned_data["project"], form.cleaned_data["scope"], **form.target())
+            counted, _hashes = erasing.plan(form.cleaned_data["project"], form.cleaned_data["scope"], **form.target())
         except planning.PlanError as exc:
             form.add_error(None, str(exc))
             return render(request, "erasure/new.html", context)
@@ -52,7 +53,7 @@ def erasure_new(request):
                 actor=request.user,
                 **form.target(),
             )
-            messages.success(request, f"Erasure {erasure.pk} is queued; this page follows it.")
+            messages.success(request, _("Erasure %(id)s is queued; this page follows it.") % {"id": erasure.pk})
             return redirect("erasure:detail", erasure.pk)
         if "erase" in request.POST:
             context["not_confirmed"] = True
@@ -75,9 +76,11 @@ def erasure_cancel(request, erasure_id):
     erasure = _erasure_for(request.user, erasure_id)
     status = erasing.cancel(erasure, request.user)
     if status is None:
-        messages.error(request, "This erasure has ended; there is nothing to cancel.")
+        messages.error(request, _("This erasure has ended; there is nothing to cancel."))
     else:
-        messages.success(request, "Cancelled." if status == "cancelled" else "Cancelling after the batch it is on.")
+        messages.success(
+            request, _("Cancelled.") if status == "cancelled" else _("Cancelling after the batch it is on.")
+        )
     return redirect("erasure:detail", erasure.pk)
 
 
@@ -85,9 +88,9 @@ def erasure_cancel(request, erasure_id):
 def erasure_resume(request, erasure_id):
     erasure = _erasure_for(request.user, erasure_id)
     if erasing.resume(erasure):
-        messages.success(request, "Queued again: it goes on where it stopped.")
+        messages.success(request, _("Queued again: it goes on where it stopped."))
     else:
-        messages.error(request, "Only a cancelled or failed erasure, or one whose worker was lost, can be resumed.")
+        messages.error(request, _("Only a cancelled or failed erasure, or one whose worker was lost, can be resumed."))
     return redirect("erasure:detail", erasure.pk)
 
 
@@ -99,7 +102,7 @@ def retention_page(request, slug):
     if request.method == "POST" and form.is_valid():
         form.save()
         record(request.user, AuditEvent.Action.EDIT_PROJECT, project, **form.cleaned_data)
-        messages.success(request, "Retention saved.")
+        messages.success(request, _("Retention saved."))
         return redirect("erasure:retention", project.slug)
     context = {"nav": "erasure", "project": project, "form": form, "due": retention.report(project)}
     return render(request, "erasure/retention.html", context, status=400 if form.errors else 200)

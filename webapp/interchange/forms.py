@@ -1,4 +1,5 @@
 from django import forms
+from django.utils.translation import gettext_lazy
 
 from webapp.lib.formats import writers
 from webapp.pipeline.models import ModelVersion, PeakProfile
@@ -8,18 +9,21 @@ class ExportForm(forms.Form):
     """What to export; the format comes from the button pressed (one per format of the table)."""
 
     format = forms.ChoiceField(choices=[])  # the table's formats that have a writer, set per form
-    gold = forms.BooleanField(required=False, initial=True, label="Gold spans (annotations' evidence)")
+    gold = forms.BooleanField(required=False, initial=True, label=gettext_lazy("Gold spans (annotations' evidence)"))
     peaks = forms.ModelChoiceField(
         ModelVersion.objects.all(),
         required=False,
         to_field_name="name",
-        label="Peaks of this model version, as pre-annotations",
-        empty_label="No peaks",
+        label=gettext_lazy("Peaks of this model version, as pre-annotations"),
+        empty_label=gettext_lazy("No peaks"),
     )
     profile = forms.ModelChoiceField(
-        PeakProfile.objects.all(), required=False, label="Peak profile", empty_label="The default profile"
+        PeakProfile.objects.all(),
+        required=False,
+        label=gettext_lazy("Peak profile"),
+        empty_label=gettext_lazy("The default profile"),
     )
-    decisions = forms.BooleanField(required=False, label="Review decisions and adjudications")
+    decisions = forms.BooleanField(required=False, label=gettext_lazy("Review decisions and adjudications"))
 
     def __init__(self, *args, project_id: int, **kwargs):
         """`project_id`: the corpus's; base models and the project's own are offered (not another

@@ -7,6 +7,7 @@ residual scans. "Import now" after a preview of annotation-tool files
 from django.contrib import messages
 from django.http import StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from webapp.audit.client_ip import client_address
@@ -59,5 +60,9 @@ def import_previewed(request, job_id):
     except import_jobs.NotPreviewed as exc:
         messages.error(request, str(exc))
         return redirect("corpus:import_detail", job.pk)
-    messages.info(request, f"{new.file_name} is queued for import into {new.corpus_name}, as previewed.")
+    messages.info(
+        request,
+        _("%(file)s is queued for import into %(corpus)s, as previewed.")
+        % {"file": new.file_name, "corpus": new.corpus_name},
+    )
     return redirect("corpus:import_detail", new.pk)

@@ -9,6 +9,8 @@ the fields they concern.
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from webapp.corpus.models import Corpus
 from webapp.datasets.models import DatasetVersion
@@ -26,32 +28,39 @@ class LaunchForm(ScopedChoicesForm, forms.Form):
     scope_capability = Capability.LAUNCH
 
     preset = forms.ChoiceField(choices=[(key, p.label) for key, p in presets.PRESETS.items()], widget=forms.HiddenInput)
-    name = forms.CharField(max_length=200, required=False, help_text="Optional; shown in lists and tables")
+    name = forms.CharField(
+        max_length=200,
+        required=False,
+        label=gettext_lazy("Name"),
+        help_text=gettext_lazy("Optional; shown in lists and tables"),
+    )
     model_version = forms.ModelChoiceField(
         ModelVersion.objects.all(),
-        label="Model version",
-        help_text="The model to train or evaluate (a trained model too)",
+        label=gettext_lazy("Model version"),
+        help_text=gettext_lazy("The model to train or evaluate (a trained model too)"),
     )
     dataset = forms.ModelChoiceField(
         DatasetVersion.objects.filter(status=JobStatus.DONE),
         required=False,
-        label="Dataset version",
-        help_text="Finished datasets only",
+        label=gettext_lazy("Dataset version"),
+        help_text=gettext_lazy("Finished datasets only"),
     )
     split = forms.ModelChoiceField(
         LabeledSplit.objects.select_related("corpus"),
         required=False,
-        label="Labeled split",
-        help_text="Reuse a stored split (same test items)",
+        label=gettext_lazy("Labeled split"),
+        help_text=gettext_lazy("Reuse a stored split (same test items)"),
     )
     split_corpus = forms.ModelChoiceField(
         Corpus.objects.all(),
         required=False,
-        label="…or split this corpus",
-        help_text="Its gold annotations; a split with the same seed and share is reused",
+        label=gettext_lazy("…or split this corpus"),
+        help_text=gettext_lazy("Its gold annotations; a split with the same seed and share is reused"),
     )
-    split_seed = forms.IntegerField(initial=0, label="Split seed")
-    split_test_ratio = forms.FloatField(initial=0.15, label="Test share", help_text="The paper: 0.15")
+    split_seed = forms.IntegerField(initial=0, label=gettext_lazy("Split seed"))
+    split_test_ratio = forms.FloatField(
+        initial=0.15, label=gettext_lazy("Test share"), help_text=gettext_lazy("The paper: 0.15")
+    )
 
     def __init__(self, data=None, *, user, preset: str = "dsm-full", model_version=None):
         if data is not None:
@@ -62,12 +71,12 @@ class LaunchForm(ScopedChoicesForm, forms.Form):
         models = self.fields["model_version"].queryset
         chosen = models.filter(pk=model_version).first() if str(model_version or "").isdigit() else None
         self.fields["model_version"].initial = chosen or ModelVersion.objects.filter(is_default=True).first()
-        self.fields["model_version"].error_messages["required"] = "Choose the model to train or evaluate."
+        self.fields["model_version"].error_messages["required"] = _("Choose the model to train or evaluate.")
         if self.kind in CAUSAL_KINDS:
             for name in ("split", "split_corpus", "split_seed", "split_test_ratio"):
                 del self.fields[name]
             self.fields["dataset"].required = True
-            self.fields["dataset"].error_messages["required"] = "Choose the dataset version to train on."
+            self.fields["dataset"].error_messages["required"] = _("Choose the dataset version to train on.")
         else:
             del self.fields["dataset"]
         self.sections = {}
@@ -125,7 +134,7 @@ def _field(setting: str, types: set, initial) -> forms.Field:
             required=False,
             initial=", ".join(initial or []),
             label=label,
-            help_text="Comma-separated; empty: the default",
+            help_text=_("Comma-separated; empty: the default"),
         )
     if setting in configs.CHOICES:
         return forms.ChoiceField(choices=[(c, c) for c in configs.CHOICES[setting]], initial=initial, label=label)
@@ -136,7 +145,7 @@ def _field(setting: str, types: set, initial) -> forms.Field:
             required=not optional,
             initial=initial,
             label=label,
-            help_text=configs.EMPTY_MEANS.get(setting, "Empty: no limit") if optional else "",
+            help_text=configs.EMPTY_MEANS.get(setting, _("Empty: no limit")) if optional else "",
         )
     if float in types:
         return forms.FloatField(

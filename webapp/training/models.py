@@ -17,6 +17,8 @@ protected: a note or annotation used by a split cannot be deleted while the spli
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from webapp.lifecycle.models import WorkUnit
 from webapp.lifecycle.status import JobStatus
@@ -24,12 +26,12 @@ from webapp.projects.scoping import ProjectScopedQuerySet
 
 
 class RunKind(models.TextChoices):
-    DSM = "dsm", "Masked-span training (DSM, random mask, one peak)"
-    CPT = "cpt", "Continual pretraining (unmasked notes)"
-    SFT = "sft", "LoRA SFT (one multi-task model)"
-    HEADS = "heads", "Classification heads on the frozen model (CH)"
-    PROMPTING = "prompting", "Prompting (0-shot / 2-shot)"
-    SELF_LEARNING = "self_learning", "Synthetic-label self-learning (SFT)"
+    DSM = "dsm", gettext_lazy("Masked-span training (DSM, random mask, one peak)")
+    CPT = "cpt", gettext_lazy("Continual pretraining (unmasked notes)")
+    SFT = "sft", gettext_lazy("LoRA SFT (one multi-task model)")
+    HEADS = "heads", gettext_lazy("Classification heads on the frozen model (CH)")
+    PROMPTING = "prompting", gettext_lazy("Prompting (0-shot / 2-shot)")
+    SELF_LEARNING = "self_learning", gettext_lazy("Synthetic-label self-learning (SFT)")
 
 
 #: Kinds that train a causal LM on a DatasetVersion (and register the result as a ModelVersion).
@@ -69,8 +71,8 @@ class LabeledSplit(models.Model):
 
 class SplitItem(models.Model):
     class Part(models.TextChoices):
-        TRAIN = "train", "Train"
-        TEST = "test", "Test"
+        TRAIN = "train", gettext_lazy("Train")
+        TEST = "test", gettext_lazy("Test")
 
     split = models.ForeignKey(LabeledSplit, on_delete=models.CASCADE, related_name="items")
     annotation = models.ForeignKey("corpus.Annotation", on_delete=models.PROTECT, related_name="+")
@@ -169,8 +171,11 @@ class TrainingRun(WorkUnit):
         while a worker holds the run, so a phase left from an earlier attempt ("cancelled",
         "done") never shows beside "Queued" after a Resume."""
         if self.status == JobStatus.QUEUED:
-            resumes = f"; continues from the checkpoint of step {self.checkpoint_step}" if self.checkpoint_step else ""
-            return f"waiting for a training worker{resumes}"
+            if self.checkpoint_step:
+                return _("waiting for a training worker; continues from the checkpoint of step %(step)s") % {
+                    "step": self.checkpoint_step
+                }
+            return _("waiting for a training worker")
         if self.status in (JobStatus.RUNNING, JobStatus.CANCELLING):
             return self.phase
         return ""
@@ -181,11 +186,13 @@ class TrainingRun(WorkUnit):
         n_test = (self.results or {}).get("n_test")
         if n_test is None or not (self.results or {}).get("macro_f1") or n_test >= settings.SMALL_TEST_SET_ITEMS:
             return ""
-        return (
-            f"Measured on only {n_test} test item{'s' if n_test != 1 else ''} (fewer than "
-            f"{settings.SMALL_TEST_SET_ITEMS}): the Macro F1 and its confidence interval are too noisy to "
-            "rely on, and differences between runs may be chance."
-        )
+        return ngettext(
+            "Measured on only %(count)s test item (fewer than %(limit)s): the Macro F1 and its confidence interval "
+            "are too noisy to rely on, and differences between runs may be chance.",
+            "Measured on only %(count)s test items (fewer than %(limit)s): the Macro F1 and its confidence interval "
+            "are too noisy to rely on, and differences between runs may be chance.",
+            n_test,
+        ) % {"count": n_test, "limit": settings.SMALL_TEST_SET_ITEMS}
 
     @property
     def time_left_s(self) -> float | None:
@@ -196,7 +203,7 @@ class TrainingRun(WorkUnit):
 
     @property
     def title(self) -> str:
-        return self.name or f"Run {self.pk}"
+        return self.name or _("Run %(id)s") % {"id": self.pk}
 
 
 class RunMetric(models.Model):

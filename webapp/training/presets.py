@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext_lazy as _
+
 from webapp.training.configs import build_config
 from webapp.training.models import RunKind
 
@@ -35,15 +37,17 @@ PRESETS: dict[str, Preset] = {
             "dsm-full",
             "DSM full (paper)",
             RunKind.DSM,
-            "All parameters, 1 epoch, AdamW lr 4e-5 (eps 1e-7), cosine, weight decay 0.001, warmup 0.1, batch 128, "
-            "the instruction as the system turn, on a DSM dataset (peaks masked).",
+            _(
+                "All parameters, 1 epoch, AdamW lr 4e-5 (eps 1e-7), cosine, weight decay 0.001, warmup 0.1, batch 128, "
+                "the instruction as the system turn, on a DSM dataset (peaks masked)."
+            ),
             dataset_modes=("dsm",),
         ),
         Preset(
             "dsm-lora",
             "DSM LoRA",
             RunKind.DSM,
-            "As DSM full, with LoRA r 32 / alpha 64 / dropout 0.05.",
+            _("As DSM full, with LoRA r 32 / alpha 64 / dropout 0.05."),
             {"train": {"finetune": "lora"}},
             dataset_modes=("dsm",),
         ),
@@ -51,21 +55,23 @@ PRESETS: dict[str, Preset] = {
             "cpt",
             "CPT",
             RunKind.CPT,
-            "Continual pretraining: the same notes unmasked (an unmasked dataset, or the notes of any dataset), "
-            "DSM's optimiser settings.",
+            _(
+                "Continual pretraining: the same notes unmasked (an unmasked dataset, or the notes of any dataset), "
+                "DSM's optimiser settings."
+            ),
         ),
         Preset(
             "random-mask",
             "random mask",
             RunKind.DSM,
-            "Ablation: two-peak notes with random spans masked (a dataset built in mode 'random').",
+            _("Ablation: two-peak notes with random spans masked (a dataset built in mode 'random')."),
             dataset_modes=("random",),
         ),
         Preset(
             "one-peak",
             "one peak",
             RunKind.DSM,
-            "Ablation: notes with one peak only, that peak masked, 5 epochs (a dataset built in mode 'one_peak').",
+            _("Ablation: notes with one peak only, that peak masked, 5 epochs (a dataset built in mode 'one_peak')."),
             {"train": {"epochs": 5.0}},
             dataset_modes=("one_peak",),
         ),
@@ -73,35 +79,42 @@ PRESETS: dict[str, Preset] = {
             "sft",
             "LoRA SFT (paper)",
             RunKind.SFT,
-            "One multi-task LoRA model: r 32, alpha 64, dropout 0.05, lr 3e-4, batch 64, warmup 0.1, eps 1e-7, "
-            "cosine, 1 epoch.",
+            _(
+                "One multi-task LoRA model: r 32, alpha 64, dropout 0.05, lr 3e-4, batch 64, warmup 0.1, eps 1e-7, "
+                "cosine, 1 epoch."
+            ),
         ),
         Preset(
             "ch",
             "CH (paper)",
             RunKind.HEADS,
-            "Classification head per task on the frozen model's last hidden state: Linear(256), ReLU, dropout 0.1; "
-            "20 epochs, lr 1e-3, AdamW. Features are computed once and cached.",
+            _(
+                "Classification head per task on the frozen model's last hidden state: Linear(256), ReLU, dropout 0.1; "
+                "20 epochs, lr 1e-3, AdamW. Features are computed once and cached."
+            ),
         ),
         Preset(
             "0-shot",
             "0-shot",
             RunKind.PROMPTING,
-            "Zero-shot prompting, 3 system prompts, scores averaged.",
+            _("Zero-shot prompting, 3 system prompts, scores averaged."),
             {"prompting": {"shots": 0}},
         ),
         Preset(
             "2-shot",
             "2-shot",
             RunKind.PROMPTING,
-            "Two-shot prompting, 3 random draws of 2 examples, averaged.",
+            _("Two-shot prompting, 3 random draws of 2 examples, averaged."),
             {"prompting": {"shots": 2}},
         ),
         Preset(
             "self-learning",
             "self-learning",
             RunKind.SELF_LEARNING,
-            "An SFT teacher labels unlabeled notes; the base model is then trained (SFT) on gold + synthetic labels.",
+            _(
+                "An SFT teacher labels unlabeled notes; the base model is then trained (SFT) on gold + synthetic "
+                "labels."
+            ),
         ),
     ]
 }

@@ -37,6 +37,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
@@ -95,14 +97,17 @@ class RunSpec:
     def problems(self) -> dict[str, str]:
         """{field: plain-words problem}; empty when the run can be launched."""
         if self.kind not in RunKind.values:
-            return {"kind": f"Unknown run kind {self.kind!r}; the kinds are {', '.join(RunKind.values)}."}
+            return {
+                "kind": _("Unknown run kind %(kind)s; the kinds are %(kinds)s.")
+                % {"kind": repr(self.kind), "kinds": ", ".join(RunKind.values)}
+            }
         config, problems = self.full_config()
         unlabeled = (config.get("unlabeled") or {}).get("corpus")
         if unlabeled and not Corpus.objects.filter(name=unlabeled, project_id=self.project_id).exists():
             # names are unique per project: another project's corpus is no source of notes here
-            problems["unlabeled.corpus"] = (
-                f"There is no corpus {unlabeled!r} in this project to take unlabeled notes from."
-            )
+            problems["unlabeled.corpus"] = _(
+                "There is no corpus %(corpus)s in this project to take unlabeled notes from."
+            ) % {"corpus": repr(unlabeled)}
         if self.preset:
             try:
                 preset = presets.get(self.preset)
@@ -110,7 +115,10 @@ class RunSpec:
                 problems["preset"] = str(exc)
             else:
                 if preset.kind != self.kind:
-                    problems["preset"] = f"Preset {preset.label!r} is a {RunKind(preset.kind).label} run."
+                    problems["preset"] = _("Preset %(preset)s is a %(kind)s run.") % {
+                        "preset": repr(str(preset.label)),
+                        "kind": RunKind(preset.kind).label,
+                    }
         if self.kind in CAUSAL_KINDS:
             problems.update(self._dataset_problems())
         else:
@@ -118,28 +126,39 @@ class RunSpec:
         if not any(key.split(".")[0] in ("train", "dataset", "split") for key in problems):
             problems.update(self._step_problems(config))
         if len(self.name) > 200:
-            problems["name"] = "The name is longer than 200 characters."
+            problems["name"] = _("The name is longer than 200 characters.")
         return problems
 
     def _dataset_problems(self) -> dict[str, str]:
         dataset = self.dataset
         if dataset is None:
-            return {"dataset": "Choose the dataset version to train on."}
+            return {"dataset": _("Choose the dataset version to train on.")}
         if dataset.status != JobStatus.DONE:
             return {
-                "dataset": f"Dataset {dataset} is {dataset.get_status_display().lower()}: only a finished "
-                "dataset can be trained on."
+                "dataset": _("Dataset %(dataset)s is %(status)s: only a finished dataset can be trained on.")
+                % {"dataset": dataset, "status": dataset.get_status_display().lower()}
             }
         if not dataset.examples.exists():
-            return {"dataset": f"Dataset {dataset} has no examples."}
+            return {"dataset": _("Dataset %(dataset)s has no examples.") % {"dataset": dataset}}
         modes = presets.PRESETS[self.preset].dataset_modes if self.preset in presets.PRESETS else ()
         if self.kind == RunKind.DSM and dataset.mode == DatasetVersion.Mode.UNMASKED:
-            return {"dataset": f"Dataset {dataset} holds unmasked notes: train on it with a CPT run."}
-        if modes and dataset.mode not in modes:
-            wanted = " or ".join(DatasetVersion.Mode(m).label for m in modes)
             return {
-                "dataset": f"Preset {presets.PRESETS[self.preset].label!r} trains on a dataset built in mode "
-                f"{wanted}; {dataset} was built in mode {dataset.get_mode_display()}."
+                "dataset": _("Dataset %(dataset)s holds unmasked notes: train on it with a CPT run.")
+                % {"dataset": dataset}
+            }
+        if modes and dataset.mode not in modes:
+            wanted = _(" or ").join(str(DatasetVersion.Mode(m).label) for m in modes)
+            return {
+                "dataset": _(
+                    "Preset %(preset)s trains on a dataset built in mode %(wanted)s; %(dataset)s was built in mode "
+                    "%(mode)s."
+                )
+                % {
+                    "preset": repr(str(presets.PRESETS[self.preset].label)),
+                    "wanted": wanted,
+                    "dataset": dataset,
+                    "mode": dataset.get_mode_display(),
+                }
             }
         return {}
 
@@ -157,25 +176,30 @@ class RunSpec:
         plan = plan_steps(train, n_examples)
         if plan.learning:
             return {}
-        steps = f"{plan.total} optimizer step{'s' if plan.total != 1 else ''}"
-        why = (
-            f"{n_examples} training example{'s' if n_examples != 1 else ''} at an effective batch size of "
-            f"{train.effective_batch_size}"
-        )
+        steps = ngettext("%(count)s optimizer step", "%(count)s optimizer steps", plan.total) % {"count": plan.total}
+        why = ngettext(
+            "%(count)s training example at an effective batch size of %(batch)s",
+            "%(count)s training examples at an effective batch size of %(batch)s",
+            n_examples,
+        ) % {"count": n_examples, "batch": train.effective_batch_size}
         if train.max_steps:
-            why += f", at most {train.max_steps} step{'s' if train.max_steps != 1 else ''}"
+            why += ngettext(", at most %(count)s step", ", at most %(count)s steps", train.max_steps) % {
+                "count": train.max_steps
+            }
         if plan.total and plan.warmup:
             return {
-                "train.warmup_ratio": (
-                    f"This run would take {steps} ({why}), and warmup gives its first step a learning rate of 0, so "
-                    "the model would not change. Set the warmup to 0, or train for more steps (more epochs or "
+                "train.warmup_ratio": _(
+                    "This run would take %(steps)s (%(why)s), and warmup gives its first step a learning rate of 0, "
+                    "so the model would not change. Set the warmup to 0, or train for more steps (more epochs or "
                     "maximum steps, or a smaller effective batch size)."
                 )
+                % {"steps": steps, "why": why}
             }
         return {
-            "train.max_steps" if train.max_steps else "train.epochs": (
-                f"This run would take no optimizer step that changes the model ({why}). Train for more steps."
+            "train.max_steps" if train.max_steps else "train.epochs": _(
+                "This run would take no optimizer step that changes the model (%(why)s). Train for more steps."
             )
+            % {"why": why}
         }
 
     def _training_examples(self) -> int | None:
@@ -189,14 +213,17 @@ class RunSpec:
         split = self.split
         if split is None and self.split_corpus is not None:
             if not 0 < self.split_test_ratio < 1:
-                return {"split_test_ratio": "The test share must be between 0 and 1 (the paper: 0.15)."}
+                return {"split_test_ratio": _("The test share must be between 0 and 1 (the paper: 0.15).")}
             if not Annotation.objects.filter(note__corpus=self.split_corpus).exists():
-                return {"split_corpus": f"Corpus {self.split_corpus.name} has no gold annotations to split."}
+                return {
+                    "split_corpus": _("Corpus %(corpus)s has no gold annotations to split.")
+                    % {"corpus": self.split_corpus.name}
+                }
             return {}
         if split is None:
-            return {"split": "Choose the labeled split (or a corpus to split) to fit and evaluate on."}
+            return {"split": _("Choose the labeled split (or a corpus to split) to fit and evaluate on.")}
         if not (split.train_count and split.test_count):
-            return {"split": f"The {split} has no train or no test items."}
+            return {"split": _("The %(split)s has no train or no test items.") % {"split": split}}
         return {}
 
 
@@ -316,7 +343,8 @@ def cancel(run: TrainingRun, actor=None) -> TrainingRun:
     if status is None:
         run.refresh_from_db(fields=["status"])
         raise RunError(
-            f"Only a queued or running run can be cancelled; this one is {run.get_status_display().lower()}."
+            _("Only a queued or running run can be cancelled; this one is %(status)s.")
+            % {"status": run.get_status_display().lower()}
         )
     RunLog.objects.create(run=run, message="Cancel requested." if status == JobStatus.CANCELLING else "Cancelled.")
     record(actor, AuditEvent.Action.CANCEL_JOB, run, what="training run", step=run.step)
@@ -330,10 +358,13 @@ def resume(run: TrainingRun, actor=None, *, enqueue: bool = True) -> TrainingRun
     if not units.requeue(TrainingRun, run.pk, phase="queued again", eta_s=None):
         run.refresh_from_db(fields=["status"])
         if run.status == JobStatus.DONE:
-            raise RunError("This run is done: there is nothing to resume.")
+            raise RunError(_("This run is done: there is nothing to resume."))
         raise RunError(
-            f"This run is {run.get_status_display().lower()} and its worker is alive; it can be "
-            f"resumed once cancelled, failed, or silent for {settings.WORK_STALL_SECONDS} seconds."
+            _(
+                "This run is %(status)s and its worker is alive; it can be resumed once cancelled, failed, or "
+                "silent for %(seconds)s seconds."
+            )
+            % {"status": run.get_status_display().lower(), "seconds": settings.WORK_STALL_SECONDS}
         )
     step = f" from the checkpoint of step {run.checkpoint_step}" if run.checkpoint_step else ""
     RunLog.objects.create(run=run, message=f"Resume requested{step}.")

@@ -6,6 +6,7 @@ project admin's checkbox."""
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -68,7 +69,7 @@ def run_new(request):
         except runs.RunError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"{run.title} is queued for the training workers.")
+            messages.success(request, _("%(run)s is queued for the training workers.") % {"run": run.title})
             return redirect("training:run_detail", run.pk)
     return render(request, "training/run_form.html", context)
 
@@ -113,9 +114,9 @@ def run_cancel(request, run_id):
     else:
         messages.success(
             request,
-            "Cancel requested: the worker saves a checkpoint and stops."
+            _("Cancel requested: the worker saves a checkpoint and stops.")
             if run.status == "cancelling"
-            else "The run is cancelled.",
+            else _("The run is cancelled."),
         )
     return redirect("training:run_detail", run.pk)
 
@@ -128,7 +129,7 @@ def run_resume(request, run_id):
     except runs.RunError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, "Resumed: the run continues from its last checkpoint.")
+        messages.success(request, _("Resumed: the run continues from its last checkpoint."))
     return redirect("training:run_detail", run.pk)
 
 
