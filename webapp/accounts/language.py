@@ -9,6 +9,7 @@ a choice made in the menu updates both. A choice made on the login page, before 
 is saved on the profile of whoever signs in next in that session: it was their own.
 """
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.middleware.locale import LocaleMiddleware
 from django.utils import translation
@@ -20,6 +21,9 @@ from webapp.accounts.models import Preference
 
 SESSION_KEY = "user_language"  # the signed-in user's language ("" for none), read at sign-in
 LOGIN_PAGE_CHOICE = "login_page_language"  # chosen before signing in, saved at sign-in
+# The REST API answers in English whatever the caller's Accept-Language: its messages and refusal
+# reasons are read by programs and quoted in logs, so they keep one wording (docs/api.md).
+ENGLISH_ONLY_PATHS = ("/api/",)
 
 
 def supported(code) -> str:
@@ -68,7 +72,10 @@ class UserLanguageMiddleware(LocaleMiddleware):
     with the user's own language first. After AuthenticationMiddleware."""
 
     def process_request(self, request):
-        language = self._users(request) or translation.get_language_from_request(request)
+        if request.path_info.startswith(ENGLISH_ONLY_PATHS):
+            language = settings.LANGUAGE_CODE
+        else:
+            language = self._users(request) or translation.get_language_from_request(request)
         translation.activate(language)
         request.LANGUAGE_CODE = translation.get_language()
 
