@@ -10,6 +10,14 @@
 (function () {
   "use strict";
 
+  // Django's JavaScript catalog (base.html loads it) defines gettext and interpolate;
+  // a page without it shows the English.
+  function gettext(s) { return window.gettext ? window.gettext(s) : s; }
+  function interpolate(fmt, obj, named) {
+    if (window.interpolate) { return window.interpolate(fmt, obj, named); }
+    return fmt.replace(/%\((\w+)\)s/g, function (match, key) { return String(obj[key]); });
+  }
+
   var TEXT_FIELDS = "input:not([type]), input[type=text], input[type=search], input[type=number], " +
     "input[type=email], input[type=password], textarea, select, [contenteditable=''], [contenteditable=true]";
   var current = null;  // index in the note of the selected peak; null: none in this window
@@ -199,12 +207,15 @@
   function markMissed() {
     var dialog = $("#missed-dialog");
     var box = $("#note-text");
-    if (!dialog) { say("Your role cannot mark identifiers: clinicians and admins can."); return; }
-    if (!box) { say("Show the note's words (not its sentences) to mark an identifier."); return; }
+    if (!dialog) { say(gettext("Your role cannot mark identifiers: clinicians and admins can.")); return; }
+    if (!box) { say(gettext("Show the note's words (not its sentences) to mark an identifier.")); return; }
     var text = Array.from(box.textContent);
     var picked = pickedSpan(box);
     var span = picked && snapWords(text, picked[0], picked[1]);
-    if (!span) { say("Click a word of the note, or select its words, then press i to mark a missed identifier."); return; }
+    if (!span) {
+      say(interpolate(gettext("Click a word of the note, or select its words, then press %(key)s to mark a missed identifier."), { key: "i" }, true));
+      return;
+    }
     var base = parseInt(panel().dataset.windowStart, 10) || 0;  // the window's first character in the note
     var form = $("#missed-form");
     form.elements.start.value = String(base + span[0]);
@@ -272,8 +283,8 @@
         if (clickInCurrent("button[value=adjust]")) { advanceAfterSwap = true; }
         break;
       case "u": var undo = $("#undo-button"); if (undo) { undo.click(); } break;
-      case "n": follow("a[rel=next]", "This is the last note (under this task and setting)."); break;
-      case "p": follow("a[rel=prev]", "This is the first note (under this task and setting)."); break;
+      case "n": follow("a[rel=next]", gettext("This is the last note (under this task and setting).")); break;
+      case "p": follow("a[rel=prev]", gettext("This is the first note (under this task and setting).")); break;
       case "q": follow("#queue-link"); break;
       case "i": markMissed(); break;
       default: return;
@@ -404,8 +415,8 @@
     note.className = "notice notice-40";
     note.setAttribute("role", "alert");
     note.textContent = event.detail.xhr.status === 403
-      ? "Your role cannot record review decisions."
-      : "The server did not accept this (" + event.detail.xhr.status + "). Reload the page.";
+      ? gettext("Your role cannot record review decisions.")
+      : interpolate(gettext("The server did not accept this (%(status)s). Reload the page."), { status: event.detail.xhr.status }, true);
     panel.insertBefore(note, panel.firstChild);
   });
   document.addEventListener("DOMContentLoaded", function () {

@@ -11,6 +11,17 @@
 (function () {
   "use strict";
 
+  // Django's JavaScript catalog (base.html loads it) defines gettext, ngettext and interpolate;
+  // a page without it shows the English.
+  function gettext(s) { return window.gettext ? window.gettext(s) : s; }
+  function ngettext(singular, plural, n) {
+    return window.ngettext ? window.ngettext(singular, plural, n) : (n === 1 ? singular : plural);
+  }
+  function interpolate(fmt, obj, named) {
+    if (window.interpolate) { return window.interpolate(fmt, obj, named); }
+    return fmt.replace(/%\((\w+)\)s/g, function (match, key) { return String(obj[key]); });
+  }
+
   var TEXT_FIELDS = "input:not([type]), input[type=text], input[type=search], input[type=number], " +
     "textarea, select, [contenteditable=''], [contenteditable=true]";
   var WORD_CHAR = /[\p{L}\p{N}_]/u;
@@ -121,7 +132,7 @@
   // -- keyboard span
   function begin() {
     var form = $("#add-span-form");
-    if (!form || !box()) { say("Show the note's words (not its sentences), with a task, to add a span."); return; }
+    if (!form || !box()) { say(gettext("Show the note's words (not its sentences), with a task, to add a span.")); return; }
     var picked = selected();
     var span = picked && picked.span;
     if (span && picked.caret) {  // the word at the caret only
@@ -135,12 +146,13 @@
         span = words(chars()).filter(function (x) { return x[1] > k; })[0] || null;
       }
     }
-    if (!span) { say("Click a word of the note, then press m to start a span there."); return; }
+    if (!span) { say(interpolate(gettext("Click a word of the note, then press %(key)s to start a span there."), { key: "m" }, true)); return; }
     pending = span;
     startClock();
     fill(form, pending);
     show(pending);
-    say("Span started: → / ← move its end, Shift+← / Shift+→ its start, s saves, Esc cancels.");
+    say(interpolate(gettext("Span started: %(end_keys)s move its end, %(start_keys)s its start, %(save_key)s saves, %(cancel_key)s cancels."),
+      { end_keys: "→ / ←", start_keys: "Shift+← / Shift+→", save_key: "s", cancel_key: "Esc" }, true));
   }
 
   function move(which, step) {
@@ -162,13 +174,14 @@
   function cancel() {
     pending = null;
     if (window.getSelection) { window.getSelection().removeAllRanges(); }
-    say("Span cancelled.");
+    say(gettext("Span cancelled."));
   }
 
   function save() {
     var form = $("#add-span-form");
     if (!form || !form.elements.start.value || !form.elements.end.value) {
-      say("Select words of the note (or press m at a word) first, then s saves them as evidence.");
+      say(interpolate(gettext("Select words of the note (or press %(start_key)s at a word) first, then %(save_key)s saves them as evidence."),
+        { start_key: "m", save_key: "s" }, true));
       return;
     }
     form.requestSubmit();
@@ -178,10 +191,12 @@
     var form = $("#accept-rest-form");
     if (!form) { return; }
     var n = parseInt(form.dataset.count, 10) || 0;
-    if (!n) { say("Every peak of this note is decided by you: nothing to accept."); return; }
-    var question = "Accept the " + n + " undecided peak" + (n === 1 ? "" : "s") + " of this note for " +
-      form.dataset.task + "? (u undoes them all at once)";
-    if (!window.confirm(question)) { say("Nothing accepted."); return; }
+    if (!n) { say(gettext("Every peak of this note is decided by you: nothing to accept.")); return; }
+    var question = interpolate(ngettext(
+      "Accept the %(count)s undecided peak of this note for %(task)s? (%(undo_key)s undoes them all at once)",
+      "Accept the %(count)s undecided peaks of this note for %(task)s? (%(undo_key)s undoes them all at once)", n),
+      { count: n, task: form.dataset.task, undo_key: "u" }, true);
+    if (!window.confirm(question)) { say(gettext("Nothing accepted.")); return; }
     form.elements.confirm.value = "yes";
     form.elements.count.value = String(n);
     form.requestSubmit();
@@ -232,7 +247,7 @@
     var use = event.target.closest && event.target.closest(".use-selection");
     if (!use) { return; }
     var picked = selected();
-    if (!picked || !picked.span) { say("Select the words in the note first."); return; }
+    if (!picked || !picked.span) { say(gettext("Select the words in the note first.")); return; }
     var form = use.form;
     form.elements.start.value = String(base() + picked.span[0]);
     form.elements.end.value = String(base() + picked.span[1]);

@@ -2,6 +2,15 @@
 // Reads <section id="charts" data-metrics-url>; refreshes every 5 s until the run has ended.
 (function () {
   "use strict";
+
+  // Django's JavaScript catalog (base.html loads it) defines gettext and interpolate;
+  // a page without it shows the English.
+  function gettext(s) { return window.gettext ? window.gettext(s) : s; }
+  function interpolate(fmt, obj, named) {
+    if (window.interpolate) { return window.interpolate(fmt, obj, named); }
+    return fmt.replace(/%\((\w+)\)s/g, function (match, key) { return String(obj[key]); });
+  }
+
   var COLOURS = ["#1f6fb2", "#c0392b", "#2e8b57", "#8e44ad", "#d35400"];
   var REFRESH_MS = 5000;
   var STEP_INCREMENTS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
@@ -26,14 +35,15 @@
       return;
     }
     if (charts[key]) { charts[key].destroy(); }
-    var series = [{ label: "step" }].concat(phases.map(function (p, i) {
-      return { label: p.phase + " " + title, stroke: COLOURS[i % COLOURS.length], width: 1.5, spanGaps: true };
+    var series = [{ label: gettext("step") }].concat(phases.map(function (p, i) {
+      // the phase's name is data (the run's own), the metric's is ours
+      return { label: interpolate(gettext("%(phase)s %(metric)s"), { phase: p.phase, metric: title }, true), stroke: COLOURS[i % COLOURS.length], width: 1.5, spanGaps: true };
     }));
     var opts = {
       title: title, width: width, height: 220, series: series,
       scales: { x: { time: false }, y: logScale ? { distr: 3 } : {} },
       axes: [
-        { label: xLabel || "optimizer step", incrs: STEP_INCREMENTS },
+        { label: xLabel || gettext("optimizer step"), incrs: STEP_INCREMENTS },
         { size: 80, values: function (u, ticks) { return ticks.map(formatNumber); } }
       ]
     };
@@ -49,8 +59,8 @@
         if (phases.length && window.uPlot) {
           section.classList.add("has-data");
           // one series per phase, and per task for CH heads (x: the head's epoch), never joined
-          draw(document.getElementById("chart-loss"), "loss", phases, "loss", false, payload.x_label);
-          draw(document.getElementById("chart-lr"), "learning rate", phases, "lr", false, payload.x_label);
+          draw(document.getElementById("chart-loss"), gettext("loss"), phases, "loss", false, payload.x_label);
+          draw(document.getElementById("chart-lr"), gettext("learning rate"), phases, "lr", false, payload.x_label);
         }
         if (!payload.ended) { window.setTimeout(function () { refresh(section); }, REFRESH_MS); }
       })
