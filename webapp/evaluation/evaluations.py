@@ -40,6 +40,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models.functions import Now
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from ml.prompts import TEMPLATES
 from ml.relevance import EXPLAIN, IMPORTED, METHODS, ConfigError, RelevanceConfig
@@ -52,6 +53,7 @@ from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import JobStatus
 from webapp.pipeline import releases
+from webapp.pipeline.jobs import ml_reason
 from webapp.pipeline.models import ModelVersion, PeakProfile
 
 RUN_TASK = "workers.evaluation.run_evaluation"
@@ -100,36 +102,42 @@ class EvaluationSpec:
         problems = {}
         unknown = [m for m in self.methods if m not in (*METHODS, IMPORTED)]  # imported: maps stored, never computed
         if not self.methods or unknown:
-            problems["methods"] = f"Choose methods among {', '.join((*METHODS, IMPORTED))}."
+            problems["methods"] = _("Choose methods among %(methods)s.") % {"methods": ", ".join((*METHODS, IMPORTED))}
         unknown = [e for e in self.explains if e not in EXPLAIN]
         if not self.explains or unknown:
-            problems["explains"] = f"Choose explain variants among {', '.join(EXPLAIN)}."
+            problems["explains"] = _("Choose explain variants among %(explains)s.") % {"explains": ", ".join(EXPLAIN)}
         if not problems:
             try:
                 self.configs()
             except ConfigError as exc:
-                problems["template" if exc.field in ("template", "neutral") else "methods"] = str(exc)
+                problems["template" if exc.field in ("template", "neutral") else "methods"] = ml_reason(exc)
         if self.max_pairs is not None and self.max_pairs < 1:
-            problems["max_pairs"] = "The number of pairs must be at least 1."
+            problems["max_pairs"] = _("The number of pairs must be at least 1.")
         if self.resolved_profile() is None:
-            problems["profile"] = "There is no peak profile: create one first."
+            problems["profile"] = _("There is no peak profile: create one first.")
         if self.faithfulness and "contrastive" in self.explains:
-            problems["explains"] = (
+            problems["explains"] = _(
                 "Faithfulness explains one prompt: leave out the contrastive variant, or faithfulness."
             )
         if self.pairs_from not in PAIRS_FROM:
-            problems["pairs_from"] = f"Pairs come from {' or '.join(PAIRS_FROM)}."
+            problems["pairs_from"] = _("Pairs come from %(sources)s.") % {"sources": " or ".join(PAIRS_FROM)}
         elif self.pairs_from == "notes":
             if not self.tasks:
-                problems["tasks"] = "Choose the tasks to ask about each drawn note."
+                problems["tasks"] = _("Choose the tasks to ask about each drawn note.")
             elif not Note.objects.filter(corpus=self.corpus).exists():
-                problems["corpus"] = f"Corpus {self.corpus.name} has no notes."
+                problems["corpus"] = _("Corpus %(corpus)s has no notes.") % {"corpus": self.corpus.name}
         elif "max_pairs" not in problems and not annotated_pairs(self.corpus, self.tasks, limit=1):
-            problems["corpus"] = (
-                f"Corpus {self.corpus.name} has no annotation with evidence spans"
-                f"{' for these tasks' if self.tasks else ''}, nor peaks kept or spans added in review: "
-                "import annotations with evidence, or review the notes first."
-            )
+            if self.tasks:
+                message = _(
+                    "Corpus %(corpus)s has no annotation with evidence spans for these tasks, nor peaks kept or "
+                    "spans added in review: import annotations with evidence, or review the notes first."
+                )
+            else:
+                message = _(
+                    "Corpus %(corpus)s has no annotation with evidence spans, nor peaks kept or spans added in "
+                    "review: import annotations with evidence, or review the notes first."
+                )
+            problems["corpus"] = message % {"corpus": self.corpus.name}
         return problems
 
 
@@ -237,8 +245,8 @@ def cancel(evaluation: RelevanceEvaluation, actor=None) -> RelevanceEvaluation:
     if status is None:
         evaluation.refresh_from_db(fields=["status"])
         raise EvaluationError(
-            f"Only a queued or running evaluation can be cancelled; this one is "
-            f"{evaluation.get_status_display().lower()}."
+            _("Only a queued or running evaluation can be cancelled; this one is %(status)s.")
+            % {"status": evaluation.get_status_display().lower()}
         )
     record(actor, AuditEvent.Action.CANCEL_JOB, evaluation, what="relevance evaluation", done=evaluation.done)
     evaluation.status = status
@@ -252,11 +260,13 @@ def resume(evaluation: RelevanceEvaluation, actor=None, *, enqueue: bool = True)
     if not units.requeue(RelevanceEvaluation, evaluation.pk, phase="queued again", releases={}, **NO_STAGE):
         evaluation.refresh_from_db(fields=["status"])
         if evaluation.status == JobStatus.DONE:
-            raise EvaluationError("This evaluation is done: there is nothing to resume.")
+            raise EvaluationError(_("This evaluation is done: there is nothing to resume."))
         raise EvaluationError(
-            f"This evaluation is {evaluation.get_status_display().lower()} and its worker is alive; "
-            f"it can be resumed once cancelled, failed, or silent for {settings.WORK_STALL_SECONDS} "
-            "seconds."
+            _(
+                "This evaluation is %(status)s and its worker is alive; it can be resumed once cancelled, "
+                "failed, or silent for %(seconds)s seconds."
+            )
+            % {"status": evaluation.get_status_display().lower(), "seconds": settings.WORK_STALL_SECONDS}
         )
     record(
         actor, AuditEvent.Action.LAUNCH_JOB, evaluation, what="relevance evaluation", resumed=True, done=evaluation.done

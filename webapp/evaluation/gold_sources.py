@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from django.utils.translation import gettext_lazy
+
 from webapp.corpus.models import Annotation
 
 Pair = tuple[int, int]
@@ -29,10 +31,10 @@ IMPORTED = "imported"
 
 
 ORIGINS = {  # each origin in words, in the order the result page lists them
-    IMPORTED: "annotations (imported or typed)",
-    "accepted_peak": "peaks kept in review",
-    "added_span": "spans added in review",
-    "curator": "a curator's choice on added spans",
+    IMPORTED: gettext_lazy("annotations (imported or typed)"),
+    "accepted_peak": gettext_lazy("peaks kept in review"),
+    "added_span": gettext_lazy("spans added in review"),
+    "curator": gettext_lazy("a curator's choice on added spans"),
 }
 
 

@@ -25,6 +25,7 @@ them towards the limit, `lacking` names them on the page.
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import gettext_lazy, ngettext
 
 from webapp.lifecycle.models import WorkUnit
 from webapp.lifecycle.progress import eta, rate
@@ -34,9 +35,9 @@ from webapp.projects.scoping import ProjectScopedQuerySet
 
 class RelevanceEvaluation(WorkUnit):
     class Stage(models.TextChoices):
-        MAPS = "maps", "Maps"
-        FAITHFULNESS = "faithfulness", "Faithfulness"
-        SCORING = "scoring", "Scoring"
+        MAPS = "maps", gettext_lazy("Maps")
+        FAITHFULNESS = "faithfulness", gettext_lazy("Faithfulness")
+        SCORING = "scoring", gettext_lazy("Scoring")
 
     # the unit each stage counts
     STAGE_UNITS = {Stage.MAPS: "prompts", Stage.FAITHFULNESS: "pairs", Stage.SCORING: "pairs"}
@@ -63,7 +64,10 @@ class RelevanceEvaluation(WorkUnit):
     pairs = models.JSONField(default=list, help_text="[[note id, task id], ...] planned at launch, sorted")
     pairs_from = models.CharField(
         max_length=20,
-        choices=[("evidence", "annotated evidence pairs"), ("notes", "drawn notes x the chosen tasks")],
+        choices=[
+            ("evidence", gettext_lazy("annotated evidence pairs")),
+            ("notes", gettext_lazy("drawn notes x the chosen tasks")),
+        ],
         default="evidence",
         help_text="evidence: the pairs with gold evidence spans; notes: any corpus, gold or not",
     )
@@ -134,7 +138,18 @@ class RelevanceEvaluation(WorkUnit):
     def stage_text(self) -> str:
         """ "Faithfulness: 12 of 40 pairs" (the maps' prompts before any stage was reported)."""
         label = self.get_stage_display() if self.stage else self.Stage.MAPS.label
-        return f"{label}: {self.progress_done} of {self.progress_total} {self.stage_units}"
+        values = {"stage": label, "done": self.progress_done, "total": self.progress_total}
+        if self.stage_units == "pairs":
+            text = ngettext(
+                "%(stage)s: %(done)s of %(total)s pairs", "%(stage)s: %(done)s of %(total)s pairs", self.progress_total
+            )
+        else:
+            text = ngettext(
+                "%(stage)s: %(done)s of %(total)s prompts",
+                "%(stage)s: %(done)s of %(total)s prompts",
+                self.progress_total,
+            )
+        return text % values
 
     @property
     def percent(self) -> int:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from ml.faithfulness import verdict_text
 from ml.localisation import label
 
@@ -50,7 +53,8 @@ def rows(result: dict) -> list[Row]:
                 beats_chance=low is not None and chance is not None and low > chance,
             )
         )
-    out += [Row(f"{name} baseline", "baseline", result["baselines"][name]) for name in ("uniform", "random")]
+    baselines = {"uniform": _("uniform baseline"), "random": _("random baseline")}
+    out += [Row(baselines[name], "baseline", result["baselines"][name]) for name in ("uniform", "random")]
     return out
 
 
@@ -109,9 +113,9 @@ def chart(result: dict, name: str, title: str, *, floor: float | None = None, ce
 
 def charts(result: dict) -> list[dict]:
     specs = [
-        ("auc", "Token ROC AUC (0.5 = chance)", 0.0, 1.0),
-        ("mass_ratio", "Relevance mass ratio on evidence (1.0 = uniform)", 0.0, None),
-        ("peak_f1", "Peak token F1", 0.0, 1.0),
+        ("auc", _("Token ROC AUC (0.5 = chance)"), 0.0, 1.0),
+        ("mass_ratio", _("Relevance mass ratio on evidence (1.0 = uniform)"), 0.0, None),
+        ("peak_f1", _("Peak token F1"), 0.0, 1.0),
     ]
     return [
         c
@@ -125,6 +129,28 @@ def _defined(value) -> bool:
 
 
 # ---------------------------------------------------------------- faithfulness and specificity
+
+
+# ml.faithfulness's fixed words (ml has no Django: verdict_text, a configuration's skip) in the
+# reader's language; a text not listed (a reason naming numbers) stays as ml wrote it
+ML_WORDS = {
+    "both": gettext_lazy("both"),
+    "comprehensiveness": gettext_lazy("comprehensiveness"),
+    "sufficiency": gettext_lazy("sufficiency"),
+    "no": gettext_lazy("no"),
+    "no verdict: the interval is undefined": gettext_lazy("no verdict: the interval is undefined"),
+    "no verdict: measured before paired differences": gettext_lazy("no verdict: measured before paired differences"),
+    "faithfulness explains one prompt, not a contrast": gettext_lazy(
+        "faithfulness explains one prompt, not a contrast"
+    ),
+}
+
+
+def ml_words(text):
+    """`text` in the reader's language where it is one of ML_WORDS (each part of a "; "-joined list)."""
+    if not isinstance(text, str) or not text:
+        return text
+    return "; ".join(str(ML_WORDS.get(part, part)) for part in text.split("; "))
 
 
 def _config_label(config: dict) -> str:
@@ -141,7 +167,11 @@ def faithfulness_rows(result: dict) -> list[dict]:
         summary = measured.get(config["key"])
         if summary is None:
             continue
-        row = {"label": _config_label(config), "n_pairs": summary.get("n_pairs", 0), "skipped": summary.get("skipped")}
+        row = {
+            "label": _config_label(config),
+            "n_pairs": summary.get("n_pairs", 0),
+            "skipped": ml_words(summary.get("skipped")),
+        }
         block = (summary.get("methods") or {}).get(config["method"])
         if block:
             random = summary.get("random") or {}
@@ -151,7 +181,7 @@ def faithfulness_rows(result: dict) -> list[dict]:
                 random=random,
                 paired=block.get("paired") or {},
                 verdict=verdict,
-                says=verdict_text(verdict),
+                says=ml_words(verdict_text(verdict)),
                 draws=random.get("draws", 1),
                 forward_passes=summary.get("forward_passes"),
                 deletion=list(zip(summary.get("fractions", []), block.get("deletion", []))),

@@ -1,11 +1,14 @@
-"""Number formats of the evaluation pages: three decimals, intervals, an em dash where undefined;
-the gold's origins in words."""
+"""Number formats of the evaluation pages: three decimals (with the reader's language's decimal
+mark), intervals, an em dash where undefined; the gold's origins and the worker's phase in words."""
 
 import math
+import re
 
 from django import template
+from django.utils.translation import gettext_lazy, ngettext
 
 from webapp.evaluation.gold_sources import ORIGINS
+from webapp.lifecycle.estimates import decimal
 
 register = template.Library()
 
@@ -16,7 +19,7 @@ def _defined(value) -> bool:
 
 @register.filter
 def num3(value) -> str:
-    return f"{value:.3f}" if _defined(value) else "—"
+    return decimal(f"{value:.3f}") if _defined(value) else "—"
 
 
 @register.filter
@@ -24,7 +27,7 @@ def interval(values) -> str:
     """[low, high] -> "0.512–0.611"; "—" when either end is undefined."""
     if not values or len(values) != 2 or not all(_defined(v) for v in values):
         return "—"
-    return f"{values[0]:.3f}–{values[1]:.3f}"
+    return f"{decimal(f'{values[0]:.3f}')}–{decimal(f'{values[1]:.3f}')}"
 
 
 @register.filter
@@ -34,3 +37,60 @@ def gold_origins(result) -> list[dict]:
     found = (result or {}).get("gold_origins") or {}
     order = [o for o in ORIGINS if o in found] + sorted(o for o in found if o not in ORIGINS)
     return [{"origin": o, "words": ORIGINS.get(o, o), **found[o]} for o in order]
+
+
+# The phases the worker stores (webapp.evaluation.evaluations, running: English, also read by the API),
+# in the reader's language; a phase not recognised is shown as stored
+PHASES = {
+    "queued again": gettext_lazy("queued again"),
+    "starting": gettext_lazy("starting"),
+    "scoring": gettext_lazy("scoring"),
+    "done": gettext_lazy("done"),
+    "cancelled: Resume continues where it stopped": gettext_lazy("cancelled: Resume continues where it stopped"),
+    "waiting to retry after a temporary problem": gettext_lazy("waiting to retry after a temporary problem"),
+    "waiting for a worker that can load the model": gettext_lazy("waiting for a worker that can load the model"),
+}
+_STORED = re.compile(r"(?P<done>\d+) of (?P<total>\d+) prompts already stored")
+_COMPUTING = re.compile(r"computing (?P<config>.+) \(configuration (?P<index>\d+) of (?P<count>\d+)\)")
+_SCORING = re.compile(r"scoring: (?P<done>\d+) of (?P<total>\d+) pairs")
+_FAITHFULNESS = re.compile(r"faithfulness: (?P<done>\d+) of (?P<total>\d+) pairs")
+_FAITHFULNESS_OF = re.compile(
+    r"faithfulness of (?P<config>.+) \(configuration (?P<index>\d+) of (?P<count>\d+)\): "
+    r"(?P<done>\d+) of (?P<total>\d+) pairs"
+)
+
+
+@register.filter
+def phase_words(phase) -> str:
+    """The stored phase in the reader's language (the numbers and configuration as stored)."""
+    if not isinstance(phase, str) or not phase:
+        return phase
+    if phase in PHASES:
+        return str(PHASES[phase])
+    if m := _STORED.fullmatch(phase):
+        text = ngettext(
+            "%(done)s of %(total)s prompts already stored",
+            "%(done)s of %(total)s prompts already stored",
+            int(m["total"]),
+        )
+    elif m := _COMPUTING.fullmatch(phase):
+        text = ngettext(
+            "computing %(config)s (configuration %(index)s of %(count)s)",
+            "computing %(config)s (configuration %(index)s of %(count)s)",
+            int(m["count"]),
+        )
+    elif m := _SCORING.fullmatch(phase):
+        text = ngettext("scoring: %(done)s of %(total)s pairs", "scoring: %(done)s of %(total)s pairs", int(m["total"]))
+    elif m := _FAITHFULNESS.fullmatch(phase):
+        text = ngettext(
+            "faithfulness: %(done)s of %(total)s pairs", "faithfulness: %(done)s of %(total)s pairs", int(m["total"])
+        )
+    elif m := _FAITHFULNESS_OF.fullmatch(phase):
+        text = ngettext(
+            "faithfulness of %(config)s (configuration %(index)s of %(count)s): %(done)s of %(total)s pairs",
+            "faithfulness of %(config)s (configuration %(index)s of %(count)s): %(done)s of %(total)s pairs",
+            int(m["total"]),
+        )
+    else:
+        return phase
+    return text % m.groupdict()
