@@ -345,8 +345,12 @@
       var input = document.getElementById(out.dataset.for);
       if (!input) { return; }
       input.addEventListener("input", function () {
+        // the input keeps the machine number (1.25); its <output> is for a person, in the page's
+        // language as the server wrote it (floatformat:2: 1,25 in Italian and Spanish)
         var v = parseFloat(input.value);
-        out.textContent = input.step && input.step.indexOf(".") >= 0 ? v.toFixed(2) : String(v);
+        var decimals = input.step && input.step.indexOf(".") >= 0 ? 2 : 0;
+        out.textContent = v.toLocaleString(document.documentElement.lang || undefined,
+          { minimumFractionDigits: decimals, maximumFractionDigits: decimals, useGrouping: false });
       });
     });
   }

@@ -15,10 +15,14 @@
   var REFRESH_MS = 5000;
   var STEP_INCREMENTS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
 
+  // An axis label is for a person: in the page's language (<html lang>), 0,0125 in Italian.
+  var LANG = document.documentElement.lang || undefined;
+  var SCIENTIFIC = { notation: "scientific", minimumFractionDigits: 1, maximumFractionDigits: 1 };
   function formatNumber(v) {
     if (v === null || v === undefined) { return ""; }
     var a = Math.abs(v);
-    return (a !== 0 && (a < 0.01 || a >= 100000)) ? v.toExponential(1) : String(+v.toPrecision(4));
+    if (a !== 0 && (a < 0.01 || a >= 100000)) { return v.toLocaleString(LANG, SCIENTIFIC); }
+    return (+v.toPrecision(4)).toLocaleString(LANG, { maximumFractionDigits: 20, useGrouping: false });
   }
   var charts = {};
 

@@ -1,8 +1,11 @@
-"""Small filters of the training pages."""
+"""Small filters of the training pages. Figures are for a person, in the reader's language (60,3
+in Italian and Spanish); nothing parses them back."""
 
 from datetime import timedelta
 
 from django import template
+
+from webapp.lifecycle.estimates import decimal
 
 register = template.Library()
 
@@ -12,7 +15,7 @@ def points(value):
     """An F1 in [0, 1] as points with one decimal (0.6031 -> "60.3"); "—" when missing."""
     if value is None or value == "":
         return "—"
-    return f"{100 * float(value):.1f}"
+    return decimal(f"{100 * float(value):.1f}")
 
 
 @register.filter
@@ -20,7 +23,7 @@ def cell(value):
     """A table cell already in points: one decimal; "—" when missing."""
     if value is None:
         return "—"
-    return f"{value:.1f}" if isinstance(value, float) else value
+    return decimal(f"{value:.1f}") if isinstance(value, float) else value
 
 
 @register.filter
@@ -34,7 +37,7 @@ def duration(seconds):
 def sci(value):
     if value is None:
         return "—"
-    return f"{float(value):.3g}"
+    return decimal(f"{float(value):.3g}")
 
 
 @register.filter
