@@ -4,11 +4,13 @@
 catalogs themselves (locale/*/LC_MESSAGES/django.po and djangojs.po): every word of 4+ letters of
 an msgid, less the words the language's translations also use ("corpus", "dataset", a key's
 name) and the few that are the same in every language. A page in `lang` shows none of them except
-in its data: `leftover_english(page, lang, data)` names each with the element it is in.
+in its data, which a template may mark translate="no" (or the test subtracts the words of the rows
+it made): `leftover_english(page, lang, data)` names each with the element it is in.
 `overflowing(page)` names every button, nav link, table header, label or summary whose text runs
-out of its box, and a page that scrolls sideways. `check_page` does both, saves a full-page
-screenshot under test-artifacts/i18n/<lang>/ for a person to look at, and returns the problems
-as lines, so a test can gather them over a whole walk and fail once, naming every one.
+out of its box, a dialog taller than the window, and a page that scrolls sideways. `check_page`
+does both, saves a full-page screenshot under test-artifacts/i18n/<lang>/ for a person to look
+at, and returns the problems as lines, so a test can gather them over a whole walk and fail
+once, naming every one.
 """
 
 import functools
@@ -23,45 +25,25 @@ ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts" / "i18n"
 CATALOGS = ("django.po", "djangojs.po")
 
 # Words of the msgids that are rightly the same in Italian and Spanish: names, the field's own
-# English terms (docs/i18n.md keeps "corpus", "dataset", "worker"), units and coefficients.
-SAME_IN_EVERY_LANGUAGE = {
-    "corpus",
-    "corpora",
-    "dataset",
-    "datasets",
-    "worker",
-    "workers",
-    "token",
-    "tokens",
-    "decselfmask",
-    "studio",
-    "email",
-    "kappa",
-    "alpha",
-    "cohen",
-    "fleiss",
-    "krippendorff",
-    "spearman",
-    "sigma",
-    "jsonl",
-    "json",
-    "yaml",
-    "brat",
-    "html",
-    "https",
-    "http",
-    "oidc",
-    "mlflow",
-    "redis",
-    "postgresql",
-    "llama",
-    "attnlrp",
-    "lora",
-    "codiesp",
+# English terms (docs/i18n.md keeps "corpus", "dataset", "worker"), formats, units, coefficients
+# and the machine-learning words a clinician-researcher reads in English ("prompt", "logit").
+SAME_IN_EVERY_LANGUAGE = frozenset(
+    """corpus corpora dataset datasets worker workers token tokens prompt prompts kernel logit float
+    micro macro decselfmask studio email kappa alpha cohen fleiss krippendorff spearman sigma jsonl
+    json yaml brat html https http oidc mlflow redis postgresql llama attnlrp lora codiesp""".split()
+)
+# English words a language takes as its own, that its translations copy from their msgids (a
+# copied word is otherwise not taken as the language's: see catalog_words), and the template's
+# neutral phrases the job form quotes in every language.
+LOANWORDS = {
+    "it": frozenset({"home", "password", "mouse", "contrastive", "patient", "paciente"}),
+    "es": frozenset({"cursor", "patient", "paziente"}),
 }
 
 WORD = re.compile(r"[^\W\d_]+")  # a run of letters, accented ones included
 ENGLISH_WORD = re.compile(r"[A-Za-z]{4,}")
+SYNTAX = re.compile(r"\{\w+\}")  # a prompt template's fields, {note} and {task}, shown as syntax
+CODE = re.compile(r"<code>.*?</code>|\b\w*_\w*\b|\w+(?:[.:/=]\w+)+", re.S)  # code, and names as code writes them
 PLACEHOLDER = re.compile(r"%\([^)]*\)[sdifr]|%[sdifr]|\{[^{}]*\}|<[^>]*>|&[#\w]+;")
 
 
@@ -124,22 +106,26 @@ def words_of(text: str) -> set[str]:
 
 @functools.cache
 def catalog_words(lang: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(the words of 4+ letters of the msgids, every word of the translations that are in use)
-    of the catalogs of `lang`."""
+    """(the words of 4+ letters of the msgids, the words of the language) of the catalogs of
+    `lang`. A word of the language is one a translation in use says where its msgid does not:
+    a word a translation copies from its msgid (a name, a machine key, a string copied instead of
+    translated) and what it writes as code (`<code>`, dotted or snake_case names) are not."""
     english, translated = set(), set()
     for entry in catalog_entries(lang):
+        msgids = set()
         for msgid in (entry["msgid"], entry["msgid_plural"]):
             english |= {w.lower() for w in ENGLISH_WORD.findall(PLACEHOLDER.sub(" ", msgid))}
+            msgids |= words_of(PLACEHOLDER.sub(" ", msgid))
         if not entry["fuzzy"]:
             for msgstr in entry["msgstr"]:
-                translated |= words_of(PLACEHOLDER.sub(" ", msgstr))
+                translated |= words_of(PLACEHOLDER.sub(" ", CODE.sub(" ", msgstr))) - msgids
     return frozenset(english), frozenset(translated)
 
 
 def translated_words(lang: str) -> frozenset[str]:
-    """The words a page in `lang` may show: those of its translations, and the few the same in
-    every language."""
-    return catalog_words(lang)[1] | SAME_IN_EVERY_LANGUAGE
+    """The words a page in `lang` may show: those of its translations, its loanwords and the few
+    the same in every language."""
+    return catalog_words(lang)[1] | SAME_IN_EVERY_LANGUAGE | LOANWORDS.get(lang, frozenset())
 
 
 def english_words(lang: str) -> frozenset[str]:
@@ -170,8 +156,9 @@ TEXTS_JS = (
     """() => {
   // Every piece of text a person reads: visible text nodes, the tooltips, labels and placeholders
   // of visible elements, the values of input buttons and the page's title; each with where it is.
-  // Keys, code and the note's own text are not words of the interface.
-  const SKIP = 'script, style, template, noscript, kbd, code, .notetext, #note-text';
+  // Keys, code, the note's own text and what a template marks translate="no" (a machine name
+  // shown as it is) are not words of the interface.
+  const SKIP = 'script, style, template, noscript, kbd, code, .notetext, #note-text, [translate=no]';
   const ATTRIBUTES = ['title', 'aria-label', 'placeholder'];
   const pageLang = document.documentElement.lang.split('-')[0];
   // Text marked as written in another language (the language menu names each in itself).
@@ -232,7 +219,7 @@ def leftover_english(page, lang: str, data: set[str] | None = None) -> list[tupl
     data = data_words() if data is None else data
     found = []
     for text, where in page.evaluate(TEXTS_JS):
-        words = sorted(words_of(text) & vocabulary - data)
+        words = sorted(words_of(SYNTAX.sub(" ", text)) & vocabulary - data)
         if words:
             found.append((words, where, " ".join(text.split())[:120]))
     return found
@@ -266,6 +253,16 @@ OVERFLOW_JS = (
       if (most > 1) found(Math.round(most));
     } else if (el.scrollWidth > el.clientWidth + 1) {
       found(el.scrollWidth - el.clientWidth);
+    }
+  }
+  // a dialog taller than the window, that does not scroll: its top or bottom cannot be reached
+  for (const box of document.querySelectorAll('[role=dialog], [role=dialog] > *, dialog[open]')) {
+    if (!shown(box) || ['auto', 'scroll'].includes(getComputedStyle(box).overflowY)) continue;
+    const r = box.getBoundingClientRect(), tall = window.innerHeight;
+    if (r.top < -1 || r.bottom > tall + 1) {
+      out.push({where: describe(box), text: `${Math.round(r.height)}px tall in a window of ${tall}px: `
+                + (r.top < 0 ? 'its top' : 'its bottom') + ' cannot be reached',
+                by: Math.round(Math.max(-r.top, r.bottom - tall)), white_space: ''});
     }
   }
   const doc = document.documentElement;
