@@ -22,7 +22,12 @@ os.umask(_UMASK)
 
 
 class LineError(ValueError):
-    """A line that is not one JSON object (the message says why)."""
+    """A line that is not one JSON object (the message says why; `template` and `params` say it as
+    a template and its values, for a caller that shows it in another language)."""
+
+    def __init__(self, template: str, **params):
+        self.template, self.params = template, params
+        super().__init__(template % params if params else template)
 
 
 class JsonlError(ValueError):
@@ -41,13 +46,15 @@ def parse_line(line: str) -> dict:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         # Some of json's messages end in "at" ("Invalid control character at"): say it once.
-        raise LineError(f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}") from None
+        raise LineError(
+            "invalid JSON: %(reason)s at column %(column)s", reason=exc.msg.removesuffix(" at"), column=exc.colno
+        ) from None
     except RecursionError:
         raise LineError("invalid JSON: nested too deeply") from None
     except ValueError:  # an integer of more than sys.get_int_max_str_digits() digits
         raise LineError("invalid JSON: a number too long to read") from None
     if not isinstance(obj, dict):
-        raise LineError(f"expected a JSON object, got {json_kind(obj)}")
+        raise LineError("expected a JSON object, got %(kind)s", kind=json_kind(obj))
     return obj
 
 

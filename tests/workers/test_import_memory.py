@@ -86,7 +86,7 @@ def test_a_zip_holding_a_huge_member_is_refused_before_the_worker_reads_it(
     for job in jobs:
         job.refresh_from_db()
         assert job.status == JobStatus.FAILED and job.problem_count == 1, (job.kind, job.error, job.problems)
-        assert job.problems == [
+        assert job.problem_lines == [
             "gold.zip: entry 'gold/n1.ann' has 1,073,741,824 bytes, more than the 536,870,912 one file "
             "may have (IMPORT_MAX_FILE_BYTES); it was not read"
         ]

@@ -67,7 +67,7 @@ def test_a_refused_file_ends_failed_with_its_problems(start_worker, researcher, 
     wait_for(lambda: ended(job.pk), timeout=60, message="the import")
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and job.problem_count == 1
-    assert job.problems[0].startswith("bad.jsonl line 2")
+    assert job.problem_lines[0].startswith("bad.jsonl line 2")
     assert not Corpus.objects.filter(name="ward-import").exists() and not Note.objects.exists()
 
 

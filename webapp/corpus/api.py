@@ -15,6 +15,7 @@ from webapp.corpus import import_jobs
 from webapp.corpus.access import corpus_for, import_job_for, note_for
 from webapp.corpus.forms import UploadForm
 from webapp.corpus.models import Corpus, ImportJob, Note, Task
+from webapp.corpus.problem_text import english_lines
 from webapp.db.api import Error, validated
 from webapp.db.pagination import PageQuery, page, page_of
 from webapp.lifecycle.schemas import Conflict, UnitOut
@@ -77,9 +78,13 @@ class ImportOut(UnitOut):
     updated_count: int
     unchanged_count: int
     problem_count: int
-    problems: list
+    problems: list[str] = Field(description="The problem lines (or a done import's warnings), in English.")
     deidentify: bool = Field(description="De-identified on the way in.")
     deid_counts: dict[str, int] = Field(description="Identifiers replaced per type, never values.")
+
+    @staticmethod
+    def resolve_problems(job: ImportJob) -> list[str]:
+        return english_lines(job.problems)
 
 
 def tasks_named(user, names: list[str]) -> list[Task]:

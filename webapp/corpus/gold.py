@@ -55,12 +55,14 @@ from webapp.lib.formats.mapping import Mapping, MappingError, parse_mapping
 from webapp.lib.formats.unpack import readable, shape_problem
 from webapp.lib.import_limits import over_limit
 from webapp.lib.import_sources import AnnotationRecord
+from webapp.lib.input_files import NO_SUCH_FILE_OR_FOLDER
+from webapp.lib.messages import gettext_noop
 from webapp.lib.problems import Problem, Problems
 from webapp.lib.validators import hidden_character, nfc, overlapping_spans, printable
 
 BATCH = 500  # documents whose notes are looked up in one query
 PREVIEW_ONLY = "Preview only"
-PREVIEW_NOTE = "nothing was written; 'Import now' on this page imports the same file (kept 24 hours)"
+PREVIEW_NOTE = gettext_noop("nothing was written; 'Import now' on this page imports the same file (kept 24 hours)")
 
 
 @dataclass
@@ -113,10 +115,15 @@ def import_gold(
         problems.add(name, None, reason)
         return GoldReport(_failed(problems), dry_run=dry_run)
     if not format_.spans:
-        problems.add(name, None, f"{format_.label} carries no spans: gold labels come from a format that has them")
+        problems.add(
+            name,
+            None,
+            gettext_noop("%(format)s carries no spans: gold labels come from a format that has them"),
+            format=format_.label,
+        )
         return GoldReport(_failed(problems), dry_run=dry_run)
     if not path.exists():
-        problems.add(name, None, "no such file or folder")
+        problems.add(name, None, NO_SUCH_FILE_OR_FOLDER)
         return GoldReport(_failed(problems), dry_run=dry_run)
     if reason := shape_problem(path, format_):
         problems.add(name, None, reason)
@@ -194,7 +201,12 @@ class _Reading:
             here = self._where(item)
             first_at = seen.setdefault(doc_id, str(here[0]) + (f" line {here[1]}" if here[1] else ""))
             if first_at != str(here[0]) + (f" line {here[1]}" if here[1] else ""):
-                problems.add(*here, f"document {doc_id!r} appears twice (first in {first_at})")
+                problems.add(
+                    *here,
+                    gettext_noop("document %(id)s appears twice (first in %(first)s)"),
+                    id=repr(doc_id),
+                    first=first_at,
+                )
                 continue
             batch.append(item)
             if len(batch) >= BATCH:
@@ -206,9 +218,11 @@ class _Reading:
             problems.add(
                 self.name,
                 None,
-                f"{self.unnamed_spans:,} gold span(s) name no annotator: name the annotator of this import "
-                "(a person or a source, e.g. the corpus's annotation project): --annotator, or Annotator on "
-                "the Import page",
+                gettext_noop(
+                    "%(count)s gold span(s) name no annotator: name the annotator of this import (a person or a "
+                    "source, e.g. the corpus's annotation project): --annotator, or Annotator on the Import page"
+                ),
+                count=f"{self.unnamed_spans:,}",
             )
         if unmapped:
             shown = ", ".join(f"{label!r} ({n} span{'s' if n != 1 else ''})" for label, n in unmapped.most_common(10))
@@ -239,7 +253,13 @@ class _Reading:
                 self._deid = self._deid or NoteDeidentifier(corpus.project, corpus.language)
                 new = self._deid_document(doc, stored.get(note[0]) or {}, corpus.project_id)
             except PolicyError as exc:
-                problems.add(source, line, f"document {doc_id!r}: its text is not its note's, and {exc}")
+                problems.add(
+                    source,
+                    line,
+                    gettext_noop("document %(id)s: its text is not its note's, and %(reason)s"),
+                    id=repr(doc_id),
+                    reason=str(exc),
+                )
                 refused.add(id(doc))
                 continue
             if text_hash(new.text) != note[1]:
@@ -314,14 +334,19 @@ class _Reading:
                 self.without_feature += doc.metadata.get(WITHOUT_FEATURE, 0)
             note = notes.get(doc_id)
             if note is None:
-                problems.add(source, line, f"document {doc_id!r}: the corpus has no note with this id")
+                problems.add(
+                    source, line, gettext_noop("document %(id)s: the corpus has no note with this id"), id=repr(doc_id)
+                )
                 continue
             if note[1] != text_hash(doc.text):
                 problems.add(
                     source,
                     line,
-                    f"the text of document {doc_id!r} differs from note {doc_id!r} of the corpus (content hash), so "
-                    "its offsets would point at other words",
+                    gettext_noop(
+                        "the text of document %(id)s differs from note %(id)s of the corpus (content hash), so its "
+                        "offsets would point at other words"
+                    ),
+                    id=repr(doc_id),
                 )
                 continue
             by_task: dict[str, list] = {}
@@ -374,7 +399,10 @@ class _Reading:
                     problems.add(
                         source,
                         line,
-                        f"document {doc_id!r}: task {task_name!r} gets the labels {', '.join(map(repr, given))}",
+                        gettext_noop("document %(id)s: task %(task)s gets the labels %(labels)s"),
+                        id=repr(doc_id),
+                        task=repr(task_name),
+                        labels=", ".join(map(repr, given)),
                     )
                     continue
                 label = given[0] if given else self._evidence_only_label(task_name, note, tasks, existing)
@@ -404,7 +432,11 @@ class _Reading:
                     problems.warn(
                         source,
                         line,
-                        f"document {doc_id!r}, task {task_name!r}: spans [{a}, {b}) and [{c}, {d}) overlap",
+                        gettext_noop("document %(id)s, task %(task)s: spans %(first)s and %(second)s overlap"),
+                        id=repr(doc_id),
+                        task=repr(task_name),
+                        first=f"[{a}, {b})",
+                        second=f"[{c}, {d})",
                     )
                 yield AnnotationRecord(source, line, doc_id, nfc(task_name), nfc(label), evidence, annotator)
 

@@ -44,6 +44,7 @@ from webapp.audit.log import record, record_refused_import
 from webapp.audit.models import AuditEvent
 from webapp.corpus import uploads
 from webapp.corpus.models import ImportJob
+from webapp.corpus.problem_text import english_lines
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import ENDED, JobStatus
 from webapp.projects.roles import Capability
@@ -190,7 +191,7 @@ def run(job: ImportJob, heart) -> str | None:
             created_count=report.created,
             updated_count=report.updated,
             unchanged_count=report.unchanged,
-            problems=report.warning_lines(),
+            problems=report.warning_items(),
             problem_count=0,
             deid_counts=report.deid_counts,
         ):
@@ -217,7 +218,7 @@ def run(job: ImportJob, heart) -> str | None:
                 job,
                 f"Nothing was imported: {report.problem_count} problem{'s' if report.problem_count != 1 else ''}.",
                 phase="",
-                problems=[str(p) for p in report.problems],
+                problems=report.problem_items(),
                 problem_count=report.problem_count,
             ):
                 return None
@@ -339,7 +340,7 @@ def discard_leftovers() -> None:
 def problem_text(job: ImportJob) -> str:
     """Every problem line the job keeps, one a line, for the download; then how many more were
     counted than kept (webapp.lib.problems.KEPT_PROBLEMS), if any."""
-    lines = list(job.problems)
+    lines = english_lines(job.problems)
     if job.more_problems:
         lines.append(f"... and {job.more_problems:,} more problems ({job.problem_count:,} in all), not kept")
     return "".join(f"{line}\n" for line in lines)

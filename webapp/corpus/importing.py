@@ -46,10 +46,11 @@ from webapp.corpus.models import Annotation, Corpus, Note, Task, language_code, 
 from webapp.db.postgres_copy import copy_rows
 from webapp.lib.formats import FORMATS, folder_formats, go_on, readers
 from webapp.lib.formats.unpack import readable, shape_problem
-from webapp.lib.import_limits import ImportLimits, over_limit
+from webapp.lib.import_limits import THE_FILE, ImportLimits, over_limit_message
 from webapp.lib.import_sources import NoteRecord, guess_format, read_annotations, read_notes
-from webapp.lib.input_files import input_size, name_mismatch, sniff
-from webapp.lib.problems import Problem, Problems, numbered_lines
+from webapp.lib.input_files import CANNOT_BE_READ, NO_SUCH_FILE_OR_FOLDER, input_size, name_mismatch, sniff
+from webapp.lib.messages import Message, gettext_noop, message
+from webapp.lib.problems import Problem, Problems, numbered_items, numbered_lines
 from webapp.lib.validators import hidden_character, label_problems, printable, span_problems
 from webapp.projects.models import Project, ProjectNotChosen, resolve_project
 
@@ -84,6 +85,14 @@ class ImportReport:
 
     def warning_lines(self) -> list[str]:
         return numbered_lines(self.warnings, self.warning_count, "warnings")
+
+    def problem_items(self) -> list[dict]:
+        """Every problem kept, as a job stores them (webapp.corpus.problem_text shows them)."""
+        return [p.as_json() for p in self.problems]
+
+    def warning_items(self) -> list[dict]:
+        """warning_lines as a job stores them."""
+        return numbered_items(self.warnings, self.warning_count, "warnings")
 
 
 class _Abort(Exception):
@@ -185,7 +194,7 @@ def _import_notes(
         plan.check(fresh)
         _report_progress(progress, "validate", len(seen))
     if not seen and not problems:
-        problems.add(name, None, "the file holds no notes")
+        problems.add(name, None, gettext_noop("the file holds no notes"))
     del seen
     if problems:
         return _failed(problems)
@@ -276,15 +285,21 @@ def import_annotations(
     project = _project(project, path, problems)
     corpus = Corpus.objects.filter(name=corpus_name, project=project).first() if name_ok and project else None
     if not path.exists() or (read is None and not path.is_file()):
-        problems.add(name, None, "no such file")
+        problems.add(name, None, gettext_noop("no such file"))
     else:
         _check_size(path, problems, limits)
     if name_ok and project and corpus is None:
-        problems.add(name, None, f"corpus {corpus_name!r} does not exist in project {project.slug!r}")
+        problems.add(
+            name,
+            None,
+            gettext_noop("corpus %(corpus)s does not exist in project %(project)s"),
+            corpus=repr(corpus_name),
+            project=repr(project.slug),
+        )
     if len(annotator) > 150:
-        problems.add(name, None, "the annotator name is longer than 150 characters")
+        problems.add(name, None, gettext_noop("the annotator name is longer than %(most)s characters"), most=150)
     elif hidden_character(annotator):
-        problems.add(name, None, f"the annotator name contains {hidden_character(annotator)}")
+        problems.add(name, None, gettext_noop("the annotator name contains %(what)s"), what=hidden_character(annotator))
     if problems:
         return _failed(problems)
 
@@ -296,7 +311,7 @@ def import_annotations(
         checked += len(batch)
         _report_progress(progress, "validate", checked)
     if plan.counts() == (0, 0, 0) and not problems:
-        problems.add(name, None, "the file holds no annotations")
+        problems.add(name, None, gettext_noop("the file holds no annotations"))
     plan.forget_pairs()
     if problems:
         return _failed(problems)
@@ -352,11 +367,13 @@ def _check_size(path: Path, problems: Problems, limits: ImportLimits) -> None:
     try:
         size = input_size(path)
     except OSError as exc:
-        problems.add(path.name, None, f"cannot be read ({exc.strerror or type(exc).__name__})")
+        problems.add(path.name, None, CANNOT_BE_READ, reason=exc.strerror or type(exc).__name__)
         return
     if size > limits.upload_bytes:
-        what = "the folder (its .txt and .ann files)" if path.is_dir() else "the file"
-        problems.add(path.name, None, over_limit(what, size, limits.upload_bytes, "IMPORT_MAX_UPLOAD_BYTES", "bytes"))
+        what = Message(gettext_noop("the folder (its .txt and .ann files)")) if path.is_dir() else THE_FILE
+        problems.add(
+            path.name, None, over_limit_message(what, size, limits.upload_bytes, "IMPORT_MAX_UPLOAD_BYTES", "bytes")
+        )
 
 
 # --- notes ----------------------------------------------------------------------------------
@@ -375,7 +392,7 @@ def _project(project, path, problems: Problems):
 
 def _corpus_for_notes(path, name, language, create, fmt, problems, limits, project, deidentify=False) -> Corpus | None:
     if not path.exists():
-        problems.add(path.name, None, "no such file or folder")
+        problems.add(path.name, None, NO_SUCH_FILE_OR_FOLDER)
     elif fmt not in FORMATS:
         mismatch = name_mismatch(path, _kind_of(path)) if path.is_file() else ""
         problems.add(path.name, None, f"unsupported format{'; it ' + mismatch if mismatch else ''}; {_formats_named()}")
@@ -388,20 +405,35 @@ def _corpus_for_notes(path, name, language, create, fmt, problems, limits, proje
     corpus = Corpus.objects.filter(name=name, project=project).first()  # names are unique per project
     if corpus is not None:
         if language and language != corpus.language:
-            problems.add(path.name, None, f"corpus {name!r} is in language {corpus.language!r}, not {language!r}")
+            problems.add(
+                path.name,
+                None,
+                gettext_noop("corpus %(corpus)s is in language %(language)s, not %(asked)s"),
+                corpus=repr(name),
+                language=repr(corpus.language),
+                asked=repr(language),
+            )
         if reason := deidentified_mismatch(corpus, deidentify):
             problems.add(path.name, None, reason)
         return corpus
     if not create:
-        problems.add(path.name, None, f"corpus {name!r} does not exist (use --create to create it)")
+        problems.add(
+            path.name,
+            None,
+            gettext_noop("corpus %(corpus)s does not exist (use --create to create it)"),
+            corpus=repr(name),
+        )
         return None
     if not name.strip() or len(name) > 200:
-        problems.add(path.name, None, "the corpus name must be 1 to 200 characters")
+        problems.add(path.name, None, gettext_noop("the corpus name must be 1 to 200 characters"))
     try:
         language_code(language)
     except ValidationError:
         problems.add(
-            path.name, None, f"creating a corpus needs --language, an ISO 639 code such as 'it' (got {language!r})"
+            path.name,
+            None,
+            gettext_noop("creating a corpus needs --language, an ISO 639 code such as 'it' (got %(language)s)"),
+            language=repr(language),
         )
     return Corpus(project=project, name=name, language=language, source=printable(path.name), deidentified=deidentify)
 
@@ -475,7 +507,7 @@ def _corpus_name_ok(name: str, file_name: str, problems: Problems) -> bool:
     """Checked before it is looked up: the database driver cannot send an unpaired surrogate."""
     hidden = hidden_character(name)
     if hidden:
-        problems.add(file_name, None, f"the corpus name contains {hidden}")
+        problems.add(file_name, None, gettext_noop("the corpus name contains %(what)s"), what=hidden)
     return not hidden
 
 
@@ -523,8 +555,11 @@ class _NotePlan:
                 self.problems.add(
                     rec.source,
                     rec.line,
-                    f"note {rec.external_id!r} already exists with different "
-                    "text (content hash differs); use --update to replace it",
+                    gettext_noop(
+                        "note %(id)s already exists with different text (content hash differs); "
+                        "use --update to replace it"
+                    ),
+                    id=repr(rec.external_id),
                 )
             else:
                 self.updated += 1
@@ -542,8 +577,12 @@ class _NotePlan:
                     self.problems.add(
                         rec.source,
                         rec.line,
-                        f"note {rec.external_id!r} has {annotated[rec.external_id]} "
-                        "annotation(s), so its text cannot change (their spans point into it)",
+                        gettext_noop(
+                            "note %(id)s has %(count)s annotation(s), so its text cannot change "
+                            "(their spans point into it)"
+                        ),
+                        id=repr(rec.external_id),
+                        count=annotated[rec.external_id],
                     )
 
     def write(self, records, report):
@@ -559,7 +598,9 @@ class _NotePlan:
             elif self.update:
                 changed.append((rec, Note(pk=old["pk"], text=rec.text, content_hash=digest, metadata=rec.metadata)))
             else:
-                self.problems.add(rec.source, rec.line, f"note {rec.external_id!r} changed since validation")
+                self.problems.add(
+                    rec.source, rec.line, gettext_noop("note %(id)s changed since validation"), id=repr(rec.external_id)
+                )
         if new:
             self.pending = [rec for rec, _ in new]
             _insert_notes(self.corpus, new)
@@ -632,23 +673,30 @@ class _AnnotationPlan:
             note = notes.get(rec.note_id)
             if note is None:
                 self.problems.add(
-                    rec.source, rec.line, f"note_id {rec.note_id!r} is not in corpus {self.corpus.name!r}"
+                    rec.source,
+                    rec.line,
+                    gettext_noop("note_id %(id)s is not in corpus %(corpus)s"),
+                    id=repr(rec.note_id),
+                    corpus=repr(self.corpus.name),
                 )
             if task is None:
                 continue
-            for message in label_problems(rec.label, task.options):
-                self.problems.add(rec.source, rec.line, f"task {task.slug!r}: {message}")
+            for reason in label_problems(rec.label, task.options):
+                self.problems.add(rec.source, rec.line, f"task {task.slug!r}: {reason}")
             if note is None:
                 continue
-            for message in span_problems(rec.evidence, note["length"]):
-                self.problems.add(rec.source, rec.line, f"note {rec.note_id!r}: {message}")
+            for reason in span_problems(rec.evidence, note["length"]):
+                self.problems.add(rec.source, rec.line, f"note {rec.note_id!r}: {reason}")
             annotator = self.annotator_of(rec)
             first = self.pairs.setdefault((rec.note_id, task.pk, annotator), rec.line)
             if first != rec.line:
                 self.problems.add(
                     rec.source,
                     rec.line,
-                    f"duplicate annotation of note {rec.note_id!r} for task {task.slug!r} (first on line {first})",
+                    gettext_noop("duplicate annotation of note %(id)s for task %(task)s (first on line %(first)s)"),
+                    id=repr(rec.note_id),
+                    task=repr(task.slug),
+                    first=first,
                 )
                 continue
             old = existing.get((note["pk"], task.pk, annotator))
@@ -662,8 +710,13 @@ class _AnnotationPlan:
                 self.problems.add(
                     rec.source,
                     rec.line,
-                    f"note {rec.note_id!r} already has a different "
-                    f"{task.slug!r} annotation by {annotator!r}; use --update to replace it",
+                    gettext_noop(
+                        "note %(id)s already has a different %(task)s annotation by %(annotator)s; "
+                        "use --update to replace it"
+                    ),
+                    id=repr(rec.note_id),
+                    task=repr(task.slug),
+                    annotator=repr(annotator),
                 )
 
     def write(self, records, report):
@@ -673,7 +726,7 @@ class _AnnotationPlan:
         for rec in records:
             task, note = self.tasks.resolve(rec, self.problems), notes.get(rec.note_id)
             if task is None or note is None:
-                self.problems.add(rec.source, rec.line, "the note or task disappeared since validation")
+                self.problems.add(rec.source, rec.line, gettext_noop("the note or task disappeared since validation"))
                 continue
             annotator = self.annotator_of(rec)
             old = existing.get((note["pk"], task.pk, annotator))
@@ -744,8 +797,14 @@ class _TaskResolver:
         task = self.by_name.get(rec.task)
         if task is None:
             close = get_close_matches(rec.task, list(self.by_name), n=3)
-            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-            problems.add(rec.source, rec.line, f"unknown task {rec.task!r} (give a task slug or description{hint})")
+            if close:
+                template = gettext_noop(
+                    "unknown task %(task)s (give a task slug or description; did you mean %(close)s?)"
+                )
+            else:
+                template = gettext_noop("unknown task %(task)s (give a task slug or description)")
+            names = ", ".join(repr(c) for c in close)
+            problems.add(rec.source, rec.line, template, task=repr(rec.task), close=names)
         return task
 
 
@@ -787,7 +846,7 @@ def _write_pass(
         done += len(batch)
         _report_progress(progress, "write", done)
     if reread or problems or (report.created, report.unchanged, report.updated) != plan.counts():
-        problems.add(name, None, "the file changed while it was imported; nothing was imported")
+        problems.add(name, None, gettext_noop("the file changed while it was imported; nothing was imported"))
         raise _Abort
 
 
@@ -822,12 +881,21 @@ def _succeeded(problems: Problems) -> ImportReport:
     return ImportReport(warnings=list(problems.warnings), warning_count=problems.warning_total)
 
 
-def _duplicate_id(external_id: str, first: int | str) -> str:
+def _duplicate_id(external_id: str, first: int | str) -> Message:
     """`first`: the line of the file, or the file (or record) of a folder, where the id was first read."""
     # Two forms of one accented id look identical: say why they count as one (validators.nfc).
-    hint = "" if external_id.isascii() else "; ids are compared in Unicode NFC form"
-    where = f"on line {first}" if isinstance(first, int) else f"in {first}"
-    return f"duplicate id {external_id!r} (first {where}{hint})"
+    if isinstance(first, int):
+        if external_id.isascii():
+            template = gettext_noop("duplicate id %(id)s (first on line %(first)s)")
+        else:
+            template = gettext_noop(
+                "duplicate id %(id)s (first on line %(first)s; ids are compared in Unicode NFC form)"
+            )
+    elif external_id.isascii():
+        template = gettext_noop("duplicate id %(id)s (first in %(first)s)")
+    else:
+        template = gettext_noop("duplicate id %(id)s (first in %(first)s; ids are compared in Unicode NFC form)")
+    return message(template, id=repr(external_id), first=first)
 
 
 def _caused_by_a_record(exc: DatabaseError) -> bool:
@@ -845,10 +913,15 @@ def _refused(exc: DatabaseError, pending: list, name: str, corpus: Corpus, probl
     if row is not None and 0 < row <= len(pending):
         pending = [pending[row - 1]]
     if not pending:
-        problems.add(name, None, f"the database refused the import ({kind}); nothing was imported")
+        problems.add(
+            name, None, gettext_noop("the database refused the import (%(kind)s); nothing was imported"), kind=kind
+        )
     elif len(pending) == 1:
         problems.add(
-            pending[0].source, pending[0].line, f"the database refused this record ({kind}); nothing was imported"
+            pending[0].source,
+            pending[0].line,
+            gettext_noop("the database refused this record (%(kind)s); nothing was imported"),
+            kind=kind,
         )
     else:
         first, last = pending[0], pending[-1]

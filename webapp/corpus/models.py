@@ -25,6 +25,7 @@ from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, Les
 from django.utils.translation import gettext_lazy as _
 
 from webapp.corpus.expressions import JSONArrayLength, JSONType
+from webapp.corpus.problem_text import english_lines
 from webapp.lib import validators
 from webapp.lib.markdown_html import render_markdown
 from webapp.lifecycle.models import WorkUnit
@@ -350,7 +351,9 @@ class ImportJob(WorkUnit):
 
     The upload stays stored (a private folder under DATA_DIR/uploads) while the job can still run,
     so a job whose worker was lost is imported again from it; it is removed once the job ended.
-    `problems` holds the plain problem lines (file, line, reason), never note text."""
+    `problems` holds the problems (file, line, reason), never note text: each its message's template
+    and values, shown in the reader's language (webapp.corpus.problem_text); a row stored before
+    that holds plain English lines. `problem_lines` is the English of either."""
 
     class Kind(models.TextChoices):
         NOTES = "notes", _("Notes")
@@ -404,6 +407,11 @@ class ImportJob(WorkUnit):
     def resumable(self) -> bool:
         """Only a job whose worker was lost: a failed or cancelled import's upload is gone (upload it again)."""
         return self.is_stalled
+
+    @property
+    def problem_lines(self) -> list[str]:
+        """The problems as English lines (the API, the download)."""
+        return english_lines(self.problems)
 
     @property
     def more_problems(self) -> int:

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.audit.client_ip import client_address
-from webapp.corpus import import_jobs, search, tasks
+from webapp.corpus import import_jobs, problem_text, search, tasks
 from webapp.corpus.access import (
     ProjectNotChosen,
     adopting_project,
@@ -23,6 +23,7 @@ from webapp.corpus.access import (
 )
 from webapp.corpus.browse import NOTES_PER_PAGE, note_page
 from webapp.corpus.forms import UploadForm
+from webapp.corpus.gold import PREVIEW_ONLY
 from webapp.corpus.models import Corpus
 from webapp.corpus.stats import corpus_summaries, task_summaries
 from webapp.corpus.task_forms import TaskForm
@@ -193,7 +194,16 @@ def import_detail(request, job_id):
     job = import_job_for(request.user, job_id)
     corpus = Corpus.objects.filter(project=job.project, name=job.corpus_name).first() if job.is_done else None
     problems = Paginator(job.problems, PROBLEMS_PER_PAGE).get_page(request.GET.get("problems_page"))
-    context = {"nav": "import", "job": job, "corpus": corpus, "problems": problems}
+    context = {
+        "nav": "import",
+        "job": job,
+        "corpus": corpus,
+        "problems": problems,
+        # in the reader's language (the worker stored them as templates and values)
+        "problem_lines": problem_text.shown_lines(problems.object_list),
+        "lines": problem_text.shown_lines(job.problems) if job.is_done else [],
+        "preview": job.is_done and bool(job.problems) and problem_text.source_of(job.problems[0]) == PREVIEW_ONLY,
+    }
     if not request.htmx:
         return render(request, "corpus/import_detail.html", context)
     fragment = render(request, "corpus/import_detail.html#progress", context)

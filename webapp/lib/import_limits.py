@@ -14,6 +14,8 @@ reads the settings at the start of each import, so a changed setting applies to 
 
 from dataclasses import dataclass
 
+from webapp.lib.messages import Message, gettext_noop, message
+
 
 @dataclass(frozen=True)
 class ImportLimits:
@@ -52,7 +54,7 @@ DEFAULT_LIMITS = ImportLimits(
 )
 
 
-def file_too_large(what: str, size: int, limit: int, setting: str = "IMPORT_MAX_FILE_BYTES") -> str:
+def file_too_large(what, size: int, limit: int, setting: str = "IMPORT_MAX_FILE_BYTES") -> Message | str:
     """The refusal of a file over IMPORT_MAX_FILE_BYTES, "" when it is within: the one check
     every import makes, before reading, on a zip member's declared size (zipfile never unpacks
     past it), a brat, XMI or Label Studio file's size on disk. `what` names the file: "entry
@@ -60,10 +62,35 @@ def file_too_large(what: str, size: int, limit: int, setting: str = "IMPORT_MAX_
     from the setting where it is a share of it (a file parsed whole)."""
     if size <= limit:
         return ""
-    return f"{what} has {size:,} bytes, more than the {limit:,} one file may have ({setting}); it was not read"
+    return message(
+        gettext_noop(
+            "%(what)s has %(size)s bytes, more than the %(limit)s one file may have (%(setting)s); it was not read"
+        ),
+        what=what,
+        size=f"{size:,}",
+        limit=f"{limit:,}",
+        setting=setting,
+    )
 
 
-def over_limit(what: str, count: int, limit: int, setting: str, unit: str = "") -> str:
+THE_FILE = Message(gettext_noop("the file"))  # file_too_large's `what` for the file a problem names
+
+_OVER_LIMIT = {
+    "": gettext_noop("%(what)s has %(count)s; the limit is %(limit)s (%(setting)s)"),
+    "bytes": gettext_noop("%(what)s has %(count)s bytes; the limit is %(limit)s bytes (%(setting)s)"),
+    "characters": gettext_noop("%(what)s has %(count)s characters; the limit is %(limit)s characters (%(setting)s)"),
+    "spans": gettext_noop("%(what)s has %(count)s spans; the limit is %(limit)s spans (%(setting)s)"),
+    "fragments": gettext_noop("%(what)s has %(count)s fragments; the limit is %(limit)s fragments (%(setting)s)"),
+}
+
+
+def over_limit_message(what, count: int, limit: int, setting: str, unit: str = "") -> Message:
+    """over_limit as a Message (`what`: a name, or a Message)."""
+    if unit in _OVER_LIMIT:
+        return message(_OVER_LIMIT[unit], what=what, count=f"{count:,}", limit=f"{limit:,}", setting=setting)
+    return Message(f"{what} has {count:,} {unit}; the limit is {limit:,} {unit} ({setting})")
+
+
+def over_limit(what, count: int, limit: int, setting: str, unit: str = "") -> str:
     """'note 'n7' has 250,000 characters; the limit is 200,000 (IMPORT_MAX_NOTE_CHARS)'."""
-    unit = f" {unit}" if unit else ""
-    return f"{what} has {count:,}{unit}; the limit is {limit:,}{unit} ({setting})"
+    return str(over_limit_message(what, count, limit, setting, unit))

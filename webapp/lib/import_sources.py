@@ -32,19 +32,31 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ml.jsonl import json_kind
 from webapp.lib import validators
 from webapp.lib.formats import ReadOptions, detect_format, folder_formats, get_format, go_on, position
-from webapp.lib.formats._files import json_objects
+from webapp.lib.formats._files import (
+    NON_EMPTY_STRING,
+    STRING,
+    STRING_OR_INTEGER,
+    json_objects,
+    missing_fields,
+    must_be,
+)
 from webapp.lib.formats.unpack import is_zip
-from webapp.lib.import_limits import ImportLimits, over_limit
+from webapp.lib.import_limits import ImportLimits, over_limit_message
 from webapp.lib.input_files import MAX_ZIP_MEMBERS, declared_zip_entries, open_lines
+from webapp.lib.messages import gettext_noop, message
 from webapp.lib.problems import Problems
 from webapp.lib.validators import hidden_character, nfc, shown_names
 
 MAX_ID_LENGTH = 200
 MAX_TASK_LENGTH = 200
 ANNOTATION_FIELDS = ("note_id", "task", "label", "evidence")
+_FIELD = gettext_noop("field '%(field)s'")
+_NOTE = gettext_noop("note %(id)s")
+_EMPTY = gettext_noop("field '%(field)s' is empty")
+_LONGER = gettext_noop("field '%(field)s' is longer than %(most)s characters")
+_CONTAINS = gettext_noop("field '%(field)s' contains %(what)s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +116,15 @@ def read_notes(
         problems.warn(
             path.name,
             None,
-            f"{spans:,} span(s) of {documents:,} document(s) are not gold labels yet: import the same file as gold "
-            f"labels from {format_.label}, mapping its labels to tasks, once the notes are in",
+            message(
+                gettext_noop(
+                    "%(spans)s span(s) of %(documents)s document(s) are not gold labels yet: import the same file "
+                    "as gold labels from %(format)s, mapping its labels to tasks, once the notes are in"
+                ),
+                spans=f"{spans:,}",
+                documents=f"{documents:,}",
+                format=format_.label,
+            ),
         )
 
 
@@ -118,8 +137,10 @@ def read_annotations(
         problems.add(
             source,
             first[0],
-            "the file is one JSON array, not JSON lines (one object a line): a Label Studio export? Import it as "
-            "gold labels from Label Studio JSON (import_annotations --format labelstudio, with a mapping)",
+            gettext_noop(
+                "the file is one JSON array, not JSON lines (one object a line): a Label Studio export? Import it "
+                "as gold labels from Label Studio JSON (import_annotations --format labelstudio, with a mapping)"
+            ),
         )
         return
     for line, obj in json_objects(path, ReadOptions(limits=limits, checkpoint=checkpoint), problems):
@@ -130,20 +151,26 @@ def read_annotations(
         ok &= note_id is not None
         for name, longest in (("task", MAX_TASK_LENGTH), ("label", validators.MAX_LABEL_LENGTH)):
             if not isinstance(obj[name], str) or not obj[name].strip():
-                problems.add(source, line, f"field '{name}' must be a non-empty string, not {json_kind(obj[name])}")
+                problems.add(source, line, must_be(NON_EMPTY_STRING, name, obj[name]))
                 ok = False
             elif len(obj[name]) > longest:
-                problems.add(source, line, f"field '{name}' is longer than {longest} characters")
+                problems.add(source, line, _LONGER, field=name, most=longest)
                 ok = False
             elif hidden_character(obj[name]):
-                problems.add(source, line, f"field '{name}' contains {hidden_character(obj[name])}")
+                problems.add(source, line, _CONTAINS, field=name, what=hidden_character(obj[name]))
                 ok = False
         evidence = obj.get("evidence", [])
         ok &= _evidence_ok(evidence, source, line, problems, limits)
         unknown = sorted(set(obj) - set(ANNOTATION_FIELDS))
         if unknown:
             names = ", ".join(shown_names(unknown))
-            problems.add(source, line, f"unknown field(s) {names} (allowed: {', '.join(ANNOTATION_FIELDS)})")
+            problems.add(
+                source,
+                line,
+                gettext_noop("unknown field(s) %(names)s (allowed: %(allowed)s)"),
+                names=names,
+                allowed=", ".join(ANNOTATION_FIELDS),
+            )
             ok = False
         if ok:
             yield AnnotationRecord(
@@ -157,18 +184,30 @@ def _evidence_ok(evidence, source, line, problems, limits) -> bool:
         problems.add(
             source,
             line,
-            over_limit("field 'evidence'", len(evidence), limits.evidence_spans, "IMPORT_MAX_EVIDENCE_SPANS", "spans"),
+            over_limit_message(
+                message(_FIELD, field="evidence"),
+                len(evidence),
+                limits.evidence_spans,
+                "IMPORT_MAX_EVIDENCE_SPANS",
+                "spans",
+            ),
         )
         return False
     shape_problems = _span_shape_problems(evidence)
-    for message in shape_problems:
-        problems.add(source, line, f"field 'evidence': {message}")
+    for reason in shape_problems:
+        problems.add(source, line, f"field 'evidence': {reason}")
     if shape_problems:
         return False
     overlap = validators.overlapping_spans(evidence)
     if overlap:
         (a, b), (c, d) = overlap
-        problems.warn(source, line, f"evidence spans [{a}, {b}) and [{c}, {d}) overlap; imported as given")
+        problems.warn(
+            source,
+            line,
+            gettext_noop("evidence spans %(first)s and %(second)s overlap; imported as given"),
+            first=f"[{a}, {b})",
+            second=f"[{c}, {d})",
+        )
     return True
 
 
@@ -179,45 +218,57 @@ def _note(source, line, raw_id, text, metadata, problems, limits) -> NoteRecord 
     external_id = _external_id(raw_id, "id", source, line, problems)
     ok = external_id is not None
     if not isinstance(text, str):
-        problems.add(source, line, f"field 'text' must be a string, not {json_kind(text)}")
+        problems.add(source, line, must_be(STRING, "text", text))
         return None
     if len(text) > limits.note_chars:
-        what = f"note {external_id!r}" if external_id else "field 'text'"
+        what = message(_NOTE, id=repr(external_id)) if external_id else message(_FIELD, field="text")
         problems.add(
-            source, line, over_limit(what, len(text), limits.note_chars, "IMPORT_MAX_NOTE_CHARS", "characters")
+            source, line, over_limit_message(what, len(text), limits.note_chars, "IMPORT_MAX_NOTE_CHARS", "characters")
         )
         return None
     if not text.strip():
-        problems.add(source, line, "field 'text' is empty")
+        problems.add(source, line, _EMPTY, field="text")
         return None
     nul = text.find("\x00")
     if nul >= 0:
-        problems.add(source, line, f"field 'text' contains a NUL character at offset {nul}")
+        problems.add(
+            source,
+            line,
+            gettext_noop("field '%(field)s' contains a NUL character at offset %(offset)s"),
+            field="text",
+            offset=nul,
+        )
         ok = False
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        problems.add(source, line, f"field 'text' contains an unpaired surrogate (\\u escape) at offset {exc.start}")
+        problems.add(
+            source,
+            line,
+            gettext_noop("field '%(field)s' contains an unpaired surrogate (\\u escape) at offset %(offset)s"),
+            field="text",
+            offset=exc.start,
+        )
         ok = False
-    for message in validators.metadata_problems(metadata, limits.metadata_bytes):
-        problems.add(source, line, message)
+    for reason in validators.metadata_messages(metadata, limits.metadata_bytes):
+        problems.add(source, line, reason)
         ok = False
     return NoteRecord(source, line, external_id, text, metadata) if ok else None
 
 
 def _external_id(raw, name, source, line, problems) -> str | None:
     if isinstance(raw, bool) or not isinstance(raw, str | int):
-        problems.add(source, line, f"field '{name}' must be a string or an integer, not {json_kind(raw)}")
+        problems.add(source, line, must_be(STRING_OR_INTEGER, name, raw))
         return None
     value = nfc(str(raw))
     if not value.strip():
-        problems.add(source, line, f"field '{name}' is empty")
+        problems.add(source, line, _EMPTY, field=name)
     elif len(value) > MAX_ID_LENGTH:
-        problems.add(source, line, f"field '{name}' is longer than {MAX_ID_LENGTH} characters")
+        problems.add(source, line, _LONGER, field=name, most=MAX_ID_LENGTH)
     elif hidden_character(value):
-        problems.add(source, line, f"field '{name}' contains {hidden_character(value)}")
+        problems.add(source, line, _CONTAINS, field=name, what=hidden_character(value))
     elif value != value.strip():
-        problems.add(source, line, f"field '{name}' has surrounding spaces")
+        problems.add(source, line, gettext_noop("field '%(field)s' has surrounding spaces"), field=name)
     else:
         return value
     return None
@@ -231,7 +282,7 @@ def _span_shape_problems(evidence) -> list[str]:
 def _has_fields(obj, required, source, line, problems) -> bool:
     missing = [name for name in required if name not in obj]
     if missing:
-        problems.add(source, line, f"missing field(s) {', '.join(missing)}")
+        problems.add(source, line, missing_fields(missing))
     return not missing
 
 

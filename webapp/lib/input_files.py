@@ -38,7 +38,14 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from webapp.lib.import_limits import ImportLimits, file_too_large
+from webapp.lib.import_limits import THE_FILE, ImportLimits, file_too_large
+from webapp.lib.messages import Message, gettext_noop, message
+
+CANNOT_BE_READ = gettext_noop("cannot be read (%(reason)s)")
+NO_SUCH_FILE_OR_FOLDER = gettext_noop("no such file or folder")
+_OTHER_UNICODE = gettext_noop(
+    "the file is %(encoding)s text (it starts with a %(encoding)s byte order mark); save it as UTF-8"
+)
 
 BOM = b"\xef\xbb\xbf"
 UNICODE_BOMS = (  # UTF-32 first: its little-endian mark begins with UTF-16's
@@ -113,7 +120,7 @@ class open_lines:
                 self.problems.add(self.source, None, _not_plain_text(kind))
                 return iter(())
             if self.text_only:  # a brat file: one file of a folder or a zip
-                too_large = file_too_large("the file", self.path.stat().st_size, self.limits.file_bytes)
+                too_large = file_too_large(THE_FILE, self.path.stat().st_size, self.limits.file_bytes)
                 if too_large:
                     self.problems.add(self.source, None, too_large)
                     return iter(())
@@ -124,7 +131,7 @@ class open_lines:
             elif kind == "plain":
                 self.raw = open(self.path, "rb")  # noqa: SIM115 - closed by __exit__
         except OSError as exc:
-            self.problems.add(self.source, None, f"cannot be read ({exc.strerror or type(exc).__name__})")
+            self.problems.add(self.source, None, CANNOT_BE_READ, reason=exc.strerror or type(exc).__name__)
             return iter(())
         if self.raw is None:
             self.problems.add(self.source, None, _unreadable_kind(kind))
@@ -157,22 +164,22 @@ class open_lines:
                 problems.add(
                     source,
                     line_no,
-                    f"the file has more than {limits.lines:,} lines, the limit "
-                    "(IMPORT_MAX_LINES); nothing after it was read",
+                    gettext_noop(
+                        "the file has more than %(most)s lines, the limit (IMPORT_MAX_LINES); nothing after it was read"
+                    ),
+                    most=f"{limits.lines:,}",
                 )
                 return
             if line_no == 1:
                 refused = next((name for mark, name in UNICODE_BOMS if raw.startswith(mark)), None)
                 if refused:
-                    problems.add(
-                        source,
-                        1,
-                        f"the file is {refused} text (it starts with a {refused} byte order mark); save it as UTF-8",
-                    )
+                    problems.add(source, 1, _OTHER_UNICODE, encoding=refused)
                     return
                 if raw.startswith(BOM):
                     raw = raw[len(BOM) :]
-                    problems.warn(source, 1, "the file starts with a UTF-8 byte order mark; it was ignored")
+                    problems.warn(
+                        source, 1, gettext_noop("the file starts with a UTF-8 byte order mark; it was ignored")
+                    )
             if len(raw) > limits.line_bytes:
                 try:
                     length, unpacked = self._skip_rest_of_line(len(raw), unpacked, compressed)
@@ -185,9 +192,12 @@ class open_lines:
                 problems.add(
                     source,
                     line_no,
-                    f"the line has {length:,} bytes or more, more than a note of "
-                    f"{limits.note_chars:,} characters (IMPORT_MAX_NOTE_CHARS) and "
-                    f"its metadata can take",
+                    gettext_noop(
+                        "the line has %(length)s bytes or more, more than a note of %(most)s characters "
+                        "(IMPORT_MAX_NOTE_CHARS) and its metadata can take"
+                    ),
+                    length=f"{length:,}",
+                    most=f"{limits.note_chars:,}",
                 )
                 continue
             if compressed and unpacked > limits.unpacked_bytes:
@@ -216,33 +226,37 @@ def read_text_file(path: Path, problems, limits: ImportLimits) -> str | None:
     most = 4 * limits.note_chars + len(BOM)  # UTF-8 takes at most 4 bytes a character
     try:
         size = path.stat().st_size
-        if too_large := file_too_large("the file", size, limits.file_bytes):
+        if too_large := file_too_large(THE_FILE, size, limits.file_bytes):
             problems.add(path.name, None, too_large)
             return None
         if size > most:
             problems.add(
                 path.name,
                 None,
-                f"has {size:,} bytes, more than a note of {limits.note_chars:,} characters "
-                "can take (IMPORT_MAX_NOTE_CHARS)",
+                gettext_noop(
+                    "has %(size)s bytes, more than a note of %(most)s characters can take (IMPORT_MAX_NOTE_CHARS)"
+                ),
+                size=f"{size:,}",
+                most=f"{limits.note_chars:,}",
             )
             return None
         data = path.read_bytes()
     except OSError as exc:
-        problems.add(path.name, None, f"cannot be read ({exc.strerror or type(exc).__name__})")
+        problems.add(path.name, None, CANNOT_BE_READ, reason=exc.strerror or type(exc).__name__)
         return None
     refused = next((name for mark, name in UNICODE_BOMS if data.startswith(mark)), None)
     if refused:
-        problems.add(
-            path.name, 1, f"the file is {refused} text (it starts with a {refused} byte order mark); save it as UTF-8"
-        )
+        problems.add(path.name, 1, _OTHER_UNICODE, encoding=refused)
         return None
     if data.startswith(BOM):
         data = data[len(BOM) :]
         problems.warn(
             path.name,
             1,
-            "the file starts with a UTF-8 byte order mark; it was ignored (offsets count from the character after it)",
+            gettext_noop(
+                "the file starts with a UTF-8 byte order mark; it was ignored "
+                "(offsets count from the character after it)"
+            ),
         )
     try:
         return data.decode("utf-8")
@@ -257,9 +271,13 @@ def read_text_file(path: Path, problems, limits: ImportLimits) -> str | None:
         return None
 
 
-def not_utf8(line: bytes, exc: UnicodeDecodeError, offset: int = 0) -> str:
+def not_utf8(line: bytes, exc: UnicodeDecodeError, offset: int = 0) -> Message:
     at = exc.start - offset
-    return f"not UTF-8 (byte 0x{line[at]:02x} at column {at + 1}); save the file as UTF-8"
+    return message(
+        gettext_noop("not UTF-8 (byte %(byte)s at column %(column)s); save the file as UTF-8"),
+        byte=f"0x{line[at]:02x}",
+        column=at + 1,
+    )
 
 
 _END_OF_DIRECTORY = b"PK\x05\x06"
@@ -303,7 +321,7 @@ def unzip(
     shutil.rmtree(target, ignore_errors=True)  # left by an attempt whose worker was lost
     declared = declared_zip_entries(archive)
     if declared is not None and declared > MAX_ZIP_MEMBERS:  # before ZipFile builds an object per entry
-        problems.add(archive.name, None, f"the archive holds {declared:,} files; the limit is {MAX_ZIP_MEMBERS:,}")
+        problems.add(archive.name, None, _TOO_MANY_FILES, count=f"{declared:,}", most=f"{MAX_ZIP_MEMBERS:,}")
         return None
     try:
         with zipfile.ZipFile(archive) as zf:
@@ -311,7 +329,7 @@ def unzip(
             unpacked = sum(m.file_size for m in entries)  # zipfile never reads past a member's declared size
             if len(entries) > MAX_ZIP_MEMBERS:
                 problems.add(
-                    archive.name, None, f"the archive holds {len(entries):,} files; the limit is {MAX_ZIP_MEMBERS:,}"
+                    archive.name, None, _TOO_MANY_FILES, count=f"{len(entries):,}", most=f"{MAX_ZIP_MEMBERS:,}"
                 )
                 return None
             if unpacked > limits.unpacked_bytes:
@@ -320,7 +338,13 @@ def unzip(
             for member in zf.infolist():
                 refusal = _entry_refusal(member)
                 if refusal:
-                    problems.add(archive.name, None, f"entry {member.filename!r} {refusal}; refused")
+                    problems.add(
+                        archive.name,
+                        None,
+                        gettext_noop("entry %(name)s %(refusal)s; refused"),
+                        name=repr(member.filename),
+                        refusal=refusal,
+                    )
                     return None
             wanted = [m for m in entries if _is_member(m, members)]
             too_large = members_too_large(wanted, limits.file_bytes)
@@ -331,15 +355,21 @@ def unzip(
                 problems.add(
                     archive.name,
                     None,
-                    f"the archive holds no {what} files ({' and '.join(members)}); a JSONL or CSV "
-                    "file may be compressed with gzip, bz2 or xz instead",
+                    gettext_noop(
+                        "the archive holds no %(format)s files (%(names)s); a JSONL or CSV file may be compressed "
+                        "with gzip, bz2 or xz instead"
+                    ),
+                    format=what,
+                    names=" and ".join(members),
                 )
                 return None
             target.mkdir(parents=True)
             for member in wanted:
                 name = Path(member.filename).name
                 if (target / name).exists():
-                    problems.add(archive.name, None, f"two files named {name!r} in the archive")
+                    problems.add(
+                        archive.name, None, gettext_noop("two files named %(name)s in the archive"), name=repr(name)
+                    )
                     return None
                 try:
                     with zf.open(member) as src, (target / name).open("wb") as dst:
@@ -348,36 +378,47 @@ def unzip(
                     problems.add(
                         archive.name,
                         None,
-                        f"{name!r} could not be unpacked (encrypted, compressed in an unsupported way, or corrupt)",
+                        gettext_noop(
+                            "%(name)s could not be unpacked (encrypted, compressed in an unsupported way, or corrupt)"
+                        ),
+                        name=repr(name),
                     )
                     return None
     except (zipfile.BadZipFile, ValueError, *BROKEN_ARCHIVE):  # ValueError: a name flagged UTF-8 that is not
-        problems.add(archive.name, None, "not a valid zip archive (truncated or corrupt)")
+        problems.add(archive.name, None, gettext_noop("not a valid zip archive (truncated or corrupt)"))
         return None
     return target
 
 
-def members_too_large(members: list[zipfile.ZipInfo], limit: int) -> str:
+def members_too_large(members: list[zipfile.ZipInfo], limit: int) -> Message | str:
     """The refusal of the first zip member whose declared size is over IMPORT_MAX_FILE_BYTES, ""
     if none is: the members an import would unpack are all checked before any is (zipfile never
     unpacks a member past its declared size). Note and annotation imports both call this."""
     return next(
-        (refusal for m in members if (refusal := file_too_large(f"entry {m.filename[:80]!r}", m.file_size, limit))),
+        (
+            refusal
+            for m in members
+            if (refusal := file_too_large(message(_ENTRY, name=repr(m.filename[:80])), m.file_size, limit))
+        ),
         "",
     )
 
 
-def _entry_refusal(member: zipfile.ZipInfo) -> str:
+_ENTRY = gettext_noop("entry %(name)s")
+_TOO_MANY_FILES = gettext_noop("the archive holds %(count)s files; the limit is %(most)s")
+
+
+def _entry_refusal(member: zipfile.ZipInfo) -> Message | str:
     """Why an entry is refused ("" if it is not). Members are unpacked flattened, so no path could
     escape; but an entry that asks to (or a symbolic link, whose stored content is its target's
     path, not a note) says the archive is not what its user thinks: refuse it, naming it."""
     if member.create_system == 3 and stat.S_ISLNK(member.external_attr >> 16):  # 3: made on Unix
-        return "is a symbolic link"
+        return Message(gettext_noop("is a symbolic link"))
     name = member.filename.replace("\\", "/")
     if name.startswith("/") or _DRIVE.match(name):
-        return "has an absolute path"
+        return Message(gettext_noop("has an absolute path"))
     if ".." in name.split("/"):
-        return "has a path that leads out of the archive (..)"
+        return Message(gettext_noop("has a path that leads out of the archive (..)"))
     return ""
 
 
@@ -389,25 +430,40 @@ def _is_member(member: zipfile.ZipInfo, suffixes: tuple[str, ...]) -> bool:
     return name.lower().endswith(suffixes) and not name.startswith(".")
 
 
-def _unreadable_kind(kind: str) -> str:
+def _unreadable_kind(kind: str) -> Message:
     if kind == "zip":
-        return "is a zip archive: only the files of a folder format (brat, XMI) can come in a zip"
-    return f"is {kind}-compressed, which is not supported; use gzip, bz2 or xz"
+        return Message(
+            gettext_noop("is a zip archive: only the files of a folder format (brat, XMI) can come in a zip")
+        )
+    return message(gettext_noop("is %(kind)s-compressed, which is not supported; use gzip, bz2 or xz"), kind=kind)
 
 
-def _not_plain_text(kind: str) -> str:
-    what = "a zip archive" if kind == "zip" else f"{kind}-compressed"
-    return f"is {what}; the .txt and .ann files of brat notes must be plain UTF-8 text"
+def _not_plain_text(kind: str) -> Message:
+    if kind == "zip":
+        return Message(gettext_noop("is a zip archive; the .txt and .ann files of brat notes must be plain UTF-8 text"))
+    return message(
+        gettext_noop("is %(kind)s-compressed; the .txt and .ann files of brat notes must be plain UTF-8 text"),
+        kind=kind,
+    )
 
 
-def _broken(kind: str, lines_read: int) -> str:
-    what = "reading the file failed" if kind == "plain" else f"the {kind} data is broken (truncated or corrupt)"
+def _broken(kind: str, lines_read: int) -> Message:
+    if kind == "plain":
+        if not lines_read:
+            return Message(gettext_noop("reading the file failed at its start"))
+        template = gettext_noop("reading the file failed after line %(line)s; nothing after it was read")
+        return message(template, line=f"{lines_read:,}")
     if not lines_read:
-        return f"{what} at its start"
-    return f"{what} after line {lines_read:,}; nothing after it was read"
+        return message(gettext_noop("the %(kind)s data is broken (truncated or corrupt) at its start"), kind=kind)
+    template = gettext_noop(
+        "the %(kind)s data is broken (truncated or corrupt) after line %(line)s; nothing after it was read"
+    )
+    return message(template, kind=kind, line=f"{lines_read:,}")
 
 
-def _unpacked_too_large(kind: str, limits: ImportLimits) -> str:
-    return (
-        f"the {kind} data unpacks to more than {limits.unpacked_bytes:,} bytes, the limit (IMPORT_MAX_UNPACKED_BYTES)"
+def _unpacked_too_large(kind: str, limits: ImportLimits) -> Message:
+    return message(
+        gettext_noop("the %(kind)s data unpacks to more than %(most)s bytes, the limit (IMPORT_MAX_UNPACKED_BYTES)"),
+        kind=kind,
+        most=f"{limits.unpacked_bytes:,}",
     )

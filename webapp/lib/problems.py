@@ -5,10 +5,17 @@ A problem names the file, the line (or None) and the reason, with character or b
 where useful, and never quotes note text. A problem line never holds a character that is not
 printable (`validators.printable`): it is shown on pages, stored in jsonb and audited, and
 PostgreSQL refuses a \\u0000 there.
+
+A problem keeps its message as a template and its values (webapp.lib.messages): `problems.add(name,
+line, gettext_noop("expected a JSON object, got %(kind)s"), kind=...)`, so that the page showing it
+translates the words in its reader's language (webapp.corpus.problem_text) while the file's name,
+the line, the id and the sizes stay as they are. `str(problem)` is the English line; `as_json()` is
+what an import's job stores.
 """
 
 from dataclasses import dataclass, field
 
+from webapp.lib.messages import Message, as_message, mapped
 from webapp.lib.validators import printable
 
 MAX_PROBLEMS = 50  # problem lines shown at once (a command's output, a page of an import's problems)
@@ -22,11 +29,31 @@ KEPT_PROBLEMS = 10_000
 class Problem:
     source: str
     line: int | None
-    message: str
+    template: str  # the message's template, in English (its whole text where there are no params)
+    params: tuple[tuple[str, object], ...] = ()  # its values (webapp.lib.messages.Message)
+
+    @property
+    def text(self) -> Message:
+        return Message(self.template, self.params)
+
+    @property
+    def message(self) -> str:
+        """The message in English, without the file and line."""
+        return str(self.text)
 
     def __str__(self):
         where = f"{self.source} line {self.line}" if self.line is not None else self.source
-        return f"{where}: {self.message}"
+        return f"{where}: {self.text}"
+
+    def as_json(self) -> dict:
+        return {"source": self.source, "line": self.line, **self.text.as_json()}
+
+    @classmethod
+    def of(cls, source: str, line: int | None, message, **params) -> "Problem":
+        """A problem whose message (a template with `params`, or a Message) and source hold only
+        printable characters."""
+        text = mapped(as_message(message, params), printable)
+        return cls(printable(source), line, text.template, text.params)
 
 
 @dataclass
@@ -43,15 +70,16 @@ class Problems:
     def __bool__(self):
         return self.total > 0
 
-    def add(self, source: str, line: int | None, message: str) -> None:
+    def add(self, source: str, line: int | None, message: str | Message, **params) -> None:
+        """`message`: a template marked with gettext_noop and its `params`, a Message, or plain text."""
         self.total += 1
         if len(self.kept) < self.limit:
-            self.kept.append(Problem(printable(source), line, printable(message)))
+            self.kept.append(Problem.of(source, line, message, **params))
 
-    def warn(self, source: str, line: int | None, message: str) -> None:
+    def warn(self, source: str, line: int | None, message: str | Message, **params) -> None:
         self.warning_total += 1
         if len(self.warnings) < MAX_PROBLEMS:
-            self.warnings.append(Problem(printable(source), line, printable(message)))
+            self.warnings.append(Problem.of(source, line, message, **params))
 
     def lines(self) -> list[str]:
         return numbered_lines(self.kept, self.total, "problems")
@@ -63,4 +91,14 @@ def numbered_lines(kept: list[Problem], total: int, what: str) -> list[str]:
     out = [str(p) for p in kept]
     if total > len(kept):
         out.append(f"... and {total - len(kept)} more {what} ({total} in all)")
+    return out
+
+
+def numbered_items(kept: list[Problem], total: int, what: str) -> list[dict]:
+    """numbered_lines as a job stores them, to be shown in any language: the first MAX_PROBLEMS
+    problems (`Problem.as_json`), then {"more": N, "total": M, "what": "problems"} if there are more."""
+    kept = kept[:MAX_PROBLEMS]
+    out = [p.as_json() for p in kept]
+    if total > len(kept):
+        out.append({"more": total - len(kept), "total": total, "what": what})
     return out

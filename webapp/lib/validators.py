@@ -33,7 +33,8 @@ import re
 import unicodedata
 
 from ml.jsonl import json_kind
-from webapp.lib.import_limits import over_limit
+from webapp.lib.import_limits import over_limit_message
+from webapp.lib.messages import Message, gettext_noop, message
 
 MAX_LABEL_LENGTH = 200
 MAX_METADATA_KEY_LENGTH = 200
@@ -42,12 +43,12 @@ MAX_METADATA_PROBLEMS = 5  # per note: the first few say what to fix
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # C0 and DEL, but tab, LF and CR
 _KEY_CONTROL = re.compile("[\x00-\x1f\x7f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_HIDDEN = {
-    "Cc": "the control character",
-    "Cs": "an unpaired surrogate",
-    "Cf": "the invisible format character",
-    "Zl": "the line separator",
-    "Zp": "the paragraph separator",
+_HIDDEN = {  # hidden_character's words, translated where a problem is shown
+    "Cc": gettext_noop("the control character %(code)s at offset %(offset)s"),
+    "Cs": gettext_noop("an unpaired surrogate %(code)s at offset %(offset)s"),
+    "Cf": gettext_noop("the invisible format character %(code)s at offset %(offset)s"),
+    "Zl": gettext_noop("the line separator %(code)s at offset %(offset)s"),
+    "Zp": gettext_noop("the paragraph separator %(code)s at offset %(offset)s"),
 }
 SHOWN_CHARS = 40  # of a value quoted in a message
 
@@ -115,72 +116,95 @@ def overlapping_spans(evidence) -> tuple[list, list] | None:
 
 def metadata_problems(metadata, max_bytes: int) -> list[str]:
     """Note metadata, by the rules in the module docstring."""
+    return [str(problem) for problem in metadata_messages(metadata, max_bytes)]
+
+
+def metadata_messages(metadata, max_bytes: int) -> list[Message]:
+    """metadata_problems as Messages, translated where they are shown."""
     if not isinstance(metadata, dict):
-        return [f"field 'metadata' must be an object, not {json_kind(metadata)}"]
-    problems: list[str] = []
+        return [
+            message(
+                gettext_noop("field '%(field)s' must be an object, not %(kind)s"),
+                field="metadata",
+                kind=Message(json_kind(metadata)),
+            )
+        ]
+    problems: list[Message] = []
     _check_value(metadata, "metadata", 0, problems)
     if problems:
         return problems[:MAX_METADATA_PROBLEMS]
     size = len(json.dumps(metadata, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     if size > max_bytes:
-        return [over_limit("field 'metadata'", size, max_bytes, "IMPORT_MAX_METADATA_BYTES", "bytes")]
+        what = message(gettext_noop("field '%(field)s'"), field="metadata")
+        return [over_limit_message(what, size, max_bytes, "IMPORT_MAX_METADATA_BYTES", "bytes")]
     return []
 
 
-def _check_value(value, where: str, depth: int, problems: list[str]) -> None:
+def _check_value(value, where: str, depth: int, problems: list[Message]) -> None:
     if len(problems) >= MAX_METADATA_PROBLEMS:
         return
     if isinstance(value, str):
         problems.extend(_string_problems(value, where))
     elif isinstance(value, float) and not math.isfinite(value):
-        problems.append(f"{where} is NaN or Infinity, which JSON does not allow")
+        problems.append(message(gettext_noop("%(where)s is NaN or Infinity, which JSON does not allow"), where=where))
     elif isinstance(value, dict | list) and depth >= MAX_METADATA_DEPTH:
-        problems.append(f"{where} is nested more than {MAX_METADATA_DEPTH} levels deep")
+        problems.append(
+            message(
+                gettext_noop("%(where)s is nested more than %(most)s levels deep"), where=where, most=MAX_METADATA_DEPTH
+            )
+        )
     elif isinstance(value, dict):
         for key, item in value.items():
             key_problem = _key_problem(key)
             if key_problem:
-                problems.append(f"{where} has {key_problem}")
+                problems.append(message(gettext_noop("%(where)s has %(what)s"), where=where, what=key_problem))
             else:
                 _check_value(item, f"{where}[{json.dumps(key, ensure_ascii=False)}]", depth + 1, problems)
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _check_value(item, f"{where}[{i}]", depth + 1, problems)
     elif not (value is None or isinstance(value, bool | int | float)):
-        problems.append(f"{where} is {type(value).__name__}, not a JSON value")
+        problems.append(
+            message(gettext_noop("%(where)s is %(type)s, not a JSON value"), where=where, type=type(value).__name__)
+        )
 
 
-def _key_problem(key) -> str:
+def _key_problem(key) -> Message | str:
     if not isinstance(key, str) or not key:
-        return "an empty key" if key == "" else "a key that is not a string"
+        return Message(gettext_noop("an empty key") if key == "" else gettext_noop("a key that is not a string"))
     if len(key) > MAX_METADATA_KEY_LENGTH:
-        return f"a key longer than {MAX_METADATA_KEY_LENGTH} characters"
+        return message(gettext_noop("a key longer than %(most)s characters"), most=MAX_METADATA_KEY_LENGTH)
     if _KEY_CONTROL.search(key) or _SURROGATE.search(key):
-        return "a key with a control character or an unpaired surrogate"
+        return Message(gettext_noop("a key with a control character or an unpaired surrogate"))
     return ""
 
 
-def _string_problems(text: str, where: str) -> list[str]:
+def _string_problems(text: str, where: str) -> list[Message]:
     control = _CONTROL.search(text)
     if control:
         char = control.group()
-        name = "a NUL character (\\u0000)" if char == "\x00" else f"the control character U+{ord(char):04X}"
-        return [f"{where} contains {name} at offset {control.start()}"]
+        if char == "\x00":
+            template = gettext_noop("%(where)s contains a NUL character (\\u0000) at offset %(offset)s")
+            return [message(template, where=where, offset=control.start())]
+        template = gettext_noop("%(where)s contains the control character %(code)s at offset %(offset)s")
+        return [message(template, where=where, code=f"U+{ord(char):04X}", offset=control.start())]
     surrogate = _SURROGATE.search(text)
     if surrogate:
-        return [f"{where} contains an unpaired surrogate (\\u escape) at offset {surrogate.start()}"]
+        template = gettext_noop("%(where)s contains an unpaired surrogate (\\u escape) at offset %(offset)s")
+        return [message(template, where=where, offset=surrogate.start())]
     return []
 
 
-def hidden_character(value: str) -> str:
+def hidden_character(value: str) -> Message | str:
     """'the invisible format character U+202E at offset 3' for the first character an id, a task,
-    a label or a corpus name must not hold (module docstring); "" if there is none."""
+    a label or a corpus name must not hold (module docstring), a Message whose str() is that; ""
+    if there is none."""
     if value.isprintable():  # the usual case, in C: no Cc, Cf, Cs, Zl, Zp (nor Zs but the space)
         return ""
     for offset, char in enumerate(value):
         what = _HIDDEN.get(unicodedata.category(char))
         if what:
-            return f"{what} U+{ord(char):04X} at offset {offset}"
+            return message(what, code=f"U+{ord(char):04X}", offset=offset)
     return ""
 
 

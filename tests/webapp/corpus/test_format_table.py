@@ -135,7 +135,7 @@ def test_the_import_page_makes_notes_from_a_label_studio_export(
     run_import(job.pk)
     job.refresh_from_db()
     assert (job.status, job.created_count) == ("done", 2), job.problems
-    assert job.problems == [
+    assert job.problem_lines == [
         "tasks.json: 1 span(s) of 1 document(s) are not gold labels yet: import the same file as gold labels from "
         "Label Studio JSON, mapping its labels to tasks, once the notes are in"
     ]

@@ -521,7 +521,7 @@ def test_the_upload_fails_with_the_same_problem_line(
     before = written()
     job, page = uploaded(client, django_capture_on_commit_callbacks, case.kind, case.name, case.body)
     assert job.status == JobStatus.FAILED and job.problem_count == 1
-    assert job.problems == [case.expected]
+    assert job.problem_lines == [case.expected]
     assert html.escape(case.expected) in page and "Nothing was imported" in page
     assert written() == before
     assert SECRET not in page and SECRET not in caplog.text
@@ -682,7 +682,7 @@ def test_the_import_page_shows_the_warning(ward, client, researcher, django_capt
     client.force_login(researcher)
     job, page = uploaded(client, django_capture_on_commit_callbacks, case.kind, case.name, case.body)
     assert job.status == JobStatus.DONE and job.created_count == case.created and job.problem_count == 0
-    assert job.problems == case.warnings
+    assert job.problem_lines == case.warnings
     assert all(html.escape(w) in page for w in case.warnings) and ("Warnings" in page) == bool(case.warnings)
     listing = client.get(reverse("corpus:import_list")).content.decode()
     assert ("(with warnings)" in listing) == bool(case.warnings)
@@ -702,7 +702,7 @@ def test_the_longest_note_allowed_is_imported_whole(ward, tmp_path):
 
 @postgres_only
 def test_a_database_error_names_the_line_and_its_type_only(ward, tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(validators, "metadata_problems", lambda *args: [])  # as if the validation missed it
+    monkeypatch.setattr(validators, "metadata_messages", lambda *args: [])  # as if the validation missed it
     path = tmp_path / "notes.jsonl"
     path.write_bytes(notes(note(2), note(3, metadata={"patient": f"{SECRET}\x00"})))
     before = written()
@@ -720,7 +720,7 @@ def test_a_database_error_names_the_line_and_its_type_only(ward, tmp_path, monke
 def test_a_database_error_fails_the_upload_by_its_line(
     ward, client, researcher, monkeypatch, caplog, django_capture_on_commit_callbacks
 ):
-    monkeypatch.setattr(validators, "metadata_problems", lambda *args: [])
+    monkeypatch.setattr(validators, "metadata_messages", lambda *args: [])
     client.force_login(researcher)
     before = written()
     job, page = uploaded(
@@ -731,7 +731,9 @@ def test_a_database_error_fails_the_upload_by_its_line(
         notes(note(2, metadata={"patient": f"{SECRET}\x00"})),
     )
     assert job.status == JobStatus.FAILED
-    assert job.problems == ["notes.jsonl line 2: the database refused this record (DataError); nothing was imported"]
+    assert job.problem_lines == [
+        "notes.jsonl line 2: the database refused this record (DataError); nothing was imported"
+    ]
     assert "the database refused this record (DataError)" in page
     assert written() == before
     assert SECRET not in page and SECRET not in caplog.text
@@ -754,7 +756,7 @@ def test_a_trigger_refusing_an_annotation_names_its_line(ward, tmp_path, monkeyp
 
 @postgres_only
 def test_a_refused_update_names_the_lines_of_its_batch(ward, tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(validators, "metadata_problems", lambda *args: [])
+    monkeypatch.setattr(validators, "metadata_messages", lambda *args: [])
     path = tmp_path / "notes.jsonl"
     path.write_bytes(
         jsonl(

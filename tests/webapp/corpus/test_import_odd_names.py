@@ -96,7 +96,7 @@ def test_a_brat_file_name_with_a_control_character_is_refused(
     run_import(job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
-    assert job.problems == [
+    assert job.problem_lines == [
         "doc\\x01.txt: the file name (the note's id) contains the control character U+0001 at offset 3; "
         "rename the file",
         "doc\\x01.ann: the file name (the note's id) contains the control character U+0001 at offset 3; "
@@ -173,7 +173,7 @@ def test_a_refused_upload_with_a_long_name_names_the_stored_file(
     run_import(job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and job.file_name == LONG_NAME + ".gz"
-    assert job.problems == ["upload.jsonl.gz line 2: missing field(s) text"]
+    assert job.problem_lines == ["upload.jsonl.gz line 2: missing field(s) text"]
 
 
 @pytest.mark.parametrize(
@@ -229,7 +229,7 @@ def test_a_nul_in_a_brat_id_reaches_the_job_and_the_audit_log_escaped(
     run_import(job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and job.problem_count == 1
-    assert job.problems == [
+    assert job.problem_lines == [
         f"doc1.ann line 2: attribute 'A\\x00{MRN}' refers to 'T\\x009', which the file does not define"
     ]
     assert AuditEvent.objects.get(action="import_refused").details["reasons"] == ["attribute … refers to …, which the"]

@@ -154,7 +154,7 @@ def test_a_bad_file_lists_each_problem_with_its_line_and_imports_nothing(
         file=SimpleUploadedFile("n.jsonl", body),
     )
     assert job.status == JobStatus.FAILED and job.problem_count == 2
-    assert [line.split(":")[0] for line in job.problems] == ["n.jsonl line 2", "n.jsonl line 3"]
+    assert [line.split(":")[0] for line in job.problem_lines] == ["n.jsonl line 2", "n.jsonl line 3"]
     assert "Secret words" not in json.dumps(job.problems)
     assert "Nothing was imported" in html and "n.jsonl line 2" in html and "n.jsonl line 3" in html
     assert not Corpus.objects.filter(name="ed").exists()
@@ -184,10 +184,10 @@ def test_every_problem_can_be_read_a_page_at_a_time_whole_by_api_and_as_a_downlo
     assert "Problems 201–250 of 250" in last and "n.jsonl line 250:" in last and "n.jsonl line 200:" not in last
     download = client.get(reverse("corpus:import_problems", args=[job.pk]))
     assert download["Content-Disposition"] == f'attachment; filename="import-{job.pk}-problems.txt"'
-    assert download.content.decode().splitlines() == job.problems
+    assert download.content.decode().splitlines() == job.problem_lines
     _, secret = tokens.create(researcher, name="problems", projects=[default_project()], ceiling="roles", days=1)
     answer = client.get(f"/api/imports/{job.pk}", headers={"Authorization": f"Bearer {secret}"}).json()
-    assert answer["problem_count"] == 250 and answer["problems"] == job.problems
+    assert answer["problem_count"] == 250 and answer["problems"] == job.problem_lines
 
 
 def test_a_zip_of_brat_files_is_imported_as_notes(client, researcher, sent, django_capture_on_commit_callbacks):

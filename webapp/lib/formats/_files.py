@@ -23,10 +23,23 @@ from urllib.parse import unquote
 
 from ml.jsonl import LineError, json_kind, parse_line
 from webapp.lib.formats.document import Document, FormatError, check_spans
-from webapp.lib.import_limits import file_too_large
+from webapp.lib.import_limits import THE_FILE, file_too_large
 from webapp.lib.input_files import open_lines
+from webapp.lib.messages import Message, gettext_noop, message, phrase
 
-kind = json_kind  # how a JSON value is named in a message: "an object", "an array", "a number"...
+# ml.jsonl.parse_line's reasons (LineError.template), translated where a problem is shown
+LINE_ERRORS = (
+    gettext_noop("invalid JSON: %(reason)s at column %(column)s"),
+    gettext_noop("invalid JSON: nested too deeply"),
+    gettext_noop("invalid JSON: a number too long to read"),
+    gettext_noop("expected a JSON object, got %(kind)s"),
+)
+
+
+def kind(value) -> Message:
+    """How a JSON value is named in a message: "an object", "an array", "a number"... (translated
+    where the message is shown; its str() is ml.jsonl.json_kind's English)."""
+    return Message(json_kind(value))
 
 
 @dataclass(frozen=True)
@@ -52,7 +65,7 @@ def file_limit(options, parsed_size: int = 1, what: str = "") -> FileLimit:
 def check_size(path: Path, limit: FileLimit, size: int | None = None) -> None:
     """FormatError naming the file and the setting when it is larger (its size on disk, or
     `size` read); nothing is read."""
-    refusal = file_too_large("the file", path.stat().st_size if size is None else size, limit.bytes, limit.setting)
+    refusal = file_too_large(THE_FILE, path.stat().st_size if size is None else size, limit.bytes, limit.setting)
     if refusal:
         raise FormatError(path.name, None, refusal)
 
@@ -68,7 +81,11 @@ def read_text(path: Path, limit: FileLimit) -> str:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise FormatError(path.name, f"line {line}", f"not UTF-8 (byte 0x{data[exc.start]:02x})") from None
+        raise FormatError(
+            path.name,
+            f"line {line}",
+            message(gettext_noop("not UTF-8 (byte %(byte)s)"), byte=f"0x{data[exc.start]:02x}"),
+        ) from None
 
 
 def json_objects(path: Path, options, problems) -> Iterator[tuple[int, dict]]:
@@ -82,7 +99,8 @@ def json_objects(path: Path, options, problems) -> Iterator[tuple[int, dict]]:
             try:
                 yield number, parse_line(line)
             except LineError as exc:
-                problems.add(path.name, number, str(exc))
+                params = {name: phrase(v) if isinstance(v, str) else v for name, v in exc.params.items()}
+                problems.add(path.name, number, exc.template, **params)
 
 
 def reported(items: Iterable[Document | FormatError], problems, options) -> Iterator[Document]:
@@ -107,7 +125,10 @@ def report(error: FormatError, problems) -> None:
     if line is not None:
         problems.add(error.source, line, error.reason)
     else:
-        problems.add(error.source, None, f"{error.where}: {error.reason}" if error.where else error.reason)
+        reason = (
+            message("%(where)s: %(reason)s", where=error.where, reason=error.reason) if error.where else error.reason
+        )
+        problems.add(error.source, None, reason)
 
 
 def line_of(where: str | None) -> int | None:
@@ -128,9 +149,36 @@ def position(doc: Document, name: str) -> tuple[str, int | None]:
     return doc.where or name, None
 
 
-def note_id(value, source: str, where: str, name: str = "the document id") -> str:
+THE_DOCUMENT_ID = Message(gettext_noop("the document id"))
+
+# "field 'text' must be a string, not an array": `must_be(STRING, "text", value)`
+STRING = gettext_noop("field '%(field)s' must be a string, not %(kind)s")
+OBJECT = gettext_noop("field '%(field)s' must be an object, not %(kind)s")
+ARRAY = gettext_noop("field '%(field)s' must be an array, not %(kind)s")
+STRING_OR_INTEGER = gettext_noop("field '%(field)s' must be a string or an integer, not %(kind)s")
+NON_EMPTY_STRING = gettext_noop("field '%(field)s' must be a non-empty string, not %(kind)s")
+
+
+def must_be(template: str, field: str, value) -> Message:
+    """A field of the wrong JSON type, by one of the templates above."""
+    return message(template, field=field, kind=kind(value))
+
+
+def missing_fields(names) -> Message:
+    return message(gettext_noop("missing field(s) %(names)s"), names=", ".join(names))
+
+
+def note_id(value, source: str, where: str, name=THE_DOCUMENT_ID) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int) or not str(value).strip():
-        raise FormatError(source, where, f"{name} must be a non-empty string or integer, not {kind(value)}")
+        raise FormatError(
+            source,
+            where,
+            message(
+                gettext_noop("%(name)s must be a non-empty string or integer, not %(kind)s"),
+                name=name,
+                kind=kind(value),
+            ),
+        )
     return str(value)
 
 

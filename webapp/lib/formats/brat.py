@@ -47,33 +47,40 @@ from pathlib import Path
 from webapp.lib import validators
 from webapp.lib.formats._files import id_of_name, safe_name
 from webapp.lib.formats.document import SOURCES, Document, Span
-from webapp.lib.import_limits import ImportLimits, over_limit
+from webapp.lib.import_limits import ImportLimits, over_limit_message
 from webapp.lib.input_files import open_lines, read_text_file
+from webapp.lib.messages import Message, gettext_noop, message
 from webapp.lib.validators import hidden_character, nfc, quoted
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
 MEMBERS = (".txt", ".ann")
-_ENTITY_SHAPE = "entity line must be 'T<n><TAB><type> <start> <end>[;<start> <end>...]<TAB><text>'"
+_ENTITY_SHAPE = gettext_noop("entity line must be 'T<n><TAB><type> <start> <end>[;<start> <end>...]<TAB><text>'")
+_LINE_SHAPE = gettext_noop("%(what)s line must be %(shape)s")
+_ENTITY = gettext_noop("entity %(id)s")
 # first character -> (what the line is, its whole-line pattern whose groups hold the ids it refers to, its shape)
 _OTHER = {
     "R": (
-        "relation",
+        gettext_noop("relation"),
         re.compile(r"R\S*\t[^\s:]+ [^\s:]+:(\S+) [^\s:]+:(\S+)[\t ]*"),
         "'R<n><TAB><type> Arg1:<id> Arg2:<id>'",
     ),
     "E": (
-        "event",
+        gettext_noop("event"),
         re.compile(r"E\S*\t[^\s:]+:(\S+)((?: [^\s:]+:\S+)*)[\t ]*"),
         "'E<n><TAB><type>:<id> [<role>:<id> ...]'",
     ),
-    "A": ("attribute", re.compile(r"[AM]\S*\t\S+ (\S+)(?: \S+)?[\t ]*"), "'A<n><TAB><type> <id> [<value>]'"),
+    "A": (
+        gettext_noop("attribute"),
+        re.compile(r"[AM]\S*\t\S+ (\S+)(?: \S+)?[\t ]*"),
+        "'A<n><TAB><type> <id> [<value>]'",
+    ),
     "N": (
-        "normalization",
+        gettext_noop("normalization"),
         re.compile(r"N\S*\t\S+ (\S+) [^\s:]+:\S+(?:\t.*)?"),
         "'N<n><TAB><type> <id> <database>:<id><TAB><text>'",
     ),
-    "#": ("note", re.compile(r"#\S*\t\S+ (\S+)(?:\t.*)?"), "'#<n><TAB><type> <id><TAB><text>'"),
-    "*": ("equivalence", re.compile(r"\*\t\S+((?: \S+)+)[\t ]*"), "'*<TAB><type> <id> <id> ...'"),
+    "#": (gettext_noop("note"), re.compile(r"#\S*\t\S+ (\S+)(?:\t.*)?"), "'#<n><TAB><type> <id><TAB><text>'"),
+    "*": (gettext_noop("equivalence"), re.compile(r"\*\t\S+((?: \S+)+)[\t ]*"), "'*<TAB><type> <id> <id> ...'"),
 }
 _OTHER["M"] = _OTHER["A"]
 _ATTRIBUTE = re.compile(r"[AM]\S*\t(\S+) (\S+)(?: (\S+))?[\t ]*")
@@ -93,25 +100,30 @@ def read(path: Path, options, problems) -> Iterator[Document]:
     """One document per X.txt (id X, text exactly the file's content) with its X.ann entities."""
     folder, limits = path, options.limits
     if not folder.is_dir():
-        problems.add(folder.name, None, "brat needs a folder (or a zip) of .txt and .ann files")
+        problems.add(folder.name, None, gettext_noop("brat needs a folder (or a zip) of .txt and .ann files"))
         return
     named = [p for p in sorted(folder.glob("*.txt")) + sorted(folder.glob("*.ann")) if _name_ok(p, problems)]
     texts = [p for p in named if p.suffix == ".txt"]
     for orphan in sorted({p.stem for p in named if p.suffix == ".ann"} - {p.stem for p in texts}):
-        problems.add(f"{orphan}.ann", None, "has no .txt file of the same name beside it")
+        problems.add(f"{orphan}.ann", None, gettext_noop("has no .txt file of the same name beside it"))
     if not texts and not problems:
-        problems.add(folder.name, None, "the folder holds no .txt files")
+        problems.add(folder.name, None, gettext_noop("the folder holds no .txt files"))
     other_lines = other_files = 0
     first_named: dict[str, str] = {}  # document id -> the .txt file that gave it
     for txt in texts:
         options.checkpoint()
         first = first_named.setdefault(nfc(id_of_name(txt.stem)), txt.name)
         if first != txt.name:
-            problems.add(txt.name, None, f"names the same document as {first!r} (one id in two Unicode forms)")
+            problems.add(
+                txt.name,
+                None,
+                gettext_noop("names the same document as %(first)s (one id in two Unicode forms)"),
+                first=repr(first),
+            )
             continue
         ann = txt.with_suffix(".ann")
         if not ann.exists():
-            problems.add(txt.name, None, "has no .ann file of the same name beside it")
+            problems.add(txt.name, None, gettext_noop("has no .ann file of the same name beside it"))
             continue
         text = read_text_file(txt, problems, limits)
         if text is None:
@@ -133,8 +145,12 @@ def read(path: Path, options, problems) -> Iterator[Document]:
         problems.warn(
             folder.name,
             None,
-            f"{other_lines:,} relation, event, normalization, equivalence or note line(s) in {other_files:,} "
-            ".ann file(s) were checked but not imported (only entities are, with their attributes)",
+            gettext_noop(
+                "%(lines)s relation, event, normalization, equivalence or note line(s) in %(files)s .ann file(s) "
+                "were checked but not imported (only entities are, with their attributes)"
+            ),
+            lines=f"{other_lines:,}",
+            files=f"{other_files:,}",
         )
 
 
@@ -146,9 +162,19 @@ def _name_ok(path: Path, problems) -> bool:
         return True
     byte = next((ord(c) - 0xDC00 for c in path.name if 0xDC80 <= ord(c) <= 0xDCFF), None)
     if byte is not None:
-        problems.add(path.name, None, f"the file name is not UTF-8 (byte 0x{byte:02x}); rename the file")
+        problems.add(
+            path.name,
+            None,
+            gettext_noop("the file name is not UTF-8 (byte %(byte)s); rename the file"),
+            byte=f"0x{byte:02x}",
+        )
     else:
-        problems.add(path.name, None, f"the file name (the note's id) contains {hidden}; rename the file")
+        problems.add(
+            path.name,
+            None,
+            gettext_noop("the file name (the note's id) contains %(what)s; rename the file"),
+            what=hidden,
+        )
     return False
 
 
@@ -180,8 +206,11 @@ def read_ann(ann: Path, text: str, problems, limits: ImportLimits) -> AnnFile | 
                         problems.add(
                             ann.name,
                             line_no,
-                            f"the entities up to this line take more than the {limits.metadata_bytes:,} bytes of "
-                            "a note's metadata (IMPORT_MAX_METADATA_BYTES); nothing after it was read",
+                            gettext_noop(
+                                "the entities up to this line take more than the %(most)s bytes of a note's "
+                                "metadata (IMPORT_MAX_METADATA_BYTES); nothing after it was read"
+                            ),
+                            most=f"{limits.metadata_bytes:,}",
                         )
                         return None
                 continue
@@ -189,14 +218,16 @@ def read_ann(ann: Path, text: str, problems, limits: ImportLimits) -> AnnFile | 
                 problems.add(
                     ann.name,
                     line_no,
-                    "not a brat annotation line (a line starts with T, R, E, A, M, N, # or * and an id, then a tab)",
+                    gettext_noop(
+                        "not a brat annotation line (a line starts with T, R, E, A, M, N, # or * and an id, then a tab)"
+                    ),
                 )
                 ok = False
                 continue
             name, pattern, shape = _OTHER[kind]
             match = pattern.fullmatch(line)
             if match is None:
-                problems.add(ann.name, line_no, f"{name} line must be {shape}")
+                problems.add(ann.name, line_no, _LINE_SHAPE, what=Message(name), shape=shape)
                 ok = False
                 continue
             other_lines += 1
@@ -204,8 +235,11 @@ def read_ann(ann: Path, text: str, problems, limits: ImportLimits) -> AnnFile | 
                 problems.add(
                     ann.name,
                     line_no,
-                    f"more than {MAX_OTHER_LINES:,} relation, event, attribute, normalization, note or equivalence "
-                    "lines (MAX_OTHER_LINES in webapp/lib/formats/brat.py); nothing after this one was read",
+                    gettext_noop(
+                        "more than %(most)s relation, event, attribute, normalization, note or equivalence lines "
+                        "(MAX_OTHER_LINES in webapp/lib/formats/brat.py); nothing after this one was read"
+                    ),
+                    most=f"{MAX_OTHER_LINES:,}",
                 )
                 return None
             line_id = line.split("\t", 1)[0]
@@ -213,7 +247,13 @@ def read_ann(ann: Path, text: str, problems, limits: ImportLimits) -> AnnFile | 
                 ok &= _define(line_id, name, line_no, defined, ann, problems)
             for group in match.groups():
                 for ref in group.split():
-                    references.append((line_no, f"{name} {quoted(line_id)}", ref.rpartition(":")[2]))
+                    references.append(
+                        (
+                            line_no,
+                            message("%(what)s %(id)s", what=Message(name), id=quoted(line_id)),
+                            ref.rpartition(":")[2],
+                        )
+                    )
             if (attribute := _ATTRIBUTE.fullmatch(line)) is not None:
                 key, target, value = attribute.groups()
                 attributes.setdefault(target, {})[key] = value or "true"
@@ -223,7 +263,13 @@ def read_ann(ann: Path, text: str, problems, limits: ImportLimits) -> AnnFile | 
                 unread += 1
     for line_no, what, ref in references:
         if ref not in defined:
-            problems.add(ann.name, line_no, f"{what} refers to {quoted(ref)}, which the file does not define")
+            problems.add(
+                ann.name,
+                line_no,
+                gettext_noop("%(what)s refers to %(id)s, which the file does not define"),
+                what=what,
+                id=quoted(ref),
+            )
             ok = False
     if not ok or problems.total != before:
         return None
@@ -253,7 +299,14 @@ def _noted(note: tuple[str, str] | None) -> dict:
 def _define(line_id: str, name: str, line_no: int, defined: dict, ann: Path, problems) -> bool:
     first = defined.setdefault(line_id, line_no)
     if first != line_no:
-        problems.add(ann.name, line_no, f"{name} {quoted(line_id)} is defined twice (first on line {first})")
+        problems.add(
+            ann.name,
+            line_no,
+            gettext_noop("%(what)s %(id)s is defined twice (first on line %(first)s)"),
+            what=Message(name),
+            id=quoted(line_id),
+            first=first,
+        )
         return False
     return True
 
@@ -264,47 +317,62 @@ def _entity(line: str, line_no: int, ann: Path, text: str, problems, limits: Imp
         problems.add(ann.name, line_no, _ENTITY_SHAPE)
         return None
     entity_id, (kind, _, offsets), covered = parts[0], parts[1].partition(" "), parts[2]
-    entity = f"entity {quoted(entity_id)}"
+    entity = message(_ENTITY, id=quoted(entity_id))
     spans = _offsets(offsets)
     if spans is None:
         problems.add(
             ann.name,
             line_no,
-            f"{entity}: offsets must be integer pairs 'start end' separated by ';', "
-            f"each of at most {MAX_OFFSET_DIGITS} digits",
+            gettext_noop(
+                "%(entity)s: offsets must be integer pairs 'start end' separated by ';', each of at most "
+                "%(most)s digits"
+            ),
+            entity=entity,
+            most=MAX_OFFSET_DIGITS,
         )
         return None
     if len(spans) > limits.evidence_spans:
         problems.add(
             ann.name,
             line_no,
-            over_limit(entity, len(spans), limits.evidence_spans, "IMPORT_MAX_EVIDENCE_SPANS", "fragments"),
+            over_limit_message(entity, len(spans), limits.evidence_spans, "IMPORT_MAX_EVIDENCE_SPANS", "fragments"),
         )
         return None
     span_problems = validators.span_problems(spans, len(text))
-    for message in span_problems:
-        problems.add(ann.name, line_no, f"{entity}: {message} of {ann.stem}.txt")
+    for reason in span_problems:
+        problems.add(ann.name, line_no, f"{entity}: {reason} of {ann.stem}.txt")
     if span_problems:
         return None
     if not _covers(text, spans, covered):
         where = ", ".join(f"[{s}, {e})" for s, e in spans)
-        problems.add(ann.name, line_no, f"{entity}: the covered text differs from {ann.stem}.txt at {where}")
+        problems.add(
+            ann.name,
+            line_no,
+            gettext_noop("%(entity)s: the covered text differs from %(file)s at %(where)s"),
+            entity=entity,
+            file=f"{ann.stem}.txt",
+            where=where,
+        )
         return None
     spans, overlap = fragments_in_text_order(spans)
     if overlap:
-        problems.add(ann.name, line_no, f"{entity}: {overlap}")
+        problems.add(ann.name, line_no, "%(entity)s: %(reason)s", entity=entity, reason=overlap)
         return None
     return {"id": entity_id, "type": kind, "spans": spans}
 
 
-def fragments_in_text_order(fragments: list) -> tuple[list, str | None]:
+def fragments_in_text_order(fragments: list) -> tuple[list, Message | None]:
     """A discontinuous entity's fragments out of text order are taken, in text order (the covered
     text is checked in the file's order first: brat joins them as written); fragments that share
     characters are refused, with the reason. Returns (fragments, reason)."""
     ordered = sorted([int(s), int(e)] for s, e in fragments)
     for (a, b), (c, d) in zip(ordered, ordered[1:]):
         if c < b:
-            return ordered, f"its fragments [{a}, {b}) and [{c}, {d}) overlap"
+            return ordered, message(
+                gettext_noop("its fragments %(first)s and %(second)s overlap"),
+                first=f"[{a}, {b})",
+                second=f"[{c}, {d})",
+            )
     return ordered, None
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from webapp.lib.formats.document import Document
 from webapp.lib.import_limits import ImportLimits, over_limit
 from webapp.lib.input_files import open_lines
+from webapp.lib.messages import Message, gettext_noop, message
 from webapp.lib.validators import shown_names
 
 MAX_CSV_COLUMNS = 1000
@@ -34,10 +35,10 @@ def read(path: Path, options, problems) -> Iterator[Document]:
             header = rows.next_row(reader)
         except StopIteration:
             if not problems:
-                problems.add(source, None, "the file is empty")
+                problems.add(source, None, gettext_noop("the file is empty"))
             return
         except csv.Error as exc:
-            problems.add(source, 1, f"unreadable CSV header: {exc}")
+            problems.add(source, 1, gettext_noop("unreadable CSV header: %(reason)s"), reason=str(exc))
             return
         except _RowTooLong:
             problems.add(source, 1, _row_too_long(limits))
@@ -55,7 +56,7 @@ def read(path: Path, options, problems) -> Iterator[Document]:
             except StopIteration:
                 break
             except csv.Error as exc:
-                problems.add(source, start_line, f"unreadable CSV row: {exc}")
+                problems.add(source, start_line, gettext_noop("unreadable CSV row: %(reason)s"), reason=str(exc))
                 return
             except _RowTooLong:
                 problems.add(source, start_line, _row_too_long(limits))
@@ -64,7 +65,13 @@ def read(path: Path, options, problems) -> Iterator[Document]:
             if not row:
                 continue
             if len(row) != len(header):
-                problems.add(source, start_line, f"row has {len(row)} fields, the header has {len(header)}")
+                problems.add(
+                    source,
+                    start_line,
+                    gettext_noop("row has %(count)s fields, the header has %(header)s"),
+                    count=len(row),
+                    header=len(header),
+                )
                 continue
             metadata = {name: value for i, (name, value) in enumerate(zip(header, row)) if i not in (id_at, text_at)}
             yield Document(row[id_at], row[text_at], metadata=metadata, where=f"line {start_line}")
@@ -115,24 +122,33 @@ def _header_ok(header: list[str], source: str, problems) -> bool:
     if missing:
         # The first line may be data: say how many columns it has, never what they hold.
         lower = {name.lower() for name in header}
-        hint = "; column names are case-sensitive" if any(c in lower for c in missing) else ""
-        problems.add(
-            source,
-            1,
-            f"the first line must be a header naming the columns id and text (missing: "
-            f"{', '.join(missing)}; it has {len(header):,} column(s){hint})",
-        )
+        if any(c in lower for c in missing):
+            template = gettext_noop(
+                "the first line must be a header naming the columns id and text (missing: %(missing)s; it has "
+                "%(count)s column(s); column names are case-sensitive)"
+            )
+        else:
+            template = gettext_noop(
+                "the first line must be a header naming the columns id and text (missing: %(missing)s; it has "
+                "%(count)s column(s))"
+            )
+        problems.add(source, 1, template, missing=", ".join(missing), count=f"{len(header):,}")
         return False
     duplicated = sorted(name for name, count in Counter(header).items() if count > 1)
     if duplicated:
-        problems.add(source, 1, f"CSV header repeats column(s) {', '.join(shown_names(duplicated))}")
+        problems.add(
+            source, 1, gettext_noop("CSV header repeats column(s) %(names)s"), names=", ".join(shown_names(duplicated))
+        )
         return False
     return True
 
 
-def _row_too_long(limits: ImportLimits) -> str:
-    return (
-        f"the CSV row starting here has more than {limits.csv_row_chars:,} characters, more than a note of "
-        f"{limits.note_chars:,} characters (IMPORT_MAX_NOTE_CHARS) and its metadata can take (is a quote "
-        "left open?); nothing after it was read"
+def _row_too_long(limits: ImportLimits) -> Message:
+    return message(
+        gettext_noop(
+            "the CSV row starting here has more than %(most)s characters, more than a note of %(note)s characters "
+            "(IMPORT_MAX_NOTE_CHARS) and its metadata can take (is a quote left open?); nothing after it was read"
+        ),
+        most=f"{limits.csv_row_chars:,}",
+        note=f"{limits.note_chars:,}",
     )

@@ -15,8 +15,20 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from webapp.lib.formats._files import checked, json_objects, kind, report
+from webapp.lib.formats._files import (
+    ARRAY,
+    OBJECT,
+    STRING,
+    STRING_OR_INTEGER,
+    checked,
+    json_objects,
+    kind,
+    missing_fields,
+    must_be,
+    report,
+)
 from webapp.lib.formats.document import SOURCES, Document, FormatError, Span
+from webapp.lib.messages import gettext_noop, message
 from webapp.lib.validators import shown_names
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
@@ -48,34 +60,47 @@ def read(path: Path, options, problems) -> Iterator[Document]:
         problems.warn(
             source,
             first_extra_line,
-            f"{extra_lines:,} line(s), this one first, have fields besides {', '.join(FIELDS[:-1])} and "
-            f"{FIELDS[-1]} ({', '.join(shown_names(sorted(extra_names)))}); they were kept in each note's metadata",
+            message(
+                gettext_noop(
+                    "%(count)s line(s), this one first, have fields besides %(fields)s and %(last)s (%(names)s); "
+                    "they were kept in each note's metadata"
+                ),
+                count=f"{extra_lines:,}",
+                fields=", ".join(FIELDS[:-1]),
+                last=FIELDS[-1],
+                names=", ".join(shown_names(sorted(extra_names))),
+            ),
         )
 
 
 def _document(obj: dict, source: str, where: str) -> tuple[Document, dict]:
     missing = [k for k in ("id", "text") if k not in obj]
     if missing:
-        raise FormatError(source, where, f"missing field(s) {', '.join(missing)}")
+        raise FormatError(source, where, missing_fields(missing))
     raw_id, text = obj["id"], obj["text"]
     if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
-        raise FormatError(source, where, f"field 'id' must be a string or an integer, not {kind(raw_id)}")
+        raise FormatError(source, where, must_be(STRING_OR_INTEGER, "id", raw_id))
     if not isinstance(text, str):
-        raise FormatError(source, where, f"field 'text' must be a string, not {kind(text)}")
+        raise FormatError(source, where, must_be(STRING, "text", text))
     metadata = obj.get("metadata")
     if metadata is None:
         metadata = {}
     elif not isinstance(metadata, dict):
-        raise FormatError(source, where, f"field 'metadata' must be an object, not {kind(metadata)}")
+        raise FormatError(source, where, must_be(OBJECT, "metadata", metadata))
     extra = {k: v for k, v in obj.items() if k not in FIELDS}
     clash = sorted(set(extra) & set(metadata))
     if clash:
         raise FormatError(
-            source, where, f"field(s) {', '.join(shown_names(clash))} given both at top level and in 'metadata'"
+            source,
+            where,
+            message(
+                gettext_noop("field(s) %(names)s given both at top level and in 'metadata'"),
+                names=", ".join(shown_names(clash)),
+            ),
         )
     spans = obj.get("spans", [])
     if not isinstance(spans, list):
-        raise FormatError(source, where, f"field 'spans' must be an array, not {kind(spans)}")
+        raise FormatError(source, where, must_be(ARRAY, "spans", spans))
     doc = Document(str(raw_id), text, metadata={**metadata, **extra}, where=where)
     for i, s in enumerate(spans, 1):
         doc.spans.append(_span(s, source, f"{where} span {i}"))
@@ -84,21 +109,27 @@ def _document(obj: dict, source: str, where: str) -> tuple[Document, dict]:
 
 def _span(s, source: str, where: str) -> Span:
     if not isinstance(s, dict):
-        raise FormatError(source, where, f"a span must be an object, not {kind(s)}")
+        raise FormatError(source, where, message(gettext_noop("a span must be an object, not %(kind)s"), kind=kind(s)))
     ranges = s.get("ranges")
     if not isinstance(ranges, list) or not all(
         isinstance(r, list) and len(r) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in r)
         for r in ranges
     ):
-        raise FormatError(source, where, "field 'ranges' must be an array of [start, end] integer pairs")
+        raise FormatError(source, where, gettext_noop("field 'ranges' must be an array of [start, end] integer pairs"))
     label, attributes = s.get("label"), s.get("attributes") or {}
     if not isinstance(label, str):
-        raise FormatError(source, where, f"field 'label' must be a string, not {kind(label)}")
+        raise FormatError(source, where, must_be(STRING, "label", label))
     if not isinstance(attributes, dict):
-        raise FormatError(source, where, f"field 'attributes' must be an object, not {kind(attributes)}")
+        raise FormatError(source, where, must_be(OBJECT, "attributes", attributes))
     src = s.get("source", "gold")
     if src not in SOURCES:
-        raise FormatError(source, where, f"field 'source' must be one of {', '.join(SOURCES)}")
+        raise FormatError(
+            source,
+            where,
+            message(
+                gettext_noop("field '%(field)s' must be one of %(values)s"), field="source", values=", ".join(SOURCES)
+            ),
+        )
     return Span.of(
         ranges, label, attributes, source=src, reviewer=str(s.get("reviewer") or ""), id=str(s.get("id") or "")
     )
