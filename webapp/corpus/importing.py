@@ -51,7 +51,7 @@ from webapp.lib.import_sources import NoteRecord, guess_format, read_annotations
 from webapp.lib.input_files import CANNOT_BE_READ, NO_SUCH_FILE_OR_FOLDER, input_size, name_mismatch, sniff
 from webapp.lib.messages import Message, gettext_noop, message
 from webapp.lib.problems import Problem, Problems, numbered_items, numbered_lines
-from webapp.lib.validators import hidden_character, label_problems, printable, span_problems
+from webapp.lib.validators import hidden_character, label_messages, printable, span_messages
 from webapp.projects.models import Project, ProjectNotChosen, resolve_project
 
 log = logging.getLogger(__name__)
@@ -395,7 +395,11 @@ def _corpus_for_notes(path, name, language, create, fmt, problems, limits, proje
         problems.add(path.name, None, NO_SUCH_FILE_OR_FOLDER)
     elif fmt not in FORMATS:
         mismatch = name_mismatch(path, _kind_of(path)) if path.is_file() else ""
-        problems.add(path.name, None, f"unsupported format{'; it ' + mismatch if mismatch else ''}; {_formats_named()}")
+        if mismatch:
+            template = gettext_noop("unsupported format; it %(mismatch)s; %(formats)s")
+        else:
+            template = gettext_noop("unsupported format; %(formats)s")
+        problems.add(path.name, None, template, mismatch=mismatch, formats=_formats_named())
     elif reason := shape_problem(path, FORMATS[fmt]):
         problems.add(path.name, None, reason)
     else:
@@ -511,13 +515,16 @@ def _corpus_name_ok(name: str, file_name: str, problems: Problems) -> bool:
     return not hidden
 
 
-def _formats_named() -> str:
+def _formats_named() -> Message:
     """The formats notes are read in, for a message."""
-    return (
-        f"notes are read in these formats: {', '.join(f'{f.name} ({f.label})' for f in readers())}; "
-        f"JSONL and CSV files may be compressed with gzip, bz2 or xz, the files of "
-        f"{' or '.join(f.label for f in folder_formats())} may come in a folder or a zip; "
-        "name the format (--format, the Import page's Format) when the name of the file does not tell it"
+    return message(
+        gettext_noop(
+            "notes are read in these formats: %(formats)s; JSONL and CSV files may be compressed with gzip, bz2 "
+            "or xz, the files of %(folders)s may come in a folder or a zip; name the format (--format, the "
+            "Import page's Format) when the name of the file does not tell it"
+        ),
+        formats=", ".join(f"{f.name} ({f.label})" for f in readers()),
+        folders=" or ".join(f.label for f in folder_formats()),
     )
 
 
@@ -681,12 +688,16 @@ class _AnnotationPlan:
                 )
             if task is None:
                 continue
-            for reason in label_problems(rec.label, task.options):
-                self.problems.add(rec.source, rec.line, f"task {task.slug!r}: {reason}")
+            for reason in label_messages(rec.label, task.options):
+                self.problems.add(
+                    rec.source, rec.line, gettext_noop("task %(task)s: %(reason)s"), task=repr(task.slug), reason=reason
+                )
             if note is None:
                 continue
-            for reason in span_problems(rec.evidence, note["length"]):
-                self.problems.add(rec.source, rec.line, f"note {rec.note_id!r}: {reason}")
+            for reason in span_messages(rec.evidence, note["length"]):
+                self.problems.add(
+                    rec.source, rec.line, gettext_noop("note %(id)s: %(reason)s"), id=repr(rec.note_id), reason=reason
+                )
             annotator = self.annotator_of(rec)
             first = self.pairs.setdefault((rec.note_id, task.pk, annotator), rec.line)
             if first != rec.line:

@@ -33,6 +33,7 @@ from webapp.corpus.gold import import_gold
 from webapp.corpus.importing import ImportReport, import_annotations, import_notes
 from webapp.lib.formats import FORMATS, go_on
 from webapp.lib.input_files import NAMED
+from webapp.lib.messages import gettext_noop
 from webapp.lib.problems import Problems
 from webapp.lib.validators import printable
 
@@ -120,7 +121,11 @@ def import_stored(
     path = local_file(relative)
     if path is None:
         problems = Problems()
-        problems.add(Path(relative).name or "upload", None, "the uploaded file is no longer stored; upload it again")
+        problems.add(
+            Path(relative).name or "upload",
+            None,
+            gettext_noop("the uploaded file is no longer stored; upload it again"),
+        )
         return ImportReport(problems=problems.kept, problem_count=problems.total)
     options = stored_options(path)
     if kind == "annotations" and options and options.get("format"):

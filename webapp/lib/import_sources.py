@@ -53,6 +53,7 @@ MAX_ID_LENGTH = 200
 MAX_TASK_LENGTH = 200
 ANNOTATION_FIELDS = ("note_id", "task", "label", "evidence")
 _FIELD = gettext_noop("field '%(field)s'")
+_FIELD_SAYS = gettext_noop("field '%(field)s': %(reason)s")
 _NOTE = gettext_noop("note %(id)s")
 _EMPTY = gettext_noop("field '%(field)s' is empty")
 _LONGER = gettext_noop("field '%(field)s' is longer than %(most)s characters")
@@ -195,7 +196,7 @@ def _evidence_ok(evidence, source, line, problems, limits) -> bool:
         return False
     shape_problems = _span_shape_problems(evidence)
     for reason in shape_problems:
-        problems.add(source, line, f"field 'evidence': {reason}")
+        problems.add(source, line, _FIELD_SAYS, field="evidence", reason=reason)
     if shape_problems:
         return False
     overlap = validators.overlapping_spans(evidence)
@@ -276,7 +277,7 @@ def _external_id(raw, name, source, line, problems) -> str | None:
 
 def _span_shape_problems(evidence) -> list[str]:
     """Span checks that need no note: pairs of integers, 0 <= start < end (the length comes later)."""
-    return validators.span_problems(evidence, math.inf)
+    return validators.span_messages(evidence, math.inf)
 
 
 def _has_fields(obj, required, source, line, problems) -> bool:

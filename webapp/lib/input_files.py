@@ -80,12 +80,16 @@ def compression_suffixes(path: Path) -> list[str]:
     return [s.lower() for s in path.suffixes if s.lower() in NAMED]
 
 
-def name_mismatch(path: Path, kind: str) -> str:
+def name_mismatch(path: Path, kind: str) -> Message | str:
     """'is named .gz but holds plain text' when the name promises another kind than the bytes."""
     suffixes = compression_suffixes(path)
     if not suffixes or kind in {NAMED[s] for s in suffixes}:
         return ""
-    return f"is named {', '.join(suffixes)} but holds {'plain text' if kind == 'plain' else kind + ' data'}"
+    if kind == "plain":
+        return message(gettext_noop("is named %(suffixes)s but holds plain text"), suffixes=", ".join(suffixes))
+    return message(
+        gettext_noop("is named %(suffixes)s but holds %(kind)s data"), suffixes=", ".join(suffixes), kind=kind
+    )
 
 
 def input_size(path: Path) -> int:
@@ -138,7 +142,7 @@ class open_lines:
             return iter(())
         mismatch = name_mismatch(self.path, kind)
         if mismatch:
-            self.problems.warn(self.source, None, f"{mismatch}; it was read as such")
+            self.problems.warn(self.source, None, gettext_noop("%(mismatch)s; it was read as such"), mismatch=mismatch)
         return self._lines(kind)
 
     def __exit__(self, *exc):

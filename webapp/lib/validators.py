@@ -74,18 +74,30 @@ def option_problems(options) -> list[str]:
 
 def label_problems(label, options) -> list[str]:
     """The label must be one of the task's options (compared exactly, case included)."""
+    return [str(problem) for problem in label_messages(label, options)]
+
+
+def label_messages(label, options) -> list[Message]:
+    """label_problems as Messages, translated where they are shown."""
     if not isinstance(label, str) or not label:
-        return ["label must be a non-empty string"]
+        return [Message(gettext_noop("label must be a non-empty string"))]
     if label not in options:
         allowed = ", ".join(repr(o) for o in options)
-        return [f"label {label!r} is not one of the task's options ({allowed})"]
+        template = gettext_noop("label %(label)s is not one of the task's options (%(allowed)s)")
+        return [message(template, label=repr(label), allowed=allowed)]
     return []
 
 
 def span_problems(evidence, text_length: int) -> list[str]:
     """Evidence: a list of [start, end) character offsets with 0 <= start < end <= text_length."""
+    return [str(problem) for problem in span_messages(evidence, text_length)]
+
+
+def span_messages(evidence, text_length: int) -> list[Message]:
+    """span_problems as Messages, translated where they are shown."""
     if not isinstance(evidence, list):
-        return [f"evidence must be a list of [start, end] pairs, not {type(evidence).__name__}"]
+        template = gettext_noop("evidence must be a list of [start, end] pairs, not %(type)s")
+        return [message(template, type=type(evidence).__name__)]
     problems = []
     for i, span in enumerate(evidence):
         if (
@@ -93,15 +105,22 @@ def span_problems(evidence, text_length: int) -> list[str]:
             or len(span) != 2
             or not all(isinstance(x, int) and not isinstance(x, bool) for x in span)
         ):
-            problems.append(f"evidence[{i}] must be a pair of integers [start, end]")
+            problems.append(
+                message(gettext_noop("evidence[%(index)s] must be a pair of integers [start, end]"), index=i)
+            )
             continue
         start, end = span
+        where = {"index": i, "span": f"[{start}, {end})"}
         if start < 0:
-            problems.append(f"evidence[{i}] [{start}, {end}) starts before the text (start < 0)")
+            problems.append(
+                message(gettext_noop("evidence[%(index)s] %(span)s starts before the text (start < 0)"), **where)
+            )
         elif start >= end:
-            problems.append(f"evidence[{i}] [{start}, {end}) is empty or reversed (start >= end)")
+            template = gettext_noop("evidence[%(index)s] %(span)s is empty or reversed (start >= end)")
+            problems.append(message(template, **where))
         elif end > text_length:
-            problems.append(f"evidence[{i}] [{start}, {end}) ends past the text (length {text_length})")
+            template = gettext_noop("evidence[%(index)s] %(span)s ends past the text (length %(length)s)")
+            problems.append(message(template, length=text_length, **where))
     return problems
 
 

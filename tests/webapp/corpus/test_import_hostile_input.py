@@ -741,7 +741,7 @@ def test_a_database_error_fails_the_upload_by_its_line(
 
 @postgres_only
 def test_a_trigger_refusing_an_annotation_names_its_line(ward, tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(importing, "label_problems", lambda *args: [])  # the trigger checks labels too
+    monkeypatch.setattr(importing, "label_messages", lambda *args: [])  # the trigger checks labels too
     path = tmp_path / "gold.jsonl"
     path.write_bytes(gold({"note_id": "n2", "task": "presence-of-pacemaker", "label": SECRET}))
     before = written()

@@ -186,8 +186,17 @@ def checked(doc: Document, source: str, where: str) -> Document | FormatError:
     """The document, or a FormatError naming its first span problems."""
     problems = check_spans(doc)
     if problems:
-        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-        return FormatError(source, where, f"document {doc.id!r}: {'; '.join(problems[:3])}{more}")
+        reasons = problems[0]
+        for reason in problems[1:3]:
+            reasons = message("%(before)s; %(after)s", before=reasons, after=reason)
+        if len(problems) > 3:
+            template = gettext_noop("document %(id)s: %(reasons)s (and %(more)s more)")
+            return FormatError(
+                source, where, message(template, id=repr(doc.id), reasons=reasons, more=len(problems) - 3)
+            )
+        return FormatError(
+            source, where, message(gettext_noop("document %(id)s: %(reasons)s"), id=repr(doc.id), reasons=reasons)
+        )
     return doc
 
 

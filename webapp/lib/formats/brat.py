@@ -338,9 +338,16 @@ def _entity(line: str, line_no: int, ann: Path, text: str, problems, limits: Imp
             over_limit_message(entity, len(spans), limits.evidence_spans, "IMPORT_MAX_EVIDENCE_SPANS", "fragments"),
         )
         return None
-    span_problems = validators.span_problems(spans, len(text))
+    span_problems = validators.span_messages(spans, len(text))
     for reason in span_problems:
-        problems.add(ann.name, line_no, f"{entity}: {reason} of {ann.stem}.txt")
+        problems.add(
+            ann.name,
+            line_no,
+            gettext_noop("%(entity)s: %(reason)s of %(file)s"),
+            entity=entity,
+            reason=reason,
+            file=f"{ann.stem}.txt",
+        )
     if span_problems:
         return None
     if not _covers(text, spans, covered):

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from webapp.lib.messages import Message, gettext_noop, message
+
 SOURCES = ("gold", "prediction", "decision")
 WITHOUT_FEATURE = "spans_without_feature"  # a Document's metadata: spans read without the chosen feature (XMI)
 
@@ -78,28 +80,34 @@ class Document:
     where: str = ""  # where it was read: "file.jsonl line 3", "EN1.xmi"; for messages
 
 
-def check_spans(doc: Document) -> list[str]:
+def check_spans(doc: Document) -> list[Message]:
     """Each span: at least one range, integers, 0 <= start < end <= len(text), ranges in order and
-    not overlapping one another; a non-empty label. Messages name the span, never the text."""
+    not overlapping one another; a non-empty label. Messages name the span, never the text (each a
+    Message, its str() the English)."""
     problems = []
     n = len(doc.text)
     for i, span in enumerate(doc.spans, 1):
-        name = f"span {span.id or i}"
+        name = span.id or i
         if not span.ranges:
-            problems.append(f"{name} has no ranges")
+            problems.append(message(gettext_noop("span %(span)s has no ranges"), span=name))
             continue
         if not span.label.strip():
-            problems.append(f"{name} has an empty label")
+            problems.append(message(gettext_noop("span %(span)s has an empty label"), span=name))
         previous_end = -1
         for s, e in span.ranges:
             if not (isinstance(s, int) and isinstance(e, int)):
-                problems.append(f"{name}: offsets must be integers")
+                problems.append(message(gettext_noop("span %(span)s: offsets must be integers"), span=name))
             elif not 0 <= s < e:
-                problems.append(f"{name}: range [{s}, {e}) is empty or negative")
+                template = gettext_noop("span %(span)s: range %(range)s is empty or negative")
+                problems.append(message(template, span=name, range=f"[{s}, {e})"))
             elif e > n:
-                problems.append(f"{name}: range [{s}, {e}) ends past the end of the text ({n} characters)")
+                template = gettext_noop(
+                    "span %(span)s: range %(range)s ends past the end of the text (%(length)s characters)"
+                )
+                problems.append(message(template, span=name, range=f"[{s}, {e})", length=n))
             elif s < previous_end:
-                problems.append(f"{name}: its ranges overlap or are out of order at [{s}, {e})")
+                template = gettext_noop("span %(span)s: its ranges overlap or are out of order at %(range)s")
+                problems.append(message(template, span=name, range=f"[{s}, {e})"))
             else:
                 previous_end = e
                 continue
