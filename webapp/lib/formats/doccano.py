@@ -14,8 +14,9 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from webapp.lib.formats._files import checked, json_objects, kind, note_id, report
+from webapp.lib.formats._files import ARRAY, checked, json_objects, must_be, note_id, report
 from webapp.lib.formats.document import Document, FormatError, Span
+from webapp.lib.messages import gettext_noop
 
 CARRIES = ()
 
@@ -35,13 +36,13 @@ def read(path: Path, options, problems) -> Iterator[Document]:
 
 def _document(obj: dict, source: str, where: str) -> Document:
     if "text" not in obj or not isinstance(obj["text"], str):
-        raise FormatError(source, where, "field 'text' (a string) is missing")
+        raise FormatError(source, where, gettext_noop("field 'text' (a string) is missing"))
     raw_id = obj.get("note_id", obj.get("id"))
     doc = Document(note_id(raw_id, source, where), obj["text"], where=where)
     if "label" in obj and isinstance(obj["label"], list):
         for i, item in enumerate(obj["label"], 1):
             if not (isinstance(item, list) and len(item) == 3 and _ints(item[:2]) and isinstance(item[2], str)):
-                raise FormatError(source, f"{where} label {i}", 'a label must be [start, end, "LABEL"]')
+                raise FormatError(source, f"{where} label {i}", gettext_noop('a label must be [start, end, "LABEL"]'))
             doc.spans.append(Span.of([item[:2]], item[2], id=str(i)))
     elif "entities" in obj and isinstance(obj["entities"], list):
         for i, e in enumerate(obj["entities"], 1):
@@ -50,12 +51,12 @@ def _document(obj: dict, source: str, where: str) -> Document:
                 and _ints([e.get("start_offset"), e.get("end_offset")])
                 and isinstance(e.get("label"), str)
             ):
-                raise FormatError(source, f"{where} entity {i}", "an entity needs start_offset, end_offset and label")
+                raise FormatError(
+                    source, f"{where} entity {i}", gettext_noop("an entity needs start_offset, end_offset and label")
+                )
             doc.spans.append(Span.of([[e["start_offset"], e["end_offset"]]], e["label"], id=str(e.get("id", i))))
     elif "label" in obj or "entities" in obj:
-        raise FormatError(
-            source, where, f"field 'label' must be an array, not {kind(obj.get('label', obj.get('entities')))}"
-        )
+        raise FormatError(source, where, must_be(ARRAY, "label", obj.get("label", obj.get("entities"))))
     return doc
 
 

@@ -25,6 +25,7 @@ from xml.sax.saxutils import quoteattr
 from webapp.lib.formats._files import checked, file_limit, kind, note_id, read_text, reported
 from webapp.lib.formats.document import Document, FormatError, Span
 from webapp.lib.formats.offsets import Utf16Offsets
+from webapp.lib.messages import gettext_noop, message, phrase
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
 SPAN_TYPES = ("labels", "hypertextlabels")
@@ -44,11 +45,21 @@ def _documents(path: Path, options) -> Iterator[Document | FormatError]:
         yield exc
         return
     except json.JSONDecodeError as exc:
-        yield FormatError(path.name, f"line {exc.lineno}", f"not JSON ({exc.msg} at column {exc.colno})")
+        yield FormatError(
+            path.name,
+            f"line {exc.lineno}",
+            message(
+                gettext_noop("not JSON (%(reason)s at column %(column)s)"), reason=phrase(exc.msg), column=exc.colno
+            ),
+        )
         return
     tasks = [data] if isinstance(data, dict) else data
     if not isinstance(tasks, list):
-        yield FormatError(path.name, None, f"expected an array of Label Studio tasks, got {kind(data)}")
+        yield FormatError(
+            path.name,
+            None,
+            message(gettext_noop("expected an array of Label Studio tasks, got %(kind)s"), kind=kind(data)),
+        )
         return
     for number, task in enumerate(tasks, 1):
         where = f"task {number}"
@@ -60,22 +71,30 @@ def _documents(path: Path, options) -> Iterator[Document | FormatError]:
 
 def _document(task, source: str, where: str) -> Document:
     if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
-        raise FormatError(source, where, "a task must be an object with a 'data' object")
+        raise FormatError(source, where, gettext_noop("a task must be an object with a 'data' object"))
     data = task["data"]
     if not isinstance(data.get("text"), str):
         keys = ", ".join(sorted(map(str, data))[:10])
-        raise FormatError(source, where, f"data.text (the note's text, a string) is missing; data has: {keys}")
+        raise FormatError(
+            source,
+            where,
+            message(gettext_noop("data.text (the note's text, a string) is missing; data has: %(keys)s"), keys=keys),
+        )
     raw_id = data.get("note_id", data.get("id", task.get("id")))
     doc = Document(note_id(raw_id, source, where), data["text"], where=where)
     units = Utf16Offsets(doc.text)
     for group, default_source in (("annotations", "gold"), ("predictions", "prediction")):
         entries = task.get(group) or []
         if not isinstance(entries, list):
-            raise FormatError(source, where, f"'{group}' must be an array, not {kind(entries)}")
+            raise FormatError(
+                source,
+                where,
+                message(gettext_noop("'%(group)s' must be an array, not %(kind)s"), group=group, kind=kind(entries)),
+            )
         for a, entry in enumerate(entries, 1):
             here = f"{where} {group}[{a}]"
             if not isinstance(entry, dict) or not isinstance(entry.get("result", []), list):
-                raise FormatError(source, here, "must be an object with a 'result' array")
+                raise FormatError(source, here, gettext_noop("must be an object with a 'result' array"))
             doc.spans.extend(_spans(entry, default_source, units, source, here))
     return doc
 
@@ -89,14 +108,16 @@ def _spans(entry: dict, default_source: str, units: Utf16Offsets, source: str, w
             continue
         value = result.get("value")
         if not isinstance(value, dict):
-            raise FormatError(source, here, "'value' must be an object")
+            raise FormatError(source, here, gettext_noop("'value' must be an object"))
         labels = value.get(result["type"])
         if not (isinstance(labels, list) and len(labels) == 1 and isinstance(labels[0], str)):
-            raise FormatError(source, here, f"value.{result['type']} must hold exactly one label")
+            raise FormatError(
+                source, here, message(gettext_noop("value.%(type)s must hold exactly one label"), type=result["type"])
+            )
         try:
             start, end = units.to_points(value["start"]), units.to_points(value["end"])
         except (KeyError, TypeError):
-            raise FormatError(source, here, "value.start and value.end (integers) are missing") from None
+            raise FormatError(source, here, gettext_noop("value.start and value.end (integers) are missing")) from None
         except ValueError as exc:
             raise FormatError(source, here, str(exc)) from None
         rid = str(result.get("id") or f"r{r}")
