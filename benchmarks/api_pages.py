@@ -41,6 +41,7 @@ import os
 import statistics
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -152,18 +153,56 @@ def kept_corpus(n: int):
     return corpus if corpus is not None and corpus.note_count == n else None
 
 
-def walk_pages(client, headers: dict, corpus, limit: int) -> dict:
-    """Every page by its `next` link: each request's time, by tenth of the depth."""
-    url, times, last_id, seen = f"/api/corpora/{corpus.pk}/notes?limit={limit}", [], 0, 0
-    for _ in range(WARMUP):  # the first request of a process builds the API's schemas and routes
-        client.get(url, headers=headers)
-    while url is not None:
-        started = time.perf_counter()
-        response = client.get(url, headers=headers)
-        times.append(time.perf_counter() - started)
+def legacy_authenticate(secret: str, method: str):
+    """webapp.api.tokens.authenticate before the rate limit moved to the cache (7763819): the same
+    token read and checks, then every request counted on the token's row (SELECT ... FOR UPDATE,
+    UPDATE of the window and last_used, COMMIT), then the same principal. Only what a valid
+    token's request runs: this benchmark sends no other."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from webapp.api import tokens
+    from webapp.api.models import ApiToken
+
+    token = ApiToken.objects.select_related("owner").filter(digest=tokens.digest_of(secret)).first()
+    if token is None or token.revoked is not None or token.expires <= timezone.now() or not token.owner.is_active:
+        raise SystemExit("the benchmark's token was refused")
+    now = time.time()
+    minute = int(now // 60)
+    with transaction.atomic():
+        row = ApiToken.objects.select_for_update().only("window_start", "window_count").get(pk=token.pk)
+        count = row.window_count + 1 if row.window_start == minute else 1
+        ApiToken.objects.filter(pk=token.pk).update(window_start=minute, window_count=count, last_used=timezone.now())
+    return tokens.principal(token)
+
+
+def walk_pages(client, headers: dict, corpus, limit: int, legacy_auth: bool = False) -> dict:
+    """Every page by its `next` link: each request's time, by tenth of the depth. With legacy_auth,
+    each page is also asked with the authentication before this change, the two in turn (which goes
+    first alternates), so both walks meet the same load."""
+    from unittest import mock
+
+    from webapp.api import tokens
+
+    def timed(url, legacy):
+        with mock.patch.object(tokens, "authenticate", legacy_authenticate) if legacy else nullcontext():
+            started = time.perf_counter()
+            response = client.get(url, headers=headers)
+            elapsed = time.perf_counter() - started
         if response.status_code != 200:
-            raise SystemExit(f"page {len(times)} answered {response.status_code}: {response.content[:300]!r}")
-        body = response.json()
+            raise SystemExit(f"{url} answered {response.status_code}: {response.content[:300]!r}")
+        return elapsed, response.json()
+
+    url, times, before, last_id, seen = f"/api/corpora/{corpus.pk}/notes?limit={limit}", [], [], 0, 0
+    for _ in range(WARMUP):  # the first request of a process builds the API's schemas and routes
+        timed(url, False)
+        if legacy_auth:
+            timed(url, True)
+    while url is not None:
+        order = (False, True) if len(times) % 2 == 0 else (True, False)
+        for legacy in order if legacy_auth else (False,):
+            elapsed, body = timed(url, legacy)
+            (before if legacy else times).append(elapsed)
         ids = [item["id"] for item in body["items"]]
         if ids and (ids[0] <= last_id or ids != sorted(ids)):
             raise SystemExit(f"page {len(times)} is out of id order")
@@ -171,14 +210,40 @@ def walk_pages(client, headers: dict, corpus, limit: int) -> dict:
         url = body["next"]
     if seen != corpus.note_count:
         raise SystemExit(f"the pages gave {seen} notes of {corpus.note_count}")
+    out = {"pages": len(times), "notes_seen": seen, **by_depth(times)}
+    if legacy_auth:
+        out["before_auth_change"] = by_depth(before)
+        out["ratio_median_before_over_now"] = round(
+            out["before_auth_change"]["all_pages"]["median_ms"] / out["all_pages"]["median_ms"], 2
+        )
+    out["load_1_5_15"] = load_average()
+    return out
+
+
+def by_depth(times: list[float]) -> dict:
     tenths = [times[k * len(times) // 10 : (k + 1) * len(times) // 10] for k in range(10)]
     return {
-        "pages": len(times),
-        "notes_seen": seen,
         "all_pages": summary(times),
         "by_tenth_of_depth": [{"tenth": k + 1, **summary(t)} for k, t in enumerate(tenths) if t],
-        "load_1_5_15": load_average(),
     }
+
+
+def profile_one_request(client, headers: dict, corpus, limit: int) -> list[str]:
+    """cProfile of 20 requests of the first page in this process: the functions with the most
+    cumulative time, so what is left besides the query is named."""
+    import cProfile
+    import pstats
+
+    url = f"/api/corpora/{corpus.pk}/notes?limit={limit}"
+    client.get(url, headers=headers)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(20):
+        client.get(url, headers=headers)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(40)
+    return [line for line in out.getvalue().splitlines() if line.strip()]
 
 
 def offset_page(queryset, limit: int, offset: int, serialise) -> dict:
@@ -278,6 +343,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL))
     parser.add_argument("--keep", action="store_true", help="keep the database at the end")
     parser.add_argument("--reuse", action="store_true", help="keep the database, and measure a kept one")
+    parser.add_argument(
+        "--auth-baseline",
+        action="store_true",
+        help="also ask every page with the token authentication before the cache-counted rate limit, in turn",
+    )
+    parser.add_argument("--profile", action="store_true", help="add a cProfile of 20 requests of the first page")
     args = parser.parse_args(argv)
 
     serve_pages_as_the_tests_do()
@@ -314,7 +385,10 @@ def main(argv: list[str] | None = None) -> int:
         settings.API_RATE_LIMIT_PER_MINUTE = 10**9  # thousands of requests a minute: still counted, never refused
         client = Client()
         headers = {"Authorization": f"Bearer {secret}"}
-        result["cursor_every_page_by_api"] = walk_pages(client, headers, corpus, args.limit)
+        result["rate_count"] = "shared cache" if tokens.cache_is_shared() else "token row (per-process cache)"
+        result["cursor_every_page_by_api"] = walk_pages(client, headers, corpus, args.limit, args.auth_baseline)
+        if args.profile:
+            result["profile_20_requests"] = profile_one_request(client, headers, corpus, args.limit)
         depths = [float(d) for d in args.depths.split(",")]
         result["at_depths_function_only"] = compare_at_depths(user, corpus, args.limit, depths, args.requests)
         result["plans"] = plans(user, corpus, args.limit)

@@ -3,8 +3,9 @@
 A token is stored as the SHA-256 of its secret (the secret is shown once, when it is made); it acts
 as its owner, limited to the projects it names (a subset of the owner's at creation; a project the
 owner later leaves is out of reach too, since the access layer reads the owner's memberships) and
-to its ceiling: `read` tokens may only GET. Its rate window (`window_start`, `window_count`) lives
-on the row, so every web process counts the same requests (webapp.api.tokens.count_request).
+to its ceiling: `read` tokens may only GET. Its rate window is counted in the cache when the cache
+is shared by the web processes (Redis), else on the row (`window_start`, `window_count`), so every
+process counts the same requests either way (webapp.api.tokens.count_request).
 """
 
 from django.conf import settings

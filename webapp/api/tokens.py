@@ -9,6 +9,11 @@ exactly as on the pages. A `read` token may only GET.
 
 Every creation, revocation and refusal (unknown, revoked or expired secret, a write with a read
 token, the rate limit) is audited; the secret itself never is.
+
+A request costs one query for the token (its row, owner and project ids: read every time, so a
+revocation answers the next request), the roles cache for the owner's roles, and the rate count:
+in the cache when it is shared (Redis), else one UPDATE of the token's row; `last_used` is written
+by a minute's first request only.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Case, DateTimeField, F, PositiveIntegerField, Q, Value, When
 from django.utils import timezone
 
 from webapp.api.models import ApiToken
@@ -96,12 +103,10 @@ def revoke(token: ApiToken, actor) -> bool:
 
 
 def authenticate(secret: str, method: str, *, now: float | None = None):
-    """The principal a request with `secret` acts as; raises TokenRefused (audited)."""
-    token = (
-        ApiToken.objects.select_related("owner").filter(digest=digest_of(secret or "")).first()
-        if (secret or "").startswith(PREFIX)
-        else None
-    )
+    """The principal a request with `secret` acts as; raises TokenRefused (audited). The token's
+    row is read on every request, so a revocation, an expiry, an inactive owner or a changed
+    ceiling answers the very next one."""
+    token, project_ids = _token_with_projects(secret) if (secret or "").startswith(PREFIX) else (None, [])
     if token is None:
         return _refuse(None, "unknown token", 401)
     if token.revoked is not None:
@@ -115,27 +120,83 @@ def authenticate(secret: str, method: str, *, now: float | None = None):
     wait = count_request(token, now=now)
     if wait:
         return _refuse(token, "rate limit", 429, retry_after=wait)
-    return principal(token)
+    return principal(token, project_ids)
+
+
+def _token_with_projects(secret: str) -> tuple[ApiToken | None, list[int]]:
+    """The token of `secret` with its owner and its projects' ids, in one query (a row per
+    project); a token left with no project (erased) is read on its own."""
+    digest = digest_of(secret)
+    links = list(ApiToken.projects.through.objects.select_related("apitoken__owner").filter(apitoken__digest=digest))
+    if links:
+        return links[0].apitoken, [link.project_id for link in links]
+    return ApiToken.objects.select_related("owner").filter(digest=digest).first(), []
 
 
 def count_request(token: ApiToken, *, now: float | None = None) -> int:
-    """Count one request in the token's current minute; returns 0 when allowed, else the seconds
-    until the next minute. The counter is on the token's row (locked), so every process agrees."""
+    """Count one request in the token's current clock minute; returns 0 when allowed, else the
+    seconds until the next minute. Every process agrees on the count: it is kept in the cache when
+    the cache is shared (Redis), else on the token's row. `last_used` is written by the minute's
+    first request only, so a busy token costs no write per request."""
     now = time.time() if now is None else now
     minute = int(now // 60)
-    with transaction.atomic():
-        row = ApiToken.objects.select_for_update().only("window_start", "window_count").get(pk=token.pk)
-        count = row.window_count + 1 if row.window_start == minute else 1
+    wait = max(1, 60 - int(now % 60))
+    if cache_is_shared():
+        count = _count_in_cache(token, minute)
         if count > rate_limit():
-            return max(1, 60 - int(now % 60))
-        ApiToken.objects.filter(pk=token.pk).update(window_start=minute, window_count=count, last_used=timezone.now())
-    return 0
+            return wait
+        if count == 1:
+            ApiToken.objects.filter(pk=token.pk).update(last_used=timezone.now())
+        return 0
+    return 0 if _count_on_row(token, minute) else wait
 
 
-def principal(token: ApiToken):
-    """The owner as the token lets them act: their roles in the token's projects only."""
+# Caches that live in one process's memory cannot count for the others.
+PER_PROCESS_CACHES = frozenset(
+    {"django.core.cache.backends.locmem.LocMemCache", "django.core.cache.backends.dummy.DummyCache"}
+)
+# The token's id and creation time (a database made again reuses ids) and the unix minute.
+RATE_KEY = "api:rate:{}-{}:{}"
+RATE_KEY_TIMEOUT = 120  # outlives its minute, whatever second the minute's first request came at
+
+
+def cache_is_shared() -> bool:
+    return settings.CACHES["default"]["BACKEND"] not in PER_PROCESS_CACHES
+
+
+def _count_in_cache(token: ApiToken, minute: int) -> int:
+    """The token's requests in `minute` so far, this one included (atomic in the cache)."""
+    key = RATE_KEY.format(token.pk, token.created.timestamp(), minute)
+    try:
+        return cache.incr(key)
+    except ValueError:  # the minute's first request: add keeps whichever process came first
+        cache.add(key, 0, RATE_KEY_TIMEOUT)
+        return cache.incr(key)
+
+
+def _count_on_row(token: ApiToken, minute: int) -> bool:
+    """One conditional UPDATE (the row lock makes concurrent requests count one after another):
+    counted when the row's window is another minute or still has room; False when it is full."""
+    same_minute = Q(window_start=minute)
+    return bool(
+        ApiToken.objects.filter(Q(pk=token.pk) & (~same_minute | Q(window_count__lt=rate_limit()))).update(
+            window_count=Case(
+                When(same_minute, then=F("window_count") + 1), default=Value(1), output_field=PositiveIntegerField()
+            ),
+            last_used=Case(
+                When(same_minute, then=F("last_used")), default=Value(timezone.now()), output_field=DateTimeField()
+            ),
+            window_start=minute,
+        )
+    )
+
+
+def principal(token: ApiToken, project_ids: list[int] | None = None):
+    """The owner as the token lets them act: their roles in the token's projects only (their ids
+    read here unless given; the roles from the roles cache, webapp.projects.roles)."""
     owner = token.owner
-    project_ids = list(token.projects.values_list("pk", flat=True))
+    if project_ids is None:
+        project_ids = list(token.projects.values_list("pk", flat=True))
     if is_site_admin(owner):
         memberships = {pid: frozenset(Role) for pid in project_ids}
     else:

@@ -2,6 +2,8 @@
 ("zebra", with one object of every kind the API serves), and tokens made the way the page makes
 them (webapp.api.tokens.create)."""
 
+import os
+
 import pytest
 
 from tests.webapp.datasets.fabricate import PEAKS, TEXT, add_map
@@ -15,6 +17,20 @@ from webapp.projects.roles import Role
 from webapp.training.models import LabeledSplit, TrainingRun
 
 SECRET = "Zebra-ward-secret"
+
+
+@pytest.fixture(params=["redis", "locmem"])
+def cache_kind(request, settings):
+    """The test runs with a shared cache (Redis: the rate limit counts there) and with a
+    per-process one (LocMem, the embedded default: the token's row counts)."""
+    if request.param == "redis":
+        if not os.environ.get("REDIS_URL"):
+            pytest.skip("REDIS_URL is not set")
+        backend = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["REDIS_URL"]}
+        settings.CACHES = {"default": {**backend, "KEY_PREFIX": "dsm"}}
+    else:
+        settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "t"}}
+    return request.param
 
 
 @pytest.fixture

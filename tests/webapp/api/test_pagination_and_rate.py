@@ -1,7 +1,7 @@
 """Pages by cursor (webapp.db.pagination) through the API: every note once by following `next`,
 the cap, the refusals of an offset and of a cursor the list did not give, and no page of another
-project's rows whatever the cursor; the per-token rate limit (per clock minute, counted on the
-token's row) answers 429 with Retry-After and is audited."""
+project's rows whatever the cursor; the per-token rate limit (per clock minute) answers 429 with
+Retry-After and is audited (how it counts across processes: test_rate_limit.py)."""
 
 from django.core import signing
 

@@ -1,9 +1,13 @@
 """Token authentication: the access matrix of a token (own project, another project, revoked,
-expired, unknown, read-only, a role without the capability), each refusal audited."""
+expired, unknown, read-only, a role without the capability), each refusal audited; a change to the
+token or its owner takes effect on the very next request (the token's row is read every request);
+the queries a token-authenticated page costs."""
 
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from webapp.api import tokens
@@ -113,3 +117,60 @@ def test_a_token_of_an_owner_who_left_the_project_sees_nothing_there(client, res
     _, secret = make_token(researcher, [own["project"]])
     Membership.objects.filter(user=researcher).delete()
     assert client.get(f"/api/corpora/{own['corpus'].pk}", headers=bearer(secret)).status_code == 404
+
+
+@pytest.mark.parametrize("change", ["revoke", "expire", "deactivate owner", "read only"])
+def test_a_change_takes_effect_on_the_very_next_request(
+    change, cache_kind, client, researcher, own, make_token, bearer
+):
+    token, secret = make_token(researcher, [own["project"]])
+    url = f"/api/corpora/{own['corpus'].pk}/notes"
+    body = {"corpus": own["corpus"].pk, "model_version": own["model"].pk, "tasks": ["heart-rate"], "sample_k": 1}
+    assert client.get(url, headers=bearer(secret)).status_code == 200
+    if change == "revoke":
+        tokens.revoke(token, researcher)
+    elif change == "expire":
+        ApiToken.objects.filter(pk=token.pk).update(expires=timezone.now() - timedelta(seconds=1))
+    elif change == "deactivate owner":
+        researcher.is_active = False
+        researcher.save(update_fields=["is_active"])
+    else:
+        ApiToken.objects.filter(pk=token.pk).update(ceiling=ApiToken.Ceiling.READ)
+    if change == "read only":
+        answer = client.post("/api/jobs", body, content_type="application/json", headers=bearer(secret))
+        assert answer.status_code == 403
+    else:
+        assert client.get(url, headers=bearer(secret)).status_code == 401
+    reason = {"revoke": "revoked token", "expire": "expired token", "deactivate owner": "owner inactive"}
+    assert AuditEvent.objects.get(action=tokens.REFUSED).details["reason"] == reason.get(change, "read-only token")
+
+
+# A page asked with a token, once the minute's first request has written last_used and the
+# owner's roles are in the roles cache: the token's row with its owner and its projects' ids (one
+# query, every request, so a revocation, expiry, inactive owner or ceiling counts at once), the
+# corpus (the access check), the page of notes. With a per-process cache the token's row also
+# counts the request (one UPDATE); the minute's first request writes last_used, and a cold
+# roles cache reads the owner's memberships once.
+PAGE_QUERIES = {"redis": 3, "locmem": 4}
+
+
+def test_a_token_authenticated_page_runs_few_queries(cache_kind, client, researcher, own, make_token, bearer):
+    _, secret = make_token(researcher, [own["project"]], ceiling="read")
+    url = f"/api/corpora/{own['corpus'].pk}/notes?limit=200"
+    assert client.get(url, headers=bearer(secret)).status_code == 200
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url, headers=bearer(secret)).status_code == 200
+    statements = [q["sql"].split()[0] for q in queries.captured_queries]
+    assert len(statements) <= PAGE_QUERIES[cache_kind], statements
+    assert statements.count("UPDATE") == (0 if cache_kind == "redis" else 1)
+
+
+def test_a_token_left_without_projects_is_still_checked(client, researcher, own, make_token, bearer):
+    """Its projects erased, the token is read on its own: it sees nothing, and is still refused
+    once revoked."""
+    token, secret = make_token(researcher, [own["project"]])
+    token.projects.clear()
+    listed = client.get("/api/corpora", headers=bearer(secret))
+    assert listed.status_code == 200 and listed.json()["items"] == []
+    tokens.revoke(token, researcher)
+    assert client.get("/api/corpora", headers=bearer(secret)).status_code == 401
