@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 from django.db.models import Count, Q
+from django.utils.translation import gettext as _
 
 from webapp.corpus.models import Corpus, Task
 
@@ -50,4 +51,4 @@ def task_groups(user) -> list[tuple[str, int, int]]:
         .values("group")
         .annotate(n=Count("id"), held_out=Count("id", filter=Q(held_out=True)))
     )
-    return [(row["group"] or "(no group)", row["n"], row["held_out"]) for row in rows]
+    return [(row["group"] or _("(no group)"), row["n"], row["held_out"]) for row in rows]

@@ -29,10 +29,13 @@ and launches only when the posted amount covers the amount asked for now.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.utils.formats import get_format, number_format
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext, npgettext, pgettext
 
@@ -83,6 +86,27 @@ class Estimate:
             "duration": self.duration,
             "worker": self.worker,
         }
+
+    def html(self, text: str) -> SafeString:
+        """`text` for a page: escaped, the queue's name written as code (<code>relevance</code>),
+        so it reads as a name in every language."""
+        escaped = str(escape(text))
+        if not self.queue:
+            return mark_safe(escaped)
+        name = str(escape(self.queue))
+        return mark_safe(re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", f"<code>{name}</code>", escaped))
+
+    @property
+    def worker_html(self) -> SafeString:
+        return self.html(self.worker)
+
+    @property
+    def basis_html(self) -> SafeString:
+        return self.html(self.basis)
+
+    @property
+    def question_html(self) -> SafeString:
+        return self.html(self.question)
 
     def confirmed_by(self, posted) -> bool:
         """True when it needs no confirmation, or `posted` (request.POST) confirms at least this

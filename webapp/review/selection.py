@@ -24,7 +24,7 @@ from ml.peaks import PAPER, PeakParams
 from ml.relevance import RelevanceConfig, default_config_key
 from ml.relevance.methods import DEFAULT
 from webapp.corpus.models import Task
-from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
+from webapp.pipeline.models import METHOD_LABELS, ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
 from webapp.review import catalog
 from webapp.review.forms import ParamsForm
 
@@ -44,6 +44,11 @@ class Selection:
     methods: list = field(default_factory=list)
     templates: list = field(default_factory=list)
     configs: list = field(default_factory=list)  # [(key, label)] offered
+
+    @property
+    def method_options(self) -> list[tuple[str, str]]:
+        """(value, label in the reader's language) of the methods offered."""
+        return [(m, str(METHOD_LABELS.get(m, m))) for m in self.methods]
 
     @property
     def config(self) -> str:

@@ -70,7 +70,7 @@ def test_the_time_comes_from_earlier_builds_of_the_model(
     client.force_login(researcher)
     response = client.post(reverse("datasets:new"), form_data(corpus, model, sharp))
     assert not DatasetVersion.objects.filter(name="first").exists()
-    assert "measured on 1 earlier build of this model on the default queue" in response.content.decode()
+    assert "measured on 1 earlier build of this model on the <code>default</code> queue" in response.content.decode()
 
 
 def test_the_live_estimate_fragment_never_builds(client, researcher, corpus, model, sharp, maps):

@@ -44,6 +44,15 @@ def test_the_question_says_the_amount_the_time_and_the_worker():
     assert "no time can be estimated yet (no measured rate yet" in unknown.question
 
 
+def test_on_a_page_the_queue_reads_as_a_name_in_code_and_the_rest_is_escaped():
+    estimate = Estimate(12, "prompts", None, "no rate for <jobs> on the relevance queue", queue="relevance")
+    assert estimate.worker_html == "one worker of the <code>relevance</code> queue"
+    assert estimate.basis_html == "no rate for &lt;jobs&gt; on the <code>relevance</code> queue"
+    assert estimate.question_html.count("<code>relevance</code>") == 1  # in the basis it quotes
+    assert "<code>" not in estimate.question  # the API's plain text stays plain
+    assert Estimate(12, "prompts", None, "a <b>", queue="").basis_html == "a &lt;b&gt;"
+
+
 @pytest.mark.parametrize(
     "seconds, words", [(42, "42 s"), (61, "2 min"), (3600, "1 h 00 min"), (7500, "2 h 05 min"), (3 * 86400, "3.0 days")]
 )

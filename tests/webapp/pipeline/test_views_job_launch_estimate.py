@@ -41,7 +41,7 @@ def test_above_the_threshold_the_first_submit_asks_and_creates_nothing(client, r
     assert response.status_code == 200 and not RelevanceJob.objects.exists()
     assert response.context["ask"] and response.context["estimate"].amount == 12
     assert "This is 12 prompts, and no time can be estimated yet" in html
-    assert "no measured rate yet for jobs of this model on the relevance queue" in html
+    assert "no measured rate yet for jobs of this model on the <code>relevance</code> queue" in html
     assert '<button type="submit" class="primary" name="confirmed" value="12">Yes, launch 12 prompts</button>' in html
 
 
@@ -72,8 +72,8 @@ def test_a_measured_rate_asks_above_the_seconds_threshold(
     response = client.post(URL, form_data)
     assert RelevanceJob.objects.count() == 1  # only the earlier one
     html = response.content.decode()
-    assert "This is 12 prompts, about 2 min on one worker of the relevance queue. Launch it?" in html
-    assert "measured on 1 earlier job of this model on the relevance queue" in html
+    assert "This is 12 prompts, about 2 min on one worker of the <code>relevance</code> queue. Launch it?" in html
+    assert "measured on 1 earlier job of this model on the <code>relevance</code> queue" in html
 
 
 def test_the_live_estimate_fragment_never_launches(client, researcher, form_data, small_threshold):

@@ -61,8 +61,8 @@ def test_the_time_comes_from_earlier_runs_of_the_same_kind_and_model(
     response = client.post(reverse("training:run_new"), three_steps)
     assert TrainingRun.objects.count() == 1  # only the earlier one
     html = response.content.decode()
-    assert "This is 3 steps, about 20 min on one worker of the training queue. Launch it?" in html
-    assert "measured on 1 earlier dsm run of this model on the training queue" in html
+    assert "This is 3 steps, about 20 min on one worker of the <code>training</code> queue. Launch it?" in html
+    assert "measured on 1 earlier dsm run of this model on the <code>training</code> queue" in html
 
 
 def test_the_live_estimate_fragment_never_launches(client, three_steps):
