@@ -4,6 +4,8 @@ by cursor, against the offset-and-count paging it replaced; prints one JSON obje
     .venv/bin/python -m benchmarks api-pages                      # 1,000,000 notes, pages of 200
     .venv/bin/python -m benchmarks api-pages --notes 100000       # a first look
     .venv/bin/python -m benchmarks api-pages --reuse              # keep the database; a second run only measures
+    .venv/bin/python -m benchmarks api-pages --auth-baseline      # each page also with the old token auth, in turn
+    .venv/bin/python -m benchmarks api-pages --profile            # and a cProfile of 20 requests
 
 Runs in a DEDICATED database (default `dsm_bench_api_pages` on 127.0.0.1, or --database-url): it
 is created, migrated, filled, measured and dropped at the end (--keep to keep it; --reuse keeps
@@ -22,7 +24,11 @@ researcher's token of the corpus's project:
 1. cursor: GET /api/corpora/ID/notes?limit=L (after 3 untimed ones), then every `next` to the
    end: each page's time,
    p50 / p95 / max over all pages and per tenth of the depth, and a check that every note came
-   once in id order;
+   once in id order; with --auth-baseline each page is asked twice, in turn, with today's token
+   authentication and with the one before the rate limit moved to the cache (the count on the
+   token's row: SELECT ... FOR UPDATE, UPDATE, COMMIT every request), so both meet the same load;
+   `rate_count` says where today's run counted (the shared cache when REDIS_URL or CACHE_URL is
+   set, else the token's row);
 2. baseline in the same process, on the same query (the access-filtered notes of the corpus):
    the paging it replaced (webapp.db.pagination before issue 40: count of the whole query,
    OFFSET, LIMIT), as a function, at --depths of the list (first page, a quarter, ... last page),
