@@ -1,9 +1,11 @@
 """Small filters of the training pages. Figures are for a person, in the reader's language (60,3
 in Italian and Spanish); nothing parses them back."""
 
+import re
 from datetime import timedelta
 
 from django import template
+from django.utils.translation import gettext, gettext_noop
 
 from webapp.lifecycle.estimates import decimal
 
@@ -44,3 +46,37 @@ def sci(value):
 def is_number(value):
     """True for a figure (or an empty figure cell), so the table aligns it to the right."""
     return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+# The phases a training worker stores while it holds the run (webapp.training.runs, the labels of
+# reporting.set_phase: English, also read by the API), shown in the reader's language; a phase not
+# recognised (an old row, a new label) is shown as stored
+PHASES = frozenset(
+    (
+        gettext_noop("queued again"),
+        gettext_noop("starting"),
+        gettext_noop("reading the dataset"),
+        gettext_noop("training"),
+        gettext_noop("LoRA SFT"),
+        gettext_noop("training the SFT teacher"),
+        gettext_noop("training the student on gold + synthetic labels"),
+        gettext_noop("labelling unlabeled notes with the teacher"),
+        gettext_noop("computing features (cached per model and items)"),
+        gettext_noop("training the classification heads"),
+        gettext_noop("predicting the test items"),
+        gettext_noop("evaluating on the test items"),
+    )
+)
+_SHOTS = re.compile(r"(?P<shots>\d+)-shot prompting")
+
+
+@register.filter
+def run_phase(phase):
+    """The run's stored phase in the reader's language (the number of shots as stored)."""
+    if not isinstance(phase, str) or not phase:
+        return phase
+    if phase in PHASES:
+        return gettext(phase)
+    if m := _SHOTS.fullmatch(phase):
+        return gettext("%(shots)s-shot prompting") % m.groupdict()
+    return phase
