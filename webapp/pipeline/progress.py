@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 from webapp.lifecycle import progress as rates
 from webapp.lifecycle.status import JobStatus
 from webapp.lifecycle.units import stale_before
+from webapp.pipeline.error_text import error_words
 from webapp.pipeline.jobs import can_resume
 from webapp.pipeline.models import RelevanceChunk, RelevanceJob
 
@@ -93,7 +94,7 @@ def job_progress(job: RelevanceJob, now=None) -> Progress:
         else rates.eta(job.total - job.done, rate, parallel=alive, stalled=stalled is not None)
     )
     errors = [
-        _("Chunk %(number)s: %(error)s") % {"number": index + 1, "error": error}
+        _("Chunk %(number)s: %(error)s") % {"number": index + 1, "error": error_words(error)}
         for index, error in job.chunks.exclude(error="").order_by("index").values_list("index", "error")[:MAX_ERRORS]
     ]
     return Progress(
@@ -105,7 +106,7 @@ def job_progress(job: RelevanceJob, now=None) -> Progress:
         prompts_per_second=rate,
         eta=eta,
         errors=errors,
-        job_error=job.error,
+        job_error=error_words(job.error),
         ended=ended,
         resumable=can_resume(job),
         stalled_since=stalled,
