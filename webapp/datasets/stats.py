@@ -12,6 +12,7 @@ task (ml.specificity), e.g. the patient's age peaking for heart rate and chest p
 from collections import OrderedDict
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 
 class SharedPeaks:
@@ -84,13 +85,37 @@ def present(stats: dict) -> dict:
     }
 
 
+# The reasons a build stores for the pairs it excluded (webapp.datasets.building, _Tally.accounting:
+# English, also in the API's stats and the export manifest), shown in the reader's language; a
+# reason not recognised is shown as stored
+EXCLUSION_REASONS = frozenset(
+    (
+        gettext_noop("Held-out task"),
+        gettext_noop("Note held back by a validation set"),
+        gettext_noop("Map does not fit its note (note changed since relevance)"),
+        gettext_noop("Not exactly one peak"),
+        gettext_noop("Fewer than two peaks"),
+        gettext_noop("Not exactly one peak once review rejections are removed"),
+        gettext_noop("Fewer than two peaks once review rejections are removed"),
+        gettext_noop("Nothing to mask (peaks only whitespace)"),
+        gettext_noop("Nothing to mask (peaks only whitespace, or no room for a random span)"),
+        gettext_noop("Every example a duplicate of an earlier note's"),
+    )
+)
+
+
+def exclusion_words(label: str) -> str:
+    """A stored exclusion reason in the active language."""
+    return _(label) if label in EXCLUSION_REASONS else label
+
+
 def accounting(stored: dict | None) -> dict | None:
     """The pair accounting as stored by the build: read, kept, the excluded reasons (all of
-    them, zeros included, so the table reads the same for every build) and whether it adds up.
-    None for a version built before the builder kept it."""
+    them, zeros included, so the table reads the same for every build; in the reader's language)
+    and whether it adds up. None for a version built before the builder kept it."""
     if not stored:
         return None
-    excluded = [(label, count) for _, label, count in stored.get("excluded", [])]
+    excluded = [(exclusion_words(label), count) for _reason, label, count in stored.get("excluded", [])]
     total = stored.get("kept", 0) + sum(count for _, count in excluded)
     return {
         "read": stored.get("read", 0),
