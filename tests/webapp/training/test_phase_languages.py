@@ -4,6 +4,7 @@ the run page and the run list in the reader's language (training_tags.run_phase)
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
 
 from webapp.api import tokens
 
@@ -14,6 +15,13 @@ PHASES = {
     },
     "3-shot prompting": {"it": "prompting 3-shot", "es": "prompting 3-shot"},
 }
+
+
+@pytest.fixture(autouse=True)
+def _no_language_left_behind():
+    """A request's language stays active in the test's thread after it: later tests read English."""
+    yield
+    translation.deactivate()
 
 
 @pytest.mark.parametrize("phase", PHASES)
@@ -50,3 +58,27 @@ def test_a_phase_not_known_is_shown_as_stored(researcher, make_run):
         '<span class="phase">something new</span>'
         in client.get(reverse("training:run_detail", args=[run.pk])).content.decode()
     )
+
+
+LOG_LINES = {
+    "it": ("Tentativo 1 avviato su w1.", "Annullamento richiesto."),
+    "es": ("Intento 1 iniciado en w1.", "Cancelación solicitada."),
+    "en": ("Attempt 1 started on w1.", "Cancel requested."),
+}
+
+
+@pytest.mark.parametrize("lang", ["it", "es", "en"])
+def test_the_run_s_log_lines_are_shown_in_the_reader_s_language(researcher, make_run, lang):
+    from webapp.training import runs
+    from webapp.training.models import RunLog
+
+    run = runs.claim(make_run().pk, worker="w1")
+    runs.cancel(run)
+    client = Client(HTTP_ACCEPT_LANGUAGE=lang)
+    client.force_login(researcher)
+    page = client.get(reverse("training:run_detail", args=[run.pk])).content.decode()
+    log = page[page.index('<ol class="log">') :]
+    for words in LOG_LINES[lang]:
+        assert f"</time> {words}</li>" in log, words
+    stored = set(RunLog.objects.filter(run=run).values_list("message", flat=True))
+    assert set(LOG_LINES["en"]) <= stored  # stored English

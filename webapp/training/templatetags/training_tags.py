@@ -80,3 +80,43 @@ def run_phase(phase):
     if m := _SHOTS.fullmatch(phase):
         return gettext("%(shots)s-shot prompting") % m.groupdict()
     return phase
+
+
+# The lines webapp.training.runs writes into a run's log at each turn of its life (English, as the
+# API and the log files keep them), in the reader's language; any other line is shown as stored
+_LOG_LINES = (
+    (re.compile(r"Cancel requested\."), lambda m: gettext("Cancel requested.")),
+    (re.compile(r"Cancelled\."), lambda m: gettext("Cancelled.")),
+    (re.compile(r"Resume requested\."), lambda m: gettext("Resume requested.")),
+    (
+        re.compile(r"Resume requested from the checkpoint of step (?P<step>\d+)\."),
+        lambda m: gettext("Resume requested from the checkpoint of step %(step)s."),
+    ),
+    (
+        re.compile(r"Attempt (?P<attempt>\d+) started on this process\."),
+        lambda m: gettext("Attempt %(attempt)s started on this process."),
+    ),
+    (
+        re.compile(r"Attempt (?P<attempt>\d+) started on (?P<worker>.+)\.", re.DOTALL),
+        lambda m: gettext("Attempt %(attempt)s started on %(worker)s."),
+    ),
+    (
+        re.compile(r"Cancelled; Resume continues from the last checkpoint\."),
+        lambda m: gettext("Cancelled; Resume continues from the last checkpoint."),
+    ),
+    (
+        re.compile(r"Cancelled at step (?P<step>\d+); Resume continues from the last checkpoint\."),
+        lambda m: gettext("Cancelled at step %(step)s; Resume continues from the last checkpoint."),
+    ),
+)
+
+
+@register.filter
+def run_log(message):
+    """A line of the run's log in the reader's language (its step, attempt and worker as stored)."""
+    if not isinstance(message, str):
+        return message
+    for pattern, words in _LOG_LINES:
+        if m := pattern.fullmatch(message):
+            return words(m) % m.groupdict()
+    return message
