@@ -29,6 +29,13 @@ WORDS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _no_language_left_behind():
+    """A request's language stays active in the test's thread after it: later tests read English."""
+    yield
+    translation.deactivate()
+
+
 @pytest.mark.usefixtures("several_reasons")
 @pytest.mark.parametrize("lang", ["it", "es", "en"])
 def test_the_statistics_page_shows_the_reasons_in_the_reader_s_language(researcher, make_dataset, lang):

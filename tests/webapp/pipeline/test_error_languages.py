@@ -5,6 +5,7 @@ API), are shown on the job page in the reader's language, their values as stored
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
 
 from webapp.api import tokens
 from webapp.pipeline import chunks
@@ -23,6 +24,13 @@ WORDS = {
     ),
     "en": (CHUNK_ERROR, JOB_ERROR),
 }
+
+
+@pytest.fixture(autouse=True)
+def _no_language_left_behind():
+    """A request's language stays active in the test's thread after it: later tests read English."""
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture
@@ -69,8 +77,6 @@ def test_the_job_page_shows_the_errors_in_the_reader_s_language(clinician, faile
     ],
 )
 def test_every_message_the_workers_write_is_recognised_and_english_reads_as_stored(stored):
-    from django.utils import translation
-
     with translation.override("en"):
         assert error_words(stored) == stored
     for lang in ("it", "es"):
@@ -79,16 +85,12 @@ def test_every_message_the_workers_write_is_recognised_and_english_reads_as_stor
 
 
 def test_an_error_not_recognised_is_shown_as_stored():
-    from django.utils import translation
-
     with translation.override("it"):
         assert error_words("something odd happened") == "something odd happened"
 
 
 def test_the_workers_own_messages_are_recognised():
     """The forms in error_text follow the workers' own f-strings."""
-    from django.utils import translation
-
     from webapp.lifecycle.kinds import RETRY
 
     written = [
