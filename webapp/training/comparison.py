@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext_lazy
+
 from ml.metrics import PairedDiff, mean_task_f1, paired_bootstrap
 from webapp.lib import csv_export
 from webapp.training import configs
@@ -56,6 +58,26 @@ TABLE4_SYSTEMS = [  # (label, origin, adaptation): the paper's Table 4 order
 ]
 
 
+# The tables' fixed column names in the reader's language, for the page and the CSV's header row (a
+# table for people: the CSV opens in a spreadsheet); `Table.columns` keeps the English names the
+# code keys on, and a column not listed (Table 3's "<model> SFT base") is shown as it is
+HEADERS = {
+    "Model": gettext_lazy("Model"),
+    "System": gettext_lazy("System"),
+    "Run": gettext_lazy("Run"),
+    "Reference": gettext_lazy("Reference"),
+    "Reference run": gettext_lazy("Reference run"),
+    "Reference Macro F1": gettext_lazy("Reference Macro F1"),
+    "Held-out task": gettext_lazy("Held-out task"),
+    "95% CI low": gettext_lazy("95% CI low"),
+    "95% CI high": gettext_lazy("95% CI high"),
+    "Δ 95% CI low": gettext_lazy("Δ 95% CI low"),
+    "Δ 95% CI high": gettext_lazy("Δ 95% CI high"),
+    "Items": gettext_lazy("Items"),
+    "Pairing": gettext_lazy("Pairing"),
+}
+
+
 @dataclass(frozen=True)
 class RunRow:
     run_id: int
@@ -82,11 +104,18 @@ class Table:
         """The columns holding figures (every column but the labels)."""
         return [c for c in self.columns if c not in ("Model", "System", "Held-out task")]
 
+    @property
+    def headers(self) -> list[tuple[str, bool]]:
+        """(column name in the reader's language, holds figures) of each column, for the page."""
+        numeric = self.numeric
+        return [(str(HEADERS.get(c, c)), c in numeric) for c in self.columns]
+
     def to_csv(self) -> str:
+        """The table as CSV, its header row in the reader's language (English outside a request)."""
         rows = (
             [_csv_cell(cell, self.formats.get(column)) for column, cell in zip(self.columns, row)] for row in self.rows
         )
-        return csv_export.csv_text(self.columns, rows)
+        return csv_export.csv_text([header for header, _ in self.headers], rows)
 
 
 # ------------------------------------------------------------------------ from the database

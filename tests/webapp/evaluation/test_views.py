@@ -102,8 +102,11 @@ def test_the_list_shows_each_evaluation_with_its_recommendation(client, clinicia
     finished(corpus, model_version, [group("attention", "next", 0.52, 0.48, 0.56)])
     client.force_login(clinician)
     page = client.get("/evaluations/").content.decode()
-    assert "attnlrp / span" in page and "none beats chance" in page
+    assert "AttnLRP / Every token of s_T, summed" in page and "none beats chance" in page
+    assert "attnlrp / span" not in page  # the choices' labels, not their codes
     assert "New evaluation" not in page  # clinicians may look, not launch
+    italian = client.get("/evaluations/", HTTP_ACCEPT_LANGUAGE="it").content.decode()
+    assert "AttnLRP / Ogni token di s_T, sommato" in italian
 
 
 def test_the_result_page_shows_the_table_the_charts_and_the_recommendation(

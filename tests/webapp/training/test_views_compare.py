@@ -36,6 +36,14 @@ def test_table_2_compares_ch_on_the_base_and_the_dsm_model(client, clinician, ma
     assert csv_response["Content-Type"].startswith("text/csv")
     assert csv_response.content.decode().splitlines()[1] == f"{model_version.name},,,,52.5,60.3,7.8"
     assert client.get(url + "&csv=9").status_code == 400
+    # a table for people: its header row in the reader's language, the figures as they are
+    english = client.get(url + "&csv=4").content.decode().splitlines()
+    assert english[0] == "Model,System,Macro F1,95% CI low,95% CI high,Run"
+    italian = client.get(url + "&csv=4", HTTP_ACCEPT_LANGUAGE="it").content.decode().splitlines()
+    assert italian[0] == "Modello,Sistema,Macro F1,IC 95% inf.,IC 95% sup.,Addestramento"
+    assert italian[1:] == english[1:]
+    spanish = client.get(url + "&csv=2", HTTP_ACCEPT_LANGUAGE="es").content.decode().splitlines()
+    assert spanish[0].startswith("Modelo,SFT base,") and spanish[1] == f"{model_version.name},,,,52.5,60.3,7.8"
 
 
 def test_the_runs_list_lets_one_select_runs_to_compare(client, clinician, make_run):

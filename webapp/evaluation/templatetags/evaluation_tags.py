@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from webapp.evaluation.gold_sources import ORIGINS
 from webapp.lifecycle.estimates import decimal
+from webapp.pipeline.models import RelevanceJob
 
 register = template.Library()
 
@@ -28,6 +29,19 @@ def interval(values) -> str:
     if not values or len(values) != 2 or not all(_defined(v) for v in values):
         return "—"
     return f"{decimal(f'{values[0]:.3f}')}–{decimal(f'{values[1]:.3f}')}"
+
+
+@register.filter
+def method_label(code) -> str:
+    """A relevance method's code ("attnlrp") as its label in the reader's language, as the job list
+    shows it; a code no longer registered is shown as stored."""
+    return str(dict(RelevanceJob.Method.choices).get(code, code))
+
+
+@register.filter
+def explain_label(code) -> str:
+    """An explain variant's code ("span") as its label in the reader's language; unknown: as stored."""
+    return str(dict(RelevanceJob.Explain.choices).get(code, code))
 
 
 @register.filter
