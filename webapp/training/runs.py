@@ -36,7 +36,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
@@ -303,10 +303,11 @@ def launch(spec: RunSpec, actor=None, *, enqueue: bool = True, confirm_identifia
     run.save(update_fields=["output_dir"])
     if confirmed:  # MLflow logging finds the run's own row (gate.released)
         passage.record(actor, "training launch", run, kind=run.kind, dataset=run.dataset_id, split=run.split_id)
+    with translation.override("en"):  # a stored log line is English, whatever page launched the run
+        kind_name = str(run.get_kind_display())
     RunLog.objects.create(
         run=run,
-        message=f"Launched: {run.get_kind_display()}"
-        f"{f', preset {spec.preset}' if spec.preset else ''}, model "
+        message=f"Launched: {kind_name}{f', preset {spec.preset}' if spec.preset else ''}, model "
         f"{spec.model_version.name}.",
     )
     record(

@@ -249,3 +249,16 @@ def test_an_sft_run_on_a_stored_split_smaller_than_one_batch_is_refused_with_war
     assert list(spec.problems()) == ["train.warmup_ratio"]
     spec.config = {"train": {"warmup_ratio": 0.0}}
     assert spec.problems() == {}
+
+
+def test_a_run_launched_from_an_italian_page_logs_its_launch_in_english(dataset, model_version):
+    """Stored log lines are English (the API and log files read them); the page translates them."""
+    from django.utils import translation
+
+    with translation.override("it"):
+        run = runs.launch(dsm_spec(dataset, model_version), enqueue=False)
+    english = str(run.get_kind_display())
+    with translation.override("it"):
+        italian = str(run.get_kind_display())
+    assert italian != english  # the test would see nothing otherwise
+    assert run.logs.filter(message__startswith=f"Launched: {english},").exists()
