@@ -14,6 +14,13 @@ PORT ?= 8000
 # test_decselfmask_N) and Redis database N (its queues and unacked messages), so two runs at once
 # with different TEST_RUN never touch each other's rows or messages: `make test TEST_RUN=3`.
 TEST_RUN ?= 15
+# The PostgreSQL run is spread over TEST_WORKERS processes (pytest-xdist, whole files each): much
+# of the suite waits on worker processes, servers and Chromium, so two processes on two cores end
+# sooner than one. Worker K uses Redis database TEST_RUN-K (tests/settings.py) and its own test
+# database; each process gets its share of the cores for torch (OMP_NUM_THREADS), so two never
+# oversubscribe them. TEST_WORKERS=1: one process, as before.
+TEST_WORKERS ?= 2
+TEST_THREADS ?= $(shell n=$$(( $$(nproc) / $(TEST_WORKERS) )); echo $$(( n > 0 ? n : 1 )))
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/decselfmask_$(TEST_RUN)
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/$(TEST_RUN)
 
@@ -65,7 +72,8 @@ check-test-run:
 EMBEDDED_TESTS := tests/embedded tests/webapp/corpus/test_search.py tests/webapp/db/test_pagination.py
 define two_runs
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-	  HF_HUB_OFFLINE=1 $(PY) -m pytest $(1) $(PYTEST_ARGS); server=$$?; \
+	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$(TEST_THREADS)} HF_HUB_OFFLINE=1 \
+	  $(PY) -m pytest $(1) -n $(if $(filter 1,$(TEST_WORKERS)),0,$(TEST_WORKERS)) --dist loadfile $(PYTEST_ARGS); server=$$?; \
 	dir=$$(mktemp -d); env -u DATABASE_URL -u REDIS_URL -u CELERY_BROKER_URL DATA_DIR=$$dir HF_HUB_OFFLINE=1 \
 	  $(PY) -m pytest -m "embedded$(2)" $(EMBEDDED_TESTS) $(PYTEST_ARGS); embedded=$$?; rm -rf $$dir; \
 	for rc in $$server $$embedded; do \

@@ -25,7 +25,36 @@ def test_project(request):
     if request.node.get_closest_marker("django_db") is None and not wanted:
         return None
     request.getfixturevalue(sorted(wanted)[0] if wanted else "_django_db_helper")
+    _seeded_rows()
     return default_project()
+
+
+def _seeded_rows():
+    """The rows migrations seed (the default model and peak profile, the role groups), made again
+    if missing: a transactional test's flush removes them, and with make test's TEST_WORKERS a
+    process may run such a test before any other (pytest-django orders tests within a process
+    only). The migrations' own functions, so the rows are the same."""
+    from importlib import import_module
+
+    from django.apps import apps
+
+    for migration, function in (
+        ("webapp.pipeline.migrations.0002_defaults", "create_defaults"),
+        ("webapp.accounts.migrations.0001_role_groups", "create_groups"),
+    ):
+        getattr(import_module(migration), function)(apps, None)
+
+
+@pytest.fixture(autouse=True)
+def english_after_each_test():
+    """A page request activates its language in the thread and Django leaves it there, so a test
+    that read a page in Italian would leave the next test reading Italian: each test ends in the
+    default language again, whatever order the tests run in."""
+    from django.conf import settings
+    from django.utils import translation
+
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,29 @@ import os
 
 os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
 
+
+def _redis_database_of_this_worker() -> None:
+    """make test runs the suite in TEST_WORKERS processes (pytest-xdist). Worker gwK uses Redis
+    database TEST_RUN-K (mod 16) for its queues, unacked messages and cache, as two runs with
+    different TEST_RUN stay apart; pytest-django names its test database after the worker too
+    (test_decselfmask_15_gw1). Set in the environment, so the workers and servers a test starts
+    inherit it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    url = os.environ.get("REDIS_URL", "")
+    run_url = os.environ.setdefault("DSM_TEST_RUN_REDIS_URL", url)
+    # A process a test starts inherits both variables and may read these settings again: its
+    # REDIS_URL is then this worker's already (or one the test chose), and stays.
+    if not (worker.startswith("gw") and url) or url != run_url:
+        return
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    base = int(parts.path.strip("/") or 0)
+    os.environ["REDIS_URL"] = urlunsplit(parts._replace(path=f"/{(base - int(worker[2:])) % 16}"))
+
+
+_redis_database_of_this_worker()
+
 from webapp.settings import *  # noqa: E402,F403
 from webapp.settings import STORAGES  # noqa: E402
 

@@ -173,8 +173,10 @@ def test_a_clinician_completes_a_validation_round_and_gets_a_recommendation(logi
     page.goto(f"/review/validation/{vset.pk}/")
     for answer in ["y", "n", "y", "n"]:
         page.wait_for_selector("#validation-round")
-        page.keyboard.press(answer)
-        page.wait_for_load_state()
+        page.wait_for_load_state("load")  # review.js (deferred) is listening for the keys
+        # each answer posts its form: wait for the next page, so no key lands on the one leaving
+        with page.expect_navigation():
+            page.keyboard.press(answer)
     page.wait_for_url(f"**/validation/{vset.pk}/results/")
     assert "setting 1" in page.locator("#recommendation").inner_text()
     page.click("#adopt-button")

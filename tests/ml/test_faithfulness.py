@@ -5,6 +5,7 @@ batched model scorer against a plain loop, the forward-pass budget, and the comm
 from __future__ import annotations
 
 import json
+import multiprocessing
 
 import numpy as np
 import pytest
@@ -266,8 +267,15 @@ def attnlrp_faithfulness():
     return result.forward_passes, result.summary["methods"]
 
 
-def test_attnlrp_maps_are_scored_beside_grad_input_in_a_patched_process(patched_child):
-    passes, methods = patched_child.apply(attnlrp_faithfulness)
+def test_attnlrp_maps_are_scored_beside_grad_input_in_a_patched_process():
+    # a child of its own, not the session's patched_child: grad_input is computed before AttnLRP
+    # patches the process, and another test may already have patched the shared child
+    pool = multiprocessing.get_context("spawn").Pool(1)
+    try:
+        passes, methods = pool.apply(attnlrp_faithfulness)
+    finally:
+        pool.terminate()
+        pool.join()
     assert passes == 2 * (1 + 2 * 10 + 10 * 10)
     assert list(methods) == ["attnlrp", "grad_input"]
     assert all(np.isfinite(m["aopc_comprehensiveness"]) for m in methods.values())

@@ -137,6 +137,19 @@ def refusal(request, queryset, **kwargs) -> str:
         (signing.dumps(["pk", 3], salt=f"{pagination.SALT}:{PATH}"), "another ordering"),
         ("x" * 1000, "longer than any"),
     ],
+    # named, not by the signed cursors: those hold a timestamp, and pytest-xdist's processes must
+    # collect the same test ids
+    ids=[
+        "garbage",
+        "another-salt",
+        "another-list",
+        "another-ordering",
+        "wrong-key-type",
+        "two-keys",
+        "boolean-key",
+        "a-list-not-a-dict",
+        "too-long",
+    ],
 )
 def test_a_cursor_the_list_did_not_give_is_a_400_that_says_what_to_send(notes, cursor, says):
     corpus, _ = notes
