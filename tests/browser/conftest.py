@@ -5,6 +5,8 @@ import shutil
 
 import pytest
 
+from tests.browser import language
+
 CHROMIUM = os.environ.get("DSM_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -66,3 +68,17 @@ def login(page):
         return page
 
     return do_login
+
+
+@pytest.fixture(params=["en", *language.LANGUAGES])
+def lang(request):
+    """The interface languages the language walks run in (tests/browser/language.py)."""
+    return request.param
+
+
+@pytest.fixture
+def lang_page(browser, live_server, lang):
+    """A page of a browser context that asks for `lang` (Accept-Language)."""
+    page = language.new_page(browser, live_server.url, lang)
+    yield page
+    page.context.close()

@@ -35,18 +35,6 @@ WARD = {
 }
 
 
-@pytest.fixture(params=["en", *language.LANGUAGES])
-def lang(request):
-    return request.param
-
-
-@pytest.fixture
-def lang_page(browser, live_server, lang):
-    page = language.new_page(browser, live_server.url, lang)
-    yield page
-    page.context.close()
-
-
 @pytest.fixture
 def ward(db, lang):
     """Six notes of the ward in `lang`, two tasks and a model version."""

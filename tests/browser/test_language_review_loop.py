@@ -57,18 +57,6 @@ WARD = {
 }
 
 
-@pytest.fixture(params=["en", *language.LANGUAGES])
-def lang(request):
-    return request.param
-
-
-@pytest.fixture
-def lang_page(browser, live_server, lang):
-    page = language.new_page(browser, live_server.url, lang)
-    yield page
-    page.context.close()
-
-
 @pytest.fixture
 def ward(db, lang, researcher):
     """Two notes of the ward in `lang`, one task with a guideline, a map of two peaks on each note

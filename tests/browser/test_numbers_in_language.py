@@ -12,18 +12,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 EXPECTED = {"en": ("1.25", "0.15", "0.85"), "it": ("1,25", "0,15", "0,85"), "es": ("1,25", "0,15", "0,85")}
 
 
-@pytest.fixture(params=["en", *language.LANGUAGES])
-def lang(request):
-    return request.param
-
-
-@pytest.fixture
-def lang_page(browser, live_server, lang):
-    page = language.new_page(browser, live_server.url, lang)
-    yield page
-    page.context.close()
-
-
 @pytest.fixture
 def note_url(db):
     from tests.webapp.review.fabricate import TEXT, add_map
