@@ -27,6 +27,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy, ngettext
 
+from ml.faithfulness import FRACTIONS, PASSES_PER_PAIR, RANDOM_DRAWS
 from webapp.lifecycle.models import WorkUnit
 from webapp.lifecycle.progress import eta, rate
 from webapp.lifecycle.status import JobStatus
@@ -73,7 +74,12 @@ class RelevanceEvaluation(WorkUnit):
     )
     faithfulness = models.BooleanField(
         default=False,
-        help_text="also measure faithfulness (ml.faithfulness: 12 forward passes per pair and configuration)",
+        help_text=(
+            f"also measure faithfulness (ml.faithfulness): {PASSES_PER_PAIR} forward passes per pair for one "
+            f"method with {RANDOM_DRAWS} random draws: the full prompt once, then a deletion and an insertion at "
+            f"each of {len(FRACTIONS)} fractions for the method and for each random draw; each further method "
+            f"adds {2 * len(FRACTIONS)}"
+        ),
     )
     seconds_per_pass = models.FloatField(null=True, blank=True, help_text="faithfulness: seconds per forward pass")
 
