@@ -21,6 +21,10 @@ or more annotators annotated carry agreement.
   marks of the document's text (`\\w+|[^\\w\\s]`) where the text is given, else the characters
   up to the last span's end (said in the diagnostics). Equal to the `krippendorff` package's
   `alpha(..., level_of_measurement="nominal")` on the same tokens (tests check).
+* `per_label[LABEL]["alpha_tokens"]`: the same alpha with two values only, the label or not
+  ("O"; a token another label covers is "O" here), over the tokens of the paired documents
+  annotated for that label (every paired document, unless `labels_of` says which labels a
+  document was annotated for). Undefined (NaN) where no token has the label.
 
 Every figure is a ratio of sums over documents, so the bootstrap draws documents with
 replacement (numpy Generator seeded by `seed`) and a block of resamples is one matrix product
@@ -79,6 +83,9 @@ class LabelF1:
     f1_exact_ci: tuple[float, float]
     f1_overlap: float
     f1_overlap_ci: tuple[float, float]
+    alpha_tokens: float = math.nan  # nominal alpha on tokens, this label vs the rest ("O")
+    alpha_tokens_ci: tuple[float, float] = (math.nan, math.nan)
+    tokens: int = 0  # tokens of the paired documents annotated for this label (its alpha's items)
 
 
 @dataclass
@@ -114,9 +121,12 @@ def span_agreement(
     annotated: Mapping[Hashable, Iterable[str]] | None = None,
     texts: Mapping[Hashable, str] | None = None,
     settings: SpanSettings = SpanSettings(),
+    labels_of: Mapping[Hashable, Iterable[str]] | None = None,
 ) -> SpanAgreement:
     """Every figure of the module docstring. `annotated`: doc -> the annotators who annotated it
-    (added to those with a span there); `texts`: doc -> its text, for tokens."""
+    (added to those with a span there); `texts`: doc -> its text, for tokens; `labels_of`: doc ->
+    the labels it was annotated for, the documents of each label's alpha (default: every label
+    on every document)."""
     if not 0 < settings.confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {settings.confidence}")
     spans = list(spans)
@@ -139,6 +149,8 @@ def span_agreement(
     f1_parts = np.zeros((len(paired), len(labels) + 1, 3))  # per doc, label (last: all): 2E, hits, spans
     pair_parts: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(4))  # docs, 2E, hits, spans
     alpha_docs: list[tuple[float, float, Counter]] = []  # per paired doc: n, D_o, n_k
+    label_alpha = np.zeros((len(paired), len(labels), 4))  # per paired doc and label: n, D_o, n_label, n_O
+    label_tokens = np.zeros(len(labels), dtype=int)
     untexted = tokens = 0
     for i, doc in enumerate(paired):
         mine = defaultdict(lambda: defaultdict(list))  # annotator -> label -> [(start, end)]
@@ -158,7 +170,16 @@ def span_agreement(
             last = max((s.end for s in by_doc[doc]), default=0)
             bounds = [(c, c + 1) for c in range(last)]
         tokens += len(bounds)
-        alpha_docs.append(_alpha_parts(bounds, {a: mine[a] for a in who[doc]}))
+        n, do, nk = _alpha_parts(bounds, {a: mine[a] for a in who[doc]})
+        alpha_docs.append((n, do, nk))
+        in_scope = labels if labels_of is None else [x for x in labels_of.get(doc, ()) if x in label_index]
+        for label in in_scope:  # a label nobody marked here: every value "O", no disagreement
+            label_alpha[i, label_index[label]] = (n, 0.0, 0.0, n)
+            label_tokens[label_index[label]] += len(bounds)
+        if bounds:
+            for label, parts in _label_alpha_parts(bounds, {a: mine[a] for a in who[doc]}).items():
+                if label in in_scope:
+                    label_alpha[i, label_index[label]] = parts
     f1_parts[:, -1] = f1_parts[:, :-1].sum(axis=1)
 
     values = sorted({v for _, _, nk in alpha_docs for v in nk})
@@ -177,7 +198,10 @@ def span_agreement(
             overlap = sums[:, :, 1] / sums[:, :, 2]
             n = w @ alpha_n
             alpha = 1 - (n - 1) * (w @ alpha_do) / (n**2 - ((w @ alpha_nk) ** 2).sum(axis=1))
-        out = {"exact": exact, "overlap": overlap, "alpha": alpha}
+            per = np.tensordot(w, label_alpha, axes=(1, 0))  # resamples x labels x 4
+            n_l = per[:, :, 0]
+            label = 1 - (n_l - 1) * per[:, :, 1] / (n_l**2 - per[:, :, 2] ** 2 - per[:, :, 3] ** 2)
+        out = {"exact": exact, "overlap": overlap, "alpha": alpha, "label_alpha": label}
         return {k: np.where(np.isfinite(v), v, np.nan) for k, v in out.items()}
 
     point = figures(np.ones((1, len(paired))))
@@ -190,6 +214,9 @@ def span_agreement(
             cis["exact"][k],
             float(point["overlap"][0, k]),
             cis["overlap"][k],
+            float(point["label_alpha"][0, k]),
+            cis["label_alpha"][k],
+            int(label_tokens[k]),
         )
         for label, k in label_index.items()
     }
@@ -263,8 +290,31 @@ def _alpha_parts(bounds: list[tuple[int, int]], mine: dict) -> tuple[float, floa
     return float(m * len(bounds)), do, nk
 
 
+def _label_alpha_parts(bounds: list[tuple[int, int]], mine: dict) -> dict[str, tuple[float, float, float, float]]:
+    """One document's terms of each marked label's two-valued alpha (the label or "O"): pairable
+    values n, observed disagreement sum_t 2 c (m - c) / (m - 1) (c annotators giving the label),
+    the label's count and "O"'s."""
+    starts = np.array([s for s, _ in bounds])
+    ends = np.array([e for _, e in bounds])
+    m = len(mine)
+    given: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(len(bounds)))  # label -> c per token
+    for labels in mine.values():
+        for label, ranges in labels.items():
+            cover = np.zeros(len(bounds), dtype=bool)
+            for start, end in ranges:
+                cover[
+                    int(np.searchsorted(ends, start, side="right")) : int(np.searchsorted(starts, end, side="left"))
+                ] = True
+            given[label] += cover
+    n = float(m * len(bounds))
+    return {
+        label: (n, float((2 * c * (m - c)).sum() / (m - 1)), float(c.sum()), n - float(c.sum()))
+        for label, c in given.items()
+    }
+
+
 def _bootstrap(figures, n_docs: int, settings: SpanSettings) -> dict[str, list[tuple[float, float]]]:
-    width = {"exact": None, "overlap": None, "alpha": None}
+    width = {"exact": None, "overlap": None, "alpha": None, "label_alpha": None}
     if n_docs == 0 or settings.n_resamples < 1:
         probe = figures(np.ones((1, max(n_docs, 0))))
         return {k: [(math.nan, math.nan)] * probe[k].reshape(1, -1).shape[1] for k in width}
@@ -306,7 +356,13 @@ def diagnostics(result: SpanAgreement, settings: SpanSettings, untexted: int = 0
         if n < settings.min_label_spans:
             out.append(
                 f"Label {label!r} has {n} span{'s' if n != 1 else ''} (fewer than {settings.min_label_spans}): "
-                "too rare to measure; its F1 is a hint, not a figure to quote."
+                "too rare to measure; its F1 and alpha are hints, not figures to quote."
+            )
+        figures = result.per_label.get(label)
+        if figures is not None and result.paired_documents and math.isnan(figures.alpha_tokens):
+            out.append(
+                f"Label {label!r} covers no token of the documents two or more annotators annotated for it: "
+                "its alpha is undefined."
             )
     for annotator, n in result.spans_per_annotator.items():
         if n == 0:

@@ -14,7 +14,8 @@ with `doc` and `annotator` only says the annotator annotated the document and ma
 there; an optional `text` on any line of a document gives its text (alpha then counts its tokens,
 and a span must lie within it). The whole file is checked first and every bad line is reported
 with its number and why (exit 2). Prints one JSON object: f1_exact, f1_overlap, alpha_tokens,
-each with `_ci`, per_label, the pairs of annotators, the counts and diagnostics.
+each with `_ci`, per_label (each label's F1 and its alpha against the rest, with `_ci`), the
+pairs of annotators, the counts and diagnostics.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from webapp.review import reports, timing
 from webapp.review.models import AddedSpan, Adjudication, PeakDecision, ReportSnapshot
 
 TASK = "workers.reports.compute_report"
-VERSION = 2  # of the figures' layout: figures stored by another version are recomputed
+VERSION = 3  # of the figures' layout: figures stored by another version are recomputed
 SPAN_SETTINGS = SpanSettings()
 
 
@@ -286,19 +286,37 @@ def _span_figures(spans, annotated) -> dict | None:
         annotated,
         {(n, t): texts[n] for n, t in paired},
         SPAN_SETTINGS,
+        labels_of={(n, t): (slugs[t],) for n, t in annotated},  # a task's alpha on its own notes
     )
     return result.to_dict()
 
 
-CSV_COLUMNS = reports.CSV_COLUMNS
+#: The span agreement's columns, after the peaks' (reports.CSV_COLUMNS), named as the keys of
+#: `python -m ml agreement --spans`; a row fills either the peaks' figures or these.
+SPAN_FIGURES = ("f1_exact", "f1_overlap", "alpha_tokens")
+SPAN_COLUMNS = (
+    "source",  # peak_decisions, imported_gold or added_spans
+    "annotators",
+    "paired_documents",
+    "spans",
+    "tokens",
+    *(f"{name}{part}" for name in SPAN_FIGURES for part in ("", "_ci_low", "_ci_high")),
+)
+CSV_COLUMNS = (*reports.CSV_COLUMNS, *SPAN_COLUMNS)
+SPAN_SOURCES = (("gold", "imported_gold"), ("added", "added_spans"))  # figures' key, CSV's source
 
 
 def agreement_csv(figures: dict):
-    """The report's CSV (reports.CSV_COLUMNS) from stored figures."""
+    """The report's CSV (CSV_COLUMNS) from stored figures: each task's peak coefficients and all
+    tasks', then the span agreement of each source per task (a span's label is its task) and
+    over all tasks; the diagnostics of a task's row are those that name it."""
     rows = [(t["slug"], t["study"]) for t in figures["tasks"] if t["study"] is not None]
     if figures.get("overall") is not None:
         rows.append(("(all tasks)", figures["overall"]))
-    return reports.csv_export.csv_lines(CSV_COLUMNS, (_csv_row(name, study) for name, study in rows))
+    lines = [_csv_row(name, study) for name, study in rows]
+    for key, source in SPAN_SOURCES:
+        lines += _span_rows(source, (figures.get("spans") or {}).get(key))
+    return reports.csv_export.csv_lines(CSV_COLUMNS, lines)
 
 
 def _csv_row(name: str, study: dict) -> list:
@@ -308,7 +326,30 @@ def _csv_row(name: str, study: dict) -> list:
         figures += [_figure(study[coefficient]), _figure(low), _figure(high)]
     counts = [study["items"], study["pairable_items"], study["reviewers"], study["judgements"]]
     labels = [study["labels"].get(reports.KEPT, 0), study["labels"].get(reports.REJECTED, 0)]
-    return [name, *counts, *labels, *figures, " ".join(study["diagnostics"])]
+    spans = [None] * (len(SPAN_COLUMNS) - 1)
+    return [name, *counts, *labels, *figures, " ".join(study["diagnostics"]), "peak_decisions", *spans]
+
+
+def _span_rows(source: str, result: dict | None) -> list[list]:
+    if result is None:
+        return []
+    blank = [None] * (len(reports.CSV_COLUMNS) - 2)  # the peaks' figures, between task and diagnostics
+    out = []
+    for label, figures in result["per_label"].items():
+        said = " ".join(line for line in result["diagnostics"] if line.startswith(f"Label {label!r} "))
+        counts = [None, None, figures["spans"], figures.get("tokens")]
+        out.append([label, *blank, said, source, *counts, *_span_figures_of(figures)])
+    counts = [result["annotators"], result["paired_documents"], result["spans"], result["tokens"]]
+    out.append(["(all tasks)", *blank, " ".join(result["diagnostics"]), source, *counts, *_span_figures_of(result)])
+    return out
+
+
+def _span_figures_of(figures: dict) -> list:
+    out = []
+    for name in SPAN_FIGURES:
+        low, high = figures.get(f"{name}_ci") or (None, None)
+        out += [_figure(figures.get(name)), _figure(low), _figure(high)]
+    return out
 
 
 def _figure(value):

@@ -182,3 +182,59 @@ def test_a_load_within_report_stamp_seconds_reads_the_stamp_from_the_cache(
     assert "Figures computed" in content  # the change is not seen yet: at most 60 s late
     settings.REPORT_STAMP_SECONDS = 0  # looked at on every load: seen at once
     assert "newer ones, with the latest decisions" in _page(client, note).content.decode()
+
+
+def test_the_csv_carries_span_agreement_per_task_from_the_stored_figures(
+    client, researcher, clinician, carl, note, tasks, base, maps
+):
+    import csv
+    import re
+
+    import krippendorff
+    import numpy as np
+
+    from webapp.corpus.models import Annotation
+    from webapp.review import spans
+
+    client.force_login(researcher)
+    _decide(note, tasks, base, clinician, "130")
+    a, b = word_span(TEXT, "130")
+    c, d = word_span(TEXT, "bpm")
+    p, q = word_span(TEXT, "Pacemaker")
+    for name, heart, pacemaker in (("ann", (a, d), (p, q)), ("bob", (a, b), (p, q))):  # two annotators' files
+        Annotation.objects.create(note=note, task=tasks["heart"], label="y", evidence=[heart], annotator_name=name)
+        Annotation.objects.create(
+            note=note, task=tasks["pacemaker"], label="y", evidence=[pacemaker], annotator_name=name
+        )
+    spans.add(note, tasks["heart"], clinician, start=a, end=d)  # "130 bpm"
+    spans.add(note, tasks["heart"], carl, start=a, end=b)  # "130"
+    _page(client, note)
+    _compute()
+    with CaptureQueriesContext(connection) as download:
+        response = client.get(reverse("review:report"), {"corpus": note.corpus_id, "format": "csv"})
+        rows = list(csv.DictReader(b"".join(response.streaming_content).decode().splitlines()))
+    assert len(download) <= 12 and not [x for x in download.captured_queries if '"corpus_note"."text"' in x["sql"]]
+    assert [(r["task"], r["source"]) for r in rows] == [
+        ("heart-rate", "peak_decisions"),
+        ("(all tasks)", "peak_decisions"),
+        ("heart-rate", "imported_gold"),
+        ("presence-of-pacemaker", "imported_gold"),
+        ("(all tasks)", "imported_gold"),
+        ("heart-rate", "added_spans"),
+        ("(all tasks)", "added_spans"),
+    ]
+    assert rows[0]["peaks"] == "1" and rows[0]["f1_exact"] == "" and rows[2]["peaks"] == ""
+    heart, pacemaker, gold = rows[2], rows[3], rows[4]
+    assert (heart["spans"], heart["f1_exact"], heart["f1_overlap"]) == ("2", "0.0000", "1.0000")
+    assert (pacemaker["f1_exact"], pacemaker["alpha_tokens"]) == ("1.0000", "1.0000")
+    assert (gold["annotators"], gold["paired_documents"], gold["spans"], gold["f1_exact"]) == ("2", "2", "4", "0.5000")
+    # heart-rate's alpha on the note's tokens, "130 bpm" against "130", by the krippendorff package
+    words = [m.span() for m in re.finditer(r"\w+|[^\w\s]", TEXT)]
+    data = np.array([[float(a <= s < d) for s, _ in words], [float(a <= s < b) for s, _ in words]])
+    expected = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
+    assert heart["alpha_tokens"] == f"{expected:.4f}" and heart["tokens"] == str(len(words))
+    assert float(heart["alpha_tokens_ci_low"]) <= expected <= float(heart["alpha_tokens_ci_high"])
+    assert "Label 'heart-rate' has 2 spans" in heart["diagnostics"]
+    assert "Label 'presence-of-pacemaker'" not in heart["diagnostics"]
+    assert rows[5]["f1_overlap"] == "1.0000" and rows[5]["f1_exact"] == "0.0000"
+    assert rows[5]["alpha_tokens"] == f"{expected:.4f}"  # the same spans, added in the app
