@@ -47,7 +47,7 @@ from ml.relevance import EXPLAIN, IMPORTED, METHODS, ConfigError, RelevanceConfi
 from ml.relevance.methods import run_order
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
-from webapp.corpus.models import Annotation, Corpus, Note, Task
+from webapp.corpus.models import Corpus, Note, Task
 from webapp.evaluation import gold_sources
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.lifecycle import queue, units
@@ -126,7 +126,7 @@ class EvaluationSpec:
                 problems["tasks"] = _("Choose the tasks to ask about each drawn note.")
             elif not Note.objects.filter(corpus=self.corpus).exists():
                 problems["corpus"] = _("Corpus %(corpus)s has no notes.") % {"corpus": self.corpus.name}
-        elif "max_pairs" not in problems and not annotated_pairs(self.corpus, self.tasks, limit=1):
+        elif "max_pairs" not in problems and not gold_sources.has_gold(self.corpus, self.tasks):
             if self.tasks:
                 message = _(
                     "Corpus %(corpus)s has no annotation with evidence spans for these tasks, nor peaks kept or "
@@ -175,13 +175,7 @@ def n_planned(spec: EvaluationSpec) -> int:
         if spec.max_pairs is not None:
             notes = min(notes, max(1, spec.max_pairs // max(1, len(spec.tasks))))
         return notes * len(spec.tasks)
-    if gold_sources.registered_pairs(spec.corpus, spec.tasks):  # gold made in the app: the union, read
-        pairs = len(annotated_pairs(spec.corpus, spec.tasks))
-    else:
-        annotated = Annotation.objects.filter(note__corpus=spec.corpus).exclude(evidence=[])
-        if spec.tasks:
-            annotated = annotated.filter(task__in=list(spec.tasks))
-        pairs = annotated.values("note_id", "task_id").distinct().count()
+    pairs = gold_sources.count_pairs(spec.corpus, spec.tasks)  # the union of every source's, in the database
     return pairs if spec.max_pairs is None else min(pairs, spec.max_pairs)
 
 

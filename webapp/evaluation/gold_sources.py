@@ -13,7 +13,10 @@ A source is two functions: `pairs(corpus, tasks)`, the (note id, task id) pairs 
 (of these tasks; all tasks when none) for which it holds evidence, and `evidence(pairs)`,
 {pair: [items with start, end, origin, annotator]} of the given pairs. The evaluation plans its
 pairs from the union of every source's pairs, and scores each pair against the union of their
-spans; the result counts the spans and pairs of each origin (`gold_origins`).
+spans; the result counts the spans and pairs of each origin (`gold_origins`). A source may add
+`exists(corpus, tasks)` and `pair_rows(corpus, tasks)` (its pairs as one queryset of (note id,
+task id) rows): the launch form's gold check (`has_gold`) and its estimate (`count_pairs`) then
+ask the database instead of reading every row the source's pairs come from.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ class GoldSource:
     name: str
     pairs: Callable[..., Iterable[Pair]]  # (corpus, tasks) -> pairs with evidence from this source
     evidence: Callable[[Iterable[Pair]], dict]  # pairs -> {pair: [item with start, end, origin, annotator]}
+    exists: Callable[..., bool] | None = None  # (corpus, tasks) -> whether `pairs` has one, cheaply
+    pair_rows: Callable | None = None  # (corpus, tasks) -> `pairs` as a queryset of (note id, task id)
 
 
 _SOURCES: dict[str, GoldSource] = {}
@@ -64,12 +69,14 @@ def sources() -> list[GoldSource]:
     return list(_SOURCES.values())
 
 
+def _imported(corpus, tasks=()):
+    rows = Annotation.objects.filter(note__corpus=corpus).exclude(evidence=[])
+    return rows.filter(task__in=list(tasks)) if tasks else rows
+
+
 def imported_pairs(corpus, tasks=(), *, limit: int | None = None) -> list[Pair]:
     """Sorted distinct (note id, task id) of the corpus's annotations with evidence spans."""
-    rows = Annotation.objects.filter(note__corpus=corpus).exclude(evidence=[])
-    if tasks:
-        rows = rows.filter(task__in=list(tasks))
-    rows = rows.values_list("note_id", "task_id").distinct().order_by("note_id", "task_id")
+    rows = _imported(corpus, tasks).values_list("note_id", "task_id").distinct().order_by("note_id", "task_id")
     return [tuple(pair) for pair in (rows[:limit] if limit else rows)]
 
 
@@ -89,6 +96,24 @@ def gold_pairs(corpus, tasks=(), *, limit: int | None = None) -> list[Pair]:
         return imported
     pairs = sorted(set(imported) | registered_pairs(corpus, tasks))
     return pairs[:limit] if limit else pairs
+
+
+def has_gold(corpus, tasks=()) -> bool:
+    """Whether `gold_pairs(corpus, tasks)` has a pair: one EXISTS query for the annotations, then
+    each source's `exists` (its pairs read only for a source without one)."""
+    if _imported(corpus, tasks).exists():
+        return True
+    tasks = list(tasks)
+    return any(s.exists(corpus, tasks) if s.exists else bool(list(s.pairs(corpus, tasks))) for s in sources())
+
+
+def count_pairs(corpus, tasks=()) -> int:
+    """len(gold_pairs(corpus, tasks)), counted in the database when every source has `pair_rows`."""
+    tasks = list(tasks)
+    if any(s.pair_rows is None for s in sources()):
+        return len(gold_pairs(corpus, tasks))
+    imported = _imported(corpus, tasks).order_by().values_list("note_id", "task_id")
+    return imported.union(*(s.pair_rows(corpus, tasks) for s in sources())).count()
 
 
 def evidence(pairs: Iterable[Pair]) -> dict[Pair, list[Evidence]]:

@@ -8,18 +8,27 @@ class ReviewConfig(AppConfig):
     verbose_name = _("Peak review")
 
     def ready(self):
+        from functools import partial
+
         from django.db.models.signals import post_delete, post_save
 
-        from webapp.corpus.models import ProjectTaskState, Task
+        from webapp.corpus.models import ProjectTaskState, Task, TaskGuideline
         from webapp.evaluation.gold_sources import GoldSource, gold_from
         from webapp.evaluation.models import RelevanceEvaluation
         from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
-        from webapp.review import catalog, gold
+        from webapp.review import caching, catalog, gold
+        from webapp.review.models import ReviewRound
 
         # the localisation evaluation scores against the gold made here too (evaluation imports no review)
-        gold_from(GoldSource("review", gold.pairs_of, gold.evidence))
+        gold_from(GoldSource("review", gold.pairs_of, gold.evidence, gold.has_gold, gold.pair_rows))
 
         # A change made in this process clears its copy of the review menus at once.
         for model in (ModelVersion, Task, ProjectTaskState, PeakProfile, RelevanceJob, RelevanceEvaluation):
             for signal in (post_save, post_delete):
                 signal.connect(catalog.clear, sender=model, dispatch_uid=f"review-catalog-{model.__name__}")
+
+        # What every review answer reads and webapp.review.caching keeps: read afresh after a change.
+        for model, name in ((TaskGuideline, "guideline"), (ReviewRound, "rounds")):
+            for signal in (post_save, post_delete):
+                signal.connect(partial(caching.renew, name), sender=model, weak=False,
+                               dispatch_uid=f"review-caching-{name}-{signal is post_save}")  # fmt: skip

@@ -20,8 +20,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce
+
 from webapp.review.decisions import rejected_spans
-from webapp.review.models import AddedSpan, PeakDecision, SpanAdjudication
+from webapp.review.models import AddedSpan, Adjudication, PeakDecision, SpanAdjudication
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,82 @@ def pairs_of(corpus, tasks=()) -> list[tuple[int, int]]:
             rows = rows.filter(task_id__in=task_ids)
         candidates.update(rows.values_list("note_id", "task_id").distinct().order_by())
     return sorted(pair for pair, items in evidence(candidates).items() if items) if candidates else []
+
+
+# ---------------------------------------------------------------- the same rules in SQL
+# For the launch form's gold check and its estimate: whether the corpus has gold made in the app,
+# and which pairs, as queries whose number does not grow with the decisions and which hand no
+# decision row to Python. `evidence` stays the reference; tests check the two agree.
+
+
+def _of(rows, corpus, task_ids):
+    rows = rows.filter(note__corpus=corpus)
+    return rows.filter(task_id__in=task_ids) if task_ids else rows
+
+
+def _same_span(**extra):
+    """Rows on the span (note, task, start, end) of the outer row."""
+    span = {name: OuterRef(name) for name in ("note_id", "task_id", "start", "end")}
+    return {**span, **extra}
+
+
+def _count_of(rows, field: str):
+    """A subquery: the distinct `field` values of `rows` (0 without rows)."""
+    counted = rows.order_by().values("note_id").annotate(n=Count(field, distinct=True)).values("n")[:1]
+    return Coalesce(Subquery(counted, output_field=IntegerField()), Value(0))
+
+
+def kept_decisions(corpus, tasks=()):
+    """The decisions `evidence` turns into gold ("accepted_peak"): kept, on a span not rejected
+    (no curator's reject; without a curator's decision, fewer than half of its reviewers' latest
+    decisions reject it, or none)."""
+    task_ids = [getattr(t, "pk", t) for t in tasks]
+    curator = Adjudication.objects.filter(**_same_span())
+    later = PeakDecision.objects.filter(**_same_span(reviewer_id=OuterRef("reviewer_id"))).filter(
+        Q(updated__gt=OuterRef("updated")) | Q(updated=OuterRef("updated"), pk__gt=OuterRef("pk"))
+    )
+    latest_rejects = PeakDecision.objects.filter(**_same_span(decision=PeakDecision.Decision.REJECT)).filter(
+        ~Exists(later)
+    )
+    return (
+        _of(PeakDecision.objects.exclude(decision=PeakDecision.Decision.REJECT), corpus, task_ids)
+        .filter(~Exists(curator.filter(decision=Adjudication.Decision.REJECT)))
+        .annotate(
+            rejects=_count_of(latest_rejects, "reviewer_id"),
+            reviewers=_count_of(PeakDecision.objects.filter(**_same_span()), "reviewer_id"),
+        )
+        .filter(Exists(curator) | Q(rejects=0) | Q(reviewers__gt=2 * F("rejects")))
+    )
+
+
+def added_gold(corpus, tasks=()):
+    """The added spans `evidence` keeps ("added_span"): those inside no group a curator settled."""
+    task_ids = [getattr(t, "pk", t) for t in tasks]
+    settled = SpanAdjudication.objects.filter(
+        note_id=OuterRef("note_id"), task_id=OuterRef("task_id"), start__lte=OuterRef("start"), end__gte=OuterRef("end")
+    )
+    return _of(AddedSpan.objects.all(), corpus, task_ids).filter(~Exists(settled))
+
+
+def curator_gold(corpus, tasks=()):
+    """A curator's choices that keep a span ("curator")."""
+    task_ids = [getattr(t, "pk", t) for t in tasks]
+    return _of(SpanAdjudication.objects.filter(decision=SpanAdjudication.Decision.ACCEPT), corpus, task_ids)
+
+
+def has_gold(corpus, tasks=()) -> bool:
+    """Whether `pairs_of(corpus, tasks)` has a pair, in at most three EXISTS queries."""
+    return any(rows(corpus, tasks).exists() for rows in (curator_gold, added_gold, kept_decisions))
+
+
+def pair_rows(corpus, tasks=()):
+    """The pairs of `pairs_of` as (note_id, task_id) rows of one query (a UNION, to count or join
+    with other sources' pairs in the database)."""
+    first, *others = (
+        rows(corpus, tasks).order_by().values_list("note_id", "task_id")
+        for rows in (curator_gold, added_gold, kept_decisions)
+    )
+    return first.union(*others)
 
 
 def spans_by_pair(pairs) -> dict[tuple[int, int], list[tuple[int, int]]]:
