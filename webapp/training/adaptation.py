@@ -9,7 +9,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from webapp.training import evaluation, runs, runtime, splits
+from webapp.training import evaluation, log_text, runs, runtime, splits
 from webapp.training.models import SplitItem, TrainingRun
 from webapp.training.reporting import Reporter
 
@@ -17,7 +17,9 @@ from webapp.training.reporting import Reporter
 def _split_items(run: TrainingRun, reporter: Reporter):
     train = splits.labeled_items(run.split, SplitItem.Part.TRAIN)
     test = splits.labeled_items(run.split, SplitItem.Part.TEST)
-    reporter.log(f"Split {run.split_id}: {len(train)} train and {len(test)} test items, {len(run.split.tasks)} tasks.")
+    reporter.log(
+        log_text.SPLIT.format(split=run.split_id, train=len(train), test=len(test), tasks=len(run.split.tasks))
+    )
     return train, test
 
 
@@ -110,8 +112,12 @@ def run_heads(run: TrainingRun, reporter: Reporter) -> dict:
     )
     train_x, test_x = features[: len(train)], features[len(train) :]
     reporter.log(
-        f"Features {tuple(train_x.shape)} + {tuple(test_x.shape)} in "
-        f"{time.perf_counter() - started:.1f} s (reused when cached)."
+        log_text.FEATURES
+        % {
+            "train": tuple(train_x.shape),
+            "test": tuple(test_x.shape),
+            "seconds": f"{time.perf_counter() - started:.1f}",
+        }
     )
     del model
     runtime.release()
@@ -160,7 +166,7 @@ def run_self_learning(run: TrainingRun, reporter: Reporter) -> dict:
     out = Path(run.output_dir)
     teacher_final = out / "teacher" / "final"
     if (teacher_final / "config.json").is_file():
-        reporter.log("Teacher already trained: reusing it.")
+        reporter.log(log_text.TEACHER_REUSED)
         mask = None  # read from the teacher below
     else:
         teacher, mask = _train_sft(run, reporter, train, "teacher", "training the SFT teacher", "teacher")
@@ -190,7 +196,7 @@ def _synthetic_items(run, reporter, teacher_final, mask, options, self_label) ->
     cache = Path(run.output_dir) / "synthetic_labels.json"
     if cache.is_file():
         labels = json.loads(cache.read_text())
-        reporter.log(f"Reusing {len(labels)} synthetic labels.")
+        reporter.log(log_text.LABELS_REUSED.format(labels=len(labels)))
     else:
         reporter.set_phase("label", label="labelling unlabeled notes with the teacher", total_steps=len(unlabeled))
         teacher = runtime.load(str(teacher_final), training=False)
@@ -209,7 +215,6 @@ def _synthetic_items(run, reporter, teacher_final, mask, options, self_label) ->
         cache.write_text(json.dumps(labels))
         reporter.count(len(unlabeled), len(unlabeled))
     reporter.log(
-        f"{len(labels)} synthetic labels on {len({i.note_id for i in unlabeled})} unlabeled notes "
-        f"of corpus {corpus.name}."
+        log_text.LABELS_MADE.format(labels=len(labels), notes=len({i.note_id for i in unlabeled}), corpus=corpus.name)
     )
     return [replace(item, label=labels[item.item_id]) for item in unlabeled if labels.get(item.item_id)]

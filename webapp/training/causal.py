@@ -5,7 +5,7 @@ dsm on a dataset built in that mode; CPT trains on the same notes unmasked."""
 from __future__ import annotations
 
 from webapp.datasets.models import DatasetVersion, MaskedExample
-from webapp.training import runtime
+from webapp.training import log_text, runtime
 from webapp.training.models import RunKind, TrainingRun
 from webapp.training.reporting import Reporter
 
@@ -55,7 +55,7 @@ def run_causal(run: TrainingRun, reporter: Reporter) -> dict:
     reporter.set_phase("train", label="reading the dataset")
     pairs = dataset_pairs(run.dataset, run.kind)
     n_pairs = len(pairs)
-    reporter.log(f"{n_pairs} training pairs from dataset {run.dataset} (mode {run.dataset.mode}).")
+    reporter.log(log_text.PAIRS.format(pairs=n_pairs, dataset=run.dataset, mode=run.dataset.mode))
     runtime.checked(reporter)
     loaded = runtime.load(run.model_version, training=True)
     reporter.set_phase("train", label="training")
@@ -77,5 +77,5 @@ def run_causal(run: TrainingRun, reporter: Reporter) -> dict:
         return {}
     variant = "cpt" if run.kind == RunKind.CPT else run.dataset.mode
     model = runtime.register(run, result.final_dir, variant)
-    reporter.log(f"Registered model version {model.name}.")
+    reporter.log(log_text.REGISTERED % {"model": model.name})
     return {"produced_model": model, "results": {"training": runtime.result_summary(result), "pairs": n_pairs}}

@@ -13,6 +13,7 @@ from django.conf import settings
 
 from webapp.lib import processes
 from webapp.lifecycle.heartbeat import beating
+from webapp.training import log_text
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ def launch(run, launcher: str, heart=None) -> str:
     try:
         command = launch_command(run, launcher)
     except ValueError as exc:  # a multi-node setting the launcher cannot honour
-        runs.fail(run, f"TRAINING_LAUNCHER cannot be used: {exc}.")
+        runs.fail(run, log_text.LAUNCHER_UNUSABLE % {"reason": exc})
         return "failed"
     log.info("run %s: %s", run.pk, " ".join(command))
     processes.become_subreaper()  # a dead launcher's ranks are re-parented here (see below)
@@ -58,7 +59,7 @@ def launch(run, launcher: str, heart=None) -> str:
                 command, cwd=settings.BASE_DIR, env={**os.environ, "DSM_RUN_ATTEMPT": str(run.attempts)}, check=False
             )
     except OSError as exc:  # no such launcher: a setting to fix, not a lost worker to retry forever
-        runs.fail(run, f"TRAINING_LAUNCHER could not be started ({type(exc).__name__}: {exc.strerror}).")
+        runs.fail(run, log_text.LAUNCHER_NOT_STARTED % {"type": type(exc).__name__, "reason": exc.strerror})
         return "failed"
     # A launcher killed outright (an operator, the OOM killer) takes its ranks with it, but not in
     # the same instant: the run goes back to the queue only once they are gone (and reaped).
@@ -67,15 +68,8 @@ def launch(run, launcher: str, heart=None) -> str:
         log.warning("run %s: ranks %s still exiting after %s s", run.pk, left, RANKS_EXIT_SECONDS)
     # Both guarded by this attempt's number: a run taken over meanwhile is left alone.
     if completed.returncode < 0:
-        runs.requeue(
-            run,
-            f"The distributed launch was stopped by signal {-completed.returncode}; queued again automatically.",
-        )
+        runs.requeue(run, log_text.LAUNCH_SIGNAL % {"signal": -completed.returncode})
     elif completed.returncode != 0:
-        runs.fail(
-            run,
-            f"The distributed launch exited with code {completed.returncode}; see the worker log. "
-            "Resume continues from the last checkpoint.",
-        )
+        runs.fail(run, log_text.LAUNCH_EXIT % {"code": completed.returncode})
     run.refresh_from_db(fields=["status"])
     return run.status

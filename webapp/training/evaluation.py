@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 from webapp.corpus.models import Note, Task
 from webapp.lib import csv_export
-from webapp.training import splits
+from webapp.training import log_text, splits
 from webapp.training.models import RunPrediction, TrainingRun
 
 WRITE_BATCH = 5_000
@@ -49,10 +49,11 @@ def evaluate_and_store(run: TrainingRun, items: list, predictions: list[list[str
     reporter.count(2, 2)
     macro = summary["macro_f1"] or {}
     held = summary["held_out"]["macro_f1"] or {}
-    reporter.log(
-        f"Macro F1 {_pct(macro.get('estimate'))} (95% CI {_pct(macro.get('low'))}-{_pct(macro.get('high'))})"
-        f" on {len(items)} test items" + (f"; held-out tasks {_pct(held.get('estimate'))}" if held else "") + "."
-    )
+    figures = {"f1": _pct(macro.get("estimate")), "low": _pct(macro.get("low")), "high": _pct(macro.get("high"))}
+    if held:
+        reporter.log(log_text.MACRO_F1_HELD.format(**figures, items=len(items), held=_pct(held.get("estimate"))))
+    else:
+        reporter.log(log_text.MACRO_F1.format(**figures, items=len(items)))
     return {
         "results": summary,
         "macro_f1": macro.get("estimate"),

@@ -23,7 +23,7 @@ import time
 import traceback
 
 from webapp.lifecycle.heartbeat import beating
-from webapp.training import adaptation, causal, provenance, runs
+from webapp.training import adaptation, causal, log_text, provenance, runs
 from webapp.training.models import RunKind, TrainingRun
 from webapp.training.reporting import Reporter
 from webapp.training.runtime import Cancelled, NothingLearned, is_main_process
@@ -62,11 +62,7 @@ def _execute(run: TrainingRun, *, write: bool) -> str:
     reporter = Reporter(run, write=write)
     if ml.lrp.is_patched():  # lxt's relevance patches change dropout and gradients for good
         if write:
-            runs.fail(
-                run,
-                "This worker process has computed AttnLRP relevance (lxt patches), so it must not "
-                "train. Run the training queue in its own worker processes; then press Resume.",
-            )
+            runs.fail(run, log_text.LXT_PATCHED)
         return "failed"
     if write:
         _record_environment(run, reporter)
@@ -90,12 +86,9 @@ def _execute(run: TrainingRun, *, write: bool) -> str:
             runs.fail(run, str(exc))
         return "failed"
     except TrainingInputError as exc:  # settings or data: its message names ids and sizes, never note text
-        return _failed(run, reporter, exc, f"ml.training refused the run: {str(exc)[:300]}", write)
+        return _failed(run, reporter, exc, log_text.REFUSED % {"reason": str(exc)[:300]}, write)
     except Exception as exc:  # noqa: BLE001 - the run records it; the worker stays up
-        message = (
-            f"The run stopped because of an unexpected error ({type(exc).__name__}). The worker log has "
-            f"the details under run {run.pk}; Resume continues from the last checkpoint."
-        )
+        message = log_text.UNEXPECTED % {"type": type(exc).__name__, "run": run.pk}
         return _failed(run, reporter, exc, message, write)
     finally:
         gc.collect()
@@ -105,7 +98,7 @@ def _execute(run: TrainingRun, *, write: bool) -> str:
     fields.setdefault("results", {})["seconds"] = round(time.perf_counter() - started, 2)
     if not runs.finish(run, **fields):
         return "cancelled"
-    reporter.log(f"Done in {fields['results']['seconds']:.0f} s.")
+    reporter.log(log_text.DONE_IN % {"seconds": f"{fields['results']['seconds']:.0f}"})
     return "done"
 
 
@@ -128,12 +121,17 @@ def _record_environment(run: TrainingRun, reporter: Reporter) -> None:
     )
     if env["code_version"] != first["code_version"]:
         reporter.log(
-            f"Note: this attempt runs code {env['code_version'][:12]}, the first ran {first['code_version'][:12]}.",
+            log_text.OTHER_CODE % {"code": env["code_version"][:12], "first": first["code_version"][:12]},
             level="warning",
         )
     reporter.log(
-        f"Code {env['code_version'][:12]}, torch {env['libraries']['torch']}, transformers "
-        f"{env['libraries']['transformers']}, device {env.get('device')}."
+        log_text.ENVIRONMENT
+        % {
+            "code": env["code_version"][:12],
+            "torch": env["libraries"]["torch"],
+            "transformers": env["libraries"]["transformers"],
+            "device": env.get("device"),
+        }
     )
 
 

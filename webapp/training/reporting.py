@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db.models.functions import Now
 
 from webapp.lifecycle import units
-from webapp.training import runs
+from webapp.training import log_text, runs
 from webapp.training.models import RunLog, RunMetric, TrainingRun
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class Reporter:
         if trained and self.phase not in self._first_step:
             self._first_step[self.phase] = step
             if step > 1:
-                self.log(f"{self.phase}: continuing from a checkpoint; first step of this attempt: {step}.")
+                self.log(log_text.CONTINUING % {"phase": self.phase, "step": step})
         figures = {
             "step": step,
             "total_steps": max(int(event.total_steps or 0), step),
@@ -85,9 +85,9 @@ class Reporter:
             pass  # flushed below: the rows up to this step are stored before the checkpoint is
         elif "checkpoint" in message.lower():
             self._figures["checkpoint_step"] = step
-            self.log(f"{self.phase}: {message} (step {step})")
+            self.log(log_text.EVENT_AT % {"phase": self.phase, "event": message, "step": step})
         elif message and message != self._last_message:  # e.g. "head <task>" once, not every epoch
-            self.log(f"{self.phase}: {message}")
+            self.log(log_text.EVENT % {"phase": self.phase, "event": message})
         self._last_message = message
         final = self._figures["total_steps"] and step >= self._figures["total_steps"]
         if final or "checkpoint" in message.lower() or self.clock() - self._flushed >= FLUSH_SECONDS:
@@ -101,7 +101,7 @@ class Reporter:
         self._stop = bool(reason)
         if self._stop and self.write:
             self.flush()
-            self.log(f"Stopping: {reason}.")
+            self.log(log_text.STOPPING % {"reason": reason})
         return self._stop
 
     # ---------------------------------------------------------------- the worker's own reports
@@ -120,7 +120,7 @@ class Reporter:
             "eta_s": None,
         }
         self._update(phase=(label or phase)[:60], **self._figures)
-        self.log(f"Phase: {label or phase}.")
+        self.log(log_text.PHASE % {"phase": label or phase})
 
     def count(self, done: int, total: int) -> None:
         """Progress of a phase that is not an optimiser loop (features, prompting, labelling)."""

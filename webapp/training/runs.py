@@ -48,7 +48,7 @@ from webapp.deid import gate
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.status import JobStatus
 from webapp.pipeline.models import ModelVersion
-from webapp.training import configs, presets, splits
+from webapp.training import configs, log_text, presets, splits
 from webapp.training.models import CAUSAL_KINDS, LABELED_KINDS, LabeledSplit, RunKind, RunLog, TrainingRun
 
 RUN_TASK = "workers.training.run_training"
@@ -305,11 +305,8 @@ def launch(spec: RunSpec, actor=None, *, enqueue: bool = True, confirm_identifia
         passage.record(actor, "training launch", run, kind=run.kind, dataset=run.dataset_id, split=run.split_id)
     with translation.override("en"):  # a stored log line is English, whatever page launched the run
         kind_name = str(run.get_kind_display())
-    RunLog.objects.create(
-        run=run,
-        message=f"Launched: {kind_name}{f', preset {spec.preset}' if spec.preset else ''}, model "
-        f"{spec.model_version.name}.",
-    )
+    launched = {"kind": kind_name, "preset": spec.preset, "model": spec.model_version.name}
+    RunLog.objects.create(run=run, message=(log_text.LAUNCHED_PRESET if spec.preset else log_text.LAUNCHED) % launched)
     record(
         actor,
         AuditEvent.Action.LAUNCH_JOB,
@@ -347,7 +344,9 @@ def cancel(run: TrainingRun, actor=None) -> TrainingRun:
             _("Only a queued or running run can be cancelled; this one is %(status)s.")
             % {"status": run.get_status_display().lower()}
         )
-    RunLog.objects.create(run=run, message="Cancel requested." if status == JobStatus.CANCELLING else "Cancelled.")
+    RunLog.objects.create(
+        run=run, message=log_text.CANCEL_REQUESTED if status == JobStatus.CANCELLING else log_text.CANCELLED
+    )
     record(actor, AuditEvent.Action.CANCEL_JOB, run, what="training run", step=run.step)
     run.status = status
     return run
@@ -367,8 +366,8 @@ def resume(run: TrainingRun, actor=None, *, enqueue: bool = True) -> TrainingRun
             )
             % {"status": run.get_status_display().lower(), "seconds": settings.WORK_STALL_SECONDS}
         )
-    step = f" from the checkpoint of step {run.checkpoint_step}" if run.checkpoint_step else ""
-    RunLog.objects.create(run=run, message=f"Resume requested{step}.")
+    said = log_text.RESUME_FROM % {"step": run.checkpoint_step} if run.checkpoint_step else log_text.RESUME_REQUESTED
+    RunLog.objects.create(run=run, message=said)
     record(actor, AuditEvent.Action.LAUNCH_JOB, run, what="training run", resumed=True, step=run.checkpoint_step)
     if enqueue:
         send_on_commit(run.pk)
@@ -394,7 +393,8 @@ def claim(run_id: int, worker: str = "") -> TrainingRun | None:
         return None
     if waited_because:
         RunLog.objects.create(run=run, level="warning", message=waited_because[:500])
-    RunLog.objects.create(run=run, message=f"Attempt {run.attempts} started on {worker or 'this process'}.")
+    said = log_text.ATTEMPT_ON % {"attempt": run.attempts, "worker": worker} if worker else None
+    RunLog.objects.create(run=run, message=said or log_text.ATTEMPT_HERE % {"attempt": run.attempts})
     return run
 
 
@@ -406,8 +406,12 @@ def finish(run: TrainingRun, **fields) -> bool:
 def cancelled(run: TrainingRun) -> bool:
     done = units.cancelled(run, phase="cancelled", eta_s=None)
     if done:
-        where = f" at step {run.checkpoint_step}" if run.checkpoint_step else ""
-        RunLog.objects.create(run=run, message=f"Cancelled{where}; Resume continues from the last checkpoint.")
+        said = (
+            log_text.CANCELLED_AT % {"step": run.checkpoint_step}
+            if run.checkpoint_step
+            else log_text.CANCELLED_RESUMABLE
+        )
+        RunLog.objects.create(run=run, message=said)
     return done
 
 
@@ -434,11 +438,11 @@ def stop_reason(run: TrainingRun, *, holder: bool = True) -> str:
     of a distributed launch stop only for a cancel."""
     if not holder:
         status = TrainingRun.objects.filter(pk=run.pk).values_list("status", flat=True).first()
-        return "cancel requested" if status == JobStatus.CANCELLING else ""
+        return log_text.STOP_CANCEL if status == JobStatus.CANCELLING else ""
     status = TrainingRun.objects.filter(pk=run.pk, attempts=run.attempts).values_list("status", flat=True).first()
     if status == JobStatus.RUNNING:
         return ""
-    return "cancel requested" if status == JobStatus.CANCELLING else "this worker no longer holds the run"
+    return log_text.STOP_CANCEL if status == JobStatus.CANCELLING else log_text.STOP_NOT_HELD
 
 
 def _user(actor):

@@ -10,6 +10,7 @@ from django.conf import settings
 
 from webapp.pipeline import modelcache
 from webapp.pipeline.models import ModelVersion
+from webapp.training import log_text
 from webapp.training.models import RunKind, TrainingRun
 from webapp.training.reporting import Reporter
 
@@ -26,12 +27,7 @@ class NothingLearned(Exception):
 def require_learned(result) -> None:
     """Raise NothingLearned when the trainer reports unchanged weights."""
     if not result.weights_changed:
-        raise NothingLearned(
-            f"Training ran {result.steps} optimizer step(s) but the weights did not change: every step had "
-            "learning rate 0 (warmup gives the first step rate 0, so a 1-step run with warmup learns nothing). "
-            "No model version was registered. Launch a new run with more steps, no warmup, or a learning "
-            "rate above 0."
-        )
+        raise NothingLearned(log_text.NOTHING_LEARNED % {"steps": result.steps})
 
 
 def is_main_process() -> bool:

@@ -82,3 +82,79 @@ def test_the_run_s_log_lines_are_shown_in_the_reader_s_language(researcher, make
         assert f"</time> {words}</li>" in log, words
     stored = set(RunLog.objects.filter(run=run).values_list("message", flat=True))
     assert set(LOG_LINES["en"]) <= stored  # stored English
+
+
+# What the workers write while they train and when a run fails, and the line its launch stores
+WORKER_LINES = {
+    "it": (
+        "Avviato: Addestramento a segmenti mascherati (DSM, maschera casuale, un picco), modello {model}.",
+        "Fase: addestramento delle teste di classificazione.",
+        "Suddivisione 7: 10 elementi di addestramento e 4 di test, 1 quesito.",
+        "addestramento: avviato; max_length 512 (automatico)",
+        "teste: testa fever",
+        "Il worker w0 è stato perso alle 12:00:01 (nessun segnale di vita per 60 s); rimesso in coda automaticamente.",
+    ),
+    "es": (
+        "Lanzado: Entrenamiento con segmentos enmascarados (DSM, máscara aleatoria, un pico), modelo {model}.",
+        "Fase: entrenando los cabezales de clasificación.",
+        "División 7: 10 elementos de entrenamiento y 4 de prueba, 1 tarea.",
+        "entrenamiento: iniciado; max_length 512 (automático)",
+        "cabezales: cabezal fever",
+        "El worker w0 se perdió a las 12:00:01 (sin señal de vida durante 60 s); se volvió a poner en cola "
+        "automáticamente.",
+    ),
+}
+ERRORS = {
+    "it": "L'addestramento si è fermato per un errore imprevisto (RuntimeError). Il log del worker ha i dettagli "
+    "sotto l'addestramento {run}; Riprendi continua dall'ultimo salvataggio.",
+    "es": "El entrenamiento se detuvo por un error inesperado (RuntimeError). El registro del worker tiene los "
+    "detalles del entrenamiento {run}; Reanudar continúa desde el último punto de control.",
+    "en": "The run stopped because of an unexpected error (RuntimeError). The worker log has the details under "
+    "run {run}; Resume continues from the last checkpoint.",
+}
+
+
+@pytest.mark.parametrize("lang", ["it", "es", "en"])
+def test_the_worker_s_lines_and_the_run_s_error_are_shown_in_the_reader_s_language(
+    researcher, make_run, model_version, lang
+):
+    """Each line through the code that writes it (the launch, the claim after a lost worker, the
+    reporter's phase, split and trainer's messages, the failure): stored in English, shown in the
+    reader's language with its ids, counts and names as stored."""
+    import html
+
+    from ml.training.progress import ProgressEvent
+    from webapp.training import log_text, runs
+    from webapp.training.models import RunLog, TrainingRun
+    from webapp.training.reporting import Reporter
+
+    run = make_run()
+    lost = "Worker w0 was lost at 12:00:01 (no heartbeat for 60 s); queued again automatically."
+    TrainingRun.objects.filter(pk=run.pk).update(error=lost)  # as webapp.lifecycle.recovery writes it
+    run = runs.claim(run.pk, worker="w1")
+    reporter = Reporter(run)
+    reporter.set_phase("heads", label="training the classification heads")
+    reporter.log(log_text.SPLIT.format(split=7, train=10, test=4, tasks=1))
+    reporter.phase = "train"
+    reporter.on_progress(ProgressEvent(0, 4, 0.0, None, None, None, None, "started; max_length 512 (auto)"))
+    reporter.phase = "heads"
+    reporter.on_progress(ProgressEvent(1, 4, 1.0, 0.5, 1e-3, None, None, "head fever"))
+    runs.fail(run, log_text.UNEXPECTED % {"type": "RuntimeError", "run": run.pk})
+
+    client = Client(HTTP_ACCEPT_LANGUAGE=lang)
+    client.force_login(researcher)
+    page = html.unescape(client.get(reverse("training:run_detail", args=[run.pk])).content.decode())
+    error = ERRORS[lang].format(run=run.pk)
+    assert f'<p class="error">{error}</p>' in page
+    log = page[page.index('<ol class="log">') :]
+    assert f"</time> {error}</li>" in log  # the failure is the log's last line too
+    stored = list(RunLog.objects.filter(run=run).values_list("message", flat=True))
+    assert ERRORS["en"].format(run=run.pk) in stored and lost in stored  # stored English
+    assert "heads: head fever" in stored and "train: started; max_length 512 (auto)" in stored
+    if lang != "en":
+        for words in WORKER_LINES[lang]:
+            words = words.format(model=model_version.name)
+            assert f"</time> {words}</li>" in log, words
+    else:
+        for words in stored:
+            assert f"</time> {words}</li>" in log, words
