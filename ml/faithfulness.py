@@ -155,33 +155,41 @@ def evaluate(pairs: Sequence[PairInput], config: FaithfulnessConfig | None = Non
     then the summary. Pairs of a larger sample may be evaluated in batches: `summarise` takes
     every batch's records (a pair's draws depend on its key and the seed only)."""
     config = config or FaithfulnessConfig()
-    fractions, m, draws = config.fractions, len(config.fractions), config.random_draws
     methods = list(pairs[0].maps) if pairs else []
     rows_out, passes, calls = [], 0, 0
     for pair in pairs:
-        if list(pair.maps) != methods:
-            raise ValueError("every pair needs maps of the same methods, in the same order")
-        n = len(next(iter(pair.maps.values())))
-        if n == 0 or any(len(s) != n for s in pair.maps.values()):
-            raise ValueError(f"pair {pair.key}: maps must cover the same, non-empty note tokens")
-        replace = [np.zeros(n, dtype=bool)]  # row 0: the full note
-        for method in methods:
-            replace += _top_rows(ranking(pair.maps[method]), n, fractions)
-        for r in range(draws):
-            replace += _top_rows(ranking(random_draw(n, pair.key, config.seed, r)), n, fractions)
-        values = np.asarray(pair.scorer(np.stack(replace)), dtype=np.float64)
-        passes += len(replace)
-        calls += getattr(pair.scorer, "calls", 1)
-        full = float(values[0])
-        record = {"note_id": pair.key[0], "task": pair.key[1], "n_tokens": n, "full": full, "methods": {}}
-        for j, method in enumerate(methods):
-            record["methods"][method] = _curves(full, values[1 + 2 * m * j : 1 + 2 * m * (j + 1)], m)
-        start = 1 + 2 * m * len(methods)
-        random = values[start:].reshape(draws, 2 * m).mean(0)
-        record["random"] = {"draws": draws, **_curves(full, random, m)}
+        record, rows, pair_calls = evaluate_pair(pair, methods, config)
         rows_out.append(record)
+        passes += rows
+        calls += pair_calls
     summary = summarise(rows_out, methods, config)
     return FaithfulnessResult(rows_out, summary, passes, calls)
+
+
+def evaluate_pair(pair: PairInput, methods: Sequence[str], config: FaithfulnessConfig) -> tuple[dict, int, int]:
+    """One pair's record (`evaluate`), its forward passes (rows) and its scorer's calls."""
+    fractions, m, draws = config.fractions, len(config.fractions), config.random_draws
+    if list(pair.maps) != list(methods):
+        raise ValueError("every pair needs maps of the same methods, in the same order")
+    n = len(next(iter(pair.maps.values())))
+    if n == 0 or any(len(s) != n for s in pair.maps.values()):
+        raise ValueError(f"pair {pair.key}: maps must cover the same, non-empty note tokens")
+    replace = [np.zeros(n, dtype=bool)]  # row 0: the full note
+    for method in methods:
+        replace += _top_rows(ranking(pair.maps[method]), n, fractions)
+    for r in range(draws):
+        replace += _top_rows(ranking(random_draw(n, pair.key, config.seed, r)), n, fractions)
+    calls_before = getattr(pair.scorer, "calls", 0)
+    values = np.asarray(pair.scorer(np.stack(replace)), dtype=np.float64)
+    calls = getattr(pair.scorer, "calls", calls_before + 1) - calls_before
+    full = float(values[0])
+    record = {"note_id": pair.key[0], "task": pair.key[1], "n_tokens": n, "full": full, "methods": {}}
+    for j, method in enumerate(methods):
+        record["methods"][method] = _curves(full, values[1 + 2 * m * j : 1 + 2 * m * (j + 1)], m)
+    start = 1 + 2 * m * len(methods)
+    random = values[start:].reshape(draws, 2 * m).mean(0)
+    record["random"] = {"draws": draws, **_curves(full, random, m)}
+    return record, len(replace), calls
 
 
 # ---------------------------------------------------------------- summary
@@ -413,7 +421,7 @@ class ModelScorer:
         import torch
 
         keep = len(self.explained) if self.explained else 1
-        with torch.no_grad():
+        with torch.inference_mode():
             logits = self.model(input_ids=ids.to(self.model.device), use_cache=False, logits_to_keep=keep).logits
         logits = logits[:, -keep:, :].float()
         values = torch.log_softmax(logits, dim=-1) if self.quantity == "logprob" else logits
@@ -468,22 +476,64 @@ def faithfulness(
     *,
     batch_size: int | None = None,
     max_rows: int = 32,
+    checkpoint=None,
+    progress: Callable[[str], None] | None = None,
 ) -> FaithfulnessResult:
     """Maps of each method (ml.relevance.compute_relevance with `relevance_config`, its method
     replaced; in ml.relevance.methods.run_order, since AttnLRP patches this process), then
-    `evaluate` on the model."""
+    `evaluate` on the model.
+
+    checkpoint: an ml.faithfulness_checkpoint.Checkpoint; then each note's maps of a method (one
+    compute_relevance call over the note's drawn pairs, so a note's prompts still share their
+    prefix) and each pair's record are appended to it as they finish, what it already holds is
+    not computed again, and the result is built from it (see that module)."""
     from dataclasses import replace
 
     from ml.relevance import compute_relevance
     from ml.relevance.methods import run_order
 
     ordered = run_order(methods)
-    maps = {
-        m: compute_relevance(
-            loaded, list(notes), list(tasks), replace(relevance_config, method=m), batch_size=batch_size
-        )
-        for m in ordered
-    }
-    maps = {m: maps[m] for m in dict.fromkeys(methods)}
-    pairs = model_pairs(loaded, notes, tasks, keys, maps, relevance_config, config, max_rows=max_rows)
-    return evaluate(pairs, config)
+    if checkpoint is None:
+        maps = {
+            m: compute_relevance(
+                loaded, list(notes), list(tasks), replace(relevance_config, method=m), batch_size=batch_size
+            )
+            for m in ordered
+        }
+        maps = {m: maps[m] for m in dict.fromkeys(methods)}
+        pairs = model_pairs(loaded, notes, tasks, keys, maps, relevance_config, config, max_rows=max_rows)
+        return evaluate(pairs, config)
+
+    config = config or FaithfulnessConfig()
+    keys = [tuple(k) for k in keys]
+    methods = list(dict.fromkeys(methods))
+    by_note: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        by_note.setdefault(key[0], []).append(i)
+    for m in ordered:
+        for note_id, group in by_note.items():
+            todo = [i for i in group if (m, keys[i]) not in checkpoint.maps]
+            if not todo:
+                continue
+            if len(todo) != len(group):  # a note's maps of a method are one line: all or none
+                raise ValueError(f"checkpoint holds part of note {note_id!r}'s {m} maps")
+            results = compute_relevance(
+                loaded,
+                [notes[i] for i in todo],
+                [tasks[i] for i in todo],
+                replace(relevance_config, method=m),
+                batch_size=batch_size,
+            )
+            checkpoint.add_maps(m, [keys[i] for i in todo], results)
+            if progress:
+                progress(f"{m} maps of note {note_id}: {len(todo)} pairs")
+    for i, key in enumerate(keys):
+        if key in checkpoint.records:
+            continue
+        maps = {m: [checkpoint.maps[(m, key)]] for m in methods}
+        (pair,) = model_pairs(loaded, [notes[i]], [tasks[i]], [key], maps, relevance_config, config, max_rows=max_rows)
+        record, passes, calls = evaluate_pair(pair, methods, config)
+        checkpoint.add_record(key, record, passes, calls)
+        if progress:
+            progress(f"pair {i + 1}/{len(keys)} scored")
+    return checkpoint.result(keys, methods, config)

@@ -72,6 +72,14 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=int, default=None, help="prompts per relevance pass (default: auto)")
     p.add_argument("--per-pair", action="store_true", help="include every pair's values")
     p.add_argument("--table", action="store_true", help="after the JSON, the summary as a markdown table")
+    p.add_argument(
+        "--resume",
+        metavar="FILE",
+        default=None,
+        help="checkpoint JSONL (created when missing): each note's maps and each pair's scores are appended "
+        "as they finish, what it holds is skipped, and the JSON is computed from it; a killed run loses at "
+        "most the pair in progress. Refused when it belongs to a run with other settings",
+    )
     p.add_argument("--device", default=None)
     p.add_argument("--dtype", default=None, choices=[d for d in DTYPES if d != "auto"])
     p.add_argument("--allow-download", action="store_true")
@@ -132,20 +140,46 @@ def run(args) -> int:
         dtype=args.dtype or preferred_dtype(device),
         allow_download=args.allow_download,
     )
+    methods = list(dict.fromkeys(args.method or [DEFAULT_METHOD]))
+    texts, keys = [n["text"] for n, _ in pairs], [(n["id"], t) for n, t in pairs]
+    checkpoint = None
+    if args.resume:
+        from dataclasses import asdict
+
+        from ml.faithfulness_checkpoint import Checkpoint, CheckpointMismatch, notes_digest
+
+        settings = asdict(config)
+        settings.pop("n_resamples")  # the summary's, recomputed from the records
+        settings.pop("confidence")
+        header = {
+            "model": loaded.label,
+            "methods": methods,
+            "relevance": {k: v for k, v in relevance.to_dict().items() if k != "method"},
+            "faithfulness": settings,
+            "pairs": [list(k) for k in keys],
+            "notes_sha256": notes_digest(texts),
+        }
+        try:
+            checkpoint = Checkpoint(args.resume, header)
+        except (CheckpointMismatch, ValueError) as exc:
+            print(f"--resume: {exc}", file=sys.stderr)
+            return 2
     result = faithfulness(
         loaded,
-        [n["text"] for n, _ in pairs],
+        texts,
         [t for _, t in pairs],
-        [(n["id"], t) for n, t in pairs],
-        args.method or [DEFAULT_METHOD],
+        keys,
+        methods,
         relevance,
         config,
         batch_size=args.batch_size,
+        checkpoint=checkpoint,
+        progress=(lambda line: print(f"faithfulness: {line}", file=sys.stderr, flush=True)) if checkpoint else None,
     ).as_dict()
     if not args.per_pair:
         result.pop("pairs")
     result["model"] = loaded.label
-    result["relevance_config"] = {m: {**relevance.to_dict(), "method": m} for m in args.method or [DEFAULT_METHOD]}
+    result["relevance_config"] = {m: {**relevance.to_dict(), "method": m} for m in methods}
     result["verdicts"] = verdicts(result["summary"], min_pairs=args.min_pairs)
     print(json.dumps(result, allow_nan=True))
     if args.table:
