@@ -36,6 +36,7 @@ from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus, ImportJob
 from webapp.datasets.models import DatasetExport, DatasetVersion
 from webapp.deid.policy import patient_hash
+from webapp.erasure import described_text as T
 from webapp.erasure import planning
 from webapp.erasure.models import DatasetWithdrawal, ErasureRequest, TrainedOnErasedData
 from webapp.evaluation.models import RelevanceEvaluation
@@ -62,13 +63,16 @@ class Stopped(Exception):
 
 
 def describe(scope: str, project: Project, corpus: Corpus | None, target: planning.Target, hashes=()) -> str:
-    where = f"corpus {corpus.name}" if corpus is not None else f"project {project.slug}"
+    """The target in English words (webapp.erasure.described_text shows them in the reader's language)."""
+    where = T.CORPUS % {"name": corpus.name} if corpus is not None else T.PROJECT % {"slug": project.slug}
     if scope == Scope.NOTES:
-        return f"{len(target.note_ids)} note{'s' if len(target.note_ids) != 1 else ''} of {where}"
+        return T.NOTES.format(notes=len(target.note_ids), where=where)
     if scope == Scope.PATIENT:
-        patients = f"{len(hashes)} patient{'s' if len(hashes) != 1 else ''}"
-        return f"the {len(target.note_ids)} notes of {patients} ({', '.join(hashes)}) in {where}"
-    return f"the whole {where}"
+        patients = T.PATIENTS.format(patients=len(hashes))
+        return T.PATIENT_NOTES.format(
+            notes=len(target.note_ids), patients=patients, hashes=", ".join(hashes), where=where
+        )
+    return T.WHOLE.format(where=where)
 
 
 def plan(
@@ -254,13 +258,13 @@ def remove_files(erasure: ErasureRequest, target: planning.Target, heart: Heartb
         if shared_files.enabled():
             shared_files.remove(relative)
         exports = DatasetExport.objects.filter(dataset_id=dataset_id).exclude(path="")
-        _count_outside(erasure, heart, "export folders", exports, path="")
+        _count_outside(erasure, heart, T.EXPORT_FOLDERS, exports, path="")
     for job in planning.imports(target).exclude(upload=""):
         with transaction.atomic():
             _holding(erasure, heart)
         uploads.discard(job.upload)
         stored = ImportJob.objects.filter(pk=job.pk).exclude(upload="")
-        _count_outside(erasure, heart, "uploads", stored, upload="")
+        _count_outside(erasure, heart, T.UPLOADS, stored, upload="")
 
 
 def forget_mlflow_runs(erasure: ErasureRequest, target: planning.Target, heart: Heartbeat) -> None:
@@ -282,9 +286,9 @@ def forget_mlflow_runs(erasure: ErasureRequest, target: planning.Target, heart: 
             run_id = (logged_as.get("mlflow") or {}).get("run_id")
             if run_id and mlflow_log.tracking_uri():
                 mlflow_log.client().delete_run(run_id)
-                what = "MLflow runs"
+                what = T.MLFLOW_RUNS
             else:
-                what = "MLflow runs left on a tracking server no longer set"
+                what = T.MLFLOW_RUNS_UNSET
             rest = {key: value for key, value in logged_as.items() if key != "mlflow"}
             row = rows.filter(pk=pk, **{f"{field}__has_key": "mlflow"})
             _count_outside(erasure, heart, what, row, **{field: rest})
@@ -352,18 +356,12 @@ def fail(erasure: ErasureRequest, exc: BaseException) -> str:
 
     if isinstance(exc, ProtectedError | RestrictedError):
         tables = sorted({o._meta.label for o in exc.protected_objects} if hasattr(exc, "protected_objects") else [])
-        message = (
-            f"The erasure stopped: rows of {', '.join(tables) or 'another table'} still refer to what it erases. "
-            "Nothing was left half-deleted; the rows deleted so far are counted."
-        )
+        message = T.REFERRED.format(tables=", ".join(tables) or T.ANOTHER_TABLE)
     elif isinstance(exc, MlflowError):
-        message = f"The erasure could not delete its MLflow runs ({exc}); resume it once the tracking server answers."
+        message = T.MLFLOW_FAILED % {"reason": exc}
     elif isinstance(exc, shared_files.StorageError):
-        message = f"The erasure could not remove files from the storage ({exc}); resume it once it can be reached."
+        message = T.STORAGE_FAILED % {"reason": exc}
     else:
-        message = (
-            f"The erasure stopped because of an unexpected error ({type(exc).__name__}); "
-            f"the worker log has the details under erasure {erasure.pk}. Resume goes on where it stopped."
-        )
+        message = T.UNEXPECTED % {"type": type(exc).__name__, "erasure": erasure.pk}
     units.fail(erasure, message, step="")
     return message

@@ -28,6 +28,7 @@ from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, ProjectTas
 from webapp.datasets.models import DatasetExport, DatasetVersion, MaskedExample
 from webapp.deid.models import DeidJob, DeidPolicy, SurrogateMapping
 from webapp.deid.policy import patient_hash
+from webapp.erasure import described_text
 from webapp.erasure.models import DatasetWithdrawal, ErasureRequest
 from webapp.evaluation.models import RelevanceEvaluation
 from webapp.integrations.models import Webhook, WebhookDelivery
@@ -313,7 +314,11 @@ class Plan:
 
     @property
     def files(self) -> dict[str, int]:
-        return {"export folders": self.export_folders, "uploads": self.uploads, "MLflow runs": self.mlflow_runs}
+        return {
+            described_text.EXPORT_FOLDERS: self.export_folders,
+            described_text.UPLOADS: self.uploads,
+            described_text.MLFLOW_RUNS: self.mlflow_runs,
+        }
 
     def as_json(self) -> dict:
         return {
