@@ -3,7 +3,7 @@ one JSON object a line, checked against the model's own tokens and turned into t
 product stores (docs/ml-cli.md#imported-relevance-maps).
 
 A line names a note (`note`: its external id in the corpus), a task (`task`: its slug, or its
-description) and its scores in one of three forms:
+description) and its scores in one of four forms:
 * `tokens` + `scores`: one score per note token, the tokens as the model's tokenizer gives them in
   the product's prompt; a token matches as the tokenizer's own string ("Ġrate"), its decoded text
   (" rate") or the note's text at the token's offsets ("rate"). Any other token, or another count,
@@ -13,6 +13,12 @@ description) and its scores in one of three forms:
   Spans are projected onto the model's note tokens: a token's score is the score of the
   overlapping span with the largest |score| (signed), 0 where no span overlaps; a span that
   covers no token, or ends past the note, refuses the line.
+* `input_ids` + `relevance`: the AttnLRP authors' package (lxt) output as its users save it, one
+  relevance per token of the WHOLE prompt they explained (`(input_embeds * input_embeds.grad)
+  .sum(-1)`, and the `input_ids` given to the model; a batch of one, `[[...]]`, is taken as
+  well). The ids must be the product's prompt for the pair, position by position, through its
+  last note token (what follows, the template's end and the explained token, may differ); the
+  note tokens' relevance is kept. Another id refuses the line with the first differing position.
 Scores are then normalised as the product's own are (RelevanceConfig.normalise: |r| / max |r|
 by default), so thresholds and peaks mean the same on an imported map.
 
@@ -31,7 +37,7 @@ from ml.relevance.compute import normalise_scores
 from ml.relevance.config import RelevanceConfig
 from ml.relevance.encoding import PromptError, encode_pair
 
-FIELDS = ("note", "task", "tokens", "scores", "spans", "offsets")
+FIELDS = ("note", "task", "tokens", "scores", "spans", "offsets", "input_ids", "relevance")
 MAX_SCORE = 65504.0  # the largest float16: raw scores beyond it are refused, not silently made infinite
 
 
@@ -48,6 +54,7 @@ class MapLine:
     scores: np.ndarray  # float64 (n,)
     tokens: list[str] | None = None
     spans: np.ndarray | None = None  # int64 (n, 2)
+    input_ids: list[int] | None = None  # the whole prompt's ids (lxt's form): scores are per prompt token
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,8 @@ class NoteTokens:
 
     offsets: np.ndarray  # int32 (n, 2)
     accepted: list[tuple[str, ...]]
+    input_ids: tuple[int, ...] = ()  # the whole prompt
+    note_index: np.ndarray | None = None  # the note tokens' positions in input_ids
 
 
 def parse(obj: dict) -> MapLine:
@@ -71,9 +80,15 @@ def parse(obj: dict) -> MapLine:
         raise MapLineError("missing field note (the note's external id in the corpus)")
     if not isinstance(task, str) or not task.strip():
         raise MapLineError("missing field task (the task's slug or description)")
-    forms = [name for name in ("tokens", "spans", "offsets") if name in obj]
+    forms = [name for name in ("tokens", "spans", "offsets", "input_ids") if name in obj]
     if len(forms) != 1:
-        raise MapLineError("give exactly one of tokens (with scores), spans, or offsets (with scores)")
+        raise MapLineError(
+            "give exactly one of tokens (with scores), spans, offsets (with scores) or input_ids (with relevance)"
+        )
+    if forms == ["input_ids"]:
+        return _prompt_line(obj, note.strip(), task.strip())
+    if "relevance" in obj:
+        raise MapLineError("relevance goes with input_ids (the whole prompt); with tokens or offsets give scores")
     if forms == ["spans"]:
         if "scores" in obj:
             raise MapLineError("spans carry their scores ([start, end, score]): leave out scores")
@@ -98,6 +113,28 @@ def parse(obj: dict) -> MapLine:
     if len(tokens) != len(scores):
         raise MapLineError(f"{len(tokens)} tokens but {len(scores)} scores")
     return MapLine(note.strip(), task.strip(), scores, tokens=tokens)
+
+
+def _prompt_line(obj: dict, note: str, task: str) -> MapLine:
+    """The lxt form: the whole prompt's ids and one relevance each (a batch of one unwrapped)."""
+    if "scores" in obj:
+        raise MapLineError("input_ids go with relevance (one per prompt token): leave out scores")
+    if "relevance" not in obj:
+        raise MapLineError("missing field relevance (one per item of input_ids)")
+    ids, relevance = _unbatched(obj["input_ids"]), _unbatched(obj["relevance"])
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise MapLineError("input_ids must be a non-empty list of token ids (whole numbers)")
+    scores = _scores(relevance, "relevance")
+    if len(ids) != len(scores):
+        raise MapLineError(f"{len(ids)} input_ids but {len(scores)} relevance values")
+    return MapLine(note, task, scores, input_ids=ids)
+
+
+def _unbatched(values):
+    """[[...]] (a tensor of batch 1, as `.tolist()` gives it) -> [...]."""
+    if isinstance(values, list) and len(values) == 1 and isinstance(values[0], list):
+        return values[0]
+    return values
 
 
 def _scores(values, field: str) -> np.ndarray:
@@ -161,13 +198,15 @@ def note_tokens(
         tuple(dict.fromkeys((raw[i], tokenizer.decode([ids[i]]), note[a:b])))
         for i, (a, b) in enumerate(enc.offsets.tolist())
     ]
-    return NoteTokens(enc.offsets, accepted)
+    return NoteTokens(enc.offsets, accepted, tuple(enc.input_ids), np.asarray(enc.note_index))
 
 
 def raw_scores(line: MapLine, expected: NoteTokens, note_length: int) -> np.ndarray:
     """The line's scores over the model's note tokens (before normalisation), or MapLineError
     naming the first token that does not match, or the span that does not fit."""
     n = len(expected.offsets)
+    if line.input_ids is not None:
+        return _prompt_scores(line, expected)
     if line.tokens is not None:
         for index, (given, accepted) in enumerate(zip(line.tokens, expected.accepted)):
             if given not in accepted:
@@ -183,6 +222,28 @@ def raw_scores(line: MapLine, expected: NoteTokens, note_length: int) -> np.ndar
             )
         return line.scores.astype(np.float64)
     return project(line.spans, line.scores, expected.offsets, note_length)
+
+
+def _prompt_scores(line: MapLine, expected: NoteTokens) -> np.ndarray:
+    """The note tokens' relevance of a whole prompt, once its ids are the product's through the
+    last note token (module doc)."""
+    if expected.note_index is None or not len(expected.note_index):
+        raise MapLineError("the product's prompt for this pair has no note token")
+    wanted = expected.input_ids[: int(expected.note_index[-1]) + 1]
+    given = line.input_ids
+    for index, (a, b) in enumerate(zip(wanted, given)):
+        if a != b:
+            raise MapLineError(
+                f"input_ids differ from the product's prompt at position {index} "
+                f"({len(expected.input_ids)} prompt tokens expected, the note's last at {len(wanted) - 1}; "
+                f"{len(given)} given)"
+            )
+    if len(given) < len(wanted):
+        raise MapLineError(
+            f"input_ids differ from the product's prompt at position {len(given)}: they end before the note's "
+            f"last token ({len(expected.input_ids)} prompt tokens expected, {len(given)} given)"
+        )
+    return line.scores[expected.note_index].astype(np.float64)
 
 
 def project(spans: np.ndarray, scores: np.ndarray, offsets: np.ndarray, note_length: int) -> np.ndarray:

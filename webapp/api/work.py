@@ -20,11 +20,12 @@ from webapp.deid.access import job_for as deid_job_for
 from webapp.evaluation.access import evaluation_for
 from webapp.lifecycle import actions, kinds
 from webapp.lifecycle.schemas import Conflict
-from webapp.pipeline.access import job_for
+from webapp.pipeline.access import job_for, map_import_job_for
 from webapp.projects.roles import Capability
 from webapp.training.access import run_for
 
 LAUNCH = Capability.LAUNCH
+IMPORT = Capability.IMPORT
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ WORK = (
     Work("evaluation", "/evaluations/{evaluation_id}", lambda user, pk: evaluation_for(user, pk, LAUNCH), "evaluation"),
     Work("import", "/imports/{job_id}", import_job_for, "import"),
     Work("deid_job", "/deid-jobs/{job_id}", lambda user, pk: deid_job_for(user, pk, LAUNCH), "deidentify"),
+    Work("map_import", "/map-imports/{job_id}", lambda user, pk: map_import_job_for(user, pk, IMPORT), "map import"),
 )
 
 

@@ -250,6 +250,22 @@ KINDS: list[Kind] = [
         cancel_ended="This job has ended; there is nothing to cancel.",
         resume_ended="Only a cancelled or failed job, or one whose worker was lost, can be resumed.",
     ),
+    # relevance maps computed elsewhere, uploaded in the app (webapp.pipeline.mapimport_jobs)
+    Kind(
+        "map import",
+        "pipeline.MapImportJob",
+        "webapp.pipeline.mapimport_jobs:run_claimed",
+        "default",
+        claim="webapp.pipeline.mapimport_jobs:claim",
+        fail="webapp.pipeline.mapimport_jobs:fail_claimed",
+        time_limit=24 * 3600,  # a file of millions of maps; a lost worker is caught by its heartbeat
+        api="webapp.pipeline.api:MapImportJobOut",
+        cancel="webapp.pipeline.mapimport_jobs:cancel",
+        resume="webapp.pipeline.mapimport_jobs:resume",
+        refusal="webapp.pipeline.mapimport_jobs:MapImportJobError",
+        cancel_ended="This import has already ended.",
+        resume_ended="Only a cancelled or failed import, or one whose worker was lost, can be resumed.",
+    ),
     # the review report's figures, once per change of the decisions (webapp.review.report_store)
     Kind(
         "review report",

@@ -227,3 +227,70 @@ class LaunchForm(ScopedChoicesForm, forms.Form):
         if problem_field == "note_filter":
             return "external_ids" if self.cleaned_data.get("external_ids") else None
         return problem_field if problem_field in self.fields else None
+
+
+class MapImportForm(ScopedChoicesForm, forms.Form):
+    """Upload a file of relevance maps computed elsewhere (webapp.pipeline.mapimport_jobs). The
+    corpus and the model version are offered, and accepted, only from the person's projects where
+    they may import (another project's id in the body fails like an unknown choice)."""
+
+    scope_capability = Capability.IMPORT
+
+    corpus = forms.ModelChoiceField(Corpus.objects.order_by("name"), empty_label=None, label=gettext_lazy("Corpus"))
+    model_version = forms.ModelChoiceField(
+        ModelVersion.objects.order_by("name"), empty_label=None, label=gettext_lazy("Model version")
+    )
+    file = forms.FileField(
+        label=gettext_lazy("File of maps"),
+        help_text=gettext_lazy(
+            "JSON Lines, one map a line: the note's id, the task, and the note tokens with their scores, "
+            "character spans with scores, or the whole prompt's input_ids with their relevance (the "
+            "AttnLRP authors' package)"
+        ),
+    )
+    template = forms.ChoiceField(
+        choices=TEMPLATE_CHOICES[:3], initial="en", label=gettext_lazy("Prompt template the maps were computed on")
+    )
+    explain = forms.ChoiceField(
+        choices=[c for c in RelevanceJob.Explain.choices if c[0] != RelevanceJob.Explain.CONTRASTIVE],
+        initial=RelevanceJob.Explain.NEXT,
+        label=gettext_lazy("Prediction explained"),
+    )
+    source = forms.CharField(
+        required=False,
+        max_length=200,
+        label=gettext_lazy("Source"),
+        help_text=gettext_lazy("Where the maps come from, e.g. “captum IG” or “lxt 2.1”"),
+    )
+    replace = forms.BooleanField(
+        required=False,
+        label=gettext_lazy("Replace maps imported before for the same notes and tasks"),
+    )
+
+    def clean_file(self):
+        from django.conf import settings
+
+        from webapp.lib.import_limits import over_limit
+
+        file = self.cleaned_data["file"]
+        if file.size > settings.IMPORT_MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(
+                over_limit(file.name, file.size, settings.IMPORT_MAX_UPLOAD_BYTES, "IMPORT_MAX_UPLOAD_BYTES", "bytes")
+            )
+        return file
+
+    def launch(self, actor, ip: str | None = None):
+        from webapp.pipeline import mapimport_jobs
+
+        data = self.cleaned_data
+        return mapimport_jobs.launch(
+            data["file"],
+            corpus=data["corpus"],
+            model_version=data["model_version"],
+            template=data["template"],
+            explain=data["explain"],
+            source=data["source"],
+            replace=data["replace"],
+            actor=actor,
+            ip=ip,
+        )

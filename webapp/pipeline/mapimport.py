@@ -15,9 +15,14 @@ and returns the earlier import. Another file with maps of (note, task) pairs alr
 under this configuration is refused naming the lines, unless `replace` (then its maps replace
 them, as a relevance job's recomputed map does).
 
-Synchronous (a command): tokenizing each line's prompt is the cost; the tokenizer alone is loaded
-(no weights), and the validated maps are held in memory until written. Nothing here logs note
-text or note ids; messages name line numbers, token positions and lengths.
+`progress(lines)` is called every `progress_every` lines read and may raise to stop (nothing is
+written then); `on_validated(maps)` before the write transaction; `on_written(map_import)` inside
+it, after the maps, so a caller's own row (the uploaded file's job, webapp.pipeline.mapimport_jobs)
+ends in the same transaction as the maps: both or neither. It may raise to roll everything back.
+
+Synchronous (a command, or the "map import" kind's worker): tokenizing each line's prompt is the
+cost; the tokenizer alone is loaded (no weights), and the validated maps are held in memory until
+written. Nothing here logs note text or note ids; messages name line numbers, token positions and lengths.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from webapp.pipeline.models import MapImport, ModelVersion, RelevanceMap, Stored
 log = logging.getLogger(__name__)
 
 MAX_PROBLEMS = 20  # bad lines listed in a refusal (all are counted)
+PROGRESS_EVERY = 1000  # lines read between progress reports
 LOOKUP_BATCH = 500  # lines whose notes are read in one query
 STORE_BATCH = 500  # maps upserted in one statement
 
@@ -112,6 +118,9 @@ def import_maps(
     file_name: str | None = None,
     progress: Callable[[int], None] | None = None,
     tokenizer: Tokenizer | None = None,
+    progress_every: int = PROGRESS_EVERY,
+    on_validated: Callable[[int], None] | None = None,
+    on_written: Callable[[MapImport], None] | None = None,
 ) -> Outcome:
     """Validate the whole file, then store its maps at once (module doc). MapImportError if refused."""
     try:
@@ -127,7 +136,9 @@ def import_maps(
         return Outcome(earlier, created=False)
     tokenizer = tokenizer or tokenizer_of(model_version)
     try:
-        maps, lines, problems, count = _validate(Path(path), corpus, model_version, config, tokenizer, progress)
+        maps, lines, problems, count = _validate(
+            Path(path), corpus, model_version, config, tokenizer, progress, progress_every
+        )
         if not count and not replace:
             problems, count = _already_imported(maps, model_version, config)
         if not count and not maps:
@@ -137,6 +148,8 @@ def import_maps(
     if count:
         record_refused_import(actor, corpus.name, "relevance maps", count, [reason for _, reason in problems])
         raise MapImportError(problems, count)
+    if on_validated:
+        on_validated(len(maps))
     with transaction.atomic():
         made = MapImport.objects.create(
             corpus=corpus,
@@ -169,11 +182,13 @@ def import_maps(
             maps=len(maps),
             replace=replace,
         )
+        if on_written:
+            on_written(made)
     log.info("map import %s: %s maps into model version %s (%s)", made.pk, len(maps), model_version.pk, config.key)
     return Outcome(made, created=True)
 
 
-def _validate(path: Path, corpus, model_version, config, tokenizer: Tokenizer, progress):
+def _validate(path: Path, corpus, model_version, config, tokenizer: Tokenizer, progress, every=PROGRESS_EVERY):
     """({(note_id, task_id): (line, StoredArrays)}, lines read, first problems, problem count)."""
     problems: list[tuple[int, str]] = []
     count = 0
@@ -246,7 +261,7 @@ def _validate(path: Path, corpus, model_version, config, tokenizer: Tokenizer, p
                 problem(line_no, str(exc))
             if len(batch) >= LOOKUP_BATCH:
                 flush()
-            if progress and lines % 1000 == 0:
+            if progress and lines % every == 0:
                 progress(lines)
         flush()
     if progress:

@@ -584,3 +584,43 @@ class MapImport(models.Model):
 
     def __str__(self):
         return f"map import {self.pk} ({self.maps} maps)"
+
+
+class MapImportJob(WorkUnit):
+    """An uploaded file of relevance maps imported by a worker (kind "map import",
+    webapp.pipeline.mapimport_jobs): the file is stored on upload (webapp.corpus.uploads), checked
+    whole by the worker, then written with its MapImport row in one transaction, in which the job
+    ends too. A refused file's `problems` are [line or None, reason] pairs (never note text)."""
+
+    class Phase(models.TextChoices):
+        VALIDATING = "validating", _("checking every line")
+        WRITING = "writing", _("writing the maps")
+
+    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.CASCADE, related_name="map_import_jobs")
+    model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="map_import_jobs")
+    template = models.CharField(max_length=20, default="en")
+    explain = models.CharField(max_length=20, default="next")
+    source = models.CharField(max_length=200, blank=True, help_text="Where the maps come from, e.g. 'captum IG'")
+    replace = models.BooleanField(default=False, help_text="replace maps of pairs imported before")
+    upload = models.CharField(
+        max_length=500, blank=True, help_text="the stored file (webapp.corpus.uploads); empty once ended"
+    )
+    file_name = models.CharField(max_length=255, blank=True)
+    file_size = models.BigIntegerField(default=0)
+    phase = models.CharField(max_length=12, choices=Phase.choices, blank=True)
+    lines_done = models.PositiveIntegerField(default=0)
+    problems = models.JSONField(default=list, blank=True, help_text="[[line or null, reason], ...] of a refused file")
+    problem_count = models.PositiveIntegerField(default=0)
+    map_import = models.ForeignKey(MapImport, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
+    imported_before = models.BooleanField(default=False, help_text="the same file was imported before: nothing written")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created = models.DateTimeField(auto_now_add=True)
+
+    project_paths = ("corpus__project",)  # webapp.projects.scoping
+    objects = ProjectScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self):
+        return f"map import job {self.pk}"

@@ -6,6 +6,7 @@ import pytest
 from django.test import Client
 
 from webapp.deid.models import DeidJob
+from webapp.pipeline.models import MapImportJob, ModelVersion
 
 
 @pytest.fixture
@@ -55,6 +56,8 @@ def test_every_refusal_declares_the_error_schema(schema):
 def test_each_answer_has_exactly_its_schemas_fields(client, other, make_token, bearer, schema):
     """Project B's owner reads one object of every kind: each answer's keys are its schema's."""
     DeidJob.objects.create(project=other["project"], action="scan", source_id=other["corpus_id"])
+    model = ModelVersion.objects.get(name="shared base")
+    MapImportJob.objects.create(corpus_id=other["corpus_id"], model_version=model, problems=[[2, "unknown note"]])
     _, secret = make_token(other["owner"], [other["project"]])
     headers = bearer(secret)
     paths = {
@@ -75,6 +78,7 @@ def test_each_answer_has_exactly_its_schemas_fields(client, other, make_token, b
         "/api/training-runs/{run_id}": f"/api/training-runs/{other['run_id']}",
         "/api/evaluations/{evaluation_id}": f"/api/evaluations/{other['evaluation_id']}",
         "/api/deid-jobs": "/api/deid-jobs",
+        "/api/map-imports": "/api/map-imports",
     }
     for template, url in paths.items():
         answer = client.get(url, headers=headers)

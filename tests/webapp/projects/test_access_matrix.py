@@ -16,7 +16,7 @@ from webapp.datasets.models import DatasetExport, DatasetVersion
 from webapp.deid.models import DeidJob
 from webapp.erasure.models import ErasureRequest
 from webapp.evaluation.models import RelevanceEvaluation
-from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
+from webapp.pipeline.models import MapImportJob, ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
 from webapp.projects.models import Membership, Project
 from webapp.projects.roles import Role
 from webapp.review.models import AddedSpan, PeakDecision, ReviewRound, ValidationSet
@@ -76,6 +76,7 @@ def _one_of_everything(project, owner, prefix: str, base: ModelVersion) -> dict:
     run.produced_model = ModelVersion.objects.create(name=f"{prefix} dsm", family="llama", path=f"/{slug}", parent=base)
     run.save(update_fields=["produced_model"])
     imported = ImportJob.objects.create(project=project, kind="notes", corpus_name=corpus.name, file_name="z.jsonl")
+    map_import = MapImportJob.objects.create(corpus=corpus, model_version=base, file_name="z.jsonl")
     PeakDecision.objects.create(
         note=note,
         task=task,
@@ -115,6 +116,7 @@ def _one_of_everything(project, owner, prefix: str, base: ModelVersion) -> dict:
         "note_id": note.pk,
         "task_id": task.pk,
         "corpus:job_id": imported.pk,
+        "map_import_id": map_import.pk,
         "interchange:job_id": imported.pk,
         "pipeline:job_id": job.pk,
         "dataset_id": dataset.pk,
@@ -180,6 +182,7 @@ def _state_of(project) -> list:
         Task,
         Annotation,
         ImportJob,
+        MapImportJob,
         RelevanceJob,
         DatasetVersion,
         DatasetExport,
