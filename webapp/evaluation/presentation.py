@@ -15,9 +15,32 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from ml.faithfulness import verdict_text
-from ml.localisation import label
+from ml.localisation import fields_of
+from webapp.pipeline.models import RelevanceJob
 
 STATS = ("auc", "mass_ratio", "peak_precision", "peak_recall", "peak_f1")
+
+
+def label(group: dict) -> str:
+    """A configuration's name as ml.localisation.label gives it ("attnlrp / span / en"), its method
+    and explain variant by their labels in the reader's language ("AttnLRP / Every token of s_T,
+    summed / en"); the prompt template and any other field as stored."""
+    fields = fields_of(group)
+    methods, explains = dict(RelevanceJob.Method.choices), dict(RelevanceJob.Explain.choices)
+    names = {"method": methods, "explain": explains}
+    parts = [str(names.get(k, {}).get(v, v)) for k, v in fields.items() if v is not None and k != "config_key"]
+    return " / ".join(parts) or _("the configuration")
+
+
+def stored_label(text: str) -> str:
+    """A name ml.localisation.label wrote into a stored text ("attnlrp / span / en"), its method
+    and explain codes by their labels; the other parts as stored."""
+    if not isinstance(text, str) or not text:
+        return text
+    methods, explains = dict(RelevanceJob.Method.choices), dict(RelevanceJob.Explain.choices)
+    if text == "the configuration":
+        return _("the configuration")
+    return " / ".join(str(methods.get(part, explains.get(part, part))) for part in text.split(" / "))
 
 
 @dataclass(frozen=True)

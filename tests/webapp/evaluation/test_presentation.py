@@ -36,13 +36,21 @@ def test_a_chart_places_points_whiskers_and_the_random_band_in_percent_of_its_ax
     bar = chart["bars"][0]
     assert (bar["point"], bar["left"], bar["width"]) == (75.0, 50.0, 50.0)
     assert chart["band"] == {"left": 15.0, "width": 20.0, "low": 0.46, "high": 0.54}
-    assert [b["label"] for b in chart["bars"]] == ["attnlrp / span / en", "uniform baseline", "random baseline"]
+    assert [b["label"] for b in chart["bars"]] == [
+        "AttnLRP / Every token of s_T, summed / en",
+        "uniform baseline",
+        "random baseline",
+    ]
 
 
 def test_undefined_values_are_shown_as_such_and_an_empty_result_has_no_chart():
     undefined = {**group("attnlrp", "span", 0.7, 0.6, 0.8), "auc": None, "auc_ci": [None, None]}
     chart = presentation.chart(result([undefined]), "auc", "AUC")
-    assert chart["bars"][0] == {"label": "attnlrp / span / en", "kind": "config", "defined": False}
+    assert chart["bars"][0] == {
+        "label": "AttnLRP / Every token of s_T, summed / en",
+        "kind": "config",
+        "defined": False,
+    }
     assert presentation.rows({}) == [] and presentation.charts({}) == []
     assert [c["name"] for c in presentation.charts(result([group("attention", "next", 0.6, 0.5, 0.7)]))] == [
         "auc",

@@ -57,7 +57,7 @@ def test_a_researcher_or_admin_launches_an_evaluation_and_lands_on_its_page(
         action=AuditEvent.Action.LAUNCH_JOB, actor=user, object_id=str(evaluation.pk)
     ).exists()
     page = client.get(response["Location"]).content.decode()
-    assert "Queued" in page and "attnlrp / span / template en" in page and "0 of 20" in page
+    assert "Queued" in page and "AttnLRP / Every token of s_T, summed / template en" in page and "0 of 20" in page
 
 
 @pytest.mark.parametrize("user_fixture", ["clinician", "norole_user"])
@@ -124,14 +124,14 @@ def test_the_result_page_shows_the_table_the_charts_and_the_recommendation(
     client.force_login(researcher)
     response = client.get(f"/evaluations/{evaluation.pk}/")
     page = response.content.decode()
-    assert "Use attnlrp with the “span” variant" in page and "localises the evidence best" in page
+    assert "Use AttnLRP with the “Every token of s_T, summed” variant" in page and "localises the evidence best" in page
     assert '0.710 <span class="ci">(0.660–0.760)</span>' in page
     assert "uniform baseline" in page and "random baseline" in page
     assert page.count('class="intervals"') == 3 and 'class="band"' in page
     rows = response.context["rows"]
     assert [(r.label, r.recommended, r.beats_chance) for r in rows] == [
-        ("attention / next / en", False, True),
-        ("attnlrp / span / en", True, True),
+        ("Mean attention / Next token after the middle of s_T (reference code) / en", False, True),
+        ("AttnLRP / Every token of s_T, summed / en", True, True),
         ("uniform baseline", False, False),
         ("random baseline", False, False),
     ]

@@ -72,7 +72,7 @@ def test_a_result_without_gold_shows_faithfulness_specificity_and_what_was_weigh
     assert '<td class="num">72</td>' in page
     assert "3 of 6 (50%)" in page and "“esi 2” in 3 notes" in page
     assert "Weighed: faithfulness, specificity. Not used: localisation (no gold evidence on these pairs)." in page
-    assert "Use grad_input with the “next” variant" in page
+    assert "Use Gradient x input with the “Next token after the middle of s_T (reference code)” variant" in page
 
 
 def test_the_page_shows_the_paired_differences_and_why_there_is_no_verdict(client, researcher, model_version):

@@ -7,7 +7,9 @@ import re
 from django import template
 from django.utils.translation import gettext_lazy, ngettext
 
+from webapp.evaluation import reason_text
 from webapp.evaluation.gold_sources import ORIGINS
+from webapp.evaluation.presentation import stored_label
 from webapp.lifecycle.estimates import decimal
 from webapp.pipeline.models import RelevanceJob
 
@@ -107,4 +109,30 @@ def phase_words(phase) -> str:
         )
     else:
         return phase
-    return text % m.groupdict()
+    values = m.groupdict()
+    if "config" in values:
+        values["config"] = stored_label(values["config"])
+    return text % values
+
+
+@register.filter
+def reason_words(recommendation) -> str:
+    """The recommendation's reason in the reader's language (webapp.evaluation.reason_text)."""
+    return reason_text.reason(recommendation)
+
+
+@register.filter
+def measurement_names(names) -> list[str]:
+    return reason_text.measurements(names)
+
+
+@register.filter
+def not_used_words(recommendation) -> list[tuple[str, str]]:
+    """[(measurement, why it was not used)] in the reader's language."""
+    return reason_text.not_used(recommendation)
+
+
+@register.filter
+def skipped_words(line) -> str:
+    """A skipped pair's line in the reader's language, its ids and a model's own words as stored."""
+    return reason_text.skipped(line)
