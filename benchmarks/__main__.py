@@ -29,6 +29,7 @@ BENCHMARKS = {
         "the review report's page and CSV from stored figures: p95, vs recomputing",
     ),
     "review-load": ("benchmarks.review_load", "N reviewers against gunicorn as compose runs it: decisions/s, p95"),
+    "review-profile": ("benchmarks.review_profile", "the review loop's server CPU per answer, in process, profiled"),
     "long-note": ("benchmarks.long_note", "the review pages of one very long note"),
     "demo": ("benchmarks.demo", "relevance rate of the demo's model, to size the demo's first job"),
     "map-storage": ("benchmarks.map_storage", "bytes a token of stored relevance maps, all in, in PostgreSQL"),

@@ -9,8 +9,8 @@ from django.contrib import messages
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from webapp.corpus.tasks import current_guideline, guideline_versions_for
-from webapp.review import catalog, decisions, rounds
+from webapp.corpus.tasks import guideline_versions_for
+from webapp.review import caching, catalog, decisions, rounds
 from webapp.review.noteview import stored_peaks
 from webapp.review.selection import Selection
 
@@ -103,7 +103,7 @@ def guideline_version_of(task, shown: int | None, project_id: int) -> int | None
         return None
     if shown is not None and guideline_versions_for(task, project_id).filter(version=shown).exists():
         return shown
-    current = current_guideline(task, project_id)
+    current = caching.guideline(task, project_id)
     return current.version if current is not None else None
 
 

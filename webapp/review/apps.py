@@ -16,6 +16,7 @@ class ReviewConfig(AppConfig):
         from webapp.evaluation.gold_sources import GoldSource, gold_from
         from webapp.evaluation.models import RelevanceEvaluation
         from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
+        from webapp.projects.models import Project
         from webapp.review import caching, catalog, gold
         from webapp.review.models import ReviewRound
 
@@ -27,8 +28,11 @@ class ReviewConfig(AppConfig):
             for signal in (post_save, post_delete):
                 signal.connect(catalog.clear, sender=model, dispatch_uid=f"review-catalog-{model.__name__}")
 
-        # What every review answer reads and webapp.review.caching keeps: read afresh after a change.
-        for model, name in ((TaskGuideline, "guideline"), (ReviewRound, "rounds")):
+        # What every review answer reads and webapp.review.caching keeps: read afresh after a change
+        # (a task, project or model version saved too: a database made again reuses their ids).
+        kept = [(TaskGuideline, "guideline"), (Task, "guideline"), (Project, "guideline")]
+        kept += [(ReviewRound, "rounds"), (ModelVersion, "rounds")]
+        for model, name in kept:
             for signal in (post_save, post_delete):
                 signal.connect(partial(caching.renew, name), sender=model, weak=False,
-                               dispatch_uid=f"review-caching-{name}-{signal is post_save}")  # fmt: skip
+                               dispatch_uid=f"review-caching-{model.__name__}-{signal is post_save}")  # fmt: skip

@@ -25,18 +25,34 @@ TIMEOUT seconds; a changed input makes a new key and the old entry ages out.
 One query finds the maps' fingerprints (`fingerprint`); a hit costs
 that query and a cache read instead of decoding the map, finding the other tasks' peaks and
 rendering the window.
+
+The task-specificity of every task of a note is computed at once and kept under the note's
+fingerprint (`specificities`): a reviewer going through a note's tasks one after the other (the
+queue's order) reads the note's maps and finds their peaks once, not once per task.
+
+Two lookups every review answer made are kept under a generation token (`generation`), renewed
+by every save or delete of the rows they read (connected in the app's ready), now and again
+after the transaction commits, so the next request reads them afresh (as webapp.projects.roles
+keeps a user's roles):
+- `guideline`: the guideline version a task's reviewers read (webapp.corpus.tasks.current_guideline);
+- `any_round`: whether a review round of a map's model version, method, template and
+  configuration exists at all; a decision outside every round then skips the rounds' claim
+  bookkeeping (webapp.review.rounds.sync_claims) and its queries.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from dataclasses import dataclass, field
 
 from django.core.cache import cache
+from django.db import transaction
 from django.utils.translation import get_language
 
 from webapp.review import peakstore
+from webapp.review.prepared import Prepared
 
 TIMEOUT = 3600  # seconds an entry is kept
 VERSION = 1  # bump when PanelBase changes shape
@@ -72,14 +88,24 @@ def fingerprint(note, selection) -> list | None:
     selection (one query), or None when the selection is not ready."""
     if not selection.ready:
         return None
-    rows = (
-        selection.maps()
-        .filter(note=note, model_version=selection.model)
+    values = {"method": selection.method, "template": selection.template, "config": selection.config}
+    rows = FINGERPRINT.rows(None, note_id=note.pk, model_id=selection.model.pk, **values)
+    return [list(row) for row in rows]
+
+
+def _fingerprint(_shape, *, note_id, model_id, method, template, config):
+    from webapp.pipeline.models import RelevanceMap
+
+    return (
+        RelevanceMap.objects.for_config(method, template, config)
+        .filter(note_id=note_id, model_version_id=model_id)
         .annotate(scores=peakstore.ScoresDigest("data"))
         .order_by("task_id")
         .values_list("task_id", "pk", "tokens_id", "scores")
     )
-    return [list(row) for row in rows]
+
+
+FINGERPRINT = Prepared(_fingerprint)
 
 
 def key_for(note, selection, maps, gold, request: dict) -> str:
@@ -113,3 +139,87 @@ def fill(html: str, classes: dict[int, str]) -> str:
     for index, css in classes.items():
         html = html.replace(PLACEHOLDER.format(index), css)
     return html
+
+
+SPECIFICITY_VERSION = 1
+
+
+def specificity_key(note, selection, maps) -> str:
+    """The key of the note's specificities under `maps` (its fingerprint) and the parameters."""
+    parts = {
+        "note": note.pk,
+        "text": hashlib.sha256(note.text.encode()).hexdigest(),
+        "maps": maps,
+        "params": peakstore.params_key(selection.params),
+        "model": selection.model.pk,
+        "config": [selection.method, selection.template, selection.config],
+    }
+    return f"review:specificity:{SPECIFICITY_VERSION}:{_digest(parts)}"
+
+
+def specificities(key: str, compute) -> dict:
+    """{task id: Specificity or None} of a note's tasks, from the cache or `compute()`."""
+    found = cache.get(key)
+    if found is None:
+        found = compute()
+        cache.set(key, found, TIMEOUT)
+    return found
+
+
+# ---------------------------------------------------------------- kept under a generation token
+
+GENERATION_KEY = "review:generation:{}"
+_MISSING = object()
+
+
+def generation(name: str) -> str:
+    """The current token of `name` (set when missing; `add`: two requests that race keep the first)."""
+    key = GENERATION_KEY.format(name)
+    token = cache.get(key)
+    if token is None:
+        cache.add(key, secrets.token_hex(8), None)
+        token = cache.get(key)
+    return token
+
+
+def renew(name: str, *_args, **_kwargs) -> None:
+    """What `name` keeps changed: read afresh from now on, and again once the transaction commits
+    (a reader that raced the change stored what it read under the old token, which no one reads)."""
+    key = GENERATION_KEY.format(name)
+
+    def new_token():
+        cache.set(key, secrets.token_hex(8), None)
+
+    new_token()
+    transaction.on_commit(new_token)
+
+
+def kept(name: str, parts, read):
+    """`read()`, kept under `name`'s generation and `parts` (ids only) until `name` is renewed."""
+    key = f"review:{name}:{generation(name)}:{_digest(parts)}"
+    found = cache.get(key, _MISSING)
+    if found is _MISSING:
+        found = read()
+        cache.set(key, found, TIMEOUT)
+    return found
+
+
+def guideline(task, project_id):
+    """webapp.corpus.tasks.current_guideline, kept until a guideline version is saved or deleted."""
+    from webapp.corpus.tasks import current_guideline
+
+    if task is None:
+        return None
+    return kept("guideline", [task.pk, project_id], lambda: current_guideline(task, project_id))
+
+
+def any_round(model_id: int, method: str, template: str, config_key: str) -> bool:
+    """Whether a review round of this map (model version, method, template, configuration) exists,
+    kept until a round is saved or deleted."""
+    from webapp.review.models import ReviewRound
+
+    def read():
+        rounds = ReviewRound.objects.filter(model_version_id=model_id, method=method, template=template)
+        return rounds.filter(config_key=config_key).exists()
+
+    return kept("rounds", [model_id, method, template, config_key], read)

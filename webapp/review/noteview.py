@@ -39,9 +39,10 @@ from ml.specificity import TaskMap, note_specificity
 from webapp.corpus.models import Annotation, Note
 from webapp.lib import rendering, windows
 from webapp.lifecycle.status import ACTIVE
-from webapp.pipeline.models import RelevanceJob
+from webapp.pipeline.models import RelevanceJob, RelevanceMap
 from webapp.review import caching, peakstore, sentenceview
 from webapp.review.decisions import PeakContext, decisions_on, is_conflict, overlapping
+from webapp.review.prepared import Prepared
 
 ADJUST_WORDS = 5  # how many words a boundary may move either way in the adjust form
 ADJUST_REACH = 400  # characters either side of a boundary searched for those words
@@ -218,9 +219,39 @@ def specificity(note, selection, offsets, scores, spans) -> Specificity | None:
         for (task_id, arrays), result in zip(rows, found)
         if result.fits
     ]
+    return _specificity_of(maps, "this", spans)
+
+
+def note_specificities(note, selection) -> dict[int, Specificity | None]:
+    """{task id: what `specificity` says of that task's peaks} for every task of the note with a
+    map of the selection's model version and configuration, from one read of the note's maps (a
+    task whose map does not fit the note, or has no peak: None)."""
+    rows = list(selection.maps().filter(note=note, model_version=selection.model).with_arrays("task_id"))
+    found = peaks_of_arrays(
+        [(None, note.pk, task_id) for task_id, _ in rows],
+        [arrays for _, arrays in rows],
+        {note.pk: note.text},
+        selection.params,
+    )
+    maps = [
+        TaskMap(task_id, arrays[0], arrays[1], [tuple(s) for s in result.char_spans])
+        for (task_id, arrays), result in zip(rows, found)
+        if result.fits
+    ]
+    out: dict[int, Specificity | None] = {task_id: None for task_id, _ in rows}
+    if len(maps) < 2:
+        return out
+    every = note_specificity(maps)
+    for m in maps:
+        if m.peaks:
+            out[m.task] = _specificity_of(maps, m.task, m.peaks, every)
+    return out
+
+
+def _specificity_of(maps, task, spans, every=None) -> Specificity | None:
     if len(maps) < 2:
         return None
-    mine = note_specificity(maps).of("this")
+    mine = (every or note_specificity(maps)).of(task)
     shared = {tuple(span) for span in mine.shared_peaks}
     return Specificity(
         other_tasks=len(maps) - 1,
@@ -261,7 +292,7 @@ def build_panel(
         key = caching.key_for(note, selection, found, panel.gold, given)
         base = caching.get(key)
     if base is None:
-        base = panel_base(note, selection, parts, panel.gold, **asked)
+        base = panel_base(note, selection, parts, panel.gold, **asked, maps=found)
         if key is not None and base.found:
             caching.put(key, base)
     for name in ("found", "fits", "n_tokens", "window", "shown", "select", "reach", "reach_window", "specificity"):
@@ -284,10 +315,13 @@ def build_panel(
     return panel
 
 
-def panel_base(note, selection, parts, gold, *, window, peak, view, sentence, by, chars) -> caching.PanelBase:
+def panel_base(
+    note, selection, parts, gold, *, window, peak, view, sentence, by, chars, maps=None
+) -> caching.PanelBase:
     """What the panel shows that no decision changes (webapp.review.caching keeps it): the
     peaks, the window, the map's reach, the specificity, the sentence view, and the window's
-    HTML with a placeholder where each peak's review state goes."""
+    HTML with a placeholder where each peak's review state goes. `maps`: the note's fingerprint
+    (caching.fingerprint), under which every task's specificity is kept at once."""
     text = note.text
     found = stored_peaks(note, selection, arrays=True)
     offsets, scores, spans, fits, n_tokens, reach = (), (), [], True, 0, None
@@ -297,7 +331,13 @@ def panel_base(note, selection, parts, gold, *, window, peak, view, sentence, by
         if not fits:
             offsets, scores = offsets[:0], scores[:0]
         reach = map_reach(text, offsets)
-    spec = specificity(note, selection, offsets, scores, spans) if found is not None and fits and spans else None
+    spec = None
+    if found is not None and fits and spans:
+        if maps is not None:
+            key = caching.specificity_key(note, selection, maps)
+            spec = caching.specificities(key, lambda: note_specificities(note, selection)).get(selection.task.pk)
+        else:
+            spec = specificity(note, selection, offsets, scores, spans)
     sentences = None
     if view == "sentences":
         sentences = sentenceview.build(text, offsets, scores, gold, by=by or "sentence", chosen=sentence)
@@ -488,21 +528,33 @@ def _int(value):
 def neighbours(note, selection) -> tuple[int | None, int | None]:
     """The previous and next note of the corpus (by id) that has a map of the selection's task,
     model version, method and template; without a task, the previous and next note. One query:
-    two index-bounded subqueries (ORDER BY ... LIMIT 1)."""
+    two index-bounded subqueries (ORDER BY ... LIMIT 1), built once per process
+    (webapp.review.prepared)."""
     if selection.ready:
-        maps = selection.maps().filter(
-            note__corpus_id=note.corpus_id, task=selection.task, model_version=selection.model
-        )
-        prev_ids = maps.filter(note_id__lt=note.pk).order_by("-note_id").values("note_id")[:1]
-        next_ids = maps.filter(note_id__gt=note.pk).order_by("note_id").values("note_id")[:1]
+        values = {"task_id": selection.task.pk, "model_id": selection.model.pk, "method": selection.method,
+                  "template": selection.template, "config": selection.config}  # fmt: skip
     else:
-        notes = Note.objects.filter(corpus_id=note.corpus_id)
-        prev_ids = notes.filter(pk__lt=note.pk).order_by("-pk").values("pk")[:1]
-        next_ids = notes.filter(pk__gt=note.pk).order_by("pk").values("pk")[:1]
-    row = (
-        Note.objects.filter(pk=note.pk)
+        values = {}
+    rows = NEIGHBOURS.rows(selection.ready, note_id=note.pk, corpus_id=note.corpus_id, **values)
+    return rows[0] if rows else (None, None)
+
+
+def _neighbours(ready, *, note_id, corpus_id, task_id=0, model_id=0, method="", template="", config=""):
+    if ready:
+        maps = RelevanceMap.objects.for_config(method, template, config).filter(
+            note__corpus_id=corpus_id, task_id=task_id, model_version_id=model_id
+        )
+        prev_ids = maps.filter(note_id__lt=note_id).order_by("-note_id").values("note_id")[:1]
+        next_ids = maps.filter(note_id__gt=note_id).order_by("note_id").values("note_id")[:1]
+    else:
+        notes = Note.objects.filter(corpus_id=corpus_id)
+        prev_ids = notes.filter(pk__lt=note_id).order_by("-pk").values("pk")[:1]
+        next_ids = notes.filter(pk__gt=note_id).order_by("pk").values("pk")[:1]
+    return (
+        Note.objects.filter(pk=note_id)
         .annotate(prev_id=Subquery(prev_ids), next_id=Subquery(next_ids))
-        .values_list("prev_id", "next_id")
-        .first()
+        .values_list("prev_id", "next_id")[:1]
     )
-    return row if row is not None else (None, None)
+
+
+NEIGHBOURS = Prepared(_neighbours)

@@ -17,17 +17,22 @@ query asks that of each map too, so once a window's peaks are stored, a request 
 query over it and computes nothing. Both questions are scalar subqueries
 (peakstore.first_of), looked up by index for the window's maps only, so the cost does not grow
 with the corpus, with the peaks stored or with what was reviewed. When SCAN maps were looked at
-without finding a pair, the page offers to continue from where the request stopped.
+without finding a pair, the page offers to continue from where the request stopped. The
+window's query is built by the ORM once per process and shape and run with each request's
+values (webapp.review.prepared): making it cost the server twenty times what running it cost
+PostgreSQL.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from django.db.models import Exists, Q, Subquery
 
 from webapp.pipeline.models import RelevanceMap
 from webapp.review import catalog, peakstore
+from webapp.review.prepared import Prepared
 
 FIRST_BATCH = 25  # the first window: nearly always holds the next pair
 BATCH = 500
@@ -77,20 +82,58 @@ def first_undecided(maps, selection, reviewer):
     return open_maps.order_by("note_id", "task_id").values_list("note_id", "task_id").first()
 
 
+def _window(shape, *, corpus_id, model_id, method, template, config, key, reviewer_id, task_id=0, note_after=0,
+            task_after=0):  # fmt: skip
+    """The window's query (next_pair): up to `size` maps after the cursor, each with its valid
+    stored peaks row (`stored`) and the first of them holding a peak the reviewer has not decided
+    (`open`). `shape`: (retired task ids, a task chosen, a cursor, size)."""
+    retired, one_task, has_cursor, size = shape
+    maps = RelevanceMap.objects.for_config(method, template, config).filter(
+        note__corpus_id=corpus_id, model_version_id=model_id, task__retired=False
+    )
+    if retired:
+        maps = maps.exclude(task_id__in=retired)
+    if one_task:
+        maps = maps.filter(task_id=task_id)
+    sel = SimpleNamespace(model=model_id, method=method, template=template, config=config)
+    open_peaks = peakstore.valid(key).filter(fits=True, n_peaks__gt=0)
+    still_open = peakstore.first_of(open_peaks.filter(Exists(peakstore.undecided_by(reviewer_id, sel))))
+    ordered = _after(maps, (note_after, task_after) if has_cursor else None).order_by("note_id", "task_id")
+    ordered = ordered.annotate(stored=peakstore.first_of(peakstore.valid(key)), open=still_open)
+    return ordered.values_list("pk", "note_id", "task_id", "stored", "open")[:size]
+
+
+WINDOW = Prepared(_window)
+
+
 def next_pair(
     corpus, selection, reviewer, after: tuple[int, int] | None = None, *, scan: int = SCAN, batch: int = BATCH
 ) -> QueueResult:
-    maps = selection_maps(corpus, selection)
-    stored = peakstore.first_of(peakstore.valid(peakstore.params_key(selection.params)))
-    still_open = _open(selection, reviewer)
+    if selection.model is None:  # no model version: no map
+        return QueueResult(None, 0, True, after)
+    maps = None  # the selection's maps as a queryset: only where peaks are missing
+    retired = tuple(sorted(catalog.retired_tasks(corpus.project_id)))
+    values = {
+        "corpus_id": corpus.pk,
+        "model_id": selection.model.pk,
+        "method": selection.method,
+        "template": selection.template,
+        "config": selection.config,
+        "key": peakstore.params_key(selection.params),
+        "reviewer_id": reviewer.pk,
+    }
+    if selection.task is not None:
+        values["task_id"] = selection.task.pk
     cursor, scanned, computed = after, 0, 0
     while scanned < scan:
         size = min(batch, FIRST_BATCH if scanned == 0 else batch, scan - scanned)
-        ordered = _after(maps, cursor).order_by("note_id", "task_id").annotate(stored=stored, open=still_open)
-        window = list(ordered.values_list("pk", "note_id", "task_id", "stored", "open")[:size])
+        shape = (retired, selection.task is not None, cursor is not None, size)
+        at = {"note_after": cursor[0], "task_after": cursor[1]} if cursor is not None else {}
+        window = WINDOW.rows(shape, **values, **at)
         if not window:
             return QueueResult(None, scanned, True, cursor, computed)
         if any(w[3] is None for w in window):  # maps without valid stored peaks: computed first, and ahead
+            maps = selection_maps(corpus, selection) if maps is None else maps
             ahead = _after(maps, cursor).order_by("note_id", "task_id").values_list("pk", flat=True)
             ahead = [*(w[0] for w in window), *ahead[len(window) : max(len(window), AHEAD)]]
             computed += peakstore.ensure(RelevanceMap.objects.filter(pk__in=ahead), selection.params)

@@ -47,7 +47,7 @@ from webapp.corpus.models import Note
 from webapp.lifecycle.signals import round_completed
 from webapp.pipeline.models import RelevanceMap
 from webapp.projects.roles import CAPABILITIES, Capability, has_capability
-from webapp.review import orders
+from webapp.review import caching, orders
 from webapp.review.models import PeakDecision, ReviewRound, RoundClaim, RoundPair, RoundReviewer
 
 LEASE = timedelta(minutes=15)  # a claim's hold on its slot without a decision on the pair
@@ -276,7 +276,10 @@ def sync_claims(reviewer, note_id: int, task_id: int, model_id: int, method: str
     """After a decision or undo of `reviewer` on (note, task) under a map: in every round of that
     map holding the pair, renew their claim's lease and mark it done when every peak of the pair
     has their decision (open again when not). A reviewer deciding on a round's pair without a
-    claim (its lease expired) takes one if the pair has room."""
+    claim (its lease expired) takes one if the pair has room. Nothing to do, and no query, when no
+    round of that map exists (webapp.review.caching.any_round)."""
+    if not caching.any_round(model_id, method, template, config_key):
+        return
     now = timezone.now()
     pairs = RoundPair.objects.filter(
         note_id=note_id,

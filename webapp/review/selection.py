@@ -92,7 +92,16 @@ class Selection:
         return {key: value for key, value in values.items() if value not in (None, "")}
 
     def query(self, *, params: bool = True, **changes) -> str:
-        return urlencode(self.query_dict(params=params, **changes))
+        """The query string of this selection (with `changes`). Without changes it is kept on the
+        object, keyed by what it is made of: a note page writes it in some fifteen links."""
+        if changes or not params:
+            return urlencode(self.query_dict(params=params, **changes))
+        made_of = (self.task, self.model, self.method, self.template, self.profile, self.config_key, self.params)
+        kept = self.__dict__.get("_query")
+        if kept is None or kept[0] != made_of:
+            kept = (made_of, urlencode(self.query_dict()))
+            self.__dict__["_query"] = kept
+        return kept[1]
 
 
 def default_profile(project_id: int) -> PeakProfile | None:

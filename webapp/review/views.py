@@ -24,6 +24,8 @@ from webapp.review import (
     access,
     actions,
     browse,
+    caching,
+    catalog,
     comparison,
     noteview,
     queue,
@@ -41,8 +43,15 @@ def _note_url(note, sel, **changes) -> str:
     return reverse("review:note", args=[note.corpus_id, note.pk]) + (f"?{query}" if query else "")
 
 
+def _note_urls(note) -> dict:
+    """The note page's own addresses, which it writes in some twenty links and forms."""
+    args = [note.corpus_id, note.pk]
+    return {"note_url": reverse("review:note", args=args), "decide_url": reverse("review:decide", args=args)}
+
+
 def _note_context(request, note, sel, panel, notice=None) -> dict:
     return {
+        **_note_urls(note),
         "nav": "review",
         "note": note,
         "corpus": note.corpus,
@@ -51,13 +60,22 @@ def _note_context(request, note, sel, panel, notice=None) -> dict:
         "notice": notice,
         "can_review": has_capability(request.user, Capability.REVIEW, note.corpus.project_id),
         "can_tune": any(has_capability(request.user, c, note.corpus.project_id) for c in access.TUNE),
-        "profiles": PeakProfile.objects.of_project(note.corpus.project_id).order_by("name", "-version"),
+        "profiles": _profiles(note.corpus.project_id, sel.profile),
         "legend": rendering.legend(),
         "queue_query": sel.query(task=None),  # the queue goes over every task from the current pair on
-        "guideline": current_guideline(sel.task, note.corpus.project_id) if sel.task is not None else None,
+        "guideline": caching.guideline(sel.task, note.corpus.project_id),
         "round": _round_of(request),
         "identifier_types": IDENTIFIER_TYPES,  # the missed-identifier dialog (webapp.deid_ops.missed)
     }
+
+
+def _profiles(project_id: int, shown) -> list:
+    """The profile menu (webapp.review.catalog's copy: a menu may be seconds old), by name and
+    newest version first, with the profile shown even when the copy is older than it."""
+    found = dict(catalog.profiles(project_id))
+    if shown is not None:
+        found.setdefault(shown.pk, shown)
+    return sorted(found.values(), key=lambda p: (p.name, -p.version))
 
 
 def _round_of(request):
@@ -192,6 +210,7 @@ def _decided(request, note, outcome, window):
         note, sel, request.user, outcome.spans, (outcome.decision.start, outcome.decision.end)
     )
     context = {
+        **_note_urls(note),
         "note": note,
         "corpus": note.corpus,
         "sel": sel,
@@ -200,7 +219,7 @@ def _decided(request, note, outcome, window):
         "window_index": window or 0,
         "notice": outcome,
         "can_review": True,  # the decision was recorded: the reviewer may review
-        "guideline": current_guideline(sel.task, note.corpus.project_id),
+        "guideline": caching.guideline(sel.task, note.corpus.project_id),
         "round": _round_of(request),
     }
     return render(request, "review/note.html#decided", context)
