@@ -208,7 +208,11 @@ def run(job: MapImportJob, heart) -> str | None:
 def _refused(job: MapImportJob, problems, count: int) -> str | None:
     words = f"Nothing was imported: {count} problem{'s' if count != 1 else ''}."
     failed = units.fail(
-        job, words, phase="", problems=[[line, reason] for line, reason in problems], problem_count=count
+        job,
+        words,
+        phase="",
+        problems=[[line, reason] for line, reason in sorted(problems, key=lambda p: (p[0] is not None, p[0] or 0))],
+        problem_count=count,
     )
     if failed:
         job.problem_count = count
