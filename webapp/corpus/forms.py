@@ -164,7 +164,7 @@ class UploadForm(forms.Form):
         try:
             parse_mapping(self.cleaned_data["mapping"].splitlines())
         except MappingError as exc:
-            raise forms.ValidationError(str(exc)) from None
+            raise forms.ValidationError(exc.said.render(_)) from None
         return self.cleaned_data["mapping"]
 
     def clean_preview(self):

@@ -53,10 +53,10 @@ from webapp.lib.formats import (
 )
 from webapp.lib.formats.mapping import Mapping, MappingError, parse_mapping
 from webapp.lib.formats.unpack import readable, shape_problem
-from webapp.lib.import_limits import over_limit
+from webapp.lib.import_limits import over_limit_message
 from webapp.lib.import_sources import AnnotationRecord
 from webapp.lib.input_files import NO_SUCH_FILE_OR_FOLDER
-from webapp.lib.messages import gettext_noop
+from webapp.lib.messages import gettext_noop, message
 from webapp.lib.problems import Problem, Problems
 from webapp.lib.validators import hidden_character, nfc, overlapping_spans, printable
 
@@ -109,7 +109,7 @@ def import_gold(
         format_ = get_format(fmt)
         plan = mapping if isinstance(mapping, Mapping) else parse_mapping(mapping)
     except (UnsupportedFormat, MappingError) as exc:
-        problems.add(name, None, str(exc))
+        problems.add(name, None, getattr(exc, "said", None) or str(exc))
         return GoldReport(_failed(problems), dry_run=dry_run)
     if reason := _missing_feature_problem(missing_feature, feature_default, feature):
         problems.add(name, None, reason)
@@ -225,13 +225,25 @@ class _Reading:
                 count=f"{self.unnamed_spans:,}",
             )
         if unmapped:
-            shown = ", ".join(f"{label!r} ({n} span{'s' if n != 1 else ''})" for label, n in unmapped.most_common(10))
-            more = f" and {len(unmapped) - 10} more" if len(unmapped) > 10 else ""
+            shown = [
+                message(gettext_noop("%(label)s (%(count)s span)"), label=repr(label), count=n)
+                if n == 1
+                else message(gettext_noop("%(label)s (%(count)s spans)"), label=repr(label), count=n)
+                for label, n in unmapped.most_common(10)
+            ]
+            labels = shown[0]
+            for more in shown[1:]:
+                labels = message(gettext_noop("%(first)s, %(rest)s"), first=labels, rest=more)
+            if len(unmapped) > 10:
+                labels = message(gettext_noop("%(labels)s and %(more)s more"), labels=labels, more=len(unmapped) - 10)
             problems.add(
                 self.name,
                 None,
-                f"no mapping for the label(s) {shown}{more}: map each as LABEL=TASK:VALUE, LABEL=TASK "
-                "(evidence only) or LABEL=- (skip), or skip every other label with *=-",
+                gettext_noop(
+                    "no mapping for the label(s) %(labels)s: map each as LABEL=TASK:VALUE, LABEL=TASK (evidence "
+                    "only) or LABEL=- (skip), or skip every other label with *=-"
+                ),
+                labels=labels,
             )
 
     def _deidentified(self, docs, notes, corpus, problems, first) -> list:
@@ -266,10 +278,13 @@ class _Reading:
                 problems.add(
                     source,
                     line,
-                    f"the text of document {doc_id!r} differs from note {doc_id!r} of this de-identified corpus, "
-                    "and de-identified with the project's policy it still does (content hash), so its offsets "
-                    "cannot be carried: give the note's metadata (its patient and known identifiers) with the "
-                    "document, or export the notes from this corpus to annotate them",
+                    gettext_noop(
+                        "the text of document %(id)s differs from note %(id)s of this de-identified corpus, and "
+                        "de-identified with the project's policy it still does (content hash), so its offsets "
+                        "cannot be carried: give the note's metadata (its patient and known identifiers) with the "
+                        "document, or export the notes from this corpus to annotate them"
+                    ),
+                    id=repr(doc_id),
                 )
                 refused.add(id(doc))
                 continue
@@ -382,8 +397,12 @@ class _Reading:
                     problems.add(
                         source,
                         line,
-                        f"document {doc_id!r}: the annotator name {annotator[:60]!r} is "
-                        "longer than 150 characters or holds a hidden character",
+                        gettext_noop(
+                            "document %(id)s: the annotator name %(name)s is longer than 150 characters or holds a "
+                            "hidden character"
+                        ),
+                        id=repr(doc_id),
+                        name=repr(annotator[:60]),
                     )
                     continue
                 entry = by_task.setdefault((target.task, annotator), [set(), []])
@@ -410,19 +429,32 @@ class _Reading:
                     problems.add(
                         source,
                         line,
-                        f"document {doc_id!r}: task {task_name!r} is mapped as evidence only, but the note has "
-                        + (f"several labels for it ({', '.join(map(repr, label))})" if label else "no label for it")
-                        + "; map it as TASK:VALUE",
+                        gettext_noop(
+                            "document %(id)s: task %(task)s is mapped as evidence only, but the note has several "
+                            "labels for it (%(labels)s); map it as TASK:VALUE"
+                        )
+                        if label
+                        else gettext_noop(
+                            "document %(id)s: task %(task)s is mapped as evidence only, but the note has no label "
+                            "for it; map it as TASK:VALUE"
+                        ),
+                        id=repr(doc_id),
+                        task=repr(task_name),
+                        labels=", ".join(map(repr, label)),
                     )
                     continue
                 evidence = _ordered(evidence)
                 most = self.limits.evidence_spans
                 if len(evidence) > most:
-                    what = f"document {doc_id!r}: the evidence of task {task_name!r}"
+                    what = message(
+                        gettext_noop("document %(id)s: the evidence of task %(task)s"),
+                        id=repr(doc_id),
+                        task=repr(task_name),
+                    )
                     problems.add(
                         source,
                         line,
-                        over_limit(
+                        over_limit_message(
                             what, len(evidence), self.limits.evidence_spans, "IMPORT_MAX_EVIDENCE_SPANS", "spans"
                         ),
                     )
@@ -511,15 +543,22 @@ class _Reading:
         return [self.annotator] if self.annotator else sorted(self.annotator_spans)[:50]
 
 
-def _missing_feature_problem(missing: str, default: str, feature: str) -> str | None:
+def _missing_feature_problem(missing: str, default: str, feature: str):
+    """None, or why the options for spans without the feature do not go together (a Message)."""
     if missing not in MISSING_FEATURE:
-        return f"spans without the feature: {missing!r} is not one of {', '.join(MISSING_FEATURE)}"
+        return message(
+            gettext_noop("spans without the feature: %(missing)s is not one of %(choices)s"),
+            missing=repr(missing),
+            choices=", ".join(MISSING_FEATURE),
+        )
     if missing != "refuse" and not feature:
-        return "spans without the feature: choose the feature (XMI) first"
+        return message(gettext_noop("spans without the feature: choose the feature (XMI) first"))
     if missing == "default" and not default.strip():
-        return "spans without the feature are to be given a default label: give it"
+        return message(gettext_noop("spans without the feature are to be given a default label: give it"))
     if missing != "default" and default.strip():
-        return "a default label for spans without the feature goes with 'default' (or leave it empty)"
+        return message(
+            gettext_noop("a default label for spans without the feature goes with 'default' (or leave it empty)")
+        )
     return None
 
 

@@ -131,8 +131,9 @@ def report(error: FormatError, problems) -> None:
         problems.add(error.source, None, reason)
 
 
-def line_of(where: str | None) -> int | None:
-    if where and where.startswith("line ") and where[5:].isdigit():
+def line_of(where) -> int | None:
+    """The line number of a place "line N"; None for any other place (a Message, "task 3")."""
+    if isinstance(where, str) and where.startswith("line ") and where[5:].isdigit():
         return int(where[5:])
     return None
 

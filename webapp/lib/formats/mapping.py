@@ -24,13 +24,20 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from webapp.lib.messages import Message, gettext_noop, message
+
 SKIP = "-"
 ANY = "*"
 _ENTRY = re.compile(r"(?P<key>[^=\[\]]+?)(?:\[(?P<attr>[^=\]]+)=(?P<value>[^\]]*)\])?\s*=\s*(?P<target>.+)")
 
 
 class MappingError(ValueError):
-    """An entry that cannot be read; the message names it."""
+    """An entry that cannot be read; the message names it (`said`: its template and values,
+    webapp.lib.messages, translated where it is shown; str(): the English)."""
+
+    def __init__(self, said: Message):
+        self.said = said
+        super().__init__(str(said))
 
 
 @dataclass(frozen=True)
@@ -79,25 +86,40 @@ def parse_mapping(items) -> Mapping:
         m = _ENTRY.fullmatch(item)
         if m is None:
             raise MappingError(
-                f"mapping entry {number} ({item[:60]!r}) must be LABEL=TASK:VALUE, "
-                "LABEL=TASK (evidence only) or LABEL=-"
+                message(
+                    gettext_noop(
+                        "mapping entry %(number)s (%(entry)s) must be LABEL=TASK:VALUE, LABEL=TASK (evidence only) "
+                        "or LABEL=-"
+                    ),
+                    number=number,
+                    entry=repr(item[:60]),
+                )
             )
         key, target = m["key"].strip(), m["target"].strip()
         if key == ANY:
             if target != SKIP or m["attr"] is not None:
-                raise MappingError(f"mapping entry {number}: '*' can only be skipped ('*=-')")
+                raise MappingError(
+                    message(gettext_noop("mapping entry %(number)s: '*' can only be skipped ('*=-')"), number=number)
+                )
             mapping.skip_rest = True
             continue
         attr = m["attr"].strip() if m["attr"] is not None else None
         value = m["value"].strip() if m["value"] is not None else None
         if (key, attr, value) in mapping.entries:
-            raise MappingError(f"mapping entry {number}: {key!r} is mapped twice")
+            raise MappingError(
+                message(gettext_noop("mapping entry %(number)s: %(key)s is mapped twice"), number=number, key=repr(key))
+            )
         if target == SKIP:
             mapping.entries[(key, attr, value)] = None
             continue
         task, sep, label = target.partition(":")
         if not task.strip() or (sep and not label.strip()):
-            raise MappingError(f"mapping entry {number}: the task, or the label value after ':', is empty")
+            raise MappingError(
+                message(
+                    gettext_noop("mapping entry %(number)s: the task, or the label value after ':', is empty"),
+                    number=number,
+                )
+            )
         task = unicodedata.normalize("NFC", task.strip())  # as descriptions are stored, however it was typed
         mapping.entries[(key, attr, value)] = Target(task, label.strip() if sep else None)
     return mapping

@@ -39,6 +39,7 @@ from lxml import etree
 
 from webapp.lib.formats._files import check_size, checked, file_limit, id_of_name, reported, safe_name
 from webapp.lib.formats.document import WITHOUT_FEATURE, Document, FormatError, Span
+from webapp.lib.messages import Message, gettext_noop, message
 
 CARRIES = ("discontinuous", "attributes", "source", "reviewer")
 MEMBERS = (".xmi", ".xml")  # a folder's files; TypeSystem.xml among them
@@ -54,7 +55,8 @@ XMI_NS = "http://www.omg.org/XMI"
 SKIPPED_NS = (XMI_NS, "http:///uima/cas.ecore")
 TYPESYSTEM_NAMES = ("typesystem.xml",)
 NOT_FEATURES = {"begin", "end", "sofa", f"{{{XMI_NS}}}id"}
-_SKIP_OR_DEFAULT = (
+_NONE = gettext_noop("none")
+_SKIP_OR_DEFAULT = gettext_noop(
     "skip such spans or give them a default label (--missing-feature skip, or default with --feature-default; "
     "the Import page's 'Spans without the feature')"
 )
@@ -70,7 +72,7 @@ def _documents(path: Path, options) -> Iterator[Document | FormatError]:
     limit = file_limit(options, PARSED_SIZE, "an XMI file")
     files = _xmi_files(path)
     if not files:
-        yield FormatError(path.name, None, "holds no .xmi or .xml files")
+        yield FormatError(path.name, None, message(gettext_noop("holds no .xmi or .xml files")))
         return
     shared = None
     folder = path if path.is_dir() else path.parent
@@ -86,7 +88,11 @@ def _documents(path: Path, options) -> Iterator[Document | FormatError]:
             yield exc
             return
         except Exception as exc:  # cassis raises plain exceptions for a bad type system
-            yield FormatError(declared.name, None, f"not a UIMA type system ({type(exc).__name__})")
+            yield FormatError(
+                declared.name,
+                None,
+                message(gettext_noop("not a UIMA type system (%(type)s)"), type=type(exc).__name__),
+            )
             return
     for file in files:
         try:
@@ -99,11 +105,21 @@ def _documents(path: Path, options) -> Iterator[Document | FormatError]:
             yield exc
             continue
         except etree.XMLSyntaxError as exc:
-            yield FormatError(file.name, f"line {exc.lineno}", f"not well-formed XML ({exc.msg})")
+            yield FormatError(
+                file.name,
+                f"line {exc.lineno}",
+                message(gettext_noop("not well-formed XML (%(reason)s)"), reason=exc.msg),
+            )
             continue
         except Exception as exc:  # cassis: a file that does not match its type system
             yield FormatError(
-                file.name, None, f"not a UIMA CAS XMI file cassis can read ({type(exc).__name__}: {str(exc)[:120]})"
+                file.name,
+                None,
+                message(
+                    gettext_noop("not a UIMA CAS XMI file cassis can read (%(type)s: %(reason)s)"),
+                    type=type(exc).__name__,
+                    reason=str(exc)[:120],
+                ),
             )
             continue
         yield checked(doc, file.name, "")
@@ -175,26 +191,40 @@ def _document(cas: Cas, typesystem: TypeSystem, file: Path, layer: str, feature:
             raise FormatError(
                 file.name,
                 None,
-                f"layer {type_name} has no feature {feature!r} (it has: {', '.join(names) or 'none'}); "
-                f"{_SKIP_OR_DEFAULT}",
+                message(
+                    gettext_noop("layer %(layer)s has no feature %(feature)s (it has: %(names)s); %(what_to_do)s"),
+                    layer=type_name,
+                    feature=repr(feature),
+                    names=", ".join(names) or Message(_NONE),
+                    what_to_do=Message(_SKIP_OR_DEFAULT),
+                ),
             )
         for ann in cas.select(type_name):
             if ann.begin is None or ann.end is None or ann.begin >= ann.end:
                 continue
-            where = f"annotation xmi:id {ann.xmiID}"
+            where = message(gettext_noop("annotation xmi:id %(id)s"), id=ann.xmiID)
             if ours:
                 label, reviewer = ann.get("label") or "", ann.get("reviewer") or ""
                 try:
                     attributes = json.loads(ann.get("attributes") or "{}")
                 except json.JSONDecodeError:
-                    raise FormatError(file.name, where, "feature 'attributes' is not JSON") from None
+                    raise FormatError(
+                        file.name, where, message(gettext_noop("feature 'attributes' is not JSON"))
+                    ) from None
                 key = (type_name, ann.get("group") or str(ann.xmiID))
             else:
                 label = short if not feature else (ann.get(feature) if feature in names else None)
                 if not label:
                     if missing == "refuse":
                         raise FormatError(
-                            file.name, where, f"{short} has no value for feature {feature!r}; {_SKIP_OR_DEFAULT}"
+                            file.name,
+                            where,
+                            message(
+                                gettext_noop("%(layer)s has no value for feature %(feature)s; %(what_to_do)s"),
+                                layer=short,
+                                feature=repr(feature),
+                                what_to_do=Message(_SKIP_OR_DEFAULT),
+                            ),
                         )
                     without_feature += 1
                     if missing == "skip":
@@ -230,7 +260,13 @@ def _layers(typesystem: TypeSystem, layer: str, file: Path) -> list[str]:
     if not chosen:
         custom = [n.rsplit(".", 1)[-1] for n in annotations if n.startswith(CUSTOM)]
         raise FormatError(
-            file.name, None, f"no annotation layer {layer!r} (its custom layers: {', '.join(custom) or 'none'})"
+            file.name,
+            None,
+            message(
+                gettext_noop("no annotation layer %(layer)s (its custom layers: %(names)s)"),
+                layer=repr(layer),
+                names=", ".join(custom) or Message(_NONE),
+            ),
         )
     return chosen
 
