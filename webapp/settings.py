@@ -272,11 +272,11 @@ REDIS_URL = env_str("REDIS_URL")
 # Django's cache: Redis when a URL is set (CACHE_URL, else REDIS_URL), shared by every web worker;
 # otherwise each process's memory. It keeps the review panel's decision-free part
 # (webapp.review.caching) and, in front of the database, the sessions (cached_db: a session is
-# read from the cache and written to both). webapp.lib.redis_cache: Django's Redis cache keeping
+# read from the cache and written to both). webapp.db.redis_cache: Django's Redis cache keeping
 # one client per connection pool.
 CACHE_URL = env_str("CACHE_URL") or REDIS_URL
 if CACHE_URL:
-    CACHES = {"default": {"BACKEND": "webapp.lib.redis_cache.RedisCache", "LOCATION": CACHE_URL,
+    CACHES = {"default": {"BACKEND": "webapp.db.redis_cache.RedisCache", "LOCATION": CACHE_URL,
                           "KEY_PREFIX": "dsm", "TIMEOUT": 3600}}  # fmt: skip
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "dsm"}}

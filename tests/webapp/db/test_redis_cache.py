@@ -1,4 +1,4 @@
-"""webapp.lib.redis_cache: Django's Redis cache with one redis-py client kept per pool, shared by
+"""webapp.db.redis_cache: Django's Redis cache with one redis-py client kept per pool, shared by
 two backends (two web workers) through the server, and the backend the settings name."""
 
 import os
@@ -7,7 +7,7 @@ import secrets
 import pytest
 from django.conf import settings
 
-from webapp.lib.redis_cache import RedisCache
+from webapp.db.redis_cache import RedisCache
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 pytestmark = pytest.mark.skipif(not REDIS_URL, reason="needs Redis (REDIS_URL)")
@@ -26,4 +26,4 @@ def test_one_client_per_pool_and_what_one_worker_writes_the_other_reads():
 
 
 def test_the_settings_use_it_when_a_redis_url_is_set():
-    assert settings.CACHES["default"]["BACKEND"] == "webapp.lib.redis_cache.RedisCache"
+    assert settings.CACHES["default"]["BACKEND"] == "webapp.db.redis_cache.RedisCache"
