@@ -259,6 +259,7 @@ KINDS: list[Kind] = [
         claim="webapp.pipeline.mapimport_jobs:claim",
         fail="webapp.pipeline.mapimport_jobs:fail_claimed",
         time_limit=24 * 3600,  # a file of millions of maps; a lost worker is caught by its heartbeat
+        event=Event("map_import", "Map import ended", ("lines_done", "problem_count")),
         api="webapp.pipeline.api:MapImportJobOut",
         cancel="webapp.pipeline.mapimport_jobs:cancel",
         resume="webapp.pipeline.mapimport_jobs:resume",

@@ -111,6 +111,23 @@ def test_an_uploaded_file_is_imported_by_its_job_and_the_same_file_again_writes_
     assert MapImport.objects.count() == 1 and RelevanceMap.objects.count() == 8  # nothing twice
 
 
+def test_an_ended_import_is_announced_to_the_projects_webhooks_with_counts_only(ward, researcher):
+    from webapp.integrations.events import unit_ended
+    from webapp.integrations.models import Webhook, WebhookDelivery
+
+    corpus, tasks, model_version = ward
+    Webhook.objects.create(project=default_project(), url="https://hooks.example/x", secret="s", events=["map_import"])
+    job = launch(spans_file(corpus, tasks), corpus, model_version, researcher)
+    assert unit_ended("map import", job) == 0  # not ended yet
+    run(job)
+    job.refresh_from_db()
+    assert unit_ended("map import", job) == 1
+    delivery = WebhookDelivery.objects.get()
+    assert delivery.event == "map_import" and delivery.payload["status"] == "done"
+    assert delivery.payload["counts"] == {"lines_done": 8, "problem_count": 0}
+    assert delivery.payload["object"] == {"type": "pipeline.MapImportJob", "id": job.pk}
+
+
 def test_a_refused_file_fails_its_job_with_each_line_and_reason_and_writes_nothing(ward, researcher, settings):
     corpus, tasks, model_version = ward
     first = corpus.notes.order_by("external_id").first()
