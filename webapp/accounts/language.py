@@ -9,6 +9,8 @@ a choice made in the menu updates both. A choice made on the login page, before 
 is saved on the profile of whoever signs in next in that session: it was their own.
 """
 
+import re
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.middleware.locale import LocaleMiddleware
@@ -22,8 +24,10 @@ from webapp.accounts.models import Preference
 SESSION_KEY = "user_language"  # the signed-in user's language ("" for none), read at sign-in
 LOGIN_PAGE_CHOICE = "login_page_language"  # chosen before signing in, saved at sign-in
 # The REST API answers in English whatever the caller's Accept-Language: its messages and refusal
-# reasons are read by programs and quoted in logs, so they keep one wording (docs/api.md).
+# reasons are read by programs and quoted in logs, so they keep one wording (docs/api.md). The
+# token and webhook pages under /api/ are pages for a person, in the person's language.
 ENGLISH_ONLY_PATHS = ("/api/",)
+PAGES_UNDER_API = re.compile(r"/api/(?:tokens/|projects/[-\w]+/webhooks/)\Z")
 
 
 def supported(code) -> str:
@@ -72,7 +76,7 @@ class UserLanguageMiddleware(LocaleMiddleware):
     with the user's own language first. After AuthenticationMiddleware."""
 
     def process_request(self, request):
-        if request.path_info.startswith(ENGLISH_ONLY_PATHS):
+        if request.path_info.startswith(ENGLISH_ONLY_PATHS) and not PAGES_UNDER_API.match(request.path_info):
             language = settings.LANGUAGE_CODE
         else:
             language = self._users(request) or translation.get_language_from_request(request)

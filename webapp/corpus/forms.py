@@ -146,7 +146,7 @@ class UploadForm(forms.Form):
             "and XMI as a .zip of their files; gold labels: JSONL, or an annotation tool's files; at most %(size)s"
         ) % {"size": filesizeformat(settings.IMPORT_MAX_UPLOAD_BYTES)}
         self.fields["format"].choices = [("", _("Told from the file (notes); gold labels JSONL"))] + [
-            (f.name, f.label) for f in readers()
+            (f.name, _(f.label)) for f in readers()
         ]
 
     clean_project = only_choice_when_blank("project")
@@ -181,7 +181,7 @@ class UploadForm(forms.Form):
                 ),
             )
         elif fmt and kind == ImportJob.Kind.ANNOTATIONS and not FORMATS[fmt].spans:
-            label = FORMATS[fmt].label
+            label = _(FORMATS[fmt].label)
             self.add_error(
                 "format",
                 _("%(format)s carries no spans: gold labels come from a format that does.") % {"format": label},

@@ -31,6 +31,7 @@ import snowballstemmer
 from django.db import connection
 from django.db.models import BooleanField, F, Q, QuerySet
 from django.db.models.expressions import RawSQL
+from django.utils.translation import gettext, gettext_noop
 
 MAX_QUERY_CHARS = 200
 # A query matching fewer notes than this is "rare": its matches are read through the indexes and
@@ -55,12 +56,12 @@ _TERM = re.compile(r'(-?)(?:"([^"]*)"?|([^\s"]+))')  # -? then a "phrase" (close
 _WORD = re.compile(r"[^\W_]+")  # the letters and digits FTS5's unicode61 tokenizer keeps together
 
 HELP = {
-    "postgresql": (
+    "postgresql": gettext_noop(
         "Every word must occur, in any form in the corpus's language (“fractures” finds “fractured”); "
         "quotes make a phrase, “or” an alternative, a leading “-” leaves a word out. Case is ignored; "
         "accents count unless the language's stemmer drops them (Spanish, Catalan and Dutch do)."
     ),
-    "sqlite": (
+    "sqlite": gettext_noop(
         "Every word must occur, or a word beginning with its stem (“fractures” finds “fractured”, "
         "also “fracturing”; short words as written); quotes make a phrase, “or” an alternative, a "
         "leading “-” leaves a word out. Case and accents are ignored."
@@ -70,7 +71,7 @@ HELP = {
 
 def help_text() -> str:
     """What the search box does on this database, in a sentence or two for its users."""
-    return HELP.get(connection.vendor, HELP["sqlite"])
+    return gettext(HELP.get(connection.vendor, HELP["sqlite"]))
 
 
 def clean_query(raw: str) -> str:

@@ -7,6 +7,10 @@ import unicodedata
 
 from django import forms
 from django.conf import settings
+from django.utils.formats import number_format
+from django.utils.text import format_lazy
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from ml.catalog import MAX_SLUG_LENGTH, SLUG_RE, slugify
 from webapp.corpus.models import Task
@@ -17,42 +21,73 @@ from webapp.projects.models import Project
 from webapp.projects.roles import Capability
 
 MIN_OPTIONS = 2
+# what _normal names in its refusal ("The description contains a bidi control.")
+WHAT = {
+    "description": gettext_lazy("The description"),
+    "slug": gettext_lazy("The slug"),
+    "option": gettext_lazy("The option"),
+    "group": gettext_lazy("The group"),
+}
+
+
+def _count(n: int) -> str:
+    return number_format(n, force_grouping=True)
 
 
 def _normal(value: str, what: str) -> str:
     value = unicodedata.normalize("NFC", value).strip()
     hidden = hidden_character(value)
     if hidden:
-        raise forms.ValidationError(f"The {what} contains {hidden}.")
+        raise forms.ValidationError(
+            _("%(what)s contains %(hidden)s.") % {"what": WHAT.get(what, what), "hidden": hidden}
+        )
     return value
 
 
 class TaskForm(forms.Form):
     project = forms.ModelChoiceField(
-        Project.objects.none(), required=False, empty_label=None, help_text="The project whose corpora the task is for"
+        Project.objects.none(),
+        required=False,
+        empty_label=None,
+        label=gettext_lazy("Project"),
+        help_text=gettext_lazy("The project whose corpora the task is for"),
     )
     description = forms.CharField(
         max_length=500,
-        label="Description (s_T)",
-        help_text="The short description used in prompts, in the language of the corpora it runs on, e.g. 'heart rate'",
+        label=gettext_lazy("Description (s_T)"),
+        help_text=gettext_lazy(
+            "The short description used in prompts, in the language of the corpora it runs on, e.g. 'heart rate'"
+        ),
     )
     slug = forms.CharField(
         max_length=MAX_SLUG_LENGTH,
         required=False,
-        help_text="Stable id: lower-case letters, digits and hyphens; empty: made from the description",
+        label=gettext_lazy("Slug"),
+        help_text=gettext_lazy("Stable id: lower-case letters, digits and hyphens; empty: made from the description"),
     )
     options = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 5}),
-        label="Label options",
-        help_text=f"One per line, at least {MIN_OPTIONS}, in the order prompts list them",
+        label=gettext_lazy("Label options"),
+        help_text=format_lazy(
+            gettext_lazy("One per line, at least {count}, in the order prompts list them"), count=MIN_OPTIONS
+        ),
     )
-    group = forms.CharField(max_length=100, required=False, help_text="Clinical group, e.g. 'vital signs'")
-    held_out = forms.BooleanField(required=False, help_text="Kept out of training, evaluated separately")
+    group = forms.CharField(
+        max_length=100,
+        required=False,
+        label=gettext_lazy("Group"),
+        help_text=gettext_lazy("Clinical group, e.g. 'vital signs'"),
+    )
+    held_out = forms.BooleanField(
+        required=False,
+        label=gettext_lazy("Held out"),
+        help_text=gettext_lazy("Kept out of training, evaluated separately"),
+    )
     guideline = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 6}),
         required=False,
-        label="Evidence guideline",
-        help_text=(
+        label=gettext_lazy("Evidence guideline"),
+        help_text=gettext_lazy(
             "What counts as evidence for this task, shown to reviewers: Markdown (**bold**, _italic_, `code`, "
             "lists, ### headings, https links), with its line breaks; each change is a new version"
         ),
@@ -78,11 +113,11 @@ class TaskForm(forms.Form):
         else:
             del self.fields["project"]  # a task stays in its project (or in the shared catalog)
             self.fields["slug"].disabled = True  # jobs, splits and exports name tasks by slug
-            self.fields["slug"].help_text = "Stable id: it cannot change"
+            self.fields["slug"].help_text = _("Stable id: it cannot change")
             for name in ("description", "options", "group", "held_out"):
                 if name not in editable_fields(task):
                     self.fields[name].disabled = True
-                    self.fields[name].help_text = "From the task catalog: change it in the catalog file"
+                    self.fields[name].help_text = _("From the task catalog: change it in the catalog file")
 
     def _others(self):
         tasks = manageable_tasks()
@@ -93,9 +128,11 @@ class TaskForm(forms.Form):
     def clean_description(self):
         description = _normal(self.cleaned_data["description"], "description")
         if not description:
-            raise forms.ValidationError("Write the description.")
+            raise forms.ValidationError(_("Write the description."))
         if self._others().filter(description__iexact=description).exists():
-            raise forms.ValidationError(f"A task already has the description {description!r}.")
+            raise forms.ValidationError(
+                _("A task already has the description %(description)s.") % {"description": repr(description)}
+            )
         return description
 
     def clean_slug(self):
@@ -103,15 +140,15 @@ class TaskForm(forms.Form):
             return self.task.slug
         slug = _normal(self.cleaned_data["slug"], "slug")
         if slug and not SLUG_RE.match(slug):
-            raise forms.ValidationError("Use lower-case letters, digits and single hyphens, e.g. 'heart-rate'.")
+            raise forms.ValidationError(_("Use lower-case letters, digits and single hyphens, e.g. 'heart-rate'."))
         return slug
 
     def clean_options(self):
         lines = [line for line in self.cleaned_data["options"].splitlines() if line.strip()]
         if len(lines) > settings.TASK_MAX_OPTIONS:
             raise forms.ValidationError(
-                f"A task has at most {settings.TASK_MAX_OPTIONS:,} label options (TASK_MAX_OPTIONS); "
-                f"this list has {len(lines):,}."
+                _("A task has at most %(most)s label options (TASK_MAX_OPTIONS); this list has %(count)s.")
+                % {"most": _count(settings.TASK_MAX_OPTIONS), "count": _count(len(lines))}
             )
         options, seen = [], set()
         for line in lines:
@@ -120,13 +157,18 @@ class TaskForm(forms.Form):
                 continue
             if len(option) > MAX_LABEL_LENGTH:
                 shown = option[:40]
-                raise forms.ValidationError(f"The option {shown!r}… is longer than {MAX_LABEL_LENGTH} characters.")
+                raise forms.ValidationError(
+                    _("The option %(option)s… is longer than %(most)s characters.")
+                    % {"option": repr(shown), "most": MAX_LABEL_LENGTH}
+                )
             if option.casefold() in seen:
-                raise forms.ValidationError(f"The option {option!r} is listed twice.")
+                raise forms.ValidationError(_("The option %(option)s is listed twice.") % {"option": repr(option)})
             seen.add(option.casefold())
             options.append(option)
         if len(options) < MIN_OPTIONS:
-            raise forms.ValidationError(f"Give at least {MIN_OPTIONS} label options, one per line.")
+            raise forms.ValidationError(
+                _("Give at least %(least)s label options, one per line.") % {"least": MIN_OPTIONS}
+            )
         return options
 
     def clean_group(self):
@@ -136,8 +178,8 @@ class TaskForm(forms.Form):
         guideline = unicodedata.normalize("NFC", self.cleaned_data["guideline"]).strip()
         if len(guideline) > settings.TASK_MAX_GUIDELINE_CHARS:
             raise forms.ValidationError(
-                f"A guideline has at most {settings.TASK_MAX_GUIDELINE_CHARS:,} characters (TASK_MAX_GUIDELINE_CHARS); "
-                f"this one has {len(guideline):,}."
+                _("A guideline has at most %(most)s characters (TASK_MAX_GUIDELINE_CHARS); this one has %(count)s.")
+                % {"most": _count(settings.TASK_MAX_GUIDELINE_CHARS), "count": _count(len(guideline))}
             )
         return guideline
 
@@ -146,7 +188,7 @@ class TaskForm(forms.Form):
         if self.task is None and data.get("description") and not data.get("slug") and "slug" not in self.errors:
             data["slug"] = slugify(data["description"])
             if not data["slug"]:
-                self.add_error("slug", "The description gives no slug: write one.")
+                self.add_error("slug", _("The description gives no slug: write one."))
         if self.task is None and data.get("slug") and self._others().filter(slug=data["slug"]).exists():
-            self.add_error("slug", f"A task already has the slug {data['slug']!r}.")
+            self.add_error("slug", _("A task already has the slug %(slug)s.") % {"slug": repr(data["slug"])})
         return data

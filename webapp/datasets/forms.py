@@ -13,6 +13,12 @@ from webapp.pipeline.models import ModelVersion, PeakProfile, RelevanceJob
 from webapp.projects.forms import ScopedChoicesForm
 from webapp.projects.roles import Capability
 
+
+def job_label(job: RelevanceJob) -> str:
+    """A relevance job as a choice reads it, in the reader's language ("relevance job 3 (done)")."""
+    return _("relevance job %(id)s (%(status)s)") % {"id": job.pk, "status": job.get_status_display()}
+
+
 MAX_NOTE_IDS = 50_000
 
 
@@ -82,6 +88,7 @@ class BuildForm(ScopedChoicesForm, forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["model_version"].initial = ModelVersion.objects.filter(is_default=True).first()
         self.fields["profile"].initial = PeakProfile.objects.filter(is_default=True).first()
+        self.fields["jobs"].label_from_instance = job_label
 
     def clean_mask_token(self):
         token = self.cleaned_data["mask_token"]

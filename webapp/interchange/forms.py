@@ -1,5 +1,5 @@
 from django import forms
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 from webapp.lib.formats import writers
 from webapp.pipeline.models import ModelVersion, PeakProfile
@@ -29,6 +29,6 @@ class ExportForm(forms.Form):
         """`project_id`: the corpus's; base models and the project's own are offered (not another
         project's, even to a member of both: a page of A names nothing of B)."""
         super().__init__(*args, **kwargs)
-        self.fields["format"].choices = [(f.name, f.label) for f in writers()]
+        self.fields["format"].choices = [(f.name, gettext(f.label)) for f in writers()]
         self.fields["peaks"].queryset = ModelVersion.objects.of_project(project_id)
         self.fields["profile"].queryset = PeakProfile.objects.of_project(project_id)

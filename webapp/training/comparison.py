@@ -188,7 +188,7 @@ def table2(rows: list[RunRow]) -> Table:
             line += [_points(before), _points(after), _delta(before, after)]
         out.append(line)
     return Table(
-        "Table 2: Macro F1, base vs DSM",
+        gettext_lazy("Table 2: Macro F1, base vs DSM"),
         columns,
         out,
         [
@@ -222,7 +222,7 @@ def table3(rows: list[RunRow]) -> Table:
             line += [_points(before), _points(after), _delta(before, after)]
         out.append(line)
     return Table(
-        "Table 3: held-out tasks, F1",
+        gettext_lazy("Table 3: held-out tasks, F1"),
         columns,
         out if tasks else [],
         ["F1 x 100 per held-out task (tasks never used for DSM training); Δ = DSM - base."],
@@ -233,7 +233,7 @@ def table4(rows: list[RunRow]) -> Table:
     columns = ["Model", "System", "Macro F1", "95% CI low", "95% CI high", "Run"]
     out = [_table4_line(row.base_model, label, row) for label, row in systems(rows)]
     return Table(
-        "Table 4: baselines and ablations, Macro F1",
+        gettext_lazy("Table 4: baselines and ablations, Macro F1"),
         columns,
         out,
         ["F1 x 100 with the 95% bootstrap confidence interval."],
@@ -509,7 +509,7 @@ def paired_table(paired: list[PairedRow]) -> Table:
             + [pairing]
         )
     return Table(
-        "Paired differences: Macro F1 against a reference run, item by item",
+        gettext_lazy("Paired differences: Macro F1 against a reference run, item by item"),
         columns,
         out,
         [

@@ -23,6 +23,8 @@ import math
 import typing
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy, pgettext_lazy
+
 from webapp.training.models import RunKind
 
 
@@ -72,23 +74,53 @@ def section_classes(kind: str) -> dict[str, type]:
 
 MAIN_SECTION = {RunKind.HEADS: "heads", RunKind.PROMPTING: "prompting"}  # the others: "train"
 
-LABELS = {
-    "lr": "learning rate",
-    "finetune": "fine-tuning",
-    "adam_eps": "AdamW epsilon",
-    "lora_r": "LoRA r",
-    "lora_alpha": "LoRA alpha",
-    "lora_dropout": "LoRA dropout",
-    "max_steps": "maximum steps",
-    "n_resamples": "number of bootstrap resamples",
-    "tasks_per_note": "tasks per note",
-    "lora_target_modules": "LoRA target modules",
-    "max_grad_norm": "gradient clipping norm",
-    "instruction_turn": "DSM instruction turn",
-    "cpu_offload": "CPU offload (fsdp)",
+LABELS = {  # each setting as the run form and messages name it, in the reader's language
+    "lr": gettext_lazy("learning rate"),
+    "finetune": gettext_lazy("fine-tuning"),
+    "adam_eps": gettext_lazy("AdamW epsilon"),
+    "lora_r": gettext_lazy("LoRA r"),
+    "lora_alpha": gettext_lazy("LoRA alpha"),
+    "lora_dropout": gettext_lazy("LoRA dropout"),
+    "max_steps": gettext_lazy("maximum steps"),
+    "n_resamples": gettext_lazy("number of bootstrap resamples"),
+    "tasks_per_note": gettext_lazy("tasks per note"),
+    "lora_target_modules": gettext_lazy("LoRA target modules"),
+    "max_grad_norm": gettext_lazy("gradient clipping norm"),
+    "instruction_turn": gettext_lazy("DSM instruction turn"),
+    "cpu_offload": gettext_lazy("CPU offload (fsdp)"),
+    "batch_size": gettext_lazy("batch size"),
+    "checkpoint_every": gettext_lazy("checkpoint every"),
+    "corpus": gettext_lazy("corpus"),
+    "dropout": gettext_lazy("dropout"),
+    "effective_batch_size": gettext_lazy("effective batch size"),
+    "epochs": gettext_lazy("epochs"),
+    "gradient_checkpointing": gettext_lazy("gradient checkpointing"),
+    "hidden": gettext_lazy("hidden units"),
+    "mask_token": gettext_lazy("mask token"),
+    "max_length": gettext_lazy("max length"),
+    "micro_batch_size": gettext_lazy("micro batch size"),
+    "notes": gettext_lazy("notes"),
+    "precision": gettext_lazy("precision"),
+    "predict_batch_size": gettext_lazy("prediction batch size"),
+    "scheduler": gettext_lazy("scheduler"),
+    "seed": gettext_lazy("seed"),
+    "sharding": gettext_lazy("sharding"),
+    "shots": gettext_lazy("shots"),
+    "variants": gettext_lazy("variants"),
+    "warmup_ratio": gettext_lazy("warmup ratio"),
+    "weight_decay": gettext_lazy("weight decay"),
+}
+SECTION_LABELS = {  # a configuration's sections, as the run form heads them
+    "train": pgettext_lazy("settings section", "training"),
+    "sft": pgettext_lazy("settings section", "SFT"),
+    "heads": pgettext_lazy("settings section", "classification heads"),
+    "features": pgettext_lazy("settings section", "features"),
+    "prompting": pgettext_lazy("settings section", "prompting"),
+    "evaluation": pgettext_lazy("settings section", "evaluation"),
+    "unlabeled": pgettext_lazy("settings section", "unlabeled notes"),
 }
 EMPTY_MEANS = {  # what an empty optional setting means, where it is not "no limit"
-    "max_length": "Empty: auto (the model's context, up to 8,192 tokens, on a GPU; 512 on the CPU)",
+    "max_length": gettext_lazy("Empty: auto (the model's context, up to 8,192 tokens, on a GPU; 512 on the CPU)"),
 }
 CHOICES = {  # as ml.training.config accepts them
     "finetune": ("full", "lora"),
@@ -96,6 +128,17 @@ CHOICES = {  # as ml.training.config accepts them
     "scheduler": ("cosine", "linear", "constant", "constant_with_warmup"),
     "instruction_turn": ("system", "user"),
     "sharding": ("none", "fsdp", "zero2"),  # none: DDP; fsdp, zero2: FSDP2 (ml/training/sharding.py)
+}
+CHOICE_LABELS = {  # how the form shows a choice whose value is a word (the others are names: bf16, fsdp)
+    "full": pgettext_lazy("setting value", "full"),
+    "auto": pgettext_lazy("setting value", "auto"),
+    "cosine": pgettext_lazy("setting value", "cosine"),
+    "linear": pgettext_lazy("setting value", "linear"),
+    "constant": pgettext_lazy("setting value", "constant"),
+    "constant_with_warmup": pgettext_lazy("setting value", "constant with warmup"),
+    "system": pgettext_lazy("setting value", "system"),
+    "user": pgettext_lazy("setting value", "user"),
+    "none": pgettext_lazy("setting value", "none (DDP)"),
 }
 POSITIVE = {"epochs", "lr", "adam_eps", "lora_alpha", "max_grad_norm"}
 AT_LEAST_ONE = {
@@ -118,7 +161,7 @@ MAX_LENGTH_RANGE = (8, 131_072)
 
 
 def label(name: str) -> str:
-    return LABELS.get(name, name.replace("_", " "))
+    return str(LABELS.get(name, name.replace("_", " ")))
 
 
 def build_config(kind: str, overrides: dict | None = None) -> tuple[dict, dict[str, str]]:

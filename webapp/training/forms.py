@@ -90,7 +90,10 @@ class LaunchForm(ScopedChoicesForm, forms.Form):
 
     def section_fields(self):
         """[(section, [bound fields])] for the template."""
-        return [(section, [self[name] for name in names]) for section, names in self.sections.items()]
+        return [
+            (configs.SECTION_LABELS.get(section, section), [self[name] for name in names])
+            for section, names in self.sections.items()
+        ]
 
     def clean(self):
         """Every problem at once: the domain checks what the fields could read, and each
@@ -137,7 +140,8 @@ def _field(setting: str, types: set, initial) -> forms.Field:
             help_text=_("Comma-separated; empty: the default"),
         )
     if setting in configs.CHOICES:
-        return forms.ChoiceField(choices=[(c, c) for c in configs.CHOICES[setting]], initial=initial, label=label)
+        choices = [(c, configs.CHOICE_LABELS.get(c, c)) for c in configs.CHOICES[setting]]
+        return forms.ChoiceField(choices=choices, initial=initial, label=label)
     if bool in types:
         return forms.BooleanField(required=False, initial=initial, label=label)
     if int in types and float not in types:

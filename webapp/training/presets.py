@@ -35,7 +35,7 @@ PRESETS: dict[str, Preset] = {
     for p in [
         Preset(
             "dsm-full",
-            "DSM full (paper)",
+            _("DSM full (paper)"),
             RunKind.DSM,
             _(
                 "All parameters, 1 epoch, AdamW lr 4e-5 (eps 1e-7), cosine, weight decay 0.001, warmup 0.1, batch 128, "
@@ -62,14 +62,14 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "random-mask",
-            "random mask",
+            _("random mask"),
             RunKind.DSM,
             _("Ablation: two-peak notes with random spans masked (a dataset built in mode 'random')."),
             dataset_modes=("random",),
         ),
         Preset(
             "one-peak",
-            "one peak",
+            _("one peak"),
             RunKind.DSM,
             _("Ablation: notes with one peak only, that peak masked, 5 epochs (a dataset built in mode 'one_peak')."),
             {"train": {"epochs": 5.0}},
@@ -77,7 +77,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "sft",
-            "LoRA SFT (paper)",
+            _("LoRA SFT (paper)"),
             RunKind.SFT,
             _(
                 "One multi-task LoRA model: r 32, alpha 64, dropout 0.05, lr 3e-4, batch 64, warmup 0.1, eps 1e-7, "
@@ -86,7 +86,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "ch",
-            "CH (paper)",
+            _("CH (paper)"),
             RunKind.HEADS,
             _(
                 "Classification head per task on the frozen model's last hidden state: Linear(256), ReLU, dropout 0.1; "
@@ -109,7 +109,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "self-learning",
-            "self-learning",
+            _("self-learning"),
             RunKind.SELF_LEARNING,
             _(
                 "An SFT teacher labels unlabeled notes; the base model is then trained (SFT) on gold + synthetic "

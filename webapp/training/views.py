@@ -199,7 +199,7 @@ def diff(request):
     by_id = {run.pk: run for run in runs_for(request.user, [i for i in ids + left_out if i])}
     a, b = (by_id.get(i) for i in (ids + [None, None])[:2])
     if a is None or b is None:
-        return HttpResponseBadRequest("Choose two runs to compare.")
+        return HttpResponseBadRequest(_("Choose two runs to compare."))
     return render(
         request,
         "training/diff.html",

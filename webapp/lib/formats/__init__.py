@@ -51,6 +51,7 @@ from webapp.lib.formats.document import (
     check_spans,
 )
 from webapp.lib.import_limits import DEFAULT_LIMITS, ImportLimits
+from webapp.lib.messages import gettext_noop  # a label a person reads: the forms show it translated
 
 MISSING_FEATURE = ("refuse", "skip", "default")
 
@@ -101,14 +102,14 @@ def _entries() -> list[Format]:
     return [
         Format(
             "jsonl",
-            "JSONL (this studio's)",
+            gettext_noop("JSONL (this studio's)"),
             jsonl.read,
             jsonl.write,
             detect=(".jsonl", ".ndjson", ".json"),
             carries=frozenset(jsonl.CARRIES),
             suffix=".jsonl",
         ),
-        Format("csv", "CSV (columns id, text)", csvfile.read, detect=(".csv",), spans=False),
+        Format("csv", gettext_noop("CSV (columns id, text)"), csvfile.read, detect=(".csv",), spans=False),
         Format(
             "brat",
             "brat standoff",
