@@ -10,6 +10,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from webapp.audit.client_ip import client_address
 from webapp.lifecycle import actions
+from webapp.pipeline import map_problem_text
 from webapp.pipeline.access import map_import_job_for
 from webapp.pipeline.forms import MapImportForm
 from webapp.pipeline.models import MapImportJob, RelevanceMap
@@ -39,7 +40,14 @@ def map_import_list(request):
 
 def map_import_detail(request, map_import_id):
     job = map_import_job_for(request.user, map_import_id)
-    context = {"nav": "jobs", "job": job, "maps": _maps(job) if job.is_done else []}
+    context = {
+        "nav": "jobs",
+        "job": job,
+        "maps": _maps(job) if job.is_done else [],
+        # stored in English by the worker, shown in the reader's language
+        "problems": [(line, map_problem_text.shown(reason)) for line, reason in job.problems],
+        "error": map_problem_text.shown(job.error),
+    }
     if not request.htmx:
         return render(request, "pipeline/map_import_detail.html", context)
     fragment = render(request, "pipeline/map_import_detail.html#progress", context)

@@ -362,3 +362,41 @@ def test_the_api_uploads_reads_and_cancels_an_import_and_refuses_another_project
     cancelled = client.post(f"/api/map-imports/{body['id']}/cancel", headers=headers)
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
     assert MapImportJob.objects.count() == 2
+
+
+def test_every_reason_a_refused_file_stores_is_recognised_for_its_page_and_reads_as_stored_in_english(ward, researcher):
+    """The page shows each stored reason in the reader's language (webapp.pipeline.map_problem_text):
+    every reason the import writes for these bad lines is recognised, and in English the page reads
+    exactly as stored (the message mirrors the worker's words)."""
+    from webapp.pipeline.map_problem_text import _PATTERNS, shown
+
+    corpus, tasks, model_version = ward
+    first = corpus.notes.order_by("external_id").first()
+    note, task = first.external_id, tasks[0].slug
+    lines = [
+        {"note": "nope", "task": task, "spans": [[0, 1, 1.0]]},
+        {"note": note, "task": "no-such-task", "spans": [[0, 1, 1.0]]},
+        {"note": note, "task": tasks[1].slug, "tokens": ["x"], "scores": [1.0]},
+        {"note": note, "task": tasks[1].slug, "tokens": ["x", "y"], "scores": [1.0]},
+        {"note": note, "task": tasks[1].slug, "input_ids": [1, 2], "relevance": [1.0]},
+        {"note": note, "task": tasks[1].slug, "input_ids": [999999, 2], "relevance": [1.0, 2.0]},
+        {"note": note, "task": task, "spans": [[0, 1, "x"]]},
+        {"note": note, "task": task, "spans": [[0, len(first.text) + 5, 1.0]]},
+        {"task": task, "spans": [[0, 1, 1.0]]},
+        {"note": note, "spans": [[0, 1, 1.0]]},
+        {"note": note, "task": task, "spans": [[0, 1, 1.0]], "tokens": ["a"], "scores": [1.0]},
+        {"note": note, "task": task, "spans": [[0, 7, 1.0]]},
+        {"note": note, "task": task, "spans": [[0, 7, 1.0]]},
+    ]
+    body = "".join(json.dumps(line) + "\n" for line in lines) + "{oops\n"
+    body = body.replace('"x"]]}', "NaN]]}", 0)
+    body += json.dumps({"note": note, "task": tasks[1].slug, "spans": [[0, 7, 1.0]]}).replace("1.0]]", "NaN]]") + "\n"
+    job = launch(SimpleUploadedFile("many.jsonl", body.encode()), corpus, model_version, researcher)
+    assert run(job) == JobStatus.FAILED
+    job.refresh_from_db()
+    reasons = [reason for _, reason in job.problems]
+    assert len(reasons) == job.problem_count == 14  # every line but the 12th
+    for reason in reasons:
+        assert any(pattern.fullmatch(reason) for pattern, _ in _PATTERNS), reason
+        assert shown(reason) == reason
+    assert shown("a reason written before this page knew it") == "a reason written before this page knew it"
