@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import html
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from django.utils.formats import number_format
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 
+from ml.codec import decode_arrays
 from ml.peaks import peaks_of_arrays
 from ml.specificity import TaskMap, note_specificity
 from webapp.corpus.models import Annotation, Note
@@ -155,8 +157,31 @@ def stored_peaks(note, selection, *, arrays: bool):
     sliders' computed for the request); None without a map."""
     if not selection.ready:
         return None
+    values = {"task_id": selection.task.pk, "model_id": selection.model.pk, "method": selection.method,
+              "template": selection.template, "config": selection.config}  # fmt: skip
+    rows = STORED_PEAKS.rows(arrays, note_id=note.pk, key=peakstore.params_key(selection.params), **values)
+    if rows and rows[0][0] is not None:  # stored: one query, built once per process
+        spans, fits = rows[0][0], rows[0][1]
+        spans = json.loads(spans) if isinstance(spans, str) else spans
+        found = decode_arrays(rows[0][3], rows[0][2]) if arrays else None
+        return found, [tuple(s) for s in spans], bool(fits)
+    if not rows:
+        return None
     maps = selection.maps().filter(note=note, task=selection.task, model_version=selection.model)
     return peakstore.peaks_of_map(maps, note, selection.params, arrays=arrays, store=not selection.custom)
+
+
+def _stored_peaks(arrays, *, note_id, task_id, model_id, method, template, config, key):
+    """The map's stored spans and fits under `key` (NULL when not stored), and with `arrays` its
+    scores and offsets: peakstore.peaks_of_map's query."""
+    maps = RelevanceMap.objects.for_config(method, template, config).filter(
+        note_id=note_id, task_id=task_id, model_version_id=model_id
+    )
+    rows = maps.annotate(stored_spans=peakstore.stored(key), stored_fits=peakstore.stored(key, "fits"))
+    return rows.values_list("stored_spans", "stored_fits", *(("data", "tokens__offsets") if arrays else ()))[:1]
+
+
+STORED_PEAKS = Prepared(_stored_peaks)
 
 
 def char_peaks(note, arrays, params) -> tuple[list, bool]:

@@ -27,6 +27,7 @@ from webapp.corpus.models import Task
 from webapp.pipeline.models import METHOD_LABELS, ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
 from webapp.review import catalog
 from webapp.review.forms import ParamsForm
+from webapp.review.prepared import Prepared
 
 
 @dataclass
@@ -138,11 +139,7 @@ def _params(query, profile, errors) -> PeakParams:
 def for_note(note, query) -> Selection:
     """The selection of a note page: only combinations the note has maps for are offered."""
     errors: list[str] = []
-    combos = list(
-        RelevanceMap.objects.filter(note=note)
-        .values_list("task_id", "model_version_id", "config__method", "config__template", "config__config_key")
-        .distinct()
-    )
+    combos = COMBOS.rows(None, note_id=note.pk)
     project_id = note.corpus.project_id
     model_ids = {c[1] for c in combos}
     models = [m for m in catalog.model_versions(project_id) if m.pk in model_ids]
@@ -194,6 +191,18 @@ def for_note(note, query) -> Selection:
         templates=templates or [template],
         configs=config_choices(keys or [config], method, template),
     )
+
+
+def _combos(_shape, *, note_id):
+    """(task, model version, method, template, configuration key) of the note's maps."""
+    return (
+        RelevanceMap.objects.filter(note_id=note_id)
+        .values_list("task_id", "model_version_id", "config__method", "config__template", "config__config_key")
+        .distinct()
+    )
+
+
+COMBOS = Prepared(_combos)  # webapp.review.prepared: built once per process
 
 
 def for_corpus(corpus, query) -> Selection:
