@@ -21,7 +21,7 @@ class Webhook(models.Model):
     Event = models.TextChoices(
         "Event",
         [
-            *((event.value.upper(), (event.value, event.label)) for event in kinds.events()),
+            *((event.value.upper(), (event.value, _(event.label))) for event in kinds.events()),
             ("REVIEW_ROUND", ("review_round", _("Review round complete"))),
             ("TEST", ("test", _("Test delivery"))),
         ],

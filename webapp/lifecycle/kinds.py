@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from webapp.lib.messages import gettext_noop  # an event's label: the webhooks page shows it translated
+
 RUNNER = "workers.runner"  # the module of the one task every kind runs through
 
 
@@ -49,7 +51,7 @@ class Event:
     sent as counts (ids, statuses and counts only, never note text)."""
 
     value: str
-    label: str
+    label: str  # English, marked for the catalogs; Webhook.Event's choices translate it where shown
     counts: tuple[str, ...] = ()
 
 
@@ -130,7 +132,7 @@ KINDS: list[Kind] = [
         sweep="webapp.pipeline.planning:sweep",
         event=Event(
             "relevance_job",
-            "Relevance job ended",
+            gettext_noop("Relevance job ended"),
             ("total", "done", "chunks_done", "chunks_failed", "chunks_cancelled"),
         ),
         api="webapp.pipeline.api:JobOut",
@@ -158,7 +160,7 @@ KINDS: list[Kind] = [
         claim="webapp.datasets.building:claim",
         fail="webapp.datasets.building:fail",
         on_cancelled="webapp.datasets.launch:builds_cancelled",
-        event=Event("dataset_build", "Dataset build ended", ("maps_total", "maps_done")),
+        event=Event("dataset_build", gettext_noop("Dataset build ended"), ("maps_total", "maps_done")),
         api="webapp.datasets.api:DatasetOut",
         cancel="webapp.datasets.launch:cancel_build",
         refusal="webapp.datasets.launch:LaunchError",
@@ -172,7 +174,7 @@ KINDS: list[Kind] = [
         claim="webapp.datasets.export:claim_export",
         fail="webapp.datasets.export:fail_export",
         on_cancelled="webapp.datasets.launch:exports_cancelled",
-        event=Event("export", "Export ended", ("rows", "size_bytes")),
+        event=Event("export", gettext_noop("Export ended"), ("rows", "size_bytes")),
         api="webapp.datasets.api:ExportOut",
         cancel="webapp.datasets.launch:cancel_export",
         refusal="webapp.datasets.launch:LaunchError",
@@ -185,7 +187,7 @@ KINDS: list[Kind] = [
         task="workers.training.run_training",
         claim="webapp.training.runs:claim",
         time_limit="TRAINING_TIME_LIMIT",
-        event=Event("training_run", "Training run ended", ("step", "total_steps")),
+        event=Event("training_run", gettext_noop("Training run ended"), ("step", "total_steps")),
         api="webapp.training.api:RunOut",
         cancel="webapp.training.runs:cancel",
         resume="webapp.training.runs:resume",
@@ -201,7 +203,7 @@ KINDS: list[Kind] = [
         fail="webapp.evaluation.evaluations:fail_unexpectedly",
         release="webapp.evaluation.evaluations:release",
         time_limit="EVALUATION_TIME_LIMIT",
-        event=Event("evaluation", "Evaluation ended", ("done", "total")),
+        event=Event("evaluation", gettext_noop("Evaluation ended"), ("done", "total")),
         api="webapp.evaluation.api:EvaluationOut",
         cancel="webapp.evaluation.evaluations:cancel",
         resume="webapp.evaluation.evaluations:resume",
@@ -218,7 +220,7 @@ KINDS: list[Kind] = [
         time_limit=24 * 3600,  # a file of millions of notes; a lost worker is caught by its heartbeat
         event=Event(
             "import",
-            "Import ended",
+            gettext_noop("Import ended"),
             ("records_total", "created_count", "updated_count", "unchanged_count", "problem_count"),
         ),
         api="webapp.corpus.api:ImportOut",
@@ -259,7 +261,7 @@ KINDS: list[Kind] = [
         claim="webapp.pipeline.mapimport_jobs:claim",
         fail="webapp.pipeline.mapimport_jobs:fail_claimed",
         time_limit=24 * 3600,  # a file of millions of maps; a lost worker is caught by its heartbeat
-        event=Event("map_import", "Map import ended", ("lines_done", "problem_count")),
+        event=Event("map_import", gettext_noop("Map import ended"), ("lines_done", "problem_count")),
         api="webapp.pipeline.api:MapImportJobOut",
         cancel="webapp.pipeline.mapimport_jobs:cancel",
         resume="webapp.pipeline.mapimport_jobs:resume",
