@@ -58,3 +58,5 @@ def test_a_worker_killed_mid_import_is_replaced_and_the_import_ends_whole(
     maps = RelevanceMap.objects.filter(model_version=model_version)
     assert maps.count() == LINES and maps.values("note_id").distinct().count() == LINES  # every map once
     wait_for(lambda: not any((tmp_path / "uploads").iterdir()), timeout=30, message="the stored file removed")
+    logs = first.log() + second.log()
+    assert "map import" in logs and note_text(7)[:40] not in logs and "n00007" not in logs  # ids and counts only

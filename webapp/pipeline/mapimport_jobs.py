@@ -17,7 +17,8 @@ import", webapp.lifecycle.kinds; run by workers.runner like every kind).
                the stored file again.
 
 The stored file is removed once the job is done or its file refused (it can never run again);
-a cancelled or unexpectedly failed job keeps it, for Resume.
+a cancelled or unexpectedly failed job keeps it, for Resume. A file left by a worker killed between
+its job's end and the removal is removed at the next launch (discard_leftovers).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import logging
 from functools import partial
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from webapp.audit.log import record
@@ -67,6 +69,7 @@ def launch(
 ) -> MapImportJob:
     """Store the upload and queue its import. The caller has checked that `corpus` and
     `model_version` are the person's (webapp.projects.scoping)."""
+    discard_leftovers()
     stored = uploads.store(uploaded)
     unshared = {}
     try:
@@ -257,3 +260,13 @@ def discard_upload(job: MapImportJob) -> None:
         except StorageError as exc:
             MapImportJob.objects.filter(pk=job.pk, upload="").update(upload=job.upload)
             log.warning("map import job %s: its file stays in storage for now: %s", job.pk, exc)
+
+
+def discard_leftovers(limit: int = 100) -> None:
+    """Remove the stored files of jobs that can never run again (done, or refused) but still name
+    one: their worker was lost between the job's end and the file's removal."""
+    ended = MapImportJob.objects.exclude(upload="").filter(
+        Q(status=JobStatus.DONE) | Q(status=JobStatus.FAILED, problem_count__gt=0)
+    )
+    for job in ended[:limit]:
+        discard_upload(job)

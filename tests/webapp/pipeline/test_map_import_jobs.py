@@ -400,3 +400,19 @@ def test_every_reason_a_refused_file_stores_is_recognised_for_its_page_and_reads
         assert any(pattern.fullmatch(reason) for pattern, _ in _PATTERNS), reason
         assert shown(reason) == reason
     assert shown("a reason written before this page knew it") == "a reason written before this page knew it"
+
+
+def test_a_file_left_by_a_worker_lost_after_its_jobs_end_is_removed_at_the_next_launch(ward, researcher, settings):
+    corpus, tasks, model_version = ward
+    job = launch(spans_file(corpus, tasks), corpus, model_version, researcher)
+    assert run(job) == JobStatus.DONE
+    job.refresh_from_db()
+    kept = launch(spans_file(corpus, tasks, name="kept.jsonl"), corpus, model_version, researcher)
+    claimed = mapimport_jobs.claim(kept.pk, worker="test")
+    assert mapimport_jobs.run(claimed, FakeHeart()) == JobStatus.DONE  # ended, but its file not yet removed
+    kept.refresh_from_db()
+    assert kept.upload and (settings.DATA_DIR / "uploads" / kept.upload).is_file()
+    later = launch(spans_file(corpus, tasks, name="later.jsonl"), corpus, model_version, researcher)
+    kept.refresh_from_db()
+    assert kept.upload == ""
+    assert [p.name for p in (settings.DATA_DIR / "uploads").iterdir()] == [Path(later.upload).parent.name]
