@@ -56,7 +56,7 @@ from webapp.lib.formats.unpack import readable, shape_problem
 from webapp.lib.import_limits import over_limit_message
 from webapp.lib.import_sources import AnnotationRecord
 from webapp.lib.input_files import NO_SUCH_FILE_OR_FOLDER
-from webapp.lib.messages import gettext_noop, message
+from webapp.lib.messages import Message, gettext_noop, message
 from webapp.lib.problems import Problem, Problems
 from webapp.lib.validators import hidden_character, nfc, overlapping_spans, printable
 
@@ -157,13 +157,13 @@ def import_gold(
     preview = reading.preview_lines(report, dry_run)
     if dry_run and report.ok and on_written is not None:
         _end_preview(report, preview, name, on_written)
-    return GoldReport(report, preview, dry_run=dry_run)
+    return GoldReport(report, [str(line) for line in preview], dry_run=dry_run)
 
 
-def _end_preview(report: ImportReport, preview: list[str], name: str, on_written) -> None:
+def _end_preview(report: ImportReport, preview: list[Message], name: str, on_written) -> None:
     """A background preview ends like an import that wrote nothing: its counts 0, its preview
-    lines first among the warnings (the Import page's job shows them)."""
-    lines = [Problem(PREVIEW_ONLY, None, PREVIEW_NOTE), *(Problem(name, None, line) for line in preview)]
+    lines first among the warnings (the Import page's job shows them, in its reader's language)."""
+    lines = [Problem(PREVIEW_ONLY, None, PREVIEW_NOTE), *(Problem.of(name, None, line) for line in preview)]
     shown = ImportReport(warnings=lines + report.warnings, warning_count=len(lines) + report.warning_count)
     with transaction.atomic():
         on_written(shown)
@@ -231,9 +231,7 @@ class _Reading:
                 else message(gettext_noop("%(label)s (%(count)s spans)"), label=repr(label), count=n)
                 for label, n in unmapped.most_common(10)
             ]
-            labels = shown[0]
-            for more in shown[1:]:
-                labels = message(gettext_noop("%(first)s, %(rest)s"), first=labels, rest=more)
+            labels = _joined(shown)
             if len(unmapped) > 10:
                 labels = message(gettext_noop("%(labels)s and %(more)s more"), labels=labels, more=len(unmapped) - 10)
             problems.add(
@@ -500,47 +498,116 @@ class _Reading:
         labels = existing.get((note[0], task.pk), set())
         return next(iter(labels)) if len(labels) == 1 else tuple(sorted(labels))
 
-    def preview_lines(self, report: ImportReport, dry_run: bool) -> list[str]:
-        out = [f"{self.documents:,} document(s) read in {self.format.label}"]
+    def preview_lines(self, report: ImportReport, dry_run: bool) -> list[Message]:
+        """What the import would do (did), each line a Message: str() the English the command prints."""
+        out = [
+            message(
+                gettext_noop("%(count)s document(s) read in %(format)s"),
+                count=f"{self.documents:,}",
+                format=str(self.format.label),
+            )
+        ]
         if self.deidentified_docs:
             out.append(
-                f"{self.deidentified_docs:,} document(s) held the original text of their note: de-identified "
-                "on the way in, their spans carried into the note's text"
+                message(
+                    gettext_noop(
+                        "%(count)s document(s) held the original text of their note: de-identified on the way in, "
+                        "their spans carried into the note's text"
+                    ),
+                    count=f"{self.deidentified_docs:,}",
+                )
             )
         for label, n in sorted(self.label_spans.items()):
             targets = self.label_target[label]
-            shown = (
-                next(iter(targets))
-                if len(targets) == 1
-                else ", ".join(f"{target} ({count:,})" for target, count in sorted(targets.items()))
+            if len(targets) == 1:
+                shown = _target_words(next(iter(targets)))
+            else:
+                shown = _joined(
+                    [
+                        message(gettext_noop("%(target)s (%(count)s)"), target=_target_words(t), count=f"{c:,}")
+                        for t, c in sorted(targets.items())
+                    ]
+                )
+            out.append(
+                message(
+                    gettext_noop("%(label)s: %(spans)s span(s) in %(documents)s document(s) -> %(targets)s"),
+                    label=label,
+                    spans=f"{n:,}",
+                    documents=f"{self.label_docs[label]:,}",
+                    targets=shown,
+                )
             )
-            out.append(f"{label}: {n:,} span(s) in {self.label_docs[label]:,} document(s) -> {shown}")
         if self.options.missing_feature != "refuse":
             treated = (
-                "skipped" if self.options.missing_feature == "skip" else f"labelled {self.options.feature_default!r}"
+                Message(gettext_noop("skipped"))
+                if self.options.missing_feature == "skip"
+                else message(gettext_noop("labelled %(label)s"), label=repr(self.options.feature_default))
             )
-            out.append(f"{self.without_feature:,} span(s) without the feature {self.options.feature!r}: {treated}")
+            out.append(
+                message(
+                    gettext_noop("%(count)s span(s) without the feature %(feature)s: %(treated)s"),
+                    count=f"{self.without_feature:,}",
+                    feature=repr(self.options.feature),
+                    treated=treated,
+                )
+            )
         if self.annotator_spans:
             out.append(self._annotator_line())
         for source, n in sorted(self.other_sources.items()):
-            out.append(f"{n:,} {source} span(s) skipped (only gold spans are evidence)")
-        if report.ok:
-            verbs = ("to create", "to update") if dry_run else ("created", "updated")
             out.append(
-                f"annotations: {report.created:,} {verbs[0]}, {report.unchanged:,} unchanged, "
-                f"{report.updated:,} {verbs[1]}"
+                message(
+                    gettext_noop("%(count)s %(source)s span(s) skipped (only gold spans are evidence)"),
+                    count=f"{n:,}",
+                    source=source,
+                )
             )
+        if report.ok:
+            values = {"created": f"{report.created:,}", "unchanged": f"{report.unchanged:,}"}
+            values["updated"] = f"{report.updated:,}"
+            if dry_run:
+                template = gettext_noop(
+                    "annotations: %(created)s to create, %(unchanged)s unchanged, %(updated)s to update"
+                )
+            else:
+                template = gettext_noop(
+                    "annotations: %(created)s created, %(unchanged)s unchanged, %(updated)s updated"
+                )
+            out.append(message(template, **values))
         return out
 
-    def _annotator_line(self) -> str:
+    def _annotator_line(self) -> Message:
         if self.annotator:
-            return f"annotator: {self.annotator} (named for this import)"
-        shown = ", ".join(f"{name} ({n:,})" for name, n in self.annotator_spans.most_common(10))
-        more = f" and {len(self.annotator_spans) - 10} more" if len(self.annotator_spans) > 10 else ""
-        return f"annotator(s) as written in the file, by gold spans: {shown}{more}"
+            return message(gettext_noop("annotator: %(name)s (named for this import)"), name=self.annotator)
+        shown = _joined(
+            [
+                message(gettext_noop("%(target)s (%(count)s)"), target=name, count=f"{n:,}")
+                for name, n in self.annotator_spans.most_common(10)
+            ]
+        )
+        if len(self.annotator_spans) > 10:
+            shown = message(
+                gettext_noop("%(labels)s and %(more)s more"), labels=shown, more=len(self.annotator_spans) - 10
+            )
+        return message(gettext_noop("annotator(s) as written in the file, by gold spans: %(names)s"), names=shown)
 
     def annotator_names(self) -> list[str]:
         return [self.annotator] if self.annotator else sorted(self.annotator_spans)[:50]
+
+
+def _target_words(target: str):
+    """A label's target in the preview: "task:value" as it is; "skipped" and "no mapping" as words."""
+    return Message(target) if target in ("skipped", "no mapping") else target
+
+
+_TARGET_WORDS = (gettext_noop("skipped"), gettext_noop("no mapping"))
+
+
+def _joined(items: list):
+    """Messages joined by ", " (translated with them)."""
+    out = items[0]
+    for item in items[1:]:
+        out = message(gettext_noop("%(first)s, %(rest)s"), first=out, rest=item)
+    return out
 
 
 def _missing_feature_problem(missing: str, default: str, feature: str):
