@@ -49,7 +49,9 @@ SKIPPED = {
     "training:run_metrics": "JSON for the run page's chart",
     "training:run_predictions": "a file download",
     "api:*": "the REST API: JSON read by programs, English by design (docs/api.md)",
-    "admin:*": "Django's admin: its own strings come translated with Django",
+    # its own strings come with Django's catalogs; the models' and fields' names it shows have no
+    # verbose_name to translate yet (a migration per app): not walked until they do
+    "admin:*": "Django's admin, for site admins; model and field names not translated yet",
     "projects:new": POST_ONLY + " (the form is on projects:list)",
     "accounts:user_new": POST_ONLY + " (the form is on accounts:users)",
     "projects:member_add": POST_ONLY,
