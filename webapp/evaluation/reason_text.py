@@ -10,8 +10,9 @@ figures as ml wrote them, a configuration's name with its method and explain var
 labels. A result stored before `said` existed shows its English `reason`.
 
 The skipped-pair lines (webapp.pipeline.chunks.compute_pairs and webapp.evaluation.running write
-them) are recognised by their templates (webapp.lib.known_text); the ids, the configuration and a
-model's own words stay as stored.
+them) and the evaluation's `error` (webapp.evaluation.evaluations and running; webapp.lifecycle)
+are recognised by their templates (webapp.lib.known_text), listed here as those modules write them;
+the ids, the configuration, a model's name and an exception's own words stay as stored.
 """
 
 from functools import cache
@@ -21,6 +22,7 @@ from django.utils.translation import gettext, gettext_noop
 
 from webapp.evaluation.presentation import stored_label
 from webapp.lib.known_text import Known, KnownTexts
+from webapp.lifecycle import said
 
 # ml.choosing.TEMPLATES, for the catalogs
 CHOOSING = (
@@ -135,3 +137,42 @@ def skipped_texts() -> KnownTexts:
 def skipped(line):
     """A skipped pair's line in the active language; as stored when not recognised."""
     return skipped_texts().render(line, translation)
+
+
+# ---------------------------------------------------------------- the evaluation's error
+
+ERRORS = (
+    gettext_noop(
+        "Stopped by a temporary problem (%(type)s) that did not go away. Maps already stored are kept: press Resume."
+    ),
+    gettext_noop(
+        "The evaluation took longer than the task time limit. Maps already stored are kept: press Resume to continue."
+    ),
+    gettext_noop(
+        "Unexpected error (%(type)s); the worker log has the details. Maps already stored are kept: Resume "
+        "continues from there."
+    ),
+    gettext_noop("Could not load model %(model)s (%(type)s): %(reason)s"),
+    gettext_noop(
+        "%(method)s needs a worker process that has not computed AttnLRP yet (lxt's patches stay in a process for "
+        "good). Restart the relevance worker, then press Resume: the maps already stored are kept."
+    ),
+    *said.LIFECYCLE,
+)
+
+
+@cache
+def error_texts() -> KnownTexts:
+    return KnownTexts(ERRORS)
+
+
+def error(text):
+    """The evaluation's stored error in the active language; else the relevance jobs' shared texts (a
+    queue that could not be reached, a model no worker could load); else as stored."""
+    if not isinstance(text, str) or not text:
+        return text
+    if error_texts().recognises(text):
+        return error_texts().render(text, translation)
+    from webapp.pipeline.error_text import error_words
+
+    return error_words(text)

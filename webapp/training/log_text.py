@@ -14,6 +14,7 @@ from django.utils.translation import gettext_noop
 
 from webapp.lib import known_text
 from webapp.lib.known_text import Known, KnownTexts
+from webapp.lifecycle import said
 
 # ---------------------------------------------------------------- written by webapp.training
 
@@ -143,16 +144,7 @@ ML = (
 )
 # webapp.lifecycle (recovery, ended) and workers.runner: why a run waited, or failed
 LIFECYCLE = (
-    Known(gettext_noop("%(first)s Its open database sessions were ended."), words=("first",)),
-    gettext_noop(
-        "Worker %(worker)s was lost at %(time)s (no heartbeat for %(seconds)s s); queued again automatically."
-    ),
-    gettext_noop("Worker %(worker)s was lost (no heartbeat for %(seconds)s s); queued again automatically."),
-    gettext_noop("A temporary problem (%(type)s); trying again."),
-    gettext_noop(
-        "The worker stopped on a temporary problem (%(type)s) it could not record at the time; queued again "
-        "automatically."
-    ),
+    *said.LIFECYCLE,
     gettext_noop(
         "The training run stopped on an unexpected error (%(type)s); the worker log has the details under "
         "training run %(run)s. Press Resume to try again."

@@ -107,3 +107,34 @@ def test_a_reason_without_a_choice_is_translated_whole(configs, groups, faithful
         shown = reason_text.reason(said)
     assert shown.startswith("Nulla qui può mostrare che una configurazione supera il caso: localizzazione: ")
     assert "no gold" not in shown and "not measured" not in shown
+
+
+ERRORS = {
+    "it": (
+        "Errore imprevisto (RuntimeError); il log del worker ha i dettagli. Le mappe già salvate sono conservate: "
+        "Riprendi continua da lì."
+    ),
+    "es": (
+        "Error inesperado (RuntimeError); el registro del worker tiene los detalles. Los mapas ya guardados se "
+        "conservan: Reanudar continúa desde ahí."
+    ),
+}
+
+
+@pytest.mark.parametrize("lang", ["it", "es"])
+def test_an_evaluation_s_error_is_shown_in_the_reader_s_language(client, researcher, annotated, model_version, lang):
+    from tests.webapp.evaluation.factories import spec
+    from webapp.evaluation import evaluations
+
+    corpus, _ = annotated
+    evaluation = evaluations.launch(spec(corpus, model_version), enqueue=False)
+    evaluations.fail_unexpectedly(evaluations.claim(evaluation.pk, "w1"), RuntimeError("its own words"))
+    evaluation.refresh_from_db()
+    assert evaluation.error.startswith("Unexpected error (RuntimeError); the worker log")  # stored English
+    client.force_login(researcher)
+    page = html.unescape(client.get(f"/evaluations/{evaluation.pk}/", HTTP_ACCEPT_LANGUAGE=lang).content.decode())
+    assert f'<p class="error">{ERRORS[lang]}</p>' in page
+    with translation.override(lang):
+        lost = "Worker w1 was lost (no heartbeat for 60 s); queued again automatically."
+        assert reason_text.error(lost) != lost and "w1" in reason_text.error(lost)
+        assert reason_text.error("something else") == "something else"

@@ -136,3 +136,9 @@ def not_used_words(recommendation) -> list[tuple[str, str]]:
 def skipped_words(line) -> str:
     """A skipped pair's line in the reader's language, its ids and a model's own words as stored."""
     return reason_text.skipped(line)
+
+
+@register.filter
+def evaluation_error(text) -> str:
+    """The evaluation's stored error in the reader's language (webapp.evaluation.reason_text.error)."""
+    return reason_text.error(text)
