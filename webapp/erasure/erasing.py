@@ -44,7 +44,7 @@ from webapp.lib.mlflow_rest import MlflowError
 from webapp.lifecycle import queue, units
 from webapp.lifecycle.heartbeat import Heartbeat, beating
 from webapp.lifecycle.status import JobStatus
-from webapp.pipeline.models import ModelVersion
+from webapp.pipeline.models import MapImportJob, ModelVersion
 from webapp.projects.models import Project
 from webapp.review.models import ValidationSet
 from webapp.training.models import TrainingRun
@@ -264,6 +264,12 @@ def remove_files(erasure: ErasureRequest, target: planning.Target, heart: Heartb
             _holding(erasure, heart)
         uploads.discard(job.upload)
         stored = ImportJob.objects.filter(pk=job.pk).exclude(upload="")
+        _count_outside(erasure, heart, T.UPLOADS, stored, upload="")
+    for job in planning.map_import_jobs(target).exclude(upload=""):  # maps computed elsewhere, uploaded
+        with transaction.atomic():
+            _holding(erasure, heart)
+        uploads.discard(job.upload)
+        stored = MapImportJob.objects.filter(pk=job.pk).exclude(upload="")
         _count_outside(erasure, heart, T.UPLOADS, stored, upload="")
 
 

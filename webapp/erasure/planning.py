@@ -34,6 +34,7 @@ from webapp.evaluation.models import RelevanceEvaluation
 from webapp.integrations.models import Webhook, WebhookDelivery
 from webapp.pipeline.models import (
     MapImport,
+    MapImportJob,
     ModelVersion,
     NoteTokens,
     PeakProfile,
@@ -177,6 +178,11 @@ def imports(t: Target) -> QuerySet:
     return ImportJob.objects.none()
 
 
+def map_import_jobs(t: Target) -> QuerySet:
+    """Uploads of maps computed elsewhere into the erased corpora (their stored file names note ids)."""
+    return MapImportJob.objects.filter(corpus__in=t.corpora())
+
+
 def _deid_jobs(t: Target) -> QuerySet:
     """De-identification jobs (and residual scans) of the erased corpora: those whose every corpus
     still named is erased. A job that made a corpus that stays is kept (its source goes null)."""
@@ -267,6 +273,7 @@ STEPS: tuple[Step, ...] = (
     Step(lambda t: RelevanceChunk.objects.filter(job__in=_jobs(t)), WHOLE),
     Step(lambda t: _through(RelevanceJob, "tasks").objects.filter(relevancejob__in=_jobs(t)), WHOLE),
     Step(_jobs, WHOLE),
+    Step(map_import_jobs, WHOLE),
     Step(lambda t: MapImport.objects.filter(corpus__in=t.corpora()), WHOLE),
     Step(imports, WHOLE),
     Step(_deid_jobs, WHOLE),
@@ -342,7 +349,7 @@ def count(target: Target, described: str) -> Plan:
     plan.export_folders = (
         DatasetExport.objects.filter(dataset__in=withdrawn_or_deleted(target)).exclude(path="").count()
     )
-    plan.uploads = imports(target).exclude(upload="").count()
+    plan.uploads = imports(target).exclude(upload="").count() + map_import_jobs(target).exclude(upload="").count()
     plan.mlflow_runs = (
         target.runs_deleted().filter(provenance__has_key="mlflow").count()
         + RelevanceEvaluation.objects.filter(corpus__in=target.corpora(), result__has_key="mlflow").count()

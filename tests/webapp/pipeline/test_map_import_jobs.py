@@ -416,3 +416,20 @@ def test_a_file_left_by_a_worker_lost_after_its_jobs_end_is_removed_at_the_next_
     kept.refresh_from_db()
     assert kept.upload == ""
     assert [p.name for p in (settings.DATA_DIR / "uploads").iterdir()] == [Path(later.upload).parent.name]
+
+
+def test_erasing_the_corpus_erases_its_map_imports_and_their_stored_files(ward, researcher, admin_user, settings):
+    from tests.webapp.erasure.helpers import erase_here
+    from webapp.erasure.models import ErasureRequest
+
+    corpus, tasks, model_version = ward
+    done = launch(spans_file(corpus, tasks), corpus, model_version, researcher)
+    run(done)
+    cancelled = launch(spans_file(corpus, tasks, name="kept.jsonl"), corpus, model_version, researcher)
+    mapimport_jobs.cancel(cancelled, researcher)
+    cancelled.refresh_from_db()
+    assert cancelled.status == JobStatus.CANCELLED and cancelled.upload  # kept for Resume: it names note ids
+    erasure, _, _ = erase_here(default_project(), ErasureRequest.Scope.CORPUS, corpus=corpus, actor=admin_user)
+    assert erasure.erased["pipeline.MapImportJob"] == 2 and erasure.erased["files: uploads"] == 1
+    assert not MapImportJob.objects.exists() and not MapImport.objects.exists() and not RelevanceMap.objects.exists()
+    assert not any((settings.DATA_DIR / "uploads").iterdir())
