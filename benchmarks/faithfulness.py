@@ -15,14 +15,16 @@ way a first implementation would). Prints one JSON object: passes a pair (the is
     python -m benchmarks faithfulness --per-method --pairs 2     # E3C English, every method
 
 --per-method: what one pair of the verdict table costs, per method, batched (the product path)
-against unbatched (one prompt row per forward pass: IG's and occlusion's `rows` set to 1 and the
-scorer's `max_rows` to 1), in this process, on the first --pairs (note, task) pairs of --notes
-(default ../shared/data's E3C English layer 1, tasks --task, default "heart rate"). Per method: the
-map's seconds a pair and its forward passes, and the faithfulness rows' seconds (its 2 x fractions
-rows; the full row and the random draws' rows are shared by the methods and reported apart); the
-largest difference batched - unbatched (maps and F), with the magnitudes it is relative to; and the
-table's estimate: seconds a pair for all the methods and 100 pairs' hours on this core, per
-explain variant. AttnLRP runs last (it patches the process).
+against unbatched (one prompt row per forward pass: IG's and occlusion's `rows` set to 1,
+occlusion's copies whole, without its prefix cache, and the scorer's `max_rows` to 1), in this
+process, on the first --pairs (note, task) pairs of --notes
+(default ../shared/data's E3C English layer 1, tasks --task, default "heart rate"). Per method:
+the map's CPU seconds a pair (this process's, one thread: what an idle core would take; the wall
+time, longer on a shared machine, is reported beside) and its forward passes, and the
+faithfulness rows' seconds (its 2 x fractions rows; the full row and the random draws' rows are
+shared by the methods and reported apart); the largest difference batched - unbatched (maps and
+F), with the magnitudes it is relative to; and the table's estimate: seconds a pair for all the
+methods and 100 pairs' hours on one core, per explain variant. AttnLRP runs last (it patches the process).
 """
 
 from __future__ import annotations
@@ -174,26 +176,37 @@ def per_method(args) -> int:
         with_kwargs=True,
     )
 
+    spent = {"wall": 0.0, "cpu": 0.0}
+
     def timed(fn, *fn_args):
+        """fn's output, its CPU seconds (this process, one thread: what it would take on an idle
+        core, give or take the cache another process shares) and its forward rows."""
         passes.clear()
-        started = time.perf_counter()
+        wall, started = time.perf_counter(), time.process_time()
         out = fn(*fn_args)
-        return out, time.perf_counter() - started, sum(passes)
+        seconds = time.process_time() - started
+        spent["wall"] += time.perf_counter() - wall
+        spent["cpu"] += seconds
+        return out, seconds, sum(passes)
 
     out_methods: dict = {}
     maps: dict[str, list] = {}
+    texts, task_list = [n["text"] for n, _ in chosen], [t for _, t in chosen]
     for name in methods:
         method, cfg = get(name), RelevanceConfig(**{**relevance.to_dict(), "method": name})
-        texts, task_list = [n["text"] for n, _ in chosen], [t for _, t in chosen]
         results, batched_s, batched_passes = timed(compute_relevance, loaded, texts, task_list, cfg)
         row = {"map_seconds_per_pair": round(batched_s / len(chosen), 3), "map_forward_rows": batched_passes}
         if hasattr(method, "rows"):  # IG and occlusion batch their rows: the same with one row a pass
-            saved = method.rows
+            saved = method.rows, getattr(method, "share_prefix", None)
             method.rows = 1
+            if saved[1] is not None:  # occlusion: whole copies, no prefix cache
+                method.share_prefix = False
             try:
                 plain, plain_s, _ = timed(compute_relevance, loaded, texts, task_list, cfg)
             finally:
-                method.rows = saved
+                method.rows = saved[0]
+                if saved[1] is not None:
+                    method.share_prefix = saved[1]
             raw = np.concatenate([r.raw_scores for r in results])
             diff = np.concatenate([r.raw_scores - q.raw_scores for r, q in zip(results, plain)])
             row["map_unbatched_seconds_per_pair"] = round(plain_s / len(chosen), 3)
@@ -209,7 +222,7 @@ def per_method(args) -> int:
     for i, (note, task) in enumerate(chosen):
         scores = {m: np.asarray(maps[m][i].scores, dtype=np.float64) for m in methods}
         values = {}
-        for max_rows in (32, 1):
+        for max_rows in (None, 1):  # None: the product's batch (rows_for_memory)
             scorer = ModelScorer(
                 loaded, note["text"], task, relevance, neutral_id=neutral, quantity=config.quantity, max_rows=max_rows
             )
@@ -217,11 +230,11 @@ def per_method(args) -> int:
                 evaluate_pair, PairInput((note["id"], task), scorer, scores), methods, config
             )
             values[max_rows] = record
-            if max_rows == 32:
-                rows_batched, n_rows = rows_batched + seconds, n_rows + rows
+            if max_rows is None:
+                rows_batched, n_rows, batch_rows = rows_batched + seconds, n_rows + rows, scorer.max_rows
             else:
                 rows_plain += seconds
-        a, b = values[32], values[1]
+        a, b = values[None], values[1]
         for m in methods:
             for kind in ("deletion", "insertion"):
                 f_diff = max(f_diff, float(np.abs(np.subtract(a["methods"][m][kind], b["methods"][m][kind])).max()))
@@ -251,11 +264,15 @@ def per_method(args) -> int:
             "rows_per_pair_one_method": PASSES_PER_PAIR,
             "seconds_per_row_batched": round(per_row["batched"], 4),
             "seconds_per_row_unbatched": round(per_row["unbatched"], 4),
+            "rows_per_forward_call_batched": batch_rows,
             "shared_rows_per_pair": shared_rows,
             "largest_F_difference": f_diff,
             "largest_F_magnitude": f_scale,
         },
         "table_estimate_per_explain_variant": table,
+        "seconds": "CPU seconds of this process (one thread), the idle-core figure; wall below",
+        "timed_wall_seconds": round(spent["wall"], 1),
+        "timed_cpu_seconds": round(spent["cpu"], 1),
         "machine": describe(),
     }
     print(json.dumps(out, indent=2))

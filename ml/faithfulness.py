@@ -29,7 +29,9 @@ Cost in forward passes (one pass = one prompt row through the model, no backward
 1 (full) + 2 x len(FRACTIONS) per method + 2 x len(FRACTIONS) x R (random) = 111 with the default
 5 fractions, 10 draws and one method, beyond the map itself; a pair's rows have the same length and
 run as one batch (one forward call per chunk of `max_rows` rows). `FaithfulnessResult.forward_passes`
-counts them.
+counts them. `max_rows` (None: `rows_for_memory`) is a memory bound, not a speed-up on the CPU: a row
+of an E3C prompt (234 tokens, SmolLM2-135M, one thread) cost the same alone as in a batch of 32
+(docs/ml-cli.md#faithfulness); the batch's values equal one row a pass up to fp32 rounding (tests).
 
 Summary: means over pairs with 95% percentile bootstrap CIs over pairs (the resamples of
 ml.metrics.bootstrap_ci, `resample_indices`; the same resamples for every measure, so the paired
@@ -342,15 +344,34 @@ def _fmt(value) -> str:
 
 # ---------------------------------------------------------------- a language model's scorer
 
+MAX_ROWS = 32  # rows a forward call at most
+ROW_MEMORY = 512 * 2**20  # bytes of activations a forward call may hold (rows_for_memory)
+
+
+def rows_for_memory(model, length: int, budget: int = ROW_MEMORY) -> int:
+    """Rows of `length` tokens one forward call of `model` may run (1 to MAX_ROWS) for its
+    activations to stay within `budget` bytes: a row holds, in one layer at a time (no grad),
+    about length x (3 x intermediate + 4 x hidden) values (the MLP's gate, up and product, the
+    residual, normed input and attention output) and heads x length^2 attention scores (the math
+    attention kernel; fused ones hold fewer), each of the model's dtype. SmolLM2-135M: 32 rows up to
+    399 tokens, 8 at 1024, 2 at 2048; the logits are cut to the explained positions (logits_to_keep)."""
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    hidden = int(getattr(config, "hidden_size", 0) or 0)
+    intermediate = int(getattr(config, "intermediate_size", 0) or 4 * hidden)
+    heads = int(getattr(config, "num_attention_heads", 0) or 1)
+    size = getattr(getattr(model, "dtype", None), "itemsize", 4)
+    per_row = size * (length * (3 * intermediate + 4 * hidden) + heads * length * length)
+    return max(1, min(MAX_ROWS, budget // max(per_row, 1)))
+
 
 class ModelScorer:
     """F of a (note, task) prompt with note tokens replaced, for a causal LM (module doc).
 
     The prompt and the note tokens are exactly ml.relevance's (`encode_pair` with the
     configuration's template, truncation and explained positions), so a map's i-th score is
-    the i-th note token here. Rows of one call run as one batch (chunks of `max_rows`) of
-    equal length: no padding. For "next"/"max" the first row must be the full prompt: its top
-    token is the one explained in every row.
+    the i-th note token here. Rows of one call run as one batch (chunks of `max_rows`; None:
+    `rows_for_memory` of the prompt's length) of equal length: no padding. For "next"/"max"
+    the first row must be the full prompt: its top token is the one explained in every row.
     """
 
     def __init__(
@@ -362,7 +383,7 @@ class ModelScorer:
         *,
         neutral_id: int,
         quantity="logprob",
-        max_rows=32,
+        max_rows: int | None = None,
         chat=None,
     ):
         from ml.prompts import get_template
@@ -385,7 +406,8 @@ class ModelScorer:
             whole_task=explain == "span",
         )
         self.model, self.explain, self.quantity = loaded.model, explain, quantity
-        self.neutral_id, self.max_rows = neutral_id, max_rows
+        self.neutral_id = neutral_id
+        self.max_rows = max_rows or rows_for_memory(loaded.model, len(self.enc.input_ids))
         self.explained: list[int] | None = (
             self.enc.task_ids if explain == "span" else [self.enc.target_id] if explain == "target" else None
         )
@@ -444,7 +466,7 @@ def model_pairs(
     relevance_config,
     config: FaithfulnessConfig | None = None,
     *,
-    max_rows: int = 32,
+    max_rows: int | None = None,
 ) -> list[PairInput]:
     """PairInputs of a language model: maps[method][i] is pair i's RelevanceResult (or its
     scores); a result's offsets must be the note tokens of the scorer's prompt."""
@@ -475,7 +497,7 @@ def faithfulness(
     config: FaithfulnessConfig | None = None,
     *,
     batch_size: int | None = None,
-    max_rows: int = 32,
+    max_rows: int | None = None,
     checkpoint=None,
     progress: Callable[[str], None] | None = None,
 ) -> FaithfulnessResult:
