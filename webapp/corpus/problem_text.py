@@ -8,10 +8,16 @@ it; the file's name, the line, the id and the sizes are shown as they are. A row
 problems were kept this way holds plain English lines, shown as they are.
 """
 
+from functools import cache
+
+from django.utils import translation
 from django.utils.translation import gettext, gettext_noop, ngettext
 
+from webapp.lib import known_text
+from webapp.lib.known_text import KnownTexts
 from webapp.lib.messages import Message
 from webapp.lib.problems import Problem
+from webapp.lifecycle import said
 
 # Sources that are words, not files: a gold import's preview lines come after "Preview only".
 WORDS = (gettext_noop("Preview only"),)
@@ -80,3 +86,31 @@ def source_of(item) -> str:
     if isinstance(item, dict):
         return str(item.get("source", ""))
     return str(item).split(":", 1)[0]
+
+
+# An import job's `error`, as webapp.corpus.import_jobs and webapp.lifecycle write it (English, also
+# read by the API), for its page in the reader's language (webapp.lib.known_text)
+IMPORT_ERRORS = (
+    known_text.ngettext(
+        "Nothing was imported: %(count)s problem.", "Nothing was imported: %(count)s problems.", "count"
+    ),
+    gettext_noop(
+        "Nothing was imported: the shared storage of uploads failed (%(reason)s). Upload the file again once the "
+        "storage can be reached."
+    ),
+    gettext_noop(
+        "The import stopped on an unexpected error (%(type)s); nothing was imported. Try again, or import the "
+        "file from the command line to see more."
+    ),
+    *said.LIFECYCLE,
+)
+
+
+@cache
+def _errors() -> KnownTexts:
+    return KnownTexts(IMPORT_ERRORS)
+
+
+def error(text):
+    """An import job's stored error in the active language; as stored when not recognised."""
+    return _errors().render(text, translation)

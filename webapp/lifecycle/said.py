@@ -5,6 +5,7 @@ webapp.evaluation.reason_text). Change a text there, change it here."""
 
 from django.utils.translation import gettext_noop
 
+from webapp.lib import known_text
 from webapp.lib.known_text import Known
 
 LIFECYCLE = (
@@ -17,5 +18,20 @@ LIFECYCLE = (
     gettext_noop(
         "The worker stopped on a temporary problem (%(type)s) it could not record at the time; queued again "
         "automatically."
+    ),
+    # kinds.Retry.gave_up and queue.send_on_commit's error (webapp.pipeline.error_text has them too)
+    known_text.ngettext(
+        "Stopped by a temporary problem (%(type)s) that did not go away after %(retries)s retries. "
+        "Press Resume to try again.",
+        "Stopped by a temporary problem (%(type)s) that did not go away after %(retries)s retries. "
+        "Press Resume to try again.",
+        "retries",
+    ),
+    known_text.ngettext(
+        "The task queue could not be reached (%(type)s); %(sent)s of %(total)s messages were sent. Work that "
+        "was not sent is sent again automatically once the queue is back (or press Resume).",
+        "The task queue could not be reached (%(type)s); %(sent)s of %(total)s messages were sent. Work that "
+        "was not sent is sent again automatically once the queue is back (or press Resume).",
+        "total",
     ),
 )

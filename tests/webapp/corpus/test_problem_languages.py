@@ -189,3 +189,28 @@ def test_the_line_past_the_kept_ones_counts_in_the_readers_language():
     with translation.override("en"):
         assert problem_text.shown(more) == "... and 3 more warnings (53 in all)"
         assert problem_text.shown({**more, "more": 1}) == "... and 1 more warning (53 in all)"
+
+
+@pytest.mark.parametrize(
+    "lang, said",
+    [
+        ("it", "L'importazione si è fermata per un errore imprevisto (RuntimeError); non è stato importato nulla."),
+        ("es", "La importación se detuvo por un error inesperado (RuntimeError); no se importó nada."),
+    ],
+)
+def test_an_import_s_error_is_shown_in_the_reader_s_language(client, researcher, lang, said):
+    from tests.projects import default_project
+    from webapp.corpus import import_jobs
+
+    job = ImportJob.objects.create(
+        kind="notes", project=default_project(), corpus_name="ed", file_name="n.jsonl", created_by=researcher
+    )
+    claimed = import_jobs.claim(job.pk, "w1")
+    assert import_jobs.fail_unexpectedly(claimed, RuntimeError("its own words"))
+    job.refresh_from_db()
+    assert job.error.startswith("The import stopped on an unexpected error (RuntimeError)")  # stored English
+    client.force_login(researcher)
+    page = unescape(
+        client.get(reverse("corpus:import_detail", args=[job.pk]), HTTP_ACCEPT_LANGUAGE=lang).content.decode()
+    )
+    assert said in page
