@@ -20,3 +20,12 @@ def deid_card(context, corpus):
         "may_launch": has_capability(user, Capability.LAUNCH, corpus.project_id) and not corpus.deidentified,
         "csrf_token": context.get("csrf_token"),
     }
+
+
+@register.filter
+def deid_error(text):
+    """A de-identification job's or scan's stored error in the reader's language
+    (webapp.deid_ops.error_text): a policy's own words and an error's type as stored."""
+    from webapp.deid_ops import error_text
+
+    return error_text.shown(text)
