@@ -69,7 +69,7 @@ check-test-run:
 # default itself: no server named and a fresh DATA_DIR, so settings fall back to the SQLite file
 # and the filesystem broker of `make demo`. Either failing fails the target, and so does a run
 # that collected nothing (pytest's exit 5).
-EMBEDDED_TESTS := tests/embedded tests/webapp/corpus/test_search.py tests/webapp/db/test_pagination.py
+EMBEDDED_TESTS := tests/embedded tests/webapp/corpus/test_search.py tests/webapp/db/test_pagination.py tests/webapp/evaluation/test_gold_check_queries.py
 define two_runs
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$(TEST_THREADS)} HF_HUB_OFFLINE=1 \
