@@ -108,6 +108,10 @@ _PATTERNS = [
         re.compile(r"span (?P<index>\d+) ends at (?P<end>\d+), past the note's (?P<length>\d+) characters"),
         gettext_noop("span %(index)s ends at %(end)s, past the note's %(length)s characters"),
     ),
+    (
+        re.compile(r"cannot read model (?P<model>.+)'s tokenizer: (?P<error>.*)", re.S),
+        gettext_noop("cannot read model %(model)s's tokenizer: %(error)s"),
+    ),
     (re.compile(r"the file holds no map"), gettext_noop("the file holds no map")),
     (
         re.compile(

@@ -192,6 +192,8 @@ def run(job: MapImportJob, heart) -> str | None:
             on_written=written,
         )
     except mapimport.MapImportError as exc:
+        if _model_unreadable(exc):  # not the file's fault: keep it, for Resume once the model can be read
+            return JobStatus.FAILED if units.fail(job, exc.problems[0][1], phase="") else None
         return _refused(job, exc.problems, exc.count)
     except StorageError as exc:
         return JobStatus.FAILED if units.fail(job, _unreachable(exc), phase="") else None
@@ -206,6 +208,10 @@ def run(job: MapImportJob, heart) -> str | None:
         )
         return JobStatus.DONE if finished else None
     return JobStatus.DONE
+
+
+def _model_unreadable(exc) -> bool:
+    return len(exc.problems) == 1 and exc.problems[0][0] is None and exc.problems[0][1].startswith("cannot read model ")
 
 
 def _refused(job: MapImportJob, problems, count: int) -> str | None:

@@ -433,3 +433,24 @@ def test_erasing_the_corpus_erases_its_map_imports_and_their_stored_files(ward, 
     assert erasure.erased["pipeline.MapImportJob"] == 2 and erasure.erased["files: uploads"] == 1
     assert not MapImportJob.objects.exists() and not MapImport.objects.exists() and not RelevanceMap.objects.exists()
     assert not any((settings.DATA_DIR / "uploads").iterdir())
+
+
+def test_a_model_whose_tokenizer_cannot_be_read_fails_the_job_but_keeps_the_file_for_resume(
+    ward, researcher, tiny_model_dir
+):
+    from webapp.pipeline.map_problem_text import shown
+
+    corpus, tasks, model_version = ward
+    ModelVersion.objects.filter(pk=model_version.pk).update(path=str(tiny_model_dir / "not-here"))
+    model_version.refresh_from_db()
+    job = launch(spans_file(corpus, tasks), corpus, model_version, researcher)
+    assert run(job) == JobStatus.FAILED
+    job.refresh_from_db()
+    assert job.error.startswith("cannot read model tiny-llama's tokenizer") and job.problem_count == 0
+    assert job.upload and job.resumable and shown(job.error) == job.error
+    modelcache.clear()
+    ModelVersion.objects.filter(pk=model_version.pk).update(path=str(tiny_model_dir))  # the model comes back
+    assert mapimport_jobs.resume(job, researcher) is True
+    assert run(job) == JobStatus.DONE
+    job.refresh_from_db()
+    assert job.map_import.maps == 8 and job.upload == ""
