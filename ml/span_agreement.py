@@ -246,7 +246,9 @@ def span_agreement(
         seed=settings.seed,
         confidence=settings.confidence,
     )
-    result.diagnostics = diagnostics(result, settings, untexted, who)
+    totals = label_alpha.sum(axis=0)  # labels x (n, D_o, n_label, n_O)
+    everywhere = {label for label, k in label_index.items() if totals[k, 0] and totals[k, 3] == 0}
+    result.diagnostics = diagnostics(result, settings, untexted, who, everywhere)
     return result
 
 
@@ -342,8 +344,11 @@ def _bootstrap(figures, n_docs: int, settings: SpanSettings) -> dict[str, list[t
     return out
 
 
-def diagnostics(result: SpanAgreement, settings: SpanSettings, untexted: int = 0, who=None) -> list[str]:
-    """Plain sentences saying where a figure of `result` misleads."""
+def diagnostics(
+    result: SpanAgreement, settings: SpanSettings, untexted: int = 0, who=None, everywhere=frozenset()
+) -> list[str]:
+    """Plain sentences saying where a figure of `result` misleads. `everywhere`: the labels every
+    annotator gave to every token their alpha counts (undefined too, for the opposite reason)."""
     out = []
     if result.paired_documents == 0:
         out.append("No document was annotated by two or more annotators: agreement is undefined.")
@@ -360,6 +365,12 @@ def diagnostics(result: SpanAgreement, settings: SpanSettings, untexted: int = 0
             )
         figures = result.per_label.get(label)
         if figures is not None and result.paired_documents and math.isnan(figures.alpha_tokens):
+            if label in everywhere:
+                out.append(
+                    f"Label {label!r} covers every token of the documents two or more annotators annotated for "
+                    "it, in every annotator's spans: no token says it apart, its alpha is undefined."
+                )
+                continue
             out.append(
                 f"Label {label!r} covers no token of the documents two or more annotators annotated for it: "
                 "its alpha is undefined."

@@ -146,3 +146,15 @@ def test_the_cli_json_keeps_its_keys_and_adds_alpha_per_label(tmp_path, capsys):
     }  # fmt: skip
     assert symptom["alpha_tokens"] == pytest.approx(1 / 2) and len(symptom["alpha_tokens_ci"]) == 2
     assert {"f1_exact", "f1_overlap", "alpha_tokens", "alpha_tokens_ci", "pairs", "diagnostics"} <= set(out)
+
+
+def test_a_label_on_every_token_is_said_to_cover_every_token_not_none():
+    """Every annotator marks every token: alpha is undefined for want of any "O", and the
+    diagnostic says so rather than that the label covers no token."""
+    docs = {"d1": "a b", "d2": "c d"}
+    spans = [Span(doc, who, "X", 0, 3) for doc in docs for who in ("ann", "bob")]
+    result = span_agreement(spans, None, docs, FAST)
+    text = " ".join(result.diagnostics)
+    assert math.isnan(result.per_label["X"].alpha_tokens) and result.per_label["X"].tokens == 4
+    assert "Label 'X' covers every token of the documents two or more annotators annotated for it" in text
+    assert "covers no token" not in text
