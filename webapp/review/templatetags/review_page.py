@@ -1,7 +1,13 @@
-"""Pieces of the note page written once per request however many peak rows repeat them."""
+"""Pieces of the note page written once: the selection's hidden fields once per request however
+many forms repeat them, the colour scale once per process and language."""
+
+import threading
 
 from django import template
 from django.template.loader import get_template
+from django.utils.translation import get_language
+
+from webapp.lib import rendering
 
 register = template.Library()
 
@@ -16,3 +22,20 @@ def selection_fields(context):
     if key not in kept:
         kept[key] = get_template("review/_selection_fields.html").render({"sel": sel, "round": rnd})
     return kept[key]
+
+
+_legends: dict[tuple, str] = {}
+_lock = threading.Lock()
+
+
+@register.simple_tag(takes_context=True)
+def legend_html(context, peaks=False):
+    """review/_legend.html (the colour scale: the same on every page of a language), rendered once
+    per process, language and `peaks`."""
+    key = (get_language(), bool(peaks), context.use_l10n)
+    html = _legends.get(key)
+    if html is None:
+        html = get_template("review/_legend.html").render({"legend": rendering.legend(), "peaks": peaks})
+        with _lock:
+            _legends[key] = html
+    return html

@@ -5,6 +5,8 @@ note view stays as it is."""
 from django import template
 
 from webapp.review import spans
+from webapp.review.models import AddedSpan
+from webapp.review.prepared import Prepared
 
 register = template.Library()
 
@@ -15,7 +17,7 @@ QUOTE_CHARS = 140
 def added_spans(context):
     note, sel, panel = context["note"], context["sel"], context["panel"]
     request = context["request"]
-    rows = list(spans.of_pair(note, sel.task))
+    rows = list(spans.of_pair(note, sel.task)) if sel.task is not None and _any_added(note, sel.task) else []
     for row in rows:
         row.quote = " ".join(note.text[row.start : min(row.end, row.start + QUOTE_CHARS)].split())
     mine = [row for row in rows if row.reviewer_id == request.user.pk]
@@ -33,3 +35,14 @@ def added_spans(context):
         "others": [row for row in rows if row.reviewer_id != request.user.pk],
         "rest": max(0, panel.n_peaks - panel.decided) if panel.found and panel.fits else 0,
     }
+
+
+def _added(_shape, *, note_id, task_id):
+    return AddedSpan.objects.filter(note_id=note_id, task_id=task_id).values_list("pk")[:1]
+
+
+_ANY_ADDED = Prepared(_added)  # webapp.review.prepared: the usual answer (none) without building a queryset
+
+
+def _any_added(note, task) -> bool:
+    return bool(_ANY_ADDED.rows(None, note_id=note.pk, task_id=task.pk))
