@@ -23,7 +23,8 @@ import math
 import typing
 from dataclasses import dataclass
 
-from django.utils.translation import gettext_lazy, pgettext_lazy
+from django.utils.formats import number_format
+from django.utils.translation import gettext, gettext_lazy, pgettext_lazy
 
 from webapp.training.models import RunKind
 
@@ -164,6 +165,12 @@ def label(name: str) -> str:
     return str(LABELS.get(name, name.replace("_", " ")))
 
 
+def _setting(template: str, key: str) -> str:
+    """A problem's sentence (translated) naming the setting in the same language, never an
+    English sentence around a translated name."""
+    return template % {"setting": label(key)}
+
+
 def build_config(kind: str, overrides: dict | None = None) -> tuple[dict, dict[str, str]]:
     """(full config, problems). Unknown sections or keys are problems, as are wrong types and
     values outside their range; the returned config holds every default."""
@@ -268,32 +275,36 @@ def _typed(key: str, value, expected: set) -> tuple[object, str]:
             value = [part.strip() for part in value.split(",") if part.strip()]
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             return value, ""
-        return None, f"The {label(key)} must be a list of texts."
+        return None, _setting(gettext("The %(setting)s must be a list of texts."), key)
     if value is None:
-        return (None, "") if type(None) in expected or not expected else (None, f"The {label(key)} cannot be empty.")
+        return (
+            (None, "")
+            if type(None) in expected or not expected
+            else (None, _setting(gettext("The %(setting)s cannot be empty."), key))
+        )
     if bool in expected:
         if isinstance(value, bool):
             return value, ""
-        return None, f"The {label(key)} must be true or false."
+        return None, _setting(gettext("The %(setting)s must be true or false."), key)
     if isinstance(value, bool):
-        return None, f"The {label(key)} must be a number, not true/false." if {
+        return None, _setting(gettext("The %(setting)s must be a number, not true/false."), key) if {
             int,
             float,
-        } & expected else f"The {label(key)} has the wrong type."
+        } & expected else _setting(gettext("The %(setting)s has the wrong type."), key)
     if int in expected and float not in expected:
         if isinstance(value, int):
             return value, ""
         if isinstance(value, float) and value.is_integer():
             return int(value), ""
-        return None, f"The {label(key)} must be a whole number."
+        return None, _setting(gettext("The %(setting)s must be a whole number."), key)
     if float in expected:
         if isinstance(value, (int, float)) and math.isfinite(value):
             return float(value), ""
-        return None, f"The {label(key)} must be a number."
+        return None, _setting(gettext("The %(setting)s must be a number."), key)
     if str in expected:
         if isinstance(value, str):
             return value, ""
-        return None, f"The {label(key)} must be a text."
+        return None, _setting(gettext("The %(setting)s must be a text."), key)
     return value, ""
 
 
@@ -319,21 +330,28 @@ def _range_problem(key: str, value) -> str:
     if value is None:
         return ""
     if key in CHOICES and value not in CHOICES[key]:
-        return f"The {name} must be one of {', '.join(CHOICES[key])}; got {value!r}."
+        return gettext("The %(setting)s must be one of %(choices)s; got %(value)s.") % {
+            "setting": name,
+            "choices": ", ".join(CHOICES[key]),
+            "value": repr(value),
+        }
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return ""
     if key in POSITIVE and not value > 0:
-        return f"The {name} must be greater than 0."
+        return gettext("The %(setting)s must be greater than 0.") % {"setting": name}
     if key in AT_LEAST_ONE and value < 1:
-        return f"The {name} must be at least 1."
+        return gettext("The %(setting)s must be at least 1.") % {"setting": name}
     if key in FRACTION and not 0 <= value < 1:
-        return f"The {name} must be at least 0 and below 1 (a fraction)."
+        return gettext("The %(setting)s must be at least 0 and below 1 (a fraction).") % {"setting": name}
     if key in NON_NEGATIVE and value < 0:
-        return f"The {name} cannot be negative."
+        return gettext("The %(setting)s cannot be negative.") % {"setting": name}
     if key == "shots" and value > MAX_SHOTS:
-        return f"At most {MAX_SHOTS} shots (the paper compares 0-shot and 2-shot)."
+        return gettext("At most %(shots)s shots (the paper compares 0-shot and 2-shot).") % {"shots": MAX_SHOTS}
     if key == "max_length" and not MAX_LENGTH_RANGE[0] <= value <= MAX_LENGTH_RANGE[1]:
-        return f"The maximum length must be between {MAX_LENGTH_RANGE[0]} and {MAX_LENGTH_RANGE[1]:,} tokens."
+        return gettext("The maximum length must be between %(low)s and %(high)s tokens.") % {
+            "low": MAX_LENGTH_RANGE[0],
+            "high": number_format(MAX_LENGTH_RANGE[1], force_grouping=True),
+        }
     return ""
 
 
