@@ -22,12 +22,13 @@ from html.parser import HTMLParser
 import pytest
 from django.contrib.auth.tokens import default_token_generator
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from tests.browser import language
+from tests.webapp.routes import named_routes
 
 LANGUAGES = ("it", "es")
 
@@ -140,16 +141,6 @@ LEFT_TO_OTHERS = [
 
 
 # ---------------------------------------------------------------- the URLs
-
-
-def named_routes(patterns=None, prefix="", namespace=""):
-    """(route, name with its namespace) of every named URL pattern."""
-    for p in patterns if patterns is not None else get_resolver().url_patterns:
-        if isinstance(p, URLResolver):
-            inner = f"{namespace}:{p.namespace}" if namespace and p.namespace else (p.namespace or namespace)
-            yield from named_routes(p.url_patterns, prefix + str(p.pattern), inner or "")
-        elif isinstance(p, URLPattern) and p.name:
-            yield prefix + str(p.pattern), f"{namespace}:{p.name}" if namespace else p.name
 
 
 def skipped(name: str) -> str | None:

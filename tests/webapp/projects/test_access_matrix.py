@@ -8,9 +8,10 @@ from urllib.parse import quote_plus
 
 import numpy as np
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls import reverse
 from django.utils import timezone
 
+from tests.webapp.routes import named_routes
 from webapp.corpus.models import Annotation, Corpus, ImportJob, Note, Task
 from webapp.datasets.models import DatasetExport, DatasetVersion
 from webapp.deid.models import DeidJob
@@ -25,20 +26,10 @@ from webapp.training.models import LabeledSplit, TrainingRun
 SECRET = "Zebra-ward-secret"  # in every name of project B, so a page that lists one shows it
 
 
-def _patterns(patterns=None, prefix="", namespace=""):
-    """(route, view name with its namespace) of every URL pattern."""
-    for p in patterns if patterns is not None else get_resolver().url_patterns:
-        if isinstance(p, URLResolver):
-            inner = f"{namespace}:{p.namespace}" if namespace and p.namespace else (p.namespace or namespace)
-            yield from _patterns(p.url_patterns, prefix + str(p.pattern), inner or "")
-        elif isinstance(p, URLPattern) and p.name:
-            yield prefix + str(p.pattern), f"{namespace}:{p.name}" if namespace else p.name
-
-
 def _object_patterns():
     """(route, view name) of every app URL that takes an object's id."""
     named = ("<int:", "<slug:")
-    return [(r, name) for r, name in _patterns() if not r.startswith("admin/") and any(n in r for n in named)]
+    return [(r, name) for r, name in named_routes() if not r.startswith("admin/") and any(n in r for n in named)]
 
 
 def _one_of_everything(project, owner, prefix: str, base: ModelVersion) -> dict:
@@ -237,7 +228,7 @@ def test_no_object_of_another_project_answers_anything_but_404(client, member, o
 def test_no_list_or_form_names_another_projects_objects(client, member, other):
     client.force_login(member)
     leaked = []
-    for route, name in _patterns():
+    for route, name in named_routes():
         if route.startswith("admin/") or "<" in route or name in {"logout", "healthz"}:
             continue
         response = client.get(reverse(name))
@@ -315,7 +306,7 @@ def _text(response) -> str:
 
 
 ROUTES = _object_patterns()
-FORMS = [(r, name) for r, name in _patterns() if not r.startswith(("admin/", "api/")) and "<" not in r]
+FORMS = [(r, name) for r, name in named_routes() if not r.startswith(("admin/", "api/")) and "<" not in r]
 
 
 @pytest.fixture
