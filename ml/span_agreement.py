@@ -24,7 +24,7 @@ or more annotators annotated carry agreement.
 * `per_label[LABEL]["alpha_tokens"]`: the same alpha with two values only, the label or not
   ("O"; a token another label covers is "O" here), over the tokens of the paired documents
   annotated for that label (every paired document, unless `labels_of` says which labels a
-  document was annotated for). Undefined (NaN) where no token has the label.
+  document was annotated for). Undefined (NaN) where no token has the label, or every token has it from every annotator.
 
 Every figure is a ratio of sums over documents, so the bootstrap draws documents with
 replacement (numpy Generator seeded by `seed`) and a block of resamples is one matrix product
