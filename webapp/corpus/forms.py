@@ -21,7 +21,7 @@ def visible_name(value: str) -> None:
     """A corpus name holds no control or invisible characters (the importer refuses them too)."""
     hidden = hidden_character(value)
     if hidden:
-        raise forms.ValidationError(_("The name contains %(character)s.") % {"character": hidden})
+        raise forms.ValidationError(_("The name contains %(character)s.") % {"character": hidden.render(_)})
 
 
 # The languages the studio supports: those with a built-in prompt template (ml/prompts.py).

@@ -39,7 +39,7 @@ def _normal(value: str, what: str) -> str:
     hidden = hidden_character(value)
     if hidden:
         raise forms.ValidationError(
-            _("%(what)s contains %(hidden)s.") % {"what": WHAT.get(what, what), "hidden": hidden}
+            _("%(what)s contains %(hidden)s.") % {"what": WHAT.get(what, what), "hidden": hidden.render(_)}
         )
     return value
 
