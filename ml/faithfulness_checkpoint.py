@@ -11,7 +11,10 @@ header, otherwise it is refused with the fields that differ. Then, as they finis
 A line is appended with one write() on a file opened O_APPEND, then fsync'd, so a killed run
 leaves whole lines and at most a partial last one, which the next run cuts off; it loses at most
 the note (maps) or the pair (record) in progress. Floats are written with repr (JSON), which reads
-back to the same float64, so a resumed run's JSON equals an uninterrupted one's.
+back to the same float64, so a resumed run's JSON equals an uninterrupted one's (tests: a run
+killed with SIGKILL). AttnLRP's maps come last (ml.relevance.methods.run_order); a piece that
+resumes after them scores its pairs in a process lxt never patched, which changes no forward value
+(measured: identical F, patched or not, on the tiny Llama, Qwen2 and Gemma3 models).
 """
 
 from __future__ import annotations
