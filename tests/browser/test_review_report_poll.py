@@ -3,20 +3,19 @@ shows its last figures with their time and that newer ones are coming; a real wo
 (queue "default", through Redis) recomputes the snapshot, and the page shows the new figures by
 itself, without the reader reloading it."""
 
-import hashlib
-
 import pytest
 from django.urls import reverse
 
 from tests.conftest import _make_user
 from tests.projects import default_project
+from tests.webapp.review.fabricate import two_reviewers_one_note
 from tests.workers.conftest import start_worker, wait_for, worker_env  # noqa: F401 - fixtures
-from webapp.corpus.models import Corpus, Note, Task
+from webapp.corpus.models import Corpus, Task
 from webapp.lifecycle import units
 from webapp.lifecycle.status import JobStatus
 from webapp.pipeline.models import ModelVersion
 from webapp.review import report_store
-from webapp.review.models import PeakDecision, ReportSnapshot
+from webapp.review.models import ReportSnapshot
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -25,29 +24,10 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 def ward(django_user_model):
     """Two reviewers' decisions on two peaks of one note: they agree on one, not on the other."""
     corpus = Corpus.objects.create(project=default_project(), name="poll-ward", language="en")
-    text = "HR 130 bpm, afebrile."
-    note = Note.objects.create(
-        corpus=corpus, external_id="n1", text=text, content_hash=hashlib.sha256(text.encode()).hexdigest()
-    )
     task = Task.objects.create(slug="p-heart", description="p heart rate", options=["y", "n"])
     model = ModelVersion.objects.create(name="tiny-poll", family="llama", path="tiny-poll")
     ana, ben = (_make_user(django_user_model, name, "clinician") for name in ("ana", "ben"))
-    rows = [
-        PeakDecision.objects.create(
-            note=note,
-            task=task,
-            model_version=model,
-            method="attnlrp",
-            template="en",
-            config_key="k",
-            start=start,
-            end=start + 3,
-            decision=decision,
-            reviewer=user,
-        )  # fmt: skip
-        for start, by in ((0, ("accept", "accept")), (3, ("accept", "reject")))
-        for user, decision in zip((ana, ben), by)
-    ]
+    rows = two_reviewers_one_note(corpus, task, model, (ana, ben))
     return {"corpus": corpus, "reader": ana, "changed": rows[-1]}
 
 

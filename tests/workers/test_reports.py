@@ -2,19 +2,18 @@
 Redis: the page queues the computation, the worker stores the figures, the page reads them; a
 changed decision makes the page show the last figures and queue the newer ones, which arrive."""
 
-import hashlib
-
 import pytest
 from django.test import Client
 from django.urls import reverse
 
+from tests.webapp.review.fabricate import two_reviewers_one_note
 from tests.workers.conftest import wait_for
 from webapp.accounts.membership import add_member
-from webapp.corpus.models import Corpus, Note, Task
+from webapp.corpus.models import Corpus, Task
 from webapp.lifecycle.status import JobStatus
 from webapp.pipeline.models import ModelVersion
 from webapp.projects.models import Project
-from webapp.review.models import PeakDecision, ReportSnapshot
+from webapp.review.models import ReportSnapshot
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -28,10 +27,6 @@ def test_the_page_queues_the_report_and_a_worker_computes_and_recomputes_it(star
     settings.REPORT_STAMP_SECONDS = 0  # every load looks at the decisions
     project = Project.objects.create(name="Report ward", slug="report-ward")
     corpus = Corpus.objects.create(project=project, name="report-ward", language="en")
-    text = "HR 130 bpm, afebrile."
-    note = Note.objects.create(
-        corpus=corpus, external_id="n1", text=text, content_hash=hashlib.sha256(text.encode()).hexdigest()
-    )
     task = Task.objects.create(slug="r-heart", description="r heart rate", options=["y", "n"], project=project)
     model = ModelVersion.objects.create(name="tiny-report", family="llama", path="tiny-report")
     users = []
@@ -39,22 +34,7 @@ def test_the_page_queues_the_report_and_a_worker_computes_and_recomputes_it(star
         user = django_user_model.objects.create_user(name, password="x" * 12)
         add_member(project, user, "clinician")
         users.append(user)
-    rows = [
-        PeakDecision.objects.create(
-            note=note,
-            task=task,
-            model_version=model,
-            method="attnlrp",
-            template="en",
-            config_key="k",
-            start=start,
-            end=start + 3,
-            decision=decision,
-            reviewer=user,
-        )  # fmt: skip
-        for start, by in ((0, ("accept", "accept")), (3, ("accept", "reject")))
-        for user, decision in zip(users, by)
-    ]
+    rows = two_reviewers_one_note(corpus, task, model, users)
     start_worker("default")
     client = Client()
     client.force_login(users[0])

@@ -71,3 +71,34 @@ def every_nth_token(offsets, n: int, score: float = 0.9) -> np.ndarray:
     scores = np.zeros(len(offsets), np.float32)
     scores[::n] = score
     return scores
+
+
+def two_reviewers_one_note(corpus, task, model, users) -> list:
+    """One note of `corpus` ("HR 130 bpm, afebrile.") and two users' decisions on two peaks of it
+    for `task` under `model`: they agree on the first (both accept), not on the second (the first
+    accepts, the second rejects). Returns the four rows, the second user's reject last."""
+    import hashlib
+
+    from webapp.corpus.models import Note
+    from webapp.review.models import PeakDecision
+
+    text = "HR 130 bpm, afebrile."
+    note = Note.objects.create(
+        corpus=corpus, external_id="n1", text=text, content_hash=hashlib.sha256(text.encode()).hexdigest()
+    )
+    return [
+        PeakDecision.objects.create(
+            note=note,
+            task=task,
+            model_version=model,
+            method="attnlrp",
+            template="en",
+            config_key="k",
+            start=start,
+            end=start + 3,
+            decision=decision,
+            reviewer=user,
+        )  # fmt: skip
+        for start, by in ((0, ("accept", "accept")), (3, ("accept", "reject")))
+        for user, decision in zip(users, by)
+    ]
