@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 from ml.metrics import PairedDiff, mean_task_f1, paired_bootstrap
 from webapp.lib import csv_export
@@ -192,8 +192,10 @@ def table2(rows: list[RunRow]) -> Table:
         columns,
         out,
         [
-            "F1 x 100; Δ = DSM - base, computed before rounding; empty: no such run selected. "
-            "The paired differences below give each Δ's paired 95% CI and p-value."
+            gettext(
+                "F1 x 100; Δ = DSM - base, computed before rounding; empty: no such run selected. "
+                "The paired differences below give each Δ's paired 95% CI and p-value."
+            )
         ],
     )
 
@@ -225,7 +227,7 @@ def table3(rows: list[RunRow]) -> Table:
         gettext_lazy("Table 3: held-out tasks, F1"),
         columns,
         out if tasks else [],
-        ["F1 x 100 per held-out task (tasks never used for DSM training); Δ = DSM - base."],
+        [gettext("F1 x 100 per held-out task (tasks never used for DSM training); Δ = DSM - base.")],
     )
 
 
@@ -236,7 +238,7 @@ def table4(rows: list[RunRow]) -> Table:
         gettext_lazy("Table 4: baselines and ablations, Macro F1"),
         columns,
         out,
-        ["F1 x 100 with the 95% bootstrap confidence interval."],
+        [gettext("F1 x 100 with the 95% bootstrap confidence interval.")],
     )
 
 
@@ -513,12 +515,15 @@ def paired_table(paired: list[PairedRow]) -> Table:
         columns,
         out,
         [
-            f"Δ = run - reference, F1 x 100; 95% CI: paired percentile bootstrap ({PAIRED_RESAMPLES} "
-            "resamples of the test items, the same items drawn for both runs); p: two-sided bootstrap "
-            "p-value of no difference, 2 x the share of resamples on the far side of 0 (with +1 "
-            "correction), so p < 0.05 goes with a CI that excludes 0; none below "
-            f"{MIN_PAIRED_ITEMS} items. Only runs evaluated on the same split and the same test items are "
-            "paired; held-out tasks are left out, as in Macro F1."
+            gettext(
+                "Δ = run - reference, F1 x 100; 95%% CI: paired percentile bootstrap (%(resamples)s "
+                "resamples of the test items, the same items drawn for both runs); p: two-sided bootstrap "
+                "p-value of no difference, 2 x the share of resamples on the far side of 0 (with +1 "
+                "correction), so p < 0.05 goes with a CI that excludes 0; none below "
+                "%(least)s items. Only runs evaluated on the same split and the same test items are "
+                "paired; held-out tasks are left out, as in Macro F1."
+            )
+            % {"resamples": PAIRED_RESAMPLES, "least": MIN_PAIRED_ITEMS}
         ],
         formats={"p": ".3f"},
     )
