@@ -40,6 +40,7 @@ from ml.relevance import default_config_key
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.review.models import Adjudication, PeakDecision
+from webapp.review.prepared import Prepared
 
 
 class DecisionError(Exception):
@@ -115,11 +116,8 @@ def decide(
         "active_ms": active_ms,
     }
     with transaction.atomic():
-        row = (
-            PeakDecision.objects.select_for_update()
-            .filter(**ctx.filter(), start=start, end=end, reviewer=reviewer)
-            .first()
-        )
+        found = _MINE.rows(None, **_ids(ctx), start=start, end=end, reviewer_id=reviewer.pk)  # locked
+        row = PeakDecision.objects.get(pk=found[0][0]) if found else None
         if row is None:
             if expected_version != 0:
                 raise StaleDecision(
@@ -162,6 +160,25 @@ def decide(
             op = "update"
     _audit(reviewer, row, op)
     return row
+
+
+def _ids(ctx: PeakContext) -> dict:
+    f = ctx.filter()
+    pk = lambda value: getattr(value, "pk", value)  # noqa: E731  (an object or its id)
+    return {"note_id": pk(f["note"]), "task_id": pk(f["task"]), "model_id": pk(f["model_version"]),
+            "method": f["method"], "template": f["template"], "config": f["config_key"]}  # fmt: skip
+
+
+def _mine(_shape, *, note_id, task_id, model_id, method, template, config, start, end, reviewer_id):
+    """The reviewer's row on the peak, locked (FOR UPDATE) until the transaction ends."""
+    rows = PeakDecision.objects.select_for_update().filter(
+        note_id=note_id, task_id=task_id, model_version_id=model_id, method=method, template=template
+    )
+    rows = rows.filter(config_key=config, start=start, end=end, reviewer_id=reviewer_id)
+    return rows.order_by("pk").values_list("pk")[:1]
+
+
+_MINE = Prepared(_mine)  # webapp.review.prepared: built once per process, run with each decision's values
 
 
 def undo_last(reviewer, note) -> tuple[str, PeakDecision] | None:

@@ -44,6 +44,7 @@ from webapp.lifecycle.status import ACTIVE
 from webapp.pipeline.models import RelevanceJob, RelevanceMap
 from webapp.review import caching, peakstore, sentenceview
 from webapp.review.decisions import PeakContext, decisions_on, is_conflict, overlapping
+from webapp.review.models import PeakDecision
 from webapp.review.prepared import Prepared
 
 ADJUST_WORDS = 5  # how many words a boundary may move either way in the adjust form
@@ -136,11 +137,26 @@ class NotePanel:
 
 def gold_of(note, task) -> tuple[list, list]:
     """(annotations of the note for the task, their evidence spans)."""
-    if task is None:
+    if task is None or not ANY_GOLD.rows(None, note_id=note.pk, task_id=task.pk):  # the usual answer: none
         return [], []
     annotations = list(Annotation.objects.filter(note=note, task=task).order_by("annotator_name"))
     spans = sorted({(int(a), int(b)) for ann in annotations for a, b in (ann.evidence or [])})
     return annotations, spans
+
+
+def _any_gold(_shape, *, note_id, task_id):
+    return Annotation.objects.filter(note_id=note_id, task_id=task_id).values_list("pk")[:1]
+
+
+def _any_decision(_shape, *, note_id, task_id, model_id, method, template, config):
+    rows = PeakDecision.objects.filter(note_id=note_id, task_id=task_id, model_version_id=model_id, method=method)
+    return rows.filter(template=template, config_key=config).values_list("pk")[:1]
+
+
+# Whether a pair has gold or decisions at all, by SQL built once (webapp.review.prepared): on a
+# pair's first visit the answer is usually no, and then no model query is built.
+ANY_GOLD = Prepared(_any_gold)
+ANY_DECISION = Prepared(_any_decision)
 
 
 def map_arrays(note, selection):
@@ -330,7 +346,9 @@ def build_panel(
     decisions = []
     if panel.found:
         ctx = PeakContext(note, selection.task, selection.model, selection.method, selection.template, selection.config)
-        decisions = decisions_on(ctx)
+        values = {"task_id": selection.task.pk, "model_id": selection.model.pk, "method": selection.method,
+                  "template": selection.template, "config": selection.config}  # fmt: skip
+        decisions = decisions_on(ctx) if ANY_DECISION.rows(None, note_id=note.pk, **values) else []
     mine = {(d.start, d.end): d for d in decisions if d.reviewer_id == reviewer.pk}
     panel.decided = sum(1 for span in spans if span in mine)
     _quote(text, overlapping(decisions, win.start, win.end))

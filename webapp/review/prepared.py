@@ -19,9 +19,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from django.core.exceptions import EmptyResultSet, FullResultSet
 from django.db import connections, router
 
-_INT_PROBE = -7_340_000_000_000  # bigint probes, far from any id or count
+# Probes an integer field of any kind accepts (a value out of a field's range makes Django
+# compile no SQL at all), far above any offset, count or id of a 32-bit key here.
+_INT_PROBE = 2_147_000_000
 _TEXT_PROBE = "\x01dsm-probe-{}\x01"
 
 
@@ -36,7 +39,7 @@ def _probe_value(i: int, value):
     if isinstance(value, bool):
         raise TypeError("a flag changes the SQL: make it part of the shape")
     if isinstance(value, int):
-        return _INT_PROBE - i
+        return _INT_PROBE + i
     if isinstance(value, str):
         return _TEXT_PROBE.format(i)
     raise TypeError(f"no probe for a {type(value).__name__}")
@@ -75,8 +78,10 @@ class Prepared:
         probes = {name: _probe_value(i, values[name]) for i, name in enumerate(names)}
         queryset = self._build(shape, **probes)
         alias = queryset.db if hasattr(queryset, "db") else router.db_for_read(queryset.model)
-        compiler = queryset.query.get_compiler(using=alias)
-        sql, params = compiler.as_sql()
+        try:
+            sql, params = queryset.query.get_compiler(using=alias).as_sql()
+        except (EmptyResultSet, FullResultSet):  # the probes made a condition always false or true
+            return None
         by_value = {value: name for name, value in probes.items()}
         slots, seen = [], set()
         for param in params:

@@ -19,7 +19,8 @@ QUEUE_QUERIES = 4  # session, user, corpus, the window (with whether its peaks a
 # The guideline and whether a round of the map exists are kept too (webapp.review.caching), the
 # profile menu comes from the catalog.
 NOTE_QUERIES = 9  # session, user, note, the note's maps (selection), gold, neighbours, maps' fingerprint, ...
-DECIDE_QUERIES = 17  # a decision answered with the whole panel: the note page's, the decision's transaction, ...
+DECIDE_QUERIES = 18  # a decision answered with the whole panel: the note page's, the decision's transaction, ...
+# (whether the pair has decisions is asked first: one query more when it has, none built when not)
 
 
 @pytest.fixture
