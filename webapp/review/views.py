@@ -15,6 +15,8 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from ml.deid.types import TYPES as IDENTIFIER_TYPES
+from webapp.audit.log import record
+from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus
 from webapp.corpus.tasks import current_guideline
 from webapp.lib import rendering
@@ -536,8 +538,8 @@ def compare_summary(request, corpus_id):
 
 @capability_required(Capability.VIEW)
 def report(request):
-    corpus = Corpus.objects.visible_to(request.user).filter(pk=_int(request.GET.get("corpus"))).first()
-    model = ModelVersion.objects.visible_to(request.user).filter(pk=_int(request.GET.get("model"))).first()
+    corpus = _chosen(Corpus.objects.visible_to(request.user), request.GET.get("corpus"))
+    model = _chosen(ModelVersion.objects.visible_to(request.user), request.GET.get("model"))
     method = request.GET.get("method") or None
     given = _int(request.GET.get("reviewers"))
     reviewers = min(max(given, 1), 20) if given else None  # None: as many as the rounds there have
@@ -549,6 +551,7 @@ def report(request):
             response = HttpResponse(_("The report is being computed; try again in a moment.") + "\n", status=503)
             response["Retry-After"] = "5"
             return response
+        record(request.user, AuditEvent.Action.EXPORT, corpus or model, kind="review_report", format="csv")
         lines = report_store.agreement_csv(state.figures)
         response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="review-agreement.csv"'
@@ -589,6 +592,17 @@ def _int(value):
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+def _chosen(visible, value):
+    """The row a filter names, among those the user may see; none named, None (every one). A
+    named row the user may not see (or that does not exist) is a 404, as in a URL."""
+    if value in (None, ""):
+        return None
+    row = visible.filter(pk=_int(value)).first()
+    if row is None:
+        raise Http404
+    return row
 
 
 def _round_url(vset, form) -> str:

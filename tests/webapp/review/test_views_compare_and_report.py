@@ -151,3 +151,38 @@ def test_the_summary_says_which_model_has_no_maps_on_the_annotated_pairs(
         "evidence; base-model has maps for 1."
     ) in content
     assert "Launch a relevance job</a> to compute them: corpus ward, model dsm-model" in content
+
+
+def test_the_report_of_another_projects_corpus_or_model_is_not_found_and_its_csv_is_audited(
+    client, researcher, clinician, note, tasks, base, maps
+):
+    """A corpus or model id the reader may not see is a 404, as in a URL (it used to drop the
+    filter and show every visible corpus); the CSV leaves the server, so it is audited."""
+    from webapp.audit.models import AuditEvent
+    from webapp.corpus.models import Corpus
+    from webapp.projects.models import Project
+
+    elsewhere = Project.objects.create(slug="elsewhere", name="Elsewhere")
+    hidden = Corpus.objects.create(project=elsewhere, name="hidden", language="en")
+    client.force_login(researcher)
+    assert client.get(reverse("review:report"), {"corpus": hidden.pk}).status_code == 404
+    assert client.get(reverse("review:report"), {"corpus": "nonsense"}).status_code == 404
+    assert client.get(reverse("review:report"), {"model": 10**9}).status_code == 404
+    assert client.get(reverse("review:report"), {"corpus": hidden.pk, "format": "csv"}).status_code == 404
+    assert not AuditEvent.objects.filter(action=AuditEvent.Action.EXPORT).exists()
+
+    decisions.decide(
+        PeakContext(note, tasks["heart"], base, "attnlrp", "en"),
+        clinician,
+        start=word_span(TEXT, "130")[0],
+        end=word_span(TEXT, "130")[1],
+        decision="reject",
+        expected_version=0,
+    )
+    client.get(reverse("review:report"), {"corpus": note.corpus_id})
+    report_store.run(units.claim(ReportSnapshot, ReportSnapshot.objects.get().pk))
+    response = client.get(reverse("review:report"), {"corpus": note.corpus_id, "format": "csv"})
+    assert response.status_code == 200
+    event = AuditEvent.objects.get(action=AuditEvent.Action.EXPORT)
+    assert event.actor == researcher and event.object_id == str(note.corpus_id)
+    assert event.details == {"kind": "review_report", "format": "csv"}
