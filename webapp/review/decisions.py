@@ -29,11 +29,15 @@ never note text or the comment.
 
 from __future__ import annotations
 
+import datetime
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
 from ml.relevance import default_config_key
@@ -268,6 +272,84 @@ def _audit(reviewer, row: PeakDecision, op: str) -> None:
 
 def decisions_on(ctx: PeakContext) -> list[PeakDecision]:
     return list(PeakDecision.objects.filter(**ctx.filter()).select_related("reviewer").order_by("start", "updated"))
+
+
+@dataclass(eq=False)
+class ShownDecision:
+    """A reviewer's decision as the note page shows it: the PeakDecision fields its rows read and
+    the reviewer's name, from one query built once per process (`shown_decisions`), not a model
+    instance and its reviewer's."""
+
+    Decision = PeakDecision.Decision
+
+    pk: int
+    reviewer_id: int
+    username: str
+    decision: str
+    start: int
+    end: int
+    adjusted_start: int | None
+    adjusted_end: int | None
+    comment: str
+    updated: object
+    version: int
+    span_text: str = ""
+    adjusted_text: str = ""
+
+    outcome = PeakDecision.outcome
+
+    @property
+    def reviewer(self):
+        return self  # d.reviewer.get_username(), as for a PeakDecision
+
+    def get_username(self) -> str:
+        return self.username
+
+    def get_decision_display(self) -> str:
+        return str(dict(PeakDecision.Decision.choices).get(self.decision, self.decision))
+
+
+def shown_decisions(ctx: PeakContext) -> list[ShownDecision]:
+    """`decisions_on` as the note page reads them (the same rows and order)."""
+    shown = [ShownDecision(*row) for row in _SHOWN.rows(None, **_ids(ctx))]
+    for d in shown:
+        d.updated = _aware(d.updated)
+    return shown
+
+
+def _aware(value):
+    """A time as the ORM gives it: SQLite's rows (the embedded database) hold it as naive UTC text."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if value is not None and settings.USE_TZ and timezone.is_naive(value):
+        value = timezone.make_aware(value, datetime.UTC)
+    return value
+
+
+def _shown(_shape, *, note_id, task_id, model_id, method, template, config):
+    rows = PeakDecision.objects.filter(
+        note_id=note_id, task_id=task_id, model_version_id=model_id, method=method, template=template
+    )
+    return (
+        rows.filter(config_key=config)
+        .order_by("start", "updated")
+        .values_list(
+            "pk",
+            "reviewer_id",
+            "reviewer__username",
+            "decision",
+            "start",
+            "end",
+            "adjusted_start",
+            "adjusted_end",
+            "comment",
+            "updated",
+            "version",
+        )  # fmt: skip
+    )
+
+
+_SHOWN = Prepared(_shown)
 
 
 def overlapping(decisions: Iterable[PeakDecision], start: int, end: int) -> list[PeakDecision]:

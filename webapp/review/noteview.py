@@ -31,8 +31,12 @@ import time
 from dataclasses import dataclass, field
 
 from django.db.models import Subquery
+from django.utils import dateformat
 from django.utils.formats import number_format
 from django.utils.safestring import mark_safe
+from django.utils.text import Truncator
+from django.utils.timezone import template_localtime
+from django.utils.translation import get_language, pgettext
 from django.utils.translation import gettext as _
 
 from ml.codec import decode_arrays
@@ -43,7 +47,7 @@ from webapp.lib import rendering, windows
 from webapp.lifecycle.status import ACTIVE
 from webapp.pipeline.models import RelevanceJob, RelevanceMap
 from webapp.review import caching, peakstore, sentenceview
-from webapp.review.decisions import PeakContext, decisions_on, is_conflict, overlapping
+from webapp.review.decisions import PeakContext, is_conflict, overlapping, shown_decisions
 from webapp.review.models import PeakDecision
 from webapp.review.prepared import Prepared
 
@@ -65,6 +69,7 @@ class PeakRow:
     conflict: bool
     start_options: list = field(default_factory=list)  # [(offset, label, selected)]
     end_options: list = field(default_factory=list)
+    html: str = ""  # the row as the page shows it (row_html), set by the view that shows it
 
     @property
     def number(self) -> int:
@@ -348,7 +353,7 @@ def build_panel(
         ctx = PeakContext(note, selection.task, selection.model, selection.method, selection.template, selection.config)
         values = {"task_id": selection.task.pk, "model_id": selection.model.pk, "method": selection.method,
                   "template": selection.template, "config": selection.config}  # fmt: skip
-        decisions = decisions_on(ctx) if ANY_DECISION.rows(None, note_id=note.pk, **values) else []
+        decisions = shown_decisions(ctx) if ANY_DECISION.rows(None, note_id=note.pk, **values) else []
     mine = {(d.start, d.end): d for d in decisions if d.reviewer_id == reviewer.pk}
     panel.decided = sum(1 for span in spans if span in mine)
     _quote(text, overlapping(decisions, win.start, win.end))
@@ -430,7 +435,7 @@ def decided_row(note, selection, reviewer, spans, span) -> tuple[PeakRow, int]:
     and how many of the peaks the reviewer has decided (what a decision's answer shows, without
     building the whole panel)."""
     ctx = PeakContext(note, selection.task, selection.model, selection.method, selection.template, selection.config)
-    decisions = decisions_on(ctx)
+    decisions = shown_decisions(ctx)
     mine = {(d.start, d.end): d for d in decisions if d.reviewer_id == reviewer.pk}
     _quote(note.text, overlapping(decisions, *span))
     return _peak_row(note.text, spans.index(span), span, decisions, mine), sum(1 for s in spans if s in mine)
@@ -456,6 +461,141 @@ def options_html(choices) -> str:
             f'<option value="{offset}"{" selected" if selected else ""}>{html.escape(str(label))}</option>'
             for offset, label, selected in choices
         )
+    )
+
+
+@dataclass(frozen=True)
+class RowPage:
+    """What a peak row's HTML takes from its page: the decision form's address, its CSRF field and
+    selection fields (written once a request), the window, the guideline version, the signed-in
+    reviewer and whether they may decide."""
+
+    decide_url: str
+    csrf_html: str
+    fields_html: str
+    window_index: int
+    guideline_version: int
+    user_id: int | None
+    can_review: bool
+
+
+_row_words: dict[str, dict] = {}
+
+
+def _words() -> dict:
+    """The row's words in the active language, escaped as the template escaped them ({% translate
+    %} escapes its text, {% blocktranslate %} its values only), kept per process and language."""
+    language = get_language()
+    words = _row_words.get(language)
+    if words is None:
+        esc = html.escape
+        words = {
+            "characters": _("characters %(start)s–%(end)s"),
+            "you_said": esc(_("You:")),
+            "to": esc(pgettext("a decision adjusted to a span", "to")),
+            "on": esc(pgettext("a decision on a span", "on")),
+            "not_decided": esc(_("Not decided by you.")),
+            "disagree": esc(_("Reviewers disagree on this peak:")),
+            "you": esc(_("you")),
+            "accept": esc(_("Accept")),
+            "reject": esc(_("Reject")),
+            "adjust": esc(_("Adjust boundaries or add a note")),
+            "start": esc(pgettext("of a span", "Start")),
+            "end": esc(pgettext("of a span", "End")),
+            "your_note": esc(_("Your note on this peak")),
+            "save": esc(_("Save adjusted boundaries")),
+            "decision": {value: esc(str(label)) for value, label in PeakDecision.Decision.choices},
+        }
+        _row_words[language] = words
+    return words
+
+
+def _when(value) -> str:
+    """A decision's time as the template's |date:"Y-m-d H:i" wrote it (in the current time zone)."""
+    return dateformat.format(template_localtime(value), "Y-m-d H:i")
+
+
+def _cut(text: str, length: int) -> str:
+    """|truncatechars:length, escaped."""
+    return html.escape(Truncator(text).chars(length))
+
+
+def row_html(row: PeakRow, page: RowPage) -> str:
+    """A peak's row (its quote, the reviewer's decision, the others', the decision form), written
+    in Python as the note page's template wrote it: every text from the note or a reviewer is
+    escaped. A page's rows were most of its template time."""
+    w, esc = _words(), html.escape
+    mine, i = row.mine, row.index
+    said = w["decision"]
+    if mine is not None:
+        state = f'{w["you_said"]} <strong class="state-word">{said.get(mine.decision, esc(mine.decision))}</strong>'
+        if mine.adjusted_start is not None:
+            state += f" {w['to']} <q>{_cut(mine.adjusted_text, 140)}</q>"
+        state += f" · {_when(mine.updated)}"
+        if mine.comment:
+            state += f" · “{esc(mine.comment)}”"
+    else:
+        state = f'<span class="muted">{w["not_decided"]}</span>'
+    if row.conflict:
+        items = []
+        for d in row.decisions:
+            item = f"<li>{esc(d.reviewer.get_username())}"
+            if d.reviewer_id == page.user_id:
+                item += f" ({w['you']})"
+            item += f": <strong>{said.get(d.decision, esc(d.decision))}</strong>"
+            if d.adjusted_start is not None:
+                item += f" {w['to']} <q>{_cut(d.adjusted_text, 80)}</q>"
+            item += f" {w['on']} <q>{_cut(d.span_text, 80)}</q> · {_when(d.updated)}"
+            if d.comment:
+                item += f" · “{esc(d.comment)}”"
+            items.append(item + "</li>")
+        others = (
+            f'  \n  <div class="conflict" role="note"><strong>{w["disagree"]}</strong>\n'
+            f"    <ul>{''.join(items)}</ul>\n  </div>\n  "
+        )
+    else:
+        others = "  " + "".join(
+            f'<p class="others muted">{esc(d.reviewer.get_username())}: {said.get(d.decision, esc(d.decision))}'
+            f" · {_when(d.updated)}</p>"
+            for d in row.decisions
+            if d.reviewer_id != page.user_id
+        )
+    form = ""
+    if page.can_review:
+        url = esc(page.decide_url)
+        opened = " open" if mine is not None and mine.decision == "adjust" else ""
+        comment = esc(mine.comment) if mine is not None else ""
+        version = mine.version if mine is not None and mine.version else 0
+        hidden = '<input type="hidden" name="{}" value="{}">'.format
+        button = '<button type="submit" name="decision" value="{0}" class="{1}">{2} <kbd>{3}</kbd></button>'.format
+        select = '<select name="adjusted_{0}" data-bound="{0}">{1}</select>'.format
+        form = (
+            f'\n  <form method="post" action="{url}" class="decide-form"\n'
+            f'        hx-post="{url}" hx-target="#peak-item-{i}" hx-swap="outerHTML">\n'
+            f"    {page.csrf_html}{page.fields_html}\n"
+            f"    {hidden('start', row.start)}{hidden('end', row.end)}{hidden('window', page.window_index)}\n"
+            f"    {hidden('version', version)}{hidden('guideline', page.guideline_version)}{hidden('active_ms', '')}\n"
+            f"    {button('accept', 'accept', w['accept'], 'a')}\n"
+            f"    {button('reject', 'reject', w['reject'], 'x')}\n"
+            f"    <details{opened}><summary>{w['adjust']}</summary>\n"
+            f'      <div class="adjust">\n'
+            f"        <label>{w['start']} {select('start', options_html(row.start_options))}</label>\n"
+            f"        <label>{w['end']} {select('end', options_html(row.end_options))}</label>\n"
+            f'        <label class="wide">{w["your_note"]} '
+            f'<textarea name="comment" rows="2" maxlength="2000">{comment}</textarea></label>\n'
+            f"        {button('adjust', 'adjust-button', w['save'], 'Enter')}\n"
+            f"      </div>\n"
+            f"    </details>\n"
+            f"  </form>\n  "
+        )
+    characters = w["characters"] % {"start": row.start, "end": row.end}
+    return mark_safe(
+        f'\n<li class="peak-item {row.css}" id="peak-item-{i}" data-peak="{i}">\n'
+        f'  <div class="peak-head"><span class="peak-no">{row.number}</span> <q>{_cut(row.text, 140)}</q> '
+        f'<span class="muted">{characters}</span></div>\n'
+        f'  <p class="peak-state">{state}</p>\n'
+        f"{others}\n"
+        f"  {form}\n</li>\n"
     )
 
 
