@@ -98,3 +98,21 @@ def test_the_decisions_a_note_page_shows_are_the_models_rows(note, tasks, base, 
         assert [getattr(s, f) for f in FIELDS] == [getattr(m, f) for f in FIELDS]
         assert s.reviewer.get_username() == m.reviewer.get_username()
         assert s.get_decision_display() == m.get_decision_display()
+
+
+@pytest.mark.parametrize("code", ["en", "it", "es"])
+def test_the_note_pages_keyboard_help_is_the_help_template_in_the_readers_language(
+    client, clinician, note, maps, tasks, base, sharp, code
+):
+    """The help is written once per process and language (review_page.help_html), not per page."""
+    from django.template.loader import get_template
+    from django.urls import reverse
+
+    from .fabricate import query
+
+    client.force_login(clinician)
+    url = reverse("review:note", args=[note.corpus_id, note.pk])
+    for _ in range(2):  # written, then kept
+        page = client.get(url, query(tasks["heart"], base, sharp), HTTP_ACCEPT_LANGUAGE=code)
+        with translation.override(code):
+            assert get_template("review/_help.html").render({}) in page.content.decode()

@@ -1,5 +1,5 @@
 """Pieces of the note page written once: the selection's hidden fields once per request however
-many forms repeat them, the colour scale once per process and language."""
+many forms repeat them, the colour scale and the keyboard help once per process and language."""
 
 import threading
 
@@ -38,4 +38,20 @@ def legend_html(context, peaks=False):
         html = get_template("review/_legend.html").render({"legend": rendering.legend(), "peaks": peaks})
         with _lock:
             _legends[key] = html
+    return html
+
+
+_helps: dict[tuple, str] = {}
+
+
+@register.simple_tag(takes_context=True)
+def help_html(context):
+    """review/_help.html (the keyboard help of the note page: words only), rendered once per
+    process and language."""
+    key = (get_language(), context.use_l10n)
+    html = _helps.get(key)
+    if html is None:
+        html = get_template("review/_help.html").render({})
+        with _lock:
+            _helps[key] = html
     return html
