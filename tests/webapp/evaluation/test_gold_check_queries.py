@@ -6,7 +6,6 @@ reading the rows, and the check takes as many queries with 60 decisions as with 
 from datetime import timedelta
 
 import pytest
-
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
