@@ -283,7 +283,7 @@ else:
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 # The nice level the demo's workers start at (compose: WORKER_NICE in .env), so the web server
 # comes first when they share the cores; 0: the same priority.
-WORKER_NICE = env_int("WORKER_NICE", 10)
+WORKER_NICE = env_int("WORKER_NICE", 19)
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or REDIS_URL or "filesystem://"
 BROKER_DIR = DATA_DIR / "broker"
 if CELERY_BROKER_URL.startswith("filesystem://"):

@@ -26,6 +26,6 @@ def test_compose_workers_run_under_nice_with_less_cpu_weight_than_the_web():
     workers = [name for name in services if name.startswith("worker-")]
     assert len(workers) == 4
     for name in workers:
-        assert services[name]["command"][:3] == ["nice", "-n", "${WORKER_NICE:-10}"], name
+        assert services[name]["command"][:3] == ["nice", "-n", "${WORKER_NICE:-19}"], name
         assert services[name]["cpu_shares"] * 4 == services["web"]["cpu_shares"], name
     assert "WORKER_NICE" in (ROOT / "docs" / "operations.md").read_text()

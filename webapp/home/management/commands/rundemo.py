@@ -60,7 +60,7 @@ def worker_threads(cores: int | None = None) -> dict[str, int]:
 
 def worker_nice() -> list[str]:
     """The prefix that starts a worker at a lower CPU priority than the web server (nice
-    settings.WORKER_NICE, 10 by default; 0: none): reviewers first (docs/operations.md)."""
+    settings.WORKER_NICE, 19 by default; 0: none): reviewers first (docs/operations.md)."""
     level = settings.WORKER_NICE
     return ["nice", "-n", str(level)] if level and shutil.which("nice") else []
 
