@@ -75,12 +75,7 @@ def launch(
     deidentify: bool = False,
 ) -> ImportJob:
     discard_leftovers()
-    stored = uploads.store(uploaded)
-    unshared = {}  # the fields of a job failed at once: its upload could not be put in the storage
-    try:
-        uploads.share(stored.path)
-    except StorageError as exc:
-        unshared = {"status": JobStatus.FAILED, "finished": timezone.now(), "error": _unreachable(exc)}
+    stored, fields = uploads.for_job(uploaded, actor)
     try:
         with transaction.atomic():
             job = ImportJob.objects.create(
@@ -90,12 +85,7 @@ def launch(
                 language=language if kind == ImportJob.Kind.NOTES else "",
                 update=update,
                 deidentify=deidentify,
-                upload="" if unshared else stored.path,
-                file_name=stored.name,
-                file_size=stored.size,
-                created_by=actor if getattr(actor, "is_authenticated", False) else None,
-                heartbeat=timezone.now(),  # when it was sent: the sweeper sends it again if the message is lost
-                **unshared,
+                **fields,
             )
             record(
                 actor,
@@ -108,20 +98,13 @@ def launch(
                 size=stored.size,
                 **({"deidentify": True} if deidentify else {}),
             )
-            if not unshared:
+            if fields["upload"]:
                 queue.send_on_commit(TASK, job.pk, on_error=partial(_queue_error, job.pk))
     except BaseException:
         with contextlib.suppress(StorageError):  # the error to report is the one that got us here
             uploads.discard(stored.path)
         raise
     return job
-
-
-def _unreachable(exc: StorageError) -> str:
-    return (
-        f"Nothing was imported: the shared storage of uploads failed ({exc}). "
-        "Upload the file again once the storage can be reached."
-    )
 
 
 def claim(job_id: int, worker: str = "") -> ImportJob | None:
@@ -224,7 +207,7 @@ def run(job: ImportJob, heart) -> str | None:
                 return None
             record_refused_import(job.created_by, job.corpus_name, job.kind, report.problem_count, report.problems)
     except StorageError as exc:  # raised before anything was written: the file could not be fetched
-        return JobStatus.FAILED if units.fail(job, _unreachable(exc), phase="") else None
+        return JobStatus.FAILED if units.fail(job, uploads.unreachable(exc), phase="") else None
     except ImportStopped:
         if heart.cancelling and units.cancelled(job, phase=""):
             return JobStatus.CANCELLED

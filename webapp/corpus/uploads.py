@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.utils import timezone
 
 from webapp import shared_files
 from webapp.corpus.gold import import_gold
@@ -36,6 +37,7 @@ from webapp.lib.input_files import NAMED
 from webapp.lib.messages import gettext_noop
 from webapp.lib.problems import Problems
 from webapp.lib.validators import printable
+from webapp.lifecycle.status import JobStatus
 
 MAX_STORED_NAME_BYTES = 200  # of 255 a file name may have on Linux
 MAX_SHOWN_NAME_CHARS = 255  # ImportJob.file_name
@@ -82,6 +84,33 @@ def share(relative: str) -> None:
         shared_files.put(path.parent, _shared_name(path))
     finally:
         shutil.rmtree(path.parent, ignore_errors=True)
+
+
+def for_job(uploaded, actor) -> tuple[StoredUpload, dict]:
+    """Store and share an upload a job of long work will read (a note import, a map import): the
+    stored file and the job's fields that name it. When the shared storage cannot take it the
+    fields are those of a job failed at once, which no worker is sent."""
+    stored = store(uploaded)
+    fields = {
+        "upload": stored.path,
+        "file_name": stored.name,
+        "file_size": stored.size,
+        "created_by": actor if getattr(actor, "is_authenticated", False) else None,
+        "heartbeat": timezone.now(),  # when it was sent: the sweeper sends it again if the message is lost
+    }
+    try:
+        share(stored.path)
+    except shared_files.StorageError as exc:
+        fields.update(upload="", status=JobStatus.FAILED, finished=timezone.now(), error=unreachable(exc))
+    return stored, fields
+
+
+def unreachable(exc) -> str:
+    """A job's error when the shared storage of uploads failed (stored English, shown translated)."""
+    return (
+        f"Nothing was imported: the shared storage of uploads failed ({exc}). "
+        "Upload the file again once the storage can be reached."
+    )
 
 
 def stored_name(name: str) -> str:

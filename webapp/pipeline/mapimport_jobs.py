@@ -29,7 +29,6 @@ from functools import partial
 
 from django.db import transaction
 from django.db.models import Q
-from django.utils import timezone
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
@@ -70,12 +69,7 @@ def launch(
     """Store the upload and queue its import. The caller has checked that `corpus` and
     `model_version` are the person's (webapp.projects.scoping)."""
     discard_leftovers()
-    stored = uploads.store(uploaded)
-    unshared = {}
-    try:
-        uploads.share(stored.path)
-    except StorageError as exc:
-        unshared = {"status": JobStatus.FAILED, "finished": timezone.now(), "error": _unreachable(exc)}
+    stored, fields = uploads.for_job(uploaded, actor)
     try:
         with transaction.atomic():
             job = MapImportJob.objects.create(
@@ -85,12 +79,7 @@ def launch(
                 explain=explain,
                 source=source[:200],
                 replace=replace,
-                upload="" if unshared else stored.path,
-                file_name=stored.name,
-                file_size=stored.size,
-                created_by=actor if getattr(actor, "is_authenticated", False) else None,
-                heartbeat=timezone.now(),  # when it was sent: the sweeper sends it again if the message is lost
-                **unshared,
+                **fields,
             )
             record(
                 actor,
@@ -103,20 +92,13 @@ def launch(
                 file=stored.name,
                 size=stored.size,
             )
-            if not unshared:
+            if fields["upload"]:
                 queue.send_on_commit(TASK, job.pk, on_error=partial(_queue_error, job.pk))
     except BaseException:
         with contextlib.suppress(StorageError):
             uploads.discard(stored.path)
         raise
     return job
-
-
-def _unreachable(exc: StorageError) -> str:
-    return (
-        f"Nothing was imported: the shared storage of uploads failed ({exc}). "
-        "Upload the file again once the storage can be reached."
-    )
 
 
 def _queue_error(job_id: int, message: str) -> None:
@@ -196,7 +178,7 @@ def run(job: MapImportJob, heart) -> str | None:
             return JobStatus.FAILED if units.fail(job, exc.problems[0][1], phase="") else None
         return _refused(job, exc.problems, exc.count)
     except StorageError as exc:
-        return JobStatus.FAILED if units.fail(job, _unreachable(exc), phase="") else None
+        return JobStatus.FAILED if units.fail(job, uploads.unreachable(exc), phase="") else None
     except Stopped:
         if heart.cancelling and units.cancelled(job, phase=""):
             return JobStatus.CANCELLED
