@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ml.training import refusals
 from ml.training.errors import TrainingInputError
 
 CHECKPOINT = "checkpoint-last"
@@ -142,7 +143,7 @@ def load(folder: Path, device: torch.device | str = "cpu") -> Checkpoint:
     device = "cpu" if device.type == "cpu" else str(device)
     meta = json.loads((folder / "state.json").read_text())
     if meta.get("format") != FORMAT:
-        raise TrainingInputError(f"{folder}: unknown checkpoint format {meta.get('format')!r}")
+        raise TrainingInputError(refusals.CHECKPOINT_FORMAT, folder=folder, format=repr(meta.get("format")))
     blobs = torch.load(folder / "training_state.pt", map_location="cpu", weights_only=True)
     return Checkpoint(
         step=meta["step"],

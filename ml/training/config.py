@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ml.training import refusals
 from ml.training.errors import TrainingInputError
 
 FINETUNE = ("full", "lora")
@@ -32,7 +33,7 @@ class _FromDict:
         unknown = sorted(set(data) - names)
         if unknown:
             raise TrainingInputError(
-                f"unknown {cls.__name__} key(s): {', '.join(unknown)}; known keys: {', '.join(sorted(names))}"
+                refusals.UNKNOWN_KEYS, config=cls.__name__, unknown=", ".join(unknown), known=", ".join(sorted(names))
             )
         return cls(**data)
 
@@ -40,9 +41,13 @@ class _FromDict:
         return dataclasses.asdict(self)
 
 
-def _check(condition: bool, message: str) -> None:
+def _check(condition: bool, template: str, **values) -> None:
     if not condition:
-        raise TrainingInputError(message)
+        raise TrainingInputError(template, **values)
+
+
+def _one_of(setting: str, value, choices: tuple) -> None:
+    _check(value in choices, refusals.ONE_OF, setting=setting, choices=str(choices), value=repr(value))
 
 
 @dataclass
@@ -88,38 +93,40 @@ class CausalLMConfig(_FromDict):
     cpu_offload: bool = False  # fsdp only: keep the sharded states in host memory (slower, less GPU memory)
 
     def __post_init__(self):
-        _check(self.finetune in FINETUNE, f"finetune must be one of {FINETUNE}, got {self.finetune!r}")
-        _check(self.precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {self.precision!r}")
-        _check(self.scheduler in SCHEDULERS, f"scheduler must be one of {SCHEDULERS}, got {self.scheduler!r}")
-        _check(self.epochs > 0 and math.isfinite(self.epochs), f"epochs must be > 0, got {self.epochs}")
-        _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
-        _check(0 <= self.warmup_ratio < 1, f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
-        _check(self.micro_batch_size >= 1, "micro_batch_size must be >= 1")
+        _one_of("finetune", self.finetune, FINETUNE)
+        _one_of("precision", self.precision, PRECISIONS)
+        _one_of("scheduler", self.scheduler, SCHEDULERS)
+        _check(
+            self.epochs > 0 and math.isfinite(self.epochs), refusals.ABOVE_ZERO_GOT, setting="epochs", value=self.epochs
+        )
+        _check(self.lr > 0, refusals.ABOVE_ZERO_GOT, setting="lr", value=self.lr)
+        _check(0 <= self.warmup_ratio < 1, refusals.FRACTION_GOT, setting="warmup_ratio", value=self.warmup_ratio)
+        _check(self.micro_batch_size >= 1, refusals.AT_LEAST, setting="micro_batch_size", low=1)
         _check(
             self.effective_batch_size >= self.micro_batch_size
             and self.effective_batch_size % self.micro_batch_size == 0,
-            f"effective_batch_size ({self.effective_batch_size}) must be a multiple of "
-            f"micro_batch_size ({self.micro_batch_size})",
+            refusals.MULTIPLE,
+            effective=self.effective_batch_size,
+            micro=self.micro_batch_size,
         )
-        _check(self.max_length is None or self.max_length >= 8, "max_length must be None (auto) or >= 8")
-        _check(
-            self.instruction_turn in INSTRUCTION_TURNS,
-            f"instruction_turn must be one of {INSTRUCTION_TURNS}, got {self.instruction_turn!r}",
-        )
-        _check(self.checkpoint_every >= 0, "checkpoint_every must be >= 0")
-        _check(self.max_steps is None or self.max_steps >= 1, "max_steps must be None or >= 1")
-        _check(self.lora_r >= 1 and self.lora_alpha > 0 and 0 <= self.lora_dropout < 1, "invalid LoRA settings")
-        _check(self.max_grad_norm > 0, "max_grad_norm must be > 0")
-        _check(self.sharding in SHARDINGS, f"sharding must be one of {SHARDINGS}, got {self.sharding!r}")
-        _check(not self.cpu_offload or self.sharding == "fsdp", "cpu_offload needs sharding 'fsdp'")
+        _check(self.max_length is None or self.max_length >= 8, refusals.MAX_LENGTH_AUTO)
+        _one_of("instruction_turn", self.instruction_turn, INSTRUCTION_TURNS)
+        _check(self.checkpoint_every >= 0, refusals.AT_LEAST, setting="checkpoint_every", low=0)
+        _check(self.max_steps is None or self.max_steps >= 1, refusals.MAX_STEPS)
+        _check(self.lora_r >= 1 and self.lora_alpha > 0 and 0 <= self.lora_dropout < 1, refusals.LORA_SETTINGS)
+        _check(self.max_grad_norm > 0, refusals.ABOVE_ZERO, setting="max_grad_norm")
+        _one_of("sharding", self.sharding, SHARDINGS)
+        _check(not self.cpu_offload or self.sharding == "fsdp", refusals.CPU_OFFLOAD)
 
     def accumulation_steps(self, processes: int = 1) -> int:
         """Micro-batches per optimizer step and process: effective = micro x this x processes."""
         per_step = self.micro_batch_size * processes
         if self.effective_batch_size % per_step:
             raise TrainingInputError(
-                f"effective_batch_size {self.effective_batch_size} is not a multiple of micro_batch_size "
-                f"{self.micro_batch_size} x {processes} process(es)"
+                refusals.ACCUMULATION,
+                effective=self.effective_batch_size,
+                micro=self.micro_batch_size,
+                processes=processes,
             )
         return self.effective_batch_size // per_step
 
@@ -138,11 +145,7 @@ class SFTConfig(CausalLMConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        _check(
-            self.instruction_turn == "user",
-            "SFT keeps its instruction in the user turn (instruction_turn "
-            "'user'): its predictions are scored with that prompt",
-        )
+        _check(self.instruction_turn == "user", refusals.SFT_USER_TURN)
 
 
 def resolve_max_length(max_length: int | None, model_config, device) -> int:
@@ -174,9 +177,9 @@ class HeadConfig(_FromDict):
     max_length: int = 512  # prompt tokens for feature extraction (cut from the left)
 
     def __post_init__(self):
-        _check(self.hidden >= 1 and self.epochs >= 1 and self.batch_size >= 1, "invalid head sizes")
-        _check(0 <= self.dropout < 1, f"dropout must be in [0, 1), got {self.dropout}")
-        _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
+        _check(self.hidden >= 1 and self.epochs >= 1 and self.batch_size >= 1, refusals.HEAD_SIZES)
+        _check(0 <= self.dropout < 1, refusals.FRACTION_GOT, setting="dropout", value=self.dropout)
+        _check(self.lr > 0, refusals.ABOVE_ZERO_GOT, setting="lr", value=self.lr)
 
 
 @dataclass
@@ -190,6 +193,6 @@ class PromptingConfig(_FromDict):
     batch_size: int = 8  # sequences per forward pass when scoring options
 
     def __post_init__(self):
-        _check(self.shots >= 0, f"shots must be >= 0, got {self.shots}")
-        _check(self.variants >= 1, f"variants must be >= 1, got {self.variants}")
-        _check(self.max_length >= 16, "max_length must be >= 16")
+        _check(self.shots >= 0, refusals.AT_LEAST_GOT, setting="shots", low=0, value=self.shots)
+        _check(self.variants >= 1, refusals.AT_LEAST_GOT, setting="variants", low=1, value=self.variants)
+        _check(self.max_length >= 16, refusals.AT_LEAST, setting="max_length", low=16)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ml.masking import DSM_INSTRUCTION
+from ml.training import refusals
 from ml.training.errors import TrainingInputError
 
 OPTION_SEPARATOR = ", "
@@ -30,7 +31,7 @@ class TextPair:
         if not isinstance(self.prompt, str) or not isinstance(self.answer, str):
             raise TypeError("TextPair prompt and answer must be strings")
         if not self.answer.strip():
-            raise TrainingInputError("TextPair answer is empty: there is nothing to learn")
+            raise TrainingInputError(refusals.EMPTY_ANSWER)
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,11 @@ class LabeledItem:
 
     def __post_init__(self):
         if not self.options or len(set(self.options)) != len(self.options):
-            raise TrainingInputError(f"item {self.item_id!r}: options must be non-empty and distinct")
+            raise TrainingInputError(refusals.ITEM_OPTIONS, item=repr(self.item_id))
         if self.label is not None and self.label not in self.options:
-            raise TrainingInputError(f"item {self.item_id!r}: label {self.label!r} is not one of {self.options}")
+            raise TrainingInputError(
+                refusals.ITEM_LABEL, item=repr(self.item_id), label=repr(self.label), options=str(self.options)
+            )
 
     def with_label(self, label: str | None) -> LabeledItem:
         return replace(self, label=label)
@@ -61,10 +64,10 @@ def split_items(
     0 < test_ratio < 1), so the split depends only on the seed and the item ids, never on
     the input order, and the ratio is exact."""
     if not 0 <= test_ratio <= 1:
-        raise TrainingInputError(f"test_ratio must be in [0, 1], got {test_ratio}")
+        raise TrainingInputError(refusals.TEST_RATIO, value=test_ratio)
     ids = [item.item_id for item in items]
     if len(set(ids)) != len(ids):
-        raise TrainingInputError("item ids must be unique")
+        raise TrainingInputError(refusals.UNIQUE_IDS)
     n = len(items)
     n_test = round(n * test_ratio)
     if n >= 2 and 0 < test_ratio < 1:
@@ -93,7 +96,7 @@ def sft_prompt(item: LabeledItem, mask_token: str) -> str:
 def sft_prompt_parts(item: LabeledItem, mask_token: str) -> tuple[str, str]:
     """(text before the note, text after it) of the SFT prompt."""
     if not mask_token:
-        raise TrainingInputError("mask_token must be a non-empty string")
+        raise TrainingInputError(refusals.MASK_TOKEN)
     options = OPTION_SEPARATOR.join(item.options)
     return (
         f"{DSM_INSTRUCTION} ",

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ml.masking import DSM_INSTRUCTION
+from ml.training import refusals
 from ml.training.errors import TrainingError
 
 KEEP_PREFIXES = (DSM_INSTRUCTION,)  # instruction text never cut by left truncation
@@ -135,7 +136,7 @@ class Encoder:
         """The prompt up to where the answer would start (e.g. for features), cut to fit."""
         fitted = self.fit(prompt, "", system=system)
         if fitted is None:
-            raise TrainingError(f"the prompt template alone is longer than max_length ({self.max_length})")
+            raise TrainingError(refusals.PROMPT_TOO_LONG, max_length=self.max_length)
         _, ids, boundary, truncated = fitted
         return Encoded(np.asarray(ids[:boundary], dtype=np.int32), boundary, truncated)
 
@@ -183,10 +184,7 @@ class Encoder:
             messages + [{"role": "assistant", "content": answer}], tokenize=False, **kwargs
         )
         if not full_text.startswith(prompt_text):
-            raise TrainingError(
-                "the chat template renders the generation prompt differently from the "
-                "conversation with the answer; cannot locate the answer tokens"
-            )
+            raise TrainingError(refusals.ANSWER_NOT_FOUND)
         return prompt_text, full_text
 
     def _with_system(self, messages, system):
@@ -210,7 +208,7 @@ class Encoder:
     def _check_answer(self, answer_ids, answer: str) -> None:
         decoded = self.tokenizer.decode(list(answer_ids), skip_special_tokens=False)
         if answer.strip() not in decoded:
-            raise TrainingError(f"answer tokens decode to {decoded!r}, which does not contain the answer {answer!r}")
+            raise TrainingError(refusals.ANSWER_DECODED, decoded=repr(decoded), answer=repr(answer))
 
     def _cut_window(self, body: str, cut: int, end: int, excess: int) -> tuple[int, int]:
         """(cut, end) of the body after dropping about `excess` more tokens: from the left, but

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ml.metrics import bootstrap_ci, mean_task_f1, per_task_f1
+from ml.training import refusals
 from ml.training.data import LabeledItem
 from ml.training.errors import TrainingInputError
 
@@ -81,7 +82,7 @@ def average_variants(
 ) -> EvalResult:
     """Mean over variants (prompt variants, example draws) of their Macro F1 (see module doc)."""
     if not variant_predictions:
-        raise TrainingInputError("no variant predictions")
+        raise TrainingInputError(refusals.NO_VARIANTS)
     columns = [_checked(items, predictions) for predictions in variant_predictions]
     return _evaluate(items, list(zip(*columns)), held_out, n_resamples, seed, confidence)
 
@@ -142,10 +143,10 @@ def _scores(items, predictions, rows, n_resamples, seed, confidence) -> EvalResu
 def _checked(items, predictions) -> list[str]:
     predictions = list(predictions)
     if len(predictions) != len(items):
-        raise TrainingInputError(f"{len(predictions)} predictions for {len(items)} items")
+        raise TrainingInputError(refusals.PREDICTION_COUNT, predictions=len(predictions), items=len(items))
     unlabeled = [item.item_id for item in items if item.label is None]
     if unlabeled:
-        raise TrainingInputError(f"{len(unlabeled)} items have no gold label (e.g. {unlabeled[0]!r})")
+        raise TrainingInputError(refusals.NO_GOLD, count=len(unlabeled), item=repr(unlabeled[0]))
     return predictions
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from ml.training import refusals
 from ml.training.errors import TrainingInputError
 
 FINAL = "final"
@@ -75,7 +76,7 @@ def load_trainable(model, tensors: dict) -> None:
     params = trainable_parameters(model)
     if set(params) != set(tensors):
         missing, extra = sorted(set(params) - set(tensors)), sorted(set(tensors) - set(params))
-        raise TrainingInputError(f"checkpoint does not match the model: missing {missing[:3]}, unexpected {extra[:3]}")
+        raise TrainingInputError(refusals.CHECKPOINT_MISMATCH, missing=missing[:3], unexpected=extra[:3])
     with torch.no_grad():
         for name, p in params.items():
             p.copy_(tensors[name])

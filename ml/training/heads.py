@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ml.training import refusals
 from ml.training.config import HeadConfig
 from ml.training.data import LabeledItem
 from ml.training.errors import TrainingCancelled, TrainingInputError
@@ -44,7 +45,7 @@ class HeadBundle:
         missing = sorted({i.task for i in items} - set(self.heads))
         if missing:
             raise TrainingInputError(
-                f"no head for task(s) {', '.join(missing)}; trained: {', '.join(sorted(self.heads))}"
+                refusals.NO_HEAD, missing=", ".join(missing), trained=", ".join(sorted(self.heads))
             )
         predictions: list[str | None] = [None] * len(items)
         for task, rows in _rows_by_task(items).items():
@@ -116,7 +117,7 @@ def train_heads(
         rows = [labeled[r] for r in by_task[task]]
         options = list(items[rows[0]].options)
         if any(list(items[r].options) != options for r in rows):
-            raise TrainingInputError(f"task {task!r}: items disagree on the options")
+            raise TrainingInputError(refusals.TASK_OPTIONS, task=repr(task))
         x = torch.from_numpy(features[rows])
         y = torch.tensor([options.index(items[r].label) for r in rows])
         with torch.random.fork_rng(devices=[]):
@@ -153,9 +154,9 @@ def _task_seed(seed: int, task: str) -> int:
 def _check_features(features, items, input_dim) -> np.ndarray:
     features = np.asarray(features, dtype=np.float32)
     if features.ndim != 2 or features.shape[0] != len(items):
-        raise TrainingInputError(f"features must be (n_items={len(items)}, hidden), got {features.shape}")
+        raise TrainingInputError(refusals.FEATURES_SHAPE, items=len(items), shape=features.shape)
     if input_dim is not None and features.shape[1] != input_dim:
-        raise TrainingInputError(f"features have {features.shape[1]} columns, the heads expect {input_dim}")
+        raise TrainingInputError(refusals.FEATURES_COLUMNS, columns=features.shape[1], expected=input_dim)
     return features
 
 

@@ -42,7 +42,7 @@ import torch
 
 from ml.lrp import assert_not_patched
 from ml.training import checkpoint as ckpt_io
-from ml.training import sharding
+from ml.training import refusals, sharding
 from ml.training.batching import collate, loss_sum, pad_id, step_plan
 from ml.training.config import CausalLMConfig
 from ml.training.data import TextPair
@@ -278,10 +278,7 @@ def _encode_all(loaded, pairs, config, mask_token, device) -> tuple[list[Encoded
         truncated += any(e.truncated for e in encoded)
         examples.extend(encoded)
     if not examples:
-        raise TrainingError(
-            f"no training example: {len(pairs)} pairs given, {dropped} do not fit max_length "
-            f"({max_length} tokens) even with the prompt cut"
-        )
+        raise TrainingError(refusals.NO_EXAMPLE, pairs=len(pairs), dropped=dropped, max_length=max_length)
     note = f"; max_length {max_length} (auto)" if config.max_length is None else ""
     if dropped or truncated:
         cuts = (
@@ -309,17 +306,14 @@ def _resume(acc, model, optimizer, scheduler, config, fingerprint, mask_token, o
     # Settings added since the checkpoint was written take their defaults.
     changed = ckpt_io.config_changes({**asdict(type(config)()), **saved.config}, asdict(config))
     if changed:
-        raise TrainingError(
-            f"{folder} was written with another config ({', '.join(changed)} differ); "
-            "train with the same config or resume=False"
-        )
+        raise TrainingError(refusals.OTHER_CONFIG, folder=folder, changed=", ".join(changed))
     if saved.data_fingerprint != fingerprint or saved.mask_token != mask_token:
-        raise TrainingError(f"{folder} was written for other training data; use resume=False to start over")
+        raise TrainingError(refusals.OTHER_DATA, folder=folder)
     if sharding.enabled(config):
         sharding.load(folder, model, optimizer)
     else:
         if saved.trainable is None:
-            raise TrainingError(f"{folder} holds sharded state: resume it with sharding 'fsdp' or use resume=False")
+            raise TrainingError(refusals.SHARDED_STATE, folder=folder)
         load_trainable(acc.unwrap_model(model), saved.trainable)
         optimizer.load_state_dict(saved.optimizer)
     scheduler.load_state_dict(saved.scheduler)

@@ -17,6 +17,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ml.training import refusals
 from ml.training.config import PromptingConfig
 from ml.training.data import LabeledItem, sft_prompt
 from ml.training.errors import TrainingInputError
@@ -39,11 +40,9 @@ def predict_prompting(
     """`config.variants` prediction lists, each with one of the item's options per item."""
     mask = mask_token_for(loaded)
     if config.shots == 0 and config.variants > len(SYSTEM_PROMPTS):
-        raise TrainingInputError(
-            f"0-shot has {len(SYSTEM_PROMPTS)} system prompts, {config.variants} variants asked for"
-        )
+        raise TrainingInputError(refusals.ZERO_SHOT_VARIANTS, prompts=len(SYSTEM_PROMPTS), variants=config.variants)
     if config.shots and not any(i.label is not None for i in train_items or ()):
-        raise TrainingInputError(f"{config.shots}-shot prompting needs labeled train_items")
+        raise TrainingInputError(refusals.SHOTS_NEED_LABELS, shots=config.shots)
     variants = []
     for v in range(config.variants):
         if config.shots == 0:

@@ -6,6 +6,7 @@ import contextlib
 
 import torch
 
+from ml.training import refusals
 from ml.training.errors import TrainingError
 
 
@@ -20,7 +21,7 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
         return None
     if precision == "bf16":
         if device.type == "cuda" and not torch.cuda.is_bf16_supported():
-            raise TrainingError("precision 'bf16' asked for, but this GPU does not support bf16")
+            raise TrainingError(refusals.NO_BF16)
         return torch.bfloat16
     from ml.models import preferred_dtype
 

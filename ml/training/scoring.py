@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ml.training import refusals
 from ml.training.batching import pad_id
 from ml.training.encoding import Encoder
 from ml.training.errors import TrainingInputError
@@ -47,7 +48,7 @@ def option_scores(
         longest = max(request.options, key=lambda o: len(tokenizer(o, add_special_tokens=False)["input_ids"]))
         fitted = encoder.fit(request.prompt, longest, system=request.system, shots=request.shots)
         if fitted is None:
-            raise TrainingInputError(f"request {r}: the options and template alone exceed max_length ({max_length})")
+            raise TrainingInputError(refusals.OPTIONS_TOO_LONG, request=r, max_length=max_length)
         user = fitted[0]
         for o, option in enumerate(request.options):
             sequences.append(encoder.encode_exact(user, option, system=request.system, shots=request.shots))

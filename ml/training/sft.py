@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ml.training import refusals
 from ml.training.config import SFTConfig
 from ml.training.data import LabeledItem, sft_pairs, sft_prompt
 from ml.training.errors import TrainingError
@@ -29,7 +30,7 @@ def train_sft(
     skipped); `mask_token` is made a token of the model if it is not one yet."""
     pairs = sft_pairs(items, mask_token)
     if not pairs:
-        raise TrainingError("no labeled item to train on")
+        raise TrainingError(refusals.NO_LABELED_ITEM)
     return train_causal_lm(
         loaded,
         pairs,

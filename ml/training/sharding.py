@@ -40,6 +40,7 @@ from pathlib import Path
 
 import torch
 
+from ml.training import refusals
 from ml.training.errors import TrainingError, TrainingInputError
 
 SHARDED = "sharded"  # the DCP folder inside a checkpoint
@@ -109,9 +110,7 @@ def _layer_classes(model) -> set[str]:
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     names = set(getattr(base, "_no_split_modules", None) or ())
     if not names:
-        raise TrainingInputError(
-            f"{type(base).__name__} lists no decoder layer class (_no_split_modules): it cannot be sharded"
-        )
+        raise TrainingInputError(refusals.NO_LAYER_CLASS, model=type(base).__name__)
     return names
 
 
@@ -137,7 +136,7 @@ def shard(model, config, device: torch.device, amp: torch.dtype | None):
     classes = _layer_classes(model)
     layers = [m for m in model.modules() if type(m).__name__ in classes]
     if not layers:
-        raise TrainingInputError(f"no module of class {sorted(classes)} in the model: nothing to shard by layer")
+        raise TrainingInputError(refusals.NO_LAYER, classes=sorted(classes))
     for layer in layers:
         fully_shard(layer, **options)
     fully_shard(model, **options)
@@ -193,10 +192,7 @@ def load(folder: Path, model, optimizer) -> None:
 
     path = Path(folder) / SHARDED
     if not (path / ".metadata").is_file():
-        raise TrainingError(
-            f"{folder} holds no sharded state ({SHARDED}/.metadata): an unsharded run wrote it; "
-            "resume with sharding 'none' or use resume=False"
-        )
+        raise TrainingError(refusals.NO_SHARDED_STATE, folder=folder, path=SHARDED)
     state, options = _state(model, optimizer)
     dcp.load(state, checkpoint_id=str(path))
     set_state_dict(
@@ -229,9 +225,7 @@ def rebuild(sharded_model, state: dict[str, torch.Tensor], config):
     missing, unexpected = plain.load_state_dict(state, strict=False, assign=True)
     missing = [name for name in missing if _on_meta(plain, name)]
     if missing or unexpected:
-        raise TrainingError(
-            f"the gathered weights do not fit the model: missing {missing[:3]}, unexpected {unexpected[:3]}"
-        )
+        raise TrainingError(refusals.GATHERED_MISMATCH, missing=missing[:3], unexpected=unexpected[:3])
     (plain.get_base_model() if peft else plain).tie_weights()
     with contextlib.suppress(AttributeError):
         plain.config.use_cache = False
@@ -246,7 +240,7 @@ def _plain_class(cls):
     for klass in cls.__mro__:
         if not issubclass(klass, FSDPModule):
             return klass
-    raise TrainingError(f"no plain class behind {cls.__name__}")
+    raise TrainingError(refusals.NO_PLAIN_CLASS, cls=cls.__name__)
 
 
 def _on_meta(model, name: str) -> bool:

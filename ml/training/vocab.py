@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from ml.masking import DEFAULT_MASK_TOKEN
+from ml.training import refusals
 from ml.training.errors import TrainingInputError
 
 ADDED_MASK_TOKEN = DEFAULT_MASK_TOKEN  # "<mask>": also the last candidate of every family
@@ -47,5 +48,5 @@ def ensure_mask_token(loaded, token: str | None = None) -> str:
             }.values():
                 emb.weight[old:] = emb.weight[:old].mean(0, keepdim=True)
     if not is_single_token(tokenizer, token):  # pragma: no cover - a tokenizer that refuses added tokens
-        raise TrainingInputError(f"could not make {token!r} a single token of this tokenizer")
+        raise TrainingInputError(refusals.NOT_SINGLE_TOKEN, token=repr(token))
     return token
