@@ -74,7 +74,12 @@ class AuditEvent(models.Model):
         MISSED_IDENTIFIER = "missed_identifier", _("Marked a missed identifier")
 
     actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="audit_events",
+        verbose_name=_("actor"),
     )
     actor_name = models.CharField(
         max_length=150,
@@ -82,8 +87,9 @@ class AuditEvent(models.Model):
             "Kept when the user is deleted; 'cli:<os user>' for commands, 'worker:<os user>' for workers, "
             "for a failed login the username tried if an account has it, else '(unknown username)'"
         ),
+        verbose_name=_("actor name"),
     )
-    action = models.CharField(max_length=40, choices=Action.choices)
+    action = models.CharField(max_length=40, choices=Action.choices, verbose_name=_("action"))
     project = models.ForeignKey(
         "projects.Project",
         null=True,
@@ -91,18 +97,23 @@ class AuditEvent(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
         help_text=_("The project of the object acted on; none for sign-ins and site administration"),
+        verbose_name=_("project"),
     )
-    object_type = models.CharField(max_length=60, blank=True)
-    object_id = models.CharField(max_length=64, blank=True)
-    ip = models.GenericIPAddressField(null=True, blank=True, help_text=_("The client's address, for web requests"))
-    details = models.JSONField(default=dict, blank=True)
-    created = models.DateTimeField(auto_now_add=True, db_index=True)
+    object_type = models.CharField(max_length=60, blank=True, verbose_name=_("object type"))
+    object_id = models.CharField(max_length=64, blank=True, verbose_name=_("object id"))
+    ip = models.GenericIPAddressField(
+        null=True, blank=True, help_text=_("The client's address, for web requests"), verbose_name=_("IP address")
+    )
+    details = models.JSONField(default=dict, blank=True, verbose_name=_("details"))
+    created = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("created"))
 
     objects = AuditEventQuerySet.as_manager()
 
     project_paths = ("project",)  # webapp.projects.scoping
 
     class Meta:
+        verbose_name = _("audit log entry")
+        verbose_name_plural = _("audit log entries")
         ordering = ["-created", "-id"]
         indexes = [
             models.Index(fields=["object_type", "object_id"]),

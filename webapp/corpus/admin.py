@@ -6,6 +6,7 @@ text length computed by the database. The text is shown only on a note's own pag
 
 from django.contrib import admin
 from django.db.models.functions import Length
+from django.utils.translation import gettext_lazy as _
 
 from webapp.corpus.models import Annotation, Corpus, Note, Task
 
@@ -32,7 +33,7 @@ class NoteAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).defer("text", "metadata").annotate(length=Length("text"))
 
-    @admin.display(ordering="length", description="characters")
+    @admin.display(ordering="length", description=_("characters"))
     def length(self, note):
         return note.length
 
@@ -44,7 +45,7 @@ class TaskAdmin(admin.ModelAdmin):
     search_fields = ["slug", "description"]
     readonly_fields = ["created", "decision_count"]  # kept by the database (corpus.stats)
 
-    @admin.display(description="options")
+    @admin.display(description=_("options"))
     def option_count(self, task):
         return len(task.options)
 
@@ -64,6 +65,6 @@ class AnnotationAdmin(admin.ModelAdmin):
         qs = super().get_queryset(request)
         return qs.select_related("note").defer("note__text", "note__metadata")
 
-    @admin.display(description="note")
+    @admin.display(description=_("note"))
     def note_ref(self, annotation):
         return f"{annotation.note.corpus_id}/{annotation.note.external_id}"

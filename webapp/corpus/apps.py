@@ -1,7 +1,8 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class CorpusConfig(AppConfig):
     name = "webapp.corpus"
     label = "corpus"
-    verbose_name = "Corpora, notes and tasks"
+    verbose_name = _("Corpora, notes and tasks")

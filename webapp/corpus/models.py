@@ -60,22 +60,32 @@ class TriggerCounters(models.Model):
 class Corpus(TriggerCounters):
     counter_fields = ("note_count", "annotation_count")
 
-    project = models.ForeignKey("projects.Project", on_delete=models.PROTECT, related_name="corpora")
-    name = models.CharField(max_length=200, help_text="Unique within its project")
-    language = models.CharField(
-        max_length=3, validators=[language_code], help_text="ISO 639 code of the notes' language, e.g. 'it', 'en'"
+    project = models.ForeignKey(
+        "projects.Project", on_delete=models.PROTECT, related_name="corpora", verbose_name=_("project")
     )
-    description = models.TextField(blank=True)
-    source = models.CharField(max_length=500, blank=True, help_text="Where the notes come from (site, export, licence)")
-    created = models.DateTimeField(auto_now_add=True)
+    name = models.CharField(max_length=200, help_text="Unique within its project", verbose_name=_("name"))
+    language = models.CharField(
+        max_length=3,
+        validators=[language_code],
+        help_text="ISO 639 code of the notes' language, e.g. 'it', 'en'",
+        verbose_name=_("language"),
+    )
+    description = models.TextField(blank=True, verbose_name=_("description"))
+    source = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="Where the notes come from (site, export, licence)",
+        verbose_name=_("source"),
+    )
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
     # Kept by triggers on every insert and delete of notes and annotations (migrations
     # 0005_corpus_counters on PostgreSQL, 0016_corpus_counters_sqlite on SQLite), so no page or
     # API answer counts a corpus's notes; see webapp.corpus.stats.
-    note_count = models.BigIntegerField(default=0, db_default=0, editable=False)
-    annotation_count = models.BigIntegerField(default=0, db_default=0, editable=False)
+    note_count = models.BigIntegerField(default=0, db_default=0, editable=False, verbose_name=_("notes"))
+    annotation_count = models.BigIntegerField(default=0, db_default=0, editable=False, verbose_name=_("annotations"))
     # De-identified: imported through the de-identifier, made by it from another corpus, or
     # marked so by a project admin (audited). Only such a corpus passes the gate (webapp.deid.gate).
-    deidentified = models.BooleanField(default=False, db_default=False)
+    deidentified = models.BooleanField(default=False, db_default=False, verbose_name=_("de-identified"))
     deidentified_from = models.ForeignKey(
         "self",
         null=True,
@@ -83,13 +93,15 @@ class Corpus(TriggerCounters):
         on_delete=models.SET_NULL,
         related_name="deidentified_versions",
         help_text="The corpus this one was de-identified from",
+        verbose_name=_("de-identified from"),
     )
 
     project_paths = ("project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
-        verbose_name_plural = "corpora"
+        verbose_name = _("corpus")
+        verbose_name_plural = _("corpora")
         ordering = ["name"]
         constraints = [
             # Per project, so "this name is taken" speaks of one's own project only.
@@ -110,17 +122,25 @@ class Corpus(TriggerCounters):
 
 
 class Note(models.Model):
-    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="notes", db_index=False)
-    external_id = models.CharField(max_length=200, help_text="The note's id in its source; unique within the corpus")
-    text = models.TextField()
-    content_hash = models.CharField(max_length=64, editable=False, help_text="SHA-256 of the text (hex)")
-    metadata = models.JSONField(default=dict, blank=True)
-    created = models.DateTimeField(auto_now_add=True)
+    corpus = models.ForeignKey(
+        Corpus, on_delete=models.CASCADE, related_name="notes", db_index=False, verbose_name=_("corpus")
+    )
+    external_id = models.CharField(
+        max_length=200, help_text="The note's id in its source; unique within the corpus", verbose_name=_("external id")
+    )
+    text = models.TextField(verbose_name=_("text"))
+    content_hash = models.CharField(
+        max_length=64, editable=False, help_text="SHA-256 of the text (hex)", verbose_name=_("content hash")
+    )
+    metadata = models.JSONField(default=dict, blank=True, verbose_name=_("metadata"))
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
 
     project_paths = ("corpus__project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("clinical note")
+        verbose_name_plural = _("clinical notes")
         constraints = [
             models.UniqueConstraint(fields=["corpus", "external_id"], name="corpus_note_external_id_unique"),
             models.CheckConstraint(condition=~Q(external_id=""), name="corpus_note_external_id_not_blank"),
@@ -183,26 +203,42 @@ class Task(TriggerCounters):
         on_delete=models.PROTECT,
         related_name="tasks",
         help_text="The project that made it; none for the shared catalog every project may use",
+        verbose_name=_("project"),
     )
-    slug = models.SlugField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=100, unique=True, verbose_name=_("slug"))
     description = models.CharField(
-        max_length=500, unique=True, help_text="s_T, the short description used in prompts, e.g. 'heart rate'"
+        max_length=500,
+        unique=True,
+        help_text="s_T, the short description used in prompts, e.g. 'heart rate'",
+        verbose_name=_("task description"),
     )
-    options = models.JSONField(help_text="Ordered list of the allowed labels")
-    group = models.CharField(max_length=100, blank=True)
-    held_out = models.BooleanField(default=False, help_text="Kept out of training to measure generalisation")
-    aliases = models.JSONField(default=list, blank=True, help_text="Other names accepted for this task on import")
-    created = models.DateTimeField(auto_now_add=True)
+    options = models.JSONField(help_text="Ordered list of the allowed labels", verbose_name=_("options"))
+    group = models.CharField(max_length=100, blank=True, verbose_name=_("group"))
+    held_out = models.BooleanField(
+        default=False, help_text="Kept out of training to measure generalisation", verbose_name=_("held out")
+    )
+    aliases = models.JSONField(
+        default=list, blank=True, help_text="Other names accepted for this task on import", verbose_name=_("aliases")
+    )
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
     # Review decisions (review.PeakDecision rows, one per reviewer and peak) of this task, kept by
     # PostgreSQL triggers (review migration 0004_task_decision_count); see webapp.corpus.stats.
-    decision_count = models.BigIntegerField(default=0, db_default=0, editable=False)
+    decision_count = models.BigIntegerField(default=0, db_default=0, editable=False, verbose_name=_("review decisions"))
     origin = models.CharField(
-        max_length=10, choices=Origin.choices, default=Origin.CATALOG, help_text="Who owns the task's definition"
+        max_length=10,
+        choices=Origin.choices,
+        default=Origin.CATALOG,
+        help_text="Who owns the task's definition",
+        verbose_name=_("origin"),
     )
     guideline = models.TextField(
-        blank=True, help_text="Evidence guideline for annotators and reviewers (Markdown); its versions: TaskGuideline"
+        blank=True,
+        help_text="Evidence guideline for annotators and reviewers (Markdown); its versions: TaskGuideline",
+        verbose_name=_("guideline"),
     )
-    retired = models.BooleanField(default=False, help_text="Hidden from new jobs and the review queue; data kept")
+    retired = models.BooleanField(
+        default=False, help_text="Hidden from new jobs and the review queue; data kept", verbose_name=_("retired")
+    )
 
     objects = TaskQuerySet.as_manager()
 
@@ -210,6 +246,8 @@ class Task(TriggerCounters):
     shared_when = {"project__isnull": True}
 
     class Meta:
+        verbose_name = _("task")
+        verbose_name_plural = _("tasks")
         ordering = ["slug"]
         constraints = [
             models.CheckConstraint(condition=~Q(slug=""), name="corpus_task_slug_not_blank"),
@@ -294,22 +332,35 @@ class ProjectTaskState(models.Model):
 
 
 class Annotation(models.Model):
-    note = models.ForeignKey(Note, on_delete=models.CASCADE, related_name="annotations", db_index=False)
-    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="annotations")
-    label = models.CharField(max_length=validators.MAX_LABEL_LENGTH)
-    evidence = models.JSONField(default=list, blank=True, help_text="Half-open [start, end) character offsets")
+    note = models.ForeignKey(
+        Note, on_delete=models.CASCADE, related_name="annotations", db_index=False, verbose_name=_("note")
+    )
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="annotations", verbose_name=_("task"))
+    label = models.CharField(max_length=validators.MAX_LABEL_LENGTH, verbose_name=_("label"))
+    evidence = models.JSONField(
+        default=list, blank=True, help_text="Half-open [start, end) character offsets", verbose_name=_("evidence")
+    )
     annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="annotations"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="annotations",
+        verbose_name=_("annotator"),
     )
     annotator_name = models.CharField(
-        max_length=150, help_text="The user's name, or the source of imported labels, e.g. 'import:gold.jsonl'"
+        max_length=150,
+        help_text="The user's name, or the source of imported labels, e.g. 'import:gold.jsonl'",
+        verbose_name=_("annotator name"),
     )
-    created = models.DateTimeField(auto_now_add=True)
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
 
     project_paths = ("note__corpus__project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("annotation")
+        verbose_name_plural = _("annotations")
         constraints = [
             # The name, not the nullable user, identifies the annotator, so imports are unique too.
             models.UniqueConstraint(fields=["note", "task", "annotator_name"], name="corpus_annotation_unique"),

@@ -41,13 +41,25 @@ class DatasetVersion(WorkUnit):
         ONE_PEAK = "one_peak", gettext_lazy("One peak only (ablation)")
         UNMASKED = "unmasked", gettext_lazy("Unmasked notes (continual pretraining)")
 
-    name = models.CharField(max_length=200)
-    version = models.PositiveIntegerField(default=1)
-    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.PROTECT, related_name="datasets")
-    model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT, related_name="datasets")
-    method = models.CharField(max_length=20, default="attnlrp")
-    template = models.CharField(max_length=500, default="en")
-    profile = models.ForeignKey("pipeline.PeakProfile", on_delete=models.PROTECT, related_name="datasets")
+    name = models.CharField(max_length=200, verbose_name=gettext_lazy("name"))
+    version = models.PositiveIntegerField(default=1, verbose_name=gettext_lazy("version"))
+    corpus = models.ForeignKey(
+        "corpus.Corpus", on_delete=models.PROTECT, related_name="datasets", verbose_name=gettext_lazy("corpus")
+    )
+    model_version = models.ForeignKey(
+        "pipeline.ModelVersion",
+        on_delete=models.PROTECT,
+        related_name="datasets",
+        verbose_name=gettext_lazy("model version"),
+    )
+    method = models.CharField(max_length=20, default="attnlrp", verbose_name=gettext_lazy("method"))
+    template = models.CharField(max_length=500, default="en", verbose_name=gettext_lazy("prompt template"))
+    profile = models.ForeignKey(
+        "pipeline.PeakProfile",
+        on_delete=models.PROTECT,
+        related_name="datasets",
+        verbose_name=gettext_lazy("peak profile"),
+    )
     # No jobs: every map of its choices, which must come from one relevance configuration
     # (config_key_of, below).
     jobs = models.ManyToManyField(
@@ -55,23 +67,39 @@ class DatasetVersion(WorkUnit):
         blank=True,
         related_name="datasets",
         help_text="Only maps written by these jobs (none: every matching map)",
+        verbose_name=gettext_lazy("relevance jobs"),
     )
-    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.DSM)
-    mask_token = models.CharField(max_length=50, default="<mask>")
-    seed = models.IntegerField(default=0)
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.DSM, verbose_name=gettext_lazy("mode"))
+    mask_token = models.CharField(max_length=50, default="<mask>", verbose_name=gettext_lazy("mask token"))
+    seed = models.IntegerField(default=0, verbose_name=gettext_lazy("seed"))
     filters = models.JSONField(
-        default=dict, blank=True, help_text="{'tasks': [ids], 'exclude_held_out': true, 'notes': [ids]}, all optional"
+        default=dict,
+        blank=True,
+        help_text="{'tasks': [ids], 'exclude_held_out': true, 'notes': [ids]}, all optional",
+        verbose_name=gettext_lazy("filters"),
     )
-    maps_total = models.PositiveIntegerField(default=0, help_text="relevance maps selected (known once running)")
-    maps_done = models.PositiveIntegerField(default=0, help_text="relevance maps processed so far")
-    stats = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created = models.DateTimeField(auto_now_add=True)
+    maps_total = models.PositiveIntegerField(
+        default=0, help_text="relevance maps selected (known once running)", verbose_name=gettext_lazy("maps selected")
+    )
+    maps_done = models.PositiveIntegerField(
+        default=0, help_text="relevance maps processed so far", verbose_name=gettext_lazy("maps done")
+    )
+    stats = models.JSONField(default=dict, blank=True, verbose_name=gettext_lazy("statistics"))
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        verbose_name=gettext_lazy("created by"),
+    )
+    created = models.DateTimeField(auto_now_add=True, verbose_name=gettext_lazy("created"))
 
     project_paths = ("corpus__project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
+        verbose_name = gettext_lazy("masked dataset")
+        verbose_name_plural = gettext_lazy("masked datasets")
         ordering = ["-created"]
         constraints = [
             models.UniqueConstraint(fields=["name", "version"], name="datasets_datasetversion_name_version"),
@@ -192,25 +220,43 @@ class DatasetExport(WorkUnit):
     """An export written to a folder under DATA_DIR/exports by a worker. `rows` counts the rows
     written so far while it runs, all of them once done."""
 
-    dataset = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="exports")
-    format = models.CharField(max_length=10, choices=export_formats)
-    path = models.CharField(max_length=1000, blank=True, help_text="the export folder, relative to DATA_DIR")
-    rows = models.PositiveIntegerField(null=True, blank=True)
-    size_bytes = models.PositiveBigIntegerField(null=True, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created = models.DateTimeField(auto_now_add=True)
-    expired = models.DateTimeField(null=True, blank=True, help_text="when retention removed its files")
+    dataset = models.ForeignKey(
+        DatasetVersion, on_delete=models.CASCADE, related_name="exports", verbose_name=gettext_lazy("dataset")
+    )
+    format = models.CharField(max_length=10, choices=export_formats, verbose_name=gettext_lazy("format"))
+    path = models.CharField(
+        max_length=1000,
+        blank=True,
+        help_text="the export folder, relative to DATA_DIR",
+        verbose_name=gettext_lazy("path"),
+    )
+    rows = models.PositiveIntegerField(null=True, blank=True, verbose_name=gettext_lazy("rows"))
+    size_bytes = models.PositiveBigIntegerField(null=True, blank=True, verbose_name=gettext_lazy("size (bytes)"))
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        verbose_name=gettext_lazy("created by"),
+    )
+    created = models.DateTimeField(auto_now_add=True, verbose_name=gettext_lazy("created"))
+    expired = models.DateTimeField(
+        null=True, blank=True, help_text="when retention removed its files", verbose_name=gettext_lazy("expired")
+    )
     residual = models.JSONField(
         null=True,
         blank=True,
         help_text="the residual scan of the rows written: findings per identifier type, never values "
         "(webapp.deid_ops.scanning.ExportScan)",
+        verbose_name=gettext_lazy("residual identifiers"),
     )
 
     project_paths = ("dataset__corpus__project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
+        verbose_name = gettext_lazy("dataset export")
+        verbose_name_plural = gettext_lazy("dataset exports")
         ordering = ["-created"]
 
     def __str__(self):

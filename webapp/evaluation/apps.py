@@ -1,10 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class EvaluationConfig(AppConfig):
     name = "webapp.evaluation"
     label = "evaluation"
-    verbose_name = "Relevance evaluations"
+    verbose_name = _("Relevance evaluations")
 
     def ready(self):
         # the relevance job form preselects what the latest evaluation recommends

@@ -43,26 +43,48 @@ class RelevanceEvaluation(WorkUnit):
     # the unit each stage counts
     STAGE_UNITS = {Stage.MAPS: "prompts", Stage.FAITHFULNESS: "pairs", Stage.SCORING: "pairs"}
 
-    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.PROTECT, related_name="relevance_evaluations")
-    model_version = models.ForeignKey(
-        "pipeline.ModelVersion", on_delete=models.PROTECT, related_name="relevance_evaluations"
+    corpus = models.ForeignKey(
+        "corpus.Corpus",
+        on_delete=models.PROTECT,
+        related_name="relevance_evaluations",
+        verbose_name=gettext_lazy("corpus"),
     )
-    configs = models.JSONField(default=list, help_text="RelevanceConfig dicts to compare, in the order given")
+    model_version = models.ForeignKey(
+        "pipeline.ModelVersion",
+        on_delete=models.PROTECT,
+        related_name="relevance_evaluations",
+        verbose_name=gettext_lazy("model version"),
+    )
+    configs = models.JSONField(
+        default=list,
+        help_text="RelevanceConfig dicts to compare, in the order given",
+        verbose_name=gettext_lazy("configurations"),
+    )
     profile = models.ForeignKey(
         "pipeline.PeakProfile",
         on_delete=models.PROTECT,
         related_name="+",
         help_text="the peak rule the peak scores are computed with",
+        verbose_name=gettext_lazy("peak profile"),
     )
     tasks = models.ManyToManyField(
         "corpus.Task",
         blank=True,
         related_name="+",
         help_text="only these tasks (none: every task with evidence annotations)",
+        verbose_name=gettext_lazy("tasks"),
     )
-    max_pairs = models.PositiveIntegerField(null=True, blank=True, help_text="at most this many pairs (none: all)")
-    seed = models.IntegerField(default=0, help_text="draws the pairs, the bootstrap and the random baseline")
-    pairs = models.JSONField(default=list, help_text="[[note id, task id], ...] planned at launch, sorted")
+    max_pairs = models.PositiveIntegerField(
+        null=True, blank=True, help_text="at most this many pairs (none: all)", verbose_name=gettext_lazy("most pairs")
+    )
+    seed = models.IntegerField(
+        default=0, help_text="draws the pairs, the bootstrap and the random baseline", verbose_name=gettext_lazy("seed")
+    )
+    pairs = models.JSONField(
+        default=list,
+        help_text="[[note id, task id], ...] planned at launch, sorted",
+        verbose_name=gettext_lazy("pairs"),
+    )
     pairs_from = models.CharField(
         max_length=20,
         choices=[
@@ -71,6 +93,7 @@ class RelevanceEvaluation(WorkUnit):
         ],
         default="evidence",
         help_text="evidence: the pairs with gold evidence spans; notes: any corpus, gold or not",
+        verbose_name=gettext_lazy("pairs from"),
     )
     faithfulness = models.BooleanField(
         default=False,
@@ -80,41 +103,84 @@ class RelevanceEvaluation(WorkUnit):
             f"each of {len(FRACTIONS)} fractions for the method and for each random draw; each further method "
             f"adds {2 * len(FRACTIONS)}"
         ),
+        verbose_name=gettext_lazy("faithfulness"),
     )
-    seconds_per_pass = models.FloatField(null=True, blank=True, help_text="faithfulness: seconds per forward pass")
+    seconds_per_pass = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="faithfulness: seconds per forward pass",
+        verbose_name=gettext_lazy("seconds per pass"),
+    )
 
-    phase = models.CharField(max_length=200, blank=True, help_text="what the worker is doing now")
-    stage = models.CharField(
-        max_length=12, choices=Stage.choices, blank=True, help_text="the stage in hand (empty before the first)"
+    phase = models.CharField(
+        max_length=200, blank=True, help_text="what the worker is doing now", verbose_name=gettext_lazy("phase")
     )
-    stage_done = models.PositiveIntegerField(default=0, help_text="units of the stage done")
+    stage = models.CharField(
+        max_length=12,
+        choices=Stage.choices,
+        blank=True,
+        help_text="the stage in hand (empty before the first)",
+        verbose_name=gettext_lazy("stage"),
+    )
+    stage_done = models.PositiveIntegerField(
+        default=0, help_text="units of the stage done", verbose_name=gettext_lazy("done in the stage")
+    )
     stage_total = models.PositiveIntegerField(
         default=0,
         help_text="units of the stage: prompts (maps), pairs x configurations (faithfulness), pairs (scoring)",
+        verbose_name=gettext_lazy("total of the stage"),
     )
     stage_seconds = models.FloatField(
-        null=True, blank=True, help_text="seconds this attempt spent on the units of the stage it did (its rate)"
+        null=True,
+        blank=True,
+        help_text="seconds this attempt spent on the units of the stage it did (its rate)",
+        verbose_name=gettext_lazy("seconds in the stage"),
     )
-    done = models.PositiveIntegerField(default=0, help_text="prompts processed (map stored, or skipped as unusable)")
-    total = models.PositiveIntegerField(default=0, help_text="pairs x configurations")
-    seconds_per_prompt = models.FloatField(null=True, blank=True, help_text="measured by the current attempt")
-    result = models.JSONField(default=dict, blank=True, help_text="ml.localisation's result (see running.py)")
+    done = models.PositiveIntegerField(
+        default=0,
+        help_text="prompts processed (map stored, or skipped as unusable)",
+        verbose_name=gettext_lazy("prompts done"),
+    )
+    total = models.PositiveIntegerField(
+        default=0, help_text="pairs x configurations", verbose_name=gettext_lazy("prompts")
+    )
+    seconds_per_prompt = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="measured by the current attempt",
+        verbose_name=gettext_lazy("seconds per prompt"),
+    )
+    result = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="ml.localisation's result (see running.py)",
+        verbose_name=gettext_lazy("result"),
+    )
     # releases by workers that could not load the model since the last Resume: {worker: count}
     # (evaluations.release_unloadable, with the release limit of relevance chunks)
-    releases = models.JSONField(default=dict, blank=True)
+    releases = models.JSONField(default=dict, blank=True, verbose_name=gettext_lazy("releases"))
     lacking = models.JSONField(
         default=dict,
         blank=True,
         help_text="workers that could not load the model: {worker: {model, reason, releases, at}} "
         "(webapp.evaluation.evaluations.release_unloadable)",
+        verbose_name=gettext_lazy("workers lacking the model"),
     )
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        verbose_name=gettext_lazy("created by"),
+    )
+    created = models.DateTimeField(auto_now_add=True, verbose_name=gettext_lazy("created"))
 
     project_paths = ("corpus__project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
+        verbose_name = gettext_lazy("relevance evaluation")
+        verbose_name_plural = gettext_lazy("relevance evaluations")
         ordering = ["-created"]
         constraints = [
             models.CheckConstraint(condition=Q(done__lte=F("total")), name="evaluation_done_le_total"),

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from webapp.lifecycle.status import ACTIVE, ENDED, HELD, RESUMABLE, JobStatus
 
@@ -20,15 +21,31 @@ class WorkUnit(models.Model):
     """A unit one worker holds at a time (see webapp.lifecycle). `heartbeat` is the last sign of
     life of the worker holding it, or, while queued, when it was (last) sent to the queue."""
 
-    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
-    attempts = models.PositiveSmallIntegerField(default=0, help_text="claims so far; a worker writes only its own")
-    worker = models.CharField(max_length=200, blank=True, help_text="the worker that holds it (or held it last)")
-    heartbeat = models.DateTimeField(
-        null=True, blank=True, help_text="last sign of life of its worker (queued: when it was sent)"
+    status = models.CharField(
+        max_length=12,
+        choices=JobStatus.choices,
+        default=JobStatus.QUEUED,
+        db_index=True,
+        verbose_name=gettext_lazy("status"),
     )
-    error = models.TextField(blank=True)
-    started = models.DateTimeField(null=True, blank=True)
-    finished = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="claims so far; a worker writes only its own", verbose_name=gettext_lazy("attempts")
+    )
+    worker = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="the worker that holds it (or held it last)",
+        verbose_name=gettext_lazy("worker"),
+    )
+    heartbeat = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="last sign of life of its worker (queued: when it was sent)",
+        verbose_name=gettext_lazy("last sign of life"),
+    )
+    error = models.TextField(blank=True, verbose_name=gettext_lazy("error"))
+    started = models.DateTimeField(null=True, blank=True, verbose_name=gettext_lazy("started"))
+    finished = models.DateTimeField(null=True, blank=True, verbose_name=gettext_lazy("finished"))
 
     class Meta:
         abstract = True

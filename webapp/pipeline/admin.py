@@ -6,6 +6,7 @@ from its page, which audits it). Map lists never load the binary data.
 
 from django.contrib import admin
 from django.db.models.functions import Length
+from django.utils.translation import gettext_lazy as _
 
 from webapp.pipeline.models import (
     MapImport,
@@ -105,7 +106,7 @@ class RelevanceMapAdmin(ReadOnlyAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).defer("data").annotate(size=Length("data"))
 
-    @admin.display(description="score bytes")
+    @admin.display(description=_("score bytes"))
     def size(self, relevance_map):
         return relevance_map.size
 

@@ -35,13 +35,17 @@ from webapp.projects.scoping import ProjectScopedQuerySet
 class ModelVersion(models.Model):
     """A language model the pipeline can use: the default, a local folder, or a trained model."""
 
-    name = models.CharField(max_length=200, unique=True)
-    family = models.CharField(max_length=40, help_text="llama, qwen2, qwen3, gemma3")
-    path = models.CharField(max_length=1000, help_text="Registry name, local folder, or hub id")
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
-    produced_by = models.CharField(max_length=200, blank=True, help_text="The training run that produced it")
-    is_default = models.BooleanField(default=False)
-    created = models.DateTimeField(auto_now_add=True)
+    name = models.CharField(max_length=200, unique=True, verbose_name=_("name"))
+    family = models.CharField(max_length=40, help_text="llama, qwen2, qwen3, gemma3", verbose_name=_("family"))
+    path = models.CharField(max_length=1000, help_text="Registry name, local folder, or hub id", verbose_name=_("path"))
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children", verbose_name=_("parent model")
+    )
+    produced_by = models.CharField(
+        max_length=200, blank=True, help_text="The training run that produced it", verbose_name=_("produced by")
+    )
+    is_default = models.BooleanField(default=False, verbose_name=_("default"))
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
 
     # webapp.projects.scoping: a trained model belongs to its run's project; a base model to none.
     # A model listed as trained on erased data keeps its project once its run was erased with
@@ -55,6 +59,8 @@ class ModelVersion(models.Model):
     objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("model version")
+        verbose_name_plural = _("model versions")
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(condition=~Q(name=""), name="pipeline_modelversion_name_not_blank"),
@@ -88,29 +94,39 @@ class PeakProfile(models.Model):
         on_delete=models.PROTECT,
         related_name="peak_profiles",
         help_text="The project that saved it; none: shared by every project",
+        verbose_name=_("project"),
     )
-    name = models.CharField(max_length=100)
-    version = models.PositiveIntegerField(default=1)
+    name = models.CharField(max_length=100, verbose_name=_("name"))
+    version = models.PositiveIntegerField(default=1, verbose_name=_("version"))
     # defaults: the paper's, from ml.peaks.PAPER (kernel 3, sigma 1.0, lower 0.2, upper 0.4)
-    kernel_size = models.PositiveSmallIntegerField(default=PAPER.kernel_size)
-    sigma = models.FloatField(default=PAPER.sigma)
-    lower = models.FloatField(default=PAPER.lower)
-    upper = models.FloatField(default=PAPER.upper)
-    strict = models.BooleanField(default=False, help_text="Reference code's > for both thresholds (paper: >=)")
+    kernel_size = models.PositiveSmallIntegerField(default=PAPER.kernel_size, verbose_name=_("kernel size"))
+    sigma = models.FloatField(default=PAPER.sigma, verbose_name=_("sigma"))
+    lower = models.FloatField(default=PAPER.lower, verbose_name=_("lower threshold"))
+    upper = models.FloatField(default=PAPER.upper, verbose_name=_("upper threshold"))
+    strict = models.BooleanField(
+        default=False,
+        help_text="Reference code's > for both thresholds (paper: >=)",
+        verbose_name=_("strict thresholds"),
+    )
     trim = models.BooleanField(
         default=True,
         help_text="Trim punctuation and whitespace off peak edges; drop peaks with no letter or digit "
         "(off: the reference code's peaks, for comparison)",
+        verbose_name=_("trim peak edges"),
     )
-    is_default = models.BooleanField(default=False)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created = models.DateTimeField(auto_now_add=True)
+    is_default = models.BooleanField(default=False, verbose_name=_("default"))
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, verbose_name=_("created by")
+    )
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
 
     project_paths = ("project",)  # webapp.projects.scoping
     shared_when = {"project__isnull": True}
     objects = PeakProfileQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("peak profile")
+        verbose_name_plural = _("peak profiles")
         ordering = ["name", "-version"]
         constraints = [
             models.UniqueConstraint(
@@ -176,49 +192,80 @@ class RelevanceJob(WorkUnit):
         SPAN = "span", _("Every token of s_T, summed")
         CONTRASTIVE = "contrastive", _("s_T minus a neutral description")
 
-    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.PROTECT, related_name="relevance_jobs")
-    model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="relevance_jobs")
-    method = models.CharField(max_length=20, choices=Method.choices, default=Method.ATTNLRP)
-    template = models.CharField(max_length=500, default="en", help_text="'en', 'it', 'es' or a custom template")
-    explain = models.CharField(max_length=20, choices=Explain.choices, default=Explain.NEXT)
+    corpus = models.ForeignKey(
+        "corpus.Corpus", on_delete=models.PROTECT, related_name="relevance_jobs", verbose_name=_("corpus")
+    )
+    model_version = models.ForeignKey(
+        ModelVersion, on_delete=models.PROTECT, related_name="relevance_jobs", verbose_name=_("model version")
+    )
+    method = models.CharField(max_length=20, choices=Method.choices, default=Method.ATTNLRP, verbose_name=_("method"))
+    template = models.CharField(
+        max_length=500,
+        default="en",
+        help_text="'en', 'it', 'es' or a custom template",
+        verbose_name=_("prompt template"),
+    )
+    explain = models.CharField(
+        max_length=20, choices=Explain.choices, default=Explain.NEXT, verbose_name=_("explained target")
+    )
     config = models.JSONField(
         default=dict,
         blank=True,
         help_text="The whole ml.relevance.RelevanceConfig (to_dict); method, template and "
         "explain are copied into their columns",
+        verbose_name=_("configuration"),
     )
-    config_key = models.CharField(max_length=64, blank=True, db_index=True, help_text="RelevanceConfig.key")
-    task_selection = models.CharField(max_length=10, choices=TaskSelection.choices, default=TaskSelection.SAMPLE)
-    tasks = models.ManyToManyField("corpus.Task", blank=True, related_name="+")
-    sample_k = models.PositiveSmallIntegerField(default=9)
-    seed = models.IntegerField(default=0)
-    note_filter = models.JSONField(default=dict, blank=True, help_text="e.g. {'ids': [...]} or {'limit': 200}")
-    chunk_size = models.PositiveIntegerField(default=64)
-    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.PLANNING, db_index=True)
-    total = models.PositiveIntegerField(default=0, help_text="prompts in the job (known once planned)")
+    config_key = models.CharField(
+        max_length=64, blank=True, db_index=True, help_text="RelevanceConfig.key", verbose_name=_("configuration key")
+    )
+    task_selection = models.CharField(
+        max_length=10, choices=TaskSelection.choices, default=TaskSelection.SAMPLE, verbose_name=_("task selection")
+    )
+    tasks = models.ManyToManyField("corpus.Task", blank=True, related_name="+", verbose_name=_("tasks"))
+    sample_k = models.PositiveSmallIntegerField(default=9, verbose_name=_("tasks per note"))
+    seed = models.IntegerField(default=0, verbose_name=_("seed"))
+    note_filter = models.JSONField(
+        default=dict, blank=True, help_text="e.g. {'ids': [...]} or {'limit': 200}", verbose_name=_("note filter")
+    )
+    chunk_size = models.PositiveIntegerField(default=64, verbose_name=_("chunk size"))
+    status = models.CharField(
+        max_length=12, choices=JobStatus.choices, default=JobStatus.PLANNING, db_index=True, verbose_name=_("status")
+    )
+    total = models.PositiveIntegerField(
+        default=0, help_text="prompts in the job (known once planned)", verbose_name=_("prompts")
+    )
     # Counters kept by the chunks as they end (one UPDATE each, never a SUM over the chunks).
-    done = models.PositiveIntegerField(default=0, help_text="prompts in finished chunks")
-    chunk_count = models.PositiveIntegerField(default=0)
-    chunks_done = models.PositiveIntegerField(default=0)
-    chunks_failed = models.PositiveIntegerField(default=0)
-    chunks_cancelled = models.PositiveIntegerField(default=0)
-    seconds_done = models.FloatField(default=0.0, help_text="seconds of computing of the finished chunks")
+    done = models.PositiveIntegerField(
+        default=0, help_text="prompts in finished chunks", verbose_name=_("prompts done")
+    )
+    chunk_count = models.PositiveIntegerField(default=0, verbose_name=_("chunks"))
+    chunks_done = models.PositiveIntegerField(default=0, verbose_name=_("chunks done"))
+    chunks_failed = models.PositiveIntegerField(default=0, verbose_name=_("chunks failed"))
+    chunks_cancelled = models.PositiveIntegerField(default=0, verbose_name=_("chunks cancelled"))
+    seconds_done = models.FloatField(
+        default=0.0, help_text="seconds of computing of the finished chunks", verbose_name=_("computing seconds")
+    )
     lacking = models.JSONField(
         default=dict,
         blank=True,
         help_text="workers that could not load the job's model: {worker: {model, reason, releases, at}} "
         "(webapp.pipeline.chunks.release_unloadable)",
+        verbose_name=_("workers lacking the model"),
     )
     # Planning (by a worker, never in the web request): notes read so far of notes_total.
-    notes_total = models.PositiveIntegerField(default=0)
-    notes_planned = models.PositiveIntegerField(default=0)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created = models.DateTimeField(auto_now_add=True)
+    notes_total = models.PositiveIntegerField(default=0, verbose_name=_("notes to plan"))
+    notes_planned = models.PositiveIntegerField(default=0, verbose_name=_("notes planned"))
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, verbose_name=_("created by")
+    )
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
 
     project_paths = ("corpus__project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("relevance job")
+        verbose_name_plural = _("relevance jobs")
         ordering = ["-created"]
         constraints = [
             models.CheckConstraint(condition=Q(done__lte=F("total")), name="pipeline_relevancejob_done_le_total"),
@@ -272,20 +319,26 @@ class RelevanceChunk(WorkUnit):
 
     Status = JobStatus
 
-    job = models.ForeignKey(RelevanceJob, on_delete=models.CASCADE, related_name="chunks")
-    index = models.PositiveIntegerField()
-    pairs = models.JSONField()
-    size = models.PositiveIntegerField()
-    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED)
-    seconds = models.FloatField(null=True, blank=True)
+    job = models.ForeignKey(
+        RelevanceJob, on_delete=models.CASCADE, related_name="chunks", verbose_name=_("relevance job")
+    )
+    index = models.PositiveIntegerField(verbose_name=_("index"))
+    pairs = models.JSONField(verbose_name=_("pairs"))
+    size = models.PositiveIntegerField(verbose_name=_("prompts"))
+    status = models.CharField(
+        max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED, verbose_name=_("status")
+    )
+    seconds = models.FloatField(null=True, blank=True, verbose_name=_("seconds"))
     # attempts only grow (a worker writes only while the number is its own); Resume records where
     # the chunk's new series of attempts starts, for the give-up rule (chunks.MAX_ATTEMPTS)
-    attempts_before_resume = models.PositiveSmallIntegerField(default=0)
+    attempts_before_resume = models.PositiveSmallIntegerField(default=0, verbose_name=_("attempts before resuming"))
     # releases by workers that could not load the model since the last Resume: {worker: count}
     # (chunks.release_unloadable; a released attempt does not count toward MAX_ATTEMPTS)
-    releases = models.JSONField(default=dict, blank=True)
+    releases = models.JSONField(default=dict, blank=True, verbose_name=_("releases"))
 
     class Meta:
+        verbose_name = _("relevance job chunk")
+        verbose_name_plural = _("relevance job chunks")
         ordering = ["job", "index"]
         constraints = [models.UniqueConstraint(fields=["job", "index"], name="pipeline_chunk_job_index")]
         indexes = [
@@ -510,23 +563,44 @@ class RelevanceMap(models.Model):
     the foreign keys a delete looks through (job, tokens); task, model version and
     configuration are never deleted while maps use them (PROTECT) and go unindexed."""
 
-    note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="relevance_maps", db_index=False)
-    task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="relevance_maps", db_index=False)
-    model_version = models.ForeignKey(
-        ModelVersion, on_delete=models.PROTECT, related_name="relevance_maps", db_index=False
+    note = models.ForeignKey(
+        "corpus.Note", on_delete=models.CASCADE, related_name="relevance_maps", db_index=False, verbose_name=_("note")
     )
-    config = models.ForeignKey(MapConfiguration, on_delete=models.PROTECT, related_name="maps", db_index=False)
-    job = models.ForeignKey(RelevanceJob, null=True, blank=True, on_delete=models.SET_NULL, related_name="maps")
-    tokens = models.ForeignKey(NoteTokens, on_delete=models.CASCADE, related_name="maps")
-    n_tokens = models.PositiveIntegerField()
-    target_token = models.CharField(max_length=100, blank=True)
-    data = models.BinaryField(help_text="float16 scores (ml.codec.encode_scores)")
+    task = models.ForeignKey(
+        "corpus.Task", on_delete=models.PROTECT, related_name="relevance_maps", db_index=False, verbose_name=_("task")
+    )
+    model_version = models.ForeignKey(
+        ModelVersion,
+        on_delete=models.PROTECT,
+        related_name="relevance_maps",
+        db_index=False,
+        verbose_name=_("model version"),
+    )
+    config = models.ForeignKey(
+        MapConfiguration, on_delete=models.PROTECT, related_name="maps", db_index=False, verbose_name=_("configuration")
+    )
+    job = models.ForeignKey(
+        RelevanceJob,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="maps",
+        verbose_name=_("relevance job"),
+    )
+    tokens = models.ForeignKey(
+        NoteTokens, on_delete=models.CASCADE, related_name="maps", verbose_name=_("token offsets")
+    )
+    n_tokens = models.PositiveIntegerField(verbose_name=_("tokens"))
+    target_token = models.CharField(max_length=100, blank=True, verbose_name=_("target token"))
+    data = models.BinaryField(help_text="float16 scores (ml.codec.encode_scores)", verbose_name=_("scores"))
 
     objects = RelevanceMapQuerySet.as_manager()
 
     project_paths = ("note__corpus__project",)  # webapp.projects.scoping
 
     class Meta:
+        verbose_name = _("relevance map")
+        verbose_name_plural = _("relevance maps")
         constraints = [
             models.UniqueConstraint(fields=MAP_KEY, name="pipeline_relevancemap_unique_config"),
         ]
@@ -557,24 +631,39 @@ class MapImport(models.Model):
     "imported" (ml.relevance.IMPORTED), so every page and evaluation names their origin. The
     file's SHA-256 makes a second import of the same file a no-op."""
 
-    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.CASCADE, related_name="map_imports")
-    model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="map_imports")
-    config = models.JSONField(
-        help_text="The ml.relevance.RelevanceConfig (method 'imported') its maps are stored under"
+    corpus = models.ForeignKey(
+        "corpus.Corpus", on_delete=models.CASCADE, related_name="map_imports", verbose_name=_("corpus")
     )
-    config_key = models.CharField(max_length=64, db_index=True, help_text="RelevanceConfig.key")
-    source = models.CharField(max_length=200, blank=True, help_text="Where the maps come from, e.g. 'captum IG'")
-    file_name = models.CharField(max_length=255, blank=True)
-    digest = models.CharField(max_length=64, help_text="SHA-256 of the file (hex)")
-    lines = models.PositiveIntegerField(default=0)
-    maps = models.PositiveIntegerField(default=0)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created = models.DateTimeField(auto_now_add=True)
+    model_version = models.ForeignKey(
+        ModelVersion, on_delete=models.PROTECT, related_name="map_imports", verbose_name=_("model version")
+    )
+    config = models.JSONField(
+        help_text="The ml.relevance.RelevanceConfig (method 'imported') its maps are stored under",
+        verbose_name=_("configuration"),
+    )
+    config_key = models.CharField(
+        max_length=64, db_index=True, help_text="RelevanceConfig.key", verbose_name=_("configuration key")
+    )
+    source = models.CharField(
+        max_length=200, blank=True, help_text="Where the maps come from, e.g. 'captum IG'", verbose_name=_("source")
+    )
+    file_name = models.CharField(max_length=255, blank=True, verbose_name=_("file name"))
+    digest = models.CharField(
+        max_length=64, help_text="SHA-256 of the file (hex)", verbose_name=_("SHA-256 of the file")
+    )
+    lines = models.PositiveIntegerField(default=0, verbose_name=_("lines"))
+    maps = models.PositiveIntegerField(default=0, verbose_name=_("maps"))
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, verbose_name=_("created by")
+    )
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
 
     project_paths = ("corpus__project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("relevance map import")
+        verbose_name_plural = _("relevance map imports")
         ordering = ["-created"]
         constraints = [
             models.UniqueConstraint(

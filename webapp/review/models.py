@@ -58,12 +58,25 @@ class PeakDecision(ConfigKeyDefault, models.Model):
         REJECT = "reject", _("Rejected")
         ADJUST = "adjust", _("Adjusted")
 
-    note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="peak_decisions")
-    task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="peak_decisions")
-    model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT, related_name="peak_decisions")
-    method = models.CharField(max_length=20)
-    template = models.CharField(max_length=500)
-    config_key = models.CharField(max_length=64, help_text=_("RelevanceConfig.key of the map whose peak this is"))
+    note = models.ForeignKey(
+        "corpus.Note", on_delete=models.CASCADE, related_name="peak_decisions", verbose_name=_("note")
+    )
+    task = models.ForeignKey(
+        "corpus.Task", on_delete=models.PROTECT, related_name="peak_decisions", verbose_name=_("task")
+    )
+    model_version = models.ForeignKey(
+        "pipeline.ModelVersion",
+        on_delete=models.PROTECT,
+        related_name="peak_decisions",
+        verbose_name=_("model version"),
+    )
+    method = models.CharField(max_length=20, verbose_name=_("method"))
+    template = models.CharField(max_length=500, verbose_name=_("prompt template"))
+    config_key = models.CharField(
+        max_length=64,
+        help_text=_("RelevanceConfig.key of the map whose peak this is"),
+        verbose_name=_("configuration key"),
+    )
     profile = models.ForeignKey(
         "pipeline.PeakProfile",
         null=True,
@@ -71,38 +84,57 @@ class PeakDecision(ConfigKeyDefault, models.Model):
         on_delete=models.SET_NULL,
         related_name="peak_decisions",
         help_text=_("The profile the page was showing"),
+        verbose_name=_("peak profile"),
     )
-    params = models.JSONField(default=dict, help_text=_("kernel_size, sigma, lower, upper in effect when deciding"))
-    start = models.PositiveIntegerField(help_text=_("Peak start (character offset, as shown)"))
-    end = models.PositiveIntegerField(help_text=_("Peak end (exclusive)"))
-    decision = models.CharField(max_length=10, choices=Decision.choices)
-    adjusted_start = models.PositiveIntegerField(null=True, blank=True)
-    adjusted_end = models.PositiveIntegerField(null=True, blank=True)
-    comment = models.TextField(blank=True)
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="peak_decisions")
+    params = models.JSONField(
+        default=dict,
+        help_text=_("kernel_size, sigma, lower, upper in effect when deciding"),
+        verbose_name=_("peak parameters"),
+    )
+    start = models.PositiveIntegerField(help_text=_("Peak start (character offset, as shown)"), verbose_name=_("start"))
+    end = models.PositiveIntegerField(help_text=_("Peak end (exclusive)"), verbose_name=_("end"))
+    decision = models.CharField(max_length=10, choices=Decision.choices, verbose_name=_("decision"))
+    adjusted_start = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("adjusted start"))
+    adjusted_end = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("adjusted end"))
+    comment = models.TextField(blank=True, verbose_name=_("comment"))
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="peak_decisions", verbose_name=_("reviewer")
+    )
     guideline_version = models.PositiveIntegerField(
-        null=True, blank=True, help_text=_("corpus.TaskGuideline version of the task shown when deciding; empty: none")
+        null=True,
+        blank=True,
+        help_text=_("corpus.TaskGuideline version of the task shown when deciding; empty: none"),
+        verbose_name=_("guideline version"),
     )
     active_ms = models.PositiveIntegerField(
         null=True,
         blank=True,
         help_text=_("Active time from showing the peak to deciding, idle gaps cut; empty: not measured"),
+        verbose_name=_("active time (ms)"),
     )
-    version = models.PositiveIntegerField(default=1)
-    previous = models.JSONField(null=True, blank=True, help_text=_("The row's state before its last change (undo)"))
+    version = models.PositiveIntegerField(default=1, verbose_name=_("version"))
+    previous = models.JSONField(
+        null=True,
+        blank=True,
+        help_text=_("The row's state before its last change (undo)"),
+        verbose_name=_("previous state"),
+    )
     batch = models.UUIDField(
         null=True,
         blank=True,
         db_index=True,
         help_text=_("Decisions made together by one action (accept the rest: webapp.review.bulk), undone together"),
+        verbose_name=_("batch"),
     )
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
+    updated = models.DateTimeField(auto_now=True, verbose_name=_("updated"))
 
     project_paths = ("note__corpus__project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("peak decision")
+        verbose_name_plural = _("peak decisions")
         ordering = ["note", "task", "start", "reviewer"]
         constraints = [
             models.UniqueConstraint(
@@ -177,26 +209,47 @@ class ValidationSetQuerySet(ProjectScopedQuerySet):
 
 
 class ValidationSet(ConfigKeyDefault, models.Model):
-    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.CASCADE, related_name="validation_sets")
-    model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.PROTECT, related_name="+")
-    method = models.CharField(max_length=20)
-    template = models.CharField(max_length=500)
-    config_key = models.CharField(max_length=64, help_text=_("RelevanceConfig.key of the maps judged"))
-    name = models.CharField(max_length=200)
-    seed = models.IntegerField(default=0)
-    size = models.PositiveIntegerField(default=100, help_text=_("Notes asked for (items may hold fewer)"))
-    items = models.JSONField(help_text=_("[[note_id, task_id], ...] in judging order"))
+    corpus = models.ForeignKey(
+        "corpus.Corpus", on_delete=models.CASCADE, related_name="validation_sets", verbose_name=_("corpus")
+    )
+    model_version = models.ForeignKey(
+        "pipeline.ModelVersion", on_delete=models.PROTECT, related_name="+", verbose_name=_("model version")
+    )
+    method = models.CharField(max_length=20, verbose_name=_("method"))
+    template = models.CharField(max_length=500, verbose_name=_("prompt template"))
+    config_key = models.CharField(
+        max_length=64, help_text=_("RelevanceConfig.key of the maps judged"), verbose_name=_("configuration key")
+    )
+    name = models.CharField(max_length=200, verbose_name=_("name"))
+    seed = models.IntegerField(default=0, verbose_name=_("seed"))
+    size = models.PositiveIntegerField(
+        default=100, help_text=_("Notes asked for (items may hold fewer)"), verbose_name=_("notes asked for")
+    )
+    items = models.JSONField(help_text=_("[[note_id, task_id], ...] in judging order"), verbose_name=_("items"))
     notes_available = models.PositiveIntegerField(
         null=True,
         blank=True,
         help_text=_("Notes of the corpus with maps of the selection, counted when the draw found fewer than asked"),
+        verbose_name=_("notes available"),
     )
-    grid = models.JSONField(help_text=_("[{kernel_size, sigma, lower, upper}, ...] candidate settings"))
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created = models.DateTimeField(auto_now_add=True)
-    retired = models.DateTimeField(null=True, blank=True, help_text=_("When its notes stopped being held out"))
+    grid = models.JSONField(
+        help_text=_("[{kernel_size, sigma, lower, upper}, ...] candidate settings"),
+        verbose_name=_("candidate settings"),
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, verbose_name=_("created by")
+    )
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
+    retired = models.DateTimeField(
+        null=True, blank=True, help_text=_("When its notes stopped being held out"), verbose_name=_("retired")
+    )
     retired_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("retired by"),
     )
 
     objects = ValidationSetQuerySet.as_manager()
@@ -204,6 +257,8 @@ class ValidationSet(ConfigKeyDefault, models.Model):
     project_paths = ("corpus__project",)  # webapp.projects.scoping
 
     class Meta:
+        verbose_name = _("validation set")
+        verbose_name_plural = _("validation sets")
         ordering = ["-created"]
         constraints = [models.CheckConstraint(condition=~Q(name=""), name="review_validationset_name_not_blank")]
 
@@ -240,16 +295,22 @@ class ValidationSet(ConfigKeyDefault, models.Model):
 
 
 class ValidationJudgement(models.Model):
-    validation_set = models.ForeignKey(ValidationSet, on_delete=models.CASCADE, related_name="judgements")
-    note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="+")
-    task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="+")
-    setting = models.PositiveSmallIntegerField(help_text=_("Index into the set's grid"))
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
-    reasonable = models.BooleanField()
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
+    validation_set = models.ForeignKey(
+        ValidationSet, on_delete=models.CASCADE, related_name="judgements", verbose_name=_("validation set")
+    )
+    note = models.ForeignKey("corpus.Note", on_delete=models.CASCADE, related_name="+", verbose_name=_("note"))
+    task = models.ForeignKey("corpus.Task", on_delete=models.PROTECT, related_name="+", verbose_name=_("task"))
+    setting = models.PositiveSmallIntegerField(help_text=_("Index into the set's grid"), verbose_name=_("setting"))
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", verbose_name=_("reviewer")
+    )
+    reasonable = models.BooleanField(verbose_name=_("reasonable"))
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
+    updated = models.DateTimeField(auto_now=True, verbose_name=_("updated"))
 
     class Meta:
+        verbose_name = _("validation judgement")
+        verbose_name_plural = _("validation judgements")
         ordering = ["validation_set", "note", "setting"]
         constraints = [
             models.UniqueConstraint(
@@ -263,18 +324,26 @@ class ValidationJudgement(models.Model):
 
 
 class MapSample(ConfigKeyDefault, models.Model):
-    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.CASCADE, related_name="+")
-    model_version = models.ForeignKey("pipeline.ModelVersion", on_delete=models.CASCADE, related_name="+")
-    method = models.CharField(max_length=20)
-    template = models.CharField(max_length=500)
-    config_key = models.CharField(max_length=64, help_text=_("RelevanceConfig.key of the maps sampled"))
-    seed = models.IntegerField(default=0)
-    size = models.PositiveIntegerField()
-    population = models.PositiveIntegerField(help_text=_("Matching maps when the sample was drawn"))
-    map_ids = models.JSONField()
-    created = models.DateTimeField(auto_now_add=True)
+    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.CASCADE, related_name="+", verbose_name=_("corpus"))
+    model_version = models.ForeignKey(
+        "pipeline.ModelVersion", on_delete=models.CASCADE, related_name="+", verbose_name=_("model version")
+    )
+    method = models.CharField(max_length=20, verbose_name=_("method"))
+    template = models.CharField(max_length=500, verbose_name=_("prompt template"))
+    config_key = models.CharField(
+        max_length=64, help_text=_("RelevanceConfig.key of the maps sampled"), verbose_name=_("configuration key")
+    )
+    seed = models.IntegerField(default=0, verbose_name=_("seed"))
+    size = models.PositiveIntegerField(verbose_name=_("size"))
+    population = models.PositiveIntegerField(
+        help_text=_("Matching maps when the sample was drawn"), verbose_name=_("population")
+    )
+    map_ids = models.JSONField(verbose_name=_("map ids"))
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
 
     class Meta:
+        verbose_name = _("map sample")
+        verbose_name_plural = _("map samples")
         constraints = [
             models.UniqueConstraint(
                 fields=["corpus", "model_version", "method", "template", "config_key", "seed", "size"],

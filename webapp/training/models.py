@@ -45,19 +45,33 @@ LABELED_KINDS = (RunKind.SFT, RunKind.HEADS, RunKind.PROMPTING, RunKind.SELF_LEA
 class LabeledSplit(models.Model):
     """A stored train/test split of a corpus's gold items, seeded, at note-item level."""
 
-    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.PROTECT, related_name="splits")
-    seed = models.IntegerField(default=0)
-    test_ratio = models.FloatField(default=0.15)
-    tasks = models.JSONField(default=list, help_text="slugs of the tasks whose gold items it holds, sorted")
-    train_count = models.PositiveIntegerField(default=0)
-    test_count = models.PositiveIntegerField(default=0)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created = models.DateTimeField(auto_now_add=True)
+    corpus = models.ForeignKey(
+        "corpus.Corpus", on_delete=models.PROTECT, related_name="splits", verbose_name=gettext_lazy("corpus")
+    )
+    seed = models.IntegerField(default=0, verbose_name=gettext_lazy("seed"))
+    test_ratio = models.FloatField(default=0.15, verbose_name=gettext_lazy("test share"))
+    tasks = models.JSONField(
+        default=list,
+        help_text="slugs of the tasks whose gold items it holds, sorted",
+        verbose_name=gettext_lazy("tasks"),
+    )
+    train_count = models.PositiveIntegerField(default=0, verbose_name=gettext_lazy("training items"))
+    test_count = models.PositiveIntegerField(default=0, verbose_name=gettext_lazy("test items"))
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        verbose_name=gettext_lazy("created by"),
+    )
+    created = models.DateTimeField(auto_now_add=True, verbose_name=gettext_lazy("created"))
 
     project_paths = ("corpus__project",)  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
+        verbose_name = gettext_lazy("labeled split")
+        verbose_name_plural = gettext_lazy("labeled splits")
         ordering = ["-created"]
         constraints = [
             models.CheckConstraint(
@@ -88,14 +102,17 @@ class SplitItem(models.Model):
 
 
 class TrainingRun(WorkUnit):
-    name = models.CharField(max_length=200, blank=True)
-    kind = models.CharField(max_length=20, choices=RunKind.choices)
-    preset = models.CharField(max_length=40, blank=True, help_text="the preset the form started from")
+    name = models.CharField(max_length=200, blank=True, verbose_name=gettext_lazy("name"))
+    kind = models.CharField(max_length=20, choices=RunKind.choices, verbose_name=gettext_lazy("kind"))
+    preset = models.CharField(
+        max_length=40, blank=True, help_text="the preset the form started from", verbose_name=gettext_lazy("preset")
+    )
     model_version = models.ForeignKey(
         "pipeline.ModelVersion",
         on_delete=models.PROTECT,
         related_name="training_runs",
         help_text="the model trained or evaluated",
+        verbose_name=gettext_lazy("model version"),
     )
     dataset = models.ForeignKey(
         "datasets.DatasetVersion",
@@ -104,6 +121,7 @@ class TrainingRun(WorkUnit):
         on_delete=models.PROTECT,
         related_name="training_runs",
         help_text="kinds dsm and cpt",
+        verbose_name=gettext_lazy("dataset"),
     )
     split = models.ForeignKey(
         LabeledSplit,
@@ -112,40 +130,70 @@ class TrainingRun(WorkUnit):
         on_delete=models.PROTECT,
         related_name="runs",
         help_text="kinds sft, heads, prompting, self_learning",
+        verbose_name=gettext_lazy("labeled split"),
     )
-    config = models.JSONField(default=dict, help_text="the full configuration, by section (see presets.py)")
-    seed = models.IntegerField(default=0)
+    config = models.JSONField(
+        default=dict,
+        help_text="the full configuration, by section (see presets.py)",
+        verbose_name=gettext_lazy("configuration"),
+    )
+    seed = models.IntegerField(default=0, verbose_name=gettext_lazy("seed"))
 
-    phase = models.CharField(max_length=60, blank=True, help_text="what the worker is doing now")
-    step = models.PositiveIntegerField(default=0)
-    total_steps = models.PositiveIntegerField(default=0)
-    epoch = models.FloatField(null=True, blank=True)
-    loss = models.FloatField(null=True, blank=True)
-    lr = models.FloatField(null=True, blank=True)
-    tokens_per_s = models.FloatField(null=True, blank=True)
-    eta_s = models.FloatField(null=True, blank=True)
-    checkpoint_step = models.PositiveIntegerField(null=True, blank=True, help_text="step of the last checkpoint")
-    output_dir = models.CharField(max_length=1000, blank=True)
+    phase = models.CharField(
+        max_length=60, blank=True, help_text="what the worker is doing now", verbose_name=gettext_lazy("phase")
+    )
+    step = models.PositiveIntegerField(default=0, verbose_name=gettext_lazy("step"))
+    total_steps = models.PositiveIntegerField(default=0, verbose_name=gettext_lazy("total steps"))
+    epoch = models.FloatField(null=True, blank=True, verbose_name=gettext_lazy("epoch"))
+    loss = models.FloatField(null=True, blank=True, verbose_name=gettext_lazy("loss"))
+    lr = models.FloatField(null=True, blank=True, verbose_name=gettext_lazy("learning rate"))
+    tokens_per_s = models.FloatField(null=True, blank=True, verbose_name=gettext_lazy("tokens per second"))
+    eta_s = models.FloatField(null=True, blank=True, verbose_name=gettext_lazy("time left (s)"))
+    checkpoint_step = models.PositiveIntegerField(
+        null=True, blank=True, help_text="step of the last checkpoint", verbose_name=gettext_lazy("checkpoint step")
+    )
+    output_dir = models.CharField(max_length=1000, blank=True, verbose_name=gettext_lazy("output folder"))
 
     produced_model = models.OneToOneField(
-        "pipeline.ModelVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="produced_by_run"
+        "pipeline.ModelVersion",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="produced_by_run",
+        verbose_name=gettext_lazy("produced model"),
     )
-    results = models.JSONField(default=dict, blank=True, help_text="evaluation (see webapp.training.evaluation)")
-    macro_f1 = models.FloatField(null=True, blank=True)
-    macro_f1_low = models.FloatField(null=True, blank=True)
-    macro_f1_high = models.FloatField(null=True, blank=True)
-    held_out_macro_f1 = models.FloatField(null=True, blank=True)
+    results = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="evaluation (see webapp.training.evaluation)",
+        verbose_name=gettext_lazy("results"),
+    )
+    macro_f1 = models.FloatField(null=True, blank=True, verbose_name=gettext_lazy("Macro F1"))
+    macro_f1_low = models.FloatField(null=True, blank=True, verbose_name=gettext_lazy("Macro F1, 95% CI low"))
+    macro_f1_high = models.FloatField(null=True, blank=True, verbose_name=gettext_lazy("Macro F1, 95% CI high"))
+    held_out_macro_f1 = models.FloatField(null=True, blank=True, verbose_name=gettext_lazy("held-out tasks' Macro F1"))
     provenance = models.JSONField(
-        default=dict, blank=True, help_text="code version, library versions, python, host, device"
+        default=dict,
+        blank=True,
+        help_text="code version, library versions, python, host, device",
+        verbose_name=gettext_lazy("provenance"),
     )
-    code_version = models.CharField(max_length=64, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created = models.DateTimeField(auto_now_add=True)
+    code_version = models.CharField(max_length=64, blank=True, verbose_name=gettext_lazy("code version"))
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        verbose_name=gettext_lazy("created by"),
+    )
+    created = models.DateTimeField(auto_now_add=True, verbose_name=gettext_lazy("created"))
 
     project_paths = ("dataset__corpus__project", "split__corpus__project")  # webapp.projects.scoping
     objects = ProjectScopedQuerySet.as_manager()
 
     class Meta:
+        verbose_name = gettext_lazy("training run")
+        verbose_name_plural = gettext_lazy("training runs")
         ordering = ["-created"]
         constraints = [
             models.CheckConstraint(
@@ -231,12 +279,16 @@ class RunMetric(models.Model):
 class RunLog(models.Model):
     """A line of a run's log as shown on its page: ids, counts and settings, never note text."""
 
-    run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="logs")
-    level = models.CharField(max_length=10, default="info")
-    message = models.CharField(max_length=500)
-    created = models.DateTimeField(auto_now_add=True)
+    run = models.ForeignKey(
+        TrainingRun, on_delete=models.CASCADE, related_name="logs", verbose_name=gettext_lazy("training run")
+    )
+    level = models.CharField(max_length=10, default="info", verbose_name=gettext_lazy("level"))
+    message = models.CharField(max_length=500, verbose_name=gettext_lazy("message"))
+    created = models.DateTimeField(auto_now_add=True, verbose_name=gettext_lazy("created"))
 
     class Meta:
+        verbose_name = gettext_lazy("training run log line")
+        verbose_name_plural = gettext_lazy("training run log lines")
         ordering = ["run", "id"]
 
     def __str__(self):

@@ -9,6 +9,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from django.utils.translation import gettext_lazy
+
 from webapp.datasets.formats import EXPORT_BATCH, SCHEMA, DatasetFormat, ExportStopped
 
 # What the generator of each export running in this process reads, by output folder: it gets the
@@ -56,4 +58,4 @@ def rows(key: str):
         progress(counter.rows)
 
 
-FORMAT = DatasetFormat("hf", "a Hugging Face dataset", folder=folder)
+FORMAT = DatasetFormat("hf", gettext_lazy("a Hugging Face dataset"), folder=folder)
