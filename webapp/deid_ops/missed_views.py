@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 
 from ml.deid.types import TYPES
 from webapp.corpus.models import Note
+from webapp.deid import identifier_types
 from webapp.deid_ops.missed import MissedError, StaleNote, mark_missed
 from webapp.projects.roles import Capability
 from webapp.projects.scoping import get_or_404
@@ -57,11 +58,11 @@ def missed_identifier(request):
 
 
 def said(result) -> str:
-    """What the page says of a replacement: type and counts, never the value."""
+    """What the page says of a replacement: its type by its label, the counts, never the value."""
     times = ngettext("%(count)s time", "%(count)s times", result.occurrences) % {"count": result.occurrences}
     where = ngettext("%(count)s note", "%(count)s notes", result.notes) % {"count": result.notes}
     text = _("Missed identifier (%(type)s) replaced %(times)s in %(where)s") % {
-        "type": result.type,
+        "type": identifier_types.label(result.type),
         "times": times,
         "where": where,
     }

@@ -223,7 +223,14 @@ def test_an_export_folder_keeps_its_residual_scan_and_the_page_shows_it(
     audited = AuditEvent.objects.get(action=AuditEvent.Action.EXPORT)
     assert audited.details["residual"]["counts"] == {"NAME": 2, "PHONE": 2}
     html = page(client, researcher, built)
-    assert "Identifiers left (residual scan)" in html and "NAME 2 · PHONE 2" in html
+    assert (
+        "Identifiers left (residual scan)" in html
+        and (
+            '<span class="identifier-type" title="NAME">Name</span> 2 · '
+            '<span class="identifier-type" title="PHONE">Phone number</span> 2'
+        )
+        in html
+    )
 
 
 def test_an_hf_export_is_scanned_too(researcher, built, settings, tmp_path, fake_detector):

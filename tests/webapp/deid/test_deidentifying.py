@@ -167,7 +167,7 @@ def test_the_corpus_page_launches_it_and_the_job_page_follows(client_for, resear
     _run(job)
     ended = client.get(reverse("deid:job", args=[job.pk]), headers={"HX-Request": "true"})
     assert ended.status_code == 286 and "3 of 3 notes" in ended.content.decode()
-    assert "<code>NAME</code>" in ended.content.decode()
+    assert 'Name <small><code class="identifier-type">NAME</code></small>' in ended.content.decode()
     target_page = client.get(reverse("corpus:detail", args=[job.target_id])).content.decode()
     assert "De-identified" in target_page and "made from" in target_page
     assert client.post(reverse("deid:job_resume", args=[job.pk])).status_code == 302  # refused: it is done

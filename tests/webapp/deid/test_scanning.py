@@ -216,7 +216,7 @@ def test_the_corpus_page_launches_a_scan_and_shows_its_counts(client, ward, rese
     assert poll.status_code == 286  # the poll ends with the scan
     html = client.get(url).content.decode()
     for kind, n in EXPECTED.items():
-        assert f'<td><code>{kind}</code></td><td class="num">{n}</td>' in html
+        assert f'<code class="identifier-type">{kind}</code></small></td><td class="num">{n}</td>' in html
     assert "3 notes scanned" in html and "2 with identifiers" in html and "Scan again" in html
     no_identifier_in(html.split('id="deid-gate-card"')[1].split("</section>")[0])
 
@@ -225,7 +225,8 @@ def test_a_clinician_sees_the_counts_but_cannot_launch(client, ward, clinician, 
     scanning.run(claimed(launched(ward, researcher)))
     client.force_login(clinician)
     html = client.get(reverse("corpus:detail", args=[ward.pk])).content.decode()
-    assert "<td><code>PHONE</code></td>" in html and "Scan again" not in html
+    assert '<td>Phone number <small><code class="identifier-type">PHONE</code></small></td>' in html
+    assert "Scan again" not in html
     assert client.post(reverse("deid:corpus_scan", args=[ward.pk])).status_code == 403
     assert DeidJob.objects.count() == 1
 
