@@ -3,7 +3,7 @@ from django.utils.translation import gettext_lazy as _
 
 from webapp.api.models import ApiToken
 from webapp.api.tokens import MAX_DAYS
-from webapp.integrations import webhooks
+from webapp.integrations import delivery_text, webhooks
 from webapp.integrations.models import Webhook
 from webapp.lib.outbound import OutboundRefused
 
@@ -43,10 +43,11 @@ class WebhookForm(forms.Form):
     )
 
     def clean_url(self):
-        """The outbound policy, checked now (and again before every delivery)."""
+        """The outbound policy, checked now (and again before every delivery); its refusal in the
+        reader's language."""
         url = self.cleaned_data["url"]
         try:
             webhooks.check_url(url)
         except OutboundRefused as exc:
-            raise forms.ValidationError(str(exc), code="outbound") from None
+            raise forms.ValidationError(delivery_text.shown(str(exc)), code="outbound") from None
         return url

@@ -23,6 +23,10 @@ recovery sweeper every worker runs (webapp.lifecycle.recovery, `send_due`) queue
 that has no live message: a retry, one whose message was lost with Redis, one whose worker was
 killed mid-attempt (its claim expires). A duplicate message finds the row claimed or no longer
 due and does nothing.
+
+A delivery's `error` is English (the API reads it as stored): the templates below and the outbound
+policy's (webapp.lib.outbound), shown on the webhooks page in the reader's language
+(webapp.integrations.delivery_text); an exception's own words stay as they are.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from webapp.integrations.models import Webhook, WebhookDelivery
 from webapp.lib import outbound
@@ -46,6 +51,13 @@ log = logging.getLogger(__name__)
 TASK = "workers.webhooks.deliver"
 BATCH = 500  # deliveries queued per sweep (a later sweep takes the rest)
 Status = WebhookDelivery.Status
+
+# a delivery's error
+SWITCHED_OFF = gettext_noop("Stopped: the webhook was switched off.")
+REFUSED = gettext_noop("Refused by the outbound policy: %(reason)s")
+REDIRECT = gettext_noop("HTTP %(code)s: a redirect, not followed")
+HTTP_STATUS = "HTTP %(code)s"  # another answer than 2xx or 3xx: the same in every language
+NOT_SENT = "%(type)s: %(reason)s"  # the connection failed: the exception's type and its words
 
 
 def backoff_seconds() -> float:
@@ -110,7 +122,7 @@ def switch(webhook: Webhook, active: bool) -> int:
     if active:
         return 0
     return WebhookDelivery.objects.filter(webhook=webhook, status=Status.PENDING).update(
-        status=Status.FAILED, due=None, sent=None, error="Stopped: the webhook was switched off."
+        status=Status.FAILED, due=None, sent=None, error=SWITCHED_OFF
     )
 
 
@@ -138,7 +150,7 @@ def attempt(delivery_id: int) -> float | None:
     except outbound.HostUnresolved as exc:  # the name server may answer again later
         return _record(delivery, None, str(exc))
     except outbound.OutboundRefused as exc:
-        return _record(delivery, None, f"Refused by the outbound policy: {exc}", final=True)
+        return _record(delivery, None, REFUSED % {"reason": exc}, final=True)
     body = body_of(delivery)
     headers = {
         "Content-Type": "application/json",
@@ -150,10 +162,10 @@ def attempt(delivery_id: int) -> float | None:
     try:
         code = outbound.post(destination, body, headers, timeout=settings.WEBHOOK_TIMEOUT_SECONDS)
     except OSError as exc:
-        return _record(delivery, None, f"{type(exc).__name__}: {exc}")
+        return _record(delivery, None, NOT_SENT % {"type": type(exc).__name__, "reason": exc})
     if 300 <= code < 400:
-        return _record(delivery, code, f"HTTP {code}: a redirect, not followed")
-    return _record(delivery, code, "" if 200 <= code < 300 else f"HTTP {code}")
+        return _record(delivery, code, REDIRECT % {"code": code})
+    return _record(delivery, code, "" if 200 <= code < 300 else HTTP_STATUS % {"code": code})
 
 
 def send_due(now=None) -> list[int]:

@@ -11,7 +11,10 @@ so a DNS answer that changes between the check and the connection (DNS rebinding
 nothing new. HTTPS still verifies the certificate against the host name (SNI). Redirects are
 never followed: `post()` returns the 3xx status and the caller decides what it means.
 
-No Django here (webapp.lib): the caller passes the allowed networks.
+No Django here (webapp.lib): the caller passes the allowed networks. A refusal's words are the
+English templates below, formatted with their values (a host, an address, an error's type): a
+delivery stores them as they are and a page shows them in its reader's language
+(webapp.integrations.delivery_text).
 """
 
 from __future__ import annotations
@@ -23,8 +26,36 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from webapp.lib import known_text
+from webapp.lib.messages import gettext_noop
+
 SCHEMES = {"http": 80, "https": 443}
 MAX_ANSWER_BYTES = 64 * 1024  # read (and drop) at most this much of an answer's body
+
+# what a refusal says (OutboundRefused's message), and post()'s own OSError texts
+UNREADABLE = gettext_noop("This URL cannot be read (%(reason)s).")
+NOT_HTTP = gettext_noop("Only http and https URLs are allowed, not %(scheme)s.")
+NO_SCHEME = gettext_noop("a URL without a scheme")
+CREDENTIALS = gettext_noop("A URL may not carry a user name or password; the body is signed instead.")
+NO_HOST = gettext_noop("The URL names no host.")
+UNRESOLVED = gettext_noop("The host %(host)s could not be resolved (%(type)s).")
+NO_ADDRESS = gettext_noop("The host %(host)s has no address.")
+NOT_PUBLIC = gettext_noop(
+    "%(named)s is a %(kind)s address: the server only calls public addresses "
+    "(an administrator may allow a network with OUTBOUND_ALLOWED_NETWORKS)."
+)
+BAD_ANSWER = gettext_noop("bad answer (%(type)s)")
+NOTHING_TO_CONNECT = gettext_noop("no address to connect to")
+# the kinds of address NOT_PUBLIC names, in the order they are told apart
+KINDS = (
+    ("is_unspecified", known_text.pgettext("address kind", "unspecified")),
+    ("is_loopback", known_text.pgettext("address kind", "loopback")),
+    ("is_link_local", known_text.pgettext("address kind", "link-local")),
+    ("is_multicast", known_text.pgettext("address kind", "multicast")),
+    ("is_private", known_text.pgettext("address kind", "private")),
+    ("is_reserved", known_text.pgettext("address kind", "reserved")),
+)
+NON_PUBLIC = known_text.pgettext("address kind", "non-public")
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -88,15 +119,15 @@ def check(url: str, allowed: tuple[Network, ...] = ()) -> Destination:
         parts = urlsplit(url.strip())
         port = parts.port
     except ValueError as exc:
-        raise OutboundRefused(f"This URL cannot be read ({exc}).") from None
+        raise OutboundRefused(UNREADABLE % {"reason": exc}) from None
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
-        raise OutboundRefused(f"Only http and https URLs are allowed, not {scheme or 'a URL without a scheme'}.")
+        raise OutboundRefused(NOT_HTTP % {"scheme": scheme or NO_SCHEME})
     if parts.username is not None or parts.password is not None:
-        raise OutboundRefused("A URL may not carry a user name or password; the body is signed instead.")
+        raise OutboundRefused(CREDENTIALS)
     host = parts.hostname
     if not host:
-        raise OutboundRefused("The URL names no host.")
+        raise OutboundRefused(NO_HOST)
     port = port or SCHEMES[scheme]
     try:
         addresses = [str(ipaddress.ip_address(host))]
@@ -104,17 +135,14 @@ def check(url: str, allowed: tuple[Network, ...] = ()) -> Destination:
         try:
             addresses = resolve(host, port)
         except (OSError, UnicodeError) as exc:
-            raise HostUnresolved(f"The host {host} could not be resolved ({type(exc).__name__}).") from None
+            raise HostUnresolved(UNRESOLVED % {"host": host, "type": type(exc).__name__}) from None
     if not addresses:
-        raise HostUnresolved(f"The host {host} has no address.")
+        raise HostUnresolved(NO_ADDRESS % {"host": host})
     for address in addresses:
         kind = why_forbidden(address, allowed)
         if kind:
             named = host if host == address else f"{host} ({address})"
-            raise OutboundRefused(
-                f"{named} is a {kind} address: the server only calls public addresses "
-                "(an administrator may allow a network with OUTBOUND_ALLOWED_NETWORKS)."
-            )
+            raise OutboundRefused(NOT_PUBLIC % {"named": named, "kind": kind})
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return Destination(scheme, host, port, target, tuple(addresses))
 
@@ -138,10 +166,10 @@ def post(destination: Destination, body: bytes, headers: dict[str, str], timeout
             response.read(MAX_ANSWER_BYTES)
             return response.status
         except http.client.HTTPException as exc:  # a malformed answer
-            raise OSError(f"bad answer ({type(exc).__name__})") from None
+            raise OSError(BAD_ANSWER % {"type": type(exc).__name__}) from None
         finally:
             connection.close()
-    raise error or OSError("no address to connect to")
+    raise error or OSError(NOTHING_TO_CONNECT)
 
 
 # ---------------------------------------------------------------- internals
@@ -160,17 +188,10 @@ def _embedded_ipv4(ip: Address) -> ipaddress.IPv4Address | None:
 
 
 def _kind_of_non_public(ip: Address) -> str:
-    for attribute, kind in (
-        ("is_unspecified", "unspecified"),
-        ("is_loopback", "loopback"),
-        ("is_link_local", "link-local"),
-        ("is_multicast", "multicast"),
-        ("is_private", "private"),
-        ("is_reserved", "reserved"),
-    ):
+    for attribute, kind in KINDS:
         if getattr(ip, attribute):
-            return kind
-    return "" if ip.is_global else "non-public"
+            return kind.template
+    return "" if ip.is_global else NON_PUBLIC.template
 
 
 def _connection(destination: Destination, address: str, timeout: float) -> http.client.HTTPConnection:
