@@ -12,8 +12,9 @@ filled in, so the stored configuration is complete:
 
 The ml.training configs carry the paper's values as defaults; the small option classes below
 are the web app's own. `build_config(kind, overrides)` returns the full config and a dict of
-problems ({"train.lr": "The learning rate must be greater than 0."}); nothing is launched
-while there is one.
+problems ({"train.lr": "The learning rate must be greater than 0."}), in the reader's language
+(a refusal of ml.training's configs too: webapp.training.refusal_text); nothing is launched while
+there is one.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ import typing
 from dataclasses import dataclass
 
 from django.utils.formats import number_format
-from django.utils.translation import gettext, gettext_lazy, pgettext_lazy
+from django.utils.translation import gettext, gettext_lazy, ngettext, pgettext_lazy
 
+from webapp.training import refusal_text
 from webapp.training.models import RunKind
 
 
@@ -178,16 +180,18 @@ def build_config(kind: str, overrides: dict | None = None) -> tuple[dict, dict[s
     overrides = overrides or {}
     problems: dict[str, str] = {}
     if not isinstance(overrides, dict):
-        return {}, {"config": 'The configuration must be an object of sections, e.g. {"train": {"lr": 4e-5}}.'}
+        return {}, {"config": gettext('The configuration must be an object of sections, e.g. {"train": {"lr": 4e-5}}.')}
     for name in sorted(set(overrides) - set(classes)):
-        problems[name] = (
-            f"Unknown section {name!r} for a {RunKind(kind).label} run; its sections are {', '.join(classes)}."
-        )
+        problems[name] = gettext("Unknown section %(section)s for a %(kind)s run; its sections are %(sections)s.") % {
+            "section": repr(name),
+            "kind": RunKind(kind).label,
+            "sections": ", ".join(classes),
+        }
     config = {}
     for name, cls in classes.items():
         values = overrides.get(name) or {}
         if not isinstance(values, dict):
-            problems[name] = f"Section {name!r} must be an object of settings."
+            problems[name] = gettext("Section %(section)s must be an object of settings.") % {"section": repr(name)}
             continue
         section, section_problems = _section(name, cls, values)
         problems.update(section_problems)
@@ -225,7 +229,9 @@ def _section(name: str, cls, values: dict) -> tuple[dict, dict[str, str]]:
     problems = {}
     types = field_types(cls)
     for key in sorted(set(values) - set(types)):
-        problems[f"{name}.{key}"] = f"Unknown setting {key!r} in section {name!r}; its settings are {', '.join(types)}."
+        problems[f"{name}.{key}"] = gettext(
+            "Unknown setting %(setting)s in section %(section)s; its settings are %(settings)s."
+        ) % {"setting": repr(key), "section": repr(name), "settings": ", ".join(types)}
     clean = {}
     for key, value in values.items():
         if key not in types:
@@ -248,8 +254,11 @@ def _section(name: str, cls, values: dict) -> tuple[dict, dict[str, str]]:
         return merged, problems
     try:
         instance = cls.from_dict(clean) if hasattr(cls, "from_dict") else cls(**clean)
-    except (TypeError, ValueError) as exc:
-        return merged, {name: f"Section {name!r}: {exc}"}
+    except (TypeError, ValueError) as exc:  # ml.training's refusal, shown in the reader's language
+        return merged, {
+            name: gettext("Section %(section)s: %(reason)s")
+            % {"section": repr(name), "reason": refusal_text.shown(str(exc))}
+        }
     return dataclasses.asdict(instance), {}
 
 
@@ -359,15 +368,19 @@ def _cross_checks(config: dict) -> dict[str, str]:
     problems = {}
     train = config.get("train")
     if train and train["micro_batch_size"] >= 1 and train["effective_batch_size"] % train["micro_batch_size"]:
-        problems["train.effective_batch_size"] = (
-            f"The effective batch size ({train['effective_batch_size']}) must be a multiple of the micro-batch "
-            f"size ({train['micro_batch_size']}): each optimizer step accumulates whole micro-batches."
-        )
+        problems["train.effective_batch_size"] = gettext(
+            "The effective batch size (%(effective)s) must be a multiple of the micro-batch size (%(micro)s): each "
+            "optimizer step accumulates whole micro-batches."
+        ) % {"effective": train["effective_batch_size"], "micro": train["micro_batch_size"]}
     if train and train.get("cpu_offload") and train.get("sharding") != "fsdp":
-        problems["train.cpu_offload"] = "CPU offload keeps FSDP's shards in host memory: set the sharding to fsdp."
+        problems["train.cpu_offload"] = gettext(
+            "CPU offload keeps FSDP's shards in host memory: set the sharding to fsdp."
+        )
     prompting = config.get("prompting")
     if prompting and prompting.get("shots") == 0 and prompting.get("variants", 0) > ZERO_SHOT_PROMPTS:
-        problems["prompting.variants"] = (
-            f"0-shot prompting has {ZERO_SHOT_PROMPTS} system prompts, so at most {ZERO_SHOT_PROMPTS} variants."
-        )
+        problems["prompting.variants"] = ngettext(
+            "0-shot prompting has %(prompts)s system prompt, so at most %(prompts)s variant.",
+            "0-shot prompting has %(prompts)s system prompts, so at most %(prompts)s variants.",
+            ZERO_SHOT_PROMPTS,
+        ) % {"prompts": ZERO_SHOT_PROMPTS}
     return problems

@@ -2,9 +2,10 @@
 management commands read them as written) and shown on the run's page in the reader's language
 (webapp.lib.known_text): the webapp's writers format the templates below, so what is stored and
 what is recognised cannot drift apart; the texts other layers write (ml.training's progress
-messages and errors, webapp.lifecycle's recovery and retries, workers.runner) are listed as they
-write them. Ids, counts, steps, names, versions and an exception's own words stay as stored; a line
-no template matches (an old row, an error of ml in its own words) is shown as stored.
+messages, webapp.lifecycle's recovery and retries, workers.runner) are listed as they write them,
+ml.training's refusals in webapp.training.refusal_text. Ids, counts, steps, names, versions and an
+exception's own words stay as stored; a line no template matches (an old row, an error of ml in its
+own words) is shown as stored.
 """
 
 from functools import cache
@@ -15,6 +16,7 @@ from django.utils.translation import gettext_noop
 from webapp.lib import known_text
 from webapp.lib.known_text import Known, KnownTexts
 from webapp.lifecycle import said
+from webapp.training import refusal_text
 
 # ---------------------------------------------------------------- written by webapp.training
 
@@ -122,7 +124,8 @@ SHOTS = gettext_noop("%(shots)s-shot prompting")
 
 # ---------------------------------------------------------------- written by other layers, as they write them
 
-# ml.training's progress messages (ml/training/loop.py, heads.py) and errors (loop.py, encoding.py)
+# ml.training's progress messages (ml/training/loop.py, heads.py); its refusals (the errors it raises)
+# are webapp.training.refusal_text's
 ML = (
     gettext_noop("started"),
     gettext_noop("finished"),
@@ -135,12 +138,6 @@ ML = (
         "%(truncated)s of %(pairs)s examples cut to %(max_length)s tokens, %(dropped)s dropped (the answer alone "
         "does not fit, or the mask could not be kept)"
     ),
-    gettext_noop(
-        "no training example: %(pairs)s pairs given, %(dropped)s do not fit max_length (%(max_length)s tokens) "
-        "even with the prompt cut"
-    ),
-    gettext_noop("the prompt template alone is longer than max_length (%(max_length)s)"),
-    gettext_noop("%(folder)s was written for other training data; use resume=False to start over"),
 )
 # webapp.lifecycle (recovery, ended) and workers.runner: why a run waited, or failed
 LIFECYCLE = (
@@ -200,6 +197,7 @@ def texts() -> KnownTexts:
             LAUNCH_EXIT,
             *LIFECYCLE,
             *ML,
+            *refusal_text.REFUSALS,
             *PHASE_CODES,
             Known(CONTINUING, words=("phase",)),
             Known(EVENT_AT, words=("phase", "event")),

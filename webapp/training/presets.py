@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from webapp.training.configs import build_config
@@ -124,4 +125,7 @@ def get(key: str) -> Preset:
     try:
         return PRESETS[key]
     except KeyError:
-        raise ValueError(f"Unknown preset {key!r}; the presets are {', '.join(PRESETS)}.") from None
+        raise ValueError(
+            gettext("Unknown preset %(preset)s; the presets are %(presets)s.")
+            % {"preset": repr(key), "presets": ", ".join(PRESETS)}
+        ) from None
