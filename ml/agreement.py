@@ -29,6 +29,10 @@ resamples holds at most RESAMPLE_BLOCK weight cells, which bounds memory.
 `reviewer_accuracy`: each reviewer against the consensus of the OTHER reviewers (the strict
 majority label of the others on the item; items where the others tie are not counted), so a
 reviewer never agrees with a consensus they made.
+
+The diagnostics are English sentences formatted from TEMPLATES (`%(name)s` placeholders; a
+reviewer's name and a label quoted as repr, counts and shares as written): the web app shows them
+in its reader's language by matching these templates (webapp.review.agreement_text lists them).
 """
 
 from __future__ import annotations
@@ -43,6 +47,32 @@ from scipy import sparse
 
 #: Weight cells (resamples x items) drawn per block of the bootstrap (float64: 16 MB).
 RESAMPLE_BLOCK = 2_000_000
+
+# The diagnostics' words (module doc); change one here, change it in webapp.review.agreement_text.
+NO_PAIRABLE = "No item was judged by two or more reviewers: agreement is undefined."
+FEW_ITEMS = (
+    "Only %(items)s items were judged by two or more reviewers (fewer than %(least)s): the intervals are wide "
+    "and one item can move a coefficient."
+)
+ONE_LABEL = (
+    "Every judgement is %(label)s: there is no variation to agree on, so %(undefined)s is undefined and only "
+    "observed agreement means anything."
+)
+ONE_LABEL_MANY = (
+    "Every judgement is %(label)s: there is no variation to agree on, so %(undefined)s are undefined and only "
+    "observed agreement means anything."
+)
+NO_COEFFICIENT = "no coefficient"
+AND = "%(first)s and %(last)s"
+SKEWED = (
+    "%(label)s is %(share)s of the judgements (above %(skew)s): kappa and alpha fall toward 0 on such skewed "
+    "labels even when reviewers agree (the kappa paradox); read AC1 and observed agreement beside them."
+)
+FEW_JUDGEMENTS = (
+    "Reviewer %(reviewer)s made %(judgements)s judgements (fewer than %(least)s): the kappas of their pairs rest "
+    "on few items."
+)
+TEMPLATES = (NO_PAIRABLE, FEW_ITEMS, ONE_LABEL, ONE_LABEL_MANY, NO_COEFFICIENT, AND, SKEWED, FEW_JUDGEMENTS)
 
 
 @dataclass(frozen=True)
@@ -161,40 +191,32 @@ def diagnostics(result: Agreement, settings: AgreementSettings = AgreementSettin
     out = []
     used = {label: n for label, n in result.labels.items() if n}
     if result.pairable_items == 0:
-        out.append("No item was judged by two or more reviewers: agreement is undefined.")
+        out.append(NO_PAIRABLE)
     elif result.pairable_items < settings.min_items:
-        out.append(
-            f"Only {result.pairable_items} items were judged by two or more reviewers (fewer than "
-            f"{settings.min_items}): the intervals are wide and one item can move a coefficient."
-        )
+        out.append(FEW_ITEMS % {"items": result.pairable_items, "least": settings.min_items})
     if len(used) == 1:
         (label,) = used
         undefined = [name for name in ("alpha", "kappa", "AC1") if math.isnan(getattr(result, name.lower()))]
-        out.append(
-            f"Every judgement is {label!r}: there is no variation to agree on, so "
-            f"{_and(undefined) or 'no coefficient'} {'is' if len(undefined) == 1 else 'are'} "
-            "undefined and only observed agreement means anything."
-        )
+        template = ONE_LABEL if len(undefined) == 1 else ONE_LABEL_MANY
+        out.append(template % {"label": repr(label), "undefined": _and(undefined) or NO_COEFFICIENT})
     elif result.judgements:
         label, n = max(used.items(), key=lambda kv: kv[1])
         share = n / result.judgements
         if share > settings.skew:
-            out.append(
-                f"{label!r} is {share:.0%} of the judgements (above {settings.skew:.0%}): kappa and "
-                "alpha fall toward 0 on such skewed labels even when reviewers agree (the kappa "
-                "paradox); read AC1 and observed agreement beside them."
-            )
+            out.append(SKEWED % {"label": repr(label), "share": f"{share:.0%}", "skew": f"{settings.skew:.0%}"})
     for acc in result.reviewer_accuracy:
         if acc.judgements < settings.min_judgements:
             out.append(
-                f"Reviewer {acc.reviewer!r} made {acc.judgements} judgements (fewer than "
-                f"{settings.min_judgements}): the kappas of their pairs rest on few items."
+                FEW_JUDGEMENTS
+                % {"reviewer": repr(acc.reviewer), "judgements": acc.judgements, "least": settings.min_judgements}
             )
     return out
 
 
 def _and(words: list[str]) -> str:
-    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 2 else words)
+    if len(words) < 2:
+        return "".join(words)
+    return AND % {"first": ", ".join(words[:-1]), "last": words[-1]}
 
 
 class _Parts:

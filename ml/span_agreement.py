@@ -30,6 +30,10 @@ Every figure is a ratio of sums over documents, so the bootstrap draws documents
 replacement (numpy Generator seeded by `seed`) and a block of resamples is one matrix product
 of the draw counts with the per-document sums; resamples where a figure is undefined are
 ignored. Memory: the per-document sums (documents x (labels + 1) x 3) and one block of weights.
+
+The diagnostics are English sentences formatted from TEMPLATES (`%(name)s` placeholders; a label
+and an annotator quoted as repr, counts as written): the web app shows them in its reader's
+language by matching these templates (webapp.review.agreement_text lists them).
 """
 
 from __future__ import annotations
@@ -46,6 +50,48 @@ import numpy as np
 TOKEN = re.compile(r"\w+|[^\w\s]")
 NONE = "O"  # an annotator's value on a token no span of theirs covers
 RESAMPLE_BLOCK = 2_000_000  # weight cells (resamples x documents) per block of the bootstrap
+
+# The diagnostics' words (module doc); change one here, change it in webapp.review.agreement_text.
+NO_PAIRED = "No document was annotated by two or more annotators: agreement is undefined."
+FEW_DOCUMENTS = (
+    "Only %(documents)s documents were annotated by two or more annotators (fewer than %(least)s): the intervals "
+    "are wide and one document can move a figure."
+)
+RARE_LABEL = (
+    "Label %(label)s has %(spans)s span (fewer than %(least)s): too rare to measure; its F1 and alpha are hints, "
+    "not figures to quote."
+)
+RARE_LABEL_MANY = (
+    "Label %(label)s has %(spans)s spans (fewer than %(least)s): too rare to measure; its F1 and alpha are hints, "
+    "not figures to quote."
+)
+LABEL_EVERYWHERE = (
+    "Label %(label)s covers every token of the documents two or more annotators annotated for it, in every "
+    "annotator's spans: no token says it apart, its alpha is undefined."
+)
+LABEL_NOWHERE = (
+    "Label %(label)s covers no token of the documents two or more annotators annotated for it: its alpha is undefined."
+)
+NO_SPAN = (
+    "Annotator %(annotator)s marked no span: every span of the others counts as missed by them; check that their "
+    "file was complete before reading their pairs."
+)
+ALONE = "Annotator %(annotator)s shares no document with another annotator: not compared."
+UNTEXTED = (
+    "%(untexted)s of %(documents)s documents came without their text: alpha counts their characters up to the "
+    "last span's end instead of tokens."
+)
+TEMPLATES = (
+    NO_PAIRED,
+    FEW_DOCUMENTS,
+    RARE_LABEL,
+    RARE_LABEL_MANY,
+    LABEL_EVERYWHERE,
+    LABEL_NOWHERE,
+    NO_SPAN,
+    ALONE,
+    UNTEXTED,
+)
 
 
 @dataclass(frozen=True)
@@ -351,46 +397,26 @@ def diagnostics(
     annotator gave to every token their alpha counts (undefined too, for the opposite reason)."""
     out = []
     if result.paired_documents == 0:
-        out.append("No document was annotated by two or more annotators: agreement is undefined.")
+        out.append(NO_PAIRED)
     elif result.paired_documents < settings.min_documents:
-        out.append(
-            f"Only {result.paired_documents} documents were annotated by two or more annotators (fewer than "
-            f"{settings.min_documents}): the intervals are wide and one document can move a figure."
-        )
+        out.append(FEW_DOCUMENTS % {"documents": result.paired_documents, "least": settings.min_documents})
     for label, n in result.spans_per_label.items():
         if n < settings.min_label_spans:
-            out.append(
-                f"Label {label!r} has {n} span{'s' if n != 1 else ''} (fewer than {settings.min_label_spans}): "
-                "too rare to measure; its F1 and alpha are hints, not figures to quote."
-            )
+            template = RARE_LABEL if n == 1 else RARE_LABEL_MANY
+            out.append(template % {"label": repr(label), "spans": n, "least": settings.min_label_spans})
         figures = result.per_label.get(label)
         if figures is not None and result.paired_documents and math.isnan(figures.alpha_tokens):
-            if label in everywhere:
-                out.append(
-                    f"Label {label!r} covers every token of the documents two or more annotators annotated for "
-                    "it, in every annotator's spans: no token says it apart, its alpha is undefined."
-                )
-                continue
-            out.append(
-                f"Label {label!r} covers no token of the documents two or more annotators annotated for it: "
-                "its alpha is undefined."
-            )
+            out.append((LABEL_EVERYWHERE if label in everywhere else LABEL_NOWHERE) % {"label": repr(label)})
     for annotator, n in result.spans_per_annotator.items():
         if n == 0:
-            out.append(
-                f"Annotator {annotator!r} marked no span: every span of the others counts as missed by them; "
-                "check that their file was complete before reading their pairs."
-            )
+            out.append(NO_SPAN % {"annotator": repr(annotator)})
     if who is not None:
         shared = {a for names in who.values() if len(names) >= 2 for a in names}
         for annotator in result.spans_per_annotator:
             if annotator not in shared:
-                out.append(f"Annotator {annotator!r} shares no document with another annotator: not compared.")
+                out.append(ALONE % {"annotator": repr(annotator)})
     if untexted and result.paired_documents:
-        out.append(
-            f"{untexted} of {result.paired_documents} documents came without their text: alpha counts their "
-            "characters up to the last span's end instead of tokens."
-        )
+        out.append(UNTEXTED % {"untexted": untexted, "documents": result.paired_documents})
     return out
 
 
