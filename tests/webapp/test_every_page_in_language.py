@@ -50,9 +50,9 @@ SKIPPED = {
     "training:run_metrics": "JSON for the run page's chart",
     "training:run_predictions": "a file download",
     "api:*": "the REST API: JSON read by programs, English by design (docs/api.md)",
-    # its own strings come with Django's catalogs; the models' and fields' names it shows have no
-    # verbose_name to translate yet (a migration per app): not walked until they do
-    "admin:*": "Django's admin, for site admins; model and field names not translated yet",
+    # its own strings come with Django's catalogs, the models' and fields' names with ours
+    # (tests/webapp/test_admin_in_language.py); the fields' help texts, written for operators, are English
+    "admin:*": "Django's admin, for site admins; its fields' help texts are English",
     "projects:new": POST_ONLY + " (the form is on projects:list)",
     "accounts:user_new": POST_ONLY + " (the form is on accounts:users)",
     "projects:member_add": POST_ONLY,
@@ -100,18 +100,18 @@ SKIPPED = {
 }
 ANONYMOUS = {"login", "password_reset_confirm", "password_reset_complete"}
 # A page that needs a query to show anything: its query, from the seeded ids.
-QUERIES = {"training:diff": "?a={run_id}&b={other_run_id}", "training:compare": "?runs={run_id}&runs={other_run_id}"}
+QUERIES = {"training:diff": "?a={run_id}&b={other_run_id}", "training:compare": "?{compared}"}
 
 # Words a page rightly shows in every language, beyond tests/browser/language.py's: names of
 # tools and formats, and terms the field keeps in English.
 NAMES = frozenset(
     """doccano gzip unicode markdown python spacy transformers parkinson crohn adamw captum inception webanno
-    uima slug shot shots tuning epsilon dropout checkpoint checkpointing fsdp tokenizer""".split()
+    uima slug shot shots tuning epsilon dropout checkpoint checkpointing fsdp tokenizer bootstrap""".split()
 )
 # Phrases shown as they are: a tool's name, the keys and columns a file must spell as given, a
 # regular expression.
 AS_THEY_ARE = re.compile(
-    r"Label Studio|JSON Lines|byte order mark|\(note_id, task, label, evidence\)|\bid, text\b|\\\w+"
+    r"Label Studio|JSON Lines|byte order mark|\(note_id, task, label, evidence\)|\bid, text\b|\bp-value\b|\\\w+"
 )
 # A word with a digit is a code: zero2, bf16, fp32.
 WITH_DIGITS = re.compile(r"\b\w*\d\w*\b")
@@ -119,7 +119,7 @@ WITH_DIGITS = re.compile(r"\b\w*\d\w*\b")
 # so the word finder does not count them as the language's (tests/browser/language.py, catalog_words).
 # "0 bytes" is Django's own Italian (filesizeformat).
 LOANWORDS = {
-    "it": frozenset("link provider server script bytes complete candidate background".split()),
+    "it": frozenset("link provider server script bytes complete candidate background percentile multi".split()),
     "es": frozenset(
         """local webhook webhooks inclusive residual detector original feature editable hash script regular
         hospital""".split()
@@ -286,7 +286,7 @@ def seed(walker) -> dict:
     from webapp.erasure.models import ErasureRequest
     from webapp.evaluation.models import RelevanceEvaluation
     from webapp.integrations.models import Webhook, WebhookDelivery
-    from webapp.pipeline.models import MapImportJob, PeakProfile, RelevanceJob
+    from webapp.pipeline.models import MapImportJob, ModelVersion, PeakProfile, RelevanceJob
     from webapp.projects.models import Membership, Project
     from webapp.review.models import AddedSpan, ReviewRound, ValidationSet
     from webapp.training import log_text
@@ -378,6 +378,7 @@ def seed(walker) -> dict:
     record(walker, AuditEvent.Action.REVIEW_DECISION, notes[0], decision="accept")
     record(walker, AuditEvent.Action.IMPORT_NOTES, ward, count=3)
     record(walker, AuditEvent.Action.LAUNCH_JOB, failed_job)
+    compared = evaluated_runs(world, walker)
     token = default_token_generator.make_token(walker)
     ids = {
         "corpus_id": ward.pk,
@@ -395,6 +396,7 @@ def seed(walker) -> dict:
         "round_id": review_round.pk,
         "run_id": failed_run.pk,
         "other_run_id": world.run.pk,
+        "compared": "&".join(f"runs={pk}" for pk in [*compared, failed_run.pk]),
         "erasure_id": erasure.pk,
         "span_id": span.pk,
         "slug": project.slug,
@@ -409,7 +411,58 @@ def seed(walker) -> dict:
     names += TaskGuideline.objects.values_list("text", flat=True)
     names += Annotation.objects.values_list("annotator_name", flat=True)
     names += [prompts.EN, prompts.IT, prompts.ES]  # the prompt templates, shown as they are sent
+    names += ModelVersion.objects.values_list("name", flat=True)
     return {"ids": ids, "data": language.data_words(*names)}
+
+
+def evaluated_runs(world, user) -> list[int]:
+    """Finished, evaluated runs of every kind the comparison tables name, so that Tables 2, 3 and 4
+    and the paired differences have rows: CH on the base model (the world's, with its test
+    predictions) and on its DSM model (the same predictions: paired, too few items for a CI), SFT
+    with no stored predictions (not paired), 2-shot prompting, self-learning, and CH on the SFT
+    run's model (a system the paper does not list). Returns their ids."""
+    from webapp.pipeline.models import ModelVersion
+    from webapp.training.models import LabeledSplit, RunPrediction, TrainingRun
+
+    split = LabeledSplit.objects.get(corpus=world.ward)
+    ModelVersion.objects.filter(pk=world.trained.pk).update(parent=world.base)  # made by the world's DSM run
+
+    def results(estimate):
+        return {
+            "macro_f1": {"estimate": estimate, "low": estimate - 0.05, "high": estimate + 0.05},
+            "per_task": {"e-heart": estimate, "e-pacemaker": estimate - 0.1},
+            "held_out": {"tasks": ["e-pacemaker"], "macro_f1": {"estimate": estimate - 0.1}},
+            "n_test": 3,
+        }
+
+    def run(kind, model, estimate, **fields):
+        return TrainingRun.objects.create(
+            kind=kind,
+            model_version=model,
+            split=split,
+            status="done",
+            results=results(estimate),
+            macro_f1=estimate,
+            created_by=user,
+            **fields,
+        )
+
+    base_ch = TrainingRun.objects.get(kind="heads", split=split)
+    TrainingRun.objects.filter(pk=base_ch.pk).update(results=results(0.6), macro_f1=0.6)
+    dsm_ch = run("heads", world.trained, 0.7)
+    RunPrediction.objects.bulk_create(
+        RunPrediction(run=dsm_ch, note_id=p.note_id, task_id=p.task_id, gold=p.gold, predicted="n")
+        for p in base_ch.predictions.all()
+    )
+    sft = run("sft", world.base, 0.65)
+    sft_model = ModelVersion.objects.create(name="tiny-sft", family="llama", path="trained/tiny-sft", parent=world.base)
+    TrainingRun.objects.filter(pk=sft.pk).update(produced_model=sft_model)
+    others = [
+        run("prompting", world.base, 0.4, config={"prompting": {"shots": 2}}),
+        run("self_learning", world.base, 0.5),
+        run("heads", sft_model, 0.66),
+    ]
+    return [base_ch.pk, dsm_ch.pk, sft.pk, *(other.pk for other in others)]
 
 
 # ---------------------------------------------------------------- the walk
@@ -425,6 +478,12 @@ def test_every_page_shows_no_english_word_in_italian_and_spanish(django_user_mod
     seeded = seed(walker)
     clinician = django_user_model.objects.create_user(username="clara", password="x")
     Membership.objects.create(project=Membership.objects.get(user=walker).project, user=clinician, role="clinician")
+    # the comparison tables are walked with rows in every one of them
+    english = Client()
+    english.force_login(walker)
+    compared = english.get(reverse("training:compare") + "?" + seeded["ids"]["compared"]).context
+    assert all(compared["tables"][key].rows for key in ("2", "3", "4")), "the seed fills Tables 2, 3 and 4"
+    assert {line.paired for line in compared["paired"]} == {True, False}, "paired and not paired runs"
     routes = [(route, name) for route, name in named_routes() if not skipped(name)]
     assert len(routes) > 50, routes  # the walk reads the app's pages, not a handful
     names = {name for _route, name in named_routes()}

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.formats import number_format
+from django.utils.translation import gettext, gettext_lazy, gettext_noop
 
 from ml.metrics import PairedDiff, mean_task_f1, paired_bootstrap
 from webapp.lib import csv_export
@@ -31,28 +32,31 @@ from webapp.training import configs
 from webapp.training.models import RunKind, RunPrediction, TrainingRun
 
 ADAPTATIONS = {RunKind.SFT: "SFT", RunKind.HEADS: "CH", RunKind.SELF_LEARNING: "self-learning SFT"}
+# The labels below are English (the code and the tests key on them) and marked for translation: a
+# table shows each in the reader's language (`_system_label`, `systems`).
 ORIGIN_LABELS = {
-    "base": "base",
+    "base": gettext_noop("base"),
     "dsm": "DSM",
     "cpt": "CPT",
-    "random": "random mask",
-    "one_peak": "one peak",
+    "random": gettext_noop("random mask"),
+    "one_peak": gettext_noop("one peak"),
     "unmasked": "CPT",
-    "sft": "SFT model",
-    "self-learning": "self-learning model",
+    "sft": gettext_noop("SFT model"),
+    "self-learning": gettext_noop("self-learning model"),
 }
+ADAPTATION_LABELS = {"self-learning SFT": gettext_noop("self-learning SFT")}  # the others are names: SFT, CH, 2-shot
 TABLE4_SYSTEMS = [  # (label, origin, adaptation): the paper's Table 4 order
     ("0-shot", "base", "0-shot"),
     ("2-shot", "base", "2-shot"),
-    ("base + SFT", "base", "SFT"),
-    ("base + CH", "base", "CH"),
+    (gettext_noop("base + SFT"), "base", "SFT"),
+    (gettext_noop("base + CH"), "base", "CH"),
     ("CPT + SFT", "cpt", "SFT"),
     ("CPT + CH", "cpt", "CH"),
-    ("synthetic-label self-learning SFT", "base", "self-learning SFT"),
-    ("random mask + SFT", "random", "SFT"),
-    ("random mask + CH", "random", "CH"),
-    ("one peak + SFT", "one_peak", "SFT"),
-    ("one peak + CH", "one_peak", "CH"),
+    (gettext_noop("synthetic-label self-learning SFT"), "base", "self-learning SFT"),
+    (gettext_noop("random mask + SFT"), "random", "SFT"),
+    (gettext_noop("random mask + CH"), "random", "CH"),
+    (gettext_noop("one peak + SFT"), "one_peak", "SFT"),
+    (gettext_noop("one peak + CH"), "one_peak", "CH"),
     ("DSM + SFT", "dsm", "SFT"),
     ("DSM + CH", "dsm", "CH"),
 ]
@@ -214,7 +218,7 @@ def table3(rows: list[RunRow]) -> Table:
     ]
     out = []
     for task in tasks + [None]:
-        line = [task or "Macro F1 (held-out tasks)"]
+        line = [task or gettext("Macro F1 (held-out tasks)")]
         for base, adaptation in groups:
             pair = [cells.get((base, origin, adaptation)) for origin in ("base", "dsm")]
             if task is None:
@@ -251,10 +255,15 @@ def systems(rows: list[RunRow]) -> list[tuple[str, RunRow]]:
             row = cells.get((base, origin, adaptation))
             if row:
                 used.add((base, origin, adaptation))
-                out.append((label, row))
+                out.append((gettext(label), row))
         for key in sorted(k for k in cells if k[0] == base and k not in used):
-            out.append((f"{ORIGIN_LABELS.get(key[1], key[1])} + {key[2]}", cells[key]))
+            out.append((_origin_label(key[1], key[2]), cells[key]))
     return out
+
+
+def _origin_label(origin: str, adaptation: str) -> str:
+    """A system the paper does not list, named by its model's origin and its adaptation ("SFT model + CH")."""
+    return f"{gettext(ORIGIN_LABELS.get(origin, origin))} + {gettext(ADAPTATION_LABELS.get(adaptation, adaptation))}"
 
 
 def tables(rows: list[RunRow]) -> dict[str, Table]:
@@ -382,19 +391,24 @@ def paired_difference(
     when both were evaluated on the same split and the same test items with the same gold
     labels; else (None, why not)."""
     if reference.split_id is None or reference.split_id != other.split_id:
-        return None, (
-            f"not paired: different splits (split {_name(reference.split_id)} vs split {_name(other.split_id)})"
-        )
+        return None, gettext("not paired: different splits (split %(reference)s vs split %(other)s)") % {
+            "reference": _name(reference.split_id),
+            "other": _name(other.split_id),
+        }
     for run_id, predictions in ((reference_id, reference), (other_id, other)):
         if not predictions.items or not predictions.variants:
-            return None, f"not paired: run {_name(run_id)} has no stored test predictions"
+            return None, gettext("not paired: run %(run)s has no stored test predictions") % {"run": _name(run_id)}
         if not predictions.complete:
-            return None, f"not paired: run {_name(run_id)} has predictions missing for some items"
+            return None, gettext("not paired: run %(run)s has predictions missing for some items") % {
+                "run": _name(run_id)
+            }
     if reference.items != other.items or reference.gold != other.gold:
         shared = len(set(reference.items) & set(other.items))
-        return None, (
-            f"not paired: different test items ({len(other.items):,} vs {len(reference.items):,}, {shared:,} in common)"
-        )
+        return None, gettext("not paired: different test items (%(other)s vs %(reference)s, %(shared)s in common)") % {
+            "other": _count(len(other.items)),
+            "reference": _count(len(reference.items)),
+            "shared": _count(shared),
+        }
     result = paired_bootstrap(
         list(reference.gold),
         [list(v) for v in reference.variants],
@@ -490,12 +504,12 @@ def paired_table(paired: list[PairedRow]) -> Table:
         elif line.has_ci:
             figures, pairing = (
                 [_points(result.diff), _points(result.low), _points(result.high), result.p_value, result.n],
-                "paired",
+                gettext("paired"),
             )
         else:
             figures, pairing = (
                 [_points(result.diff), None, None, None, result.n],
-                f"paired; fewer than {MIN_PAIRED_ITEMS} items: no CI or p-value",
+                gettext("paired; fewer than %(least)s items: no CI or p-value") % {"least": MIN_PAIRED_ITEMS},
             )
         out.append(
             [
@@ -534,11 +548,16 @@ def _system_label(row: RunRow) -> str:
         (label for label, origin, adaptation in TABLE4_SYSTEMS if (origin, adaptation) == (row.origin, row.adaptation)),
         None,
     )
-    return label or f"{ORIGIN_LABELS.get(row.origin, row.origin)} + {row.adaptation}"
+    return gettext(label) if label else _origin_label(row.origin, row.adaptation)
 
 
 def _name(value) -> str:
     return "?" if value is None else str(value)
+
+
+def _count(value: int) -> str:
+    """A count with the reader's thousands separator (1,234 in English, 1.234 in Italian)."""
+    return number_format(value, force_grouping=True)
 
 
 # ------------------------------------------------------------------------ configuration diff
