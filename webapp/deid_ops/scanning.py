@@ -33,6 +33,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models.functions import Now
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
@@ -102,6 +103,11 @@ def sorted_counts(counts: Mapping) -> dict:
     return {kind: int(counts[kind]) for kind in sorted(counts) if counts[kind]}
 
 
+# why an export was not scanned (its summary's "skipped"; webapp.deid_ops.error_text shows it translated)
+NOT_MADE = gettext_noop("not scanned: the detector could not be made (%(type)s)")
+STOPPED = gettext_noop("not scanned to the end: the detector failed (%(type)s)")
+
+
 class ExportScan:
     """An export's scan as it is written: `rows(batch)` after each batch written (texts of each
     row in `fields`, the note's metadata by its id in `note_field`), `summary()` at the end. A
@@ -116,7 +122,7 @@ class ExportScan:
             self.scanner = Scanner(project, language)
         except Exception as exc:  # noqa: BLE001 - no detector here: the export goes on, unscanned
             self.scanner = None
-            self.skipped = f"not scanned: the detector could not be made ({type(exc).__name__})"
+            self.skipped = NOT_MADE % {"type": type(exc).__name__}
             log.warning(
                 "residual scan of an export: detector for language %s not made (%s)", language, type(exc).__name__
             )
@@ -128,7 +134,7 @@ class ExportScan:
             self.scanner.scan(texts, metadata)
         except Exception as exc:  # noqa: BLE001 - a scan is a report, never the export's failure
             self.scanner = None
-            self.skipped = f"not scanned to the end: the detector failed ({type(exc).__name__})"
+            self.skipped = STOPPED % {"type": type(exc).__name__}
             log.warning("residual scan of an export stopped (%s)", type(exc).__name__)
 
     def rows(self, rows: list[dict], *, corpus_id: int | None = None, fields=("input", "label")) -> None:
