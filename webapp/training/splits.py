@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 
 from django.db import transaction
 from django.db.models import Min
+from django.utils.translation import gettext, ngettext
 
 from webapp.corpus.models import Annotation, Corpus, Task
 from webapp.training.models import LabeledSplit, SplitItem
@@ -28,7 +29,7 @@ READ_BATCH = 2_000
 
 
 class SplitError(Exception):
-    """Said to the user as written."""
+    """Said to the user as written, in the active language."""
 
 
 def item_id(note_external_id: str, task_slug: str) -> str:
@@ -51,11 +52,11 @@ def get_or_create_split(
     """The stored split for (corpus, seed, ratio, tasks), made now if there is none yet.
     `tasks` (slugs) limits the items to those tasks; empty: every annotated task."""
     if not 0 < test_ratio < 1:
-        raise SplitError("The test share must be between 0 and 1 (the paper: 0.15).")
+        raise SplitError(gettext("The test share must be between 0 and 1 (the paper: 0.15)."))
     slugs = sorted(set(tasks))
     unknown = sorted(set(slugs) - set(Task.objects.filter(slug__in=slugs).values_list("slug", flat=True)))
     if unknown:
-        raise SplitError(f"Unknown task(s): {', '.join(unknown)}.")
+        raise SplitError(gettext("Unknown task(s): %(tasks)s.") % {"tasks": ", ".join(unknown)})
     slugs = slugs or _annotated_tasks(corpus)
     existing = (
         LabeledSplit.objects.select_for_update()
@@ -72,10 +73,12 @@ def _create(corpus, seed, test_ratio, slugs, actor) -> LabeledSplit:
 
     ids = gold_annotation_ids(corpus, slugs)
     if not ids:
-        raise SplitError(
-            f"Corpus {corpus.name} has no gold annotations"
-            f"{' for these tasks' if slugs else ''}: import annotations first."
+        said = (
+            gettext("Corpus %(corpus)s has no gold annotations for these tasks: import annotations first.")
+            if slugs
+            else gettext("Corpus %(corpus)s has no gold annotations: import annotations first.")
         )
+        raise SplitError(said % {"corpus": corpus.name})
     keys, items = {}, []  # item id -> annotation id; items without their note text (not needed here)
     rows = Annotation.objects.filter(pk__in=ids).values_list(
         "pk", "note__external_id", "task__slug", "task__description", "task__options", "label"
@@ -90,7 +93,14 @@ def _create(corpus, seed, test_ratio, slugs, actor) -> LabeledSplit:
         )
     train, test = split_items(items, test_ratio=test_ratio, seed=seed)
     if not train or not test:
-        raise SplitError(f"{len(keys)} gold item(s) are too few for a train/test split with test share {test_ratio:g}.")
+        raise SplitError(
+            ngettext(
+                "%(count)s gold item is too few for a train/test split with test share %(share)s.",
+                "%(count)s gold items are too few for a train/test split with test share %(share)s.",
+                len(keys),
+            )
+            % {"count": len(keys), "share": f"{test_ratio:g}"}
+        )
     split = LabeledSplit.objects.create(
         corpus=corpus,
         seed=seed,

@@ -126,3 +126,21 @@ def test_a_run_ml_refused_shows_its_error_in_the_reader_s_language(
     page = html.unescape(client.get(reverse("training:run_detail", args=[run.pk])).content.decode())
     assert f'<p class="error">{ITEM_REFUSED[lang]}</p>' in page
     assert f"</time> {ITEM_REFUSED[lang]}</li>" in page[page.index('<ol class="log">') :]
+
+
+NO_GOLD = {
+    "en": "Corpus ward has no gold annotations: import annotations first.",
+    "it": "Il corpus ward non ha annotazioni di riferimento: importate prima le annotazioni.",
+    "es": "El corpus ward no tiene anotaciones de referencia: importe primero las anotaciones.",
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "it", "es"])
+def test_a_split_s_refusal_names_the_corpus_in_the_reader_s_language(corpus, lang):
+    from webapp.corpus.models import Annotation
+    from webapp.training import splits
+
+    Annotation.objects.filter(note__corpus=corpus).delete()
+    with translation.override(lang), pytest.raises(splits.SplitError) as refused:
+        splits.get_or_create_split(corpus)
+    assert str(refused.value) == NO_GOLD[lang]
