@@ -58,16 +58,31 @@ def admin_client(client, django_user_model, settings):
 @pytest.mark.parametrize(
     ("lang", "words"),
     [
-        ("it", ["Addestramenti", "Tipo", "Stato", "Versione del modello", "Registro delle attività", "Note cliniche"]),
-        ("es", ["Entrenamientos", "Tipo", "Estado", "Versión del modelo", "Registro de auditoría", "Notas clínicas"]),
+        (
+            "it",
+            [
+                "Famiglia",
+                "Percorso",
+                "Modello di partenza",
+                "Addestramenti",
+                "Registro delle attività",
+                "Note cliniche",
+            ],
+        ),
+        ("es", ["Familia", "Ruta", "Modelo de partida", "Entrenamientos", "Registro de auditoría", "Notas clínicas"]),
     ],
 )
 def test_a_changelist_names_its_model_and_columns_in_the_readers_language(admin_client, lang, words):
-    page = admin_client.get("/admin/training/trainingrun/", HTTP_ACCEPT_LANGUAGE=lang, secure=True)
+    """The model versions' list (its columns: the fields' names) and the index (the apps' and models' names)."""
+    from webapp.pipeline.models import ModelVersion
+
+    ModelVersion.objects.create(name="tiny-base", family="llama", path="tiny-base")
+    page = admin_client.get("/admin/pipeline/modelversion/", HTTP_ACCEPT_LANGUAGE=lang, secure=True)
     assert page.status_code == 200 and page["Content-Language"] == lang
+    assert "tiny-base" in page.content.decode()  # a row, so the columns are shown
     index = admin_client.get("/admin/", HTTP_ACCEPT_LANGUAGE=lang, secure=True).content.decode()
     html = page.content.decode() + index
     missing = [word for word in words if word not in html]
     assert not missing, f"not in the {lang} admin: {missing}"
-    english = ["Training runs", "Model version", "Audit log", "Clinical notes"]
+    english = ["Family", "Parent model", "Training runs", "Audit log", "Clinical notes"]
     assert not [word for word in english if word in html]
