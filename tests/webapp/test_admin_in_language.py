@@ -1,6 +1,7 @@
 """Django's admin speaks the reader's language too: every model it lists names itself, its plural and
 each of its fields with a translatable verbose name (Django translates the admin's own words), so an
-Italian or Spanish site admin reads the app's names in their language."""
+Italian or Spanish site admin reads the app's names in their language; the fields' help texts are
+translatable too."""
 
 import pytest
 from django.contrib import admin
@@ -23,12 +24,15 @@ def test_the_admin_lists_the_apps_models():
 
 @pytest.mark.parametrize("model", ADMIN_MODELS + INLINE_MODELS, ids=lambda model: model._meta.label)
 def test_every_admin_model_and_field_has_a_translatable_name(model):
-    """Lazy strings (gettext_lazy), never a plain one nor Django's default made from the name."""
+    """Lazy strings (gettext_lazy), never a plain one nor Django's default made from the name; the
+    help texts too."""
     assert isinstance(model._meta.verbose_name, Promise), f"{model._meta.label}: verbose_name"
     assert isinstance(model._meta.verbose_name_plural, Promise), f"{model._meta.label}: verbose_name_plural"
     fields = [f for f in model._meta.get_fields() if (f.concrete or f.many_to_many) and not f.auto_created]
     plain = [f.name for f in fields if not isinstance(f.verbose_name, Promise)]
     assert not plain, f"{model._meta.label}: fields without a translatable verbose_name: {plain}"
+    plain_help = [f.name for f in fields if f.help_text and not isinstance(f.help_text, Promise)]
+    assert not plain_help, f"{model._meta.label}: fields whose help text is not translatable: {plain_help}"
     for field in fields:
         for _value, label in field.flatchoices if field.choices else ():
             # a one-word label is a name (AttnLRP, JSONL, Parquet), the same in every language

@@ -50,9 +50,9 @@ SKIPPED = {
     "training:run_metrics": "JSON for the run page's chart",
     "training:run_predictions": "a file download",
     "api:*": "the REST API: JSON read by programs, English by design (docs/api.md)",
-    # its own strings come with Django's catalogs, the models' and fields' names with ours
-    # (tests/webapp/test_admin_in_language.py); the fields' help texts, written for operators, are English
-    "admin:*": "Django's admin, for site admins; its fields' help texts are English",
+    # its own strings come with Django's catalogs, the models' and fields' names and help texts with ours
+    # (tests/webapp/test_admin_in_language.py); the rows' names (__str__) are English, as in logs
+    "admin:*": "Django's admin, for site admins (tests/webapp/test_admin_in_language.py); rows named in English",
     "projects:new": POST_ONLY + " (the form is on projects:list)",
     "accounts:user_new": POST_ONLY + " (the form is on accounts:users)",
     "projects:member_add": POST_ONLY,

@@ -63,18 +63,18 @@ class Corpus(TriggerCounters):
     project = models.ForeignKey(
         "projects.Project", on_delete=models.PROTECT, related_name="corpora", verbose_name=_("project")
     )
-    name = models.CharField(max_length=200, help_text="Unique within its project", verbose_name=_("name"))
+    name = models.CharField(max_length=200, help_text=_("Unique within its project"), verbose_name=_("name"))
     language = models.CharField(
         max_length=3,
         validators=[language_code],
-        help_text="ISO 639 code of the notes' language, e.g. 'it', 'en'",
+        help_text=_("ISO 639 code of the notes' language, e.g. 'it', 'en'"),
         verbose_name=_("language"),
     )
     description = models.TextField(blank=True, verbose_name=_("description"))
     source = models.CharField(
         max_length=500,
         blank=True,
-        help_text="Where the notes come from (site, export, licence)",
+        help_text=_("Where the notes come from (site, export, licence)"),
         verbose_name=_("source"),
     )
     created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
@@ -92,7 +92,7 @@ class Corpus(TriggerCounters):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="deidentified_versions",
-        help_text="The corpus this one was de-identified from",
+        help_text=_("The corpus this one was de-identified from"),
         verbose_name=_("de-identified from"),
     )
 
@@ -126,11 +126,13 @@ class Note(models.Model):
         Corpus, on_delete=models.CASCADE, related_name="notes", db_index=False, verbose_name=_("corpus")
     )
     external_id = models.CharField(
-        max_length=200, help_text="The note's id in its source; unique within the corpus", verbose_name=_("external id")
+        max_length=200,
+        help_text=_("The note's id in its source; unique within the corpus"),
+        verbose_name=_("external id"),
     )
     text = models.TextField(verbose_name=_("text"))
     content_hash = models.CharField(
-        max_length=64, editable=False, help_text="SHA-256 of the text (hex)", verbose_name=_("content hash")
+        max_length=64, editable=False, help_text=_("SHA-256 of the text (hex)"), verbose_name=_("content hash")
     )
     metadata = models.JSONField(default=dict, blank=True, verbose_name=_("metadata"))
     created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
@@ -202,23 +204,23 @@ class Task(TriggerCounters):
         blank=True,
         on_delete=models.PROTECT,
         related_name="tasks",
-        help_text="The project that made it; none for the shared catalog every project may use",
+        help_text=_("The project that made it; none for the shared catalog every project may use"),
         verbose_name=_("project"),
     )
     slug = models.SlugField(max_length=100, unique=True, verbose_name=_("slug"))
     description = models.CharField(
         max_length=500,
         unique=True,
-        help_text="s_T, the short description used in prompts, e.g. 'heart rate'",
+        help_text=_("s_T, the short description used in prompts, e.g. 'heart rate'"),
         verbose_name=_("task description"),
     )
-    options = models.JSONField(help_text="Ordered list of the allowed labels", verbose_name=_("options"))
+    options = models.JSONField(help_text=_("Ordered list of the allowed labels"), verbose_name=_("options"))
     group = models.CharField(max_length=100, blank=True, verbose_name=_("group"))
     held_out = models.BooleanField(
-        default=False, help_text="Kept out of training to measure generalisation", verbose_name=_("held out")
+        default=False, help_text=_("Kept out of training to measure generalisation"), verbose_name=_("held out")
     )
     aliases = models.JSONField(
-        default=list, blank=True, help_text="Other names accepted for this task on import", verbose_name=_("aliases")
+        default=list, blank=True, help_text=_("Other names accepted for this task on import"), verbose_name=_("aliases")
     )
     created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
     # Review decisions (review.PeakDecision rows, one per reviewer and peak) of this task, kept by
@@ -228,16 +230,16 @@ class Task(TriggerCounters):
         max_length=10,
         choices=Origin.choices,
         default=Origin.CATALOG,
-        help_text="Who owns the task's definition",
+        help_text=_("Who owns the task's definition"),
         verbose_name=_("origin"),
     )
     guideline = models.TextField(
         blank=True,
-        help_text="Evidence guideline for annotators and reviewers (Markdown); its versions: TaskGuideline",
+        help_text=_("Evidence guideline for annotators and reviewers (Markdown); its versions: TaskGuideline"),
         verbose_name=_("guideline"),
     )
     retired = models.BooleanField(
-        default=False, help_text="Hidden from new jobs and the review queue; data kept", verbose_name=_("retired")
+        default=False, help_text=_("Hidden from new jobs and the review queue; data kept"), verbose_name=_("retired")
     )
 
     objects = TaskQuerySet.as_manager()
@@ -338,7 +340,7 @@ class Annotation(models.Model):
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="annotations", verbose_name=_("task"))
     label = models.CharField(max_length=validators.MAX_LABEL_LENGTH, verbose_name=_("label"))
     evidence = models.JSONField(
-        default=list, blank=True, help_text="Half-open [start, end) character offsets", verbose_name=_("evidence")
+        default=list, blank=True, help_text=_("Half-open [start, end) character offsets"), verbose_name=_("evidence")
     )
     annotator = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -350,7 +352,7 @@ class Annotation(models.Model):
     )
     annotator_name = models.CharField(
         max_length=150,
-        help_text="The user's name, or the source of imported labels, e.g. 'import:gold.jsonl'",
+        help_text=_("The user's name, or the source of imported labels, e.g. 'import:gold.jsonl'"),
         verbose_name=_("annotator name"),
     )
     created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))

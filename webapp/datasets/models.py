@@ -66,7 +66,7 @@ class DatasetVersion(WorkUnit):
         "pipeline.RelevanceJob",
         blank=True,
         related_name="datasets",
-        help_text="Only maps written by these jobs (none: every matching map)",
+        help_text=gettext_lazy("Only maps written by these jobs (none: every matching map)"),
         verbose_name=gettext_lazy("relevance jobs"),
     )
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.DSM, verbose_name=gettext_lazy("mode"))
@@ -75,14 +75,16 @@ class DatasetVersion(WorkUnit):
     filters = models.JSONField(
         default=dict,
         blank=True,
-        help_text="{'tasks': [ids], 'exclude_held_out': true, 'notes': [ids]}, all optional",
+        help_text=gettext_lazy("{'tasks': [ids], 'exclude_held_out': true, 'notes': [ids]}, all optional"),
         verbose_name=gettext_lazy("filters"),
     )
     maps_total = models.PositiveIntegerField(
-        default=0, help_text="relevance maps selected (known once running)", verbose_name=gettext_lazy("maps selected")
+        default=0,
+        help_text=gettext_lazy("relevance maps selected (known once running)"),
+        verbose_name=gettext_lazy("maps selected"),
     )
     maps_done = models.PositiveIntegerField(
-        default=0, help_text="relevance maps processed so far", verbose_name=gettext_lazy("maps done")
+        default=0, help_text=gettext_lazy("relevance maps processed so far"), verbose_name=gettext_lazy("maps done")
     )
     stats = models.JSONField(default=dict, blank=True, verbose_name=gettext_lazy("statistics"))
     created_by = models.ForeignKey(
@@ -227,7 +229,7 @@ class DatasetExport(WorkUnit):
     path = models.CharField(
         max_length=1000,
         blank=True,
-        help_text="the export folder, relative to DATA_DIR",
+        help_text=gettext_lazy("the export folder, relative to DATA_DIR"),
         verbose_name=gettext_lazy("path"),
     )
     rows = models.PositiveIntegerField(null=True, blank=True, verbose_name=gettext_lazy("rows"))
@@ -241,13 +243,18 @@ class DatasetExport(WorkUnit):
     )
     created = models.DateTimeField(auto_now_add=True, verbose_name=gettext_lazy("created"))
     expired = models.DateTimeField(
-        null=True, blank=True, help_text="when retention removed its files", verbose_name=gettext_lazy("expired")
+        null=True,
+        blank=True,
+        help_text=gettext_lazy("when retention removed its files"),
+        verbose_name=gettext_lazy("expired"),
     )
     residual = models.JSONField(
         null=True,
         blank=True,
-        help_text="the residual scan of the rows written: findings per identifier type, never values "
-        "(webapp.deid_ops.scanning.ExportScan)",
+        help_text=gettext_lazy(
+            "the residual scan of the rows written: findings per identifier type, never values "
+            "(webapp.deid_ops.scanning.ExportScan)"
+        ),
         verbose_name=gettext_lazy("residual identifiers"),
     )
 

@@ -25,13 +25,23 @@ them towards the limit, `lacking` names them on the page.
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.functional import lazy
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from ml.faithfulness import FRACTIONS, PASSES_PER_PAIR, RANDOM_DRAWS
 from webapp.lifecycle.models import WorkUnit
 from webapp.lifecycle.progress import eta, rate
 from webapp.lifecycle.status import JobStatus
 from webapp.projects.scoping import ProjectScopedQuerySet
+
+
+def faithfulness_help() -> str:
+    """The faithfulness field's help, its counts from ml.faithfulness, in the reader's language."""
+    return gettext(
+        "also measure faithfulness (ml.faithfulness): %(passes)s forward passes per pair for one method with "
+        "%(draws)s random draws: the full prompt once, then a deletion and an insertion at each of %(fractions)s "
+        "fractions for the method and for each random draw; each further method adds %(further)s"
+    ) % {"passes": PASSES_PER_PAIR, "draws": RANDOM_DRAWS, "fractions": len(FRACTIONS), "further": 2 * len(FRACTIONS)}
 
 
 class RelevanceEvaluation(WorkUnit):
@@ -57,32 +67,37 @@ class RelevanceEvaluation(WorkUnit):
     )
     configs = models.JSONField(
         default=list,
-        help_text="RelevanceConfig dicts to compare, in the order given",
+        help_text=gettext_lazy("RelevanceConfig dicts to compare, in the order given"),
         verbose_name=gettext_lazy("configurations"),
     )
     profile = models.ForeignKey(
         "pipeline.PeakProfile",
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="the peak rule the peak scores are computed with",
+        help_text=gettext_lazy("the peak rule the peak scores are computed with"),
         verbose_name=gettext_lazy("peak profile"),
     )
     tasks = models.ManyToManyField(
         "corpus.Task",
         blank=True,
         related_name="+",
-        help_text="only these tasks (none: every task with evidence annotations)",
+        help_text=gettext_lazy("only these tasks (none: every task with evidence annotations)"),
         verbose_name=gettext_lazy("tasks"),
     )
     max_pairs = models.PositiveIntegerField(
-        null=True, blank=True, help_text="at most this many pairs (none: all)", verbose_name=gettext_lazy("most pairs")
+        null=True,
+        blank=True,
+        help_text=gettext_lazy("at most this many pairs (none: all)"),
+        verbose_name=gettext_lazy("most pairs"),
     )
     seed = models.IntegerField(
-        default=0, help_text="draws the pairs, the bootstrap and the random baseline", verbose_name=gettext_lazy("seed")
+        default=0,
+        help_text=gettext_lazy("draws the pairs, the bootstrap and the random baseline"),
+        verbose_name=gettext_lazy("seed"),
     )
     pairs = models.JSONField(
         default=list,
-        help_text="[[note id, task id], ...] planned at launch, sorted",
+        help_text=gettext_lazy("[[note id, task id], ...] planned at launch, sorted"),
         verbose_name=gettext_lazy("pairs"),
     )
     pairs_from = models.CharField(
@@ -92,68 +107,68 @@ class RelevanceEvaluation(WorkUnit):
             ("notes", gettext_lazy("drawn notes x the chosen tasks")),
         ],
         default="evidence",
-        help_text="evidence: the pairs with gold evidence spans; notes: any corpus, gold or not",
+        help_text=gettext_lazy("evidence: the pairs with gold evidence spans; notes: any corpus, gold or not"),
         verbose_name=gettext_lazy("pairs from"),
     )
     faithfulness = models.BooleanField(
         default=False,
-        help_text=(
-            f"also measure faithfulness (ml.faithfulness): {PASSES_PER_PAIR} forward passes per pair for one "
-            f"method with {RANDOM_DRAWS} random draws: the full prompt once, then a deletion and an insertion at "
-            f"each of {len(FRACTIONS)} fractions for the method and for each random draw; each further method "
-            f"adds {2 * len(FRACTIONS)}"
-        ),
+        help_text=lazy(faithfulness_help, str)(),
         verbose_name=gettext_lazy("faithfulness"),
     )
     seconds_per_pass = models.FloatField(
         null=True,
         blank=True,
-        help_text="faithfulness: seconds per forward pass",
+        help_text=gettext_lazy("faithfulness: seconds per forward pass"),
         verbose_name=gettext_lazy("seconds per pass"),
     )
 
     phase = models.CharField(
-        max_length=200, blank=True, help_text="what the worker is doing now", verbose_name=gettext_lazy("phase")
+        max_length=200,
+        blank=True,
+        help_text=gettext_lazy("what the worker is doing now"),
+        verbose_name=gettext_lazy("phase"),
     )
     stage = models.CharField(
         max_length=12,
         choices=Stage.choices,
         blank=True,
-        help_text="the stage in hand (empty before the first)",
+        help_text=gettext_lazy("the stage in hand (empty before the first)"),
         verbose_name=gettext_lazy("stage"),
     )
     stage_done = models.PositiveIntegerField(
-        default=0, help_text="units of the stage done", verbose_name=gettext_lazy("done in the stage")
+        default=0, help_text=gettext_lazy("units of the stage done"), verbose_name=gettext_lazy("done in the stage")
     )
     stage_total = models.PositiveIntegerField(
         default=0,
-        help_text="units of the stage: prompts (maps), pairs x configurations (faithfulness), pairs (scoring)",
+        help_text=gettext_lazy(
+            "units of the stage: prompts (maps), pairs x configurations (faithfulness), pairs (scoring)"
+        ),
         verbose_name=gettext_lazy("total of the stage"),
     )
     stage_seconds = models.FloatField(
         null=True,
         blank=True,
-        help_text="seconds this attempt spent on the units of the stage it did (its rate)",
+        help_text=gettext_lazy("seconds this attempt spent on the units of the stage it did (its rate)"),
         verbose_name=gettext_lazy("seconds in the stage"),
     )
     done = models.PositiveIntegerField(
         default=0,
-        help_text="prompts processed (map stored, or skipped as unusable)",
+        help_text=gettext_lazy("prompts processed (map stored, or skipped as unusable)"),
         verbose_name=gettext_lazy("prompts done"),
     )
     total = models.PositiveIntegerField(
-        default=0, help_text="pairs x configurations", verbose_name=gettext_lazy("prompts")
+        default=0, help_text=gettext_lazy("pairs x configurations"), verbose_name=gettext_lazy("prompts")
     )
     seconds_per_prompt = models.FloatField(
         null=True,
         blank=True,
-        help_text="measured by the current attempt",
+        help_text=gettext_lazy("measured by the current attempt"),
         verbose_name=gettext_lazy("seconds per prompt"),
     )
     result = models.JSONField(
         default=dict,
         blank=True,
-        help_text="ml.localisation's result (see running.py)",
+        help_text=gettext_lazy("ml.localisation's result (see running.py)"),
         verbose_name=gettext_lazy("result"),
     )
     # releases by workers that could not load the model since the last Resume: {worker: count}
@@ -162,8 +177,10 @@ class RelevanceEvaluation(WorkUnit):
     lacking = models.JSONField(
         default=dict,
         blank=True,
-        help_text="workers that could not load the model: {worker: {model, reason, releases, at}} "
-        "(webapp.evaluation.evaluations.release_unloadable)",
+        help_text=gettext_lazy(
+            "workers that could not load the model: {worker: {model, reason, releases, at}} "
+            "(webapp.evaluation.evaluations.release_unloadable)"
+        ),
         verbose_name=gettext_lazy("workers lacking the model"),
     )
     created_by = models.ForeignKey(

@@ -29,18 +29,20 @@ class WorkUnit(models.Model):
         verbose_name=gettext_lazy("status"),
     )
     attempts = models.PositiveSmallIntegerField(
-        default=0, help_text="claims so far; a worker writes only its own", verbose_name=gettext_lazy("attempts")
+        default=0,
+        help_text=gettext_lazy("claims so far; a worker writes only its own"),
+        verbose_name=gettext_lazy("attempts"),
     )
     worker = models.CharField(
         max_length=200,
         blank=True,
-        help_text="the worker that holds it (or held it last)",
+        help_text=gettext_lazy("the worker that holds it (or held it last)"),
         verbose_name=gettext_lazy("worker"),
     )
     heartbeat = models.DateTimeField(
         null=True,
         blank=True,
-        help_text="last sign of life of its worker (queued: when it was sent)",
+        help_text=gettext_lazy("last sign of life of its worker (queued: when it was sent)"),
         verbose_name=gettext_lazy("last sign of life"),
     )
     error = models.TextField(blank=True, verbose_name=gettext_lazy("error"))

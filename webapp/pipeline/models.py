@@ -36,13 +36,15 @@ class ModelVersion(models.Model):
     """A language model the pipeline can use: the default, a local folder, or a trained model."""
 
     name = models.CharField(max_length=200, unique=True, verbose_name=_("name"))
-    family = models.CharField(max_length=40, help_text="llama, qwen2, qwen3, gemma3", verbose_name=_("family"))
-    path = models.CharField(max_length=1000, help_text="Registry name, local folder, or hub id", verbose_name=_("path"))
+    family = models.CharField(max_length=40, help_text=_("llama, qwen2, qwen3, gemma3"), verbose_name=_("family"))
+    path = models.CharField(
+        max_length=1000, help_text=_("Registry name, local folder, or hub id"), verbose_name=_("path")
+    )
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children", verbose_name=_("parent model")
     )
     produced_by = models.CharField(
-        max_length=200, blank=True, help_text="The training run that produced it", verbose_name=_("produced by")
+        max_length=200, blank=True, help_text=_("The training run that produced it"), verbose_name=_("produced by")
     )
     is_default = models.BooleanField(default=False, verbose_name=_("default"))
     created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
@@ -93,7 +95,7 @@ class PeakProfile(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="peak_profiles",
-        help_text="The project that saved it; none: shared by every project",
+        help_text=_("The project that saved it; none: shared by every project"),
         verbose_name=_("project"),
     )
     name = models.CharField(max_length=100, verbose_name=_("name"))
@@ -105,13 +107,15 @@ class PeakProfile(models.Model):
     upper = models.FloatField(default=PAPER.upper, verbose_name=_("upper threshold"))
     strict = models.BooleanField(
         default=False,
-        help_text="Reference code's > for both thresholds (paper: >=)",
+        help_text=_("Reference code's > for both thresholds (paper: >=)"),
         verbose_name=_("strict thresholds"),
     )
     trim = models.BooleanField(
         default=True,
-        help_text="Trim punctuation and whitespace off peak edges; drop peaks with no letter or digit "
-        "(off: the reference code's peaks, for comparison)",
+        help_text=_(
+            "Trim punctuation and whitespace off peak edges; drop peaks with no letter or digit "
+            "(off: the reference code's peaks, for comparison)"
+        ),
         verbose_name=_("trim peak edges"),
     )
     is_default = models.BooleanField(default=False, verbose_name=_("default"))
@@ -202,7 +206,7 @@ class RelevanceJob(WorkUnit):
     template = models.CharField(
         max_length=500,
         default="en",
-        help_text="'en', 'it', 'es' or a custom template",
+        help_text=_("'en', 'it', 'es' or a custom template"),
         verbose_name=_("prompt template"),
     )
     explain = models.CharField(
@@ -211,12 +215,18 @@ class RelevanceJob(WorkUnit):
     config = models.JSONField(
         default=dict,
         blank=True,
-        help_text="The whole ml.relevance.RelevanceConfig (to_dict); method, template and "
-        "explain are copied into their columns",
+        help_text=_(
+            "The whole ml.relevance.RelevanceConfig (to_dict); method, template and "
+            "explain are copied into their columns"
+        ),
         verbose_name=_("configuration"),
     )
     config_key = models.CharField(
-        max_length=64, blank=True, db_index=True, help_text="RelevanceConfig.key", verbose_name=_("configuration key")
+        max_length=64,
+        blank=True,
+        db_index=True,
+        help_text=_("RelevanceConfig.key"),
+        verbose_name=_("configuration key"),
     )
     task_selection = models.CharField(
         max_length=10, choices=TaskSelection.choices, default=TaskSelection.SAMPLE, verbose_name=_("task selection")
@@ -225,31 +235,33 @@ class RelevanceJob(WorkUnit):
     sample_k = models.PositiveSmallIntegerField(default=9, verbose_name=_("tasks per note"))
     seed = models.IntegerField(default=0, verbose_name=_("seed"))
     note_filter = models.JSONField(
-        default=dict, blank=True, help_text="e.g. {'ids': [...]} or {'limit': 200}", verbose_name=_("note filter")
+        default=dict, blank=True, help_text=_("e.g. {'ids': [...]} or {'limit': 200}"), verbose_name=_("note filter")
     )
     chunk_size = models.PositiveIntegerField(default=64, verbose_name=_("chunk size"))
     status = models.CharField(
         max_length=12, choices=JobStatus.choices, default=JobStatus.PLANNING, db_index=True, verbose_name=_("status")
     )
     total = models.PositiveIntegerField(
-        default=0, help_text="prompts in the job (known once planned)", verbose_name=_("prompts")
+        default=0, help_text=_("prompts in the job (known once planned)"), verbose_name=_("prompts")
     )
     # Counters kept by the chunks as they end (one UPDATE each, never a SUM over the chunks).
     done = models.PositiveIntegerField(
-        default=0, help_text="prompts in finished chunks", verbose_name=_("prompts done")
+        default=0, help_text=_("prompts in finished chunks"), verbose_name=_("prompts done")
     )
     chunk_count = models.PositiveIntegerField(default=0, verbose_name=_("chunks"))
     chunks_done = models.PositiveIntegerField(default=0, verbose_name=_("chunks done"))
     chunks_failed = models.PositiveIntegerField(default=0, verbose_name=_("chunks failed"))
     chunks_cancelled = models.PositiveIntegerField(default=0, verbose_name=_("chunks cancelled"))
     seconds_done = models.FloatField(
-        default=0.0, help_text="seconds of computing of the finished chunks", verbose_name=_("computing seconds")
+        default=0.0, help_text=_("seconds of computing of the finished chunks"), verbose_name=_("computing seconds")
     )
     lacking = models.JSONField(
         default=dict,
         blank=True,
-        help_text="workers that could not load the job's model: {worker: {model, reason, releases, at}} "
-        "(webapp.pipeline.chunks.release_unloadable)",
+        help_text=_(
+            "workers that could not load the job's model: {worker: {model, reason, releases, at}} "
+            "(webapp.pipeline.chunks.release_unloadable)"
+        ),
         verbose_name=_("workers lacking the model"),
     )
     # Planning (by a worker, never in the web request): notes read so far of notes_total.
@@ -592,7 +604,7 @@ class RelevanceMap(models.Model):
     )
     n_tokens = models.PositiveIntegerField(verbose_name=_("tokens"))
     target_token = models.CharField(max_length=100, blank=True, verbose_name=_("target token"))
-    data = models.BinaryField(help_text="float16 scores (ml.codec.encode_scores)", verbose_name=_("scores"))
+    data = models.BinaryField(help_text=_("float16 scores (ml.codec.encode_scores)"), verbose_name=_("scores"))
 
     objects = RelevanceMapQuerySet.as_manager()
 
@@ -638,18 +650,18 @@ class MapImport(models.Model):
         ModelVersion, on_delete=models.PROTECT, related_name="map_imports", verbose_name=_("model version")
     )
     config = models.JSONField(
-        help_text="The ml.relevance.RelevanceConfig (method 'imported') its maps are stored under",
+        help_text=_("The ml.relevance.RelevanceConfig (method 'imported') its maps are stored under"),
         verbose_name=_("configuration"),
     )
     config_key = models.CharField(
-        max_length=64, db_index=True, help_text="RelevanceConfig.key", verbose_name=_("configuration key")
+        max_length=64, db_index=True, help_text=_("RelevanceConfig.key"), verbose_name=_("configuration key")
     )
     source = models.CharField(
-        max_length=200, blank=True, help_text="Where the maps come from, e.g. 'captum IG'", verbose_name=_("source")
+        max_length=200, blank=True, help_text=_("Where the maps come from, e.g. 'captum IG'"), verbose_name=_("source")
     )
     file_name = models.CharField(max_length=255, blank=True, verbose_name=_("file name"))
     digest = models.CharField(
-        max_length=64, help_text="SHA-256 of the file (hex)", verbose_name=_("SHA-256 of the file")
+        max_length=64, help_text=_("SHA-256 of the file (hex)"), verbose_name=_("SHA-256 of the file")
     )
     lines = models.PositiveIntegerField(default=0, verbose_name=_("lines"))
     maps = models.PositiveIntegerField(default=0, verbose_name=_("maps"))

@@ -52,7 +52,7 @@ class LabeledSplit(models.Model):
     test_ratio = models.FloatField(default=0.15, verbose_name=gettext_lazy("test share"))
     tasks = models.JSONField(
         default=list,
-        help_text="slugs of the tasks whose gold items it holds, sorted",
+        help_text=gettext_lazy("slugs of the tasks whose gold items it holds, sorted"),
         verbose_name=gettext_lazy("tasks"),
     )
     train_count = models.PositiveIntegerField(default=0, verbose_name=gettext_lazy("training items"))
@@ -105,13 +105,16 @@ class TrainingRun(WorkUnit):
     name = models.CharField(max_length=200, blank=True, verbose_name=gettext_lazy("name"))
     kind = models.CharField(max_length=20, choices=RunKind.choices, verbose_name=gettext_lazy("kind"))
     preset = models.CharField(
-        max_length=40, blank=True, help_text="the preset the form started from", verbose_name=gettext_lazy("preset")
+        max_length=40,
+        blank=True,
+        help_text=gettext_lazy("the preset the form started from"),
+        verbose_name=gettext_lazy("preset"),
     )
     model_version = models.ForeignKey(
         "pipeline.ModelVersion",
         on_delete=models.PROTECT,
         related_name="training_runs",
-        help_text="the model trained or evaluated",
+        help_text=gettext_lazy("the model trained or evaluated"),
         verbose_name=gettext_lazy("model version"),
     )
     dataset = models.ForeignKey(
@@ -120,7 +123,7 @@ class TrainingRun(WorkUnit):
         blank=True,
         on_delete=models.PROTECT,
         related_name="training_runs",
-        help_text="kinds dsm and cpt",
+        help_text=gettext_lazy("kinds dsm and cpt"),
         verbose_name=gettext_lazy("dataset"),
     )
     split = models.ForeignKey(
@@ -129,18 +132,21 @@ class TrainingRun(WorkUnit):
         blank=True,
         on_delete=models.PROTECT,
         related_name="runs",
-        help_text="kinds sft, heads, prompting, self_learning",
+        help_text=gettext_lazy("kinds sft, heads, prompting, self_learning"),
         verbose_name=gettext_lazy("labeled split"),
     )
     config = models.JSONField(
         default=dict,
-        help_text="the full configuration, by section (see presets.py)",
+        help_text=gettext_lazy("the full configuration, by section (see presets.py)"),
         verbose_name=gettext_lazy("configuration"),
     )
     seed = models.IntegerField(default=0, verbose_name=gettext_lazy("seed"))
 
     phase = models.CharField(
-        max_length=60, blank=True, help_text="what the worker is doing now", verbose_name=gettext_lazy("phase")
+        max_length=60,
+        blank=True,
+        help_text=gettext_lazy("what the worker is doing now"),
+        verbose_name=gettext_lazy("phase"),
     )
     step = models.PositiveIntegerField(default=0, verbose_name=gettext_lazy("step"))
     total_steps = models.PositiveIntegerField(default=0, verbose_name=gettext_lazy("total steps"))
@@ -150,7 +156,10 @@ class TrainingRun(WorkUnit):
     tokens_per_s = models.FloatField(null=True, blank=True, verbose_name=gettext_lazy("tokens per second"))
     eta_s = models.FloatField(null=True, blank=True, verbose_name=gettext_lazy("time left (s)"))
     checkpoint_step = models.PositiveIntegerField(
-        null=True, blank=True, help_text="step of the last checkpoint", verbose_name=gettext_lazy("checkpoint step")
+        null=True,
+        blank=True,
+        help_text=gettext_lazy("step of the last checkpoint"),
+        verbose_name=gettext_lazy("checkpoint step"),
     )
     output_dir = models.CharField(max_length=1000, blank=True, verbose_name=gettext_lazy("output folder"))
 
@@ -165,7 +174,7 @@ class TrainingRun(WorkUnit):
     results = models.JSONField(
         default=dict,
         blank=True,
-        help_text="evaluation (see webapp.training.evaluation)",
+        help_text=gettext_lazy("evaluation (see webapp.training.evaluation)"),
         verbose_name=gettext_lazy("results"),
     )
     macro_f1 = models.FloatField(null=True, blank=True, verbose_name=gettext_lazy("Macro F1"))
@@ -175,7 +184,7 @@ class TrainingRun(WorkUnit):
     provenance = models.JSONField(
         default=dict,
         blank=True,
-        help_text="code version, library versions, python, host, device",
+        help_text=gettext_lazy("code version, library versions, python, host, device"),
         verbose_name=gettext_lazy("provenance"),
     )
     code_version = models.CharField(max_length=64, blank=True, verbose_name=gettext_lazy("code version"))
