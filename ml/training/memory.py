@@ -78,6 +78,36 @@ SUGGESTION_ORDER = (
     "LoRA",
 )
 
+# The plan's line (MemoryPlan.summary) and its suggestions: English templates with their values, so
+# that the web app can show the line in its reader's language (webapp.training.estimates lists them
+# again; a test checks it lists every one of SUMMARY_TEMPLATES)
+FITS = "memory: %(total)s GB per GPU of %(gpu)s: fits"
+DOES_NOT_FIT = "memory: %(total)s GB per GPU of %(gpu)s: does not fit: %(suggestion)s"
+NOTHING_FITS = "no single change in the planner makes it fit"
+SUGGESTED = "%(change)s: %(total)s GB per GPU"
+CHECKPOINTING = "enable gradient checkpointing"
+MICRO_BATCH = "micro-batch %(batch)s (more accumulation steps, same effective batch)"
+ZERO2_OVER = "shard gradients and optimizer states with ZeRO-2 over the %(gpus)s GPUs"
+FSDP_OVER = "shard all states with FSDP over the %(gpus)s GPUs"
+MORE_GPUS = "%(gpus)s GPUs"
+MORE_GPUS_ZERO2 = "%(gpus)s GPUs with ZeRO-2"
+MORE_GPUS_FSDP = "%(gpus)s GPUs with FSDP"
+LORA_INSTEAD = "LoRA (r %(r)s) instead of full fine-tuning"
+SUMMARY_TEMPLATES = (
+    FITS,
+    DOES_NOT_FIT,
+    NOTHING_FITS,
+    SUGGESTED,
+    CHECKPOINTING,
+    MICRO_BATCH,
+    ZERO2_OVER,
+    FSDP_OVER,
+    MORE_GPUS,
+    MORE_GPUS_ZERO2,
+    MORE_GPUS_FSDP,
+    LORA_INSTEAD,
+)
+
 
 class PlanError(ValueError):
     """Settings or a model config the planner cannot use."""
@@ -276,10 +306,10 @@ class MemoryPlan:
 
     def summary(self) -> str:
         """One line: 'memory: X GB per GPU of Y: fits' or '...: does not fit: <suggestion>'."""
-        head = f"memory: {_gb(self.total)} GB per GPU of {self.settings.gpu_memory_gb:g}"
+        values = {"total": _gb(self.total), "gpu": f"{self.settings.gpu_memory_gb:g}"}
         if self.fits:
-            return f"{head}: fits"
-        return f"{head}: does not fit: {self.suggestion or 'no single change in the planner makes it fit'}"
+            return FITS % values
+        return DOES_NOT_FIT % {**values, "suggestion": self.suggestion or NOTHING_FITS}
 
 
 def _gb(n: int) -> float:
@@ -347,25 +377,25 @@ def _candidates(s: PlanSettings):
     """(description, settings) in SUGGESTION_ORDER; each changes the given settings only."""
     replace = dataclasses.replace
     if not s.checkpointing:
-        yield "enable gradient checkpointing", replace(s, checkpointing=True)
+        yield CHECKPOINTING, replace(s, checkpointing=True)
     b = s.micro_batch // 2
     while b >= 1:
-        yield f"micro-batch {b} (more accumulation steps, same effective batch)", replace(s, micro_batch=b)
+        yield MICRO_BATCH % {"batch": b}, replace(s, micro_batch=b)
         b //= 2
     if s.sharding == "ddp" and s.gpus > 1:
-        yield f"shard gradients and optimizer states with ZeRO-2 over the {s.gpus} GPUs", replace(s, sharding="zero2")
+        yield ZERO2_OVER % {"gpus": s.gpus}, replace(s, sharding="zero2")
     if s.sharding != "fsdp" and s.gpus > 1:
-        yield f"shard all states with FSDP over the {s.gpus} GPUs", replace(s, sharding="fsdp")
+        yield FSDP_OVER % {"gpus": s.gpus}, replace(s, sharding="fsdp")
     for sharding in dict.fromkeys((s.sharding, "zero2", "fsdp")):
         if s.sharding == "fsdp" and sharding == "zero2":
             continue
+        how = MORE_GPUS if sharding == s.sharding else MORE_GPUS_ZERO2 if sharding == "zero2" else MORE_GPUS_FSDP
         gpus = s.gpus * 2
         while gpus <= MAX_GPUS:
-            how = "" if sharding == s.sharding else f" with {'ZeRO-2' if sharding == 'zero2' else 'FSDP'}"
-            yield f"{gpus} GPUs{how}", replace(s, gpus=gpus, sharding=sharding)
+            yield how % {"gpus": gpus}, replace(s, gpus=gpus, sharding=sharding)
             gpus *= 2
     if s.finetune == "full":
-        yield f"LoRA (r {s.lora_r}) instead of full fine-tuning", replace(s, finetune="lora")
+        yield LORA_INSTEAD % {"r": s.lora_r}, replace(s, finetune="lora")
 
 
 def config_sharding(sharding: str) -> str:
@@ -382,7 +412,7 @@ def plan(shape: ModelShape, settings: PlanSettings, *, parameters: int | None = 
         other = estimate(shape, changed, parameters=parameters)
         if other.fits:
             return dataclasses.replace(
-                result, suggestion=f"{description}: {_gb(other.total)} GB per GPU", suggested=changed
+                result, suggestion=SUGGESTED % {"change": description, "total": _gb(other.total)}, suggested=changed
             )
     return result
 

@@ -6,8 +6,11 @@ import re
 from pathlib import Path
 
 from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext_noop
 
 from ml.training.schedule import plan_steps
+from webapp.lib.known_text import Known, KnownTexts
 from webapp.lifecycle import queue
 from webapp.lifecycle.estimates import RATE_SAMPLE, Estimate, elapsed, from_rate
 from webapp.lifecycle.status import JobStatus
@@ -42,11 +45,35 @@ def training_run(spec) -> Estimate | None:
     return from_rate(steps, "steps", elapsed(earlier), work=f"{spec.kind} run", queue_name=queue.queue_of(RUN_TASK))
 
 
+# ml.training.memory.SUMMARY_TEMPLATES, as ml writes them (the line and the change it suggests),
+# recognised to show the memory line in the reader's language with ml's figures as written
+MEMORY = KnownTexts(
+    [
+        Known(
+            gettext_noop("memory: %(total)s GB per GPU of %(gpu)s: does not fit: %(suggestion)s"),
+            words=("suggestion",),
+        ),
+        gettext_noop("memory: %(total)s GB per GPU of %(gpu)s: fits"),
+        Known(gettext_noop("%(change)s: %(total)s GB per GPU"), words=("change",)),
+        gettext_noop("no single change in the planner makes it fit"),
+        gettext_noop("enable gradient checkpointing"),
+        gettext_noop("micro-batch %(batch)s (more accumulation steps, same effective batch)"),
+        gettext_noop("shard gradients and optimizer states with ZeRO-2 over the %(gpus)s GPUs"),
+        gettext_noop("shard all states with FSDP over the %(gpus)s GPUs"),
+        gettext_noop("%(gpus)s GPUs with ZeRO-2"),
+        gettext_noop("%(gpus)s GPUs with FSDP"),
+        gettext_noop("%(gpus)s GPUs"),
+        gettext_noop("LoRA (r %(r)s) instead of full fine-tuning"),
+    ]
+)
+
+
 def memory_line(spec) -> str | None:
-    """'memory: X GB per GPU of Y: fits' (or '...: does not fit: <change>') for a DSM, CPT or SFT
-    run on TRAINING_GPU_MEMORY_GB GPUs, as many as TRAINING_LAUNCHER starts processes on each of
-    TRAINING_NNODES machines, under the run's sharding (none: DDP; fsdp, with its CPU offload);
-    None on the CPU (no GPU memory set), or without a local model folder."""
+    """'memory: X GB per GPU of Y: fits' (or '...: does not fit: <change>'), in the reader's
+    language, for a DSM, CPT or SFT run on TRAINING_GPU_MEMORY_GB GPUs, as many as
+    TRAINING_LAUNCHER starts processes on each of TRAINING_NNODES machines, under the run's
+    sharding (none: DDP; fsdp, with its CPU offload); None on the CPU (no GPU memory set), or
+    without a local model folder."""
     from ml.training.memory import PlanError, PlanSettings, config_sharding, model_shape, plan
 
     if settings.TRAINING_GPU_MEMORY_GB <= 0 or spec.model_version is None:
@@ -79,7 +106,7 @@ def memory_line(spec) -> str | None:
         )
     except (PlanError, ValueError, OSError):
         return None
-    return result.summary()
+    return MEMORY.render(result.summary(), translation)
 
 
 def _launcher_processes(launcher: str) -> int:
