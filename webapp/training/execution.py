@@ -86,7 +86,8 @@ def _execute(run: TrainingRun, *, write: bool) -> str:
             runs.fail(run, str(exc))
         return "failed"
     except TrainingInputError as exc:  # settings or data: its message names ids and sizes, never note text
-        return _failed(run, reporter, exc, log_text.REFUSED % {"reason": str(exc)[:300]}, write)
+        # whole, as the run's last log line holds it (500 characters), so the page can translate it
+        return _failed(run, reporter, exc, log_text.REFUSED % {"reason": str(exc)[:460]}, write)
     except Exception as exc:  # noqa: BLE001 - the run records it; the worker stays up
         message = log_text.UNEXPECTED % {"type": type(exc).__name__, "run": run.pk}
         return _failed(run, reporter, exc, message, write)

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import translation
 
-from webapp.training import configs, execution, runs
+from webapp.training import configs, execution, log_text, runs
 from webapp.training.models import RunKind, TrainingRun
 
 MAX_LENGTH = {
@@ -144,3 +144,19 @@ def test_a_split_s_refusal_names_the_corpus_in_the_reader_s_language(corpus, lan
     with translation.override(lang), pytest.raises(splits.SplitError) as refused:
         splits.get_or_create_split(corpus)
     assert str(refused.value) == NO_GOLD[lang]
+
+
+def test_a_long_refusal_is_stored_whole_so_the_page_can_translate_it(monkeypatch, dataset, model_version):
+    """ml's list of a config's known keys runs past 300 characters; the log line holds 500."""
+    from ml.training import CausalLMConfig
+
+    monkeypatch.setitem(execution.RUNNERS, RunKind.DSM, lambda run, reporter: CausalLMConfig.from_dict({"lr_x": 1}))
+    spec = runs.RunSpec(kind=RunKind.DSM, model_version=model_version, dataset=dataset, config={"train": {}})
+    spec.config["train"]["warmup_ratio"] = 0.0
+    run = runs.claim(runs.launch(spec).pk, worker="w1")
+    assert execution.execute(run) == "failed"
+    error = TrainingRun.objects.get(pk=run.pk).error
+    assert len(error) > 300 and error.endswith("warmup_ratio, weight_decay")
+    with translation.override("it"):
+        shown = log_text.shown(error)
+    assert shown.startswith("ml.training ha rifiutato l'addestramento: chiave/i di CausalLMConfig sconosciuta/e: lr_x;")
