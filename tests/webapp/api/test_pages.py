@@ -51,7 +51,9 @@ def test_a_project_admin_adds_tests_and_removes_a_webhook(
     with django_capture_on_commit_callbacks():
         client.post(url, {"test": webhook.pk})
     assert WebhookDelivery.objects.get().event == "test"
-    assert b"<td>test</td>" in client.get(url).content  # the delivery log
+    page = client.get(url).content.decode()
+    assert "<td>Test delivery <small><code>test</code></small></td>" in page  # the delivery log
+    assert "Training run ended <small><code>training_run</code></small>" in page  # the webhook's events
     client.post(url, {"delete": webhook.pk})
     assert not Webhook.objects.exists()
 

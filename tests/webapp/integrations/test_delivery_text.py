@@ -24,8 +24,16 @@ LOOPBACK = (
     "(an administrator may allow a network with OUTBOUND_ALLOWED_NETWORKS)."
 )
 PAGE = {
-    "it": ("Fermata: il webhook è stato spento.", "HTTP 302: un reindirizzamento, non seguito"),
-    "es": ("Detenida: el webhook se desactivó.", "HTTP 302: una redirección, no seguida"),
+    "it": (
+        "Fermata: il webhook è stato spento.",
+        "HTTP 302: un reindirizzamento, non seguito",
+        "<td>Invio di prova <small><code>test</code></small></td>",  # the event by its label, its code beside it
+    ),
+    "es": (
+        "Detenida: el webhook se desactivó.",
+        "HTTP 302: una redirección, no seguida",
+        "<td>Envío de prueba <small><code>test</code></small></td>",
+    ),
 }
 
 
