@@ -2,9 +2,10 @@
 (English, stored with the report's figures and written so into its CSV, which scripts read), shown
 on the report page in the reader's language (webapp.lib.known_text). ml knows nothing of Django, so
 its templates are listed here once more, marked for the catalogs; a test checks that this table
-lists every one of their TEMPLATES. A label, a reviewer's or an annotator's name (quoted as ml
-quotes them), a count, a share and a coefficient's name stay as stored; a sentence no template
-matches (written by another version of ml) is shown as stored. Change a text there, change it here.
+lists every one of their TEMPLATES. A decision's label (kept, rejected: webapp.review.reports) is
+translated, quotes kept; a task's slug, a reviewer's or an annotator's name (quoted as ml quotes
+them), a count, a share and a coefficient's name stay as stored; a sentence no template matches
+(written by another version of ml) is shown as stored. Change a text there, change it here.
 """
 
 from functools import cache
@@ -30,18 +31,22 @@ PEAKS = (
             "Every judgement is %(label)s: there is no variation to agree on, so %(undefined)s is undefined and "
             "only observed agreement means anything."
         ),
-        words=("undefined",),
+        words=("label", "undefined"),
     ),
     Known(
         gettext_noop(
             "Every judgement is %(label)s: there is no variation to agree on, so %(undefined)s are undefined and "
             "only observed agreement means anything."
         ),
-        words=("undefined",),
+        words=("label", "undefined"),
     ),
-    gettext_noop(
-        "%(label)s is %(share)s of the judgements (above %(skew)s): kappa and alpha fall toward 0 on such skewed "
-        "labels even when reviewers agree (the kappa paradox); read AC1 and observed agreement beside them."
+    Known(
+        gettext_noop(
+            "%(label)s is %(share)s of the judgements (above %(skew)s): kappa and alpha fall toward 0 on such "
+            "skewed labels even when reviewers agree (the kappa paradox); read AC1 and observed agreement beside "
+            "them."
+        ),
+        words=("label",),
     ),
     known_text.ngettext(
         "Reviewer %(reviewer)s made %(judgements)s judgements (fewer than %(least)s): the kappas of their pairs "
@@ -51,10 +56,14 @@ PEAKS = (
         "judgements",
     ),
 )
-# words ml.agreement puts inside a sentence (which coefficients are undefined)
+# words ml.agreement puts inside a sentence: which coefficients are undefined, a decision's label
+# as repr quotes it ('kept')
 WORDS = (
+    Known("'%(label)s'", words=("label",)),  # no words of its own
     gettext_noop("no coefficient"),
     gettext_noop("%(first)s and %(last)s"),
+    known_text.pgettext("peak decision", "kept"),
+    known_text.pgettext("peak decision", "rejected"),
 )
 # ml.span_agreement: the spans' F1 and alpha
 SPANS = (

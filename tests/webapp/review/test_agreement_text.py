@@ -21,7 +21,8 @@ from webapp.review.models import ReportSnapshot
 
 from .fabricate import TEXT, word_span
 
-# a fake translation: each template in brackets, so what was recognised shows
+# a fake translation: each template in brackets, so what was recognised shows (the quotes around a
+# decision's label too: "'%(label)s'")
 FAKE = SimpleNamespace(
     gettext=lambda text: f"[{text}]",
     ngettext=lambda singular, plural, n: f"[{singular if n == 1 else plural}]",
@@ -31,6 +32,7 @@ NO_PAIRABLE = {
     "it": "Nessun elemento è stato giudicato da due o più revisori: la concordanza non è definita.",
     "es": "Ningún elemento fue juzgado por dos o más revisores: la concordancia no está definida.",
 }
+ONE_LABEL = {"it": "Ogni giudizio è 'rifiutato': non c'è variazione", "es": "Todos los juicios son 'rechazado': no hay"}
 
 
 def _shown(text):
@@ -54,8 +56,8 @@ def test_every_diagnostic_of_a_peak_study_is_recognised_with_its_values_as_store
     assert len(said) == 4
     assert [_shown(line).startswith("[") for line in said] == [True] * 4
     assert _shown(said[1]) == (
-        "[Every judgement is 'kept': there is no variation to agree on, so [alpha, kappa and AC1] are undefined and "
-        "only observed agreement means anything.]"
+        "[Every judgement is ['[kept]']: there is no variation to agree on, so [alpha, kappa and AC1] are undefined "
+        "and only observed agreement means anything.]"
     )
     assert _shown(said[2]) == (
         "[Reviewer 'ann' made 3 judgements (fewer than 10): the kappas of their pairs rest on few items.]"
@@ -73,6 +75,16 @@ def test_every_diagnostic_of_a_span_study_is_recognised():
         "Label 'fever' has 1 span (fewer than 10): too rare to measure; its F1 and alpha are hints, not "
         "figures to quote."
     ).startswith("[Label 'fever' has 1 span")
+
+
+def test_a_decision_s_label_is_translated_a_task_s_slug_and_a_reviewer_s_name_are_not():
+    skewed = ml.agreement.SKEWED % {"label": "'rejected'", "share": "85%", "skew": "80%"}
+    assert _shown(skewed).startswith("[['[rejected]'] is 85% of the judgements (above 80%)")
+    assert _shown(ml.agreement.SKEWED % {"label": "'other'", "share": "85%", "skew": "80%"}).startswith("[['other'] is")
+    rare = ml.span_agreement.RARE_LABEL_MANY % {"label": "'kept'", "spans": 2, "least": 10}
+    assert _shown(rare).startswith("[Label 'kept' has 2 spans")  # a task's slug, whatever it spells
+    few = ml.agreement.FEW_JUDGEMENTS % {"reviewer": "'kept'", "judgements": 3, "least": 10}
+    assert _shown(few).startswith("[Reviewer 'kept' made 3")
 
 
 def test_a_word_is_translated_inside_a_sentence_only():
@@ -105,5 +117,6 @@ def test_the_report_page_gives_the_diagnostics_in_the_reader_s_language(
     page = client.get(reverse("review:report"), {"corpus": note.corpus_id}, HTTP_ACCEPT_LANGUAGE=lang)
     text = html.unescape(page.content.decode())
     assert NO_PAIRABLE[lang] in text and ml.agreement.NO_PAIRABLE not in text
+    assert ONE_LABEL[lang] in text and "Every judgement" not in text
     csv = client.get(reverse("review:report"), {"corpus": note.corpus_id, "format": "csv"}, HTTP_ACCEPT_LANGUAGE=lang)
     assert ml.agreement.NO_PAIRABLE in b"".join(csv.streaming_content).decode()  # the CSV keeps ml's English
