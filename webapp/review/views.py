@@ -16,7 +16,6 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from ml.deid.types import TYPES as IDENTIFIER_TYPES
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
 from webapp.corpus.models import Corpus
@@ -70,7 +69,6 @@ def _note_context(request, note, sel, panel, notice=None) -> dict:
         "queue_query": sel.query(task=None),  # the queue goes over every task from the current pair on
         "guideline": caching.guideline(sel.task, note.corpus.project_id),
         "round": _round_of(request),
-        "identifier_types": IDENTIFIER_TYPES,  # the missed-identifier dialog (webapp.deid_ops.missed)
     }
     _rows_html(request, context, panel.peaks, panel.window.index)
     return context
