@@ -87,6 +87,23 @@ def get_or_404(user, queryset, capability: Capability = Capability.VIEW, **looku
     return obj
 
 
+def check_or_404(user, obj, capability: Capability = Capability.VIEW):
+    """What get_or_404 decides, for an object fetched without `visible_to` (by a query built once:
+    webapp.review.prepared): 404 unless `obj` (None: no such row) is of a project where `user` may
+    see, then 403 unless their role there has `capability`. For models with one project path and
+    no shared rows, where the object's project is the one the filter would test."""
+    model = type(obj) if obj is not None else None
+    if model is not None and (len(model.project_paths) != 1 or getattr(model, "shared_when", None)):
+        raise TypeError(f"{model.__name__}: check_or_404 needs one project path and no shared rows")
+    project_ids = projects_with(user, Capability.VIEW)
+    project_id = project_id_of(obj) if obj is not None else None
+    if obj is None or (project_ids is not None and project_id not in project_ids):
+        raise Http404("No such object.")
+    if capability != Capability.VIEW:
+        require(user, capability, project_id)
+    return obj
+
+
 def members_of(project_id: int):
     """The active users with a membership (any role) in the project."""
     from webapp.projects.models import Membership  # the models' module imports this one

@@ -15,9 +15,10 @@ from django.http import Http404
 
 from webapp.corpus.models import Corpus, Note
 from webapp.projects.roles import Capability, has_capability
-from webapp.projects.scoping import get_or_404, member_or_404
+from webapp.projects.scoping import check_or_404, get_or_404, member_or_404
 from webapp.review import catalog
 from webapp.review.models import AddedSpan, ReviewRound, RoundReviewer, ValidationSet
+from webapp.review.prepared import Prepared
 
 TUNE = (Capability.REVIEW, Capability.LAUNCH)
 
@@ -28,12 +29,26 @@ def require_any(user, capabilities, project=None) -> None:
         raise PermissionDenied(f"Your role does not allow: {names}")
 
 
+# The review loop's fetches (every queue, note and decision answer): the query built once per
+# process (webapp.review.prepared), the access decided on the row by scoping.check_or_404, which
+# decides what get_or_404's filter does.
+_CORPUS = Prepared(lambda _shape, corpus_id: Corpus.objects.filter(pk=corpus_id))
+_NOTE = Prepared(
+    lambda _shape, note_id, corpus_id: Note.objects.select_related("corpus").filter(pk=note_id, corpus_id=corpus_id)
+)
+
+
+def _one(found):
+    return found[0] if found else None
+
+
 def corpus_for(user, corpus_id: int, capability: Capability = Capability.VIEW) -> Corpus:
-    return get_or_404(user, Corpus.objects.all(), capability, pk=corpus_id)
+    return check_or_404(user, _one(_CORPUS.objects(None, corpus_id=int(corpus_id))), capability)
 
 
 def note_for(user, corpus_id: int, note_id: int, capability: Capability = Capability.VIEW) -> Note:
-    return get_or_404(user, Note.objects.select_related("corpus"), capability, pk=note_id, corpus_id=corpus_id)
+    note = _one(_NOTE.objects(None, note_id=int(note_id), corpus_id=int(corpus_id)))
+    return check_or_404(user, note, capability)
 
 
 def tuning_corpus_for(user, corpus_id: int) -> Corpus:

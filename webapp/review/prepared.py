@@ -9,9 +9,10 @@ PostgreSQL spends running it: the queue's window query took about 5 ms of Python
 parameters noted; later requests of that shape run the same SQL with their values in those
 positions. The SQL is the ORM's own, so it stays what the queryset says (joins, subqueries,
 the database's dialect); a shape whose probes do not all come back as parameters unchanged (a
-value the ORM converts) is not kept and runs through the ORM every time. Rows come back as the
-database returns them: use it for plain columns (ids, numbers, text), not for values a field
-converts.
+value the ORM converts) is not kept and runs through the ORM every time. `rows` gives the rows
+as the database returns them: use it for plain columns (ids, numbers, text), not for values a
+field converts. `objects` gives model instances as the queryset would (its fields' conversions,
+its select_related objects), for a queryset of instances.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Callable
 
 from django.core.exceptions import EmptyResultSet, FullResultSet
 from django.db import connections, router
+from django.db.models.query import get_related_populators
 
 # Probes an integer field of any kind accepts (a value out of a field's range makes Django
 # compile no SQL at all), far above any offset, count or id of a 32-bit key here.
@@ -58,6 +60,31 @@ class Prepared:
         return self._build(shape, **values)
 
     def rows(self, shape, **values) -> list[tuple]:
+        kept = self._kept_for(shape, values)
+        if kept is None:  # a shape the probes cannot describe: the ORM every time
+            return list(self._build(shape, **values))
+        return self._run(kept, values)
+
+    def objects(self, shape, **values) -> list:
+        """The model instances the queryset of `shape` gives for `values`, from the kept SQL:
+        each field's value converted as the ORM converts it, select_related objects attached."""
+        kept = self._kept_for(shape, values)
+        if kept is None:
+            return list(self._build(shape, **values))
+        alias, compiler = kept[0], kept[3]
+        select, klass_info = compiler.select, compiler.klass_info
+        start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
+        names = [column[0].target.attname for column in select[start:end]]
+        populators = get_related_populators(klass_info, select, alias)
+        found = []
+        for row in compiler.results_iter([self._run(kept, values)]):
+            obj = klass_info["model"].from_db(alias, names, row[start:end])
+            for populator in populators:
+                populator.populate(row, obj)
+            found.append(obj)
+        return found
+
+    def _kept_for(self, shape, values):
         names = tuple(sorted(values))
         key = (shape, names)
         with self._lock:
@@ -66,9 +93,11 @@ class Prepared:
             kept = self._compile(shape, names, values)
             with self._lock:
                 self._kept[key] = kept
-        if kept is None:  # a shape the probes cannot describe: the ORM every time
-            return list(self._build(shape, **values))
-        alias, sql, slots = kept
+        return kept
+
+    @staticmethod
+    def _run(kept, values) -> list[tuple]:
+        alias, sql, slots, _compiler = kept
         params = [values[s.name] if isinstance(s, _Probe) else s for s in slots]
         with connections[alias].cursor() as cursor:
             cursor.execute(sql, params)
@@ -78,8 +107,9 @@ class Prepared:
         probes = {name: _probe_value(i, values[name]) for i, name in enumerate(names)}
         queryset = self._build(shape, **probes)
         alias = queryset.db if hasattr(queryset, "db") else router.db_for_read(queryset.model)
+        compiler = queryset.query.get_compiler(using=alias)
         try:
-            sql, params = queryset.query.get_compiler(using=alias).as_sql()
+            sql, params = compiler.as_sql()
         except (EmptyResultSet, FullResultSet):  # the probes made a condition always false or true
             return None
         by_value = {value: name for name, value in probes.items()}
@@ -97,4 +127,4 @@ class Prepared:
             return None
         if any(str(probe) in sql for probe in probes.values()):  # a value written into the SQL itself
             return None
-        return alias, sql, slots
+        return alias, sql, slots, compiler  # as_sql set the columns `objects` reads (select, klass_info)
