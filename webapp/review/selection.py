@@ -26,7 +26,7 @@ from ml.relevance.methods import DEFAULT
 from webapp.corpus.models import Task
 from webapp.pipeline.models import METHOD_LABELS, ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
 from webapp.review import catalog
-from webapp.review.forms import ParamsForm
+from webapp.review.forms import FIELD_KEYS, ParamsForm
 from webapp.review.prepared import Prepared
 
 
@@ -129,6 +129,8 @@ def _profile(query, errors, project_id: int) -> PeakProfile | None:
 
 def _params(query, profile, errors) -> PeakParams:
     base = profile.params if profile else PAPER
+    if not any(name in query for name, _key in FIELD_KEYS):
+        return base  # no slider given: what the form gives (PeakParams holds lower <= upper), unbuilt
     form = ParamsForm(query, base=base)
     if not form.is_valid():
         errors.extend(f"{', '.join(m for m in messages)}" for messages in form.errors.values())

@@ -5,6 +5,9 @@ import threading
 
 from django import template
 from django.template.loader import get_template
+from django.utils.formats import localize
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
 from django.utils.translation import get_language
 
 from webapp.lib import rendering
@@ -14,14 +17,39 @@ register = template.Library()
 
 @register.simple_tag(takes_context=True)
 def selection_fields(context):
-    """review/_selection_fields.html for the page's selection and round, rendered once per
-    selection object (one a request) and repeated in every peak row's form."""
+    """The hidden fields of the page's selection and round (what the template
+    review/_selection_fields.html wrote), written once per selection object (one a request) and
+    repeated in every form that sends the selection back."""
     sel, rnd = context["sel"], context.get("round")
     kept = sel.__dict__.setdefault("_fields_html", {})
     key = (getattr(rnd, "pk", None), sel.query())  # sel.query(): what the fields are made of
     if key not in kept:
-        kept[key] = get_template("review/_selection_fields.html").render({"sel": sel, "round": rnd})
+        kept[key] = fields_html(sel, rnd)
     return kept[key]
+
+
+def _pk(obj) -> str:
+    return "" if obj is None else str(obj.pk)
+
+
+def _number(value) -> str:
+    return str(localize(value, use_l10n=False))  # |unlocalize
+
+
+def fields_html(sel, rnd=None) -> str:
+    """The selection's hidden fields, in Python (a template render a request was the larger part
+    of writing them); tests/webapp/review/test_selection_fields.py compares them with that
+    template, kept there. Ends in a newline, as the template's file did."""
+    p = sel.params
+    fields = [
+        ("task", _pk(sel.task)), ("model", _pk(sel.model)), ("method", sel.method), ("config", sel.config),
+        ("template", sel.template), ("profile", _pk(sel.profile)), ("k", _number(p.kernel_size)),
+        ("sigma", _number(p.sigma)), ("lower", _number(p.lower)), ("upper", _number(p.upper)),
+        ("trim", "true" if p.trim else "false"), ("strict", "true" if p.strict else "false"),
+    ]  # fmt: skip
+    if rnd:
+        fields.append(("round", _pk(rnd)))
+    return format_html_join("", '<input type="hidden" name="{}" value="{}">', fields) + mark_safe("\n")
 
 
 _legends: dict[tuple, str] = {}
