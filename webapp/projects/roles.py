@@ -75,31 +75,31 @@ CAPABILITIES: dict[Capability, frozenset[Role]] = {
 
 
 # The memberships of a user are also kept in Django's cache (Redis when set: shared by every web
-# worker), so a page reads no membership row. The entry's key holds a generation token of the
-# user: any change of one of their memberships (a save or a delete, also a project's cascade:
-# `roles_changed`, connected in the app's ready) sets a new token at once and again after the
-# transaction commits, so the next request reads the rows afresh; a reader that raced the change
-# stored what it read under the old token, which no one reads any more. Keys name the user's id
-# and when the user joined (a database made again reuses ids) only: no note text, no patient
+# worker), so a page reads no membership row. The entry holds the generation token of the user
+# (and everyone's) it was read under: any change of one of their memberships (a save or a delete,
+# also a project's cascade: `roles_changed`, connected in the app's ready) sets a new token at once
+# and again after the transaction commits, so the next request finds the tokens changed and reads
+# the rows afresh; a reader that raced the change stored what it read under the old tokens, which
+# no longer match. The tokens and the entry come in one round trip. Keys name the user's id and
+# when the user joined (a database made again reuses ids) only: no note text, no patient
 # identifier.
-ROLES_KEY = "projects:roles:{}:{}"
+ROLES_KEY = "projects:roles:v2:{}"
 GENERATION_KEY = "projects:roles-generation:{}"
 ROLES_TIMEOUT = 600  # seconds an entry is kept; a change never waits for it
 
 
-EVERYONE = "all"  # the generation every key also holds: renewed when a change names no user
+EVERYONE = "all"  # the generation every entry also holds: renewed when a change names no user
 
 
-def _generation(user_id: int) -> str:
-    """Everyone's token and the user's, read in one round trip; a missing one is set (add: two
-    requests that race keep the first)."""
+def _generation(user_id: int, found: dict) -> str:
+    """Everyone's token and the user's from `found` (what a get_many read); a missing one is set
+    (add: two requests that race keep the first)."""
     names = (GENERATION_KEY.format(EVERYONE), GENERATION_KEY.format(user_id))
-    tokens = cache.get_many(names)
     for name in names:
-        if name not in tokens:
+        if name not in found:
             cache.add(name, secrets.token_hex(8), None)
-            tokens[name] = cache.get(name)
-    return "-".join(tokens[name] for name in names)
+            found[name] = cache.get(name)
+    return "-".join(found[name] for name in names)
 
 
 def _memberships(user) -> dict[int, frozenset[Role]]:
@@ -107,13 +107,17 @@ def _memberships(user) -> dict[int, frozenset[Role]]:
     and kept in Django's cache until one of their memberships changes."""
     cached = getattr(user, "_dsm_memberships", None)
     if cached is None:
-        key = ROLES_KEY.format(f"{user.pk}-{user.date_joined.timestamp()}", _generation(user.pk))
-        stored = cache.get(key)
-        if stored is None:
+        key = ROLES_KEY.format(f"{user.pk}-{user.date_joined.timestamp()}")
+        found = cache.get_many([GENERATION_KEY.format(EVERYONE), GENERATION_KEY.format(user.pk), key])
+        entry = found.pop(key, None)
+        generation = _generation(user.pk, found)
+        if entry is not None and entry[0] == generation:
+            stored = entry[1]
+        else:
             stored = {}
             for project_id, role in user.memberships.values_list("project_id", "role"):
                 stored.setdefault(project_id, []).append(str(role))
-            cache.set(key, stored, ROLES_TIMEOUT)
+            cache.set(key, (generation, stored), ROLES_TIMEOUT)
         cached = {project_id: frozenset(Role(r) for r in roles) for project_id, roles in stored.items()}
         user._dsm_memberships = cached
     return cached
