@@ -101,9 +101,11 @@ def guideline_version_of(task, shown: int | None, project_id: int) -> int | None
     page value, or a made-up one) the version they read now; None: no guideline."""
     if shown == 0:
         return None
+    current = caching.guideline(task, project_id)  # kept: the usual answer (the page showed it) without a query
+    if shown is not None and current is not None and current.version == shown:
+        return shown
     if shown is not None and guideline_versions_for(task, project_id).filter(version=shown).exists():
         return shown
-    current = caching.guideline(task, project_id)
     return current.version if current is not None else None
 
 

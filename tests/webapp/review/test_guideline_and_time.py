@@ -2,6 +2,8 @@
 the note page and the validation round show the guideline."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from webapp.corpus.tasks import edit_task
@@ -49,6 +51,21 @@ def test_a_decision_without_or_with_a_made_up_version_records_the_current_one(
     post(client, note, guided, base, sharp, guideline=99)
     post(client, note, guided, base, sharp, word="tachycardic")
     assert list(PeakDecision.objects.values_list("guideline_version", flat=True)) == [2, 2]
+
+
+def test_the_current_version_shown_is_recorded_without_reading_the_guidelines_again(
+    client, clinician, researcher, note, guided, base, sharp, maps
+):
+    client.force_login(clinician)
+    client.get(url(note), query(guided["heart"], base, sharp))  # the page keeps the current guideline
+    with CaptureQueriesContext(connection) as queries:
+        post(client, note, guided, base, sharp, guideline=2)
+    assert PeakDecision.objects.get().guideline_version == 2
+    assert not [q for q in queries if "corpus_taskguideline" in q["sql"]]
+    edit_task(guided["heart"], {"guideline": "A third version."}, actor=researcher)  # now version 3 is current
+    post(client, note, guided, base, sharp, word="tachycardic", guideline=2)  # a page opened before: still 2
+    post(client, note, guided, base, sharp, decision="reject", version=1, guideline=99)  # made up: the current
+    assert list(PeakDecision.objects.order_by("pk").values_list("guideline_version", flat=True)) == [3, 2]
 
 
 def test_a_page_that_showed_no_guideline_records_none(client, clinician, note, tasks, base, sharp, maps):
