@@ -16,9 +16,9 @@ benchmark needs and clears first: use a Redis database of your own), requests ov
 TLS proxy sends them, with CSRF checks on. Each reviewer is a clinician of the benchmark's
 project and loops as review-load's do (benchmarks.review_load.review_loop): GET the queue after
 the pair decided last (302 to the next pair), GET that note page, POST a decision on its first
-undecided peak as htmx sends it. The requests go through Django's test Client without the test
-instrumentation (no template signals), so a request's cost is the handler's: middleware,
-session, view, queries, template.
+undecided peak as htmx sends it (a urlencoded form, as review-load sends it too). The requests go
+through Django's test Client without the test instrumentation (no template signals), so a
+request's cost is the handler's: middleware, session, view, queries, template.
 
 Per step: CPU milliseconds (time.process_time around the request: this process only, so
 PostgreSQL's and Redis's work are not in it) as median, mean and p95 over --loops loops after
@@ -93,7 +93,8 @@ class Loop:
             "decide",
             lambda: self.client.post(
                 action,
-                body,
+                urlencode(body),  # a form as htmx and review-load send it, not the test client's multipart
+                content_type="application/x-www-form-urlencoded",
                 secure=True,
                 headers={
                     "HX-Request": "true",
