@@ -4,6 +4,7 @@ No torch here: jobs, forms and commands build and key configurations without the
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass, fields
@@ -117,9 +118,11 @@ def config_key(settings: dict) -> str:
     return f"{settings['method']}-{settings['explain']}-{digest}"
 
 
+@functools.lru_cache(maxsize=1024)
 def default_config_key(method: str, template: str) -> str:
     """The key of the default configuration of a method and a (stored, canonical) template:
-    what every relevance map was made with before configurations were recorded."""
+    what every relevance map was made with before configurations were recorded. Kept per process
+    (a pure function of its two strings; a page asks for it a dozen times)."""
     return config_key({**RelevanceConfig().to_dict(), "method": method, "template": template})
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from ml.peaks import PAPER, PeakParams
@@ -255,12 +256,27 @@ def for_corpus(corpus, query) -> Selection:
     )
 
 
+_labels: dict[tuple[str, str], str] = {}
+
+
 def config_choices(keys, method: str, template: str) -> list[tuple[str, str]]:
-    """(key, label) of configuration keys: what differs from the default, from a job that stored it."""
+    """(key, label) of configuration keys: what differs from the default, from a job that stored it.
+    A known key's label is kept per process and language: a key is the digest of its settings, so
+    its label never changes."""
+    language = get_language()
+    labels = [_labels.get((key, language)) for key in keys]
+    if None not in labels:
+        return list(zip(keys, labels, strict=True))
     stored = {default_config_key(method, template): RelevanceConfig(method=method, template=template).to_dict()}
     for key, config in catalog.stored_configs(keys).items():
         stored.setdefault(key, config)
-    return [(key, config_label(stored.get(key), key)) for key in keys]
+    choices = []
+    for key in keys:
+        label = config_label(stored.get(key), key)
+        if stored.get(key) is not None:
+            _labels[(key, language)] = label
+        choices.append((key, label))
+    return choices
 
 
 def config_label(config: dict | None, key: str) -> str:
