@@ -6,8 +6,7 @@ top bar or a dialog differs between requests only in the user's name, the CSRF t
 `Stencil(name).html(key, context, fills)` renders template `name` with `context` the first time a
 key is asked for (the key must hold everything the context says: the language, the script
 prefix, the role flags; the context built from the key alone), keeps it, and returns it with each
-stand-in replaced by the request's markup in `fills` (already escaped; a callable is called at
-each place the stand-in stands, as a template tag is rendered at each). Keys are few (languages x
+stand-in replaced by the request's markup in `fills` (already escaped). Keys are few (languages x
 menus x flags), so what is kept stays small.
 """
 
@@ -28,10 +27,10 @@ CSRF_TOKEN = stand_in("csrf-token")
 CSRF_INPUT = CsrfTokenNode().render({"csrf_token": CSRF_TOKEN})  # what {% csrf_token %} writes with it
 
 
-def csrf_input(context):
-    """What to fill CSRF_INPUT with: the request's own `{% csrf_token %}` markup, its token masked
-    afresh at each place, as each tag masked it."""
-    return lambda: CsrfTokenNode().render(context)
+def csrf_input(context) -> str:
+    """The request's own `{% csrf_token %}` markup, for CSRF_INPUT (the request's masked token, the
+    one every tag of the page writes: the csrf context processor keeps it)."""
+    return CsrfTokenNode().render(context)
 
 
 class Stencil:
@@ -40,16 +39,12 @@ class Stencil:
         self._kept: dict[tuple, str] = {}
         self._lock = threading.Lock()
 
-    def html(self, key: tuple, context: Callable[[], dict], fills: dict[str, str | Callable[[], str]]) -> SafeString:
+    def html(self, key: tuple, context: Callable[[], dict], fills: dict[str, str]) -> SafeString:
         found = self._kept.get(key)
         if found is None:
             found = get_template(self.template_name).render(context()).strip()
             with self._lock:
                 self._kept[key] = found
         for standing, value in fills.items():
-            if callable(value):  # a fresh value at each place (a CSRF token masked afresh, as each tag did)
-                first, *rest = found.split(standing)
-                found = first + "".join(value() + part for part in rest)
-            else:
-                found = found.replace(standing, value)
+            found = found.replace(standing, value)
         return mark_safe(found)

@@ -46,7 +46,8 @@ def test_another_projects_or_corpus_s_or_a_missing_note_is_not_found(note, clini
     other = Project.objects.create(slug="elsewhere", name="Elsewhere")
     theirs = Corpus.objects.create(project=other, name="theirs", language="en")
     their_note = Note.objects.create(corpus=theirs, external_id="t1", text="Other ward text.")
-    for corpus_id, note_id in ((theirs.pk, their_note.pk), (theirs.pk, note.pk), (note.corpus_id, 10**9)):
+    missing = ((theirs.pk, their_note.pk), (theirs.pk, note.pk), (note.corpus_id, 10**9), (note.corpus_id, 10**20))
+    for corpus_id, note_id in missing:  # the last past any key's range, as a URL may give it
         with pytest.raises(Http404):
             access.note_for(clinician, corpus_id, note_id)
     with pytest.raises(Http404):
