@@ -1,5 +1,5 @@
 """`{% page_header %}`: the top bar of every page (templates/includes/page_header.html), written
-once per process and key (webapp.lib.stencil), then given the request's own values.
+once per process and key (webapp.accounts.stencil), then given the request's own values.
 
 The bar is the same for every request of a language, menu entry (`nav`), set of the role flags it
 reads (`can.import`, `can.audit`, `can.manage_members`, site admin, staff) and script prefix, but
@@ -13,7 +13,7 @@ from django.urls import get_script_prefix
 from django.utils.html import conditional_escape
 from django.utils.translation import get_language
 
-from webapp.lib.stencil import CSRF_INPUT, CSRF_TOKEN, Stencil, csrf_input, stand_in
+from webapp.accounts.stencil import CSRF_INPUT, CSRF_TOKEN, Stencil, csrf_input, stand_in
 
 register = template.Library()
 

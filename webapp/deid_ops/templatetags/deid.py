@@ -8,9 +8,9 @@ from django.utils.html import format_html
 from django.utils.translation import get_language
 
 from ml.deid.types import TYPES as IDENTIFIER_TYPES
+from webapp.accounts.stencil import CSRF_INPUT, CSRF_TOKEN, Stencil, csrf_input, stand_in
 from webapp.deid import identifier_types
 from webapp.deid_ops import jobs
-from webapp.lib.stencil import CSRF_INPUT, CSRF_TOKEN, Stencil, csrf_input, stand_in
 from webapp.projects.roles import Capability, has_capability
 
 register = template.Library()
@@ -35,7 +35,7 @@ _NOTE_ID = stand_in("note-id")
 @register.simple_tag(takes_context=True)
 def missed_dialog(context, note):
     """The review page's missed-identifier dialog (deid/_missed_dialog.html), written once per
-    process, language and script prefix (webapp.lib.stencil); the note's id and the request's
+    process, language and script prefix (webapp.accounts.stencil); the note's id and the request's
     CSRF token put in each time."""
     return _MISSED_DIALOG.html(
         (get_language(), get_script_prefix()),
