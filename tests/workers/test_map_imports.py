@@ -17,7 +17,7 @@ from webapp.pipeline.models import MapImport, MapImportJob, ModelVersion, Releva
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-LINES = 4000  # one map a note: a check of several seconds on this machine, so the kill lands inside it
+LINES = 2000  # one map a note: a check of a few seconds on this machine, so the kill lands inside it
 
 
 def job_row(job):
