@@ -29,7 +29,7 @@ def state_with_a_ward():
 
 def test_the_names_change_and_the_rest_of_the_field_is_kept():
     state = state_with_a_ward()
-    state.apps  # rendered, as during a migration: the model is rendered again with its new names
+    assert state.apps.get_model("wards", "Ward")  # rendered, as in a migration: SetNames renders it again
     SetNames(
         "Ward",
         options={"verbose_name": "ward", "verbose_name_plural": "wards"},
