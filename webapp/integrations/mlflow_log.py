@@ -50,6 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from webapp.lib import storage
 from webapp.lib.code_version import code_version
@@ -61,6 +62,13 @@ STATUS = {"done": "FINISHED", "failed": "FAILED", "cancelled": "KILLED"}
 _KEY = re.compile(r"[^\w\-. /]")  # the characters MLflow accepts in a key
 _NAME = re.compile(r"[^\w\-]")  # safe in a registered model's name and in an alias
 MAX_NAME = 250
+
+# What a training run's log says of MLflow, stored in English and shown in the reader's language
+# (webapp.training.log_text lists these templates; the writers below format them)
+NOT_LOGGED = gettext_noop("Not logged to MLflow: %(reason)s")
+LOGGED = gettext_noop("Logged to MLflow (%(experiment)s): run %(run)s")
+REGISTERED = gettext_noop("Registered in MLflow as %(name)s version %(version)s (alias %(alias)s)")
+NOT_REGISTERED = gettext_noop("Not registered in MLflow's model registry: %(reason)s")
 
 
 @dataclass(frozen=True)
@@ -123,7 +131,7 @@ def log_run(run) -> str | None:
     logged = _send(run, project, run.name or f"run {run.pk}", params, metrics, tags, warn)
     if logged is None:
         return None
-    run.logs.create(level="info", message=f"Logged to MLflow ({logged.experiment}): run {logged.run_id}"[:500])
+    run.logs.create(level="info", message=(LOGGED % {"experiment": logged.experiment, "run": logged.run_id})[:500])
     record = logged.record()
     if run.status == "done" and run.produced_model_id:
         registered = _register(run, project, logged, warn)
@@ -131,8 +139,7 @@ def log_run(run) -> str | None:
             record["registered_model"] = registered
             run.logs.create(
                 level="info",
-                message=f"Registered in MLflow as {registered['name']} version {registered['version']} "
-                f"(alias {registered['alias']})"[:500],
+                message=(REGISTERED % registered)[:500],
             )
     run.provenance = {**(run.provenance or {}), "mlflow": record}
     run.save(update_fields=["provenance"])
@@ -217,7 +224,7 @@ def _send(unit, project, name: str, params: dict, metrics: list, tags: dict, war
         server.log(run_id, params=params, metrics=metrics)
         server.end_run(run_id, STATUS[unit.status])
     except MlflowError as exc:
-        _warn(unit, f"Not logged to MLflow: {exc}", warn)
+        _warn(unit, NOT_LOGGED % {"reason": exc}, warn)
         return None
     return Logged(experiment, experiment_id, run_id)
 
@@ -237,7 +244,7 @@ def _register(run, project, logged: Logged, warn: Callable) -> dict | None:
         version = server.create_model_version(name, source, logged.run_id, tags)
         server.set_alias(name, alias, version)
     except MlflowError as exc:
-        _warn(run, f"Not registered in MLflow's model registry: {exc}", warn)
+        _warn(run, NOT_REGISTERED % {"reason": exc}, warn)
         return None
     return {"name": name, "version": str(version), "alias": alias}
 

@@ -13,6 +13,7 @@ from functools import cache
 from django.utils import translation
 from django.utils.translation import gettext_noop
 
+from webapp.integrations import mlflow_log
 from webapp.lib import known_text
 from webapp.lib.known_text import Known, KnownTexts
 from webapp.lifecycle import said
@@ -92,6 +93,10 @@ LAUNCH_SIGNAL = gettext_noop("The distributed launch was stopped by signal %(sig
 LAUNCH_EXIT = gettext_noop(
     "The distributed launch exited with code %(code)s; see the worker log. Resume continues from the last checkpoint."
 )
+# MLflow: a run kept out of it (runs.mlflow_refusal; the gate's reason, in English, a value as stored)
+MLFLOW_HELD_BACK = gettext_noop(
+    "Not logged to MLflow: %(reason)s No project admin confirmed this run's launch, so nothing of it leaves the server."
+)
 
 # The phases' codes (the first word of a trainer's line: "train: started") and labels (reporting's
 # set_phase: the run's `phase`, shown by training_tags.run_phase too)
@@ -139,6 +144,9 @@ ML = (
         "does not fit, or the mask could not be kept)"
     ),
 )
+# webapp.integrations.mlflow_log: where a run went in MLflow, or why it did not (a server's own words
+# stay as stored)
+MLFLOW = (mlflow_log.NOT_LOGGED, mlflow_log.LOGGED, mlflow_log.REGISTERED, mlflow_log.NOT_REGISTERED)
 # webapp.lifecycle (recovery, ended) and workers.runner: why a run waited, or failed
 LIFECYCLE = (
     *said.LIFECYCLE,
@@ -195,6 +203,8 @@ def texts() -> KnownTexts:
             LAUNCHER_NOT_STARTED,
             LAUNCH_SIGNAL,
             LAUNCH_EXIT,
+            MLFLOW_HELD_BACK,  # before mlflow_log's general "Not logged to MLflow: ..."
+            *MLFLOW,
             *LIFECYCLE,
             *ML,
             *refusal_text.REFUSALS,

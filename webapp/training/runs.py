@@ -252,10 +252,8 @@ def mlflow_refusal(run: TrainingRun) -> str:
     passage = gate.gate_for(run_corpora(run), None)
     if passage.open or gate.released(run):
         return ""
-    return (
-        f"Not logged to MLflow: {passage.reason} No project admin confirmed this run's launch, so nothing "
-        "of it leaves the server."
-    )
+    with translation.override("en"):  # a stored log line is English, the gate's reason too
+        return log_text.MLFLOW_HELD_BACK % {"reason": passage.reason}
 
 
 def _with_unlabeled(corpora: list[Corpus], config: dict) -> list[Corpus]:
