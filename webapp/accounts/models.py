@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext
 
 
 class OIDCIdentity(models.Model):
@@ -16,7 +17,7 @@ class OIDCIdentity(models.Model):
         constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="oidc_identity_unique")]
 
     def __str__(self):
-        return f"{self.subject} at {self.issuer}"
+        return gettext("%(subject)s at %(issuer)s") % {"subject": self.subject, "issuer": self.issuer}
 
 
 class PasswordChangeRequired(models.Model):
@@ -28,7 +29,7 @@ class PasswordChangeRequired(models.Model):
     created = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):
-        return f"user {self.user_id} must change the one-time password"
+        return gettext("user %(user)s must change the one-time password") % {"user": self.user_id}
 
 
 def language_choices():
@@ -48,4 +49,7 @@ class Preference(models.Model):
     claimed_language = models.CharField(max_length=16, blank=True, choices=language_choices)
 
     def __str__(self):
-        return f"user {self.user_id}: {self.language or self.claimed_language or 'no'} language"
+        language = self.language or self.claimed_language
+        if not language:
+            return gettext("user %(user)s: no language") % {"user": self.user_id}
+        return gettext("user %(user)s: %(language)s language") % {"user": self.user_id, "language": language}

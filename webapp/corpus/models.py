@@ -22,6 +22,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Length, Lower
 from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, LessThanOrEqual
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from webapp.corpus.expressions import JSONArrayLength, JSONType
@@ -29,6 +30,7 @@ from webapp.corpus.problem_text import english_lines
 from webapp.lib import validators
 from webapp.lib.markdown_html import render_markdown
 from webapp.lifecycle.models import WorkUnit
+from webapp.lifecycle.status import choice_word
 from webapp.projects.scoping import ProjectScopedQuerySet
 
 language_code = RegexValidator(r"^[a-z]{2,3}$", "Use a lower-case ISO 639 code such as 'it' or 'en'.")
@@ -307,7 +309,7 @@ class TaskGuideline(models.Model):
         constraints = [models.UniqueConstraint(fields=["task", "version"], name="corpus_taskguideline_unique")]
 
     def __str__(self):
-        return f"{self.task_id} guideline v{self.version}"
+        return gettext("%(task)s guideline v%(version)s") % {"task": self.task_id, "version": self.version}
 
     @property
     def html(self) -> str:
@@ -330,7 +332,10 @@ class ProjectTaskState(models.Model):
         constraints = [models.UniqueConstraint(fields=["project", "task"], name="corpus_projecttaskstate_once")]
 
     def __str__(self):
-        return f"{self.task_id} in project {self.project_id}{' (retired)' if self.retired else ''}"
+        values = {"task": self.task_id, "project": self.project_id}
+        if self.retired:
+            return gettext("%(task)s in project %(project)s (retired)") % values
+        return gettext("%(task)s in project %(project)s") % values
 
 
 class Annotation(models.Model):
@@ -454,7 +459,7 @@ class ImportJob(WorkUnit):
         ordering = ["-created", "-id"]
 
     def __str__(self):
-        return f"import {self.pk} ({self.status})"
+        return gettext("import %(import)s (%(status)s)") % {"import": self.pk, "status": choice_word(self, "status")}
 
     @property
     def resumable(self) -> bool:

@@ -24,6 +24,7 @@ from django.utils.translation import gettext_lazy
 
 from ml.relevance import default_config_key
 from webapp.lifecycle.models import WorkUnit
+from webapp.lifecycle.status import choice_word
 from webapp.pipeline.models import MapConfiguration, MixedConfigurations, RelevanceMap, resolve_config_key
 from webapp.projects.scoping import ProjectScopedQuerySet
 
@@ -207,7 +208,7 @@ class MaskedExample(models.Model):
         indexes = [models.Index(fields=["dataset", "id"], name="datasets_example_page")]
 
     def __str__(self):
-        return f"example {self.pk} of dataset {self.dataset_id}"
+        return _("example %(example)s of dataset %(dataset)s") % {"example": self.pk, "dataset": self.dataset_id}
 
 
 def export_formats() -> list[tuple[str, str]]:
@@ -267,4 +268,9 @@ class DatasetExport(WorkUnit):
         ordering = ["-created"]
 
     def __str__(self):
-        return f"{self.get_format_display()} export {self.pk} of dataset {self.dataset_id} ({self.status})"
+        return _("%(format)s export %(export)s of dataset %(dataset)s (%(status)s)") % {
+            "format": self.get_format_display(),
+            "export": self.pk,
+            "dataset": self.dataset_id,
+            "status": choice_word(self, "status"),
+        }

@@ -10,9 +10,11 @@ the environment (DEID_MAPPING_KEY); it never leaves with an export and is never 
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from webapp.lifecycle.models import WorkUnit
+from webapp.lifecycle.status import choice_word
 from webapp.projects.scoping import ProjectScopedQuerySet
 
 
@@ -56,7 +58,7 @@ class DeidPolicy(models.Model):
     objects = ProjectScopedQuerySet.as_manager()
 
     def __str__(self):
-        return f"de-identification policy of project {self.project_id}"
+        return gettext("de-identification policy of project %(project)s") % {"project": self.project_id}
 
 
 class DeidJob(WorkUnit):
@@ -97,7 +99,11 @@ class DeidJob(WorkUnit):
         ordering = ["-created", "-id"]
 
     def __str__(self):
-        return f"{self.action} {self.pk} ({self.status})"
+        return gettext("%(action)s %(job)s (%(status)s)") % {
+            "action": self.action,
+            "job": self.pk,
+            "status": choice_word(self, "status"),
+        }
 
 
 class SurrogateMapping(models.Model):

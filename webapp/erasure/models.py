@@ -16,9 +16,11 @@ project it belonged to even once the run that produced it is gone (ModelVersion.
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from webapp.lifecycle.models import WorkUnit
+from webapp.lifecycle.status import choice_word
 from webapp.projects.scoping import ProjectScopedQuerySet
 
 
@@ -59,7 +61,7 @@ class ErasureRequest(WorkUnit):
         ordering = ["-created", "-id"]
 
     def __str__(self):
-        return f"erasure {self.pk} ({self.status})"
+        return gettext("erasure %(erasure)s (%(status)s)") % {"erasure": self.pk, "status": choice_word(self, "status")}
 
     @property
     def rows_planned(self) -> int:
@@ -104,7 +106,10 @@ class DatasetWithdrawal(models.Model):
     withdrawn = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):
-        return f"dataset {self.dataset_id} withdrawn by erasure {self.erasure_id}"
+        return gettext("dataset %(dataset)s withdrawn by erasure %(erasure)s") % {
+            "dataset": self.dataset_id,
+            "erasure": self.erasure_id,
+        }
 
 
 class TrainedOnErasedData(models.Model):
@@ -120,4 +125,4 @@ class TrainedOnErasedData(models.Model):
         verbose_name_plural = _("models trained on erased data")
 
     def __str__(self):
-        return f"model {self.model_version_id} trained on erased data"
+        return gettext("model %(model)s trained on erased data") % {"model": self.model_version_id}

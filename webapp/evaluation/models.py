@@ -31,7 +31,7 @@ from django.utils.translation import gettext, gettext_lazy, ngettext
 from ml.faithfulness import FRACTIONS, PASSES_PER_PAIR, RANDOM_DRAWS
 from webapp.lifecycle.models import WorkUnit
 from webapp.lifecycle.progress import eta, rate
-from webapp.lifecycle.status import JobStatus
+from webapp.lifecycle.status import JobStatus, choice_word
 from webapp.projects.scoping import ProjectScopedQuerySet
 
 
@@ -208,7 +208,10 @@ class RelevanceEvaluation(WorkUnit):
         indexes = [models.Index(fields=["corpus", "model_version", "status"], name="evaluation_lookup")]
 
     def __str__(self):
-        return f"relevance evaluation {self.pk} ({self.status})"
+        return gettext("relevance evaluation %(evaluation)s (%(status)s)") % {
+            "evaluation": self.pk,
+            "status": choice_word(self, "status"),
+        }
 
     @property
     def stage_units(self) -> str:

@@ -19,3 +19,9 @@ HELD = (JobStatus.RUNNING, JobStatus.CANCELLING)  # a worker holds the unit and 
 ACTIVE = (JobStatus.PLANNING, JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING)
 ENDED = (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED)
 RESUMABLE = (JobStatus.CANCELLED, JobStatus.FAILED)
+
+
+def choice_word(instance, field: str) -> str:
+    """A choice field's value as a row's __str__ names it: its label in the active language, in lower
+    case, which in English is the stored code itself ("done", "train")."""
+    return str(getattr(instance, f"get_{field}_display")()).lower()

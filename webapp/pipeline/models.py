@@ -19,6 +19,7 @@ from django.db import connection, models
 from django.db.models import F, Max, Q
 from django.db.models.query import ValuesListIterable
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from ml.codec import decode_arrays, encode_offsets, encode_scores, offsets_digest
@@ -27,7 +28,7 @@ from ml.relevance import RelevanceConfig, default_config_key
 from ml.relevance import methods as relevance_methods
 from webapp.db.planner_stats import analyze
 from webapp.lifecycle.models import WorkUnit
-from webapp.lifecycle.status import HELD, JobStatus  # noqa: F401 - JobStatus is imported from here by the apps
+from webapp.lifecycle.status import HELD, JobStatus, choice_word  # noqa: F401 - JobStatus is imported from here by the apps
 from webapp.lifecycle.units import lost, stale_before
 from webapp.projects.scoping import ProjectScopedQuerySet
 
@@ -285,7 +286,7 @@ class RelevanceJob(WorkUnit):
         ]
 
     def __str__(self):
-        return f"relevance job {self.pk} ({self.status})"
+        return gettext("relevance job %(job)s (%(status)s)") % {"job": self.pk, "status": choice_word(self, "status")}
 
     def save(self, *args, **kwargs):
         self.set_config(self.relevance_config)
@@ -361,7 +362,11 @@ class RelevanceChunk(WorkUnit):
         ]
 
     def __str__(self):
-        return f"job {self.job_id} chunk {self.index} ({self.status})"
+        return gettext("job %(job)s chunk %(chunk)s (%(status)s)") % {
+            "job": self.job_id,
+            "chunk": self.index,
+            "status": choice_word(self, "status"),
+        }
 
 
 class MixedConfigurations(ValueError):
@@ -618,7 +623,12 @@ class RelevanceMap(models.Model):
         ]
 
     def __str__(self):
-        return f"map note={self.note_id} task={self.task_id} model={self.model_version_id} config={self.config_id}"
+        return gettext("map note=%(note)s task=%(task)s model=%(model)s config=%(config)s") % {
+            "note": self.note_id,
+            "task": self.task_id,
+            "model": self.model_version_id,
+            "config": self.config_id,
+        }
 
     @property
     def method(self) -> str:
@@ -684,7 +694,11 @@ class MapImport(models.Model):
         ]
 
     def __str__(self):
-        return f"map import {self.pk} ({self.maps} maps)"
+        # English keeps "(1 maps)" as it always read; the catalogs give each language its forms
+        return ngettext("map import %(import)s (%(maps)s maps)", "map import %(import)s (%(maps)s maps)", self.maps) % {
+            "import": self.pk,
+            "maps": self.maps,
+        }
 
 
 class MapImportJob(WorkUnit):
@@ -724,4 +738,4 @@ class MapImportJob(WorkUnit):
         ordering = ["-created"]
 
     def __str__(self):
-        return f"map import job {self.pk}"
+        return gettext("map import job %(job)s") % {"job": self.pk}

@@ -102,7 +102,11 @@ class Membership(models.Model):
         indexes = [models.Index(fields=["user", "project"], name="projects_membership_user")]
 
     def __str__(self):
-        return f"{self.user} is {self.role} in {self.project}"
+        return gettext("%(user)s is %(role)s in %(project)s") % {
+            "user": self.user,
+            "role": self.role_name,
+            "project": self.project,
+        }
 
     @property
     def role_name(self) -> str:

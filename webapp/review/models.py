@@ -34,12 +34,33 @@ the rules, including when a row is stale).
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, ngettext, pgettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from ml.relevance import default_config_key
 from webapp.lifecycle.models import WorkUnit
+from webapp.lifecycle.status import choice_word
 from webapp.projects.scoping import ProjectScopedQuerySet
+
+# A decision and a judgement as a row's name (its __str__, the admin's links) says them: in English
+# the stored code and Python's True/False, as rows always read
+_DECISION_WORDS = {
+    "accept": pgettext_lazy("a decision in a row's name", "accept"),
+    "reject": pgettext_lazy("a decision in a row's name", "reject"),
+    "adjust": pgettext_lazy("a decision in a row's name", "adjust"),
+}
+
+
+def decision_word(decision: str) -> str:
+    return str(_DECISION_WORDS.get(decision, decision))
+
+
+def truth_word(value) -> str:
+    if value is True:
+        return pgettext("a judgement in a row's name", "True")
+    if value is False:
+        return pgettext("a judgement in a row's name", "False")
+    return str(value)
 
 
 class ConfigKeyDefault:
@@ -175,7 +196,14 @@ class PeakDecision(ConfigKeyDefault, models.Model):
         ]
 
     def __str__(self):
-        return f"{self.reviewer_id} {self.decision} note={self.note_id} task={self.task_id} [{self.start}, {self.end})"
+        return gettext("%(reviewer)s %(decision)s note=%(note)s task=%(task)s [%(start)s, %(end)s)") % {
+            "reviewer": self.reviewer_id,
+            "decision": decision_word(self.decision),
+            "note": self.note_id,
+            "task": self.task_id,
+            "start": self.start,
+            "end": self.end,
+        }
 
     @property
     def kept(self) -> bool:
@@ -263,7 +291,12 @@ class ValidationSet(ConfigKeyDefault, models.Model):
         constraints = [models.CheckConstraint(condition=~Q(name=""), name="review_validationset_name_not_blank")]
 
     def __str__(self):
-        return f"{self.name} ({len(self.items)} notes)"
+        # English keeps "(1 notes)" as it always read; the catalogs give each language its forms
+        count = len(self.items)
+        return ngettext("%(name)s (%(notes)s notes)", "%(name)s (%(notes)s notes)", count) % {
+            "name": self.name,
+            "notes": count,
+        }
 
     @property
     def note_ids(self) -> list[int]:
@@ -320,7 +353,12 @@ class ValidationJudgement(models.Model):
         ]
 
     def __str__(self):
-        return f"set {self.validation_set_id} note {self.note_id} setting {self.setting}: {self.reasonable}"
+        return gettext("set %(set)s note %(note)s setting %(setting)s: %(reasonable)s") % {
+            "set": self.validation_set_id,
+            "note": self.note_id,
+            "setting": self.setting,
+            "reasonable": truth_word(self.reasonable),
+        }
 
 
 class MapSample(ConfigKeyDefault, models.Model):
@@ -352,7 +390,10 @@ class MapSample(ConfigKeyDefault, models.Model):
         ]
 
     def __str__(self):
-        return f"sample of {len(self.map_ids)} / {self.population} maps"
+        return gettext("sample of %(sampled)s / %(population)s maps") % {
+            "sampled": len(self.map_ids),
+            "population": self.population,
+        }
 
 
 # ---------------------------------------------------------------- team review: rounds and adjudication
@@ -453,7 +494,7 @@ class RoundReviewer(models.Model):
         constraints = [models.UniqueConstraint(fields=["round", "reviewer"], name="review_roundreviewer_once")]
 
     def __str__(self):
-        return f"{self.reviewer_id} in round {self.round_id}"
+        return gettext("%(reviewer)s in round %(round)s") % {"reviewer": self.reviewer_id, "round": self.round_id}
 
 
 class RoundPair(models.Model):
@@ -474,7 +515,12 @@ class RoundPair(models.Model):
         ]
 
     def __str__(self):
-        return f"round {self.round_id} #{self.position}: note {self.note_id} task {self.task_id}"
+        return gettext("round %(round)s #%(position)s: note %(note)s task %(task)s") % {
+            "round": self.round_id,
+            "position": self.position,
+            "note": self.note_id,
+            "task": self.task_id,
+        }
 
 
 class RoundClaimQuerySet(models.QuerySet):
@@ -506,7 +552,10 @@ class RoundClaim(models.Model):
         indexes = [models.Index(fields=["round", "reviewer"], name="review_claim_round_reviewer")]
 
     def __str__(self):
-        return f"{self.reviewer_id} on pair {self.pair_id}{' (done)' if self.done else ''}"
+        values = {"reviewer": self.reviewer_id, "pair": self.pair_id}
+        if self.done:
+            return gettext("%(reviewer)s on pair %(pair)s (done)") % values
+        return gettext("%(reviewer)s on pair %(pair)s") % values
 
 
 class Adjudication(models.Model):
@@ -545,7 +594,13 @@ class Adjudication(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.decision} note={self.note_id} task={self.task_id} [{self.start}, {self.end})"
+        return gettext("%(decision)s note=%(note)s task=%(task)s [%(start)s, %(end)s)") % {
+            "decision": decision_word(self.decision),
+            "note": self.note_id,
+            "task": self.task_id,
+            "start": self.start,
+            "end": self.end,
+        }
 
     @property
     def kept(self) -> bool:
@@ -581,7 +636,12 @@ class ValidationVerdict(models.Model):
         ]
 
     def __str__(self):
-        return f"set {self.validation_set_id} note {self.note_id} setting {self.setting}: {self.reasonable} (curator)"
+        return gettext("set %(set)s note %(note)s setting %(setting)s: %(reasonable)s (curator)") % {
+            "set": self.validation_set_id,
+            "note": self.note_id,
+            "setting": self.setting,
+            "reasonable": truth_word(self.reasonable),
+        }
 
 
 # ---------------------------------------------------------------- stored peaks
@@ -609,7 +669,12 @@ class MapPeaks(models.Model):
         constraints = [models.UniqueConstraint(fields=["map", "params_key"], name="review_mappeaks_once")]
 
     def __str__(self):
-        return f"{self.n_peaks} peaks of map {self.map_id} under {self.params_key[:8]}"
+        # English keeps "1 peaks" as it always read; the catalogs give each language its forms
+        return ngettext(
+            "%(peaks)s peaks of map %(map)s under %(params)s",
+            "%(peaks)s peaks of map %(map)s under %(params)s",
+            self.n_peaks,
+        ) % {"peaks": self.n_peaks, "map": self.map_id, "params": self.params_key[:8]}
 
 
 class StoredPeak(models.Model):
@@ -630,7 +695,11 @@ class StoredPeak(models.Model):
         indexes = [models.Index(fields=["peaks", "start", "end"], name="review_storedpeak_span")]
 
     def __str__(self):
-        return f"[{self.start}, {self.end}) of {self.peaks_id}"
+        return gettext("[%(start)s, %(end)s) of %(peaks)s") % {
+            "start": self.start,
+            "end": self.end,
+            "peaks": self.peaks_id,
+        }
 
 
 # ---------------------------------------------------------------- spans the model missed
@@ -672,7 +741,13 @@ class AddedSpan(models.Model):
         indexes = [models.Index(fields=["note", "task"], name="review_addedspan_pair")]
 
     def __str__(self):
-        return f"span [{self.start}, {self.end}) note={self.note_id} task={self.task_id} by {self.reviewer_id}"
+        return gettext("span [%(start)s, %(end)s) note=%(note)s task=%(task)s by %(reviewer)s") % {
+            "note": self.note_id,
+            "task": self.task_id,
+            "start": self.start,
+            "end": self.end,
+            "reviewer": self.reviewer_id,
+        }
 
 
 class SpanAdjudication(models.Model):
@@ -716,7 +791,13 @@ class SpanAdjudication(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.decision} added spans [{self.start}, {self.end}) note={self.note_id} round={self.round_id}"
+        return gettext("%(decision)s added spans [%(start)s, %(end)s) note=%(note)s round=%(round)s") % {
+            "decision": decision_word(self.decision),
+            "start": self.start,
+            "end": self.end,
+            "note": self.note_id,
+            "round": self.round_id,
+        }
 
     @property
     def kept(self) -> bool:
@@ -746,4 +827,4 @@ class ReportSnapshot(WorkUnit):
     compute_seconds = models.FloatField(null=True, blank=True)
 
     def __str__(self):
-        return f"report {self.scope} ({self.status})"
+        return gettext("report %(scope)s (%(status)s)") % {"scope": self.scope, "status": choice_word(self, "status")}

@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from webapp.lifecycle.models import WorkUnit
-from webapp.lifecycle.status import JobStatus
+from webapp.lifecycle.status import JobStatus, choice_word
 from webapp.projects.scoping import ProjectScopedQuerySet
 
 
@@ -80,7 +80,12 @@ class LabeledSplit(models.Model):
         ]
 
     def __str__(self):
-        return f"split {self.pk} of {self.corpus} (seed {self.seed}, test {self.test_ratio:g})"
+        return _("split %(split)s of %(corpus)s (seed %(seed)s, test %(ratio)s)") % {
+            "split": self.pk,
+            "corpus": self.corpus,
+            "seed": self.seed,
+            "ratio": f"{self.test_ratio:g}",
+        }
 
 
 class SplitItem(models.Model):
@@ -98,7 +103,11 @@ class SplitItem(models.Model):
         indexes = [models.Index(fields=["split", "part"], name="training_splititem_part")]
 
     def __str__(self):
-        return f"split {self.split_id} {self.part}: annotation {self.annotation_id}"
+        return _("split %(split)s %(part)s: annotation %(annotation)s") % {
+            "split": self.split_id,
+            "part": choice_word(self, "part"),
+            "annotation": self.annotation_id,
+        }
 
 
 class TrainingRun(WorkUnit):
@@ -216,7 +225,11 @@ class TrainingRun(WorkUnit):
         ]
 
     def __str__(self):
-        return f"run {self.pk} ({self.get_kind_display()}, {self.status})"
+        return _("run %(run)s (%(kind)s, %(status)s)") % {
+            "run": self.pk,
+            "kind": self.get_kind_display(),
+            "status": choice_word(self, "status"),
+        }
 
     @property
     def percent(self) -> int:
@@ -282,7 +295,7 @@ class RunMetric(models.Model):
         indexes = [models.Index(fields=["run", "id"], name="training_runmetric_run_id_idx")]
 
     def __str__(self):
-        return f"run {self.run_id} {self.phase} step {self.step}"
+        return _("run %(run)s %(phase)s step %(step)s") % {"run": self.run_id, "phase": self.phase, "step": self.step}
 
 
 class RunLog(models.Model):
@@ -301,7 +314,11 @@ class RunLog(models.Model):
         ordering = ["run", "id"]
 
     def __str__(self):
-        return f"run {self.run_id} {self.level}: {self.message[:60]}"
+        return _("run %(run)s %(level)s: %(message)s") % {
+            "run": self.run_id,
+            "level": self.level,
+            "message": self.message[:60],
+        }
 
 
 class RunPrediction(models.Model):
@@ -321,4 +338,9 @@ class RunPrediction(models.Model):
         ]
 
     def __str__(self):
-        return f"run {self.run_id} note {self.note_id} task {self.task_id}: {self.predicted}"
+        return _("run %(run)s note %(note)s task %(task)s: %(predicted)s") % {
+            "run": self.run_id,
+            "note": self.note_id,
+            "task": self.task_id,
+            "predicted": self.predicted,
+        }
