@@ -51,8 +51,8 @@ SKIPPED = {
     "training:run_predictions": "a file download",
     "api:*": "the REST API: JSON read by programs, English by design (docs/api.md)",
     # its own strings come with Django's catalogs, the models' and fields' names and help texts with ours
-    # (tests/webapp/test_admin_in_language.py); the rows' names (__str__) are English, as in logs
-    "admin:*": "Django's admin, for site admins (tests/webapp/test_admin_in_language.py); rows named in English",
+    # (tests/webapp/test_admin_in_language.py), the rows' names (__str__) too (tests/webapp/*/test_model_names.py)
+    "admin:*": "Django's admin, for site admins: walked by tests/webapp/test_admin_in_language.py",
     "projects:new": POST_ONLY + " (the form is on projects:list)",
     "accounts:user_new": POST_ONLY + " (the form is on accounts:users)",
     "projects:member_add": POST_ONLY,
