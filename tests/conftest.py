@@ -128,3 +128,30 @@ def pytest_report_header(config):
         f"{db['HOST']}/{db['NAME']}" if db.get("HOST") else str(db["NAME"])
     )
     return [f"database: {where}", f"broker: {os.environ.get('REDIS_URL') or settings.CELERY_BROKER_URL}"]
+
+
+# Files whose tests take minutes, started first (tests/workers/test_fault_drill.py's drill alone is
+# about three): `make test` spreads whole files over two processes in the order collected, and in
+# path order these came last, leaving one process on them while the other had nothing left.
+LONGEST_FIRST = ("tests/workers/test_fault_drill.py", "tests/webapp/home/test_rundemo.py")
+
+
+@pytest.hookimpl(trylast=True)  # after tests/browser/conftest.py has marked its tests
+def pytest_collection_modifyitems(config, items):
+    """The slow files first (the longest of them before the others), then the browser's, then the
+    rest: the quick tests fill in at the end whichever process ends its share first. A stable sort
+    on a file's rank, so each file's tests keep their order; every process sorts the same way."""
+
+    def rank(item):
+        path = item.nodeid.split("::", 1)[0]
+        if path in LONGEST_FIRST:
+            return LONGEST_FIRST.index(path)
+        if item.get_closest_marker("slow"):
+            return len(LONGEST_FIRST)
+        return len(LONGEST_FIRST) + (1 if item.get_closest_marker("browser") else 2)
+
+    file_rank = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        file_rank[path] = min(file_rank.get(path, 99), rank(item))
+    items.sort(key=lambda item: file_rank[item.nodeid.split("::", 1)[0]])
