@@ -111,7 +111,7 @@ NAMES = frozenset(
 # Phrases shown as they are: a tool's name, the keys and columns a file must spell as given, a
 # regular expression.
 AS_THEY_ARE = re.compile(
-    r"Label Studio|JSON Lines|byte order mark|\(note_id, task, label, evidence\)|\bid, text\b|\bp-value\b|\\\w+"
+    r"Label Studio|Hugging Face|JSON Lines|byte order mark|\(note_id, task, label, evidence\)|\bid, text\b|\bp-value\b|\\\w+"
 )
 # A word with a digit is a code: zero2, bf16, fp32.
 WITH_DIGITS = re.compile(r"\b\w*\d\w*\b")
@@ -122,7 +122,7 @@ LOANWORDS = {
     "it": frozenset("link provider server script bytes complete candidate background percentile multi".split()),
     "es": frozenset(
         """local webhook webhooks inclusive residual detector original feature editable hash script regular
-        hospital""".split()
+        hospital social postal""".split()
     ),
 }
 # Words of all capitals are codes (an identifier type: NAME, DATE; an HTTP method: POST).
