@@ -111,7 +111,8 @@ NAMES = frozenset(
 # Phrases shown as they are: a tool's name, the keys and columns a file must spell as given, a
 # regular expression.
 AS_THEY_ARE = re.compile(
-    r"Label Studio|Hugging Face|JSON Lines|byte order mark|\(note_id, task, label, evidence\)|\bid, text\b|\bp-value\b|\\\w+"
+    r"Label Studio|Hugging Face|JSON Lines|byte order mark|\(note_id, task, label, evidence\)|\bid, text\b|\bp-value\b"
+    r"|\\\w+"
 )
 # A word with a digit is a code: zero2, bf16, fp32.
 WITH_DIGITS = re.compile(r"\b\w*\d\w*\b")
