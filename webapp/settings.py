@@ -128,7 +128,7 @@ LOGOUT_REDIRECT_URL = "login"
 # behind one NAT address is not locked out by one person's typos; at LOGIN_FAILURE_LIMIT the pair
 # is refused for LOGIN_LOCKOUT_MINUTES (each further try starts the wait again); an admin unlocks
 # at once with `manage.py axes_reset_username NAME`. Logins, failures and lockouts are audited.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "webapp.accounts.backends.AccountBackend"]
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]

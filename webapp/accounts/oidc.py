@@ -31,6 +31,7 @@ from django.utils.functional import cached_property
 from mozilla_django_oidc import middleware, views
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
+from webapp.accounts.backends import active_user
 from webapp.accounts.language import save_claimed
 from webapp.accounts.membership import set_provider_memberships
 from webapp.accounts.models import OIDCIdentity
@@ -70,6 +71,10 @@ class SignInRefused(SuspiciousOperation):
 
 
 class OIDCBackend(OIDCAuthenticationBackend):
+    def get_user(self, user_id):
+        """The session's user, as webapp.accounts.backends reads it: an active account only."""
+        return active_user(user_id)
+
     def get_or_create_user(self, access_token, id_token, payload):
         userinfo = self.get_userinfo(access_token, id_token, payload)
         if userinfo.get("sub") != payload.get("sub"):

@@ -89,7 +89,7 @@ def get_or_404(user, queryset, capability: Capability = Capability.VIEW, **looku
 
 def check_or_404(user, obj, capability: Capability = Capability.VIEW):
     """What get_or_404 decides, for an object fetched without `visible_to` (by a query built once:
-    webapp.review.prepared): 404 unless `obj` (None: no such row) is of a project where `user` may
+    webapp.db.prepared): 404 unless `obj` (None: no such row) is of a project where `user` may
     see, then 403 unless their role there has `capability`. For models with one project path and
     no shared rows, where the object's project is the one the filter would test."""
     model = type(obj) if obj is not None else None

@@ -14,11 +14,11 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from webapp.corpus.models import Corpus, Note
+from webapp.db.prepared import Prepared
 from webapp.projects.roles import Capability, has_capability
 from webapp.projects.scoping import check_or_404, get_or_404, member_or_404
 from webapp.review import catalog
 from webapp.review.models import AddedSpan, ReviewRound, RoundReviewer, ValidationSet
-from webapp.review.prepared import Prepared
 
 TUNE = (Capability.REVIEW, Capability.LAUNCH)
 
@@ -30,7 +30,7 @@ def require_any(user, capabilities, project=None) -> None:
 
 
 # The review loop's fetches (every queue, note and decision answer): the query built once per
-# process (webapp.review.prepared), the access decided on the row by scoping.check_or_404, which
+# process (webapp.db.prepared), the access decided on the row by scoping.check_or_404, which
 # decides what get_or_404's filter does.
 _CORPUS = Prepared(lambda _shape, corpus_id: Corpus.objects.filter(pk=corpus_id))
 _NOTE = Prepared(

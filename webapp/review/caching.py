@@ -51,8 +51,8 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils.translation import get_language
 
+from webapp.db.prepared import Prepared
 from webapp.review import peakstore
-from webapp.review.prepared import Prepared
 
 TIMEOUT = 3600  # seconds an entry is kept
 VERSION = 1  # bump when PanelBase changes shape

@@ -43,8 +43,8 @@ from django.utils.translation import gettext as _
 from ml.relevance import default_config_key
 from webapp.audit.log import record
 from webapp.audit.models import AuditEvent
+from webapp.db.prepared import Prepared
 from webapp.review.models import Adjudication, PeakDecision
-from webapp.review.prepared import Prepared
 
 
 class DecisionError(Exception):
@@ -182,7 +182,7 @@ def _mine(_shape, *, note_id, task_id, model_id, method, template, config, start
     return rows.order_by("pk").values_list("pk")[:1]
 
 
-_MINE = Prepared(_mine)  # webapp.review.prepared: built once per process, run with each decision's values
+_MINE = Prepared(_mine)  # webapp.db.prepared: built once per process, run with each decision's values
 
 
 def undo_last(reviewer, note) -> tuple[str, PeakDecision] | None:

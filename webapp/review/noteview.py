@@ -42,13 +42,13 @@ from ml.codec import decode_arrays
 from ml.peaks import peaks_of_arrays
 from ml.specificity import TaskMap, note_specificity
 from webapp.corpus.models import Annotation, Note
+from webapp.db.prepared import Prepared
 from webapp.lib import rendering, windows
 from webapp.lifecycle.status import ACTIVE
 from webapp.pipeline.models import RelevanceJob, RelevanceMap
 from webapp.review import caching, peakstore, sentenceview
 from webapp.review.decisions import PeakContext, is_conflict, overlapping, shown_decisions
 from webapp.review.models import PeakDecision
-from webapp.review.prepared import Prepared
 
 ADJUST_WORDS = 5  # how many words a boundary may move either way in the adjust form
 ADJUST_REACH = 400  # characters either side of a boundary searched for those words
@@ -157,7 +157,7 @@ def _any_decision(_shape, *, note_id, task_id, model_id, method, template, confi
     return rows.filter(template=template, config_key=config).values_list("pk")[:1]
 
 
-# Whether a pair has gold or decisions at all, by SQL built once (webapp.review.prepared): on a
+# Whether a pair has gold or decisions at all, by SQL built once (webapp.db.prepared): on a
 # pair's first visit the answer is usually no, and then no model query is built.
 ANY_GOLD = Prepared(_any_gold)
 ANY_DECISION = Prepared(_any_decision)
@@ -627,8 +627,16 @@ def window_html(text, win, offsets, scores, peaks, gold, *, first_peak=0, peak_c
     reach into it, cut to it."""
     local_offsets, local_scores = rendering.tokens_in(offsets, scores, win.start, win.end)
     piece = text[win.start : win.end]
-    segs = rendering.segments(piece, local_offsets, local_scores, windows.clip(peaks, win), windows.clip(gold, win))
-    return rendering.segments_html(piece, segs, peak_classes=peak_classes, first_peak=first_peak, markers=markers)
+    return rendering.heat_html(
+        piece,
+        local_offsets,
+        local_scores,
+        windows.clip(peaks, win),
+        windows.clip(gold, win),
+        peak_classes=peak_classes,
+        first_peak=first_peak,
+        markers=markers,
+    )
 
 
 def reach_markers(reach: MapReach | None, win, *, id_prefix: str = "") -> dict[int, str]:
@@ -713,7 +721,7 @@ def neighbours(note, selection) -> tuple[int | None, int | None]:
     """The previous and next note of the corpus (by id) that has a map of the selection's task,
     model version, method and template; without a task, the previous and next note. One query:
     two index-bounded subqueries (ORDER BY ... LIMIT 1), built once per process
-    (webapp.review.prepared)."""
+    (webapp.db.prepared)."""
     if selection.ready:
         values = {"task_id": selection.task.pk, "model_id": selection.model.pk, "method": selection.method,
                   "template": selection.template, "config": selection.config}  # fmt: skip

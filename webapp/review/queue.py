@@ -19,7 +19,7 @@ query over it and computes nothing. Both questions are scalar subqueries
 with the corpus, with the peaks stored or with what was reviewed. When SCAN maps were looked at
 without finding a pair, the page offers to continue from where the request stopped. The
 window's query is built by the ORM once per process and shape and run with each request's
-values (webapp.review.prepared): making it cost the server twenty times what running it cost
+values (webapp.db.prepared): making it cost the server twenty times what running it cost
 PostgreSQL.
 """
 
@@ -30,9 +30,9 @@ from types import SimpleNamespace
 
 from django.db.models import Exists, Q, Subquery
 
+from webapp.db.prepared import Prepared
 from webapp.pipeline.models import RelevanceMap
 from webapp.review import catalog, peakstore
-from webapp.review.prepared import Prepared
 
 FIRST_BATCH = 25  # the first window: nearly always holds the next pair
 BATCH = 500

@@ -25,10 +25,10 @@ from ml.peaks import PAPER, PeakParams
 from ml.relevance import RelevanceConfig, default_config_key
 from ml.relevance.methods import DEFAULT
 from webapp.corpus.models import Task
+from webapp.db.prepared import Prepared
 from webapp.pipeline.models import METHOD_LABELS, ModelVersion, PeakProfile, RelevanceJob, RelevanceMap
 from webapp.review import catalog
 from webapp.review.forms import FIELD_KEYS, ParamsForm
-from webapp.review.prepared import Prepared
 
 
 @dataclass
@@ -205,7 +205,7 @@ def _combos(_shape, *, note_id):
     )
 
 
-COMBOS = Prepared(_combos)  # webapp.review.prepared: built once per process
+COMBOS = Prepared(_combos)  # webapp.db.prepared: built once per process
 
 
 def for_corpus(corpus, query) -> Selection:

@@ -52,13 +52,13 @@ def test_a_check_not_yet_due_lets_the_page_through(client, clinician, oidc_on):
 
 
 def test_a_local_accounts_session_is_never_sent_to_the_provider(client, clinician, oidc_on):
-    client.force_login(clinician, backend="django.contrib.auth.backends.ModelBackend")
+    client.force_login(clinician, backend="webapp.accounts.backends.AccountBackend")
     assert client.get(reverse("corpus:list")).status_code == 200
 
 
 def test_logout_of_a_local_account_goes_to_the_login_page_not_the_provider(client, clinician, oidc_on, settings):
     settings.OIDC_OP_LOGOUT_ENDPOINT = f"{IDP}/logout"
-    client.force_login(clinician, backend="django.contrib.auth.backends.ModelBackend")
+    client.force_login(clinician, backend="webapp.accounts.backends.AccountBackend")
     assert client.post(reverse("logout"))["Location"] == reverse("login")
 
 

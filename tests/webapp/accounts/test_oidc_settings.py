@@ -41,7 +41,7 @@ def test_with_no_client_id_only_local_accounts_sign_in(tmp_path):
 def test_a_configured_provider_adds_its_backend_its_role_mapping_and_its_logout_origin(tmp_path):
     conf = probe({**CONFIGURED, "OIDC_RENEW_SECONDS": "120"}, tmp_path)
     assert conf["backends"][-1] == "webapp.accounts.oidc.OIDCBackend"
-    assert "django.contrib.auth.backends.ModelBackend" in conf["backends"]  # local accounts stay
+    assert "webapp.accounts.backends.AccountBackend" in conf["backends"]  # local accounts stay
     assert conf["roles"] == {"ward-doctors": [["icu", "clinician"]], "dsm-admins": [["icu", "admin"]]}
     assert conf["form_action"] == ["'self'", "https://idp.hospital.example"]
     assert conf["renew"] == 120

@@ -1,5 +1,5 @@
 """webapp.review.access: the review loop's note and corpus fetched by a query built once
-(webapp.review.prepared `objects`), the access decided on the row (scoping.check_or_404) as
+(webapp.db.prepared `objects`), the access decided on the row (scoping.check_or_404) as
 get_or_404 decides it; a removed membership, a changed role or a deactivated account takes effect
 on the next request."""
 

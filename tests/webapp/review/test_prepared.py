@@ -1,4 +1,4 @@
-"""webapp.review.prepared: a query built once per process and shape answers what the ORM's
+"""webapp.db.prepared: a query built once per process and shape answers what the ORM's
 queryset answers for every request's values, and a shape whose values the ORM converts is not
 kept (it runs through the ORM each time)."""
 
@@ -7,9 +7,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from webapp.corpus.models import Note
+from webapp.db.prepared import Prepared
 from webapp.review import noteview, peakstore, queue, selection
 from webapp.review.decisions import PeakContext, decide
-from webapp.review.prepared import Prepared
 
 from .fabricate import TEXT, add_map, query, word_span
 from .test_views_query_counts import store_all

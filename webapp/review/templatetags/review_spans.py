@@ -4,9 +4,9 @@ note view stays as it is."""
 
 from django import template
 
+from webapp.db.prepared import Prepared
 from webapp.review import spans
 from webapp.review.models import AddedSpan
-from webapp.review.prepared import Prepared
 
 register = template.Library()
 
@@ -41,7 +41,7 @@ def _added(_shape, *, note_id, task_id):
     return AddedSpan.objects.filter(note_id=note_id, task_id=task_id).values_list("pk")[:1]
 
 
-_ANY_ADDED = Prepared(_added)  # webapp.review.prepared: the usual answer (none) without building a queryset
+_ANY_ADDED = Prepared(_added)  # webapp.db.prepared: the usual answer (none) without building a queryset
 
 
 def _any_added(note, task) -> bool:
