@@ -14,7 +14,9 @@ heat and no colour. The concatenated segment texts are the note text exactly.
 element's text content is the note as written (whitespace and newlines kept by CSS
 `white-space: pre-wrap`); colour classes `r0`..`r7` (LEVELS bins of the score over [0, 1]),
 `g` for gold evidence, and each peak wrapped in one `<mark class="peak">` whose number is
-drawn by CSS from `data-n` (a pseudo-element, not text).
+drawn by CSS from `data-n` (a pseudo-element, not text). `heat_html` writes the same bytes
+straight from the map, the text's words and the gaps between them, with no Segment and no
+per-character array: the note view renders a window through it on every request (issue 41).
 
 A long note is rendered one window at a time (webapp.lib.windows): the caller passes the
 window's text, the map's tokens in it (`tokens_in`: clipped and counted from the window's start)
@@ -33,8 +35,11 @@ ml.metrics apply to two tokenisations.
 
 from __future__ import annotations
 
+import bisect
 import html
+import itertools
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -255,12 +260,7 @@ def segments_html(
             if open_peak is not None:
                 out.append("</mark>")
             if s.peak is not None:
-                extra = peak_classes[s.peak] if s.peak < len(peak_classes) else ""
-                number = s.peak + first_peak
-                out.append(
-                    f'<mark class="peak {extra}" id="peak-{number}" data-peak="{number}" data-n="{number + 1}" '
-                    f'tabindex="-1">'
-                )
+                out.append(_peak_mark(s.peak, peak_classes, first_peak))
             open_peak = s.peak
         piece = escape(text[s.start : s.end], quote=False)
         classes = []
@@ -273,6 +273,105 @@ def segments_html(
             out.append(f'<span class="{" ".join(classes)}"{title}>{piece}</span>')
         else:
             out.append(piece)
+    if open_peak is not None:
+        out.append("</mark>")
+    out.extend(marker for _, marker in pending)
+    return "".join(out)
+
+
+def _peak_mark(peak: int, peak_classes: Sequence[str], first_peak: int) -> str:
+    extra = peak_classes[peak] if peak < len(peak_classes) else ""
+    number = peak + first_peak
+    return f'<mark class="peak {extra}" id="peak-{number}" data-peak="{number}" data-n="{number + 1}" tabindex="-1">'
+
+
+# re.split keeps the captured words: gap, word, gap, ..., word, gap (the words of words_of)
+_WORD_RUNS = re.compile(r"(\w+)")
+_ESCAPED = re.compile(r"[&<>]")  # what html.escape(quote=False) rewrites; never inside a word
+
+
+def heat_html(
+    text: str,
+    offsets,
+    scores,
+    peaks: Sequence[Span] = (),
+    gold: Sequence[Span] = (),
+    *,
+    peak_classes: Sequence[str] = (),
+    first_peak: int = 0,
+    markers: Mapping[int, str] | None = None,
+) -> str:
+    """`segments_html(text, segments(text, offsets, scores, peaks, gold), ...)`, the same bytes,
+    built from the text's pieces (its words and the gaps between them) rather than from a
+    Segment per piece and arrays as long as the text: the note view renders a window per request.
+
+    Most of the text lies outside peaks and gold, so each piece's HTML there is built once and
+    joined; only the few stretches between peak, gold and marker positions are cut apart."""
+    n = len(text)
+    escape = html.escape
+    pieces = _WORD_RUNS.split(text)  # odd indices: words; only the first and last gap may be empty
+    edges = list(itertools.accumulate(map(len, pieces), initial=0))  # piece i is [edges[i], edges[i + 1])
+    words = list(zip(edges[1:-1:2], edges[2::2]))
+    _, heat = word_heat(text, offsets, scores, words)
+    heats, levels = heat.tolist(), token_levels(heat).tolist()
+
+    plain = pieces[:]  # each piece's HTML outside gold evidence
+    plain[1::2] = [
+        word if math.isnan(h) else f'<span class="r{level}" title="{h:.2f}">{word}</span>'
+        for word, h, level in zip(pieces[1::2], heats, levels)
+    ]
+    for i in {bisect.bisect_right(edges, m.start()) - 1 for m in _ESCAPED.finditer(text)}:
+        plain[i] = escape(pieces[i], quote=False)
+
+    def piece_html(i: int, a: int, b: int, in_gold: bool) -> str:
+        """HTML of characters [a, b) of piece i, as segments_html writes that segment."""
+        piece = text[a:b]
+        h = heats[i // 2] if i % 2 else math.nan  # piece 2k + 1 is word k; gaps carry no heat
+        if math.isnan(h):
+            return f'<span class="g">{escape(piece, quote=False)}</span>' if in_gold else escape(piece, quote=False)
+        css = f"r{levels[i // 2]} g" if in_gold else f"r{levels[i // 2]}"
+        return f'<span class="{css}" title="{h:.2f}">{piece}</span>'
+
+    peaks, gold = _clip(peaks, n), _clip(gold, n)
+
+    def peak_at(x: int) -> int | None:  # the last peak holding x, as _span_index writes them
+        return max((i for i, (a, b) in enumerate(peaks) if a <= x < b), default=None)
+
+    def gold_at(x: int) -> bool:
+        return any(a <= x < b for a, b in gold)
+
+    # a segment ends where the peak or gold evidence changes, not at every span edge (spans may
+    # overlap or touch)
+    edges_of_spans = {x for a, b in (*peaks, *gold) for x in (a, b) if 0 < x < n}
+    cuts = sorted(x for x in edges_of_spans if peak_at(x) != peak_at(x - 1) or gold_at(x) != gold_at(x - 1))
+    pending = sorted((markers or {}).items())
+    # a marker goes before the first segment starting at or after its offset: a cut (already a
+    # stop) or the next piece's start, made a stop here
+    marker_stops = [edges[bisect.bisect_left(edges, offset)] for offset, _ in pending if offset < n]
+    stops = sorted({0, n, *cuts, *marker_stops}) if n else []
+
+    out: list[str] = []
+    open_peak = None
+    for x, y in zip(stops, stops[1:]):  # one peak and gold state from x to y
+        while pending and pending[0][0] <= x:
+            out.append(pending.pop(0)[1])
+        peak, in_gold = peak_at(x), gold_at(x)
+        if peak != open_peak:
+            if open_peak is not None:
+                out.append("</mark>")
+            if peak is not None:
+                out.append(_peak_mark(peak, peak_classes, first_peak))
+            open_peak = peak
+        first, last = bisect.bisect_right(edges, x) - 1, bisect.bisect_right(edges, y - 1) - 1
+        if first == last:
+            out.append(piece_html(first, x, y, in_gold))
+            continue
+        out.append(piece_html(first, x, edges[first + 1], in_gold))
+        if in_gold:
+            out.extend(piece_html(i, edges[i], edges[i + 1], True) for i in range(first + 1, last))
+        else:
+            out.extend(plain[first + 1 : last])
+        out.append(piece_html(last, edges[last], y, in_gold))
     if open_peak is not None:
         out.append("</mark>")
     out.extend(marker for _, marker in pending)
