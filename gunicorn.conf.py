@@ -9,5 +9,7 @@ access_log_format = '%(h)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms'  # %(U)s: the path
 
 def post_worker_init(worker):
     from webapp.logs import filter_every_handler
+    from webapp.wsgi import settle_worker
 
     filter_every_handler()
+    settle_worker()  # the start's objects out of the collector's way (webapp.wsgi)

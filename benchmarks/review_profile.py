@@ -18,7 +18,9 @@ project and loops as review-load's do (benchmarks.review_load.review_loop): GET 
 the pair decided last (302 to the next pair), GET that note page, POST a decision on its first
 undecided peak as htmx sends it (a urlencoded form, as review-load sends it too). The requests go
 through Django's test Client without the test instrumentation (no template signals), so a
-request's cost is the handler's: middleware, session, view, queries, template.
+request's cost is the handler's: middleware, session, view, queries, template. Before the warm-up
+the process settles as a gunicorn worker does once started (webapp.wsgi.settle_worker: every view
+imported, what exists then frozen out of the garbage collector's full passes).
 
 Per step: CPU milliseconds (time.process_time around the request: this process only, so
 PostgreSQL's and Redis's work are not in it) as median, mean and p95 over --loops loops after
@@ -250,11 +252,14 @@ def main(argv: list[str] | None = None) -> int:
             result["data"] = {k: objects[k] for k in ("notes", "maps", "mean_tokens_per_map")}
             result["data"]["build_s"] = round(time.perf_counter() - started, 1)
             vacuum_analyze()
+        from webapp.wsgi import settle_worker
+
         call_command("collectstatic", "--noinput", verbosity=0)
         cache.clear()
         query = {"model": objects["model"].pk, "method": "attnlrp", "template": "en",
                  "profile": objects["profile"].pk}  # fmt: skip
         loops = make_loops(args.reviewers, objects, query)
+        settle_worker()  # as gunicorn's workers do once started (gunicorn.conf.py)
         run(loops, args.warmup)
         measured = run(loops, args.loops)
         result["load_average_1_5_15_before"] = load_average()
