@@ -33,7 +33,8 @@ queue's order) reads the note's maps and finds their peaks once, not once per ta
 Two lookups every review answer made are kept under a generation token (`generation`), renewed
 by every save or delete of the rows they read (connected in the app's ready), now and again
 after the transaction commits, so the next request reads them afresh (as webapp.projects.roles
-keeps a user's roles):
+keeps a user's roles); each value is stored with the token it was read under, so a lookup is one
+round trip to the cache for both:
 - `guideline`: the guideline version a task's reviewers read (webapp.corpus.tasks.current_guideline);
 - `any_round`: whether a review round of a map's model version, method, template and
   configuration exists at all; a decision outside every round then skips the rounds' claim
@@ -169,7 +170,6 @@ def specificities(key: str, compute) -> dict:
 # ---------------------------------------------------------------- kept under a generation token
 
 GENERATION_KEY = "review:generation:{}"
-_MISSING = object()
 
 
 def generation(name: str) -> str:
@@ -195,13 +195,18 @@ def renew(name: str, *_args, **_kwargs) -> None:
 
 
 def kept(name: str, parts, read):
-    """`read()`, kept under `name`'s generation and `parts` (ids only) until `name` is renewed."""
-    key = f"review:{name}:{generation(name)}:{_digest(parts)}"
-    found = cache.get(key, _MISSING)
-    if found is _MISSING:
-        found = read()
-        cache.set(key, found, TIMEOUT)
-    return found
+    """`read()`, kept under `parts` (ids only) until `name` is renewed. The value is stored with
+    the generation token it was read under, so the token and the value come back in one round
+    trip, and a value read under an older token is read again."""
+    token_key, value_key = GENERATION_KEY.format(name), f"review:{name}:{_digest(parts)}"
+    found = cache.get_many([token_key, value_key])
+    token = found.get(token_key) or generation(name)
+    entry = found.get(value_key)
+    if entry is not None and entry[0] == token:
+        return entry[1]
+    value = read()
+    cache.set(value_key, (token, value), TIMEOUT)
+    return value
 
 
 def guideline(task, project_id):

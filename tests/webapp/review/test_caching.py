@@ -133,3 +133,38 @@ def test_a_kept_panel_runs_fewer_queries_than_a_built_one(
 
 def test_scores_of_the_fixture_are_what_the_map_holds(note):
     assert np.allclose(scores_for(TEXT, {"130": 0.9}).sum(), 0.9 * ((tokens(TEXT)[:, 0] == TEXT.index("130")).sum()))
+
+
+class _CountingCache:
+    """Django's cache, counting the calls that go to it (each one round trip to Redis)."""
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, []
+
+    def __getattr__(self, name):
+        method = getattr(self.inner, name)
+
+        def counted(*args, **kwargs):
+            self.calls.append(name)
+            return method(*args, **kwargs)
+
+        return counted
+
+
+def test_a_kept_lookup_is_one_round_trip_and_a_renewal_is_read_again(db, monkeypatch):
+    reads = []
+
+    def read():
+        reads.append(1)
+        return f"value {len(reads)}"
+
+    counting = _CountingCache(cache)
+    monkeypatch.setattr(caching, "cache", counting)
+    assert caching.kept("guideline", [1, 2], read) == "value 1"
+    counting.calls.clear()
+    assert caching.kept("guideline", [1, 2], read) == "value 1"
+    assert counting.calls == ["get_many"] and len(reads) == 1
+    caching.renew("guideline")  # a guideline version saved: the token changes
+    assert caching.kept("guideline", [1, 2], read) == "value 2"
+    assert caching.kept("guideline", [1, 3], read) == "value 3"  # other ids, another value
+    assert caching.kept("guideline", [1, 2], read) == "value 2" and len(reads) == 3
