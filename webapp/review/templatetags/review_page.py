@@ -1,12 +1,14 @@
 """Pieces of the note page written once: the selection's hidden fields once per request however
-many forms repeat them, the colour scale and the keyboard help once per process and language."""
+many forms repeat them, the colour scale and the keyboard help once per process and language,
+the peak-profile menu's labels once per profile and language."""
 
 import threading
 
 from django import template
+from django.template.defaultfilters import floatformat
 from django.template.loader import get_template
 from django.utils.formats import localize
-from django.utils.html import format_html_join
+from django.utils.html import conditional_escape, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import get_language
 
@@ -83,3 +85,27 @@ def help_html(context):
         with _lock:
             _helps[key] = html
     return html
+
+
+_profile_labels: dict[tuple, str] = {}
+
+
+@register.simple_tag
+def profile_options(profiles, shown):
+    """The peak-profile menu's `<option>`s: "name vN (k, σ, lower/upper)", the numbers as
+    floatformat:2 writes them in the reader's language. Each label is written once per process,
+    language and the values it shows (three floatformats a profile were a tenth of the note
+    page's template)."""
+    language, shown_pk = get_language(), getattr(shown, "pk", None)
+    options = []
+    for p in profiles:
+        key = (language, str(p), p.kernel_size, p.sigma, p.lower, p.upper)
+        label = _profile_labels.get(key)
+        if label is None:
+            numbers = [floatformat(value, 2) for value in (p.sigma, p.lower, p.upper)]
+            label = conditional_escape(f"{p} ({p.kernel_size}, {numbers[0]}, {numbers[1]}/{numbers[2]})")
+            with _lock:
+                _profile_labels[key] = label
+        selected = " selected" if p.pk == shown_pk else ""
+        options.append(f'<option value="{p.pk}"{selected}>{label}</option>')
+    return mark_safe("".join(options))
