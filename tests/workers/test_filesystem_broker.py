@@ -13,6 +13,9 @@ Llama registered with `manage.py register_model`, 6 notes x 2 tasks in chunks of
 message with it (the filesystem transport deletes a message's file on delivery), so only the
 recovery sweeper of the next worker, reading heartbeats from the SQLite file, can queue the chunk
 again (webapp.lifecycle.recovery); the job completes with one map per pair, without Resume.
+
+`migrate` and `load_task_catalog` run once for the module (migrating an empty file is most of a
+test's setup); each test starts from a copy of the SQLite file they leave.
 """
 
 import json
@@ -50,6 +53,32 @@ def model_dir(tmp_path_factory):
 @pytest.fixture
 def embedded_env(tmp_path, model_dir):
     return clean_env(tmp_path, model_dir)
+
+
+@pytest.fixture(scope="module")
+def catalog_db(tmp_path_factory) -> Path:
+    """The SQLite file `manage.py migrate` and `load_task_catalog` leave, run as `make demo` runs
+    them: separate processes in a clean environment (neither reads the models)."""
+    tmp_path = tmp_path_factory.mktemp("catalog")
+    env = clean_env(tmp_path, tmp_path / "models")
+    db = Path(env["DATA_DIR"]) / "db.sqlite3"
+    manage(env, "migrate", "--no-input", "-v", "0")
+    assert db.is_file()
+    assert "created" in manage(env, "load_task_catalog")
+    return db
+
+
+def start_from(catalog_db: Path, env: dict) -> Path:
+    """A copy of catalog_db as env's database, through SQLite's backup (whole and consistent, a
+    write-ahead log included)."""
+    db = Path(env["DATA_DIR"]) / "db.sqlite3"
+    source, target = sqlite3.connect(f"file:{catalog_db}?mode=ro", uri=True), sqlite3.connect(db)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
+    return db
 
 
 def clean_env(tmp_path: Path, model_dir) -> dict:
@@ -103,12 +132,9 @@ def queued_messages(data_dir: Path) -> list[Path]:
     return sorted((data_dir / "broker" / "queue").glob("*.relevance.msg"))
 
 
-def test_a_relevance_job_runs_on_sqlite_and_the_filesystem_broker_in_real_processes(embedded_env, tmp_path):
+def test_a_relevance_job_runs_on_sqlite_and_the_filesystem_broker_in_real_processes(embedded_env, catalog_db, tmp_path):
     data_dir = Path(embedded_env["DATA_DIR"])
-    db = data_dir / "db.sqlite3"
-    manage(embedded_env, "migrate", "--no-input", "-v", "0")
-    assert db.is_file()
-    assert "created" in manage(embedded_env, "load_task_catalog")
+    db = start_from(catalog_db, embedded_env)
     manage(embedded_env, "load_demo_corpus", "--corpus", "demo-ed", "--notes", str(NOTES_IN_CORPUS))
     assert query(
         db, "SELECT count(*) FROM corpus_note n JOIN corpus_corpus c ON c.id = n.corpus_id WHERE c.name = 'demo-ed'"
@@ -200,7 +226,7 @@ FAST_LIFECYCLE = {
 
 
 def test_a_worker_killed_mid_job_on_sqlite_and_the_filesystem_broker_is_recovered_by_the_sweeper(
-    tiny_model_dir, tmp_path
+    tiny_model_dir, catalog_db, tmp_path
 ):
     """`make demo`'s setup, a relevance worker SIGKILLed while it holds a chunk: the filesystem
     transport removed the message's file when it delivered it, so no broker redelivers it. Only
@@ -208,9 +234,7 @@ def test_a_worker_killed_mid_job_on_sqlite_and_the_filesystem_broker_is_recovere
     again; the job then completes with one map per planned pair, without Resume."""
     env = clean_env(tmp_path, tmp_path / "models")
     data_dir = Path(env["DATA_DIR"])
-    db = data_dir / "db.sqlite3"
-    manage(env, "migrate", "--no-input", "-v", "0")
-    manage(env, "load_task_catalog")
+    db = start_from(catalog_db, env)
     manage(env, "load_demo_corpus", "--corpus", "demo-ed", "--notes", str(KILL_NOTES))
     assert f"model version {TINY_MODEL} (llama)" in manage(env, "register_model", TINY_MODEL, str(tiny_model_dir))
     total, chunk_count = KILL_NOTES * len(KILL_TASKS), KILL_NOTES * len(KILL_TASKS) // KILL_CHUNK
