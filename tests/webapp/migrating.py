@@ -25,25 +25,34 @@ def migrate(targets):
 
 
 def _unapply(executor, plan):
-    """Django's backwards migration, with the migrations that stay applied put before those it
-    unapplies in the order it computes the states from.
+    """Django's backwards migration (MigrationExecutor._migrate_all_backwards: the same operations,
+    unapplied in the same order by unapply_migration), with the project states before each
+    migration computed without rendering them.
 
-    Django renders the project state at the first migration to unapply and then, for every later
-    migration in its order, applied or not to be unapplied, changes that rendered state, which
-    re-renders most models each time (the apps' models are closely related): for an early target,
-    a hundred migrations of other apps that stay applied, at a tenth of a second each. Those never
-    depend on a migration being unapplied (it would be unapplied with it), so running them first
-    is still an order the graph allows; they are then applied to the state before it is rendered,
-    which is cheap. The state each migration is unapplied from also matches the database better:
-    it has every migration that stays applied, as the tables do. The same operations run, in the
-    same order, against the same tables."""
+    Django renders the state at the first migration to unapply and then changes it for every later
+    migration in its order, the applied ones of other apps that stay included; each change of a
+    rendered state re-renders most models (the apps' models are closely related), a tenth of a
+    second each, and unapplying a migration changes the state again the same way. Here the states
+    are built as plain model descriptions, which is cheap, and each operation renders only the
+    states its database step reads. The migrations that stay applied come first: none depends on
+    one being unapplied (it would be unapplied with it), so that is an order the graph allows, and
+    the state each migration is unapplied from then has every migration the tables still have, as
+    Django's forward migration does."""
     leaving = {migration for migration, _ in plan}
-    full_plan = executor.migration_plan(executor.loader.graph.leaf_nodes(), clean_start=True)
-    staying_first = [step for step in full_plan if step[0] not in leaving] + [
-        step for step in full_plan if step[0] in leaving
-    ]
+    graph = executor.loader.graph
+    full_plan = executor.migration_plan(graph.leaf_nodes(), clean_start=True)
+    applied = {graph.nodes[key] for key in executor.loader.applied_migrations if key in graph.nodes}
+    state = executor._create_project_state()
+    states = {}
+    for migration in [m for m, _ in full_plan if m not in leaving] + [m for m, _ in full_plan if m in leaving]:
+        if migration in leaving:
+            states[migration] = state
+            state = migration.mutate_state(state, preserve=True)
+        elif migration in applied:
+            migration.mutate_state(state, preserve=False)
     executor.recorder.ensure_schema()
-    executor._migrate_all_backwards(plan, staying_first, fake=False)
+    for migration, _ in plan:
+        executor.unapply_migration(states[migration], migration)
     executor.check_replacements()
 
 
