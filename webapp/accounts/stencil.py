@@ -34,8 +34,11 @@ def csrf_input(context) -> str:
 
 
 class Stencil:
-    def __init__(self, template_name: str):
+    """`limit`: the most keys kept (the oldest written is dropped first), for keys that are not few."""
+
+    def __init__(self, template_name: str, limit: int | None = None):
         self.template_name = template_name
+        self.limit = limit
         self._kept: dict[tuple, str] = {}
         self._lock = threading.Lock()
 
@@ -44,6 +47,8 @@ class Stencil:
         if found is None:
             found = get_template(self.template_name).render(context()).strip()
             with self._lock:
+                if self.limit is not None and len(self._kept) >= self.limit:
+                    self._kept.pop(next(iter(self._kept)), None)
                 self._kept[key] = found
         for standing, value in fills.items():
             found = found.replace(standing, value)

@@ -7,11 +7,13 @@ import threading
 from django import template
 from django.template.defaultfilters import floatformat
 from django.template.loader import get_template
+from django.urls import get_script_prefix
 from django.utils.formats import localize
 from django.utils.html import conditional_escape, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import get_language
 
+from webapp.accounts.stencil import Stencil, stand_in
 from webapp.lib import rendering
 
 register = template.Library()
@@ -109,3 +111,59 @@ def profile_options(profiles, shown):
         selected = " selected" if p.pk == shown_pk else ""
         options.append(f'<option value="{p.pk}"{selected}>{label}</option>')
     return mark_safe("".join(options))
+
+
+# The note page's view controls and side column (templates/review/note.html's partials "controls"
+# and "aside"): written once per process and key, the key holding everything they show but the
+# note's address (and the side's profile menu), given as stand-ins. Keys are selections, so many
+# are kept but not without end.
+_CONTROLS = Stencil("review/note.html#controls", limit=2000)
+_ASIDE = Stencil("review/note.html#aside", limit=2000)
+_NOTE_URL, _PROFILE_OPTIONS = stand_in("note-url"), stand_in("profile-options")
+
+
+def _selection_key(sel) -> tuple:
+    """Everything of the selection the two partials show (with the reader's language)."""
+    profile = sel.profile
+    return (
+        get_language(),
+        get_script_prefix(),
+        sel.query(),  # task, model, method, template, profile, configuration, custom parameters
+        sel.config,
+        sel.params,
+        None if profile is None else (profile.pk, str(profile)),
+        tuple((t.pk, t.description) for t in sel.tasks),
+        tuple((m.pk, m.name) for m in sel.models),
+        tuple(sel.method_options),
+        tuple(sel.templates),
+        tuple(tuple(c) for c in sel.configs),
+        None if sel.model is None else sel.model.name,
+    )
+
+
+@register.simple_tag(takes_context=True)
+def note_controls(context):
+    sel = context["sel"]
+    return _CONTROLS.html(
+        _selection_key(sel),
+        lambda: {"sel": sel, "note_url": mark_safe(_NOTE_URL)},
+        {_NOTE_URL: conditional_escape(context["note_url"])},
+    )
+
+
+@register.simple_tag(takes_context=True)
+def note_aside(context):
+    sel, corpus = context["sel"], context["corpus"]
+    return _ASIDE.html(
+        (corpus.pk, *_selection_key(sel)),
+        lambda: {
+            "sel": sel,
+            "corpus": corpus,
+            "note_url": mark_safe(_NOTE_URL),
+            "profile_options": mark_safe(_PROFILE_OPTIONS),
+        },  # fmt: skip
+        {
+            _NOTE_URL: conditional_escape(context["note_url"]),
+            _PROFILE_OPTIONS: profile_options(context["profiles"], sel.profile),
+        },
+    )
