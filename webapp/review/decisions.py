@@ -162,7 +162,7 @@ def decide(
             row.version += 1
             row.save()
             op = "update"
-    _audit(reviewer, row, op)
+        _audit(reviewer, row, op)  # in the decision's transaction: no decision without its audit row
     return row
 
 
@@ -216,7 +216,7 @@ def undo_last(reviewer, note) -> tuple[str, PeakDecision] | None:
             row.version += 1
             row.save()
             op = "undo-update"
-    _audit(reviewer, row, op)
+        _audit(reviewer, row, op)
     return op, row
 
 

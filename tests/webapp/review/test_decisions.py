@@ -46,6 +46,24 @@ def test_a_first_decision_is_version_one_and_is_audited_without_text(ctx, clinic
     assert "'130'" not in str(event.details) and "heart rate value" not in str(event.details)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_decision_and_its_undo_are_kept_only_with_their_audit_rows(ctx, clinician, monkeypatch):
+    def audit_fails(*args, **kwargs):
+        raise RuntimeError("the audit table refused the row")
+
+    monkeypatch.setattr(decisions, "record", audit_fails)
+    with pytest.raises(RuntimeError):
+        decide(ctx, clinician)
+    assert not PeakDecision.objects.exists()  # no decision without its audit row
+    monkeypatch.undo()
+    row = decide(ctx, clinician)
+    monkeypatch.setattr(decisions, "record", audit_fails)
+    with pytest.raises(RuntimeError):
+        decisions.undo_last(clinician, ctx.note)
+    assert PeakDecision.objects.filter(pk=row.pk).exists()  # the undo is rolled back with its audit row
+    assert AuditEvent.objects.filter(action=AuditEvent.Action.REVIEW_DECISION).count() == 1
+
+
 def test_changing_a_decision_needs_the_version_the_page_showed(ctx, clinician):
     row = decide(ctx, clinician)
     changed = decide(ctx, clinician, "reject", version=row.version)
