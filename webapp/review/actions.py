@@ -26,6 +26,7 @@ class Outcome:
     decision: object | None = None
     selection: Selection | None = None
     spans: tuple = ()
+    guideline: object | None = None  # the task's current guideline version, as the decision read it
 
 
 def _snippet(text: str, start: int, end: int) -> str:
@@ -58,6 +59,7 @@ def submit(note, form, reviewer) -> Outcome:
             409,
         )
     ctx = decisions.PeakContext(note, task, model, data["method"], data["template"], sel.config)
+    guideline = caching.guideline(task, project_id)  # kept; read once for the check and the answer
     try:
         row = decisions.decide(
             ctx,
@@ -71,7 +73,7 @@ def submit(note, form, reviewer) -> Outcome:
             comment=data["comment"],
             profile=profile,
             params=form.params.to_dict(),
-            guideline_version=guideline_version_of(task, data.get("guideline"), project_id),
+            guideline_version=guideline_version_of(task, data.get("guideline"), project_id, guideline),
             active_ms=data["active_ms"],
         )
     except decisions.StaleDecision as exc:
@@ -92,16 +94,19 @@ def submit(note, form, reviewer) -> Outcome:
         decision=row,
         selection=sel,
         spans=tuple(spans),
+        guideline=guideline,
     )
 
 
-def guideline_version_of(task, shown: int | None, project_id: int) -> int | None:
+def guideline_version_of(task, shown: int | None, project_id: int, current=False) -> int | None:
     """The guideline version the page showed (0: it showed none), when it is one the project's
     reviewers may read (the task's own or the project's, never another project's); otherwise (no
-    page value, or a made-up one) the version they read now; None: no guideline."""
+    page value, or a made-up one) the version they read now; None: no guideline. `current`: the
+    task's current guideline version when the caller has read it."""
     if shown == 0:
         return None
-    current = caching.guideline(task, project_id)  # kept: the usual answer (the page showed it) without a query
+    if current is False:
+        current = caching.guideline(task, project_id)  # kept: the usual answer (the page showed it) without a query
     if shown is not None and current is not None and current.version == shown:
         return shown
     if shown is not None and guideline_versions_for(task, project_id).filter(version=shown).exists():

@@ -241,7 +241,7 @@ def _decided(request, note, outcome, window):
         "window_index": window or 0,
         "notice": outcome,
         "can_review": True,  # the decision was recorded: the reviewer may review
-        "guideline": caching.guideline(sel.task, note.corpus.project_id),
+        "guideline": outcome.guideline,  # what the decision read (webapp.review.actions.submit)
         "round": _round_of(request),
     }
     _rows_html(request, context, [row], context["window_index"])
