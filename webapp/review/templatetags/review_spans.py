@@ -53,7 +53,7 @@ def added_spans(context):
         written.update({name: "" for name in ("add_url", "accept_rest_url") if not values[name]})
         return {**written, "can_review": can_review, "csrf_token": CSRF_TOKEN}
 
-    fills = {stand_ins[name]: str(value) for name, value in values.items()}
+    fills = {stand_ins[name]: conditional_escape(value) for name, value in values.items()}  # as {{ }} writes them
     return _SECTION.html(key, stencil_context, {**fills, CSRF_INPUT: csrf_input(context)})
 
 
