@@ -78,12 +78,11 @@ def build(text: str, offsets, scores, gold=(), *, by: str = "sentence", chosen=N
         win = windows.Window(index=0, start=unit.start, end=unit.end, count=1)
         local_offsets, local_scores = rendering.tokens_in(offsets, scores, unit.start, unit.end)
         piece = text[unit.start : unit.end]
-        segs = rendering.segments(piece, local_offsets, local_scores, (), windows.clip(gold, win))
         view.shown.append(
             {
                 "index": i,
                 "number": i + 1,
-                "html": rendering.segments_html(piece, segs),
+                "html": rendering.heat_html(piece, local_offsets, local_scores, (), windows.clip(gold, win)),
                 "chosen": i == view.chosen,
                 "value": unit.value,
                 "level": levels[i],
