@@ -45,6 +45,22 @@ def database_for(url: str):
     return parsed.path.lstrip("/"), urlunparse(parsed._replace(path="/postgres"))
 
 
+# A migrated database on the same server to copy instead of starting empty (the tests set it, so
+# a test run migrates once, not once a benchmark: a copy takes a fraction of a second, migrate
+# 15-25 s on two cores). The caller's `migrate` then finds nothing to apply. Unset: empty.
+TEMPLATE_ENV = "DSM_MIGRATED_TEMPLATE"
+
+
+def create_statement(name: str):
+    """CREATE DATABASE `name`, copied from the template DSM_MIGRATED_TEMPLATE names if set."""
+    from psycopg import sql
+
+    template = os.environ.get(TEMPLATE_ENV)
+    if not template:
+        return sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    return sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template))
+
+
 def create_database(url: str) -> None:
     import psycopg
 
@@ -52,7 +68,7 @@ def create_database(url: str) -> None:
     with psycopg.connect(admin, autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
             raise SystemExit(f"database {name} exists already; drop it or pass another --database-url")
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(create_statement(name))
 
 
 def drop_database(url: str) -> None:

@@ -1120,9 +1120,11 @@ def fabricate_notes_with_maps(corpus, tasks: dict, model, count: int) -> None:
 def prepare_database(server_url: str, name: str) -> str:
     import psycopg
 
+    from benchmarks.database import create_statement
+
     with psycopg.connect(server_url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(create_statement(name))  # a migrated template's copy where the tests name one
     return server_url.rsplit("/", 1)[0] + "/" + name
 
 

@@ -1,5 +1,7 @@
 """Shared fixtures: users of each role, logged-in clients."""
 
+import os
+
 import pytest
 
 from tests.projects import default_project, make_member
@@ -77,6 +79,48 @@ def mlflow_server(tmp_path_factory):
 
     with running_mlflow_server(tmp_path_factory.mktemp("mlflow")) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def migrated_template():
+    """The name of a migrated PostgreSQL database that benchmark and drill subprocesses copy
+    instead of migrating a database of their own (benchmarks.database.TEMPLATE_ENV: pass it in
+    their environment). Migrated by the first test of a process that asks (one `migrate` a process
+    instead of one a benchmark), dropped at the end; named after the run's database and the xdist
+    process, so two processes or runs never share it. Skipped without PostgreSQL."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    from urllib.parse import urlparse, urlunparse
+
+    import psycopg
+
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith("postgres"):
+        pytest.skip("needs PostgreSQL (DATABASE_URL)")
+    parsed = urlparse(url)
+    name = f"{parsed.path.lstrip('/')}_template_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"[-63:]
+    admin = urlunparse(parsed._replace(path="/postgres"))
+
+    def drop():
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    drop()  # one a killed run left may predate a migration
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    env = {**os.environ, "DATABASE_URL": urlunparse(parsed._replace(path=f"/{name}")), "DEBUG": "1"}
+    migrate = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v0"],
+        cwd=Path(__file__).resolve().parents[1],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert migrate.returncode == 0, migrate.stdout + migrate.stderr
+    yield name
+    drop()
 
 
 @pytest.fixture

@@ -11,6 +11,8 @@ from urllib.parse import urlparse, urlunparse
 
 import pytest
 
+from benchmarks.database import TEMPLATE_ENV
+
 pytestmark = pytest.mark.slow  # a benchmark subprocess with a database of its own
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,12 +42,15 @@ def bench_database_url():
     drop()
 
 
-def test_the_benchmark_walks_every_page_compares_the_old_paging_and_drops_its_database(bench_database_url):
+def test_the_benchmark_walks_every_page_compares_the_old_paging_and_drops_its_database(
+    bench_database_url, migrated_template
+):
     url, exists = bench_database_url
     run = subprocess.run(
         [sys.executable, "-m", "benchmarks", "api-pages", "--notes", "450", "--requests", "1"]
         + ["--depths", "0,1", "--database-url", url],
         cwd=ROOT,
+        env={**os.environ, TEMPLATE_ENV: migrated_template},
         capture_output=True,
         text=True,
         timeout=300,

@@ -10,12 +10,14 @@ from urllib.parse import urlparse, urlunparse
 
 import pytest
 
+from benchmarks.database import TEMPLATE_ENV
+
 pytestmark = pytest.mark.slow  # a benchmark subprocess with a database of its own
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_map_storage_benchmark_stores_one_offsets_row_a_note_and_reports_every_index():
+def test_the_map_storage_benchmark_stores_one_offsets_row_a_note_and_reports_every_index(migrated_template):
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres"):
         pytest.skip("the benchmark needs PostgreSQL (DATABASE_URL)")
@@ -24,7 +26,7 @@ def test_the_map_storage_benchmark_stores_one_offsets_row_a_note_and_reports_eve
     run = subprocess.run(
         [sys.executable, "-m", "benchmarks", "map-storage", "--notes", "30", "--database-url", bench_url],
         cwd=ROOT,
-        env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"},
+        env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", TEMPLATE_ENV: migrated_template},
         capture_output=True,
         text=True,
         timeout=300,

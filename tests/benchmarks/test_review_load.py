@@ -13,12 +13,14 @@ from urllib.parse import urlparse, urlunparse
 
 import pytest
 
+from benchmarks.database import TEMPLATE_ENV
+
 pytestmark = pytest.mark.slow  # a benchmark subprocess with a database and a server of its own
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_smoke_run_reviews_without_errors_and_stops_everything_it_started():
+def test_the_smoke_run_reviews_without_errors_and_stops_everything_it_started(migrated_template):
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres"):
         pytest.skip("the benchmark needs PostgreSQL (DATABASE_URL)")
@@ -27,7 +29,7 @@ def test_the_smoke_run_reviews_without_errors_and_stops_everything_it_started():
     run = subprocess.run(
         [sys.executable, "-m", "benchmarks", "review-load", "--smoke", "--stored-peaks", "--database-url", bench_url],
         cwd=ROOT,
-        env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"},
+        env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", TEMPLATE_ENV: migrated_template},
         capture_output=True,
         text=True,
         timeout=300,

@@ -11,14 +11,14 @@ from urllib.parse import urlparse, urlunparse
 
 import pytest
 
-from benchmarks.database import database_exists
+from benchmarks.database import TEMPLATE_ENV, database_exists
 
 pytestmark = pytest.mark.slow  # a benchmark subprocess with a database of its own
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_short_run_measures_every_answer_and_drops_its_database():
+def test_a_short_run_measures_every_answer_and_drops_its_database(migrated_template):
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres") or not os.environ.get("REDIS_URL"):
         pytest.skip("the benchmark needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL)")
@@ -28,7 +28,7 @@ def test_a_short_run_measures_every_answer_and_drops_its_database():
     run = subprocess.run(
         [sys.executable, "-m", "benchmarks", "review-profile", *args, "--database-url", bench_url],
         cwd=ROOT,
-        env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"},
+        env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", TEMPLATE_ENV: migrated_template},
         capture_output=True,
         text=True,
         timeout=300,

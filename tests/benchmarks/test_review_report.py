@@ -11,12 +11,14 @@ from urllib.parse import urlparse, urlunparse
 
 import pytest
 
+from benchmarks.database import TEMPLATE_ENV
+
 pytestmark = pytest.mark.slow  # a benchmark subprocess with a database of its own
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_review_report_benchmark_serves_stored_figures_and_measures_the_old_way():
+def test_the_review_report_benchmark_serves_stored_figures_and_measures_the_old_way(migrated_template):
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres"):
         pytest.skip("the benchmark needs PostgreSQL (DATABASE_URL)")
@@ -26,7 +28,7 @@ def test_the_review_report_benchmark_serves_stored_figures_and_measures_the_old_
         [sys.executable, "-m", "benchmarks", "review-report", "--peaks", "200", "--reviewers", "3"]
         + ["--requests", "3", "--baseline-requests", "1", "--database-url", bench_url],
         cwd=ROOT,
-        env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"},
+        env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", TEMPLATE_ENV: migrated_template},
         capture_output=True,
         text=True,
         timeout=300,

@@ -10,6 +10,8 @@ from urllib.parse import urlparse, urlunparse
 
 import pytest
 
+from benchmarks.database import TEMPLATE_ENV
+
 pytestmark = pytest.mark.slow  # a benchmark subprocess with a database of its own
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,13 +39,13 @@ def bench_database_url():
     drop()
 
 
-def run_scale(url: str, *args: str) -> dict:
+def run_scale(url: str, template: str, *args: str) -> dict:
     tiny = ["--notes", "300", "--maps", "90", "--prompts", "2000", "--import-notes", "40"]
     run = subprocess.run(
         [sys.executable, "-m", "benchmarks", "scale", *tiny, "--requests", "3", "--warmup", "1", "--workers", "1"]
         + ["--database-url", url, *args],
         cwd=ROOT,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        env={**os.environ, "OMP_NUM_THREADS": "1", TEMPLATE_ENV: template},
         capture_output=True,
         text=True,
         timeout=300,
@@ -75,9 +77,9 @@ PAGES = {
 }
 
 
-def test_the_scale_benchmark_prints_every_figure_and_drops_its_database(bench_database_url):
+def test_the_scale_benchmark_prints_every_figure_and_drops_its_database(bench_database_url, migrated_template):
     url, _ = bench_database_url
-    result = run_scale(url)
+    result = run_scale(url, migrated_template)
 
     assert not database_exists(url)
     assert result["reused"] is False
@@ -97,12 +99,12 @@ def test_the_scale_benchmark_prints_every_figure_and_drops_its_database(bench_da
         assert (name in result["slow_pages"]) == (page["p95_ms"] > 100)
 
 
-def test_a_reused_database_is_measured_again_without_building_it(bench_database_url):
+def test_a_reused_database_is_measured_again_without_building_it(bench_database_url, migrated_template):
     url, _ = bench_database_url
-    first = run_scale(url, "--reuse")
+    first = run_scale(url, migrated_template, "--reuse")
     assert first["reused"] is False and database_exists(url)
 
-    again = run_scale(url, "--reuse")
+    again = run_scale(url, migrated_template, "--reuse")
 
     assert again["reused"] is True and "build" not in again
     assert again["map_storage"]["tokens"] == first["build"]["maps"]["tokens"]

@@ -12,6 +12,7 @@ after the run's database, so two runs on one host stay apart), and drops it at t
 """
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,8 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
+
+from benchmarks.database import TEMPLATE_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = (
@@ -33,7 +36,7 @@ STALL = 5  # WORK_STALL_SECONDS of the drill's workers
 
 
 @pytest.mark.slow
-def test_the_short_fault_drill_recovers_every_kind_of_work_with_nothing_lost_or_duplicated():
+def test_the_short_fault_drill_recovers_every_kind_of_work_with_nothing_lost_or_duplicated(migrated_template):
     if connection.vendor != "postgresql" or shutil.which("redis-server") is None:
         pytest.skip("the fault drill needs PostgreSQL (DATABASE_URL) and redis-server on the PATH")
     db = connection.settings_dict
@@ -43,6 +46,7 @@ def test_the_short_fault_drill_recovers_every_kind_of_work_with_nothing_lost_or_
         [sys.executable, "scripts/fault_drill.py", "--short", "--kinds", ",".join(KINDS)]
         + ["--postgres", server, "--database", database],
         cwd=ROOT,
+        env={**os.environ, TEMPLATE_ENV: migrated_template},  # its database a copy of a migrated one
         capture_output=True,
         text=True,
         timeout=900,
