@@ -265,7 +265,14 @@ def test_a_worker_killed_mid_job_on_sqlite_and_the_filesystem_broker_is_recovere
     try:
         deadline = time.monotonic() + KILL_TIMEOUT
         while time.monotonic() < deadline and first.process.poll() is None:
-            if query(db, "SELECT 1 FROM pipeline_relevancechunk WHERE job_id = ? AND status = 'running'", job_id):
+            # the job too: a chunk is claimed first and its job marked running just after
+            # (webapp.pipeline.chunks.claim), so a kill in between would leave the job queued
+            if query(
+                db,
+                "SELECT 1 FROM pipeline_relevancechunk c JOIN pipeline_relevancejob j ON j.id = c.job_id"
+                " WHERE c.job_id = ? AND c.status = 'running' AND j.status = 'running'",
+                job_id,
+            ):
                 break
             time.sleep(0.02)
         else:
