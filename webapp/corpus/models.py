@@ -161,7 +161,9 @@ class Note(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.corpus_id}/{self.external_id}"
+        # Its row id, not its external id: a site's external ids may be record numbers, and this
+        # name is what Django's admin writes to its change log (django_admin_log).
+        return gettext("note %(id)s of corpus %(corpus)s") % {"id": self.pk, "corpus": self.corpus_id}
 
     def save(self, *args, **kwargs):
         self.content_hash = text_hash(self.text)

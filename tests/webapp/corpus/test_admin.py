@@ -52,3 +52,20 @@ def test_other_lists_render_without_note_text(admin_client, note, model):
     response = admin_client.get(f"/admin/corpus/{model}/", secure=True)
     assert response.status_code == 200
     assert "Anna" not in response.content.decode()
+
+
+def test_a_note_changed_in_the_admin_is_logged_by_its_row_id_not_its_external_id(admin_client, note):
+    """Django's admin keeps every change in its log table (django_admin_log) under the object's
+    name: a note's name is its row id and corpus, since a site's external ids may be record
+    numbers, and no identifier goes into a log (webapp/logs.py)."""
+    from django.contrib.admin.models import LogEntry
+
+    form = {"corpus": note.corpus_id, "external_id": "n-42", "text": SECRET + " Rivista.", "metadata": '{"ward": "A"}'}
+    response = admin_client.post(f"/admin/corpus/note/{note.pk}/change/", form, secure=True)
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    [entry] = LogEntry.objects.filter(object_id=str(note.pk))
+    assert entry.object_repr == f"note {note.pk} of corpus {note.corpus_id}"
+    assert "n-42" not in entry.object_repr + entry.change_message and "Anna" not in entry.change_message
+    annotation = note.annotations.get()
+    assert "n-42" not in str(annotation) and str(note.pk) in str(annotation)
