@@ -69,3 +69,36 @@ def test_a_note_changed_in_the_admin_is_logged_by_its_row_id_not_its_external_id
     assert "n-42" not in entry.object_repr + entry.change_message and "Anna" not in entry.change_message
     annotation = note.annotations.get()
     assert "n-42" not in str(annotation) and str(note.pk) in str(annotation)
+
+
+def test_the_names_already_in_the_admin_log_lose_their_external_ids(note, admin_user):
+    """Migration 0020 rewrites the names the admin logged before notes were named by row id."""
+    from importlib import import_module
+
+    from django.apps import apps
+    from django.contrib.admin.models import CHANGE, LogEntry
+    from django.contrib.contenttypes.models import ContentType
+
+    annotation = note.annotations.get()
+    for obj in (note, annotation):
+        LogEntry.objects.create(
+            content_type=ContentType.objects.get_for_model(obj),
+            object_id=str(obj.pk),
+            object_repr=f"{note.corpus_id}/n-42 pacemaker=y",  # the names of before
+            action_flag=CHANGE,
+            user=admin_user,
+        )
+    other = LogEntry.objects.create(
+        content_type=ContentType.objects.get_for_model(note.corpus),
+        object_id="1",
+        object_repr="ed",
+        action_flag=CHANGE,
+        user=admin_user,
+    )
+
+    import_module("webapp.corpus.migrations.0020_admin_log_without_external_ids").names_without_external_ids(apps, None)
+
+    names = LogEntry.objects.exclude(pk=other.pk).values_list("object_repr", flat=True)
+    assert sorted(names) == sorted([f"note {note.pk}", f"annotation {annotation.pk}"])
+    other.refresh_from_db()
+    assert other.object_repr == "ed"
