@@ -209,7 +209,7 @@ def launch(spec: JobSpec, actor=None, *, ip: str | None = None, enqueue: bool = 
         method=spec.method,
         explain=config.explain,
         config=config.key,
-        note_filter=spec.note_filter,
+        note_filter=audited_filter(spec.corpus, spec.note_filter),
         task_selection=spec.task_selection,
     )
     if enqueue:
@@ -452,6 +452,20 @@ def _note_filter_problem(note_filter) -> str:
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         return _("The note limit must be a whole number of at least 1.")
     return ""
+
+
+def audited_filter(corpus, note_filter: dict) -> dict:
+    """The note selection as the audit log keeps it: notes chosen by external id are named by their
+    row ids instead (a site's external ids may be record numbers; no identifier goes into a log)."""
+    if "external_ids" not in note_filter:
+        return note_filter
+    kept = {key: value for key, value in note_filter.items() if key != "external_ids"}
+    ids = (
+        selected_notes(corpus, {"external_ids": note_filter["external_ids"]})
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    return {**kept, "external_ids_as_note_ids": list(ids)}
 
 
 def selected_notes(corpus, note_filter):

@@ -90,6 +90,15 @@ def test_launch_is_audited(launched, researcher):
     assert (event.actor, event.object_id, event.details["task_selection"]) == (researcher, str(job.pk), "list")
 
 
+def test_notes_chosen_by_external_id_are_audited_by_their_row_ids(launched, corpus):
+    """A site's external ids may be record numbers: the audit log names the notes by row id."""
+    launched(note_filter={"external_ids": ["n004", "n001"], "limit": 2}, tasks=[], task_selection="all")
+    event = AuditEvent.objects.get(action=AuditEvent.Action.LAUNCH_JOB)
+    wanted = sorted(Note.objects.filter(corpus=corpus, external_id__in=["n001", "n004"]).values_list("pk", flat=True))
+    assert event.details["note_filter"] == {"limit": 2, "external_ids_as_note_ids": wanted}
+    assert "n00" not in str(event.details)
+
+
 def test_launch_answers_before_planning_and_sends_the_job_to_a_planner_after_the_commit(
     corpus, tasks, model_version, monkeypatch, django_capture_on_commit_callbacks
 ):
