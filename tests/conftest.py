@@ -95,21 +95,23 @@ def migrated_template():
 
     import psycopg
 
+    from benchmarks.database import create_database, database_for
+
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres"):
         pytest.skip("needs PostgreSQL (DATABASE_URL)")
     parsed = urlparse(url)
     name = f"{parsed.path.lstrip('/')}_template_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"[-63:]
-    admin = urlunparse(parsed._replace(path="/postgres"))
+    template_url = urlunparse(parsed._replace(path=f"/{name}"))
+    _, admin = database_for(template_url)
 
-    def drop():
+    def drop():  # not benchmarks' drop_database: that closes this process's Django connections too
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     drop()  # one a killed run left may predate a migration
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    env = {**os.environ, "DATABASE_URL": urlunparse(parsed._replace(path=f"/{name}")), "DEBUG": "1"}
+    create_database(template_url)  # empty: DSM_MIGRATED_TEMPLATE is set for the subprocesses only
+    env = {**os.environ, "DATABASE_URL": template_url, "DEBUG": "1"}
     migrate = subprocess.run(
         [sys.executable, "manage.py", "migrate", "-v0"],
         cwd=Path(__file__).resolve().parents[1],
